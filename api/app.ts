@@ -1,0 +1,84 @@
+// buildApp() assembles the fastify app; listening is elsewhere (api/server.ts)
+// so tests use app.inject(). Route modules are plugins given the AppContext.
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { Config } from '../core/config.js';
+import type { AuditStore } from '../core/clickhouse.js';
+import type { ApiTokenVerifier } from '../core/apiTokens.js';
+import { errorCatalog, isLockauditError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import { registerAuth } from './auth.js';
+import type { HealthState } from './health.js';
+import { healthRoutes } from './health.js';
+import { describeValidation, validatorCompiler } from './validation.js';
+
+export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+export interface AppContext {
+  config: Config;
+  logger: Logger;
+  store: AuditStore;
+  verifier: ApiTokenVerifier;
+  health: HealthState;
+  metrics: Registry;
+}
+
+/** A route module: registers its routes on the app. */
+export type RoutePlugin = (app: App, ctx: AppContext) => Promise<void> | void;
+
+export interface ErrorBody {
+  error: string;
+  message: string;
+  details?: string[];
+}
+
+export async function buildApp(ctx: AppContext, routes: readonly RoutePlugin[] = []): Promise<App> {
+  const app = Fastify({
+    loggerInstance: ctx.logger.child({ role: 'api' }) as FastifyBaseLogger,
+    disableRequestLogging: false,
+    bodyLimit: 1024 * 1024,
+    ajv: { customOptions: { removeAdditional: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    if (err.validation) {
+      const details = describeValidation(err.validation, err.validationContext ?? 'request');
+      const body: ErrorBody = { error: 'LOCKAUDIT_ERR_VALIDATION', message: details.join('; '), details };
+      return reply.status(400).send(body);
+    }
+    if (isLockauditError(err)) {
+      const body: ErrorBody = { error: err.code, message: err.message, ...(err.details.length ? { details: [...err.details] } : {}) };
+      return reply.status(err.status).send(body);
+    }
+    // Fastify's own client errors (bad JSON, wrong content type, body too large) keep their 4xx.
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+      return reply.status(err.statusCode).send({ error: err.code ?? 'LOCKAUDIT_ERR_VALIDATION', message: err.message } satisfies ErrorBody);
+    }
+    request.log.error({ err }, 'unhandled error');
+    return reply.status(500).send({ error: 'LOCKAUDIT_ERR_INTERNAL', message: 'internal error' } satisfies ErrorBody);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.status(404).send({ error: 'LOCKAUDIT_ERR_NOT_FOUND', message: `no route ${request.method} ${request.url.split('?')[0]}` } satisfies ErrorBody),
+  );
+
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'lockaudit', version: '0.1.0', description: 'Audit and reporting for an etcd-backed lock service, and the embedded lock API.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API token from `lockaudit token create`' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  registerAuth(app, ctx.verifier);
+  await healthRoutes(app, ctx);
+  for (const route of routes) await route(app, ctx);
+  return app;
+}
+
+/** The documented error codes, for the catalog test and /docs. */
+export const documentedErrors = Object.keys(errorCatalog);

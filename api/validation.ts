@@ -1,0 +1,36 @@
+// Request validation: querystring/params are coerced from strings (that is how
+// they arrive), bodies are not (a number sent as a string is a wrong type).
+// Unknown fields are rejected, never silently removed.
+import { Ajv, type Options } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+
+// ajv-formats is CommonJS with a default export.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+const base: Options = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false };
+const bodyAjv = addFormats(new Ajv({ ...base, coerceTypes: false }));
+const queryAjv = addFormats(new Ajv({ ...base, coerceTypes: 'array' }));
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  const ajv = httpPart === 'body' ? bodyAjv : queryAjv;
+  return ajv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+};
+
+interface AjvIssue {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** One readable line per problem, each naming the field: `body.key: is required`. */
+export function describeValidation(issues: readonly AjvIssue[], context: string): string[] {
+  return issues.map((issue) => {
+    const field = [context, ...issue.instancePath.split('/').filter(Boolean)].join('.');
+    if (issue.keyword === 'required') return `${field}.${String(issue.params.missingProperty)}: is required`;
+    if (issue.keyword === 'additionalProperties') return `${field}.${String(issue.params.additionalProperty)}: is not a known field`;
+    if (issue.keyword === 'maxLength') return `${field}: is longer than ${String(issue.params.limit)} characters`;
+    return `${field}: ${issue.message ?? 'is invalid'}`;
+  });
+}

@@ -1,0 +1,190 @@
+// The lockaudit command line. Each subcommand validates its flags and
+// answers bad input with a message naming the flag and exit code 2.
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { createApiToken, parseRoles } from '../core/apiTokens.js';
+import { AuditStore } from '../core/clickhouse.js';
+import { loadConfig, maskedConfig, type Config } from '../core/config.js';
+import { checkAll } from '../core/dependencyChecks.js';
+import { isLockauditError } from '../core/errors.js';
+import { migrate } from '../core/migrations.js';
+import { createS3Client } from '../core/s3.js';
+import { ensureBuckets } from '../exporters/buckets.js';
+import { ensureAll } from '../services/install.js';
+import { SERVICE_NAMES, servicesDown, servicesStatus, servicesUp, type ServiceName } from '../services/localServices.js';
+import { roleSet, type RoleName } from './roles.js';
+import { closeAll, openRuntime, runUntilSignal, type RoleHandle } from './runtime.js';
+
+const progress = (message: string): void => {
+  process.stderr.write(`lockaudit: ${message}\n`);
+};
+
+function parseServices(value: string): ServiceName[] {
+  const names = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = names.filter((n) => !(SERVICE_NAMES as readonly string[]).includes(n));
+  if (names.length === 0 || unknown.length > 0) throw new InvalidArgumentError(`expected a comma-separated list of ${SERVICE_NAMES.join(', ')}`);
+  return names as ServiceName[];
+}
+
+async function withStore<T>(config: Config, fn: (store: AuditStore) => Promise<T>): Promise<T> {
+  const store = new AuditStore(config.clickhouse);
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+async function runRoles(names: RoleName[], options: { buckets: boolean }): Promise<void> {
+  const runtime = await openRuntime({ buckets: options.buckets });
+  const handles: RoleHandle[] = [];
+  try {
+    for (const name of names) handles.push(await roleSet[name](runtime));
+  } catch (err) {
+    await closeAll(runtime, handles);
+    throw err;
+  }
+  await runUntilSignal(runtime, handles);
+}
+
+export function buildCli(): Command {
+  const program = new Command('lockaudit')
+    .description('Audit and reporting for an etcd-backed distributed lock service.\nConfiguration: LOCKAUDIT_* environment variables and an optional YAML file (LOCKAUDIT_CONFIG); see README.')
+    .version('0.1.0')
+    .showHelpAfterError()
+    .configureOutput({ outputError: (str, write) => write(`lockaudit: ${str}`) });
+
+  program
+    .command('start')
+    .description('run every role in one process: lock/report API, tailer (one per cluster) and worker')
+    .action(() => runRoles(['tailer', 'api', 'worker'], { buckets: true }));
+
+  program.command('api').description('run the API role (lock API, reports, exports, /metrics, /docs)').action(() => runRoles(['api'], { buckets: true }));
+  program.command('tailer').description('run one tailer replica per configured etcd cluster (it campaigns for leadership)').action(() => runRoles(['tailer'], { buckets: false }));
+  program.command('worker').description('run the job worker role (scheduled reports, exports, archiving)').action(() => runRoles(['worker'], { buckets: true }));
+
+  program
+    .command('migrate')
+    .description('apply the ClickHouse schema migrations in sql/ (idempotent) and create the S3 buckets')
+    .option('--no-buckets', 'do not create the S3 buckets')
+    .action(async (opts: { buckets: boolean }) => {
+      const config = loadConfig();
+      await withStore(config, async (store) => {
+        const result = await migrate(store, { onApply: (m) => progress(`applied ${String(m.version).padStart(3, '0')}_${m.name}`) });
+        progress(`schema up to date (${result.applied.length} applied, ${result.alreadyApplied} already applied)`);
+      });
+      if (opts.buckets) {
+        await ensureBuckets(createS3Client(config.s3), config.s3);
+        progress(`buckets ready: ${config.s3.historyBucket} (365-day lifecycle), ${config.s3.archiveBucket} (object lock, COMPLIANCE 7 years)`);
+      }
+    });
+
+  const services = program.command('services').description('manage the local servers (etcd, Redis, MinIO) on the project\'s own ports');
+  services
+    .command('install')
+    .description('install what is missing: etcd and MinIO built from the Go module proxy into .tools/bin, redis-server from Debian')
+    .action(async () => {
+      await ensureAll(progress);
+      progress('all local service binaries are installed');
+    });
+  services
+    .command('up')
+    .description('install what is missing, start what is not running, wait until each answers (twice is a no-op)')
+    .option('--only <services>', `comma-separated subset of ${SERVICE_NAMES.join(',')}`, parseServices)
+    .action(async (opts: { only?: ServiceName[] }) => {
+      const config = loadConfig();
+      const status = await servicesUp(config, { only: opts.only, progress });
+      printStatus(status);
+    });
+  services
+    .command('down')
+    .description('stop the local servers this project started (by pid file)')
+    .option('--only <services>', `comma-separated subset of ${SERVICE_NAMES.join(',')}`, parseServices)
+    .action(async (opts: { only?: ServiceName[] }) => {
+      const stopped = await servicesDown(loadConfig(), { only: opts.only, progress });
+      progress(stopped.length ? `stopped ${stopped.join(', ')}` : 'nothing was running');
+    });
+  services
+    .command('status')
+    .description('say what runs where')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const status = await servicesStatus(loadConfig());
+      if (opts.json) process.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
+      else printStatus(status);
+    });
+
+  program
+    .command('doctor')
+    .description('check every dependency the way the platform uses it; exits 1 when anything is wrong')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const config = loadConfig();
+      const store = new AuditStore(config.clickhouse);
+      let results;
+      try {
+        // A missing schema is reported by the ClickHouse check; doctor never changes it.
+        results = await checkAll(config, store, { deep: true });
+      } finally {
+        await store.close();
+      }
+      if (opts.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+      else {
+        for (const r of results) {
+          process.stdout.write(`${r.ok ? 'ok  ' : 'FAIL'}  ${r.name.padEnd(16)} ${r.detail} (${r.ms} ms)\n`);
+          if (!r.ok && r.fix) process.stdout.write(`      ${''.padEnd(16)} fix: ${r.fix}\n`);
+        }
+      }
+      if (results.some((r) => !r.ok)) process.exitCode = 1;
+    });
+
+  program
+    .command('config')
+    .description('print the effective configuration (secrets masked) or the problems with it')
+    .action(() => {
+      process.stdout.write(`${JSON.stringify(maskedConfig(loadConfig()), null, 2)}\n`);
+    });
+
+  const token = program.command('token').description('API tokens');
+  token
+    .command('create')
+    .description('create an API token for an identity with roles; the token is printed once and stored hashed')
+    .requiredOption('--identity <name>', 'the caller identity, e.g. spiffe://corp/payments-worker or alice@corp')
+    .addOption(new Option('--roles <roles>', 'comma-separated: client, investigator, auditor, lock-operator, admin').makeOptionMandatory().argParser((v) => {
+      try {
+        return parseRoles(v);
+      } catch (err) {
+        throw new InvalidArgumentError((err as Error).message);
+      }
+    }))
+    .action(async (opts: { identity: string; roles: ReturnType<typeof parseRoles> }) => {
+      const config = loadConfig();
+      await withStore(config, async (store) => {
+        await migrate(store);
+        const created = await createApiToken(store, opts.identity, opts.roles);
+        progress(`token ${created.tokenId} for ${opts.identity} (${opts.roles.join(', ')}); it is shown once:`);
+        process.stdout.write(`${created.token}\n`);
+      });
+    });
+
+  return program;
+}
+
+function printStatus(status: Awaited<ReturnType<typeof servicesStatus>>): void {
+  for (const s of status) {
+    const state = s.running ? (s.answering ? 'running' : 'running, not answering') : s.answering ? 'answering (not started by us)' : 'stopped';
+    process.stdout.write(`${s.instance.padEnd(8)} ${state.padEnd(24)} ${s.address}${s.pid ? `  pid ${s.pid}` : ''}\n`);
+  }
+}
+
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildCli().parseAsync(argv);
+  } catch (err) {
+    if (isLockauditError(err)) {
+      process.stderr.write(`lockaudit: ${err.message}\n`);
+      process.exitCode = err.code.startsWith('LOCKAUDIT_ERR_CONFIG') ? 2 : 1;
+      return;
+    }
+    throw err;
+  }
+}

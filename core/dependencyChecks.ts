@@ -1,0 +1,145 @@
+// Checks each dependency the way the real path uses it: a txn on etcd, an
+// insert into ClickHouse, the archive bucket's object lock (and, deep, a put
+// into it), a job through Redis (deep) or a PING. Used by `lockaudit doctor`
+// (deep) and /readyz (shallow, cached).
+import { randomUUID } from 'node:crypto';
+import { Queue, QueueEvents, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { Config } from './config.js';
+import type { AuditStore } from './clickhouse.js';
+import { createEtcdClient } from './etcd.js';
+import { createS3Client } from './s3.js';
+import { archiveLockProblem } from '../exporters/buckets.js';
+
+export interface CheckResult {
+  name: string;
+  ok: boolean;
+  detail: string;
+  fix?: string;
+  ms: number;
+}
+
+async function timed(name: string, fix: string, fn: () => Promise<string>): Promise<CheckResult> {
+  const started = Date.now();
+  try {
+    const detail = await fn();
+    return { name, ok: true, detail, ms: Date.now() - started };
+  } catch (err) {
+    return { name, ok: false, detail: describe(err), fix, ms: Date.now() - started };
+  }
+}
+
+function describe(err: unknown): string {
+  const e = err as Error & { code?: string; errors?: Error[] };
+  const inner = e.errors?.[0]?.message;
+  return (inner ?? e.message ?? String(err)).split('\n')[0] as string;
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+function localFix(config: Config, local: boolean, remote: string): string {
+  return local ? `start the local services: lockaudit services up (data dir ${config.dataDir})` : remote;
+}
+
+export async function checkEtcd(config: Config): Promise<CheckResult[]> {
+  return Promise.all(
+    config.etcd.clusters.map((cluster) =>
+      timed(`etcd:${cluster.name}`, localFix(config, config.etcd.local, `check that ${cluster.endpoints.join(', ')} is reachable and has a quorum`), async () => {
+        const client = createEtcdClient(cluster, { callTimeoutMs: 3_000 });
+        try {
+          // Outside the tailed prefixes (/l/, /q/, /sys/): the probe leaves no audit events.
+          const key = `/lockaudit-probe/${randomUUID()}`;
+          const res = await client.if(key, 'Create', '==', 0).then(client.put(key).value('probe')).commit();
+          await client.delete().key(key);
+          if (!res.succeeded) throw new Error('probe txn did not succeed');
+          const status = await client.maintenance.status();
+          return `txn ok at revision ${res.header.revision}, etcd ${status.version}, ${cluster.endpoints.length} endpoint(s)`;
+        } finally {
+          client.close();
+        }
+      }),
+    ),
+  );
+}
+
+export function checkClickHouse(config: Config, store: AuditStore): Promise<CheckResult> {
+  const remote = config.clickhouse.mode === 'server' ? `check ${config.clickhouse.url} and its credentials` : '';
+  return timed('clickhouse', config.clickhouse.mode === 'embedded' ? 'run lockaudit migrate; only one process may open the embedded data directory' : remote, async () => {
+    const probeId = randomUUID();
+    await withTimeout(store.insert('health_probe', [{ probe_id: probeId, source: 'check' }]), 10_000, 'insert');
+    const rows = await store.rows<{ n: string; v: string }>(
+      'SELECT count() AS n, version() AS v FROM {db:Identifier}.health_probe WHERE probe_id = {id:String}',
+      { id: probeId },
+    );
+    if (rows[0]?.n !== '1') throw new Error('the inserted probe row was not read back');
+    return `insert ok, ClickHouse ${rows[0].v} (${config.clickhouse.mode})`;
+  });
+}
+
+export function checkS3(config: Config, options: { deep: boolean }): Promise<CheckResult> {
+  return timed('s3', localFix(config, config.s3.local, `check ${config.s3.endpoint}, its credentials, and that ${config.s3.archiveBucket} has object lock`), async () => {
+    const s3 = createS3Client(config.s3);
+    const problem = await withTimeout(archiveLockProblem(s3, config.s3.archiveBucket), 10_000, 'object lock');
+    if (problem) throw new Error(problem);
+    if (!options.deep) return `${config.s3.archiveBucket}: object lock COMPLIANCE`;
+    // The probe object overrides the bucket's 7-year default with a short
+    // GOVERNANCE retention so doctor can delete it again (with bypass).
+    const name = `doctor/probe-${randomUUID()}`;
+    const retainUntil = new Date(Date.now() + 24 * 3600_000).toISOString();
+    const put = await s3.putObject(config.s3.archiveBucket, name, Buffer.from('probe'), 5, {
+      'X-Amz-Object-Lock-Mode': 'GOVERNANCE',
+      'X-Amz-Object-Lock-Retain-Until-Date': retainUntil,
+    });
+    await s3.removeObject(config.s3.archiveBucket, name, { versionId: put.versionId ?? undefined, governanceBypass: true });
+    return `put into ${config.s3.archiveBucket} ok (object lock COMPLIANCE)`;
+  });
+}
+
+export function redisConnection(url: string): Redis {
+  // BullMQ workers need maxRetriesPerRequest: null.
+  return new Redis(url, { maxRetriesPerRequest: null, lazyConnect: true, connectTimeout: 3_000, retryStrategy: (times) => (times > 3 ? null : 200) });
+}
+
+export function checkRedis(config: Config, options: { deep: boolean }): Promise<CheckResult> {
+  return timed('redis', localFix(config, config.redis.local, 'check the Redis URL and that the server runs'), async () => {
+    const connection = redisConnection(config.redis.url);
+    await withTimeout(connection.connect(), 5_000, 'connect');
+    try {
+      const pong = await withTimeout(connection.ping(), 3_000, 'PING');
+      if (!options.deep) return `PING ${pong}`;
+      const queueName = `doctor-${randomUUID()}`;
+      const opts = { connection, prefix: config.queuePrefix };
+      const queue = new Queue(queueName, opts);
+      const events = new QueueEvents(queueName, { connection: connection.duplicate(), prefix: config.queuePrefix });
+      const worker = new Worker(queueName, async (job) => ({ echoed: (job.data as { n: number }).n }), { connection: connection.duplicate(), prefix: config.queuePrefix });
+      try {
+        await events.waitUntilReady();
+        const job = await queue.add('probe', { n: 42 }, { removeOnComplete: true, removeOnFail: true });
+        const result = (await withTimeout(job.waitUntilFinished(events, 10_000), 12_000, 'job')) as { echoed: number };
+        if (result.echoed !== 42) throw new Error('the probe job returned the wrong result');
+        return 'a job went through the queue (BullMQ)';
+      } finally {
+        await worker.close();
+        await events.close();
+        await queue.obliterate({ force: true }).catch(() => undefined);
+        await queue.close();
+      }
+    } finally {
+      connection.disconnect();
+    }
+  });
+}
+
+export async function checkAll(config: Config, store: AuditStore | undefined, options: { deep: boolean }): Promise<CheckResult[]> {
+  const clickhouse: Promise<CheckResult> = store
+    ? checkClickHouse(config, store)
+    : Promise.resolve({ name: 'clickhouse', ok: false, detail: 'not opened', ms: 0 });
+  const [etcd, ch, s3, redis] = await Promise.all([checkEtcd(config), clickhouse, checkS3(config, options), checkRedis(config, options)]);
+  return [...etcd, ch, s3, redis];
+}

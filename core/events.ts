@@ -1,0 +1,64 @@
+// Audit events: what the tailer writes to {db}.events, one row per
+// (cluster, revision, key). 64-bit columns travel as decimal strings.
+
+export const EVENT_TYPES = [
+  'grant',
+  'release',
+  'expiry',
+  'force-release',
+  'session-close',
+  'epoch-release', // a restored hold deleted by an epoch advance
+  'queue-enter',
+  'queue-leave',
+  'class-change',
+  'epoch-advance',
+  'clock',
+  'marker',
+  'force-record',
+  'snapshot-hold', // a hold seen in a snapshot after a gap: its start is unknown
+  'unprotected-grant', // granted without quorum, shipped from a fail-open spool
+  'other', // a change nobody decodes (kept raw, never dropped)
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** How a grant ended, as reports show it; null while still held. */
+export type EndKind = 'release' | 'expiry' | 'force' | 'session-close' | 'epoch-advance';
+
+export const END_KIND_BY_EVENT: Partial<Record<EventType, EndKind>> = {
+  release: 'release',
+  expiry: 'expiry',
+  'force-release': 'force',
+  'session-close': 'session-close',
+  'epoch-release': 'epoch-advance',
+};
+
+export type EventOp = 'put' | 'delete' | 'snapshot' | 'spool';
+
+/** A row of {db}.events. */
+export interface AuditEventRow {
+  cluster: string;
+  revision: string;
+  key: string;
+  event_type: EventType;
+  op: EventOp;
+  namespace: string;
+  lock_path: string;
+  class: string;
+  holder: string;
+  session: string;
+  token: string;
+  epoch: number;
+  grant_revision: string;
+  wait_ms: number;
+  /** ms since the Unix epoch */
+  wall_time: number;
+  time_estimated: 0 | 1;
+  time_error_ms: number;
+  create_revision: string;
+  mod_revision: string;
+  version: string;
+  lease: string;
+  value: string;
+  prev_value: string;
+  unprotected: 0 | 1;
+}

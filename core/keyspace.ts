@@ -1,0 +1,186 @@
+// The etcd keyspace (DESIGN.md §2): written by the lock API, read by the
+// tailer. Both sides use only these functions, so the layout lives here once.
+import Type, { type Static } from 'typebox';
+import { Value } from 'typebox/value';
+
+export const PREFIX = {
+  hold: '/l/',
+  queue: '/q/',
+  sys: '/sys/',
+  epoch: '/sys/epoch',
+  clock: '/sys/clock',
+  class: '/sys/class/',
+  force: '/sys/force/',
+  mark: '/sys/mark/',
+  election: '/sys/election/',
+} as const;
+
+/** The prefixes the tailer watches. */
+export const WATCHED_PREFIXES = [PREFIX.hold, PREFIX.queue, PREFIX.sys] as const;
+
+// A lock name is <namespace>/<path>: a namespace segment, then one or more path segments.
+const SEGMENT = '[A-Za-z0-9][A-Za-z0-9._-]{0,127}';
+export const LOCK_NAME_PATTERN = `^${SEGMENT}(/${SEGMENT}){1,15}$`;
+const LOCK_NAME = new RegExp(LOCK_NAME_PATTERN);
+export const LOCK_NAME_MAX = 512;
+
+export interface LockName {
+  namespace: string;
+  path: string;
+}
+
+/** Parses "ns/path/…"; undefined when it is not a valid lock name. */
+export function parseLockName(name: string): LockName | undefined {
+  if (name.length > LOCK_NAME_MAX || !LOCK_NAME.test(name)) return undefined;
+  const slash = name.indexOf('/');
+  return { namespace: name.slice(0, slash), path: name.slice(slash + 1) };
+}
+
+export const holdKey = (lock: string): string => `${PREFIX.hold}${lock}`;
+export const queueKey = (lock: string, leaseId: string): string => `${PREFIX.queue}${lock}/${leaseId}`;
+export const queuePrefix = (lock: string): string => `${PREFIX.queue}${lock}/`;
+export const classKey = (name: string): string => `${PREFIX.class}${name}`;
+export const forceKey = (id: string): string => `${PREFIX.force}${id}`;
+export const markKey = (id: string): string => `${PREFIX.mark}${id}`;
+
+// ---- values -------------------------------------------------------------
+
+const DecimalString = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' });
+
+export const HoldValueSchema = Type.Object({
+  holder: Type.String({ minLength: 1 }),
+  session: DecimalString, // the holder's lease id
+  class: Type.String({ minLength: 1 }),
+  epoch: Type.Integer({ minimum: 0 }),
+  waitMs: Type.Integer({ minimum: 0 }),
+  at: Type.Integer({ minimum: 0 }), // grant wall time, ms since epoch
+});
+export type HoldValue = Static<typeof HoldValueSchema>;
+
+export const QueueValueSchema = Type.Object({
+  holder: Type.String({ minLength: 1 }),
+  session: DecimalString,
+  class: Type.String({ minLength: 1 }),
+  at: Type.Integer({ minimum: 0 }),
+});
+export type QueueValue = Static<typeof QueueValueSchema>;
+
+export const EpochValueSchema = Type.Object({
+  epoch: Type.Integer({ minimum: 0 }),
+  clusterId: DecimalString,
+});
+export type EpochValue = Static<typeof EpochValueSchema>;
+
+export const ClockValueSchema = Type.Object({ at: Type.Integer({ minimum: 0 }) });
+export type ClockValue = Static<typeof ClockValueSchema>;
+
+/**
+ * The reason marker written in the same txn as an intentional delete.
+ * `release`: one hold by its holder; `session-close`: every hold of `session`;
+ * `epoch-advance`: every hold restored from a backup, deleted by the advance.
+ */
+export const MarkValueSchema = Type.Object({
+  kind: Type.Union([Type.Literal('release'), Type.Literal('session-close'), Type.Literal('epoch-advance')]),
+  by: Type.String({ minLength: 1 }),
+  at: Type.Integer({ minimum: 0 }),
+  key: Type.Optional(Type.String()),
+  session: Type.Optional(DecimalString),
+});
+export type MarkValue = Static<typeof MarkValueSchema>;
+
+export const ForceRecordSchema = Type.Object({
+  id: Type.String({ minLength: 1 }),
+  key: Type.String({ minLength: 1 }), // the lock name
+  holder: Type.String(),
+  session: DecimalString,
+  token: DecimalString,
+  class: Type.String(),
+  enforcement: Type.Union([Type.Literal('fenced'), Type.Literal('advisory')]),
+  requester: Type.String({ minLength: 1 }),
+  approver: Type.String({ minLength: 1 }),
+  reason: Type.String({ minLength: 1 }),
+  requestedAt: Type.Integer({ minimum: 0 }),
+  approvedAt: Type.Integer({ minimum: 0 }),
+  revokedSession: Type.Boolean(),
+});
+export type ForceRecord = Static<typeof ForceRecordSchema>;
+
+export const LockClassSchema = Type.Object(
+  {
+    name: Type.String({ pattern: '^[a-z0-9][a-z0-9._-]{0,63}$' }),
+    namespace: Type.String({ pattern: `^${SEGMENT}$` }),
+    purpose: Type.Union([Type.Literal('correctness'), Type.Literal('efficiency')]),
+    enforcement: Type.Union([Type.Literal('fenced'), Type.Literal('advisory')]),
+    riskOwner: Type.Optional(Type.String({ minLength: 1 })),
+    waiverExpires: Type.Optional(Type.String({ format: 'date' })),
+    ttlSeconds: Type.Integer({ minimum: 5, maximum: 300, default: 15 }),
+    tier: Type.Union([Type.Literal('coord'), Type.Literal('entity')]),
+    onQuorumLoss: Type.Union([Type.Literal('closed'), Type.Literal('open')]),
+    fairness: Type.Union([Type.Literal('memory'), Type.Literal('durable')]),
+    pauseTest: Type.Optional(Type.String({ minLength: 1 })),
+  },
+  { additionalProperties: false },
+);
+export type LockClass = Static<typeof LockClassSchema>;
+
+/** The rules of DESIGN.md §2 beyond field shapes; returns every broken rule. */
+export function classRuleViolations(c: LockClass): string[] {
+  const broken: string[] = [];
+  if (c.enforcement === 'advisory') {
+    if (!c.riskOwner) broken.push('riskOwner: required when enforcement is advisory');
+    if (!c.waiverExpires) broken.push('waiverExpires: required when enforcement is advisory');
+    if (c.ttlSeconds < 30) broken.push('ttlSeconds: advisory classes need at least 30');
+  }
+  if (c.onQuorumLoss === 'open') {
+    if (c.purpose !== 'efficiency') broken.push('onQuorumLoss: open is only for efficiency classes');
+    if (c.enforcement === 'fenced') broken.push('onQuorumLoss: open is not allowed for fenced classes');
+  }
+  if (c.enforcement === 'fenced' && !c.pauseTest) broken.push('pauseTest: fenced classes need a reference to a passed pause test');
+  return broken;
+}
+
+/** Decodes a JSON value against a schema; undefined (not an exception) when it does not fit. */
+export function decodeValue<S extends Type.TSchema>(schema: S, text: string): Static<S> | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return Value.Check(schema, parsed) ? (parsed as Static<S>) : undefined;
+}
+
+export type KeyKind =
+  | { kind: 'hold'; lock: string; namespace: string; path: string }
+  | { kind: 'queue'; lock: string; namespace: string; path: string; leaseId: string }
+  | { kind: 'epoch' }
+  | { kind: 'clock' }
+  | { kind: 'class'; name: string }
+  | { kind: 'force'; id: string }
+  | { kind: 'mark'; id: string }
+  | { kind: 'election' }
+  | { kind: 'other' };
+
+/** Classifies an etcd key of the lock keyspace. */
+export function classifyKey(key: string): KeyKind {
+  if (key.startsWith(PREFIX.hold)) {
+    const lock = key.slice(PREFIX.hold.length);
+    const name = parseLockName(lock);
+    return name ? { kind: 'hold', lock, ...name } : { kind: 'other' };
+  }
+  if (key.startsWith(PREFIX.queue)) {
+    const rest = key.slice(PREFIX.queue.length);
+    const slash = rest.lastIndexOf('/');
+    const lock = rest.slice(0, slash);
+    const leaseId = rest.slice(slash + 1);
+    const name = slash > 0 ? parseLockName(lock) : undefined;
+    return name && /^\d+$/.test(leaseId) ? { kind: 'queue', lock, leaseId, ...name } : { kind: 'other' };
+  }
+  if (key === PREFIX.epoch) return { kind: 'epoch' };
+  if (key === PREFIX.clock) return { kind: 'clock' };
+  if (key.startsWith(PREFIX.class)) return { kind: 'class', name: key.slice(PREFIX.class.length) };
+  if (key.startsWith(PREFIX.force)) return { kind: 'force', id: key.slice(PREFIX.force.length) };
+  if (key.startsWith(PREFIX.mark)) return { kind: 'mark', id: key.slice(PREFIX.mark.length) };
+  if (key.startsWith(PREFIX.election)) return { kind: 'election' };
+  return { kind: 'other' };
+}

@@ -1,0 +1,97 @@
+// Numbered, append-only migrations from sql/, recorded in a ledger table.
+// Running twice changes nothing; an edited applied migration is an error.
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { AuditStore } from './clickhouse.js';
+import { LockauditError } from './errors.js';
+import { sqlDir } from './paths.js';
+
+export interface Migration {
+  version: number;
+  name: string;
+  checksum: string;
+  statements: string[];
+}
+
+const FILE_PATTERN = /^(\d{3})_([a-z0-9_]+)\.sql$/;
+
+/** Splits a migration file into statements: each ends with `;` at the end of a line. */
+export function splitStatements(sql: string): string[] {
+  const withoutComments = sql
+    .split('\n')
+    .map((line) => (line.trimStart().startsWith('--') ? '' : line))
+    .join('\n');
+  return withoutComments
+    .split(/;\s*(?:\n|$)/)
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+/**
+ * Rewrites a single-node statement for a ClickHouse cluster: ON CLUSTER after
+ * the object name and Replicated* engines (their ZooKeeper path comes from the
+ * server's default_replica_path). `cluster` is validated by the config schema.
+ */
+export function forCluster(statement: string, cluster: string): string {
+  return statement
+    .replace(/^(CREATE\s+(?:DATABASE|TABLE|VIEW|MATERIALIZED\s+VIEW)\s+IF\s+NOT\s+EXISTS\s+\S+)/i, `$1 ON CLUSTER ${cluster}`)
+    .replace(/^(ALTER\s+TABLE\s+\S+)/i, `$1 ON CLUSTER ${cluster}`)
+    .replace(/ENGINE\s*=\s*(Replacing|Summing|Aggregating|Collapsing)?MergeTree/g, (_m, kind: string | undefined) => `ENGINE = Replicated${kind ?? ''}MergeTree`);
+}
+
+export function loadMigrations(dir = sqlDir): Migration[] {
+  const files = readdirSync(dir).filter((f) => f.endsWith('.sql')).sort();
+  const migrations: Migration[] = [];
+  for (const file of files) {
+    const match = FILE_PATTERN.exec(file);
+    if (!match) throw new LockauditError('LOCKAUDIT_ERR_MIGRATION_FAILED', `sql/${file}: migration files are named NNN_name.sql`);
+    const text = readFileSync(path.join(dir, file), 'utf8');
+    const version = Number(match[1]);
+    if (migrations.some((m) => m.version === version)) throw new LockauditError('LOCKAUDIT_ERR_MIGRATION_FAILED', `sql/${file}: version ${version} is used twice`);
+    migrations.push({ version, name: match[2] as string, checksum: createHash('sha256').update(text).digest('hex'), statements: splitStatements(text) });
+  }
+  return migrations;
+}
+
+const LEDGER_DDL = `CREATE TABLE IF NOT EXISTS {db:Identifier}.schema_migrations
+(version UInt32, name String, checksum String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3))
+ENGINE = ReplacingMergeTree(applied_at) ORDER BY version`;
+
+export interface MigrateResult {
+  applied: Migration[];
+  alreadyApplied: number;
+}
+
+export async function migrate(store: AuditStore, options: { dir?: string; onApply?: (m: Migration) => void } = {}): Promise<MigrateResult> {
+  const cluster = store.target.mode === 'server' ? store.target.cluster : undefined;
+  const prepare = (sql: string): string => (cluster ? forCluster(sql, cluster) : sql);
+  await store.command(prepare('CREATE DATABASE IF NOT EXISTS {db:Identifier}'));
+  await store.command(prepare(LEDGER_DDL));
+  const done = await store.rows<{ version: number; checksum: string }>(
+    'SELECT version, checksum FROM {db:Identifier}.schema_migrations FINAL ORDER BY version',
+  );
+  const applied = new Map(done.map((r) => [Number(r.version), r.checksum]));
+  const result: MigrateResult = { applied: [], alreadyApplied: 0 };
+  for (const m of loadMigrations(options.dir)) {
+    const previous = applied.get(m.version);
+    if (previous !== undefined) {
+      if (previous !== m.checksum) {
+        throw new LockauditError('LOCKAUDIT_ERR_MIGRATION_CHANGED', `migration ${m.version}_${m.name} was changed after it was applied; add a new migration instead`);
+      }
+      result.alreadyApplied += 1;
+      continue;
+    }
+    for (const statement of m.statements) {
+      try {
+        await store.command(prepare(statement));
+      } catch (err) {
+        throw new LockauditError('LOCKAUDIT_ERR_MIGRATION_FAILED', `migration ${m.version}_${m.name} failed: ${(err as Error).message}`, { cause: err });
+      }
+    }
+    await store.insert('schema_migrations', [{ version: m.version, name: m.name, checksum: m.checksum }]);
+    options.onApply?.(m);
+    result.applied.push(m);
+  }
+  return result;
+}

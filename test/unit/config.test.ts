@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { loadConfig, maskedConfig, parseEtcdClusters } from '../../core/config.js';
+import { isLockauditError } from '../../core/errors.js';
+import { tempDir } from '../support/env.js';
+
+function problems(env: NodeJS.ProcessEnv): string[] {
+  try {
+    loadConfig({ env, cwd: '/srv' });
+  } catch (err) {
+    assert.ok(isLockauditError(err, 'LOCKAUDIT_ERR_CONFIG_INVALID') || isLockauditError(err, 'LOCKAUDIT_ERR_CONFIG_FILE'), String(err));
+    return [...err.details, err.message];
+  }
+  assert.fail('expected the configuration to be rejected');
+}
+
+describe('config', () => {
+  it('has documented defaults', () => {
+    const c = loadConfig({ env: {}, cwd: '/srv' });
+    assert.equal(c.dataDir, '/srv/.lockaudit');
+    assert.equal(c.port, 8080);
+    assert.deepEqual(c.etcd.clusters, [{ name: 'local', endpoints: ['http://127.0.0.1:23000'] }]);
+    assert.deepEqual(c.clickhouse, { mode: 'embedded', path: '/srv/.lockaudit/clickhouse', database: 'lockaudit' });
+    assert.equal(c.s3.endpoint, 'http://127.0.0.1:23030');
+    assert.equal(c.redis.url, 'redis://127.0.0.1:23020');
+    assert.ok(c.etcd.local && c.s3.local && c.redis.local);
+  });
+
+  it('moves every local port with the port base and lists three etcd members', () => {
+    const c = loadConfig({ env: { LOCKAUDIT_LOCAL_PORT_BASE: '40000', LOCKAUDIT_LOCAL_ETCD_MEMBERS: '3' }, cwd: '/srv' });
+    assert.deepEqual(c.etcd.clusters[0]?.endpoints, ['http://127.0.0.1:40000', 'http://127.0.0.1:40001', 'http://127.0.0.1:40002']);
+    assert.equal(c.local.ports.redis, 40020);
+  });
+
+  it('parses several etcd clusters', () => {
+    assert.deepEqual(parseEtcdClusters('a=http://h1:2379,http://h2:2379; b=https://x:2379'), [
+      { name: 'a', endpoints: ['http://h1:2379', 'http://h2:2379'] },
+      { name: 'b', endpoints: ['https://x:2379'] },
+    ]);
+  });
+
+  const cases: Array<[string, NodeJS.ProcessEnv, RegExp]> = [
+    ['a non-numeric port', { LOCKAUDIT_PORT: 'eighty' }, /LOCKAUDIT_PORT: must be an integer/],
+    ['a port out of range', { LOCKAUDIT_PORT: '70000' }, /LOCKAUDIT_PORT \(port\): must be <= 65535/],
+    ['an etcd spec without a name', { LOCKAUDIT_ETCD: 'http://h:2379' }, /LOCKAUDIT_ETCD: "http:\/\/h:2379" is not name=url/],
+    ['an etcd url that is not http', { LOCKAUDIT_ETCD: 'a=tcp://h:2379' }, /LOCKAUDIT_ETCD \(etcd\.0\.endpoints\.0\): must match pattern/],
+    ['a duplicated etcd cluster', { LOCKAUDIT_ETCD: 'a=http://h:1;a=http://h:2' }, /named twice/],
+    ['a ClickHouse URL that is not http', { LOCKAUDIT_CLICKHOUSE_URL: 'clickhouse.local:8123' }, /LOCKAUDIT_CLICKHOUSE_URL \(clickhouse\.url\)/],
+    ['an unknown log level', { LOCKAUDIT_LOG_LEVEL: 'loud' }, /LOCKAUDIT_LOG_LEVEL \(logLevel\): must be one of fatal/],
+    ['two etcd members', { LOCKAUDIT_LOCAL_ETCD_MEMBERS: '2' }, /LOCKAUDIT_LOCAL_ETCD_MEMBERS \(local\.etcdMembers\): must be 1 or 3/],
+    ['a Redis URL of another scheme', { LOCKAUDIT_REDIS_URL: 'http://r:6379' }, /LOCKAUDIT_REDIS_URL \(redisUrl\)/],
+    ['an unknown LOCKAUDIT_ variable', { LOCKAUDIT_PROT: '8080' }, /LOCKAUDIT_PROT: unknown setting/],
+  ];
+  for (const [what, env, expected] of cases) {
+    it(`rejects ${what}, naming the key`, () => {
+      const found = problems(env);
+      assert.ok(found.some((p) => expected.test(p)), `expected ${expected} in:\n${found.join('\n')}`);
+    });
+  }
+
+  it('reports every problem at once', () => {
+    const found = problems({ LOCKAUDIT_PORT: '0', LOCKAUDIT_LOG_LEVEL: 'x' });
+    assert.ok(found.some((p) => p.startsWith('LOCKAUDIT_PORT')));
+    assert.ok(found.some((p) => p.startsWith('LOCKAUDIT_LOG_LEVEL')));
+  });
+
+  it('reads a YAML file, rejects its unknown keys, and lets env override it', () => {
+    const tmp = tempDir();
+    try {
+      const good = path.join(tmp.dir, 'good.yaml');
+      writeFileSync(good, 'port: 9000\netcd:\n  - name: east\n    endpoints: [http://e1:2379]\ns3:\n  endpoint: http://minio:9000\n  accessKey: abc\n  secretKey: supersecret\n');
+      const c = loadConfig({ env: { LOCKAUDIT_CONFIG: good, LOCKAUDIT_PORT: '9100' }, cwd: tmp.dir });
+      assert.equal(c.port, 9100);
+      assert.equal(c.etcd.clusters[0]?.name, 'east');
+      assert.equal(c.etcd.local, false);
+      assert.equal(c.s3.local, false);
+      assert.equal(maskedConfig(c).s3 && (maskedConfig(c).s3 as { secretKey: string }).secretKey, '****');
+
+      const bad = path.join(tmp.dir, 'bad.yaml');
+      writeFileSync(bad, 'port: 9000\nprot: 1\ns3:\n  bucket: x\n');
+      const found = problems({ LOCKAUDIT_CONFIG: bad });
+      assert.ok(found.some((p) => p === 'prot: unknown key'), found.join('\n'));
+      assert.ok(found.some((p) => p === 's3.bucket: unknown key'), found.join('\n'));
+
+      const broken = path.join(tmp.dir, 'broken.yaml');
+      writeFileSync(broken, 'port: [1,\n');
+      assert.ok(problems({ LOCKAUDIT_CONFIG: broken }).some((p) => /not valid YAML/.test(p)));
+      assert.ok(problems({ LOCKAUDIT_CONFIG: path.join(tmp.dir, 'missing.yaml') }).some((p) => /cannot read/.test(p)));
+    } finally {
+      tmp.remove();
+    }
+  });
+
+  it('masks secrets in the effective config', () => {
+    const c = loadConfig({ env: { LOCKAUDIT_REDIS_URL: 'redis://:hunter2@r:6379', LOCKAUDIT_CLICKHOUSE_URL: 'http://ch:8123', LOCKAUDIT_CLICKHOUSE_PASSWORD: 'pw-secret' }, cwd: '/' });
+    const text = JSON.stringify(maskedConfig(c));
+    assert.ok(!text.includes('hunter2') && !text.includes('pw-secret') && !text.includes('lockaudit-local-secret'), text);
+  });
+});

@@ -1,0 +1,31 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { forCluster, loadMigrations, splitStatements } from '../../core/migrations.js';
+
+describe('migration files', () => {
+  it('are numbered without gaps and split into statements', () => {
+    const all = loadMigrations();
+    assert.ok(all.length >= 3);
+    all.forEach((m, i) => assert.equal(m.version, i + 1));
+    assert.ok(all.every((m) => m.statements.length > 0 && m.statements.every((s) => !s.endsWith(';'))));
+  });
+
+  it('splits on ; at line ends and ignores comments', () => {
+    assert.deepEqual(splitStatements('-- a; comment\nSELECT 1;\nSELECT \';\' ;\n'), ['SELECT 1', "SELECT ';'"]);
+  });
+
+  it('orders the events table by (cluster, revision, key) in a ReplacingMergeTree', () => {
+    const first = loadMigrations()[0];
+    const events = first?.statements.find((s) => s.includes('.events'));
+    assert.match(events ?? '', /ENGINE = ReplacingMergeTree\(ingested_at\)\s+ORDER BY \(cluster, revision, key\)/);
+  });
+
+  it('rewrites statements for a ClickHouse cluster', () => {
+    assert.equal(
+      forCluster('CREATE TABLE IF NOT EXISTS {db:Identifier}.events (a UInt8) ENGINE = ReplacingMergeTree(a) ORDER BY a', 'prod'),
+      'CREATE TABLE IF NOT EXISTS {db:Identifier}.events ON CLUSTER prod (a UInt8) ENGINE = ReplicatedReplacingMergeTree(a) ORDER BY a',
+    );
+    assert.equal(forCluster('CREATE DATABASE IF NOT EXISTS {db:Identifier}', 'prod'), 'CREATE DATABASE IF NOT EXISTS {db:Identifier} ON CLUSTER prod');
+    assert.match(forCluster('CREATE TABLE IF NOT EXISTS x (a UInt8) ENGINE = MergeTree ORDER BY a', 'c'), /ENGINE = ReplicatedMergeTree ORDER/);
+  });
+});
