@@ -10,3 +10,5 @@ if (!existsSync(fileURLToPath(entry))) {
 }
 const { main } = await import(entry.href);
 await main(process.argv);
+// Every command has closed what it opened; a client's idle timer must not keep the CLI alive.
+process.exit(process.exitCode ?? 0);

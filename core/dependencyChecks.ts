@@ -2,7 +2,7 @@
 // insert into ClickHouse, the archive bucket's object lock (and, deep, a put
 // into it), a job through Redis (deep) or a PING. Used by `lockaudit doctor`
 // (deep) and /readyz (shallow, cached).
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Config } from './config.js';
@@ -90,13 +90,28 @@ export function checkS3(config: Config, options: { deep: boolean }): Promise<Che
     if (!options.deep) return `${config.s3.archiveBucket}: object lock COMPLIANCE`;
     // The probe object overrides the bucket's 7-year default with a short
     // GOVERNANCE retention so doctor can delete it again (with bypass).
+    // minio-js's putObject turns unknown headers into user metadata, so the
+    // object-lock headers go through its signed raw request.
     const name = `doctor/probe-${randomUUID()}`;
-    const retainUntil = new Date(Date.now() + 24 * 3600_000).toISOString();
-    const put = await s3.putObject(config.s3.archiveBucket, name, Buffer.from('probe'), 5, {
-      'X-Amz-Object-Lock-Mode': 'GOVERNANCE',
-      'X-Amz-Object-Lock-Retain-Until-Date': retainUntil,
-    });
-    await s3.removeObject(config.s3.archiveBucket, name, { versionId: put.versionId ?? undefined, governanceBypass: true });
+    const body = Buffer.from('probe');
+    const res = await s3.makeRequestAsync(
+      {
+        method: 'PUT',
+        bucketName: config.s3.archiveBucket,
+        objectName: name,
+        headers: {
+          'content-md5': createHash('md5').update(body).digest('base64'),
+          'x-amz-object-lock-mode': 'GOVERNANCE',
+          'x-amz-object-lock-retain-until-date': new Date(Date.now() + 24 * 3600_000).toISOString(),
+        },
+      },
+      body,
+      [200],
+    );
+    res.resume();
+    const versionId = res.headers['x-amz-version-id'];
+    if (typeof versionId !== 'string') throw new Error('the put returned no version id: versioning (object lock) is off');
+    await s3.removeObject(config.s3.archiveBucket, name, { versionId, governanceBypass: true });
     return `put into ${config.s3.archiveBucket} ok (object lock COMPLIANCE)`;
   });
 }

@@ -51,7 +51,8 @@ async function isOurs(pid: number, command: string): Promise<boolean> {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     // A zombie (state Z) has exited; its parent just has not reaped it yet.
     if (/^\d+ \(.*\) Z/.test(stat)) return false;
-    return cmdline.split('\0')[0] === command;
+    // Some servers (redis) rewrite their title to "path addr:port", so compare the first word.
+    return (cmdline.split('\0')[0] ?? '').split(' ')[0] === command;
   } catch {
     return false;
   }
