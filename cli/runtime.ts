@@ -1,11 +1,12 @@
 // The shared resources of one lockaudit process and its roles' lifecycle.
 // Roles start in order and close in reverse (the tailer stops reading and
 // checkpoints before clients close; leadership is given up last).
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { ApiTokenVerifier } from '../core/apiTokens.js';
 import { AuditStore } from '../core/clickhouse.js';
 import { loadConfig, maskedConfig, type Config } from '../core/config.js';
 import { createLogger, type Logger } from '../core/logger.js';
+import { createMetricsRegistry } from '../core/metrics.js';
 import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
 import { ensureBuckets } from '../exporters/buckets.js';
@@ -35,8 +36,7 @@ export async function openRuntime(options: { migrate?: boolean; buckets?: boolea
     logger.info({ applied: result.applied.length, alreadyApplied: result.alreadyApplied }, 'schema up to date');
   }
   if (options.buckets) await ensureBuckets(createS3Client(config.s3), config.s3);
-  const metrics = new Registry();
-  collectDefaultMetrics({ register: metrics, prefix: 'lockaudit_' });
+  const metrics = createMetricsRegistry();
   return { config, logger, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics };
 }
 

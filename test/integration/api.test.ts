@@ -1,0 +1,126 @@
+// The API skeleton against the suite's real services: health, readiness,
+// metrics, OpenAPI, auth and the error shapes every route shares.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import Type from 'typebox';
+import { buildApp, type App } from '../../api/app.js';
+import { requireRoles } from '../../api/auth.js';
+import { HealthState } from '../../api/health.js';
+import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
+import { createLogger } from '../../core/logger.js';
+import { createMetricsRegistry } from '../../core/metrics.js';
+import { createS3Client } from '../../core/s3.js';
+import { ensureBuckets } from '../../exporters/buckets.js';
+import { tempStore, testConfig } from '../support/env.js';
+
+describe('api skeleton', () => {
+  let app: App;
+  let closeStore: () => Promise<void>;
+  let health: HealthState;
+  const tokens: Record<string, string> = {};
+
+  before(async () => {
+    const config = testConfig();
+    const { store, close } = await tempStore();
+    closeStore = close;
+    await ensureBuckets(createS3Client(config.s3), config.s3);
+    health = new HealthState();
+    const probeRoute = (a: App) => {
+      a.get('/v1/probe/:id', {
+        preHandler: requireRoles('investigator'),
+        schema: { params: Type.Object({ id: Type.String({ pattern: '^[a-z]+$' }) }), querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })) }, { additionalProperties: false }) },
+      }, async (req) => ({ id: req.params.id, who: req.identity?.identity }));
+      a.post('/v1/probe', { preHandler: requireRoles('client'), schema: { body: Type.Object({ n: Type.Integer(), key: Type.String({ maxLength: 8 }) }, { additionalProperties: false }) } }, async (req) => ({ n: req.body.n }));
+    };
+    app = await buildApp({ config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health, metrics: createMetricsRegistry() }, [probeRoute]);
+    tokens.investigator = (await createApiToken(store, 'ivy@corp', ['investigator'])).token;
+    tokens.client = (await createApiToken(store, 'spiffe://corp/worker', ['client'])).token;
+    tokens.admin = (await createApiToken(store, 'root@corp', ['admin'])).token;
+  });
+  after(async () => {
+    await app.close();
+    await closeStore();
+  });
+
+  const get = (url: string, token?: string) => app.inject({ method: 'GET', url, headers: token ? { authorization: `Bearer ${token}` } : {} });
+
+  it('answers /healthz', async () => {
+    const r = await get('/healthz');
+    assert.equal(r.statusCode, 200);
+    assert.deepEqual(r.json(), { status: 'ok' });
+  });
+
+  it('is ready when every dependency answers, degraded while an alarm is raised', async () => {
+    const ready = await get('/readyz');
+    assert.equal(ready.statusCode, 200, ready.body);
+    assert.deepEqual(ready.json().checks.map((c: { name: string; ok: boolean }) => [c.name, c.ok]), [['etcd:local', true], ['clickhouse', true], ['s3', true], ['redis', true]]);
+    health.raise('tailer-gap', 'history lost between revisions 10 and 20');
+    const degraded = await get('/readyz');
+    assert.equal(degraded.statusCode, 503);
+    assert.equal(degraded.json().alarms[0].name, 'tailer-gap');
+    health.clear('tailer-gap');
+    assert.equal((await get('/readyz')).statusCode, 200);
+  });
+
+  it('serves Prometheus metrics and the OpenAPI document', async () => {
+    const m = await get('/metrics');
+    assert.equal(m.statusCode, 200);
+    assert.match(m.body, /lockaudit_process_cpu_seconds_total/);
+    const doc = await get('/docs/json');
+    assert.equal(doc.statusCode, 200);
+    assert.ok(doc.json().paths['/v1/probe/{id}'], Object.keys(doc.json().paths).join(','));
+    assert.equal((await get('/docs')).statusCode < 400, true);
+  });
+
+  it('answers a missing or unknown token the same way, whether or not the resource exists', async () => {
+    const a = await get('/v1/probe/exists');
+    const b = await get('/v1/probe/doesnotexist', 'la_000000000000_' + 'x'.repeat(43));
+    const c = await get('/v1/probe/zzz', 'garbage');
+    for (const r of [a, b, c]) {
+      assert.equal(r.statusCode, 401);
+      assert.equal(r.json().error, 'LOCKAUDIT_ERR_AUTH_REQUIRED');
+    }
+    assert.equal(a.body, b.body);
+  });
+
+  it('checks roles; admin holds every role', async () => {
+    assert.equal((await get('/v1/probe/abc', tokens.client)).statusCode, 403);
+    const ok = await get('/v1/probe/abc', tokens.investigator);
+    assert.equal(ok.statusCode, 200);
+    assert.deepEqual(ok.json(), { id: 'abc', who: 'ivy@corp' });
+    assert.equal((await get('/v1/probe/abc', tokens.admin)).statusCode, 200);
+  });
+
+  it('answers bad input with 400 naming the field, never 500', async () => {
+    const post = (payload: unknown) => app.inject({ method: 'POST', url: '/v1/probe', headers: { authorization: `Bearer ${tokens.client}`, 'content-type': 'application/json' }, payload: JSON.stringify(payload) });
+    const cases: Array<[unknown, RegExp]> = [
+      [{ key: 'a' }, /body\.n: is required/],
+      [{ n: '5', key: 'a' }, /body\.n: must be integer/],
+      [{ n: 1, key: 'a', extra: true }, /body\.extra: is not a known field/],
+      [{ n: 1, key: 'abcdefghijk' }, /body\.key: is longer than 8 characters/],
+    ];
+    for (const [payload, expected] of cases) {
+      const r = await post(payload);
+      assert.equal(r.statusCode, 400, r.body);
+      assert.equal(r.json().error, 'LOCKAUDIT_ERR_VALIDATION');
+      assert.match(r.json().message, expected);
+    }
+    const badJson = await app.inject({ method: 'POST', url: '/v1/probe', headers: { authorization: `Bearer ${tokens.client}`, 'content-type': 'application/json' }, payload: '{"n":' });
+    assert.equal(badJson.statusCode, 400);
+    const q = await get('/v1/probe/abc?limit=99', tokens.investigator);
+    assert.equal(q.statusCode, 400);
+    assert.match(q.json().message, /querystring\.limit: must be <= 10/);
+    const unknownQ = await get('/v1/probe/abc?lmit=1', tokens.investigator);
+    assert.equal(unknownQ.statusCode, 400);
+    assert.match(unknownQ.json().message, /querystring\.lmit: is not a known field/);
+    const p = await get("/v1/probe/a'b", tokens.investigator);
+    assert.equal(p.statusCode, 400);
+    assert.match(p.json().message, /params\.id/);
+  });
+
+  it('answers an unknown route with a JSON 404', async () => {
+    const r = await get('/v1/nothing-here');
+    assert.equal(r.statusCode, 404);
+    assert.equal(r.json().error, 'LOCKAUDIT_ERR_NOT_FOUND');
+  });
+});
