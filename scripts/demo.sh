@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Quick start: install, start the local services, migrate, run every role in
+# one process on LOCKAUDIT_PORT (default 8080) and feed it a demo workload.
+# Ctrl-C stops the platform; `npx lockaudit services down` stops the services.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+[ -d node_modules ] || npm ci --no-audit --no-fund
+npx tsc -p .
+node bin/lockaudit.js services up
+node bin/lockaudit.js migrate
+exec node bin/lockaudit.js start --demo
