@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ -d node_modules ] || npm ci --no-audit --no-fund
+[ -d node_modules ] || npm install --no-audit --no-fund
 npx tsc -p .
 node bin/lockaudit.js services up
 node bin/lockaudit.js migrate

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ -d node_modules ] || npm ci
+[ -d node_modules ] || npm install --no-audit --no-fund
 npx tsc -p .
 
 export LOCKAUDIT_DATA_DIR="${LOCKAUDIT_TEST_DATA_DIR:-$PWD/.lockaudit-test}"
