@@ -38,7 +38,6 @@ export interface ErrorBody {
 export async function buildApp(ctx: AppContext, routes: readonly RoutePlugin[] = []): Promise<App> {
   const app = Fastify({
     loggerInstance: ctx.logger.child({ role: 'api' }) as FastifyBaseLogger,
-    disableRequestLogging: false,
     bodyLimit: 1024 * 1024,
     ajv: { customOptions: { removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();

@@ -88,8 +88,24 @@ function tail(file: string, lines = 8): string {
   }
 }
 
-/** Starts the process unless ours already runs; waits until it answers. Returns whether it started it. */
+/**
+ * Starts the process unless ours already runs; waits until it answers.
+ * A port still held by a process that just exited ("address already in use")
+ * is retried a few times before giving up.
+ */
 export async function startProcess(dataDir: string, spec: ProcessSpec, options: { waitReady?: boolean } = {}): Promise<{ pid: number; started: boolean }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(dataDir, spec, options);
+    } catch (err) {
+      const portBusy = err instanceof LockauditError && /address already in use/i.test(err.message);
+      if (!portBusy || attempt >= 5) throw err;
+      await sleep(500 * attempt);
+    }
+  }
+}
+
+async function startOnce(dataDir: string, spec: ProcessSpec, options: { waitReady?: boolean } = {}): Promise<{ pid: number; started: boolean }> {
   const existing = await runningPid(dataDir, spec.instance);
   if (existing !== undefined) {
     if (options.waitReady !== false) await waitReady(spec, existing, path.join(logDir(dataDir), `${spec.instance}.log`));

@@ -1,0 +1,164 @@
+// The embedded lock service for one etcd cluster: assembles the parts and
+// exposes the operations the routes call. Owns its etcd client when it made
+// it; close() is idempotent and closes everything in reverse order.
+import type { Etcd3 } from 'etcd3';
+import { createEtcdClient } from '../../core/etcd.js';
+import type { Registry } from 'prom-client';
+import type { EtcdCluster } from '../../core/config.js';
+import type { LockClass } from '../../core/keyspace.js';
+import type { Logger } from '../../core/logger.js';
+import { spoolPath } from '../../core/spool.js';
+import { acquire, type AcquireInput, type Grant } from './acquire.js';
+import { Classes, type CachedClass } from './classes.js';
+import type { LockParts } from './context.js';
+import { EpochState } from './epoch.js';
+import { approveEpochAdvance, requestEpochAdvance, type EpochAdvanced, type EpochAdvanceRequested } from './epochAdvance.js';
+import { FailOpenGrants } from './failOpen.js';
+import { approveForceRelease, requestForceRelease, type ForceApproved, type ForceRequested } from './forceRelease.js';
+import { HintWatches } from './hints.js';
+import { inspect, type LockView } from './inspect.js';
+import { LockKeys } from './kv.js';
+import { LockEtcd } from './lockEtcd.js';
+import { LockMetrics } from './lockMetrics.js';
+import { MarkerLease } from './markers.js';
+import { release, type Released, type ReleaseInput } from './release.js';
+import { Sessions, type ClosedSession, type SessionInfo } from './sessions.js';
+import { SpoolWriter } from './spool.js';
+import { Waiters } from './waiters.js';
+
+export interface LockServiceOptions {
+  cluster: EtcdCluster;
+  dataDir: string;
+  logger: Logger;
+  metrics: Registry;
+  /** An etcd client to use (not closed by the service); by default one is created and owned. */
+  client?: Etcd3;
+  /** Prefix of every key written; empty in production (tests use a private keyspace). */
+  root?: string;
+  /** Per-call deadline, ms (default 2000). */
+  callTimeoutMs?: number;
+  /** Waiter fallback poll, ms (default 1000). */
+  pollMs?: number;
+  /** Quorum probe interval while lost, ms (default 1000). */
+  probeIntervalMs?: number;
+  /** Spool file; default <dataDir>/spool/<cluster>.jsonl. */
+  spoolFile?: string;
+}
+
+export class LockService {
+  readonly parts: LockParts;
+  readonly spoolFile: string;
+  readonly #client: Etcd3;
+  readonly #ownsClient: boolean;
+  #closed: Promise<void> | undefined;
+
+  constructor(options: LockServiceOptions) {
+    this.#ownsClient = options.client === undefined;
+    this.#client = options.client ?? createEtcdClient(options.cluster, { callTimeoutMs: options.callTimeoutMs ?? 2_000 });
+    const logger = options.logger.child({ component: 'lock', cluster: options.cluster.name });
+    const keys = new LockKeys(options.root ?? '');
+    const metrics = new LockMetrics(options.metrics);
+    const etcd = new LockEtcd(this.#client, {
+      callTimeoutMs: options.callTimeoutMs,
+      probeIntervalMs: options.probeIntervalMs,
+      probeKey: keys.epoch(),
+      onQuorumChange: (lost) => {
+        metrics.quorumLost.set(lost ? 1 : 0);
+        if (lost) logger.error('etcd quorum lost: closed classes are refused, open classes granted from memory (token 0, spooled)');
+        else logger.warn('etcd quorum is back');
+      },
+    });
+    const epoch = new EpochState(etcd, keys, (sealed) => {
+      metrics.sealed.set(sealed ? 1 : 0);
+      if (sealed) logger.error({ clusterId: epoch.clusterId, recorded: epoch.record?.clusterId }, 'cluster id differs from /sys/epoch: grants sealed until an epoch advance');
+    });
+    const markers = new MarkerLease(etcd, keys);
+    const waiters = new Waiters();
+    this.spoolFile = options.spoolFile ?? spoolPath(options.dataDir, options.cluster.name);
+    this.parts = {
+      cluster: options.cluster.name,
+      keys,
+      etcd,
+      epoch,
+      classes: new Classes(etcd, keys),
+      sessions: new Sessions(etcd, keys, markers),
+      markers,
+      waiters,
+      hints: new HintWatches(this.#client, logger, (key) => waiters.notify(key)),
+      failOpen: new FailOpenGrants(new SpoolWriter(this.spoolFile), options.cluster.name),
+      metrics,
+      logger,
+      pollMs: options.pollMs ?? 1_000,
+    };
+  }
+
+  /** Loads (or creates) /sys/epoch; a failure is logged, not fatal: the first request retries. */
+  async start(): Promise<void> {
+    try {
+      await this.parts.epoch.ready();
+    } catch (err) {
+      this.parts.logger.warn({ err: (err as Error).message }, 'etcd not reachable at start; the lock API retries on first use');
+    }
+  }
+
+  createSession(identity: string, ttlSeconds: number): Promise<SessionInfo> {
+    return this.parts.sessions.create(identity, ttlSeconds);
+  }
+
+  keepAlive(identity: string, id: string): Promise<{ id: string; ttlSeconds: number }> {
+    return this.parts.sessions.keepAlive(identity, id);
+  }
+
+  async closeSession(identity: string, id: string): Promise<ClosedSession> {
+    const closed = await this.parts.sessions.close(identity, id);
+    for (const key of closed.released) this.parts.waiters.notify(key);
+    return closed;
+  }
+
+  acquire(input: AcquireInput): Promise<Grant> {
+    return acquire(this.parts, input);
+  }
+
+  release(input: ReleaseInput): Promise<Released> {
+    return release(this.parts, input);
+  }
+
+  inspect(identity: string, key: string): Promise<LockView> {
+    return inspect(this.parts, identity, key);
+  }
+
+  getClass(name: string): Promise<CachedClass> {
+    return this.parts.classes.get(name, { fresh: true });
+  }
+
+  putClass(value: LockClass): Promise<CachedClass> {
+    return this.parts.classes.put(value);
+  }
+
+  requestForceRelease(identity: string, input: { key: string; reason: string; revokeSession: boolean }): Promise<ForceRequested> {
+    return requestForceRelease(this.parts, identity, input);
+  }
+
+  approveForceRelease(identity: string, id: string): Promise<ForceApproved> {
+    return approveForceRelease(this.parts, identity, id);
+  }
+
+  requestEpochAdvance(identity: string, reason: string): Promise<EpochAdvanceRequested> {
+    return requestEpochAdvance(this.parts, identity, reason);
+  }
+
+  approveEpochAdvance(identity: string, id: string): Promise<EpochAdvanced> {
+    return approveEpochAdvance(this.parts, identity, id);
+  }
+
+  /** Idempotent: stops watches and probes, flushes the spool, closes an owned client. */
+  close(): Promise<void> {
+    this.#closed ??= (async () => {
+      this.parts.hints.close();
+      this.parts.etcd.close();
+      await this.parts.failOpen.close().catch(() => undefined);
+      if (this.#ownsClient) this.#client.close();
+    })();
+    return this.#closed;
+  }
+}

@@ -1,0 +1,171 @@
+// Sessions: one etcd lease per (caller identity, TTL), every hold of that
+// TTL attached to it (seeds: batched sessions). The owner record
+// /lockaudit/session/<id> lives on the lease, so it vanishes with it; every
+// grant txn requires it and touches it, which lets a close prove that it saw
+// every hold of the session.
+import Type, { type Static } from 'typebox';
+import { EtcdLeaseInvalidError } from 'etcd3';
+import { decodeValue, type MarkValue } from '../../core/keyspace.js';
+import { LockauditError } from '../../core/errors.js';
+import { cmp, op, type LockKeys } from './kv.js';
+import type { LockEtcd } from './lockEtcd.js';
+import type { MarkerLease } from './markers.js';
+
+export const SESSION_TTL_DEFAULT = 15;
+export const SESSION_TTL_MIN = 5;
+export const SESSION_TTL_MAX = 300;
+
+const SessionRecordSchema = Type.Object({
+  identity: Type.String({ minLength: 1 }),
+  ttlSeconds: Type.Integer({ minimum: 1 }),
+  createdAt: Type.Integer({ minimum: 0 }),
+});
+export type SessionRecord = Static<typeof SessionRecordSchema>;
+
+export interface SessionInfo {
+  id: string;
+  ttlSeconds: number;
+  /** true when the caller already had a live session with this TTL. */
+  reused: boolean;
+}
+
+export interface ClosedSession {
+  id: string;
+  /** Lock names whose holds the close deleted. */
+  released: string[];
+  revision: string;
+}
+
+const notFound = (id: string): LockauditError =>
+  // The same answer for "expired", "closed" and "someone else's": existence does not leak.
+  new LockauditError('LOCKAUDIT_ERR_SESSION_NOT_FOUND', `session ${id}: no live session of yours has this id (it expired, was closed, or never existed)`);
+
+export class Sessions {
+  readonly #etcd: LockEtcd;
+  readonly #keys: LockKeys;
+  readonly #markers: MarkerLease;
+  /** Records are immutable for a lease's life; existence is re-checked by every txn. */
+  readonly #cache = new Map<string, SessionRecord>();
+
+  constructor(etcd: LockEtcd, keys: LockKeys, markers: MarkerLease) {
+    this.#etcd = etcd;
+    this.#keys = keys;
+    this.#markers = markers;
+  }
+
+  /** The caller's session for this TTL: the live one when there is one, else a new lease. */
+  async create(identity: string, ttlSeconds: number): Promise<SessionInfo> {
+    const indexKey = this.#keys.sessionIndex(identity, ttlSeconds);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const existing = await this.#etcd.get(indexKey);
+      if (existing.kv) {
+        const id = existing.kv.lease;
+        // Refresh it so the caller starts with a full TTL; 0 means it just lapsed.
+        if ((await this.#keepAliveQuiet(id)) > 0) return { id, ttlSeconds, reused: true };
+        continue;
+      }
+      const id = await this.#etcd.leaseGrant(ttlSeconds);
+      const record: SessionRecord = { identity, ttlSeconds, createdAt: Date.now() };
+      const res = await this.#etcd.txn([cmp.absent(indexKey)], [op.put(indexKey, id, id), op.put(this.#keys.session(id), record, id)]);
+      if (res.succeeded) {
+        this.#cache.set(id, record);
+        return { id, ttlSeconds, reused: false };
+      }
+      // Another request of the same caller won the race: use its lease.
+      await this.#etcd.leaseRevoke(id);
+    }
+    throw new LockauditError('LOCKAUDIT_ERR_INTERNAL', 'could not create a session after 5 attempts');
+  }
+
+  async #keepAliveQuiet(id: string): Promise<number> {
+    try {
+      return await this.#etcd.keepAlive(id);
+    } catch (err) {
+      if (err instanceof EtcdLeaseInvalidError) return 0;
+      throw err;
+    }
+  }
+
+  /** The caller's session record; SESSION_NOT_FOUND when absent or someone else's. */
+  async get(identity: string, id: string, options: { serializable?: boolean } = {}): Promise<SessionRecord> {
+    let record = this.#cache.get(id);
+    if (!record) {
+      const { kv } = await this.#etcd.get(this.#keys.session(id), options);
+      record = kv ? decodeValue(SessionRecordSchema, kv.value) : undefined;
+      if (!record) throw notFound(id);
+      this.#cache.set(id, record);
+    }
+    if (record.identity !== identity) throw notFound(id);
+    return record;
+  }
+
+  /** Cached owner record, for paths that cannot reach etcd (fail-open grants). */
+  cached(id: string): SessionRecord | undefined {
+    return this.#cache.get(id);
+  }
+
+  forget(id: string): void {
+    this.#cache.delete(id);
+  }
+
+  async keepAlive(identity: string, id: string): Promise<{ id: string; ttlSeconds: number }> {
+    const record = await this.get(identity, id);
+    const ttl = await this.#keepAliveQuiet(id);
+    if (ttl <= 0) {
+      this.#cache.delete(id);
+      throw notFound(id);
+    }
+    return { id, ttlSeconds: record.ttlSeconds };
+  }
+
+  /**
+   * Close: one txn deletes every hold (and durable waiter) of the session
+   * with a `session-close` marker and the session's own records, then the
+   * lease is revoked. The txn requires the owner record unchanged (every
+   * grant touches it) and each hold still on this lease, so a grant racing
+   * the close makes it retry instead of leaving a hold to a silent revoke.
+   */
+  async close(identity: string, id: string): Promise<ClosedSession> {
+    const record = await this.get(identity, id);
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const { kv } = await this.#etcd.get(this.#keys.session(id));
+      if (!kv) {
+        this.#cache.delete(id);
+        throw notFound(id);
+      }
+      const info = await this.#etcd.leaseInfo(id);
+      if (!info) {
+        this.#cache.delete(id);
+        throw notFound(id);
+      }
+      const holds = info.keys.filter((k) => this.#keys.lockOf(k) !== undefined);
+      const queued = info.keys.filter((k) => k.startsWith(`${this.#keys.root}/q/`));
+      const compare = [cmp.mod(this.#keys.session(id), kv.modRevision), ...holds.map((k) => cmp.lease(k, id))];
+      const success = [
+        ...holds.map((k) => op.del(k)),
+        ...queued.map((k) => op.del(k)),
+        op.del(this.#keys.session(id)),
+        op.del(this.#keys.sessionIndex(identity, record.ttlSeconds)),
+      ];
+      if (holds.length + queued.length > 0) {
+        const mark: MarkValue = { kind: 'session-close', by: identity, at: Date.now(), session: id };
+        success.push(await this.#markers.put(mark));
+      }
+      let res;
+      try {
+        res = await this.#etcd.txn(compare, success);
+      } catch (err) {
+        if (err instanceof EtcdLeaseInvalidError) {
+          this.#markers.invalidate();
+          continue;
+        }
+        throw err;
+      }
+      if (!res.succeeded) continue;
+      this.#cache.delete(id);
+      await this.#etcd.leaseRevoke(id);
+      return { id, released: holds.map((k) => this.#keys.lockOf(k) as string), revision: String(res.header.revision) };
+    }
+    throw new LockauditError('LOCKAUDIT_ERR_INTERNAL', `session ${id}: the close kept racing grants; try again`);
+  }
+}

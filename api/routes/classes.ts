@@ -1,0 +1,39 @@
+// GET /v1/classes/:name (any role), PUT /v1/classes/:name (admin).
+import Type from 'typebox';
+import { ROLES } from '../../core/apiTokens.js';
+import { LockauditError } from '../../core/errors.js';
+import { LockClassSchema, type LockClass } from '../../core/keyspace.js';
+import type { LockService } from '../lock/service.js';
+import type { RoutePlugin } from '../app.js';
+import { guard } from './lockSchemas.js';
+
+const ClassParams = Type.Object({ name: LockClassSchema.properties.name }, { additionalProperties: false });
+// The body is the class; its name comes from the path (and may be repeated in the body).
+const ClassBody = Type.Object({ ...LockClassSchema.properties, name: Type.Optional(LockClassSchema.properties.name) }, { additionalProperties: false });
+
+export function classRoutes(lock: LockService): RoutePlugin {
+  return (app) => {
+    app.get(
+      '/v1/classes/:name',
+      { schema: { tags: ['classes'], summary: 'A lock class', params: ClassParams }, preValidation: guard(...ROLES) },
+      async (request) => {
+        const cls = await lock.getClass(request.params.name);
+        return { class: cls.value, revision: cls.modRevision };
+      },
+    );
+
+    app.put(
+      '/v1/classes/:name',
+      { schema: { tags: ['classes'], summary: 'Create or replace a lock class; a rejected class names every broken rule', params: ClassParams, body: ClassBody }, preValidation: guard('admin') },
+      async (request) => {
+        const { name } = request.params;
+        if (request.body.name !== undefined && request.body.name !== name) {
+          throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `body.name: "${request.body.name}" differs from the path's "${name}"`, { details: [`body.name: differs from the path's "${name}"`] });
+        }
+        const value: LockClass = { ...request.body, name } as LockClass;
+        const cls = await lock.putClass(value);
+        return { class: cls.value, revision: cls.modRevision };
+      },
+    );
+  };
+}

@@ -1,0 +1,36 @@
+// The embedded lock API as one route plugin: it builds the LockService for
+// the cluster it serves (the first configured one by default), registers the
+// lock routes, and closes the service (and its etcd client) on app close.
+import type { EtcdCluster } from '../../core/config.js';
+import type { RoutePlugin } from '../app.js';
+import { LockService, type LockServiceOptions } from '../lock/service.js';
+import { classRoutes } from './classes.js';
+import { epochRoutes } from './epoch.js';
+import { forceReleaseRoutes } from './forceReleases.js';
+import { lockRoutes } from './locks.js';
+import { sessionRoutes } from './sessions.js';
+
+export interface LockApiOptions extends Partial<Omit<LockServiceOptions, 'logger' | 'metrics' | 'dataDir' | 'cluster'>> {
+  /** The cluster to serve; default the first configured one. */
+  cluster?: EtcdCluster;
+  /** A service built elsewhere (then not closed by the app). */
+  service?: LockService;
+  /** Receives the service once built (tests, the simulator). */
+  onService?: (service: LockService) => void;
+}
+
+export function lockApi(options: LockApiOptions = {}): RoutePlugin {
+  return async (app, ctx) => {
+    let service = options.service;
+    if (!service) {
+      const cluster = options.cluster ?? ctx.config.etcd.clusters[0];
+      if (!cluster) throw new Error('lock API: no etcd cluster is configured');
+      const owned = new LockService({ ...options, cluster, dataDir: ctx.config.dataDir, logger: ctx.logger, metrics: ctx.metrics });
+      app.addHook('onClose', () => owned.close());
+      await owned.start();
+      service = owned;
+    }
+    options.onService?.(service);
+    for (const routes of [sessionRoutes, lockRoutes, classRoutes, forceReleaseRoutes, epochRoutes]) await routes(service)(app, ctx);
+  };
+}
