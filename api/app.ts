@@ -3,7 +3,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Config } from '../core/config.js';
 import type { AuditStore } from '../core/clickhouse.js';
@@ -39,9 +39,14 @@ export async function buildApp(ctx: AppContext, routes: readonly RoutePlugin[] =
   const app = Fastify({
     loggerInstance: ctx.logger.child({ role: 'api' }) as FastifyBaseLogger,
     bodyLimit: 1024 * 1024,
+    // One line per request at info would drown the log under a lock workload; see the onResponse hook.
+    logController: new LogController({ disableRequestLogging: true }),
     ajv: { customOptions: { removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.debug({ method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+  });
 
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err.validation) {

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { Registry } from 'prom-client';
-import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
+import { ApiTokenVerifier } from '../../core/apiTokens.js';
 import { AuditStore } from '../../core/clickhouse.js';
 import { loadConfig, type Config } from '../../core/config.js';
 import { LockauditError } from '../../core/errors.js';
@@ -15,6 +15,8 @@ import { HealthState } from '../../api/health.js';
 import { lockApi } from '../../api/routes/lockApi.js';
 import { startInstance, stopInstance } from '../../services/localServices.js';
 import type { RoleHandle } from '../runtime.js';
+import { integer } from '../flags.js';
+import { createFleetTokens } from './fleetTokens.js';
 import { simulate, workerIdentity, type OutageControl, type SimTokens } from './run.js';
 import { HttpTransport, InjectTransport } from './transport.js';
 
@@ -30,12 +32,6 @@ interface SimulateFlags {
   json: boolean;
 }
 
-const integer = (flag: string, min: number, max: number) => (value: string): number => {
-  if (!/^-?\d+$/.test(value.trim())) throw new InvalidArgumentError(`${flag} must be an integer, got "${value}"`);
-  const n = Number(value);
-  if (n < min || n > max) throw new InvalidArgumentError(`${flag} must be between ${min} and ${max}, got ${n}`);
-  return n;
-};
 
 function parseUrl(value: string): string {
   try {
@@ -98,15 +94,7 @@ async function run(flags: SimulateFlags): Promise<void> {
     try {
       await migrate(store);
       const runtime = { config, logger, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: new Registry() };
-      const make = async (identity: string, roles: Parameters<typeof createApiToken>[2]) => (await createApiToken(store, identity, roles)).token;
-      const tokens: SimTokens = {
-        admin: await make('sim-admin@corp.example', ['admin']),
-        operators: [
-          { identity: 'sim-alice@corp.example', token: await make('sim-alice@corp.example', ['lock-operator']) },
-          { identity: 'sim-bob@corp.example', token: await make('sim-bob@corp.example', ['lock-operator']) },
-        ],
-        clients: await Promise.all(Array.from({ length: flags.workers }, async (_, i) => ({ identity: workerIdentity(i), token: await make(workerIdentity(i), ['client']) }))),
-      };
+      const tokens = await createFleetTokens(store, flags.workers);
       if (flags.tailer) {
         const { roleSet } = await import('../roles.js');
         roles.push(await roleSet.tailer(runtime));

@@ -1,0 +1,45 @@
+// The demo workload of the README's first command: the simulator drives the
+// running API over HTTP in rounds until the platform stops, so there is
+// history, contention, expiries and force-releases to look at.
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createApiToken } from '../core/apiTokens.js';
+import type { Runtime, RoleHandle } from './runtime.js';
+import { createFleetTokens } from './simulate/fleetTokens.js';
+import { simulate } from './simulate/run.js';
+import { HttpTransport } from './simulate/transport.js';
+
+export interface DemoOptions {
+  workers: number;
+  rate: number;
+  roundSeconds: number;
+}
+
+export async function startDemoWorkload(runtime: Runtime, apiUrl: string, options: DemoOptions): Promise<RoleHandle> {
+  const tokens = await createFleetTokens(runtime.store, options.workers);
+  const log = runtime.logger.child({ role: 'demo' });
+  // Embedded ClickHouse is held by this process, so `lockaudit token create`
+  // cannot run beside it: hand the person trying the demo tokens to query with.
+  const file = path.join(runtime.config.dataDir, 'demo-tokens.json');
+  const reader = await createApiToken(runtime.store, 'demo-investigator@corp.example', ['investigator', 'auditor']);
+  writeFileSync(file, `${JSON.stringify({ admin: tokens.admin, investigator: reader.token, api: apiUrl }, null, 2)}\n`, { mode: 0o600 });
+  process.stderr.write(`lockaudit: demo API tokens (admin, investigator) are in ${file}\n`);
+  let stopped = false;
+  const loop = (async () => {
+    for (let round = 1; !stopped; round++) {
+      const stats = await simulate({ seed: round, durationSeconds: options.roundSeconds, workers: options.workers, rate: options.rate, api: new HttpTransport(apiUrl), tokens });
+      log.info({ round, summary: stats.summary() }, 'demo workload round done');
+    }
+  })().catch((err: Error) => {
+    if (!stopped) log.error({ err: err.message }, 'demo workload stopped');
+  });
+  log.info({ apiUrl, ...options }, 'demo workload running');
+  return {
+    name: 'demo',
+    // The current round's requests fail once the API closes; nothing waits for it.
+    close: async () => {
+      stopped = true;
+      void loop;
+    },
+  };
+}

@@ -1,0 +1,70 @@
+// The lockaudit command itself: --help everywhere, bad flags and bad config
+// answered with a message naming what is wrong and exit code 2.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import { projectRoot } from '../../core/paths.js';
+
+const run = promisify(execFile);
+
+async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LOCKAUDIT_')));
+  try {
+    const r = await run(process.execPath, ['bin/lockaudit.js', ...args], { cwd: projectRoot, env: { ...clean, LOCKAUDIT_DATA_DIR: '/nonexistent/lockaudit-cli-test', ...env } });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('lockaudit CLI', () => {
+  it('documents every command with --help', async () => {
+    const top = await cli(['--help']);
+    assert.equal(top.code, 0);
+    for (const command of ['start', 'api', 'tailer', 'worker', 'migrate', 'services', 'doctor', 'token', 'config']) assert.match(top.stdout, new RegExp(`^  ${command}\\b`, 'm'), command);
+    for (const sub of [['services', 'up'], ['services', 'down'], ['services', 'status'], ['token', 'create'], ['doctor'], ['migrate']]) {
+      const r = await cli([...sub, '--help']);
+      assert.equal(r.code, 0, sub.join(' '));
+      assert.match(r.stdout, /^Usage: lockaudit /m);
+    }
+  });
+
+  it('answers an unknown command or option with exit 2', async () => {
+    const unknown = await cli(['frobnicate']);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /unknown command 'frobnicate'/);
+    const badOption = await cli(['services', 'status', '--jsn']);
+    assert.equal(badOption.code, 2);
+    assert.match(badOption.stderr, /unknown option '--jsn'/);
+  });
+
+  it('names a bad flag value', async () => {
+    const roles = await cli(['token', 'create', '--identity', 'alice', '--roles', 'client,superuser']);
+    assert.equal(roles.code, 2);
+    assert.match(roles.stderr, /--roles.*unknown role "superuser"/);
+    const only = await cli(['services', 'up', '--only', 'etcd,postgres']);
+    assert.equal(only.code, 2);
+    assert.match(only.stderr, /--only.*expected a comma-separated list of etcd, redis, minio/);
+    const missing = await cli(['token', 'create', '--roles', 'client']);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /required option '--identity <name>' not specified/);
+  });
+
+  it('refuses a bad configuration naming the variable, before doing anything', async () => {
+    const r = await cli(['config'], { LOCKAUDIT_PORT: 'http', LOCKAUDIT_ETCD: 'nourl' });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /LOCKAUDIT_PORT: must be an integer/);
+    assert.match(r.stderr, /LOCKAUDIT_ETCD: "nourl" is not name=url/);
+  });
+
+  it('prints the effective configuration with secrets masked', async () => {
+    const r = await cli(['config'], { LOCKAUDIT_S3_ENDPOINT: 'http://s3.corp:9000', LOCKAUDIT_S3_ACCESS_KEY: 'AKIAEXAMPLE', LOCKAUDIT_S3_SECRET_KEY: 'very-secret-key' });
+    assert.equal(r.code, 0, r.stderr);
+    const config = JSON.parse(r.stdout) as { s3: { secretKey: string; accessKey: string } };
+    assert.equal(config.s3.secretKey, '****');
+    assert.equal(config.s3.accessKey, 'AKIAEXAMPLE');
+    assert.ok(!r.stdout.includes('very-secret-key'));
+  });
+});
