@@ -51,6 +51,31 @@ export const FileConfigSchema = Type.Object(
     ),
     redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis URL for the job queue; absent means the local Redis.' })),
     queuePrefix: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_:-]{1,64}$', description: 'BullMQ key prefix. Default lockaudit' })),
+    tailer: Type.Optional(
+      Type.Object(
+        {
+          electionTtlSeconds: Type.Optional(Type.Integer({ minimum: 2, maximum: 300, description: 'Election lease TTL: a dead leader is replaced after about this long. Default 5' })),
+          compactionWindowRevisions: Type.Optional(Type.Integer({ minimum: 1, description: "How many revisions etcd keeps before compacting (the operator's setting); lag alarms at half. Default 1000000" })),
+          catchUpWindows: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, description: 'Concurrent revision windows when catching up far behind. Default 8' })),
+          batchMaxRows: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000000, description: 'Rows per ClickHouse insert. Default 20000' })),
+          batchMaxDelayMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 60000, description: 'Longest a row waits for its batch. Default 200' })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    reports: Type.Optional(
+      Type.Object(
+        {
+          riskRegisterCron: Type.Optional(Type.String({ pattern: '^\\S+( \\S+){4,5}$', description: "Cron pattern of the nightly advisory risk register (5 fields, or 6 with seconds). Default '0 2 * * *'" })),
+          riskRegisterTz: Type.Optional(Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_+/-]{0,63}$', description: 'IANA time zone of that cron and of the register date. Default UTC' })),
+          maxWindowDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3660, description: 'Longest from–to window a report accepts, in days. Default 31' })),
+          maxPageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000, description: 'Largest page of grant history. Default 1000' })),
+          queryTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3600000, description: 'Longest a report query may run in ClickHouse (max_execution_time). Default 30000' })),
+          rateLimitPerMinute: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000000, description: 'Report requests per caller identity per minute. Default 120' })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     local: Type.Optional(
       Type.Object(
         {
@@ -91,6 +116,25 @@ export interface Config {
   redis: { url: string; local: boolean };
   queuePrefix: string;
   local: { portBase: number; etcdMembers: 1 | 3; ports: LocalPorts };
+  tailer: TailerSettings;
+  reports: ReportSettings;
+}
+
+export interface ReportSettings {
+  riskRegisterCron: string;
+  riskRegisterTz: string;
+  maxWindowDays: number;
+  maxPageSize: number;
+  queryTimeoutMs: number;
+  rateLimitPerMinute: number;
+}
+
+export interface TailerSettings {
+  electionTtlSeconds: number;
+  compactionWindowRevisions: number;
+  catchUpWindows: number;
+  batchMaxRows: number;
+  batchMaxDelayMs: number;
 }
 
 /** Local MinIO credentials: used only for the project's own loopback server. */
@@ -124,7 +168,16 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_S3_ARCHIVE_BUCKET', path: ['s3', 'archiveBucket'], parse: asString, doc: 'object-locked force-release archive (default lockaudit-force-archive)' },
   { name: 'LOCKAUDIT_REDIS_URL', path: ['redisUrl'], parse: asString, secret: true, doc: 'Redis URL (absent: local Redis)' },
   { name: 'LOCKAUDIT_QUEUE_PREFIX', path: ['queuePrefix'], parse: asString, doc: 'BullMQ key prefix (default lockaudit)' },
+  { name: 'LOCKAUDIT_TAILER_ELECTION_TTL_SECONDS', path: ['tailer', 'electionTtlSeconds'], parse: asInteger, doc: 'tailer election lease TTL (default 5)' },
+  { name: 'LOCKAUDIT_TAILER_COMPACTION_WINDOW_REVISIONS', path: ['tailer', 'compactionWindowRevisions'], parse: asInteger, doc: "etcd's compaction window in revisions; lag alarms at half (default 1000000)" },
+  { name: 'LOCKAUDIT_TAILER_CATCH_UP_WINDOWS', path: ['tailer', 'catchUpWindows'], parse: asInteger, doc: 'concurrent revision windows for catch-up (default 8)' },
   { name: 'LOCKAUDIT_LOCAL_PORT_BASE', path: ['local', 'portBase'], parse: asInteger, doc: 'first port of the local services block (default 23000)' },
+  { name: 'LOCKAUDIT_RISK_REGISTER_CRON', path: ['reports', 'riskRegisterCron'], parse: asString, doc: "cron of the nightly risk register (default '0 2 * * *')" },
+  { name: 'LOCKAUDIT_RISK_REGISTER_TZ', path: ['reports', 'riskRegisterTz'], parse: asString, doc: 'time zone of that cron and of the register date (default UTC)' },
+  { name: 'LOCKAUDIT_MAX_WINDOW_DAYS', path: ['reports', 'maxWindowDays'], parse: asInteger, doc: 'longest report window in days (default 31)' },
+  { name: 'LOCKAUDIT_MAX_PAGE_SIZE', path: ['reports', 'maxPageSize'], parse: asInteger, doc: 'largest grant-history page (default 1000)' },
+  { name: 'LOCKAUDIT_QUERY_TIMEOUT_MS', path: ['reports', 'queryTimeoutMs'], parse: asInteger, doc: 'report query timeout in ms (default 30000)' },
+  { name: 'LOCKAUDIT_RATE_LIMIT_PER_MINUTE', path: ['reports', 'rateLimitPerMinute'], parse: asInteger, doc: 'report requests per identity per minute (default 120)' },
   { name: 'LOCKAUDIT_LOCAL_ETCD_MEMBERS', path: ['local', 'etcdMembers'], parse: asInteger, doc: 'local etcd members, 1 or 3 (default 1)' },
 ];
 
@@ -235,11 +288,23 @@ export function loadConfig(options: LoadOptions = {}): Config {
       problems.push(`${keyName(error.instancePath, envByPath)}: ${error.message}`);
     }
   }
+  // A time zone is checked against the runtime's zone database, which a pattern cannot do.
+  const tz = (raw as FileConfig).reports?.riskRegisterTz;
+  if (problems.length === 0 && tz !== undefined && !isTimeZone(tz)) problems.push(`${keyName('/reports/riskRegisterTz', envByPath)}: unknown time zone "${tz}"`);
   const unique = [...new Set(problems)];
   if (unique.length > 0) {
     throw new LockauditError('LOCKAUDIT_ERR_CONFIG_INVALID', `invalid configuration:\n  - ${unique.join('\n  - ')}`, { details: unique });
   }
   return resolve(raw as FileConfig, cwd);
+}
+
+function isTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function describeUnion(instancePath: string): string {
@@ -289,6 +354,21 @@ function resolve(file: FileConfig, cwd: string): Config {
     redis: { url: file.redisUrl ?? `redis://127.0.0.1:${ports.redis}`, local: file.redisUrl === undefined },
     queuePrefix: file.queuePrefix ?? 'lockaudit',
     local: { portBase, etcdMembers, ports },
+    reports: {
+      riskRegisterCron: file.reports?.riskRegisterCron ?? '0 2 * * *',
+      riskRegisterTz: file.reports?.riskRegisterTz ?? 'UTC',
+      maxWindowDays: file.reports?.maxWindowDays ?? 31,
+      maxPageSize: file.reports?.maxPageSize ?? 1000,
+      queryTimeoutMs: file.reports?.queryTimeoutMs ?? 30_000,
+      rateLimitPerMinute: file.reports?.rateLimitPerMinute ?? 120,
+    },
+    tailer: {
+      electionTtlSeconds: file.tailer?.electionTtlSeconds ?? 5,
+      compactionWindowRevisions: file.tailer?.compactionWindowRevisions ?? 1_000_000,
+      catchUpWindows: file.tailer?.catchUpWindows ?? 8,
+      batchMaxRows: file.tailer?.batchMaxRows ?? 20_000,
+      batchMaxDelayMs: file.tailer?.batchMaxDelayMs ?? 200,
+    },
   };
 }
 

@@ -1,0 +1,83 @@
+// Point reads of etcd history the tailer needs beside the watch: is a
+// revision still readable (not compacted), the clock write nearest a
+// revision, and the head.
+import type { Etcd3, IKeyValue } from 'etcd3';
+import { ClockValueSchema, PREFIX, decodeValue } from '../core/keyspace.js';
+import type { ClockPoint } from './clockBracket.js';
+import { sleep } from './sink.js';
+
+const CLOCK = Buffer.from(PREFIX.clock);
+
+export function isCompactedError(err: unknown): boolean {
+  return err instanceof Error && /compacted/i.test(err.message);
+}
+
+export async function headRevision(client: Etcd3): Promise<bigint> {
+  const res = await client.kv.range({ key: CLOCK, count_only: true });
+  return BigInt(res.header.revision);
+}
+
+/** false when `revision` was compacted away. */
+export async function isReadable(client: Etcd3, revision: bigint): Promise<boolean> {
+  try {
+    await client.kv.range({ key: CLOCK, count_only: true, revision: revision.toString() });
+    return true;
+  } catch (err) {
+    if (isCompactedError(err)) return false;
+    throw err;
+  }
+}
+
+async function clockAt(client: Etcd3, revision?: bigint): Promise<IKeyValue | undefined> {
+  const res = await client.kv.range(revision === undefined ? { key: CLOCK } : { key: CLOCK, revision: revision.toString() });
+  return res.kvs[0];
+}
+
+function point(kv: IKeyValue): ClockPoint | undefined {
+  const v = decodeValue(ClockValueSchema, kv.value.toString('utf8'));
+  return v ? { revision: BigInt(kv.mod_revision), at: v.at } : undefined;
+}
+
+/** The last clock write at or before `revision`; undefined when none or compacted. */
+export async function clockAtOrBefore(client: Etcd3, revision: bigint): Promise<ClockPoint | undefined> {
+  if (revision < 1n) return undefined;
+  try {
+    const kv = await clockAt(client, revision);
+    return kv ? point(kv) : undefined;
+  } catch (err) {
+    if (isCompactedError(err)) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * The first clock write after `revision`: waits (polling) until one exists,
+ * then binary-searches history for the earliest. If that history was
+ * compacted, the current clock is still a valid (looser) upper bound.
+ */
+export async function firstClockAfter(client: Etcd3, revision: bigint, signal: AbortSignal): Promise<ClockPoint | undefined> {
+  let current: ClockPoint | undefined;
+  for (;;) {
+    if (signal.aborted) return undefined;
+    const kv = await clockAt(client);
+    current = kv ? point(kv) : undefined;
+    if (current && current.revision > revision) break;
+    await sleep(250, signal);
+  }
+  let lo = revision + 1n;
+  let hi = current.revision;
+  try {
+    while (lo < hi) {
+      const mid = (lo + hi) / 2n;
+      const kv = await clockAt(client, mid);
+      const m = kv ? BigInt(kv.mod_revision) : 0n;
+      if (m > revision) hi = m;
+      else lo = mid + 1n;
+    }
+    const kv = await clockAt(client, hi);
+    return (kv && point(kv)) ?? current;
+  } catch (err) {
+    if (isCompactedError(err)) return current;
+    throw err;
+  }
+}

@@ -1,0 +1,143 @@
+// Lost history made explicit (STYLE.md §3, Debezium): at start and after a
+// watch error the tailer checks its position against etcd's compaction.
+// When history after the checkpoint is gone it records a gap (from, to),
+// snapshots the keyspace at the compaction revision (the holds then alive,
+// their start unknown when granted inside the gap) and resumes after it.
+import type { Etcd3 } from 'etcd3';
+import type { AuditStore } from '../core/clickhouse.js';
+import type { AuditEventRow } from '../core/events.js';
+import { HoldValueSchema, PREFIX, classifyKey, decodeValue } from '../core/keyspace.js';
+import { grantRow, type GrantSide } from './decoder.js';
+import { isReadable, headRevision } from './etcdReads.js';
+import { makeToken } from '../core/token.js';
+import type { RowBatch } from './types.js';
+
+export interface GapRecord {
+  cluster: string;
+  from_revision: string;
+  to_revision: string;
+  detected_at: number;
+  reason: string;
+}
+
+export interface Gap {
+  from: bigint;
+  to: bigint;
+}
+
+/**
+ * The compaction revision when history after `checkpoint` is no longer
+ * complete, else undefined. Conservative: if the checkpoint revision itself
+ * is compacted, so may be deletes at the compaction revision.
+ */
+export async function lostAfter(client: Etcd3, checkpoint: bigint): Promise<bigint | undefined> {
+  const probe = checkpoint >= 1n ? checkpoint : 1n;
+  const head = await headRevision(client);
+  if (probe > head) return undefined;
+  if (await isReadable(client, probe)) return undefined;
+  let lo = probe + 1n;
+  let hi = head;
+  while (lo < hi) {
+    const mid = (lo + hi) / 2n;
+    if (await isReadable(client, mid)) hi = mid;
+    else lo = mid + 1n;
+  }
+  return lo;
+}
+
+export async function loadGaps(store: AuditStore, cluster: string): Promise<Gap[]> {
+  const rows = await store.rows<{ from_revision: string; to_revision: string }>(
+    'SELECT from_revision, to_revision FROM {db:Identifier}.gaps FINAL WHERE cluster = {cluster:String} ORDER BY from_revision',
+    { cluster },
+  );
+  return rows.map((r) => ({ from: BigInt(r.from_revision), to: BigInt(r.to_revision) }));
+}
+
+export function inGap(gaps: readonly Gap[], revision: bigint): boolean {
+  return gaps.some((g) => revision >= g.from && revision <= g.to);
+}
+
+export async function recordGap(store: AuditStore, gap: GapRecord): Promise<void> {
+  await store.insert('gaps', [gap]);
+}
+
+/**
+ * Reads every hold alive at `revision` in pages and hands them to `write` as
+ * 'snapshot-hold' events; holds granted after `checkpoint` (inside the gap)
+ * also get an open grant row with start_known = 0.
+ */
+export async function snapshotHolds(
+  client: Etcd3,
+  cluster: string,
+  revision: bigint,
+  checkpoint: bigint,
+  write: (batch: RowBatch) => Promise<void>,
+  pageSize = 5_000,
+): Promise<number> {
+  const end = Buffer.from('/l0'); // end of the '/l/' prefix
+  let from = Buffer.from(PREFIX.hold);
+  let total = 0;
+  for (;;) {
+    const res = await client.kv.range({ key: from, range_end: end, revision: revision.toString(), limit: pageSize });
+    const batch: RowBatch = { events: [], grants: [], quarantine: [] };
+    for (const kv of res.kvs) {
+      const key = kv.key.toString('utf8');
+      const value = kv.value.toString('utf8');
+      const kind = classifyKey(key);
+      const hold = decodeValue(HoldValueSchema, value);
+      if (kind.kind !== 'hold' || !hold) {
+        batch.quarantine.push({ cluster, revision: revision.toString(), key, op: 'snapshot', value, reason: 'snapshot: not a decodable hold' });
+        continue;
+      }
+      const grantRevision = String(kv.mod_revision);
+      const g: GrantSide = {
+        key: kind.lock,
+        namespace: kind.namespace,
+        lock_path: kind.path,
+        class: hold.class,
+        holder: hold.holder,
+        session: hold.session,
+        token: makeToken(hold.epoch, BigInt(grantRevision)).toString(10),
+        epoch: hold.epoch,
+        grant_revision: grantRevision,
+        granted_at: hold.at,
+        wait_ms: hold.waitMs,
+        start_known: 0,
+      };
+      const row: AuditEventRow = {
+        cluster,
+        revision: revision.toString(),
+        key,
+        event_type: 'snapshot-hold',
+        op: 'snapshot',
+        namespace: g.namespace,
+        lock_path: g.lock_path,
+        class: g.class,
+        holder: g.holder,
+        session: g.session,
+        token: g.token,
+        epoch: g.epoch,
+        grant_revision: grantRevision,
+        wait_ms: g.wait_ms,
+        wall_time: hold.at,
+        time_estimated: 0,
+        time_error_ms: 0,
+        create_revision: String(kv.create_revision),
+        mod_revision: grantRevision,
+        version: String(kv.version),
+        lease: String(kv.lease),
+        value,
+        prev_value: '',
+        unprotected: 0,
+      };
+      batch.events.push(row);
+      // A grant at or before the checkpoint was captured with its start; keep that row.
+      if (BigInt(grantRevision) > checkpoint) batch.grants.push(grantRow(row, g, undefined));
+    }
+    total += batch.events.length;
+    await write(batch);
+    if (!res.more || res.kvs.length === 0) break;
+    from = Buffer.concat([(res.kvs.at(-1) as { key: Buffer }).key, Buffer.from([0])]);
+  }
+  return total;
+}

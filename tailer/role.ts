@@ -1,0 +1,42 @@
+// The tailer role: one replica per configured etcd cluster, all in this
+// process. Each campaigns for its cluster's leadership; close() stops them
+// in parallel, each in its own order (drain, checkpoint, resign last).
+import type { RoleHandle, Runtime } from '../cli/runtime.js';
+import { TailerReplica, type ReplicaOptions, type ReplicaStatus } from './replica.js';
+import { tailerMetrics } from './tailerMetrics.js';
+
+export interface TailerRoleHandle extends RoleHandle {
+  replicas: readonly TailerReplica[];
+  status(): ReplicaStatus[];
+}
+
+export async function startTailerRole(runtime: Runtime, overrides: ReplicaOptions = {}): Promise<TailerRoleHandle> {
+  const { config } = runtime;
+  const metrics = tailerMetrics(runtime.metrics);
+  const replicas = config.etcd.clusters.map(
+    (cluster) =>
+      new TailerReplica(
+        { cluster, store: runtime.store, log: runtime.logger.child({ role: 'tailer', cluster: cluster.name }), metrics, health: runtime.health },
+        {
+          electionTtlSeconds: config.tailer.electionTtlSeconds,
+          compactionWindowRevisions: config.tailer.compactionWindowRevisions,
+          catchUpWindows: config.tailer.catchUpWindows,
+          sink: { maxRows: config.tailer.batchMaxRows, maxDelayMs: config.tailer.batchMaxDelayMs },
+          dataDir: config.dataDir,
+          ...overrides,
+        },
+      ),
+  );
+  for (const r of replicas) r.start();
+  runtime.logger.info({ clusters: config.etcd.clusters.map((c) => c.name) }, 'tailer replicas campaigning');
+  let closing: Promise<void> | undefined;
+  return {
+    name: 'tailer',
+    replicas,
+    status: () => replicas.map((r) => r.status()),
+    close: () => {
+      closing ??= Promise.allSettled(replicas.map((r) => r.close())).then(() => undefined);
+      return closing;
+    },
+  };
+}

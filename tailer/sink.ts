@@ -1,0 +1,202 @@
+// The ClickHouse sink: batches rows (bounded by size and time), inserts
+// events, then grants, then quarantine, and calls each batch's `onDurable`
+// only after every row of it is in ClickHouse. An insert that fails is
+// retried with jittered exponential backoff until it succeeds or the sink is
+// aborted; meanwhile `add` blocks, so the watch behind it pauses and memory
+// stays bounded. Nothing here advances a checkpoint: that is the caller's,
+// after `onDurable`.
+import type { AuditStore } from '../core/clickhouse.js';
+import type { Logger } from '../core/logger.js';
+import { rowCount, type RowBatch } from './types.js';
+
+export interface SinkOptions {
+  /** Rows per insert statement. Default 20 000. */
+  maxRows?: number;
+  /** Longest a row waits before its batch is flushed. Default 200 ms. */
+  maxDelayMs?: number;
+  /** Rows buffered before `add` blocks. Default 3 × maxRows. */
+  maxBufferedRows?: number;
+  /** First retry delay; doubles up to maxBackoffMs, each with ±50 % jitter. Defaults 100 / 5 000 ms. */
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** Observability hooks. */
+  onFlush?: (rows: number, seconds: number) => void;
+  onRetry?: (err: Error, attempt: number) => void;
+}
+
+interface Entry {
+  batch: RowBatch;
+  rows: number;
+  onDurable: () => void;
+}
+
+export class SinkAbortedError extends Error {
+  constructor() {
+    super('the sink was aborted before the rows were durable');
+    this.name = 'SinkAbortedError';
+  }
+}
+
+export class BatchSink {
+  readonly #store: AuditStore;
+  readonly #log: Logger;
+  readonly #maxRows: number;
+  readonly #maxDelayMs: number;
+  readonly #maxBuffered: number;
+  readonly #opts: SinkOptions;
+  readonly #abort = new AbortController();
+  #queue: Entry[] = [];
+  #bufferedRows = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #flushing: Promise<void> | undefined;
+  #spaceWaiters: Array<() => void> = [];
+  #failing = false;
+  #fatal: Error | undefined;
+
+  constructor(store: AuditStore, log: Logger, options: SinkOptions = {}) {
+    this.#store = store;
+    this.#log = log;
+    this.#opts = options;
+    this.#maxRows = options.maxRows ?? 20_000;
+    this.#maxDelayMs = options.maxDelayMs ?? 200;
+    this.#maxBuffered = options.maxBufferedRows ?? this.#maxRows * 3;
+  }
+
+  get bufferedRows(): number {
+    return this.#bufferedRows;
+  }
+
+  /** true while inserts are failing and being retried. */
+  get failing(): boolean {
+    return this.#failing;
+  }
+
+  /**
+   * Queues rows; resolves true once they are accepted (not durable), blocking
+   * while the buffer is full; false when `signal` aborted first (nothing queued).
+   */
+  async add(batch: RowBatch, onDurable: () => void, signal?: AbortSignal): Promise<boolean> {
+    if (this.#fatal) throw this.#fatal;
+    const wakeAll = (): void => {
+      for (const w of this.#spaceWaiters.splice(0)) w();
+    };
+    signal?.addEventListener('abort', wakeAll, { once: true });
+    try {
+      while (this.#bufferedRows >= this.#maxBuffered && !this.#abort.signal.aborted && !signal?.aborted) {
+        await new Promise<void>((resolve) => this.#spaceWaiters.push(resolve));
+      }
+    } finally {
+      signal?.removeEventListener('abort', wakeAll);
+    }
+    if (this.#abort.signal.aborted) throw new SinkAbortedError();
+    if (signal?.aborted) return false;
+    const rows = rowCount(batch);
+    this.#queue.push({ batch, rows, onDurable });
+    this.#bufferedRows += rows;
+    if (this.#bufferedRows >= this.#maxRows) this.#kick();
+    else this.#timer ??= setTimeout(() => this.#kick(), this.#maxDelayMs);
+    return true;
+  }
+
+  /** Writes everything queued; resolves when it is durable (or rejects when aborted first). */
+  async drain(): Promise<void> {
+    while (this.#queue.length > 0 || this.#flushing) {
+      if (this.#abort.signal.aborted) throw new SinkAbortedError();
+      this.#kick();
+      await this.#flushing;
+    }
+    if (this.#fatal) throw this.#fatal;
+  }
+
+  /** Stops retrying: queued rows are dropped (their checkpoint never moves past them). */
+  abort(): void {
+    this.#abort.abort();
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    for (const w of this.#spaceWaiters.splice(0)) w();
+  }
+
+  #kick(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#flushing || this.#queue.length === 0) return;
+    this.#flushing = this.#flushLoop().finally(() => {
+      this.#flushing = undefined;
+      if (this.#queue.length > 0 && !this.#abort.signal.aborted) this.#timer ??= setTimeout(() => this.#kick(), this.#maxDelayMs);
+    });
+  }
+
+  async #flushLoop(): Promise<void> {
+    while (this.#queue.length > 0 && !this.#abort.signal.aborted) {
+      // Take whole entries up to maxRows (an entry larger than that goes alone, inserted in chunks).
+      const taken: Entry[] = [];
+      let rows = 0;
+      while (this.#queue.length > 0 && (taken.length === 0 || rows + (this.#queue[0] as Entry).rows <= this.#maxRows)) {
+        const e = this.#queue.shift() as Entry;
+        taken.push(e);
+        rows += e.rows;
+      }
+      const started = process.hrtime.bigint();
+      try {
+        await this.#write(taken);
+      } catch (err) {
+        if (err instanceof SinkAbortedError) return;
+        this.#fatal = err as Error;
+        throw err;
+      }
+      this.#bufferedRows -= rows;
+      this.#opts.onFlush?.(rows, Number(process.hrtime.bigint() - started) / 1e9);
+      for (const e of taken) e.onDurable();
+      for (const w of this.#spaceWaiters.splice(0)) w();
+      if (this.#bufferedRows < this.#maxRows && this.#queue.length > 0) return; // wait for more or the timer
+    }
+  }
+
+  async #write(entries: readonly Entry[]): Promise<void> {
+    const tables: Array<[string, object[]]> = [
+      ['events', entries.flatMap((e) => e.batch.events)],
+      ['grants', entries.flatMap((e) => e.batch.grants)],
+      ['quarantine', entries.flatMap((e) => e.batch.quarantine)],
+    ];
+    for (const [table, rows] of tables) {
+      for (let i = 0; i < rows.length; i += this.#maxRows) {
+        const chunk = rows.slice(i, i + this.#maxRows);
+        await this.#withRetry(() => this.#store.insert(table, chunk));
+      }
+    }
+  }
+
+  async #withRetry(fn: () => Promise<void>): Promise<void> {
+    const initial = this.#opts.initialBackoffMs ?? 100;
+    const max = this.#opts.maxBackoffMs ?? 5_000;
+    for (let attempt = 1; ; attempt += 1) {
+      if (this.#abort.signal.aborted) throw new SinkAbortedError();
+      try {
+        await fn();
+        if (this.#failing) this.#log.warn({ attempts: attempt }, 'ClickHouse insert succeeded again');
+        this.#failing = false;
+        return;
+      } catch (err) {
+        this.#failing = true;
+        this.#opts.onRetry?.(err as Error, attempt);
+        if (attempt === 1 || attempt % 10 === 0) this.#log.error({ err: (err as Error).message, attempt }, 'ClickHouse insert failed; retrying (checkpoint unchanged)');
+        const base = Math.min(max, initial * 2 ** Math.min(attempt - 1, 16));
+        const delay = base * (0.5 + Math.random());
+        await sleep(delay, this.#abort.signal);
+      }
+    }
+  }
+}
+
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,254 @@
+// Ships fail-open spools (grants the lock API made without quorum) into the
+// audit store as `unprotected` grants. Idempotent: each line becomes the
+// event row (cluster, 0, '/spool/<id>') and the grant row
+// (cluster, <lock>, 0, <id>), so shipping a line twice changes nothing under
+// FINAL. A sidecar file remembers how far the spool was shipped (written
+// after the rows are durable), only to avoid re-reading; it is not needed
+// for correctness.
+//
+// Line schema (JSON Lines, <dataDir>/spool/<cluster>.jsonl, one grant per
+// line; unknown fields are ignored, so the writer can add more):
+//   id         string  unique per grant (required, or `seq` below)
+//   seq        number  alternative to `id`: a per-writer sequence; with
+//                      optional `node` (string) the id is `<node>:<seq>`
+//   key        string  the lock name `<namespace>/<path>` or its hold key `/l/...`
+//   holder     string  identity of the holder
+//   session    string|number  the local session id
+//   class      string  the lock class
+//   at | grantedAt  number (ms since epoch) or ISO-8601 string: grant time
+//   waitMs     number  optional, default 0
+//   epoch      number  optional, default 0
+//   kind       string  optional; when present it must be "grant"
+// The lock API's writer (core/spool.ts, SpoolRecordSchema v1: v, kind, id,
+// cluster, key, namespace, class, holder, session, token "0", waitMs, at,
+// epoch) fits this schema as it is.
+// Grants in a spool carry token 0 (DESIGN.md §2). A line that does not fit is
+// quarantined (revision 0, key '/spool/<file>@<byte offset>') with the reason.
+// A last line without a newline is being written: it waits for the next pass.
+import { closeSync, openSync, readSync, renameSync, statSync, writeFileSync, readFileSync, fsyncSync } from 'node:fs';
+import path from 'node:path';
+import type { AuditStore } from '../core/clickhouse.js';
+import type { AuditEventRow } from '../core/events.js';
+import { PREFIX, parseLockName } from '../core/keyspace.js';
+import type { Logger } from '../core/logger.js';
+import type { GrantRow, QuarantineRow } from './types.js';
+
+export interface SpoolLine {
+  id: string;
+  lock: string;
+  namespace: string;
+  path: string;
+  holder: string;
+  session: string;
+  class: string;
+  at: number;
+  waitMs: number;
+  epoch: number;
+}
+
+export const spoolFile = (dataDir: string, cluster: string): string => path.join(dataDir, 'spool', `${cluster}.jsonl`);
+
+/** Parses one spool line; a string is the reason it does not fit. */
+export function parseSpoolLine(text: string): SpoolLine | string {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return 'not JSON';
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return 'not a JSON object';
+  const o = raw as Record<string, unknown>;
+  if (o.kind !== undefined && o.kind !== 'grant') return `kind "${String(o.kind).slice(0, 40)}" is not a grant`;
+  const str = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined);
+  let id = str(o.id);
+  if (!id && typeof o.seq === 'number') id = o.node !== undefined ? `${str(o.node) ?? ''}:${o.seq}` : String(o.seq);
+  if (!id) return 'no id (or seq)';
+  const keyText = str(o.key);
+  if (!keyText) return 'no key';
+  const lock = keyText.startsWith(PREFIX.hold) ? keyText.slice(PREFIX.hold.length) : keyText;
+  const name = parseLockName(lock);
+  if (!name) return `key "${keyText.slice(0, 80)}" is not a lock name`;
+  const holder = str(o.holder);
+  if (!holder) return 'no holder';
+  const timeRaw = o.at ?? o.grantedAt;
+  const at = typeof timeRaw === 'number' ? timeRaw : typeof timeRaw === 'string' ? Date.parse(timeRaw) : NaN;
+  if (!Number.isFinite(at) || at < 0) return 'no valid at/grantedAt';
+  const waitMs = typeof o.waitMs === 'number' && o.waitMs >= 0 ? Math.floor(o.waitMs) : 0;
+  const epoch = typeof o.epoch === 'number' && o.epoch >= 0 ? Math.floor(o.epoch) : 0;
+  return { id, lock, namespace: name.namespace, path: name.path, holder, session: str(o.session) ?? '', class: str(o.class) ?? '', at: Math.floor(at), waitMs, epoch };
+}
+
+export function spoolRows(cluster: string, line: SpoolLine): { event: AuditEventRow; grant: GrantRow } {
+  const event: AuditEventRow = {
+    cluster,
+    revision: '0',
+    key: `/spool/${line.id}`,
+    event_type: 'unprotected-grant',
+    op: 'spool',
+    namespace: line.namespace,
+    lock_path: line.path,
+    class: line.class,
+    holder: line.holder,
+    session: line.session,
+    token: '0',
+    epoch: line.epoch,
+    grant_revision: '0',
+    wait_ms: line.waitMs,
+    wall_time: line.at,
+    time_estimated: 0,
+    time_error_ms: 0,
+    create_revision: '0',
+    mod_revision: '0',
+    version: '0',
+    lease: '0',
+    value: JSON.stringify(line),
+    prev_value: '',
+    unprotected: 1,
+  };
+  const grant: GrantRow = {
+    cluster,
+    key: line.lock,
+    namespace: line.namespace,
+    lock_path: line.path,
+    class: line.class,
+    holder: line.holder,
+    session: line.session,
+    token: '0',
+    epoch: line.epoch,
+    grant_revision: '0',
+    spool_id: line.id,
+    granted_at: line.at,
+    wait_ms: line.waitMs,
+    end_kind: '',
+    end_revision: '0',
+    ended_at: null,
+    ended_at_error_ms: 0,
+    duration_ms: null,
+    unprotected: 1,
+    start_known: 1,
+    row_version: '0',
+  };
+  return { event, grant };
+}
+
+interface ShippedMark {
+  offset: number;
+  ino: number;
+}
+
+export class SpoolShipper {
+  readonly #store: AuditStore;
+  readonly #cluster: string;
+  readonly #file: string;
+  readonly #log: Logger;
+  readonly #onShipped: ((n: number) => void) | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<unknown> = Promise.resolve();
+
+  constructor(store: AuditStore, cluster: string, dataDir: string, log: Logger, onShipped?: (n: number) => void) {
+    this.#store = store;
+    this.#cluster = cluster;
+    this.#file = spoolFile(dataDir, cluster);
+    this.#log = log;
+    this.#onShipped = onShipped;
+  }
+
+  /** Ships every `intervalMs` until stop(). */
+  start(intervalMs = 5_000): void {
+    if (this.#timer) return;
+    const tick = (): void => {
+      this.#running = this.shipOnce()
+        .catch((err: Error) => this.#log.warn({ err: err.message }, 'spool shipping failed; will retry'))
+        .finally(() => {
+          if (this.#timer) this.#timer = setTimeout(tick, intervalMs);
+        });
+    };
+    this.#timer = setTimeout(tick, 0);
+  }
+
+  async stop(): Promise<void> {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#running;
+  }
+
+  /** Ships the lines not yet shipped; returns how many grants were written. */
+  async shipOnce(maxBytes = 8 * 1024 * 1024): Promise<number> {
+    let st;
+    try {
+      st = statSync(this.#file);
+    } catch {
+      return 0; // no spool: nothing was granted without quorum
+    }
+    const mark = this.#readMark();
+    // A new file (rotated or truncated) is shipped from the start; ids keep it idempotent.
+    let offset = mark && mark.ino === st.ino && mark.offset <= st.size ? mark.offset : 0;
+    let shipped = 0;
+    while (offset < st.size) {
+      const length = Math.min(maxBytes, st.size - offset);
+      const buf = Buffer.alloc(length);
+      const fd = openSync(this.#file, 'r');
+      try {
+        readSync(fd, buf, 0, length, offset);
+      } finally {
+        closeSync(fd);
+      }
+      const lastNewline = buf.lastIndexOf(0x0a);
+      if (lastNewline < 0) break; // a partial line: wait for its end
+      const events: AuditEventRow[] = [];
+      const grants: GrantRow[] = [];
+      const quarantine: QuarantineRow[] = [];
+      let lineStart = 0;
+      while (lineStart <= lastNewline) {
+        const nl = buf.indexOf(0x0a, lineStart);
+        const text = buf.subarray(lineStart, nl).toString('utf8').trim();
+        const at = offset + lineStart;
+        lineStart = nl + 1;
+        if (text.length === 0) continue;
+        const line = parseSpoolLine(text);
+        if (typeof line === 'string') {
+          quarantine.push({ cluster: this.#cluster, revision: '0', key: `/spool/${path.basename(this.#file)}@${at}`, op: 'spool', value: text.slice(0, 65_536), reason: `spool line: ${line}` });
+          continue;
+        }
+        const rows = spoolRows(this.#cluster, line);
+        events.push(rows.event);
+        grants.push(rows.grant);
+      }
+      await this.#store.insert('events', events);
+      await this.#store.insert('grants', grants);
+      await this.#store.insert('quarantine', quarantine);
+      if (quarantine.length > 0) this.#log.error({ lines: quarantine.length, file: this.#file }, 'spool lines could not be read; quarantined');
+      shipped += grants.length;
+      offset += lastNewline + 1;
+      this.#writeMark({ offset, ino: st.ino });
+    }
+    if (shipped > 0) {
+      this.#onShipped?.(shipped);
+      this.#log.info({ grants: shipped }, 'shipped unprotected grants from the fail-open spool');
+    }
+    return shipped;
+  }
+
+  #readMark(): ShippedMark | undefined {
+    try {
+      const v = JSON.parse(readFileSync(`${this.#file}.shipped`, 'utf8')) as Partial<ShippedMark>;
+      return typeof v.offset === 'number' && typeof v.ino === 'number' ? { offset: v.offset, ino: v.ino } : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Temp file, fsync, rename: the mark is never half-written. */
+  #writeMark(mark: ShippedMark): void {
+    const target = `${this.#file}.shipped`;
+    const tmp = `${target}.tmp`;
+    writeFileSync(tmp, JSON.stringify({ version: 1, ...mark }));
+    const fd = openSync(tmp, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, target);
+  }
+}

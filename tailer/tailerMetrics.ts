@@ -1,0 +1,41 @@
+// The tailer's metrics, one set per registry (several clusters share it),
+// labelled by cluster only: bounded cardinality, never a key.
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+export interface TailerMetrics {
+  events: Counter<'cluster'>;
+  batchSeconds: Histogram<'cluster'>;
+  lagRevisions: Gauge<'cluster'>;
+  lagSeconds: Gauge<'cluster'>;
+  gaps: Counter<'cluster'>;
+  leader: Gauge<'cluster'>;
+  watermark: Gauge<'cluster'>;
+  headRevision: Gauge<'cluster'>;
+  quarantined: Counter<'cluster'>;
+  sinkRetries: Counter<'cluster'>;
+  spoolShipped: Counter<'cluster'>;
+}
+
+const byRegistry = new WeakMap<Registry, TailerMetrics>();
+
+export function tailerMetrics(registry: Registry): TailerMetrics {
+  const existing = byRegistry.get(registry);
+  if (existing) return existing;
+  const registers = [registry];
+  const labelNames = ['cluster'] as const;
+  const m: TailerMetrics = {
+    events: new Counter({ name: 'lockaudit_tailer_events_total', help: 'Audit events written (rate() gives events/s)', labelNames, registers }),
+    batchSeconds: new Histogram({ name: 'lockaudit_tailer_batch_seconds', help: 'Time to make one batch durable in ClickHouse', labelNames, registers, buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] }),
+    lagRevisions: new Gauge({ name: 'lockaudit_tailer_lag_revisions', help: 'Head revision minus the completeness watermark', labelNames, registers }),
+    lagSeconds: new Gauge({ name: 'lockaudit_tailer_lag_seconds', help: 'Age of the oldest change not yet durable', labelNames, registers }),
+    gaps: new Counter({ name: 'lockaudit_tailer_gaps_total', help: 'History ranges lost to compaction before capture', labelNames, registers }),
+    leader: new Gauge({ name: 'lockaudit_tailer_leader', help: '1 while this replica is the elected tailer', labelNames, registers }),
+    watermark: new Gauge({ name: 'lockaudit_tailer_watermark_revision', help: 'Completeness watermark: every change up to this revision is captured', labelNames, registers }),
+    headRevision: new Gauge({ name: 'lockaudit_tailer_head_revision', help: 'Latest etcd revision seen', labelNames, registers }),
+    quarantined: new Counter({ name: 'lockaudit_tailer_quarantined_total', help: 'Changes that could not be decoded (kept in quarantine)', labelNames, registers }),
+    sinkRetries: new Counter({ name: 'lockaudit_tailer_sink_retries_total', help: 'ClickHouse insert retries', labelNames, registers }),
+    spoolShipped: new Counter({ name: 'lockaudit_tailer_spool_shipped_total', help: 'Fail-open spool lines shipped as unprotected grants', labelNames, registers }),
+  };
+  byRegistry.set(registry, m);
+  return m;
+}

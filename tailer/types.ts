@@ -1,0 +1,70 @@
+// Shapes that pass between the tailer's modules: raw etcd changes grouped by
+// revision (from the watch), and the rows of the tables the tailer writes.
+import type { AuditEventRow, EndKind } from '../core/events.js';
+
+/** One key-value as etcd reported it; 64-bit numbers stay decimal strings. */
+export interface KvSnapshot {
+  key: string;
+  value: string;
+  createRevision: string;
+  modRevision: string;
+  version: string;
+  lease: string;
+}
+
+/** One change of one key at one revision, with the value it replaced (watch with prev_kv). */
+export interface Change {
+  type: 'put' | 'delete';
+  kv: KvSnapshot;
+  prev?: KvSnapshot;
+}
+
+/** Every change of the watched keyspace at one revision (etcd never splits a revision across watch responses). */
+export interface RevisionChanges {
+  revision: bigint;
+  changes: Change[];
+}
+
+/** A row of {db}.grants (sql/004). */
+export interface GrantRow {
+  cluster: string;
+  key: string;
+  namespace: string;
+  lock_path: string;
+  class: string;
+  holder: string;
+  session: string;
+  token: string;
+  epoch: number;
+  grant_revision: string;
+  spool_id: string;
+  granted_at: number;
+  wait_ms: number;
+  end_kind: EndKind | '';
+  end_revision: string;
+  ended_at: number | null;
+  ended_at_error_ms: number;
+  duration_ms: number | null;
+  unprotected: 0 | 1;
+  start_known: 0 | 1;
+  row_version: string;
+}
+
+/** A row of {db}.quarantine (sql/001). */
+export interface QuarantineRow {
+  cluster: string;
+  revision: string;
+  key: string;
+  op: string;
+  value: string;
+  reason: string;
+}
+
+/** Rows the sink writes together; `events` first, the checkpoint only after all of them. */
+export interface RowBatch {
+  events: AuditEventRow[];
+  grants: GrantRow[];
+  quarantine: QuarantineRow[];
+}
+
+export const rowCount = (b: RowBatch): number => b.events.length + b.grants.length + b.quarantine.length;

@@ -1,0 +1,221 @@
+// Tailer benchmarks, each beside a baseline measured in the same run:
+//  - catch-up over ≥ 300 000 revisions (one watch, then K range-split windows)
+//    vs. a no-op consumer of one plain etcd watch over the same range;
+//  - live lag p50/p99 (commit → durable) under a sustained write load;
+//  - one revision with 20 000 events (a mass expiry): time and peak memory.
+// Every tailer run is also checked for exact capture. Scale: BENCH_REVISIONS
+// (default 300 000), BENCH_WINDOWS (default 8).
+import type { Etcd3, IWatchResponse } from 'etcd3';
+import { createEtcdClient } from '../../core/etcd.js';
+import { createLogger } from '../../core/logger.js';
+import { TailerReplica, readCheckpoint, type ReplicaOptions } from '../../tailer/replica.js';
+import { assertExactCapture } from '../support/capture.js';
+import { tempStore, testConfig, uniqueId } from '../support/env.js';
+import { Workload, type Session } from '../support/workload.js';
+import { heading, percentile, report } from './report.js';
+
+const REVISIONS = Number(process.env.BENCH_REVISIONS ?? 300_000);
+const WINDOWS = Number(process.env.BENCH_WINDOWS ?? 8);
+const config = testConfig();
+const endpoints = config.etcd.clusters[0]?.endpoints ?? [];
+const log = createLogger('warn');
+const client = createEtcdClient({ name: 'bench', endpoints });
+const { store, close } = await tempStore();
+
+async function head(c: Etcd3 = client): Promise<bigint> {
+  return BigInt((await c.kv.range({ key: Buffer.from('/sys/clock'), count_only: true })).header.revision);
+}
+
+/** ≥ `revisions` revisions of lock traffic: concurrent grants, releases with marks, expiries. */
+async function writeHistory(w: Workload, revisions: number): Promise<void> {
+  const start = await head();
+  let round = 0;
+  while ((await head()) - start < BigInt(revisions)) {
+    const sessions: Session[] = await Promise.all(Array.from({ length: 8 }, () => w.session()));
+    await Promise.all(
+      Array.from({ length: 400 }, async (_, j) => {
+        const s = sessions[j % 8] as Session;
+        await w.grant(s, `h${round}/${j}`);
+        if (j % 4 === 0) await w.release(s, `h${round}/${j}`);
+      }),
+    );
+    for (const s of sessions) await w.expire(s);
+    round += 1;
+  }
+}
+
+/** The baseline: one plain watch from `from`, counting events until it passes `to`. */
+async function noopWatch(from: bigint, to: bigint): Promise<{ events: number; seconds: number }> {
+  const started = process.hrtime.bigint();
+  let events = 0;
+  const watcher = client.watch().inRange({ start: '/l/', end: '/sys0' }).startRevision(from.toString()).withPreviousKV().watcher();
+  await new Promise<void>((resolve, reject) => {
+    watcher.on('error', reject);
+    watcher.on('data', (res: IWatchResponse) => {
+      for (const ev of res.events) {
+        if (BigInt(ev.kv.mod_revision) > to) return resolve();
+        events += 1;
+      }
+    });
+  });
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  await watcher.cancel().catch(() => undefined);
+  return { events, seconds };
+}
+
+async function tailerCatchUp(from: bigint, to: bigint, options: ReplicaOptions): Promise<{ seconds: number; label: string }> {
+  const label = uniqueId('bench');
+  await store.insert('checkpoints', [{ cluster: label, revision: (from - 1n).toString(), leader: 'bench' }]);
+  const started = process.hrtime.bigint();
+  let done: () => void = () => undefined;
+  const reached = new Promise<void>((resolve) => {
+    done = resolve;
+  });
+  const replica = new TailerReplica(
+    { cluster: { name: label, endpoints }, store, log, onWatermark: (r) => r >= to && done() },
+    { electionTtlSeconds: 5, checkpointIntervalMs: 250, ...options },
+  );
+  replica.start();
+  await reached;
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  await replica.close();
+  return { seconds, label };
+}
+
+heading(`tailer catch-up (≥ ${REVISIONS.toLocaleString('en-US')} revisions)`);
+const w = new Workload(client, uniqueId('bench'));
+const from = (await head()) + 1n;
+const writeStarted = Date.now();
+await writeHistory(w, REVISIONS);
+const to = BigInt(await w.clock());
+await w.clock(); // a change after the range: it tells the plain watch the range is over
+process.stdout.write(`wrote ${(to - from + 1n).toLocaleString()} revisions, ${w.expected.length.toLocaleString()} lock events in ${((Date.now() - writeStarted) / 1000).toFixed(1)} s\n`);
+
+const baseline = await noopWatch(from, to);
+const baseRate = baseline.events / baseline.seconds;
+report({ name: 'no-op consumer, one etcd watch', value: baseRate, baselineName: 'same', baseline: baseRate, unit: 'events/s', higherIsBetter: true });
+
+const single = await tailerCatchUp(from, to, { catchUpWindows: 1 });
+report({ name: 'tailer catch-up, one watch, end to end', value: baseline.events / single.seconds, baselineName: 'no-op consumer, one etcd watch', baseline: baseRate, unit: 'events/s', higherIsBetter: true });
+await assertExactCapture(store, single.label, client, from, to, w.expected);
+
+for (const k of [4, WINDOWS]) {
+  const split = await tailerCatchUp(from, to, { catchUpWindows: k, splitMinRevisions: 1_000 });
+  report({ name: `tailer catch-up, ${k} windows, end to end`, value: baseline.events / split.seconds, baselineName: 'no-op consumer, one etcd watch', baseline: baseRate, unit: 'events/s', higherIsBetter: true });
+  await assertExactCapture(store, split.label, client, from, to, w.expected);
+}
+
+heading('live lag under a sustained write load (commit → durable in ClickHouse)');
+{
+  const label = uniqueId('bench');
+  await store.insert('checkpoints', [{ cluster: label, revision: ((await head()) - 0n).toString(), leader: 'bench' }]);
+  const waiting: Array<{ revision: bigint; at: number }> = [];
+  const lags: number[] = [];
+  const replica = new TailerReplica(
+    {
+      cluster: { name: label, endpoints },
+      store,
+      log,
+      onWatermark: (r) => {
+        const now = Date.now();
+        while (waiting.length > 0 && (waiting[0] as { revision: bigint }).revision <= r) lags.push(now - (waiting.shift() as { at: number }).at);
+      },
+    },
+    { electionTtlSeconds: 5, checkpointIntervalMs: 250, sink: { maxDelayMs: 50 } },
+  );
+  replica.start();
+  await new Promise((r) => setTimeout(r, 2_000));
+  const lw = new Workload(client, uniqueId('live'));
+  const s = await lw.session();
+  const rate = 500; // grants + releases per second
+  const seconds = 20;
+  const t0 = Date.now();
+  let n = 0;
+  while (Date.now() - t0 < seconds * 1_000) {
+    const batch = Array.from({ length: rate / 10 }, () => n++);
+    await Promise.all(
+      batch.map(async (i) => {
+        const rev = await lw.grant(s, `k/${i}`);
+        waiting.push({ revision: BigInt(rev), at: Date.now() });
+      }),
+    );
+    waiting.sort((a, b) => (a.revision < b.revision ? -1 : 1));
+    const sleepMs = t0 + (n / rate) * 1_000 - Date.now();
+    if (sleepMs > 0) await new Promise((r) => setTimeout(r, sleepMs));
+  }
+  const end = BigInt(await lw.clock());
+  while ((await readCheckpoint(store, label)) < end) await new Promise((r) => setTimeout(r, 100));
+  await replica.close();
+  lags.sort((a, b) => a - b);
+  // Baseline: the same writes seen by a plain watch (commit → delivered), measured now.
+  const watchLags: number[] = [];
+  {
+    const pending = new Map<string, number>();
+    const watcher = await client.watch().prefix(`/l/${lw.ns}/w/`).create();
+    let got = 0;
+    const all = new Promise<void>((resolve) => {
+      watcher.on('put', (kv) => {
+        const at = pending.get(kv.key.toString());
+        if (at !== undefined) watchLags.push(Date.now() - at);
+        got += 1;
+        if (got === 1_000) resolve();
+      });
+    });
+    for (let i = 0; i < 1_000; i += 50) {
+      await Promise.all(
+        Array.from({ length: 50 }, async (_, j) => {
+          const key = `/l/${lw.ns}/w/${i + j}`;
+          pending.set(key, Date.now());
+          await client.put(key).value('x');
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await all;
+    await watcher.cancel();
+    watchLags.sort((a, b) => a - b);
+  }
+  report({ name: `live lag p50 at ${rate} grants/s`, value: percentile(lags, 50), baselineName: 'plain watch delivery p50', baseline: percentile(watchLags, 50), unit: 'ms', higherIsBetter: false });
+  report({ name: `live lag p99 at ${rate} grants/s`, value: percentile(lags, 99), baselineName: 'plain watch delivery p99', baseline: percentile(watchLags, 99), unit: 'ms', higherIsBetter: false });
+}
+
+heading('one revision with 20 000 events (mass expiry)');
+{
+  const label = uniqueId('bench');
+  const mw = new Workload(client, uniqueId('mass'));
+  await store.insert('checkpoints', [{ cluster: label, revision: (await head()).toString(), leader: 'bench' }]);
+  let target = 0n;
+  let reachedAt = 0;
+  const replica = new TailerReplica(
+    { cluster: { name: label, endpoints }, store, log, onWatermark: (r) => { if (target > 0n && r >= target && reachedAt === 0) reachedAt = Date.now(); } },
+    { electionTtlSeconds: 5, checkpointIntervalMs: 250 },
+  );
+  replica.start();
+  const s = await mw.session();
+  const paths = Array.from({ length: 20_000 }, (_, i) => `m/${i}`);
+  for (let i = 0; i < paths.length; i += 5_000) await mw.grantMany(s, paths.slice(i, i + 5_000));
+  const settle = BigInt(await mw.clock());
+  while ((await readCheckpoint(store, label)) < settle) await new Promise((r) => setTimeout(r, 100));
+  global.gc?.();
+  const rssBefore = process.memoryUsage().rss;
+  let peak = rssBefore;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }, 10);
+  const t0 = Date.now();
+  const ex = await mw.expire(s);
+  target = BigInt(ex.revision);
+  while (reachedAt === 0) await new Promise((r) => setTimeout(r, 20));
+  clearInterval(sampler);
+  await replica.close();
+  // Baseline: a plain watch receiving the same revision (from etcd, no decoding or writing).
+  await mw.clock();
+  const b0 = Date.now();
+  await noopWatch(target, target);
+  const watchMs = Date.now() - b0;
+  report({ name: '20 000-event revision: expiry → durable', value: reachedAt - t0, baselineName: 'plain watch of that revision', baseline: watchMs, unit: 'ms', higherIsBetter: false });
+  report({ name: '20 000-event revision: peak RSS growth', value: (peak - rssBefore) / 1024 / 1024, baselineName: 'RSS before (MiB)', baseline: rssBefore / 1024 / 1024, unit: 'MiB', higherIsBetter: false });
+}
+
+client.close();
+await close();

@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { makeToken } from '../../core/token.js';
+import { bracketFor, decodeRevision, finishRevision, UNKNOWN_ERROR_MS, type DecodeContext } from '../../tailer/decoder.js';
+import type { Change, KvSnapshot } from '../../tailer/types.js';
+
+const ctx: DecodeContext = { cluster: 'c1', startKnown: () => true };
+const hold = (session: string, at = 1_000, epoch = 0) => JSON.stringify({ holder: 'spiffe://x/a', session, class: 'payments', epoch, waitMs: 7, at });
+const kv = (key: string, value: string, mod: string, create = mod): KvSnapshot => ({ key, value, createRevision: create, modRevision: mod, version: '1', lease: '0' });
+const put = (key: string, value: string, rev: string): Change => ({ type: 'put', kv: kv(key, value, rev) });
+const del = (key: string, rev: string, prev?: KvSnapshot): Change => ({ type: 'delete', kv: { key, value: '', createRevision: '0', modRevision: rev, version: '0', lease: '0' }, ...(prev ? { prev } : {}) });
+const mark = (kind: string, extra: Record<string, unknown>) => JSON.stringify({ kind, by: 'alice', at: 5_000, ...extra });
+
+describe('decoder', () => {
+  it('decodes a grant with its token (epoch × 2^48 + grant revision) as a decimal string', () => {
+    const d = decodeRevision(ctx, { revision: 10n, changes: [put('/l/pay/acct-1', hold('77', 1_000, 40), '10')] });
+    const [ev] = d.events;
+    assert.equal(ev?.row.event_type, 'grant');
+    assert.equal(ev?.row.token, makeToken(40, 10n).toString());
+    assert.equal(ev?.row.namespace, 'pay');
+    assert.equal(ev?.row.lock_path, 'acct-1');
+    assert.equal(ev?.row.wall_time, 1_000);
+    assert.equal(ev?.timeless, false);
+    const batch = finishRevision(d, undefined);
+    assert.equal(batch.grants[0]?.end_kind, '');
+    assert.equal(batch.grants[0]?.row_version, '0');
+  });
+
+  it('classifies hold deletes by what else changed at the same revision', () => {
+    const prev = (lock: string, session: string) => kv(`/l/${lock}`, hold(session), '5');
+    const d = decodeRevision(ctx, {
+      revision: 20n,
+      changes: [
+        del('/l/ns/a', '20', prev('ns/a', '1')),
+        put('/sys/mark/m1', mark('release', { key: 'ns/a', session: '1' }), '20'),
+        del('/l/ns/b', '20', prev('ns/b', '2')),
+        put('/sys/force/f1', JSON.stringify({ id: 'f1', key: 'ns/b', holder: 'h', session: '2', token: '5', class: 'payments', enforcement: 'fenced', requester: 'r', approver: 'a', reason: 'x', requestedAt: 1, approvedAt: 6_000, revokedSession: false }), '20'),
+        del('/l/ns/c', '20', prev('ns/c', '3')),
+        put('/sys/mark/m2', mark('session-close', { session: '3' }), '20'),
+        del('/l/ns/d', '20', prev('ns/d', '4')),
+      ],
+    });
+    const types = Object.fromEntries(d.events.map((e) => [e.row.key, e.row.event_type]));
+    assert.deepEqual(types, {
+      '/l/ns/a': 'release',
+      '/sys/mark/m1': 'marker',
+      '/l/ns/b': 'force-release',
+      '/sys/force/f1': 'force-record',
+      '/l/ns/c': 'session-close',
+      '/sys/mark/m2': 'marker',
+      '/l/ns/d': 'expiry',
+    });
+    for (const e of d.events.filter((x) => x.row.key.startsWith('/l/'))) assert.equal(e.row.grant_revision, '5');
+    const expiry = d.events.find((e) => e.row.key === '/l/ns/d');
+    assert.equal(expiry?.timeless, true);
+    assert.equal(expiry?.lowerBoundMs, 1_000);
+  });
+
+  it('epoch-advance marks end restored holds as epoch-release', () => {
+    const d = decodeRevision(ctx, { revision: 30n, changes: [del('/l/ns/a', '30', kv('/l/ns/a', hold('1'), '3')), put('/sys/mark/e', mark('epoch-advance', {}), '30'), put('/sys/epoch', JSON.stringify({ epoch: 2, clusterId: '99' }), '30')] });
+    assert.deepEqual(d.events.map((e) => e.row.event_type), ['epoch-release', 'marker', 'epoch-advance']);
+  });
+
+  it('keeps every change: undecodable ones become "other" rows and are quarantined with a reason', () => {
+    const d = decodeRevision(ctx, { revision: 40n, changes: [put('/l/ns/a', 'not json', '40'), del('/l/ns/b', '40'), put('/sys/election/tailer.c1/1', 'r1', '40'), put('/sys/weird', 'x', '40')] });
+    assert.equal(d.events.length, 4);
+    assert.deepEqual(d.events.map((e) => e.row.event_type), ['other', 'other', 'other', 'other']);
+    assert.deepEqual(d.quarantine.map((q) => q.key), ['/l/ns/a', '/l/ns/b', '/sys/weird']);
+    assert.ok(d.quarantine.every((q) => q.reason.length > 0));
+  });
+
+  it('queue enter/leave, class change and clock', () => {
+    const q = JSON.stringify({ holder: 'h', session: '9', class: 'payments', at: 2_000 });
+    const d = decodeRevision(ctx, { revision: 50n, changes: [put('/q/ns/a/9', q, '50'), del('/q/ns/b/8', '50', kv('/q/ns/b/8', q, '4')), put('/sys/clock', JSON.stringify({ at: 3_000 }), '50')] });
+    assert.deepEqual(d.events.map((e) => e.row.event_type), ['queue-enter', 'queue-leave', 'clock']);
+    assert.equal(d.clockAt, 3_000);
+    const cls = decodeRevision(ctx, { revision: 51n, changes: [del('/sys/class/payments', '51')] });
+    assert.equal(cls.events[0]?.row.event_type, 'class-change');
+  });
+
+  it('gives end rows the bracketed time and builds the ended grant row', () => {
+    const d = decodeRevision(ctx, { revision: 60n, changes: [del('/l/ns/a', '60', kv('/l/ns/a', hold('1', 1_000), '12'))] });
+    const b = finishRevision(d, { lowerMs: 900, upperMs: 2_000 });
+    const row = b.events[0];
+    assert.equal(row?.time_estimated, 1);
+    // lower is max(previous clock, the grant's own time): [1000, 2000]
+    assert.equal(row?.wall_time, 1_500);
+    assert.equal(row?.time_error_ms, 500);
+    const g = b.grants[0];
+    assert.equal(g?.end_kind, 'expiry');
+    assert.equal(g?.end_revision, '60');
+    assert.equal(g?.row_version, '60');
+    assert.equal(g?.grant_revision, '12');
+    assert.equal(g?.duration_ms, 500);
+  });
+
+  it('marks grants inside a gap as start unknown', () => {
+    const d = decodeRevision({ cluster: 'c1', startKnown: (r) => r > 100n }, { revision: 200n, changes: [del('/l/ns/a', '200', kv('/l/ns/a', hold('1'), '50'))] });
+    assert.equal(d.events[0]?.grant?.start_known, 0);
+  });
+
+  it('bracket: unknown lower bound is flagged with the largest error', () => {
+    assert.deepEqual(bracketFor({ lowerMs: undefined, upperMs: 10 }), { estimate: 10, errorMs: UNKNOWN_ERROR_MS });
+    assert.deepEqual(bracketFor({ lowerMs: 10, upperMs: 5 }), { estimate: 10, errorMs: 0 });
+  });
+});
