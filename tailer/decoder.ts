@@ -127,7 +127,7 @@ function lockOf(keyOrLock: string): string {
   return keyOrLock.startsWith(PREFIX.hold) ? keyOrLock.slice(PREFIX.hold.length) : keyOrLock;
 }
 
-function grantSide(lock: { lock: string; namespace: string; path: string }, hold: HoldValue, grantRevision: string, startKnown: boolean): GrantSide {
+export function grantSide(lock: { lock: string; namespace: string; path: string }, hold: HoldValue, grantRevision: string, startKnown: boolean): GrantSide {
   return {
     key: lock.lock,
     namespace: lock.namespace,

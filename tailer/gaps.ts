@@ -7,9 +7,8 @@ import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../core/clickhouse.js';
 import type { AuditEventRow } from '../core/events.js';
 import { HoldValueSchema, PREFIX, classifyKey, decodeValue } from '../core/keyspace.js';
-import { grantRow, type GrantSide } from './decoder.js';
+import { grantRow, grantSide } from './decoder.js';
 import { isReadable, headRevision } from './etcdReads.js';
-import { makeToken } from '../core/token.js';
 import type { RowBatch } from './types.js';
 
 export interface GapRecord {
@@ -90,20 +89,8 @@ export async function snapshotHolds(
         continue;
       }
       const grantRevision = String(kv.mod_revision);
-      const g: GrantSide = {
-        key: kind.lock,
-        namespace: kind.namespace,
-        lock_path: kind.path,
-        class: hold.class,
-        holder: hold.holder,
-        session: hold.session,
-        token: makeToken(hold.epoch, BigInt(grantRevision)).toString(10),
-        epoch: hold.epoch,
-        grant_revision: grantRevision,
-        granted_at: hold.at,
-        wait_ms: hold.waitMs,
-        start_known: 0,
-      };
+      // Seen only in the snapshot: when it started is unknown.
+      const g = grantSide(kind, hold, grantRevision, false);
       const row: AuditEventRow = {
         cluster,
         revision: revision.toString(),
