@@ -1,0 +1,65 @@
+// A per-caller token bucket for the report routes (@fastify/rate-limit is not
+// a dependency): each identity may make LOCKAUDIT_RATE_LIMIT_PER_MINUTE
+// requests a minute, refilled continuously. It runs after auth, so the bucket
+// is the caller's identity (an unauthenticated call never reaches it). One
+// limiter per app, shared by every route that uses it. In-process: behind a
+// load balancer each API replica grants its own budget.
+import type { FastifyReply, FastifyRequest, preValidationHookHandler } from 'fastify';
+import { LockauditError } from '../core/errors.js';
+import type { App } from './app.js';
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+export class RateLimiter {
+  readonly #perMinute: number;
+  readonly #buckets = new Map<string, Bucket>();
+  readonly #now: () => number;
+
+  constructor(perMinute: number, now: () => number = Date.now) {
+    this.#perMinute = perMinute;
+    this.#now = now;
+  }
+
+  /** Takes one request from `who`'s bucket; returns 0 when allowed, else the seconds until one is. */
+  take(who: string): number {
+    const now = this.#now();
+    const ratePerMs = this.#perMinute / 60_000;
+    const b = this.#buckets.get(who) ?? { tokens: this.#perMinute, at: now };
+    b.tokens = Math.min(this.#perMinute, b.tokens + (now - b.at) * ratePerMs);
+    b.at = now;
+    if (this.#buckets.size > 50_000 && !this.#buckets.has(who)) this.#prune(now);
+    this.#buckets.set(who, b);
+    if (b.tokens >= 1) {
+      b.tokens -= 1;
+      return 0;
+    }
+    return Math.max(1, Math.ceil((1 - b.tokens) / ratePerMs / 1000));
+  }
+
+  #prune(now: number): void {
+    // A bucket idle for a minute is full again: forgetting it changes nothing.
+    for (const [who, b] of this.#buckets) if (now - b.at >= 60_000) this.#buckets.delete(who);
+  }
+}
+
+const limiters = new WeakMap<object, preValidationHookHandler>();
+
+/** The app's report rate-limit hook (created once per app). */
+export function reportRateLimit(app: App, perMinute: number): preValidationHookHandler {
+  let hook = limiters.get(app);
+  if (!hook) {
+    const limiter = new RateLimiter(perMinute);
+    hook = async (request: FastifyRequest, reply: FastifyReply) => {
+      const who = request.identity?.identity ?? `ip:${request.ip}`;
+      const retryAfter = limiter.take(who);
+      if (retryAfter === 0) return;
+      reply.header('retry-after', String(retryAfter));
+      throw new LockauditError('LOCKAUDIT_ERR_LIMIT_RATE', `more than LOCKAUDIT_RATE_LIMIT_PER_MINUTE (${perMinute}) report requests in a minute; retry in ${retryAfter} s`);
+    };
+    limiters.set(app, hook);
+  }
+  return hook;
+}

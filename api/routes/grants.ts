@@ -1,0 +1,60 @@
+// GET /v1/grants — grant history (reports/grantHistory). Thin: auth, rate
+// limit, the read audit, then the report module.
+import Type from 'typebox';
+import { GrantHistoryQuery, GrantPageSchema, grantHistory, grantsCsv, recordGrantRead, GRANT_EXAMPLE, CSV_HEADER } from '../../reports/grantHistory/index.js';
+import { ErrorResponse } from '../../reports/patterns.js';
+import type { App, AppContext } from '../app.js';
+import { requireRoles } from '../auth.js';
+import { reportRateLimit } from '../rateLimit.js';
+
+export const errorResponses = {
+  400: { ...ErrorResponse, description: 'Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit' },
+  401: { ...ErrorResponse, description: 'No valid API token' },
+  403: { ...ErrorResponse, description: 'The token lacks a role this route needs' },
+  429: { ...ErrorResponse, description: 'More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute' },
+};
+
+const csvExample = `${CSV_HEADER.join(',')}\r\n${CSV_HEADER.map((h) => GRANT_EXAMPLE[h] ?? '').join(',')}\r\n`;
+
+export async function grantRoutes(app: App, ctx: AppContext): Promise<void> {
+  const deps = { store: ctx.store, limits: ctx.config.reports };
+  app.get(
+    '/v1/grants',
+    {
+      // Auth runs before validation: a caller without the role learns nothing, not even which input is wrong.
+      preValidation: [requireRoles('investigator'), reportRateLimit(app, ctx.config.reports.rateLimitPerMinute)],
+      schema: {
+        tags: ['reports'],
+        summary: 'Grant history',
+        description:
+          'Grants whose hold overlaps [from, to], filtered by key, key prefix, holder, class, namespace or token ("which grant held token T?"), ' +
+          'oldest first. Exact under tailer replays. Page with nextCursor: the first page fixes `to`, so grants arriving meanwhile never shift pages ' +
+          'and every grant is served once. format=csv answers text/csv with the next cursor in the X-Next-Cursor header. Role: investigator. ' +
+          'Every read is recorded (who, filters, when).',
+        querystring: GrantHistoryQuery,
+        response: {
+          200: {
+            description: 'One page of grants',
+            content: {
+              'application/json': { schema: GrantPageSchema },
+              'text/csv': { schema: Type.String({ examples: [csvExample] }) },
+            },
+          },
+          ...errorResponses,
+        },
+      },
+    },
+    async (request, reply) => {
+      const params = request.query;
+      const who = request.identity;
+      const now = Date.now();
+      if (who) await recordGrantRead(deps, { identity: who.identity, tokenId: who.tokenId, params, requestId: String(request.id), atMs: now });
+      const page = await grantHistory(deps, params, now);
+      if (params.format === 'csv') {
+        if (page.nextCursor) reply.header('x-next-cursor', page.nextCursor);
+        return reply.type('text/csv; charset=utf-8').send(grantsCsv(page.items));
+      }
+      return page;
+    },
+  );
+}

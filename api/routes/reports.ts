@@ -1,0 +1,124 @@
+// Report routes (reports/*): risk register, contention, unprotected-grant
+// reconciliation. Thin: roles and rate limit before validation, then the
+// report module, then its renderer.
+import { randomUUID } from 'node:crypto';
+import Type from 'typebox';
+import { LockauditError } from '../../core/errors.js';
+import { ContentionQuery, ContentionSchema, contention } from '../../reports/contention/index.js';
+import { REGISTER_CSV_HEADER, RegisterSchema, RiskRegisterQuery, registerCsv, registerHtml, runRegister, storedRegister } from '../../reports/riskRegister/index.js';
+import { ReconcileBody, ReconcileParams, ReconciliationSchema, UnprotectedQuery, UnprotectedReportSchema, reconcile, unprotectedReport } from '../../reports/unprotected/index.js';
+import type { App, AppContext } from '../app.js';
+import { requireRoles } from '../auth.js';
+import { reportRateLimit } from '../rateLimit.js';
+import { errorResponses } from './grants.js';
+
+export async function reportRoutes(app: App, ctx: AppContext): Promise<void> {
+  const deps = { store: ctx.store, limits: ctx.config.reports };
+  const limited = reportRateLimit(app, ctx.config.reports.rateLimitPerMinute);
+  // Auth before validation: a caller without the role learns nothing about its input or the resource.
+  const guard = (...roles: Parameters<typeof requireRoles>) => [requireRoles(...roles), limited];
+
+  app.get(
+    '/v1/reports/risk-register',
+    {
+      preValidation: guard('auditor'),
+      schema: {
+        tags: ['reports'],
+        summary: 'Advisory risk register',
+        description: 'The stored register of a day (its newest run), or the newest register. One row per advisory class: owner, waiver expiry, days left, status (ok, expiring within 30 days, expired) and use over 24 h and 30 d. JSON, CSV or a readable HTML page. Role: auditor.',
+        querystring: RiskRegisterQuery,
+        response: {
+          200: {
+            description: 'The register',
+            content: {
+              'application/json': { schema: RegisterSchema },
+              'text/csv': { schema: Type.String({ examples: [`${REGISTER_CSV_HEADER.join(',')}\r\n2025-11-29,2025-11-29T02:00:00.000Z,repeat:risk-register-nightly:1764381600000,cache-refresh,catalog,risk-team@corp,2025-12-20,21,expiring,1840,51022,312,2210,3,71,0,2,0,14\r\n`] }) },
+              'text/html': { schema: Type.String({ examples: ['<!doctype html><html>…<table>…</table></html>'] }) },
+            },
+          },
+          404: { ...errorResponses[401], description: 'No register of that date (or none yet)', examples: [{ error: 'LOCKAUDIT_ERR_REPORT_NOT_FOUND', message: 'no risk register for 2025-11-29' }] },
+          ...errorResponses,
+        },
+      },
+    },
+    async (request, reply) => {
+      const { date, format } = request.query;
+      const register = await storedRegister(deps, date);
+      if (!register) throw new LockauditError('LOCKAUDIT_ERR_REPORT_NOT_FOUND', date ? `no risk register for ${date}` : 'no risk register has been built yet; POST /v1/reports/risk-register/run builds one');
+      if (format === 'csv') return reply.type('text/csv; charset=utf-8').send(registerCsv(register));
+      if (format === 'html') return reply.type('text/html; charset=utf-8').send(registerHtml(register));
+      return register;
+    },
+  );
+
+  app.post(
+    '/v1/reports/risk-register/run',
+    {
+      preValidation: guard('auditor'),
+      schema: {
+        tags: ['reports'],
+        summary: 'Build the risk register now',
+        description: 'Builds the advisory risk register as of now (the nightly job does the same on its schedule), stores it beside the nightly ones and returns it. Role: auditor.',
+        response: { 201: { ...RegisterSchema, description: 'The register just built and stored' }, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const who = request.identity?.identity ?? 'unknown';
+      const register = await runRegister(deps, { runId: `manual-${randomUUID()}`, asOfMs: Date.now(), timeZone: ctx.config.reports.riskRegisterTz, trigger: 'manual', requestedBy: who });
+      return reply.status(201).send(register);
+    },
+  );
+
+  app.get(
+    '/v1/reports/contention',
+    {
+      preValidation: guard('investigator'),
+      schema: {
+        tags: ['reports'],
+        summary: 'Contention',
+        description: 'Per namespace, class or key over a window: grants, distinct holders, wait p50/p95/p99, hold p50/p99, handoff gap (release → next grant on the key), expiry ratio, force-releases; the hottest keys; and a time series (bucketSeconds chosen for at most 240 points). Percentiles: the value at rank floor(p·n) of the sorted values. Role: investigator.',
+        querystring: ContentionQuery,
+        response: { 200: { ...ContentionSchema, description: 'The contention report' }, ...errorResponses },
+      },
+    },
+    async (request) => contention(deps, request.query, Date.now()),
+  );
+
+  app.get(
+    '/v1/reports/unprotected',
+    {
+      preValidation: guard('lock-operator', 'investigator'),
+      schema: {
+        tags: ['reports'],
+        summary: 'Unprotected grants to reconcile',
+        description: 'Grants issued without quorum (fail-open, token 0) in the window, each with the protected grants that overlapped it on the same key — possible double holders — and its latest reconcile note. Roles: lock-operator, investigator.',
+        querystring: UnprotectedQuery,
+        response: { 200: { ...UnprotectedReportSchema, description: 'The unprotected grants' }, ...errorResponses },
+      },
+    },
+    async (request) => unprotectedReport(deps, request.query, Date.now()),
+  );
+
+  app.post(
+    '/v1/reports/unprotected/:id/reconcile',
+    {
+      preValidation: guard('lock-operator'),
+      schema: {
+        tags: ['reports'],
+        summary: 'Reconcile an unprotected grant',
+        description: 'Records a note on an unprotected grant, with who and when. Every note is kept; the newest is shown in the report. Role: lock-operator.',
+        params: ReconcileParams,
+        body: ReconcileBody,
+        response: {
+          201: { ...ReconciliationSchema, description: 'The recorded note', examples: [{ id: '5f1d0c9a8e2b4d7f9a3c6e1b2d4f8a0c', note: 'Both writers touched sku-9; cache rebuilt', reconciledBy: 'ops@corp', reconciledAt: '2025-11-29T09:30:00.000Z', notes: 1 }] },
+          404: { ...errorResponses[401], description: 'No unprotected grant has this id', examples: [{ error: 'LOCKAUDIT_ERR_REPORT_NOT_FOUND', message: 'params.id: no unprotected grant has the id …' }] },
+          ...errorResponses,
+        },
+      },
+    },
+    async (request, reply) => {
+      const note = await reconcile(deps, { id: request.params.id, note: request.body.note, by: request.identity?.identity ?? 'unknown', atMs: Date.now() });
+      return reply.status(201).send(note);
+    },
+  );
+}

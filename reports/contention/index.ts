@@ -1,0 +1,137 @@
+// Contention (DESIGN §4): per namespace, class or key over a window — grants,
+// distinct holders, wait and hold percentiles, handoff gap, expiry ratio,
+// force-releases — plus the hottest keys and a time series for plots.
+import Type, { type Static } from 'typebox';
+import { ClassName, Instant, Namespace, NullableNumber } from '../patterns.js';
+import { reportRows, type ReportDeps } from '../query.js';
+import { num } from '../render.js';
+import { loadSql } from '../sql.js';
+import { resolveWindow } from '../window.js';
+
+const CONTENTION = loadSql('contention', 'contention.sql');
+
+export const ContentionQuery = Type.Object(
+  {
+    from: Type.Optional(Instant({ description: 'Window start (grants granted at or after). Default: to − LOCKAUDIT_MAX_WINDOW_DAYS' })),
+    to: Type.Optional(Instant({ description: 'Window end (grants granted at or before). Default now' })),
+    namespace: Type.Optional(Namespace()),
+    class: Type.Optional(ClassName()),
+    by: Type.Optional(Type.Union([Type.Literal('namespace'), Type.Literal('class'), Type.Literal('key')], { default: 'namespace' })),
+    top: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10, description: 'How many hottest keys (and key groups)' })),
+  },
+  { additionalProperties: false },
+);
+export type ContentionParams = Static<typeof ContentionQuery>;
+
+const P = (names: string[]) => Type.Object(Object.fromEntries(names.map((n) => [n, NullableNumber('ms; null when there is no value')])));
+export const ContentionGroupSchema = Type.Object({
+  group: Type.String(),
+  grants: Type.Number(),
+  distinctHolders: Type.Number(),
+  waitMs: P(['p50', 'p95', 'p99']),
+  holdMs: P(['p50', 'p99']),
+  handoffGapMs: P(['p50', 'p95']),
+  handoffs: Type.Number({ description: 'Releases followed by a grant of the same key inside the window' }),
+  expiries: Type.Number(),
+  expiryRatio: Type.Number({ description: 'expiries / grants' }),
+  forceReleases: Type.Number(),
+});
+export type ContentionGroup = Static<typeof ContentionGroupSchema>;
+
+export const HotKeySchema = Type.Object({ key: Type.String(), grants: Type.Number(), distinctHolders: Type.Number(), waitP95Ms: Type.Number(), expiries: Type.Number(), forceReleases: Type.Number() });
+export const SeriesPointSchema = Type.Object({ at: Type.String({ format: 'date-time' }), grants: Type.Number(), waitP95Ms: Type.Number(), expiries: Type.Number(), forceReleases: Type.Number() });
+
+export const ContentionSchema = Type.Object(
+  {
+    from: Type.String({ format: 'date-time' }),
+    to: Type.String({ format: 'date-time' }),
+    by: Type.String(),
+    groups: Type.Array(ContentionGroupSchema),
+    hottestKeys: Type.Array(HotKeySchema),
+    bucketSeconds: Type.Number(),
+    series: Type.Array(SeriesPointSchema),
+  },
+  {
+    examples: [
+      {
+        from: '2025-10-30T00:00:00.000Z', to: '2025-11-29T00:00:00.000Z', by: 'namespace',
+        groups: [{ group: 'payments', grants: 120443, distinctHolders: 38, waitMs: { p50: 4, p95: 180, p99: 920 }, holdMs: { p50: 35, p99: 4100 }, handoffGapMs: { p50: 2, p95: 40 }, handoffs: 90112, expiries: 61, expiryRatio: 0.0005, forceReleases: 2 }],
+        hottestKeys: [{ key: 'payments/acct-42', grants: 8812, distinctHolders: 12, waitP95Ms: 640, expiries: 3, forceReleases: 0 }],
+        bucketSeconds: 10800,
+        series: [{ at: '2025-10-30T00:00:00.000Z', grants: 512, waitP95Ms: 170, expiries: 0, forceReleases: 0 }],
+      },
+    ],
+  },
+);
+export type Contention = Static<typeof ContentionSchema>;
+
+/** Bucket sizes for the series: the smallest giving at most MAX_BUCKETS points. */
+export const BUCKETS_SECONDS = [60, 300, 900, 3600, 10_800, 21_600, 86_400] as const;
+export const MAX_BUCKETS = 240;
+export function bucketFor(spanMs: number): number {
+  return BUCKETS_SECONDS.find((b) => spanMs / (b * 1000) <= MAX_BUCKETS) ?? 86_400;
+}
+
+type Num = string | number | null;
+interface Row {
+  kind: 'group' | 'key' | 'bucket';
+  grp: string;
+  key: string;
+  bucket_ms: Num;
+  grants: Num;
+  holders: Num;
+  wait: Num[];
+  ended: Num;
+  hold: Num[];
+  handoffs: Num;
+  handoff: Num[];
+  expiries: Num;
+  force_releases: Num;
+}
+
+const n0 = (v: Num | undefined): number => num(v ?? null) ?? 0;
+const pct = (values: Num[], i: number, present: boolean): number | null => (present ? num(values[i] ?? null) : null);
+
+export async function contention(deps: ReportDeps, p: ContentionParams, nowMs: number): Promise<Contention> {
+  const { fromMs, toMs } = resolveWindow({ from: p.from, to: p.to }, deps.limits.maxWindowDays, nowMs);
+  const by = p.by ?? 'namespace';
+  const top = p.top ?? 10;
+  const bucketSeconds = bucketFor(toMs - fromMs);
+  const rows = await reportRows<Row>(deps, CONTENTION, {
+    by, fromMs, toMs, namespace: p.namespace ?? '', class: p.class ?? '', groupLimit: by === 'key' ? top : 10_000, top, bucketSeconds,
+  });
+  const buckets = new Map(rows.filter((r) => r.kind === 'bucket').map((r) => [n0(r.bucket_ms), r]));
+  const series: Contention['series'] = [];
+  // Every bucket of the window, empty ones as zeros, so plots have no holes.
+  const step = bucketSeconds * 1000;
+  for (let at = Math.floor(fromMs / step) * step; at <= toMs; at += step) {
+    const b = buckets.get(at);
+    series.push({ at: new Date(at).toISOString(), grants: n0(b?.grants), waitP95Ms: b ? (pct(b.wait, 1, true) ?? 0) : 0, expiries: n0(b?.expiries), forceReleases: n0(b?.force_releases) });
+  }
+  return {
+    from: new Date(fromMs).toISOString(),
+    to: new Date(toMs).toISOString(),
+    by,
+    groups: rows.filter((r) => r.kind === 'group').map((g) => {
+      const grants = n0(g.grants);
+      const ended = n0(g.ended) > 0;
+      const handoffs = n0(g.handoffs);
+      const expiries = n0(g.expiries);
+      return {
+        group: g.grp,
+        grants,
+        distinctHolders: n0(g.holders),
+        waitMs: { p50: pct(g.wait, 0, grants > 0), p95: pct(g.wait, 1, grants > 0), p99: pct(g.wait, 2, grants > 0) },
+        holdMs: { p50: pct(g.hold, 0, ended), p99: pct(g.hold, 1, ended) },
+        handoffGapMs: { p50: pct(g.handoff, 0, handoffs > 0), p95: pct(g.handoff, 1, handoffs > 0) },
+        handoffs,
+        expiries,
+        expiryRatio: grants > 0 ? expiries / grants : 0,
+        forceReleases: n0(g.force_releases),
+      };
+    }),
+    hottestKeys: rows.filter((r) => r.kind === 'key').map((h) => ({ key: h.key, grants: n0(h.grants), distinctHolders: n0(h.holders), waitP95Ms: pct(h.wait, 1, true) ?? 0, expiries: n0(h.expiries), forceReleases: n0(h.force_releases) })),
+    bucketSeconds,
+    series,
+  };
+}

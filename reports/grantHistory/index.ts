@@ -1,0 +1,183 @@
+// Grant history (DESIGN §4): which grants a key, prefix, holder, class,
+// namespace or token had in a window — each with start, end, end kind,
+// duration, wait and token — paged by cursor, as JSON or CSV.
+import Type, { type Static } from 'typebox';
+import type { EndKind } from '../../core/events.js';
+import { LockauditError } from '../../core/errors.js';
+import { parseToken } from '../../core/token.js';
+import { ClassName, Decimal64, Holder, Instant, KeyPrefix, LockName, Namespace, NullableNumber, NullableString } from '../patterns.js';
+import { reportRows, type ReportDeps } from '../query.js';
+import { isoOrNull, num, toCsv } from '../render.js';
+import { loadSql } from '../sql.js';
+import { resolveWindow } from '../window.js';
+import { decodeCursor, encodeCursor, filterDigest, type Cursor } from './cursor.js';
+
+const HISTORY = loadSql('grantHistory', 'history.sql');
+
+export const GrantHistoryQuery = Type.Object(
+  {
+    key: Type.Optional(LockName()),
+    keyPrefix: Type.Optional(KeyPrefix()),
+    holder: Type.Optional(Holder()),
+    class: Type.Optional(ClassName()),
+    namespace: Type.Optional(Namespace()),
+    token: Type.Optional(Decimal64({ description: 'Which grant held this fencing token? (decimal string; tokens exceed 2^53)' })),
+    from: Type.Optional(Instant({ description: 'Window start: grants still held at or after this instant' })),
+    to: Type.Optional(Instant({ description: 'Window end: grants granted at or before this instant. Default now, fixed by the first page' })),
+    cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,2048}$', description: 'nextCursor of the previous page' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, default: 100, description: 'Page size (at most LOCKAUDIT_MAX_PAGE_SIZE)' })),
+    format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv')], { default: 'json' })),
+  },
+  { additionalProperties: false },
+);
+export type GrantHistoryParams = Static<typeof GrantHistoryQuery>;
+
+export const END_KINDS = ['release', 'expiry', 'force', 'session-close', 'epoch-advance'] as const;
+
+export const GrantItemSchema = Type.Object({
+  cluster: Type.String(),
+  key: Type.String(),
+  grantRevision: Decimal64(),
+  token: Decimal64(),
+  holder: Type.String(),
+  class: Type.String(),
+  namespace: Type.String(),
+  grantedAt: Type.String({ format: 'date-time' }),
+  endedAt: NullableString('null while still held'),
+  endKind: Type.Union([Type.Literal('release'), Type.Literal('expiry'), Type.Literal('force'), Type.Literal('session-close'), Type.Literal('epoch-advance'), Type.Null()], { description: 'How the hold ended; null while still held' }),
+  endRevision: NullableString('The revision of the end event (decimal string); null while still held'),
+  waitMs: Type.Number(),
+  durationMs: NullableNumber('null while still held'),
+  unprotected: Type.Boolean({ description: 'Granted without quorum (fail-open), token 0' }),
+});
+export type GrantItem = Static<typeof GrantItemSchema>;
+
+export const GRANT_EXAMPLE: GrantItem = {
+  cluster: 'local', key: 'payments/acct-42', grantRevision: '1734', token: '11258999068428022', holder: 'spiffe://corp/payments-worker',
+  class: 'ledger-entry', namespace: 'payments', grantedAt: '2025-11-29T03:11:58.120Z', endedAt: '2025-11-29T03:12:31.004Z', endKind: 'expiry',
+  endRevision: '1790', waitMs: 12, durationMs: 32884, unprotected: false,
+};
+
+export const GrantPageSchema = Type.Object(
+  { items: Type.Array(GrantItemSchema), nextCursor: NullableString('Pass as cursor for the next page; null on the last page') },
+  { examples: [{ items: [GRANT_EXAMPLE], nextCursor: 'WzEsMTczNDQ0…' }] },
+);
+export interface GrantPage {
+  items: GrantItem[];
+  nextCursor: string | null;
+}
+
+interface HistoryRow {
+  cluster: string;
+  key: string;
+  grant_revision: string;
+  token: string;
+  holder: string;
+  class: string;
+  namespace: string;
+  granted_at_ms: string | number;
+  ended_at_ms: string | number | null;
+  end_kind: string;
+  end_revision: string;
+  wait_ms: string | number;
+  duration_ms: string | number | null;
+  unprotected: number;
+  spool_id: string;
+}
+
+/** The filters a cursor is bound to (everything but cursor, limit and format). */
+function filtersOf(p: GrantHistoryParams): Record<string, unknown> {
+  return { key: p.key, keyPrefix: p.keyPrefix, holder: p.holder, class: p.class, namespace: p.namespace, token: p.token, from: p.from, to: p.to };
+}
+
+export function toItem(r: HistoryRow): GrantItem {
+  const endKind = (END_KINDS as readonly string[]).includes(r.end_kind) ? (r.end_kind as EndKind) : null;
+  return {
+    cluster: r.cluster,
+    key: r.key,
+    grantRevision: String(r.grant_revision),
+    token: String(r.token),
+    holder: r.holder,
+    class: r.class,
+    namespace: r.namespace,
+    grantedAt: new Date(Number(r.granted_at_ms)).toISOString(),
+    endedAt: isoOrNull(num(r.ended_at_ms)),
+    endKind,
+    endRevision: endKind === null ? null : String(r.end_revision),
+    waitMs: num(r.wait_ms) ?? 0,
+    durationMs: endKind === null ? null : num(r.duration_ms),
+    unprotected: Number(r.unprotected) === 1,
+  };
+}
+
+/** One page of grant history. `nowMs` pins `to` on the first page. */
+export async function grantHistory(deps: ReportDeps, p: GrantHistoryParams, nowMs: number): Promise<GrantPage> {
+  const limit = p.limit ?? 100;
+  if (limit > deps.limits.maxPageSize) {
+    throw new LockauditError('LOCKAUDIT_ERR_LIMIT_PAGE_SIZE', `querystring.limit: ${limit} is more than LOCKAUDIT_MAX_PAGE_SIZE (${deps.limits.maxPageSize})`);
+  }
+  const token = p.token === undefined ? undefined : parseToken(p.token);
+  if (p.token !== undefined && token === undefined) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', 'querystring.token: must be below 2^64');
+  const digest = filterDigest(filtersOf(p));
+  const cursor: Cursor | undefined = p.cursor === undefined ? undefined : decodeCursor(p.cursor, digest);
+  // A key or token bounds the query by itself: without from/to it searches all
+  // time. Anything broader gets the widest window allowed, ending now.
+  const narrow = p.key !== undefined || token !== undefined;
+  const pinnedTo = cursor?.toMs ?? (p.to !== undefined ? Date.parse(p.to) : nowMs);
+  const window = narrow && p.from === undefined && p.to === undefined
+    ? { fromMs: 0, toMs: pinnedTo }
+    : resolveWindow({ from: p.from, to: p.to ?? new Date(pinnedTo).toISOString() }, deps.limits.maxWindowDays, nowMs);
+  const rows = await reportRows<HistoryRow>(deps, HISTORY, {
+    key: p.key ?? '',
+    keyPrefix: p.keyPrefix ?? '',
+    holder: p.holder ?? '',
+    class: p.class ?? '',
+    namespace: p.namespace ?? '',
+    hasToken: token === undefined ? 0 : 1,
+    token: (token ?? 0n).toString(),
+    fromMs: window.fromMs,
+    toMs: window.toMs,
+    hasCursor: cursor ? 1 : 0,
+    afterMs: cursor?.after.grantedAtMs ?? 0,
+    afterCluster: cursor?.after.cluster ?? '',
+    afterKey: cursor?.after.key ?? '',
+    afterRevision: cursor?.after.grantRevision ?? '0',
+    afterSpool: cursor?.after.spoolId ?? '',
+    limit: limit + 1, // one more tells whether another page exists
+  });
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  const nextCursor = rows.length > limit && last
+    ? encodeCursor({
+        after: { grantedAtMs: Number(last.granted_at_ms), cluster: last.cluster, key: last.key, grantRevision: String(last.grant_revision), spoolId: last.spool_id },
+        toMs: window.toMs,
+        filters: digest,
+      })
+    : null;
+  return { items: page.map(toItem), nextCursor };
+}
+
+export const CSV_HEADER = ['cluster', 'key', 'grantRevision', 'token', 'holder', 'class', 'namespace', 'grantedAt', 'endedAt', 'endKind', 'endRevision', 'waitMs', 'durationMs', 'unprotected'] as const;
+
+/** CSV of one page; 64-bit values stay decimal text. */
+export function grantsCsv(items: readonly GrantItem[]): string {
+  return toCsv(CSV_HEADER, items.map((g) => CSV_HEADER.map((h) => g[h])));
+}
+
+/** Records a read of grant history: who asked which filters, when. */
+export async function recordGrantRead(
+  deps: Pick<ReportDeps, 'store'>,
+  read: { identity: string; tokenId: string; params: GrantHistoryParams; requestId: string; atMs: number },
+): Promise<void> {
+  await deps.store.insert('grant_history_reads', [
+    {
+      at: read.atMs,
+      identity: read.identity,
+      token_id: read.tokenId,
+      filters: JSON.stringify({ ...filtersOf(read.params), limit: read.params.limit }),
+      format: read.params.format ?? 'json',
+      paged: read.params.cursor === undefined ? 0 : 1,
+      request_id: read.requestId,
+    },
+  ]);
+}

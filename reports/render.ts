@@ -1,0 +1,35 @@
+// Renderers shared by the reports: CSV (RFC 4180) and HTML escaping.
+// 64-bit values arrive here as decimal strings and are written as text.
+
+export type Cell = string | number | boolean | null | undefined;
+
+// A cell starting with one of these is run as a formula by spreadsheet
+// programs: prefix it with a quote so a hostile value stays text.
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+export function csvCell(value: Cell): string {
+  if (value === null || value === undefined) return '';
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  const text = FORMULA_START.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(text) || text !== text.trim() ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+export function toCsv(header: readonly string[], rows: readonly (readonly Cell[])[]): string {
+  const lines = [header.map(csvCell).join(',')];
+  for (const row of rows) lines.push(row.map(csvCell).join(','));
+  return `${lines.join('\r\n')}\r\n`;
+}
+
+export function escapeHtml(value: Cell): string {
+  if (value === null || value === undefined) return '';
+  return String(value).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+}
+
+export const isoOrNull = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** A 64-bit or nullable numeric column from ClickHouse (quoted string, number or null) as a JS number, for small values only (ms, counts). */
+export function num(value: string | number | null | undefined): number | null {
+  if (value === null || value === undefined) return null;
+  const n = typeof value === 'number' ? value : Number(value);
+  return Number.isFinite(n) ? n : null;
+}

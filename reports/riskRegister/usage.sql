@@ -1,0 +1,29 @@
+-- How much each advisory class was used, over (as_of − 24 h, as_of] and
+-- (as_of − 30 d, as_of]: grants, distinct keys and unprotected grants counted
+-- by grant time; expiries (ended by lease expiry, never released) and
+-- force-releases counted by end time. grants FINAL: exact under replays.
+-- Parameters: {db:Identifier} {classes:Array(String)} {asOfMs:Int64}
+WITH
+    fromUnixTimestamp64Milli({asOfMs:Int64}, 'UTC') AS as_of,
+    as_of - INTERVAL 1 DAY AS d1,
+    as_of - INTERVAL 30 DAY AS d30,
+    granted_at > d1 AND granted_at <= as_of AS granted_1,
+    granted_at > d30 AND granted_at <= as_of AS granted_30,
+    ended_at > d1 AND ended_at <= as_of AS ended_1,
+    ended_at > d30 AND ended_at <= as_of AS ended_30
+SELECT
+    class,
+    countIf(granted_1) AS grants_24h,
+    countIf(granted_30) AS grants_30d,
+    uniqExactIf(key, granted_1) AS distinct_keys_24h,
+    uniqExactIf(key, granted_30) AS distinct_keys_30d,
+    countIf(end_kind = 'expiry' AND ended_1) AS expiries_24h,
+    countIf(end_kind = 'expiry' AND ended_30) AS expiries_30d,
+    countIf(end_kind = 'force' AND ended_1) AS force_releases_24h,
+    countIf(end_kind = 'force' AND ended_30) AS force_releases_30d,
+    countIf(unprotected = 1 AND granted_1) AS unprotected_24h,
+    countIf(unprotected = 1 AND granted_30) AS unprotected_30d
+FROM {db:Identifier}.grants FINAL
+PREWHERE class IN {classes:Array(String)} AND granted_at <= as_of
+WHERE granted_at > d30 OR ended_at > d30
+GROUP BY class

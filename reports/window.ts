@@ -1,0 +1,30 @@
+// Report windows: from/to as ISO 8601 timestamps, bounded by
+// LOCKAUDIT_MAX_WINDOW_DAYS. A missing bound defaults to the widest window
+// allowed ending now (or starting at `from`).
+import { LockauditError } from '../core/errors.js';
+
+export interface Window {
+  fromMs: number;
+  toMs: number;
+}
+
+const DAY_MS = 86_400_000;
+
+function parseInstant(text: string, field: string): number {
+  const ms = Date.parse(text);
+  if (!Number.isFinite(ms)) throw new LockauditError('LOCKAUDIT_ERR_REPORT_WINDOW', `${field}: "${text}" is not an ISO 8601 timestamp`);
+  return ms;
+}
+
+export function resolveWindow(input: { from?: string; to?: string }, maxWindowDays: number, nowMs: number): Window {
+  const maxMs = maxWindowDays * DAY_MS;
+  const to = input.to !== undefined ? parseInstant(input.to, 'querystring.to') : undefined;
+  const from = input.from !== undefined ? parseInstant(input.from, 'querystring.from') : undefined;
+  const toMs = to ?? (from !== undefined ? Math.min(from + maxMs, nowMs) : nowMs);
+  const fromMs = from ?? toMs - maxMs;
+  if (fromMs > toMs) throw new LockauditError('LOCKAUDIT_ERR_REPORT_WINDOW', 'querystring.from: is after querystring.to');
+  if (toMs - fromMs > maxMs) {
+    throw new LockauditError('LOCKAUDIT_ERR_LIMIT_WINDOW', `querystring.from/to: the window is longer than LOCKAUDIT_MAX_WINDOW_DAYS (${maxWindowDays} days)`);
+  }
+  return { fromMs, toMs };
+}

@@ -1,0 +1,132 @@
+// Report latencies through the API (fastify inject → report module →
+// ClickHouse) beside the same SQL run bare in ClickHouse in the same run, on
+// synthetic history generated inside ClickHouse (reportsData.ts).
+// BENCH_REPORTS_EVENTS sets the size (default 10 000 000 events ≈ 2 M grants
+// over 30 days); BENCH_REPORTS_ITER the iterations per figure.
+// Targets (DESIGN/issue 5): key history p95 < 100 ms, reports < 2 s.
+import { buildApp } from '../../api/app.js';
+import { HealthState } from '../../api/health.js';
+import { grantRoutes } from '../../api/routes/grants.js';
+import { reportRoutes } from '../../api/routes/reports.js';
+import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
+import { createLogger } from '../../core/logger.js';
+import { createMetricsRegistry } from '../../core/metrics.js';
+import { makeToken } from '../../core/token.js';
+import { loadSql } from '../../reports/sql.js';
+import { testConfig, tempStore } from '../support/env.js';
+import { generateReportData } from './reportsData.js';
+import { heading, percentile, report } from './report.js';
+
+const EVENTS = Number(process.env.BENCH_REPORTS_EVENTS ?? 10_000_000);
+const ITER = Number(process.env.BENCH_REPORTS_ITER ?? 20);
+const ITER_REPORTS = Math.max(3, Math.ceil(ITER / 3));
+
+async function main(): Promise<void> {
+  const { store, close } = await tempStore();
+  const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '1000000', LOCKAUDIT_QUERY_TIMEOUT_MS: '120000' });
+  const app = await buildApp({ config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() }, [grantRoutes, reportRoutes]);
+  try {
+    const endMs = Date.now();
+    heading(`Reports on ${EVENTS.toLocaleString('en-US')} generated events`);
+    const t0 = performance.now();
+    const data = await generateReportData(store, EVENTS, endMs);
+    process.stdout.write(`generated ${data.events.toLocaleString('en-US')} events, ${data.grants.toLocaleString('en-US')} grants (30 days) in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+    await printLayout(store);
+
+    const { token: investigator } = await createApiToken(store, 'bench-investigator', ['investigator']);
+    const { token: auditor } = await createApiToken(store, 'bench-auditor', ['auditor']);
+    const auth = (t: string) => ({ authorization: `Bearer ${t}` });
+    const iso = (ms: number) => encodeURIComponent(new Date(ms).toISOString());
+    const history = loadSql('grantHistory', 'history.sql');
+    const contention = loadSql('contention', 'contention.sql');
+    const classes = loadSql('riskRegister', 'classes.sql');
+    const usage = loadSql('riskRegister', 'usage.sql');
+    const settings = { max_execution_time: 120 };
+    const baseParams = { key: '', keyPrefix: '', holder: '', class: '', namespace: '', hasToken: 0, token: '0', fromMs: 0, toMs: endMs + 1, hasCursor: 0, afterMs: 0, afterCluster: '', afterKey: '', afterRevision: '0', afterSpool: '', limit: 101 };
+    const rnd = (n: number) => Math.floor(Math.random() * n);
+    const hotKey = () => { const k = rnd(97); return `ns${k % 20}/acct-${k}`; };
+    const holder = () => `spiffe://corp/worker-${rnd(500)}`;
+    const grantToken = () => { let g = rnd(data.grants); if (g % 1000 === 999) g -= 1; return makeToken(40, BigInt(1000 + 5 * g + 1)).toString(); };
+    const from30 = endMs - 30 * 86_400_000;
+
+    interface Case { name: string; iter: number; api: () => Promise<number>; bare: () => Promise<unknown> }
+    const cases: Case[] = [
+      {
+        name: 'key history (hot key, page 100)', iter: ITER,
+        api: async () => (await app.inject({ method: 'GET', url: `/v1/grants?key=${hotKey()}&limit=100`, headers: auth(investigator) })).statusCode,
+        bare: () => store.rows(history.text, { ...baseParams, key: hotKey() }, settings),
+      },
+      {
+        name: 'holder history (30 d, page 100)', iter: ITER,
+        api: async () => (await app.inject({ method: 'GET', url: `/v1/grants?holder=${holder()}&from=${iso(from30)}&to=${iso(endMs)}&limit=100`, headers: auth(investigator) })).statusCode,
+        bare: () => store.rows(history.text, { ...baseParams, holder: holder(), fromMs: from30, toMs: endMs }, settings),
+      },
+      {
+        name: 'token lookup', iter: ITER,
+        api: async () => (await app.inject({ method: 'GET', url: `/v1/grants?token=${grantToken()}`, headers: auth(investigator) })).statusCode,
+        bare: () => store.rows(history.text, { ...baseParams, hasToken: 1, token: grantToken() }, settings),
+      },
+      {
+        name: 'contention 30 d by namespace', iter: ITER_REPORTS,
+        api: async () => (await app.inject({ method: 'GET', url: `/v1/reports/contention?from=${iso(from30)}&to=${iso(endMs)}&by=namespace&top=10`, headers: auth(investigator) })).statusCode,
+        bare: () => store.rows(contention.text, { fromMs: from30, toMs: endMs, namespace: '', class: '', by: 'namespace', groupLimit: 10_000, top: 10, bucketSeconds: 10_800 }, settings),
+      },
+      {
+        name: 'risk register (build + store)', iter: ITER_REPORTS,
+        api: async () => (await app.inject({ method: 'POST', url: '/v1/reports/risk-register/run', headers: { ...auth(auditor), 'content-type': 'application/json' }, payload: '{}' })).statusCode,
+        bare: async () => {
+          await store.rows(classes.text, { asOfMs: Date.now() }, settings);
+          return store.rows(usage.text, { classes: ['class-0', 'class-1', 'class-2', 'class-3', 'class-4'], asOfMs: Date.now() }, settings);
+        },
+      },
+    ];
+
+    heading('latency: API (inject) vs the same SQL bare in ClickHouse');
+    for (const c of cases) {
+      const api: number[] = [];
+      const bare: number[] = [];
+      for (let i = 0; i < 2; i++) { await c.bare(); await c.api(); } // warm-up
+      for (let i = 0; i < c.iter; i++) {
+        let t = performance.now();
+        await c.bare();
+        bare.push(performance.now() - t);
+        t = performance.now();
+        const status = await c.api();
+        api.push(performance.now() - t);
+        if (status >= 300) throw new Error(`${c.name}: HTTP ${status}`);
+      }
+      api.sort((a, b) => a - b);
+      bare.sort((a, b) => a - b);
+      for (const p of [50, 95]) {
+        report({ name: `${c.name} p${p}`, value: percentile(api, p), unit: 'ms', baselineName: `bare SQL p${p}`, baseline: percentile(bare, p), higherIsBetter: false });
+      }
+    }
+  } finally {
+    await app.close();
+    await close();
+  }
+}
+
+async function printLayout(store: Awaited<ReturnType<typeof tempStore>>['store']): Promise<void> {
+  heading('physical layout');
+  const tables = await store.rows<{ name: string; engine: string; sorting_key: string; primary_key: string; create_table_query: string }>(
+    "SELECT name, engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = {db:String} AND name IN ('grants', 'events', 'risk_register', 'risk_register_runs', 'grant_history_reads', 'unprotected_reconciliations') ORDER BY name",
+    { db: store.database },
+  );
+  const parts = await store.rows<{ table: string; parts: string; rows: string; bytes: string }>(
+    'SELECT table, toString(count()) AS parts, toString(sum(rows)) AS rows, formatReadableSize(sum(bytes_on_disk)) AS bytes FROM system.parts WHERE database = {db:String} AND active GROUP BY table',
+    { db: store.database },
+  );
+  const indexes = await store.rows<{ table: string; name: string; type_full: string; granularity: string }>(
+    'SELECT table, name, type_full, toString(granularity) AS granularity FROM system.data_skipping_indices WHERE database = {db:String} ORDER BY table, name',
+    { db: store.database },
+  );
+  for (const t of tables) {
+    const p = parts.find((x) => x.table === t.name);
+    process.stdout.write(`${t.name.padEnd(28)} ${t.engine} ORDER BY (${t.sorting_key}); ${p ? `${Number(p.rows).toLocaleString('en-US')} rows in ${p.parts} parts, ${p.bytes}` : 'empty'}\n`);
+    for (const i of indexes.filter((x) => x.table === t.name)) process.stdout.write(`${''.padEnd(28)}   skip index ${i.name}: ${i.type_full}, granularity ${i.granularity}\n`);
+  }
+  process.stdout.write('reads: grants FINAL; immutable filters (key, prefix, holder, class, namespace, token, granted_at, cursor) in PREWHERE, before FINAL merges\n');
+}
+
+await main();

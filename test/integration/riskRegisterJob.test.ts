@@ -1,0 +1,106 @@
+// The nightly risk register as a BullMQ 6 job scheduler, against real Redis:
+// the scheduler upsert of worker start (scheduleRiskRegister, as cli/roles.ts
+// runs it) with a two-second cron from config, its own queue prefix, the
+// registered processor (riskRegisterJob), and its results kept in ClickHouse.
+// The worker is built here rather than by startWorkerRole, which does not
+// close the connections it duplicates (the test process would never exit).
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Queue, Worker } from 'bullmq';
+import { HealthState } from '../../api/health.js';
+import type { Runtime } from '../../cli/runtime.js';
+import { ApiTokenVerifier } from '../../core/apiTokens.js';
+import type { AuditStore } from '../../core/clickhouse.js';
+import { redisConnection } from '../../core/dependencyChecks.js';
+import { createLogger } from '../../core/logger.js';
+import { createMetricsRegistry } from '../../core/metrics.js';
+import { storedRegister } from '../../reports/riskRegister/index.js';
+import { RISK_REGISTER_QUEUE, RISK_REGISTER_SCHEDULER_ID, riskRegisterJob, scheduleRiskRegister } from '../../reports/riskRegister/job.js';
+import { dateInZone } from '../../reports/riskRegister/status.js';
+import { addDays, advisoryClass, classEvent, grantRows } from '../support/grants.js';
+import { tempStore, testConfig, uniqueId } from '../support/env.js';
+
+describe('nightly risk register job', () => {
+  let store: AuditStore;
+  let closeStore: () => Promise<void>;
+  let runtime: Runtime;
+  let worker: Worker | undefined;
+  const workerConnection = () => redisConnection(runtime.config.redis.url);
+  let wc: ReturnType<typeof redisConnection> | undefined;
+  const prefix = uniqueId('la-test-rr-');
+  const NOW = Date.now();
+
+  before(async () => {
+    ({ store, close: closeStore } = await tempStore());
+    const config = testConfig({ LOCKAUDIT_QUEUE_PREFIX: prefix, LOCKAUDIT_RISK_REGISTER_CRON: '*/2 * * * * *', LOCKAUDIT_RISK_REGISTER_TZ: 'Europe/Zurich' });
+    runtime = { config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() };
+    const today = dateInZone(NOW, 'Europe/Zurich');
+    await store.insert('events', [classEvent('nightly', advisoryClass('nightly', 'nt', addDays(today, 20), 'night-owner@corp'), 1, NOW - 86_400_000)]);
+    const g = grantRows({ key: 'nt/job-1', class: 'nightly', holder: 'h', rev: 7, at: NOW - 3_600_000, end: { kind: 'expiry', at: NOW - 3_500_000, rev: 9 } });
+    await store.insert('grants', [g.open, g.closed as NonNullable<typeof g.closed>]);
+  });
+
+  after(async () => {
+    await worker?.close();
+    wc?.disconnect();
+    const connection = redisConnection(runtime.config.redis.url);
+    const queue = new Queue(RISK_REGISTER_QUEUE, { connection, prefix });
+    await queue.removeJobScheduler(RISK_REGISTER_SCHEDULER_ID).catch(() => undefined);
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    connection.disconnect();
+    await closeStore();
+  });
+
+  it('runs on its cron schedule and keeps every run in ClickHouse', async () => {
+    wc = workerConnection();
+    worker = new Worker(riskRegisterJob.name, riskRegisterJob.processor(runtime), { connection: wc, prefix });
+    await scheduleRiskRegister(runtime);
+    await scheduleRiskRegister(runtime); // a second worker start changes nothing
+
+    const connection = redisConnection(runtime.config.redis.url);
+    const queue = new Queue(RISK_REGISTER_QUEUE, { connection, prefix });
+    try {
+      const schedulers = await queue.getJobSchedulers();
+      assert.equal(schedulers.length, 1);
+      assert.equal(schedulers[0]?.pattern, '*/2 * * * * *');
+      assert.equal(schedulers[0]?.tz, 'Europe/Zurich');
+    } finally {
+      await queue.close();
+      connection.disconnect();
+    }
+
+    type Run = { run_id: string; as_of_ms: string; trigger: string; requested_by: string; class_count: number };
+    let runs: Run[] = [];
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      runs = await store.rows<Run>(
+        'SELECT run_id, toString(toUnixTimestamp64Milli(as_of)) AS as_of_ms, trigger, requested_by, class_count FROM {db:Identifier}.risk_register_runs FINAL ORDER BY as_of',
+      );
+      if (runs.length >= 2) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    assert.ok(runs.length >= 2, `expected two scheduled runs, got ${JSON.stringify(runs)}`);
+    for (const run of runs) {
+      assert.equal(run.trigger, 'schedule');
+      assert.equal(run.requested_by, 'scheduler');
+      assert.match(run.run_id, /^repeat:/);
+      // As of the scheduled instant: an even second, per the cron.
+      assert.equal(Number(run.as_of_ms) % 2000, 0, run.as_of_ms);
+    }
+    const [a, b] = runs;
+    assert.ok(a && b && Number(b.as_of_ms) - Number(a.as_of_ms) >= 2000, 'two different ticks');
+
+    const register = await storedRegister({ store, limits: runtime.config.reports });
+    assert.ok(register);
+    assert.equal(register.trigger, 'schedule');
+    assert.equal(register.date, dateInZone(Date.parse(register.asOf), 'Europe/Zurich'));
+    assert.deepEqual(register.classes, [
+      {
+        class: 'nightly', namespace: 'nt', riskOwner: 'night-owner@corp', waiverExpires: addDays(dateInZone(NOW, 'Europe/Zurich'), 20),
+        daysLeft: 20 - Math.round((Date.parse(register.date) - Date.parse(dateInZone(NOW, 'Europe/Zurich'))) / 86_400_000), status: 'expiring',
+        grants24h: 1, grants30d: 1, distinctKeys24h: 1, distinctKeys30d: 1, expiries24h: 1, expiries30d: 1, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0,
+      },
+    ]);
+  });
+});
