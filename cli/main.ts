@@ -1,6 +1,6 @@
 // The lockaudit command line. Each subcommand validates its flags and
 // answers bad input with a message naming the flag and exit code 2.
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { createApiToken, parseRoles } from '../core/apiTokens.js';
 import { AuditStore } from '../core/clickhouse.js';
 import { loadConfig, maskedConfig, type Config } from '../core/config.js';
@@ -12,6 +12,11 @@ import { ensureBuckets } from '../exporters/buckets.js';
 import { ensureAll } from '../services/install.js';
 import { SERVICE_NAMES, servicesDown, servicesStatus, servicesUp, type ServiceName } from '../services/localServices.js';
 import { roleSet, type RoleName } from './roles.js';
+import { registerSimulate } from './simulate/command.js';
+import { registerSpool } from './spool.js';
+import { registerExportCommands } from './exportCommands.js';
+import { startDemoWorkload, type DemoOptions } from './demo.js';
+import { integer } from './flags.js';
 import { closeAll, openRuntime, runUntilSignal, type RoleHandle } from './runtime.js';
 
 const progress = (message: string): void => {
@@ -34,11 +39,13 @@ async function withStore<T>(config: Config, fn: (store: AuditStore) => Promise<T
   }
 }
 
-async function runRoles(names: RoleName[], options: { buckets: boolean }): Promise<void> {
+async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: DemoOptions }): Promise<void> {
   const runtime = await openRuntime({ buckets: options.buckets });
   const handles: RoleHandle[] = [];
   try {
     for (const name of names) handles.push(await roleSet[name](runtime));
+    const api = handles.find((h): h is RoleHandle & { url: string } => 'url' in h);
+    if (options.demo && api) handles.push(await startDemoWorkload(runtime, api.url, options.demo));
   } catch (err) {
     await closeAll(runtime, handles);
     throw err;
@@ -51,12 +58,19 @@ export function buildCli(): Command {
     .description('Audit and reporting for an etcd-backed distributed lock service.\nConfiguration: LOCKAUDIT_* environment variables and an optional YAML file (LOCKAUDIT_CONFIG); see README.')
     .version('0.1.0')
     .showHelpAfterError()
+    // Throw instead of exiting so bad flags get exit code 2 (set in main()); inherited by every subcommand.
+    .exitOverride()
     .configureOutput({ outputError: (str, write) => write(`lockaudit: ${str}`) });
 
   program
     .command('start')
     .description('run every role in one process: lock/report API, tailer (one per cluster) and worker')
-    .action(() => runRoles(['tailer', 'api', 'worker'], { buckets: true }));
+    .option('--demo', 'also drive the API with the simulator (a demo workload) until stopped', false)
+    .addOption(new Option('--demo-workers <n>', 'simulated workers for --demo').default(12).argParser(integer('--demo-workers', 1, 500)))
+    .addOption(new Option('--demo-rate <perSecond>', 'acquires per second for --demo').default(8).argParser(integer('--demo-rate', 1, 5_000)))
+    .action((opts: { demo: boolean; demoWorkers: number; demoRate: number }) =>
+      runRoles(['tailer', 'api', 'worker'], { buckets: true, demo: opts.demo ? { workers: opts.demoWorkers, rate: opts.demoRate, roundSeconds: 120 } : undefined }),
+    );
 
   program.command('api').description('run the API role (lock API, reports, exports, /metrics, /docs)').action(() => runRoles(['api'], { buckets: true }));
   program.command('tailer').description('run one tailer replica per configured etcd cluster (it campaigns for leadership)').action(() => runRoles(['tailer'], { buckets: false }));
@@ -166,6 +180,10 @@ export function buildCli(): Command {
       });
     });
 
+  registerSimulate(program);
+  registerSpool(program);
+  registerExportCommands(program);
+
   return program;
 }
 
@@ -180,6 +198,11 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await buildCli().parseAsync(argv);
   } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help and --version end with code 0; a usage error (already printed) with 2.
+      process.exitCode = err.exitCode === 0 ? 0 : 2;
+      return;
+    }
     if (isLockauditError(err)) {
       process.stderr.write(`lockaudit: ${err.message}\n`);
       process.exitCode = err.code.startsWith('LOCKAUDIT_ERR_CONFIG') ? 2 : 1;

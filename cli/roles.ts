@@ -3,17 +3,35 @@
 import type { RoutePlugin } from '../api/app.js';
 import { startApiRole } from '../api/server.js';
 import { startWorkerRole, type JobQueue } from '../exporters/worker.js';
+import { lockApi } from '../api/routes/lockApi.js';
+import { tailerRoutes } from '../api/routes/tailers.js';
+import { startTailerRole } from '../tailer/role.js';
+import { grantRoutes } from '../api/routes/grants.js';
+import { reportRoutes } from '../api/routes/reports.js';
+import { riskRegisterJob, scheduleRiskRegister } from '../reports/riskRegister/job.js';
+import { exportRoutes } from '../api/routes/exports.js';
+import { exportJobQueues, forceArchiveService } from '../exporters/exportJobs.js';
 import type { RoleHandle, Runtime } from './runtime.js';
 
-export const apiRoutes: RoutePlugin[] = [];
-export const jobQueues: JobQueue[] = [];
+export const apiRoutes: RoutePlugin[] = [tailerRoutes, lockApi(), grantRoutes, reportRoutes, exportRoutes()];
+export const jobQueues: JobQueue[] = [riskRegisterJob, ...exportJobQueues];
+/** Loops the worker role runs beside its job workers. */
+export const workerServices = [forceArchiveService()];
 
 export type RoleName = 'api' | 'worker' | 'tailer';
 
 export const roleSet: Record<RoleName, (runtime: Runtime) => Promise<RoleHandle>> = {
   api: (runtime) => startApiRole(runtime, apiRoutes),
-  worker: (runtime) => startWorkerRole(runtime, jobQueues),
-  tailer: async () => {
-    throw new Error('the tailer role is not built yet');
+  worker: async (runtime) => {
+    const handle = await startWorkerRole(runtime, jobQueues, workerServices);
+    // Schedulers are upserted at every worker start (idempotent, deterministic ids).
+    try {
+      await scheduleRiskRegister(runtime);
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
+    return handle;
   },
+  tailer: (runtime) => startTailerRole(runtime),
 };

@@ -1,0 +1,195 @@
+// Compliance exports (role auditor): POST /v1/exports queues a job,
+// GET /v1/exports/:id shows its progress, GET /v1/exports/:id/download
+// redirects to a presigned URL valid for a few minutes. Thin: the export
+// itself is exporters/complianceExport.ts. The request and every download
+// are recorded in export_audit (who, what, when).
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import Type, { type Static } from 'typebox';
+import { LockauditError } from '../../core/errors.js';
+import { createS3Client } from '../../core/s3.js';
+import { ExportRecords, parseExportInput, type ExportState } from '../../exporters/complianceExport.js';
+import { COMPLIANCE_QUEUE, enqueueComplianceExport, type ComplianceJobData } from '../../exporters/exportJobs.js';
+import type { App, AppContext, RoutePlugin } from '../app.js';
+import { requireRoles } from '../auth.js';
+
+export interface ExportRouteOptions {
+  /** Lifetime of a download URL. Default 300 s. */
+  presignSeconds?: number;
+  /** How long POST waits for Redis before answering 503. Default 5 000 ms. */
+  enqueueTimeoutMs?: number;
+}
+
+const ErrorBody = Type.Object({ error: Type.String(), message: Type.String(), details: Type.Optional(Type.Array(Type.String())) });
+const DateText = Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601 date or date-time (UTC when no offset is given)', examples: ['2026-01-01T00:00:00Z'] });
+const Decimal64 = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$', description: 'a 64-bit token as a decimal string' });
+
+export const ExportFilters = Type.Object(
+  {
+    cluster: Type.Optional(Type.String({ minLength: 1, maxLength: 63 })),
+    key: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+    keyPrefix: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+    holder: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+    class: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    namespace: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    token: Type.Optional(Decimal64),
+  },
+  { additionalProperties: false },
+);
+
+export const ExportRequestBody = Type.Object(
+  {
+    from: DateText,
+    to: DateText,
+    format: Type.Optional(Type.Union([Type.Literal('parquet'), Type.Literal('csv')], { default: 'parquet' })),
+    filters: Type.Optional(ExportFilters),
+  },
+  { additionalProperties: false },
+);
+
+const ExportId = Type.Object({ id: Type.String({ pattern: '^exp_[0-9a-f]{32}$', description: 'an export id' }) }, { additionalProperties: false });
+
+export const ExportStatusSchema = Type.Object({
+  id: Type.String(),
+  status: Type.Union([Type.Literal('queued'), Type.Literal('running'), Type.Literal('done'), Type.Literal('failed')]),
+  format: Type.String(),
+  from: Type.String(),
+  to: Type.String(),
+  filters: Type.Record(Type.String(), Type.String()),
+  requestedBy: Type.String(),
+  requestedAt: Type.String(),
+  progress: Type.Object({ rows: Decimal64, total: Decimal64, percent: Type.Number() }),
+  bytes: Type.Optional(Type.Integer()),
+  sha256: Type.Optional(Type.String()),
+  error: Type.Optional(Type.String()),
+  downloadUrl: Type.Optional(Type.String()),
+});
+
+function view(s: ExportState): Static<typeof ExportStatusSchema> {
+  return {
+    id: s.id,
+    status: s.status,
+    format: s.format,
+    from: new Date(s.fromMs).toISOString(),
+    to: new Date(s.toMs).toISOString(),
+    filters: Object.fromEntries(Object.entries(s.filters).filter((e): e is [string, string] => typeof e[1] === 'string')),
+    requestedBy: s.requestedBy,
+    requestedAt: new Date(s.requestedAt).toISOString(),
+    progress: { rows: s.rowsDone.toString(), total: s.rowsTotal.toString(), percent: s.percent },
+    ...(s.status === 'done' ? { bytes: s.bytes, sha256: s.sha256, downloadUrl: `/v1/exports/${s.id}/download` } : {}),
+    ...(s.status === 'failed' ? { error: s.error } : {}),
+  };
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
+  const presignSeconds = options.presignSeconds ?? 300;
+  return async (app: App, ctx: AppContext) => {
+    const records = new ExportRecords(ctx.store);
+    const s3 = createS3Client(ctx.config.s3);
+    let queue: Queue<ComplianceJobData> | undefined;
+    let connection: Redis | undefined;
+    const getQueue = (): Queue<ComplianceJobData> => {
+      // Created on first use: an API that never exports never connects to Redis. Requests fail fast while Redis is away.
+      connection ??= new Redis(ctx.config.redis.url, { maxRetriesPerRequest: 1, connectTimeout: 3_000, retryStrategy: (n) => Math.min(n * 200, 2_000) });
+      queue ??= new Queue<ComplianceJobData>(COMPLIANCE_QUEUE, { connection, prefix: ctx.config.queuePrefix });
+      return queue;
+    };
+    app.addHook('onClose', async () => {
+      await queue?.close().catch(() => undefined);
+      connection?.disconnect();
+    });
+
+    const load = async (id: string): Promise<ExportState> => {
+      const state = await records.get(id);
+      if (!state) throw new LockauditError('LOCKAUDIT_ERR_EXPORT_NOT_FOUND', `no export ${id}`);
+      return state;
+    };
+
+    app.post(
+      '/v1/exports',
+      {
+        preValidation: [requireRoles('auditor')],
+        schema: {
+          tags: ['exports'],
+          summary: 'Request a compliance export of grant history',
+          description:
+            'Grants granted in [from, to) matching the filters, as one Parquet or CSV file. Answers 202 with the export id at once; ' +
+            'poll GET /v1/exports/{id} for progress, then GET /v1/exports/{id}/download. Role: auditor. The request is recorded.',
+          body: ExportRequestBody,
+          response: {
+            202: Type.Object({ id: Type.String(), status: Type.String(), statusUrl: Type.String() }),
+            400: ErrorBody,
+            401: ErrorBody,
+            403: ErrorBody,
+            503: ErrorBody,
+          },
+        },
+      },
+      async (request, reply) => {
+        const body = request.body;
+        const parsed = parseExportInput(
+          { from: body.from, to: body.to, filters: body.filters },
+          { from: 'body.from', to: 'body.to', filter: (n) => `body.filters.${n}` },
+        );
+        const who = request.identity?.identity ?? 'unknown';
+        const state = await records.create({ format: body.format ?? 'parquet', ...parsed, requestedBy: who });
+        try {
+          await withTimeout(enqueueComplianceExport(getQueue(), state.id), options.enqueueTimeoutMs ?? 5_000);
+        } catch (err) {
+          await records.update(state, { status: 'failed', error: 'the job queue (Redis) was unavailable; request again' });
+          throw isQueueError(err) ? err : new LockauditError('LOCKAUDIT_ERR_EXPORT_QUEUE', `the export could not be queued: ${(err as Error).message}`, { cause: err });
+        }
+        return reply.status(202).send({ id: state.id, status: state.status, statusUrl: `/v1/exports/${state.id}` });
+      },
+    );
+
+    app.get(
+      '/v1/exports/:id',
+      {
+        preValidation: [requireRoles('auditor')],
+        schema: {
+          tags: ['exports'],
+          summary: 'Status and progress of an export',
+          params: ExportId,
+          response: { 200: ExportStatusSchema, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody },
+        },
+      },
+      async (request) => view(await load(request.params.id)),
+    );
+
+    app.get(
+      '/v1/exports/:id/download',
+      {
+        preValidation: [requireRoles('auditor')],
+        schema: {
+          tags: ['exports'],
+          summary: 'Download a finished export',
+          description: `Redirects (302) to a presigned URL valid for ${presignSeconds} s. 409 while the export is not done. Every download is recorded.`,
+          params: ExportId,
+          response: { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody },
+        },
+      },
+      async (request, reply) => {
+        const state = await load(request.params.id);
+        if (state.status !== 'done') throw new LockauditError('LOCKAUDIT_ERR_EXPORT_NOT_READY', `export ${state.id} is ${state.status}${state.status === 'failed' ? `: ${state.error}` : ''}`);
+        const url = await s3.presignedGetObject(ctx.config.s3.historyBucket, state.objectKey, presignSeconds);
+        await records.audit(state.id, 'download', request.identity?.identity ?? 'unknown', { tokenId: request.identity?.tokenId, ip: request.ip, expiresSeconds: presignSeconds, object: state.objectKey });
+        return reply.redirect(url, 302);
+      },
+    );
+  };
+}
+
+function isQueueError(err: unknown): err is LockauditError {
+  return err instanceof LockauditError && err.code === 'LOCKAUDIT_ERR_EXPORT_QUEUE';
+}

@@ -1,0 +1,165 @@
+// Runs an export plan: each chunk is one ClickHouse query whose output
+// (Parquet written by ClickHouse's own encoder, or CSV) is appended to one
+// local file; progress after each chunk. The file appears under its final name
+// only when complete (written as <name>.partial, fsynced, renamed), with its
+// row count, size and sha256 computed from the bytes written.
+import { createHash } from 'node:crypto';
+import { open, rename, rm } from 'node:fs/promises';
+import type { ClickHouseSettings } from '@clickhouse/client';
+import type { AuditStore } from '../core/clickhouse.js';
+import { LockauditError } from '../core/errors.js';
+import { ParquetStitcher, STITCHABLE_PARQUET_SETTINGS } from './parquetStitch.js';
+
+export type ExportFormat = 'parquet' | 'csv';
+
+export interface ChunkQuery {
+  /** SQL without a FORMAT clause. */
+  query: string;
+  params: Record<string, unknown>;
+}
+
+export interface ExportPlan {
+  /** Rows the plan expects (exact when the data did not change since planning). */
+  total: bigint;
+  chunks: ChunkQuery[];
+}
+
+export interface ExportProgress {
+  rows: bigint;
+  total: bigint;
+  /** 0–100; 100 only once the file is complete. */
+  percent: number;
+  chunksDone: number;
+  chunks: number;
+}
+
+export interface WrittenFile {
+  path: string;
+  format: ExportFormat;
+  rows: bigint;
+  bytes: number;
+  sha256: string;
+  /** min/max of `revisionColumn` (Parquet only, from the footer statistics). */
+  revisionRange?: { min: bigint; max: bigint };
+}
+
+export interface RunOptions {
+  onProgress?: (p: ExportProgress) => void | Promise<void>;
+  signal?: AbortSignal;
+  /** An integer column whose range the result reports (Parquet). */
+  revisionColumn?: string;
+  /** fsync before the rename: for files people keep (CLI --out); a staging file for upload needs none. */
+  durable?: boolean;
+}
+
+const CSV_SETTINGS: ClickHouseSettings = { output_format_csv_crlf_end_of_line: 0 };
+
+/** Counts CSV records: newlines outside quoted fields ("" inside quotes toggles twice). */
+export function countCsvRecords(buf: Buffer, state: { inQuote: boolean }): number {
+  let n = 0;
+  let inQuote = state.inQuote;
+  for (let i = 0; i < buf.length; i++) {
+    const b = buf[i];
+    if (b === 0x22) inQuote = !inQuote;
+    else if (b === 0x0a && !inQuote) n++;
+  }
+  state.inQuote = inQuote;
+  return n;
+}
+
+async function execToBuffer(store: AuditStore, chunk: ChunkQuery, format: string, settings: ClickHouseSettings, signal?: AbortSignal): Promise<Buffer> {
+  const rs = await store.client.exec({
+    query: `${chunk.query}\nFORMAT ${format}`,
+    query_params: { db: store.database, ...chunk.params },
+    clickhouse_settings: settings,
+    abort_signal: signal,
+  });
+  const parts: Buffer[] = [];
+  for await (const piece of rs.stream) parts.push(Buffer.isBuffer(piece) ? piece : Buffer.from(piece as Uint8Array));
+  return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts);
+}
+
+/** Fetches item i+1 while the caller works on item i; a pending fetch never becomes an unhandled rejection. */
+function prefetching<T>(count: number, fetch: (i: number) => Promise<T>): { get(i: number): Promise<T> } {
+  let ahead: { i: number; p: Promise<T> } | undefined;
+  const start = (i: number): Promise<T> => {
+    const p = fetch(i);
+    p.catch(() => undefined);
+    return p;
+  };
+  return {
+    get(i: number): Promise<T> {
+      const current = ahead?.i === i ? ahead.p : start(i);
+      ahead = i + 1 < count ? { i: i + 1, p: start(i + 1) } : undefined;
+      return current;
+    },
+  };
+}
+
+function percentOf(rows: bigint, total: bigint): number {
+  if (total <= 0n) return 99;
+  return Math.min(99, Number((rows * 10000n) / total) / 100);
+}
+
+/** Writes the plan's rows to `outPath` (complete or not at all). */
+export async function runExportPlan(store: AuditStore, plan: ExportPlan, format: ExportFormat, outPath: string, options: RunOptions = {}): Promise<WrittenFile> {
+  const partial = `${outPath}.partial`;
+  const fh = await open(partial, 'w');
+  let rows = 0n;
+  let done = false;
+  try {
+    const report = async (chunksDone: number): Promise<void> => {
+      await options.onProgress?.({ rows, total: plan.total > rows ? plan.total : rows, percent: percentOf(rows, plan.total), chunksDone, chunks: plan.chunks.length });
+    };
+    await report(0);
+    let result: Omit<WrittenFile, 'path' | 'format'>;
+    // ClickHouse computes chunk i+1 while chunk i is hashed and written.
+    const fetcher = (i: number): Promise<Buffer> =>
+      format === 'parquet'
+        ? execToBuffer(store, plan.chunks[i] as ChunkQuery, 'Parquet', STITCHABLE_PARQUET_SETTINGS, options.signal)
+        : execToBuffer(store, plan.chunks[i] as ChunkQuery, i === 0 ? 'CSVWithNames' : 'CSV', CSV_SETTINGS, options.signal);
+    const chunks = prefetching(plan.chunks.length, fetcher);
+    if (format === 'parquet') {
+      const stitcher = new ParquetStitcher(fh);
+      for (let i = 0; i < plan.chunks.length; i++) {
+        options.signal?.throwIfAborted();
+        rows += await stitcher.add(await chunks.get(i));
+        await report(i + 1);
+      }
+      const range = options.revisionColumn ? stitcher.columnRange(options.revisionColumn) : undefined;
+      const written = await stitcher.finish();
+      result = { rows: written.rows, bytes: written.bytes, sha256: written.sha256, ...(range ? { revisionRange: range } : {}) };
+    } else {
+      const hash = createHash('sha256');
+      const quote = { inQuote: false };
+      let bytes = 0;
+      for (let i = 0; i < plan.chunks.length; i++) {
+        options.signal?.throwIfAborted();
+        const buf = await chunks.get(i);
+        // The header line of the first chunk is not a row.
+        rows += BigInt(countCsvRecords(buf, quote) - (i === 0 && buf.length > 0 ? 1 : 0));
+        hash.update(buf);
+        bytes += buf.length;
+        await fh.write(buf);
+        await report(i + 1);
+      }
+      result = { rows, bytes, sha256: hash.digest('hex') };
+    }
+    if (options.durable) await fh.sync();
+    await fh.close();
+    await rename(partial, outPath);
+    done = true;
+    return { path: outPath, format, ...result };
+  } finally {
+    if (!done) {
+      await fh.close().catch(() => undefined);
+      await rm(partial, { force: true });
+    }
+  }
+}
+
+export function assertRows(file: WrittenFile, expected: bigint | undefined, what: string): void {
+  if (expected !== undefined && file.rows !== expected) {
+    throw new LockauditError('LOCKAUDIT_ERR_EXPORT_INCOMPLETE', `${what}: wrote ${file.rows} rows, expected ${expected}`);
+  }
+}

@@ -1,0 +1,282 @@
+// Compliance exports: an auditor's request for grants over a range with
+// filters becomes a row in `exports` (the durable state: queued → running with
+// progress → done | failed) and a job. The job writes one Parquet or CSV file
+// into the history bucket under exports/<id>/, then its manifest, then marks
+// the export done: an export is never presented as done before its object is
+// complete. Every request, completion and download is in `export_audit`.
+import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Client } from 'minio';
+import type { AuditStore } from '../core/clickhouse.js';
+import { LockauditError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import { parseToken } from '../core/token.js';
+import { runExportPlan, type ExportFormat, type ExportProgress, type WrittenFile } from './chunkedExport.js';
+import { planGrantsExport, DEFAULT_CHUNK_ROWS, type GrantFilters } from './exportPlans.js';
+import type { ExportMetrics } from './exportMetrics.js';
+import { buildManifest, manifestName } from './manifest.js';
+import { putJsonIfAbsent, uploadFile, type RetryOptions } from './objectStore.js';
+
+export const EXPORT_FORMATS = ['parquet', 'csv'] as const;
+export const MAX_EXPORT_RANGE_DAYS = 400;
+export const FILTER_NAMES = ['cluster', 'key', 'keyPrefix', 'holder', 'class', 'namespace', 'token'] as const;
+
+export type ExportStatus = 'queued' | 'running' | 'done' | 'failed';
+
+export interface ExportRequest {
+  format: ExportFormat;
+  fromMs: number;
+  toMs: number;
+  filters: GrantFilters;
+  requestedBy: string;
+}
+
+export interface ExportState extends ExportRequest {
+  id: string;
+  kind: 'grants';
+  requestedAt: number;
+  status: ExportStatus;
+  rowsDone: bigint;
+  rowsTotal: bigint;
+  percent: number;
+  objectKey: string;
+  bytes: number;
+  sha256: string;
+  error: string;
+  updatedAt: number;
+}
+
+/**
+ * Checks a range and filters given as text (API body or CLI flags); every
+ * problem names its field. Returns the parsed request parts.
+ */
+export function parseExportInput(
+  input: { from: string; to: string; filters?: Record<string, string | undefined> },
+  names: { from: string; to: string; filter: (name: string) => string } = { from: 'from', to: 'to', filter: (n) => `filters.${n}` },
+): { fromMs: number; toMs: number; filters: GrantFilters } {
+  const problems: string[] = [];
+  const fromMs = Date.parse(input.from);
+  const toMs = Date.parse(input.to);
+  if (Number.isNaN(fromMs)) problems.push(`${names.from}: is not a date or date-time (ISO 8601)`);
+  if (Number.isNaN(toMs)) problems.push(`${names.to}: is not a date or date-time (ISO 8601)`);
+  if (!Number.isNaN(fromMs) && !Number.isNaN(toMs)) {
+    if (toMs <= fromMs) problems.push(`${names.to}: must be after ${names.from}`);
+    else if (toMs - fromMs > MAX_EXPORT_RANGE_DAYS * 86_400_000) problems.push(`${names.to}: the range is longer than ${MAX_EXPORT_RANGE_DAYS} days`);
+  }
+  const filters: GrantFilters = {};
+  for (const [name, value] of Object.entries(input.filters ?? {})) {
+    if (value === undefined) continue;
+    if (!(FILTER_NAMES as readonly string[]).includes(name)) {
+      problems.push(`${names.filter(name)}: is not a known filter (${FILTER_NAMES.join(', ')})`);
+      continue;
+    }
+    if (value === '') problems.push(`${names.filter(name)}: must not be empty`);
+    else if (name === 'token' && parseToken(value) === undefined) problems.push(`${names.filter(name)}: must be a decimal 64-bit token`);
+    else filters[name as keyof GrantFilters] = value;
+  }
+  if (problems.length) throw new LockauditError('LOCKAUDIT_ERR_EXPORT_INVALID', problems.join('; '), { details: problems });
+  return { fromMs, toMs, filters };
+}
+
+interface ExportRow {
+  id: string;
+  kind: string;
+  format: string;
+  requested_by: string;
+  requested_at_ms: string;
+  from_ms: string;
+  to_ms: string;
+  filters: string;
+  status: string;
+  rows_done: string;
+  rows_total: string;
+  percent: number;
+  object_key: string;
+  bytes: string;
+  sha256: string;
+  error: string;
+  updated_at_ms: string;
+}
+
+let versionCounter = 0;
+/** Row versions: wall-clock based (several processes write), strictly increasing within one. */
+function nextVersion(): string {
+  versionCounter = (versionCounter + 1) % 1000;
+  return (BigInt(Date.now()) * 1000n + BigInt(versionCounter)).toString();
+}
+
+/** The `exports` and `export_audit` tables. */
+export class ExportRecords {
+  constructor(private readonly store: AuditStore) {}
+
+  async create(request: ExportRequest): Promise<ExportState> {
+    const now = Date.now();
+    const state: ExportState = {
+      ...request,
+      id: `exp_${randomUUID().replace(/-/g, '')}`,
+      kind: 'grants',
+      requestedAt: now,
+      status: 'queued',
+      rowsDone: 0n,
+      rowsTotal: 0n,
+      percent: 0,
+      objectKey: '',
+      bytes: 0,
+      sha256: '',
+      error: '',
+      updatedAt: now,
+    };
+    await this.#write(state);
+    await this.audit(state.id, 'request', request.requestedBy, { format: request.format, from: new Date(request.fromMs).toISOString(), to: new Date(request.toMs).toISOString(), filters: request.filters });
+    return state;
+  }
+
+  async #write(s: ExportState): Promise<void> {
+    await this.store.insert('exports', [
+      {
+        id: s.id,
+        kind: s.kind,
+        format: s.format,
+        requested_by: s.requestedBy,
+        requested_at: s.requestedAt,
+        from_ms: s.fromMs,
+        to_ms: s.toMs,
+        filters: JSON.stringify(s.filters),
+        status: s.status,
+        rows_done: s.rowsDone.toString(),
+        rows_total: s.rowsTotal.toString(),
+        percent: s.percent,
+        object_key: s.objectKey,
+        bytes: s.bytes,
+        sha256: s.sha256,
+        error: s.error,
+        updated_at: Date.now(),
+        version: nextVersion(),
+      },
+    ]);
+  }
+
+  async update(state: ExportState, patch: Partial<Pick<ExportState, 'status' | 'rowsDone' | 'rowsTotal' | 'percent' | 'objectKey' | 'bytes' | 'sha256' | 'error'>>): Promise<ExportState> {
+    const next = { ...state, ...patch, updatedAt: Date.now() };
+    await this.#write(next);
+    return next;
+  }
+
+  async get(id: string): Promise<ExportState | undefined> {
+    const rows = await this.store.rows<ExportRow>(
+      `SELECT id, kind, format, requested_by, toString(toUnixTimestamp64Milli(requested_at)) AS requested_at_ms, toString(from_ms) AS from_ms, toString(to_ms) AS to_ms,
+              filters, status, rows_done, rows_total, percent, object_key, toString(bytes) AS bytes, sha256, error, toString(toUnixTimestamp64Milli(updated_at)) AS updated_at_ms
+       FROM {db:Identifier}.exports FINAL WHERE id = {id:String}`,
+      { id },
+    );
+    const r = rows[0];
+    if (!r) return undefined;
+    return {
+      id: r.id,
+      kind: 'grants',
+      format: r.format as ExportFormat,
+      requestedBy: r.requested_by,
+      requestedAt: Number(r.requested_at_ms),
+      fromMs: Number(r.from_ms),
+      toMs: Number(r.to_ms),
+      filters: JSON.parse(r.filters) as GrantFilters,
+      status: r.status as ExportStatus,
+      rowsDone: BigInt(r.rows_done),
+      rowsTotal: BigInt(r.rows_total),
+      percent: Number(r.percent),
+      objectKey: r.object_key,
+      bytes: Number(r.bytes),
+      sha256: r.sha256,
+      error: r.error,
+      updatedAt: Number(r.updated_at_ms),
+    };
+  }
+
+  async audit(exportId: string, action: 'request' | 'complete' | 'fail' | 'download' | 'local-export', actor: string, detail: Record<string, unknown> = {}): Promise<void> {
+    await this.store.insert('export_audit', [{ export_id: exportId, action, actor, at: Date.now(), detail: JSON.stringify(detail) }]);
+  }
+
+  async auditTrail(exportId: string): Promise<Array<{ action: string; actor: string; at: string; detail: string }>> {
+    return this.store.rows(
+      `SELECT action, actor, toString(at) AS at, detail FROM {db:Identifier}.export_audit WHERE export_id = {id:String} ORDER BY at`,
+      { id: exportId },
+    );
+  }
+}
+
+export interface ComplianceDeps {
+  store: AuditStore;
+  s3: Client;
+  bucket: string;
+  logger: Logger;
+  metrics?: ExportMetrics;
+  retry?: RetryOptions;
+  workDir?: string;
+  chunkRows?: number;
+}
+
+export const exportObjectName = (s: Pick<ExportState, 'id' | 'format' | 'fromMs' | 'toMs'>): string =>
+  `exports/${s.id}/grants-${new Date(s.fromMs).toISOString().replace(/[:.]/g, '')}-${new Date(s.toMs).toISOString().replace(/[:.]/g, '')}.${s.format}`;
+
+/** Writes the rows of a request to a local file (the CLI's path, and the job's first step). */
+export async function writeGrantsExport(
+  store: AuditStore,
+  request: Pick<ExportRequest, 'format' | 'fromMs' | 'toMs' | 'filters'>,
+  outPath: string,
+  options: { onProgress?: (p: ExportProgress) => void | Promise<void>; chunkRows?: number; signal?: AbortSignal; durable?: boolean } = {},
+): Promise<WrittenFile> {
+  const plan = await planGrantsExport(store, request.filters, { fromMs: request.fromMs, toMs: request.toMs }, options.chunkRows ?? DEFAULT_CHUNK_ROWS);
+  return runExportPlan(store, plan, request.format, outPath, { onProgress: options.onProgress, signal: options.signal, durable: options.durable, revisionColumn: request.format === 'parquet' ? 'grant_revision' : undefined });
+}
+
+/**
+ * Runs one export to completion; safe to repeat (a done export returns at
+ * once; a half-written one starts over from ClickHouse).
+ */
+export async function runComplianceExport(deps: ComplianceDeps, id: string, onProgress?: (p: ExportProgress) => void | Promise<void>): Promise<ExportState> {
+  const records = new ExportRecords(deps.store);
+  let state = await records.get(id);
+  if (!state) throw new LockauditError('LOCKAUDIT_ERR_EXPORT_NOT_FOUND', `no export ${id}`);
+  if (state.status === 'done') return state;
+  state = await records.update(state, { status: 'running', error: '' });
+  const local = path.join(deps.workDir ?? tmpdir(), `lockaudit-export-${id}-${randomUUID()}.${state.format}`);
+  try {
+    const running = state;
+    const file = await writeGrantsExport(deps.store, state, local, {
+      chunkRows: deps.chunkRows,
+      onProgress: async (p) => {
+        state = await records.update(running, { rowsDone: p.rows, rowsTotal: p.total, percent: p.percent });
+        await onProgress?.(p);
+      },
+    });
+    const object = exportObjectName(state);
+    await uploadFile(deps.s3, deps.bucket, object, file.path, state.format === 'parquet' ? 'application/vnd.apache.parquet' : 'text/csv', deps.retry);
+    const manifest = buildManifest(file, {
+      dataset: 'compliance',
+      object,
+      from: new Date(state.fromMs).toISOString(),
+      to: new Date(state.toMs).toISOString(),
+      filters: Object.fromEntries(Object.entries(state.filters).filter((e): e is [string, string] => typeof e[1] === 'string')),
+    });
+    await putJsonIfAbsent(deps.s3, deps.bucket, manifestName(object), manifest, deps.retry);
+    // Only now, with the object and its manifest stored, is the export done.
+    state = await records.update(state, { status: 'done', rowsDone: file.rows, rowsTotal: file.rows, percent: 100, objectKey: object, bytes: file.bytes, sha256: file.sha256 });
+    await records.audit(id, 'complete', 'system', { rows: file.rows.toString(), bytes: file.bytes, sha256: file.sha256, object });
+    deps.metrics?.exportRows.inc({ kind: 'compliance', format: state.format }, Number(file.rows));
+    deps.logger.info({ exportId: id, rows: file.rows.toString(), bytes: file.bytes }, 'compliance export done');
+    return state;
+  } finally {
+    await rm(local, { force: true });
+  }
+}
+
+/** Marks an export failed for good (its job ran out of attempts or its input is bad). */
+export async function failComplianceExport(store: AuditStore, id: string, error: string): Promise<void> {
+  const records = new ExportRecords(store);
+  const state = await records.get(id);
+  if (!state || state.status === 'done') return;
+  await records.update(state, { status: 'failed', error });
+  await records.audit(id, 'fail', 'system', { error });
+}

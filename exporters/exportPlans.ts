@@ -1,0 +1,73 @@
+// Export plans: which rows an export holds, cut into chunks along the table's
+// sorting key (grants: cluster, key; events: revision) so every chunk reads
+// only its own granules and the total is known before the first row is written.
+import type { AuditStore } from '../core/clickhouse.js';
+import { exportSql } from './exportSql.js';
+import type { ChunkQuery, ExportPlan } from './chunkedExport.js';
+
+/** Rows per chunk: progress granularity, and the most one chunk holds in memory. */
+export const DEFAULT_CHUNK_ROWS = 500_000;
+
+export interface GrantFilters {
+  cluster?: string;
+  key?: string;
+  keyPrefix?: string;
+  holder?: string;
+  class?: string;
+  namespace?: string;
+  /** A fencing token as a decimal string (64-bit). */
+  token?: string;
+}
+
+export interface TimeRange {
+  fromMs: number;
+  toMs: number;
+}
+
+function grantFilterParams(filters: GrantFilters, range: TimeRange): Record<string, unknown> {
+  return {
+    cluster: filters.cluster ?? '',
+    key: filters.key ?? '',
+    keyPrefix: filters.keyPrefix ?? '',
+    holder: filters.holder ?? '',
+    class: filters.class ?? '',
+    namespace: filters.namespace ?? '',
+    hasToken: filters.token === undefined ? 0 : 1,
+    token: filters.token ?? '0',
+    fromMs: range.fromMs,
+    toMs: range.toMs,
+  };
+}
+
+export async function planGrantsExport(store: AuditStore, filters: GrantFilters, range: TimeRange, chunkRows = DEFAULT_CHUNK_ROWS): Promise<ExportPlan> {
+  const base = grantFilterParams(filters, range);
+  const bounds = await store.rows<{ cluster: string; key: string; cum: string }>(exportSql('grants_chunks'), { ...base, chunkRows });
+  const query = exportSql('grants_export');
+  const open = { hasLo: 0, loCluster: '', loKey: '', hasHi: 0, hiCluster: '', hiKey: '' };
+  if (bounds.length === 0) return { total: 0n, chunks: [{ query, params: { ...base, ...open } }] };
+  const chunks: ChunkQuery[] = [];
+  let lo: { cluster: string; key: string } | undefined;
+  for (const b of bounds) {
+    chunks.push({
+      query,
+      params: { ...base, ...open, ...(lo ? { hasLo: 1, loCluster: lo.cluster, loKey: lo.key } : {}), hasHi: 1, hiCluster: b.cluster, hiKey: b.key },
+    });
+    lo = b;
+  }
+  return { total: BigInt((bounds[bounds.length - 1] as { cum: string }).cum), chunks };
+}
+
+export async function planEventsExport(store: AuditStore, cluster: string, range: TimeRange, chunkRows = DEFAULT_CHUNK_ROWS): Promise<ExportPlan> {
+  const base = { cluster, fromMs: range.fromMs, toMs: range.toMs };
+  const bounds = await store.rows<{ revision: string; cum: string }>(exportSql('events_chunks'), { ...base, chunkRows });
+  const query = exportSql('events_export');
+  const open = { hasLo: 0, lo: '0', hasHi: 0, hi: '0' };
+  if (bounds.length === 0) return { total: 0n, chunks: [{ query, params: { ...base, ...open } }] };
+  const chunks: ChunkQuery[] = [];
+  let lo: string | undefined;
+  for (const b of bounds) {
+    chunks.push({ query, params: { ...base, ...open, ...(lo ? { hasLo: 1, lo } : {}), hasHi: 1, hi: b.revision } });
+    lo = b.revision;
+  }
+  return { total: BigInt((bounds[bounds.length - 1] as { cum: string }).cum), chunks };
+}

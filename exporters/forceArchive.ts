@@ -1,0 +1,285 @@
+// The force-release archiver of one etcd cluster: every /sys/force/<id>
+// record becomes one object in the object-locked archive bucket (COMPLIANCE,
+// seven years, set on the object itself), chained to the previous record of
+// its cluster (hashChain.ts), long before the record's 24 h lease ends. It
+// reads etcd directly — a range read of the prefix, woken by a watch and
+// repeated on a short interval — so it depends on nothing but etcd and S3.
+//
+// Safe with more than one archiver: objects are written with If-None-Match,
+// the content of a link is deterministic, and a refused put re-reads the head.
+// An alarm (HealthState + gauge) is raised while a record older than
+// `alarmAfterMs` is not archived.
+import { createHash } from 'node:crypto';
+import type { Etcd3, Watcher } from 'etcd3';
+import type { Client } from 'minio';
+import type { EtcdCluster } from '../core/config.js';
+import { createEtcdClient } from '../core/etcd.js';
+import { LockauditError } from '../core/errors.js';
+import { decodeValue, ForceRecordSchema, PREFIX } from '../core/keyspace.js';
+import type { Logger } from '../core/logger.js';
+import type { HealthState } from '../api/health.js';
+import { archiveLockProblem, ARCHIVE_RETENTION_YEARS } from './buckets.js';
+import { archiveObjectName, chainRecord, EMPTY_HEAD, parseArchived, recordHash, type ArchivedForceRecord, type ChainHead } from './hashChain.js';
+import type { ExportMetrics } from './exportMetrics.js';
+
+export const ARCHIVE_OBJECT_PREFIX = 'force/';
+
+export interface ForceArchiverOptions {
+  cluster: EtcdCluster;
+  s3: Client;
+  bucket: string;
+  logger: Logger;
+  health?: HealthState;
+  metrics?: ExportMetrics;
+  /** An etcd client to use (not closed by the archiver); default: one of its own. */
+  etcd?: Etcd3;
+  /** Keys read from etcd. Default /sys/force/ (tests use a sub-prefix of their own). */
+  keyPrefix?: string;
+  /** Object name prefix in the bucket. Default force/ */
+  objectPrefix?: string;
+  /** Range-read interval besides the watch. Default 2000 ms. */
+  pollIntervalMs?: number;
+  /** A record older than this (since its approval) and not archived raises the alarm. Default 1 h. */
+  alarmAfterMs?: number;
+  /** Retention set on each object. Default 7 years. */
+  retentionYears?: number;
+  /** Archive into a bucket without object lock (tests of the chain only). Default false: refused. */
+  allowUnlocked?: boolean;
+}
+
+export interface TickResult {
+  archived: number;
+  pending: number;
+  oldestPendingAgeMs: number;
+}
+
+interface EtcdForceKv {
+  key: string;
+  value: string;
+  createRevision: string;
+  /** Approval wall time (ms); the etcd-less fallback is when we first saw it. */
+  approvedAt: number;
+}
+
+function retainUntil(years: number, now = new Date()): Date {
+  const d = new Date(now);
+  d.setUTCFullYear(d.getUTCFullYear() + years);
+  return d;
+}
+
+export const alarmName = (cluster: string): string => `force-archive:${cluster}`;
+
+export class ForceArchiver {
+  readonly #o: Required<Omit<ForceArchiverOptions, 'health' | 'metrics' | 'etcd'>> & Pick<ForceArchiverOptions, 'health' | 'metrics'>;
+  readonly #etcd: Etcd3;
+  readonly #ownsEtcd: boolean;
+  #head: ChainHead | undefined;
+  #archivedKeys = new Set<string>();
+  #locked: boolean | undefined;
+  #firstSeen = new Map<string, number>();
+  #known: EtcdForceKv[] = [];
+  #watcher: Watcher | undefined;
+  #loop: Promise<void> | undefined;
+  #wake: (() => void) | undefined;
+  #closing = false;
+  #closed: Promise<void> | undefined;
+  #lastTick: Promise<TickResult> | undefined;
+
+  constructor(options: ForceArchiverOptions) {
+    this.#o = {
+      keyPrefix: PREFIX.force,
+      objectPrefix: ARCHIVE_OBJECT_PREFIX,
+      pollIntervalMs: 2_000,
+      alarmAfterMs: 3_600_000,
+      retentionYears: ARCHIVE_RETENTION_YEARS,
+      allowUnlocked: false,
+      ...options,
+    };
+    this.#ownsEtcd = options.etcd === undefined;
+    this.#etcd = options.etcd ?? createEtcdClient(options.cluster);
+  }
+
+  get cluster(): string {
+    return this.#o.cluster.name;
+  }
+
+  objectName(r: Pick<ArchivedForceRecord, 'cluster' | 'createRevision' | 'key'>): string {
+    return archiveObjectName(this.#o.objectPrefix, r.cluster, r.createRevision, r.key);
+  }
+
+  /** Starts the watch and the loop; returns at once. */
+  start(): void {
+    if (this.#loop) return;
+    this.#loop = this.#run();
+  }
+
+  async #run(): Promise<void> {
+    try {
+      this.#watcher = await this.#etcd.watch().prefix(this.#o.keyPrefix).create();
+      this.#watcher.on('put', () => this.#wake?.());
+      this.#watcher.on('error', () => undefined); // the poll carries on; etcd3 reconnects the watch
+    } catch (err) {
+      this.#o.logger.warn({ cluster: this.cluster, err: (err as Error).message }, 'force archiver: no watch, polling only');
+    }
+    while (!this.#closing) {
+      this.#lastTick = this.tick();
+      await this.#lastTick.catch(() => undefined);
+      if (this.#closing) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.#o.pollIntervalMs);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wake = undefined;
+    }
+  }
+
+  async #readEtcd(): Promise<EtcdForceKv[]> {
+    const res = await this.#etcd.getAll().prefix(this.#o.keyPrefix).exec();
+    const now = Date.now();
+    const kvs = res.kvs.map((kv) => {
+      const key = kv.key.toString('utf8');
+      const value = kv.value.toString('utf8');
+      const record = decodeValue(ForceRecordSchema, value);
+      if (!this.#firstSeen.has(key)) this.#firstSeen.set(key, now);
+      return { key, value, createRevision: String(kv.create_revision), approvedAt: record?.approvedAt ?? (this.#firstSeen.get(key) as number) };
+    });
+    // Forget keys etcd no longer has (their lease ended): the set stays small.
+    const live = new Set(kvs.map((k) => k.key));
+    for (const k of this.#firstSeen.keys()) if (!live.has(k)) this.#firstSeen.delete(k);
+    kvs.sort((a, b) => (BigInt(a.createRevision) < BigInt(b.createRevision) ? -1 : BigInt(a.createRevision) > BigInt(b.createRevision) ? 1 : 0));
+    this.#known = kvs;
+    return kvs;
+  }
+
+  /** Reads the chain head and the archived keys from the bucket (once, and after a refused put). */
+  async #loadHead(): Promise<ChainHead> {
+    const prefix = `${this.#o.objectPrefix}${this.cluster}/`;
+    const names: string[] = [];
+    for await (const item of this.#o.s3.listObjectsV2(this.#o.bucket, prefix, true)) {
+      if (item.name) names.push(item.name);
+    }
+    const keys = new Set<string>();
+    let head = EMPTY_HEAD;
+    // Every object is read once per process start: the set of archived keys
+    // decides what is pending, whatever the revisions (a restored etcd reuses them).
+    for (const name of names) {
+      const parsed = parseArchived(await this.#readObject(name));
+      if (typeof parsed === 'string') continue;
+      keys.add(`${parsed.key}@${parsed.createRevision}`);
+      if (parsed.seq > head.seq && recordHash(parsed) === parsed.hash) head = { seq: parsed.seq, hash: parsed.hash };
+    }
+    this.#archivedKeys = keys;
+    this.#head = head;
+    return head;
+  }
+
+  async #readObject(name: string): Promise<string> {
+    const stream = await this.#o.s3.getObject(this.#o.bucket, name);
+    const parts: Buffer[] = [];
+    for await (const c of stream) parts.push(c as Buffer);
+    return Buffer.concat(parts).toString('utf8');
+  }
+
+  async #checkLock(): Promise<boolean> {
+    if (this.#locked !== undefined) return this.#locked;
+    const problem = await archiveLockProblem(this.#o.s3, this.#o.bucket);
+    if (problem && !this.#o.allowUnlocked) {
+      this.#o.health?.raise(`${alarmName(this.cluster)}:unlocked`, problem);
+      throw new LockauditError('LOCKAUDIT_ERR_ARCHIVE_UNLOCKED', problem);
+    }
+    this.#locked = problem === undefined;
+    return this.#locked;
+  }
+
+  /** Writes one link; false when an object of that name already exists (another archiver was first). */
+  async #put(record: ArchivedForceRecord): Promise<boolean> {
+    const body = Buffer.from(`${JSON.stringify(record, null, 2)}\n`);
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'content-md5': createHash('md5').update(body).digest('base64'),
+      // Never replace a link: a second writer of the same name is refused.
+      'if-none-match': '*',
+    };
+    if (this.#locked) {
+      // minio-js's putObject turns unknown headers into user metadata; the
+      // object-lock headers go through its signed raw request.
+      headers['x-amz-object-lock-mode'] = 'COMPLIANCE';
+      headers['x-amz-object-lock-retain-until-date'] = retainUntil(this.#o.retentionYears).toISOString();
+    }
+    try {
+      const res = await this.#o.s3.makeRequestAsync({ method: 'PUT', bucketName: this.#o.bucket, objectName: this.objectName(record), headers }, body, [200]);
+      res.resume();
+      return true;
+    } catch (err) {
+      if ((err as { code?: string }).code === 'PreconditionFailed') return false;
+      throw err;
+    }
+  }
+
+  /** One pass: archive every record etcd has that the bucket lacks, in commit order; update the alarm. */
+  async tick(): Promise<TickResult> {
+    const started = Date.now();
+    let pending: EtcdForceKv[] = [];
+    let archived = 0;
+    try {
+      const kvs = await this.#readEtcd();
+      await this.#checkLock();
+      if (!this.#head) await this.#loadHead();
+      pending = kvs.filter((kv) => !this.#archivedKeys.has(`${kv.key}@${kv.createRevision}`));
+      while (pending.length > 0) {
+        const kv = pending[0] as EtcdForceKv;
+        const record = chainRecord(this.#head as ChainHead, this.cluster, kv);
+        if (await this.#put(record)) {
+          this.#head = { seq: record.seq, hash: record.hash };
+          this.#archivedKeys.add(`${kv.key}@${kv.createRevision}`);
+          this.#o.metrics?.archived.inc({ cluster: this.cluster });
+          this.#o.metrics?.archiveLatency.observe({ cluster: this.cluster }, Math.max(0, Date.now() - kv.approvedAt) / 1000);
+          archived++;
+          pending.shift();
+        } else {
+          // Someone else wrote this name: re-read the chain, then go on.
+          await this.#loadHead();
+          pending = pending.filter((p) => !this.#archivedKeys.has(`${p.key}@${p.createRevision}`));
+        }
+      }
+      return this.#alarm(pending, archived, started);
+    } catch (err) {
+      this.#o.metrics?.archiveErrors.inc({ cluster: this.cluster });
+      this.#o.logger.warn({ cluster: this.cluster, err: (err as Error).message, pending: pending.length }, 'force archiver: pass failed, will retry');
+      // Judge the alarm on the last etcd read when this one failed.
+      pending = this.#known.filter((kv) => !this.#archivedKeys.has(`${kv.key}@${kv.createRevision}`));
+      this.#alarm(pending, archived, started);
+      throw err;
+    }
+  }
+
+  #alarm(pending: readonly EtcdForceKv[], archived: number, now: number): TickResult {
+    const oldest = pending.reduce((min, p) => Math.min(min, p.approvedAt), Number.POSITIVE_INFINITY);
+    const age = Number.isFinite(oldest) ? Math.max(0, now - oldest) : 0;
+    this.#o.metrics?.unarchived.set({ cluster: this.cluster }, pending.length);
+    this.#o.metrics?.oldestUnarchivedAge.set({ cluster: this.cluster }, age / 1000);
+    const late = pending.filter((p) => now - p.approvedAt > this.#o.alarmAfterMs).length;
+    this.#o.metrics?.lateUnarchived.set({ cluster: this.cluster }, late);
+    if (late > 0) {
+      this.#o.health?.raise(alarmName(this.cluster), `${late} force-release record(s) of cluster ${this.cluster} not archived after ${Math.round(this.#o.alarmAfterMs / 1000)} s (oldest ${Math.round(age / 1000)} s)`);
+    } else {
+      this.#o.health?.clear(alarmName(this.cluster));
+    }
+    return { archived, pending: pending.length, oldestPendingAgeMs: age };
+  }
+
+  /** Stops the loop and the watch (idempotent); waits for a pass in flight. */
+  close(): Promise<void> {
+    this.#closed ??= (async () => {
+      this.#closing = true;
+      this.#wake?.();
+      await this.#loop?.catch(() => undefined);
+      await this.#watcher?.cancel().catch(() => undefined);
+      if (this.#ownsEtcd) this.#etcd.close();
+    })();
+    return this.#closed;
+  }
+}

@@ -1,0 +1,53 @@
+// The manifest written beside every exported file, after the file: its
+// presence is what marks the file complete. It names the object, its rows,
+// bytes and sha256 (of exactly the stored bytes) and, for history files, the
+// revision range the rows cover. 64-bit values are decimal strings.
+import type { WrittenFile } from './chunkedExport.js';
+
+export const MANIFEST_SUFFIX = '.manifest.json';
+export const MANIFEST_VERSION = 1;
+
+export interface Manifest {
+  version: typeof MANIFEST_VERSION;
+  /** grants | events | compliance */
+  dataset: string;
+  object: string;
+  format: 'parquet' | 'csv';
+  rows: string;
+  bytes: number;
+  sha256: string;
+  /** min/max revision in the file (grant_revision for grants, revision for events); null when empty. */
+  revisionRange: { min: string; max: string } | null;
+  cluster?: string;
+  /** The UTC day of a history file (YYYY-MM-DD). */
+  date?: string;
+  /** The range the rows were selected by: [from, to). */
+  from: string;
+  to: string;
+  filters?: Record<string, string>;
+  exportedAt: string;
+}
+
+export const manifestName = (object: string): string => `${object}${MANIFEST_SUFFIX}`;
+
+export function buildManifest(file: WrittenFile, fields: Omit<Manifest, 'version' | 'rows' | 'bytes' | 'sha256' | 'revisionRange' | 'format' | 'exportedAt'>): Manifest {
+  return {
+    version: MANIFEST_VERSION,
+    ...fields,
+    format: file.format,
+    rows: file.rows.toString(),
+    bytes: file.bytes,
+    sha256: file.sha256,
+    revisionRange: file.revisionRange ? { min: file.revisionRange.min.toString(), max: file.revisionRange.max.toString() } : null,
+    exportedAt: new Date().toISOString(),
+  };
+}
+
+export function parseManifest(text: string): Manifest | undefined {
+  try {
+    const m = JSON.parse(text) as Partial<Manifest>;
+    return m.version === MANIFEST_VERSION && typeof m.object === 'string' && typeof m.sha256 === 'string' && typeof m.rows === 'string' ? (m as Manifest) : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,86 @@
+// S3 writes of the exporters, with bounded, jittered retries for what is
+// worth retrying (network, 5xx, throttling) and none for what is not
+// (access denied, no such bucket, a refused precondition).
+import { stat } from 'node:fs/promises';
+import type { Client } from 'minio';
+import { LockauditError } from '../core/errors.js';
+
+export interface RetryOptions {
+  /** Give up after this long. Default 120 000 ms. */
+  deadlineMs?: number;
+  /** First delay; doubles each attempt up to maxDelayMs. Default 250 ms. */
+  baseDelayMs?: number;
+  /** Default 5 000 ms. */
+  maxDelayMs?: number;
+  signal?: AbortSignal;
+  onRetry?: (err: unknown, attempt: number, delayMs: number) => void;
+}
+
+const PERMANENT_CODES = new Set(['AccessDenied', 'NoSuchBucket', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'PreconditionFailed', 'InvalidRequest', 'InvalidBucketName', 'NoSuchKey', 'NotFound', 'MethodNotAllowed']);
+
+export function isRetriable(err: unknown): boolean {
+  const e = err as { code?: string; $metadata?: unknown; name?: string };
+  if (err instanceof LockauditError) return false;
+  if (e?.code && PERMANENT_CODES.has(e.code)) return false;
+  if (err instanceof TypeError || err instanceof RangeError) return false;
+  return true;
+}
+
+export async function withRetry<T>(fn: () => Promise<T>, options: RetryOptions = {}): Promise<T> {
+  const deadline = Date.now() + (options.deadlineMs ?? 120_000);
+  let delay = options.baseDelayMs ?? 250;
+  for (let attempt = 1; ; attempt++) {
+    options.signal?.throwIfAborted();
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isRetriable(err) || Date.now() + delay > deadline) throw err;
+      const wait = Math.round(delay / 2 + Math.random() * (delay / 2));
+      options.onRetry?.(err, attempt, wait);
+      await new Promise((r) => setTimeout(r, wait));
+      delay = Math.min(delay * 2, options.maxDelayMs ?? 5_000);
+    }
+  }
+}
+
+export async function objectExists(s3: Client, bucket: string, name: string): Promise<boolean> {
+  try {
+    await s3.statObject(bucket, name);
+    return true;
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'NotFound' || code === 'NoSuchKey') return false;
+    throw err;
+  }
+}
+
+export async function readObjectText(s3: Client, bucket: string, name: string): Promise<string> {
+  const stream = await s3.getObject(bucket, name);
+  const parts: Buffer[] = [];
+  for await (const c of stream) parts.push(c as Buffer);
+  return Buffer.concat(parts).toString('utf8');
+}
+
+/** Uploads a local file and checks that the stored object has its size. */
+export async function uploadFile(s3: Client, bucket: string, name: string, file: string, contentType: string, retry: RetryOptions = {}): Promise<void> {
+  const size = (await stat(file)).size;
+  await withRetry(async () => {
+    await s3.fPutObject(bucket, name, file, { 'Content-Type': contentType });
+    const st = await s3.statObject(bucket, name);
+    if (st.size !== size) throw new LockauditError('LOCKAUDIT_ERR_EXPORT_INCOMPLETE', `${name}: stored ${st.size} bytes, wrote ${size}`);
+  }, retry);
+}
+
+/** Writes a small JSON object unless one of that name exists: 'exists' when another writer was first. */
+export async function putJsonIfAbsent(s3: Client, bucket: string, name: string, value: unknown, retry: RetryOptions = {}): Promise<'written' | 'exists'> {
+  const body = Buffer.from(`${JSON.stringify(value, null, 2)}\n`);
+  return withRetry(async () => {
+    try {
+      await s3.putObject(bucket, name, body, body.length, { 'Content-Type': 'application/json', 'If-None-Match': '*' });
+      return 'written' as const;
+    } catch (err) {
+      if ((err as { code?: string }).code === 'PreconditionFailed') return 'exists' as const;
+      throw err;
+    }
+  }, retry);
+}

@@ -1,0 +1,120 @@
+// Parquet history: grants and raw events per cluster and UTC day, in the
+// history bucket (365-day lifecycle), Hive-style paths:
+//   grants/cluster=<c>/date=<YYYY-MM-DD>/grants.parquet  (+ .manifest.json)
+//   events/cluster=<c>/date=<YYYY-MM-DD>/events.parquet  (+ .manifest.json)
+// A day is complete when its manifest exists; re-running a day skips complete
+// files and rewrites only a file whose manifest never appeared (write, then
+// manifest), so repeating a run is safe.
+import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Client } from 'minio';
+import type { AuditStore } from '../core/clickhouse.js';
+import type { Logger } from '../core/logger.js';
+import { runExportPlan, type ExportProgress } from './chunkedExport.js';
+import { planEventsExport, planGrantsExport, DEFAULT_CHUNK_ROWS } from './exportPlans.js';
+import type { ExportMetrics } from './exportMetrics.js';
+import { buildManifest, manifestName, type Manifest } from './manifest.js';
+import { objectExists, putJsonIfAbsent, uploadFile, withRetry, type RetryOptions } from './objectStore.js';
+
+export const HISTORY_DATASETS = ['grants', 'events'] as const;
+export type HistoryDataset = (typeof HISTORY_DATASETS)[number];
+
+const DAY_MS = 86_400_000;
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+export function historyObjectName(dataset: HistoryDataset, cluster: string, date: string): string {
+  return `${dataset}/cluster=${cluster}/date=${date}/${dataset}.parquet`;
+}
+
+/** Milliseconds of 00:00 UTC of a YYYY-MM-DD day; undefined when it is not a real date. */
+export function dayStartMs(date: string): number | undefined {
+  if (!DATE.test(date)) return undefined;
+  const ms = Date.parse(`${date}T00:00:00Z`);
+  return Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== date ? undefined : ms;
+}
+
+export function formatDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+/** Yesterday (UTC) relative to `now`. */
+export function yesterday(now = Date.now()): string {
+  return formatDay(Math.floor(now / DAY_MS) * DAY_MS - DAY_MS);
+}
+
+/** Every day from `from` to `to`, both included. */
+export function daysBetween(from: string, to: string): string[] {
+  const a = dayStartMs(from);
+  const b = dayStartMs(to);
+  if (a === undefined || b === undefined || b < a) return [];
+  const out: string[] = [];
+  for (let ms = a; ms <= b; ms += DAY_MS) out.push(formatDay(ms));
+  return out;
+}
+
+export interface HistoryDeps {
+  store: AuditStore;
+  s3: Client;
+  bucket: string;
+  logger: Logger;
+  metrics?: ExportMetrics;
+  retry?: RetryOptions;
+  /** Where files are assembled before upload. Default the OS temp dir. */
+  workDir?: string;
+  chunkRows?: number;
+}
+
+export interface HistoryFileResult {
+  dataset: HistoryDataset;
+  cluster: string;
+  date: string;
+  object: string;
+  status: 'written' | 'complete';
+  manifest?: Manifest;
+}
+
+/** Exports one dataset of one cluster for one UTC day (skips it when already complete). */
+export async function exportHistoryFile(
+  deps: HistoryDeps,
+  target: { dataset: HistoryDataset; cluster: string; date: string },
+  onProgress?: (p: ExportProgress) => void,
+): Promise<HistoryFileResult> {
+  const { dataset, cluster, date } = target;
+  const start = dayStartMs(date);
+  if (start === undefined) throw new RangeError(`not a date: ${date}`);
+  const object = historyObjectName(dataset, cluster, date);
+  const manifestObject = manifestName(object);
+  const retry = deps.retry ?? {};
+  if (await withRetry(() => objectExists(deps.s3, deps.bucket, manifestObject), retry)) {
+    deps.metrics?.historyFiles.inc({ dataset, outcome: 'complete' });
+    return { dataset, cluster, date, object, status: 'complete' };
+  }
+  const range = { fromMs: start, toMs: start + DAY_MS };
+  const chunkRows = deps.chunkRows ?? DEFAULT_CHUNK_ROWS;
+  const plan = dataset === 'grants' ? await planGrantsExport(deps.store, { cluster }, range, chunkRows) : await planEventsExport(deps.store, cluster, range, chunkRows);
+  const local = path.join(deps.workDir ?? tmpdir(), `lockaudit-history-${randomUUID()}.parquet`);
+  try {
+    const file = await runExportPlan(deps.store, plan, 'parquet', local, { onProgress, revisionColumn: dataset === 'grants' ? 'grant_revision' : 'revision' });
+    await uploadFile(deps.s3, deps.bucket, object, file.path, 'application/vnd.apache.parquet', retry);
+    const manifest = buildManifest(file, { dataset, object, cluster, date, from: new Date(range.fromMs).toISOString(), to: new Date(range.toMs).toISOString() });
+    // Only now is the file complete. A manifest already there means another run finished it first.
+    await putJsonIfAbsent(deps.s3, deps.bucket, manifestObject, manifest, retry);
+    deps.metrics?.historyFiles.inc({ dataset, outcome: 'written' });
+    deps.logger.info({ dataset, cluster, date, rows: manifest.rows, bytes: manifest.bytes }, 'history file written');
+    return { dataset, cluster, date, object, status: 'written', manifest };
+  } catch (err) {
+    deps.metrics?.historyFiles.inc({ dataset, outcome: 'failed' });
+    throw err;
+  } finally {
+    await rm(local, { force: true });
+  }
+}
+
+/** Every dataset of every cluster for one day. */
+export async function exportHistoryDay(deps: HistoryDeps, date: string, clusters: readonly string[], datasets: readonly HistoryDataset[] = HISTORY_DATASETS): Promise<HistoryFileResult[]> {
+  const results: HistoryFileResult[] = [];
+  for (const cluster of clusters) for (const dataset of datasets) results.push(await exportHistoryFile(deps, { dataset, cluster, date }));
+  return results;
+}

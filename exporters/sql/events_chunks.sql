@@ -1,0 +1,23 @@
+-- Plans a raw-events export of one cluster over [from, to) of wall time: the
+-- revision at which each chunk of about {chunkRows} rows ends (inclusive; all
+-- events of one revision stay in one chunk), with the cumulative count. The
+-- last row's `cum` is the total. Exact under replays (FINAL).
+-- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {chunkRows:UInt64}
+SELECT toString(revision) AS revision, toString(running) AS cum
+FROM
+(
+    SELECT revision, c,
+        sum(c) OVER (ORDER BY revision ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running,
+        sum(c) OVER () AS total
+    FROM
+    (
+        SELECT revision, count() AS c
+        FROM {db:Identifier}.events FINAL
+        PREWHERE cluster = {cluster:String}
+            AND wall_time >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
+            AND wall_time < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+        GROUP BY revision
+    )
+)
+WHERE intDiv(running, {chunkRows:UInt64}) > intDiv(running - c, {chunkRows:UInt64}) OR running = total
+ORDER BY revision

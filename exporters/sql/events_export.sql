@@ -1,0 +1,15 @@
+-- One chunk of a raw-events export of one cluster over [from, to) of wall
+-- time, revisions in (lo, hi] (hasLo / hasHi 0: open-ended). Every column of
+-- `events` but the ingest time. The caller appends FORMAT.
+-- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {hasLo:UInt8} {lo:UInt64} {hasHi:UInt8} {hi:UInt64}
+SELECT
+    cluster, revision, key, event_type, op, namespace, lock_path, class, holder, session, token, epoch,
+    grant_revision, wait_ms, wall_time, time_estimated, time_error_ms, create_revision, mod_revision,
+    version, lease, value, prev_value, unprotected
+FROM {db:Identifier}.events FINAL
+PREWHERE cluster = {cluster:String}
+    AND wall_time >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
+    AND wall_time < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+    AND ({hasLo:UInt8} = 0 OR revision > {lo:UInt64})
+    AND ({hasHi:UInt8} = 0 OR revision <= {hi:UInt64})
+ORDER BY cluster, revision, key

@@ -1,0 +1,138 @@
+// Exports and the force archive, each beside the plain way in the same run:
+// - a compliance export (plan, chunked ClickHouse Parquet, stitched, uploaded
+//   to MinIO with its manifest) beside ClickHouse writing the same rows to a
+//   local Parquet file in one statement;
+// - archive latency, force-release commit in etcd → archived object in the
+//   locked bucket, beside a plain put of the same object.
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { createEtcdClient } from '../../core/etcd.js';
+import { createLogger } from '../../core/logger.js';
+import { createS3Client } from '../../core/s3.js';
+import { ensureArchiveBucket, ensureHistoryBucket } from '../../exporters/buckets.js';
+import { ExportRecords, runComplianceExport, writeGrantsExport } from '../../exporters/complianceExport.js';
+import { exportSql } from '../../exporters/exportSql.js';
+import { STITCHABLE_PARQUET_SETTINGS } from '../../exporters/parquetStitch.js';
+import { ForceArchiver } from '../../exporters/forceArchive.js';
+import { insertGrants } from '../support/exportData.js';
+import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
+import { heading, percentile, report } from './report.js';
+
+const ROWS = Number(process.env.BENCH_EXPORT_ROWS ?? 1_000_000);
+const ARCHIVE_RECORDS = Number(process.env.BENCH_ARCHIVE_RECORDS ?? 50);
+const DAY1 = Date.parse('2026-03-01T00:00:00Z');
+const logger = createLogger('silent');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function exportsBench(): Promise<void> {
+  const config = testConfig({ LOCKAUDIT_S3_HISTORY_BUCKET: uniqueId('bench-hist-') });
+  const s3 = createS3Client(config.s3);
+  await ensureHistoryBucket(s3, config.s3);
+  const { store, close } = await tempStore();
+  const work = tempDir('lockaudit-bench-');
+  try {
+    // 1 row every 50 ms fits 1.7 M rows in the day.
+    await insertGrants(store, 'c1', ROWS, DAY1, 50);
+    const range = { fromMs: DAY1, toMs: DAY1 + 86_400_000 };
+    heading(`compliance export of ${ROWS.toLocaleString('en-US')} grants (embedded chdb, local MinIO)`);
+
+    // Baseline: ClickHouse writes the same query's rows to a local file, one statement, same Parquet settings.
+    const filterParams = { cluster: 'c1', key: '', keyPrefix: '', holder: '', class: '', namespace: '', hasToken: 0, token: '0', fromMs: range.fromMs, toMs: range.toMs };
+    const open = { hasLo: 0, loCluster: '', loKey: '', hasHi: 0, hiCluster: '', hiKey: '' };
+    const baselineRate = async (): Promise<number> => {
+      const t0 = performance.now();
+      await store.command(`INSERT INTO FUNCTION file({file:String}, 'Parquet') ${exportSql('grants_export')}`, { file: path.join(work.dir, `base-${uniqueId()}.parquet`), ...filterParams, ...open }, STITCHABLE_PARQUET_SETTINGS);
+      return ROWS / ((performance.now() - t0) / 1000);
+    };
+    const records = new ExportRecords(store);
+    const endToEnd = async (): Promise<number> => {
+      const state = await records.create({ format: 'parquet', ...range, filters: { cluster: 'c1' }, requestedBy: 'bench' });
+      const t0 = performance.now();
+      const done = await runComplianceExport({ store, s3, bucket: config.s3.historyBucket, logger, workDir: work.dir }, state.id);
+      if (done.rowsDone !== BigInt(ROWS)) throw new Error(`exported ${done.rowsDone} rows, expected ${ROWS}`);
+      return ROWS / ((performance.now() - t0) / 1000);
+    };
+    const localOnly = async (): Promise<number> => {
+      const t0 = performance.now();
+      await writeGrantsExport(store, { format: 'parquet', ...range, filters: { cluster: 'c1' } }, path.join(work.dir, `local-${uniqueId()}.parquet`));
+      return ROWS / ((performance.now() - t0) / 1000);
+    };
+    // Interleaved, best of three each: this machine is shared and noisy.
+    const base: number[] = [];
+    const e2e: number[] = [];
+    const local: number[] = [];
+    await baselineRate(); // warm-up (caches, first Parquet writer)
+    for (let i = 0; i < 3; i++) {
+      base.push(await baselineRate());
+      local.push(await localOnly());
+      e2e.push(await endToEnd());
+    }
+    const best = (xs: number[]): number => Math.max(...xs);
+    report({ name: 'export rows/s, to MinIO with manifest', value: best(e2e), unit: 'rows/s', baselineName: 'ClickHouse → local Parquet file', baseline: best(base), higherIsBetter: true });
+    report({ name: 'export rows/s, local file (CLI path)', value: best(local), unit: 'rows/s', baselineName: 'ClickHouse → local Parquet file', baseline: best(base), higherIsBetter: true });
+  } finally {
+    await close();
+    work.remove();
+  }
+}
+
+async function archiveBench(): Promise<void> {
+  const config = testConfig();
+  const cluster = config.etcd.clusters[0] as (typeof config.etcd.clusters)[number];
+  const s3 = createS3Client(config.s3);
+  const bucket = uniqueId('bench-arch-');
+  await ensureArchiveBucket(s3, bucket, config.s3.region);
+  const etcd = createEtcdClient(cluster);
+  const lease = etcd.lease(86_400, { autoKeepAlive: false });
+  await lease.grant();
+  const keyPrefix = `/sys/force/${uniqueId('bench')}-`;
+  const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix });
+  archiver.start();
+  heading(`force archive: etcd commit → archived object (${ARCHIVE_RECORDS} records, one at a time)`);
+  try {
+    await sleep(500);
+    const latencies: number[] = [];
+    const plain: number[] = [];
+    for (let i = 0; i < ARCHIVE_RECORDS; i++) {
+      const now = Date.now();
+      const value = JSON.stringify({
+        id: `b${i}`, key: `payments/acct-${i}`, holder: 'spiffe://corp/w', session: '7587862000', token: '11258999069426240', class: 'payments', enforcement: 'fenced',
+        requester: 'alice@corp', approver: 'bob@corp', reason: 'bench', requestedAt: now - 1_000, approvedAt: now, revokedSession: false,
+      });
+      const put = await lease.put(`${keyPrefix}${i}`).value(value);
+      const committed = performance.now();
+      const revision = String(put.header.revision).padStart(20, '0');
+      const name = `force/${cluster.name}/${revision}-${keyPrefix.split('/').pop()}${i}.json`;
+      for (;;) {
+        try {
+          await s3.statObject(bucket, name);
+          break;
+        } catch {
+          await sleep(5);
+        }
+      }
+      latencies.push(performance.now() - committed);
+      // The plain way: one locked put of the same size, nothing else.
+      const body = Buffer.from(value);
+      const t0 = performance.now();
+      const res = await s3.makeRequestAsync(
+        { method: 'PUT', bucketName: bucket, objectName: `plain/${i}.json`, headers: { 'content-md5': createHash('md5').update(body).digest('base64'), 'x-amz-object-lock-mode': 'COMPLIANCE', 'x-amz-object-lock-retain-until-date': new Date(Date.now() + 86_400_000).toISOString() } },
+        body,
+        [200],
+      );
+      res.resume();
+      plain.push(performance.now() - t0);
+    }
+    latencies.sort((a, b) => a - b);
+    plain.sort((a, b) => a - b);
+    report({ name: 'archive latency p50 (commit → object)', value: percentile(latencies, 50), unit: 'ms', baselineName: 'one locked S3 put, p50', baseline: percentile(plain, 50), higherIsBetter: false });
+    report({ name: 'archive latency p95 (commit → object)', value: percentile(latencies, 95), unit: 'ms', baselineName: 'one locked S3 put, p95', baseline: percentile(plain, 95), higherIsBetter: false });
+  } finally {
+    await archiver.close();
+    await lease.revoke().catch(() => undefined);
+    etcd.close();
+  }
+}
+
+await exportsBench();
+await archiveBench();

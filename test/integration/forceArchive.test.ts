@@ -1,0 +1,213 @@
+// The force-release archive against real etcd and MinIO: records become
+// object-locked objects (COMPLIANCE, seven years) that MinIO refuses to delete
+// or replace; the chain verifies; a removed and an altered record are found
+// (altered in an unlocked bucket built the same way); the alarm is raised while
+// a record is late and cleared once it is archived.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import { after, before, describe, it } from 'node:test';
+import type { Etcd3, Lease } from 'etcd3';
+import { Client } from 'minio';
+import { HealthState } from '../../api/health.js';
+import { createEtcdClient } from '../../core/etcd.js';
+import { isLockauditError } from '../../core/errors.js';
+import { createLogger } from '../../core/logger.js';
+import { createMetricsRegistry } from '../../core/metrics.js';
+import { createS3Client } from '../../core/s3.js';
+import { verifyArchive } from '../../exporters/archiveVerify.js';
+import { ensureArchiveBucket } from '../../exporters/buckets.js';
+import { exportMetrics } from '../../exporters/exportMetrics.js';
+import { alarmName, ForceArchiver } from '../../exporters/forceArchive.js';
+import { recordHash, type ArchivedForceRecord } from '../../exporters/hashChain.js';
+import { readObjectText } from '../../exporters/objectStore.js';
+import { projectRoot } from '../../core/paths.js';
+import { testConfig, uniqueId } from '../support/env.js';
+
+const config = testConfig();
+const cluster = config.etcd.clusters[0] as (typeof config.etcd.clusters)[number];
+const logger = createLogger('silent');
+
+function forceValue(id: string, approvedAt: number): string {
+  return JSON.stringify({
+    id, key: `payments/acct-${id}`, holder: 'spiffe://corp/payments-worker', session: '7587862000123', token: '11258999069426240123', class: 'payments',
+    enforcement: 'fenced', requester: 'alice@corp', approver: 'bob@corp', reason: 'worker wedged', requestedAt: approvedAt - 60_000, approvedAt, revokedSession: false,
+  });
+}
+
+describe('force-release archive', () => {
+  let etcd: Etcd3;
+  let lease: Lease;
+  const s3 = createS3Client(config.s3);
+
+  before(async () => {
+    etcd = createEtcdClient(cluster);
+    // The records' own 24 h lease, as the lock API writes them.
+    lease = etcd.lease(86_400, { autoKeepAlive: false });
+    await lease.grant();
+  });
+  after(async () => {
+    await lease.revoke().catch(() => undefined);
+    etcd.close();
+  });
+
+  async function writeRecords(prefix: string, n: number, approvedAt = Date.now()): Promise<string[]> {
+    const keys: string[] = [];
+    for (let i = 1; i <= n; i++) {
+      const id = `${prefix.split('/').pop()}${i}`;
+      const key = `${prefix}${i}`;
+      await lease.put(key).value(forceValue(id, approvedAt));
+      keys.push(key);
+    }
+    return keys;
+  }
+
+  async function newLockedBucket(): Promise<string> {
+    const bucket = uniqueId('arch-');
+    await ensureArchiveBucket(s3, bucket, config.s3.region);
+    return bucket;
+  }
+
+  it('archives each record as one object with COMPLIANCE retention seven years out, which MinIO will not delete or replace', async () => {
+    const bucket = await newLockedBucket();
+    const keyPrefix = `/sys/force/${uniqueId('a')}-`;
+    await writeRecords(keyPrefix, 3);
+    const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix });
+    try {
+      const result = await archiver.tick();
+      assert.equal(result.archived, 3);
+      assert.equal((await archiver.tick()).archived, 0, 'a second pass archives nothing again');
+    } finally {
+      await archiver.close();
+    }
+    const objects: Array<{ name: string; versionId: string }> = [];
+    for await (const o of s3.listObjectsV2(bucket, 'force/', true)) if (o.name) objects.push({ name: o.name, versionId: '' });
+    assert.equal(objects.length, 3);
+    const first = objects[0] as { name: string };
+    const stat = await s3.statObject(bucket, first.name);
+    const versionId = stat.versionId as string;
+    assert.ok(versionId, 'the archive is versioned');
+    const retention = (await s3.getObjectRetention(bucket, first.name, { versionId })) as { mode: string; retainUntilDate: string };
+    assert.equal(retention.mode, 'COMPLIANCE');
+    const years = (Date.parse(retention.retainUntilDate) - Date.now()) / (365.25 * 86_400_000);
+    assert.ok(years > 6.99 && years < 7.01, `retention ends ${retention.retainUntilDate} (${years.toFixed(3)} years out)`);
+    const original = await readObjectText(s3, bucket, first.name);
+
+    // Delete the version: refused (WORM).
+    await assert.rejects(s3.removeObject(bucket, first.name, { versionId }), (err: Error & { code?: string }) => /WORM|AccessDenied|InvalidRequest/.test(`${err.code} ${err.message}`));
+    // Even with a governance bypass: COMPLIANCE cannot be bypassed.
+    await assert.rejects(s3.removeObject(bucket, first.name, { versionId, governanceBypass: true }));
+    // Replace it the way the archiver writes (If-None-Match): refused.
+    const body = Buffer.from('{"forged":true}');
+    await assert.rejects(
+      s3.makeRequestAsync({ method: 'PUT', bucketName: bucket, objectName: first.name, headers: { 'if-none-match': '*', 'content-md5': createHash('md5').update(body).digest('base64') } }, body, [200]),
+      (err: Error & { code?: string }) => err.code === 'PreconditionFailed',
+    );
+    // A plain put or a delete marker only stacks a new version on top: the original survives, and verify notices.
+    await s3.putObject(bucket, first.name, body, body.length);
+    await s3.removeObject(bucket, objects[1]?.name as string);
+    const survived = await s3.getObject(bucket, first.name, { versionId });
+    const chunks: Buffer[] = [];
+    for await (const c of survived) chunks.push(c as Buffer);
+    assert.equal(Buffer.concat(chunks).toString('utf8'), original, 'the original version is intact');
+    assert.equal(((await s3.getObjectRetention(bucket, first.name, { versionId })) as { mode: string }).mode, 'COMPLIANCE');
+    const verify = await verifyArchive(s3, bucket);
+    const kinds = verify.clusters[0]?.problems.map((p) => p.kind).sort();
+    assert.deepEqual(kinds, ['missing', 'unreadable'], JSON.stringify(verify));
+  });
+
+  it('chains records in commit order, and verify reports a removed and an altered record (unlocked bucket built the same way)', async () => {
+    const bucket = uniqueId('unl-');
+    await s3.makeBucket(bucket, config.s3.region);
+    const keyPrefix = `/sys/force/${uniqueId('b')}-`;
+    await writeRecords(keyPrefix, 6);
+    await assert.rejects(new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix }).tick(), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_ARCHIVE_UNLOCKED'));
+    const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, allowUnlocked: true });
+    try {
+      assert.equal((await archiver.tick()).archived, 6);
+    } finally {
+      await archiver.close();
+    }
+    const names: string[] = [];
+    for await (const o of s3.listObjectsV2(bucket, 'force/', true)) if (o.name) names.push(o.name);
+    names.sort();
+    const records = await Promise.all(names.map(async (n) => JSON.parse(await readObjectText(s3, bucket, n)) as ArchivedForceRecord));
+    assert.deepEqual(records.map((r) => r.seq), [1, 2, 3, 4, 5, 6], 'seq follows the create revision');
+    for (let i = 1; i < records.length; i++) assert.equal(records[i]?.prevHash, records[i - 1]?.hash);
+    assert.equal((await verifyArchive(s3, bucket)).ok, true);
+
+    // Remove seq 3; alter seq 5 and recompute its hash (a careful forger).
+    await s3.removeObject(bucket, names[2] as string);
+    const forged = { ...(records[4] as ArchivedForceRecord), value: (records[4] as ArchivedForceRecord).value.replace('worker wedged', 'routine maintenance') };
+    forged.record = JSON.parse(forged.value) as ArchivedForceRecord['record'];
+    forged.hash = recordHash(forged);
+    const forgedBody = Buffer.from(JSON.stringify(forged));
+    await s3.putObject(bucket, names[4] as string, forgedBody, forgedBody.length);
+    const result = await verifyArchive(s3, bucket, { cluster: cluster.name });
+    assert.equal(result.ok, false);
+    const problems = result.clusters[0]?.problems ?? [];
+    assert.ok(problems.some((p) => p.kind === 'missing' && p.seq === 3), JSON.stringify(problems));
+    assert.ok(problems.some((p) => (p.kind === 'broken-link' || p.kind === 'altered') && p.seq === 5), JSON.stringify(problems));
+
+    // The audit log's view catches what a chain cannot: the last record removed.
+    await s3.removeObject(bucket, names[5] as string);
+    const expected = records.map((r) => ({ cluster: r.cluster, key: r.key, createRevision: r.createRevision, value: r.value }));
+    const withLog = await verifyArchive(s3, bucket, { expected });
+    assert.ok(withLog.clusters[0]?.problems.some((p) => p.kind === 'not-archived' && p.object === names[5]), JSON.stringify(withLog.clusters[0]?.problems));
+
+    // The CLI reports the same and exits 1.
+    const cli = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', "const { main } = await import('./cli/main.ts'); await main(['node', 'lockaudit', ...process.argv.slice(1)]); process.exit(process.exitCode ?? 0);", '--', 'archive', 'verify', '--no-audit-log'], {
+      cwd: projectRoot,
+      env: { ...process.env, LOCKAUDIT_S3_ARCHIVE_BUCKET: bucket },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.equal(cli.status, 1, cli.stderr);
+    assert.match(cli.stdout, /FAIL\s+local: \d+ record/);
+    assert.match(cli.stdout, /missing\s+record seq 3 is missing/);
+  });
+
+  it('raises the alarm (gauge and /readyz) while an old record is not archived, and clears it once it is', async () => {
+    const bucket = await newLockedBucket();
+    const keyPrefix = `/sys/force/${uniqueId('c')}-`;
+    await writeRecords(keyPrefix, 1, Date.now() - 2 * 3_600_000);
+    const health = new HealthState();
+    const registry = createMetricsRegistry();
+    const metrics = exportMetrics(registry);
+    // S3 that does not answer: the record cannot be archived.
+    const deadS3 = new Client({ endPoint: '127.0.0.1', port: 1, useSSL: false, accessKey: 'x', secretKey: 'xxxxxxxx', region: config.s3.region, pathStyle: true });
+    const stuck = new ForceArchiver({ cluster, s3: deadS3, bucket, logger, keyPrefix, health, metrics });
+    await assert.rejects(stuck.tick());
+    await stuck.close();
+    assert.deepEqual(health.alarms().map((a) => a.name), [alarmName(cluster.name)]);
+    assert.match(await registry.metrics(), new RegExp(`lockaudit_force_unarchived_late_records\\{cluster="${cluster.name}"\\} 1`));
+    const working = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, health, metrics });
+    try {
+      assert.equal((await working.tick()).archived, 1);
+    } finally {
+      await working.close();
+    }
+    assert.deepEqual(health.alarms(), []);
+    assert.match(await registry.metrics(), new RegExp(`lockaudit_force_unarchived_late_records\\{cluster="${cluster.name}"\\} 0`));
+  });
+
+  it('archives a new record within moments of its commit (watch), in the running loop', async () => {
+    const bucket = await newLockedBucket();
+    const keyPrefix = `/sys/force/${uniqueId('d')}-`;
+    const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, pollIntervalMs: 30_000 });
+    archiver.start();
+    try {
+      await new Promise((r) => setTimeout(r, 500)); // the watch is up
+      const committed = Date.now();
+      await writeRecords(keyPrefix, 1);
+      let found = false;
+      while (!found && Date.now() - committed < 10_000) {
+        for await (const o of s3.listObjectsV2(bucket, 'force/', true)) if (o.name) found = true;
+        if (!found) await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.ok(found, 'archived within 10 s although the poll interval is 30 s');
+    } finally {
+      await archiver.close();
+    }
+  });
+});

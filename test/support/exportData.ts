@@ -1,0 +1,72 @@
+// Synthetic grants and events generated inside ClickHouse (numbers()), for
+// export tests and the export benchmark. Tokens use epoch 40, so every one
+// is above 2^53: a reader that rounds through a double gets them wrong.
+import type { AuditStore } from '../../core/clickhouse.js';
+
+export const EPOCH_40 = 40n * 2n ** 48n;
+
+/** `n` grants of `cluster`, granted every `stepMs` from `startMs`; every third still held. */
+export async function insertGrants(store: AuditStore, cluster: string, n: number, startMs: number, stepMs = 10): Promise<void> {
+  await store.command(
+    `INSERT INTO {db:Identifier}.grants (cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, granted_at, wait_ms,
+       end_kind, end_revision, ended_at, duration_ms, unprotected, start_known, row_version)
+     SELECT {cluster:String}, concat('ns', toString(number % 20), '/key-', toString(number % 5000)), concat('ns', toString(number % 20)),
+       concat('key-', toString(number % 5000)), concat('class-', toString(number % 7)), concat('spiffe://corp/worker-', toString(number % 300)),
+       toString(7587862000 + number % 1000), 40 * 281474976710656 + 1000000 + number, 40, 1000000 + number,
+       fromUnixTimestamp64Milli(toInt64({start:Int64} + number * {step:Int64}), 'UTC'), number % 250,
+       if(number % 3 = 0, '', 'release'), if(number % 3 = 0, 0, 1000001 + number),
+       if(number % 3 = 0, NULL, fromUnixTimestamp64Milli(toInt64({start:Int64} + number * {step:Int64} + 5), 'UTC')),
+       if(number % 3 = 0, NULL, 5), 0, 1, if(number % 3 = 0, 0, 1000001 + number)
+     FROM numbers({n:UInt64})`,
+    { cluster, n, start: startMs, step: stepMs },
+  );
+}
+
+/** `n` raw events of `cluster`, one every `stepMs` from `startMs`. */
+export async function insertEvents(store: AuditStore, cluster: string, n: number, startMs: number, stepMs = 10): Promise<void> {
+  await store.command(
+    `INSERT INTO {db:Identifier}.events (cluster, revision, key, event_type, op, namespace, lock_path, class, holder, session, token, epoch, grant_revision,
+       wait_ms, wall_time, time_estimated, time_error_ms, create_revision, mod_revision, version, lease, value, prev_value, unprotected)
+     SELECT {cluster:String}, 1000000 + number, concat('/l/ns', toString(number % 20), '/key-', toString(number % 5000)), if(number % 2 = 1, 'release', 'grant'),
+       if(number % 2 = 1, 'delete', 'put'), concat('ns', toString(number % 20)), concat('key-', toString(number % 5000)), 'class-1',
+       'spiffe://corp/worker', '7587862000', 40 * 281474976710656 + 1000000 + number, 40, 1000000 + number, 0,
+       fromUnixTimestamp64Milli(toInt64({start:Int64} + number * {step:Int64}), 'UTC'), 0, 0, 1000000 + number, 1000000 + number, 1, '0', '{}', '', 0
+     FROM numbers({n:UInt64})`,
+    { cluster, n, start: startMs, step: stepMs },
+  );
+}
+
+/** Row count and token checksums (sum, xor) of grants in ClickHouse, as decimal strings. */
+export async function grantTokenChecksum(store: AuditStore, where: { cluster?: string; fromMs: number; toMs: number }): Promise<{ rows: string; sum: string; xor: string }> {
+  const rows = await store.rows<{ rows: string; sum: string; xor: string }>(
+    `SELECT toString(count()) AS rows, toString(sum(toUInt128(token))) AS sum, toString(groupBitXor(token)) AS xor
+     FROM {db:Identifier}.grants FINAL
+     WHERE ({cluster:String} = '' OR cluster = {cluster:String})
+       AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')`,
+    { cluster: where.cluster ?? '', fromMs: where.fromMs, toMs: where.toMs },
+  );
+  return rows[0] as { rows: string; sum: string; xor: string };
+}
+
+/** The same checksums over a Parquet file, read with @dsnp/parquetjs (an independent reader). */
+export async function parquetTokenChecksum(file: string): Promise<{ rows: string; sum: string; xor: string; sample: bigint | undefined }> {
+  const parquet = (await import('@dsnp/parquetjs')).default;
+  const reader = await parquet.ParquetReader.openFile(file);
+  try {
+    const cursor = reader.getCursor([['token']]);
+    let rows = 0n;
+    let sum = 0n;
+    let xor = 0n;
+    let sample: bigint | undefined;
+    for (let rec = (await cursor.next()) as { token: bigint } | null; rec; rec = (await cursor.next()) as { token: bigint } | null) {
+      const t = BigInt(rec.token);
+      sample ??= t;
+      rows++;
+      sum += t;
+      xor ^= t;
+    }
+    return { rows: rows.toString(), sum: sum.toString(), xor: xor.toString(), sample };
+  } finally {
+    await reader.close();
+  }
+}
