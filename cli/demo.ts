@@ -33,12 +33,20 @@ export async function startDemoWorkload(runtime: Runtime, apiUrl: string, option
   })().catch((err: Error) => {
     if (!stopped) log.error({ err: err.message }, 'demo workload stopped');
   });
+  // The register is built nightly; build one early so the demo has one to show.
+  const registerTimer = setTimeout(() => {
+    fetch(`${apiUrl}/v1/reports/risk-register/run`, { method: 'POST', headers: { authorization: `Bearer ${tokens.admin}` } })
+      .then((res) => log.info({ status: res.status }, 'demo: advisory risk register built'))
+      .catch((err: Error) => log.warn({ err: err.message }, 'demo: risk register build failed'));
+  }, 15_000);
+  registerTimer.unref();
   log.info({ apiUrl, ...options }, 'demo workload running');
   return {
     name: 'demo',
     // The current round's requests fail once the API closes; nothing waits for it.
     close: async () => {
       stopped = true;
+      clearTimeout(registerTimer);
       void loop;
     },
   };
