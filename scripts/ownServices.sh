@@ -1,0 +1,16 @@
+# Sourced by test.sh and bench.sh: build, then start the project's services
+# fresh on a port block and data dir of the caller's own, and stop them on exit.
+# usage: own_services DATA_DIR PORT_BASE
+own_services() {
+  [ -d node_modules ] || npm install --no-audit --no-fund
+  npx tsc -p .
+  export LOCKAUDIT_DATA_DIR="$1"
+  export LOCKAUDIT_LOCAL_PORT_BASE="$2"
+  export LOCKAUDIT_LOG_LEVEL="${LOCKAUDIT_LOG_LEVEL:-warn}"
+  # Settings that would point the run at someone else's services.
+  unset LOCKAUDIT_CONFIG LOCKAUDIT_ETCD LOCKAUDIT_CLICKHOUSE_URL LOCKAUDIT_S3_ENDPOINT LOCKAUDIT_REDIS_URL LOCKAUDIT_PORT
+  node bin/lockaudit.js services down >/dev/null 2>&1 || true
+  rm -rf "$LOCKAUDIT_DATA_DIR"
+  node bin/lockaudit.js services up
+  trap 'node bin/lockaudit.js services down || true' EXIT
+}
