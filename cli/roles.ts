@@ -10,10 +10,11 @@ import { grantRoutes } from '../api/routes/grants.js';
 import { reportRoutes } from '../api/routes/reports.js';
 import { riskRegisterJob, scheduleRiskRegister } from '../reports/riskRegister/job.js';
 import { exportRoutes } from '../api/routes/exports.js';
+import { uiRoutes } from '../api/routes/ui.js';
 import { exportJobQueues, forceArchiveService } from '../exporters/exportJobs.js';
 import type { RoleHandle, Runtime } from './runtime.js';
 
-export const apiRoutes: RoutePlugin[] = [tailerRoutes, lockApi(), grantRoutes, reportRoutes, exportRoutes()];
+export const apiRoutes: RoutePlugin[] = [tailerRoutes, lockApi(), grantRoutes, reportRoutes, exportRoutes(), uiRoutes];
 export const jobQueues: JobQueue[] = [riskRegisterJob, ...exportJobQueues];
 /** Loops the worker role runs beside its job workers. */
 export const workerServices = [forceArchiveService()];

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ownServices.sh
-own_services "${LOCKAUDIT_BENCH_DATA_DIR:-$PWD/.lockaudit-bench}" "${LOCKAUDIT_BENCH_PORT_BASE:-43000}"
+own_services "${LOCKAUDIT_BENCH_DATA_DIR:-$PWD/.lockaudit-bench}" "${LOCKAUDIT_BENCH_PORT_BASE:-26000}"
 
 mapfile -t files < <(find test/bench -name "*${1:-}*.bench.ts" | sort)
 [ "${#files[@]}" -gt 0 ] || { echo "bench: no benchmark matches '${1:-}'" >&2; exit 2; }

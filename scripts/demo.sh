@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 [ -d node_modules ] || npm install --no-audit --no-fund
-npx tsc -p .
+npm run build --silent
 node bin/lockaudit.js services up
 node bin/lockaudit.js migrate
 exec node bin/lockaudit.js start --demo

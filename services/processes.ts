@@ -2,7 +2,7 @@
 // has a pid file (pid + binary) under <dataDir>/run; stop acts only on pids
 // from those files whose /proc cmdline still names the binary we started.
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -64,7 +64,7 @@ export async function runningPid(dataDir: string, instance: string): Promise<num
   return (await isOurs(entry.pid, entry.command)) ? entry.pid : undefined;
 }
 
-async function waitReady(spec: ProcessSpec, pid: number, logFile: string): Promise<void> {
+async function waitReady(spec: ProcessSpec, pid: number, logFile: string, logOffset = logSize(logFile)): Promise<void> {
   const deadline = Date.now() + (spec.readyTimeoutMs ?? 30_000);
   while (Date.now() < deadline) {
     if (!(await isOurs(pid, spec.command))) {
@@ -75,9 +75,30 @@ async function waitReady(spec: ProcessSpec, pid: number, logFile: string): Promi
     } catch {
       // not up yet
     }
+    // A server that could not bind its port may stay alive without serving (MinIO does): fail fast.
+    if (/address already in use/i.test(logSince(logFile, logOffset))) {
+      throw new LockauditError('LOCKAUDIT_ERR_SERVICES_START', `${spec.instance} could not bind its port (address already in use); see ${logFile}:\n${tail(logFile)}`);
+    }
     await sleep(200);
   }
   throw new LockauditError('LOCKAUDIT_ERR_SERVICES_START', `${spec.instance} did not answer within ${(spec.readyTimeoutMs ?? 30_000) / 1000} s; see ${logFile}:\n${tail(logFile)}`);
+}
+
+function logSize(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** What this start wrote to the log (the file is appended to across starts). */
+function logSince(file: string, offset: number): string {
+  try {
+    return readFileSync(file).subarray(offset).toString('utf8');
+  } catch {
+    return '';
+  }
 }
 
 function tail(file: string, lines = 8): string {
@@ -100,6 +121,8 @@ export async function startProcess(dataDir: string, spec: ProcessSpec, options: 
     } catch (err) {
       const portBusy = err instanceof LockauditError && /address already in use/i.test(err.message);
       if (!portBusy || attempt >= 5) throw err;
+      // Some servers (MinIO) stay up half-bound after a failed bind: stop ours before trying again.
+      await stopProcess(dataDir, spec.instance, { graceMs: 3_000 });
       await sleep(500 * attempt);
     }
   }
@@ -114,6 +137,7 @@ async function startOnce(dataDir: string, spec: ProcessSpec, options: { waitRead
   mkdirSync(runDir(dataDir), { recursive: true });
   mkdirSync(logDir(dataDir), { recursive: true });
   const logFile = path.join(logDir(dataDir), `${spec.instance}.log`);
+  const logOffset = logSize(logFile);
   const fd = openSync(logFile, 'a');
   const child = spawn(spec.command, spec.args, {
     detached: true, // its own process group: it outlives the CLI that started it
@@ -128,7 +152,7 @@ async function startOnce(dataDir: string, spec: ProcessSpec, options: { waitRead
   child.unref();
   const entry: PidFile = { pid, command: spec.command, startedAt: new Date().toISOString() };
   writeFileSync(pidPath(dataDir, spec.instance), JSON.stringify(entry));
-  if (options.waitReady !== false) await waitReady(spec, pid, logFile);
+  if (options.waitReady !== false) await waitReady(spec, pid, logFile, logOffset);
   return { pid, started: true };
 }
 

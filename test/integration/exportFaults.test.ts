@@ -1,5 +1,5 @@
 // Faults during a compliance export, on a MinIO and a Redis of this test's own
-// (port block 37100, its own data dir): either one stopped while the job runs
+// (port block 25200, its own data dir): either one stopped while the job runs
 // → the job retries with backoff and completes once it is back, and the
 // export is never marked done before its object and manifest are stored.
 import assert from 'node:assert/strict';
@@ -26,7 +26,7 @@ describe('export faults (own MinIO and Redis)', () => {
   const data = tempDir('lockaudit-faults-');
   const config = testConfig({
     LOCKAUDIT_DATA_DIR: data.dir,
-    LOCKAUDIT_LOCAL_PORT_BASE: '37100',
+    LOCKAUDIT_LOCAL_PORT_BASE: '25200',
     LOCKAUDIT_S3_HISTORY_BUCKET: uniqueId('hist-'),
     LOCKAUDIT_QUEUE_PREFIX: uniqueId('q'),
   });

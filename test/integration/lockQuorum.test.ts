@@ -1,4 +1,4 @@
-// Quorum loss on a three-member etcd of this file's own (port block 34100,
+// Quorum loss on a three-member etcd of this file's own (port block 25100,
 // throw-away data dir): with two members stopped, closed classes are refused
 // with a 503 that says why, open classes are granted from memory with token 0
 // and spooled (fsync) before the answer; with the members back, grants resume.
@@ -15,7 +15,7 @@ type Json = Record<string, unknown>;
 
 describe('lock API: quorum loss (three-member etcd)', { timeout: 180_000 }, () => {
   const tmp = tempDir('lockaudit-quorum-');
-  const config = testConfig({ LOCKAUDIT_DATA_DIR: tmp.dir, LOCKAUDIT_LOCAL_PORT_BASE: process.env.LOCKAUDIT_QUORUM_PORT_BASE ?? '34100', LOCKAUDIT_LOCAL_ETCD_MEMBERS: '3' });
+  const config = testConfig({ LOCKAUDIT_DATA_DIR: tmp.dir, LOCKAUDIT_LOCAL_PORT_BASE: process.env.LOCKAUDIT_QUORUM_PORT_BASE ?? '25100', LOCKAUDIT_LOCAL_ETCD_MEMBERS: '3' });
   const ns = uniqueId('ns');
   const closedClass = `${ns}-ledger`;
   const openClass = `${ns}-cache`;

@@ -13,7 +13,7 @@ const run = promisify(execFile);
 
 describe('local services', { timeout: 240_000 }, () => {
   const tmp = tempDir('lockaudit-svc-');
-  const env = { LOCKAUDIT_DATA_DIR: tmp.dir, LOCKAUDIT_LOCAL_PORT_BASE: '36000', LOCKAUDIT_LOCAL_ETCD_MEMBERS: '3', LOCKAUDIT_LOG_LEVEL: 'warn' };
+  const env = { LOCKAUDIT_DATA_DIR: tmp.dir, LOCKAUDIT_LOCAL_PORT_BASE: '25000', LOCKAUDIT_LOCAL_ETCD_MEMBERS: '3', LOCKAUDIT_LOG_LEVEL: 'warn' };
   const config = testConfig(env);
   const cli = (...args: string[]) =>
     run(process.execPath, ['bin/lockaudit.js', ...args], { cwd: projectRoot, env: { ...process.env, ...env } }).then(
@@ -33,7 +33,7 @@ describe('local services', { timeout: 240_000 }, () => {
     const status = await servicesStatus(config);
     assert.deepEqual(status.map((s) => s.instance), ['etcd-1', 'etcd-2', 'etcd-3', 'redis', 'minio']);
     for (const s of status) assert.ok(s.running && s.answering && s.pid, `${s.instance}: ${JSON.stringify(s)}`);
-    assert.equal(status[0]?.address, 'http://127.0.0.1:36000');
+    assert.equal(status[0]?.address, 'http://127.0.0.1:25000');
   });
 
   it('up twice is a no-op: the same processes keep running', async () => {
@@ -45,8 +45,8 @@ describe('local services', { timeout: 240_000 }, () => {
   it('status says what runs where', async () => {
     const r = await cli('services', 'status');
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /etcd-2\s+running\s+http:\/\/127\.0\.0\.1:36001\s+pid \d+/);
-    assert.match(r.stdout, /minio\s+running\s+http:\/\/127\.0\.0\.1:36030/);
+    assert.match(r.stdout, /etcd-2\s+running\s+http:\/\/127\.0\.0\.1:25001\s+pid \d+/);
+    assert.match(r.stdout, /minio\s+running\s+http:\/\/127\.0\.0\.1:25030/);
   });
 
   it('doctor is all green with everything up, and names the stopped service with a non-zero exit', async () => {

@@ -261,7 +261,7 @@ describe('tailer (in-process)', () => {
   });
 
   it('two etcd clusters tailed at once by the role: rows kept apart by cluster', { timeout: 120_000 }, async () => {
-    const second = await startPrivateEtcd(35_521, 35_531);
+    const second = await startPrivateEtcd(25_521, 25_531);
     const other = createEtcdClient({ name: 'b', endpoints: [second.endpoint] });
     try {
       const a = uniqueId('a');
@@ -301,7 +301,7 @@ describe('tailer (in-process)', () => {
   });
 
   it('compaction past the checkpoint while stopped → a gap record with the right range, the alarm, a snapshot, capture resumes', { timeout: 120_000 }, async () => {
-    const own: PrivateEtcd = await startPrivateEtcd(35_522, 35_532);
+    const own: PrivateEtcd = await startPrivateEtcd(25_522, 25_532);
     const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
     try {
       const label = uniqueId('c');

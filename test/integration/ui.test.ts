@@ -1,0 +1,215 @@
+// The web console (issue 7) in a real browser: Debian's chromium driven by
+// playwright-core against the API on a random port, with known fixture grants
+// in an embedded ClickHouse. Every page shows its content; search → timeline →
+// grant detail; the reconcile action changes the row. Any console error in the
+// browser fails the test. Screenshots go to test-artifacts/ui/.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { buildApp, type App } from '../../api/app.js';
+import { HealthState } from '../../api/health.js';
+import { grantRoutes } from '../../api/routes/grants.js';
+import { reportRoutes } from '../../api/routes/reports.js';
+import { tailerRoutes } from '../../api/routes/tailers.js';
+import { uiRoutes } from '../../api/routes/ui.js';
+import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
+import type { AuditStore } from '../../core/clickhouse.js';
+import { createLogger } from '../../core/logger.js';
+import { createMetricsRegistry } from '../../core/metrics.js';
+import { projectRoot } from '../../core/paths.js';
+import { dateInZone } from '../../reports/riskRegister/status.js';
+import type { GrantRow } from '../../tailer/types.js';
+import { addDays, advisoryClass, classEvent, grantRows, tokenOf, type GrantSpec } from '../support/grants.js';
+import { tempDir, tempStore, testConfig } from '../support/env.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SHOTS = path.join(projectRoot, 'test-artifacts', 'ui');
+const NOW = Date.now();
+const T0 = Math.floor(NOW / 60_000) * 60_000 - 3_600_000;
+const DAY = 86_400_000;
+
+const G: Record<string, GrantSpec> = {
+  g1: { key: 'pay/acct-1', class: 'ledger', holder: 'h-a', rev: 101, at: T0, waitMs: 10, end: { kind: 'release', at: T0 + 1000, rev: 105 } },
+  g2: { key: 'pay/acct-1', class: 'ledger', holder: 'h-b', rev: 110, at: T0 + 1500, waitMs: 30, end: { kind: 'expiry', at: T0 + 5500, rev: 115 } },
+  g3: { key: 'pay/acct-1', class: 'ledger', holder: 'h-a', rev: 120, at: T0 + 6000, waitMs: 50, end: { kind: 'force', at: T0 + 8000, rev: 125 } },
+  g4: { key: 'pay/acct-1', class: 'ledger', holder: 'h-c', rev: 130, at: T0 + 9000, waitMs: 70 },
+  g5: { key: 'pay/acct-2', class: 'ledger', holder: 'h-b', rev: 102, at: T0 + 100, waitMs: 20, end: { kind: 'release', at: T0 + 600, rev: 104 } },
+  g7: { key: 'cat/sku-1', class: 'cache', holder: 'h-d', rev: 103, at: T0 + 200, waitMs: 0, end: { kind: 'session-close', at: T0 + 2200, rev: 106 } },
+  g8: { key: 'cat/sku-1', class: 'cache', holder: 'h-e', rev: 0, spool: 'n1:000001', at: T0 + 2000, end: { kind: 'release', at: T0 + 3000, rev: 0 } },
+  g9: { key: 'cat/sku-1', class: 'cache', holder: 'h-d', rev: 150, at: T0 + 2500, waitMs: 5, end: { kind: 'expiry', at: T0 + 4500, rev: 151 } },
+  g11: { key: 'cat/sku-2', class: 'cache', holder: 'h-e', rev: 0, spool: 'n1:000002', at: T0 + 50_000 },
+};
+
+describe('web console', () => {
+  let store: AuditStore;
+  let closeStore: () => Promise<void>;
+  let app: App;
+  let base: string;
+  let context: BrowserContext;
+  let page: Page;
+  let adminToken: string;
+  const profile = tempDir('lockaudit-chromium-');
+  const consoleErrors: string[] = [];
+
+  before(async () => {
+    // Not a skip: without the browser this feature is untested, which must show as a failure.
+    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); .ci/run does`);
+    // The console under test is the current source, built the way `npm run build:ui` builds it.
+    execFileSync(path.join(projectRoot, 'node_modules', '.bin', 'vite'), ['build', '--config', 'ui/vite.config.ts', '--logLevel', 'warn'], { cwd: projectRoot, stdio: 'inherit' });
+    mkdirSync(SHOTS, { recursive: true });
+
+    ({ store, close: closeStore } = await tempStore());
+    await store.insert('grants', Object.values(G).map((s) => grantRows(s).open));
+    await store.insert('grants', Object.values(G).map((s) => grantRows(s).closed).filter((r): r is GrantRow => r !== undefined));
+    const today = dateInZone(NOW, 'UTC');
+    await store.insert('events', [
+      classEvent('cache', advisoryClass('cache', 'cat', addDays(today, 90), 'risk@corp'), 10, NOW - 50 * DAY),
+      classEvent('flags', advisoryClass('flags', 'cfg', addDays(today, 10)), 11, NOW - 50 * DAY),
+      classEvent('report-gen', advisoryClass('report-gen', 'rep', addDays(today, -5)), 13, NOW - 49 * DAY),
+    ]);
+    await store.insert('checkpoints', [{ cluster: 'c1', revision: '500', leader: 'replica-a' }]);
+    await store.insert('tailer_status', [
+      { cluster: 'c1', cluster_id: 'cafe01', leader: 'replica-a', checkpoint: '500', head_revision: '520', compact_revision: '180', lag_revisions: '20', lag_seconds: 1.5, updated_at: NOW },
+    ]);
+    await store.insert('gaps', [{ cluster: 'c1', from_revision: '200', to_revision: '250', detected_at: NOW - DAY, reason: 'compacted before capture' }]);
+
+    const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '100000' });
+    const ctx = { config, logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() };
+    app = await buildApp(ctx, [tailerRoutes, grantRoutes, reportRoutes, uiRoutes]);
+    adminToken = (await createApiToken(store, 'root@corp', ['admin'])).token;
+    const run = await app.inject({ method: 'POST', url: '/v1/reports/risk-register/run', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, payload: '{}' });
+    assert.equal(run.statusCode, 201, run.body);
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+
+    // A fresh profile, and nothing that talks to Google: the test sees only its own traffic.
+    context = await chromium.launchPersistentContext(profile.dir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      viewport: { width: 1400, height: 900 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.setDefaultTimeout(10_000);
+    page.on('console', (msg) => { if (msg.type() === 'error') consoleErrors.push(`${msg.text()} (${msg.location().url})`); });
+    page.on('pageerror', (err) => consoleErrors.push(`page error: ${err.message}`));
+  });
+
+  afterEach(() => {
+    assert.deepEqual(consoleErrors.splice(0), [], 'the browser logged errors');
+  });
+
+  after(async () => {
+    await context?.close();
+    await app?.close();
+    await closeStore?.();
+    profile.remove();
+  });
+
+  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+
+  it('serves the console at /ui and signs in with an API token kept in sessionStorage', async () => {
+    const res = await fetch(`${base}/ui`, { redirect: 'manual' });
+    assert.equal(res.status, 302);
+    await page.goto(`${base}/ui/`);
+    await page.locator('form.signin').waitFor();
+    await shot('signin');
+    await page.fill('input[name=token]', adminToken);
+    await page.click('form.signin button');
+    await page.locator('nav a.active', { hasText: 'Grants' }).waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('lockaudit.token')), adminToken);
+  });
+
+  it('searches grants by key, pages them and downloads the CSV', async () => {
+    await page.fill('input[name=key]', 'pay/acct-1');
+    await page.fill('input[name=limit]', '3');
+    await page.click('form.filters button[type=submit]');
+    await page.locator('table.grants tbody tr').nth(2).waitFor();
+    assert.equal(await page.locator('table.grants tbody tr').count(), 3);
+    const firstRow = await page.locator('table.grants tbody tr').first().innerText();
+    assert.match(firstRow, /h-a/);
+    assert.match(firstRow, new RegExp(tokenOf(G.g1 as GrantSpec)));
+    await shot('grants');
+    await page.click('a.next');
+    await page.waitForFunction(() => document.querySelectorAll('table.grants tbody tr').length === 1);
+    assert.match(await page.locator('table.grants tbody tr').first().innerText(), /h-c[\s\S]*held/);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('text=Download CSV')]);
+    assert.equal(download.suggestedFilename(), 'grants.csv');
+    const csv = readFileSync(await download.path(), 'utf8');
+    assert.match(csv, /pay\/acct-1/);
+    assert.match(csv, /h-c/);
+  });
+
+  it('goes from a search result to the key timeline and a grant\'s detail', async () => {
+    await page.click('a:has-text("First page")');
+    await page.locator('table.grants tbody tr').nth(2).waitFor();
+    await page.locator('table.grants tbody tr').first().locator('a', { hasText: 'pay/acct-1' }).click();
+    await page.locator('nav a.active', { hasText: 'Key timeline' }).waitFor();
+    await page.locator('rect.bar').nth(3).waitFor();
+    assert.equal(await page.locator('rect.bar').count(), 4);
+    await page.locator('rect.bar[data-revision="110"]').click();
+    const detail = page.locator('.detail');
+    await detail.locator('dd[data-field="Holder"]').waitFor();
+    assert.equal(await detail.locator('dd[data-field="Holder"]').innerText(), 'h-b');
+    assert.equal(await detail.locator('dd[data-field="Token"]').innerText(), tokenOf(G.g2 as GrantSpec));
+    assert.equal(await detail.locator('dd[data-field="Waited"]').innerText(), '30 ms');
+    assert.equal(await detail.locator('dd[data-field="Ended by"]').innerText(), 'expiry');
+    await shot('timeline');
+  });
+
+  it('shows contention percentiles and the hottest keys', async () => {
+    await page.goto(`${base}/ui/#/contention?namespace=pay&by=key&top=5`);
+    await page.locator('table.hot tbody tr').first().waitFor();
+    const hot = await page.locator('table.hot tbody tr').first().innerText();
+    assert.match(hot, /^pay\/acct-1\s+4\s+3/);
+    const group = await page.locator('table.groups tbody tr', { hasText: 'pay/acct-1' }).innerText();
+    assert.match(group, /\d+ ms/);
+    assert.equal(await page.locator('table.groups thead th').nth(3).innerText(), 'Wait p50');
+    await shot('contention');
+  });
+
+  it('shows the risk register with a colour per status', async () => {
+    await page.goto(`${base}/ui/#/risk`);
+    await page.locator('table.register tbody tr').first().waitFor();
+    const status = async (cls: string) => (await page.locator('table.register tbody tr', { hasText: cls }).getAttribute('class')) ?? '';
+    assert.equal(await status('cache'), 'status-ok');
+    assert.equal(await status('flags'), 'status-expiring');
+    assert.equal(await status('report-gen'), 'status-expired');
+    const colour = await page.locator('tr.status-expired td.status').evaluate((td) => getComputedStyle(td).backgroundColor);
+    assert.equal(colour, 'rgb(248, 215, 218)');
+    assert.match(await page.locator('main').innerText(), /Register of \d{4}-\d\d-\d\d/);
+    await shot('risk-register');
+  });
+
+  it('lists unprotected grants with their overlaps, and reconciling changes the row', async () => {
+    await page.goto(`${base}/ui/#/reconcile`);
+    const row = page.locator('table.unprotected tbody tr', { hasText: 'cat/sku-1' });
+    await row.waitFor();
+    assert.equal(await page.locator('table.unprotected tbody tr').count(), 2);
+    const before = await row.innerText();
+    assert.match(before, /not reconciled/);
+    assert.match(before, /h-d \(token /); // the protected grants that overlapped it
+    await shot('reconciliation');
+    await row.locator('input[name=note]').fill('Both writers touched sku-1; cache rebuilt');
+    await row.locator('button', { hasText: 'Reconcile' }).click();
+    await row.locator('.reconciled').waitFor();
+    const afterText = await row.innerText();
+    assert.match(afterText, /Both writers touched sku-1; cache rebuilt/);
+    assert.match(afterText, /root@corp/);
+    assert.doesNotMatch(afterText, /not reconciled/);
+    await shot('reconciliation-after');
+  });
+
+  it('shows tailer health per cluster and the gaps', async () => {
+    await page.goto(`${base}/ui/#/tailers`);
+    const row = page.locator('table.tailers tbody tr', { hasText: 'replica-a' });
+    await row.waitFor();
+    assert.match(await row.innerText(), /^c1\s+replica-a\s+500\s+520\s+20\s+1\.5 s\s+180/);
+    assert.match(await page.locator('table.gaps tbody tr').first().innerText(), /c1\s+200\s+250.*compacted before capture/);
+    await shot('tailers');
+  });
+});

@@ -1,0 +1,123 @@
+// Response shapes of the public API (reports/*/index.ts, api/routes/tailers.ts).
+export interface Grant {
+  cluster: string;
+  key: string;
+  grantRevision: string;
+  token: string;
+  holder: string;
+  class: string;
+  namespace: string;
+  grantedAt: string;
+  endedAt: string | null;
+  endKind: string | null;
+  endRevision: string | null;
+  waitMs: number;
+  durationMs: number | null;
+  unprotected: boolean;
+}
+export interface GrantPage {
+  items: Grant[];
+  nextCursor: string | null;
+}
+type Pct<K extends string> = Record<K, number | null>;
+export interface ContentionGroup {
+  group: string;
+  grants: number;
+  distinctHolders: number;
+  waitMs: Pct<'p50' | 'p95' | 'p99'>;
+  holdMs: Pct<'p50' | 'p99'>;
+  handoffGapMs: Pct<'p50' | 'p95'>;
+  handoffs: number;
+  expiries: number;
+  expiryRatio: number;
+  forceReleases: number;
+}
+export interface HotKey {
+  key: string;
+  grants: number;
+  distinctHolders: number;
+  waitP95Ms: number;
+  expiries: number;
+  forceReleases: number;
+}
+export interface Contention {
+  from: string;
+  to: string;
+  by: string;
+  groups: ContentionGroup[];
+  hottestKeys: HotKey[];
+  bucketSeconds: number;
+  series: { at: string; grants: number; waitP95Ms: number; expiries: number; forceReleases: number }[];
+}
+export interface RegisterRow {
+  class: string;
+  namespace: string;
+  riskOwner: string;
+  waiverExpires: string | null;
+  daysLeft: number | null;
+  status: 'ok' | 'expiring' | 'expired';
+  grants24h: number;
+  grants30d: number;
+  distinctKeys24h: number;
+  distinctKeys30d: number;
+  expiries24h: number;
+  expiries30d: number;
+  forceReleases24h: number;
+  forceReleases30d: number;
+  unprotected24h: number;
+  unprotected30d: number;
+}
+export interface Register {
+  runId: string;
+  date: string;
+  asOf: string;
+  trigger: 'schedule' | 'manual';
+  requestedBy: string;
+  classes: RegisterRow[];
+}
+export interface Reconciliation {
+  id: string;
+  note: string;
+  reconciledBy: string;
+  reconciledAt: string;
+  notes: number;
+}
+export interface UnprotectedItem {
+  id: string;
+  cluster: string;
+  key: string;
+  holder: string;
+  class: string;
+  namespace: string;
+  spoolId: string;
+  grantedAt: string;
+  endedAt: string | null;
+  durationMs: number | null;
+  overlapping: Grant[];
+  reconciliation: Reconciliation | null;
+}
+export interface UnprotectedReport {
+  from: string;
+  to: string;
+  items: UnprotectedItem[];
+  truncated: boolean;
+}
+export interface Tailer {
+  cluster: string;
+  clusterId: string | null;
+  leader: string | null;
+  checkpoint: string;
+  headRevision: string | null;
+  lagRevisions: string | null;
+  lagSeconds: number | null;
+  compactRevision: string | null;
+  statusAt: string | null;
+  gaps: number;
+}
+export interface Gap {
+  cluster: string;
+  fromRevision: string;
+  toRevision: string;
+  detectedAt: string;
+  reason: string;
+}
