@@ -15,6 +15,7 @@ import { expectedFromAuditLog, verifyArchive } from '../exporters/archiveVerify.
 import { archiveLockProblem, ensureHistoryBucket } from '../exporters/buckets.js';
 import { ExportRecords, parseExportInput, writeGrantsExport } from '../exporters/complianceExport.js';
 import { daysBetween, dayStartMs, exportHistoryFile, HISTORY_DATASETS, type HistoryDataset } from '../exporters/parquetHistory.js';
+import type { GrantFilters } from '../exporters/exportPlans.js';
 
 const say = (message: string): void => {
   process.stderr.write(`lockaudit: ${message}\n`);
@@ -59,18 +60,11 @@ interface HistoryFlags {
   dataset: string;
 }
 
-interface GrantsFlags {
+interface GrantsFlags extends GrantFilters {
   from: string;
   to: string;
   out: string;
   format: string;
-  cluster?: string;
-  key?: string;
-  keyPrefix?: string;
-  holder?: string;
-  class?: string;
-  namespace?: string;
-  token?: string;
 }
 
 export function registerExportCommands(program: Command): void {

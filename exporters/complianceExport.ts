@@ -17,7 +17,8 @@ import { runExportPlan, type ExportFormat, type ExportProgress, type WrittenFile
 import { planGrantsExport, DEFAULT_CHUNK_ROWS, type GrantFilters } from './exportPlans.js';
 import type { ExportMetrics } from './exportMetrics.js';
 import { buildManifest, manifestName } from './manifest.js';
-import { putJsonIfAbsent, uploadFile, type RetryOptions } from './objectStore.js';
+import { putJsonIfAbsent, uploadFile } from './objectStore.js';
+import type { HistoryDeps } from './parquetHistory.js';
 
 export const EXPORT_FORMATS = ['parquet', 'csv'] as const;
 export const MAX_EXPORT_RANGE_DAYS = 400;
@@ -206,16 +207,8 @@ export class ExportRecords {
   }
 }
 
-export interface ComplianceDeps {
-  store: AuditStore;
-  s3: Client;
-  bucket: string;
-  logger: Logger;
-  metrics?: ExportMetrics;
-  retry?: RetryOptions;
-  workDir?: string;
-  chunkRows?: number;
-}
+/** What a compliance export needs: the same as a history export. */
+export type ComplianceDeps = HistoryDeps;
 
 export const exportObjectName = (s: Pick<ExportState, 'id' | 'format' | 'fromMs' | 'toMs'>): string =>
   `exports/${s.id}/grants-${new Date(s.fromMs).toISOString().replace(/[:.]/g, '')}-${new Date(s.toMs).toISOString().replace(/[:.]/g, '')}.${s.format}`;

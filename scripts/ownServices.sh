@@ -7,7 +7,9 @@ own_services() {
   export LOCKAUDIT_DATA_DIR="$1"
   export LOCKAUDIT_LOCAL_PORT_BASE="$2"
   export LOCKAUDIT_LOG_LEVEL="${LOCKAUDIT_LOG_LEVEL:-warn}"
-  # Settings that would point the run at someone else's services.
+  # The scripts' own knobs are not lockaudit settings (the config rejects unknown LOCKAUDIT_*),
+  # and these settings would point the run at someone else's services.
+  unset LOCKAUDIT_TEST_DATA_DIR LOCKAUDIT_TEST_PORT_BASE LOCKAUDIT_BENCH_DATA_DIR LOCKAUDIT_BENCH_PORT_BASE
   unset LOCKAUDIT_CONFIG LOCKAUDIT_ETCD LOCKAUDIT_CLICKHOUSE_URL LOCKAUDIT_S3_ENDPOINT LOCKAUDIT_REDIS_URL LOCKAUDIT_PORT
   node bin/lockaudit.js services down >/dev/null 2>&1 || true
   rm -rf "$LOCKAUDIT_DATA_DIR"

@@ -15,7 +15,7 @@ type Json = Record<string, unknown>;
 
 describe('lock API: quorum loss (three-member etcd)', { timeout: 180_000 }, () => {
   const tmp = tempDir('lockaudit-quorum-');
-  const config = testConfig({ LOCKAUDIT_DATA_DIR: tmp.dir, LOCKAUDIT_LOCAL_PORT_BASE: process.env.LOCKAUDIT_QUORUM_PORT_BASE ?? '25100', LOCKAUDIT_LOCAL_ETCD_MEMBERS: '3' });
+  const config = testConfig({ LOCKAUDIT_DATA_DIR: tmp.dir, LOCKAUDIT_LOCAL_PORT_BASE: '25100', LOCKAUDIT_LOCAL_ETCD_MEMBERS: '3' });
   const ns = uniqueId('ns');
   const closedClass = `${ns}-ledger`;
   const openClass = `${ns}-cache`;
