@@ -21,23 +21,7 @@ import {
   type MarkValue,
 } from '../core/keyspace.js';
 import { makeToken } from '../core/token.js';
-import type { Change, GrantRow, QuarantineRow, RevisionChanges, RowBatch } from './types.js';
-
-/** The grant side of a grant row: known from the hold value alone. */
-export interface GrantSide {
-  key: string;
-  namespace: string;
-  lock_path: string;
-  class: string;
-  holder: string;
-  session: string;
-  token: string;
-  epoch: number;
-  grant_revision: string;
-  granted_at: number;
-  wait_ms: number;
-  start_known: 0 | 1;
-}
+import type { Change, GrantRow, GrantSide, QuarantineRow, RevisionChanges, RowBatch } from './types.js';
 
 export interface DecodedEvent {
   row: AuditEventRow;

@@ -25,9 +25,8 @@ export interface RevisionChanges {
   changes: Change[];
 }
 
-/** A row of {db}.grants (sql/004). */
-export interface GrantRow {
-  cluster: string;
+/** The grant side of a grant row: known from the hold value alone. */
+export interface GrantSide {
   key: string;
   namespace: string;
   lock_path: string;
@@ -37,16 +36,21 @@ export interface GrantRow {
   token: string;
   epoch: number;
   grant_revision: string;
-  spool_id: string;
   granted_at: number;
   wait_ms: number;
+  start_known: 0 | 1;
+}
+
+/** A row of {db}.grants (sql/004): the grant side and how it ended. */
+export interface GrantRow extends GrantSide {
+  cluster: string;
+  spool_id: string;
   end_kind: EndKind | '';
   end_revision: string;
   ended_at: number | null;
   ended_at_error_ms: number;
   duration_ms: number | null;
   unprotected: 0 | 1;
-  start_known: 0 | 1;
   row_version: string;
 }
 
