@@ -28,3 +28,12 @@ export function resolveWindow(input: { from?: string; to?: string }, maxWindowDa
   }
   return { fromMs, toMs };
 }
+
+/** Bucket sizes (seconds) for time series: round ones, so buckets align with clock hours and days. */
+export const BUCKETS_SECONDS = [60, 300, 900, 3600, 10_800, 21_600, 86_400] as const;
+export const MAX_BUCKETS = 240;
+
+/** The smallest bucket size giving at most `maxBuckets` buckets over `spanMs` (the largest size when none does). */
+export function bucketFor(spanMs: number, sizes: readonly number[] = BUCKETS_SECONDS, maxBuckets = MAX_BUCKETS): number {
+  return sizes.find((b) => spanMs / (b * 1000) <= maxBuckets) ?? (sizes[sizes.length - 1] as number);
+}

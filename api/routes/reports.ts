@@ -5,7 +5,9 @@ import { randomUUID } from 'node:crypto';
 import Type from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { ContentionQuery, ContentionSchema, contention } from '../../reports/contention/index.js';
+import { recordRead } from '../../reports/grantHistory/index.js';
 import { REGISTER_CSV_HEADER, RegisterSchema, RiskRegisterQuery, registerCsv, registerHtml, runRegister, storedRegister } from '../../reports/riskRegister/index.js';
+import { TimelineQuery, TimelineSchema, timeline } from '../../reports/timeline/index.js';
 import { ReconcileBody, ReconcileParams, ReconciliationSchema, UnprotectedQuery, UnprotectedReportSchema, reconcile, unprotectedReport } from '../../reports/unprotected/index.js';
 import type { App, AppContext } from '../app.js';
 import { requireRoles } from '../auth.js';
@@ -76,12 +78,37 @@ export async function reportRoutes(app: App, ctx: AppContext): Promise<void> {
       schema: {
         tags: ['reports'],
         summary: 'Contention',
-        description: 'Per namespace, class or key over a window: grants, distinct holders, wait p50/p95/p99, hold p50/p99, handoff gap (release → next grant on the key), expiry ratio, force-releases; the hottest keys; and a time series (bucketSeconds chosen for at most 240 points). Percentiles: the value at rank floor(p·n) of the sorted values. Role: investigator.',
+        description: 'Per namespace, class or key over a window: grants, distinct holders, wait p50/p95/p99, hold p50/p99, handoff gap (release → next grant on the key), expiry ratio, force-releases; the hottest keys; and a time series of grants, wait p50/p95/p99, hold p50/p99, expiries and force-releases per bucket (bucketSeconds chosen for at most 240 points). Percentiles: the value at rank floor(p·n) of the sorted values. Role: investigator.',
         querystring: ContentionQuery,
         response: { 200: { ...ContentionSchema, description: 'The contention report' }, ...errorResponses },
       },
     },
     async (request) => contention(deps, request.query, Date.now()),
+  );
+
+  app.get(
+    '/v1/reports/timeline',
+    {
+      preValidation: guard('investigator'),
+      schema: {
+        tags: ['reports'],
+        summary: 'Key timeline',
+        description:
+          'The grants of one key, or of the 50 busiest keys under a prefix, whose hold overlaps [from, to]: up to maxBars grants come one by one ' +
+          '(mode "grants"); more come aggregated per key and time bucket (mode "buckets": held time, grants, holders, top holder, expiries, ' +
+          'force-releases; at most 240 buckets a key), so any window reaches the browser bounded. History gaps in the window come with their ' +
+          'wall-clock span. Role: investigator. Every read is recorded like a grant history read.',
+        querystring: TimelineQuery,
+        response: { 200: { ...TimelineSchema, description: 'The timeline' }, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const who = request.identity;
+      const now = Date.now();
+      const { maxBars: _bars, ...filters } = request.query;
+      if (who) await recordRead(deps, { identity: who.identity, tokenId: who.tokenId, filters, format: 'timeline', paged: false, requestId: String(request.id), atMs: now });
+      return timeline(deps, request.query, now);
+    },
   );
 
   app.get(

@@ -2,7 +2,9 @@
 // read from what the elected tailers publish in ClickHouse, so any API
 // process answers, wherever the tailers run. Revisions travel as strings.
 import Type, { type Static } from 'typebox';
+import { TailerLagQuery, TailerLagSchema, tailerLag } from '../../reports/tailerLag/index.js';
 import { requireRoles } from '../auth.js';
+import { errorResponses } from './grants.js';
 import type { App, AppContext } from '../app.js';
 
 const Revision = Type.String({ pattern: '^[0-9]+$', description: 'decimal revision' });
@@ -78,6 +80,21 @@ export async function tailerRoutes(app: App, ctx: AppContext): Promise<void> {
       });
       return { items };
     },
+  );
+
+  app.get(
+    '/v1/tailers/lag',
+    {
+      preHandler: guard,
+      schema: {
+        tags: ['tailer'],
+        summary: 'Tailer lag over time',
+        description: 'Per cluster and time bucket (at most 240 a cluster): the worst lag behind etcd in seconds and revisions, the newest checkpoint and the number of status samples (0: no tailer published status). Default window: the last 24 h. Roles: investigator, auditor, admin.',
+        querystring: TailerLagQuery,
+        response: { 200: { ...TailerLagSchema, description: 'Lag series per cluster' }, ...errorResponses },
+      },
+    },
+    async (request) => tailerLag({ store: ctx.store, limits: ctx.config.reports }, request.query as Static<typeof TailerLagQuery>, Date.now()),
   );
 
   app.get(

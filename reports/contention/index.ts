@@ -6,7 +6,7 @@ import { ClassName, Instant, Namespace, NullableNumber } from '../patterns.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { num } from '../render.js';
 import { loadSql } from '../sql.js';
-import { resolveWindow } from '../window.js';
+import { bucketFor, resolveWindow } from '../window.js';
 
 const CONTENTION = loadSql('contention', 'contention.sql');
 
@@ -39,7 +39,15 @@ export const ContentionGroupSchema = Type.Object({
 export type ContentionGroup = Static<typeof ContentionGroupSchema>;
 
 export const HotKeySchema = Type.Object({ key: Type.String(), grants: Type.Number(), distinctHolders: Type.Number(), waitP95Ms: Type.Number(), expiries: Type.Number(), forceReleases: Type.Number() });
-export const SeriesPointSchema = Type.Object({ at: Type.String({ format: 'date-time' }), grants: Type.Number(), waitP95Ms: Type.Number(), expiries: Type.Number(), forceReleases: Type.Number() });
+export const SeriesPointSchema = Type.Object({
+  at: Type.String({ format: 'date-time' }),
+  grants: Type.Number(),
+  waitP95Ms: Type.Number({ description: 'wait p95; 0 in an empty bucket' }),
+  waitMs: P(['p50', 'p95', 'p99']),
+  holdMs: P(['p50', 'p99']),
+  expiries: Type.Number(),
+  forceReleases: Type.Number(),
+});
 
 export const ContentionSchema = Type.Object(
   {
@@ -58,19 +66,12 @@ export const ContentionSchema = Type.Object(
         groups: [{ group: 'payments', grants: 120443, distinctHolders: 38, waitMs: { p50: 4, p95: 180, p99: 920 }, holdMs: { p50: 35, p99: 4100 }, handoffGapMs: { p50: 2, p95: 40 }, handoffs: 90112, expiries: 61, expiryRatio: 0.0005, forceReleases: 2 }],
         hottestKeys: [{ key: 'payments/acct-42', grants: 8812, distinctHolders: 12, waitP95Ms: 640, expiries: 3, forceReleases: 0 }],
         bucketSeconds: 10800,
-        series: [{ at: '2025-10-30T00:00:00.000Z', grants: 512, waitP95Ms: 170, expiries: 0, forceReleases: 0 }],
+        series: [{ at: '2025-10-30T00:00:00.000Z', grants: 512, waitP95Ms: 170, waitMs: { p50: 3, p95: 170, p99: 810 }, holdMs: { p50: 31, p99: 3900 }, expiries: 0, forceReleases: 0 }],
       },
     ],
   },
 );
 export type Contention = Static<typeof ContentionSchema>;
-
-/** Bucket sizes for the series: the smallest giving at most MAX_BUCKETS points. */
-export const BUCKETS_SECONDS = [60, 300, 900, 3600, 10_800, 21_600, 86_400] as const;
-export const MAX_BUCKETS = 240;
-export function bucketFor(spanMs: number): number {
-  return BUCKETS_SECONDS.find((b) => spanMs / (b * 1000) <= MAX_BUCKETS) ?? 86_400;
-}
 
 type Num = string | number | null;
 interface Row {
@@ -106,7 +107,17 @@ export async function contention(deps: ReportDeps, p: ContentionParams, nowMs: n
   const step = bucketSeconds * 1000;
   for (let at = Math.floor(fromMs / step) * step; at <= toMs; at += step) {
     const b = buckets.get(at);
-    series.push({ at: new Date(at).toISOString(), grants: n0(b?.grants), waitP95Ms: b ? (pct(b.wait, 1, true) ?? 0) : 0, expiries: n0(b?.expiries), forceReleases: n0(b?.force_releases) });
+    const grants = n0(b?.grants);
+    const ended = n0(b?.ended) > 0;
+    series.push({
+      at: new Date(at).toISOString(),
+      grants,
+      waitP95Ms: b ? (pct(b.wait, 1, true) ?? 0) : 0,
+      waitMs: { p50: b ? pct(b.wait, 0, grants > 0) : null, p95: b ? pct(b.wait, 1, grants > 0) : null, p99: b ? pct(b.wait, 2, grants > 0) : null },
+      holdMs: { p50: b ? pct(b.hold, 0, ended) : null, p99: b ? pct(b.hold, 1, ended) : null },
+      expiries: n0(b?.expiries),
+      forceReleases: n0(b?.force_releases),
+    });
   }
   return {
     from: new Date(fromMs).toISOString(),

@@ -169,14 +169,23 @@ export async function recordGrantRead(
   deps: Pick<ReportDeps, 'store'>,
   read: { identity: string; tokenId: string; params: GrantHistoryParams; requestId: string; atMs: number },
 ): Promise<void> {
+  const { params, ...who } = read;
+  await recordRead(deps, { ...who, filters: { ...filtersOf(params), limit: params.limit }, format: params.format ?? 'json', paged: params.cursor !== undefined });
+}
+
+/** Records a read of grants through any view (history page, timeline): who, which filters, which view or format, when. */
+export async function recordRead(
+  deps: Pick<ReportDeps, 'store'>,
+  read: { identity: string; tokenId: string; filters: Record<string, unknown>; format: string; paged: boolean; requestId: string; atMs: number },
+): Promise<void> {
   await deps.store.insert('grant_history_reads', [
     {
       at: read.atMs,
       identity: read.identity,
       token_id: read.tokenId,
-      filters: JSON.stringify({ ...filtersOf(read.params), limit: read.params.limit }),
-      format: read.params.format ?? 'json',
-      paged: read.params.cursor === undefined ? 0 : 1,
+      filters: JSON.stringify(read.filters),
+      format: read.format,
+      paged: read.paged ? 1 : 0,
       request_id: read.requestId,
     },
   ]);

@@ -23,6 +23,7 @@ import { createMetricsRegistry } from '../../core/metrics.js';
 import { projectRoot } from '../../core/paths.js';
 import { dateInZone } from '../../reports/riskRegister/status.js';
 import type { GrantRow } from '../../tailer/types.js';
+import { chartLines, chartRendered, chartSeries, clickChartAt, hideTooltip } from '../support/consoleCharts.js';
 import { addDays, advisoryClass, classEvent, grantRows, tokenOf, type GrantSpec } from '../support/grants.js';
 import { tempDir, tempStore, testConfig } from '../support/env.js';
 
@@ -70,6 +71,9 @@ describe('web console', () => {
       classEvent('cache', advisoryClass('cache', 'cat', addDays(today, 90), 'risk@corp'), 10, NOW - 50 * DAY),
       classEvent('flags', advisoryClass('flags', 'cfg', addDays(today, 10)), 11, NOW - 50 * DAY),
       classEvent('report-gen', advisoryClass('report-gen', 'rep', addDays(today, -5)), 13, NOW - 49 * DAY),
+      // The last event captured before the gap (revisions 200–250) and the first after it: the gap's wall-clock span.
+      { ...classEvent('gap-edge', null, 199, T0 + 20_000), key: '/sys/clock', event_type: 'clock', op: 'put' },
+      { ...classEvent('gap-edge', null, 251, T0 + 35_000), key: '/sys/clock', event_type: 'clock', op: 'put' },
     ]);
     await store.insert('checkpoints', [{ cluster: 'c1', revision: '500', leader: 'replica-a' }]);
     await store.insert('tailer_status', [
@@ -149,21 +153,33 @@ describe('web console', () => {
     await page.locator('table.grants tbody tr').nth(2).waitFor();
     await page.locator('table.grants tbody tr').first().locator('a', { hasText: 'pay/acct-1' }).click();
     await page.locator('nav a.active', { hasText: 'Key timeline' }).waitFor();
-    await page.locator('rect.bar').nth(3).waitFor();
-    assert.equal(await page.locator('rect.bar').count(), 4);
-    await page.locator('rect.bar[data-revision="110"]').click();
+    await chartRendered(page, 'timeline');
+    const drawn = await chartSeries(page, 'timeline');
+    assert.deepEqual(Object.fromEntries(Object.entries(drawn).map(([k, v]) => [k, v.length])), { grants: 4, expiry: 1, 'force-release': 1 }); // g2 expired, g3 was force-released
+    assert.equal(await page.locator('.timeline .gaps li').count(), 1);
+    assert.match(await page.locator('.timeline .gaps li').innerText(), /c1: revisions 200–250/);
+    // Click the middle of g2's bar (lane 0: the key's only lane).
+    const g2 = G.g2 as GrantSpec;
+    await clickChartAt(page, 'timeline', [g2.at + ((g2.end?.at ?? g2.at) - g2.at) / 2, 0]);
     const detail = page.locator('.detail');
     await detail.locator('dd[data-field="Holder"]').waitFor();
     assert.equal(await detail.locator('dd[data-field="Holder"]').innerText(), 'h-b');
     assert.equal(await detail.locator('dd[data-field="Token"]').innerText(), tokenOf(G.g2 as GrantSpec));
     assert.equal(await detail.locator('dd[data-field="Waited"]').innerText(), '30 ms');
     assert.equal(await detail.locator('dd[data-field="Ended by"]').innerText(), 'expiry');
+    await hideTooltip(page, 'timeline'); // not over the screenshot
     await shot('timeline');
   });
 
   it('shows contention percentiles and the hottest keys', async () => {
     await page.goto(`${base}/ui/#/contention?namespace=pay&by=key&top=5`);
     await page.locator('table.hot tbody tr').first().waitFor();
+    for (const name of ['contention-wait', 'contention-hold', 'contention-volume', 'contention-hot']) await chartRendered(page, name);
+    // The percentile lines carry the fixture's waits: pay/acct-1 and -2 waited 10, 20, 30, 50 and 70 ms in the last hour.
+    const waits = await chartLines(page, 'contention-wait');
+    assert.deepEqual(Object.keys(waits), ['wait p50', 'wait p95', 'wait p99']);
+    assert.ok((waits['wait p99'] ?? []).length > 0, 'the p99 line has points');
+    assert.ok((waits['wait p99'] ?? []).every((v) => v <= 70), `p99 within the fixture's waits: ${JSON.stringify(waits)}`);
     const hot = await page.locator('table.hot tbody tr').first().innerText();
     assert.match(hot, /^pay\/acct-1\s+4\s+3/);
     const group = await page.locator('table.groups tbody tr', { hasText: 'pay/acct-1' }).innerText();
@@ -210,6 +226,10 @@ describe('web console', () => {
     await row.waitFor();
     assert.match(await row.innerText(), /^c1\s+replica-a\s+500\s+520\s+20\s+1\.5 s\s+180/);
     assert.match(await page.locator('table.gaps tbody tr').first().innerText(), /c1\s+200\s+250.*compacted before capture/);
+    await chartRendered(page, 'tailer-lag');
+    // The status sample the fixture published is in the lag history: one point at 1.5 s, 20 revisions.
+    const lag = await chartLines(page, 'tailer-lag');
+    assert.deepEqual(lag, { 'c1 lag (s)': [1.5], 'c1 lag (revisions)': [20] });
     await shot('tailers');
   });
 });

@@ -9,7 +9,6 @@ import { loadConfig } from '../../core/config.js';
 import { isLockauditError } from '../../core/errors.js';
 import { createLogger, redactUrl } from '../../core/logger.js';
 import { projectRoot } from '../../core/paths.js';
-import { bucketFor } from '../../reports/contention/index.js';
 import { decodeCursor, encodeCursor, filterDigest } from '../../reports/grantHistory/cursor.js';
 import { grantsCsv, type GrantItem } from '../../reports/grantHistory/index.js';
 import { isTimeout } from '../../reports/query.js';
@@ -19,7 +18,7 @@ import { scheduledAt } from '../../reports/riskRegister/job.js';
 import { dateInZone, waiverState } from '../../reports/riskRegister/status.js';
 import { loadSql, parseSql } from '../../reports/sql.js';
 import { overlaps } from '../../reports/unprotected/overlap.js';
-import { resolveWindow } from '../../reports/window.js';
+import { bucketFor, resolveWindow } from '../../reports/window.js';
 
 const code = (c: string) => (err: unknown) => isLockauditError(err) && err.code === c;
 

@@ -47,7 +47,7 @@ export interface Contention {
   groups: ContentionGroup[];
   hottestKeys: HotKey[];
   bucketSeconds: number;
-  series: { at: string; grants: number; waitP95Ms: number; expiries: number; forceReleases: number }[];
+  series: { at: string; grants: number; waitP95Ms: number; waitMs: Pct<'p50' | 'p95' | 'p99'>; holdMs: Pct<'p50' | 'p99'>; expiries: number; forceReleases: number }[];
 }
 export interface RegisterRow {
   class: string;
@@ -120,4 +120,49 @@ export interface Gap {
   toRevision: string;
   detectedAt: string;
   reason: string;
+}
+export interface TimelineCell {
+  key: string;
+  at: string;
+  grants: number;
+  holders: number;
+  topHolder: string;
+  heldMs: number;
+  expiries: number;
+  forceReleases: number;
+  unprotected: number;
+}
+export interface TimelineGap {
+  cluster: string;
+  fromRevision: string;
+  toRevision: string;
+  reason: string;
+  detectedAt: string;
+  fromTime: string | null;
+  toTime: string | null;
+}
+export interface Timeline {
+  from: string;
+  to: string;
+  mode: 'grants' | 'buckets';
+  lanes: string[];
+  totalLanes: number;
+  totalGrants: number;
+  bucketSeconds: number | null;
+  grants: Grant[];
+  cells: TimelineCell[];
+  gaps: TimelineGap[];
+}
+export interface LagPoint {
+  at: string;
+  lagSecondsMax: number | null;
+  lagRevisionsMax: string | null;
+  checkpoint: string | null;
+  samples: number;
+}
+export interface TailerLag {
+  from: string;
+  to: string;
+  bucketSeconds: number;
+  clusters: { cluster: string; series: LagPoint[] }[];
 }

@@ -1,9 +1,12 @@
-// Contention: wait and hold percentiles per namespace, class or key over a
-// window, and the hottest keys (each a link to its timeline).
+// Contention: wait and hold percentiles over time and per namespace, class or
+// key over a window, and the hottest keys (each a link to its timeline). The
+// API aggregates in ClickHouse: at most 240 points a series, whatever the window.
 import { getJson } from '../api.js';
+import { chartBox, shortMs, type EChartsOption } from '../charts.js';
 import { field, fmtMs, fmtTime, formParams, h, table } from '../dom.js';
 import { errorBox, go } from '../nav.js';
 import type { Contention } from '../types.js';
+
 
 export async function contentionPage(params: URLSearchParams): Promise<Node> {
   const by = params.get('by') ?? 'namespace';
@@ -38,11 +41,75 @@ export async function contentionPage(params: URLSearchParams): Promise<Node> {
     {},
     form,
     h('p', { class: 'muted' }, `Window ${fmtTime(report.from)} – ${fmtTime(report.to)} (UTC), by ${report.by}.`),
-    h('h2', {}, 'Wait and hold percentiles'),
+    h('h2', {}, 'Wait and hold percentiles over time'),
+    report.series.some((p) => p.grants > 0) ? percentileCharts(report) : h('p', { class: 'muted' }, 'No grants in this window.'),
+    h('h2', {}, `Wait and hold percentiles by ${report.by}`),
     groups.length
       ? table([report.by, 'Grants', 'Holders', 'Wait p50', 'Wait p95', 'Wait p99', 'Hold p50', 'Hold p99', 'Handoff p50', 'Handoff p95', 'Expiry ratio', 'Force releases'], groups, { class: 'groups' })
       : h('p', { class: 'muted' }, 'No grants in this window.'),
     h('h2', {}, 'Hottest keys'),
+    hot.length > 0 && hotChart(report),
     hot.length ? table(['Key', 'Grants', 'Holders', 'Wait p95', 'Expiries', 'Force releases'], hot, { class: 'hot' }) : h('p', { class: 'muted' }, 'None.'),
   );
+}
+
+/** Lines per percentile over the report's buckets; an empty bucket is a break in the line, not a zero. */
+function percentileCharts(report: Contention): HTMLElement {
+  const at = (i: number) => Date.parse((report.series[i] as Contention['series'][number]).at);
+  const line = (name: string, pick: (p: Contention['series'][number]) => number | null) => ({
+    type: 'line' as const, name, symbolSize: 4, connectNulls: false, data: report.series.map((p, i) => [at(i), pick(p)]),
+  });
+  const timeOption = (title: string): EChartsOption => ({
+    animation: false,
+    grid: { left: 10, right: 24, top: 36, bottom: 30, containLabel: true },
+    legend: { top: 0 },
+    xAxis: { type: 'time', min: Date.parse(report.from), max: Date.parse(report.to) },
+    yAxis: { type: 'value', name: title, axisLabel: { formatter: (v: number) => shortMs(v) } },
+    tooltip: { trigger: 'axis', valueFormatter: (v) => (typeof v === 'number' ? shortMs(v) : '—') },
+  });
+  const waits: EChartsOption = {
+    ...timeOption('wait'),
+    series: [line('wait p50', (p) => p.waitMs.p50), line('wait p95', (p) => p.waitMs.p95), line('wait p99', (p) => p.waitMs.p99)],
+  };
+  const holds: EChartsOption = {
+    ...timeOption('hold'),
+    series: [line('hold p50', (p) => p.holdMs.p50), line('hold p99', (p) => p.holdMs.p99)],
+  };
+  const volume: EChartsOption = {
+    ...timeOption('grants'),
+    yAxis: [{ type: 'value', name: 'grants' }, { type: 'value', name: 'ends', splitLine: { show: false } }],
+    tooltip: { trigger: 'axis' },
+    series: [
+      { type: 'bar', name: 'grants', data: report.series.map((p, i) => [at(i), p.grants]), itemStyle: { color: '#9fb7cc' } },
+      { type: 'line', name: 'expiries', yAxisIndex: 1, symbolSize: 3, data: report.series.map((p, i) => [at(i), p.expiries]), itemStyle: { color: '#e07b39' } },
+      { type: 'line', name: 'force-releases', yAxisIndex: 1, symbolSize: 3, data: report.series.map((p, i) => [at(i), p.forceReleases]), itemStyle: { color: '#a61b1b' } },
+    ],
+  };
+  return h(
+    'div',
+    { class: 'charts' },
+    chartBox('contention-wait', waits, 240),
+    chartBox('contention-hold', holds, 240),
+    chartBox('contention-volume', volume, 200),
+    h('p', { class: 'muted' }, `One point per ${shortMs(report.bucketSeconds * 1000)} bucket, by grant time; click a legend entry to hide a line.`),
+  );
+}
+
+/** The hottest keys as bars; a click opens the key's timeline over the same window. */
+function hotChart(report: Contention): HTMLElement {
+  const keys = report.hottestKeys;
+  const option: EChartsOption = {
+    animation: false,
+    grid: { left: 10, right: 30, top: 10, bottom: 10, containLabel: true },
+    xAxis: { type: 'value', name: 'grants' },
+    yAxis: { type: 'category', inverse: true, data: keys.map((k) => k.key) },
+    tooltip: { trigger: 'item' },
+    series: [{ type: 'bar', name: 'grants', data: keys.map((k) => k.grants), itemStyle: { color: '#3b82c4' }, cursor: 'pointer' }],
+  };
+  return chartBox('contention-hot', option, keys.length * 26 + 30, (chart) => {
+    chart.on('click', (p) => {
+      const k = keys[p.dataIndex];
+      if (k) go('timeline', new URLSearchParams({ key: k.key, from: report.from, to: report.to }));
+    });
+  });
 }

@@ -1,15 +1,27 @@
 // Tailer health: per etcd cluster the elected leader, checkpoint, lag behind
-// the head revision and history gaps; then the gaps themselves.
+// the head revision and history gaps; the lag over a chosen span (aggregated
+// by the API into at most 240 points a cluster); then the gaps themselves.
 import { getJson } from '../api.js';
+import { chartBox, shortMs, type EChartsOption } from '../charts.js';
 import { fmtTime, h, table } from '../dom.js';
-import { errorBox } from '../nav.js';
-import type { Gap, Tailer } from '../types.js';
+import { errorBox, go } from '../nav.js';
+import type { Gap, Tailer, TailerLag } from '../types.js';
 
-export async function tailersPage(): Promise<Node> {
+const SPANS: [string, number][] = [['1 h', 3_600_000], ['24 h', 86_400_000], ['7 d', 7 * 86_400_000], ['30 d', 30 * 86_400_000]];
+
+export async function tailersPage(params: URLSearchParams): Promise<Node> {
+  const span = SPANS.find(([label]) => label === params.get('span')) ?? (SPANS[1] as [string, number]);
+  const to = Date.now();
+  const lagQuery = new URLSearchParams({ from: new Date(to - span[1]).toISOString(), to: new Date(to).toISOString() });
   let tailers: Tailer[];
   let gaps: Gap[];
+  let lag: TailerLag;
   try {
-    [{ items: tailers }, { items: gaps }] = await Promise.all([getJson<{ items: Tailer[] }>('/v1/tailers'), getJson<{ items: Gap[] }>('/v1/gaps')]);
+    [{ items: tailers }, { items: gaps }, lag] = await Promise.all([
+      getJson<{ items: Tailer[] }>('/v1/tailers'),
+      getJson<{ items: Gap[] }>('/v1/gaps'),
+      getJson<TailerLag>('/v1/tailers/lag', lagQuery),
+    ]);
   } catch (err) {
     return errorBox(err);
   }
@@ -18,13 +30,57 @@ export async function tailersPage(): Promise<Node> {
     t.lagSeconds === null ? '—' : `${t.lagSeconds.toFixed(1)} s`, t.compactRevision ?? '—', fmtTime(t.statusAt),
     t.gaps ? h('span', { class: 'bad' }, String(t.gaps)) : h('span', { class: 'good' }, '0'),
   ]);
+  const spanButtons = h(
+    'div',
+    { class: 'spans' },
+    'Lag over the last ',
+    SPANS.map(([label]) => h('button', { type: 'button', class: label === span[0] ? 'active' : null, onclick: () => go('tailers', new URLSearchParams({ span: label })) }, label)),
+  );
   return h(
     'div',
     {},
     tailers.length ? table(['Cluster', 'Leader', 'Checkpoint', 'Head', 'Lag (revisions)', 'Lag', 'Compacted at', 'Status at', 'Gaps'], rows, { class: 'tailers' }) : h('p', { class: 'muted' }, 'No clusters.'),
+    h('h2', {}, 'Lag over time'),
+    spanButtons,
+    lag.clusters.length ? lagChart(lag, gaps) : h('p', { class: 'muted' }, 'No tailer published status in this span.'),
     h('h2', {}, 'Gaps (history lost before capture)'),
     gaps.length
       ? table(['Cluster', 'From revision', 'To revision', 'Detected at', 'Reason'], gaps.map((g) => [g.cluster, g.fromRevision, g.toRevision, fmtTime(g.detectedAt), g.reason]), { class: 'gaps' })
       : h('p', { class: 'good' }, 'No gaps.'),
+  );
+}
+
+/** Worst lag per bucket: seconds (solid, left axis) and revisions (dashed, right axis) per cluster; gaps as red marks at detection. */
+function lagChart(lag: TailerLag, gaps: Gap[]): HTMLElement {
+  const from = Date.parse(lag.from);
+  const to = Date.parse(lag.to);
+  const gapLines = gaps.map((g) => Date.parse(g.detectedAt)).filter((t) => t >= from && t <= to).map((xAxis) => ({ xAxis }));
+  const option: EChartsOption = {
+    animation: false,
+    grid: { left: 10, right: 24, top: 36, bottom: 30, containLabel: true },
+    legend: { top: 0 },
+    xAxis: { type: 'time', min: from, max: to },
+    yAxis: [
+      { type: 'value', name: 'lag', axisLabel: { formatter: (v: number) => shortMs(v * 1000) } },
+      { type: 'value', name: 'revisions', splitLine: { show: false } },
+    ],
+    tooltip: { trigger: 'axis' },
+    series: lag.clusters.flatMap((c, i) => [
+      {
+        type: 'line' as const, name: `${c.cluster} lag (s)`, symbolSize: 4, connectNulls: false,
+        data: c.series.map((p) => [Date.parse(p.at), p.lagSecondsMax]),
+        ...(i === 0 ? { markLine: { silent: true, symbol: 'none', lineStyle: { color: '#a61b1b' }, label: { formatter: 'gap' }, data: gapLines } } : {}),
+      },
+      {
+        type: 'line' as const, name: `${c.cluster} lag (revisions)`, yAxisIndex: 1, symbolSize: 4, connectNulls: false, lineStyle: { type: 'dashed' as const },
+        data: c.series.map((p) => [Date.parse(p.at), p.lagRevisionsMax === null ? null : Number(p.lagRevisionsMax)]),
+      },
+    ]),
+  };
+  return h(
+    'div',
+    {},
+    chartBox('tailer-lag', option, 260),
+    h('p', { class: 'muted' }, `Worst lag per ${shortMs(lag.bucketSeconds * 1000)} bucket; a break in a line: no tailer published status then.`),
   );
 }

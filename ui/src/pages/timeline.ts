@@ -1,16 +1,20 @@
-// Key timeline: every grant of one key (or key prefix) as a bar in the lane of
-// its key, coloured by holder; clicking a bar shows the grant. Drawn as SVG by
-// hand: a few hundred rectangles do not need a charting library.
+// Key timeline: one lane per key (one key, or the busiest keys under a
+// prefix). Few grants come as bars coloured by holder — a click shows the
+// grant — with expiries (◆) and force-releases (▲) marked where the hold
+// ended. Many grants come aggregated per time bucket by the API: a cell's
+// shade is how much of the bucket the key was held, its colour the holder that
+// held it longest; a click zooms into that bucket. History gaps are shaded red.
+import type { CustomSeriesRenderItemAPI, CustomSeriesRenderItemParams, CustomSeriesRenderItemReturn } from 'echarts';
+import { graphic } from 'echarts/core';
 import { getJson } from '../api.js';
-import { field, fmtMs, fmtTime, formParams, h, svg } from '../dom.js';
+import { PALETTE, chartBox, esc, shortMs, type Chart, type EChartsOption } from '../charts.js';
+import { field, fmtMs, fmtTime, formParams, h } from '../dom.js';
 import { errorBox, go } from '../nav.js';
-import type { Grant, GrantPage } from '../types.js';
+import type { Grant, Timeline, TimelineCell, TimelineGap } from '../types.js';
 
-const MAX_GRANTS = 2000; // a timeline past this is unreadable; narrow the window instead
-const WIDTH = 960;
-const LANE = 26;
-const LEFT = 160;
-const PALETTE = ['#3b82c4', '#e07b39', '#4caf6a', '#9b59b6', '#c0392b', '#16a2a2', '#b58b00', '#6c757d', '#d6338a', '#2d4f8a'];
+const LANE_PX = 34;
+const EXPIRY = '#e07b39';
+const FORCE = '#a61b1b';
 
 export async function timelinePage(params: URLSearchParams): Promise<Node> {
   const form = h(
@@ -18,50 +22,132 @@ export async function timelinePage(params: URLSearchParams): Promise<Node> {
     { class: 'filters', onsubmit: (ev: Event) => { ev.preventDefault(); go('timeline', formParams(form)); } },
     field('key', 'Key', params.get('key'), 'payments/acct-42'),
     field('keyPrefix', 'or key prefix', params.get('keyPrefix'), 'payments/'),
+    field('cluster', 'Cluster', params.get('cluster')),
     field('from', 'From (ISO 8601)', params.get('from')),
     field('to', 'To (ISO 8601)', params.get('to')),
     h('button', { type: 'submit' }, 'Show'),
   );
   if (!params.get('key') && !params.get('keyPrefix')) return h('div', {}, form, h('p', { class: 'muted' }, 'Name a key or a key prefix.'));
-
-  const grants: Grant[] = [];
-  let truncated = false;
+  let timeline: Timeline;
   try {
-    const query = new URLSearchParams([...params].filter(([k]) => ['key', 'keyPrefix', 'from', 'to'].includes(k)));
-    query.set('limit', '500');
-    for (;;) {
-      const page = await getJson<GrantPage>('/v1/grants', query);
-      grants.push(...page.items);
-      if (!page.nextCursor) break;
-      if (grants.length >= MAX_GRANTS) { truncated = true; break; }
-      query.set('cursor', page.nextCursor);
-    }
+    const query = new URLSearchParams([...params].filter(([k]) => ['key', 'keyPrefix', 'cluster', 'from', 'to'].includes(k)));
+    timeline = await getJson<Timeline>('/v1/reports/timeline', query);
   } catch (err) {
     return h('div', {}, form, errorBox(err));
   }
-  if (!grants.length) return h('div', {}, form, h('p', { class: 'muted' }, 'No grants in this window.'));
-  return h('div', { class: 'timeline' }, form, truncated && h('p', { class: 'muted' }, `Showing the first ${MAX_GRANTS} grants; narrow the window.`), chart(grants));
+  if (!timeline.lanes.length) return h('div', { class: 'timeline' }, form, h('p', { class: 'muted' }, 'No grants in this window.'), gapList(timeline.gaps));
+  const userWindow = params.has('from') || params.has('to');
+  const view = timeline.mode === 'grants' ? grantChart(timeline, userWindow) : cellChart(timeline, params);
+  return h(
+    'div',
+    { class: 'timeline', 'data-mode': timeline.mode },
+    form,
+    timeline.totalLanes > timeline.lanes.length && h('p', { class: 'muted' }, `Showing the ${timeline.lanes.length} busiest of ${timeline.totalLanes} keys under this prefix.`),
+    view,
+    gapList(timeline.gaps),
+  );
 }
 
-function chart(grants: Grant[]): HTMLElement {
-  const start = (g: Grant) => Date.parse(g.grantedAt);
-  // The axis spans the known starts and ends; stretching it to "now" for a
-  // grant still held would squash every closed grant into a sliver. An open
-  // grant (or one whose end is unknown) runs to the right edge, faded.
-  const t0 = Math.min(...grants.map(start));
-  const known = Math.max(...grants.map((g) => (g.endedAt ? Date.parse(g.endedAt) : start(g))), t0 + 1);
-  const t1 = known + (grants.some((g) => !g.endedAt) ? (known - t0) * 0.1 : 0);
-  const end = (g: Grant) => (g.endedAt ? Date.parse(g.endedAt) : t1);
-  const keys = [...new Set(grants.map((g) => g.key))].sort();
+/**
+ * The x range: the window, or in grant mode without a chosen window the
+ * grants' own span, so a short history is not a sliver. Stretching that span
+ * to "now" for a grant still held would squash every closed grant: an open
+ * grant runs to the right edge instead, past the last known start or end.
+ */
+function xRange(t: Timeline, grants: Grant[], userWindow: boolean): [number, number] {
+  const from = Date.parse(t.from);
+  const to = Date.parse(t.to);
+  if (userWindow || !grants.length) return [from, to];
+  // Gap edges inside the window count as known instants too, so a gap next to the grants is on screen.
+  const gapEdges = t.gaps.flatMap((g) => [g.fromTime, g.toTime]).filter((x): x is string => x !== null).map(Date.parse).filter((x) => x >= from && x <= to);
+  const starts = grants.map((g) => Date.parse(g.grantedAt));
+  const known = [...grants.map((g) => (g.endedAt ? Date.parse(g.endedAt) : Date.parse(g.grantedAt))), ...gapEdges];
+  const lo = Math.max(from, Math.min(...starts, ...gapEdges));
+  const last = Math.min(to, Math.max(...known, lo + 1));
+  const pad = Math.max(500, (last - lo) * 0.05);
+  return [lo - pad, grants.some((g) => !g.endedAt) ? last + (last - lo) * 0.1 + pad : last + pad];
+}
+
+function gapAreas(gaps: TimelineGap[], [lo, hi]: [number, number]): { xAxis: number; name?: string }[][] {
+  return gaps.map((g) => [
+    { xAxis: g.fromTime ? Date.parse(g.fromTime) : lo, name: `gap r${g.fromRevision}–r${g.toRevision}` },
+    { xAxis: g.toTime ? Date.parse(g.toTime) : hi },
+  ]);
+}
+
+function baseOption(lanes: string[], range: [number, number]): EChartsOption {
+  return {
+    animation: false,
+    grid: { left: 10, right: 24, top: 10, bottom: 70, containLabel: true },
+    xAxis: { type: 'time', min: range[0], max: range[1], axisLabel: { hideOverlap: true } },
+    yAxis: { type: 'category', data: lanes, inverse: true, axisTick: { show: false }, splitLine: { show: true, lineStyle: { color: '#eef1f4' } } },
+    dataZoom: [{ type: 'inside', filterMode: 'weakFilter' }, { type: 'slider', filterMode: 'weakFilter', height: 20, bottom: 10 }],
+    tooltip: { trigger: 'item', confine: true },
+  };
+}
+
+/** A rectangle on lane `lane` from x0 to x1, clipped to the plot. */
+function laneRect(params: CustomSeriesRenderItemParams, api: CustomSeriesRenderItemAPI, x0: number, x1: number, lane: number, fill: number) {
+  const start = api.coord([x0, lane]) as [number, number];
+  const end = api.coord([x1, lane]) as [number, number];
+  const size = api.size?.([0, 1]);
+  const band = (Array.isArray(size) ? (size[1] as number) : LANE_PX) * fill;
+  const sys = params.coordSys as unknown as { x: number; y: number; width: number; height: number };
+  return graphic.clipRectByRect(
+    { x: start[0], y: start[1] - band / 2, width: Math.max(2, end[0] - start[0]), height: band },
+    { x: sys.x, y: sys.y, width: sys.width, height: sys.height },
+  );
+}
+
+function grantChart(t: Timeline, userWindow: boolean): HTMLElement {
+  const grants = t.grants;
   const holders = [...new Set(grants.map((g) => g.holder))].sort();
   const colour = (holder: string) => PALETTE[holders.indexOf(holder) % PALETTE.length] as string;
-  const x = (t: number) => LEFT + ((t - t0) / (t1 - t0)) * (WIDTH - LEFT - 10);
-  const height = keys.length * LANE + 30;
+  const range = xRange(t, grants, userWindow);
+  const lane = (g: Grant) => t.lanes.indexOf(g.key);
+  // An open hold runs to the right edge, faded.
+  const end = (g: Grant) => (g.endedAt ? Date.parse(g.endedAt) : range[1]);
+  const ends = (kind: string) => grants.filter((g) => g.endKind === kind && g.endedAt).map((g) => ({ value: [Date.parse(g.endedAt as string), lane(g)], grant: grants.indexOf(g) }));
 
   const detail = h('div', { class: 'detail' }, h('p', { class: 'muted' }, 'Click a bar to see its grant.'));
-  const select = (g: Grant, bar: SVGRectElement) => {
-    for (const b of root.querySelectorAll('rect.selected')) b.classList.remove('selected');
-    bar.classList.add('selected');
+  const option: EChartsOption = {
+    ...baseOption(t.lanes, range),
+    series: [
+      {
+        type: 'custom',
+        name: 'grants',
+        selectedMode: 'single',
+        encode: { x: [0, 1], y: 2 },
+        data: grants.map((g, i) => ({ value: [Date.parse(g.grantedAt), end(g), lane(g), i] })),
+        renderItem: (params: CustomSeriesRenderItemParams, api: CustomSeriesRenderItemAPI): CustomSeriesRenderItemReturn => {
+          const i = api.value(3) as number;
+          const g = grants[i] as Grant;
+          const shape = laneRect(params, api, api.value(0) as number, api.value(1) as number, api.value(2) as number, 0.6);
+          if (!shape) return null;
+          return {
+            type: 'rect',
+            shape,
+            style: { fill: colour(g.holder), opacity: g.endedAt ? 1 : 0.5, stroke: g.unprotected ? FORCE : undefined, lineWidth: g.unprotected ? 2 : 0 },
+            select: { style: { stroke: '#000', lineWidth: 2 } },
+          };
+        },
+        tooltip: {
+          formatter: (p) => {
+            const g = grants[(p as { dataIndex: number }).dataIndex] as Grant;
+            return `<b>${esc(g.holder)}</b><br>${esc(g.key)}<br>${fmtTime(g.grantedAt)} → ${fmtTime(g.endedAt)}<br>${esc(g.endKind ?? 'still held')}${g.durationMs === null ? '' : `, ${shortMs(g.durationMs)}`}`;
+          },
+        },
+        markArea: { silent: true, itemStyle: { color: 'rgba(166, 27, 27, 0.15)' }, label: { color: FORCE, position: 'insideTop' }, data: gapAreas(t.gaps, range) as never },
+      },
+      { type: 'scatter', name: 'expiry', symbol: 'diamond', symbolSize: 11, itemStyle: { color: EXPIRY, borderColor: '#fff' }, data: ends('expiry'), z: 5, tooltip: { formatter: 'lease expired' } },
+      { type: 'scatter', name: 'force-release', symbol: 'triangle', symbolSize: 12, itemStyle: { color: FORCE, borderColor: '#fff' }, data: ends('force'), z: 5, tooltip: { formatter: 'force-released' } },
+    ],
+  };
+
+  const show = (chart: Chart, i: number) => {
+    const g = grants[i];
+    if (!g) return;
+    chart.dispatchAction({ type: 'select', seriesName: 'grants', dataIndex: i });
     detail.replaceChildren(
       h('h2', {}, `Grant ${g.grantRevision === '0' ? '(unprotected)' : `r${g.grantRevision}`} on ${g.key}`),
       h('dl', {}, [
@@ -71,37 +157,93 @@ function chart(grants: Grant[]): HTMLElement {
       ].map(([k, v]) => [h('dt', {}, k), h('dd', { 'data-field': k }, v)])),
     );
   };
-
-  const ticks = Array.from({ length: 5 }, (_, i) => t0 + ((t1 - t0) * i) / 4);
-  const plot = svg(
-    'svg',
-    { width: WIDTH, height, viewBox: `0 0 ${WIDTH} ${height}`, role: 'img', 'aria-label': 'grant timeline' },
-    keys.map((k, i) => svg('text', { x: 4, y: i * LANE + 17, 'font-size': 12 }, k)),
-    ticks.map((t, i) => [
-      svg('line', { x1: x(t), x2: x(t), y1: 0, y2: height - 24, stroke: '#e3e7eb' }),
-      svg('text', { x: x(t), y: height - 8, 'font-size': 11, 'text-anchor': i === 0 ? 'start' : i === ticks.length - 1 ? 'end' : 'middle' }, new Date(t).toISOString().slice(11, 23)),
-    ]),
-  );
-  for (const g of grants) {
-    const bar = svg(
-      'rect',
-      {
-        class: 'bar', x: x(start(g)), y: keys.indexOf(g.key) * LANE + 4, width: Math.max(2, x(end(g)) - x(start(g))), height: LANE - 8,
-        fill: colour(g.holder), 'fill-opacity': g.endedAt ? 1 : 0.55, stroke: g.unprotected ? '#a61b1b' : 'none',
-        'data-revision': g.grantRevision, 'data-holder': g.holder, 'data-key': g.key,
-      },
-      svg('title', {}, `${g.holder} · ${fmtTime(g.grantedAt)} · ${g.endKind ?? 'held'}`),
-    );
-    bar.addEventListener('click', () => select(g, bar));
-    plot.appendChild(bar);
-  }
-  const root = h(
+  const box = chartBox('timeline', option, t.lanes.length * LANE_PX + 110, (chart) => {
+    chart.on('click', (p) => {
+      const data = p.data as { grant?: number } | undefined;
+      if (p.seriesName === 'grants') show(chart, p.dataIndex);
+      else if (data?.grant !== undefined) show(chart, data.grant);
+    });
+  });
+  return h(
     'div',
     {},
-    h('div', { class: 'legend' }, holders.map((x) => h('span', { style: `--c: ${colour(x)}` }, x))),
-    plot,
-    h('p', { class: 'muted' }, `${grants.length} grants, ${fmtTime(new Date(t0).toISOString())} – ${fmtTime(new Date(t1).toISOString())} (UTC). Faded: still held; red outline: unprotected.`),
+    h('div', { class: 'legend' }, holders.slice(0, 30).map((x) => h('span', { style: `--c: ${colour(x)}` }, x)), holders.length > 30 && h('span', { class: 'muted' }, `… ${holders.length - 30} more`)),
+    box,
+    h('p', { class: 'muted' }, `${grants.length} grants, ${fmtTime(t.from)} – ${fmtTime(t.to)} (UTC). Faded: still held; red outline: unprotected; ◆ lease expiry; ▲ force-release; red band: history gap. Scroll or drag the slider to zoom.`),
     detail,
   );
-  return root;
+}
+
+function cellChart(t: Timeline, params: URLSearchParams): HTMLElement {
+  const step = (t.bucketSeconds ?? 60) * 1000;
+  const range: [number, number] = [Date.parse(t.from), Date.parse(t.to)];
+  const holders = [...new Set(t.cells.map((c) => c.topHolder))].sort();
+  const colour = (holder: string) => PALETTE[holders.indexOf(holder) % PALETTE.length] as string;
+  const lane = (c: TimelineCell) => t.lanes.indexOf(c.key);
+  const marks = (pick: (c: TimelineCell) => number) =>
+    t.cells.filter((c) => pick(c) > 0).map((c) => ({ value: [Date.parse(c.at) + step / 2, lane(c)], count: pick(c), cell: t.cells.indexOf(c) }));
+  const option: EChartsOption = {
+    ...baseOption(t.lanes, range),
+    series: [
+      {
+        type: 'custom',
+        name: 'cells',
+        encode: { x: [0, 1], y: 2 },
+        data: t.cells.map((c, i) => ({ value: [Date.parse(c.at), Date.parse(c.at) + step, lane(c), i] })),
+        renderItem: (p: CustomSeriesRenderItemParams, api: CustomSeriesRenderItemAPI): CustomSeriesRenderItemReturn => {
+          const c = t.cells[api.value(3) as number] as TimelineCell;
+          const shape = laneRect(p, api, api.value(0) as number, api.value(1) as number, api.value(2) as number, 0.7);
+          if (!shape) return null;
+          // Shade: the share of the bucket the key was held (at least faintly visible when it was used at all).
+          const busy = Math.min(1, c.heldMs / step);
+          return { type: 'rect', shape, style: { fill: colour(c.topHolder), opacity: 0.15 + 0.85 * busy, stroke: c.unprotected ? FORCE : undefined, lineWidth: c.unprotected ? 1 : 0 } };
+        },
+        tooltip: {
+          formatter: (p) => {
+            const c = t.cells[(p as { dataIndex: number }).dataIndex] as TimelineCell;
+            return `<b>${esc(c.key)}</b><br>${fmtTime(c.at)} + ${shortMs(step)}<br>held ${Math.round(Math.min(1, c.heldMs / step) * 100)} % · ${c.grants} grants · ${c.holders} holders<br>mostly ${esc(c.topHolder)}` +
+              `${c.expiries ? `<br>${c.expiries} expiries` : ''}${c.forceReleases ? `<br>${c.forceReleases} force-releases` : ''}${c.unprotected ? `<br>${c.unprotected} unprotected` : ''}<br><i>click to zoom in</i>`;
+          },
+        },
+        markArea: { silent: true, itemStyle: { color: 'rgba(166, 27, 27, 0.15)' }, label: { color: FORCE, position: 'insideTop' }, data: gapAreas(t.gaps, range) as never },
+      },
+      { type: 'scatter', name: 'expiry', symbol: 'diamond', symbolSize: 9, itemStyle: { color: EXPIRY, borderColor: '#fff' }, data: marks((c) => c.expiries), z: 5, tooltip: { formatter: (p) => `${(p.data as { count: number }).count} lease expiries` } },
+      { type: 'scatter', name: 'force-release', symbol: 'triangle', symbolSize: 10, itemStyle: { color: FORCE, borderColor: '#fff' }, data: marks((c) => c.forceReleases), z: 6, tooltip: { formatter: (p) => `${(p.data as { count: number }).count} force-releases` } },
+    ],
+  };
+  const zoomInto = (c: TimelineCell | undefined) => {
+    if (!c) return;
+    const next = new URLSearchParams(params);
+    next.set('from', c.at);
+    next.set('to', new Date(Date.parse(c.at) + step).toISOString());
+    // A prefix view zooms into the key of the cell.
+    next.delete('keyPrefix');
+    next.set('key', c.key);
+    go('timeline', next);
+  };
+  const box = chartBox('timeline', option, t.lanes.length * LANE_PX + 110, (chart) => {
+    chart.on('click', (p) => {
+      const data = p.data as { cell?: number } | undefined;
+      zoomInto(t.cells[p.seriesName === 'cells' ? p.dataIndex : (data?.cell ?? -1)]);
+    });
+  });
+  return h(
+    'div',
+    {},
+    h('p', { class: 'summary' }, `${t.totalGrants} grants in ${fmtTime(t.from)} – ${fmtTime(t.to)} (UTC): too many to draw one by one, so each cell is ${shortMs(step)}.`),
+    box,
+    h('p', { class: 'muted' }, 'Shade: share of the bucket the key was held; colour: the holder that held it longest; red outline: unprotected grants; ◆ expiries; ▲ force-releases; red band: history gap. Click a cell to zoom into it.'),
+  );
+}
+
+function gapList(gaps: TimelineGap[]): Node | false {
+  return (
+    gaps.length > 0 &&
+    h(
+      'div',
+      { class: 'gaps' },
+      h('h2', {}, 'History gaps in this window'),
+      h('ul', {}, gaps.map((g) => h('li', {}, `${g.cluster}: revisions ${g.fromRevision}–${g.toRevision} (${g.reason}), ${fmtTime(g.fromTime)} – ${fmtTime(g.toTime)}`))),
+    )
+  );
 }
