@@ -20,7 +20,8 @@ FROM
 (
     SELECT
         key, holder, end_kind, unprotected, start_ms, end_ms, step,
-        arrayJoin(range(intDiv(s, step) * step, e + 1, step)) AS bucket_ms,
+        -- Buckets [start, end): a hold ending on a bucket edge does not reach the next bucket; a zero-length hold has one.
+        arrayJoin(range(intDiv(s, step) * step, greatest(e, s + 1), step)) AS bucket_ms,
         least(e, bucket_ms + step) - greatest(s, bucket_ms) AS held
     FROM
     (
