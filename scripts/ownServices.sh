@@ -3,7 +3,8 @@
 # usage: own_services DATA_DIR PORT_BASE
 own_services() {
   [ -d node_modules ] || npm install --no-audit --no-fund
-  npx tsc -p .
+  # The CLI tests run the compiled dist/, the console tests the built console: build both from the current source.
+  npm run --silent build >/dev/null
   export LOCKAUDIT_DATA_DIR="$1"
   export LOCKAUDIT_LOCAL_PORT_BASE="$2"
   export LOCKAUDIT_LOG_LEVEL="${LOCKAUDIT_LOG_LEVEL:-warn}"

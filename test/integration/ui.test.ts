@@ -3,13 +3,12 @@
 // in an embedded ClickHouse. Every page shows its content; search → timeline →
 // grant detail; the reconcile action changes the row. Any console error in the
 // browser fails the test. Screenshots go to test-artifacts/ui/.
+// scripts/test.sh builds the console from the current source first.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { buildApp, type App } from '../../api/app.js';
 import { HealthState } from '../../api/health.js';
 import { grantRoutes } from '../../api/routes/grants.js';
@@ -20,15 +19,13 @@ import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
-import { projectRoot } from '../../core/paths.js';
 import { dateInZone } from '../../reports/riskRegister/status.js';
 import type { GrantRow } from '../../tailer/types.js';
 import { chartLines, chartRendered, chartSeries, clickChartAt, hideTooltip } from '../support/consoleCharts.js';
 import { addDays, advisoryClass, classEvent, grantRows, tokenOf, type GrantSpec } from '../support/grants.js';
-import { tempDir, tempStore, testConfig } from '../support/env.js';
+import { openBrowser, type Browser } from '../support/browser.js';
+import { tempStore, testConfig } from '../support/env.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const SHOTS = path.join(projectRoot, 'test-artifacts', 'ui');
 const NOW = Date.now();
 const T0 = Math.floor(NOW / 60_000) * 60_000 - 3_600_000;
 const DAY = 86_400_000;
@@ -50,18 +47,11 @@ describe('web console', () => {
   let closeStore: () => Promise<void>;
   let app: App;
   let base: string;
-  let context: BrowserContext;
+  let browser: Browser;
   let page: Page;
   let adminToken: string;
-  const profile = tempDir('lockaudit-chromium-');
-  const consoleErrors: string[] = [];
 
   before(async () => {
-    // Not a skip: without the browser this feature is untested, which must show as a failure.
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); .ci/run does`);
-    // The console under test is the current source, built the way `npm run build:ui` builds it.
-    execFileSync(path.join(projectRoot, 'node_modules', '.bin', 'vite'), ['build', '--config', 'ui/vite.config.ts', '--logLevel', 'warn'], { cwd: projectRoot, stdio: 'inherit' });
-    mkdirSync(SHOTS, { recursive: true });
 
     ({ store, close: closeStore } = await tempStore());
     await store.insert('grants', Object.values(G).map((s) => grantRows(s).open));
@@ -90,31 +80,21 @@ describe('web console', () => {
     await app.listen({ host: '127.0.0.1', port: 0 });
     base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 
-    // A fresh profile, and nothing that talks to Google: the test sees only its own traffic.
-    context = await chromium.launchPersistentContext(profile.dir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-      viewport: { width: 1400, height: 900 },
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.setDefaultTimeout(10_000);
-    page.on('console', (msg) => { if (msg.type() === 'error') consoleErrors.push(`${msg.text()} (${msg.location().url})`); });
-    page.on('pageerror', (err) => consoleErrors.push(`page error: ${err.message}`));
+    browser = await openBrowser();
+    page = browser.page;
   });
 
   afterEach(() => {
-    assert.deepEqual(consoleErrors.splice(0), [], 'the browser logged errors');
+    assert.deepEqual(browser.takeErrors(), [], 'the browser logged errors');
   });
 
   after(async () => {
-    await context?.close();
+    await browser?.close();
     await app?.close();
     await closeStore?.();
-    profile.remove();
   });
 
-  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  const shot = (name: string) => browser.shot(name);
 
   it('serves the console at /ui and signs in with an API token kept in sessionStorage', async () => {
     const res = await fetch(`${base}/ui`, { redirect: 'manual' });

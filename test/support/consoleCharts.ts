@@ -48,4 +48,5 @@ export async function clickChartAt(page: Page, name: string, value: number[]): P
 export async function hideTooltip(page: Page, name: string): Promise<void> {
   await page.mouse.move(0, 0);
   await page.evaluate((n) => window.lockaudit?.charts.get(n)?.dispatchAction({ type: 'hideTip' }), name);
+  await page.waitForTimeout(500); // the tooltip fades out; a screenshot taken at once still shows it
 }

@@ -5,8 +5,8 @@ import { getJson } from '../api.js';
 import { chartBox, shortMs, type EChartsOption } from '../charts.js';
 import { field, fmtMs, fmtTime, formParams, h, table } from '../dom.js';
 import { errorBox, go } from '../nav.js';
+import { apiQuery, chosenSpan, spanButtons } from '../spans.js';
 import type { Contention } from '../types.js';
-
 
 export async function contentionPage(params: URLSearchParams): Promise<Node> {
   const by = params.get('by') ?? 'namespace';
@@ -21,9 +21,11 @@ export async function contentionPage(params: URLSearchParams): Promise<Node> {
     field('top', 'Hottest keys', params.get('top') ?? '10'),
     h('button', { type: 'submit' }, 'Show'),
   );
+  // Without a window the page shows the last 24 h: recent contention is what people come for.
+  const span = chosenSpan(params);
   let report: Contention;
   try {
-    report = await getJson<Contention>('/v1/reports/contention', params);
+    report = await getJson<Contention>('/v1/reports/contention', apiQuery(params, span));
   } catch (err) {
     return h('div', {}, form, errorBox(err));
   }
@@ -40,6 +42,7 @@ export async function contentionPage(params: URLSearchParams): Promise<Node> {
     'div',
     {},
     form,
+    spanButtons('contention', params, span, 'Window: the last '),
     h('p', { class: 'muted' }, `Window ${fmtTime(report.from)} – ${fmtTime(report.to)} (UTC), by ${report.by}.`),
     h('h2', {}, 'Wait and hold percentiles over time'),
     report.series.some((p) => p.grants > 0) ? percentileCharts(report) : h('p', { class: 'muted' }, 'No grants in this window.'),

@@ -4,15 +4,13 @@
 import { getJson } from '../api.js';
 import { chartBox, shortMs, type EChartsOption } from '../charts.js';
 import { fmtTime, h, table } from '../dom.js';
-import { errorBox, go } from '../nav.js';
+import { errorBox } from '../nav.js';
+import { apiQuery, chosenSpan, spanButtons } from '../spans.js';
 import type { Gap, Tailer, TailerLag } from '../types.js';
 
-const SPANS: [string, number][] = [['1 h', 3_600_000], ['24 h', 86_400_000], ['7 d', 7 * 86_400_000], ['30 d', 30 * 86_400_000]];
-
 export async function tailersPage(params: URLSearchParams): Promise<Node> {
-  const span = SPANS.find(([label]) => label === params.get('span')) ?? (SPANS[1] as [string, number]);
-  const to = Date.now();
-  const lagQuery = new URLSearchParams({ from: new Date(to - span[1]).toISOString(), to: new Date(to).toISOString() });
+  const span = chosenSpan(params);
+  const lagQuery = apiQuery(params, span);
   let tailers: Tailer[];
   let gaps: Gap[];
   let lag: TailerLag;
@@ -30,18 +28,12 @@ export async function tailersPage(params: URLSearchParams): Promise<Node> {
     t.lagSeconds === null ? '—' : `${t.lagSeconds.toFixed(1)} s`, t.compactRevision ?? '—', fmtTime(t.statusAt),
     t.gaps ? h('span', { class: 'bad' }, String(t.gaps)) : h('span', { class: 'good' }, '0'),
   ]);
-  const spanButtons = h(
-    'div',
-    { class: 'spans' },
-    'Lag over the last ',
-    SPANS.map(([label]) => h('button', { type: 'button', class: label === span[0] ? 'active' : null, onclick: () => go('tailers', new URLSearchParams({ span: label })) }, label)),
-  );
   return h(
     'div',
     {},
     tailers.length ? table(['Cluster', 'Leader', 'Checkpoint', 'Head', 'Lag (revisions)', 'Lag', 'Compacted at', 'Status at', 'Gaps'], rows, { class: 'tailers' }) : h('p', { class: 'muted' }, 'No clusters.'),
     h('h2', {}, 'Lag over time'),
-    spanButtons,
+    spanButtons('tailers', params, span, 'Lag over the last '),
     lag.clusters.length ? lagChart(lag, gaps) : h('p', { class: 'muted' }, 'No tailer published status in this span.'),
     h('h2', {}, 'Gaps (history lost before capture)'),
     gaps.length

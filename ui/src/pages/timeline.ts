@@ -169,7 +169,7 @@ function grantChart(t: Timeline, userWindow: boolean): HTMLElement {
     {},
     h('div', { class: 'legend' }, holders.slice(0, 30).map((x) => h('span', { style: `--c: ${colour(x)}` }, x)), holders.length > 30 && h('span', { class: 'muted' }, `… ${holders.length - 30} more`)),
     box,
-    h('p', { class: 'muted' }, `${grants.length} grants, ${fmtTime(t.from)} – ${fmtTime(t.to)} (UTC). Faded: still held; red outline: unprotected; ◆ lease expiry; ▲ force-release; red band: history gap. Scroll or drag the slider to zoom.`),
+    h('p', { class: 'muted' }, `${grants.length} grant${grants.length === 1 ? '' : 's'}, ${fmtTime(t.from)} – ${fmtTime(t.to)} (UTC). Faded: still held; red outline: unprotected; ◆ lease expiry; ▲ force-release; red band: history gap. Scroll or drag the slider to zoom.`),
     detail,
   );
 }
