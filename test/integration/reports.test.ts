@@ -247,10 +247,13 @@ describe('reporting API', () => {
         { key: 'pay/acct-1', grants: 4, distinctHolders: 3, waitP95Ms: 70, expiries: 1, forceReleases: 1 },
       ]);
       assert.equal(c.bucketSeconds, 60);
+      // Bucket T0 holds g1–g11: waits 0,0,0,5,10,15,20,30,40,50,70 (n 11: ranks 5, 10, 10); the 9 ended holds
+      // 100,200,500,1000,1000,2000,2000,2000,4000 (ranks 4, 8). Empty buckets: no percentiles (null), zero counts.
+      const empty = { grants: 0, waitP95Ms: 0, waitMs: { p50: null, p95: null, p99: null }, holdMs: { p50: null, p99: null }, expiries: 0, forceReleases: 0 };
       assert.deepEqual(c.series, [
-        { at: iso(T0 - 60_000), grants: 0, waitP95Ms: 0, expiries: 0, forceReleases: 0 },
-        { at: iso(T0), grants: 11, waitP95Ms: 70, expiries: 2, forceReleases: 1 },
-        { at: iso(T0 + 60_000), grants: 0, waitP95Ms: 0, expiries: 0, forceReleases: 0 },
+        { at: iso(T0 - 60_000), ...empty },
+        { at: iso(T0), grants: 11, waitP95Ms: 70, waitMs: { p50: 15, p95: 70, p99: 70 }, holdMs: { p50: 1000, p99: 4000 }, expiries: 2, forceReleases: 1 },
+        { at: iso(T0 + 60_000), ...empty },
       ]);
     });
 
