@@ -78,7 +78,7 @@ export async function reportRoutes(app: App, ctx: AppContext): Promise<void> {
       schema: {
         tags: ['reports'],
         summary: 'Contention',
-        description: 'Per namespace, class or key over a window: grants, distinct holders, wait p50/p95/p99, hold p50/p99, handoff gap (release → next grant on the key), expiry ratio, force-releases; the hottest keys; and a time series of grants, wait p50/p95/p99, hold p50/p99, expiries and force-releases per bucket (bucketSeconds chosen for at most 240 points). Percentiles: the value at rank floor(p·n) of the sorted values. Role: investigator.',
+        description: 'Per namespace, class or key over a window: grants, distinct holders, wait p50/p95/p99, hold p50/p99, handoff gap (release → next grant on the key), expiry ratio, force-releases; the hottest keys; and a time series of grants, wait p50/p95/p99, hold p50/p99, expiries and force-releases per bucket (bucketSeconds chosen for at most 240 bucket widths: 241 points when the window is not aligned to bucket edges). Percentiles: the value at rank floor(p·n) of the sorted values. Role: investigator.',
         querystring: ContentionQuery,
         response: { 200: { ...ContentionSchema, description: 'The contention report' }, ...errorResponses },
       },
@@ -96,7 +96,7 @@ export async function reportRoutes(app: App, ctx: AppContext): Promise<void> {
         description:
           'The grants of one key, or of the 50 busiest keys under a prefix, whose hold overlaps [from, to]: up to maxBars grants come one by one ' +
           '(mode "grants"); more come aggregated per key and time bucket (mode "buckets": held time, grants, holders, top holder, expiries, ' +
-          'force-releases; at most 240 buckets a key), so any window reaches the browser bounded. History gaps in the window come with their ' +
+          'force-releases; at most 241 buckets a key), so any window reaches the browser bounded. History gaps in the window come with their ' +
           'wall-clock span. Role: investigator. Every read is recorded like a grant history read.',
         querystring: TimelineQuery,
         response: { 200: { ...TimelineSchema, description: 'The timeline' }, ...errorResponses },

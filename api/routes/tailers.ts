@@ -89,7 +89,7 @@ export async function tailerRoutes(app: App, ctx: AppContext): Promise<void> {
       schema: {
         tags: ['tailer'],
         summary: 'Tailer lag over time',
-        description: 'Per cluster and time bucket (at most 240 a cluster): the worst lag behind etcd in seconds and revisions, the newest checkpoint and the number of status samples (0: no tailer published status). Default window: the last 24 h. Roles: investigator, auditor, admin.',
+        description: 'Per cluster and time bucket (at most 241 a cluster: 240 bucket widths, and a window not aligned to bucket edges touches one more): the worst lag behind etcd in seconds and revisions, the newest checkpoint and the number of status samples (0: no tailer published status). Default window: the last 24 h. Roles: investigator, auditor, admin.',
         querystring: TailerLagQuery,
         response: { 200: { ...TailerLagSchema, description: 'Lag series per cluster' }, ...errorResponses },
       },

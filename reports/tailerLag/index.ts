@@ -1,7 +1,7 @@
 // Tailer lag over time (the console's tailer health plot): the worst lag per
 // cluster and time bucket, from the status samples the elected tailers
 // publish (sql/030_tailer_lag_history.sql). Aggregated in ClickHouse: a
-// 30-day window is at most 240 points a cluster.
+// 30-day window is at most 241 points a cluster.
 import Type, { type Static } from 'typebox';
 import { Instant, NullableNumber } from '../patterns.js';
 import { reportRows, type ReportDeps } from '../query.js';

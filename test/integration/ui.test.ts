@@ -99,6 +99,13 @@ describe('web console', () => {
   it('serves the console at /ui and signs in with an API token kept in sessionStorage', async () => {
     const res = await fetch(`${base}/ui`, { redirect: 'manual' });
     assert.equal(res.status, 302);
+    // The bundle (ECharts is most of it) travels compressed when the browser accepts it.
+    const html = await (await fetch(`${base}/ui/`)).text();
+    const bundle = /src="(\/ui\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+    assert.ok(bundle, html);
+    const js = await fetch(`${base}${bundle}`, { headers: { 'accept-encoding': 'gzip' } });
+    assert.equal(js.status, 200);
+    assert.equal(js.headers.get('content-encoding'), 'gzip');
     await page.goto(`${base}/ui/`);
     await page.locator('form.signin').waitFor();
     await shot('signin');

@@ -1,6 +1,6 @@
 // Contention: wait and hold percentiles over time and per namespace, class or
 // key over a window, and the hottest keys (each a link to its timeline). The
-// API aggregates in ClickHouse: at most 240 points a series, whatever the window.
+// API aggregates in ClickHouse: at most 241 points a series, whatever the window.
 import { getJson } from '../api.js';
 import { chartBox, shortMs, type EChartsOption } from '../charts.js';
 import { field, fmtMs, fmtTime, formParams, h, table } from '../dom.js';

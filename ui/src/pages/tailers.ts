@@ -1,6 +1,6 @@
 // Tailer health: per etcd cluster the elected leader, checkpoint, lag behind
 // the head revision and history gaps; the lag over a chosen span (aggregated
-// by the API into at most 240 points a cluster); then the gaps themselves.
+// by the API into at most 241 points a cluster); then the gaps themselves.
 import { getJson } from '../api.js';
 import { chartBox, shortMs, type EChartsOption } from '../charts.js';
 import { fmtTime, h, table } from '../dom.js';

@@ -102,12 +102,15 @@ function laneRect(params: CustomSeriesRenderItemParams, api: CustomSeriesRenderI
 function grantChart(t: Timeline, userWindow: boolean): HTMLElement {
   const grants = t.grants;
   const holders = [...new Set(grants.map((g) => g.holder))].sort();
-  const colour = (holder: string) => PALETTE[holders.indexOf(holder) % PALETTE.length] as string;
+  const holderIndex = new Map(holders.map((x, i) => [x, i]));
+  const colour = (holder: string) => PALETTE[(holderIndex.get(holder) ?? 0) % PALETTE.length] as string;
   const range = xRange(t, grants, userWindow);
-  const lane = (g: Grant) => t.lanes.indexOf(g.key);
+  const lanes = new Map(t.lanes.map((k, i) => [k, i]));
+  const lane = (g: Grant) => lanes.get(g.key) ?? 0;
   // An open hold runs to the right edge, faded.
   const end = (g: Grant) => (g.endedAt ? Date.parse(g.endedAt) : range[1]);
-  const ends = (kind: string) => grants.filter((g) => g.endKind === kind && g.endedAt).map((g) => ({ value: [Date.parse(g.endedAt as string), lane(g)], grant: grants.indexOf(g) }));
+  const ends = (kind: string) =>
+    grants.flatMap((g, i) => (g.endKind === kind && g.endedAt ? [{ value: [Date.parse(g.endedAt), lane(g)], grant: i }] : []));
 
   const detail = h('div', { class: 'detail' }, h('p', { class: 'muted' }, 'Click a bar to see its grant.'));
   const option: EChartsOption = {
@@ -178,10 +181,12 @@ function cellChart(t: Timeline, params: URLSearchParams): HTMLElement {
   const step = (t.bucketSeconds ?? 60) * 1000;
   const range: [number, number] = [Date.parse(t.from), Date.parse(t.to)];
   const holders = [...new Set(t.cells.map((c) => c.topHolder))].sort();
-  const colour = (holder: string) => PALETTE[holders.indexOf(holder) % PALETTE.length] as string;
-  const lane = (c: TimelineCell) => t.lanes.indexOf(c.key);
+  const holderIndex = new Map(holders.map((x, i) => [x, i]));
+  const colour = (holder: string) => PALETTE[(holderIndex.get(holder) ?? 0) % PALETTE.length] as string;
+  const lanes = new Map(t.lanes.map((k, i) => [k, i]));
+  const lane = (c: TimelineCell) => lanes.get(c.key) ?? 0;
   const marks = (pick: (c: TimelineCell) => number) =>
-    t.cells.filter((c) => pick(c) > 0).map((c) => ({ value: [Date.parse(c.at) + step / 2, lane(c)], count: pick(c), cell: t.cells.indexOf(c) }));
+    t.cells.flatMap((c, i) => (pick(c) > 0 ? [{ value: [Date.parse(c.at) + step / 2, lane(c)], count: pick(c), cell: i }] : []));
   const option: EChartsOption = {
     ...baseOption(t.lanes, range),
     series: [
