@@ -14,6 +14,7 @@ import type { Logger } from '../core/logger.js';
 import { registerAuth } from './auth.js';
 import type { HealthState } from './health.js';
 import { healthRoutes } from './health.js';
+import { whoamiRoutes } from './routes/whoami.js';
 import { describeValidation, validatorCompiler } from './validation.js';
 
 export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -83,6 +84,7 @@ export async function buildApp(ctx: AppContext, routes: readonly RoutePlugin[] =
 
   registerAuth(app, ctx.verifier);
   await healthRoutes(app, ctx);
+  await whoamiRoutes(app, ctx);
   for (const route of routes) await route(app, ctx);
   return app;
 }

@@ -22,7 +22,9 @@ export async function startDemoWorkload(runtime: Runtime, apiUrl: string, option
   // cannot run beside it: hand the person trying the demo tokens to query with.
   const file = path.join(runtime.config.dataDir, 'demo-tokens.json');
   const reader = await createApiToken(runtime.store, 'demo-investigator@corp.example', ['investigator', 'auditor']);
-  writeFileSync(file, `${JSON.stringify({ admin: tokens.admin, investigator: reader.token, api: apiUrl }, null, 2)}\n`, { mode: 0o600 });
+  // The fleet's tokens too, so `lockaudit simulate --url … --tokens <this file>` can drive more load (or an outage) against the demo.
+  const contents = { admin: tokens.admin, investigator: reader.token, api: apiUrl, operators: tokens.operators.map((o) => o.token), clients: tokens.clients.map((c) => c.token) };
+  writeFileSync(file, `${JSON.stringify(contents, null, 2)}\n`, { mode: 0o600 });
   process.stderr.write(`lockaudit: demo API tokens (admin, investigator) are in ${file}\n`);
   let stopped = false;
   const loop = (async () => {

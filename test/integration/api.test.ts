@@ -91,6 +91,18 @@ describe('api skeleton', () => {
     assert.equal((await get('/v1/probe/abc', tokens.admin)).statusCode, 200);
   });
 
+  it('tells a token who it is: identity, roles, public id — never the token', async () => {
+    const me = await get('/v1/whoami', tokens.investigator);
+    assert.equal(me.statusCode, 200);
+    const body = me.json() as { identity: string; roles: string[]; tokenId: string };
+    assert.equal(body.identity, 'ivy@corp');
+    assert.deepEqual(body.roles, ['investigator']);
+    assert.match(body.tokenId, /^[0-9a-f]{12}$/);
+    assert.ok(!me.body.includes(tokens.investigator as string));
+    assert.equal((await get('/v1/whoami')).statusCode, 401);
+    assert.equal((await get('/v1/whoami', 'la_000000000000_notarealtokennotarealtokennotarealtokennot')).statusCode, 401);
+  });
+
   it('answers bad input with 400 naming the field, never 500', async () => {
     const post = (payload: unknown) => app.inject({ method: 'POST', url: '/v1/probe', headers: { authorization: `Bearer ${tokens.client}`, 'content-type': 'application/json' }, payload: JSON.stringify(payload) });
     const cases: Array<[unknown, RegExp]> = [

@@ -23,7 +23,7 @@ import { dateInZone } from '../../reports/riskRegister/status.js';
 import type { GrantRow } from '../../tailer/types.js';
 import { chartLines, chartRendered, chartSeries, clickChartAt, hideTooltip } from '../support/consoleCharts.js';
 import { addDays, advisoryClass, classEvent, grantRows, tokenOf, type GrantSpec } from '../support/grants.js';
-import { openBrowser, type Browser } from '../support/browser.js';
+import { openBrowser, signIn, type Browser } from '../support/browser.js';
 import { tempStore, testConfig } from '../support/env.js';
 
 const NOW = Date.now();
@@ -218,5 +218,24 @@ describe('web console', () => {
     const lag = await chartLines(page, 'tailer-lag');
     assert.deepEqual(lag, { 'c1 lag (s)': [1.5], 'c1 lag (revisions)': [20] });
     await shot('tailers');
+  });
+
+  it('shows only the pages the token\'s roles can read, and says why a page is closed', async () => {
+    const auditor = (await createApiToken(store, 'audrey@corp', ['auditor'])).token;
+    await page.click('nav .signout');
+    await signIn(page, base, auditor);
+    assert.deepEqual(await page.locator('nav a').allInnerTexts(), ['Risk register', 'Tailer health']);
+    assert.equal(await page.locator('nav .whoami').innerText(), 'audrey@corp');
+    // The landing page is the first one the token can read.
+    await page.locator('table.register tbody tr').first().waitFor();
+    await page.goto(`${base}/ui/#/grants`);
+    assert.match(await page.locator('main .error').innerText(), /needs one of the roles investigator; the token of audrey@corp has auditor/);
+    const investigator = (await createApiToken(store, 'ivy@corp', ['investigator'])).token;
+    await page.click('nav .signout');
+    await signIn(page, base, investigator);
+    await page.goto(`${base}/ui/#/reconcile`);
+    await page.locator('table.unprotected tbody tr').first().waitFor();
+    assert.equal(await page.locator('table.unprotected form.reconcile').count(), 0, 'no reconcile action without the lock-operator role');
+    assert.match(await page.locator('table.unprotected tbody tr').first().innerText(), /a lock-operator reconciles/);
   });
 });

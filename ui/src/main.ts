@@ -1,7 +1,7 @@
 // The console shell: sign-in, navigation and a hash router (#/page?query), so
 // the server serves one index.html and every view is a bookmarkable URL.
 import './style.css';
-import { ApiError, SIGNED_OUT, session } from './api.js';
+import { ApiError, SIGNED_OUT, getJson, session } from './api.js';
 import { h } from './dom.js';
 import { errorBox } from './nav.js';
 import { contentionPage } from './pages/contention.js';
@@ -12,15 +12,22 @@ import { tailersPage } from './pages/tailers.js';
 import { timelinePage } from './pages/timeline.js';
 
 import type { Page } from './nav.js';
+import type { Whoami } from './types.js';
+import { setCaller } from './caller.js';
 
-const pages: { path: string; title: string; render: Page }[] = [
-  { path: 'grants', title: 'Grants', render: grantsPage },
-  { path: 'timeline', title: 'Key timeline', render: timelinePage },
-  { path: 'contention', title: 'Contention', render: contentionPage },
-  { path: 'risk', title: 'Risk register', render: riskPage },
-  { path: 'reconcile', title: 'Reconciliation', render: reconcilePage },
-  { path: 'tailers', title: 'Tailer health', render: tailersPage },
+// Each page with the roles that may read what it shows (the API's own rules; admin reads everything).
+const pages: { path: string; title: string; render: Page; roles: string[] }[] = [
+  { path: 'grants', title: 'Grants', render: grantsPage, roles: ['investigator'] },
+  { path: 'timeline', title: 'Key timeline', render: timelinePage, roles: ['investigator'] },
+  { path: 'contention', title: 'Contention', render: contentionPage, roles: ['investigator'] },
+  { path: 'risk', title: 'Risk register', render: riskPage, roles: ['auditor'] },
+  { path: 'reconcile', title: 'Reconciliation', render: reconcilePage, roles: ['lock-operator', 'investigator'] },
+  { path: 'tailers', title: 'Tailer health', render: tailersPage, roles: ['investigator', 'auditor'] },
 ];
+
+/** Who the signed-in token is; asked once per sign-in. */
+let me: Whoami | null = null;
+const allowed = (page: { roles: string[] }, who: Whoami) => who.roles.includes('admin') || page.roles.some((r) => who.roles.includes(r));
 
 const root = document.getElementById('app') as HTMLElement;
 let notice = '';
@@ -34,9 +41,10 @@ function signIn(): void {
       onsubmit: (ev: Event) => {
         ev.preventDefault();
         session.set(input.value.trim());
+        me = null;
         notice = '';
-        if (!location.hash.startsWith('#/')) location.hash = '#/grants';
-        else void route();
+        // Without a page in the URL, route() opens the first page the token's roles can read.
+        void route();
       },
     },
     h('h1', {}, 'lockaudit console'),
@@ -53,19 +61,38 @@ function signIn(): void {
 let generation = 0;
 async function route(): Promise<void> {
   if (!session.get()) return signIn();
-  const [pathPart, query = ''] = location.hash.replace(/^#\/?/, '').split('?', 2);
-  const page = pages.find((p) => p.path === pathPart) ?? pages[0]!;
   const mine = ++generation;
+  if (!me) {
+    try {
+      me = await getJson<Whoami>('/v1/whoami');
+      setCaller(me);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) return; // SIGNED_OUT shows the sign-in form
+      root.replaceChildren(errorBox(err));
+      return;
+    }
+    if (mine !== generation) return;
+  }
+  const who = me;
+  const visible = pages.filter((p) => allowed(p, who));
+  const [pathPart, query = ''] = location.hash.replace(/^#\/?/, '').split('?', 2);
+  const page = pages.find((p) => p.path === pathPart) ?? visible[0] ?? pages[0]!;
   const main = h('main', {}, h('p', { class: 'loading' }, 'Loading…'));
   const nav = h(
     'nav',
     {},
     h('strong', {}, 'lockaudit'),
-    pages.map((p) => h('a', { href: `#/${p.path}`, class: p === page ? 'active' : null }, p.title)),
-    h('button', { class: 'signout', onclick: () => { session.clear(); signIn(); } }, 'Sign out'),
+    visible.map((p) => h('a', { href: `#/${p.path}`, class: p === page ? 'active' : null }, p.title)),
+    h('span', { class: 'whoami', title: `roles: ${who.roles.join(', ')}` }, who.identity),
+    h('button', { class: 'signout', onclick: () => { session.clear(); me = null; signIn(); } }, 'Sign out'),
   );
   root.replaceChildren(nav, main);
   document.title = `${page.title} · lockaudit`;
+  if (!allowed(page, who)) {
+    // Asking would only earn a 403: say why instead.
+    main.replaceChildren(h('h1', {}, page.title), h('p', { class: 'error', role: 'alert' }, `This page needs one of the roles ${page.roles.join(', ')}; the token of ${who.identity} has ${who.roles.join(', ')}.`));
+    return;
+  }
   try {
     const content = await page.render(new URLSearchParams(query));
     if (mine === generation) main.replaceChildren(h('h1', {}, page.title), content);
@@ -77,6 +104,7 @@ async function route(): Promise<void> {
 }
 
 window.addEventListener(SIGNED_OUT, (ev) => {
+  me = null;
   notice = `Signed out: ${(ev as CustomEvent<string>).detail}`;
   signIn();
 });

@@ -166,3 +166,8 @@ export interface TailerLag {
   bucketSeconds: number;
   clusters: { cluster: string; series: LagPoint[] }[];
 }
+export interface Whoami {
+  identity: string;
+  roles: string[];
+  tokenId: string;
+}

@@ -1,6 +1,7 @@
 // Reconciliation: grants issued without quorum (token 0), the protected grants
 // that overlapped them on the same key, and the reconcile action (a note).
 import { getJson, postJson } from '../api.js';
+import { callerHas } from '../caller.js';
 import { field, fmtMs, fmtTime, formParams, h, table } from '../dom.js';
 import { errorBox, go } from '../nav.js';
 import type { UnprotectedItem, UnprotectedReport } from '../types.js';
@@ -27,7 +28,7 @@ export async function reconcilePage(params: URLSearchParams): Promise<Node> {
     u.reconciliation
       ? h('span', { class: 'reconciled' }, `“${u.reconciliation.note}” — ${u.reconciliation.reconciledBy}, ${fmtTime(u.reconciliation.reconciledAt)}${u.reconciliation.notes > 1 ? ` (${u.reconciliation.notes} notes)` : ''}`)
       : h('span', { class: 'bad' }, 'not reconciled'),
-    action(u),
+    callerHas('lock-operator') ? action(u) : h('span', { class: 'muted' }, 'a lock-operator reconciles'),
   ]);
   const t = table(['Key', 'Holder', 'Class', 'Spool id', 'Granted at', 'Ended at', 'Overlapping protected grants', 'Reconciliation', 'Action'], rows, { class: 'unprotected' });
   t.querySelectorAll('tbody tr').forEach((tr, i) => tr.setAttribute('data-id', report.items[i]?.id ?? ''));
