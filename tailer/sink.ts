@@ -77,16 +77,18 @@ export class BatchSink {
    */
   async add(batch: RowBatch, onDurable: () => void, signal?: AbortSignal): Promise<boolean> {
     if (this.#fatal) throw this.#fatal;
-    const wakeAll = (): void => {
-      for (const w of this.#spaceWaiters.splice(0)) w();
-    };
-    signal?.addEventListener('abort', wakeAll, { once: true });
-    try {
-      while (this.#bufferedRows >= this.#maxBuffered && !this.#abort.signal.aborted && !signal?.aborted) {
-        await new Promise<void>((resolve) => this.#spaceWaiters.push(resolve));
+    const full = (): boolean => this.#bufferedRows >= this.#maxBuffered && !this.#abort.signal.aborted && !signal?.aborted;
+    if (full()) {
+      // Listens on `signal` only while waiting, and always stops listening when the wait ends.
+      const wakeAll = (): void => {
+        for (const w of this.#spaceWaiters.splice(0)) w();
+      };
+      signal?.addEventListener('abort', wakeAll, { once: true });
+      try {
+        while (full()) await new Promise<void>((resolve) => this.#spaceWaiters.push(resolve));
+      } finally {
+        signal?.removeEventListener('abort', wakeAll);
       }
-    } finally {
-      signal?.removeEventListener('abort', wakeAll);
     }
     if (this.#abort.signal.aborted) throw new SinkAbortedError();
     if (signal?.aborted) return false;

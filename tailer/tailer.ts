@@ -47,7 +47,7 @@ export interface PipelineDeps {
   replicaId: string;
   clock: ClockWriter;
   gaps: readonly Gap[];
-  /** Re-checks leadership in etcd; false → stop before writing. */
+  /** Re-checks leadership in etcd; false → stop before writing; a rejection (etcd did not answer) → no checkpoint this time, asked again on the next. */
   fence: () => Promise<boolean>;
   metrics?: TailerMetrics;
   /** Lag alarm hooks (runtime.health). */
@@ -163,18 +163,30 @@ export class TailerPipeline {
       return at === undefined ? 0 : Math.max(0, (Date.now() - at) / 1000);
     };
 
+    let fenceFailures = 0;
     const writeCheckpoint = async (): Promise<void> => {
       const value = watermark.value;
       if (value > written) {
-        if (!(await this.#deps.fence().catch(() => false))) {
+        // true: still leader; false: our campaign key is gone (lost). A fence that could not ask etcd
+        // (restart, network) is neither: no checkpoint this time, the next tick asks again. A lease that
+        // really lapses is reported by the election itself (onLost), which stops the run.
+        const leader = await this.#deps.fence().catch((err: Error) => {
+          fenceFailures += 1;
+          if (fenceFailures === 1 || fenceFailures % 40 === 0) log.warn({ err: err.message, failures: fenceFailures, checkpoint: written.toString() }, 'leadership check failed; checkpoint held back until etcd answers');
+          return undefined;
+        });
+        if (leader === false) {
           log.warn({ checkpoint: written.toString() }, 'leadership lost: stopping before the next checkpoint write');
           stopWith('leadership-lost');
           return;
         }
-        await store.insert('checkpoints', [{ cluster, revision: value.toString(), leader: this.#deps.replicaId }]);
-        written = value;
-        outcome.checkpoint = value;
-        this.#deps.onCheckpoint?.(value);
+        if (leader === true) {
+          fenceFailures = 0;
+          await store.insert('checkpoints', [{ cluster, revision: value.toString(), leader: this.#deps.replicaId }]);
+          written = value;
+          outcome.checkpoint = value;
+          this.#deps.onCheckpoint?.(value);
+        }
       }
       const lagRevisions = state.head > written ? state.head - written : 0n;
       metrics?.lagRevisions.set(this.#labels, Number(lagRevisions));
@@ -216,7 +228,7 @@ export class TailerPipeline {
       this.#observe(watermark, state);
     };
 
-    const runWindow = async (index: number, spec: WindowSpec): Promise<void> => {
+    const runWindow = async (index: number, spec: WindowSpec, stop: AbortSignal): Promise<void> => {
       // Catch-up windows get their own connection (their own gRPC stream): etcd serves one stream's watches one at a time.
       const own = spec.end !== undefined;
       const client = own ? createEtcdClient({ name: cluster, endpoints: [...this.#deps.endpoints] }) : this.#deps.client;
@@ -229,12 +241,12 @@ export class TailerPipeline {
           const batch = finishRevision(p.decoded, time);
           const events = batch.events.length;
           if (batch.quarantine.length > 0) metrics?.quarantined.inc(this.#labels, batch.quarantine.length);
-          await sink.add(batch, () => onDurable(p.slot, events), signal);
+          await sink.add(batch, () => onDurable(p.slot, events), stop);
         };
         const lookup = async (): Promise<void> => {
           const newest = bracket.newestPending;
           if (newest === undefined) return;
-          const next = await firstClockAfter(client, newest, signal);
+          const next = await firstClockAfter(client, newest, stop);
           if (!next) return;
           for (const r of bracket.resolveWith(next)) await emit(r.item, r.time);
         };
@@ -249,7 +261,7 @@ export class TailerPipeline {
           },
         });
         let ended = false;
-        for await (const item of window.items(signal)) {
+        for await (const item of window.items(stop)) {
           if (item.kind === 'end') {
             ended = true;
             break;
@@ -281,9 +293,9 @@ export class TailerPipeline {
             if (bracket.pendingCount === 0) pendingSince = undefined;
           }
         }
-        if (ended && !signal.aborted) {
+        if (ended && !stop.aborted) {
           await lookup(); // expiries near the window's end: their next clock lies beyond it
-          if (!signal.aborted) {
+          if (!stop.aborted) {
             watermark.complete(index);
             this.#observe(watermark, state);
           }
@@ -293,9 +305,18 @@ export class TailerPipeline {
       }
     };
 
+    // Each window waits on a signal of its own (its watch, a full sink, a clock lookup: at most three
+    // listeners at once), and the run's signal carries one listener for all windows. Sharing the run's
+    // signal instead put 2-3 listeners per window on it (MaxListenersExceededWarning at 8 windows).
+    const windowStops = specs.map(() => new AbortController());
+    const stopWindows = (): void => {
+      for (const c of windowStops) c.abort();
+    };
+    if (signal.aborted) stopWindows();
+    else signal.addEventListener('abort', stopWindows, { once: true });
     const results = await Promise.allSettled(
       specs.map((spec, i) =>
-        runWindow(i, spec).catch((err: Error) => {
+        runWindow(i, spec, (windowStops[i] as AbortController).signal).catch((err: Error) => {
           if (!signal.aborted) log.warn({ err: err.message, window: i }, 'watch window failed; the run restarts from the checkpoint');
           stopWith(err.name === 'WatchError' ? 'watch-error' : 'sink-error', err);
           throw err;
@@ -303,17 +324,19 @@ export class TailerPipeline {
       ),
     );
     void results;
-    inner.abort(); // all windows are done: nothing else reads
+    inner.abort(); // all windows are done: nothing else reads (this also runs and removes stopWindows)
 
     // Drain under a deadline, then the final checkpoint (if still leader).
     const deadline = this.#opts.drainDeadlineMs ?? 15_000;
+    const deadlineTimer = new AbortController(); // the deadline's timer must not outlive a drain that finished first
     const drained = await Promise.race([
       sink.drain().then(
         () => true,
         () => false,
       ),
-      sleep(deadline).then(() => false),
+      sleep(deadline, deadlineTimer.signal).then(() => false),
     ]);
+    deadlineTimer.abort();
     if (!drained) {
       log.warn({ deadlineMs: deadline }, 'drain did not finish in time; queued rows are abandoned, the checkpoint stays behind them');
       sink.abort();

@@ -3,7 +3,8 @@
 // window. The position is ours, not etcd3's: its Watcher resumes after a
 // disconnect from the response header's revision, which during catch-up is
 // the *current* revision and would skip history. So on a disconnect we drop
-// that watcher and open a new one from the next revision we still need.
+// that watcher and open a new one from the next revision we still need
+// (after a short delay that grows, up to ~2 s, while etcd stays away).
 // Backpressure: when more than `highWaterEvents` events wait for the
 // consumer the watch is cancelled (paused) and reopened from the same
 // position once the consumer is below `lowWaterEvents`: memory stays bounded
@@ -66,6 +67,7 @@ export class WatchWindow {
   #error: Error | undefined;
   #wake: (() => void) | undefined;
   #reopenTimer: NodeJS.Timeout | undefined;
+  #disconnects = 0; // in a row, since the last watch etcd accepted
 
   constructor(client: Etcd3, options: WatchWindowOptions) {
     this.#client = client;
@@ -125,19 +127,27 @@ export class WatchWindow {
     const watcher = this.#client.watch().inRange(WATCH_RANGE).startRevision(this.#position.toString()).withPreviousKV().watcher();
     this.#watcher = watcher;
     watcher.on('connected', (res: IWatchResponse) => {
-      if (generation === this.#generation) this.#opts.onHead?.(BigInt(res.header.revision));
+      if (generation !== this.#generation) return;
+      if (this.#disconnects > 0) this.#opts.log.info({ position: this.#position.toString(), attempts: this.#disconnects }, 'watch reopened');
+      this.#disconnects = 0;
+      this.#opts.onHead?.(BigInt(res.header.revision));
     });
     watcher.on('data', (res: IWatchResponse) => {
       if (generation === this.#generation) this.#onResponse(res);
     });
-    watcher.on('disconnected', () => {
+    watcher.on('disconnected', (err?: Error) => {
       if (generation !== this.#generation) return;
-      this.#opts.log.warn({ position: this.#position.toString() }, 'watch disconnected; reopening from our own position');
+      // While etcd is down every reopen fails at once: back off (jittered, at most ~2 s) and log the first and every 20th.
+      this.#disconnects += 1;
+      if (this.#disconnects === 1 || this.#disconnects % 20 === 0) {
+        this.#opts.log.warn({ position: this.#position.toString(), attempts: this.#disconnects, err: err?.message }, 'watch disconnected; reopening from our own position');
+      }
       this.#drop();
+      const delay = Math.min(2_000, 200 * 2 ** Math.min(this.#disconnects - 1, 4)) * (0.75 + Math.random() / 2);
       this.#reopenTimer = setTimeout(() => {
         this.#reopenTimer = undefined;
         if (!this.#paused) this.#open();
-      }, 200);
+      }, delay);
     });
     watcher.on('error', (err: Error) => {
       if (generation !== this.#generation) return;
