@@ -196,7 +196,7 @@ export class TailerPipeline {
       if (lagAlarm !== undefined) {
         const name = `tailer-lag:${cluster}`;
         if (lagRevisions >= BigInt(lagAlarm)) {
-          this.#deps.alarm?.raise(name, `tailer for ${cluster} is ${lagRevisions} revisions behind (alarm at ${lagAlarm}, half the compaction window)`);
+          this.#deps.alarm?.raise(name, `tailer for ${cluster} is ${lagRevisions} revisions behind (alarm at ${lagAlarm} revisions)`);
         } else this.#deps.alarm?.clear(name);
       }
       if (Date.now() - lastStatus >= 1_000) {
@@ -350,6 +350,8 @@ export class TailerPipeline {
         log.warn({ err: (err as Error).message }, 'final checkpoint write failed');
       }
     }
+    // This run no longer tails: its lag alarm is not this replica's to hold (the next run, here or on the new leader, raises its own).
+    this.#deps.alarm?.clear(`tailer-lag:${cluster}`);
     outcome.checkpoint = written;
     return outcome;
   }

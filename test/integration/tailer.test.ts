@@ -216,6 +216,25 @@ describe('tailer (in-process)', () => {
     await assertExactCapture(store, label, client, from, end, w.expected);
   });
 
+  it('lag alarm: a replica that stops while lagging does not keep the alarm (it is no longer the one tailing)', { timeout: 120_000 }, async () => {
+    const label = uniqueId('c');
+    const w = new Workload(client, uniqueId('ns'));
+    const health = new HealthState();
+    const alarm = `tailer-lag:${label}`;
+    const replica = await startTailer(label, (await head()) + 1n, { lagAlarmRevisions: 50, drainDeadlineMs: 500, sink: { initialBackoffMs: 50, maxBackoffMs: 200 } }, { health });
+    await w.mixed(1);
+    await waitCheckpoint(label, BigInt(await w.clock()));
+    await store.command('DETACH TABLE {db:Identifier}.events');
+    try {
+      while ((await head()) - (await readCheckpoint(store, label)) < 60n) await w.mixed(1);
+      await waitFor('the lag alarm', () => health.alarms().find((a) => a.name === alarm), 30_000);
+      await replica.close();
+      assert.equal(health.alarms().find((a) => a.name === alarm), undefined, 'the stopped replica cleared its lag alarm');
+    } finally {
+      await store.command('ATTACH TABLE {db:Identifier}.events');
+    }
+  });
+
   it('ships fail-open spools as unprotected grants, idempotently; quarantines bad lines', async () => {
     const label = uniqueId('c');
     const tmp = tempDir('lockaudit-spool-');
