@@ -27,7 +27,7 @@ export const errorCatalog = {
   LOCKAUDIT_ERR_LOCK_SEALED: { status: 503, description: 'The etcd cluster id differs from /sys/epoch (a restored cluster): grants are refused until an epoch advance.' },
   LOCKAUDIT_ERR_LOCK_CLASS_MISMATCH: { status: 400, description: 'The key, session or class do not fit together (class namespace, session TTL).' },
   LOCKAUDIT_ERR_QUORUM_LOST: { status: 503, description: 'etcd has no reachable quorum; classes with onQuorumLoss closed get no grant.' },
-  LOCKAUDIT_ERR_SPOOL_WRITE: { status: 503, description: 'A fail-open grant could not be made durable in the local spool, so it was not granted.' },
+  LOCKAUDIT_ERR_SPOOL_WRITE: { status: 503, description: 'A fail-open grant, or the release of one, could not be made durable in the local spool, so it was not granted (or not released).' },
   LOCKAUDIT_ERR_SESSION_NOT_FOUND: { status: 404, description: 'No live session with this id belongs to the caller (expired, closed or never created).' },
   LOCKAUDIT_ERR_CLASS_NOT_FOUND: { status: 404, description: 'No lock class with this name is registered.' },
   LOCKAUDIT_ERR_CLASS_INVALID: { status: 400, description: 'The lock class breaks rules of DESIGN.md §2; details name each broken rule.' },

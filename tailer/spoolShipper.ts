@@ -1,13 +1,16 @@
-// Ships fail-open spools (grants the lock API made without quorum) into the
-// audit store as `unprotected` grants. Idempotent: each line becomes the
-// event row (cluster, 0, '/spool/<id>') and the grant row
-// (cluster, <lock>, 0, <id>), so shipping a line twice changes nothing under
-// FINAL. A sidecar file remembers how far the spool was shipped (written
-// after the rows are durable), only to avoid re-reading; it is not needed
-// for correctness.
+// Ships fail-open spools (what the lock API did without quorum) into the
+// audit store as `unprotected` grants. Idempotent: a grant line becomes the
+// event row (cluster, 0, '/spool/<id>') and the open grant row
+// (cluster, <lock>, 0, <id>, row_version 0); an end line becomes the event row
+// (cluster, 0, '/spool/<end id>') and the closed row of the grant it ends
+// (cluster, <lock>, 0, <grant id>, row_version 1), so shipping a line twice
+// changes nothing under FINAL and the closed row wins over the open one. A
+// sidecar file remembers how far the spool was shipped (written after the
+// rows are durable), only to avoid re-reading; it is not needed for
+// correctness.
 //
-// Line schema (JSON Lines, <dataDir>/spool/<cluster>.jsonl, one grant per
-// line; unknown fields are ignored, so the writer can add more):
+// Grant lines (JSON Lines, <dataDir>/spool/<cluster>.jsonl; unknown fields
+// are ignored, so the writer can add more):
 //   id         string  unique per grant (required, or `seq` below)
 //   seq        number  alternative to `id`: a per-writer sequence; with
 //                      optional `node` (string) the id is `<node>:<seq>`
@@ -18,10 +21,16 @@
 //   at | grantedAt  number (ms since epoch) or ISO-8601 string: grant time
 //   waitMs     number  optional, default 0
 //   epoch      number  optional, default 0
-//   kind       string  optional; when present it must be "grant"
-// The lock API's writer (core/spool.ts, SpoolRecordSchema v1: v, kind, id,
-// cluster, key, namespace, class, holder, session, token "0", waitMs, at,
+//   kind       string  optional: "grant" (the default) or "end"
+// The lock API's writer (core/spool.ts, SpoolGrantRecordSchema v1: v, kind,
+// id, cluster, key, namespace, class, holder, session, token "0", waitMs, at,
 // epoch) fits this schema as it is.
+// End lines (kind "end") must be core/spool.ts SpoolEndRecordSchema v1: id,
+// grantId, cluster, key, how ("release" | "expiry"), at (ms), and `grant`, a
+// copy of the grant record they end. The closed row is built from that copy
+// with the same code as the open row, so it carries the grant's own columns
+// without reading the grant line or the store back: arrival order, batch
+// boundaries and rotated spool files do not matter.
 // Grants in a spool carry token 0 (DESIGN.md §2). A line that does not fit is
 // quarantined (revision 0, key '/spool/<file>@<byte offset>') with the reason.
 // A last line without a newline is being written: it waits for the next pass.
@@ -31,6 +40,7 @@ import type { AuditStore } from '../core/clickhouse.js';
 import type { AuditEventRow } from '../core/events.js';
 import { PREFIX, parseLockName } from '../core/keyspace.js';
 import type { Logger } from '../core/logger.js';
+import { checkSpoolEnd, type SpoolEndHow } from '../core/spool.js';
 import type { GrantRow, QuarantineRow } from './types.js';
 
 export interface SpoolLine {
@@ -46,10 +56,27 @@ export interface SpoolLine {
   epoch: number;
 }
 
+/** The end of an unprotected grant, with the grant it ends (parsed as a grant line). */
+export interface SpoolEndLine {
+  id: string;
+  how: SpoolEndHow;
+  at: number;
+  grant: SpoolLine;
+}
+
+export type SpoolEntry = { kind: 'grant'; grant: SpoolLine } | { kind: 'end'; end: SpoolEndLine };
+
+/**
+ * row_version of the closed row of an unprotected grant: above the open
+ * row's 0, and the same on every shipping (a grant has one end), so
+ * re-shipping is idempotent.
+ */
+export const SPOOL_END_ROW_VERSION = '1';
+
 export const spoolFile = (dataDir: string, cluster: string): string => path.join(dataDir, 'spool', `${cluster}.jsonl`);
 
 /** Parses one spool line; a string is the reason it does not fit. */
-export function parseSpoolLine(text: string): SpoolLine | string {
+export function parseSpoolLine(text: string): SpoolEntry | string {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -58,7 +85,19 @@ export function parseSpoolLine(text: string): SpoolLine | string {
   }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return 'not a JSON object';
   const o = raw as Record<string, unknown>;
-  if (o.kind !== undefined && o.kind !== 'grant') return `kind "${String(o.kind).slice(0, 40)}" is not a grant`;
+  if (o.kind === 'end') {
+    const end = checkSpoolEnd(o);
+    if (typeof end === 'string') return end;
+    const grant = parseGrant(end.grant as unknown as Record<string, unknown>);
+    if (typeof grant === 'string') return `end record's grant: ${grant}`;
+    return { kind: 'end', end: { id: end.id, how: end.how, at: end.at, grant } };
+  }
+  if (o.kind !== undefined && o.kind !== 'grant') return `kind "${String(o.kind).slice(0, 40)}" is neither grant nor end`;
+  const grant = parseGrant(o);
+  return typeof grant === 'string' ? grant : { kind: 'grant', grant };
+}
+
+function parseGrant(o: Record<string, unknown>): SpoolLine | string {
   const str = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined);
   let id = str(o.id);
   if (!id && typeof o.seq === 'number') id = o.node !== undefined ? `${str(o.node) ?? ''}:${o.seq}` : String(o.seq);
@@ -131,6 +170,30 @@ export function spoolRows(cluster: string, line: SpoolLine): { event: AuditEvent
   return { event, grant };
 }
 
+/** The rows of an end line: its event, and the closed row of its grant (the open row's columns, ended). */
+export function spoolEndRows(cluster: string, end: SpoolEndLine): { event: AuditEventRow; grant: GrantRow } {
+  const open = spoolRows(cluster, end.grant);
+  const event: AuditEventRow = {
+    ...open.event,
+    key: `/spool/${end.id}`,
+    event_type: end.how,
+    wall_time: end.at,
+    value: JSON.stringify({ id: end.id, grantId: end.grant.id, how: end.how, at: end.at }),
+    // Like an etcd delete's previous value: the grant it ends.
+    prev_value: open.event.value,
+  };
+  const grant: GrantRow = {
+    ...open.grant,
+    end_kind: end.how,
+    end_revision: '0',
+    ended_at: end.at,
+    ended_at_error_ms: 0, // the writer knows the end exactly: the release's time, or at + TTL
+    duration_ms: Math.max(0, end.at - open.grant.granted_at),
+    row_version: SPOOL_END_ROW_VERSION,
+  };
+  return { event, grant };
+}
+
 interface ShippedMark {
   offset: number;
   ino: number;
@@ -172,7 +235,7 @@ export class SpoolShipper {
     await this.#running;
   }
 
-  /** Ships the lines not yet shipped; returns how many grants were written. */
+  /** Ships the lines not yet shipped; returns how many lines (grants and ends) were written. */
   async shipOnce(maxBytes = 8 * 1024 * 1024): Promise<number> {
     let st;
     try {
@@ -183,7 +246,8 @@ export class SpoolShipper {
     const mark = this.#readMark();
     // A new file (rotated or truncated) is shipped from the start; ids keep it idempotent.
     let offset = mark && mark.ino === st.ino && mark.offset <= st.size ? mark.offset : 0;
-    let shipped = 0;
+    let granted = 0;
+    let ended = 0;
     while (offset < st.size) {
       const length = Math.min(maxBytes, st.size - offset);
       const buf = Buffer.alloc(length);
@@ -210,21 +274,23 @@ export class SpoolShipper {
           quarantine.push({ cluster: this.#cluster, revision: '0', key: `/spool/${path.basename(this.#file)}@${at}`, op: 'spool', value: text.slice(0, 65_536), reason: `spool line: ${line}` });
           continue;
         }
-        const rows = spoolRows(this.#cluster, line);
+        const rows = line.kind === 'grant' ? spoolRows(this.#cluster, line.grant) : spoolEndRows(this.#cluster, line.end);
         events.push(rows.event);
         grants.push(rows.grant);
+        if (line.kind === 'grant') granted += 1;
+        else ended += 1;
       }
       await this.#store.insert('events', events);
       await this.#store.insert('grants', grants);
       await this.#store.insert('quarantine', quarantine);
       if (quarantine.length > 0) this.#log.error({ lines: quarantine.length, file: this.#file }, 'spool lines could not be read; quarantined');
-      shipped += grants.length;
       offset += lastNewline + 1;
       this.#writeMark({ offset, ino: st.ino });
     }
+    const shipped = granted + ended;
     if (shipped > 0) {
       this.#onShipped?.(shipped);
-      this.#log.info({ grants: shipped }, 'shipped unprotected grants from the fail-open spool');
+      this.#log.info({ grants: granted, ends: ended }, 'shipped unprotected grants and their ends from the fail-open spool');
     }
     return shipped;
   }

@@ -34,7 +34,7 @@ export function tailerMetrics(registry: Registry): TailerMetrics {
     headRevision: new Gauge({ name: 'lockaudit_tailer_head_revision', help: 'Latest etcd revision seen', labelNames, registers }),
     quarantined: new Counter({ name: 'lockaudit_tailer_quarantined_total', help: 'Changes that could not be decoded (kept in quarantine)', labelNames, registers }),
     sinkRetries: new Counter({ name: 'lockaudit_tailer_sink_retries_total', help: 'ClickHouse insert retries', labelNames, registers }),
-    spoolShipped: new Counter({ name: 'lockaudit_tailer_spool_shipped_total', help: 'Fail-open spool lines shipped as unprotected grants', labelNames, registers }),
+    spoolShipped: new Counter({ name: 'lockaudit_tailer_spool_shipped_total', help: 'Fail-open spool lines shipped: unprotected grants and their ends', labelNames, registers }),
   };
   byRegistry.set(registry, m);
   return m;

@@ -32,8 +32,8 @@ export async function release(parts: LockParts, input: ReleaseInput): Promise<Re
   if (!session || session.identity !== input.identity) await parts.sessions.get(input.identity, input.session);
 
   if (input.token === 0n) {
-    // Token 0 is an unprotected grant made from memory without quorum.
-    const hold = parts.failOpen.release(input.key, input.session);
+    // Token 0 is an unprotected grant made from memory without quorum; its end is spooled before this answers.
+    const hold = await parts.failOpen.release(input.key, input.session);
     if (!hold) throw notHolder(input.key);
     parts.metrics.released(parts.classes.cached(hold.class)?.value, Date.now() - hold.at);
     parts.waiters.notify(input.key);

@@ -85,7 +85,7 @@ export class LockService {
       markers,
       waiters,
       hints: new HintWatches(this.#client, logger, (key) => waiters.notify(key)),
-      failOpen: new FailOpenGrants(new SpoolWriter(this.spoolFile), options.cluster.name),
+      failOpen: new FailOpenGrants(new SpoolWriter(this.spoolFile), options.cluster.name, logger),
       metrics,
       logger,
       pollMs: options.pollMs ?? 1_000,
