@@ -138,7 +138,7 @@ describe('console on a running stack fed by the simulator', { timeout: 240_000 }
   });
 
   it('plots contention percentiles over time and the hottest keys', async () => {
-    await page.goto(`${base}/ui/#/contention?by=namespace`);
+    await page.goto(`${base}/ui/#/contention?by=namespace&span=1%20h`);
     for (const name of ['contention-wait', 'contention-hold', 'contention-volume', 'contention-hot']) await chartRendered(page, name);
     const waits = await chartLines(page, 'contention-wait');
     assert.ok((waits['wait p50'] ?? []).length >= 1, 'the wait p50 line has points');
