@@ -44,12 +44,13 @@ type GapItem = Static<typeof GapSchema>;
 const iso = (ms: string | number): string => new Date(typeof ms === 'number' ? ms : Date.parse(`${ms.replace(' ', 'T')}Z`)).toISOString();
 
 export async function tailerRoutes(app: App, ctx: AppContext): Promise<void> {
+  // Checked before validation: a caller without the role learns nothing about its input.
   const guard = requireRoles('investigator', 'auditor', 'admin');
 
   app.get(
     '/v1/tailers',
     {
-      preHandler: guard,
+      preValidation: guard,
       schema: { tags: ['tailer'], summary: 'Tailer health per etcd cluster', response: { 200: Type.Object({ items: Type.Array(TailerSchema) }) } },
     },
     async () => {
@@ -85,7 +86,7 @@ export async function tailerRoutes(app: App, ctx: AppContext): Promise<void> {
   app.get(
     '/v1/tailers/lag',
     {
-      preHandler: guard,
+      preValidation: guard,
       schema: {
         tags: ['tailer'],
         summary: 'Tailer lag over time',
@@ -100,7 +101,7 @@ export async function tailerRoutes(app: App, ctx: AppContext): Promise<void> {
   app.get(
     '/v1/gaps',
     {
-      preHandler: guard,
+      preValidation: guard,
       schema: { tags: ['tailer'], summary: 'History ranges lost before capture', querystring: GapsQuery, response: { 200: Type.Object({ items: Type.Array(GapSchema) }) } },
     },
     async (request) => {

@@ -197,5 +197,7 @@ describe('timeline and tailer lag', () => {
       assert.equal(status, 400, `${query}: ${JSON.stringify(body)}`);
       assert.match(body.message, message, query);
     }
+    // Without a token, bad input is not even looked at.
+    assert.equal((await app.inject({ method: 'GET', url: '/v1/tailers/lag?from=soon' })).statusCode, 401);
   });
 });
