@@ -6,7 +6,7 @@ import path from 'node:path';
 import { SingleBar, Presets } from 'cli-progress';
 import type { Command } from 'commander';
 import { AuditStore } from '../core/clickhouse.js';
-import { loadConfig, type Config } from '../core/config.js';
+import { CLUSTER_NAME_PATTERN, loadConfig, type Config } from '../core/config.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
 import { createLogger } from '../core/logger.js';
 import { migrate } from '../core/migrations.js';
@@ -16,6 +16,8 @@ import { archiveLockProblem, ensureHistoryBucket } from '../exporters/buckets.js
 import { ExportRecords, parseExportInput, writeGrantsExport } from '../exporters/complianceExport.js';
 import { daysBetween, dayStartMs, exportHistoryFile, HISTORY_DATASETS, type HistoryDataset } from '../exporters/parquetHistory.js';
 import type { GrantFilters } from '../exporters/exportPlans.js';
+
+const CLUSTER_NAME = new RegExp(CLUSTER_NAME_PATTERN);
 
 const say = (message: string): void => {
   process.stderr.write(`lockaudit: ${message}\n`);
@@ -88,7 +90,7 @@ export function registerExportCommands(program: Command): void {
         const datasets: HistoryDataset[] = flags.dataset === 'all' ? [...HISTORY_DATASETS] : [flags.dataset as HistoryDataset];
         const config = loadConfig();
         const clusters = flags.cluster ?? config.etcd.clusters.map((c) => c.name);
-        for (const c of clusters) if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(c)) badInput(`--cluster: "${c}" is not a cluster name`);
+        for (const c of clusters) if (!CLUSTER_NAME.test(c)) badInput(`--cluster: "${c}" is not a cluster name`);
         const s3 = createS3Client(config.s3);
         await ensureHistoryBucket(s3, config.s3);
         await withStore(config, async (store) => {
@@ -176,7 +178,7 @@ export function registerExportCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action((flags: { cluster?: string; auditLog: boolean; json?: boolean }) =>
       run(async () => {
-        if (flags.cluster !== undefined && !/^[a-z0-9][a-z0-9_-]{0,62}$/.test(flags.cluster)) badInput(`--cluster: "${flags.cluster}" is not a cluster name`);
+        if (flags.cluster !== undefined && !CLUSTER_NAME.test(flags.cluster)) badInput(`--cluster: "${flags.cluster}" is not a cluster name`);
         const config = loadConfig();
         const s3 = createS3Client(config.s3);
         const lockProblem = await archiveLockProblem(s3, config.s3.archiveBucket);

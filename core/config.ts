@@ -9,9 +9,12 @@ import { Value } from 'typebox/value';
 import { parse as parseYaml } from 'yaml';
 import { LockauditError } from './errors.js';
 
+/** An etcd cluster's name as configured: it labels every row and metric of that cluster. */
+export const CLUSTER_NAME_PATTERN = '^[a-z0-9][a-z0-9_-]{0,62}$';
+
 const EtcdClusterSchema = Type.Object(
   {
-    name: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'Cluster name: lowercase letters, digits, - and _.' }),
+    name: Type.String({ pattern: CLUSTER_NAME_PATTERN, description: 'Cluster name: lowercase letters, digits, - and _.' }),
     endpoints: Type.Array(Type.String({ pattern: '^https?://[^\\s,;]+$' }), { minItems: 1 }),
   },
   { additionalProperties: false },

@@ -37,3 +37,11 @@ export const MAX_BUCKETS = 240;
 export function bucketFor(spanMs: number, sizes: readonly number[] = BUCKETS_SECONDS, maxBuckets = MAX_BUCKETS): number {
   return sizes.find((b) => spanMs / (b * 1000) <= maxBuckets) ?? (sizes[sizes.length - 1] as number);
 }
+
+/** The start of every bucket of `bucketSeconds` (aligned to the epoch) that [fromMs, toMs] touches, so a series has no holes. */
+export function bucketStarts(fromMs: number, toMs: number, bucketSeconds: number): number[] {
+  const step = bucketSeconds * 1000;
+  const starts: number[] = [];
+  for (let at = Math.floor(fromMs / step) * step; at <= toMs; at += step) starts.push(at);
+  return starts;
+}

@@ -3,6 +3,7 @@
 // process answers, wherever the tailers run. Revisions travel as strings.
 import Type, { type Static } from 'typebox';
 import { TailerLagQuery, TailerLagSchema, tailerLag } from '../../reports/tailerLag/index.js';
+import { ClusterName } from '../../reports/patterns.js';
 import { requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';
 import type { App, AppContext } from '../app.js';
@@ -32,7 +33,7 @@ const TailerSchema = Type.Object({
 
 const GapsQuery = Type.Object(
   {
-    cluster: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$' })),
+    cluster: Type.Optional(ClusterName()),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
   },
   { additionalProperties: false },

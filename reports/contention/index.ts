@@ -6,7 +6,7 @@ import { ClassName, Instant, Namespace, NullableNumber } from '../patterns.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { num } from '../render.js';
 import { loadSql } from '../sql.js';
-import { bucketFor, resolveWindow } from '../window.js';
+import { bucketFor, bucketStarts, resolveWindow } from '../window.js';
 
 const CONTENTION = loadSql('contention', 'contention.sql');
 
@@ -102,23 +102,23 @@ export async function contention(deps: ReportDeps, p: ContentionParams, nowMs: n
     by, fromMs, toMs, namespace: p.namespace ?? '', class: p.class ?? '', groupLimit: by === 'key' ? top : 10_000, top, bucketSeconds,
   });
   const buckets = new Map(rows.filter((r) => r.kind === 'bucket').map((r) => [n0(r.bucket_ms), r]));
-  const series: Contention['series'] = [];
-  // Every bucket of the window, empty ones as zeros, so plots have no holes.
-  const step = bucketSeconds * 1000;
-  for (let at = Math.floor(fromMs / step) * step; at <= toMs; at += step) {
+  // Every bucket of the window: an empty one has zero counts and no percentiles.
+  const series: Contention['series'] = bucketStarts(fromMs, toMs, bucketSeconds).map((at) => {
     const b = buckets.get(at);
     const grants = n0(b?.grants);
     const ended = n0(b?.ended) > 0;
-    series.push({
+    const wait = b?.wait ?? [];
+    const hold = b?.hold ?? [];
+    return {
       at: new Date(at).toISOString(),
       grants,
-      waitP95Ms: b ? (pct(b.wait, 1, true) ?? 0) : 0,
-      waitMs: { p50: b ? pct(b.wait, 0, grants > 0) : null, p95: b ? pct(b.wait, 1, grants > 0) : null, p99: b ? pct(b.wait, 2, grants > 0) : null },
-      holdMs: { p50: b ? pct(b.hold, 0, ended) : null, p99: b ? pct(b.hold, 1, ended) : null },
+      waitP95Ms: pct(wait, 1, grants > 0) ?? 0,
+      waitMs: { p50: pct(wait, 0, grants > 0), p95: pct(wait, 1, grants > 0), p99: pct(wait, 2, grants > 0) },
+      holdMs: { p50: pct(hold, 0, ended), p99: pct(hold, 1, ended) },
       expiries: n0(b?.expiries),
       forceReleases: n0(b?.force_releases),
-    });
-  }
+    };
+  });
   return {
     from: new Date(fromMs).toISOString(),
     to: new Date(toMs).toISOString(),

@@ -3,11 +3,11 @@
 // publish (sql/030_tailer_lag_history.sql). Aggregated in ClickHouse: a
 // 30-day window is at most 241 points a cluster.
 import Type, { type Static } from 'typebox';
-import { Instant, NullableNumber } from '../patterns.js';
+import { ClusterName, Instant, NullableNumber } from '../patterns.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { num } from '../render.js';
 import { loadSql } from '../sql.js';
-import { bucketFor, resolveWindow } from '../window.js';
+import { bucketFor, bucketStarts, resolveWindow } from '../window.js';
 
 const LAG = loadSql('tailerLag', 'lag.sql');
 
@@ -17,7 +17,7 @@ const DEFAULT_SPAN_MS = 86_400_000;
 
 export const TailerLagQuery = Type.Object(
   {
-    cluster: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'Only this etcd cluster' })),
+    cluster: Type.Optional(ClusterName({ description: 'Only this etcd cluster' })),
     from: Type.Optional(Instant({ description: 'Window start. Default: to − 24 h' })),
     to: Type.Optional(Instant({ description: 'Window end. Default now' })),
   },
@@ -68,21 +68,19 @@ export async function tailerLag(deps: ReportDeps, p: TailerLagParams, nowMs: num
     byCluster.set(r.cluster, m);
   }
   // Every bucket of the window, empty ones as nulls: a plot shows a break where no tailer ran.
-  const step = bucketSeconds * 1000;
-  const clusters = [...byCluster.keys()].sort().map((cluster) => {
-    const buckets = byCluster.get(cluster) as Map<number, LagRow>;
-    const series = [];
-    for (let at = Math.floor(fromMs / step) * step; at <= toMs; at += step) {
-      const b = buckets.get(at);
-      series.push({
+  const starts = bucketStarts(fromMs, toMs, bucketSeconds);
+  const clusters = [...byCluster.keys()].sort().map((cluster) => ({
+    cluster,
+    series: starts.map((at) => {
+      const b = byCluster.get(cluster)?.get(at);
+      return {
         at: new Date(at).toISOString(),
         lagSecondsMax: b ? num(b.lag_seconds_max) : null,
         lagRevisionsMax: b ? String(b.lag_revisions_max) : null,
         checkpoint: b ? String(b.checkpoint) : null,
         samples: b ? (num(b.samples) ?? 0) : 0,
-      });
-    }
-    return { cluster, series };
-  });
+      };
+    }),
+  }));
   return { from: new Date(fromMs).toISOString(), to: new Date(toMs).toISOString(), bucketSeconds, clusters };
 }

@@ -7,7 +7,7 @@
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { GrantItemSchema, toItem, type GrantItem } from '../grantHistory/index.js';
-import { Instant, KeyPrefix, LockName, NullableNumber } from '../patterns.js';
+import { ClusterName, Instant, KeyPrefix, LockName, NullableNumber } from '../patterns.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { num } from '../render.js';
 import { loadSql } from '../sql.js';
@@ -29,7 +29,7 @@ export const TimelineQuery = Type.Object(
   {
     key: Type.Optional(LockName({ description: 'One key (give key or keyPrefix)' })),
     keyPrefix: Type.Optional(KeyPrefix({ description: `Every key under this prefix; the ${MAX_LANES} busiest are drawn` })),
-    cluster: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'Only this etcd cluster' })),
+    cluster: Type.Optional(ClusterName({ description: 'Only this etcd cluster' })),
     from: Type.Optional(Instant({ description: 'Window start: grants still held at or after this instant. Default: to − LOCKAUDIT_MAX_WINDOW_DAYS' })),
     to: Type.Optional(Instant({ description: 'Window end: grants granted at or before this instant. Default now' })),
     maxBars: Type.Optional(Type.Integer({ minimum: 1, maximum: 5000, default: 2000, description: 'Up to this many grants come as bars; more come as time buckets' })),
@@ -138,13 +138,13 @@ export async function timeline(deps: ReportDeps, p: TimelineParams, nowMs: numbe
 /** Gaps whose wall-clock span meets [fromMs, toMs]; a bound nobody captured is open (null). */
 async function gapsIn(deps: ReportDeps, cluster: string, fromMs: number, toMs: number): Promise<TimelineGap[]> {
   const rows = await reportRows<GapRow>(deps, GAPS, { cluster, fromMs, limit: MAX_GAPS });
-  const out: TimelineGap[] = [];
-  for (const g of rows) {
-    const [b] = await reportRows<BoundsRow>(deps, GAP_BOUNDS, { cluster: g.cluster, fromRevision: g.from_revision, toRevision: g.to_revision });
-    const before = num(b?.before_ms ?? null);
-    const after = num(b?.after_ms ?? null);
-    if ((before ?? -Infinity) > toMs || (after ?? Infinity) < fromMs) continue;
-    out.push({
+  // One index lookup per gap (at most MAX_GAPS), asked at once rather than one after another.
+  const bounds = await Promise.all(rows.map((g) => reportRows<BoundsRow>(deps, GAP_BOUNDS, { cluster: g.cluster, fromRevision: g.from_revision, toRevision: g.to_revision })));
+  return rows.flatMap((g, i) => {
+    const before = num(bounds[i]?.[0]?.before_ms ?? null);
+    const after = num(bounds[i]?.[0]?.after_ms ?? null);
+    if ((before ?? -Infinity) > toMs || (after ?? Infinity) < fromMs) return [];
+    return [{
       cluster: g.cluster,
       fromRevision: String(g.from_revision),
       toRevision: String(g.to_revision),
@@ -152,7 +152,6 @@ async function gapsIn(deps: ReportDeps, cluster: string, fromMs: number, toMs: n
       detectedAt: new Date(n0(g.detected_ms)).toISOString(),
       fromTime: isoOf(before),
       toTime: isoOf(after),
-    });
-  }
-  return out;
+    }];
+  });
 }
