@@ -2,13 +2,18 @@
 // (the API checks again; this only spares the user a button that would fail).
 import type { Whoami } from './types.js';
 
-let caller: Whoami | null = null;
+let current: Whoami | null = null;
+
+/** Who the signed-in token is; null until asked after a sign-in. */
+export function caller(): Whoami | null {
+  return current;
+}
 
 export function setCaller(who: Whoami | null): void {
-  caller = who;
+  current = who;
 }
 
 /** Whether the signed-in token holds one of `roles` (admin holds every role). */
 export function callerHas(...roles: string[]): boolean {
-  return caller !== null && (caller.roles.includes('admin') || roles.some((r) => caller?.roles.includes(r)));
+  return current !== null && (current.roles.includes('admin') || roles.some((r) => current?.roles.includes(r)));
 }

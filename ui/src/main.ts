@@ -13,7 +13,7 @@ import { timelinePage } from './pages/timeline.js';
 
 import type { Page } from './nav.js';
 import type { Whoami } from './types.js';
-import { setCaller } from './caller.js';
+import { caller, callerHas, setCaller } from './caller.js';
 
 // Each page with the roles that may read what it shows (the API's own rules; admin reads everything).
 const pages: { path: string; title: string; render: Page; roles: string[] }[] = [
@@ -25,9 +25,7 @@ const pages: { path: string; title: string; render: Page; roles: string[] }[] = 
   { path: 'tailers', title: 'Tailer health', render: tailersPage, roles: ['investigator', 'auditor'] },
 ];
 
-/** Who the signed-in token is; asked once per sign-in. */
-let me: Whoami | null = null;
-const allowed = (page: { roles: string[] }, who: Whoami) => who.roles.includes('admin') || page.roles.some((r) => who.roles.includes(r));
+const allowed = (page: { roles: string[] }): boolean => callerHas(...page.roles);
 
 const root = document.getElementById('app') as HTMLElement;
 let notice = '';
@@ -41,7 +39,7 @@ function signIn(): void {
       onsubmit: (ev: Event) => {
         ev.preventDefault();
         session.set(input.value.trim());
-        me = null;
+        setCaller(null);
         notice = '';
         // Without a page in the URL, route() opens the first page the token's roles can read.
         void route();
@@ -62,10 +60,10 @@ let generation = 0;
 async function route(): Promise<void> {
   if (!session.get()) return signIn();
   const mine = ++generation;
-  if (!me) {
+  // Who the token is: asked once per sign-in.
+  if (!caller()) {
     try {
-      me = await getJson<Whoami>('/v1/whoami');
-      setCaller(me);
+      setCaller(await getJson<Whoami>('/v1/whoami'));
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) return; // SIGNED_OUT shows the sign-in form
       root.replaceChildren(errorBox(err));
@@ -73,8 +71,8 @@ async function route(): Promise<void> {
     }
     if (mine !== generation) return;
   }
-  const who = me;
-  const visible = pages.filter((p) => allowed(p, who));
+  const who = caller() as Whoami;
+  const visible = pages.filter((p) => allowed(p));
   const [pathPart, query = ''] = location.hash.replace(/^#\/?/, '').split('?', 2);
   const page = pages.find((p) => p.path === pathPart) ?? visible[0] ?? pages[0]!;
   const main = h('main', {}, h('p', { class: 'loading' }, 'Loading…'));
@@ -84,11 +82,11 @@ async function route(): Promise<void> {
     h('strong', {}, 'lockaudit'),
     visible.map((p) => h('a', { href: `#/${p.path}`, class: p === page ? 'active' : null }, p.title)),
     h('span', { class: 'whoami', title: `roles: ${who.roles.join(', ')}` }, who.identity),
-    h('button', { class: 'signout', onclick: () => { session.clear(); me = null; signIn(); } }, 'Sign out'),
+    h('button', { class: 'signout', onclick: () => { session.clear(); setCaller(null); signIn(); } }, 'Sign out'),
   );
   root.replaceChildren(nav, main);
   document.title = `${page.title} · lockaudit`;
-  if (!allowed(page, who)) {
+  if (!allowed(page)) {
     // Asking would only earn a 403: say why instead.
     main.replaceChildren(h('h1', {}, page.title), h('p', { class: 'error', role: 'alert' }, `This page needs one of the roles ${page.roles.join(', ')}; the token of ${who.identity} has ${who.roles.join(', ')}.`));
     return;
@@ -104,7 +102,7 @@ async function route(): Promise<void> {
 }
 
 window.addEventListener(SIGNED_OUT, (ev) => {
-  me = null;
+  setCaller(null);
   notice = `Signed out: ${(ev as CustomEvent<string>).detail}`;
   signIn();
 });
