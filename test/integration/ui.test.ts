@@ -19,6 +19,7 @@ import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
+import { runRegister } from '../../reports/riskRegister/index.js';
 import { dateInZone } from '../../reports/riskRegister/status.js';
 import type { GrantRow } from '../../tailer/types.js';
 import { chartLines, chartRendered, chartSeries, clickChartAt, hideTooltip } from '../support/consoleCharts.js';
@@ -29,6 +30,8 @@ import { tempStore, testConfig } from '../support/env.js';
 const NOW = Date.now();
 const T0 = Math.floor(NOW / 60_000) * 60_000 - 3_600_000;
 const DAY = 86_400_000;
+const BUSY_KEY = 'hot/k-1';
+const BUSY_GRANTS = 2500;
 
 const G: Record<string, GrantSpec> = {
   g1: { key: 'pay/acct-1', class: 'ledger', holder: 'h-a', rev: 101, at: T0, waitMs: 10, end: { kind: 'release', at: T0 + 1000, rev: 105 } },
@@ -65,6 +68,10 @@ describe('web console', () => {
       { ...classEvent('gap-edge', null, 199, T0 + 20_000), key: '/sys/clock', event_type: 'clock', op: 'put' },
       { ...classEvent('gap-edge', null, 251, T0 + 35_000), key: '/sys/clock', event_type: 'clock', op: 'put' },
     ]);
+    // A busy key: 2 500 grants, one a second from T0, each held 500 ms — too many to draw one by one.
+    const busy = Array.from({ length: BUSY_GRANTS }, (_, i): GrantSpec => ({ key: BUSY_KEY, class: 'ledger', holder: `h-${i % 4}`, rev: 1000 + i, at: T0 + i * 1000, end: { kind: 'release', at: T0 + i * 1000 + 500, rev: 5000 + i } }));
+    await store.insert('grants', busy.map((s) => grantRows(s).open));
+    await store.insert('grants', busy.map((s) => grantRows(s).closed).filter((r): r is GrantRow => r !== undefined));
     await store.insert('checkpoints', [{ cluster: 'c1', revision: '500', leader: 'replica-a' }]);
     await store.insert('tailer_status', [
       { cluster: 'c1', cluster_id: 'cafe01', leader: 'replica-a', checkpoint: '500', head_revision: '520', compact_revision: '180', lag_revisions: '20', lag_seconds: 1.5, updated_at: NOW },
@@ -77,6 +84,8 @@ describe('web console', () => {
     adminToken = (await createApiToken(store, 'root@corp', ['admin'])).token;
     const run = await app.inject({ method: 'POST', url: '/v1/reports/risk-register/run', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, payload: '{}' });
     assert.equal(run.statusCode, 201, run.body);
+    // An earlier night's register, to look back at.
+    await runRegister({ store, limits: config.reports }, { runId: 'night-before', asOfMs: NOW - 2 * DAY, timeZone: 'UTC', trigger: 'schedule', requestedBy: 'scheduler' });
     await app.listen({ host: '127.0.0.1', port: 0 });
     base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 
@@ -158,6 +167,30 @@ describe('web console', () => {
     await shot('timeline');
   });
 
+  it('draws a busy key as buckets aggregated by the API, and a click on a bucket zooms into its grants', async () => {
+    const from = new Date(T0).toISOString();
+    const to = new Date(T0 + 3_000_000).toISOString();
+    await page.goto(`${base}/ui/#/timeline?${new URLSearchParams({ key: BUSY_KEY, from, to })}`);
+    await chartRendered(page, 'timeline');
+    assert.equal(await page.locator('.timeline').getAttribute('data-mode'), 'buckets');
+    // 2 500 s of grants in 30 s buckets (50 minutes in at most 240): 84 cells, not 2 500 bars.
+    const cells = await chartSeries(page, 'timeline');
+    assert.equal((cells.cells ?? []).length, Math.ceil(BUSY_GRANTS / 30));
+    assert.match(await page.locator('.timeline .summary').innerText(), new RegExp(`^${BUSY_GRANTS} grants .* each cell is 30 s`));
+    await hideTooltip(page, 'timeline');
+    await shot('timeline-buckets');
+    // The first bucket, [T0, T0 + 30 s): its middle, lane 0.
+    await clickChartAt(page, 'timeline', [T0 + 15_000, 0]);
+    await page.locator('.timeline[data-mode="grants"]').waitFor();
+    await chartRendered(page, 'timeline');
+    const hash = new URLSearchParams(await page.evaluate(() => location.hash.split('?')[1] ?? ''));
+    assert.equal(hash.get('key'), BUSY_KEY);
+    assert.equal(hash.get('from'), from);
+    assert.equal(hash.get('to'), new Date(T0 + 30_000).toISOString());
+    // Holds overlapping [T0, T0 + 30 s]: grants 0..30 (the one at 30 s is granted at the window's end).
+    assert.equal(((await chartSeries(page, 'timeline')).grants ?? []).length, 31);
+  });
+
   it('shows contention percentiles and the hottest keys', async () => {
     await page.goto(`${base}/ui/#/contention?namespace=pay&by=key&top=5`);
     await page.locator('table.hot tbody tr').first().waitFor();
@@ -186,6 +219,14 @@ describe('web console', () => {
     assert.equal(colour, 'rgb(248, 215, 218)');
     assert.match(await page.locator('main').innerText(), /Register of \d{4}-\d\d-\d\d/);
     await shot('risk-register');
+    // An earlier night's register, by its date.
+    const earlier = dateInZone(NOW - 2 * DAY, 'UTC');
+    await page.fill('form.filters input[name=date]', earlier);
+    await page.click('form.filters button[type=submit]');
+    await page.locator('main p', { hasText: `Register of ${earlier} (not today)` }).waitFor();
+    assert.match(await page.locator('main').innerText(), /nightly run/);
+    assert.equal(await page.locator('table.register tbody tr').count(), 3);
+    await shot('risk-register-earlier');
   });
 
   it('lists unprotected grants with their overlaps, and reconciling changes the row', async () => {
