@@ -1,41 +1,18 @@
-// buildApp() assembles the fastify app; listening is elsewhere (api/server.ts)
+// buildApp() assembles the fastify app; listening is elsewhere (roles/api.ts)
 // so tests use app.inject(). Route modules are plugins given the AppContext.
 import compress from '@fastify/compress';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type RawReplyDefaultExpression, type RawRequestDefaultExpression, type RawServerDefault } from 'fastify';
-import type { Registry } from 'prom-client';
-import type { Config } from '../core/config.js';
-import type { AuditStore } from '../core/clickhouse.js';
-import type { ApiTokenVerifier } from '../core/apiTokens.js';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError } from 'fastify';
 import { errorCatalog, isLockauditError } from '../core/errors.js';
-import type { Logger } from '../core/logger.js';
 import { registerAuth } from './auth.js';
-import type { HealthState } from './health.js';
-import { healthRoutes } from './health.js';
+import { healthRoutes } from './routes/health.js';
+import type { App, AppContext, ErrorBody, RoutePlugin } from './types.js';
 import { whoamiRoutes } from './routes/whoami.js';
 import { describeValidation, validatorCompiler } from './validation.js';
 
-export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
-
-export interface AppContext {
-  config: Config;
-  logger: Logger;
-  store: AuditStore;
-  verifier: ApiTokenVerifier;
-  health: HealthState;
-  metrics: Registry;
-}
-
-/** A route module: registers its routes on the app. */
-export type RoutePlugin = (app: App, ctx: AppContext) => Promise<void> | void;
-
-export interface ErrorBody {
-  error: string;
-  message: string;
-  details?: string[];
-}
+export type { App, AppContext, ErrorBody, RoutePlugin } from './types.js';
 
 export async function buildApp(ctx: AppContext, routes: readonly RoutePlugin[] = []): Promise<App> {
   const app = Fastify({

@@ -3,7 +3,7 @@
 import type { FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import type { ApiTokenVerifier, Identity, Role } from '../core/apiTokens.js';
 import { LockauditError } from '../core/errors.js';
-import type { App } from './app.js';
+import type { App } from './types.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

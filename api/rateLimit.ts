@@ -6,7 +6,7 @@
 // load balancer each API replica grants its own budget.
 import type { FastifyReply, FastifyRequest, preValidationHookHandler } from 'fastify';
 import { LockauditError } from '../core/errors.js';
-import type { App } from './app.js';
+import type { App } from './types.js';
 
 interface Bucket {
   tokens: number;

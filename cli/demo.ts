@@ -4,7 +4,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createApiToken } from '../core/apiTokens.js';
-import type { Runtime, RoleHandle } from './runtime.js';
+import type { Runtime, RoleHandle } from '../platform/runtime.js';
 import { createFleetTokens } from './simulate/fleetTokens.js';
 import { simulate } from './simulate/run.js';
 import { HttpTransport } from './simulate/transport.js';

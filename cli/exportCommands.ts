@@ -12,7 +12,7 @@ import { createLogger } from '../core/logger.js';
 import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
 import { expectedFromAuditLog, verifyArchive } from '../exporters/archiveVerify.js';
-import { archiveLockProblem, ensureHistoryBucket } from '../exporters/buckets.js';
+import { archiveLockProblem, ensureHistoryBucket } from '../platform/buckets.js';
 import { ExportRecords, parseExportInput, writeGrantsExport } from '../exporters/complianceExport.js';
 import { daysBetween, dayStartMs, exportHistoryFile, HISTORY_DATASETS, type HistoryDataset } from '../exporters/parquetHistory.js';
 import type { GrantFilters } from '../exporters/exportPlans.js';

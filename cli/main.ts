@@ -4,20 +4,20 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { createApiToken, parseRoles } from '../core/apiTokens.js';
 import { AuditStore } from '../core/clickhouse.js';
 import { loadConfig, maskedConfig, type Config } from '../core/config.js';
-import { checkAll } from '../core/dependencyChecks.js';
+import { checkAll } from '../platform/dependencyChecks.js';
 import { isLockauditError } from '../core/errors.js';
 import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
-import { ensureBuckets } from '../exporters/buckets.js';
+import { ensureBuckets } from '../platform/buckets.js';
 import { ensureAll } from '../services/install.js';
 import { SERVICE_NAMES, servicesDown, servicesStatus, servicesUp, type ServiceName } from '../services/localServices.js';
-import { roleSet, type RoleName } from './roles.js';
+import { roleSet, type RoleName } from '../roles/index.js';
 import { registerSimulate } from './simulate/command.js';
 import { registerSpool } from './spool.js';
 import { registerExportCommands } from './exportCommands.js';
 import { startDemoWorkload, type DemoOptions } from './demo.js';
 import { integer } from './flags.js';
-import { closeAll, openRuntime, runUntilSignal, type RoleHandle } from './runtime.js';
+import { closeAll, openRuntime, runUntilSignal, type RoleHandle } from '../platform/runtime.js';
 
 const progress = (message: string): void => {
   process.stderr.write(`lockaudit: ${message}\n`);

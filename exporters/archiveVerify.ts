@@ -6,7 +6,7 @@
 import type { Client } from 'minio';
 import type { AuditStore } from '../core/clickhouse.js';
 import { ARCHIVE_OBJECT_PREFIX } from './forceArchive.js';
-import { exportSql } from './exportSql.js';
+import { loadSql } from '../platform/sql.js';
 import { archiveObjectName, parseArchived, verifyChain, type ChainEntry, type ChainProblem } from './hashChain.js';
 import { readObjectText, withRetry } from './objectStore.js';
 
@@ -77,5 +77,5 @@ export async function verifyArchive(s3: Client, bucket: string, options: VerifyO
 
 /** The force records the audit log holds (the tailer's `force-record` puts), older than `graceMs`. */
 export async function expectedFromAuditLog(store: AuditStore, options: { cluster?: string; graceMs?: number } = {}): Promise<ExpectedRecord[]> {
-  return store.rows<ExpectedRecord>(exportSql('force_records'), { cluster: options.cluster ?? '', beforeMs: Date.now() - (options.graceMs ?? 300_000) });
+  return store.rows<ExpectedRecord>(loadSql('exporters/sql/force_records.sql').text, { cluster: options.cluster ?? '', beforeMs: Date.now() - (options.graceMs ?? 300_000) });
 }

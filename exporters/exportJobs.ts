@@ -6,14 +6,14 @@
 // - export-compliance: one job per export request, job id = export id.
 // Both retry with exponential backoff; bad input is not retried.
 import { Queue, UnrecoverableError, type ConnectionOptions, type Job, type JobsOptions, type Processor } from 'bullmq';
-import type { Runtime } from '../cli/runtime.js';
+import type { Runtime } from '../platform/runtime.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
 import { createS3Client } from '../core/s3.js';
 import { failComplianceExport, runComplianceExport } from './complianceExport.js';
 import { exportMetrics } from './exportMetrics.js';
 import { ForceArchiver, type ForceArchiverOptions } from './forceArchive.js';
 import { dayStartMs, exportHistoryDay, HISTORY_DATASETS, yesterday, type HistoryDataset } from './parquetHistory.js';
-import type { BackgroundService, JobQueue } from './worker.js';
+import type { BackgroundService, JobQueue } from '../platform/jobs.js';
 
 export const HISTORY_QUEUE = 'export-history';
 export const HISTORY_SCHEDULER_ID = 'export-history-yesterday';

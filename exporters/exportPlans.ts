@@ -2,7 +2,7 @@
 // sorting key (grants: cluster, key; events: revision) so every chunk reads
 // only its own granules and the total is known before the first row is written.
 import type { AuditStore } from '../core/clickhouse.js';
-import { exportSql } from './exportSql.js';
+import { loadSql } from '../platform/sql.js';
 import type { ChunkQuery, ExportPlan } from './chunkedExport.js';
 
 /** Rows per chunk: progress granularity, and the most one chunk holds in memory. */
@@ -41,8 +41,8 @@ function grantFilterParams(filters: GrantFilters, range: TimeRange): Record<stri
 
 export async function planGrantsExport(store: AuditStore, filters: GrantFilters, range: TimeRange, chunkRows = DEFAULT_CHUNK_ROWS): Promise<ExportPlan> {
   const base = grantFilterParams(filters, range);
-  const bounds = await store.rows<{ cluster: string; key: string; cum: string }>(exportSql('grants_chunks'), { ...base, chunkRows });
-  const query = exportSql('grants_export');
+  const bounds = await store.rows<{ cluster: string; key: string; cum: string }>(loadSql('exporters/sql/grants_chunks.sql').text, { ...base, chunkRows });
+  const query = loadSql('exporters/sql/grants_export.sql').text;
   const open = { hasLo: 0, loCluster: '', loKey: '', hasHi: 0, hiCluster: '', hiKey: '' };
   if (bounds.length === 0) return { total: 0n, chunks: [{ query, params: { ...base, ...open } }] };
   const chunks: ChunkQuery[] = [];
@@ -59,8 +59,8 @@ export async function planGrantsExport(store: AuditStore, filters: GrantFilters,
 
 export async function planEventsExport(store: AuditStore, cluster: string, range: TimeRange, chunkRows = DEFAULT_CHUNK_ROWS): Promise<ExportPlan> {
   const base = { cluster, fromMs: range.fromMs, toMs: range.toMs };
-  const bounds = await store.rows<{ revision: string; cum: string }>(exportSql('events_chunks'), { ...base, chunkRows });
-  const query = exportSql('events_export');
+  const bounds = await store.rows<{ revision: string; cum: string }>(loadSql('exporters/sql/events_chunks.sql').text, { ...base, chunkRows });
+  const query = loadSql('exporters/sql/events_export.sql').text;
   const open = { hasLo: 0, lo: '0', hasHi: 0, hi: '0' };
   if (bounds.length === 0) return { total: 0n, chunks: [{ query, params: { ...base, ...open } }] };
   const chunks: ChunkQuery[] = [];

@@ -17,8 +17,8 @@ import { createEtcdClient } from '../core/etcd.js';
 import { LockauditError } from '../core/errors.js';
 import { decodeValue, ForceRecordSchema, PREFIX } from '../core/keyspace.js';
 import type { Logger } from '../core/logger.js';
-import type { HealthState } from '../api/health.js';
-import { archiveLockProblem, ARCHIVE_RETENTION_YEARS } from './buckets.js';
+import type { HealthState } from '../platform/health.js';
+import { archiveLockProblem, ARCHIVE_RETENTION_YEARS } from '../platform/buckets.js';
 import { archiveObjectName, chainRecord, EMPTY_HEAD, parseArchived, recordHash, type ArchivedForceRecord, type ChainHead } from './hashChain.js';
 import type { ExportMetrics } from './exportMetrics.js';
 

@@ -14,9 +14,9 @@ import type { Logger } from '../core/logger.js';
 import { ClockWriter } from './clockWriter.js';
 import { TailerElection } from './election.js';
 import { loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
-import { sleep } from './sink.js';
+import { sleep } from './clickhouseSink.js';
 import { SpoolShipper } from './spoolShipper.js';
-import { TailerPipeline, type PipelineHandle, type PipelineOptions } from './tailer.js';
+import { TailerPipeline, type PipelineHandle, type PipelineOptions } from './pipeline.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import type { RowBatch } from './types.js';
 

@@ -3,8 +3,8 @@ import Type from 'typebox';
 import { ROLES } from '../../core/apiTokens.js';
 import { LockauditError } from '../../core/errors.js';
 import { LockClassSchema, type LockClass } from '../../core/keyspace.js';
-import type { LockService } from '../lock/service.js';
-import type { RoutePlugin } from '../app.js';
+import type { LockService } from '../../lock/service.js';
+import type { RoutePlugin } from '../types.js';
 import { guard } from './lockSchemas.js';
 
 const ClassParams = Type.Object({ name: LockClassSchema.properties.name }, { additionalProperties: false });

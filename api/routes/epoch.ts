@@ -1,8 +1,8 @@
 // GET /v1/epoch, POST /v1/epoch/advance (request), POST /v1/epoch/advance/:id/approve (a different lock-operator).
 import Type from 'typebox';
 import { ROLES } from '../../core/apiTokens.js';
-import type { LockService } from '../lock/service.js';
-import type { RoutePlugin } from '../app.js';
+import type { LockService } from '../../lock/service.js';
+import type { RoutePlugin } from '../types.js';
 import { callerOf, guard, IdParams, Reason } from './lockSchemas.js';
 
 const AdvanceBody = Type.Object({ reason: Reason }, { additionalProperties: false });

@@ -10,7 +10,7 @@ import { LockauditError } from '../../core/errors.js';
 import { createS3Client } from '../../core/s3.js';
 import { ExportRecords, parseExportInput, type ExportState } from '../../exporters/complianceExport.js';
 import { COMPLIANCE_QUEUE, enqueueComplianceExport, type ComplianceJobData } from '../../exporters/exportJobs.js';
-import type { App, AppContext, RoutePlugin } from '../app.js';
+import type { App, AppContext, RoutePlugin } from '../types.js';
 import { requireRoles } from '../auth.js';
 
 export interface ExportRouteOptions {

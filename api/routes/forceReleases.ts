@@ -1,7 +1,7 @@
 // POST /v1/force-releases (request), POST /v1/force-releases/:id/approve (a different lock-operator).
 import Type from 'typebox';
-import type { LockService } from '../lock/service.js';
-import type { RoutePlugin } from '../app.js';
+import type { LockService } from '../../lock/service.js';
+import type { RoutePlugin } from '../types.js';
 import { callerOf, guard, IdParams, LockKey, Reason } from './lockSchemas.js';
 
 const RequestBody = Type.Object(

@@ -2,8 +2,8 @@
 // the cluster it serves (the first configured one by default), registers the
 // lock routes, and closes the service (and its etcd client) on app close.
 import type { EtcdCluster } from '../../core/config.js';
-import type { RoutePlugin } from '../app.js';
-import { LockService, type LockServiceOptions } from '../lock/service.js';
+import type { RoutePlugin } from '../types.js';
+import { LockService, type LockServiceOptions } from '../../lock/service.js';
 import { classRoutes } from './classes.js';
 import { epochRoutes } from './epoch.js';
 import { forceReleaseRoutes } from './forceReleases.js';

@@ -2,8 +2,8 @@
 import Type from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { parseToken, tokenToString } from '../../core/token.js';
-import type { LockService } from '../lock/service.js';
-import type { RoutePlugin } from '../app.js';
+import type { LockService } from '../../lock/service.js';
+import type { RoutePlugin } from '../types.js';
 import { callerOf, DecimalToken, guard, LeaseId, LockKey } from './lockSchemas.js';
 
 export const MAX_WAIT_MS = 300_000;

@@ -9,7 +9,7 @@ import { recordRead } from '../../reports/grantHistory/index.js';
 import { REGISTER_CSV_HEADER, RegisterSchema, RiskRegisterQuery, registerCsv, registerHtml, runRegister, storedRegister } from '../../reports/riskRegister/index.js';
 import { TimelineQuery, TimelineSchema, timeline } from '../../reports/timeline/index.js';
 import { ReconcileBody, ReconcileParams, ReconciliationSchema, UnprotectedQuery, UnprotectedReportSchema, reconcile, unprotectedReport } from '../../reports/unprotected/index.js';
-import type { App, AppContext } from '../app.js';
+import type { App, AppContext } from '../types.js';
 import { requireRoles } from '../auth.js';
 import { reportRateLimit } from '../rateLimit.js';
 import { errorResponses } from './grants.js';

@@ -3,10 +3,10 @@
 // process answers, wherever the tailers run. Revisions travel as strings.
 import Type, { type Static } from 'typebox';
 import { TailerLagQuery, TailerLagSchema, tailerLag } from '../../reports/tailerLag/index.js';
-import { ClusterName } from '../../reports/patterns.js';
+import { ClusterName } from '../../reports/schemas.js';
 import { requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';
-import type { App, AppContext } from '../app.js';
+import type { App, AppContext } from '../types.js';
 
 const Revision = Type.String({ pattern: '^[0-9]+$', description: 'decimal revision' });
 

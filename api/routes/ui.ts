@@ -6,7 +6,7 @@ import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import { LockauditError } from '../../core/errors.js';
 import { projectRoot } from '../../core/paths.js';
-import type { App, AppContext } from '../app.js';
+import type { App, AppContext } from '../types.js';
 
 export const uiDir = path.join(projectRoot, 'dist', 'ui');
 

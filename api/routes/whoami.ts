@@ -4,7 +4,7 @@
 import Type from 'typebox';
 import { ROLES } from '../../core/apiTokens.js';
 import { LockauditError } from '../../core/errors.js';
-import type { App, AppContext } from '../app.js';
+import type { App, AppContext } from '../types.js';
 import { errorResponses } from './grants.js';
 
 const WhoamiSchema = Type.Object(

@@ -11,10 +11,10 @@ import { LockauditError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { migrate } from '../../core/migrations.js';
 import { buildApp } from '../../api/app.js';
-import { HealthState } from '../../api/health.js';
+import { HealthState } from '../../platform/health.js';
 import { lockApi } from '../../api/routes/lockApi.js';
 import { startInstance, stopInstance } from '../../services/localServices.js';
-import type { RoleHandle } from '../runtime.js';
+import type { RoleHandle } from '../../platform/runtime.js';
 import { integer } from '../flags.js';
 import { createFleetTokens } from './fleetTokens.js';
 import { simulate, workerIdentity, type OutageControl, type SimTokens } from './run.js';
@@ -96,7 +96,7 @@ async function run(flags: SimulateFlags): Promise<void> {
       const runtime = { config, logger, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: new Registry() };
       const tokens = await createFleetTokens(store, flags.workers);
       if (flags.tailer) {
-        const { roleSet } = await import('../roles.js');
+        const { roleSet } = await import('../../roles/index.js');
         roles.push(await roleSet.tailer(runtime));
         progress('tailer started in this process');
       }

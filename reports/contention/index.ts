@@ -2,13 +2,13 @@
 // distinct holders, wait and hold percentiles, handoff gap, expiry ratio,
 // force-releases — plus the hottest keys and a time series for plots.
 import Type, { type Static } from 'typebox';
-import { ClassName, Instant, Namespace, NullableNumber } from '../patterns.js';
+import { ClassName, Instant, Namespace, NullableNumber } from '../schemas.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { num } from '../render.js';
-import { loadSql } from '../sql.js';
+import { loadSql } from '../../platform/sql.js';
 import { bucketFor, bucketStarts, resolveWindow } from '../window.js';
 
-const CONTENTION = loadSql('contention', 'contention.sql');
+const CONTENTION = loadSql('reports/contention/contention.sql');
 
 export const ContentionQuery = Type.Object(
   {

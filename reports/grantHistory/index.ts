@@ -5,14 +5,14 @@ import Type, { type Static } from 'typebox';
 import type { EndKind } from '../../core/events.js';
 import { LockauditError } from '../../core/errors.js';
 import { parseToken } from '../../core/token.js';
-import { ClassName, Decimal64, Holder, Instant, KeyPrefix, LockName, Namespace, NullableNumber, NullableString } from '../patterns.js';
+import { ClassName, Decimal64, Holder, Instant, KeyPrefix, LockName, Namespace, NullableNumber, NullableString } from '../schemas.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { isoOrNull, num, toCsv } from '../render.js';
-import { loadSql } from '../sql.js';
+import { loadSql } from '../../platform/sql.js';
 import { resolveWindow } from '../window.js';
 import { decodeCursor, encodeCursor, filterDigest, type Cursor } from './cursor.js';
 
-const HISTORY = loadSql('grantHistory', 'history.sql');
+const HISTORY = loadSql('reports/grantHistory/history.sql');
 
 export const GrantHistoryQuery = Type.Object(
   {

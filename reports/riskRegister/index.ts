@@ -4,16 +4,16 @@
 // run is kept (risk_register_runs + risk_register), served as JSON, CSV, HTML.
 import Type, { type Static } from 'typebox';
 import { LockClassSchema, decodeValue } from '../../core/keyspace.js';
-import { NullableNumber, NullableString } from '../patterns.js';
+import { NullableNumber, NullableString } from '../schemas.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { escapeHtml, num, toCsv } from '../render.js';
-import { loadSql } from '../sql.js';
+import { loadSql } from '../../platform/sql.js';
 import { dateInZone, waiverState, type WaiverStatus } from './status.js';
 
-const CLASSES = loadSql('riskRegister', 'classes.sql');
-const USAGE = loadSql('riskRegister', 'usage.sql');
-const LATEST_RUN = loadSql('riskRegister', 'latestRun.sql');
-const RUN_ROWS = loadSql('riskRegister', 'runRows.sql');
+const CLASSES = loadSql('reports/riskRegister/classes.sql');
+const USAGE = loadSql('reports/riskRegister/usage.sql');
+const LATEST_RUN = loadSql('reports/riskRegister/latestRun.sql');
+const RUN_ROWS = loadSql('reports/riskRegister/runRows.sql');
 
 export const RiskRegisterQuery = Type.Object(
   {

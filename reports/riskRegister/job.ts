@@ -5,9 +5,9 @@
 // the same run; the as-of instant is the job's scheduled time, so a retry
 // computes the same window.
 import { Queue, UnrecoverableError, type ConnectionOptions, type Job, type Processor } from 'bullmq';
-import type { Runtime } from '../../cli/runtime.js';
-import { redisConnection } from '../../core/dependencyChecks.js';
-import type { JobQueue } from '../../exporters/worker.js';
+import type { Runtime } from '../../platform/runtime.js';
+import { redisConnection } from '../../platform/dependencyChecks.js';
+import type { JobQueue } from '../../platform/jobs.js';
 import { runRegister } from './index.js';
 
 export const RISK_REGISTER_QUEUE = 'risk-register';

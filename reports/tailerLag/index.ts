@@ -3,13 +3,13 @@
 // publish (sql/030_tailer_lag_history.sql). Aggregated in ClickHouse: a
 // 30-day window is at most 241 points a cluster.
 import Type, { type Static } from 'typebox';
-import { ClusterName, Instant, NullableNumber } from '../patterns.js';
+import { ClusterName, Instant, NullableNumber } from '../schemas.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { num } from '../render.js';
-import { loadSql } from '../sql.js';
+import { loadSql } from '../../platform/sql.js';
 import { bucketFor, bucketStarts, resolveWindow } from '../window.js';
 
-const LAG = loadSql('tailerLag', 'lag.sql');
+const LAG = loadSql('reports/tailerLag/lag.sql');
 
 /** Status is published about once a second, so buckets below 10 s would mostly hold one sample. */
 export const LAG_BUCKET_SECONDS = [10, 30, 60, 300, 900, 3600, 10_800, 21_600, 86_400] as const;

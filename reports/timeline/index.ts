@@ -7,17 +7,17 @@
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { GrantItemSchema, toItem, type GrantItem } from '../grantHistory/index.js';
-import { ClusterName, Instant, KeyPrefix, LockName, NullableNumber } from '../patterns.js';
+import { ClusterName, Instant, KeyPrefix, LockName, NullableNumber } from '../schemas.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { num } from '../render.js';
-import { loadSql } from '../sql.js';
+import { loadSql } from '../../platform/sql.js';
 import { bucketFor, resolveWindow } from '../window.js';
 
-const LANES = loadSql('timeline', 'lanes.sql');
-const GRANTS = loadSql('timeline', 'grants.sql');
-const CELLS = loadSql('timeline', 'cells.sql');
-const GAPS = loadSql('timeline', 'gaps.sql');
-const GAP_BOUNDS = loadSql('timeline', 'gapBounds.sql');
+const LANES = loadSql('reports/timeline/lanes.sql');
+const GRANTS = loadSql('reports/timeline/grants.sql');
+const CELLS = loadSql('reports/timeline/cells.sql');
+const GAPS = loadSql('reports/timeline/gaps.sql');
+const GAP_BOUNDS = loadSql('reports/timeline/gapBounds.sql');
 
 /** Bucket sizes for cells: finer than the contention series, since a busy hour is worth looking into. */
 export const CELL_SECONDS = [1, 5, 10, 30, 60, 300, 900, 3600, 10_800, 21_600, 86_400] as const;

@@ -5,17 +5,17 @@
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { GrantItemSchema, toItem, type GrantItem } from '../grantHistory/index.js';
-import { Instant, NullableNumber, NullableString } from '../patterns.js';
+import { Instant, NullableNumber, NullableString } from '../schemas.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { num } from '../render.js';
-import { loadSql } from '../sql.js';
+import { loadSql } from '../../platform/sql.js';
 import { resolveWindow } from '../window.js';
 import { overlaps } from './overlap.js';
 
-const LIST = loadSql('unprotected', 'list.sql');
-const FIND = loadSql('unprotected', 'find.sql');
-const OVERLAPS = loadSql('unprotected', 'overlaps.sql');
-const RECONCILIATIONS = loadSql('unprotected', 'reconciliations.sql');
+const LIST = loadSql('reports/unprotected/list.sql');
+const FIND = loadSql('reports/unprotected/find.sql');
+const OVERLAPS = loadSql('reports/unprotected/overlaps.sql');
+const RECONCILIATIONS = loadSql('reports/unprotected/reconciliations.sql');
 
 /** Most unprotected grants one answer lists; `truncated` says when there were more. */
 export const MAX_UNPROTECTED = 5_000;

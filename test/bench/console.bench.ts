@@ -14,7 +14,7 @@
 // BENCH_CONSOLE_ITER the iterations per API figure (default 10; pages get half).
 import type { AddressInfo } from 'node:net';
 import { buildApp, type App } from '../../api/app.js';
-import { HealthState } from '../../api/health.js';
+import { HealthState } from '../../platform/health.js';
 import { grantRoutes } from '../../api/routes/grants.js';
 import { reportRoutes } from '../../api/routes/reports.js';
 import { tailerRoutes } from '../../api/routes/tailers.js';
@@ -23,7 +23,7 @@ import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
-import { loadSql } from '../../reports/sql.js';
+import { loadSql } from '../../platform/sql.js';
 import { LAG_BUCKET_SECONDS } from '../../reports/tailerLag/index.js';
 import { CELL_SECONDS, MAX_CELL_BUCKETS, MAX_LANES } from '../../reports/timeline/index.js';
 import { BUCKETS_SECONDS, bucketFor } from '../../reports/window.js';
@@ -40,11 +40,11 @@ const SAMPLES = 30 * 86_400; // one tailer status a second for 30 days
 const MAX_BARS = 2000; // the timeline's default maxBars
 const SETTINGS = { max_execution_time: 120 };
 
-const LANES = loadSql('timeline', 'lanes.sql');
-const CELLS = loadSql('timeline', 'cells.sql');
-const GRANTS = loadSql('timeline', 'grants.sql');
-const CONTENTION = loadSql('contention', 'contention.sql');
-const LAG = loadSql('tailerLag', 'lag.sql');
+const LANES = loadSql('reports/timeline/lanes.sql');
+const CELLS = loadSql('reports/timeline/cells.sql');
+const GRANTS = loadSql('reports/timeline/grants.sql');
+const CONTENTION = loadSql('reports/contention/contention.sql');
+const LAG = loadSql('reports/tailerLag/lag.sql');
 
 // Status samples shaped like a tailer's: 20–400 ms behind, one incident a day
 // (a 10-minute catch-up peaking at 60 s), head following the generated

@@ -9,9 +9,9 @@ import path from 'node:path';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { createS3Client } from '../../core/s3.js';
-import { ensureArchiveBucket, ensureHistoryBucket } from '../../exporters/buckets.js';
+import { ensureArchiveBucket, ensureHistoryBucket } from '../../platform/buckets.js';
 import { ExportRecords, runComplianceExport, writeGrantsExport } from '../../exporters/complianceExport.js';
-import { exportSql } from '../../exporters/exportSql.js';
+import { loadSql } from '../../platform/sql.js';
 import { STITCHABLE_PARQUET_SETTINGS } from '../../exporters/parquetStitch.js';
 import { ForceArchiver } from '../../exporters/forceArchive.js';
 import { insertGrants } from '../support/exportData.js';
@@ -41,7 +41,7 @@ async function exportsBench(): Promise<void> {
     const open = { hasLo: 0, loCluster: '', loKey: '', hasHi: 0, hiCluster: '', hiKey: '' };
     const baselineRate = async (): Promise<number> => {
       const t0 = performance.now();
-      await store.command(`INSERT INTO FUNCTION file({file:String}, 'Parquet') ${exportSql('grants_export')}`, { file: path.join(work.dir, `base-${uniqueId()}.parquet`), ...filterParams, ...open }, STITCHABLE_PARQUET_SETTINGS);
+      await store.command(`INSERT INTO FUNCTION file({file:String}, 'Parquet') ${loadSql('exporters/sql/grants_export.sql').text}`, { file: path.join(work.dir, `base-${uniqueId()}.parquet`), ...filterParams, ...open }, STITCHABLE_PARQUET_SETTINGS);
       return ROWS / ((performance.now() - t0) / 1000);
     };
     const records = new ExportRecords(store);

@@ -4,7 +4,7 @@
 // target: acquire p99 ≤ 50 ms. Runs on a private keyspace root, so the
 // tailer sees none of it.
 import { Etcd3, type Lease } from 'etcd3';
-import { cmp, LockKeys, op } from '../../api/lock/kv.js';
+import { cmp, LockKeys, op } from '../../lock/kv.js';
 import { makeToken } from '../../core/token.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { fencedClass, lockApp } from '../support/lockApp.js';

@@ -5,14 +5,14 @@
 // over 30 days); BENCH_REPORTS_ITER the iterations per figure.
 // Targets (DESIGN/issue 5): key history p95 < 100 ms, reports < 2 s.
 import { buildApp } from '../../api/app.js';
-import { HealthState } from '../../api/health.js';
+import { HealthState } from '../../platform/health.js';
 import { grantRoutes } from '../../api/routes/grants.js';
 import { reportRoutes } from '../../api/routes/reports.js';
 import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { makeToken } from '../../core/token.js';
-import { loadSql } from '../../reports/sql.js';
+import { loadSql } from '../../platform/sql.js';
 import { testConfig, tempStore } from '../support/env.js';
 import { generateReportData } from './reportsData.js';
 import { heading, percentile, report } from './report.js';
@@ -37,10 +37,10 @@ async function main(): Promise<void> {
     const { token: auditor } = await createApiToken(store, 'bench-auditor', ['auditor']);
     const auth = (t: string) => ({ authorization: `Bearer ${t}` });
     const iso = (ms: number) => encodeURIComponent(new Date(ms).toISOString());
-    const history = loadSql('grantHistory', 'history.sql');
-    const contention = loadSql('contention', 'contention.sql');
-    const classes = loadSql('riskRegister', 'classes.sql');
-    const usage = loadSql('riskRegister', 'usage.sql');
+    const history = loadSql('reports/grantHistory/history.sql');
+    const contention = loadSql('reports/contention/contention.sql');
+    const classes = loadSql('reports/riskRegister/classes.sql');
+    const usage = loadSql('reports/riskRegister/usage.sql');
     const settings = { max_execution_time: 120 };
     const baseParams = { key: '', keyPrefix: '', holder: '', class: '', namespace: '', hasToken: 0, token: '0', fromMs: 0, toMs: endMs + 1, hasCursor: 0, afterMs: 0, afterCluster: '', afterKey: '', afterRevision: '0', afterSpool: '', limit: 101 };
     const rnd = (n: number) => Math.floor(Math.random() * n);

@@ -5,12 +5,12 @@ import { after, before, describe, it } from 'node:test';
 import Type from 'typebox';
 import { buildApp, type App } from '../../api/app.js';
 import { requireRoles } from '../../api/auth.js';
-import { HealthState } from '../../api/health.js';
+import { HealthState } from '../../platform/health.js';
 import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { createS3Client } from '../../core/s3.js';
-import { ensureBuckets } from '../../exporters/buckets.js';
+import { ensureBuckets } from '../../platform/buckets.js';
 import { tempStore, testConfig } from '../support/env.js';
 
 describe('api skeleton', () => {

@@ -1,5 +1,5 @@
 // The nightly risk register as a BullMQ 6 job scheduler, against real Redis:
-// the scheduler upsert of worker start (scheduleRiskRegister, as cli/roles.ts
+// the scheduler upsert of worker start (scheduleRiskRegister, as roles/index.ts
 // runs it) with a two-second cron from config, its own queue prefix, the
 // registered processor (riskRegisterJob), and its results kept in ClickHouse.
 // The worker is built here rather than by startWorkerRole, which does not
@@ -7,11 +7,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Queue, Worker } from 'bullmq';
-import { HealthState } from '../../api/health.js';
-import type { Runtime } from '../../cli/runtime.js';
+import { HealthState } from '../../platform/health.js';
+import type { Runtime } from '../../platform/runtime.js';
 import { ApiTokenVerifier } from '../../core/apiTokens.js';
 import type { AuditStore } from '../../core/clickhouse.js';
-import { redisConnection } from '../../core/dependencyChecks.js';
+import { redisConnection } from '../../platform/dependencyChecks.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { storedRegister } from '../../reports/riskRegister/index.js';

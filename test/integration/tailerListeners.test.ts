@@ -15,7 +15,7 @@ import type { AuditEventRow } from '../../core/events.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { TailerReplica, readCheckpoint } from '../../tailer/replica.js';
-import { BatchSink, sleep } from '../../tailer/sink.js';
+import { BatchSink, sleep } from '../../tailer/clickhouseSink.js';
 import { tailerMetrics } from '../../tailer/tailerMetrics.js';
 import type { RowBatch } from '../../tailer/types.js';
 import { assertExactCapture, waitFor } from '../support/capture.js';

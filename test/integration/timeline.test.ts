@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { buildApp, type App } from '../../api/app.js';
-import { HealthState } from '../../api/health.js';
+import { HealthState } from '../../platform/health.js';
 import { reportRoutes } from '../../api/routes/reports.js';
 import { tailerRoutes } from '../../api/routes/tailers.js';
 import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';

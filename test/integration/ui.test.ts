@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { after, afterEach, before, describe, it } from 'node:test';
 import type { Page } from 'playwright-core';
 import { buildApp, type App } from '../../api/app.js';
-import { HealthState } from '../../api/health.js';
+import { HealthState } from '../../platform/health.js';
 import { grantRoutes } from '../../api/routes/grants.js';
 import { reportRoutes } from '../../api/routes/reports.js';
 import { tailerRoutes } from '../../api/routes/tailers.js';

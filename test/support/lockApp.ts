@@ -8,9 +8,9 @@ import type { AuditStore } from '../../core/clickhouse.js';
 import type { Config, EtcdCluster } from '../../core/config.js';
 import { createLogger } from '../../core/logger.js';
 import { buildApp, type App, type AppContext } from '../../api/app.js';
-import { HealthState } from '../../api/health.js';
+import { HealthState } from '../../platform/health.js';
 import { lockApi, type LockApiOptions } from '../../api/routes/lockApi.js';
-import type { LockService } from '../../api/lock/service.js';
+import type { LockService } from '../../lock/service.js';
 import type { LockClass } from '../../core/keyspace.js';
 
 export interface Reply<T = Record<string, unknown>> {

@@ -1,7 +1,7 @@
 // A child process for the spool crash test: appends records forever and
 // prints each id only after its append resolved (written and fsync'd).
 import { randomUUID } from 'node:crypto';
-import { SpoolWriter } from '../../api/lock/spool.js';
+import { SpoolWriter } from '../../lock/spool.js';
 
 const file = process.argv[2] as string;
 const writer = new SpoolWriter(file);

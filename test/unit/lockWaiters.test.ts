@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Waiters } from '../../api/lock/waiters.js';
-import { classProblems } from '../../api/lock/classes.js';
-import { prefixEnd } from '../../api/lock/kv.js';
+import { Waiters } from '../../lock/waiters.js';
+import { classProblems } from '../../lock/classes.js';
+import { prefixEnd } from '../../lock/kv.js';
 import { Rng } from '../../cli/simulate/rng.js';
 
 describe('lock waiters (in memory)', () => {
@@ -90,7 +90,7 @@ describe('lock helpers', () => {
 
 describe('quorum failure triage', () => {
   it('treats deadlines, no-leader and an open circuit breaker as unavailability, not a lease error', async () => {
-    const { isUnavailable } = await import('../../api/lock/quorum.js');
+    const { isUnavailable } = await import('../../lock/quorum.js');
     const { EtcdLeaseInvalidError, GRPCDeadlineExceededError } = await import('etcd3');
     assert.equal(isUnavailable(new GRPCDeadlineExceededError('deadline')), true);
     assert.equal(isUnavailable(new Error('etcdserver: no leader')), true);

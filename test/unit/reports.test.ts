@@ -16,7 +16,7 @@ import { csvCell, escapeHtml, toCsv } from '../../reports/render.js';
 import { registerHtml } from '../../reports/riskRegister/index.js';
 import { scheduledAt } from '../../reports/riskRegister/job.js';
 import { dateInZone, waiverState } from '../../reports/riskRegister/status.js';
-import { loadSql, parseSql } from '../../reports/sql.js';
+import { loadSql, parseSql } from '../../platform/sql.js';
 import { overlaps } from '../../reports/unprotected/overlap.js';
 import { bucketFor, resolveWindow } from '../../reports/window.js';
 
@@ -131,7 +131,7 @@ describe('report SQL files', () => {
     const files = readdirSync(dir, { recursive: true }).map(String).filter((f) => f.endsWith('.sql'));
     assert.ok(files.length >= 10, files.join(', '));
     for (const f of files) {
-      const sql = loadSql(path.dirname(f), path.basename(f));
+      const sql = loadSql(path.join('reports', f));
       assert.ok(sql.params.includes('db'), `${f} names its tables through {db:Identifier}`);
       assert.ok(!/\$\{/.test(sql.text), `${f}: no template interpolation`);
     }

@@ -2,12 +2,12 @@
 // exposes the operations the routes call. Owns its etcd client when it made
 // it; close() is idempotent and closes everything in reverse order.
 import type { Etcd3 } from 'etcd3';
-import { createEtcdClient } from '../../core/etcd.js';
+import { createEtcdClient } from '../core/etcd.js';
 import type { Registry } from 'prom-client';
-import type { EtcdCluster } from '../../core/config.js';
-import type { LockClass } from '../../core/keyspace.js';
-import type { Logger } from '../../core/logger.js';
-import { spoolPath } from '../../core/spool.js';
+import type { EtcdCluster } from '../core/config.js';
+import type { LockClass } from '../core/keyspace.js';
+import type { Logger } from '../core/logger.js';
+import { spoolPath } from '../core/spool.js';
 import { acquire, type AcquireInput, type Grant } from './acquire.js';
 import { Classes, type CachedClass } from './classes.js';
 import type { LockParts } from './context.js';

@@ -4,9 +4,9 @@
 // never re-read. Waiters queue per key in memory (durable classes under
 // /q/ in etcd); a release seen is only a hint, every grant is a full txn.
 import { EtcdLeaseInvalidError, type ITxnResponse } from 'etcd3';
-import { isLockauditError, LockauditError } from '../../core/errors.js';
-import { decodeValue, HoldValueSchema, parseLockName, type HoldValue, type LockClass, type MarkValue, type QueueValue } from '../../core/keyspace.js';
-import { makeToken } from '../../core/token.js';
+import { isLockauditError, LockauditError } from '../core/errors.js';
+import { decodeValue, HoldValueSchema, parseLockName, type HoldValue, type LockClass, type MarkValue, type QueueValue } from '../core/keyspace.js';
+import { makeToken } from '../core/token.js';
 import type { CachedClass } from './classes.js';
 import type { LockParts } from './context.js';
 import { cmp, op, toKv, type Kv } from './kv.js';

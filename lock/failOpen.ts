@@ -19,10 +19,10 @@
 // lists too many possible double holders, never too few.
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LockauditError } from '../../core/errors.js';
-import type { LockClass } from '../../core/keyspace.js';
-import type { Logger } from '../../core/logger.js';
-import type { SpoolEndHow, SpoolEndRecord, SpoolGrantRecord } from '../../core/spool.js';
+import { LockauditError } from '../core/errors.js';
+import type { LockClass } from '../core/keyspace.js';
+import type { Logger } from '../core/logger.js';
+import type { SpoolEndHow, SpoolEndRecord, SpoolGrantRecord } from '../core/spool.js';
 import type { SpoolWriter } from './spool.js';
 
 /** How long a lapse whose end record could not be spooled waits before the next try, ms. */

@@ -1,7 +1,7 @@
 // Inspect a key: who holds it and since when. The token goes only to the
 // holder; anyone else learns that the key is held, not how to act as its holder.
-import { decodeValue, HoldValueSchema } from '../../core/keyspace.js';
-import { makeToken, tokenToString } from '../../core/token.js';
+import { decodeValue, HoldValueSchema } from '../core/keyspace.js';
+import { makeToken, tokenToString } from '../core/token.js';
 import type { LockParts } from './context.js';
 
 export interface LockView {

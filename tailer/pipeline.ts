@@ -3,7 +3,7 @@
 // revision windows watched concurrently, each stopping where the next
 // begins — and returns a handle; stopping (the signal, or close()) stops
 // the watch, drains the sink under a deadline, writes a final checkpoint.
-// The checkpoint is the contiguous watermark (checkpoint.ts), written only
+// The checkpoint is the contiguous watermark (watermark.ts), written only
 // after the sink acknowledged the rows and only while etcd still shows us as
 // leader.
 import type { Etcd3 } from 'etcd3';
@@ -11,14 +11,14 @@ import type { AuditStore } from '../core/clickhouse.js';
 import { createEtcdClient } from '../core/etcd.js';
 import type { Logger } from '../core/logger.js';
 import { ClockBracket, type ClockPoint } from './clockBracket.js';
-import { Watermark, type Slot, type WindowSpec } from './checkpoint.js';
+import { Watermark, type Slot, type WindowSpec } from './watermark.js';
 import type { ClockWriter } from './clockWriter.js';
 import { decodeRevision, finishRevision, type DecodeContext, type DecodedRevision, type TimeEstimate } from './decoder.js';
 import { clockAtOrBefore, firstClockAfter } from './etcdReads.js';
 import { inGap, type Gap } from './gaps.js';
-import { BatchSink, sleep, type SinkOptions } from './sink.js';
+import { BatchSink, sleep, type SinkOptions } from './clickhouseSink.js';
 import type { TailerMetrics } from './tailerMetrics.js';
-import { WatchWindow } from './watchSource.js';
+import { WatchWindow } from './watchWindow.js';
 
 export interface PipelineOptions {
   /** Concurrent windows when far behind. Default 8. */

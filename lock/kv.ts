@@ -4,7 +4,7 @@
 // Keys under /lockaudit/ are the API's own bookkeeping (session records,
 // pending two-person requests): outside the tailed prefixes on purpose.
 import { CompareResult, CompareTarget, SortOrder, SortTarget, type ICompare, type IKeyValue, type IRequestOp } from 'etcd3';
-import { classKey, forceKey, holdKey, markKey, PREFIX, queueKey, queuePrefix } from '../../core/keyspace.js';
+import { classKey, forceKey, holdKey, markKey, PREFIX, queueKey, queuePrefix } from '../core/keyspace.js';
 
 export class LockKeys {
   constructor(readonly root = '') {}

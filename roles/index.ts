@@ -1,18 +1,18 @@
 // The roles a lockaudit process can run, and what each one is made of.
 // Route modules and job queues are listed here, once.
 import type { RoutePlugin } from '../api/app.js';
-import { startApiRole } from '../api/server.js';
-import { startWorkerRole, type JobQueue } from '../exporters/worker.js';
+import { startApiRole } from './api.js';
+import { startWorkerRole, type JobQueue } from '../platform/jobs.js';
 import { lockApi } from '../api/routes/lockApi.js';
 import { tailerRoutes } from '../api/routes/tailers.js';
-import { startTailerRole } from '../tailer/role.js';
+import { startTailerRole } from './tailer.js';
 import { grantRoutes } from '../api/routes/grants.js';
 import { reportRoutes } from '../api/routes/reports.js';
 import { riskRegisterJob, scheduleRiskRegister } from '../reports/riskRegister/job.js';
 import { exportRoutes } from '../api/routes/exports.js';
 import { uiRoutes } from '../api/routes/ui.js';
 import { exportJobQueues, forceArchiveService } from '../exporters/exportJobs.js';
-import type { RoleHandle, Runtime } from './runtime.js';
+import type { RoleHandle, Runtime } from '../platform/runtime.js';
 
 export const apiRoutes: RoutePlugin[] = [tailerRoutes, lockApi(), grantRoutes, reportRoutes, exportRoutes(), uiRoutes];
 export const jobQueues: JobQueue[] = [riskRegisterJob, ...exportJobQueues];

@@ -5,11 +5,11 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { Config } from './config.js';
-import type { AuditStore } from './clickhouse.js';
-import { createEtcdClient } from './etcd.js';
-import { createS3Client } from './s3.js';
-import { archiveLockProblem } from '../exporters/buckets.js';
+import type { Config } from '../core/config.js';
+import type { AuditStore } from '../core/clickhouse.js';
+import { createEtcdClient } from '../core/etcd.js';
+import { createS3Client } from '../core/s3.js';
+import { archiveLockProblem } from './buckets.js';
 
 export interface CheckResult {
   name: string;

@@ -1,7 +1,7 @@
-// /healthz (the process answers), /readyz (every dependency answers the way
-// the real path uses it, and no alarm is raised), /metrics (Prometheus).
-import { checkAll, type CheckResult } from '../core/dependencyChecks.js';
-import type { App, AppContext } from './app.js';
+// Readiness state shared by the roles of one process: alarms raised by the
+// tailer and exporters degrade /readyz; dependency checks are cached so a
+// busy probe does not hammer the dependencies.
+import type { CheckResult } from './dependencyChecks.js';
 
 export interface Alarm {
   name: string;
@@ -37,24 +37,4 @@ export class HealthState {
     });
     return this.#inflight;
   }
-}
-
-export async function healthRoutes(app: App, ctx: AppContext): Promise<void> {
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-
-  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
-    const checks = await ctx.health.checks(() => checkAll(ctx.config, ctx.store, { deep: false }));
-    const alarms = ctx.health.alarms();
-    const ready = checks.every((c) => c.ok) && alarms.length === 0;
-    return reply.status(ready ? 200 : 503).send({
-      status: ready ? 'ready' : 'degraded',
-      checks: checks.map(({ name, ok, detail }) => ({ name, ok, detail })),
-      alarms,
-    });
-  });
-
-  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
-    reply.header('content-type', ctx.metrics.contentType);
-    return ctx.metrics.metrics();
-  });
 }

@@ -1,7 +1,7 @@
 // Lock API metrics. Labels are bounded: namespace and class come from the
 // class registry (never from a caller's key), reason from a fixed list.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { LockClass } from '../../core/keyspace.js';
+import type { LockClass } from '../core/keyspace.js';
 
 export const REFUSAL_REASONS = [
   'timeout',

@@ -1,8 +1,8 @@
 // The class registry (/sys/class/<name>, DESIGN.md §2 "Lock classes").
 // Reads are cached with their mod revision; every grant txn compares that
 // revision, so a stale cache costs a retry, never a grant under old rules.
-import { decodeValue, LockClassSchema, classRuleViolations, type LockClass } from '../../core/keyspace.js';
-import { LockauditError } from '../../core/errors.js';
+import { decodeValue, LockClassSchema, classRuleViolations, type LockClass } from '../core/keyspace.js';
+import { LockauditError } from '../core/errors.js';
 import { op, type Kv, type LockKeys } from './kv.js';
 import type { LockEtcd } from './lockEtcd.js';
 

@@ -3,7 +3,7 @@
 // the revision after the failed grant so no release in between is missed.
 // A hint is never a grant; a lost watch costs latency (waiters poll), not safety.
 import type { Etcd3, Watcher } from 'etcd3';
-import type { Logger } from '../../core/logger.js';
+import type { Logger } from '../core/logger.js';
 
 interface Entry {
   refs: number;

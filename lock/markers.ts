@@ -2,7 +2,7 @@
 // have to outlive the txn they explain (the tailer reads them from the log),
 // so one 60 s lease serves every marker written in a 30 s window.
 import { randomUUID } from 'node:crypto';
-import type { MarkValue } from '../../core/keyspace.js';
+import type { MarkValue } from '../core/keyspace.js';
 import type { IRequestOp } from 'etcd3';
 import { op, type LockKeys } from './kv.js';
 import type { LockEtcd } from './lockEtcd.js';

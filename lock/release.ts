@@ -1,9 +1,9 @@
 // Release: only the holder, presenting its session and token. One txn
 // deletes the hold and writes the `release` marker at the same revision.
 import { EtcdLeaseInvalidError } from 'etcd3';
-import { LockauditError } from '../../core/errors.js';
-import { decodeValue, HoldValueSchema, type MarkValue } from '../../core/keyspace.js';
-import { splitToken } from '../../core/token.js';
+import { LockauditError } from '../core/errors.js';
+import { decodeValue, HoldValueSchema, type MarkValue } from '../core/keyspace.js';
+import { splitToken } from '../core/token.js';
 import type { LockParts } from './context.js';
 import { cmp, op, toKv } from './kv.js';
 

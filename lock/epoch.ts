@@ -4,8 +4,8 @@
 // into another cluster, and grants stop until a two-person epoch advance
 // bumps the epoch, binds the new id and deletes every restored hold.
 import type { IResponseHeader } from 'etcd3';
-import { decodeValue, EpochValueSchema, type EpochValue } from '../../core/keyspace.js';
-import { LockauditError } from '../../core/errors.js';
+import { decodeValue, EpochValueSchema, type EpochValue } from '../core/keyspace.js';
+import { LockauditError } from '../core/errors.js';
 import type { LockKeys, Kv } from './kv.js';
 import { cmp, op } from './kv.js';
 import type { LockEtcd } from './lockEtcd.js';

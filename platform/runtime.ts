@@ -9,8 +9,8 @@ import { createLogger, type Logger } from '../core/logger.js';
 import { createMetricsRegistry } from '../core/metrics.js';
 import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
-import { ensureBuckets } from '../exporters/buckets.js';
-import { HealthState } from '../api/health.js';
+import { ensureBuckets } from './buckets.js';
+import { HealthState } from './health.js';
 
 export interface Runtime {
   config: Config;

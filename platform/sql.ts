@@ -1,13 +1,14 @@
-// Report SQL lives in .sql files beside each report module. Each file starts
-// with a header whose `-- Parameters:` line names every {name:Type} the query
-// binds; loading checks the header against the body, so a query never binds a
-// value its header does not announce (and values are never concatenated).
+// The one SQL loader. Queries live in .sql files beside the module that runs
+// them (reports/<report>/, exporters/sql/). Each file starts with a header
+// whose `-- Parameters:` line names every {name:Type} the query binds;
+// loading checks the header against the body, so a query never binds a value
+// its header does not announce (and values are never concatenated).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../core/paths.js';
 
 export interface SqlFile {
-  /** reports/<module>/<file>, for messages. */
+  /** The file's path from the project root, for messages. */
   name: string;
   text: string;
   /** Parameter names the query binds, `db` included. */
@@ -37,8 +38,14 @@ export function parseSql(name: string, text: string): SqlFile {
   return { name, text: body.trim(), params: [...used].sort() };
 }
 
-/** Loads reports/<module>/<file>.sql (from the source tree, also when running from dist/). */
-export function loadSql(module: string, file: string): SqlFile {
-  const rel = path.join('reports', module, file);
-  return parseSql(rel, readFileSync(path.join(projectRoot, rel), 'utf8'));
+const cache = new Map<string, SqlFile>();
+
+/** Loads and checks <project root>/<rel> once (from the source tree, also when running from dist/). */
+export function loadSql(rel: string): SqlFile {
+  let sql = cache.get(rel);
+  if (!sql) {
+    sql = parseSql(rel, readFileSync(path.join(projectRoot, rel), 'utf8'));
+    cache.set(rel, sql);
+  }
+  return sql;
 }

@@ -1,5 +1,5 @@
 // The parts the lock operations share, assembled once by LockService.
-import type { Logger } from '../../core/logger.js';
+import type { Logger } from '../core/logger.js';
 import type { Classes } from './classes.js';
 import type { EpochState } from './epoch.js';
 import type { FailOpenGrants } from './failOpen.js';

@@ -7,8 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { EtcdLeaseInvalidError } from 'etcd3';
 import Type from 'typebox';
-import { LockauditError } from '../../core/errors.js';
-import { decodeValue, type EpochValue, type MarkValue } from '../../core/keyspace.js';
+import { LockauditError } from '../core/errors.js';
+import { decodeValue, type EpochValue, type MarkValue } from '../core/keyspace.js';
 import type { LockParts } from './context.js';
 import { PENDING_REQUEST_TTL_SECONDS } from './forceRelease.js';
 import { cmp, op } from './kv.js';

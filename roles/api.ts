@@ -1,6 +1,6 @@
 // The api role: builds the app and listens on config.host:config.port.
-import type { RoleHandle, Runtime } from '../cli/runtime.js';
-import { buildApp, type RoutePlugin } from './app.js';
+import type { RoleHandle, Runtime } from '../platform/runtime.js';
+import { buildApp, type RoutePlugin } from '../api/app.js';
 
 export async function startApiRole(runtime: Runtime, routes: readonly RoutePlugin[]): Promise<RoleHandle & { url: string }> {
   const app = await buildApp(runtime, routes);

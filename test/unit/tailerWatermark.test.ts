@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Watermark } from '../../tailer/checkpoint.js';
-import { planWindows } from '../../tailer/tailer.js';
+import { Watermark } from '../../tailer/watermark.js';
+import { planWindows } from '../../tailer/pipeline.js';
 
 describe('completeness watermark', () => {
   it('advances over the contiguous durable prefix only', () => {

@@ -3,7 +3,7 @@
 // as the force archiver. Job processors register themselves in `jobQueues`.
 import { Queue, Worker, type JobsOptions, type Processor } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { RoleHandle, Runtime } from '../cli/runtime.js';
+import type { RoleHandle, Runtime } from './runtime.js';
 
 export interface JobScheduler {
   /** Deterministic scheduler id: upserting it twice changes nothing. */

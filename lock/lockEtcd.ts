@@ -4,7 +4,7 @@
 // monitor. Unavailability surfaces as LOCKAUDIT_ERR_QUORUM_LOST.
 import type { Etcd3, ICompare, IRequestOp, IResponseHeader, ITxnResponse } from 'etcd3';
 import { EtcdLeaseInvalidError } from 'etcd3';
-import { LockauditError } from '../../core/errors.js';
+import { LockauditError } from '../core/errors.js';
 import { op, prefixEnd, toKv, type Kv } from './kv.js';
 import { isUnavailable, QuorumMonitor } from './quorum.js';
 

@@ -1,9 +1,9 @@
 // The tailer role: one replica per configured etcd cluster, all in this
 // process. Each campaigns for its cluster's leadership; close() stops them
 // in parallel, each in its own order (drain, checkpoint, resign last).
-import type { RoleHandle, Runtime } from '../cli/runtime.js';
-import { TailerReplica, type ReplicaOptions, type ReplicaStatus } from './replica.js';
-import { tailerMetrics } from './tailerMetrics.js';
+import type { RoleHandle, Runtime } from '../platform/runtime.js';
+import { TailerReplica, type ReplicaOptions, type ReplicaStatus } from '../tailer/replica.js';
+import { tailerMetrics } from '../tailer/tailerMetrics.js';
 
 export interface TailerRoleHandle extends RoleHandle {
   replicas: readonly TailerReplica[];

@@ -5,7 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import type { SpoolRecord } from '../../core/spool.js';
+import type { SpoolRecord } from '../core/spool.js';
 
 export class SpoolWriter {
   readonly file: string;

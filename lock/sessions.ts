@@ -5,8 +5,8 @@
 // every hold of the session.
 import Type, { type Static } from 'typebox';
 import { EtcdLeaseInvalidError } from 'etcd3';
-import { decodeValue, type MarkValue } from '../../core/keyspace.js';
-import { LockauditError } from '../../core/errors.js';
+import { decodeValue, type MarkValue } from '../core/keyspace.js';
+import { LockauditError } from '../core/errors.js';
 import { cmp, op, type LockKeys } from './kv.js';
 import type { LockEtcd } from './lockEtcd.js';
 import type { MarkerLease } from './markers.js';

@@ -7,9 +7,9 @@
 import { randomUUID } from 'node:crypto';
 import { EtcdLeaseInvalidError } from 'etcd3';
 import Type, { type Static } from 'typebox';
-import { LockauditError } from '../../core/errors.js';
-import { decodeValue, HoldValueSchema, type ForceRecord, type LockClass } from '../../core/keyspace.js';
-import { makeToken, tokenToString } from '../../core/token.js';
+import { LockauditError } from '../core/errors.js';
+import { decodeValue, HoldValueSchema, type ForceRecord, type LockClass } from '../core/keyspace.js';
+import { makeToken, tokenToString } from '../core/token.js';
 import type { LockParts } from './context.js';
 import { cmp, op } from './kv.js';
 
