@@ -5,7 +5,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError } from 'fastify';
-import { errorCatalog, isLockauditError } from '../core/errors.js';
+import { isLockauditError } from '../core/errors.js';
 import { registerAuth } from './auth.js';
 import { healthRoutes } from './routes/health.js';
 import type { App, AppContext, ErrorBody, RoutePlugin } from './types.js';
@@ -65,6 +65,3 @@ export async function buildApp(ctx: AppContext, routes: readonly RoutePlugin[] =
   for (const route of routes) await route(app, ctx);
   return app;
 }
-
-/** The documented error codes, for the catalog test and /docs. */
-export const documentedErrors = Object.keys(errorCatalog);

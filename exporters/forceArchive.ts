@@ -17,6 +17,7 @@ import { createEtcdClient } from '../core/etcd.js';
 import { LockauditError } from '../core/errors.js';
 import { decodeValue, ForceRecordSchema, PREFIX } from '../core/keyspace.js';
 import type { Logger } from '../core/logger.js';
+import { alarm, alarmName as catalogAlarmName } from '../platform/alarms.js';
 import type { HealthState } from '../platform/health.js';
 import { archiveLockProblem, ARCHIVE_RETENTION_YEARS } from '../platform/buckets.js';
 import { archiveObjectName, chainRecord, EMPTY_HEAD, parseArchived, recordHash, type ArchivedForceRecord, type ChainHead } from './hashChain.js';
@@ -67,7 +68,8 @@ function retainUntil(years: number, now = new Date()): Date {
   return d;
 }
 
-export const alarmName = (cluster: string): string => `force-archive:${cluster}`;
+/** The name of the late-records alarm of a cluster's archiver. */
+export const alarmName = (cluster: string): string => catalogAlarmName('LOCKAUDIT_ALARM_FORCE_ARCHIVE_LATE', { cluster });
 
 export class ForceArchiver {
   readonly #o: Required<Omit<ForceArchiverOptions, 'health' | 'metrics' | 'etcd'>> & Pick<ForceArchiverOptions, 'health' | 'metrics'>;
@@ -187,7 +189,7 @@ export class ForceArchiver {
     if (this.#locked !== undefined) return this.#locked;
     const problem = await archiveLockProblem(this.#o.s3, this.#o.bucket);
     if (problem && !this.#o.allowUnlocked) {
-      this.#o.health?.raise(`${alarmName(this.cluster)}:unlocked`, problem);
+      this.#o.health?.raise(alarm('LOCKAUDIT_ALARM_FORCE_ARCHIVE_UNLOCKED', { cluster: this.cluster }, { problem }));
       throw new LockauditError('LOCKAUDIT_ERR_ARCHIVE_UNLOCKED', problem);
     }
     this.#locked = problem === undefined;
@@ -264,7 +266,8 @@ export class ForceArchiver {
     const late = pending.filter((p) => now - p.approvedAt > this.#o.alarmAfterMs).length;
     this.#o.metrics?.lateUnarchived.set({ cluster: this.cluster }, late);
     if (late > 0) {
-      this.#o.health?.raise(alarmName(this.cluster), `${late} force-release record(s) of cluster ${this.cluster} not archived after ${Math.round(this.#o.alarmAfterMs / 1000)} s (oldest ${Math.round(age / 1000)} s)`);
+      const facts = { late, alarmAfterSeconds: Math.round(this.#o.alarmAfterMs / 1000), oldestSeconds: Math.round(age / 1000) };
+      this.#o.health?.raise(alarm('LOCKAUDIT_ALARM_FORCE_ARCHIVE_LATE', { cluster: this.cluster }, facts));
     } else {
       this.#o.health?.clear(alarmName(this.cluster));
     }

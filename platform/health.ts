@@ -1,9 +1,11 @@
 // Readiness state shared by the roles of one process: alarms raised by the
 // tailer and exporters degrade /readyz; dependency checks are cached so a
 // busy probe does not hammer the dependencies.
+import type { AlarmCode, RaisedAlarm } from './alarms.js';
 import type { CheckResult } from './dependencyChecks.js';
 
 export interface Alarm {
+  code: AlarmCode;
   name: string;
   message: string;
   since: string;
@@ -15,8 +17,9 @@ export class HealthState {
   #cached: { at: number; checks: CheckResult[] } | undefined;
   #inflight: Promise<CheckResult[]> | undefined;
 
-  raise(name: string, message: string): void {
-    if (!this.#alarms.has(name)) this.#alarms.set(name, { name, message, since: new Date().toISOString() });
+  /** Raises an alarm of the catalog (platform/alarms.ts); a raised instance keeps its first message and time. */
+  raise(alarm: RaisedAlarm): void {
+    if (!this.#alarms.has(alarm.name)) this.#alarms.set(alarm.name, { ...alarm, since: new Date().toISOString() });
   }
 
   clear(name: string): void {

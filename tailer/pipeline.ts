@@ -10,6 +10,8 @@ import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../core/clickhouse.js';
 import { createEtcdClient } from '../core/etcd.js';
 import type { Logger } from '../core/logger.js';
+import { alarm, alarmName } from '../platform/alarms.js';
+import type { HealthState } from '../platform/health.js';
 import { ClockBracket, type ClockPoint } from './clockBracket.js';
 import { Watermark, type Slot, type WindowSpec } from './watermark.js';
 import type { ClockWriter } from './clockWriter.js';
@@ -51,7 +53,7 @@ export interface PipelineDeps {
   fence: () => Promise<boolean>;
   metrics?: TailerMetrics;
   /** Lag alarm hooks (runtime.health). */
-  alarm?: { raise: (name: string, message: string) => void; clear: (name: string) => void };
+  alarm?: Pick<HealthState, 'raise' | 'clear'>;
   /** Called whenever the completeness watermark moves (durable, before the checkpoint row is written). */
   onWatermark?: (revision: bigint) => void;
   /** Called after each checkpoint row is written. */
@@ -194,10 +196,9 @@ export class TailerPipeline {
       metrics?.headRevision.set(this.#labels, Number(state.head));
       const lagAlarm = this.#opts.lagAlarmRevisions;
       if (lagAlarm !== undefined) {
-        const name = `tailer-lag:${cluster}`;
         if (lagRevisions >= BigInt(lagAlarm)) {
-          this.#deps.alarm?.raise(name, `tailer for ${cluster} is ${lagRevisions} revisions behind (alarm at ${lagAlarm} revisions)`);
-        } else this.#deps.alarm?.clear(name);
+          this.#deps.alarm?.raise(alarm('LOCKAUDIT_ALARM_TAILER_LAG', { cluster }, { lagRevisions, alarmAt: lagAlarm }));
+        } else this.#deps.alarm?.clear(alarmName('LOCKAUDIT_ALARM_TAILER_LAG', { cluster }));
       }
       if (Date.now() - lastStatus >= 1_000) {
         lastStatus = Date.now();
@@ -351,7 +352,7 @@ export class TailerPipeline {
       }
     }
     // This run no longer tails: its lag alarm is not this replica's to hold (the next run, here or on the new leader, raises its own).
-    this.#deps.alarm?.clear(`tailer-lag:${cluster}`);
+    this.#deps.alarm?.clear(alarmName('LOCKAUDIT_ALARM_TAILER_LAG', { cluster }));
     outcome.checkpoint = written;
     return outcome;
   }

@@ -11,6 +11,8 @@ import type { AuditStore } from '../core/clickhouse.js';
 import type { EtcdCluster } from '../core/config.js';
 import { createEtcdClient } from '../core/etcd.js';
 import type { Logger } from '../core/logger.js';
+import { alarm } from '../platform/alarms.js';
+import type { HealthState } from '../platform/health.js';
 import { ClockWriter } from './clockWriter.js';
 import { TailerElection } from './election.js';
 import { loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
@@ -35,7 +37,7 @@ export interface ReplicaDeps {
   store: AuditStore;
   log: Logger;
   metrics?: TailerMetrics;
-  health?: { raise: (name: string, message: string) => void; clear: (name: string) => void };
+  health?: Pick<HealthState, 'raise' | 'clear'>;
   replicaId?: string;
   onWatermark?: (revision: bigint) => void;
   onCheckpoint?: (revision: bigint) => void;
@@ -208,7 +210,7 @@ export class TailerReplica {
     const reason = `etcd compacted history up to revision ${compacted} before the tailer captured it (checkpoint ${checkpoint})`;
     log.error({ from: from.toString(), to: compacted.toString() }, 'history lost: recording a gap and resuming from a snapshot');
     metrics?.gaps.inc(this.#labels);
-    health?.raise(`tailer-gap:${cluster}`, `history of ${cluster} revisions ${from}..${compacted} was compacted before capture; see GET /v1/gaps`);
+    health?.raise(alarm('LOCKAUDIT_ALARM_TAILER_GAP', { cluster }, { from, to: compacted }));
     await recordGap(store, { cluster, from_revision: from.toString(), to_revision: compacted.toString(), detected_at: Date.now(), reason });
     gaps.push({ from, to: compacted });
     const write = async (batch: RowBatch): Promise<void> => {

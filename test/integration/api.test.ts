@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import Type from 'typebox';
 import { buildApp, type App } from '../../api/app.js';
 import { requireRoles } from '../../api/auth.js';
+import { alarm } from '../../platform/alarms.js';
 import { HealthState } from '../../platform/health.js';
 import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import { createLogger } from '../../core/logger.js';
@@ -54,11 +55,12 @@ describe('api skeleton', () => {
     const ready = await get('/readyz');
     assert.equal(ready.statusCode, 200, ready.body);
     assert.deepEqual(ready.json().checks.map((c: { name: string; ok: boolean }) => [c.name, c.ok]), [['etcd:local', true], ['clickhouse', true], ['s3', true], ['redis', true]]);
-    health.raise('tailer-gap', 'history lost between revisions 10 and 20');
+    health.raise(alarm('LOCKAUDIT_ALARM_TAILER_GAP', { cluster: 'local' }, { from: 10, to: 20 }));
     const degraded = await get('/readyz');
     assert.equal(degraded.statusCode, 503);
-    assert.equal(degraded.json().alarms[0].name, 'tailer-gap');
-    health.clear('tailer-gap');
+    assert.equal(degraded.json().alarms[0].name, 'tailer-gap:local');
+    assert.equal(degraded.json().alarms[0].code, 'LOCKAUDIT_ALARM_TAILER_GAP');
+    health.clear('tailer-gap:local');
     assert.equal((await get('/readyz')).statusCode, 200);
   });
 

@@ -1,0 +1,72 @@
+// The alarm catalog: every alarm the platform raises has a code, the name of
+// its instance (one per label set, so /readyz shows one line per cluster, not
+// one per event), a message template and what an operator should do. Labels
+// are bounded (a configured cluster); measured facts go in the message only.
+// README.md documents each code; test/unit/catalogs.test.ts checks it does.
+
+export interface AlarmSpec {
+  /** Instance name; `{label}` placeholders are the alarm's bounded labels. */
+  readonly instance: string;
+  /** Message; placeholders not in `instance` are facts of this raising. */
+  readonly message: string;
+  /** What an operator should do about it. */
+  readonly action: string;
+}
+
+export const alarmCatalog = {
+  LOCKAUDIT_ALARM_TAILER_LAG: {
+    instance: 'tailer-lag:{cluster}',
+    message: 'tailer for {cluster} is {lagRevisions} revisions behind (alarm at {alarmAt} revisions)',
+    action:
+      'The tailer falls behind etcd; at the compaction window history is lost. Check ClickHouse insert latency and the tailer log (lockaudit_tailer_* metrics); cleared once the lag is under half the window.',
+  },
+  LOCKAUDIT_ALARM_TAILER_GAP: {
+    instance: 'tailer-gap:{cluster}',
+    message: 'history of {cluster} revisions {from}..{to} was compacted before capture; see GET /v1/gaps',
+    action:
+      'History was lost: reports over that range are incomplete (GET /v1/gaps lists it). Find why the tailer was down or behind for longer than the compaction window; held until the process restarts.',
+  },
+  LOCKAUDIT_ALARM_FORCE_ARCHIVE_LATE: {
+    instance: 'force-archive:{cluster}',
+    message: '{late} force-release record(s) of cluster {cluster} not archived after {alarmAfterSeconds} s (oldest {oldestSeconds} s)',
+    action:
+      'Force-release records wait for the WORM archive. Check the worker log and MinIO (lockaudit_force_* metrics); cleared once every record older than the threshold is archived.',
+  },
+  LOCKAUDIT_ALARM_FORCE_ARCHIVE_UNLOCKED: {
+    instance: 'force-archive:{cluster}:unlocked',
+    message: '{problem}',
+    action:
+      'The archive bucket has no object lock, so nothing is archived into it. Recreate it with object lock (lockaudit migrate creates it so) and restart the worker.',
+  },
+} as const satisfies Record<string, AlarmSpec>;
+
+export type AlarmCode = keyof typeof alarmCatalog;
+
+type Placeholders<S extends string> = S extends `${string}{${infer P}}${infer Rest}` ? P | Placeholders<Rest> : never;
+type LabelNames<C extends AlarmCode> = Placeholders<(typeof alarmCatalog)[C]['instance']>;
+type FactNames<C extends AlarmCode> = Exclude<Placeholders<(typeof alarmCatalog)[C]['message']>, LabelNames<C>>;
+
+export type AlarmLabels<C extends AlarmCode> = Record<LabelNames<C>, string>;
+export type AlarmFacts<C extends AlarmCode> = Record<FactNames<C>, string | number | bigint>;
+
+/** One raising of a catalogued alarm, as HealthState keeps it. */
+export interface RaisedAlarm {
+  readonly code: AlarmCode;
+  readonly name: string;
+  readonly message: string;
+}
+
+function fill(template: string, values: Record<string, string | number | bigint>): string {
+  return template.replace(/\{(\w+)\}/g, (whole, key: string) => (key in values ? String(values[key]) : whole));
+}
+
+/** The instance name of an alarm for these labels (what `clear` takes). */
+export function alarmName<C extends AlarmCode>(code: C, labels: AlarmLabels<C>): string {
+  return fill(alarmCatalog[code].instance, labels);
+}
+
+/** An alarm of the catalog, its name and message filled in. */
+export function alarm<C extends AlarmCode>(code: C, labels: AlarmLabels<C>, facts: AlarmFacts<C>): RaisedAlarm {
+  const spec: AlarmSpec = alarmCatalog[code];
+  return { code, name: fill(spec.instance, labels), message: fill(spec.message, { ...facts, ...labels }) };
+}
