@@ -20,74 +20,82 @@ const EtcdClusterSchema = Type.Object(
   { additionalProperties: false },
 );
 
+const LogLevelSchema = Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], {
+  default: 'info',
+  description: 'fatal error warn info debug trace silent',
+});
+
+// Each default is written once, here, as the schema's `default`; resolve() fills
+// them in, README's configuration table is checked against them
+// (test/unit/config.test.ts), and classes fall back to `configDefaults`.
+const ClickHouseSchema = Type.Object(
+  {
+    url: Type.Optional(Type.String({ pattern: '^https?://', description: 'ClickHouse server URL; absent means embedded chdb at <dataDir>/clickhouse.' })),
+    database: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$', default: 'lockaudit', description: 'Database name.' })),
+    user: Type.Optional(Type.String({ description: 'Server user.' })),
+    password: Type.Optional(Type.String({ description: 'Server password (masked).' })),
+    cluster: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$', description: 'ClickHouse cluster name: migrations run ON CLUSTER with Replicated engines.' })),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+const S3Schema = Type.Object(
+  {
+    endpoint: Type.Optional(Type.String({ pattern: '^https?://', description: 'S3/MinIO endpoint; absent means the local MinIO.' })),
+    accessKey: Type.Optional(Type.String({ minLength: 3, description: 'Access key; the local MinIO\'s when the endpoint is absent.' })),
+    secretKey: Type.Optional(Type.String({ minLength: 8, description: 'Secret key (masked); the local MinIO\'s when the endpoint is absent.' })),
+    region: Type.Optional(Type.String({ minLength: 1, default: 'us-east-1', description: 'Region.' })),
+    historyBucket: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9.-]{2,62}$', default: 'lockaudit-history', description: 'Parquet history, 365-day lifecycle.' })),
+    archiveBucket: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9.-]{2,62}$', default: 'lockaudit-force-archive', description: 'Force-release archive: object lock, COMPLIANCE 7 years.' })),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+const TailerSchema = Type.Object(
+  {
+    electionTtlSeconds: Type.Optional(Type.Integer({ minimum: 2, maximum: 300, default: 5, description: 'Election lease TTL: a dead leader is replaced after about this long.' })),
+    compactionWindowRevisions: Type.Optional(Type.Integer({ minimum: 1, default: 1_000_000, description: "How many revisions etcd keeps before compacting (the operator's setting); the lag alarm fires at half." })),
+    catchUpWindows: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, default: 8, description: 'Revision windows watched concurrently when catching up far behind.' })),
+    batchMaxRows: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 20_000, description: 'Rows per ClickHouse insert.' })),
+    batchMaxDelayMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 60_000, default: 200, description: 'Longest a row waits for its batch.' })),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+const ReportsSchema = Type.Object(
+  {
+    riskRegisterCron: Type.Optional(Type.String({ pattern: '^\\S+( \\S+){4,5}$', default: '0 2 * * *', description: 'Cron pattern of the nightly advisory risk register (5 fields, or 6 with seconds).' })),
+    riskRegisterTz: Type.Optional(Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_+/-]{0,63}$', default: 'UTC', description: 'IANA time zone of that cron and of the register date.' })),
+    maxWindowDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3660, default: 31, description: 'Longest from–to window a report accepts, in days.' })),
+    maxPageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, default: 1000, description: 'Largest page of grant history.' })),
+    queryTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000, default: 30_000, description: 'Longest a report query may run in ClickHouse (max_execution_time).' })),
+    rateLimitPerMinute: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 120, description: 'Report requests per caller identity per minute.' })),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+const LocalSchema = Type.Object(
+  {
+    portBase: Type.Optional(Type.Integer({ minimum: 1024, maximum: 65000, default: 23000, description: 'First port of the local services block (etcd, Redis, MinIO).' })),
+    etcdMembers: Type.Optional(Type.Union([Type.Literal(1), Type.Literal(3)], { default: 1, description: 'Local etcd: one member or a three-member cluster on loopback.' })),
+  },
+  { additionalProperties: false, default: {} },
+);
+
 export const FileConfigSchema = Type.Object(
   {
-    dataDir: Type.Optional(Type.String({ minLength: 1, description: 'Where local data lives (embedded ClickHouse, service data, spools). Default ./.lockaudit' })),
-    host: Type.Optional(Type.String({ minLength: 1, description: 'API listen address. Default 127.0.0.1' })),
-    port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'API port. Default 8080' })),
-    logLevel: Type.Optional(Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')])),
-    etcd: Type.Optional(Type.Array(EtcdClusterSchema, { minItems: 1, description: 'etcd clusters to serve and tail. Default: the local one.' })),
-    clickhouse: Type.Optional(
-      Type.Object(
-        {
-          url: Type.Optional(Type.String({ pattern: '^https?://', description: 'ClickHouse server URL; absent means embedded chdb at <dataDir>/clickhouse.' })),
-          database: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$', description: 'Database name. Default lockaudit' })),
-          user: Type.Optional(Type.String()),
-          password: Type.Optional(Type.String()),
-          cluster: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$', description: 'ClickHouse cluster name: migrations run ON CLUSTER with Replicated engines.' })),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-    s3: Type.Optional(
-      Type.Object(
-        {
-          endpoint: Type.Optional(Type.String({ pattern: '^https?://', description: 'S3/MinIO endpoint; absent means the local MinIO.' })),
-          accessKey: Type.Optional(Type.String({ minLength: 3 })),
-          secretKey: Type.Optional(Type.String({ minLength: 8 })),
-          region: Type.Optional(Type.String({ minLength: 1 })),
-          historyBucket: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9.-]{2,62}$' })),
-          archiveBucket: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9.-]{2,62}$' })),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    dataDir: Type.Optional(Type.String({ minLength: 1, default: './.lockaudit', description: 'Where local data lives (embedded ClickHouse, service data, spools).' })),
+    host: Type.Optional(Type.String({ minLength: 1, default: '127.0.0.1', description: 'API listen address.' })),
+    port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, default: 8080, description: 'API port.' })),
+    logLevel: Type.Optional(LogLevelSchema),
+    etcd: Type.Optional(Type.Array(EtcdClusterSchema, { minItems: 1, description: 'etcd clusters to serve and tail; absent means the local one.' })),
+    clickhouse: Type.Optional(ClickHouseSchema),
+    s3: Type.Optional(S3Schema),
     redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis URL for the job queue; absent means the local Redis.' })),
-    queuePrefix: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_:-]{1,64}$', description: 'BullMQ key prefix. Default lockaudit' })),
-    tailer: Type.Optional(
-      Type.Object(
-        {
-          electionTtlSeconds: Type.Optional(Type.Integer({ minimum: 2, maximum: 300, description: 'Election lease TTL: a dead leader is replaced after about this long. Default 5' })),
-          compactionWindowRevisions: Type.Optional(Type.Integer({ minimum: 1, description: "How many revisions etcd keeps before compacting (the operator's setting); lag alarms at half. Default 1000000" })),
-          catchUpWindows: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, description: 'Concurrent revision windows when catching up far behind. Default 8' })),
-          batchMaxRows: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000000, description: 'Rows per ClickHouse insert. Default 20000' })),
-          batchMaxDelayMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 60000, description: 'Longest a row waits for its batch. Default 200' })),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-    reports: Type.Optional(
-      Type.Object(
-        {
-          riskRegisterCron: Type.Optional(Type.String({ pattern: '^\\S+( \\S+){4,5}$', description: "Cron pattern of the nightly advisory risk register (5 fields, or 6 with seconds). Default '0 2 * * *'" })),
-          riskRegisterTz: Type.Optional(Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_+/-]{0,63}$', description: 'IANA time zone of that cron and of the register date. Default UTC' })),
-          maxWindowDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3660, description: 'Longest from–to window a report accepts, in days. Default 31' })),
-          maxPageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000, description: 'Largest page of grant history. Default 1000' })),
-          queryTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3600000, description: 'Longest a report query may run in ClickHouse (max_execution_time). Default 30000' })),
-          rateLimitPerMinute: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000000, description: 'Report requests per caller identity per minute. Default 120' })),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-    local: Type.Optional(
-      Type.Object(
-        {
-          portBase: Type.Optional(Type.Integer({ minimum: 1024, maximum: 65000, description: 'First port of the local services block (etcd, Redis, MinIO). Default 23000' })),
-          etcdMembers: Type.Optional(Type.Union([Type.Literal(1), Type.Literal(3)], { description: 'Local etcd: one member or a three-member cluster on loopback. Default 1' })),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    queuePrefix: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_:-]{1,64}$', default: 'lockaudit', description: 'BullMQ key prefix.' })),
+    tailer: Type.Optional(TailerSchema),
+    reports: Type.Optional(ReportsSchema),
+    local: Type.Optional(LocalSchema),
   },
   { additionalProperties: false },
 );
@@ -108,37 +116,41 @@ export type ClickHouseTarget =
   | { mode: 'embedded'; path: string; database: string }
   | { mode: 'server'; url: string; database: string; user?: string; password?: string; cluster?: string };
 
-export interface Config {
-  dataDir: string;
-  host: string;
-  port: number;
-  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+/** A section of the file schema with every setting present (defaults filled in). */
+type Settled<T> = Required<NonNullable<T>>;
+
+export type TailerSettings = Settled<Static<typeof TailerSchema>>;
+export type ReportSettings = Settled<Static<typeof ReportsSchema>>;
+export type LogLevel = Static<typeof LogLevelSchema>;
+
+/** The effective configuration: the file schema's settings with defaults filled in, plus what is derived from them. */
+export interface Config extends Settled<Pick<FileConfig, 'dataDir' | 'host' | 'port' | 'queuePrefix'>> {
+  logLevel: LogLevel;
   etcd: { clusters: EtcdCluster[]; local: boolean };
   clickhouse: ClickHouseTarget;
-  s3: { endpoint: string; accessKey: string; secretKey: string; region: string; historyBucket: string; archiveBucket: string; local: boolean };
+  s3: Settled<Static<typeof S3Schema>> & { local: boolean };
   redis: { url: string; local: boolean };
-  queuePrefix: string;
-  local: { portBase: number; etcdMembers: 1 | 3; ports: LocalPorts };
+  local: Settled<Static<typeof LocalSchema>> & { ports: LocalPorts };
   tailer: TailerSettings;
   reports: ReportSettings;
 }
 
-export interface ReportSettings {
-  riskRegisterCron: string;
-  riskRegisterTz: string;
-  maxWindowDays: number;
-  maxPageSize: number;
-  queryTimeoutMs: number;
-  rateLimitPerMinute: number;
+/** The settings the schema gives a default (the values are the schema's). */
+interface SchemaDefaults {
+  dataDir: string;
+  host: string;
+  port: number;
+  logLevel: LogLevel;
+  queuePrefix: string;
+  clickhouse: { database: string };
+  s3: { region: string; historyBucket: string; archiveBucket: string };
+  tailer: TailerSettings;
+  reports: ReportSettings;
+  local: Settled<Static<typeof LocalSchema>>;
 }
 
-export interface TailerSettings {
-  electionTtlSeconds: number;
-  compactionWindowRevisions: number;
-  catchUpWindows: number;
-  batchMaxRows: number;
-  batchMaxDelayMs: number;
-}
+/** Every default of the schema, for classes that can also be built without a Config (tests, benches). */
+export const configDefaults = Value.Default(FileConfigSchema, {}) as SchemaDefaults;
 
 /** Local MinIO credentials: used only for the project's own loopback server. */
 export const LOCAL_S3_ACCESS_KEY = 'lockaudit';
@@ -151,37 +163,39 @@ const asInteger: EnvParser = (raw, name) => {
   return Number(raw.trim());
 };
 
-/** Environment variables and the config path each one sets. */
-export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; parse: EnvParser; secret?: boolean; doc: string }> = [
-  { name: 'LOCKAUDIT_DATA_DIR', path: ['dataDir'], parse: asString, doc: 'data directory (default ./.lockaudit)' },
-  { name: 'LOCKAUDIT_HOST', path: ['host'], parse: asString, doc: 'API listen address (default 127.0.0.1)' },
-  { name: 'LOCKAUDIT_PORT', path: ['port'], parse: asInteger, doc: 'API port (default 8080)' },
-  { name: 'LOCKAUDIT_LOG_LEVEL', path: ['logLevel'], parse: asString, doc: 'fatal|error|warn|info|debug|trace|silent (default info)' },
-  { name: 'LOCKAUDIT_ETCD', path: ['etcd'], parse: parseEtcdClusters, doc: 'clusters as name=url[,url…][;name=url…] (default: the local one)' },
-  { name: 'LOCKAUDIT_CLICKHOUSE_URL', path: ['clickhouse', 'url'], parse: asString, doc: 'ClickHouse server URL (absent: embedded chdb)' },
-  { name: 'LOCKAUDIT_CLICKHOUSE_DATABASE', path: ['clickhouse', 'database'], parse: asString, doc: 'database (default lockaudit)' },
-  { name: 'LOCKAUDIT_CLICKHOUSE_USER', path: ['clickhouse', 'user'], parse: asString, doc: 'server user' },
-  { name: 'LOCKAUDIT_CLICKHOUSE_PASSWORD', path: ['clickhouse', 'password'], parse: asString, secret: true, doc: 'server password' },
-  { name: 'LOCKAUDIT_CLICKHOUSE_CLUSTER', path: ['clickhouse', 'cluster'], parse: asString, doc: 'run migrations ON CLUSTER with Replicated engines' },
-  { name: 'LOCKAUDIT_S3_ENDPOINT', path: ['s3', 'endpoint'], parse: asString, doc: 'S3/MinIO endpoint (absent: local MinIO)' },
-  { name: 'LOCKAUDIT_S3_ACCESS_KEY', path: ['s3', 'accessKey'], parse: asString, doc: 'S3 access key' },
-  { name: 'LOCKAUDIT_S3_SECRET_KEY', path: ['s3', 'secretKey'], parse: asString, secret: true, doc: 'S3 secret key' },
-  { name: 'LOCKAUDIT_S3_REGION', path: ['s3', 'region'], parse: asString, doc: 'S3 region (default us-east-1)' },
-  { name: 'LOCKAUDIT_S3_HISTORY_BUCKET', path: ['s3', 'historyBucket'], parse: asString, doc: 'Parquet history bucket (default lockaudit-history)' },
-  { name: 'LOCKAUDIT_S3_ARCHIVE_BUCKET', path: ['s3', 'archiveBucket'], parse: asString, doc: 'object-locked force-release archive (default lockaudit-force-archive)' },
-  { name: 'LOCKAUDIT_REDIS_URL', path: ['redisUrl'], parse: asString, secret: true, doc: 'Redis URL (absent: local Redis)' },
-  { name: 'LOCKAUDIT_QUEUE_PREFIX', path: ['queuePrefix'], parse: asString, doc: 'BullMQ key prefix (default lockaudit)' },
-  { name: 'LOCKAUDIT_TAILER_ELECTION_TTL_SECONDS', path: ['tailer', 'electionTtlSeconds'], parse: asInteger, doc: 'tailer election lease TTL (default 5)' },
-  { name: 'LOCKAUDIT_TAILER_COMPACTION_WINDOW_REVISIONS', path: ['tailer', 'compactionWindowRevisions'], parse: asInteger, doc: "etcd's compaction window in revisions; lag alarms at half (default 1000000)" },
-  { name: 'LOCKAUDIT_TAILER_CATCH_UP_WINDOWS', path: ['tailer', 'catchUpWindows'], parse: asInteger, doc: 'concurrent revision windows for catch-up (default 8)' },
-  { name: 'LOCKAUDIT_LOCAL_PORT_BASE', path: ['local', 'portBase'], parse: asInteger, doc: 'first port of the local services block (default 23000)' },
-  { name: 'LOCKAUDIT_RISK_REGISTER_CRON', path: ['reports', 'riskRegisterCron'], parse: asString, doc: "cron of the nightly risk register (default '0 2 * * *')" },
-  { name: 'LOCKAUDIT_RISK_REGISTER_TZ', path: ['reports', 'riskRegisterTz'], parse: asString, doc: 'time zone of that cron and of the register date (default UTC)' },
-  { name: 'LOCKAUDIT_MAX_WINDOW_DAYS', path: ['reports', 'maxWindowDays'], parse: asInteger, doc: 'longest report window in days (default 31)' },
-  { name: 'LOCKAUDIT_MAX_PAGE_SIZE', path: ['reports', 'maxPageSize'], parse: asInteger, doc: 'largest grant-history page (default 1000)' },
-  { name: 'LOCKAUDIT_QUERY_TIMEOUT_MS', path: ['reports', 'queryTimeoutMs'], parse: asInteger, doc: 'report query timeout in ms (default 30000)' },
-  { name: 'LOCKAUDIT_RATE_LIMIT_PER_MINUTE', path: ['reports', 'rateLimitPerMinute'], parse: asInteger, doc: 'report requests per identity per minute (default 120)' },
-  { name: 'LOCKAUDIT_LOCAL_ETCD_MEMBERS', path: ['local', 'etcdMembers'], parse: asInteger, doc: 'local etcd members, 1 or 3 (default 1)' },
+/** Environment variables and the config path each one sets (its meaning and default are the schema's). */
+export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; parse: EnvParser; secret?: boolean }> = [
+  { name: 'LOCKAUDIT_DATA_DIR', path: ['dataDir'], parse: asString },
+  { name: 'LOCKAUDIT_HOST', path: ['host'], parse: asString },
+  { name: 'LOCKAUDIT_PORT', path: ['port'], parse: asInteger },
+  { name: 'LOCKAUDIT_LOG_LEVEL', path: ['logLevel'], parse: asString },
+  { name: 'LOCKAUDIT_ETCD', path: ['etcd'], parse: parseEtcdClusters },
+  { name: 'LOCKAUDIT_CLICKHOUSE_URL', path: ['clickhouse', 'url'], parse: asString },
+  { name: 'LOCKAUDIT_CLICKHOUSE_DATABASE', path: ['clickhouse', 'database'], parse: asString },
+  { name: 'LOCKAUDIT_CLICKHOUSE_USER', path: ['clickhouse', 'user'], parse: asString },
+  { name: 'LOCKAUDIT_CLICKHOUSE_PASSWORD', path: ['clickhouse', 'password'], parse: asString, secret: true },
+  { name: 'LOCKAUDIT_CLICKHOUSE_CLUSTER', path: ['clickhouse', 'cluster'], parse: asString },
+  { name: 'LOCKAUDIT_S3_ENDPOINT', path: ['s3', 'endpoint'], parse: asString },
+  { name: 'LOCKAUDIT_S3_ACCESS_KEY', path: ['s3', 'accessKey'], parse: asString },
+  { name: 'LOCKAUDIT_S3_SECRET_KEY', path: ['s3', 'secretKey'], parse: asString, secret: true },
+  { name: 'LOCKAUDIT_S3_REGION', path: ['s3', 'region'], parse: asString },
+  { name: 'LOCKAUDIT_S3_HISTORY_BUCKET', path: ['s3', 'historyBucket'], parse: asString },
+  { name: 'LOCKAUDIT_S3_ARCHIVE_BUCKET', path: ['s3', 'archiveBucket'], parse: asString },
+  { name: 'LOCKAUDIT_REDIS_URL', path: ['redisUrl'], parse: asString, secret: true },
+  { name: 'LOCKAUDIT_QUEUE_PREFIX', path: ['queuePrefix'], parse: asString },
+  { name: 'LOCKAUDIT_TAILER_ELECTION_TTL_SECONDS', path: ['tailer', 'electionTtlSeconds'], parse: asInteger },
+  { name: 'LOCKAUDIT_TAILER_COMPACTION_WINDOW_REVISIONS', path: ['tailer', 'compactionWindowRevisions'], parse: asInteger },
+  { name: 'LOCKAUDIT_TAILER_CATCH_UP_WINDOWS', path: ['tailer', 'catchUpWindows'], parse: asInteger },
+  { name: 'LOCKAUDIT_TAILER_BATCH_MAX_ROWS', path: ['tailer', 'batchMaxRows'], parse: asInteger },
+  { name: 'LOCKAUDIT_TAILER_BATCH_MAX_DELAY_MS', path: ['tailer', 'batchMaxDelayMs'], parse: asInteger },
+  { name: 'LOCKAUDIT_LOCAL_PORT_BASE', path: ['local', 'portBase'], parse: asInteger },
+  { name: 'LOCKAUDIT_RISK_REGISTER_CRON', path: ['reports', 'riskRegisterCron'], parse: asString },
+  { name: 'LOCKAUDIT_RISK_REGISTER_TZ', path: ['reports', 'riskRegisterTz'], parse: asString },
+  { name: 'LOCKAUDIT_MAX_WINDOW_DAYS', path: ['reports', 'maxWindowDays'], parse: asInteger },
+  { name: 'LOCKAUDIT_MAX_PAGE_SIZE', path: ['reports', 'maxPageSize'], parse: asInteger },
+  { name: 'LOCKAUDIT_QUERY_TIMEOUT_MS', path: ['reports', 'queryTimeoutMs'], parse: asInteger },
+  { name: 'LOCKAUDIT_RATE_LIMIT_PER_MINUTE', path: ['reports', 'rateLimitPerMinute'], parse: asInteger },
+  { name: 'LOCKAUDIT_LOCAL_ETCD_MEMBERS', path: ['local', 'etcdMembers'], parse: asInteger },
 ];
 
 const NON_CONFIG_ENV = new Set(['LOCKAUDIT_CONFIG']);
@@ -311,7 +325,7 @@ function isTimeZone(tz: string): boolean {
 }
 
 function describeUnion(instancePath: string): string {
-  if (instancePath.endsWith('logLevel')) return 'must be one of fatal, error, warn, info, debug, trace, silent';
+  if (instancePath.endsWith('logLevel')) return `must be one of ${LogLevelSchema.anyOf.map((l) => l.const).join(', ')}`;
   if (instancePath.endsWith('etcdMembers')) return 'must be 1 or 3';
   return 'has an invalid value';
 }
@@ -326,52 +340,38 @@ export function localPorts(portBase: number): LocalPorts {
   };
 }
 
-function resolve(file: FileConfig, cwd: string): Config {
-  const dataDir = path.resolve(cwd, file.dataDir ?? './.lockaudit');
-  const portBase = file.local?.portBase ?? 23000;
-  const etcdMembers = file.local?.etcdMembers ?? 1;
+function resolve(input: FileConfig, cwd: string): Config {
+  const file = Value.Default(FileConfigSchema, structuredClone(input)) as FileConfig & SchemaDefaults;
+  const dataDir = path.resolve(cwd, file.dataDir);
+  const { portBase, etcdMembers } = file.local;
   const ports = localPorts(portBase);
   const localEtcd = { name: 'local', endpoints: ports.etcdClient.slice(0, etcdMembers).map((p) => `http://127.0.0.1:${p}`) };
-  const ch = file.clickhouse ?? {};
-  const database = ch.database ?? 'lockaudit';
+  const ch = file.clickhouse;
   const clickhouse: ClickHouseTarget = ch.url
-    ? { mode: 'server', url: ch.url, database, user: ch.user, password: ch.password, cluster: ch.cluster }
-    : { mode: 'embedded', path: path.join(dataDir, 'clickhouse'), database };
-  const s3 = file.s3 ?? {};
+    ? { mode: 'server', url: ch.url, database: ch.database, user: ch.user, password: ch.password, cluster: ch.cluster }
+    : { mode: 'embedded', path: path.join(dataDir, 'clickhouse'), database: ch.database };
+  const s3 = file.s3;
   return {
     dataDir,
-    host: file.host ?? '127.0.0.1',
-    port: file.port ?? 8080,
-    logLevel: file.logLevel ?? 'info',
+    host: file.host,
+    port: file.port,
+    logLevel: file.logLevel,
     etcd: { clusters: file.etcd ?? [localEtcd], local: file.etcd === undefined },
     clickhouse,
     s3: {
       endpoint: s3.endpoint ?? `http://127.0.0.1:${ports.minio}`,
       accessKey: s3.accessKey ?? (s3.endpoint ? '' : LOCAL_S3_ACCESS_KEY),
       secretKey: s3.secretKey ?? (s3.endpoint ? '' : LOCAL_S3_SECRET_KEY),
-      region: s3.region ?? 'us-east-1',
-      historyBucket: s3.historyBucket ?? 'lockaudit-history',
-      archiveBucket: s3.archiveBucket ?? 'lockaudit-force-archive',
+      region: s3.region,
+      historyBucket: s3.historyBucket,
+      archiveBucket: s3.archiveBucket,
       local: s3.endpoint === undefined,
     },
     redis: { url: file.redisUrl ?? `redis://127.0.0.1:${ports.redis}`, local: file.redisUrl === undefined },
-    queuePrefix: file.queuePrefix ?? 'lockaudit',
+    queuePrefix: file.queuePrefix,
     local: { portBase, etcdMembers, ports },
-    reports: {
-      riskRegisterCron: file.reports?.riskRegisterCron ?? '0 2 * * *',
-      riskRegisterTz: file.reports?.riskRegisterTz ?? 'UTC',
-      maxWindowDays: file.reports?.maxWindowDays ?? 31,
-      maxPageSize: file.reports?.maxPageSize ?? 1000,
-      queryTimeoutMs: file.reports?.queryTimeoutMs ?? 30_000,
-      rateLimitPerMinute: file.reports?.rateLimitPerMinute ?? 120,
-    },
-    tailer: {
-      electionTtlSeconds: file.tailer?.electionTtlSeconds ?? 5,
-      compactionWindowRevisions: file.tailer?.compactionWindowRevisions ?? 1_000_000,
-      catchUpWindows: file.tailer?.catchUpWindows ?? 8,
-      batchMaxRows: file.tailer?.batchMaxRows ?? 20_000,
-      batchMaxDelayMs: file.tailer?.batchMaxDelayMs ?? 200,
-    },
+    reports: file.reports,
+    tailer: file.tailer,
   };
 }
 

@@ -6,13 +6,14 @@
 // stays bounded. Nothing here advances a checkpoint: that is the caller's,
 // after `onDurable`.
 import type { AuditStore } from '../core/clickhouse.js';
+import { configDefaults } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
 import { rowCount, type RowBatch } from './types.js';
 
 export interface SinkOptions {
-  /** Rows per insert statement. Default 20 000. */
+  /** Rows per insert statement. Default: the config schema's tailer.batchMaxRows. */
   maxRows?: number;
-  /** Longest a row waits before its batch is flushed. Default 200 ms. */
+  /** Longest a row waits before its batch is flushed (ms). Default: the config schema's tailer.batchMaxDelayMs. */
   maxDelayMs?: number;
   /** Rows buffered before `add` blocks. Default 3 × maxRows. */
   maxBufferedRows?: number;
@@ -57,8 +58,8 @@ export class BatchSink {
     this.#store = store;
     this.#log = log;
     this.#opts = options;
-    this.#maxRows = options.maxRows ?? 20_000;
-    this.#maxDelayMs = options.maxDelayMs ?? 200;
+    this.#maxRows = options.maxRows ?? configDefaults.tailer.batchMaxRows;
+    this.#maxDelayMs = options.maxDelayMs ?? configDefaults.tailer.batchMaxDelayMs;
     this.#maxBuffered = options.maxBufferedRows ?? this.#maxRows * 3;
   }
 

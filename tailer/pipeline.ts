@@ -8,6 +8,7 @@
 // leader.
 import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../core/clickhouse.js';
+import { configDefaults } from '../core/config.js';
 import { createEtcdClient } from '../core/etcd.js';
 import type { Logger } from '../core/logger.js';
 import { alarm, alarmName } from '../platform/alarms.js';
@@ -23,7 +24,7 @@ import type { TailerMetrics } from './tailerMetrics.js';
 import { WatchWindow } from './watchWindow.js';
 
 export interface PipelineOptions {
-  /** Concurrent windows when far behind. Default 8. */
+  /** Concurrent windows when far behind. Default: the config schema's tailer.catchUpWindows. */
   catchUpWindows?: number;
   /** Split only when at least this many revisions behind; each window gets at least this many. Default 5 000. */
   splitMinRevisions?: number;
@@ -140,7 +141,7 @@ export class TailerPipeline {
     // A clock write now guarantees every catch-up window ends on a captured change and every expiry has a clock after it.
     const head = await this.#deps.clock.tick();
     state.head = head > state.head ? head : state.head;
-    const specs = planWindows(checkpoint, head, this.#opts.catchUpWindows ?? 8, BigInt(this.#opts.splitMinRevisions ?? 5_000));
+    const specs = planWindows(checkpoint, head, this.#opts.catchUpWindows ?? configDefaults.tailer.catchUpWindows, BigInt(this.#opts.splitMinRevisions ?? 5_000));
     const watermark = new Watermark(checkpoint, specs);
     const sink = new BatchSink(store, log, {
       ...this.#opts.sink,

@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../core/clickhouse.js';
-import type { EtcdCluster } from '../core/config.js';
+import { configDefaults, type EtcdCluster } from '../core/config.js';
 import { createEtcdClient } from '../core/etcd.js';
 import type { Logger } from '../core/logger.js';
 import { alarm } from '../platform/alarms.js';
@@ -112,7 +112,7 @@ export class TailerReplica {
     const cluster = this.#deps.cluster.name;
     let backoff = 500;
     while (!this.#closing.signal.aborted) {
-      const election = new TailerElection(this.#client, cluster, this.#replicaId, this.#opts.electionTtlSeconds ?? 5);
+      const election = new TailerElection(this.#client, cluster, this.#replicaId, this.#opts.electionTtlSeconds ?? configDefaults.tailer.electionTtlSeconds);
       const leaderAbort = new AbortController();
       this.#leaderAbort = leaderAbort;
       const stopLeading = (): void => leaderAbort.abort();
@@ -189,7 +189,7 @@ export class TailerReplica {
         },
         {
           ...this.#opts,
-          lagAlarmRevisions: this.#opts.lagAlarmRevisions ?? Math.floor((this.#opts.compactionWindowRevisions ?? 1_000_000) / 2),
+          lagAlarmRevisions: this.#opts.lagAlarmRevisions ?? Math.floor((this.#opts.compactionWindowRevisions ?? configDefaults.tailer.compactionWindowRevisions) / 2),
         },
       );
       log.info({ checkpoint: checkpoint.toString() }, 'tailing from checkpoint');

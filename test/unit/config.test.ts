@@ -1,10 +1,23 @@
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { loadConfig, maskedConfig, parseEtcdClusters } from '../../core/config.js';
+import { configDefaults, envVars, FileConfigSchema, loadConfig, maskedConfig, parseEtcdClusters } from '../../core/config.js';
 import { isLockauditError } from '../../core/errors.js';
 import { tempDir } from '../support/env.js';
+
+interface SchemaNode {
+  type?: string;
+  default?: unknown;
+  properties?: Record<string, SchemaNode>;
+}
+
+/** Every setting of the file schema as a dotted path, with its schema. */
+function settings(node: SchemaNode, prefix: string[] = []): Array<{ path: string[]; schema: SchemaNode }> {
+  return Object.entries(node.properties ?? {}).flatMap(([key, child]) =>
+    child.type === 'object' && child.properties ? settings(child, [...prefix, key]) : [{ path: [...prefix, key], schema: child }],
+  );
+}
 
 function problems(env: NodeJS.ProcessEnv): string[] {
   try {
@@ -97,5 +110,42 @@ describe('config', () => {
     const c = loadConfig({ env: { LOCKAUDIT_REDIS_URL: 'redis://:hunter2@r:6379', LOCKAUDIT_CLICKHOUSE_URL: 'http://ch:8123', LOCKAUDIT_CLICKHOUSE_PASSWORD: 'pw-secret' }, cwd: '/' });
     const text = JSON.stringify(maskedConfig(c));
     assert.ok(!text.includes('hunter2') && !text.includes('pw-secret') && !text.includes('lockaudit-local-secret'), text);
+  });
+
+  it('has one environment variable for every setting of the schema', () => {
+    const byPath = new Map(envVars.map((v) => [v.path.join('.'), v.name]));
+    const missing = settings(FileConfigSchema as SchemaNode).map((s) => s.path.join('.')).filter((p) => !byPath.has(p));
+    assert.deepEqual(missing, []);
+    assert.equal(byPath.size, envVars.length, 'no setting has two variables');
+  });
+
+  it('sets the tailer batch bounds from the environment', () => {
+    const c = loadConfig({ env: { LOCKAUDIT_TAILER_BATCH_MAX_ROWS: '5000', LOCKAUDIT_TAILER_BATCH_MAX_DELAY_MS: '50' }, cwd: '/srv' });
+    assert.equal(c.tailer.batchMaxRows, 5000);
+    assert.equal(c.tailer.batchMaxDelayMs, 50);
+    assert.ok(problems({ LOCKAUDIT_TAILER_BATCH_MAX_DELAY_MS: '0' }).some((p) => p.startsWith('LOCKAUDIT_TAILER_BATCH_MAX_DELAY_MS')));
+  });
+
+  it('takes each default from the schema: the loaded config, configDefaults and the README agree', () => {
+    const c = loadConfig({ env: {}, cwd: '/srv' });
+    assert.deepEqual(c.tailer, configDefaults.tailer);
+    assert.deepEqual(c.reports, configDefaults.reports);
+    assert.deepEqual(c.tailer, { electionTtlSeconds: 5, compactionWindowRevisions: 1_000_000, catchUpWindows: 8, batchMaxRows: 20_000, batchMaxDelayMs: 200 });
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const rows = readme.split('\n').filter((l) => l.startsWith('| `LOCKAUDIT_'));
+    // A row may name a pair: `LOCKAUDIT_S3_ACCESS_KEY` / `_SECRET_KEY`.
+    const named = rows.flatMap((r) => {
+      const [first, ...rest] = [...(r.split('|')[1] ?? '').matchAll(/`([A-Z0-9_]+)`/g)].map((m) => m[1] as string);
+      if (!first) return [];
+      return [first, ...rest.map((tail) => first.split('_').slice(0, -(tail.split('_').length - 1)).join('_') + tail)];
+    });
+    assert.deepEqual(envVars.map((v) => v.name).filter((n) => !named.includes(n)), [], "README's configuration table names every variable");
+    for (const { path: p, schema } of settings(FileConfigSchema as SchemaNode)) {
+      if (schema.default === undefined) continue;
+      const key = p.join('.');
+      const row = rows.find((r) => r.split('|')[2]?.includes(`\`${key}\``));
+      assert.ok(row, `README's configuration table has ${key}`);
+      assert.equal(row.split('|')[3]?.trim(), `\`${String(schema.default)}\``, `README default of ${key}`);
+    }
   });
 });
