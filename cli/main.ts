@@ -4,6 +4,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { createApiToken, parseRoles } from '../core/apiTokens.js';
 import { AuditStore } from '../core/clickhouse.js';
 import { loadConfig, maskedConfig, type Config } from '../core/config.js';
+import { createLogger } from '../core/logger.js';
 import { checkAll } from '../platform/dependencyChecks.js';
 import { isLockauditError } from '../core/errors.js';
 import { migrate } from '../core/migrations.js';
@@ -137,7 +138,8 @@ export function buildCli(): Command {
       let results;
       try {
         // A missing schema is reported by the ClickHouse check; doctor never changes it.
-        results = await checkAll(config, store, { deep: true });
+        // Redis connection errors go to stderr: stdout carries the report (or its JSON).
+        results = await checkAll(config, store, { deep: true, logger: createLogger(config.logLevel, { command: 'doctor' }, process.stderr) });
       } finally {
         await store.close();
       }

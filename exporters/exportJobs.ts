@@ -88,7 +88,7 @@ export function complianceProcessor(runtime: Deps): Processor<ComplianceJobData>
 export const historyJobQueue: JobQueue = {
   name: HISTORY_QUEUE,
   processor: (runtime) => historyProcessor(runtime),
-  schedulers: [{ id: HISTORY_SCHEDULER_ID, pattern: '30 1 * * *', tz: 'UTC', jobName: HISTORY_JOB, data: {}, opts: EXPORT_JOB_OPTIONS }],
+  schedulers: () => [{ id: HISTORY_SCHEDULER_ID, pattern: '30 1 * * *', tz: 'UTC', jobName: HISTORY_JOB, data: {}, opts: EXPORT_JOB_OPTIONS }],
 };
 
 export const complianceJobQueue: JobQueue = { name: COMPLIANCE_QUEUE, processor: (runtime) => complianceProcessor(runtime), concurrency: 1 };

@@ -4,12 +4,13 @@
 // (deep) and /readyz (shallow, cached).
 import { createHash, randomUUID } from 'node:crypto';
 import { Queue, QueueEvents, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
 import type { Config } from '../core/config.js';
 import type { AuditStore } from '../core/clickhouse.js';
 import { createEtcdClient } from '../core/etcd.js';
 import { createS3Client } from '../core/s3.js';
+import type { Logger } from '../core/logger.js';
 import { archiveLockProblem } from './buckets.js';
+import { createRedis } from './redis.js';
 
 export interface CheckResult {
   name: string;
@@ -116,14 +117,16 @@ export function checkS3(config: Config, options: { deep: boolean }): Promise<Che
   });
 }
 
-export function redisConnection(url: string): Redis {
-  // BullMQ workers need maxRetriesPerRequest: null.
-  return new Redis(url, { maxRetriesPerRequest: null, lazyConnect: true, connectTimeout: 3_000, retryStrategy: (times) => (times > 3 ? null : 200) });
+export interface CheckOptions {
+  /** Also run the slow probes (a job through the queue, a put into the archive bucket). */
+  deep: boolean;
+  /** Where the checks' Redis clients report connection errors. */
+  logger: Logger;
 }
 
-export function checkRedis(config: Config, options: { deep: boolean }): Promise<CheckResult> {
+export function checkRedis(config: Config, options: CheckOptions): Promise<CheckResult> {
   return timed('redis', localFix(config, config.redis.local, 'check the Redis URL and that the server runs'), async () => {
-    const connection = redisConnection(config.redis.url);
+    const connection = createRedis(config.redis.url, 'check', options.logger);
     await withTimeout(connection.connect(), 5_000, 'connect');
     try {
       const pong = await withTimeout(connection.ping(), 3_000, 'PING');
@@ -131,8 +134,8 @@ export function checkRedis(config: Config, options: { deep: boolean }): Promise<
       const queueName = `doctor-${randomUUID()}`;
       const opts = { connection, prefix: config.queuePrefix };
       const queue = new Queue(queueName, opts);
-      const events = new QueueEvents(queueName, { connection: connection.duplicate(), prefix: config.queuePrefix });
-      const worker = new Worker(queueName, async (job) => ({ echoed: (job.data as { n: number }).n }), { connection: connection.duplicate(), prefix: config.queuePrefix });
+      const events = new QueueEvents(queueName, { connection: createRedis(config.redis.url, 'check', options.logger), prefix: config.queuePrefix });
+      const worker = new Worker(queueName, async (job) => ({ echoed: (job.data as { n: number }).n }), { connection: createRedis(config.redis.url, 'check', options.logger), prefix: config.queuePrefix });
       try {
         await events.waitUntilReady();
         const job = await queue.add('probe', { n: 42 }, { removeOnComplete: true, removeOnFail: true });
@@ -151,7 +154,7 @@ export function checkRedis(config: Config, options: { deep: boolean }): Promise<
   });
 }
 
-export async function checkAll(config: Config, store: AuditStore | undefined, options: { deep: boolean }): Promise<CheckResult[]> {
+export async function checkAll(config: Config, store: AuditStore | undefined, options: CheckOptions): Promise<CheckResult[]> {
   const clickhouse: Promise<CheckResult> = store
     ? checkClickHouse(config, store)
     : Promise.resolve({ name: 'clickhouse', ok: false, detail: 'not opened', ms: 0 });

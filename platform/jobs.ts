@@ -2,7 +2,9 @@
 // schedulers (declared idempotently at start), and background services such
 // as the force archiver. Job processors register themselves in `jobQueues`.
 import { Queue, Worker, type JobsOptions, type Processor } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import type { Config } from '../core/config.js';
+import { createRedis } from './redis.js';
 import type { RoleHandle, Runtime } from './runtime.js';
 
 export interface JobScheduler {
@@ -21,8 +23,8 @@ export interface JobQueue {
   name: string;
   processor: (runtime: Runtime) => Processor;
   concurrency?: number;
-  /** Repeatable jobs of this queue, upserted when a worker starts. */
-  schedulers?: readonly JobScheduler[];
+  /** Repeatable jobs of this queue, built from the config and upserted when a worker starts. */
+  schedulers?: (config: Config) => readonly JobScheduler[];
 }
 
 /** A loop that runs beside the job workers (the force archiver). */
@@ -31,32 +33,41 @@ export interface BackgroundService {
   start(runtime: Runtime): Promise<RoleHandle>;
 }
 
-/**
- * A Redis connection for long-lived workers: it keeps reconnecting (capped
- * backoff) through a Redis outage, so jobs resume when Redis returns.
- * (The dependency checks' connection gives up quickly on purpose.)
- */
-export function workerRedisConnection(url: string): Redis {
-  return new Redis(url, { maxRetriesPerRequest: null, lazyConnect: true, connectTimeout: 3_000, retryStrategy: (times) => Math.min(200 * times, 5_000) });
-}
-
-export async function startWorkerRole(runtime: Runtime, queues: readonly JobQueue[], services: readonly BackgroundService[] = []): Promise<RoleHandle> {
-  const connection = workerRedisConnection(runtime.config.redis.url);
-  await connection.connect();
-  const prefix = runtime.config.queuePrefix;
+/** Upserts the schedulers of these queues (idempotent: deterministic ids). Returns how many were declared. */
+export async function upsertSchedulers(runtime: Pick<Runtime, 'config' | 'logger'>, queues: readonly JobQueue[], connection: Redis): Promise<number> {
+  let declared = 0;
   for (const q of queues) {
-    if (!q.schedulers?.length) continue;
-    const queue = new Queue(q.name, { connection, prefix });
+    const schedulers = q.schedulers?.(runtime.config) ?? [];
+    if (schedulers.length === 0) continue;
+    const queue = new Queue(q.name, { connection, prefix: runtime.config.queuePrefix });
     try {
-      for (const s of q.schedulers) await queue.upsertJobScheduler(s.id, { pattern: s.pattern, tz: s.tz ?? 'UTC' }, { name: s.jobName, data: s.data ?? {}, opts: s.opts ?? {} });
+      for (const s of schedulers) {
+        await queue.upsertJobScheduler(s.id, { pattern: s.pattern, tz: s.tz ?? 'UTC' }, { name: s.jobName, data: s.data ?? {}, opts: s.opts ?? {} });
+        runtime.logger.info({ queue: q.name, scheduler: s.id, pattern: s.pattern, tz: s.tz ?? 'UTC' }, 'job scheduled');
+        declared++;
+      }
     } finally {
       await queue.close();
     }
   }
+  return declared;
+}
+
+export async function startWorkerRole(runtime: Runtime, queues: readonly JobQueue[], services: readonly BackgroundService[] = []): Promise<RoleHandle> {
+  const log = runtime.logger.child({ role: 'worker' });
+  const connection = createRedis(runtime.config.redis.url, 'worker', log);
+  await connection.connect();
+  const prefix = runtime.config.queuePrefix;
+  try {
+    await upsertSchedulers(runtime, queues, connection);
+  } catch (err) {
+    connection.disconnect();
+    throw err;
+  }
   // BullMQ closes only connections it creates: the ones passed in are closed here, at the end.
   const owned: Redis[] = [];
   const workers = queues.map((q) => {
-    const own = connection.duplicate();
+    const own = createRedis(runtime.config.redis.url, 'worker', log);
     owned.push(own);
     return new Worker(q.name, q.processor(runtime), { connection: own, prefix, concurrency: q.concurrency ?? 1 });
   });

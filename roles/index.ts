@@ -8,7 +8,7 @@ import { tailerRoutes } from '../api/routes/tailers.js';
 import { startTailerRole } from './tailer.js';
 import { grantRoutes } from '../api/routes/grants.js';
 import { reportRoutes } from '../api/routes/reports.js';
-import { riskRegisterJob, scheduleRiskRegister } from '../reports/riskRegister/job.js';
+import { riskRegisterJob } from '../reports/riskRegister/job.js';
 import { exportRoutes } from '../api/routes/exports.js';
 import { uiRoutes } from '../api/routes/ui.js';
 import { exportJobQueues, forceArchiveService } from '../exporters/exportJobs.js';
@@ -23,16 +23,7 @@ export type RoleName = 'api' | 'worker' | 'tailer';
 
 export const roleSet: Record<RoleName, (runtime: Runtime) => Promise<RoleHandle>> = {
   api: (runtime) => startApiRole(runtime, apiRoutes),
-  worker: async (runtime) => {
-    const handle = await startWorkerRole(runtime, jobQueues, workerServices);
-    // Schedulers are upserted at every worker start (idempotent, deterministic ids).
-    try {
-      await scheduleRiskRegister(runtime);
-    } catch (err) {
-      await handle.close();
-      throw err;
-    }
-    return handle;
-  },
+  // Each queue's schedulers are upserted at every worker start (idempotent, deterministic ids).
+  worker: (runtime) => startWorkerRole(runtime, jobQueues, workerServices),
   tailer: (runtime) => startTailerRole(runtime),
 };

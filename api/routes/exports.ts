@@ -4,7 +4,8 @@
 // itself is exporters/complianceExport.ts. The request and every download
 // are recorded in export_audit (who, what, when).
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { createRedis } from '../../platform/redis.js';
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { createS3Client } from '../../core/s3.js';
@@ -100,7 +101,7 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
     let connection: Redis | undefined;
     const getQueue = (): Queue<ComplianceJobData> => {
       // Created on first use: an API that never exports never connects to Redis. Requests fail fast while Redis is away.
-      connection ??= new Redis(ctx.config.redis.url, { maxRetriesPerRequest: 1, connectTimeout: 3_000, retryStrategy: (n) => Math.min(n * 200, 2_000) });
+      connection ??= createRedis(ctx.config.redis.url, 'request', ctx.logger);
       queue ??= new Queue<ComplianceJobData>(COMPLIANCE_QUEUE, { connection, prefix: ctx.config.queuePrefix });
       return queue;
     };

@@ -7,7 +7,7 @@ export async function healthRoutes(app: App, ctx: AppContext): Promise<void> {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
 
   app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
-    const checks = await ctx.health.checks(() => checkAll(ctx.config, ctx.store, { deep: false }));
+    const checks = await ctx.health.checks(() => checkAll(ctx.config, ctx.store, { deep: false, logger: ctx.logger }));
     const alarms = ctx.health.alarms();
     const ready = checks.every((c) => c.ok) && alarms.length === 0;
     return reply.status(ready ? 200 : 503).send({

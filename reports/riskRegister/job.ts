@@ -1,12 +1,11 @@
-// The nightly advisory risk register as a BullMQ 6 job scheduler: the worker
-// upserts the scheduler at start (idempotent: one deterministic scheduler id,
-// the pattern and time zone from config), and each scheduled job builds and
+// The nightly advisory risk register as a BullMQ 6 job scheduler: a JobQueue
+// whose scheduler (one deterministic id, the pattern and time zone from config)
+// the worker upserts at start like every queue's, and each scheduled job builds and
 // stores one register. The run id is the job id, so a retried job rewrites
 // the same run; the as-of instant is the job's scheduled time, so a retry
 // computes the same window.
-import { Queue, UnrecoverableError, type ConnectionOptions, type Job, type Processor } from 'bullmq';
+import { UnrecoverableError, type Job, type Processor } from 'bullmq';
 import type { Runtime } from '../../platform/runtime.js';
-import { redisConnection } from '../../platform/dependencyChecks.js';
 import type { JobQueue } from '../../platform/jobs.js';
 import { runRegister } from './index.js';
 
@@ -47,30 +46,18 @@ export function scheduledAt(job: Pick<Job, 'id' | 'opts' | 'timestamp' | 'delay'
   return job.timestamp + (job.delay ?? 0);
 }
 
-export const riskRegisterJob: JobQueue = { name: RISK_REGISTER_QUEUE, processor: (runtime) => riskRegisterProcessor(runtime) };
-
-/** Declares (or updates) the nightly schedule. Safe to call at every worker start. */
-export async function upsertRiskRegisterSchedule(options: { connection: ConnectionOptions; prefix: string; queueName?: string; pattern: string; tz: string }): Promise<void> {
-  const queue = new Queue<RiskRegisterJobData>(options.queueName ?? RISK_REGISTER_QUEUE, { connection: options.connection, prefix: options.prefix });
-  try {
-    await queue.upsertJobScheduler(
-      RISK_REGISTER_SCHEDULER_ID,
-      { pattern: options.pattern, tz: options.tz },
-      { name: RISK_REGISTER_JOB, data: {}, opts: { attempts: 3, backoff: { type: 'exponential', delay: 30_000 }, removeOnComplete: 100, removeOnFail: 500 } },
-    );
-  } finally {
-    await queue.close();
-  }
-}
-
-/** Worker start: the schedule from config (LOCKAUDIT_RISK_REGISTER_CRON / _TZ). */
-export async function scheduleRiskRegister(runtime: Pick<Runtime, 'config' | 'logger'>): Promise<void> {
-  const connection = redisConnection(runtime.config.redis.url);
-  try {
-    const { riskRegisterCron: pattern, riskRegisterTz: tz } = runtime.config.reports;
-    await upsertRiskRegisterSchedule({ connection, prefix: runtime.config.queuePrefix, pattern, tz });
-    runtime.logger.info({ pattern, tz }, 'risk register scheduled');
-  } finally {
-    connection.disconnect();
-  }
-}
+export const riskRegisterJob: JobQueue = {
+  name: RISK_REGISTER_QUEUE,
+  processor: (runtime) => riskRegisterProcessor(runtime),
+  // LOCKAUDIT_RISK_REGISTER_CRON / _TZ.
+  schedulers: (config) => [
+    {
+      id: RISK_REGISTER_SCHEDULER_ID,
+      pattern: config.reports.riskRegisterCron,
+      tz: config.reports.riskRegisterTz,
+      jobName: RISK_REGISTER_JOB,
+      data: {},
+      opts: { attempts: 3, backoff: { type: 'exponential', delay: 30_000 }, removeOnComplete: 100, removeOnFail: 500 },
+    },
+  ],
+};

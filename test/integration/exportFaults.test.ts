@@ -14,7 +14,7 @@ import { ExportRecords, type ExportState } from '../../exporters/complianceExpor
 import { COMPLIANCE_QUEUE, complianceProcessor, enqueueComplianceExport, type ComplianceJobData } from '../../exporters/exportJobs.js';
 import { manifestName } from '../../exporters/manifest.js';
 import { objectExists } from '../../exporters/objectStore.js';
-import { workerRedisConnection } from '../../platform/jobs.js';
+import { createRedis } from '../../platform/redis.js';
 import { servicesDown, servicesUp, startInstance, stopInstance } from '../../services/localServices.js';
 import { insertGrants } from '../support/exportData.js';
 import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
@@ -35,8 +35,9 @@ describe('export faults (own MinIO and Redis)', () => {
   let closeStore: () => Promise<void>;
   let worker: Worker;
   let queue: Queue<ComplianceJobData>;
-  const workerConnection = workerRedisConnection(config.redis.url);
-  const queueConnection = workerRedisConnection(config.redis.url);
+  const logger = createLogger('silent');
+  const workerConnection = createRedis(config.redis.url, 'worker', logger);
+  const queueConnection = createRedis(config.redis.url, 'worker', logger);
 
   before(async () => {
     await servicesUp(config, { only: ['minio', 'redis'] });

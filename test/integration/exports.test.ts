@@ -23,7 +23,7 @@ import { COMPLIANCE_QUEUE, complianceProcessor, historyProcessor, HISTORY_QUEUE 
 import { manifestName, parseManifest } from '../../exporters/manifest.js';
 import { readObjectText } from '../../exporters/objectStore.js';
 import { exportHistoryFile, historyObjectName } from '../../exporters/parquetHistory.js';
-import { workerRedisConnection } from '../../platform/jobs.js';
+import { createRedis } from '../../platform/redis.js';
 import { grantTokenChecksum, insertEvents, insertGrants, parquetTokenChecksum } from '../support/exportData.js';
 import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
 
@@ -101,7 +101,7 @@ describe('exports', () => {
   });
 
   it('runs the history job for a day through the queue (what the scheduler enqueues for yesterday)', async () => {
-    const connection = workerRedisConnection(config.redis.url);
+    const connection = createRedis(config.redis.url, 'worker', logger);
     const runtime = { store, config, logger, metrics: createMetricsRegistry() };
     const processor = historyProcessor(runtime);
     const worker = new Worker(HISTORY_QUEUE, processor, { connection, prefix: queuePrefix, autorun: false });
@@ -148,7 +148,7 @@ describe('exports', () => {
     let app: App;
     let worker: Worker;
     const tokens: Record<string, string> = {};
-    const connection = workerRedisConnection(config.redis.url);
+    const connection = createRedis(config.redis.url, 'worker', logger);
 
     before(async () => {
       const runtime = { store, config, logger, metrics: createMetricsRegistry() };

@@ -1,5 +1,5 @@
 // The nightly risk register as a BullMQ 6 job scheduler, against real Redis:
-// the scheduler upsert of worker start (scheduleRiskRegister, as roles/index.ts
+// the scheduler upsert of worker start (upsertSchedulers, as startWorkerRole
 // runs it) with a two-second cron from config, its own queue prefix, the
 // registered processor (riskRegisterJob), and its results kept in ClickHouse.
 // The worker is built here rather than by startWorkerRole, which does not
@@ -11,11 +11,12 @@ import { HealthState } from '../../platform/health.js';
 import type { Runtime } from '../../platform/runtime.js';
 import { ApiTokenVerifier } from '../../core/apiTokens.js';
 import type { AuditStore } from '../../core/clickhouse.js';
-import { redisConnection } from '../../platform/dependencyChecks.js';
+import { upsertSchedulers } from '../../platform/jobs.js';
+import { createRedis } from '../../platform/redis.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { storedRegister } from '../../reports/riskRegister/index.js';
-import { RISK_REGISTER_QUEUE, RISK_REGISTER_SCHEDULER_ID, riskRegisterJob, scheduleRiskRegister } from '../../reports/riskRegister/job.js';
+import { RISK_REGISTER_QUEUE, RISK_REGISTER_SCHEDULER_ID, riskRegisterJob } from '../../reports/riskRegister/job.js';
 import { dateInZone } from '../../reports/riskRegister/status.js';
 import { addDays, advisoryClass, classEvent, grantRows } from '../support/grants.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
@@ -25,8 +26,8 @@ describe('nightly risk register job', () => {
   let closeStore: () => Promise<void>;
   let runtime: Runtime;
   let worker: Worker | undefined;
-  const workerConnection = () => redisConnection(runtime.config.redis.url);
-  let wc: ReturnType<typeof redisConnection> | undefined;
+  const redis = () => createRedis(runtime.config.redis.url, 'worker', runtime.logger);
+  let wc: ReturnType<typeof createRedis> | undefined;
   const prefix = uniqueId('la-test-rr-');
   const NOW = Date.now();
 
@@ -43,7 +44,7 @@ describe('nightly risk register job', () => {
   after(async () => {
     await worker?.close();
     wc?.disconnect();
-    const connection = redisConnection(runtime.config.redis.url);
+    const connection = redis();
     const queue = new Queue(RISK_REGISTER_QUEUE, { connection, prefix });
     await queue.removeJobScheduler(RISK_REGISTER_SCHEDULER_ID).catch(() => undefined);
     await queue.obliterate({ force: true }).catch(() => undefined);
@@ -53,12 +54,12 @@ describe('nightly risk register job', () => {
   });
 
   it('runs on its cron schedule and keeps every run in ClickHouse', async () => {
-    wc = workerConnection();
+    wc = redis();
     worker = new Worker(riskRegisterJob.name, riskRegisterJob.processor(runtime), { connection: wc, prefix });
-    await scheduleRiskRegister(runtime);
-    await scheduleRiskRegister(runtime); // a second worker start changes nothing
+    const connection = redis();
+    await upsertSchedulers(runtime, [riskRegisterJob], connection);
+    await upsertSchedulers(runtime, [riskRegisterJob], connection); // a second worker start changes nothing
 
-    const connection = redisConnection(runtime.config.redis.url);
     const queue = new Queue(RISK_REGISTER_QUEUE, { connection, prefix });
     try {
       const schedulers = await queue.getJobSchedulers();
