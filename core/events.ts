@@ -21,8 +21,9 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** How a grant ended, as reports show it; null while still held. */
-export type EndKind = 'release' | 'expiry' | 'force' | 'session-close' | 'epoch-advance';
+/** How a grant ended, as reports show it (null while still held): the one list; schemas and the console derive from it. */
+export const END_KINDS = ['release', 'expiry', 'force', 'session-close', 'epoch-advance'] as const;
+export type EndKind = (typeof END_KINDS)[number];
 
 export const END_KIND_BY_EVENT: Partial<Record<EventType, EndKind>> = {
   release: 'release',

@@ -16,8 +16,3 @@ export const Decimal64 = (opts: TStringOptions = {}) => Type.String({ pattern: '
 export const Instant = (opts: TStringOptions = {}) => Type.String({ format: 'date-time', description: 'An ISO 8601 timestamp with a zone', examples: ['2025-11-29T03:12:00Z'], ...opts });
 export const NullableString = (description: string, examples: unknown[] = []) => Type.Union([Type.String(), Type.Null()], { description, examples });
 export const NullableNumber = (description: string, examples: unknown[] = []) => Type.Union([Type.Number(), Type.Null()], { description, examples });
-
-export const ErrorResponse = Type.Object(
-  { error: Type.String(), message: Type.String(), details: Type.Optional(Type.Array(Type.String())) },
-  { examples: [{ error: 'LOCKAUDIT_ERR_VALIDATION', message: 'querystring.key: must match pattern' }] },
-);

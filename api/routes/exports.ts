@@ -11,7 +11,7 @@ import { LockauditError } from '../../core/errors.js';
 import { createS3Client } from '../../core/s3.js';
 import { ExportRecords, parseExportInput, type ExportState } from '../../exporters/complianceExport.js';
 import { COMPLIANCE_QUEUE, enqueueComplianceExport, type ComplianceJobData } from '../../exporters/exportJobs.js';
-import type { App, AppContext, RoutePlugin } from '../types.js';
+import { ErrorResponse, type App, type AppContext, type RoutePlugin } from '../types.js';
 import { requireRoles } from '../auth.js';
 
 export interface ExportRouteOptions {
@@ -21,7 +21,6 @@ export interface ExportRouteOptions {
   enqueueTimeoutMs?: number;
 }
 
-const ErrorBody = Type.Object({ error: Type.String(), message: Type.String(), details: Type.Optional(Type.Array(Type.String())) });
 const DateText = Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601 date or date-time (UTC when no offset is given)', examples: ['2026-01-01T00:00:00Z'] });
 const Decimal64 = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$', description: 'a 64-bit token as a decimal string' });
 
@@ -129,10 +128,10 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
           body: ExportRequestBody,
           response: {
             202: Type.Object({ id: Type.String(), status: Type.String(), statusUrl: Type.String() }),
-            400: ErrorBody,
-            401: ErrorBody,
-            403: ErrorBody,
-            503: ErrorBody,
+            400: ErrorResponse,
+            401: ErrorResponse,
+            403: ErrorResponse,
+            503: ErrorResponse,
           },
         },
       },
@@ -162,7 +161,7 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
           tags: ['exports'],
           summary: 'Status and progress of an export',
           params: ExportId,
-          response: { 200: ExportStatusSchema, 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody },
+          response: { 200: ExportStatusSchema, 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse },
         },
       },
       async (request) => view(await load(request.params.id)),
@@ -177,7 +176,7 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
           summary: 'Download a finished export',
           description: `Redirects (302) to a presigned URL valid for ${presignSeconds} s. 409 while the export is not done. Every download is recorded.`,
           params: ExportId,
-          response: { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 404: ErrorBody, 409: ErrorBody },
+          response: { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse },
         },
       },
       async (request, reply) => {

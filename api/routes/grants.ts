@@ -2,7 +2,7 @@
 // limit, the read audit, then the report module.
 import Type from 'typebox';
 import { GrantHistoryQuery, GrantPageSchema, grantHistory, grantsCsv, recordGrantRead, GRANT_EXAMPLE, CSV_HEADER } from '../../reports/grantHistory/index.js';
-import { ErrorResponse } from '../../reports/schemas.js';
+import { ErrorResponse } from '../types.js';
 import type { App, AppContext } from '../types.js';
 import { requireRoles } from '../auth.js';
 import { reportRateLimit } from '../rateLimit.js';

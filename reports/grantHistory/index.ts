@@ -2,7 +2,7 @@
 // namespace or token had in a window — each with start, end, end kind,
 // duration, wait and token — paged by cursor, as JSON or CSV.
 import Type, { type Static } from 'typebox';
-import type { EndKind } from '../../core/events.js';
+import { END_KINDS, type EndKind } from '../../core/events.js';
 import { LockauditError } from '../../core/errors.js';
 import { parseToken } from '../../core/token.js';
 import { ClassName, Decimal64, Holder, Instant, KeyPrefix, LockName, Namespace, NullableNumber, NullableString } from '../schemas.js';
@@ -32,7 +32,6 @@ export const GrantHistoryQuery = Type.Object(
 );
 export type GrantHistoryParams = Static<typeof GrantHistoryQuery>;
 
-export const END_KINDS = ['release', 'expiry', 'force', 'session-close', 'epoch-advance'] as const;
 
 export const GrantItemSchema = Type.Object({
   cluster: Type.String(),
@@ -44,7 +43,7 @@ export const GrantItemSchema = Type.Object({
   namespace: Type.String(),
   grantedAt: Type.String({ format: 'date-time' }),
   endedAt: NullableString('null while still held'),
-  endKind: Type.Union([Type.Literal('release'), Type.Literal('expiry'), Type.Literal('force'), Type.Literal('session-close'), Type.Literal('epoch-advance'), Type.Null()], { description: 'How the hold ended; null while still held' }),
+  endKind: Type.Union([Type.Enum(END_KINDS), Type.Null()], { description: 'How the hold ended; null while still held' }),
   endRevision: NullableString('The revision of the end event (decimal string); null while still held'),
   waitMs: Type.Number(),
   durationMs: NullableNumber('null while still held'),
