@@ -1,0 +1,94 @@
+// Tailer health (GET /v1/tailers, GET /v1/gaps): per cluster the leader,
+// checkpoint, head, lag and gap count, read from what the elected tailers
+// publish in ClickHouse, so any API process answers wherever the tailers run.
+// Revisions travel as decimal strings. (The checkpoint is read here until
+// tailer/offsets.ts offers a read of it.)
+import Type, { type Static } from 'typebox';
+import { loadSql } from '../../platform/sql.js';
+import { reportRows, type ReportDeps } from '../query.js';
+import { ClusterName } from '../schemas.js';
+
+const STATUS = loadSql('reports/tailerHealth/status.sql');
+const CHECKPOINTS = loadSql('reports/tailerHealth/checkpoints.sql');
+const GAP_COUNTS = loadSql('reports/tailerHealth/gapCounts.sql');
+const GAPS = loadSql('reports/tailerHealth/gaps.sql');
+
+const Revision = Type.String({ pattern: '^[0-9]+$', description: 'decimal revision' });
+
+export const GapSchema = Type.Object({
+  cluster: Type.String(),
+  fromRevision: Revision,
+  toRevision: Revision,
+  detectedAt: Type.String({ description: 'ISO-8601' }),
+  reason: Type.String(),
+});
+
+export const TailerSchema = Type.Object({
+  cluster: Type.String(),
+  clusterId: Type.Union([Type.String(), Type.Null()]),
+  leader: Type.Union([Type.String(), Type.Null()]),
+  checkpoint: Revision,
+  headRevision: Type.Union([Revision, Type.Null()]),
+  lagRevisions: Type.Union([Revision, Type.Null()]),
+  lagSeconds: Type.Union([Type.Number(), Type.Null()]),
+  compactRevision: Type.Union([Revision, Type.Null()]),
+  statusAt: Type.Union([Type.String(), Type.Null()]),
+  gaps: Type.Integer({ minimum: 0 }),
+});
+
+export const GapsQuery = Type.Object(
+  {
+    cluster: Type.Optional(ClusterName()),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+  },
+  { additionalProperties: false },
+);
+
+export type Tailer = Static<typeof TailerSchema>;
+export type GapItem = Static<typeof GapSchema>;
+
+interface StatusRow {
+  cluster: string;
+  cluster_id: string;
+  leader: string;
+  head_revision: string;
+  compact_revision: string;
+  lag_seconds: number;
+  updated_at: string;
+}
+
+const iso = (ms: string | number): string => new Date(typeof ms === 'number' ? ms : Date.parse(`${ms.replace(' ', 'T')}Z`)).toISOString();
+
+/** One row per configured cluster, and per cluster that ever checkpointed. */
+export async function tailerHealth(deps: ReportDeps, configuredClusters: readonly string[]): Promise<Tailer[]> {
+  const status = await reportRows<StatusRow>(deps, STATUS, {});
+  const checkpoints = await reportRows<{ cluster: string; revision: string }>(deps, CHECKPOINTS, {});
+  const gaps = await reportRows<{ cluster: string; n: string }>(deps, GAP_COUNTS, {});
+  const names = new Set<string>([...configuredClusters, ...checkpoints.map((c) => c.cluster)]);
+  return [...names].sort().map((cluster) => {
+    const s = status.find((r) => r.cluster === cluster);
+    const checkpoint = BigInt(checkpoints.find((r) => r.cluster === cluster)?.revision ?? '0');
+    const head = s ? BigInt(s.head_revision) : undefined;
+    return {
+      cluster,
+      clusterId: s?.cluster_id || null,
+      leader: s?.leader || null,
+      checkpoint: checkpoint.toString(),
+      headRevision: head === undefined ? null : head.toString(),
+      lagRevisions: head === undefined ? null : (head > checkpoint ? head - checkpoint : 0n).toString(),
+      lagSeconds: s ? Number(s.lag_seconds) : null,
+      compactRevision: s && s.compact_revision !== '0' ? s.compact_revision : null,
+      statusAt: s ? iso(s.updated_at) : null,
+      gaps: Number(gaps.find((g) => g.cluster === cluster)?.n ?? 0),
+    };
+  });
+}
+
+/** Recorded history gaps, newest first. */
+export async function historyGaps(deps: ReportDeps, query: Static<typeof GapsQuery>): Promise<GapItem[]> {
+  const rows = await reportRows<{ cluster: string; from_revision: string; to_revision: string; detected_at: string; reason: string }>(deps, GAPS, {
+    cluster: query.cluster ?? '',
+    limit: query.limit ?? 100,
+  });
+  return rows.map((r) => ({ cluster: r.cluster, fromRevision: r.from_revision, toRevision: r.to_revision, detectedAt: iso(r.detected_at), reason: r.reason }));
+}
