@@ -8,7 +8,7 @@ import { open, rename, rm } from 'node:fs/promises';
 import type { ClickHouseSettings } from '@clickhouse/client';
 import type { AuditStore } from '../core/clickhouse.js';
 import { LockauditError } from '../core/errors.js';
-import { ParquetStitcher, STITCHABLE_PARQUET_SETTINGS } from './parquetStitch.js';
+import { ParquetStitcher, STITCHABLE_PARQUET_SETTINGS } from './parquet/stitch.js';
 
 export type ExportFormat = 'parquet' | 'csv';
 

@@ -72,7 +72,8 @@ function retainUntil(years: number, now = new Date()): Date {
 export const alarmName = (cluster: string): string => catalogAlarmName('LOCKAUDIT_ALARM_FORCE_ARCHIVE_LATE', { cluster });
 
 export class ForceArchiver {
-  readonly #o: Required<Omit<ForceArchiverOptions, 'health' | 'metrics' | 'etcd'>> & Pick<ForceArchiverOptions, 'health' | 'metrics'>;
+  /** The options with their defaults filled in. */
+  readonly #settings: Required<Omit<ForceArchiverOptions, 'health' | 'metrics' | 'etcd'>> & Pick<ForceArchiverOptions, 'health' | 'metrics'>;
   readonly #etcd: Etcd3;
   readonly #ownsEtcd: boolean;
   #head: ChainHead | undefined;
@@ -88,7 +89,7 @@ export class ForceArchiver {
   #lastTick: Promise<TickResult> | undefined;
 
   constructor(options: ForceArchiverOptions) {
-    this.#o = {
+    this.#settings = {
       keyPrefix: PREFIX.force,
       objectPrefix: ARCHIVE_OBJECT_PREFIX,
       pollIntervalMs: 2_000,
@@ -102,11 +103,11 @@ export class ForceArchiver {
   }
 
   get cluster(): string {
-    return this.#o.cluster.name;
+    return this.#settings.cluster.name;
   }
 
   objectName(r: Pick<ArchivedForceRecord, 'cluster' | 'createRevision' | 'key'>): string {
-    return archiveObjectName(this.#o.objectPrefix, r.cluster, r.createRevision, r.key);
+    return archiveObjectName(this.#settings.objectPrefix, r.cluster, r.createRevision, r.key);
   }
 
   /** Starts the watch and the loop; returns at once. */
@@ -117,18 +118,18 @@ export class ForceArchiver {
 
   async #run(): Promise<void> {
     try {
-      this.#watcher = await this.#etcd.watch().prefix(this.#o.keyPrefix).create();
+      this.#watcher = await this.#etcd.watch().prefix(this.#settings.keyPrefix).create();
       this.#watcher.on('put', () => this.#wake?.());
       this.#watcher.on('error', () => undefined); // the poll carries on; etcd3 reconnects the watch
     } catch (err) {
-      this.#o.logger.warn({ cluster: this.cluster, err: (err as Error).message }, 'force archiver: no watch, polling only');
+      this.#settings.logger.warn({ cluster: this.cluster, err: (err as Error).message }, 'force archiver: no watch, polling only');
     }
     while (!this.#closing) {
       this.#lastTick = this.tick();
       await this.#lastTick.catch(() => undefined);
       if (this.#closing) break;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.#o.pollIntervalMs);
+        const timer = setTimeout(resolve, this.#settings.pollIntervalMs);
         this.#wake = () => {
           clearTimeout(timer);
           resolve();
@@ -139,7 +140,7 @@ export class ForceArchiver {
   }
 
   async #readEtcd(): Promise<EtcdForceKv[]> {
-    const res = await this.#etcd.getAll().prefix(this.#o.keyPrefix).exec();
+    const res = await this.#etcd.getAll().prefix(this.#settings.keyPrefix).exec();
     const now = Date.now();
     const kvs = res.kvs.map((kv) => {
       const key = kv.key.toString('utf8');
@@ -158,9 +159,9 @@ export class ForceArchiver {
 
   /** Reads the chain head and the archived keys from the bucket (once, and after a refused put). */
   async #loadHead(): Promise<ChainHead> {
-    const prefix = `${this.#o.objectPrefix}${this.cluster}/`;
+    const prefix = `${this.#settings.objectPrefix}${this.cluster}/`;
     const names: string[] = [];
-    for await (const item of this.#o.s3.listObjectsV2(this.#o.bucket, prefix, true)) {
+    for await (const item of this.#settings.s3.listObjectsV2(this.#settings.bucket, prefix, true)) {
       if (item.name) names.push(item.name);
     }
     const keys = new Set<string>();
@@ -179,7 +180,7 @@ export class ForceArchiver {
   }
 
   async #readObject(name: string): Promise<string> {
-    const stream = await this.#o.s3.getObject(this.#o.bucket, name);
+    const stream = await this.#settings.s3.getObject(this.#settings.bucket, name);
     const parts: Buffer[] = [];
     for await (const c of stream) parts.push(c as Buffer);
     return Buffer.concat(parts).toString('utf8');
@@ -187,9 +188,9 @@ export class ForceArchiver {
 
   async #checkLock(): Promise<boolean> {
     if (this.#locked !== undefined) return this.#locked;
-    const problem = await archiveLockProblem(this.#o.s3, this.#o.bucket);
-    if (problem && !this.#o.allowUnlocked) {
-      this.#o.health?.raise(alarm('LOCKAUDIT_ALARM_FORCE_ARCHIVE_UNLOCKED', { cluster: this.cluster }, { problem }));
+    const problem = await archiveLockProblem(this.#settings.s3, this.#settings.bucket);
+    if (problem && !this.#settings.allowUnlocked) {
+      this.#settings.health?.raise(alarm('LOCKAUDIT_ALARM_FORCE_ARCHIVE_UNLOCKED', { cluster: this.cluster }, { problem }));
       throw new LockauditError('LOCKAUDIT_ERR_ARCHIVE_UNLOCKED', problem);
     }
     this.#locked = problem === undefined;
@@ -209,10 +210,10 @@ export class ForceArchiver {
       // minio-js's putObject turns unknown headers into user metadata; the
       // object-lock headers go through its signed raw request.
       headers['x-amz-object-lock-mode'] = 'COMPLIANCE';
-      headers['x-amz-object-lock-retain-until-date'] = retainUntil(this.#o.retentionYears).toISOString();
+      headers['x-amz-object-lock-retain-until-date'] = retainUntil(this.#settings.retentionYears).toISOString();
     }
     try {
-      const res = await this.#o.s3.makeRequestAsync({ method: 'PUT', bucketName: this.#o.bucket, objectName: this.objectName(record), headers }, body, [200]);
+      const res = await this.#settings.s3.makeRequestAsync({ method: 'PUT', bucketName: this.#settings.bucket, objectName: this.objectName(record), headers }, body, [200]);
       res.resume();
       return true;
     } catch (err) {
@@ -237,8 +238,8 @@ export class ForceArchiver {
         if (await this.#put(record)) {
           this.#head = { seq: record.seq, hash: record.hash };
           this.#archivedKeys.add(`${kv.key}@${kv.createRevision}`);
-          this.#o.metrics?.archived.inc({ cluster: this.cluster });
-          this.#o.metrics?.archiveLatency.observe({ cluster: this.cluster }, Math.max(0, Date.now() - kv.approvedAt) / 1000);
+          this.#settings.metrics?.archived.inc({ cluster: this.cluster });
+          this.#settings.metrics?.archiveLatency.observe({ cluster: this.cluster }, Math.max(0, Date.now() - kv.approvedAt) / 1000);
           archived++;
           pending.shift();
         } else {
@@ -249,8 +250,8 @@ export class ForceArchiver {
       }
       return this.#alarm(pending, archived, started);
     } catch (err) {
-      this.#o.metrics?.archiveErrors.inc({ cluster: this.cluster });
-      this.#o.logger.warn({ cluster: this.cluster, err: (err as Error).message, pending: pending.length }, 'force archiver: pass failed, will retry');
+      this.#settings.metrics?.archiveErrors.inc({ cluster: this.cluster });
+      this.#settings.logger.warn({ cluster: this.cluster, err: (err as Error).message, pending: pending.length }, 'force archiver: pass failed, will retry');
       // Judge the alarm on the last etcd read when this one failed.
       pending = this.#known.filter((kv) => !this.#archivedKeys.has(`${kv.key}@${kv.createRevision}`));
       this.#alarm(pending, archived, started);
@@ -261,15 +262,15 @@ export class ForceArchiver {
   #alarm(pending: readonly EtcdForceKv[], archived: number, now: number): TickResult {
     const oldest = pending.reduce((min, p) => Math.min(min, p.approvedAt), Number.POSITIVE_INFINITY);
     const age = Number.isFinite(oldest) ? Math.max(0, now - oldest) : 0;
-    this.#o.metrics?.unarchived.set({ cluster: this.cluster }, pending.length);
-    this.#o.metrics?.oldestUnarchivedAge.set({ cluster: this.cluster }, age / 1000);
-    const late = pending.filter((p) => now - p.approvedAt > this.#o.alarmAfterMs).length;
-    this.#o.metrics?.lateUnarchived.set({ cluster: this.cluster }, late);
+    this.#settings.metrics?.unarchived.set({ cluster: this.cluster }, pending.length);
+    this.#settings.metrics?.oldestUnarchivedAge.set({ cluster: this.cluster }, age / 1000);
+    const late = pending.filter((p) => now - p.approvedAt > this.#settings.alarmAfterMs).length;
+    this.#settings.metrics?.lateUnarchived.set({ cluster: this.cluster }, late);
     if (late > 0) {
-      const facts = { late, alarmAfterSeconds: Math.round(this.#o.alarmAfterMs / 1000), oldestSeconds: Math.round(age / 1000) };
-      this.#o.health?.raise(alarm('LOCKAUDIT_ALARM_FORCE_ARCHIVE_LATE', { cluster: this.cluster }, facts));
+      const facts = { late, alarmAfterSeconds: Math.round(this.#settings.alarmAfterMs / 1000), oldestSeconds: Math.round(age / 1000) };
+      this.#settings.health?.raise(alarm('LOCKAUDIT_ALARM_FORCE_ARCHIVE_LATE', { cluster: this.cluster }, facts));
     } else {
-      this.#o.health?.clear(alarmName(this.cluster));
+      this.#settings.health?.clear(alarmName(this.cluster));
     }
     return { archived, pending: pending.length, oldestPendingAgeMs: age };
   }

@@ -1,7 +1,7 @@
 // A generic codec for Thrift's compact protocol, just enough to read and
 // rewrite a Parquet footer (FileMetaData) without a generated schema: a
 // struct decodes to its fields by id and type, and encodes back to the same
-// bytes. parquetStitch.ts patches offsets in this tree.
+// bytes. stitch.ts patches offsets in this tree.
 
 export const TType = {
   Stop: 0,

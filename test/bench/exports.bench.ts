@@ -12,7 +12,7 @@ import { createS3Client } from '../../core/s3.js';
 import { ensureArchiveBucket, ensureHistoryBucket } from '../../platform/buckets.js';
 import { ExportRecords, runComplianceExport, writeGrantsExport } from '../../exporters/complianceExport.js';
 import { loadSql } from '../../platform/sql.js';
-import { STITCHABLE_PARQUET_SETTINGS } from '../../exporters/parquetStitch.js';
+import { STITCHABLE_PARQUET_SETTINGS } from '../../exporters/parquet/stitch.js';
 import { ForceArchiver } from '../../exporters/forceArchive.js';
 import { insertGrants } from '../support/exportData.js';
 import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';

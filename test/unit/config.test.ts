@@ -149,3 +149,27 @@ describe('config', () => {
     }
   });
 });
+
+describe('report configuration', () => {
+  const problems = (env: NodeJS.ProcessEnv): string => {
+    try {
+      loadConfig({ env, cwd: '/srv' });
+    } catch (err) {
+      return String((err as Error).message);
+    }
+    return '';
+  };
+  it('has documented defaults', () => {
+    assert.deepEqual(loadConfig({ env: {}, cwd: '/srv' }).reports, { riskRegisterCron: '0 2 * * *', riskRegisterTz: 'UTC', maxWindowDays: 31, maxPageSize: 1000, queryTimeoutMs: 30_000, rateLimitPerMinute: 120 });
+    const c = loadConfig({ env: { LOCKAUDIT_RISK_REGISTER_CRON: '*/2 * * * * *', LOCKAUDIT_RISK_REGISTER_TZ: 'Europe/Zurich', LOCKAUDIT_MAX_PAGE_SIZE: '50' }, cwd: '/srv' });
+    assert.equal(c.reports.riskRegisterCron, '*/2 * * * * *');
+    assert.equal(c.reports.riskRegisterTz, 'Europe/Zurich');
+    assert.equal(c.reports.maxPageSize, 50);
+  });
+  it('rejects an unknown time zone, a cron that is not one, and limits out of range, naming the variable', () => {
+    assert.match(problems({ LOCKAUDIT_RISK_REGISTER_TZ: 'Mars/Olympus' }), /LOCKAUDIT_RISK_REGISTER_TZ \(reports\.riskRegisterTz\): unknown time zone/);
+    assert.match(problems({ LOCKAUDIT_RISK_REGISTER_CRON: 'nightly' }), /LOCKAUDIT_RISK_REGISTER_CRON \(reports\.riskRegisterCron\)/);
+    assert.match(problems({ LOCKAUDIT_QUERY_TIMEOUT_MS: '5' }), /LOCKAUDIT_QUERY_TIMEOUT_MS \(reports\.queryTimeoutMs\): must be >= 100/);
+    assert.match(problems({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: 'lots' }), /LOCKAUDIT_RATE_LIMIT_PER_MINUTE: must be an integer/);
+  });
+});

@@ -13,8 +13,6 @@ import {
   type ArchivedForceRecord,
   type ChainEntry,
 } from '../../exporters/hashChain.js';
-import { countCsvRecords } from '../../exporters/chunkedExport.js';
-import { decodeStruct, encodeStruct, TType, type ThriftStruct } from '../../exporters/thriftCompact.js';
 
 const PREFIX = 'force/';
 const name = (r: Pick<ArchivedForceRecord, 'cluster' | 'createRevision' | 'key'>): string => archiveObjectName(PREFIX, r.cluster, r.createRevision, r.key);
@@ -103,36 +101,5 @@ describe('hash chain', () => {
     assert.ok(dup.some((p) => p.kind === 'duplicate'));
     const unreadable = verifyChain('local', [...entries(c), { object: 'force/local/junk.json', error: 'not JSON' }], name);
     assert.deepEqual(unreadable.map((p) => p.kind), ['unreadable']);
-  });
-});
-
-describe('thrift compact codec (Parquet footers)', () => {
-  it('round-trips every field type byte for byte, including 64-bit values above 2^53 and long lists', () => {
-    const s: ThriftStruct = {
-      kind: 'struct',
-      fields: [
-        { id: 1, type: TType.I32, value: -7 },
-        { id: 2, type: TType.List, value: { kind: 'list', elementType: TType.I64, items: Array.from({ length: 20 }, (_, i) => 11258999069426240n + BigInt(i)) } },
-        { id: 3, type: TType.I64, value: -(2n ** 62n) },
-        { id: 4, type: TType.Binary, value: new TextEncoder().encode('grant_revision') },
-        { id: 5, type: TType.True, value: true },
-        { id: 6, type: TType.False, value: false },
-        { id: 40, type: TType.Struct, value: { kind: 'struct', fields: [{ id: 1, type: TType.Double, value: 1.5 }, { id: 2, type: TType.Byte, value: -3 }] } },
-        { id: 41, type: TType.Map, value: { kind: 'map', keyType: TType.Binary, valueType: TType.I16, entries: [[new Uint8Array([65]), 300]] } },
-      ],
-    };
-    const bytes = encodeStruct(s);
-    const back = decodeStruct(bytes);
-    assert.deepEqual(Buffer.from(encodeStruct(back)), Buffer.from(bytes));
-    assert.equal((back.fields[2]?.value as bigint), -(2n ** 62n));
-    assert.deepEqual(back, s);
-  });
-});
-
-describe('CSV record count', () => {
-  it('counts newlines outside quoted fields, across chunk boundaries', () => {
-    const state = { inQuote: false };
-    assert.equal(countCsvRecords(Buffer.from('a,b\n1,"x\ny"\n2,"q""'), state), 2);
-    assert.equal(countCsvRecords(Buffer.from('z"\n'), state), 1);
   });
 });
