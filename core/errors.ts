@@ -30,7 +30,7 @@ export const errorCatalog = {
   LOCKAUDIT_ERR_SPOOL_WRITE: { status: 503, description: 'A fail-open grant, or the release of one, could not be made durable in the local spool, so it was not granted (or not released).' },
   LOCKAUDIT_ERR_SESSION_NOT_FOUND: { status: 404, description: 'No live session with this id belongs to the caller (expired, closed or never created).' },
   LOCKAUDIT_ERR_CLASS_NOT_FOUND: { status: 404, description: 'No lock class with this name is registered.' },
-  LOCKAUDIT_ERR_CLASS_INVALID: { status: 400, description: 'The lock class breaks rules of DESIGN.md §2; details name each broken rule.' },
+  LOCKAUDIT_ERR_CLASS_INVALID: { status: 400, description: 'The lock class breaks a class rule; details name each broken rule.' },
   LOCKAUDIT_ERR_FORCE_NOT_FOUND: { status: 404, description: 'No pending force-release request with this id.' },
   LOCKAUDIT_ERR_FORCE_SELF_APPROVAL: { status: 403, description: 'A force-release must be approved by a different lock-operator than its requester.' },
   LOCKAUDIT_ERR_FORCE_STALE: { status: 409, description: 'The hold changed since the force-release was requested; request again.' },

@@ -1,0 +1,84 @@
+// docs/architecture.md is kept true by the code: its layer table is the one
+// enforced here on every relative import (nothing upward, no cycles), every
+// folder with code is in it, and it names every prefix of the keyspace.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { PREFIX } from '../../core/keyspace.js';
+import { projectRoot } from '../../core/paths.js';
+
+const doc = readFileSync(path.join(projectRoot, 'docs/architecture.md'), 'utf8');
+
+/** folder → layer, from the rows `| 2 | \`tailer/\` | … |` of the layer table. */
+function layers(): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const m of doc.matchAll(/^\| (\d+) \| `([a-z]+)\/` \|/gm)) out.set(m[2] as string, Number(m[1]));
+  return out;
+}
+
+const OUTSIDE = new Set(['node_modules', 'dist', 'test', 'ui', 'sql', 'scripts', 'docs']);
+
+function sourceFiles(dir = projectRoot): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    if (name.startsWith('.') || (dir === projectRoot && OUTSIDE.has(name))) continue;
+    const p = path.join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...sourceFiles(p));
+    else if (/\.[cm]?[tj]s$/.test(name) && !name.endsWith('.d.ts') && dir !== projectRoot) out.push(path.relative(projectRoot, p));
+  }
+  return out;
+}
+
+function imports(file: string): string[] {
+  const src = readFileSync(path.join(projectRoot, file), 'utf8');
+  return [...src.matchAll(/(?:import|export)\s[^;]*?from\s+['"](\.{1,2}\/[^'"]+)['"]/g)].map((m) =>
+    path.relative(projectRoot, path.resolve(path.dirname(path.join(projectRoot, file)), (m[1] as string).replace(/\.js$/, '.ts'))),
+  );
+}
+
+const top = (rel: string): string => rel.split(path.sep)[0] as string;
+
+describe('docs/architecture.md', () => {
+  it('lists every folder that holds code in its layer table', () => {
+    const table = layers();
+    assert.ok(table.size >= 8, [...table.keys()].join(', '));
+    const folders = [...new Set(sourceFiles().map(top))].sort();
+    assert.deepEqual(folders.filter((f) => !table.has(f)), []);
+  });
+
+  it('its layers hold: no import runs upward, and there is no cycle', () => {
+    const table = layers();
+    const files = sourceFiles().filter((f) => f.endsWith('.ts'));
+    const edges = new Map(files.map((f) => [f, imports(f)]));
+    const upward = [...edges].flatMap(([f, targets]) => targets.filter((t) => (table.get(top(t)) ?? -1) > (table.get(top(f)) ?? Infinity)).map((t) => `${f} -> ${t}`));
+    assert.deepEqual(upward, []);
+    const state = new Map<string, 1 | 2>();
+    const cycles: string[] = [];
+    const stack: string[] = [];
+    const visit = (n: string): void => {
+      state.set(n, 1);
+      stack.push(n);
+      for (const m of edges.get(n) ?? []) {
+        if (!edges.has(m)) continue;
+        if (state.get(m) === 1) cycles.push([...stack.slice(stack.indexOf(m)), m].join(' -> '));
+        else if (!state.has(m)) visit(m);
+      }
+      stack.pop();
+      state.set(n, 2);
+    };
+    for (const n of edges.keys()) if (!state.has(n)) visit(n);
+    assert.deepEqual(cycles, []);
+  });
+
+  it('names every prefix of the keyspace and links the catalogs', () => {
+    for (const prefix of Object.values(PREFIX)) assert.ok(doc.includes(`\`${prefix}`), `the keyspace table names ${prefix}`);
+    for (const file of ['core/errors.ts', 'platform/alarms.ts', 'core/config.ts', 'core/keyspace.ts']) assert.ok(doc.includes(`\`${file}\``), `names ${file}`);
+  });
+
+  it('is what the README links to', () => {
+    const readme = readFileSync(path.join(projectRoot, 'README.md'), 'utf8');
+    assert.ok(readme.includes('](docs/architecture.md)'));
+    assert.ok(!readme.includes('../shared/'), 'the README links nothing outside the project');
+  });
+});
