@@ -16,6 +16,7 @@ import type { ClockWriter } from './clockWriter.js';
 import { decodeRevision, finishRevision, type DecodeContext, type DecodedRevision, type TimeEstimate } from './decoder.js';
 import { clockAtOrBefore, firstClockAfter } from './etcdReads.js';
 import { inGap, type Gap } from './gaps.js';
+import * as offsets from './offsets.js';
 import { BatchSink, sleep, type SinkOptions } from './clickhouseSink.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import { WatchWindow } from './watchWindow.js';
@@ -170,22 +171,23 @@ export class TailerPipeline {
         // true: still leader; false: our campaign key is gone (lost). A fence that could not ask etcd
         // (restart, network) is neither: no checkpoint this time, the next tick asks again. A lease that
         // really lapses is reported by the election itself (onLost), which stops the run.
-        const leader = await this.#deps.fence().catch((err: Error) => {
+        const result = await offsets.writeCheckpoint(store, { cluster, revision: value, leader: this.#deps.replicaId, fence: this.#deps.fence }).catch((err: Error) => {
           fenceFailures += 1;
           if (fenceFailures === 1 || fenceFailures % 40 === 0) log.warn({ err: err.message, failures: fenceFailures, checkpoint: written.toString() }, 'leadership check failed; checkpoint held back until etcd answers');
           return undefined;
         });
-        if (leader === false) {
+        if (result?.kind === 'not-leader') {
           log.warn({ checkpoint: written.toString() }, 'leadership lost: stopping before the next checkpoint write');
           stopWith('leadership-lost');
           return;
         }
-        if (leader === true) {
-          fenceFailures = 0;
-          await store.insert('checkpoints', [{ cluster, revision: value.toString(), leader: this.#deps.replicaId }]);
+        if (result !== undefined) fenceFailures = 0;
+        if (result?.kind === 'written') {
           written = value;
           outcome.checkpoint = value;
           this.#deps.onCheckpoint?.(value);
+        } else if (result?.kind === 'behind') {
+          log.warn({ watermark: value.toString(), stored: result.stored.toString() }, 'the stored checkpoint is already higher; not writing below it');
         }
       }
       const lagRevisions = state.head > written ? state.head - written : 0n;

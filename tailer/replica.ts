@@ -16,6 +16,7 @@ import { TailerElection } from './election.js';
 import { loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
 import { sleep } from './clickhouseSink.js';
 import { SpoolShipper } from './spoolShipper.js';
+import { readCheckpoint, writeCheckpoint } from './offsets.js';
 import { TailerPipeline, type PipelineHandle, type PipelineOptions } from './pipeline.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import type { RowBatch } from './types.js';
@@ -48,12 +49,6 @@ export interface ReplicaStatus {
   leader: boolean;
   watermark: string;
   head: string;
-}
-
-export async function readCheckpoint(store: AuditStore, cluster: string): Promise<bigint> {
-  // Any checkpoint ever written was durable when written and data is never deleted: the highest is safe.
-  const rows = await store.rows<{ revision: string }>('SELECT max(revision) AS revision FROM {db:Identifier}.checkpoints WHERE cluster = {cluster:String}', { cluster });
-  return BigInt(rows[0]?.revision ?? '0');
 }
 
 export class TailerReplica {
@@ -217,9 +212,9 @@ export class TailerReplica {
       await store.insert('quarantine', batch.quarantine);
     };
     const holds = await snapshotHolds(this.#client, cluster, compacted, checkpoint, write);
-    if (!(await election.stillLeader())) throw new Error('leadership lost during the snapshot');
-    await store.insert('checkpoints', [{ cluster, revision: compacted.toString(), leader: this.#replicaId }]);
+    const wrote = await writeCheckpoint(store, { cluster, revision: compacted, leader: this.#replicaId, fence: () => election.stillLeader() });
+    if (wrote.kind === 'not-leader') throw new Error('leadership lost during the snapshot');
     log.warn({ holds, revision: compacted.toString() }, 'snapshot written; resuming after it');
-    return compacted;
+    return wrote.kind === 'behind' ? wrote.stored : compacted;
   }
 }

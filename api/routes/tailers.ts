@@ -5,6 +5,7 @@ import Type, { type Static } from 'typebox';
 import { TailerLagQuery, TailerLagSchema, tailerLag } from '../../reports/tailerLag/index.js';
 import { ClusterName } from '../../reports/schemas.js';
 import { requireRoles } from '../auth.js';
+import { readCheckpoints } from '../../tailer/offsets.js';
 import { errorResponses } from './grants.js';
 import type { App, AppContext } from '../types.js';
 
@@ -58,14 +59,12 @@ export async function tailerRoutes(app: App, ctx: AppContext): Promise<void> {
       const status = await ctx.store.rows<{ cluster: string; cluster_id: string; leader: string; head_revision: string; compact_revision: string; lag_seconds: number; updated_at: string }>(
         'SELECT cluster, cluster_id, leader, head_revision, compact_revision, lag_seconds, updated_at FROM {db:Identifier}.tailer_status FINAL',
       );
-      const checkpoints = await ctx.store.rows<{ cluster: string; revision: string }>(
-        'SELECT cluster, max(revision) AS revision FROM {db:Identifier}.checkpoints GROUP BY cluster',
-      );
+      const checkpoints = await readCheckpoints(ctx.store);
       const gaps = await ctx.store.rows<{ cluster: string; n: string }>('SELECT cluster, count() AS n FROM {db:Identifier}.gaps FINAL GROUP BY cluster');
-      const names = new Set<string>([...ctx.config.etcd.clusters.map((c) => c.name), ...checkpoints.map((c) => c.cluster)]);
+      const names = new Set<string>([...ctx.config.etcd.clusters.map((c) => c.name), ...checkpoints.keys()]);
       const items: Tailer[] = [...names].sort().map((cluster) => {
         const s = status.find((r) => r.cluster === cluster);
-        const checkpoint = BigInt(checkpoints.find((r) => r.cluster === cluster)?.revision ?? '0');
+        const checkpoint = checkpoints.get(cluster)?.revision ?? 0n;
         const head = s ? BigInt(s.head_revision) : undefined;
         return {
           cluster,
