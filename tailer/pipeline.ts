@@ -11,7 +11,8 @@
 import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../core/clickhouse.js';
 import type { Logger } from '../core/logger.js';
-import { BatchSink, sleep, type SinkOptions } from './clickhouseSink.js';
+import { sleep } from '../platform/retry.js';
+import { BatchSink, type SinkOptions } from './clickhouseSink.js';
 import { CheckpointWriter, type CheckpointWriterDeps } from './checkpointWriter.js';
 import type { ClockWriter } from './clockWriter.js';
 import type { Gap } from './gaps.js';

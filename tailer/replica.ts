@@ -11,10 +11,10 @@ import type { AuditStore } from '../core/clickhouse.js';
 import type { EtcdCluster } from '../core/config.js';
 import { createEtcdClient } from '../core/etcd.js';
 import type { Logger } from '../core/logger.js';
+import { Backoff, sleep } from '../platform/retry.js';
 import { ClockWriter } from './clockWriter.js';
 import { TailerElection } from './election.js';
 import { loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
-import { sleep } from './clickhouseSink.js';
 import { SpoolShipper } from './spoolShipper.js';
 import { readCheckpoint, writeCheckpoint } from './offsets.js';
 import { TailerPipeline, type PipelineHandle, type PipelineOptions } from './pipeline.js';
@@ -103,7 +103,7 @@ export class TailerReplica {
   async #run(): Promise<void> {
     const { log, metrics } = this.#deps;
     const cluster = this.#deps.cluster.name;
-    let backoff = 500;
+    const backoff = new Backoff({ initialMs: 500, maxMs: 10_000 });
     while (!this.#closing.signal.aborted) {
       const election = new TailerElection(this.#client, cluster, this.#replicaId, this.#opts.electionTtlSeconds ?? 5);
       const leaderAbort = new AbortController();
@@ -119,11 +119,10 @@ export class TailerReplica {
         this.#closing.signal.removeEventListener('abort', stopLeading);
         if (this.#closing.signal.aborted) break;
         log.warn({ err: (err as Error).message }, 'campaign failed; retrying');
-        await sleep(backoff, this.#closing.signal);
-        backoff = Math.min(backoff * 2, 10_000);
+        await sleep(backoff.next(), this.#closing.signal);
         continue;
       }
-      backoff = 500;
+      backoff.reset();
       this.#setLeader(true);
       log.info({ replica: this.#replicaId }, 'elected tailer leader');
       const clock = new ClockWriter(this.#client, log, this.#opts.clockIntervalMs ?? 1_000);
