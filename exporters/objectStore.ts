@@ -4,11 +4,12 @@
 import { stat } from 'node:fs/promises';
 import type { Client } from 'minio';
 import { LockauditError } from '../core/errors.js';
+import { retry } from '../platform/retry.js';
 
 export interface RetryOptions {
   /** Give up after this long. Default 120 000 ms. */
   deadlineMs?: number;
-  /** First delay; doubles each attempt up to maxDelayMs. Default 250 ms. */
+  /** First delay; doubles each attempt up to maxDelayMs, each ±50 % (platform/retry.ts). Default 250 ms. */
   baseDelayMs?: number;
   /** Default 5 000 ms. */
   maxDelayMs?: number;
@@ -27,20 +28,14 @@ export function isRetriable(err: unknown): boolean {
 }
 
 export async function withRetry<T>(fn: () => Promise<T>, options: RetryOptions = {}): Promise<T> {
-  const deadline = Date.now() + (options.deadlineMs ?? 120_000);
-  let delay = options.baseDelayMs ?? 250;
-  for (let attempt = 1; ; attempt++) {
-    options.signal?.throwIfAborted();
-    try {
-      return await fn();
-    } catch (err) {
-      if (!isRetriable(err) || Date.now() + delay > deadline) throw err;
-      const wait = Math.round(delay / 2 + Math.random() * (delay / 2));
-      options.onRetry?.(err, attempt, wait);
-      await new Promise((r) => setTimeout(r, wait));
-      delay = Math.min(delay * 2, options.maxDelayMs ?? 5_000);
-    }
-  }
+  return retry(() => fn(), {
+    initialMs: options.baseDelayMs ?? 250,
+    maxMs: options.maxDelayMs ?? 5_000,
+    deadlineMs: options.deadlineMs ?? 120_000,
+    classify: (err) => (isRetriable(err) ? 'retry' : 'permanent'),
+    signal: options.signal,
+    onRetry: options.onRetry,
+  });
 }
 
 export async function objectExists(s3: Client, bucket: string, name: string): Promise<boolean> {

@@ -8,6 +8,7 @@
 import type { AuditStore } from '../core/clickhouse.js';
 import { configDefaults } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
+import { retry } from '../platform/retry.js';
 import { rowCount, type RowBatch } from './types.js';
 
 export interface SinkOptions {
@@ -113,7 +114,7 @@ export class BatchSink {
 
   /** Stops retrying: queued rows are dropped (their checkpoint never moves past them). */
   abort(): void {
-    this.#abort.abort();
+    this.#abort.abort(new SinkAbortedError());
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
     for (const w of this.#spaceWaiters.splice(0)) w();
@@ -170,36 +171,17 @@ export class BatchSink {
   }
 
   async #withRetry(fn: () => Promise<void>): Promise<void> {
-    const initial = this.#opts.initialBackoffMs ?? 100;
-    const max = this.#opts.maxBackoffMs ?? 5_000;
-    for (let attempt = 1; ; attempt += 1) {
-      if (this.#abort.signal.aborted) throw new SinkAbortedError();
-      try {
-        await fn();
-        if (this.#failing) this.#log.warn({ attempts: attempt }, 'ClickHouse insert succeeded again');
-        this.#failing = false;
-        return;
-      } catch (err) {
+    await retry(fn, {
+      initialMs: this.#opts.initialBackoffMs ?? 100,
+      maxMs: this.#opts.maxBackoffMs ?? 5_000,
+      signal: this.#abort.signal,
+      onRetry: (err, attempt) => {
         this.#failing = true;
         this.#opts.onRetry?.(err as Error, attempt);
         if (attempt === 1 || attempt % 10 === 0) this.#log.error({ err: (err as Error).message, attempt }, 'ClickHouse insert failed; retrying (checkpoint unchanged)');
-        const base = Math.min(max, initial * 2 ** Math.min(attempt - 1, 16));
-        const delay = base * (0.5 + Math.random());
-        await sleep(delay, this.#abort.signal);
-      }
-    }
+      },
+    });
+    if (this.#failing) this.#log.warn('ClickHouse insert succeeded again');
+    this.#failing = false;
   }
-}
-
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

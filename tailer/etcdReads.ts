@@ -4,7 +4,7 @@
 import type { Etcd3, IKeyValue } from 'etcd3';
 import { ClockValueSchema, PREFIX, decodeValue } from '../core/keyspace.js';
 import type { ClockPoint } from './clockBracket.js';
-import { sleep } from './clickhouseSink.js';
+import { sleep } from '../platform/retry.js';
 
 const CLOCK = Buffer.from(PREFIX.clock);
 

@@ -5,26 +5,25 @@
 // the watch, drains the sink under a deadline, writes a final checkpoint.
 // The checkpoint is the contiguous watermark (watermark.ts), written only
 // after the sink acknowledged the rows and only while etcd still shows us as
-// leader.
+// leader. The parts: windowRunner.ts (one window: watch → decode → bracket →
+// sink), checkpointWriter.ts (fence, write, status, lag alarm, metrics on a
+// timer); this file plans the windows and wires them.
 import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../core/clickhouse.js';
 import { configDefaults } from '../core/config.js';
-import { createEtcdClient } from '../core/etcd.js';
 import type { Logger } from '../core/logger.js';
-import { alarm, alarmName } from '../platform/alarms.js';
 import type { HealthState } from '../platform/health.js';
-import { ClockBracket, type ClockPoint } from './clockBracket.js';
-import { Watermark, type Slot, type WindowSpec } from './watermark.js';
+import { sleep } from '../platform/retry.js';
+import { BatchSink, type SinkOptions } from './clickhouseSink.js';
+import { CheckpointWriter, type CheckpointWriterDeps } from './checkpointWriter.js';
 import type { ClockWriter } from './clockWriter.js';
-import { decodeRevision, finishRevision, type DecodeContext, type DecodedRevision, type TimeEstimate } from './decoder.js';
-import { clockAtOrBefore, firstClockAfter } from './etcdReads.js';
-import { inGap, type Gap } from './gaps.js';
-import { BatchSink, sleep, type SinkOptions } from './clickhouseSink.js';
+import type { Gap } from './gaps.js';
 import type { TailerMetrics } from './tailerMetrics.js';
-import { WatchWindow } from './watchWindow.js';
+import { Watermark, type WindowSpec } from './watermark.js';
+import { RecentClocks, WindowRunner, type WindowShared } from './windowRunner.js';
 
 export interface PipelineOptions {
-  /** Concurrent windows when far behind. Default: the config schema's tailer.catchUpWindows. */
+  /** Concurrent windows when far behind. Default 8. */
   catchUpWindows?: number;
   /** Split only when at least this many revisions behind; each window gets at least this many. Default 5 000. */
   splitMinRevisions?: number;
@@ -69,6 +68,11 @@ export interface RunOutcome {
   error?: Error;
 }
 
+interface RunState {
+  watermark: bigint;
+  head: bigint;
+}
+
 export interface PipelineHandle {
   readonly done: Promise<RunOutcome>;
   /** Idempotent: stop reading, drain, final checkpoint. */
@@ -92,11 +96,6 @@ export function planWindows(checkpoint: bigint, head: bigint, windows: number, m
   }
   specs.push({ start });
   return specs;
-}
-
-interface PendingRevision {
-  decoded: DecodedRevision;
-  slot: Slot;
 }
 
 export class TailerPipeline {
@@ -129,184 +128,93 @@ export class TailerPipeline {
     };
   }
 
-  async #run(checkpoint: bigint, inner: AbortController, state: { watermark: bigint; head: bigint }): Promise<RunOutcome> {
-    const { cluster, log, store, metrics } = this.#deps;
-    const signal = inner.signal;
+  /** Wires one run: plan the windows, run them into the sink, checkpoint on a timer; at the end drain and write a final checkpoint. */
+  async #run(checkpoint: bigint, inner: AbortController, state: RunState): Promise<RunOutcome> {
+    const { log, metrics } = this.#deps;
     let outcome: RunOutcome = { reason: 'stopped', checkpoint };
     const stopWith = (reason: StopReason, error?: Error): void => {
-      if (outcome.reason === 'stopped' && !signal.aborted) outcome = { reason, checkpoint, error };
+      if (outcome.reason === 'stopped' && !inner.signal.aborted) outcome = { reason, checkpoint, error };
       inner.abort();
     };
-
     // A clock write now guarantees every catch-up window ends on a captured change and every expiry has a clock after it.
     const head = await this.#deps.clock.tick();
-    state.head = head > state.head ? head : state.head;
+    if (head > state.head) state.head = head;
     const specs = planWindows(checkpoint, head, this.#opts.catchUpWindows ?? configDefaults.tailer.catchUpWindows, BigInt(this.#opts.splitMinRevisions ?? 5_000));
+    if (specs.length > 1) log.info({ windows: specs.length, from: (checkpoint + 1n).toString(), head: head.toString() }, 'catching up in revision windows');
     const watermark = new Watermark(checkpoint, specs);
-    const sink = new BatchSink(store, log, {
+    const clocks = new RecentClocks();
+    const sink = new BatchSink(this.#deps.store, log, {
       ...this.#opts.sink,
       onFlush: (rows, seconds) => metrics?.batchSeconds.observe(this.#labels, seconds),
       onRetry: () => metrics?.sinkRetries.inc(this.#labels),
     });
-    const clocks: ClockPoint[] = []; // recent clock writes, for lag in seconds
-    let written = checkpoint;
-    let lastStatus = 0;
-    let clusterId = '';
-    try {
-      clusterId = await this.#clusterId();
-    } catch {
-      // status only
-    }
-    if (specs.length > 1) log.info({ windows: specs.length, from: (checkpoint + 1n).toString(), head: head.toString() }, 'catching up in revision windows');
+    const writer = new CheckpointWriter(await this.#writerDeps(state, clocks), checkpoint);
+    writer.start(this.#opts.checkpointIntervalMs ?? 250, () => stopWith('leadership-lost'));
 
-    const lagSeconds = (): number => {
-      if (state.watermark >= state.head) return 0;
-      let at: number | undefined;
-      for (const c of clocks) if (c.revision <= state.watermark) at = c.at;
-      return at === undefined ? 0 : Math.max(0, (Date.now() - at) / 1000);
-    };
+    const shared = this.#windowShared(state, specs.length, { sink, watermark, clocks });
+    await this.#runWindows(shared, specs, inner.signal, stopWith);
+    inner.abort(); // all windows are done: nothing else reads
 
-    let fenceFailures = 0;
-    const writeCheckpoint = async (): Promise<void> => {
-      const value = watermark.value;
-      if (value > written) {
-        // true: still leader; false: our campaign key is gone (lost). A fence that could not ask etcd
-        // (restart, network) is neither: no checkpoint this time, the next tick asks again. A lease that
-        // really lapses is reported by the election itself (onLost), which stops the run.
-        const leader = await this.#deps.fence().catch((err: Error) => {
-          fenceFailures += 1;
-          if (fenceFailures === 1 || fenceFailures % 40 === 0) log.warn({ err: err.message, failures: fenceFailures, checkpoint: written.toString() }, 'leadership check failed; checkpoint held back until etcd answers');
-          return undefined;
-        });
-        if (leader === false) {
-          log.warn({ checkpoint: written.toString() }, 'leadership lost: stopping before the next checkpoint write');
-          stopWith('leadership-lost');
-          return;
-        }
-        if (leader === true) {
-          fenceFailures = 0;
-          await store.insert('checkpoints', [{ cluster, revision: value.toString(), leader: this.#deps.replicaId }]);
-          written = value;
-          outcome.checkpoint = value;
-          this.#deps.onCheckpoint?.(value);
-        }
-      }
-      const lagRevisions = state.head > written ? state.head - written : 0n;
-      metrics?.lagRevisions.set(this.#labels, Number(lagRevisions));
-      metrics?.lagSeconds.set(this.#labels, lagSeconds());
-      metrics?.headRevision.set(this.#labels, Number(state.head));
-      const lagAlarm = this.#opts.lagAlarmRevisions;
-      if (lagAlarm !== undefined) {
-        if (lagRevisions >= BigInt(lagAlarm)) {
-          this.#deps.alarm?.raise(alarm('LOCKAUDIT_ALARM_TAILER_LAG', { cluster }, { lagRevisions, alarmAt: lagAlarm }));
-        } else this.#deps.alarm?.clear(alarmName('LOCKAUDIT_ALARM_TAILER_LAG', { cluster }));
-      }
-      if (Date.now() - lastStatus >= 1_000) {
-        lastStatus = Date.now();
-        await store.insert('tailer_status', [
-          {
-            cluster,
-            cluster_id: clusterId,
-            leader: this.#deps.replicaId,
-            checkpoint: written.toString(),
-            head_revision: state.head.toString(),
-            compact_revision: '0',
-            lag_revisions: lagRevisions.toString(),
-            lag_seconds: lagSeconds(),
-            updated_at: Date.now(),
-          },
-        ]);
-      }
-    };
-
-    let checkpointing: Promise<void> = Promise.resolve();
-    const checkpointTimer = setInterval(() => {
-      checkpointing = checkpointing.then(writeCheckpoint).catch((err: Error) => log.warn({ err: err.message }, 'checkpoint write failed; will retry'));
-    }, this.#opts.checkpointIntervalMs ?? 250);
-
-    const onDurable = (slot: Slot, events: number): void => {
-      watermark.done(slot);
-      metrics?.events.inc(this.#labels, events);
-      this.#observe(watermark, state);
-    };
-
-    const runWindow = async (index: number, spec: WindowSpec, stop: AbortSignal): Promise<void> => {
-      // Catch-up windows get their own connection (their own gRPC stream): etcd serves one stream's watches one at a time.
-      const own = spec.end !== undefined;
-      const client = own ? createEtcdClient({ name: cluster, endpoints: [...this.#deps.endpoints] }) : this.#deps.client;
+    await this.#drain(sink);
+    await writer.stop();
+    if (outcome.reason !== 'leadership-lost') {
       try {
-        const ctx: DecodeContext = { cluster, startKnown: (rev) => !inGap(this.#deps.gaps, rev) };
-        const bracket = new ClockBracket<PendingRevision>(await clockAtOrBefore(client, spec.start - 1n));
-        const maxPending = this.#opts.bracketMaxPendingRows ?? 20_000;
-        let pendingSince: number | undefined;
-        const emit = async (p: PendingRevision, time: TimeEstimate | undefined): Promise<void> => {
-          const batch = finishRevision(p.decoded, time);
-          const events = batch.events.length;
-          if (batch.quarantine.length > 0) metrics?.quarantined.inc(this.#labels, batch.quarantine.length);
-          await sink.add(batch, () => onDurable(p.slot, events), stop);
-        };
-        const lookup = async (): Promise<void> => {
-          const newest = bracket.newestPending;
-          if (newest === undefined) return;
-          const next = await firstClockAfter(client, newest, stop);
-          if (!next) return;
-          for (const r of bracket.resolveWith(next)) await emit(r.item, r.time);
-        };
-        const highWater = this.#opts.highWaterEvents ?? Math.max(2_000, Math.floor(40_000 / specs.length));
-        const window = new WatchWindow(client, {
-          start: spec.start,
-          end: spec.end,
-          highWaterEvents: highWater,
-          log,
-          onHead: (rev) => {
-            if (rev > state.head) state.head = rev;
-          },
-        });
-        let ended = false;
-        for await (const item of window.items(stop)) {
-          if (item.kind === 'end') {
-            ended = true;
-            break;
-          }
-          if (item.kind === 'progress') {
-            watermark.heard(index, item.revision);
-            this.#observe(watermark, state);
-            continue;
-          }
-          const rev = item.changes;
-          const slot = watermark.track(index, rev.revision);
-          const decoded = decodeRevision(ctx, rev);
-          const p: PendingRevision = { decoded, slot };
-          if (decoded.clockAt !== undefined) {
-            clocks.push({ revision: rev.revision, at: decoded.clockAt });
-            if (clocks.length > 64) clocks.shift();
-            for (const r of bracket.clock(rev.revision, decoded.clockAt)) await emit(r.item, r.time);
-            await emit(p, undefined);
-          } else if (decoded.events.some((e) => e.timeless)) {
-            const time = bracket.place(rev.revision, p, decoded.events.length);
-            if (time) await emit(p, time);
-          } else {
-            await emit(p, undefined);
-          }
-          if (bracket.pendingCount === 0) pendingSince = undefined;
-          else pendingSince ??= Date.now();
-          if (bracket.pendingRows > maxPending || (pendingSince !== undefined && Date.now() - pendingSince > 3_000)) {
-            await lookup();
-            if (bracket.pendingCount === 0) pendingSince = undefined;
-          }
-        }
-        if (ended && !stop.aborted) {
-          await lookup(); // expiries near the window's end: their next clock lies beyond it
-          if (!stop.aborted) {
-            watermark.complete(index);
-            this.#observe(watermark, state);
-          }
-        }
-      } finally {
-        if (own) client.close();
+        await writer.tick();
+      } catch (err) {
+        log.warn({ err: (err as Error).message }, 'final checkpoint write failed');
       }
-    };
+    }
+    // This run no longer tails: its lag alarm is not this replica's to hold (the next run, here or on the new leader, raises its own).
+    this.#deps.alarm?.clear(writer.alarmName);
+    outcome.checkpoint = writer.written;
+    return outcome;
+  }
 
+  /** What every window of this run shares: the sink, the watermark, and the hooks that move the run's state. */
+  #windowShared(state: RunState, windows: number, parts: Pick<WindowShared, 'sink' | 'watermark' | 'clocks'>): WindowShared {
+    const { metrics } = this.#deps;
+    const { watermark } = parts;
+    return {
+      ...parts,
+      cluster: this.#deps.cluster,
+      endpoints: this.#deps.endpoints,
+      client: this.#deps.client,
+      log: this.#deps.log,
+      gaps: this.#deps.gaps,
+      metrics,
+      highWaterEvents: this.#opts.highWaterEvents ?? Math.max(2_000, Math.floor(40_000 / windows)),
+      bracketMaxPendingRows: this.#opts.bracketMaxPendingRows ?? 20_000,
+      onHead: (rev) => {
+        if (rev > state.head) state.head = rev;
+      },
+      onProgress: () => this.#observe(watermark, state),
+      onDurable: (slot, events) => {
+        watermark.done(slot);
+        metrics?.events.inc(this.#labels, events);
+        this.#observe(watermark, state);
+      },
+    };
+  }
+
+  async #writerDeps(state: RunState, clocks: RecentClocks): Promise<CheckpointWriterDeps> {
+    const d = this.#deps;
+    return {
+      store: d.store,
+      cluster: d.cluster,
+      replicaId: d.replicaId,
+      log: d.log,
+      fence: d.fence,
+      position: () => ({ watermark: state.watermark, head: state.head, lagSeconds: clocks.lagSeconds(state.watermark, state.head) }),
+      clusterId: await this.#clusterId().catch(() => ''), // status only
+      metrics: d.metrics,
+      alarm: d.alarm,
+      lagAlarmRevisions: this.#opts.lagAlarmRevisions,
+      onCheckpoint: d.onCheckpoint,
+    };
+  }
+
+  /** Runs every window to its end; the first that fails stops them all (the run restarts from the checkpoint). */
+  async #runWindows(shared: WindowShared, specs: readonly WindowSpec[], signal: AbortSignal, stopWith: (reason: StopReason, error?: Error) => void): Promise<void> {
     // Each window waits on a signal of its own (its watch, a full sink, a clock lookup: at most three
     // listeners at once), and the run's signal carries one listener for all windows. Sharing the run's
     // signal instead put 2-3 listeners per window on it (MaxListenersExceededWarning at 8 windows).
@@ -316,19 +224,22 @@ export class TailerPipeline {
     };
     if (signal.aborted) stopWindows();
     else signal.addEventListener('abort', stopWindows, { once: true });
-    const results = await Promise.allSettled(
-      specs.map((spec, i) =>
-        runWindow(i, spec, (windowStops[i] as AbortController).signal).catch((err: Error) => {
-          if (!signal.aborted) log.warn({ err: err.message, window: i }, 'watch window failed; the run restarts from the checkpoint');
-          stopWith(err.name === 'WatchError' ? 'watch-error' : 'sink-error', err);
-          throw err;
-        }),
-      ),
-    );
-    void results;
-    inner.abort(); // all windows are done: nothing else reads (this also runs and removes stopWindows)
+    try {
+      await Promise.allSettled(
+        specs.map((spec, i) =>
+          new WindowRunner(shared, i, spec, (windowStops[i] as AbortController).signal).run().catch((err: Error) => {
+            if (!signal.aborted) this.#deps.log.warn({ err: err.message, window: i }, 'watch window failed; the run restarts from the checkpoint');
+            stopWith(err.name === 'WatchError' ? 'watch-error' : 'sink-error', err);
+          }),
+        ),
+      );
+    } finally {
+      signal.removeEventListener('abort', stopWindows);
+    }
+  }
 
-    // Drain under a deadline, then the final checkpoint (if still leader).
+  /** Drains the sink under the deadline; past it, queued rows are abandoned (the checkpoint stays behind them). */
+  async #drain(sink: BatchSink): Promise<void> {
     const deadline = this.#opts.drainDeadlineMs ?? 15_000;
     const deadlineTimer = new AbortController(); // the deadline's timer must not outlive a drain that finished first
     const drained = await Promise.race([
@@ -340,25 +251,12 @@ export class TailerPipeline {
     ]);
     deadlineTimer.abort();
     if (!drained) {
-      log.warn({ deadlineMs: deadline }, 'drain did not finish in time; queued rows are abandoned, the checkpoint stays behind them');
+      this.#deps.log.warn({ deadlineMs: deadline }, 'drain did not finish in time; queued rows are abandoned, the checkpoint stays behind them');
       sink.abort();
     }
-    clearInterval(checkpointTimer);
-    await checkpointing;
-    if (outcome.reason !== 'leadership-lost') {
-      try {
-        await writeCheckpoint();
-      } catch (err) {
-        log.warn({ err: (err as Error).message }, 'final checkpoint write failed');
-      }
-    }
-    // This run no longer tails: its lag alarm is not this replica's to hold (the next run, here or on the new leader, raises its own).
-    this.#deps.alarm?.clear(alarmName('LOCKAUDIT_ALARM_TAILER_LAG', { cluster }));
-    outcome.checkpoint = written;
-    return outcome;
   }
 
-  #observe(watermark: Watermark, state: { watermark: bigint }): void {
+  #observe(watermark: Watermark, state: RunState): void {
     const v = watermark.value;
     if (v > state.watermark) {
       state.watermark = v;

@@ -13,11 +13,12 @@ import { createEtcdClient } from '../core/etcd.js';
 import type { Logger } from '../core/logger.js';
 import { alarm } from '../platform/alarms.js';
 import type { HealthState } from '../platform/health.js';
+import { Backoff, sleep } from '../platform/retry.js';
 import { ClockWriter } from './clockWriter.js';
 import { TailerElection } from './election.js';
 import { loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
-import { sleep } from './clickhouseSink.js';
 import { SpoolShipper } from './spoolShipper.js';
+import { readCheckpoint, writeCheckpoint } from './offsets.js';
 import { TailerPipeline, type PipelineHandle, type PipelineOptions } from './pipeline.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import type { RowBatch } from './types.js';
@@ -50,12 +51,6 @@ export interface ReplicaStatus {
   leader: boolean;
   watermark: string;
   head: string;
-}
-
-export async function readCheckpoint(store: AuditStore, cluster: string): Promise<bigint> {
-  // Any checkpoint ever written was durable when written and data is never deleted: the highest is safe.
-  const rows = await store.rows<{ revision: string }>('SELECT max(revision) AS revision FROM {db:Identifier}.checkpoints WHERE cluster = {cluster:String}', { cluster });
-  return BigInt(rows[0]?.revision ?? '0');
 }
 
 export class TailerReplica {
@@ -110,7 +105,7 @@ export class TailerReplica {
   async #run(): Promise<void> {
     const { log, metrics } = this.#deps;
     const cluster = this.#deps.cluster.name;
-    let backoff = 500;
+    const backoff = new Backoff({ initialMs: 500, maxMs: 10_000 });
     while (!this.#closing.signal.aborted) {
       const election = new TailerElection(this.#client, cluster, this.#replicaId, this.#opts.electionTtlSeconds ?? configDefaults.tailer.electionTtlSeconds);
       const leaderAbort = new AbortController();
@@ -126,11 +121,10 @@ export class TailerReplica {
         this.#closing.signal.removeEventListener('abort', stopLeading);
         if (this.#closing.signal.aborted) break;
         log.warn({ err: (err as Error).message }, 'campaign failed; retrying');
-        await sleep(backoff, this.#closing.signal);
-        backoff = Math.min(backoff * 2, 10_000);
+        await sleep(backoff.next(), this.#closing.signal);
         continue;
       }
-      backoff = 500;
+      backoff.reset();
       this.#setLeader(true);
       log.info({ replica: this.#replicaId }, 'elected tailer leader');
       const clock = new ClockWriter(this.#client, log, this.#opts.clockIntervalMs ?? 1_000);
@@ -219,9 +213,9 @@ export class TailerReplica {
       await store.insert('quarantine', batch.quarantine);
     };
     const holds = await snapshotHolds(this.#client, cluster, compacted, checkpoint, write);
-    if (!(await election.stillLeader())) throw new Error('leadership lost during the snapshot');
-    await store.insert('checkpoints', [{ cluster, revision: compacted.toString(), leader: this.#replicaId }]);
+    const wrote = await writeCheckpoint(store, { cluster, revision: compacted, leader: this.#replicaId, fence: () => election.stillLeader() });
+    if (wrote.kind === 'not-leader') throw new Error('leadership lost during the snapshot');
     log.warn({ holds, revision: compacted.toString() }, 'snapshot written; resuming after it');
-    return compacted;
+    return wrote.kind === 'behind' ? wrote.stored : compacted;
   }
 }

@@ -11,6 +11,7 @@
 // however slow the sink is.
 import type { Etcd3, IKeyValue, IWatchResponse, Watcher } from 'etcd3';
 import type { Logger } from '../core/logger.js';
+import { Backoff } from '../platform/retry.js';
 import { isCaptured } from './decoder.js';
 import type { Change, KvSnapshot, RevisionChanges } from './types.js';
 
@@ -67,7 +68,8 @@ export class WatchWindow {
   #error: Error | undefined;
   #wake: (() => void) | undefined;
   #reopenTimer: NodeJS.Timeout | undefined;
-  #disconnects = 0; // in a row, since the last watch etcd accepted
+  // Disconnects in a row, since the last watch etcd accepted: the reopen delay grows (jittered, at most ~2 s) while etcd stays away.
+  readonly #reopen = new Backoff({ initialMs: 200, maxMs: 2_000, jitter: 0.25 });
 
   constructor(client: Etcd3, options: WatchWindowOptions) {
     this.#client = client;
@@ -128,8 +130,8 @@ export class WatchWindow {
     this.#watcher = watcher;
     watcher.on('connected', (res: IWatchResponse) => {
       if (generation !== this.#generation) return;
-      if (this.#disconnects > 0) this.#opts.log.info({ position: this.#position.toString(), attempts: this.#disconnects }, 'watch reopened');
-      this.#disconnects = 0;
+      if (this.#reopen.attempts > 0) this.#opts.log.info({ position: this.#position.toString(), attempts: this.#reopen.attempts }, 'watch reopened');
+      this.#reopen.reset();
       this.#opts.onHead?.(BigInt(res.header.revision));
     });
     watcher.on('data', (res: IWatchResponse) => {
@@ -137,13 +139,13 @@ export class WatchWindow {
     });
     watcher.on('disconnected', (err?: Error) => {
       if (generation !== this.#generation) return;
-      // While etcd is down every reopen fails at once: back off (jittered, at most ~2 s) and log the first and every 20th.
-      this.#disconnects += 1;
-      if (this.#disconnects === 1 || this.#disconnects % 20 === 0) {
-        this.#opts.log.warn({ position: this.#position.toString(), attempts: this.#disconnects, err: err?.message }, 'watch disconnected; reopening from our own position');
+      // While etcd is down every reopen fails at once: back off and log the first and every 20th.
+      const delay = this.#reopen.next();
+      const attempts = this.#reopen.attempts;
+      if (attempts === 1 || attempts % 20 === 0) {
+        this.#opts.log.warn({ position: this.#position.toString(), attempts, err: err?.message }, 'watch disconnected; reopening from our own position');
       }
       this.#drop();
-      const delay = Math.min(2_000, 200 * 2 ** Math.min(this.#disconnects - 1, 4)) * (0.75 + Math.random() / 2);
       this.#reopenTimer = setTimeout(() => {
         this.#reopenTimer = undefined;
         if (!this.#paused) this.#open();

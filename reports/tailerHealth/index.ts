@@ -1,15 +1,15 @@
 // Tailer health (GET /v1/tailers, GET /v1/gaps): per cluster the leader,
 // checkpoint, head, lag and gap count, read from what the elected tailers
 // publish in ClickHouse, so any API process answers wherever the tailers run.
-// Revisions travel as decimal strings. (The checkpoint is read here until
-// tailer/offsets.ts offers a read of it.)
+// Revisions travel as decimal strings. The checkpoint comes from its one
+// home, tailer/offsets.ts.
 import Type, { type Static } from 'typebox';
 import { loadSql } from '../../platform/sql.js';
+import { readCheckpoints } from '../../tailer/offsets.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { ClusterName } from '../schemas.js';
 
 const STATUS = loadSql('reports/tailerHealth/status.sql');
-const CHECKPOINTS = loadSql('reports/tailerHealth/checkpoints.sql');
 const GAP_COUNTS = loadSql('reports/tailerHealth/gapCounts.sql');
 const GAPS = loadSql('reports/tailerHealth/gaps.sql');
 
@@ -62,12 +62,12 @@ const iso = (ms: string | number): string => new Date(typeof ms === 'number' ? m
 /** One row per configured cluster, and per cluster that ever checkpointed. */
 export async function tailerHealth(deps: ReportDeps, configuredClusters: readonly string[]): Promise<Tailer[]> {
   const status = await reportRows<StatusRow>(deps, STATUS, {});
-  const checkpoints = await reportRows<{ cluster: string; revision: string }>(deps, CHECKPOINTS, {});
+  const checkpoints = await readCheckpoints(deps.store);
   const gaps = await reportRows<{ cluster: string; n: string }>(deps, GAP_COUNTS, {});
-  const names = new Set<string>([...configuredClusters, ...checkpoints.map((c) => c.cluster)]);
+  const names = new Set<string>([...configuredClusters, ...checkpoints.keys()]);
   return [...names].sort().map((cluster) => {
     const s = status.find((r) => r.cluster === cluster);
-    const checkpoint = BigInt(checkpoints.find((r) => r.cluster === cluster)?.revision ?? '0');
+    const checkpoint = checkpoints.get(cluster)?.revision ?? 0n;
     const head = s ? BigInt(s.head_revision) : undefined;
     return {
       cluster,

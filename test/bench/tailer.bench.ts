@@ -8,7 +8,8 @@
 import type { Etcd3, IWatchResponse } from 'etcd3';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
-import { TailerReplica, readCheckpoint, type ReplicaOptions } from '../../tailer/replica.js';
+import { TailerReplica, type ReplicaOptions } from '../../tailer/replica.js';
+import { readCheckpoint } from '../../tailer/offsets.js';
 import { assertExactCapture } from '../support/capture.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { Workload, type Session } from '../support/workload.js';

@@ -6,7 +6,8 @@
 import { AuditStore } from '../../core/clickhouse.js';
 import { createLogger } from '../../core/logger.js';
 import { migrate } from '../../core/migrations.js';
-import { TailerReplica, readCheckpoint, type ReplicaOptions } from '../../tailer/replica.js';
+import { TailerReplica, type ReplicaOptions } from '../../tailer/replica.js';
+import { readCheckpoint } from '../../tailer/offsets.js';
 
 export interface ChildSpec {
   chdbPath: string;

@@ -1,0 +1,163 @@
+// One revision window of the pipeline: watch [start, end) → decode each
+// revision → give timeless events (expiries) their clock bracket → hand the
+// rows to the sink, whose acknowledgement marks the revision's slot done in
+// the watermark. A window ends when its watch reaches `end` (catch-up) or
+// when it is stopped (live); it never writes a checkpoint.
+import type { Etcd3 } from 'etcd3';
+import { createEtcdClient } from '../core/etcd.js';
+import type { Logger } from '../core/logger.js';
+import type { BatchSink } from './clickhouseSink.js';
+import { ClockBracket, type ClockPoint } from './clockBracket.js';
+import { decodeRevision, finishRevision, type DecodeContext, type DecodedRevision, type TimeEstimate } from './decoder.js';
+import { clockAtOrBefore, firstClockAfter } from './etcdReads.js';
+import { inGap, type Gap } from './gaps.js';
+import type { TailerMetrics } from './tailerMetrics.js';
+import type { RevisionChanges } from './types.js';
+import type { Slot, Watermark, WindowSpec } from './watermark.js';
+import { WatchWindow } from './watchWindow.js';
+
+/** The last clock writes seen (at most 64), for lag in seconds. */
+export class RecentClocks {
+  readonly #points: ClockPoint[] = [];
+
+  add(point: ClockPoint): void {
+    this.#points.push(point);
+    if (this.#points.length > 64) this.#points.shift();
+  }
+
+  /** How long ago the newest clock at or below `watermark` was written; 0 when caught up or unknown. */
+  lagSeconds(watermark: bigint, head: bigint, now = Date.now()): number {
+    if (watermark >= head) return 0;
+    let at: number | undefined;
+    for (const c of this.#points) if (c.revision <= watermark) at = c.at;
+    return at === undefined ? 0 : Math.max(0, (now - at) / 1000);
+  }
+}
+
+/** What every window of one run shares. */
+export interface WindowShared {
+  cluster: string;
+  endpoints: readonly string[];
+  /** The replica's client: the live window's connection. */
+  client: Etcd3;
+  log: Logger;
+  gaps: readonly Gap[];
+  sink: BatchSink;
+  watermark: Watermark;
+  clocks: RecentClocks;
+  metrics?: TailerMetrics;
+  highWaterEvents: number;
+  /** Rows waiting for a clock bracket before the next clock is looked up instead. */
+  bracketMaxPendingRows: number;
+  /** Each watch response's header revision. */
+  onHead: (revision: bigint) => void;
+  /** The watermark may have moved. */
+  onProgress: () => void;
+  /** The sink made this revision's rows durable. */
+  onDurable: (slot: Slot, events: number) => void;
+}
+
+interface PendingRevision {
+  decoded: DecodedRevision;
+  slot: Slot;
+}
+
+// A bracket waiting this long for the stream's next clock looks the clock up instead.
+const PENDING_LOOKUP_MS = 3_000;
+
+export class WindowRunner {
+  readonly #s: WindowShared;
+  readonly #index: number;
+  readonly #spec: WindowSpec;
+  readonly #stop: AbortSignal;
+  readonly #ctx: DecodeContext;
+  #pendingSince: number | undefined;
+
+  constructor(shared: WindowShared, index: number, spec: WindowSpec, stop: AbortSignal) {
+    this.#s = shared;
+    this.#index = index;
+    this.#spec = spec;
+    this.#stop = stop;
+    this.#ctx = { cluster: shared.cluster, startKnown: (rev) => !inGap(shared.gaps, rev) };
+  }
+
+  async run(): Promise<void> {
+    // Catch-up windows get their own connection (their own gRPC stream): etcd serves one stream's watches one at a time.
+    const own = this.#spec.end !== undefined;
+    const client = own ? createEtcdClient({ name: this.#s.cluster, endpoints: [...this.#s.endpoints] }) : this.#s.client;
+    try {
+      await this.#watch(client);
+    } finally {
+      if (own) client.close();
+    }
+  }
+
+  async #watch(client: Etcd3): Promise<void> {
+    const bracket = new ClockBracket<PendingRevision>(await clockAtOrBefore(client, this.#spec.start - 1n));
+    const window = new WatchWindow(client, {
+      start: this.#spec.start,
+      end: this.#spec.end,
+      highWaterEvents: this.#s.highWaterEvents,
+      log: this.#s.log,
+      onHead: this.#s.onHead,
+    });
+    let ended = false;
+    for await (const item of window.items(this.#stop)) {
+      if (item.kind === 'end') {
+        ended = true;
+        break;
+      }
+      if (item.kind === 'progress') {
+        this.#s.watermark.heard(this.#index, item.revision);
+        this.#s.onProgress();
+        continue;
+      }
+      await this.#onRevision(client, bracket, item.changes);
+    }
+    if (!ended || this.#stop.aborted) return;
+    await this.#lookup(client, bracket); // expiries near the window's end: their next clock lies beyond it
+    if (this.#stop.aborted) return;
+    this.#s.watermark.complete(this.#index);
+    this.#s.onProgress();
+  }
+
+  async #onRevision(client: Etcd3, bracket: ClockBracket<PendingRevision>, rev: RevisionChanges): Promise<void> {
+    const slot = this.#s.watermark.track(this.#index, rev.revision);
+    const decoded = decodeRevision(this.#ctx, rev);
+    const p: PendingRevision = { decoded, slot };
+    if (decoded.clockAt !== undefined) {
+      this.#s.clocks.add({ revision: rev.revision, at: decoded.clockAt });
+      for (const r of bracket.clock(rev.revision, decoded.clockAt)) await this.#emit(r.item, r.time);
+      await this.#emit(p, undefined);
+    } else if (decoded.events.some((e) => e.timeless)) {
+      const time = bracket.place(rev.revision, p, decoded.events.length);
+      if (time) await this.#emit(p, time);
+    } else {
+      await this.#emit(p, undefined);
+    }
+    // Bounded waiting: too many rows, or rows waiting too long, for the next clock → look it up.
+    if (bracket.pendingCount === 0) this.#pendingSince = undefined;
+    else this.#pendingSince ??= Date.now();
+    const waitedTooLong = this.#pendingSince !== undefined && Date.now() - this.#pendingSince > PENDING_LOOKUP_MS;
+    if (bracket.pendingRows > this.#s.bracketMaxPendingRows || waitedTooLong) {
+      await this.#lookup(client, bracket);
+      if (bracket.pendingCount === 0) this.#pendingSince = undefined;
+    }
+  }
+
+  /** Resolves the waiting revisions with the first clock after the newest of them. */
+  async #lookup(client: Etcd3, bracket: ClockBracket<PendingRevision>): Promise<void> {
+    const newest = bracket.newestPending;
+    if (newest === undefined) return;
+    const next = await firstClockAfter(client, newest, this.#stop);
+    if (!next) return;
+    for (const r of bracket.resolveWith(next)) await this.#emit(r.item, r.time);
+  }
+
+  async #emit(p: PendingRevision, time: TimeEstimate | undefined): Promise<void> {
+    const batch = finishRevision(p.decoded, time);
+    const events = batch.events.length;
+    if (batch.quarantine.length > 0) this.#s.metrics?.quarantined.inc({ cluster: this.#s.cluster }, batch.quarantine.length);
+    await this.#s.sink.add(batch, () => this.#s.onDurable(p.slot, events), this.#stop);
+  }
+}
