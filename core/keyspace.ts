@@ -47,13 +47,25 @@ export const markKey = (id: string): string => `${PREFIX.mark}${id}`;
 
 const DecimalString = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' });
 
+// Bounds that make every decoded number fit the audit columns (sql/001, 004),
+// so a value anyone wrote under /l/ can never stop capture: the token keeps
+// 16 bits for the epoch (epoch × 2^48 + R < 2^64), wall times are
+// DateTime64(3) (up to 2299-12-31), waits stay exact JS integers.
+export const EPOCH_MAX = 0xffff;
+export const WALL_TIME_MAX_MS = Date.UTC(2299, 11, 31, 23, 59, 59, 999);
+const Epoch = Type.Integer({ minimum: 0, maximum: EPOCH_MAX });
+const WallTimeMs = Type.Integer({ minimum: 0, maximum: WALL_TIME_MAX_MS });
+const Millis = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+
 export const HoldValueSchema = Type.Object({
   holder: Type.String({ minLength: 1 }),
   session: DecimalString, // the holder's lease id
   class: Type.String({ minLength: 1 }),
-  epoch: Type.Integer({ minimum: 0 }),
-  waitMs: Type.Integer({ minimum: 0 }),
-  at: Type.Integer({ minimum: 0 }), // grant wall time, ms since epoch
+  epoch: Epoch,
+  waitMs: Millis,
+  at: WallTimeMs, // grant wall time, ms since epoch
+  /** Proof of origin: the API's keyed MAC over key, hold and session (lock/holdProof.ts); absent on foreign writes. */
+  mac: Type.Optional(Type.String()),
 });
 export type HoldValue = Static<typeof HoldValueSchema>;
 
@@ -61,17 +73,17 @@ export const QueueValueSchema = Type.Object({
   holder: Type.String({ minLength: 1 }),
   session: DecimalString,
   class: Type.String({ minLength: 1 }),
-  at: Type.Integer({ minimum: 0 }),
+  at: WallTimeMs,
 });
 export type QueueValue = Static<typeof QueueValueSchema>;
 
 export const EpochValueSchema = Type.Object({
-  epoch: Type.Integer({ minimum: 0 }),
+  epoch: Epoch,
   clusterId: DecimalString,
 });
 export type EpochValue = Static<typeof EpochValueSchema>;
 
-export const ClockValueSchema = Type.Object({ at: Type.Integer({ minimum: 0 }) });
+export const ClockValueSchema = Type.Object({ at: WallTimeMs });
 export type ClockValue = Static<typeof ClockValueSchema>;
 
 /**
@@ -82,7 +94,7 @@ export type ClockValue = Static<typeof ClockValueSchema>;
 export const MarkValueSchema = Type.Object({
   kind: Type.Union([Type.Literal('release'), Type.Literal('session-close'), Type.Literal('epoch-advance')]),
   by: Type.String({ minLength: 1 }),
-  at: Type.Integer({ minimum: 0 }),
+  at: WallTimeMs,
   key: Type.Optional(Type.String()),
   session: Type.Optional(DecimalString),
 });
@@ -99,8 +111,8 @@ export const ForceRecordSchema = Type.Object({
   requester: Type.String({ minLength: 1 }),
   approver: Type.String({ minLength: 1 }),
   reason: Type.String({ minLength: 1 }),
-  requestedAt: Type.Integer({ minimum: 0 }),
-  approvedAt: Type.Integer({ minimum: 0 }),
+  requestedAt: WallTimeMs,
+  approvedAt: WallTimeMs,
   revokedSession: Type.Boolean(),
 });
 export type ForceRecord = Static<typeof ForceRecordSchema>;
@@ -141,13 +153,24 @@ export function classRuleViolations(c: LockClass): string[] {
 
 /** Decodes a JSON value against a schema; undefined (not an exception) when it does not fit. */
 export function decodeValue<S extends Type.TSchema>(schema: S, text: string): Static<S> | undefined {
+  const r = decodeChecked(schema, text);
+  return r.ok ? r.value : undefined;
+}
+
+export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+/** Like decodeValue, but says why a value does not fit, naming the first offending field (e.g. "/epoch must be <= 65535"). */
+export function decodeChecked<S extends Type.TSchema>(schema: S, text: string): Checked<Static<S>> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
-    return undefined;
+    return { ok: false, reason: 'not JSON' };
   }
-  return Value.Check(schema, parsed) ? (parsed as Static<S>) : undefined;
+  if (Value.Check(schema, parsed)) return { ok: true, value: parsed as Static<S> };
+  const first = Value.Errors(schema, parsed)[0];
+  if (!first) return { ok: false, reason: 'does not fit the schema' };
+  return { ok: false, reason: `${first.instancePath || '/'} ${first.message}` };
 }
 
 export type KeyKind =

@@ -3,9 +3,10 @@
 // *different* lock-operator approves. Approval is one txn: hold unchanged
 // since the request → delete it and put /sys/force/<id> (24 h lease).
 // Pending requests live in etcd (outside the tailed prefixes) on a 1 h lease,
-// so any API replica can approve them.
+// so any API replica can approve them. With revokeSession the holder's
+// session is then ended like a close (sessions.ts): its other holds deleted
+// with session-close markers, then the lease revoked.
 import { randomUUID } from 'node:crypto';
-import { EtcdLeaseInvalidError } from 'etcd3';
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../core/errors.js';
 import { decodeValue, HoldValueSchema, type ForceRecord, type LockClass } from '../core/keyspace.js';
@@ -149,13 +150,9 @@ export async function approveForceRelease(parts: LockParts, identity: string, id
   parts.waiters.notify(request.key);
   let revokedSession = false;
   if (request.revokeSession) {
-    try {
-      await parts.etcd.leaseRevoke(request.session);
-      parts.sessions.forget(request.session);
-      revokedSession = true;
-    } catch (err) {
-      if (!(err instanceof EtcdLeaseInvalidError)) throw err;
-    }
+    // The holder's other holds are deleted with session-close markers before the lease goes, so the
+    // log reads them as closed by this approval, not as lease expiries (a bare revoke leaves no marker).
+    revokedSession = (await parts.sessions.end(request.session, identity)) !== undefined;
   }
   parts.logger.info({ id, key: request.key, class: request.class, enforcement: request.enforcement, requester: request.requester, approver: identity, revokedSession }, 'force-release approved');
   return { id, status: 'approved', key: request.key, enforcement: request.enforcement, revision: String(res.header.revision), revokedSession };

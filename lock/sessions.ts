@@ -119,53 +119,100 @@ export class Sessions {
   }
 
   /**
-   * Close: one txn deletes every hold (and durable waiter) of the session
-   * with a `session-close` marker and the session's own records, then the
-   * lease is revoked. The txn requires the owner record unchanged (every
-   * grant touches it) and each hold still on this lease, so a grant racing
-   * the close makes it retry instead of leaving a hold to a silent revoke.
+   * Close: the session's own records go first (every grant txn requires the
+   * owner record, so no hold can be added after), then its holds and durable
+   * waiters are deleted in txns that each carry a `session-close` marker and
+   * fit etcd's default limits, then the lease is revoked — so every hold
+   * reads as closed, none as an expiry, however many the session had.
    */
   async close(identity: string, id: string): Promise<ClosedSession> {
-    const record = await this.get(identity, id);
+    await this.get(identity, id);
+    const closed = await this.end(id, identity);
+    if (!closed) throw notFound(id);
+    return closed;
+  }
+
+  /**
+   * Ends a session whoever asks (its owner closing it, or a force-release
+   * revoking it): records, then holds in marked batches, then the lease.
+   * undefined when the lease is already gone.
+   */
+  async end(id: string, by: string): Promise<ClosedSession | undefined> {
+    this.#cache.delete(id);
+    let revision = await this.#dropRecords(id);
+    if (revision === undefined) return undefined;
+    const released: string[] = [];
     for (let attempt = 0; attempt < 10; attempt++) {
-      const { kv } = await this.#etcd.get(this.#keys.session(id));
-      if (!kv) {
-        this.#cache.delete(id);
-        throw notFound(id);
-      }
       const info = await this.#etcd.leaseInfo(id);
-      if (!info) {
-        this.#cache.delete(id);
-        throw notFound(id);
-      }
-      const holds = info.keys.filter((k) => this.#keys.lockOf(k) !== undefined);
-      const queued = info.keys.filter((k) => k.startsWith(`${this.#keys.root}/q/`));
-      const compare = [cmp.mod(this.#keys.session(id), kv.modRevision), ...holds.map((k) => cmp.lease(k, id))];
-      const success = [
-        ...holds.map((k) => op.del(k)),
-        ...queued.map((k) => op.del(k)),
-        op.del(this.#keys.session(id)),
-        op.del(this.#keys.sessionIndex(identity, record.ttlSeconds)),
-      ];
-      if (holds.length + queued.length > 0) {
-        const mark: MarkValue = { kind: 'session-close', by: identity, at: Date.now(), session: id };
-        success.push(await this.#markers.put(mark));
-      }
-      let res;
-      try {
-        res = await this.#etcd.txn(compare, success);
-      } catch (err) {
-        if (err instanceof EtcdLeaseInvalidError) {
-          this.#markers.invalidate();
-          continue;
+      if (!info) break; // the lease ran out meanwhile: what is left expired
+      const keys = info.keys.filter((k) => this.#keys.lockOf(k) !== undefined || k.startsWith(`${this.#keys.root}/q/`));
+      if (keys.length === 0) break;
+      let raced = false;
+      for (const batch of closeBatches(keys)) {
+        const res = await this.#markedTxn(id, by, batch);
+        if (!res) {
+          raced = true; // a key left the lease meanwhile (released by its holder): read the lease again
+          break;
         }
-        throw err;
+        revision = res;
+        for (const k of batch) {
+          const lock = this.#keys.lockOf(k);
+          if (lock !== undefined) released.push(lock);
+        }
       }
-      if (!res.succeeded) continue;
-      this.#cache.delete(id);
+      if (!raced) break;
+    }
+    try {
       await this.#etcd.leaseRevoke(id);
-      return { id, released: holds.map((k) => this.#keys.lockOf(k) as string), revision: String(res.header.revision) };
+    } catch (err) {
+      if (!(err instanceof EtcdLeaseInvalidError)) throw err;
+    }
+    return { id, released, revision };
+  }
+
+  /** Deletes the owner record and its index; the revision, or undefined when the session is gone. */
+  async #dropRecords(id: string): Promise<string | undefined> {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const { kv, header } = await this.#etcd.get(this.#keys.session(id));
+      if (!kv) return (await this.#etcd.leaseInfo(id)) ? String(header.revision) : undefined;
+      const record = decodeValue(SessionRecordSchema, kv.value);
+      const success = [op.del(this.#keys.session(id))];
+      if (record) success.push(op.del(this.#keys.sessionIndex(record.identity, record.ttlSeconds)));
+      // Every grant touches the record: a grant racing us makes this retry, and none can follow it.
+      const res = await this.#etcd.txn([cmp.mod(this.#keys.session(id), kv.modRevision)], success);
+      if (res.succeeded) return String(res.header.revision);
     }
     throw new LockauditError('LOCKAUDIT_ERR_INTERNAL', `session ${id}: the close kept racing grants; try again`);
   }
+
+  /** One batch: each key still on this lease → delete them all with one session-close marker. */
+  async #markedTxn(id: string, by: string, batch: readonly string[]): Promise<string | undefined> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const mark: MarkValue = { kind: 'session-close', by, at: Date.now(), session: id };
+      try {
+        const res = await this.#etcd.txn(
+          batch.map((k) => cmp.lease(k, id)),
+          [...batch.map((k) => op.del(k)), await this.#markers.put(mark)],
+        );
+        return res.succeeded ? String(res.header.revision) : undefined;
+      } catch (err) {
+        if (!(err instanceof EtcdLeaseInvalidError) || attempt > 0) throw err;
+        this.#markers.invalidate(); // the marker lease is gone (e.g. after a restore): a new one
+      }
+    }
+    return undefined;
+  }
+}
+
+/**
+ * etcd's defaults allow 128 ops in each part of a txn and 1.5 MiB a request;
+ * a batch of 100 deletes (keys ≤ ~600 bytes) plus its marker stays well
+ * inside both.
+ */
+export const CLOSE_BATCH_KEYS = 100;
+
+export function closeBatches(keys: readonly string[], size = CLOSE_BATCH_KEYS): string[][] {
+  const batches: string[][] = [];
+  for (let i = 0; i < keys.length; i += size) batches.push(keys.slice(i, i + size));
+  return batches;
 }

@@ -15,12 +15,14 @@ import {
   PREFIX,
   QueueValueSchema,
   classifyKey,
+  decodeChecked,
   decodeValue,
   type ForceRecord,
   type HoldValue,
+  type KeyKind,
   type MarkValue,
 } from '../core/keyspace.js';
-import { makeToken } from '../core/token.js';
+import { makeToken, parseToken } from '../core/token.js';
 import type { Change, GrantRow, GrantSide, QuarantineRow, RevisionChanges, RowBatch } from './types.js';
 
 export interface DecodedEvent {
@@ -140,164 +142,208 @@ function applyGrant(row: AuditEventRow, g: GrantSide): void {
   row.wait_ms = g.wait_ms;
 }
 
-/** Decodes the changes of one revision. Pure: the same input always gives the same rows. */
+/** One change being decoded: its row (filled in place) and what the revision says about it. */
+interface Step {
+  ctx: DecodeContext;
+  revision: string;
+  c: Change;
+  ev: DecodedEvent;
+  marks: RevisionMarks;
+  out: DecodedRevision;
+}
+
+/** A decoder's verdict: undefined when the change was understood, else the quarantine reason. */
+type Reason = string | undefined;
+
+function timed(ev: DecodedEvent, type: EventType, at: number): void {
+  ev.row.event_type = type;
+  ev.row.wall_time = at;
+  ev.timeless = false;
+}
+
+/** Why a value does not fit, naming the field: "hold value /epoch must be <= 65535". */
+function misfit(what: string, reason: string): string {
+  return `${what} ${reason}`;
+}
+
+type HoldKind = Extract<KeyKind, { kind: 'hold' }>;
+type QueueKind = Extract<KeyKind, { kind: 'queue' }>;
+type ClassKind = Extract<KeyKind, { kind: 'class' }>;
+
+function decodeHold(s: Step, kind: HoldKind): Reason {
+  const { c, ev } = s;
+  const row = ev.row;
+  row.namespace = kind.namespace;
+  row.lock_path = kind.path;
+  if (c.type === 'put') {
+    const hold = decodeChecked(HoldValueSchema, c.kv.value);
+    if (!hold.ok) return misfit('hold value', hold.reason);
+    const g = grantSide(kind, hold.value, s.revision, true);
+    applyGrant(row, g);
+    timed(ev, 'grant', hold.value.at);
+    ev.grant = g;
+    return undefined;
+  }
+  if (!c.prev) return 'hold deleted without a previous value: cannot name the grant it ends';
+  const hold = decodeChecked(HoldValueSchema, c.prev.value);
+  if (!hold.ok) return misfit('previous hold value', hold.reason);
+  const grantRevision = c.prev.modRevision;
+  const g = grantSide(kind, hold.value, grantRevision, s.ctx.startKnown(BigInt(grantRevision)));
+  applyGrant(row, g);
+  ev.grant = g;
+  classifyHoldEnd(s, kind.lock, hold.value);
+  ev.endKind = END_KIND_BY_EVENT[row.event_type];
+  return undefined;
+}
+
+/** Why a hold ended: by the marker or force record at its revision; none → lease expiry. */
+function classifyHoldEnd(s: Step, lock: string, hold: HoldValue): void {
+  const { marks, ev } = s;
+  const force = marks.forceByLock.get(lock);
+  const release = marks.releaseByLock.get(lock);
+  const close = marks.sessionClose.find((m) => m.session === undefined || m.session === hold.session);
+  if (force) timed(ev, 'force-release', force.approvedAt);
+  else if (release) timed(ev, 'release', release.at);
+  else if (close) timed(ev, 'session-close', close.at);
+  else if (marks.epochAdvance) timed(ev, 'epoch-release', marks.epochAdvance.at);
+  else {
+    ev.row.event_type = 'expiry';
+    ev.lowerBoundMs = hold.at;
+  }
+}
+
+function decodeQueue(s: Step, kind: QueueKind): Reason {
+  const { c, ev } = s;
+  const row = ev.row;
+  row.namespace = kind.namespace;
+  row.lock_path = kind.path;
+  const text = c.type === 'put' ? c.kv.value : c.prev?.value;
+  if (text === undefined) {
+    row.event_type = 'queue-leave'; // a delete without its previous value still is a leave
+    return undefined;
+  }
+  const q = decodeChecked(QueueValueSchema, text);
+  if (!q.ok) return misfit('queue value', q.reason);
+  row.holder = q.value.holder;
+  row.session = q.value.session;
+  row.class = q.value.class;
+  if (c.type === 'put') timed(ev, 'queue-enter', q.value.at);
+  else row.event_type = 'queue-leave';
+  return undefined;
+}
+
+function decodeEpoch(s: Step): Reason {
+  if (s.c.type === 'delete') return '/sys/epoch deleted';
+  const e = decodeChecked(EpochValueSchema, s.c.kv.value);
+  if (!e.ok) return misfit('epoch value', e.reason);
+  s.ev.row.event_type = 'epoch-advance';
+  s.ev.row.epoch = e.value.epoch;
+  return undefined;
+}
+
+function decodeClock(s: Step): Reason {
+  if (s.c.type === 'delete') {
+    s.ev.row.event_type = 'clock';
+    return undefined;
+  }
+  const v = decodeChecked(ClockValueSchema, s.c.kv.value);
+  if (!v.ok) return misfit('clock value', v.reason);
+  timed(s.ev, 'clock', v.value.at);
+  s.out.clockAt = v.value.at;
+  return undefined;
+}
+
+function decodeClass(s: Step, kind: ClassKind): Reason {
+  s.ev.row.class = kind.name;
+  if (s.c.type === 'put') {
+    const cls = decodeChecked(LockClassSchema, s.c.kv.value);
+    if (!cls.ok) return misfit('class value', cls.reason);
+  }
+  s.ev.row.event_type = 'class-change';
+  return undefined;
+}
+
+function decodeMark(s: Step): Reason {
+  if (s.c.type === 'delete') {
+    s.ev.row.event_type = 'marker'; // the marker's own lease ran out
+    return undefined;
+  }
+  const m = decodeChecked(MarkValueSchema, s.c.kv.value);
+  if (!m.ok) return misfit('mark value', m.reason);
+  s.ev.row.holder = m.value.by;
+  s.ev.row.session = m.value.session ?? '';
+  timed(s.ev, 'marker', m.value.at);
+  return undefined;
+}
+
+function decodeForce(s: Step): Reason {
+  if (s.c.type === 'delete') {
+    s.ev.row.event_type = 'force-record';
+    return undefined;
+  }
+  const f = decodeChecked(ForceRecordSchema, s.c.kv.value);
+  if (!f.ok) return misfit('force record', f.reason);
+  if (parseToken(f.value.token) === undefined) return 'force record /token does not fit 64 bits';
+  const row = s.ev.row;
+  row.holder = f.value.holder;
+  row.session = f.value.session;
+  row.class = f.value.class;
+  row.token = f.value.token;
+  timed(s.ev, 'force-record', f.value.approvedAt);
+  return undefined;
+}
+
+function decodeChange(s: Step, kind: KeyKind): Reason {
+  switch (kind.kind) {
+    case 'hold':
+      return decodeHold(s, kind);
+    case 'queue':
+      return decodeQueue(s, kind);
+    case 'epoch':
+      return decodeEpoch(s);
+    case 'clock':
+      return decodeClock(s);
+    case 'class':
+      return decodeClass(s, kind);
+    case 'mark':
+      return decodeMark(s);
+    case 'force':
+      return decodeForce(s);
+    case 'election':
+      return undefined; // the tailers' own election: kept as 'other', not quarantined
+    case 'other':
+      return isCaptured(s.c.kv.key) ? 'key does not fit the lock keyspace layout' : 'key outside the watched prefixes';
+  }
+}
+
+/**
+ * Decodes the changes of one revision. Pure: the same input always gives the
+ * same rows. Never throws: a change no decoder can take keeps its raw row
+ * (type 'other') and is quarantined with the reason, and capture goes on.
+ */
 export function decodeRevision(ctx: DecodeContext, input: RevisionChanges): DecodedRevision {
   const revision = input.revision.toString(10);
   const marks = collectMarks(input.changes);
   const out: DecodedRevision = { revision: input.revision, events: [], quarantine: [] };
-  const quarantine = (c: Change, reason: string): void => {
-    out.quarantine.push({ cluster: ctx.cluster, revision, key: c.kv.key, op: c.type, value: c.type === 'put' ? c.kv.value : (c.prev?.value ?? ''), reason });
-  };
-
   for (const c of input.changes) {
-    const row = baseRow(ctx.cluster, revision, c);
-    const ev: DecodedEvent = { row, timeless: true };
-    const kind = classifyKey(c.kv.key);
-    const timed = (type: EventType, at: number): void => {
-      row.event_type = type;
-      row.wall_time = at;
-      ev.timeless = false;
-    };
-
-    switch (kind.kind) {
-      case 'hold': {
-        row.namespace = kind.namespace;
-        row.lock_path = kind.path;
-        if (c.type === 'put') {
-          const hold = decodeValue(HoldValueSchema, c.kv.value);
-          if (!hold) {
-            quarantine(c, 'hold value does not match HoldValueSchema');
-            break;
-          }
-          const g = grantSide(kind, hold, revision, true);
-          applyGrant(row, g);
-          timed('grant', hold.at);
-          ev.grant = g;
-          break;
-        }
-        if (!c.prev) {
-          quarantine(c, 'hold deleted without a previous value: cannot name the grant it ends');
-          break;
-        }
-        const hold = decodeValue(HoldValueSchema, c.prev.value);
-        if (!hold) {
-          quarantine(c, 'previous hold value does not match HoldValueSchema');
-          break;
-        }
-        const grantRevision = c.prev.modRevision;
-        const g = grantSide(kind, hold, grantRevision, ctx.startKnown(BigInt(grantRevision)));
-        applyGrant(row, g);
-        ev.grant = g;
-        const force = marks.forceByLock.get(kind.lock);
-        const release = marks.releaseByLock.get(kind.lock);
-        const close = marks.sessionClose.find((m) => m.session === undefined || m.session === hold.session);
-        if (force) timed('force-release', force.approvedAt);
-        else if (release) timed('release', release.at);
-        else if (close) timed('session-close', close.at);
-        else if (marks.epochAdvance) timed('epoch-release', marks.epochAdvance.at);
-        else {
-          row.event_type = 'expiry';
-          ev.lowerBoundMs = hold.at;
-        }
-        ev.endKind = END_KIND_BY_EVENT[row.event_type];
-        break;
-      }
-      case 'queue': {
-        row.namespace = kind.namespace;
-        row.lock_path = kind.path;
-        const text = c.type === 'put' ? c.kv.value : c.prev?.value;
-        const q = text === undefined ? undefined : decodeValue(QueueValueSchema, text);
-        if (!q) {
-          if (c.type === 'put' || text !== undefined) {
-            quarantine(c, 'queue value does not match QueueValueSchema');
-            break;
-          }
-          row.event_type = 'queue-leave'; // a delete without its previous value still is a leave
-          break;
-        }
-        row.holder = q.holder;
-        row.session = q.session;
-        row.class = q.class;
-        if (c.type === 'put') timed('queue-enter', q.at);
-        else row.event_type = 'queue-leave';
-        break;
-      }
-      case 'epoch': {
-        if (c.type === 'delete') {
-          quarantine(c, '/sys/epoch deleted');
-          break;
-        }
-        const e = decodeValue(EpochValueSchema, c.kv.value);
-        if (!e) {
-          quarantine(c, 'epoch value does not match EpochValueSchema');
-          break;
-        }
-        row.event_type = 'epoch-advance';
-        row.epoch = e.epoch;
-        break;
-      }
-      case 'clock': {
-        if (c.type === 'delete') {
-          row.event_type = 'clock';
-          break;
-        }
-        const v = decodeValue(ClockValueSchema, c.kv.value);
-        if (!v) {
-          quarantine(c, 'clock value does not match ClockValueSchema');
-          break;
-        }
-        timed('clock', v.at);
-        out.clockAt = v.at;
-        break;
-      }
-      case 'class': {
-        row.class = kind.name;
-        if (c.type === 'put' && !decodeValue(LockClassSchema, c.kv.value)) {
-          quarantine(c, 'class value does not match LockClassSchema');
-          break;
-        }
-        row.event_type = 'class-change';
-        break;
-      }
-      case 'mark': {
-        if (c.type === 'delete') {
-          row.event_type = 'marker'; // the marker's own lease ran out
-          break;
-        }
-        const m = decodeValue(MarkValueSchema, c.kv.value);
-        if (!m) {
-          quarantine(c, 'mark value does not match MarkValueSchema');
-          break;
-        }
-        row.holder = m.by;
-        row.session = m.session ?? '';
-        timed('marker', m.at);
-        break;
-      }
-      case 'force': {
-        if (c.type === 'delete') {
-          row.event_type = 'force-record';
-          break;
-        }
-        const f = decodeValue(ForceRecordSchema, c.kv.value);
-        if (!f) {
-          quarantine(c, 'force record does not match ForceRecordSchema');
-          break;
-        }
-        row.holder = f.holder;
-        row.session = f.session;
-        row.class = f.class;
-        row.token = f.token;
-        timed('force-record', f.approvedAt);
-        break;
-      }
-      case 'election':
-        break; // the tailers' own election: kept as 'other', not quarantined
-      case 'other':
-        quarantine(c, isCaptured(c.kv.key) ? 'key does not fit the lock keyspace layout' : 'key outside the watched prefixes');
-        break;
+    const ev: DecodedEvent = { row: baseRow(ctx.cluster, revision, c), timeless: true };
+    let reason: Reason;
+    let decoded = ev;
+    try {
+      reason = decodeChange({ ctx, revision, c, ev, marks, out }, classifyKey(c.kv.key));
+    } catch (err) {
+      // A value no check foresaw: its raw row, nothing half-decoded.
+      decoded = { row: baseRow(ctx.cluster, revision, c), timeless: true };
+      reason = `decoder failed: ${err instanceof Error ? err.message : String(err)}`;
     }
-    out.events.push(ev);
+    if (reason !== undefined) {
+      decoded.row.event_type = 'other';
+      delete decoded.grant;
+      delete decoded.endKind;
+      decoded.timeless = true;
+      out.quarantine.push({ cluster: ctx.cluster, revision, key: c.kv.key, op: c.type, value: c.type === 'put' ? c.kv.value : (c.prev?.value ?? ''), reason });
+    }
+    out.events.push(decoded);
   }
   return out;
 }

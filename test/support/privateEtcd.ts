@@ -12,7 +12,12 @@ export interface PrivateEtcd {
   stop(): Promise<void>;
 }
 
-export async function startPrivateEtcd(clientPort: number, peerPort: number): Promise<PrivateEtcd> {
+export interface PrivateEtcdOptions {
+  /** Keep etcd's default limits (128 ops a txn, 1.5 MiB a request) instead of the raised ones. */
+  defaultLimits?: boolean;
+}
+
+export async function startPrivateEtcd(clientPort: number, peerPort: number, options: PrivateEtcdOptions = {}): Promise<PrivateEtcd> {
   const tmp = tempDir('lockaudit-etcd-');
   const proc: ChildProcess = spawn(
     ETCD,
@@ -24,8 +29,7 @@ export async function startPrivateEtcd(clientPort: number, peerPort: number): Pr
       `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
       `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
       `--initial-cluster=p${clientPort}=http://127.0.0.1:${peerPort}`,
-      '--max-txn-ops=65536',
-      '--max-request-bytes=33554432',
+      ...(options.defaultLimits ? [] : ['--max-txn-ops=65536', '--max-request-bytes=33554432']),
       '--watch-progress-notify-interval=5s',
       '--log-level=error',
     ],

@@ -103,4 +103,81 @@ describe('decoder', () => {
     assert.deepEqual(bracketFor({ lowerMs: undefined, upperMs: 10 }), { estimate: 10, errorMs: UNKNOWN_ERROR_MS });
     assert.deepEqual(bracketFor({ lowerMs: 10, upperMs: 5 }), { estimate: 10, errorMs: 0 });
   });
+
+  describe('values that do not fit the columns', () => {
+    const raw = (v: Record<string, unknown>) => JSON.stringify({ holder: 'x', session: '1', class: 'c', epoch: 1, waitMs: 0, at: 1_000, ...v });
+    const cases: Array<[string, Record<string, unknown>, string]> = [
+      ['the issue\'s value', { epoch: 70000, waitMs: 1e21, at: 0 }, '/epoch'],
+      ['epoch beyond the token\'s 16 bits', { epoch: 65536 }, '/epoch'],
+      ['epoch beyond UInt32', { epoch: 2 ** 32 }, '/epoch'],
+      ['waitMs beyond a safe integer', { waitMs: 1e21 }, '/waitMs'],
+      ['negative waitMs', { waitMs: -1 }, '/waitMs'],
+      ['fractional waitMs', { waitMs: 1.5 }, '/waitMs'],
+      ['at beyond DateTime64', { at: 1e16 }, '/at'],
+      ['negative at', { at: -5 }, '/at'],
+    ];
+    for (const [name, value, field] of cases) {
+      it(`quarantines a hold put with ${name}, naming ${field}, and keeps its raw row`, () => {
+        const d = decodeRevision(ctx, { revision: 70n, changes: [put('/l/ns/a', raw(value), '70')] });
+        assert.equal(d.events.length, 1);
+        assert.equal(d.events[0]?.row.event_type, 'other');
+        assert.equal(d.events[0]?.row.value, raw(value));
+        assert.equal(d.events[0]?.grant, undefined);
+        assert.equal(d.quarantine.length, 1);
+        assert.match(d.quarantine[0]?.reason ?? '', new RegExp(`hold value ${field}\\b`));
+        assert.doesNotThrow(() => finishRevision(d, { lowerMs: 0, upperMs: 10 }));
+      });
+    }
+
+    it('quarantines the delete of such a hold (named from its previous value)', () => {
+      const d = decodeRevision(ctx, { revision: 71n, changes: [del('/l/ns/a', '71', kv('/l/ns/a', raw({ epoch: 70000 }), '70'))] });
+      assert.equal(d.events[0]?.row.event_type, 'other');
+      assert.equal(d.events[0]?.endKind, undefined);
+      assert.match(d.quarantine[0]?.reason ?? '', /previous hold value \/epoch/);
+    });
+
+    it('quarantines out-of-range numbers in every other kind of value, naming the field', () => {
+      const force = JSON.stringify({ id: 'f', key: 'ns/a', holder: 'h', session: '2', token: '99999999999999999999', class: 'c', enforcement: 'fenced', requester: 'r', approver: 'a', reason: 'x', requestedAt: 1, approvedAt: 2, revokedSession: false });
+      const d = decodeRevision(ctx, {
+        revision: 72n,
+        changes: [
+          put('/q/ns/a/9', JSON.stringify({ holder: 'h', session: '9', class: 'c', at: 1e300 }), '72'),
+          put('/sys/epoch', JSON.stringify({ epoch: 70000, clusterId: '1' }), '72'),
+          put('/sys/clock', JSON.stringify({ at: -1 }), '72'),
+          put('/sys/mark/m', mark('release', { at: 1e20, key: 'ns/a' }), '72'),
+          put('/sys/force/f', force, '72'),
+        ],
+      });
+      assert.deepEqual(d.events.map((e) => e.row.event_type), ['other', 'other', 'other', 'other', 'other']);
+      assert.equal(d.clockAt, undefined);
+      assert.deepEqual(
+        d.quarantine.map((q) => q.reason.split(' ').slice(0, 3).join(' ')),
+        ['queue value /at', 'epoch value /epoch', 'clock value /at', 'mark value /at', 'force record /token'],
+      );
+    });
+
+    it('never throws: a grant revision beyond the token\'s 48 bits is quarantined, not thrown', () => {
+      const rev = (1n << 48n).toString();
+      const d = decodeRevision(ctx, { revision: 1n << 48n, changes: [put('/l/ns/a', raw({}), rev)] });
+      assert.equal(d.events[0]?.row.event_type, 'other');
+      assert.equal(d.events[0]?.grant, undefined);
+      assert.match(d.quarantine[0]?.reason ?? '', /^decoder failed: revision/);
+    });
+
+    it('never throws on arbitrary values under any key kind', () => {
+      const keys = ['/l/ns/a', '/q/ns/a/7', '/sys/epoch', '/sys/clock', '/sys/class/c', '/sys/mark/m', '/sys/force/f', '/sys/election/x', '/l/bad', '/zzz'];
+      const values = ['', 'null', '[]', '1e999', '"x"', '{"epoch":-0}', '{"at":1e21}', raw({ holder: '' }), raw({ session: '123456789012345678901' }), raw({ epoch: '1' }), raw({ at: null }), '{"kind":"session-close","by":"a","at":1}'];
+      let n = 0;
+      for (const key of keys)
+        for (const value of values)
+          for (const type of ['put', 'delete'] as const) {
+            const change: Change = type === 'put' ? put(key, value, '80') : del(key, '80', kv(key, value, '3'));
+            const d = decodeRevision(ctx, { revision: 80n, changes: [change, put('/sys/mark/m2', value, '80'), put('/sys/force/f2', value, '80')] });
+            assert.equal(d.events.length, 3);
+            finishRevision(d, undefined);
+            n += 1;
+          }
+      assert.equal(n, keys.length * values.length * 2);
+    });
+  });
 });
