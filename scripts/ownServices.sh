@@ -1,7 +1,9 @@
 # Sourced by test.sh and bench.sh: build, then start the project's services
 # fresh on a port block and data dir of the caller's own, and stop them on exit.
 # usage: own_services DATA_DIR PORT_BASE
+source scripts/node.sh
 own_services() {
+  use_supported_node
   [ -d node_modules ] || npm install --no-audit --no-fund
   # The CLI tests run the compiled dist/, the console tests the built console: build both from the current source.
   npm run --silent build >/dev/null
