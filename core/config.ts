@@ -25,6 +25,7 @@ export const FileConfigSchema = Type.Object(
     dataDir: Type.Optional(Type.String({ minLength: 1, description: 'Where local data lives (embedded ClickHouse, service data, spools). Default ./.lockaudit' })),
     host: Type.Optional(Type.String({ minLength: 1, description: 'API listen address. Default 127.0.0.1' })),
     port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'API port. Default 8080' })),
+    shutdownTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000, description: 'How long a stopping process waits for its roles to drain before it exits non-zero, naming what did not. Default 20000' })),
     logLevel: Type.Optional(Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')])),
     etcd: Type.Optional(Type.Array(EtcdClusterSchema, { minItems: 1, description: 'etcd clusters to serve and tail. Default: the local one.' })),
     clickhouse: Type.Optional(
@@ -113,6 +114,7 @@ export interface Config {
   host: string;
   port: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  shutdownTimeoutMs: number;
   etcd: { clusters: EtcdCluster[]; local: boolean };
   clickhouse: ClickHouseTarget;
   s3: { endpoint: string; accessKey: string; secretKey: string; region: string; historyBucket: string; archiveBucket: string; local: boolean };
@@ -157,6 +159,7 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_HOST', path: ['host'], parse: asString, doc: 'API listen address (default 127.0.0.1)' },
   { name: 'LOCKAUDIT_PORT', path: ['port'], parse: asInteger, doc: 'API port (default 8080)' },
   { name: 'LOCKAUDIT_LOG_LEVEL', path: ['logLevel'], parse: asString, doc: 'fatal|error|warn|info|debug|trace|silent (default info)' },
+  { name: 'LOCKAUDIT_SHUTDOWN_TIMEOUT_MS', path: ['shutdownTimeoutMs'], parse: asInteger, doc: 'how long SIGTERM/SIGINT waits for roles to drain before exiting 1 (default 20000)' },
   { name: 'LOCKAUDIT_ETCD', path: ['etcd'], parse: parseEtcdClusters, doc: 'clusters as name=url[,url…][;name=url…] (default: the local one)' },
   { name: 'LOCKAUDIT_CLICKHOUSE_URL', path: ['clickhouse', 'url'], parse: asString, doc: 'ClickHouse server URL (absent: embedded chdb)' },
   { name: 'LOCKAUDIT_CLICKHOUSE_DATABASE', path: ['clickhouse', 'database'], parse: asString, doc: 'database (default lockaudit)' },
@@ -343,6 +346,7 @@ function resolve(file: FileConfig, cwd: string): Config {
     host: file.host ?? '127.0.0.1',
     port: file.port ?? 8080,
     logLevel: file.logLevel ?? 'info',
+    shutdownTimeoutMs: file.shutdownTimeoutMs ?? 20_000,
     etcd: { clusters: file.etcd ?? [localEtcd], local: file.etcd === undefined },
     clickhouse,
     s3: {

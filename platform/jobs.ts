@@ -40,8 +40,24 @@ export function workerRedisConnection(url: string): Redis {
   return new Redis(url, { maxRetriesPerRequest: null, lazyConnect: true, connectTimeout: 3_000, retryStrategy: (times) => Math.min(200 * times, 5_000) });
 }
 
+/**
+ * A Redis client with no 'error' listener has ioredis print "[ioredis] Unhandled error event" with a
+ * stack at every reconnect attempt; this routes them through the logger instead, once per outage.
+ */
+export function logRedisErrors(redis: Redis, logger: Runtime['logger'], name: string): Redis {
+  let reported = false;
+  redis.on('error', (err: Error) => {
+    if (!reported) logger.warn({ connection: name, err: err.message }, 'redis connection error (reconnecting)');
+    reported = true;
+  });
+  redis.on('ready', () => {
+    reported = false;
+  });
+  return redis;
+}
+
 export async function startWorkerRole(runtime: Runtime, queues: readonly JobQueue[], services: readonly BackgroundService[] = []): Promise<RoleHandle> {
-  const connection = workerRedisConnection(runtime.config.redis.url);
+  const connection = logRedisErrors(workerRedisConnection(runtime.config.redis.url), runtime.logger, 'worker');
   await connection.connect();
   const prefix = runtime.config.queuePrefix;
   for (const q of queues) {
@@ -56,7 +72,7 @@ export async function startWorkerRole(runtime: Runtime, queues: readonly JobQueu
   // BullMQ closes only connections it creates: the ones passed in are closed here, at the end.
   const owned: Redis[] = [];
   const workers = queues.map((q) => {
-    const own = connection.duplicate();
+    const own = logRedisErrors(connection.duplicate(), runtime.logger, `worker:${q.name}`);
     owned.push(own);
     return new Worker(q.name, q.processor(runtime), { connection: own, prefix, concurrency: q.concurrency ?? 1 });
   });
