@@ -24,6 +24,7 @@ export const errorCatalog = {
   LOCKAUDIT_ERR_LOCK_NOT_GRANTED: { status: 409, description: 'The lock was not granted within waitMs; someone else holds it.' },
   LOCKAUDIT_ERR_LOCK_ALREADY_HELD: { status: 409, description: 'This session already holds (or waits for) the key; re-entrant counting belongs to the client.' },
   LOCKAUDIT_ERR_LOCK_LEAK: { status: 409, description: 'The caller already holds the key under a different session: a leaked hold, not contention.' },
+  LOCKAUDIT_ERR_LOCK_ABANDONED: { status: 408, description: 'The caller disconnected while its acquire waited; the wait ended and nothing was granted (no one reads this response).' },
   LOCKAUDIT_ERR_LOCK_NOT_HOLDER: { status: 409, description: 'The session and token do not match the current hold (it was released, expired or force-released).' },
   LOCKAUDIT_ERR_LOCK_NOT_HELD: { status: 404, description: 'Nobody holds the key.' },
   LOCKAUDIT_ERR_LOCK_SEALED: { status: 503, description: 'The etcd cluster id differs from /sys/epoch (a restored cluster): grants are refused until an epoch advance.' },
