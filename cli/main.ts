@@ -18,6 +18,7 @@ import { registerSpool } from './spool.js';
 import { registerExportCommands } from './exportCommands.js';
 import { startDemoWorkload, type DemoOptions } from './demo.js';
 import { integer } from './flags.js';
+import { assertPortFree, isAddressInUse, portInUse } from './portCheck.js';
 import { closeAll, openRuntime, runUntilSignal, type RoleHandle } from '../platform/runtime.js';
 
 const progress = (message: string): void => {
@@ -41,6 +42,10 @@ async function withStore<T>(config: Config, fn: (store: AuditStore) => Promise<T
 }
 
 async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: DemoOptions }): Promise<void> {
+  if (names.includes('api')) {
+    const { host, port } = loadConfig();
+    await assertPortFree(host, port);
+  }
   const runtime = await openRuntime({ buckets: options.buckets });
   const handles: RoleHandle[] = [];
   try {
@@ -49,7 +54,8 @@ async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: D
     if (options.demo && api) handles.push(await startDemoWorkload(runtime, api.url, options.demo));
   } catch (err) {
     await closeAll(runtime, handles);
-    throw err;
+    // Taken between the check above and the listen: the same one line.
+    throw isAddressInUse(err) ? portInUse(runtime.config.host, runtime.config.port, err) : err;
   }
   await runUntilSignal(runtime, handles);
 }

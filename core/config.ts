@@ -87,6 +87,9 @@ export const FileConfigSchema = Type.Object(
     dataDir: Type.Optional(Type.String({ minLength: 1, default: './.lockaudit', description: 'Where local data lives (embedded ClickHouse, service data, spools).' })),
     host: Type.Optional(Type.String({ minLength: 1, default: '127.0.0.1', description: 'API listen address.' })),
     port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, default: 8080, description: 'API port.' })),
+    shutdownTimeoutMs: Type.Optional(
+      Type.Integer({ minimum: 100, maximum: 600_000, default: 20_000, description: 'How long a stopping process waits for its roles to drain before it exits non-zero, naming what did not.' }),
+    ),
     logLevel: Type.Optional(LogLevelSchema),
     etcd: Type.Optional(Type.Array(EtcdClusterSchema, { minItems: 1, description: 'etcd clusters to serve and tail; absent means the local one.' })),
     clickhouse: Type.Optional(ClickHouseSchema),
@@ -124,7 +127,7 @@ export type ReportSettings = Settled<Static<typeof ReportsSchema>>;
 export type LogLevel = Static<typeof LogLevelSchema>;
 
 /** The effective configuration: the file schema's settings with defaults filled in, plus what is derived from them. */
-export interface Config extends Settled<Pick<FileConfig, 'dataDir' | 'host' | 'port' | 'queuePrefix'>> {
+export interface Config extends Settled<Pick<FileConfig, 'dataDir' | 'host' | 'port' | 'shutdownTimeoutMs' | 'queuePrefix'>> {
   logLevel: LogLevel;
   etcd: { clusters: EtcdCluster[]; local: boolean };
   clickhouse: ClickHouseTarget;
@@ -140,6 +143,7 @@ interface SchemaDefaults {
   dataDir: string;
   host: string;
   port: number;
+  shutdownTimeoutMs: number;
   logLevel: LogLevel;
   queuePrefix: string;
   clickhouse: { database: string };
@@ -168,6 +172,7 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_DATA_DIR', path: ['dataDir'], parse: asString },
   { name: 'LOCKAUDIT_HOST', path: ['host'], parse: asString },
   { name: 'LOCKAUDIT_PORT', path: ['port'], parse: asInteger },
+  { name: 'LOCKAUDIT_SHUTDOWN_TIMEOUT_MS', path: ['shutdownTimeoutMs'], parse: asInteger },
   { name: 'LOCKAUDIT_LOG_LEVEL', path: ['logLevel'], parse: asString },
   { name: 'LOCKAUDIT_ETCD', path: ['etcd'], parse: parseEtcdClusters },
   { name: 'LOCKAUDIT_CLICKHOUSE_URL', path: ['clickhouse', 'url'], parse: asString },
@@ -355,6 +360,7 @@ function resolve(input: FileConfig, cwd: string): Config {
     dataDir,
     host: file.host,
     port: file.port,
+    shutdownTimeoutMs: file.shutdownTimeoutMs,
     logLevel: file.logLevel,
     etcd: { clusters: file.etcd ?? [localEtcd], local: file.etcd === undefined },
     clickhouse,

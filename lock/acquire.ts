@@ -19,6 +19,11 @@ export interface AcquireInput {
   session: string;
   className: string;
   waitMs: number;
+  /**
+   * Aborted when the caller is gone (its HTTP connection closed): the wait ends at once and nothing
+   * is granted to nobody — a grant whose txn was already in flight is taken back with a release marker.
+   */
+  signal?: AbortSignal;
 }
 
 export interface Grant {
@@ -44,10 +49,15 @@ const REASON_BY_CODE: Record<string, RefusalReason> = {
   LOCKAUDIT_ERR_LOCK_ALREADY_HELD: 'already-held',
   LOCKAUDIT_ERR_LOCK_LEAK: 'leak',
   LOCKAUDIT_ERR_SPOOL_WRITE: 'spool',
+  LOCKAUDIT_ERR_LOCK_ABANDONED: 'abandoned',
 };
 
 function notGranted(key: string, waitMs: number): LockauditError {
   return new LockauditError('LOCKAUDIT_ERR_LOCK_NOT_GRANTED', `${key}: held by someone else and not released within waitMs ${waitMs}`);
+}
+
+function abandoned(key: string): LockauditError {
+  return new LockauditError('LOCKAUDIT_ERR_LOCK_ABANDONED', `${key}: the caller disconnected while waiting; nothing was granted`);
 }
 
 /** The class must govern the key's namespace, and the session's TTL must be the class's (a hold lives on its session's lease). */
@@ -141,11 +151,22 @@ async function grantLoop(parts: LockParts, input: AcquireInput, namespace: strin
   let queued = false;
   let granted = false;
   let unsubscribe: (() => void) | undefined;
+  // A caller that left wakes its ticket, so the wait ends now rather than at waitMs.
+  const { signal } = input;
+  const onAbort = (): void => ticket.wake();
+  signal?.addEventListener('abort', onAbort, { once: true });
   try {
     for (;;) {
-      if (!(await ticket.turn(deadline))) throw notGranted(input.key, input.waitMs);
+      if (signal?.aborted) throw abandoned(input.key);
+      if (!(await ticket.turn(deadline, signal))) throw signal?.aborted ? abandoned(input.key) : notGranted(input.key, input.waitMs);
+      if (signal?.aborted) throw abandoned(input.key);
       const attempt = await tryGrant(parts, input, cls, session, started, queued ? queueKey : undefined);
       if (attempt.kind === 'granted') {
+        if (signal?.aborted) {
+          // The caller left while the granting txn was in flight: nobody would ever release this hold.
+          await takeBack(parts, input, attempt.grant.revision, 'lockaudit:caller-disconnected');
+          throw abandoned(input.key);
+        }
         granted = true;
         return attempt.grant;
       }
@@ -171,6 +192,7 @@ async function grantLoop(parts: LockParts, input: AcquireInput, namespace: strin
       await ticket.hint(Math.min(poll, Math.max(0, deadline - Date.now())));
     }
   } finally {
+    signal?.removeEventListener('abort', onAbort);
     ticket.leave();
     unsubscribe?.();
     if (queued && !granted) {
@@ -271,7 +293,12 @@ function classifyFailure(parts: LockParts, input: AcquireInput, res: ITxnRespons
  * release marker, and refused.
  */
 async function undoSealedGrant(parts: LockParts, input: AcquireInput, holdKey: string, revision: string): Promise<void> {
-  const mark: MarkValue = { kind: 'release', by: 'lockaudit:seal', at: Date.now(), key: input.key, session: input.session };
+  await takeBack(parts, input, revision, 'lockaudit:seal', holdKey);
+}
+
+/** Deletes the hold created at `revision` (and only that one) with a release marker naming why. */
+async function takeBack(parts: LockParts, input: AcquireInput, revision: string, by: string, holdKey = parts.keys.hold(input.key)): Promise<void> {
+  const mark: MarkValue = { kind: 'release', by, at: Date.now(), key: input.key, session: input.session };
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       await parts.etcd.txn([cmp.created(holdKey, revision)], [op.del(holdKey), await parts.markers.put(mark)]);

@@ -12,6 +12,7 @@ export const REFUSAL_REASONS = [
   'already-held',
   'leak',
   'spool',
+  'abandoned',
 ] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 

@@ -40,17 +40,59 @@ const notFound = (id: string): LockauditError =>
   // The same answer for "expired", "closed" and "someone else's": existence does not leak.
   new LockauditError('LOCKAUDIT_ERR_SESSION_NOT_FOUND', `session ${id}: no live session of yours has this id (it expired, was closed, or never existed)`);
 
+interface CachedSession {
+  record: SessionRecord;
+  /** When the lease lapses unless someone (maybe another API process) keeps it alive: now + TTL at the last sign of life. */
+  aliveUntil: number;
+}
+
 export class Sessions {
   readonly #etcd: LockEtcd;
   readonly #keys: LockKeys;
   readonly #markers: MarkerLease;
-  /** Records are immutable for a lease's life; existence is re-checked by every txn. */
-  readonly #cache = new Map<string, SessionRecord>();
+  readonly #now: () => number;
+  /**
+   * Records are immutable for a lease's life; existence is re-checked by every txn. An entry goes
+   * when its lease has had a full TTL without a sign of life here, so sessions that expired (their
+   * callers gone without closing) do not accumulate; a session another process keeps alive is just
+   * read from etcd again.
+   */
+  readonly #cache = new Map<string, CachedSession>();
+  #sweptAt = 0;
 
-  constructor(etcd: LockEtcd, keys: LockKeys, markers: MarkerLease) {
+  constructor(etcd: LockEtcd, keys: LockKeys, markers: MarkerLease, options: { now?: () => number } = {}) {
     this.#etcd = etcd;
     this.#keys = keys;
     this.#markers = markers;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Sessions held in the cache (live, or lapsed less than a TTL ago). */
+  get cachedCount(): number {
+    this.#sweep();
+    return this.#cache.size;
+  }
+
+  #remember(id: string, record: SessionRecord, ttlSeconds = record.ttlSeconds): void {
+    this.#sweep();
+    this.#cache.set(id, { record, aliveUntil: this.#now() + ttlSeconds * 1000 });
+  }
+
+  #lookup(id: string): SessionRecord | undefined {
+    const entry = this.#cache.get(id);
+    if (entry && entry.aliveUntil <= this.#now()) {
+      this.#cache.delete(id);
+      return undefined;
+    }
+    return entry?.record;
+  }
+
+  /** Drops lapsed entries, at most once per shortest TTL (so a busy API does not scan on every call). */
+  #sweep(): void {
+    const now = this.#now();
+    if (now - this.#sweptAt < SESSION_TTL_MIN * 1000) return;
+    this.#sweptAt = now;
+    for (const [id, entry] of this.#cache) if (entry.aliveUntil <= now) this.#cache.delete(id);
   }
 
   /** The caller's session for this TTL: the live one when there is one, else a new lease. */
@@ -68,7 +110,7 @@ export class Sessions {
       const record: SessionRecord = { identity, ttlSeconds, createdAt: Date.now() };
       const res = await this.#etcd.txn([cmp.absent(indexKey)], [op.put(indexKey, id, id), op.put(this.#keys.session(id), record, id)]);
       if (res.succeeded) {
-        this.#cache.set(id, record);
+        this.#remember(id, record);
         return { id, ttlSeconds, reused: false };
       }
       // Another request of the same caller won the race: use its lease.
@@ -88,12 +130,12 @@ export class Sessions {
 
   /** The caller's session record; SESSION_NOT_FOUND when absent or someone else's. */
   async get(identity: string, id: string, options: { serializable?: boolean } = {}): Promise<SessionRecord> {
-    let record = this.#cache.get(id);
+    let record = this.#lookup(id);
     if (!record) {
       const { kv } = await this.#etcd.get(this.#keys.session(id), options);
       record = kv ? decodeValue(SessionRecordSchema, kv.value) : undefined;
       if (!record) throw notFound(id);
-      this.#cache.set(id, record);
+      this.#remember(id, record);
     }
     if (record.identity !== identity) throw notFound(id);
     return record;
@@ -101,7 +143,7 @@ export class Sessions {
 
   /** Cached owner record, for paths that cannot reach etcd (fail-open grants). */
   cached(id: string): SessionRecord | undefined {
-    return this.#cache.get(id);
+    return this.#lookup(id);
   }
 
   forget(id: string): void {
@@ -115,6 +157,7 @@ export class Sessions {
       this.#cache.delete(id);
       throw notFound(id);
     }
+    this.#remember(id, record, ttl);
     return { id, ttlSeconds: record.ttlSeconds };
   }
 

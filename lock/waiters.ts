@@ -25,10 +25,10 @@ export class Ticket {
     return this.mode === 'broadcast' || this.#queue.fifo[0] === this;
   }
 
-  /** Resolves true when this ticket heads the queue, false when `deadline` (ms) passes first. */
-  async turn(deadline: number): Promise<boolean> {
+  /** Resolves true when this ticket heads the queue, false when `deadline` (ms) passes or `signal` aborts first. */
+  async turn(deadline: number, signal?: AbortSignal): Promise<boolean> {
     while (!this.isHead) {
-      if (Date.now() >= deadline) return false;
+      if (Date.now() >= deadline || signal?.aborted) return false;
       await this.#sleep(deadline - Date.now());
     }
     return true;

@@ -5,6 +5,7 @@ import type { Registry } from 'prom-client';
 import { ApiTokenVerifier } from '../core/apiTokens.js';
 import { AuditStore } from '../core/clickhouse.js';
 import { loadConfig, maskedConfig, type Config } from '../core/config.js';
+import { LockauditError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/logger.js';
 import { createMetricsRegistry } from '../core/metrics.js';
 import { migrate } from '../core/migrations.js';
@@ -40,21 +41,52 @@ export async function openRuntime(options: { migrate?: boolean; buckets?: boolea
   return { config, logger, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics };
 }
 
-/** Runs roles until SIGINT/SIGTERM, then closes them in reverse order, then the store. */
+/**
+ * Runs roles until SIGINT/SIGTERM, then closes them in reverse order, then the store — within
+ * config.shutdownTimeoutMs. A client stuck on a dead dependency (etcd, Redis) must not keep the
+ * process alive forever: past the deadline, or at a second signal, this throws naming what did not
+ * drain, and the CLI exits non-zero (bin/lockaudit.js ends the process whatever is still open).
+ */
 export async function runUntilSignal(runtime: Runtime, roles: RoleHandle[]): Promise<void> {
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string): void => {
-      runtime.logger.info({ signal }, 'shutting down');
-      resolve();
-    };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-  });
-  await closeAll(runtime, roles);
+  const signals = ['SIGINT', 'SIGTERM'] as const;
+  const nextSignal = (): Promise<string> =>
+    new Promise<string>((resolve) => {
+      const on = (signal: string): void => {
+        for (const s of signals) process.off(s, on);
+        resolve(signal);
+      };
+      for (const s of signals) process.on(s, on);
+    });
+  runtime.logger.info({ signal: await nextSignal() }, 'shutting down');
+  const deadlineMs = runtime.config.shutdownTimeoutMs;
+  const progress: CloseProgress = { closing: undefined, left: [] };
+  let timer: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([
+    closeAll(runtime, roles, progress).then(() => 'drained' as const),
+    new Promise<'deadline'>((resolve) => {
+      timer = setTimeout(() => resolve('deadline'), deadlineMs);
+    }),
+    nextSignal().then(() => 'signal' as const),
+  ]);
+  clearTimeout(timer);
+  if (outcome === 'drained') return;
+  const why = outcome === 'deadline' ? `shutdown did not finish within ${deadlineMs} ms (shutdownTimeoutMs)` : 'a second signal arrived during shutdown';
+  const stuck = `${progress.closing ? `still closing ${progress.closing}` : 'still closing'}${progress.left.length ? `; not closed: ${progress.left.join(', ')}` : ''}`;
+  runtime.logger.error({ closing: progress.closing, notClosed: progress.left, deadlineMs }, `${why}: ${stuck}`);
+  throw new LockauditError('LOCKAUDIT_ERR_SHUTDOWN_TIMEOUT', `${why}; exiting anyway: ${stuck}`);
 }
 
-export async function closeAll(runtime: Runtime, roles: RoleHandle[]): Promise<void> {
-  for (const role of [...roles].reverse()) {
+/** What closeAll is doing, for the shutdown deadline's message. */
+export interface CloseProgress {
+  closing: string | undefined;
+  left: string[];
+}
+
+export async function closeAll(runtime: Runtime, roles: RoleHandle[], progress: CloseProgress = { closing: undefined, left: [] }): Promise<void> {
+  const order = [...roles].reverse();
+  progress.left = [...order.map((r) => r.name), 'clickhouse'];
+  for (const role of order) {
+    progress.closing = progress.left.shift();
     try {
       await role.close();
       runtime.logger.info({ role: role.name }, 'role stopped');
@@ -62,5 +94,7 @@ export async function closeAll(runtime: Runtime, roles: RoleHandle[]): Promise<v
       runtime.logger.error({ err, role: role.name }, 'role failed to stop cleanly');
     }
   }
+  progress.closing = progress.left.shift();
   await runtime.store.close();
+  progress.closing = undefined;
 }

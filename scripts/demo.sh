@@ -4,8 +4,8 @@
 # Ctrl-C stops the platform; `npx lockaudit services down` stops the services.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-[ -d node_modules ] || npm install --no-audit --no-fund
+source scripts/prerequisites.sh
+install_prerequisites
 npm run build --silent
 node bin/lockaudit.js services up
 node bin/lockaudit.js migrate

@@ -1,8 +1,10 @@
 # Sourced by test.sh and bench.sh: build, then start the project's services
 # fresh on a port block and data dir of the caller's own, and stop them on exit.
 # usage: own_services DATA_DIR PORT_BASE
+source scripts/prerequisites.sh
 own_services() {
-  [ -d node_modules ] || npm install --no-audit --no-fund
+  # The console tests and the console benchmark drive chromium.
+  install_prerequisites --browser
   # The CLI tests run the compiled dist/, the console tests the built console: build both from the current source.
   npm run --silent build >/dev/null
   export LOCKAUDIT_DATA_DIR="$1"

@@ -2,6 +2,7 @@
 import Type from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { parseToken, tokenToString } from '../../core/token.js';
+import type { Grant } from '../../lock/acquire.js';
 import type { LockService } from '../../lock/service.js';
 import type { RoutePlugin } from '../types.js';
 import { callerOf, DecimalToken, guard, LeaseId, LockKey } from './lockSchemas.js';
@@ -21,23 +22,36 @@ const AcquireBody = Type.Object(
 const ReleaseBody = Type.Object({ key: LockKey, session: LeaseId, token: DecimalToken }, { additionalProperties: false });
 const InspectQuery = Type.Object({ key: LockKey }, { additionalProperties: false });
 
+function acquired(grant: Grant): Record<string, unknown> {
+  return {
+    key: grant.key,
+    token: tokenToString(grant.token),
+    epoch: grant.epoch,
+    revision: grant.revision,
+    enforcement: grant.enforcement,
+    unprotected: grant.unprotected,
+    waitMs: grant.waitMs,
+  };
+}
+
 export function lockRoutes(lock: LockService): RoutePlugin {
   return (app) => {
     app.post(
       '/v1/locks/acquire',
       { schema: { tags: ['locks'], summary: 'Acquire a lock; 409 when not granted within waitMs', body: AcquireBody }, preValidation: guard('client') },
-      async (request) => {
+      async (request, reply) => {
         const { key, session, waitMs } = request.body;
-        const grant = await lock.acquire({ identity: callerOf(request), key, session, className: request.body.class, waitMs: waitMs ?? 0 });
-        return {
-          key: grant.key,
-          token: tokenToString(grant.token),
-          epoch: grant.epoch,
-          revision: grant.revision,
-          enforcement: grant.enforcement,
-          unprotected: grant.unprotected,
-          waitMs: grant.waitMs,
+        // The response closing before it was written means the caller left: its wait ends, ungranted.
+        const left = new AbortController();
+        const onClose = (): void => {
+          if (!reply.raw.writableEnded) left.abort();
         };
+        reply.raw.once('close', onClose);
+        try {
+          return await acquired(await lock.acquire({ identity: callerOf(request), key, session, className: request.body.class, waitMs: waitMs ?? 0, signal: left.signal }));
+        } finally {
+          reply.raw.off('close', onClose);
+        }
       },
     );
 

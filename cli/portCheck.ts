@@ -1,0 +1,22 @@
+// A role that serves HTTP checks its port before anything slow (migrations,
+// the embedded ClickHouse, elections), so a second `start` on a busy port
+// ends at once with one line instead of a listen stack after the rest started.
+import { createServer } from 'node:net';
+import { LockauditError } from '../core/errors.js';
+
+export function portInUse(host: string, port: number, cause?: unknown): LockauditError {
+  return new LockauditError('LOCKAUDIT_ERR_START_PORT_IN_USE', `${host}:${port} is already in use (another lockaudit start?); stop that process or set LOCKAUDIT_PORT`, { cause });
+}
+
+export function isAddressInUse(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException | undefined)?.code === 'EADDRINUSE';
+}
+
+/** Resolves when host:port can be listened on (it is released again at once). */
+export function assertPortFree(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', (err) => reject(isAddressInUse(err) ? portInUse(host, port, err) : err));
+    server.listen({ host, port, exclusive: true }, () => server.close(() => resolve()));
+  });
+}
