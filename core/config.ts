@@ -54,6 +54,15 @@ export const FileConfigSchema = Type.Object(
     ),
     redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis URL for the job queue; absent means the local Redis.' })),
     queuePrefix: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_:-]{1,64}$', description: 'BullMQ key prefix. Default lockaudit' })),
+    api: Type.Optional(
+      Type.Object(
+        {
+          cursorSecret: Type.Optional(Type.String({ minLength: 32, description: 'Secret that signs grant-history cursors; give every API process the same one so a cursor pages on any of them. Absent: a random one per process' })),
+          metricsRequireToken: Type.Optional(Type.Boolean({ description: '/metrics answers only with a valid API token (any role). Default false' })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     tailer: Type.Optional(
       Type.Object(
         {
@@ -118,9 +127,15 @@ export interface Config {
   s3: { endpoint: string; accessKey: string; secretKey: string; region: string; historyBucket: string; archiveBucket: string; local: boolean };
   redis: { url: string; local: boolean };
   queuePrefix: string;
+  api: ApiSettings;
   local: { portBase: number; etcdMembers: 1 | 3; ports: LocalPorts };
   tailer: TailerSettings;
   reports: ReportSettings;
+}
+
+export interface ApiSettings {
+  cursorSecret?: string;
+  metricsRequireToken: boolean;
 }
 
 export interface ReportSettings {
@@ -146,6 +161,10 @@ export const LOCAL_S3_SECRET_KEY = 'lockaudit-local-secret';
 
 type EnvParser = (raw: string, name: string) => unknown;
 const asString: EnvParser = (raw) => raw;
+const asBoolean: EnvParser = (raw, name) => {
+  if (!/^(true|false)$/i.test(raw.trim())) throw new ConfigProblem(name, `must be true or false, got "${raw}"`);
+  return raw.trim().toLowerCase() === 'true';
+};
 const asInteger: EnvParser = (raw, name) => {
   if (!/^-?\d+$/.test(raw.trim())) throw new ConfigProblem(name, `must be an integer, got "${raw}"`);
   return Number(raw.trim());
@@ -171,6 +190,8 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_S3_ARCHIVE_BUCKET', path: ['s3', 'archiveBucket'], parse: asString, doc: 'object-locked force-release archive (default lockaudit-force-archive)' },
   { name: 'LOCKAUDIT_REDIS_URL', path: ['redisUrl'], parse: asString, secret: true, doc: 'Redis URL (absent: local Redis)' },
   { name: 'LOCKAUDIT_QUEUE_PREFIX', path: ['queuePrefix'], parse: asString, doc: 'BullMQ key prefix (default lockaudit)' },
+  { name: 'LOCKAUDIT_CURSOR_SECRET', path: ['api', 'cursorSecret'], parse: asString, secret: true, doc: 'signs grant-history cursors; the same on every API process (default: random per process)' },
+  { name: 'LOCKAUDIT_METRICS_REQUIRE_TOKEN', path: ['api', 'metricsRequireToken'], parse: asBoolean, doc: '/metrics needs a valid API token: true|false (default false)' },
   { name: 'LOCKAUDIT_TAILER_ELECTION_TTL_SECONDS', path: ['tailer', 'electionTtlSeconds'], parse: asInteger, doc: 'tailer election lease TTL (default 5)' },
   { name: 'LOCKAUDIT_TAILER_COMPACTION_WINDOW_REVISIONS', path: ['tailer', 'compactionWindowRevisions'], parse: asInteger, doc: "etcd's compaction window in revisions; lag alarms at half (default 1000000)" },
   { name: 'LOCKAUDIT_TAILER_CATCH_UP_WINDOWS', path: ['tailer', 'catchUpWindows'], parse: asInteger, doc: 'concurrent revision windows for catch-up (default 8)' },
@@ -356,6 +377,7 @@ function resolve(file: FileConfig, cwd: string): Config {
     },
     redis: { url: file.redisUrl ?? `redis://127.0.0.1:${ports.redis}`, local: file.redisUrl === undefined },
     queuePrefix: file.queuePrefix ?? 'lockaudit',
+    api: { ...(file.api?.cursorSecret ? { cursorSecret: file.api.cursorSecret } : {}), metricsRequireToken: file.api?.metricsRequireToken ?? false },
     local: { portBase, etcdMembers, ports },
     reports: {
       riskRegisterCron: file.reports?.riskRegisterCron ?? '0 2 * * *',
@@ -384,6 +406,8 @@ export function maskedConfig(config: Config): Record<string, unknown> {
   if (s3.secretKey) s3.secretKey = MASK;
   const ch = copy.clickhouse as Record<string, unknown>;
   if (ch.password) ch.password = MASK;
+  const api = copy.api as Record<string, unknown>;
+  if (api.cursorSecret) api.cursorSecret = MASK;
   const redis = copy.redis as Record<string, unknown>;
   redis.url = maskUrlPassword(String(redis.url));
   return copy;
