@@ -1,6 +1,7 @@
 // API tokens: `la_<id>_<secret>`; only sha256(token) is stored. A token maps
 // to an identity and roles (DESIGN.md §6).
 import { createHash, randomBytes } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { AuditStore } from './clickhouse.js';
 import { LockauditError } from './errors.js';
 
@@ -38,30 +39,40 @@ export async function createApiToken(store: AuditStore, identity: string, roles:
   return { token, tokenId };
 }
 
+/** Tokens remembered per process; beyond it the least recently used is looked up again. */
+export const TOKEN_CACHE_MAX = 10_000;
+
 /** Looks a presented token up; undefined for malformed, unknown or revoked tokens alike. */
 export class ApiTokenVerifier {
   readonly #store: AuditStore;
-  readonly #cache = new Map<string, { value: Identity | undefined; until: number }>();
-  readonly #ttlMs: number;
+  // Known tokens and unknown ones in separate bounded LRU maps: a flood of
+  // random tokens churns only the second, and never costs a legitimate
+  // caller its cached entry (and a ClickHouse lookup per request).
+  readonly #known: LRUCache<string, Identity>;
+  readonly #unknown: LRUCache<string, true>;
 
-  constructor(store: AuditStore, options: { cacheTtlMs?: number } = {}) {
+  constructor(store: AuditStore, options: { cacheTtlMs?: number; cacheMax?: number } = {}) {
     this.#store = store;
-    this.#ttlMs = options.cacheTtlMs ?? 30_000;
+    const ttl = options.cacheTtlMs ?? 30_000;
+    const max = options.cacheMax ?? TOKEN_CACHE_MAX;
+    this.#known = new LRUCache({ max, ttl });
+    this.#unknown = new LRUCache({ max, ttl });
   }
 
   async verify(token: string): Promise<Identity | undefined> {
     if (!TOKEN.test(token)) return undefined;
     const hash = hashToken(token);
-    const cached = this.#cache.get(hash);
-    if (cached && cached.until > Date.now()) return cached.value;
+    const known = this.#known.get(hash);
+    if (known) return known;
+    if (this.#unknown.get(hash)) return undefined;
     const rows = await this.#store.rows<{ identity: string; roles: string[]; token_id: string; revoked: number }>(
       'SELECT identity, roles, token_id, revoked FROM {db:Identifier}.api_tokens FINAL WHERE token_hash = {hash:String}',
       { hash },
     );
     const row = rows[0];
     const value = row && Number(row.revoked) === 0 ? { identity: row.identity, roles: row.roles as Role[], tokenId: row.token_id } : undefined;
-    if (this.#cache.size > 10_000) this.#cache.clear();
-    this.#cache.set(hash, { value, until: Date.now() + this.#ttlMs });
+    if (value) this.#known.set(hash, value);
+    else this.#unknown.set(hash, true);
     return value;
   }
 }
