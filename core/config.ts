@@ -205,7 +205,8 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_LOCAL_ETCD_MEMBERS', path: ['local', 'etcdMembers'], parse: asInteger, doc: 'local etcd members, 1 or 3 (default 1)' },
 ];
 
-const NON_CONFIG_ENV = new Set(['LOCKAUDIT_CONFIG']);
+// LOCKAUDIT_ADMIN_TOKEN is a credential for the CLI's calls to a running API, not a setting.
+const NON_CONFIG_ENV = new Set(['LOCKAUDIT_CONFIG', 'LOCKAUDIT_ADMIN_TOKEN']);
 
 class ConfigProblem extends Error {
   constructor(readonly key: string, readonly problem: string) {
