@@ -9,6 +9,7 @@ import { isLockauditError } from '../core/errors.js';
 import { registerAuth } from './auth.js';
 import { healthRoutes } from './routes/health.js';
 import type { App, AppContext, ErrorBody, RoutePlugin } from './types.js';
+import { tokenRoutes } from './routes/tokens.js';
 import { whoamiRoutes } from './routes/whoami.js';
 import { describeValidation, validatorCompiler } from './validation.js';
 
@@ -62,6 +63,7 @@ export async function buildApp(ctx: AppContext, routes: readonly RoutePlugin[] =
   registerAuth(app, ctx.verifier);
   await healthRoutes(app, ctx);
   await whoamiRoutes(app, ctx);
+  await tokenRoutes(app, ctx);
   for (const route of routes) await route(app, ctx);
   return app;
 }

@@ -5,6 +5,7 @@
 // limiter per app, shared by every route that uses it. In-process: behind a
 // load balancer each API replica grants its own budget.
 import type { FastifyReply, FastifyRequest, preValidationHookHandler } from 'fastify';
+import { LRUCache } from 'lru-cache';
 import { LockauditError } from '../core/errors.js';
 import type { App } from './types.js';
 
@@ -13,14 +14,22 @@ interface Bucket {
   at: number;
 }
 
+/** Most buckets kept: beyond it the least recently used is forgotten (it then starts full again). */
+export const MAX_BUCKETS = 50_000;
+
 export class RateLimiter {
   readonly #perMinute: number;
-  readonly #buckets = new Map<string, Bucket>();
+  // Bounded LRU: many identities cannot grow memory without limit, and an active caller is the last to go.
+  readonly #buckets = new LRUCache<string, Bucket>({ max: MAX_BUCKETS });
   readonly #now: () => number;
 
   constructor(perMinute: number, now: () => number = Date.now) {
     this.#perMinute = perMinute;
     this.#now = now;
+  }
+
+  get size(): number {
+    return this.#buckets.size;
   }
 
   /** Takes one request from `who`'s bucket; returns 0 when allowed, else the seconds until one is. */
@@ -30,18 +39,12 @@ export class RateLimiter {
     const b = this.#buckets.get(who) ?? { tokens: this.#perMinute, at: now };
     b.tokens = Math.min(this.#perMinute, b.tokens + (now - b.at) * ratePerMs);
     b.at = now;
-    if (this.#buckets.size > 50_000 && !this.#buckets.has(who)) this.#prune(now);
     this.#buckets.set(who, b);
     if (b.tokens >= 1) {
       b.tokens -= 1;
       return 0;
     }
     return Math.max(1, Math.ceil((1 - b.tokens) / ratePerMs / 1000));
-  }
-
-  #prune(now: number): void {
-    // A bucket idle for a minute is full again: forgetting it changes nothing.
-    for (const [who, b] of this.#buckets) if (now - b.at >= 60_000) this.#buckets.delete(who);
   }
 }
 

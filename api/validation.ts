@@ -4,13 +4,18 @@
 import { Ajv, type Options } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { INSTANT_RULE, isCalendarDate, parseInstant } from '../core/instant.js';
 
 // ajv-formats is CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
 const base: Options = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false };
-const bodyAjv = addFormats(new Ajv({ ...base, coerceTypes: false }));
-const queryAjv = addFormats(new Ajv({ ...base, coerceTypes: 'array' }));
+// date-time and date are the project's own reading (core/instant.ts), not
+// ajv-formats': a value the validator passes is one the handlers can parse.
+const strictDates = (ajv: Ajv): Ajv =>
+  ajv.addFormat('date-time', { type: 'string', validate: (s: string) => parseInstant(s) !== undefined }).addFormat('date', { type: 'string', validate: isCalendarDate });
+const bodyAjv = strictDates(addFormats(new Ajv({ ...base, coerceTypes: false })));
+const queryAjv = strictDates(addFormats(new Ajv({ ...base, coerceTypes: 'array' })));
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : queryAjv;
@@ -30,6 +35,8 @@ export function describeValidation(issues: readonly AjvIssue[], context: string)
     const field = [context, ...issue.instancePath.split('/').filter(Boolean)].join('.');
     if (issue.keyword === 'required') return `${field}.${String(issue.params.missingProperty)}: is required`;
     if (issue.keyword === 'additionalProperties') return `${field}.${String(issue.params.additionalProperty)}: is not a known field`;
+    if (issue.keyword === 'format' && issue.params.format === 'date-time') return `${field}: is not ${INSTANT_RULE}`;
+    if (issue.keyword === 'format' && issue.params.format === 'date') return `${field}: is not a calendar date YYYY-MM-DD (years 1970–2299)`;
     if (issue.keyword === 'maxLength') return `${field}: is longer than ${String(issue.params.limit)} characters`;
     return `${field}: ${issue.message ?? 'is invalid'}`;
   });

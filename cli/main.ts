@@ -1,7 +1,6 @@
 // The lockaudit command line. Each subcommand validates its flags and
 // answers bad input with a message naming the flag and exit code 2.
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { createApiToken, parseRoles } from '../core/apiTokens.js';
 import { AuditStore } from '../core/clickhouse.js';
 import { loadConfig, maskedConfig, type Config } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
@@ -16,6 +15,7 @@ import { roleSet, type RoleName } from '../roles/index.js';
 import { registerSimulate } from './simulate/command.js';
 import { registerSpool } from './spool.js';
 import { registerExportCommands } from './exportCommands.js';
+import { registerTokenCommands } from './tokenCommands.js';
 import { startDemoWorkload, type DemoOptions } from './demo.js';
 import { integer } from './flags.js';
 import { assertPortFree, isAddressInUse, portInUse } from './portCheck.js';
@@ -166,28 +166,7 @@ export function buildCli(): Command {
       process.stdout.write(`${JSON.stringify(maskedConfig(loadConfig()), null, 2)}\n`);
     });
 
-  const token = program.command('token').description('API tokens');
-  token
-    .command('create')
-    .description('create an API token for an identity with roles; the token is printed once and stored hashed')
-    .requiredOption('--identity <name>', 'the caller identity, e.g. spiffe://corp/payments-worker or alice@corp')
-    .addOption(new Option('--roles <roles>', 'comma-separated: client, investigator, auditor, lock-operator, admin').makeOptionMandatory().argParser((v) => {
-      try {
-        return parseRoles(v);
-      } catch (err) {
-        throw new InvalidArgumentError((err as Error).message);
-      }
-    }))
-    .action(async (opts: { identity: string; roles: ReturnType<typeof parseRoles> }) => {
-      const config = loadConfig();
-      await withStore(config, async (store) => {
-        await migrate(store);
-        const created = await createApiToken(store, opts.identity, opts.roles);
-        progress(`token ${created.tokenId} for ${opts.identity} (${opts.roles.join(', ')}); it is shown once:`);
-        process.stdout.write(`${created.token}\n`);
-      });
-    });
-
+  registerTokenCommands(program);
   registerSimulate(program);
   registerSpool(program);
   registerExportCommands(program);

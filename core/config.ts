@@ -74,6 +74,16 @@ const ReportsSchema = Type.Object(
   { additionalProperties: false, default: {} },
 );
 
+const ApiSchema = Type.Object(
+  {
+    cursorSecret: Type.Optional(
+      Type.String({ minLength: 32, description: 'Secret that signs grant-history cursors; give every API process the same one so a cursor pages on any of them. Absent: a random one per process (masked).' }),
+    ),
+    metricsRequireToken: Type.Optional(Type.Boolean({ default: false, description: '/metrics answers only with a valid API token (any role).' })),
+  },
+  { additionalProperties: false, default: {} },
+);
+
 const LocalSchema = Type.Object(
   {
     portBase: Type.Optional(Type.Integer({ minimum: 1024, maximum: 65000, default: 23000, description: 'First port of the local services block (etcd, Redis, MinIO).' })),
@@ -96,6 +106,7 @@ export const FileConfigSchema = Type.Object(
     s3: Type.Optional(S3Schema),
     redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis URL for the job queue; absent means the local Redis.' })),
     queuePrefix: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_:-]{1,64}$', default: 'lockaudit', description: 'BullMQ key prefix.' })),
+    api: Type.Optional(ApiSchema),
     tailer: Type.Optional(TailerSchema),
     reports: Type.Optional(ReportsSchema),
     local: Type.Optional(LocalSchema),
@@ -122,6 +133,7 @@ export type ClickHouseTarget =
 /** A section of the file schema with every setting present (defaults filled in). */
 type Settled<T> = Required<NonNullable<T>>;
 
+export type ApiSettings = Static<typeof ApiSchema> & { metricsRequireToken: boolean };
 export type TailerSettings = Settled<Static<typeof TailerSchema>>;
 export type ReportSettings = Settled<Static<typeof ReportsSchema>>;
 export type LogLevel = Static<typeof LogLevelSchema>;
@@ -134,6 +146,7 @@ export interface Config extends Settled<Pick<FileConfig, 'dataDir' | 'host' | 'p
   s3: Settled<Static<typeof S3Schema>> & { local: boolean };
   redis: { url: string; local: boolean };
   local: Settled<Static<typeof LocalSchema>> & { ports: LocalPorts };
+  api: ApiSettings;
   tailer: TailerSettings;
   reports: ReportSettings;
 }
@@ -150,6 +163,7 @@ interface SchemaDefaults {
   s3: { region: string; historyBucket: string; archiveBucket: string };
   tailer: TailerSettings;
   reports: ReportSettings;
+  api: ApiSettings;
   local: Settled<Static<typeof LocalSchema>>;
 }
 
@@ -162,6 +176,10 @@ export const LOCAL_S3_SECRET_KEY = 'lockaudit-local-secret';
 
 type EnvParser = (raw: string, name: string) => unknown;
 const asString: EnvParser = (raw) => raw;
+const asBoolean: EnvParser = (raw, name) => {
+  if (!/^(true|false)$/i.test(raw.trim())) throw new ConfigProblem(name, `must be true or false, got "${raw}"`);
+  return raw.trim().toLowerCase() === 'true';
+};
 const asInteger: EnvParser = (raw, name) => {
   if (!/^-?\d+$/.test(raw.trim())) throw new ConfigProblem(name, `must be an integer, got "${raw}"`);
   return Number(raw.trim());
@@ -187,6 +205,8 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_S3_HISTORY_BUCKET', path: ['s3', 'historyBucket'], parse: asString },
   { name: 'LOCKAUDIT_S3_ARCHIVE_BUCKET', path: ['s3', 'archiveBucket'], parse: asString },
   { name: 'LOCKAUDIT_REDIS_URL', path: ['redisUrl'], parse: asString, secret: true },
+  { name: 'LOCKAUDIT_CURSOR_SECRET', path: ['api', 'cursorSecret'], parse: asString, secret: true },
+  { name: 'LOCKAUDIT_METRICS_REQUIRE_TOKEN', path: ['api', 'metricsRequireToken'], parse: asBoolean },
   { name: 'LOCKAUDIT_QUEUE_PREFIX', path: ['queuePrefix'], parse: asString },
   { name: 'LOCKAUDIT_TAILER_ELECTION_TTL_SECONDS', path: ['tailer', 'electionTtlSeconds'], parse: asInteger },
   { name: 'LOCKAUDIT_TAILER_COMPACTION_WINDOW_REVISIONS', path: ['tailer', 'compactionWindowRevisions'], parse: asInteger },
@@ -203,7 +223,8 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_LOCAL_ETCD_MEMBERS', path: ['local', 'etcdMembers'], parse: asInteger },
 ];
 
-const NON_CONFIG_ENV = new Set(['LOCKAUDIT_CONFIG']);
+// LOCKAUDIT_ADMIN_TOKEN is a credential for the CLI's calls to a running API, not a setting.
+const NON_CONFIG_ENV = new Set(['LOCKAUDIT_CONFIG', 'LOCKAUDIT_ADMIN_TOKEN']);
 
 class ConfigProblem extends Error {
   constructor(readonly key: string, readonly problem: string) {
@@ -378,6 +399,7 @@ function resolve(input: FileConfig, cwd: string): Config {
     local: { portBase, etcdMembers, ports },
     reports: file.reports,
     tailer: file.tailer,
+    api: file.api,
   };
 }
 
@@ -390,6 +412,8 @@ export function maskedConfig(config: Config): Record<string, unknown> {
   if (s3.secretKey) s3.secretKey = MASK;
   const ch = copy.clickhouse as Record<string, unknown>;
   if (ch.password) ch.password = MASK;
+  const api = copy.api as Record<string, unknown>;
+  if (api.cursorSecret) api.cursorSecret = MASK;
   const redis = copy.redis as Record<string, unknown>;
   redis.url = maskUrlPassword(String(redis.url));
   return copy;

@@ -2,6 +2,7 @@
 // LOCKAUDIT_MAX_WINDOW_DAYS. A missing bound defaults to the widest window
 // allowed ending now (or starting at `from`).
 import { LockauditError } from '../core/errors.js';
+import { INSTANT_RULE, parseInstant as readInstant } from '../core/instant.js';
 
 export interface Window {
   fromMs: number;
@@ -11,8 +12,8 @@ export interface Window {
 const DAY_MS = 86_400_000;
 
 function parseInstant(text: string, field: string): number {
-  const ms = Date.parse(text);
-  if (!Number.isFinite(ms)) throw new LockauditError('LOCKAUDIT_ERR_REPORT_WINDOW', `${field}: "${text}" is not an ISO 8601 timestamp`);
+  const ms = readInstant(text);
+  if (ms === undefined) throw new LockauditError('LOCKAUDIT_ERR_REPORT_WINDOW', `${field}: is not ${INSTANT_RULE}`);
   return ms;
 }
 

@@ -1,23 +1,31 @@
 // /healthz (the process answers), /readyz (every dependency answers the way
 // the real path uses it, and no alarm is raised), /metrics (Prometheus).
+// Nothing for the unauthenticated beyond a status: which dependency failed,
+// and where (host:port), is for admins; /metrics can require a token.
+import { LockauditError } from '../../core/errors.js';
 import { checkAll } from '../../platform/dependencyChecks.js';
 import type { App, AppContext } from '../types.js';
 
 export async function healthRoutes(app: App, ctx: AppContext): Promise<void> {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
 
-  app.get('/readyz', { schema: { hide: true } }, async (_request, reply) => {
+  app.get('/readyz', { schema: { hide: true } }, async (request, reply) => {
     const checks = await ctx.health.checks(() => checkAll(ctx.config, ctx.store, { deep: false, logger: ctx.logger }));
     const alarms = ctx.health.alarms();
     const ready = checks.every((c) => c.ok) && alarms.length === 0;
+    const status = ready ? 'ready' : 'degraded';
+    if (!request.identity?.roles.includes('admin')) return reply.status(ready ? 200 : 503).send({ status });
     return reply.status(ready ? 200 : 503).send({
-      status: ready ? 'ready' : 'degraded',
+      status,
       checks: checks.map(({ name, ok, detail }) => ({ name, ok, detail })),
       alarms,
     });
   });
 
-  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+    if (ctx.config.api.metricsRequireToken && !request.identity) {
+      throw new LockauditError('LOCKAUDIT_ERR_AUTH_REQUIRED', 'a valid API token is required for /metrics (LOCKAUDIT_METRICS_REQUIRE_TOKEN); send Authorization: Bearer <token>');
+    }
     reply.header('content-type', ctx.metrics.contentType);
     return ctx.metrics.metrics();
   });

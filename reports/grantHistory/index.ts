@@ -4,6 +4,7 @@
 import Type, { type Static } from 'typebox';
 import { END_KINDS, type EndKind } from '../../core/events.js';
 import { LockauditError } from '../../core/errors.js';
+import { parseInstant } from '../../core/instant.js';
 import { parseToken } from '../../core/token.js';
 import { ClassName, Decimal64, Holder, Instant, KeyPrefix, LockName, Namespace, NullableNumber, NullableString } from '../schemas.js';
 import { reportRows, type ReportDeps } from '../query.js';
@@ -109,8 +110,13 @@ export function toItem(r: HistoryRow): GrantItem {
   };
 }
 
+/** What grant history needs beyond the report deps: the key cursors are signed with. */
+export interface GrantHistoryDeps extends ReportDeps {
+  cursorKey: Uint8Array;
+}
+
 /** One page of grant history. `nowMs` pins `to` on the first page. */
-export async function grantHistory(deps: ReportDeps, p: GrantHistoryParams, nowMs: number): Promise<GrantPage> {
+export async function grantHistory(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number): Promise<GrantPage> {
   const limit = p.limit ?? 100;
   if (limit > deps.limits.maxPageSize) {
     throw new LockauditError('LOCKAUDIT_ERR_LIMIT_PAGE_SIZE', `querystring.limit: ${limit} is more than LOCKAUDIT_MAX_PAGE_SIZE (${deps.limits.maxPageSize})`);
@@ -118,11 +124,11 @@ export async function grantHistory(deps: ReportDeps, p: GrantHistoryParams, nowM
   const token = p.token === undefined ? undefined : parseToken(p.token);
   if (p.token !== undefined && token === undefined) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', 'querystring.token: must be below 2^64');
   const digest = filterDigest(filtersOf(p));
-  const cursor: Cursor | undefined = p.cursor === undefined ? undefined : decodeCursor(p.cursor, digest);
+  const cursor: Cursor | undefined = p.cursor === undefined ? undefined : decodeCursor(p.cursor, digest, deps.cursorKey);
   // A key or token bounds the query by itself: without from/to it searches all
   // time. Anything broader gets the widest window allowed, ending now.
   const narrow = p.key !== undefined || token !== undefined;
-  const pinnedTo = cursor?.toMs ?? (p.to !== undefined ? Date.parse(p.to) : nowMs);
+  const pinnedTo = cursor?.toMs ?? (p.to !== undefined ? (parseInstant(p.to) ?? nowMs) : nowMs);
   const window = narrow && p.from === undefined && p.to === undefined
     ? { fromMs: 0, toMs: pinnedTo }
     : resolveWindow({ from: p.from, to: p.to ?? new Date(pinnedTo).toISOString() }, deps.limits.maxWindowDays, nowMs);
@@ -151,7 +157,7 @@ export async function grantHistory(deps: ReportDeps, p: GrantHistoryParams, nowM
         after: { grantedAtMs: Number(last.granted_at_ms), cluster: last.cluster, key: last.key, grantRevision: String(last.grant_revision), spoolId: last.spool_id },
         toMs: window.toMs,
         filters: digest,
-      })
+      }, deps.cursorKey)
     : null;
   return { items: page.map(toItem), nextCursor };
 }

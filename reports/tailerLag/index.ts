@@ -2,6 +2,7 @@
 // cluster and time bucket, from the status samples the elected tailers
 // publish (sql/030_tailer_lag_history.sql). Aggregated in ClickHouse: a
 // 30-day window is at most 241 points a cluster.
+import { INSTANT_MAX_MS, INSTANT_MIN_MS, parseInstant } from '../../core/instant.js';
 import Type, { type Static } from 'typebox';
 import { ClusterName, Instant, NullableNumber } from '../schemas.js';
 import { reportRows, type ReportDeps } from '../query.js';
@@ -56,9 +57,11 @@ interface LagRow { cluster: string; bucket_ms: Num; lag_seconds_max: Num; lag_re
 
 export async function tailerLag(deps: ReportDeps, p: TailerLagParams, nowMs: number): Promise<TailerLag> {
   // Lag is mostly looked at recently: the default window is the last 24 h (from/to are schema-checked ISO 8601).
-  const to = p.to !== undefined ? Date.parse(p.to) : p.from !== undefined ? Math.min(Date.parse(p.from) + DEFAULT_SPAN_MS, nowMs) : nowMs;
-  const from = p.from ?? new Date(to - DEFAULT_SPAN_MS).toISOString();
-  const { fromMs, toMs } = resolveWindow({ from, to: new Date(to).toISOString() }, deps.limits.maxWindowDays, nowMs);
+  // parseInstant is the validator's own reading, so it agrees with what passed; the defaults stay within its range.
+  const given = (text: string | undefined): number | undefined => (text === undefined ? undefined : parseInstant(text));
+  const to = given(p.to) ?? Math.min(Math.max((given(p.from) ?? nowMs) + (p.from !== undefined ? DEFAULT_SPAN_MS : 0), INSTANT_MIN_MS), nowMs, INSTANT_MAX_MS);
+  const from = p.from ?? new Date(Math.max(to - DEFAULT_SPAN_MS, INSTANT_MIN_MS)).toISOString();
+  const { fromMs, toMs } = resolveWindow({ from, to: p.to ?? new Date(to).toISOString() }, deps.limits.maxWindowDays, nowMs);
   const bucketSeconds = bucketFor(toMs - fromMs, LAG_BUCKET_SECONDS);
   const rows = await reportRows<LagRow>(deps, LAG, { cluster: p.cluster ?? '', fromMs, toMs, bucketSeconds });
   const byCluster = new Map<string, Map<number, LagRow>>();

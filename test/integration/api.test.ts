@@ -12,17 +12,20 @@ import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { createS3Client } from '../../core/s3.js';
 import { ensureBuckets } from '../../platform/buckets.js';
+import type { AuditStore } from '../../core/clickhouse.js';
 import { tempStore, testConfig } from '../support/env.js';
 
 describe('api skeleton', () => {
   let app: App;
   let closeStore: () => Promise<void>;
+  let theStore: AuditStore;
   let health: HealthState;
   const tokens: Record<string, string> = {};
 
   before(async () => {
     const config = testConfig();
     const { store, close } = await tempStore();
+    theStore = store;
     closeStore = close;
     await ensureBuckets(createS3Client(config.s3), config.s3);
     health = new HealthState();
@@ -52,16 +55,47 @@ describe('api skeleton', () => {
   });
 
   it('is ready when every dependency answers, degraded while an alarm is raised', async () => {
-    const ready = await get('/readyz');
+    const ready = await get('/readyz', tokens.admin);
     assert.equal(ready.statusCode, 200, ready.body);
     assert.deepEqual(ready.json().checks.map((c: { name: string; ok: boolean }) => [c.name, c.ok]), [['etcd:local', true], ['clickhouse', true], ['s3', true], ['redis', true]]);
     health.raise(alarm('LOCKAUDIT_ALARM_TAILER_GAP', { cluster: 'local' }, { from: 10, to: 20 }));
-    const degraded = await get('/readyz');
+    const degraded = await get('/readyz', tokens.admin);
     assert.equal(degraded.statusCode, 503);
     assert.equal(degraded.json().alarms[0].name, 'tailer-gap:local');
     assert.equal(degraded.json().alarms[0].code, 'LOCKAUDIT_ALARM_TAILER_GAP');
     health.clear('tailer-gap:local');
     assert.equal((await get('/readyz')).statusCode, 200);
+  });
+
+  it('shows the unauthenticated and non-admins only a status: dependency detail (host:port) is for admins', async () => {
+    health.raise(alarm('LOCKAUDIT_ALARM_TAILER_GAP', { cluster: 'local' }, { from: 10, to: 20 }));
+    try {
+      for (const token of [undefined, tokens.investigator]) {
+        const r = await get('/readyz', token);
+        assert.equal(r.statusCode, 503);
+        assert.deepEqual(r.json(), { status: 'degraded' });
+      }
+      const admin = (await get('/readyz', tokens.admin)).json() as { checks: Array<{ name: string; detail: string }>; alarms: Array<{ name: string }> };
+      assert.equal(admin.checks.length, 4);
+      assert.ok(admin.checks.every((c) => typeof c.detail === 'string'));
+      assert.equal(admin.alarms[0]?.name, 'tailer-gap:local');
+    } finally {
+      health.clear('tailer-gap:local');
+    }
+  });
+
+  it('requires a token for /metrics when metricsRequireToken is set', async () => {
+    const store = theStore;
+    const locked = await buildApp({ config: testConfig({ LOCKAUDIT_METRICS_REQUIRE_TOKEN: 'true' }), logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() });
+    try {
+      const token = (await createApiToken(store, 'prom@corp', ['client'])).token;
+      assert.equal((await locked.inject({ method: 'GET', url: '/metrics' })).statusCode, 401);
+      const ok = await locked.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${token}` } });
+      assert.equal(ok.statusCode, 200);
+      assert.match(ok.body, /lockaudit_process_cpu_seconds_total/);
+    } finally {
+      await locked.close();
+    }
   });
 
   it('serves Prometheus metrics and the OpenAPI document', async () => {

@@ -17,23 +17,34 @@ const code = (c: string) => (err: unknown) => isLockauditError(err) && err.code 
 
 describe('grant-history cursor', () => {
   const filters = filterDigest({ key: 'a/b', from: undefined });
+  const secret = Buffer.from('k'.repeat(32));
   const cursor = { after: { grantedAtMs: 1_764_400_000_123, cluster: 'c1', key: 'pay/acct-1', grantRevision: '18446744073709551615', spoolId: '' }, toMs: 1_764_400_999_000, filters };
 
   it('round-trips, 64-bit revisions exact', () => {
-    assert.deepEqual(decodeCursor(encodeCursor(cursor), filters), cursor);
-    assert.match(encodeCursor(cursor), /^[A-Za-z0-9_-]+$/);
+    assert.deepEqual(decodeCursor(encodeCursor(cursor, secret), filters, secret), cursor);
+    assert.match(encodeCursor(cursor, secret), /^[A-Za-z0-9_-]+$/);
   });
   it('is bound to its filters (order of keys does not matter; values do)', () => {
     assert.equal(filterDigest({ a: 1, b: 'x' }), filterDigest({ b: 'x', a: 1 }));
     assert.notEqual(filterDigest({ a: 1 }), filterDigest({ a: 2 }));
-    assert.throws(() => decodeCursor(encodeCursor(cursor), filterDigest({ key: 'other/key' })), code('LOCKAUDIT_ERR_REPORT_CURSOR'));
+    assert.throws(() => decodeCursor(encodeCursor(cursor, secret), filterDigest({ key: 'other/key' }), secret), code('LOCKAUDIT_ERR_REPORT_CURSOR'));
   });
-  it('rejects garbage and forged values with a 400', () => {
+  it('rejects garbage and forged values with a 400 naming the cursor', () => {
     const forged = (arr: unknown) => Buffer.from(JSON.stringify(arr)).toString('base64url');
     for (const text of ['', 'not-base64!', forged({}), forged([2, 0, 'c', 'k', '1', '', 0, filters]), forged([1, -1, 'c', 'k', '1', '', 0, filters]),
       forged([1, 0, 'c', 'k', '18446744073709551616', '', 0, filters]), forged([1, 0, 'c', 'k', '01', '', 0, filters]), forged([1, 0.5, 'c', 'k', '1', '', 0, filters])]) {
-      assert.throws(() => decodeCursor(text, filters), code('LOCKAUDIT_ERR_REPORT_CURSOR'), text);
+      assert.throws(() => decodeCursor(text, filters, secret), code('LOCKAUDIT_ERR_REPORT_CURSOR'), text);
     }
+  });
+  it('refuses a cursor whose values were edited, or signed with another secret (toMs 9e15 never reaches a Date)', () => {
+    const issued = encodeCursor(cursor, secret);
+    const payload = JSON.parse(Buffer.from(issued.slice(0, -22), 'base64url').toString('utf8')) as unknown[];
+    payload[6] = 9e15;
+    const edited = Buffer.from(JSON.stringify(payload)).toString('base64url') + issued.slice(-22);
+    const message = (err: unknown) => code('LOCKAUDIT_ERR_REPORT_CURSOR')(err) && /querystring\.cursor/.test((err as Error).message);
+    assert.throws(() => decodeCursor(edited, filters, secret), message);
+    assert.throws(() => decodeCursor(encodeCursor(cursor, Buffer.from('x'.repeat(32))), filters, secret), message);
+    assert.throws(() => decodeCursor(encodeCursor({ ...cursor, toMs: 9e15 }, secret), filters, secret), message);
   });
 });
 
