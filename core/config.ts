@@ -20,6 +20,41 @@ const EtcdClusterSchema = Type.Object(
   { additionalProperties: false },
 );
 
+const AlertRuleSchema = Type.Object(
+  {
+    kinds: Type.Array(
+      Type.Union([
+        Type.Literal('grant'), Type.Literal('release'), Type.Literal('expiry'), Type.Literal('force-release'), Type.Literal('session-close'), Type.Literal('epoch-release'),
+        Type.Literal('epoch-advance'), Type.Literal('class-change'), Type.Literal('unprotected-grant'), Type.Literal('gap'),
+      ]),
+      { minItems: 1, description: 'Event kinds this rule matches (gap: a recorded history gap)' },
+    ),
+    namespaces: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'Only events of these lock namespaces. Default: any' })),
+    classes: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'Only events of these lock classes. Default: any' })),
+    purposes: Type.Optional(Type.Array(Type.Union([Type.Literal('correctness'), Type.Literal('efficiency')]), { description: "Only events whose class has this purpose (e.g. every expiry of a correctness class). Default: any" })),
+  },
+  { additionalProperties: false },
+);
+
+const AlertWebhookSchema = Type.Object(
+  {
+    name: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'Names the sink in its checkpoint, dead letters and metrics' }),
+    url: Type.String({ pattern: '^https?://', description: 'The endpoint: receives POSTs of JSON lines (or CEF lines)' }),
+    secret: Type.String({ minLength: 16, description: 'HMAC-SHA256 key: each delivery carries X-Lockaudit-Signature: t=<ms>,v1=<hex of HMAC(t + "." + body)>' }),
+    format: Type.Optional(Type.Union([Type.Literal('ocsf'), Type.Literal('cef')], { description: 'ocsf (JSON lines, default) or cef (CEF lines)' })),
+    rules: Type.Array(AlertRuleSchema, { minItems: 1, description: 'An event is delivered when any rule matches' }),
+    batchSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'Events read and delivered per request, which bounds memory. Default 200' })),
+    maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Failed attempts before a batch goes to the dead-letter table. Default 20' })),
+    backoffMaxMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 600000, description: 'Longest wait between retries (exponential from 100 ms, jittered). Default 30000' })),
+    pollIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 600000, description: 'Wait when caught up. Default 1000' })),
+    timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600000, description: 'Per request. Default 10000' })),
+  },
+  { additionalProperties: false },
+);
+
+export type AlertRule = Static<typeof AlertRuleSchema>;
+export type AlertWebhookConfig = Static<typeof AlertWebhookSchema>;
+
 export const FileConfigSchema = Type.Object(
   {
     dataDir: Type.Optional(Type.String({ minLength: 1, description: 'Where local data lives (embedded ClickHouse, service data, spools). Default ./.lockaudit' })),
@@ -79,6 +114,12 @@ export const FileConfigSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    alerts: Type.Optional(
+      Type.Object(
+        { webhooks: Type.Optional(Type.Array(AlertWebhookSchema, { description: 'Alert / SIEM sinks run by the worker role. Default none' })) },
+        { additionalProperties: false },
+      ),
+    ),
     local: Type.Optional(
       Type.Object(
         {
@@ -121,6 +162,7 @@ export interface Config {
   local: { portBase: number; etcdMembers: 1 | 3; ports: LocalPorts };
   tailer: TailerSettings;
   reports: ReportSettings;
+  alerts: { webhooks: AlertWebhookConfig[] };
 }
 
 export interface ReportSettings {
@@ -365,6 +407,7 @@ function resolve(file: FileConfig, cwd: string): Config {
       queryTimeoutMs: file.reports?.queryTimeoutMs ?? 30_000,
       rateLimitPerMinute: file.reports?.rateLimitPerMinute ?? 120,
     },
+    alerts: { webhooks: file.alerts?.webhooks ?? [] },
     tailer: {
       electionTtlSeconds: file.tailer?.electionTtlSeconds ?? 5,
       compactionWindowRevisions: file.tailer?.compactionWindowRevisions ?? 1_000_000,
@@ -386,6 +429,7 @@ export function maskedConfig(config: Config): Record<string, unknown> {
   if (ch.password) ch.password = MASK;
   const redis = copy.redis as Record<string, unknown>;
   redis.url = maskUrlPassword(String(redis.url));
+  for (const w of (copy.alerts as { webhooks: Array<Record<string, unknown>> }).webhooks) w.secret = MASK;
   return copy;
 }
 

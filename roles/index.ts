@@ -13,12 +13,13 @@ import { riskRegisterJob, scheduleRiskRegister } from '../reports/riskRegister/j
 import { exportRoutes } from '../api/routes/exports.js';
 import { uiRoutes } from '../api/routes/ui.js';
 import { exportJobQueues, forceArchiveService } from '../exporters/exportJobs.js';
+import { alertService } from '../exporters/alerts/service.js';
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
 
 export const apiRoutes: RoutePlugin[] = [tailerRoutes, lockApi(), grantRoutes, reportRoutes, stateRoutes, exportRoutes(), uiRoutes];
 export const jobQueues: JobQueue[] = [riskRegisterJob, ...exportJobQueues];
 /** Loops the worker role runs beside its job workers. */
-export const workerServices = [forceArchiveService()];
+export const workerServices = [forceArchiveService(), alertService()];
 
 export type RoleName = 'api' | 'worker' | 'tailer';
 
