@@ -127,7 +127,7 @@ export function endedBy(hold: HoldItem, endKind: string, markers: readonly Event
 
 export async function diff(deps: StateDeps, p: DiffParams): Promise<DiffResponse> {
   const limit = checkLimit(deps, p.limit);
-  const cluster = pickCluster(deps, p.cluster);
+  const cluster = await pickCluster(deps, p.cluster);
   const from = await resolveMoment(deps, cluster, p.from, 'querystring.from');
   const to = await resolveMoment(deps, cluster, p.to, 'querystring.to');
   if (from.revision > to.revision) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `querystring.from: resolves to revision ${from.revision}, after to (${to.revision})`);

@@ -107,10 +107,16 @@ export interface ResolvedMoment {
   capturedThrough: bigint;
 }
 
-/** The cluster asked for, or the default; 400 naming the field when it is not configured. */
-export function pickCluster(deps: StateDeps, cluster: string | undefined, field = 'querystring.cluster'): string {
+/**
+ * The cluster asked for, or the first configured; a cluster no longer configured
+ * is still answered while its history is in the store (like GET /v1/tailers).
+ * 400 naming the field when neither is true.
+ */
+export async function pickCluster(deps: StateDeps, cluster: string | undefined, field = 'querystring.cluster'): Promise<string> {
   const name = cluster ?? deps.clusters[0];
-  if (name === undefined || !deps.clusters.includes(name)) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: no configured etcd cluster is named "${cluster ?? ''}"`);
+  if (name !== undefined && deps.clusters.includes(name)) return name;
+  const [cp] = name === undefined ? [] : await reportRows<{ revision: string | null }>(deps, CHECKPOINT, { cluster: name });
+  if (name === undefined || BigInt(cp?.revision ?? 0) === 0n) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: no etcd cluster named "${cluster ?? ''}" is configured or captured`);
   return name;
 }
 
@@ -173,7 +179,7 @@ export function checkLimit(deps: ReportDeps, limit: number | undefined): number 
 /** GET /v1/state. */
 export async function stateAt(deps: StateDeps, p: StateParams): Promise<StateResponse> {
   const limit = checkLimit(deps, p.limit);
-  const cluster = pickCluster(deps, p.cluster);
+  const cluster = await pickCluster(deps, p.cluster);
   const moment = await resolveMoment(deps, cluster, p.at, 'querystring.at');
   const state = await keyspaceAt(deps, cluster, moment.revision, p.prefix ?? '', limit);
   return { cluster, at: { requested: moment.requested, revision: moment.revision.toString(), capturedThrough: moment.capturedThrough.toString() }, ...state };

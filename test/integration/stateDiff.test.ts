@@ -204,6 +204,13 @@ describe('keyspace at a moment and diff (known answers)', { timeout: 180_000 }, 
     const unknownCluster = await get<Json>('/v1/state?at=1&cluster=nope');
     assert.equal(unknownCluster.status, 400);
     assert.match(String(unknownCluster.body.message), /querystring\.cluster/);
+    const doc = (await api.inject({ method: 'GET', url: '/docs/json' })).json() as { paths: Record<string, { get?: { summary?: string; responses: Record<string, unknown> } }> };
+    for (const p of ['/v1/state', '/v1/diff']) {
+      const op = doc.paths[p]?.get;
+      assert.ok(op?.summary, `${p} documented`);
+      assert.match(JSON.stringify(op.responses['200']), /"example/, `${p}: success response with an example`);
+      assert.ok(op.responses['400'] && op.responses['401'] && op.responses['403'], `${p}: error responses`);
+    }
     const reads = await store.rows<{ format: string }>("SELECT format FROM {db:Identifier}.grant_history_reads WHERE format IN ('state', 'diff')");
     assert.ok(reads.some((r) => r.format === 'state') && reads.some((r) => r.format === 'diff'), 'state and diff reads are recorded');
   });
