@@ -85,8 +85,12 @@ export class WebhookDelivery {
     };
   }
 
+  #lastSavedMs = 0;
+
   async #save(p: Position): Promise<void> {
-    await this.#d.store.insert('alert_checkpoints', [{ sink: this.#d.sink.name, cluster: this.#d.cluster, revision: p.revision.toString(), key: p.key, spool_ms: p.spoolMs, spool_key: p.spoolKey, updated_at: Date.now() }]);
+    // updated_at is the ReplacingMergeTree version: strictly increasing, so two saves within one millisecond still order.
+    this.#lastSavedMs = Math.max(Date.now(), this.#lastSavedMs + 1);
+    await this.#d.store.insert('alert_checkpoints', [{ sink: this.#d.sink.name, cluster: this.#d.cluster, revision: p.revision.toString(), key: p.key, spool_ms: p.spoolMs, spool_key: p.spoolKey, updated_at: this.#lastSavedMs }]);
   }
 
   /** One pass: deliver up to one batch of the log and one of unprotected grants. Returns true when there may be more. */
