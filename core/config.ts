@@ -84,6 +84,41 @@ const ApiSchema = Type.Object(
   { additionalProperties: false, default: {} },
 );
 
+const AlertRuleSchema = Type.Object(
+  {
+    kinds: Type.Array(
+      Type.Union([
+        Type.Literal('grant'), Type.Literal('release'), Type.Literal('expiry'), Type.Literal('force-release'), Type.Literal('session-close'), Type.Literal('epoch-release'),
+        Type.Literal('epoch-advance'), Type.Literal('class-change'), Type.Literal('unprotected-grant'), Type.Literal('gap'),
+      ]),
+      { minItems: 1, description: 'Event kinds this rule matches (gap: a recorded history gap)' },
+    ),
+    namespaces: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'Only events of these lock namespaces. Default: any' })),
+    classes: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'Only events of these lock classes. Default: any' })),
+    purposes: Type.Optional(Type.Array(Type.Union([Type.Literal('correctness'), Type.Literal('efficiency')]), { description: "Only events whose class has this purpose (e.g. every expiry of a correctness class). Default: any" })),
+  },
+  { additionalProperties: false },
+);
+
+const AlertWebhookSchema = Type.Object(
+  {
+    name: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'Names the sink in its checkpoint, dead letters and metrics' }),
+    url: Type.String({ pattern: '^https?://', description: 'The endpoint: receives POSTs of JSON lines (or CEF lines)' }),
+    secret: Type.String({ minLength: 16, description: 'HMAC-SHA256 key: each delivery carries X-Lockaudit-Signature: t=<ms>,v1=<hex of HMAC(t + "." + body)>' }),
+    format: Type.Optional(Type.Union([Type.Literal('ocsf'), Type.Literal('cef')], { description: 'ocsf (JSON lines, default) or cef (CEF lines)' })),
+    rules: Type.Array(AlertRuleSchema, { minItems: 1, description: 'An event is delivered when any rule matches' }),
+    batchSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'Events read and delivered per request, which bounds memory. Default 200' })),
+    maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Failed attempts before a batch goes to the dead-letter table. Default 20' })),
+    backoffMaxMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 600000, description: 'Longest wait between retries (exponential from 100 ms, jittered). Default 30000' })),
+    pollIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 600000, description: 'Wait when caught up. Default 1000' })),
+    timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600000, description: 'Per request. Default 10000' })),
+  },
+  { additionalProperties: false },
+);
+
+export type AlertRule = Static<typeof AlertRuleSchema>;
+export type AlertWebhookConfig = Static<typeof AlertWebhookSchema>;
+
 const LocalSchema = Type.Object(
   {
     portBase: Type.Optional(Type.Integer({ minimum: 1024, maximum: 65000, default: 23000, description: 'First port of the local services block (etcd, Redis, MinIO).' })),
@@ -107,6 +142,12 @@ export const FileConfigSchema = Type.Object(
     redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis URL for the job queue; absent means the local Redis.' })),
     queuePrefix: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_:-]{1,64}$', default: 'lockaudit', description: 'BullMQ key prefix.' })),
     api: Type.Optional(ApiSchema),
+    alerts: Type.Optional(
+      Type.Object(
+        { webhooks: Type.Optional(Type.Array(AlertWebhookSchema, { description: 'Alert / SIEM sinks run by the worker role; absent means none.' })) },
+        { additionalProperties: false, default: {} },
+      ),
+    ),
     tailer: Type.Optional(TailerSchema),
     reports: Type.Optional(ReportsSchema),
     local: Type.Optional(LocalSchema),
@@ -147,6 +188,7 @@ export interface Config extends Settled<Pick<FileConfig, 'dataDir' | 'host' | 'p
   redis: { url: string; local: boolean };
   local: Settled<Static<typeof LocalSchema>> & { ports: LocalPorts };
   api: ApiSettings;
+  alerts: { webhooks: AlertWebhookConfig[] };
   tailer: TailerSettings;
   reports: ReportSettings;
 }
@@ -180,6 +222,13 @@ const asBoolean: EnvParser = (raw, name) => {
   if (!/^(true|false)$/i.test(raw.trim())) throw new ConfigProblem(name, `must be true or false, got "${raw}"`);
   return raw.trim().toLowerCase() === 'true';
 };
+const asJson: EnvParser = (raw, name) => {
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    throw new ConfigProblem(name, 'must be JSON (a list of webhook objects)');
+  }
+};
 const asInteger: EnvParser = (raw, name) => {
   if (!/^-?\d+$/.test(raw.trim())) throw new ConfigProblem(name, `must be an integer, got "${raw}"`);
   return Number(raw.trim());
@@ -207,6 +256,7 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_REDIS_URL', path: ['redisUrl'], parse: asString, secret: true },
   { name: 'LOCKAUDIT_CURSOR_SECRET', path: ['api', 'cursorSecret'], parse: asString, secret: true },
   { name: 'LOCKAUDIT_METRICS_REQUIRE_TOKEN', path: ['api', 'metricsRequireToken'], parse: asBoolean },
+  { name: 'LOCKAUDIT_ALERT_WEBHOOKS', path: ['alerts', 'webhooks'], parse: asJson, secret: true },
   { name: 'LOCKAUDIT_QUEUE_PREFIX', path: ['queuePrefix'], parse: asString },
   { name: 'LOCKAUDIT_TAILER_ELECTION_TTL_SECONDS', path: ['tailer', 'electionTtlSeconds'], parse: asInteger },
   { name: 'LOCKAUDIT_TAILER_COMPACTION_WINDOW_REVISIONS', path: ['tailer', 'compactionWindowRevisions'], parse: asInteger },
@@ -400,6 +450,7 @@ function resolve(input: FileConfig, cwd: string): Config {
     reports: file.reports,
     tailer: file.tailer,
     api: file.api,
+    alerts: { webhooks: file.alerts?.webhooks ?? [] },
   };
 }
 
@@ -414,6 +465,7 @@ export function maskedConfig(config: Config): Record<string, unknown> {
   if (ch.password) ch.password = MASK;
   const api = copy.api as Record<string, unknown>;
   if (api.cursorSecret) api.cursorSecret = MASK;
+  for (const w of (copy.alerts as { webhooks: Array<Record<string, unknown>> }).webhooks) w.secret = MASK;
   const redis = copy.redis as Record<string, unknown>;
   redis.url = maskUrlPassword(String(redis.url));
   return copy;

@@ -8,16 +8,18 @@ import { tailerRoutes } from '../api/routes/tailers.js';
 import { startTailerRole } from './tailer.js';
 import { grantRoutes } from '../api/routes/grants.js';
 import { reportRoutes } from '../api/routes/reports.js';
+import { stateRoutes } from '../api/routes/state.js';
 import { riskRegisterJob } from '../reports/riskRegister/job.js';
 import { exportRoutes } from '../api/routes/exports.js';
 import { uiRoutes } from '../api/routes/ui.js';
 import { exportJobQueues, forceArchiveService } from '../exporters/exportJobs.js';
+import { alertService } from '../exporters/alerts/service.js';
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
 
-export const apiRoutes: RoutePlugin[] = [tailerRoutes, lockApi(), grantRoutes, reportRoutes, exportRoutes(), uiRoutes];
+export const apiRoutes: RoutePlugin[] = [tailerRoutes, lockApi(), grantRoutes, reportRoutes, stateRoutes, exportRoutes(), uiRoutes];
 export const jobQueues: JobQueue[] = [riskRegisterJob, ...exportJobQueues];
 /** Loops the worker role runs beside its job workers. */
-export const workerServices = [forceArchiveService()];
+export const workerServices = [forceArchiveService(), alertService()];
 
 export type RoleName = 'api' | 'worker' | 'tailer';
 

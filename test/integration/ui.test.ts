@@ -13,6 +13,7 @@ import { buildApp, type App } from '../../api/app.js';
 import { HealthState } from '../../platform/health.js';
 import { grantRoutes } from '../../api/routes/grants.js';
 import { reportRoutes } from '../../api/routes/reports.js';
+import { stateRoutes } from '../../api/routes/state.js';
 import { tailerRoutes } from '../../api/routes/tailers.js';
 import { uiRoutes } from '../../api/routes/ui.js';
 import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
@@ -68,6 +69,14 @@ describe('web console', () => {
       { ...classEvent('gap-edge', null, 199, T0 + 20_000), key: '/sys/clock', event_type: 'clock', op: 'put' },
       { ...classEvent('gap-edge', null, 251, T0 + 35_000), key: '/sys/clock', event_type: 'clock', op: 'put' },
     ]);
+    // The captured changes of pay/ for the keyspace page (revisions as in G: g5 101–104 … g2 from 110).
+    const hold = (key: string, holder: string, rev: number, kind: 'grant' | 'release', grantRev = rev) => ({
+      ...classEvent('x', null, rev, T0 + rev), key: `/l/${key}`, event_type: kind, op: kind === 'grant' ? 'put' : 'delete', namespace: 'pay', lock_path: key.slice(4), class: 'ledger', holder, session: '7', token: String(grantRev), epoch: 0, grant_revision: String(grantRev),
+    });
+    await store.insert('events', [
+      hold('pay/acct-1', 'h-a', 101, 'grant'), hold('pay/acct-2', 'h-b', 102, 'grant'), hold('pay/acct-2', 'h-b', 104, 'release', 102),
+      hold('pay/acct-1', 'h-a', 105, 'release', 101), hold('pay/acct-1', 'h-b', 110, 'grant'),
+    ]);
     // A busy key: 2 500 grants, one a second from T0, each held 500 ms — too many to draw one by one.
     const busy = Array.from({ length: BUSY_GRANTS }, (_, i): GrantSpec => ({ key: BUSY_KEY, class: 'ledger', holder: `h-${i % 4}`, rev: 1000 + i, at: T0 + i * 1000, end: { kind: 'release', at: T0 + i * 1000 + 500, rev: 5000 + i } }));
     await store.insert('grants', busy.map((s) => grantRows(s).open));
@@ -80,7 +89,7 @@ describe('web console', () => {
 
     const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '100000' });
     const ctx = { config, logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() };
-    app = await buildApp(ctx, [tailerRoutes, grantRoutes, reportRoutes, uiRoutes]);
+    app = await buildApp(ctx, [tailerRoutes, grantRoutes, reportRoutes, stateRoutes, uiRoutes]);
     adminToken = (await createApiToken(store, 'root@corp', ['admin'])).token;
     const run = await app.inject({ method: 'POST', url: '/v1/reports/risk-register/run', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, payload: '{}' });
     assert.equal(run.statusCode, 201, run.body);
@@ -261,11 +270,32 @@ describe('web console', () => {
     await shot('tailers');
   });
 
+  it('shows the keyspace at a moment with a revision slider, the diff between two moments, and is linked from a grant', async () => {
+    await page.goto(`${base}/ui/#/keyspace?cluster=c1&prefix=pay/&at=103`);
+    await page.locator('table.holds tbody tr').nth(1).waitFor();
+    assert.deepEqual((await page.locator('table.holds tbody tr').allInnerTexts()).map((r) => r.split('\t').slice(0, 2).join(' ')), ['pay/acct-1 h-a', 'pay/acct-2 h-b']);
+    assert.equal(await page.locator('input[name=slider]').getAttribute('value'), '103');
+    await page.goto(`${base}/ui/#/keyspace?cluster=c1&prefix=pay/&at=110&from=103`);
+    await page.locator('table.diff tbody tr').first().waitFor();
+    const diff = (await page.locator('table.diff tbody tr').allInnerTexts()).join('\n');
+    assert.match(diff, /appeared\tpay\/acct-1\th-b\t110/);
+    assert.match(diff, /ended\tpay\/acct-1\th-a\t105\trelease/);
+    assert.match(diff, /ended\tpay\/acct-2\th-b\t104\trelease/);
+    assert.match(diff, /holder changed\tpay\/acct-1\th-a → h-b/);
+    await shot('keyspace');
+    // From a grant in the search results to the keyspace at its grant revision.
+    await page.goto(`${base}/ui/#/grants?key=pay/acct-1&limit=50`);
+    await page.locator('table.grants a.at-grant').first().click();
+    await page.locator('table.holds tbody tr').first().waitFor();
+    assert.match(await page.locator('p.summary').innerText(), /c1 at revision 101/);
+    assert.match(await page.locator('table.holds tbody tr').first().innerText(), /pay\/acct-1\th-a/);
+  });
+
   it('shows only the pages the token\'s roles can read, and says why a page is closed', async () => {
     const auditor = (await createApiToken(store, 'audrey@corp', ['auditor'])).token;
     await page.click('nav .signout');
     await signIn(page, base, auditor);
-    assert.deepEqual(await page.locator('nav a').allInnerTexts(), ['Risk register', 'Tailer health']);
+    assert.deepEqual(await page.locator('nav a').allInnerTexts(), ['Risk register', 'Tailer health', 'Keyspace at a moment']);
     assert.equal(await page.locator('nav .whoami').innerText(), 'audrey@corp');
     // The landing page is the first one the token can read.
     await page.locator('table.register tbody tr').first().waitFor();

@@ -106,6 +106,26 @@ describe('config', () => {
     }
   });
 
+  it('reads alert webhooks from the file: defaults none, rejects unknown rule keys and kinds, masks the secret', () => {
+    assert.deepEqual(loadConfig({ env: {}, cwd: '/srv' }).alerts, { webhooks: [] });
+    const tmp = tempDir();
+    try {
+      const good = path.join(tmp.dir, 'alerts.yaml');
+      writeFileSync(good, 'alerts:\n  webhooks:\n    - name: siem\n      url: https://siem.corp/in\n      secret: shared-secret-0123456789\n      rules:\n        - kinds: [force-release, gap]\n        - kinds: [expiry]\n          purposes: [correctness]\n');
+      const c = loadConfig({ env: { LOCKAUDIT_CONFIG: good }, cwd: tmp.dir });
+      assert.deepEqual(c.alerts.webhooks[0]?.rules, [{ kinds: ['force-release', 'gap'] }, { kinds: ['expiry'], purposes: ['correctness'] }]);
+      assert.ok(!JSON.stringify(maskedConfig(c)).includes('shared-secret-0123456789'), 'the webhook secret is masked');
+      const bad = path.join(tmp.dir, 'bad-alerts.yaml');
+      writeFileSync(bad, 'alerts:\n  webhooks:\n    - name: siem\n      url: https://siem.corp/in\n      secret: shared-secret-0123456789\n      rules:\n        - kinds: [force-release]\n          namespace: [payments]\n');
+      assert.ok(problems({ LOCKAUDIT_CONFIG: bad }).some((p) => p === 'alerts.webhooks.0.rules.0.namespace: unknown key'), problems({ LOCKAUDIT_CONFIG: bad }).join('\n'));
+      const kind = path.join(tmp.dir, 'bad-kind.yaml');
+      writeFileSync(kind, 'alerts:\n  webhooks:\n    - name: siem\n      url: https://siem.corp/in\n      secret: shared-secret-0123456789\n      rules:\n        - kinds: [explosion]\n');
+      assert.ok(problems({ LOCKAUDIT_CONFIG: kind }).some((p) => p.startsWith('alerts.webhooks.0.rules.0.kinds.0:')), problems({ LOCKAUDIT_CONFIG: kind }).join('\n'));
+    } finally {
+      tmp.remove();
+    }
+  });
+
   it('masks secrets in the effective config', () => {
     const c = loadConfig({ env: { LOCKAUDIT_REDIS_URL: 'redis://:hunter2@r:6379', LOCKAUDIT_CLICKHOUSE_URL: 'http://ch:8123', LOCKAUDIT_CLICKHOUSE_PASSWORD: 'pw-secret' }, cwd: '/' });
     const text = JSON.stringify(maskedConfig(c));

@@ -6,6 +6,7 @@ import { h } from './dom.js';
 import { errorBox } from './nav.js';
 import { contentionPage } from './pages/contention.js';
 import { grantsPage } from './pages/grants.js';
+import { keyspacePage } from './pages/keyspace.js';
 import { reconcilePage } from './pages/reconcile.js';
 import { riskPage } from './pages/risk.js';
 import { tailersPage } from './pages/tailers.js';
@@ -23,6 +24,7 @@ const pages: { path: string; title: string; render: Page; roles: string[] }[] = 
   { path: 'risk', title: 'Risk register', render: riskPage, roles: ['auditor'] },
   { path: 'reconcile', title: 'Reconciliation', render: reconcilePage, roles: ['lock-operator', 'investigator'] },
   { path: 'tailers', title: 'Tailer health', render: tailersPage, roles: ['investigator', 'auditor'] },
+  { path: 'keyspace', title: 'Keyspace at a moment', render: keyspacePage, roles: ['investigator', 'auditor'] },
 ];
 
 const allowed = (page: { roles: string[] }): boolean => callerHas(...page.roles);

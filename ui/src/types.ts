@@ -171,3 +171,65 @@ export interface Whoami {
   roles: string[];
   tokenId: string;
 }
+// GET /v1/state and GET /v1/diff (reports/state, reports/diff).
+export interface HeldLock {
+  key: string;
+  holder: string;
+  session: string;
+  token: string;
+  class: string;
+  epoch: number;
+  grantRevision: string;
+  since: string;
+  startKnown: boolean;
+}
+export interface GapRef {
+  fromRevision: string;
+  toRevision: string;
+  reason: string;
+}
+export interface UnknownKey {
+  key: string;
+  kind: 'hold' | 'queue' | 'class';
+  reason: string;
+  gap: GapRef | null;
+  lastKnownRevision: string | null;
+  lastKnownHolder: string | null;
+}
+export interface Moment {
+  requested: string;
+  revision: string;
+  capturedThrough: string;
+}
+export interface KeyspaceState {
+  cluster: string;
+  at: Moment;
+  holds: HeldLock[];
+  queue: { key: string; leaseId: string; holder: string; class: string; since: string; sinceRevision: string }[];
+  classes: { name: string; revision: string; definition: Record<string, unknown> }[];
+  epoch: { epoch: number; revision: string } | null;
+  unknown: UnknownKey[];
+  gaps: GapRef[];
+  complete: boolean;
+  truncated: boolean;
+}
+export interface KeyspaceDiff {
+  cluster: string;
+  from: Moment;
+  to: Moment;
+  holds: {
+    appeared: HeldLock[];
+    ended: (HeldLock & { endKind: string; endRevision: string | null; endedAt: string | null; endedBy: string | null })[];
+    changedHolder: { key: string; before: { holder: string; grantRevision: string }; after: { holder: string; grantRevision: string } }[];
+  };
+  classes: {
+    created: { name: string; revision: string }[];
+    changed: { name: string; revision: string; fields: { field: string; before: unknown; after: unknown }[] }[];
+    deleted: { name: string; revision: string }[];
+  };
+  epochAdvances: { revision: string; epoch: number; by: string | null }[];
+  forceReleases: { revision: string; key: string; holder: string; requester: string; approver: string; reason: string }[];
+  gaps: GapRef[];
+  complete: boolean;
+  truncated: boolean;
+}

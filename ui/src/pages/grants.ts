@@ -46,6 +46,8 @@ export async function grantsPage(params: URLSearchParams): Promise<Node> {
   const rows = page.items.map((g) => [
     fmtTime(g.grantedAt), timelineLink(g.key), g.holder, g.class, h('code', {}, g.token), fmtMs(g.waitMs), fmtMs(g.durationMs),
     g.endKind ?? 'held', g.unprotected ? h('span', { class: 'bad' }, 'yes') : 'no',
+    // The keyspace around this grant, at its grant revision (unprotected grants have none).
+    g.unprotected ? '—' : h('a', { href: `#/keyspace?${new URLSearchParams({ at: g.grantRevision, prefix: g.key, cluster: g.cluster })}`, class: 'at-grant' }, 'state'),
   ]);
   const next = new URLSearchParams(filters);
   next.set('limit', limit);
@@ -64,7 +66,7 @@ export async function grantsPage(params: URLSearchParams): Promise<Node> {
     'div',
     {},
     form,
-    page.items.length ? table(['Granted at', 'Key', 'Holder', 'Class', 'Token', 'Wait', 'Held', 'Ended by', 'Unprotected'], rows, { class: 'grants' }) : h('p', { class: 'muted' }, 'No grants match.'),
+    page.items.length ? table(['Granted at', 'Key', 'Holder', 'Class', 'Token', 'Wait', 'Held', 'Ended by', 'Unprotected', 'At grant'], rows, { class: 'grants' }) : h('p', { class: 'muted' }, 'No grants match.'),
     h(
       'div',
       { class: 'pager' },

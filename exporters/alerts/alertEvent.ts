@@ -1,0 +1,104 @@
+// The event an alert sink delivers: one audit event, gap or unprotected
+// grant, with an id that is the same every time it is delivered (receivers
+// drop duplicates by it: delivery is at least once).
+
+export interface AlertEvent {
+  /** Stable: `<cluster>:<revision>:<key>`, `<cluster>:gap:<from>`, `<cluster>:spool:<key>`. */
+  id: string;
+  cluster: string;
+  kind: string;
+  /** Decimal; '0' for unprotected grants (they have no revision). */
+  revision: string;
+  /** The lock name for holds and queues, else the etcd key ('' for gaps). */
+  key: string;
+  namespace: string;
+  class: string;
+  holder: string;
+  session: string;
+  /** Decimal string: tokens exceed 2^53. */
+  token: string;
+  epoch: number;
+  grantRevision: string;
+  timeMs: number;
+  timeEstimated: boolean;
+  detail: Record<string, unknown>;
+}
+
+export interface LogRow {
+  revision: string;
+  key: string;
+  event_type: string;
+  namespace: string;
+  class: string;
+  holder: string;
+  session: string;
+  token: string;
+  epoch: number | string;
+  grant_revision: string;
+  wall_ms: number | string;
+  time_estimated: number | string;
+  value: string;
+  gap_to: string;
+  reason: string;
+}
+
+export interface SpoolRow {
+  key: string;
+  namespace: string;
+  lock_path: string;
+  class: string;
+  holder: string;
+  session: string;
+  wall_ms: number | string;
+  ingested_ms: number | string;
+  value: string;
+}
+
+const lockName = (key: string): string => (key.startsWith('/l/') ? key.slice(3) : key);
+
+function parseObject(text: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+export function fromLogRow(cluster: string, r: LogRow): AlertEvent {
+  const revision = String(r.revision);
+  if (r.event_type === 'gap') {
+    return {
+      id: `${cluster}:gap:${revision}`, cluster, kind: 'gap', revision, key: '', namespace: '', class: '', holder: '', session: '', token: '0', epoch: 0, grantRevision: '0',
+      timeMs: Number(r.wall_ms), timeEstimated: false, detail: { fromRevision: revision, toRevision: String(r.gap_to), reason: r.reason },
+    };
+  }
+  const detail: Record<string, unknown> = {};
+  if (r.event_type === 'class-change') detail.definition = r.value ? parseObject(r.value) : null;
+  if (r.event_type === 'epoch-advance') detail.epoch = Number(r.epoch);
+  return {
+    id: `${cluster}:${revision}:${r.key}`,
+    cluster,
+    kind: r.event_type,
+    revision,
+    key: lockName(r.key),
+    namespace: r.namespace,
+    class: r.class,
+    holder: r.holder,
+    session: r.session,
+    token: String(r.token),
+    epoch: Number(r.epoch),
+    grantRevision: String(r.grant_revision),
+    timeMs: Number(r.wall_ms),
+    timeEstimated: Number(r.time_estimated) === 1,
+    detail,
+  };
+}
+
+export function fromSpoolRow(cluster: string, r: SpoolRow): AlertEvent {
+  const key = r.lock_path ? `${r.namespace}/${r.lock_path}` : '';
+  return {
+    id: `${cluster}:spool:${r.key}`, cluster, kind: 'unprotected-grant', revision: '0', key, namespace: r.namespace, class: r.class, holder: r.holder, session: r.session,
+    token: '0', epoch: 0, grantRevision: '0', timeMs: Number(r.wall_ms), timeEstimated: false, detail: { spoolId: r.key },
+  };
+}

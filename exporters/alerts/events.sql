@@ -1,0 +1,27 @@
+-- An alert sink's next batch of a cluster's log: audit events and recorded
+-- gaps (a gap sits at its first lost revision, key ''), strictly after the
+-- sink's position and at or before the tailer's checkpoint (durable), in
+-- (revision, key) order. Only the kinds its rules can match are read.
+-- Parameters: {db:Identifier} {cluster:String} {afterRevision:UInt64} {afterKey:String} {throughRevision:UInt64} {kinds:Array(String)} {limit:UInt32}
+SELECT revision, key, event_type, namespace, class, holder, session, token, epoch, grant_revision, wall_ms, time_estimated, value, gap_to, reason
+FROM
+(
+    SELECT revision, key, toString(event_type) AS event_type, toString(namespace) AS namespace, toString(class) AS class, holder, session, token, epoch, grant_revision,
+           toUnixTimestamp64Milli(wall_time) AS wall_ms, time_estimated, value, toUInt64(0) AS gap_to, '' AS reason
+    FROM {db:Identifier}.events FINAL
+    WHERE cluster = {cluster:String}
+        AND (revision, key) > ({afterRevision:UInt64}, {afterKey:String})
+        AND revision <= {throughRevision:UInt64}
+        AND op IN ('put', 'delete')
+        AND has({kinds:Array(String)}, toString(event_type))
+    UNION ALL
+    SELECT from_revision AS revision, '' AS key, 'gap' AS event_type, '' AS namespace, '' AS class, '' AS holder, '' AS session, toUInt64(0) AS token, toUInt32(0) AS epoch,
+           toUInt64(0) AS grant_revision, toUnixTimestamp64Milli(detected_at) AS wall_ms, toUInt8(0) AS time_estimated, '' AS value, to_revision AS gap_to, reason
+    FROM {db:Identifier}.gaps FINAL
+    WHERE cluster = {cluster:String}
+        AND has({kinds:Array(String)}, 'gap')
+        AND (from_revision, '') > ({afterRevision:UInt64}, {afterKey:String})
+        AND from_revision <= {throughRevision:UInt64}
+)
+ORDER BY revision, key
+LIMIT {limit:UInt32}

@@ -1,0 +1,186 @@
+// The keyspace at a moment (issue 15): every hold, queue entry and class in
+// force at one revision, from captured events alone (events FINAL; no etcd
+// history). A time resolves to the newest captured revision at or before it.
+// Keys the log cannot answer for (a gap) come back as unknown, naming the gap.
+import Type, { type Static } from 'typebox';
+import { LockauditError } from '../../core/errors.js';
+import { loadSql } from '../../platform/sql.js';
+import { reportRows, type ReportDeps } from '../query.js';
+import { ClusterName, KeyPrefix, NullableString } from '../schemas.js';
+import { assembleState, containingGap, type ClassRow, type EntryRow, type GapRow, type KeyspaceState } from './assemble.js';
+
+const LATEST = loadSql('reports/state/latest.sql');
+const CLASSES = loadSql('reports/state/classes.sql');
+const SNAPSHOT = loadSql('reports/state/snapshot.sql');
+const GAPS = loadSql('reports/state/gaps.sql');
+const AT_TIME = loadSql('reports/state/atTime.sql');
+const CHECKPOINT = loadSql('reports/state/checkpoint.sql');
+
+export interface StateDeps extends ReportDeps {
+  /** Configured etcd cluster names; the first is the default. */
+  clusters: readonly string[];
+}
+
+/** A revision (decimal) or an RFC 3339 instant with a zone. */
+export const Moment = (description: string) =>
+  Type.String({
+    pattern: '^((0|[1-9][0-9]{0,19})|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2}))$',
+    description,
+    examples: ['2025-11-29T14:03:07.250Z', '1734'],
+  });
+
+export const StateQuery = Type.Object(
+  {
+    at: Moment('The moment: an etcd revision (decimal) or an RFC 3339 time (resolved to the newest captured revision at or before it)'),
+    prefix: Type.Optional(KeyPrefix()),
+    cluster: Type.Optional(ClusterName({ description: 'The etcd cluster; default the first configured' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, default: 1000, description: 'At most this many holds and queue entries (at most LOCKAUDIT_MAX_PAGE_SIZE); truncated says when more exist' })),
+  },
+  { additionalProperties: false },
+);
+export type StateParams = Static<typeof StateQuery>;
+
+const GapRefSchema = Type.Object({ fromRevision: Type.String(), toRevision: Type.String(), reason: Type.String() });
+
+export const HoldItemSchema = Type.Object({
+  key: Type.String(),
+  holder: Type.String(),
+  session: Type.String({ description: 'The holder\'s etcd lease id (decimal)' }),
+  token: Type.String({ description: 'Fencing token, decimal string (exceeds 2^53)' }),
+  class: Type.String(),
+  epoch: Type.Integer(),
+  grantRevision: Type.String(),
+  since: Type.String({ format: 'date-time', description: 'Grant wall time from the hold value' }),
+  startKnown: Type.Boolean({ description: 'false when the grant was seen only in a snapshot after a gap' }),
+});
+
+const QueueItemSchema = Type.Object({ key: Type.String(), leaseId: Type.String(), holder: Type.String(), session: Type.String(), class: Type.String(), since: Type.String({ format: 'date-time' }), sinceRevision: Type.String() });
+const ClassItemSchema = Type.Object({ name: Type.String(), revision: Type.String(), definition: Type.Record(Type.String(), Type.Unknown()) });
+const UnknownItemSchema = Type.Object({
+  key: Type.String(),
+  kind: Type.Union([Type.Literal('hold'), Type.Literal('queue'), Type.Literal('class')]),
+  reason: Type.String(),
+  gap: Type.Union([GapRefSchema, Type.Null()]),
+  lastKnownRevision: NullableString('The revision of the last state the log knows'),
+  lastKnownHolder: NullableString('The holder last known, for holds'),
+});
+
+export const MomentSchema = Type.Object({
+  requested: Type.String({ description: 'at as given' }),
+  revision: Type.String({ description: 'The revision answered for (decimal)' }),
+  capturedThrough: Type.String({ description: 'The tailer checkpoint: every change up to it is captured' }),
+});
+
+const STATE_EXAMPLE = {
+  cluster: 'local',
+  at: { requested: '2025-11-29T14:03:07.250Z', revision: '1790', capturedThrough: '2210' },
+  holds: [{ key: 'payments/acct-7', holder: 'spiffe://corp/payments-worker', session: '7587883164012345', token: '11258999068428022', class: 'ledger-entry', epoch: 0, grantRevision: '1734', since: '2025-11-29T14:02:58.120Z', startKnown: true }],
+  queue: [{ key: 'payments/acct-7', leaseId: '7587883164012399', holder: 'spiffe://corp/refunds', session: '7587883164012399', class: 'ledger-entry', since: '2025-11-29T14:03:01.000Z', sinceRevision: '1771' }],
+  classes: [{ name: 'ledger-entry', revision: '12', definition: { name: 'ledger-entry', namespace: 'payments', purpose: 'correctness', enforcement: 'fenced' } }],
+  epoch: { epoch: 0, revision: '2' },
+  unknown: [],
+  gaps: [],
+  complete: true,
+  truncated: false,
+};
+
+export const StateSchema = Type.Object(
+  {
+    cluster: Type.String(),
+    at: MomentSchema,
+    holds: Type.Array(HoldItemSchema),
+    queue: Type.Array(QueueItemSchema),
+    classes: Type.Array(ClassItemSchema),
+    epoch: Type.Union([Type.Object({ epoch: Type.Integer(), revision: Type.String() }), Type.Null()]),
+    unknown: Type.Array(UnknownItemSchema, { description: 'Keys whose state at this revision the log cannot tell, each with the gap that hides it' }),
+    gaps: Type.Array(GapRefSchema, { description: 'Recorded gaps that begin at or before this revision' }),
+    complete: Type.Boolean({ description: 'false when the revision lies inside a gap: holds granted and ended inside it are not in the log' }),
+    truncated: Type.Boolean({ description: 'More holds or queue entries than limit' }),
+  },
+  { examples: [STATE_EXAMPLE] },
+);
+export type StateResponse = Static<typeof StateSchema>;
+
+export interface ResolvedMoment {
+  requested: string;
+  revision: bigint;
+  capturedThrough: bigint;
+}
+
+/**
+ * The cluster asked for, or the first configured; a cluster no longer configured
+ * is still answered while its history is in the store (like GET /v1/tailers).
+ * 400 naming the field when neither is true.
+ */
+export async function pickCluster(deps: StateDeps, cluster: string | undefined, field = 'querystring.cluster'): Promise<string> {
+  const name = cluster ?? deps.clusters[0];
+  if (name !== undefined && deps.clusters.includes(name)) return name;
+  const [cp] = name === undefined ? [] : await reportRows<{ revision: string | null }>(deps, CHECKPOINT, { cluster: name });
+  if (name === undefined || BigInt(cp?.revision ?? 0) === 0n) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: no etcd cluster named "${cluster ?? ''}" is configured or captured`);
+  return name;
+}
+
+/** Resolves a revision or a time to a captured revision; 400 naming `field` when it cannot be answered. */
+export async function resolveMoment(deps: StateDeps, cluster: string, at: string, field: string): Promise<ResolvedMoment> {
+  const [cp] = await reportRows<{ revision: string | null }>(deps, CHECKPOINT, { cluster });
+  const capturedThrough = BigInt(cp?.revision ?? 0);
+  let revision: bigint;
+  if (/^\d+$/.test(at)) {
+    revision = BigInt(at);
+    if (revision > capturedThrough) {
+      throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: revision ${revision} is after the tailer's checkpoint ${capturedThrough} for ${cluster}; it is not captured yet`);
+    }
+  } else {
+    const ms = Date.parse(at);
+    if (!Number.isFinite(ms)) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: not a valid RFC 3339 time`);
+    const [row] = await reportRows<{ revision: string | null }>(deps, AT_TIME, { cluster, atMs: ms });
+    revision = BigInt(row?.revision ?? 0);
+    if (revision > capturedThrough) revision = capturedThrough;
+  }
+  if (revision === 0n) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: no captured history of ${cluster} at or before ${at}`);
+  return { requested: at, revision, capturedThrough };
+}
+
+/** Namespace filter for classes: the namespace segment of a prefix (or a namespace prefix when it has no '/'). */
+export function classInPrefix(namespace: unknown, prefix: string | undefined): boolean {
+  if (!prefix) return true;
+  if (typeof namespace !== 'string') return false;
+  const slash = prefix.indexOf('/');
+  return slash < 0 ? namespace.startsWith(prefix) : namespace === prefix.slice(0, slash);
+}
+
+/** The keyspace of `cluster` at a resolved revision, under `prefix`. */
+export async function keyspaceAt(deps: ReportDeps, cluster: string, revision: bigint, prefix: string, limit: number): Promise<KeyspaceState & { truncated: boolean }> {
+  const rev = revision.toString();
+  const [latest, classes, gaps] = await Promise.all([
+    reportRows<EntryRow>(deps, LATEST, { cluster, revision: rev, holdPrefix: `/l/${prefix}`, queuePrefix: `/q/${prefix}`, limit: limit + 1 }),
+    reportRows<ClassRow>(deps, CLASSES, { cluster, revision: rev }),
+    reportRows<GapRow>(deps, GAPS, { cluster, revision: rev }),
+  ]);
+  const inside = containingGap(gaps, revision);
+  const snapshotAfter = inside ? await reportRows<EntryRow>(deps, SNAPSHOT, { cluster, revision: String(inside.to_revision), holdPrefix: `/l/${prefix}` }) : [];
+  const state = assembleState({
+    revision,
+    latest: latest.slice(0, limit),
+    classes,
+    gaps,
+    snapshotAfter,
+  });
+  state.classes = state.classes.filter((c) => classInPrefix(c.definition.namespace, prefix));
+  return { ...state, truncated: latest.length > limit };
+}
+
+export function checkLimit(deps: ReportDeps, limit: number | undefined): number {
+  const n = limit ?? 1000;
+  if (n > deps.limits.maxPageSize) throw new LockauditError('LOCKAUDIT_ERR_LIMIT_PAGE_SIZE', `querystring.limit: ${n} is more than LOCKAUDIT_MAX_PAGE_SIZE (${deps.limits.maxPageSize})`);
+  return n;
+}
+
+/** GET /v1/state. */
+export async function stateAt(deps: StateDeps, p: StateParams): Promise<StateResponse> {
+  const limit = checkLimit(deps, p.limit);
+  const cluster = await pickCluster(deps, p.cluster);
+  const moment = await resolveMoment(deps, cluster, p.at, 'querystring.at');
+  const state = await keyspaceAt(deps, cluster, moment.revision, p.prefix ?? '', limit);
+  return { cluster, at: { requested: moment.requested, revision: moment.revision.toString(), capturedThrough: moment.capturedThrough.toString() }, ...state };
+}

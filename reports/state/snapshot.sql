@@ -1,0 +1,11 @@
+-- The holds a post-gap snapshot saw (at the gap's last revision) under a
+-- prefix: what was alive right after the lost history.
+-- Parameters: {db:Identifier} {cluster:String} {revision:UInt64} {holdPrefix:String}
+SELECT key, revision, event_type, holder, session, token, class, epoch, grant_revision,
+       toUnixTimestamp64Milli(wall_time) AS wall_ms, time_estimated
+FROM {db:Identifier}.events FINAL
+WHERE cluster = {cluster:String}
+    AND revision = {revision:UInt64}
+    AND op = 'snapshot'
+    AND startsWith(key, {holdPrefix:String})
+ORDER BY key

@@ -1,0 +1,234 @@
+// The alert / SIEM webhook sink against this file's own embedded ClickHouse
+// and a local receiver (node http on 127.0.0.1) that fails 30 % of requests
+// (seeded) and is down for a stretch: every matching event is delivered, in
+// order per cluster, none lost; duplicates carry the same event id and
+// payload; every delivery's signature verifies; a restart resumes from the
+// sink's own checkpoint; a receiver that never accepts ends in dead letters.
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { Registry } from 'prom-client';
+import type { AuditStore } from '../../core/clickhouse.js';
+import type { AlertWebhookConfig } from '../../core/config.js';
+import type { AuditEventRow } from '../../core/events.js';
+import { createLogger } from '../../core/logger.js';
+import { alertMetrics } from '../../exporters/alerts/alertMetrics.js';
+import { SIGNATURE_HEADER, verify } from '../../exporters/alerts/signature.js';
+import { WebhookDelivery } from '../../exporters/alerts/webhookDelivery.js';
+import { waitFor } from '../support/capture.js';
+import { tempStore, uniqueId } from '../support/env.js';
+
+const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'silent');
+const SECRET = 'test-secret-0123456789';
+
+/** mulberry32: a seeded PRNG, so the failure pattern is the same every run. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function row(cluster: string, revision: number, key: string, over: Partial<AuditEventRow>): AuditEventRow {
+  return {
+    cluster, revision: String(revision), key, event_type: 'other', op: 'put', namespace: '', lock_path: '', class: '', holder: '', session: '', token: '0', epoch: 0, grant_revision: '0', wait_ms: 0,
+    wall_time: 1_764_000_000_000 + revision, time_estimated: 0, time_error_ms: 0, create_revision: '0', mod_revision: String(revision), version: '1', lease: '0', value: '', prev_value: '', unprotected: 0, ...over,
+  };
+}
+
+/** A log of one cluster: class definitions, then per revision a grant or an end of each kind, markers, an epoch advance, a gap; and unprotected grants. */
+function history(cluster: string, revisions: number): { rows: AuditEventRow[]; expectedLog: string[]; expectedSpool: string[]; gap: { from: number; to: number } } {
+  const rows: AuditEventRow[] = [
+    row(cluster, 2, '/sys/class/ledger', { event_type: 'class-change', class: 'ledger', value: JSON.stringify({ name: 'ledger', purpose: 'correctness' }) }),
+    row(cluster, 3, '/sys/class/cache', { event_type: 'class-change', class: 'cache', value: JSON.stringify({ name: 'cache', purpose: 'efficiency' }) }),
+  ];
+  const expectedLog: string[] = [];
+  const kinds = ['grant', 'expiry', 'release', 'force-release', 'session-close'] as const;
+  const gap = { from: 10 + Math.floor(revisions / 2), to: 10 + Math.floor(revisions / 2) + 4 };
+  for (let r = 10; r < 10 + revisions; r += 1) {
+    if (r >= gap.from && r <= gap.to) continue; // lost history
+    // Two holds change per revision (a mass expiry shares one revision); keys sort b < c.
+    for (const [i, ns] of ['b', 'c'].entries()) {
+      const kind = kinds[(r + i) % kinds.length] as (typeof kinds)[number];
+      const cls = (r + i) % 3 === 0 ? 'cache' : 'ledger';
+      const key = `/l/${ns}/k${r % 7}`;
+      rows.push(row(cluster, r, key, { event_type: kind, op: kind === 'grant' ? 'put' : 'delete', namespace: ns, lock_path: `k${r % 7}`, class: cls, holder: `spiffe://w/${r}`, session: '5', token: String(2n ** 60n + BigInt(r)), grant_revision: String(r) }));
+      if (kind === 'force-release' || (kind === 'expiry' && cls === 'ledger')) expectedLog.push(`${cluster}:${r}:${key}`);
+    }
+    rows.push(row(cluster, r, `/sys/mark/m${r}`, { event_type: 'marker' }));
+    if (r === gap.from - 1) expectedLog.push(`${cluster}:gap:${gap.from}`);
+    if (r % 40 === 0) {
+      rows.push(row(cluster, r, '/sys/epoch', { event_type: 'epoch-advance', epoch: r }));
+      expectedLog.push(`${cluster}:${r}:/sys/epoch`);
+    }
+  }
+  // expectedLog is in (revision, key) order by construction: /l/b < /l/c < /sys/epoch < /sys/mark; the gap sits at its from revision.
+  const expectedSpool: string[] = [];
+  for (let i = 0; i < 7; i += 1) {
+    const id = `/spool/s${i}`;
+    rows.push(row(cluster, 0, id, { event_type: 'unprotected-grant', op: 'spool', namespace: 'b', lock_path: `u${i}`, class: 'cache', holder: 'spiffe://offline', unprotected: 1 }));
+    expectedSpool.push(`${cluster}:spool:${id}`);
+  }
+  return { rows, expectedLog, expectedSpool: expectedSpool.sort(), gap };
+}
+
+interface Received { cluster: string; id: string; line: string }
+
+/** The receiver: verifies signatures, fails a seeded 30 % with 500, goes down (connection refused) for `downMs` after `downAfter` requests. */
+async function receiver(opts: { failRate: number; seed: number; downAfter?: number; downMs?: number }) {
+  const random = seeded(opts.seed);
+  const acknowledged: Received[] = [];
+  let requests = 0;
+  let badSignatures = 0;
+  let server: Server;
+  let port = 0;
+  let wentDown = false;
+  const handler = (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      requests += 1;
+      const body = Buffer.concat(chunks).toString('utf8');
+      if (!verify(SECRET, body, req.headers[SIGNATURE_HEADER] as string | undefined)) badSignatures += 1;
+      if (opts.downAfter !== undefined && requests === opts.downAfter && !wentDown) {
+        wentDown = true;
+        res.destroy();
+        server.close();
+        server.closeAllConnections();
+        setTimeout(() => void listen(), opts.downMs ?? 5_000);
+        return;
+      }
+      if (random() < opts.failRate) {
+        res.writeHead(500).end('try later');
+        return;
+      }
+      const cluster = String(req.headers['x-lockaudit-cluster']);
+      for (const line of body.trimEnd().split('\n')) acknowledged.push({ cluster, id: (JSON.parse(line) as { metadata: { uid: string } }).metadata.uid, line });
+      res.writeHead(204).end();
+    });
+  };
+  const listen = () =>
+    new Promise<void>((resolve) => {
+      server = createServer(handler);
+      server.listen(port, '127.0.0.1', () => {
+        port = (server.address() as AddressInfo).port;
+        resolve();
+      });
+    });
+  await listen();
+  return {
+    url: () => `http://127.0.0.1:${port}/ingest`,
+    acknowledged,
+    stats: () => ({ requests, badSignatures, wentDown }),
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+
+/** First occurrence of each id, in arrival order; checks every duplicate is byte-identical to its first copy. */
+function dedupe(items: readonly Received[]): Received[] {
+  const first = new Map<string, Received>();
+  for (const it of items) {
+    const seen = first.get(it.id);
+    if (seen) assert.equal(it.line, seen.line, `duplicate ${it.id} carries the same payload`);
+    else first.set(it.id, it);
+  }
+  return [...first.values()];
+}
+
+describe('alert webhook sink', { timeout: 180_000 }, () => {
+  let store: AuditStore;
+  let closeStore: () => Promise<void>;
+  before(async () => {
+    ({ store, close: closeStore } = await tempStore());
+  });
+  after(async () => closeStore());
+
+  async function seed(clusters: string[], revisions: number) {
+    const out = new Map<string, ReturnType<typeof history>>();
+    for (const c of clusters) {
+      const h = history(c, revisions);
+      await store.insert('events', h.rows);
+      await store.insert('gaps', [{ cluster: c, from_revision: String(h.gap.from), to_revision: String(h.gap.to), detected_at: Date.now(), reason: 'compacted before capture (test)' }]);
+      await store.insert('checkpoints', [{ cluster: c, revision: String(10 + revisions), leader: 'test' }]);
+      out.set(c, h);
+    }
+    return out;
+  }
+
+  const sinkConfig = (name: string, url: string, over: Partial<AlertWebhookConfig> = {}): AlertWebhookConfig => ({
+    name, url, secret: SECRET, batchSize: 16, maxAttempts: 1_000, backoffMaxMs: 500, pollIntervalMs: 50, timeoutMs: 2_000,
+    rules: [{ kinds: ['force-release', 'gap', 'unprotected-grant', 'epoch-advance'] }, { kinds: ['expiry'], purposes: ['correctness'] }],
+    ...over,
+  });
+
+  it('a flaky receiver that is also down for a stretch gets every matching event, in order per cluster, none lost; a restart resumes from the checkpoint', async () => {
+    const clusters = [uniqueId('ca'), uniqueId('cb')];
+    const seeded = await seed(clusters, 160);
+    const rx = await receiver({ failRate: 0.3, seed: 42, downAfter: 6, downMs: 20_000 });
+    const registry = new Registry();
+    const metrics = alertMetrics(registry);
+    const sink = sinkConfig(uniqueId('siem-'), rx.url());
+    const run = (cluster: string, signal: AbortSignal) => new WebhookDelivery({ store, log, metrics, cluster, sink }).run(signal);
+    const expectedCount = [...seeded.values()].reduce((n, h) => n + h.expectedLog.length + h.expectedSpool.length, 0);
+    const delivered = () => new Set(rx.acknowledged.map((a) => a.id)).size;
+
+    // First run: stopped part-way (a worker restart), then a second run from the sink's own checkpoint.
+    const first = new AbortController();
+    const firstRuns = clusters.map((c) => run(c, first.signal));
+    await waitFor('some deliveries', () => (delivered() >= 10 ? true : undefined), 60_000, 20);
+    first.abort();
+    await Promise.all(firstRuns);
+    const second = new AbortController();
+    const secondRuns = clusters.map((c) => run(c, second.signal));
+    await waitFor('every matching event delivered', () => (delivered() >= expectedCount ? true : undefined), 150_000, 100);
+    second.abort();
+    await Promise.all(secondRuns);
+    await rx.close();
+
+    assert.equal(rx.stats().wentDown, true, 'the receiver was down for a stretch');
+    assert.equal(rx.stats().badSignatures, 0, 'every delivery is signed with the shared secret');
+    for (const c of clusters) {
+      const h = seeded.get(c);
+      assert.ok(h);
+      const mine = dedupe(rx.acknowledged.filter((a) => a.cluster === c));
+      assert.deepEqual(mine.filter((a) => !a.id.includes(':spool:')).map((a) => a.id), h.expectedLog, `${c}: the log stream, in (revision, key) order, complete`);
+      assert.deepEqual(mine.filter((a) => a.id.includes(':spool:')).map((a) => a.id).sort(), h.expectedSpool, `${c}: every unprotected grant`);
+      assert.ok(h.expectedLog.some((id) => id.includes(':gap:')), 'the gap is among them');
+    }
+    const text = await registry.metrics();
+    assert.match(text, new RegExp(`lockaudit_alert_delivery_failures_total\\{sink="${sink.name}",cluster="${clusters[0]}"\\} [1-9]`));
+    assert.match(text, new RegExp(`lockaudit_alert_lag_revisions\\{sink="${sink.name}",cluster="${clusters[0]}"\\} 0`));
+    const dead = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.alert_dead_letters WHERE sink = {s:String}', { s: sink.name });
+    assert.equal(Number(dead[0]?.n), 0, 'nothing dead-lettered while the receiver recovers');
+  });
+
+  it('a receiver that never accepts: after maxAttempts each event is recorded as a dead letter (payload kept) and the sink moves on', async () => {
+    const [cluster] = [uniqueId('cd')];
+    const seeded = await seed([cluster], 30);
+    const rx = await receiver({ failRate: 1, seed: 1 });
+    const registry = new Registry();
+    const sink = sinkConfig(uniqueId('dead-'), rx.url(), { maxAttempts: 3, backoffMaxMs: 20, batchSize: 1000 });
+    const abort = new AbortController();
+    const loop = new WebhookDelivery({ store, log, metrics: alertMetrics(registry), cluster, sink }).run(abort.signal);
+    const h = seeded.get(cluster);
+    assert.ok(h);
+    const expected = [...h.expectedLog, ...h.expectedSpool].sort();
+    const dead = await waitFor('dead letters', async () => {
+      const rows = await store.rows<{ event_id: string; attempts: number; last_error: string; payload: string }>('SELECT event_id, attempts, last_error, payload FROM {db:Identifier}.alert_dead_letters FINAL WHERE sink = {s:String} ORDER BY event_id', { s: sink.name });
+      return rows.length >= expected.length ? rows : undefined;
+    }, 60_000, 100);
+    abort.abort();
+    await loop;
+    await rx.close();
+    assert.deepEqual(dead.map((d) => d.event_id), expected);
+    assert.ok(dead.every((d) => Number(d.attempts) === 3 && d.last_error === 'HTTP 500'));
+    assert.equal((JSON.parse(dead[0]?.payload ?? '{}') as { metadata: { uid: string } }).metadata.uid, dead[0]?.event_id);
+    assert.equal(rx.acknowledged.length, 0);
+    assert.match(await registry.metrics(), new RegExp(`lockaudit_alert_dead_letters_total\\{sink="${sink.name}",cluster="${cluster}"\\} ${expected.length}`));
+  });
+});

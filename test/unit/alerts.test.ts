@@ -1,0 +1,63 @@
+// The alert sink's pure parts: rule matching, OCSF and CEF rendering, the
+// HMAC signature, backoff bounds.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { AlertEvent } from '../../exporters/alerts/alertEvent.js';
+import { toCef, toOcsf } from '../../exporters/alerts/formats.js';
+import { matches, ruleKinds } from '../../exporters/alerts/rules.js';
+import { sign, verify } from '../../exporters/alerts/signature.js';
+import { backoffMs } from '../../exporters/alerts/webhookDelivery.js';
+
+const event = (over: Partial<AlertEvent> = {}): AlertEvent => ({
+  id: 'c1:1734:/l/payments/acct-7', cluster: 'c1', kind: 'expiry', revision: '1734', key: 'payments/acct-7', namespace: 'payments', class: 'ledger', holder: 'spiffe://corp/w|1=x',
+  session: '99', token: '11258999068428022', epoch: 40, grantRevision: '1700', timeMs: 1_764_000_000_000, timeEstimated: true, detail: {}, ...over,
+});
+
+describe('alert rules', () => {
+  const purposeOf = (c: string) => ({ ledger: 'correctness', cache: 'efficiency' })[c];
+  const rules = [{ kinds: ['force-release' as const, 'gap' as const] }, { kinds: ['expiry' as const], purposes: ['correctness' as const] }, { kinds: ['grant' as const], namespaces: ['payments'], classes: ['cache'] }];
+  it('matches on kinds, namespaces, classes and class purpose; any rule suffices', () => {
+    assert.equal(matches(rules, event(), purposeOf), true);
+    assert.equal(matches(rules, event({ class: 'cache' }), purposeOf), false, 'an efficiency-class expiry');
+    assert.equal(matches(rules, event({ class: 'unknown-class' }), purposeOf), false, 'an unknown class has no purpose');
+    assert.equal(matches(rules, event({ kind: 'gap', class: '' }), purposeOf), true);
+    assert.equal(matches(rules, event({ kind: 'grant', class: 'cache' }), purposeOf), true);
+    assert.equal(matches(rules, event({ kind: 'grant', class: 'cache', namespace: 'other' }), purposeOf), false);
+    assert.deepEqual(ruleKinds(rules), ['expiry', 'force-release', 'gap', 'grant']);
+  });
+});
+
+describe('alert formats', () => {
+  it('OCSF: the event id is metadata.uid, the token stays a decimal string, the lock is a resource', () => {
+    const o = toOcsf(event());
+    assert.equal((o.metadata as { uid: string }).uid, 'c1:1734:/l/payments/acct-7');
+    assert.equal(o.class_uid, 6003);
+    assert.equal((o.unmapped as { token: string }).token, '11258999068428022');
+    assert.deepEqual(o.resources, [{ name: 'payments/acct-7', type: 'lock', namespace: 'payments' }]);
+    assert.match(String(o.message), /expired/);
+  });
+  it('CEF: header pipes and extension = are escaped; the lock fields map to labelled keys', () => {
+    const line = toCef(event());
+    assert.match(line, /^CEF:0\|lockaudit\|lockaudit\|1\|expiry\|expiry\|7\|rt=1764000000000 /);
+    assert.match(line, / suser=spiffe:\/\/corp\/w\|1\\=x /);
+    assert.match(line, / cs1Label=lock cs1=payments\/acct-7 /);
+    assert.match(line, / cs4Label=token cs4=11258999068428022 /);
+  });
+});
+
+describe('alert signature and backoff', () => {
+  it('a signature verifies for its body and secret only', () => {
+    const h = sign('s3cret-s3cret-s3cret', 'a\nb\n', 1_000);
+    assert.equal(verify('s3cret-s3cret-s3cret', 'a\nb\n', h), true);
+    assert.equal(verify('s3cret-s3cret-s3cret', 'a\nc\n', h), false);
+    assert.equal(verify('other-secret-other', 'a\nb\n', h), false);
+    assert.equal(verify('s3cret-s3cret-s3cret', 'a\nb\n', 'garbage'), false);
+  });
+  it('backoff grows exponentially, is jittered within [base/2, base] and capped', () => {
+    assert.equal(backoffMs(1, 30_000, () => 0), 50);
+    assert.equal(backoffMs(1, 30_000, () => 1), 100);
+    assert.equal(backoffMs(4, 30_000, () => 1), 800);
+    assert.equal(backoffMs(40, 2_000, () => 1), 2_000);
+    assert.equal(backoffMs(40, 2_000, () => 0), 1_000);
+  });
+});
