@@ -1,0 +1,226 @@
+// What a chaos run does to the lock keyspace besides faults: the simulator
+// (a child `lockaudit simulate --url` run in rounds, since the API it drives
+// dies and comes back), direct writes into etcd that bypass the API (good
+// holds, bad values, deletes of holds whose lease is alive), a mass expiry
+// (thousands of holds on one lease), and force-releases with and without
+// revokeSession by two operators. Every action whose right reading the
+// checker must know is appended to truth.jsonl.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, closeSync, openSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Etcd3, Lease } from 'etcd3';
+import { projectRoot } from '../../core/paths.js';
+import type { ChaosRng } from './rng.js';
+import type { ChaosTokens, Stack } from './stack.js';
+
+/** What the chaos run knows a change must read as. */
+export type Expectation =
+  | 'foreign-grant' // a hold put straight into etcd, not by the API
+  | 'manual-delete' // a hold deleted straight in etcd while its lease lived: no expiry
+  | 'expiry' // deleted by etcd when its lease ran out
+  | 'revoked' // deleted because a force-release revoked the holder's session: no expiry
+  | 'force' // the forced key itself
+  | 'bad-value'; // a value the decoder cannot take: quarantined or recorded, never lost
+
+export interface Truth {
+  expect: Expectation;
+  key: string;
+  /** The revision of the change when known (direct writes); otherwise the key's next change of that kind. */
+  revision?: string;
+  note?: string;
+  at: number;
+}
+
+export const BAD_VALUES: readonly string[] = [
+  '{"holder":"x","session":"1","class":"c","epoch":70000,"waitMs":1e21,"at":0}',
+  'not json at all',
+  '{"holder":"x","session":"99999999999999999999","class":"c","epoch":1,"waitMs":0,"at":0}',
+  '{"holder":"x","session":"1","class":"c","epoch":-1,"waitMs":0,"at":1e300}',
+  '',
+  '[1,2,3]',
+];
+
+export class Workload {
+  #truthFile: string;
+  #stopped = false;
+  #sim: ChildProcess | undefined;
+  #simLoop: Promise<void> | undefined;
+  #directLoop: Promise<void> | undefined;
+  #foreign: Array<{ key: string; lease: Lease }> = [];
+  #n = 0;
+  counts = new Map<string, number>();
+
+  constructor(
+    readonly stack: Stack,
+    readonly tokens: ChaosTokens,
+    readonly etcd: Etcd3,
+    readonly rng: ChaosRng,
+    readonly options: { seed: number; workers: number; rate: number; until: number; foreignWrites: boolean; badValues: boolean; log: (m: string) => void },
+  ) {
+    this.#truthFile = path.join(stack.options.dataDir, 'truth.jsonl');
+  }
+
+  inc(name: string, n = 1): void {
+    this.counts.set(name, (this.counts.get(name) ?? 0) + n);
+  }
+
+  truth(t: Omit<Truth, 'at'>): void {
+    appendFileSync(this.#truthFile, `${JSON.stringify({ ...t, at: Date.now() })}\n`);
+  }
+
+  get truthFile(): string {
+    return this.#truthFile;
+  }
+
+  start(): void {
+    this.#simLoop = this.#simulator();
+    if (this.options.foreignWrites || this.options.badValues) this.#directLoop = this.#direct();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#sim?.exitCode === null) this.#sim.kill('SIGTERM');
+    await Promise.allSettled([this.#simLoop, this.#directLoop]);
+    for (const f of this.#foreign) await f.lease.revoke().catch(() => {});
+  }
+
+  // ---- the simulator, in rounds ----------------------------------------------
+
+  async #simulator(): Promise<void> {
+    for (let round = 1; !this.#stopped; round++) {
+      const left = Math.floor((this.options.until - Date.now()) / 1000);
+      if (left < 5) break;
+      const fd = openSync(path.join(this.stack.options.dataDir, 'logs', 'simulate.log'), 'a');
+      const args = ['--import', 'tsx', path.join('test', 'chaos', 'lockauditBin.ts'), 'simulate', '--url', this.stack.apiUrl, '--tokens', this.stack.tokensFile, '--workers', String(this.options.workers), '--rate', String(this.options.rate), '--duration', String(Math.min(left, 90)), '--seed', String(this.options.seed * 1000 + round)];
+      const child = spawn(process.execPath, args, { cwd: projectRoot, env: this.stack.env, stdio: ['ignore', fd, fd] });
+      closeSync(fd);
+      this.#sim = child;
+      await new Promise((resolve) => child.once('exit', resolve));
+      this.inc('simulator rounds');
+      if (!this.#stopped) await sleep(2_000); // an API that is down makes the round fail at class set-up
+    }
+  }
+
+  // ---- direct writes that bypass the API -------------------------------------
+
+  async #epoch(): Promise<number> {
+    const raw = await this.etcd.get('/sys/epoch').string();
+    try {
+      return (JSON.parse(raw ?? '{}') as { epoch?: number }).epoch ?? 1;
+    } catch {
+      return 1;
+    }
+  }
+
+  async #direct(): Promise<void> {
+    while (!this.#stopped && Date.now() < this.options.until) {
+      try {
+        const roll = this.rng.next();
+        if (this.options.badValues && roll < 0.3) await this.badValue();
+        else if (this.options.foreignWrites && roll < 0.7) await this.foreignGrant();
+        else if (this.options.foreignWrites) await this.manualDelete();
+      } catch {
+        this.inc('direct writes failed (etcd unavailable)');
+      }
+      await sleep(this.rng.int(1_500, 4_000));
+    }
+  }
+
+  async foreignGrant(): Promise<void> {
+    const lease = this.etcd.lease(120);
+    const leaseId = await lease.grant();
+    const key = `/l/chaos/foreign-${this.options.seed}-${this.#n++}`;
+    const value = JSON.stringify({ holder: 'spiffe://rogue.example/etcdctl', session: leaseId, class: 'sim-payments-ledger', epoch: await this.#epoch(), waitMs: 0, at: Date.now() });
+    const res = await this.etcd.put(key).value(value).lease(leaseId).exec();
+    this.#foreign.push({ key, lease });
+    this.truth({ expect: 'foreign-grant', key, revision: res.header.revision });
+    this.inc('foreign grants (put straight into etcd)');
+  }
+
+  async manualDelete(): Promise<void> {
+    const victim = this.#foreign.shift();
+    if (!victim) return this.foreignGrant();
+    const res = await this.etcd.delete().key(victim.key).exec();
+    if (res.deleted === '1') {
+      this.truth({ expect: 'manual-delete', key: victim.key, revision: res.header.revision });
+      this.inc('manual deletes (lease alive)');
+    }
+    await victim.lease.revoke().catch(() => {});
+  }
+
+  async badValue(): Promise<void> {
+    const value = this.rng.pick(BAD_VALUES);
+    const queue = this.rng.chance(0.2);
+    const key = queue ? `/q/chaos/bad-${this.options.seed}-${this.#n++}/1` : `/l/chaos/bad-${this.options.seed}-${this.#n++}`;
+    const res = await this.etcd.put(key).value(value).exec();
+    this.truth({ expect: 'bad-value', key, revision: res.header.revision, note: value });
+    this.inc('bad values (put straight into etcd)');
+  }
+
+  // ---- a mass expiry -------------------------------------------------------
+
+  /** `count` holds on one lease (valid hold values, written straight into etcd), left to expire together. */
+  async massExpiry(count: number): Promise<void> {
+    const lease = this.etcd.lease(6, { autoKeepAlive: false });
+    const leaseId = await lease.grant();
+    const epoch = await this.#epoch();
+    const base = `/l/chaos/mass-${this.options.seed}-${this.#n++}`;
+    for (let start = 0; start < count; start += 1_000) {
+      const ops = [];
+      for (let i = start; i < Math.min(count, start + 1_000); i++) {
+        const key = `${base}/k${i}`;
+        ops.push(this.etcd.put(key).value(JSON.stringify({ holder: 'spiffe://chaos.lockaudit/mass', session: leaseId, class: 'sim-payments-ledger', epoch, waitMs: 0, at: Date.now() })).lease(leaseId));
+      }
+      // An always-true compare: one txn per thousand holds, all on the one lease.
+      await this.etcd.if('/chaos/never-written', 'Version', '==', 0).then(...ops).commit();
+    }
+    for (let i = 0; i < count; i++) this.truth({ expect: 'expiry', key: `${base}/k${i}` });
+    this.inc('mass-expiry holds', count);
+    this.options.log(`mass expiry: ${count} holds on lease ${leaseId} under ${base}/, TTL 6 s`);
+  }
+
+  // ---- force-releases through the API ---------------------------------------
+
+  async #acquire(session: string, key: string): Promise<boolean> {
+    const res = await this.stack.api('POST', '/v1/locks/acquire', this.tokens.chaosClient, { key, session, class: 'sim-payments-ledger', waitMs: 2_000 });
+    return res.status === 200;
+  }
+
+  /** One session holding `keys`; the first is force-released, with or without revoking the session. */
+  async forceRelease(revokeSession: boolean): Promise<boolean> {
+    const session = await this.stack.api('POST', '/v1/sessions', this.tokens.chaosClient, { ttlSeconds: 60 });
+    if (session.status !== 200 && session.status !== 201) return false;
+    const id = String(session.body.id);
+    const n = this.#n++;
+    const keys = revokeSession ? [`payments/chaos-force-${this.options.seed}-${n}-a`, `payments/chaos-force-${this.options.seed}-${n}-b`, `payments/chaos-force-${this.options.seed}-${n}-c`] : [`payments/chaos-force-${this.options.seed}-${n}-a`];
+    for (const key of keys) if (!(await this.#acquire(id, key))) return false;
+    const [requester, approver] = this.tokens.operators;
+    const req = await this.stack.api('POST', '/v1/force-releases', requester, { key: keys[0], reason: `chaos run ${this.options.seed}: forced`, revokeSession });
+    if (req.status !== 202) return false;
+    const ok = await this.stack.api('POST', `/v1/force-releases/${String(req.body.id)}/approve`, approver);
+    if (ok.status !== 200) return false;
+    this.truth({ expect: 'force', key: `/l/${keys[0]}`, revision: String(ok.body.revision ?? '') || undefined });
+    for (const key of keys.slice(1)) this.truth({ expect: 'revoked', key: `/l/${key}` });
+    this.inc(revokeSession ? 'force-releases with revokeSession' : 'force-releases without revokeSession');
+    if (!revokeSession) await this.stack.api('DELETE', `/v1/sessions/${id}`, this.tokens.chaosClient);
+    return true;
+  }
+
+  /** Two operators advance the epoch (after a restore): request, then the other approves. */
+  async epochAdvance(): Promise<boolean> {
+    const [requester, approver] = this.tokens.operators;
+    const req = await this.stack.api('POST', '/v1/epoch/advance', requester, { reason: `chaos run ${this.options.seed}: etcd restored from a snapshot` });
+    if (req.status !== 202) {
+      this.options.log(`epoch advance request answered ${req.status}: ${JSON.stringify(req.body).slice(0, 200)}`);
+      return false;
+    }
+    const ok = await this.stack.api('POST', `/v1/epoch/advance/${String(req.body.id)}/approve`, approver);
+    if (ok.status !== 200) {
+      this.options.log(`epoch advance approval answered ${ok.status}: ${JSON.stringify(ok.body).slice(0, 200)}`);
+      return false;
+    }
+    this.inc('epoch advances');
+    return true;
+  }
+}
