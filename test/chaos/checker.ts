@@ -38,6 +38,8 @@ export interface CheckResult {
   phantoms: number;
   grantsChecked: number;
   forceRecords: number;
+  /** Holds created by the API (not by the run's direct writes): how much the simulator really did. */
+  apiGrants: number;
   eras: number;
   violations: Violation[];
   byKind: Map<ViolationKind, number>;
@@ -183,8 +185,10 @@ export function check(input: CheckInput): CheckResult {
   // ---- fencing tokens strictly increase per key within an epoch (real-time order, across restores) ----
   const foreignKeys = new Set(input.truth.filter((t) => t.expect !== 'force' && t.expect !== 'revoked').map((t) => t.key));
   const lastToken = new Map<string, { epoch: number; token: bigint; revision: string; era: number }>();
+  let apiGrants = 0;
   for (const c of changes) {
     if (c.type !== 'put' || !c.key.startsWith('/l/') || c.version !== '1' || foreignKeys.has(c.key) || c.key.startsWith('/l/chaos/')) continue;
+    apiGrants++;
     const v = parseJson(c.value);
     if (!v || typeof v.epoch !== 'number' || !Number.isSafeInteger(v.epoch)) continue;
     const token = (BigInt(v.epoch) << 48n) + BigInt(c.revision);
@@ -212,6 +216,7 @@ export function check(input: CheckInput): CheckResult {
     phantoms,
     grantsChecked: protectedGrants.length,
     forceRecords: forceIds.size,
+    apiGrants,
     eras,
     violations,
     byKind,

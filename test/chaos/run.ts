@@ -148,6 +148,7 @@ function renderReport(options: ChaosOptions, faults: FaultRecord[], r: CheckResu
   for (const [k, v] of [...workloadCounts.entries()].sort()) row(k, v);
   lines.push('record');
   row('eras (1 + restores)', r.eras);
+  row('holds granted by the API (recorded)', r.apiGrants);
   row('changes checked', r.changesChecked);
   row('  captured once under FINAL', r.captured);
   row('  quarantined', r.quarantined);
@@ -197,7 +198,8 @@ export async function runChaos(options: ChaosOptions, log: (m: string) => void):
     const ctx: FaultContext = { stack, recorder, workload, rng, electionTtlSeconds: options.electionTtlSeconds, serviceDownSeconds: options.serviceDownSeconds, massExpiryHolds: options.massExpiryHolds, log: stamp };
     const plan = schedule(options, rng);
     stamp(`schedule: ${plan.map((c) => c.join(' → ')).join(' ‖ ')}`);
-    const end = began + options.minutes * 60_000 - 15_000;
+    // --minutes is the workload's time, from the moment lockaudit answers (set-up under load can take a while).
+    const end = Date.now() + options.minutes * 60_000 - 15_000;
     await sleep(15_000); // warm-up: classes registered, history to snapshot
     for (const cycle of plan) {
       if (options.faults.includes('restore')) await takeSnapshot(ctx);

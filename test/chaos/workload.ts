@@ -1,16 +1,16 @@
 // What a chaos run does to the lock keyspace besides faults: the simulator
-// (a child `lockaudit simulate --url` run in rounds, since the API it drives
+// (cli/simulate driving the API over HTTP in rounds, since the API it drives
 // dies and comes back), direct writes into etcd that bypass the API (good
 // holds, bad values, deletes of holds whose lease is alive), a mass expiry
 // (thousands of holds on one lease), and force-releases with and without
 // revokeSession by two operators. Every action whose right reading the
 // checker must know is appended to truth.jsonl.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, closeSync, openSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Etcd3, Lease } from 'etcd3';
-import { projectRoot } from '../../core/paths.js';
+import { simulate, workerIdentity, type SimTokens } from '../../cli/simulate/run.js';
+import { HttpTransport } from '../../cli/simulate/transport.js';
 import type { ChaosRng } from './rng.js';
 import type { ChaosTokens, Stack } from './stack.js';
 
@@ -44,7 +44,7 @@ export const BAD_VALUES: readonly string[] = [
 export class Workload {
   #truthFile: string;
   #stopped = false;
-  #sim: ChildProcess | undefined;
+  #simUntil = Number.MAX_SAFE_INTEGER;
   #simLoop: Promise<void> | undefined;
   #directLoop: Promise<void> | undefined;
   #foreign: Array<{ key: string; lease: Lease }> = [];
@@ -80,25 +80,34 @@ export class Workload {
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    if (this.#sim?.exitCode === null) this.#sim.kill('SIGTERM');
+    this.#simUntil = Date.now();
     await Promise.allSettled([this.#simLoop, this.#directLoop]);
     for (const f of this.#foreign) await f.lease.revoke().catch(() => {});
   }
 
   // ---- the simulator, in rounds ----------------------------------------------
 
+  // Short rounds (stop() waits for the current one), in this process (no start-up cost per round): a round whose class set-up
+  // fails because the API is down is simply tried again a moment later.
   async #simulator(): Promise<void> {
+    const tokens: SimTokens = {
+      admin: this.tokens.admin,
+      operators: [{ identity: 'sim-alice@corp.example', token: this.tokens.operators[0] }, { identity: 'sim-bob@corp.example', token: this.tokens.operators[1] }],
+      clients: this.tokens.clients.map((token, i) => ({ identity: workerIdentity(i), token })),
+    };
+    const api = new HttpTransport(this.stack.apiUrl, 10_000);
     for (let round = 1; !this.#stopped; round++) {
-      const left = Math.floor((this.options.until - Date.now()) / 1000);
-      if (left < 5) break;
-      const fd = openSync(path.join(this.stack.options.dataDir, 'logs', 'simulate.log'), 'a');
-      const args = ['--import', 'tsx', path.join('test', 'chaos', 'lockauditBin.ts'), 'simulate', '--url', this.stack.apiUrl, '--tokens', this.stack.tokensFile, '--workers', String(this.options.workers), '--rate', String(this.options.rate), '--duration', String(Math.min(left, 90)), '--seed', String(this.options.seed * 1000 + round)];
-      const child = spawn(process.execPath, args, { cwd: projectRoot, env: this.stack.env, stdio: ['ignore', fd, fd] });
-      closeSync(fd);
-      this.#sim = child;
-      await new Promise((resolve) => child.once('exit', resolve));
-      this.inc('simulator rounds');
-      if (!this.#stopped) await sleep(2_000); // an API that is down makes the round fail at class set-up
+      const left = Math.min(this.options.until, this.#simUntil) - Date.now();
+      if (left < 5_000) break;
+      try {
+        const stats = await simulate({ seed: this.options.seed * 1000 + round, durationSeconds: Math.min(Math.floor(left / 1000), 20), workers: this.options.workers, rate: this.options.rate, api, tokens });
+        const counts = (stats.summary() as { counts?: Record<string, number> }).counts ?? {};
+        for (const [k, v] of Object.entries(counts)) this.inc(`simulator: ${k}`, v);
+        this.inc('simulator rounds');
+      } catch {
+        this.inc('simulator rounds cut short (API down at set-up)');
+        await sleep(1_000);
+      }
     }
   }
 
