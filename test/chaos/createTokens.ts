@@ -18,8 +18,10 @@ try {
   await migrate(store);
   const fleet = await createFleetTokens(store, Number(workers));
   const investigator = await createApiToken(store, 'chaos-investigator@corp.example', ['investigator', 'auditor']);
-  const chaosClient = await createApiToken(store, 'spiffe://chaos.lockaudit/payments/force-target', ['client']);
-  const out = { admin: fleet.admin, operators: fleet.operators.map((o) => o.token), clients: fleet.clients.map((c) => c.token), investigator: investigator.token, chaosClient: chaosClient.token };
+  // One identity per force-release test: a session is one lease per (identity, TTL), and a revoked one must not be reused.
+  const chaosClients: string[] = [];
+  for (let i = 0; i < 40; i++) chaosClients.push((await createApiToken(store, `spiffe://chaos.lockaudit/payments/force-target-${i}`, ['client'])).token);
+  const out = { admin: fleet.admin, operators: fleet.operators.map((o) => o.token), clients: fleet.clients.map((c) => c.token), investigator: investigator.token, chaosClients };
   writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`, { mode: 0o600 });
 } finally {
   await store.close();

@@ -170,6 +170,7 @@ function renderReport(options: ChaosOptions, faults: FaultRecord[], r: CheckResu
     lines.push(`VIOLATIONS: ${r.violations.length} (${[...r.byKind.entries()].map(([k, n]) => `${k} ${n}`).join(', ')}); first of each kind:`);
     for (const kind of r.byKind.keys()) for (const v of r.violations.filter((x) => x.kind === kind).slice(0, 3)) lines.push(`  ${v.kind}: ${v.detail}`);
   } else lines.push('no violations');
+  for (const f of faults.filter((x) => !x.ok)) lines.push(`INJECTION FAILED: ${f.kind}: ${f.detail}`);
   return lines.join('\n');
 }
 
@@ -254,5 +255,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const options = parseOptions(process.argv.slice(2));
   const outcome = await runChaos(options, (m) => process.stderr.write(`chaos: ${m}\n`));
   process.stdout.write(`${outcome.report}\n`);
-  process.exit(outcome.result.violations.length > 0 ? 1 : 0);
+  // A fault that could not be injected is no pass either: the run did not test what it says.
+  process.exit(outcome.result.violations.length > 0 || outcome.faults.some((f) => !f.ok) ? 1 : 0);
 }

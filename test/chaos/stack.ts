@@ -29,7 +29,8 @@ export interface ChaosTokens {
   operators: [string, string];
   clients: string[];
   investigator: string;
-  chaosClient: string;
+  /** Clients of the run's own force-release tests, one identity each. */
+  chaosClients: string[];
 }
 
 /** The environment every lockaudit child of this run gets: ours only, none inherited. */
@@ -235,7 +236,18 @@ export class Stack {
   // ---- snapshot and restore ------------------------------------------------
 
   async snapshot(file: string): Promise<bigint> {
-    await run(binaries.etcdctl, [`--endpoints=${this.endpoints.join(',')}`, 'snapshot', 'save', file], { timeout: 60_000 });
+    // etcdctl takes a snapshot from one member only: the first that answers.
+    let lastError: unknown;
+    for (const endpoint of this.endpoints) {
+      try {
+        await run(binaries.etcdctl, [`--endpoints=${endpoint}`, 'snapshot', 'save', file], { timeout: 60_000 });
+        lastError = undefined;
+        break;
+      } catch (err) {
+        lastError = err;
+      }
+    }
+    if (lastError) throw lastError;
     const { stdout } = await run(etcdutlPath(), ['snapshot', 'status', file, '-w', 'json'], { timeout: 60_000 });
     return BigInt((JSON.parse(stdout) as { revision: number }).revision);
   }

@@ -191,28 +191,42 @@ export class Workload {
 
   // ---- force-releases through the API ---------------------------------------
 
-  async #acquire(session: string, key: string): Promise<boolean> {
-    const res = await this.stack.api('POST', '/v1/locks/acquire', this.tokens.chaosClient, { key, session, class: 'sim-payments-ledger', waitMs: 2_000 });
+  #forceClient = 0;
+
+  async #acquire(client: string, session: string, key: string): Promise<boolean> {
+    const res = await this.stack.api('POST', '/v1/locks/acquire', client, { key, session, class: 'sim-payments-ledger', waitMs: 2_000 });
+    if (res.status !== 200) this.options.log(`force-release set-up: acquire ${key} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 200)}`);
     return res.status === 200;
   }
 
   /** One session holding `keys`; the first is force-released, with or without revoking the session. */
   async forceRelease(revokeSession: boolean): Promise<boolean> {
-    const session = await this.stack.api('POST', '/v1/sessions', this.tokens.chaosClient, { ttlSeconds: 60 });
-    if (session.status !== 200 && session.status !== 201) return false;
+    // The class's TTL (sim-payments-ledger: 15 s); a fresh identity each time.
+    const client = this.tokens.chaosClients[this.#forceClient++ % this.tokens.chaosClients.length] as string;
+    const session = await this.stack.api('POST', '/v1/sessions', client, { ttlSeconds: 15 });
+    if (session.status !== 200 && session.status !== 201) {
+      this.options.log(`force-release set-up: session answered ${session.status}: ${JSON.stringify(session.body).slice(0, 200)}`);
+      return false;
+    }
     const id = String(session.body.id);
     const n = this.#n++;
     const keys = revokeSession ? [`payments/chaos-force-${this.options.seed}-${n}-a`, `payments/chaos-force-${this.options.seed}-${n}-b`, `payments/chaos-force-${this.options.seed}-${n}-c`] : [`payments/chaos-force-${this.options.seed}-${n}-a`];
-    for (const key of keys) if (!(await this.#acquire(id, key))) return false;
+    for (const key of keys) if (!(await this.#acquire(client, id, key))) return false;
     const [requester, approver] = this.tokens.operators;
     const req = await this.stack.api('POST', '/v1/force-releases', requester, { key: keys[0], reason: `chaos run ${this.options.seed}: forced`, revokeSession });
-    if (req.status !== 202) return false;
+    if (req.status !== 202) {
+      this.options.log(`force-release request answered ${req.status}: ${JSON.stringify(req.body).slice(0, 200)}`);
+      return false;
+    }
     const ok = await this.stack.api('POST', `/v1/force-releases/${String(req.body.id)}/approve`, approver);
-    if (ok.status !== 200) return false;
+    if (ok.status !== 200) {
+      this.options.log(`force-release approval answered ${ok.status}: ${JSON.stringify(ok.body).slice(0, 200)}`);
+      return false;
+    }
     this.truth({ expect: 'force', key: `/l/${keys[0]}`, revision: String(ok.body.revision ?? '') || undefined });
     for (const key of keys.slice(1)) this.truth({ expect: 'revoked', key: `/l/${key}` });
     this.inc(revokeSession ? 'force-releases with revokeSession' : 'force-releases without revokeSession');
-    if (!revokeSession) await this.stack.api('DELETE', `/v1/sessions/${id}`, this.tokens.chaosClient);
+    if (!revokeSession) await this.stack.api('DELETE', `/v1/sessions/${id}`, client);
     return true;
   }
 
