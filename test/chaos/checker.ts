@@ -6,7 +6,7 @@ import type { RecordedChange, RecorderLine } from './recorder.js';
 import type { StoreDump, StoredEvent } from './storeDump.js';
 import type { Truth } from './workload.js';
 
-export type ViolationKind = 'lost' | 'duplicated' | 'misrecorded' | 'misclassified' | 'overlap' | 'token-order' | 'ghost-open-grant' | 'not-archived' | 'archive-verify' | 'phantom';
+export type ViolationKind = 'restore-unrecorded' | 'lost' | 'duplicated' | 'misrecorded' | 'misclassified' | 'overlap' | 'token-order' | 'ghost-open-grant' | 'not-archived' | 'archive-verify' | 'phantom';
 
 export interface Violation {
   kind: ViolationKind;
@@ -201,6 +201,12 @@ export function check(input: CheckInput): CheckResult {
   const forceIds = new Set(changes.filter((c) => c.type === 'put' && c.key.startsWith('/sys/force/')).map((c) => c.key.slice('/sys/force/'.length)));
   for (const id of forceIds) if (!input.archiveTexts.some((t) => t.includes(id))) add('not-archived', `force record ${id} is in no archive object`);
   if (!input.archiveVerify.ok) add('archive-verify', `lockaudit archive verify failed: ${input.archiveVerify.output.trim().split('\n').slice(0, 4).join(' | ')}`);
+
+  // ---- a restore is a discontinuity the log names as such (not as compaction, not as nothing) ----
+  for (const l of input.recording) {
+    if (l.kind !== 'restore') continue;
+    if (!input.store.gaps.some((g) => /restor/i.test(g.reason))) add('restore-unrecorded', `etcd was restored (head ${l.lastRevision} → ${l.restoredHead}); no gap in the log names a restore (gaps: ${input.store.gaps.map((g) => g.reason).join('; ') || 'none'})`);
+  }
 
   const byKind = new Map<ViolationKind, number>();
   for (const v of violations) byKind.set(v.kind, (byKind.get(v.kind) ?? 0) + 1);

@@ -148,6 +148,7 @@ function renderReport(options: ChaosOptions, faults: FaultRecord[], r: CheckResu
   for (const [k, v] of [...workloadCounts.entries()].sort()) row(k, v);
   lines.push('record');
   row('eras (1 + restores)', r.eras);
+  row('restores the log does not name', r.byKind.get('restore-unrecorded') ?? 0);
   row('holds granted by the API (recorded)', r.apiGrants);
   row('changes checked', r.changesChecked);
   row('  captured once under FINAL', r.captured);
