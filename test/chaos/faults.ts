@@ -35,6 +35,8 @@ export interface FaultContext {
   electionTtlSeconds: number;
   serviceDownSeconds: number;
   massExpiryHolds: number;
+  /** --bump-revision of a restore; undefined: 0 or 1 000 000 by seed. */
+  restoreBump?: number;
   log: (m: string) => void;
 }
 
@@ -143,7 +145,8 @@ async function run(kind: FaultKind, ctx: FaultContext): Promise<string> {
     case 'restore': {
       const snap = lastSnapshot;
       if (!snap) throw new Error('no snapshot taken yet');
-      const bump = ctx.rng.chance(0.5) ? 0 : 1_000_000;
+      const coin = ctx.rng.chance(0.5) ? 0 : 1_000_000;
+      const bump = ctx.restoreBump ?? coin;
       const head = await etcdHead(ctx);
       await ctx.recorder.waitFor(head, 20_000);
       for (const i of [1, 2, 3]) await stack.stopMember(`etcd-${i}`);

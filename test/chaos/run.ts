@@ -36,6 +36,7 @@ export interface ChaosOptions {
   serviceDownSeconds: number;
   electionTtlSeconds: number;
   keep: boolean;
+  restoreBump?: number;
 }
 
 export interface ChaosOutcome {
@@ -64,6 +65,7 @@ function parseOptions(argv: string[]): ChaosOptions {
       'service-down-seconds': { type: 'string', default: '30' },
       'election-ttl': { type: 'string', default: '5' },
       keep: { type: 'boolean', default: false },
+      'restore-bump': { type: 'string' },
     },
   });
   const all = [...FAULT_KINDS, ...BACKGROUND_KINDS] as string[];
@@ -89,6 +91,7 @@ function parseOptions(argv: string[]): ChaosOptions {
     serviceDownSeconds: Number(values['service-down-seconds']),
     electionTtlSeconds: Number(values['election-ttl']),
     keep: values.keep ?? false,
+    restoreBump: values['restore-bump'] === undefined ? undefined : Number(values['restore-bump']),
   };
 }
 
@@ -197,7 +200,7 @@ export async function runChaos(options: ChaosOptions, log: (m: string) => void):
     const etcd = stack.etcdClient();
     workload = new Workload(stack, tokens, etcd, rng, { seed: options.seed, workers: options.workers, rate: options.rate, until: Number.MAX_SAFE_INTEGER, foreignWrites: options.foreignWrites, badValues: options.badValues, log: stamp });
     workload.start();
-    const ctx: FaultContext = { stack, recorder, workload, rng, electionTtlSeconds: options.electionTtlSeconds, serviceDownSeconds: options.serviceDownSeconds, massExpiryHolds: options.massExpiryHolds, log: stamp };
+    const ctx: FaultContext = { stack, recorder, workload, rng, electionTtlSeconds: options.electionTtlSeconds, serviceDownSeconds: options.serviceDownSeconds, massExpiryHolds: options.massExpiryHolds, restoreBump: options.restoreBump, log: stamp };
     const plan = schedule(options, rng);
     stamp(`schedule: ${plan.map((c) => c.join(' → ')).join(' ‖ ')}`);
     // --minutes is the workload's time, from the moment lockaudit answers (set-up under load can take a while).
