@@ -49,6 +49,7 @@ export class Workload {
   #directLoop: Promise<void> | undefined;
   #foreign: Array<{ key: string; lease: Lease }> = [];
   #n = 0;
+  #bad = 0;
   counts = new Map<string, number>();
 
   constructor(
@@ -159,8 +160,10 @@ export class Workload {
   }
 
   async badValue(): Promise<void> {
-    const value = this.rng.pick(BAD_VALUES);
-    const queue = this.rng.chance(0.2);
+    // Every bad value in turn under /l/, then again under /q/: none left to chance.
+    const i = this.#bad++;
+    const value = BAD_VALUES[i % BAD_VALUES.length] as string;
+    const queue = Math.floor(i / BAD_VALUES.length) % 2 === 1;
     const key = queue ? `/q/chaos/bad-${this.options.seed}-${this.#n++}/1` : `/l/chaos/bad-${this.options.seed}-${this.#n++}`;
     const res = await this.etcd.put(key).value(value).exec();
     this.truth({ expect: 'bad-value', key, revision: res.header.revision, note: value });
