@@ -1,0 +1,202 @@
+// The faults a chaos run injects, each one switchable by name, and the
+// schedule the seed derives: every enabled kind at least once per cycle, in
+// a seeded order, spread over the run with seeded jitter.
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Recorder } from './recorder.js';
+import type { ChaosRng } from './rng.js';
+import type { Stack } from './stack.js';
+import type { Workload } from './workload.js';
+
+export const FAULT_KINDS = [
+  'tailer-kill', // kill -9 the tailer leader (the platform process), start it again
+  'tailer-pause', // SIGSTOP it past the election TTL, then SIGCONT: a zombie leader
+  'etcd-member-kill', // kill -9 an etcd follower, start it again
+  'etcd-leader-kill', // kill -9 etcd's own leader, start it again
+  'minio-stop', // MinIO down ~30 s
+  'redis-stop', // Redis down ~30 s
+  'compact', // the tailer down while etcd is compacted past its checkpoint
+  'restore', // etcd restored from an earlier snapshot, then a two-person epoch advance
+  'outage', // two of three members down: no quorum, fail-open grants
+  'mass-expiry', // >= 5 000 holds on one lease expire at one revision
+  'force-release', // force-releases with and without revokeSession
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/** Background workload switches (not scheduled: they run all along). */
+export const BACKGROUND_KINDS = ['foreign-writes', 'bad-values'] as const;
+export type BackgroundKind = (typeof BACKGROUND_KINDS)[number];
+
+export interface FaultContext {
+  stack: Stack;
+  recorder: Recorder;
+  workload: Workload;
+  rng: ChaosRng;
+  electionTtlSeconds: number;
+  serviceDownSeconds: number;
+  massExpiryHolds: number;
+  /** --bump-revision of a restore; undefined: 0 or 1 000 000 by seed. */
+  restoreBump?: number;
+  log: (m: string) => void;
+}
+
+export interface FaultRecord {
+  kind: FaultKind;
+  startedAt: number;
+  endedAt: number;
+  detail: string;
+  ok: boolean;
+}
+
+let snapshotSeq = 0;
+let lastSnapshot: { file: string; revision: bigint; at: number } | undefined;
+
+/** Taken early in each cycle, so a later `restore` rolls back real history. */
+export async function takeSnapshot(ctx: FaultContext): Promise<void> {
+  const file = path.join(ctx.stack.options.dataDir, `snapshot-${snapshotSeq++}.db`);
+  try {
+    const revision = await ctx.stack.snapshot(file);
+    lastSnapshot = { file, revision, at: Date.now() };
+    ctx.log(`snapshot at revision ${revision}: ${file}`);
+  } catch (err) {
+    ctx.log(`snapshot failed: ${(err as Error).message.split('\n')[0]}`);
+  }
+}
+
+async function etcdHead(ctx: FaultContext): Promise<bigint> {
+  const client = ctx.stack.etcdClient();
+  try {
+    return BigInt((await client.get('/sys/epoch').exec()).header.revision);
+  } finally {
+    client.close();
+  }
+}
+
+export async function inject(kind: FaultKind, ctx: FaultContext): Promise<FaultRecord> {
+  const startedAt = Date.now();
+  let detail = '';
+  let ok = true;
+  try {
+    detail = await run(kind, ctx);
+  } catch (err) {
+    ok = false;
+    detail = `failed: ${(err as Error).message.split('\n')[0]}`;
+  }
+  const record = { kind, startedAt, endedAt: Date.now(), detail, ok };
+  ctx.log(`fault ${kind}: ${detail} (${Math.round((record.endedAt - startedAt) / 1000)} s)`);
+  return record;
+}
+
+async function run(kind: FaultKind, ctx: FaultContext): Promise<string> {
+  const { stack } = ctx;
+  switch (kind) {
+    case 'tailer-kill': {
+      const pid = stack.platformPid;
+      await stack.stopPlatform('SIGKILL');
+      await sleep(ctx.rng.int(500, 3_000));
+      await stack.startPlatform();
+      return `kill -9 ${pid}, restarted as ${stack.platformPid}`;
+    }
+    case 'tailer-pause': {
+      const pid = stack.platformPid;
+      const pauseMs = (ctx.electionTtlSeconds + ctx.rng.int(2, 6)) * 1000;
+      stack.pausePlatform();
+      await sleep(pauseMs);
+      stack.resumePlatform();
+      return `SIGSTOP ${pid} for ${pauseMs / 1000} s (election TTL ${ctx.electionTtlSeconds} s), SIGCONT`;
+    }
+    case 'etcd-member-kill':
+    case 'etcd-leader-kill': {
+      const { leader } = await stack.etcdMembers();
+      const all = ['etcd-1', 'etcd-2', 'etcd-3'];
+      const victim = kind === 'etcd-leader-kill' ? leader : ctx.rng.pick(all.filter((m) => m !== leader));
+      if (!victim) throw new Error('no etcd leader to be found');
+      await stack.killMember(victim);
+      await sleep(ctx.rng.int(4_000, 10_000));
+      await stack.startMember(victim);
+      await stack.waitEtcdHealthy();
+      return `kill -9 ${victim}${kind === 'etcd-leader-kill' ? ' (the leader)' : ''}, started again`;
+    }
+    case 'minio-stop':
+    case 'redis-stop': {
+      const which = kind === 'minio-stop' ? 'minio' : 'redis';
+      await stack.stopService(which);
+      await sleep(ctx.serviceDownSeconds * 1000);
+      await stack.startService(which);
+      return `${which} down ${ctx.serviceDownSeconds} s`;
+    }
+    case 'compact': {
+      // The tailer cannot follow while it is down; history moves on and is compacted away under it.
+      await stack.stopPlatform('SIGKILL');
+      for (let i = 0; i < 20; i++) await ctx.workload.foreignGrant().catch(() => {});
+      for (let i = 0; i < 10; i++) await ctx.workload.manualDelete().catch(() => {});
+      const head = await etcdHead(ctx);
+      // Never past the recorder: the checker must still know every change.
+      if (!(await ctx.recorder.waitFor(head, 30_000))) throw new Error(`the recorder did not reach ${head}`);
+      const client = stack.etcdClient();
+      try {
+        await client.kv.compact({ revision: String(head), physical: true });
+      } finally {
+        client.close();
+      }
+      await stack.startPlatform();
+      return `platform killed, 30 direct writes, compacted at ${head}, platform restarted`;
+    }
+    case 'restore': {
+      const snap = lastSnapshot;
+      if (!snap) throw new Error('no snapshot taken yet');
+      const coin = ctx.rng.chance(0.5) ? 0 : 1_000_000;
+      const bump = ctx.restoreBump ?? coin;
+      const head = await etcdHead(ctx);
+      await ctx.recorder.waitFor(head, 20_000);
+      for (const i of [1, 2, 3]) await stack.stopMember(`etcd-${i}`);
+      ctx.recorder.expectRestore(snap.revision + BigInt(bump));
+      await stack.restore(snap.file, bump);
+      await stack.waitEtcdHealthy();
+      // The platform must notice on its own; then two operators advance the epoch.
+      let advanced = false;
+      for (let attempt = 0; attempt < 20 && !advanced; attempt++) {
+        advanced = await ctx.workload.epochAdvance();
+        if (!advanced) await sleep(2_000);
+      }
+      return `restored snapshot of revision ${snap.revision} (head was ${head}; ${bump ? `--bump-revision ${bump} --mark-compacted` : 'same cluster token, no bump: cluster id unchanged'}); epoch advance ${advanced ? 'approved' : 'FAILED'}`;
+    }
+    case 'outage': {
+      await stack.stopMember('etcd-2');
+      await stack.stopMember('etcd-3');
+      await sleep(ctx.rng.int(15_000, 25_000));
+      await stack.startMember('etcd-2');
+      await stack.startMember('etcd-3');
+      await stack.waitEtcdHealthy();
+      return 'etcd-2 and etcd-3 down (no quorum): fail-open classes grant from memory';
+    }
+    case 'mass-expiry': {
+      await ctx.workload.massExpiry(ctx.massExpiryHolds);
+      await sleep(8_000);
+      return `${ctx.massExpiryHolds} holds on one lease, left to expire`;
+    }
+    case 'force-release': {
+      const a = await ctx.workload.forceRelease(true);
+      const b = await ctx.workload.forceRelease(false);
+      if (!a || !b) throw new Error(`force-release ${a ? '' : 'with revokeSession '}${b ? '' : 'without revokeSession '}did not go through`);
+      return 'one with revokeSession (3 holds), one without';
+    }
+  }
+}
+
+/** Expected seconds a fault takes, for spreading the schedule. */
+export function faultSeconds(kind: FaultKind, ctx: Pick<FaultContext, 'electionTtlSeconds' | 'serviceDownSeconds'>): number {
+  switch (kind) {
+    case 'tailer-kill': return 12;
+    case 'tailer-pause': return ctx.electionTtlSeconds + 6;
+    case 'etcd-member-kill':
+    case 'etcd-leader-kill': return 12;
+    case 'minio-stop':
+    case 'redis-stop': return ctx.serviceDownSeconds + 3;
+    case 'compact': return 20;
+    case 'restore': return 30;
+    case 'outage': return 25;
+    case 'mass-expiry': return 12;
+    case 'force-release': return 5;
+  }
+}

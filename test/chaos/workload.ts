@@ -1,0 +1,252 @@
+// What a chaos run does to the lock keyspace besides faults: the simulator
+// (cli/simulate driving the API over HTTP in rounds, since the API it drives
+// dies and comes back), direct writes into etcd that bypass the API (good
+// holds, bad values, deletes of holds whose lease is alive), a mass expiry
+// (thousands of holds on one lease), and force-releases with and without
+// revokeSession by two operators. Every action whose right reading the
+// checker must know is appended to truth.jsonl.
+import { appendFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Etcd3, Lease } from 'etcd3';
+import { simulate, workerIdentity, type SimTokens } from '../../cli/simulate/run.js';
+import { HttpTransport } from '../../cli/simulate/transport.js';
+import type { ChaosRng } from './rng.js';
+import type { ChaosTokens, Stack } from './stack.js';
+
+/** What the chaos run knows a change must read as. */
+export type Expectation =
+  | 'foreign-grant' // a hold put straight into etcd, not by the API
+  | 'manual-delete' // a hold deleted straight in etcd while its lease lived: no expiry
+  | 'expiry' // deleted by etcd when its lease ran out
+  | 'revoked' // deleted because a force-release revoked the holder's session: no expiry
+  | 'force' // the forced key itself
+  | 'bad-value'; // a value the decoder cannot take: quarantined or recorded, never lost
+
+export interface Truth {
+  expect: Expectation;
+  key: string;
+  /** The revision of the change when known (direct writes); otherwise the key's next change of that kind. */
+  revision?: string;
+  note?: string;
+  at: number;
+}
+
+export const BAD_VALUES: readonly string[] = [
+  '{"holder":"x","session":"1","class":"c","epoch":70000,"waitMs":1e21,"at":0}',
+  'not json at all',
+  '{"holder":"x","session":"99999999999999999999","class":"c","epoch":1,"waitMs":0,"at":0}',
+  '{"holder":"x","session":"1","class":"c","epoch":-1,"waitMs":0,"at":1e300}',
+  '',
+  '[1,2,3]',
+];
+
+export class Workload {
+  #truthFile: string;
+  #stopped = false;
+  #simUntil = Number.MAX_SAFE_INTEGER;
+  #simLoop: Promise<void> | undefined;
+  #directLoop: Promise<void> | undefined;
+  #foreign: Array<{ key: string; lease: Lease }> = [];
+  #n = 0;
+  #bad = 0;
+  counts = new Map<string, number>();
+
+  constructor(
+    readonly stack: Stack,
+    readonly tokens: ChaosTokens,
+    readonly etcd: Etcd3,
+    readonly rng: ChaosRng,
+    readonly options: { seed: number; workers: number; rate: number; until: number; foreignWrites: boolean; badValues: boolean; log: (m: string) => void },
+  ) {
+    this.#truthFile = path.join(stack.options.dataDir, 'truth.jsonl');
+  }
+
+  inc(name: string, n = 1): void {
+    this.counts.set(name, (this.counts.get(name) ?? 0) + n);
+  }
+
+  truth(t: Omit<Truth, 'at'>): void {
+    appendFileSync(this.#truthFile, `${JSON.stringify({ ...t, at: Date.now() })}\n`);
+  }
+
+  get truthFile(): string {
+    return this.#truthFile;
+  }
+
+  start(): void {
+    this.#simLoop = this.#simulator();
+    if (this.options.foreignWrites || this.options.badValues) this.#directLoop = this.#direct();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#simUntil = Date.now();
+    await Promise.allSettled([this.#simLoop, this.#directLoop]);
+    for (const f of this.#foreign) await f.lease.revoke().catch(() => {});
+  }
+
+  // ---- the simulator, in rounds ----------------------------------------------
+
+  // Short rounds (stop() waits for the current one), in this process (no start-up cost per round): a round whose class set-up
+  // fails because the API is down is simply tried again a moment later.
+  async #simulator(): Promise<void> {
+    const tokens: SimTokens = {
+      admin: this.tokens.admin,
+      operators: [{ identity: 'sim-alice@corp.example', token: this.tokens.operators[0] }, { identity: 'sim-bob@corp.example', token: this.tokens.operators[1] }],
+      clients: this.tokens.clients.map((token, i) => ({ identity: workerIdentity(i), token })),
+    };
+    const api = new HttpTransport(this.stack.apiUrl, 10_000);
+    for (let round = 1; !this.#stopped; round++) {
+      const left = Math.min(this.options.until, this.#simUntil) - Date.now();
+      if (left < 5_000) break;
+      try {
+        const stats = await simulate({ seed: this.options.seed * 1000 + round, durationSeconds: Math.min(Math.floor(left / 1000), 20), workers: this.options.workers, rate: this.options.rate, api, tokens });
+        const counts = (stats.summary() as { counts?: Record<string, number> }).counts ?? {};
+        for (const [k, v] of Object.entries(counts)) this.inc(`simulator: ${k}`, v);
+        this.inc('simulator rounds');
+      } catch {
+        this.inc('simulator rounds cut short (API down at set-up)');
+        await sleep(1_000);
+      }
+    }
+  }
+
+  // ---- direct writes that bypass the API -------------------------------------
+
+  async #epoch(): Promise<number> {
+    const raw = await this.etcd.get('/sys/epoch').string();
+    try {
+      return (JSON.parse(raw ?? '{}') as { epoch?: number }).epoch ?? 1;
+    } catch {
+      return 1;
+    }
+  }
+
+  async #direct(): Promise<void> {
+    while (!this.#stopped && Date.now() < this.options.until) {
+      try {
+        const roll = this.rng.next();
+        if (this.options.badValues && roll < 0.3) await this.badValue();
+        else if (this.options.foreignWrites && roll < 0.7) await this.foreignGrant();
+        else if (this.options.foreignWrites) await this.manualDelete();
+      } catch {
+        this.inc('direct writes failed (etcd unavailable)');
+      }
+      await sleep(this.rng.int(1_500, 4_000));
+    }
+  }
+
+  async foreignGrant(): Promise<void> {
+    const lease = this.etcd.lease(120);
+    const leaseId = await lease.grant();
+    const key = `/l/chaos/foreign-${this.options.seed}-${this.#n++}`;
+    const value = JSON.stringify({ holder: 'spiffe://rogue.example/etcdctl', session: leaseId, class: 'sim-payments-ledger', epoch: await this.#epoch(), waitMs: 0, at: Date.now() });
+    const res = await this.etcd.put(key).value(value).lease(leaseId).exec();
+    this.#foreign.push({ key, lease });
+    this.truth({ expect: 'foreign-grant', key, revision: res.header.revision });
+    this.inc('foreign grants (put straight into etcd)');
+  }
+
+  async manualDelete(): Promise<void> {
+    const victim = this.#foreign.shift();
+    if (!victim) return this.foreignGrant();
+    const res = await this.etcd.delete().key(victim.key).exec();
+    if (res.deleted === '1') {
+      this.truth({ expect: 'manual-delete', key: victim.key, revision: res.header.revision });
+      this.inc('manual deletes (lease alive)');
+    }
+    await victim.lease.revoke().catch(() => {});
+  }
+
+  async badValue(): Promise<void> {
+    // Every bad value in turn under /l/, then again under /q/: none left to chance.
+    const i = this.#bad++;
+    const value = BAD_VALUES[i % BAD_VALUES.length] as string;
+    const queue = Math.floor(i / BAD_VALUES.length) % 2 === 1;
+    const key = queue ? `/q/chaos/bad-${this.options.seed}-${this.#n++}/1` : `/l/chaos/bad-${this.options.seed}-${this.#n++}`;
+    const res = await this.etcd.put(key).value(value).exec();
+    this.truth({ expect: 'bad-value', key, revision: res.header.revision, note: value });
+    this.inc('bad values (put straight into etcd)');
+  }
+
+  // ---- a mass expiry -------------------------------------------------------
+
+  /** `count` holds on one lease (valid hold values, written straight into etcd), left to expire together. */
+  async massExpiry(count: number): Promise<void> {
+    const lease = this.etcd.lease(6, { autoKeepAlive: false });
+    const leaseId = await lease.grant();
+    const epoch = await this.#epoch();
+    const base = `/l/chaos/mass-${this.options.seed}-${this.#n++}`;
+    for (let start = 0; start < count; start += 1_000) {
+      const ops = [];
+      for (let i = start; i < Math.min(count, start + 1_000); i++) {
+        const key = `${base}/k${i}`;
+        ops.push(this.etcd.put(key).value(JSON.stringify({ holder: 'spiffe://chaos.lockaudit/mass', session: leaseId, class: 'sim-payments-ledger', epoch, waitMs: 0, at: Date.now() })).lease(leaseId));
+      }
+      // An always-true compare: one txn per thousand holds, all on the one lease.
+      await this.etcd.if('/chaos/never-written', 'Version', '==', 0).then(...ops).commit();
+    }
+    for (let i = 0; i < count; i++) this.truth({ expect: 'expiry', key: `${base}/k${i}` });
+    this.inc('mass-expiry holds', count);
+    this.options.log(`mass expiry: ${count} holds on lease ${leaseId} under ${base}/, TTL 6 s`);
+  }
+
+  // ---- force-releases through the API ---------------------------------------
+
+  #forceClient = 0;
+
+  async #acquire(client: string, session: string, key: string): Promise<boolean> {
+    const res = await this.stack.api('POST', '/v1/locks/acquire', client, { key, session, class: 'sim-payments-ledger', waitMs: 2_000 });
+    if (res.status !== 200) this.options.log(`force-release set-up: acquire ${key} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 200)}`);
+    return res.status === 200;
+  }
+
+  /** One session holding `keys`; the first is force-released, with or without revoking the session. */
+  async forceRelease(revokeSession: boolean): Promise<boolean> {
+    // The class's TTL (sim-payments-ledger: 15 s); a fresh identity each time.
+    const client = this.tokens.chaosClients[this.#forceClient++ % this.tokens.chaosClients.length] as string;
+    const session = await this.stack.api('POST', '/v1/sessions', client, { ttlSeconds: 15 });
+    if (session.status !== 200 && session.status !== 201) {
+      this.options.log(`force-release set-up: session answered ${session.status}: ${JSON.stringify(session.body).slice(0, 200)}`);
+      return false;
+    }
+    const id = String(session.body.id);
+    const n = this.#n++;
+    const keys = revokeSession ? [`payments/chaos-force-${this.options.seed}-${n}-a`, `payments/chaos-force-${this.options.seed}-${n}-b`, `payments/chaos-force-${this.options.seed}-${n}-c`] : [`payments/chaos-force-${this.options.seed}-${n}-a`];
+    for (const key of keys) if (!(await this.#acquire(client, id, key))) return false;
+    const [requester, approver] = this.tokens.operators;
+    const req = await this.stack.api('POST', '/v1/force-releases', requester, { key: keys[0], reason: `chaos run ${this.options.seed}: forced`, revokeSession });
+    if (req.status !== 202) {
+      this.options.log(`force-release request answered ${req.status}: ${JSON.stringify(req.body).slice(0, 200)}`);
+      return false;
+    }
+    const ok = await this.stack.api('POST', `/v1/force-releases/${String(req.body.id)}/approve`, approver);
+    if (ok.status !== 200) {
+      this.options.log(`force-release approval answered ${ok.status}: ${JSON.stringify(ok.body).slice(0, 200)}`);
+      return false;
+    }
+    this.truth({ expect: 'force', key: `/l/${keys[0]}`, revision: String(ok.body.revision ?? '') || undefined });
+    for (const key of keys.slice(1)) this.truth({ expect: 'revoked', key: `/l/${key}` });
+    this.inc(revokeSession ? 'force-releases with revokeSession' : 'force-releases without revokeSession');
+    if (!revokeSession) await this.stack.api('DELETE', `/v1/sessions/${id}`, client);
+    return true;
+  }
+
+  /** Two operators advance the epoch (after a restore): request, then the other approves. */
+  async epochAdvance(): Promise<boolean> {
+    const [requester, approver] = this.tokens.operators;
+    const req = await this.stack.api('POST', '/v1/epoch/advance', requester, { reason: `chaos run ${this.options.seed}: etcd restored from a snapshot` });
+    if (req.status !== 202) {
+      this.options.log(`epoch advance request answered ${req.status}: ${JSON.stringify(req.body).slice(0, 200)}`);
+      return false;
+    }
+    const ok = await this.stack.api('POST', `/v1/epoch/advance/${String(req.body.id)}/approve`, approver);
+    if (ok.status !== 200) {
+      this.options.log(`epoch advance approval answered ${ok.status}: ${JSON.stringify(ok.body).slice(0, 200)}`);
+      return false;
+    }
+    this.inc('epoch advances');
+    return true;
+  }
+}
