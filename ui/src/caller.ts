@@ -1,6 +1,6 @@
 // The signed-in caller, for pages that offer actions only some roles may take
 // (the API checks again; this only spares the user a button that would fail).
-import type { Whoami } from './types.js';
+import type { Role, Whoami } from './types.js';
 
 let current: Whoami | null = null;
 
@@ -14,6 +14,6 @@ export function setCaller(who: Whoami | null): void {
 }
 
 /** Whether the signed-in token holds one of `roles` (admin holds every role). */
-export function callerHas(...roles: string[]): boolean {
+export function callerHas(...roles: Role[]): boolean {
   return current !== null && (current.roles.includes('admin') || roles.some((r) => current?.roles.includes(r)));
 }

@@ -13,11 +13,11 @@ import { tailersPage } from './pages/tailers.js';
 import { timelinePage } from './pages/timeline.js';
 
 import type { Page } from './nav.js';
-import type { Whoami } from './types.js';
+import type { Role, Whoami } from './types.js';
 import { caller, callerHas, setCaller } from './caller.js';
 
 // Each page with the roles that may read what it shows (the API's own rules; admin reads everything).
-const pages: { path: string; title: string; render: Page; roles: string[] }[] = [
+const pages: { path: string; title: string; render: Page; roles: Role[] }[] = [
   { path: 'grants', title: 'Grants', render: grantsPage, roles: ['investigator'] },
   { path: 'timeline', title: 'Key timeline', render: timelinePage, roles: ['investigator'] },
   { path: 'contention', title: 'Contention', render: contentionPage, roles: ['investigator'] },
@@ -27,7 +27,7 @@ const pages: { path: string; title: string; render: Page; roles: string[] }[] = 
   { path: 'keyspace', title: 'Keyspace at a moment', render: keyspacePage, roles: ['investigator', 'auditor'] },
 ];
 
-const allowed = (page: { roles: string[] }): boolean => callerHas(...page.roles);
+const allowed = (page: { roles: Role[] }): boolean => callerHas(...page.roles);
 
 const root = document.getElementById('app') as HTMLElement;
 let notice = '';

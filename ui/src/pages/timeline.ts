@@ -10,7 +10,7 @@ import { getJson } from '../api.js';
 import { PALETTE, chartBox, esc, shortMs, type Chart, type EChartsOption } from '../charts.js';
 import { field, fmtMs, fmtTime, formParams, h } from '../dom.js';
 import { errorBox, go } from '../nav.js';
-import type { Grant, Timeline, TimelineCell, TimelineGap } from '../types.js';
+import type { EndKind, Grant, Timeline, TimelineCell, TimelineGap } from '../types.js';
 
 const LANE_PX = 34;
 const EXPIRY = '#e07b39';
@@ -109,7 +109,7 @@ function grantChart(t: Timeline, userWindow: boolean): HTMLElement {
   const lane = (g: Grant) => lanes.get(g.key) ?? 0;
   // An open hold runs to the right edge, faded.
   const end = (g: Grant) => (g.endedAt ? Date.parse(g.endedAt) : range[1]);
-  const ends = (kind: string) =>
+  const ends = (kind: EndKind) =>
     grants.flatMap((g, i) => (g.endKind === kind && g.endedAt ? [{ value: [Date.parse(g.endedAt), lane(g)], grant: i }] : []));
 
   const detail = h('div', { class: 'detail' }, h('p', { class: 'muted' }, 'Click a bar to see its grant.'));
