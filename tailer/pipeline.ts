@@ -145,6 +145,7 @@ export class TailerPipeline {
       ...this.#opts.sink,
       onFlush: (rows, seconds) => metrics?.batchSeconds.observe(this.#labels, seconds),
       onRetry: () => metrics?.sinkRetries.inc(this.#labels),
+      onQuarantine: (rows) => metrics?.quarantined.inc(this.#labels, rows),
     });
     const writer = new CheckpointWriter(await this.#writerDeps(state, clocks), checkpoint);
     writer.start(this.#opts.checkpointIntervalMs ?? 250, () => stopWith('leadership-lost'));

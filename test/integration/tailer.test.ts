@@ -16,6 +16,7 @@ import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
+import { holdKey } from '../../core/keyspace.js';
 import { TailerReplica, type ReplicaOptions } from '../../tailer/replica.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { startTailerRole } from '../../roles/tailer.js';
@@ -234,6 +235,37 @@ describe('tailer (in-process)', () => {
     } finally {
       await store.command('ATTACH TABLE {db:Identifier}.events');
     }
+  });
+
+  it('values ClickHouse rejects or cannot hold, put straight into etcd, go to quarantine with a reason; later grants are captured and the checkpoint passes them', { timeout: 120_000 }, async () => {
+    const label = uniqueId('c');
+    const w = new Workload(client, uniqueId('ns'));
+    const from = (await head()) + 1n;
+    await startTailer(label, from);
+    // Not through the lock API: anyone who can write under /l/ can do this.
+    const hugeWait = holdKey(w.lock('huge-wait'));
+    const farFuture = holdKey(w.lock('far-future'));
+    const r1 = await client.put(hugeWait).value('{"holder":"x","session":"1","class":"c","epoch":1,"waitMs":1e21,"at":0}').exec();
+    const r2 = await client.put(farFuture).value('{"holder":"x","session":"1","class":"c","epoch":1,"waitMs":0,"at":9e18}').exec();
+    const bad = [String(r1.header.revision), String(r2.header.revision)];
+    const s = await w.session();
+    const later = [await w.grant(s, 'after-1'), await w.grant(s, 'after-2')];
+    await w.release(s, 'after-1');
+    const end = BigInt(await w.clock());
+    await waitCheckpoint(label, end);
+    const grants = await store.rows<{ grant_revision: string }>(
+      'SELECT grant_revision FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND namespace = {ns:String} ORDER BY grant_revision',
+      { c: label, ns: w.ns },
+    );
+    assert.deepEqual(grants.map((g) => g.grant_revision), later);
+    const q = await store.rows<{ revision: string; key: string; value: string; reason: string }>(
+      'SELECT revision, key, value, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} ORDER BY revision, key',
+      { c: label },
+    );
+    assert.deepEqual([...new Set(q.map((r) => r.revision))], bad);
+    assert.ok(q.some((r) => r.key === hugeWait && r.reason.includes('wait_ms')), JSON.stringify(q));
+    assert.ok(q.some((r) => r.key === farFuture && r.value.includes('9e18') && /out of range for DateTime64/.test(r.reason)), JSON.stringify(q));
+    assert.ok((await readCheckpoint(store, label)) >= end);
   });
 
   it('ships fail-open spools as unprotected grants, idempotently; quarantines bad lines', async () => {
