@@ -13,6 +13,7 @@ import type { AuditStore } from '../core/clickhouse.js';
 import type { Logger } from '../core/logger.js';
 import { sleep } from '../platform/retry.js';
 import { BatchSink, type SinkOptions } from './clickhouseSink.js';
+import { compactRevision, headRevision } from './etcdReads.js';
 import { CheckpointWriter, type CheckpointWriterDeps } from './checkpointWriter.js';
 import type { ClockWriter } from './clockWriter.js';
 import type { Gap } from './gaps.js';
@@ -209,6 +210,10 @@ export class TailerPipeline {
       alarm: d.alarm,
       lagAlarmRevisions: this.#opts.lagAlarmRevisions,
       onCheckpoint: d.onCheckpoint,
+      probe: async (knownCompact) => ({ head: await headRevision(d.client), compact: await compactRevision(d.client, knownCompact) }),
+      onHead: (rev) => {
+        if (rev > state.head) state.head = rev;
+      },
     };
   }
 

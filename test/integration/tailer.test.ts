@@ -342,6 +342,50 @@ describe('tailer (in-process)', () => {
     }
   });
 
+  it("GET /v1/tailers reports etcd's real head and compact revision, and never a head below the checkpoint", { timeout: 120_000 }, async () => {
+    // A private etcd (on ports of this run's block no service uses): no other test's writes move its head.
+    const own: PrivateEtcd = await startPrivateEtcd(config.local.portBase + 2, config.local.portBase + 12);
+    const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
+    const app = await buildApp({ config, logger: log, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: new Registry() }, [tailerRoutes]);
+    let replica: TailerReplica | undefined;
+    try {
+      const label = uniqueId('c');
+      const w = new Workload(etcd, uniqueId('ns'));
+      await w.mixed(2);
+      const compactAt = BigInt(await w.clock());
+      await etcd.kv.compact({ revision: compactAt.toString(), physical: true });
+      // No clock writes of the tailer's own while we look: only what we write moves etcd's head.
+      replica = await startTailer(label, compactAt + 1n, { clockIntervalMs: 600_000 }, { ep: [own.endpoint] });
+      await w.mixed(1);
+      await waitCheckpoint(label, BigInt(await w.clock()));
+      // Outside the watched keyspace: etcd's head moves, the watch hears nothing of it.
+      const outside = BigInt((await etcd.put('/zz/outside').value('x').exec()).header.revision);
+      const auditor = await createApiToken(store, 'auditor@test', ['auditor']);
+      const tailer = async (cluster: string): Promise<Record<string, unknown> | undefined> => {
+        const res = await app.inject({ method: 'GET', url: '/v1/tailers', headers: { authorization: `Bearer ${auditor.token}` } });
+        return (res.json() as { items: Array<Record<string, unknown>> }).items.find((i) => i.cluster === cluster);
+      };
+      const item = await waitFor('a status with the real head', async () => {
+        const t = await tailer(label);
+        return t && BigInt(t.headRevision as string) >= outside ? t : undefined;
+      }, 30_000, 200);
+      assert.equal(item.compactRevision, compactAt.toString());
+      assert.ok(BigInt(item.headRevision as string) >= BigInt(item.checkpoint as string));
+
+      // A status row older than the newest checkpoint (the console showed checkpoint 1265, head 1263, lag 0).
+      const stale = uniqueId('c');
+      await store.insert('checkpoints', [{ cluster: stale, revision: '1265', leader: 'r' }]);
+      await store.insert('tailer_status', [{ cluster: stale, cluster_id: '1', leader: 'r', checkpoint: '1260', head_revision: '1263', compact_revision: '7', lag_revisions: '3', lag_seconds: 0, updated_at: Date.now() }]);
+      const s = await tailer(stale);
+      assert.deepEqual([s?.checkpoint, s?.headRevision, s?.lagRevisions, s?.compactRevision], ['1265', '1265', '0', '7']);
+    } finally {
+      await replica?.close();
+      await app.close();
+      etcd.close();
+      await own.stop();
+    }
+  });
+
   it('two etcd clusters tailed at once by the role: rows kept apart by cluster', { timeout: 120_000 }, async () => {
     const second = await startPrivateEtcd(25_521, 25_531);
     const other = createEtcdClient({ name: 'b', endpoints: [second.endpoint] });
