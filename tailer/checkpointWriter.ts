@@ -35,6 +35,15 @@ export interface CheckpointWriterDeps {
   /** Lag (revisions) at which the lag alarm is raised; undefined: no alarm. */
   lagAlarmRevisions?: number;
   onCheckpoint?: (revision: bigint) => void;
+  /** Asks etcd for its head and compact revision (given the last compact revision known), for the status row. */
+  probe?: (knownCompact: bigint) => Promise<EtcdPosition>;
+  /** The head the probe found (the watch reports the head only when it delivers something). */
+  onHead?: (revision: bigint) => void;
+}
+
+export interface EtcdPosition {
+  head: bigint;
+  compact: bigint;
 }
 
 export type TickResult = 'ok' | 'leadership-lost';
@@ -47,6 +56,7 @@ export class CheckpointWriter {
   #written: bigint;
   #fenceFailures = 0;
   #lastStatus = 0;
+  #compact = 0n;
   #timer: NodeJS.Timeout | undefined;
   #chain: Promise<void> = Promise.resolve();
 
@@ -89,7 +99,7 @@ export class CheckpointWriter {
     this.#publishLag(pos, lagRevisions);
     if (Date.now() - this.#lastStatus >= STATUS_INTERVAL_MS) {
       this.#lastStatus = Date.now();
-      await this.#writeStatus(pos, lagRevisions);
+      await this.#writeStatus(pos);
     }
     return 'ok';
   }
@@ -131,16 +141,27 @@ export class CheckpointWriter {
     } else alarm?.clear(this.alarmName);
   }
 
-  async #writeStatus(pos: RunPosition, lagRevisions: bigint): Promise<void> {
+  /** The status row: etcd's real head and compact revision when etcd answers; never a head below the checkpoint. */
+  async #writeStatus(pos: RunPosition): Promise<void> {
+    const etcd = await this.#d.probe?.(this.#compact).catch((err: Error) => {
+      this.#d.log.debug({ err: err.message }, 'could not ask etcd for its head; publishing the last one seen');
+      return undefined;
+    });
+    if (etcd) {
+      this.#compact = etcd.compact;
+      this.#d.onHead?.(etcd.head);
+    }
+    let head = etcd && etcd.head > pos.head ? etcd.head : pos.head;
+    if (head < this.#written) head = this.#written;
     await this.#d.store.insert('tailer_status', [
       {
         cluster: this.#d.cluster,
         cluster_id: this.#d.clusterId,
         leader: this.#d.replicaId,
         checkpoint: this.#written.toString(),
-        head_revision: pos.head.toString(),
-        compact_revision: '0',
-        lag_revisions: lagRevisions.toString(),
+        head_revision: head.toString(),
+        compact_revision: this.#compact.toString(),
+        lag_revisions: (head - this.#written).toString(),
         lag_seconds: pos.lagSeconds,
         updated_at: Date.now(),
       },

@@ -1,14 +1,15 @@
 // The ClickHouse sink: batches rows (bounded by size and time), inserts
-// events, then grants, then quarantine, and calls each batch's `onDurable`
-// only after every row of it is in ClickHouse. An insert that fails is
-// retried with jittered exponential backoff until it succeeds or the sink is
-// aborted; meanwhile `add` blocks, so the watch behind it pauses and memory
+// events, then grants, then quarantine (rowWriter.ts), and calls each batch's
+// `onDurable` only after every row of it is in ClickHouse — or, for rows
+// ClickHouse rejected, in quarantine. An insert that fails for a retriable
+// reason is retried with jittered exponential backoff until it succeeds or
+// the sink is aborted; meanwhile `add` blocks, so the watch behind it pauses and memory
 // stays bounded. Nothing here advances a checkpoint: that is the caller's,
 // after `onDurable`.
 import type { AuditStore } from '../core/clickhouse.js';
 import { configDefaults } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
-import { retry } from '../platform/retry.js';
+import { writeRows } from './rowWriter.js';
 import { rowCount, type RowBatch } from './types.js';
 
 export interface SinkOptions {
@@ -24,6 +25,8 @@ export interface SinkOptions {
   /** Observability hooks. */
   onFlush?: (rows: number, seconds: number) => void;
   onRetry?: (err: Error, attempt: number) => void;
+  /** Rows ClickHouse rejected, sent to quarantine instead (rowWriter.ts). */
+  onQuarantine?: (rows: number) => void;
 }
 
 interface Entry {
@@ -157,31 +160,29 @@ export class BatchSink {
   }
 
   async #write(entries: readonly Entry[]): Promise<void> {
-    const tables: Array<[string, object[]]> = [
-      ['events', entries.flatMap((e) => e.batch.events)],
-      ['grants', entries.flatMap((e) => e.batch.grants)],
-      ['quarantine', entries.flatMap((e) => e.batch.quarantine)],
-    ];
-    for (const [table, rows] of tables) {
-      for (let i = 0; i < rows.length; i += this.#maxRows) {
-        const chunk = rows.slice(i, i + this.#maxRows);
-        await this.#withRetry(() => this.#store.insert(table, chunk));
-      }
-    }
-  }
-
-  async #withRetry(fn: () => Promise<void>): Promise<void> {
-    await retry(fn, {
-      initialMs: this.#opts.initialBackoffMs ?? 100,
-      maxMs: this.#opts.maxBackoffMs ?? 5_000,
-      signal: this.#abort.signal,
-      onRetry: (err, attempt) => {
-        this.#failing = true;
-        this.#opts.onRetry?.(err as Error, attempt);
-        if (attempt === 1 || attempt % 10 === 0) this.#log.error({ err: (err as Error).message, attempt }, 'ClickHouse insert failed; retrying (checkpoint unchanged)');
+    const batch: RowBatch = {
+      events: entries.flatMap((e) => e.batch.events),
+      grants: entries.flatMap((e) => e.batch.grants),
+      quarantine: entries.flatMap((e) => e.batch.quarantine),
+    };
+    const { quarantined } = await writeRows(this.#store, batch, {
+      maxRows: this.#maxRows,
+      retry: {
+        initialMs: this.#opts.initialBackoffMs ?? 100,
+        maxMs: this.#opts.maxBackoffMs ?? 5_000,
+        signal: this.#abort.signal,
+        onRetry: (err, attempt) => {
+          this.#failing = true;
+          this.#opts.onRetry?.(err as Error, attempt);
+          if (attempt === 1 || attempt % 10 === 0) this.#log.error({ err: (err as Error).message, attempt }, 'ClickHouse insert failed; retrying (checkpoint unchanged)');
+        },
       },
     });
     if (this.#failing) this.#log.warn('ClickHouse insert succeeded again');
     this.#failing = false;
+    if (quarantined.length > 0) {
+      this.#log.error({ rows: quarantined.length, revisions: [...new Set(quarantined.map((q) => q.revision))].slice(0, 10), reason: quarantined[0]?.reason }, 'ClickHouse rejected rows; quarantined them and went on');
+      this.#opts.onQuarantine?.(quarantined.length);
+    }
   }
 }

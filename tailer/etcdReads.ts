@@ -17,6 +17,25 @@ export async function headRevision(client: Etcd3): Promise<bigint> {
   return BigInt(res.header.revision);
 }
 
+/**
+ * etcd's compact revision: the oldest revision still readable (0 when nothing
+ * was ever compacted). etcd does not report it in any status call, so it is
+ * found by reading history: `knownAtLeast` (an earlier answer — it only moves
+ * forward) makes the usual case one read, a moved one a binary search.
+ */
+export async function compactRevision(client: Etcd3, knownAtLeast = 0n): Promise<bigint> {
+  const lowest = knownAtLeast > 1n ? knownAtLeast : 1n;
+  if (await isReadable(client, lowest)) return knownAtLeast > 1n ? knownAtLeast : 0n;
+  let lo = lowest + 1n;
+  let hi = await headRevision(client);
+  while (lo < hi) {
+    const mid = (lo + hi) / 2n;
+    if (await isReadable(client, mid)) hi = mid;
+    else lo = mid + 1n;
+  }
+  return lo;
+}
+
 /** false when `revision` was compacted away. */
 export async function isReadable(client: Etcd3, revision: bigint): Promise<boolean> {
   try {

@@ -15,6 +15,7 @@ import type { Logger } from '../core/logger.js';
 import type { HealthState } from '../platform/health.js';
 import { sleep } from '../platform/retry.js';
 import { BatchSink, type SinkOptions } from './clickhouseSink.js';
+import { compactRevision, headRevision } from './etcdReads.js';
 import { CheckpointWriter, type CheckpointWriterDeps } from './checkpointWriter.js';
 import type { ClockWriter } from './clockWriter.js';
 import type { Gap } from './gaps.js';
@@ -147,6 +148,7 @@ export class TailerPipeline {
       ...this.#opts.sink,
       onFlush: (rows, seconds) => metrics?.batchSeconds.observe(this.#labels, seconds),
       onRetry: () => metrics?.sinkRetries.inc(this.#labels),
+      onQuarantine: (rows) => metrics?.quarantined.inc(this.#labels, rows),
     });
     const writer = new CheckpointWriter(await this.#writerDeps(state, clocks), checkpoint);
     writer.start(this.#opts.checkpointIntervalMs ?? 250, () => stopWith('leadership-lost'));
@@ -210,6 +212,10 @@ export class TailerPipeline {
       alarm: d.alarm,
       lagAlarmRevisions: this.#opts.lagAlarmRevisions,
       onCheckpoint: d.onCheckpoint,
+      probe: async (knownCompact) => ({ head: await headRevision(d.client), compact: await compactRevision(d.client, knownCompact) }),
+      onHead: (rev) => {
+        if (rev > state.head) state.head = rev;
+      },
     };
   }
 

@@ -19,6 +19,7 @@ import { TailerElection } from './election.js';
 import { loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
 import { SpoolShipper } from './spoolShipper.js';
 import { readCheckpoint, writeCheckpoint } from './offsets.js';
+import { writeRows } from './rowWriter.js';
 import { TailerPipeline, type PipelineHandle, type PipelineOptions } from './pipeline.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import type { RowBatch } from './types.js';
@@ -162,7 +163,7 @@ export class TailerReplica {
       const gaps = await loadGaps(store, cluster);
       const lost = await lostAfter(this.#client, checkpoint);
       if (lost !== undefined) {
-        checkpoint = await this.#handleGap(election, checkpoint, lost, gaps);
+        checkpoint = await this.#handleGap(election, checkpoint, lost, gaps, signal);
         if (signal.aborted) return;
       }
       const pipeline = new TailerPipeline(
@@ -197,7 +198,7 @@ export class TailerReplica {
   }
 
   /** Gap record, alarm, snapshot at the compaction revision, checkpoint there. Returns the new checkpoint. */
-  async #handleGap(election: TailerElection, checkpoint: bigint, compacted: bigint, gaps: Gap[]): Promise<bigint> {
+  async #handleGap(election: TailerElection, checkpoint: bigint, compacted: bigint, gaps: Gap[], signal: AbortSignal): Promise<bigint> {
     const { store, log, metrics, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
     const from = checkpoint + 1n;
@@ -208,9 +209,7 @@ export class TailerReplica {
     await recordGap(store, { cluster, from_revision: from.toString(), to_revision: compacted.toString(), detected_at: Date.now(), reason });
     gaps.push({ from, to: compacted });
     const write = async (batch: RowBatch): Promise<void> => {
-      await store.insert('events', batch.events);
-      await store.insert('grants', batch.grants);
-      await store.insert('quarantine', batch.quarantine);
+      await writeRows(store, batch, { retry: { initialMs: 100, maxMs: 5_000, signal } });
     };
     const holds = await snapshotHolds(this.#client, cluster, compacted, checkpoint, write);
     const wrote = await writeCheckpoint(store, { cluster, revision: compacted, leader: this.#replicaId, fence: () => election.stillLeader() });

@@ -41,6 +41,7 @@ import type { AuditEventRow } from '../core/events.js';
 import { PREFIX, parseLockName } from '../core/keyspace.js';
 import type { Logger } from '../core/logger.js';
 import { checkSpoolEnd, type SpoolEndHow } from '../core/spool.js';
+import { writeRows } from './rowWriter.js';
 import type { GrantRow, QuarantineRow } from './types.js';
 
 export interface SpoolLine {
@@ -207,6 +208,7 @@ export class SpoolShipper {
   readonly #onShipped: ((n: number) => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<unknown> = Promise.resolve();
+  #stopping = new AbortController();
 
   constructor(store: AuditStore, cluster: string, dataDir: string, log: Logger, onShipped?: (n: number) => void) {
     this.#store = store;
@@ -219,6 +221,7 @@ export class SpoolShipper {
   /** Ships every `intervalMs` until stop(). */
   start(intervalMs = 5_000): void {
     if (this.#timer) return;
+    if (this.#stopping.signal.aborted) this.#stopping = new AbortController();
     const tick = (): void => {
       this.#running = this.shipOnce()
         .catch((err: Error) => this.#log.warn({ err: err.message }, 'spool shipping failed; will retry'))
@@ -230,6 +233,7 @@ export class SpoolShipper {
   }
 
   async stop(): Promise<void> {
+    this.#stopping.abort();
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
     await this.#running;
@@ -280,9 +284,8 @@ export class SpoolShipper {
         if (line.kind === 'grant') granted += 1;
         else ended += 1;
       }
-      await this.#store.insert('events', events);
-      await this.#store.insert('grants', grants);
-      await this.#store.insert('quarantine', quarantine);
+      // Bounded: the next tick ships from the same mark again.
+      await writeRows(this.#store, { events, grants, quarantine }, { retry: { initialMs: 100, maxMs: 2_000, maxAttempts: 5, signal: this.#stopping.signal } });
       if (quarantine.length > 0) this.#log.error({ lines: quarantine.length, file: this.#file }, 'spool lines could not be read; quarantined');
       offset += lastNewline + 1;
       this.#writeMark({ offset, ino: st.ino });

@@ -32,7 +32,7 @@ export function tailerMetrics(registry: Registry): TailerMetrics {
     leader: new Gauge({ name: 'lockaudit_tailer_leader', help: '1 while this replica is the elected tailer', labelNames, registers }),
     watermark: new Gauge({ name: 'lockaudit_tailer_watermark_revision', help: 'Completeness watermark: every change up to this revision is captured', labelNames, registers }),
     headRevision: new Gauge({ name: 'lockaudit_tailer_head_revision', help: 'Latest etcd revision seen', labelNames, registers }),
-    quarantined: new Counter({ name: 'lockaudit_tailer_quarantined_total', help: 'Changes that could not be decoded (kept in quarantine)', labelNames, registers }),
+    quarantined: new Counter({ name: 'lockaudit_tailer_quarantined_total', help: 'Changes that could not be decoded or that ClickHouse rejected (kept in quarantine)', labelNames, registers }),
     sinkRetries: new Counter({ name: 'lockaudit_tailer_sink_retries_total', help: 'ClickHouse insert retries', labelNames, registers }),
     spoolShipped: new Counter({ name: 'lockaudit_tailer_spool_shipped_total', help: 'Fail-open spool lines shipped: unprotected grants and their ends', labelNames, registers }),
   };

@@ -28,10 +28,10 @@ export const TailerSchema = Type.Object({
   clusterId: Type.Union([Type.String(), Type.Null()]),
   leader: Type.Union([Type.String(), Type.Null()]),
   checkpoint: Revision,
-  headRevision: Type.Union([Revision, Type.Null()]),
+  headRevision: Type.Union([Revision, Type.Null()], { description: "etcd's head as the tailer last asked, never below the checkpoint; null: no tailer published status" }),
   lagRevisions: Type.Union([Revision, Type.Null()]),
   lagSeconds: Type.Union([Type.Number(), Type.Null()]),
-  compactRevision: Type.Union([Revision, Type.Null()]),
+  compactRevision: Type.Union([Revision, Type.Null()], { description: "etcd's compact revision as the tailer last asked (0: never compacted); null: no tailer published status" }),
   statusAt: Type.Union([Type.String(), Type.Null()]),
   gaps: Type.Integer({ minimum: 0 }),
 });
@@ -68,7 +68,9 @@ export async function tailerHealth(deps: ReportDeps, configuredClusters: readonl
   return [...names].sort().map((cluster) => {
     const s = status.find((r) => r.cluster === cluster);
     const checkpoint = checkpoints.get(cluster)?.revision ?? 0n;
-    const head = s ? BigInt(s.head_revision) : undefined;
+    // The status row is written about once a second, the checkpoint more often: a head below the checkpoint is only older.
+    const statusHead = s ? BigInt(s.head_revision) : undefined;
+    const head = statusHead === undefined ? undefined : statusHead > checkpoint ? statusHead : checkpoint;
     return {
       cluster,
       clusterId: s?.cluster_id || null,
@@ -77,7 +79,7 @@ export async function tailerHealth(deps: ReportDeps, configuredClusters: readonl
       headRevision: head === undefined ? null : head.toString(),
       lagRevisions: head === undefined ? null : (head > checkpoint ? head - checkpoint : 0n).toString(),
       lagSeconds: s ? Number(s.lag_seconds) : null,
-      compactRevision: s && s.compact_revision !== '0' ? s.compact_revision : null,
+      compactRevision: s ? String(s.compact_revision) : null,
       statusAt: s ? iso(s.updated_at) : null,
       gaps: Number(gaps.find((g) => g.cluster === cluster)?.n ?? 0),
     };

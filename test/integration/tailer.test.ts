@@ -16,6 +16,7 @@ import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
+import { holdKey } from '../../core/keyspace.js';
 import { TailerReplica, type ReplicaOptions } from '../../tailer/replica.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { startTailerRole } from '../../roles/tailer.js';
@@ -236,6 +237,37 @@ describe('tailer (in-process)', () => {
     }
   });
 
+  it('values ClickHouse rejects or cannot hold, put straight into etcd, go to quarantine with a reason; later grants are captured and the checkpoint passes them', { timeout: 120_000 }, async () => {
+    const label = uniqueId('c');
+    const w = new Workload(client, uniqueId('ns'));
+    const from = (await head()) + 1n;
+    await startTailer(label, from);
+    // Not through the lock API: anyone who can write under /l/ can do this.
+    const hugeWait = holdKey(w.lock('huge-wait'));
+    const farFuture = holdKey(w.lock('far-future'));
+    const r1 = await client.put(hugeWait).value('{"holder":"x","session":"1","class":"c","epoch":1,"waitMs":1e21,"at":0}').exec();
+    const r2 = await client.put(farFuture).value('{"holder":"x","session":"1","class":"c","epoch":1,"waitMs":0,"at":9e18}').exec();
+    const bad = [String(r1.header.revision), String(r2.header.revision)];
+    const s = await w.session();
+    const later = [await w.grant(s, 'after-1'), await w.grant(s, 'after-2')];
+    await w.release(s, 'after-1');
+    const end = BigInt(await w.clock());
+    await waitCheckpoint(label, end);
+    const grants = await store.rows<{ grant_revision: string }>(
+      'SELECT grant_revision FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND namespace = {ns:String} ORDER BY grant_revision',
+      { c: label, ns: w.ns },
+    );
+    assert.deepEqual(grants.map((g) => g.grant_revision), later);
+    const q = await store.rows<{ revision: string; key: string; value: string; reason: string }>(
+      'SELECT revision, key, value, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} ORDER BY revision, key',
+      { c: label },
+    );
+    assert.deepEqual([...new Set(q.map((r) => r.revision))], bad);
+    assert.ok(q.some((r) => r.key === hugeWait && r.reason.includes('wait_ms')), JSON.stringify(q));
+    assert.ok(q.some((r) => r.key === farFuture && r.value.includes('9e18') && /out of range for DateTime64/.test(r.reason)), JSON.stringify(q));
+    assert.ok((await readCheckpoint(store, label)) >= end);
+  });
+
   it('ships fail-open spools as unprotected grants, idempotently; quarantines bad lines', async () => {
     const label = uniqueId('c');
     const tmp = tempDir('lockaudit-spool-');
@@ -307,6 +339,50 @@ describe('tailer (in-process)', () => {
       assert.match(metrics, /lockaudit_tailer_watermark_revision/);
     } finally {
       await app.close();
+    }
+  });
+
+  it("GET /v1/tailers reports etcd's real head and compact revision, and never a head below the checkpoint", { timeout: 120_000 }, async () => {
+    // A private etcd (on ports of this run's block no service uses): no other test's writes move its head.
+    const own: PrivateEtcd = await startPrivateEtcd(config.local.portBase + 2, config.local.portBase + 12);
+    const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
+    const app = await buildApp({ config, logger: log, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: new Registry() }, [tailerRoutes]);
+    let replica: TailerReplica | undefined;
+    try {
+      const label = uniqueId('c');
+      const w = new Workload(etcd, uniqueId('ns'));
+      await w.mixed(2);
+      const compactAt = BigInt(await w.clock());
+      await etcd.kv.compact({ revision: compactAt.toString(), physical: true });
+      // No clock writes of the tailer's own while we look: only what we write moves etcd's head.
+      replica = await startTailer(label, compactAt + 1n, { clockIntervalMs: 600_000 }, { ep: [own.endpoint] });
+      await w.mixed(1);
+      await waitCheckpoint(label, BigInt(await w.clock()));
+      // Outside the watched keyspace: etcd's head moves, the watch hears nothing of it.
+      const outside = BigInt((await etcd.put('/zz/outside').value('x').exec()).header.revision);
+      const auditor = await createApiToken(store, 'auditor@test', ['auditor']);
+      const tailer = async (cluster: string): Promise<Record<string, unknown> | undefined> => {
+        const res = await app.inject({ method: 'GET', url: '/v1/tailers', headers: { authorization: `Bearer ${auditor.token}` } });
+        return (res.json() as { items: Array<Record<string, unknown>> }).items.find((i) => i.cluster === cluster);
+      };
+      const item = await waitFor('a status with the real head', async () => {
+        const t = await tailer(label);
+        return t && BigInt(t.headRevision as string) >= outside ? t : undefined;
+      }, 30_000, 200);
+      assert.equal(item.compactRevision, compactAt.toString());
+      assert.ok(BigInt(item.headRevision as string) >= BigInt(item.checkpoint as string));
+
+      // A status row older than the newest checkpoint (the console showed checkpoint 1265, head 1263, lag 0).
+      const stale = uniqueId('c');
+      await store.insert('checkpoints', [{ cluster: stale, revision: '1265', leader: 'r' }]);
+      await store.insert('tailer_status', [{ cluster: stale, cluster_id: '1', leader: 'r', checkpoint: '1260', head_revision: '1263', compact_revision: '7', lag_revisions: '3', lag_seconds: 0, updated_at: Date.now() }]);
+      const s = await tailer(stale);
+      assert.deepEqual([s?.checkpoint, s?.headRevision, s?.lagRevisions, s?.compactRevision], ['1265', '1265', '0', '7']);
+    } finally {
+      await replica?.close();
+      await app.close();
+      etcd.close();
+      await own.stop();
     }
   });
 

@@ -2648,11 +2648,11 @@ export interface paths {
                                 checkpoint: string;
                                 cluster: string;
                                 clusterId: string | null;
-                                /** @description decimal revision */
-                                compactRevision: string | null;
+                                /** @description etcd's compact revision as the tailer last asked (0: never compacted); null: no tailer published status */
+                                compactRevision: string | (never | null);
                                 gaps: number;
-                                /** @description decimal revision */
-                                headRevision: string | null;
+                                /** @description etcd's head as the tailer last asked, never below the checkpoint; null: no tailer published status */
+                                headRevision: string | (never | null);
                                 /** @description decimal revision */
                                 lagRevisions: string | null;
                                 lagSeconds: number | null;

@@ -1,0 +1,88 @@
+// tailer/rowWriter.ts against an embedded ClickHouse: the one three-table
+// insert retries what is worth retrying and, when ClickHouse rejects rows,
+// quarantines exactly those rows and writes the rest (issue 11, defect 2).
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { AuditStore } from '../../core/clickhouse.js';
+import type { AuditEventRow } from '../../core/events.js';
+import { classifyInsertError, outOfRange, writeRows } from '../../tailer/rowWriter.js';
+import { tempStore, uniqueId } from '../support/env.js';
+
+let store: AuditStore;
+let closeStore: () => Promise<void>;
+
+before(async () => {
+  ({ store, close: closeStore } = await tempStore());
+});
+
+after(async () => {
+  await closeStore();
+});
+
+function event(cluster: string, revision: number, patch: Partial<Record<keyof AuditEventRow, unknown>> = {}): AuditEventRow {
+  const row = {
+    cluster, revision: String(revision), key: `/l/ns/k${revision}`, event_type: 'grant', op: 'put', namespace: 'ns', lock_path: `k${revision}`, class: 'c',
+    holder: 'h', session: '1', token: String(revision), epoch: 0, grant_revision: String(revision), wait_ms: 3, wall_time: Date.now(), time_estimated: 0,
+    time_error_ms: 0, create_revision: String(revision), mod_revision: String(revision), version: '1', lease: '1', value: `{"v":${revision}}`, prev_value: '', unprotected: 0,
+  };
+  return { ...row, ...patch } as unknown as AuditEventRow;
+}
+
+const fast = { initialMs: 1, maxMs: 5 };
+
+describe('row writer', () => {
+  it('quarantines exactly the rows ClickHouse rejects (bisecting the batch) or would mangle, with the reason and raw value, and writes the rest', async () => {
+    const cluster = uniqueId('c');
+    const events = Array.from({ length: 40 }, (_, i) => event(cluster, 100 + i));
+    events[7] = event(cluster, 107, { op: 'bogus' }); // ClickHouse rejects it (not an element of the Enum)
+    events[23] = event(cluster, 123, { wait_ms: 1e21 }); // not a UInt64 (ClickHouse rejects it as "1e+21")
+    events[31] = event(cluster, 131, { wall_time: 9e18 }); // ClickHouse would store 9999-12-31: out of range
+    let inserts = 0;
+    const counting = Object.create(store, { insert: { value: (t: string, v: readonly object[]) => ((inserts += 1), store.insert(t, v)) } }) as AuditStore;
+    const { quarantined } = await writeRows(counting, { events, grants: [], quarantine: [] }, { retry: fast });
+    assert.deepEqual(quarantined.map((q) => q.revision).sort(), ['107', '123', '131']);
+    const stored = await store.rows<{ revision: string }>('SELECT revision FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} ORDER BY revision', { c: cluster });
+    assert.deepEqual(stored.map((r) => r.revision), events.map((e) => e.revision).filter((r) => !['107', '123', '131'].includes(r)));
+    const q = await store.rows<{ revision: string; key: string; value: string; reason: string }>('SELECT revision, key, value, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} ORDER BY revision', { c: cluster });
+    assert.deepEqual(q.map((r) => r.revision), ['107', '123', '131']);
+    assert.equal(q[0]?.value, '{"v":107}');
+    assert.equal(q[0]?.key, '/l/ns/k107');
+    for (const r of q) assert.match(r.reason, /^ClickHouse rejected the events row: /);
+    assert.match(q[2]?.reason ?? '', /out of range for DateTime64 in column wall_time/);
+    assert.ok(inserts <= 2 * Math.ceil(Math.log2(40)) * 2 + 2, `bisecting took ${inserts} inserts`);
+  });
+
+  it('retries a connection error until the insert succeeds, and does not quarantine anything', async () => {
+    const cluster = uniqueId('c');
+    let failures = 2;
+    const flaky = Object.create(store, {
+      insert: {
+        value: async (t: string, v: readonly object[]) => {
+          if (failures > 0) {
+            failures -= 1;
+            throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' });
+          }
+          return store.insert(t, v);
+        },
+      },
+    }) as AuditStore;
+    const retries: number[] = [];
+    const { quarantined } = await writeRows(flaky, { events: [event(cluster, 5)], grants: [], quarantine: [] }, { retry: { ...fast, onRetry: (_e, a) => retries.push(a) } });
+    assert.deepEqual(quarantined, []);
+    assert.deepEqual(retries, [1, 2]);
+    const stored = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events WHERE cluster = {c:String}', { c: cluster });
+    assert.equal(stored[0]?.n, '1');
+  });
+
+  it('tells rejected rows from errors worth retrying', () => {
+    assert.equal(classifyInsertError({ type: 'CANNOT_PARSE_INPUT_ASSERTION_FAILED', code: '27' }), 'permanent');
+    assert.equal(classifyInsertError({ type: 'TOO_MANY_PARTS', code: '252' }), 'retry');
+    assert.equal(classifyInsertError({ type: 'TIMEOUT_EXCEEDED', code: '159' }), 'retry');
+    assert.equal(classifyInsertError(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })), 'retry');
+    assert.equal(outOfRange({ epoch: 70_000 }), undefined);
+    assert.match(outOfRange({ epoch: 5e9 }) ?? '', /UInt32 in column epoch/);
+    assert.match(outOfRange({ token: '18446744073709551616' }) ?? '', /UInt64 in column token/);
+    assert.equal(outOfRange({ token: '18446744073709551615', granted_at: Date.UTC(2299, 0, 1) }), undefined);
+    assert.match(outOfRange({ ended_at: 9e18 }) ?? '', /DateTime64 in column ended_at/);
+  });
+});
