@@ -54,11 +54,21 @@ export const FileConfigSchema = Type.Object(
     ),
     redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis URL for the job queue; absent means the local Redis.' })),
     queuePrefix: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_:-]{1,64}$', description: 'BullMQ key prefix. Default lockaudit' })),
+    archive: Type.Optional(
+      Type.Object(
+        {
+          alarmAfterSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 604800, description: 'A force-release record not archived this long after its approval raises the alarm. Default 3600' })),
+          pollIntervalMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3600000, description: 'How often the force archiver re-reads etcd besides its watch, ms. Default 2000' })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     api: Type.Optional(
       Type.Object(
         {
           cursorSecret: Type.Optional(Type.String({ minLength: 32, description: 'Secret that signs grant-history cursors; give every API process the same one so a cursor pages on any of them. Absent: a random one per process' })),
           metricsRequireToken: Type.Optional(Type.Boolean({ description: '/metrics answers only with a valid API token (any role). Default false' })),
+          exportDownloadSeconds: Type.Optional(Type.Integer({ minimum: 10, maximum: 604800, description: 'Lifetime of a presigned export download URL, seconds. Default 300' })),
         },
         { additionalProperties: false },
       ),
@@ -128,6 +138,7 @@ export interface Config {
   redis: { url: string; local: boolean };
   queuePrefix: string;
   api: ApiSettings;
+  archive: ArchiveSettings;
   local: { portBase: number; etcdMembers: 1 | 3; ports: LocalPorts };
   tailer: TailerSettings;
   reports: ReportSettings;
@@ -136,6 +147,12 @@ export interface Config {
 export interface ApiSettings {
   cursorSecret?: string;
   metricsRequireToken: boolean;
+  exportDownloadSeconds: number;
+}
+
+export interface ArchiveSettings {
+  alarmAfterSeconds: number;
+  pollIntervalMs: number;
 }
 
 export interface ReportSettings {
@@ -191,6 +208,9 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_REDIS_URL', path: ['redisUrl'], parse: asString, secret: true, doc: 'Redis URL (absent: local Redis)' },
   { name: 'LOCKAUDIT_QUEUE_PREFIX', path: ['queuePrefix'], parse: asString, doc: 'BullMQ key prefix (default lockaudit)' },
   { name: 'LOCKAUDIT_CURSOR_SECRET', path: ['api', 'cursorSecret'], parse: asString, secret: true, doc: 'signs grant-history cursors; the same on every API process (default: random per process)' },
+  { name: 'LOCKAUDIT_EXPORT_DOWNLOAD_SECONDS', path: ['api', 'exportDownloadSeconds'], parse: asInteger, doc: 'lifetime of a presigned export download URL in seconds (default 300)' },
+  { name: 'LOCKAUDIT_ARCHIVE_ALARM_AFTER_SECONDS', path: ['archive', 'alarmAfterSeconds'], parse: asInteger, doc: 'force-release record not archived after this many seconds raises the alarm (default 3600)' },
+  { name: 'LOCKAUDIT_ARCHIVE_POLL_INTERVAL_MS', path: ['archive', 'pollIntervalMs'], parse: asInteger, doc: 'force archiver re-read interval in ms (default 2000)' },
   { name: 'LOCKAUDIT_METRICS_REQUIRE_TOKEN', path: ['api', 'metricsRequireToken'], parse: asBoolean, doc: '/metrics needs a valid API token: true|false (default false)' },
   { name: 'LOCKAUDIT_TAILER_ELECTION_TTL_SECONDS', path: ['tailer', 'electionTtlSeconds'], parse: asInteger, doc: 'tailer election lease TTL (default 5)' },
   { name: 'LOCKAUDIT_TAILER_COMPACTION_WINDOW_REVISIONS', path: ['tailer', 'compactionWindowRevisions'], parse: asInteger, doc: "etcd's compaction window in revisions; lag alarms at half (default 1000000)" },
@@ -378,7 +398,8 @@ function resolve(file: FileConfig, cwd: string): Config {
     },
     redis: { url: file.redisUrl ?? `redis://127.0.0.1:${ports.redis}`, local: file.redisUrl === undefined },
     queuePrefix: file.queuePrefix ?? 'lockaudit',
-    api: { ...(file.api?.cursorSecret ? { cursorSecret: file.api.cursorSecret } : {}), metricsRequireToken: file.api?.metricsRequireToken ?? false },
+    api: { ...(file.api?.cursorSecret ? { cursorSecret: file.api.cursorSecret } : {}), metricsRequireToken: file.api?.metricsRequireToken ?? false, exportDownloadSeconds: file.api?.exportDownloadSeconds ?? 300 },
+    archive: { alarmAfterSeconds: file.archive?.alarmAfterSeconds ?? 3600, pollIntervalMs: file.archive?.pollIntervalMs ?? 2000 },
     local: { portBase, etcdMembers, ports },
     reports: {
       riskRegisterCron: file.reports?.riskRegisterCron ?? '0 2 * * *',

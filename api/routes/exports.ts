@@ -15,7 +15,7 @@ import type { App, AppContext, RoutePlugin } from '../types.js';
 import { requireRoles } from '../auth.js';
 
 export interface ExportRouteOptions {
-  /** Lifetime of a download URL. Default 300 s. */
+  /** Lifetime of a download URL. Default: config api.exportDownloadSeconds (300 s). */
   presignSeconds?: number;
   /** How long POST waits for Redis before answering 503. Default 5 000 ms. */
   enqueueTimeoutMs?: number;
@@ -91,8 +91,8 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
 }
 
 export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
-  const presignSeconds = options.presignSeconds ?? 300;
   return async (app: App, ctx: AppContext) => {
+    const presignSeconds = options.presignSeconds ?? ctx.config.api.exportDownloadSeconds;
     const records = new ExportRecords(ctx.store);
     const s3 = createS3Client(ctx.config.s3);
     let queue: Queue<ComplianceJobData> | undefined;
