@@ -6,9 +6,10 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type RouteOptions } from 'fastify';
 import { errorCatalog, isLockauditError } from '../core/errors.js';
-import { registerAuth } from './auth.js';
+import { authPlugin } from './auth.js';
+import { reportRateLimitHook } from './rateLimit.js';
 import { healthRoutes } from './routes/health.js';
-import type { App, AppContext, ErrorBody, RoutePlugin } from './types.js';
+import { asPlugin, type App, type AppContext, type ErrorBody, type RoutePlugin } from './types.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { whoamiRoutes } from './routes/whoami.js';
 import { describeValidation, validatorCompiler } from './validation.js';
@@ -66,11 +67,10 @@ export async function buildApp(ctx: AppContext, routes: readonly RoutePlugin[] =
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  registerAuth(app, ctx.verifier);
-  await healthRoutes(app, ctx);
-  await whoamiRoutes(app, ctx);
-  await tokenRoutes(app, ctx);
-  for (const route of routes) await route(app, ctx);
+  await app.register(authPlugin, { verifier: ctx.verifier });
+  app.decorate('reportRateLimit', reportRateLimitHook(ctx.config.reports.rateLimitPerMinute));
+  // Each route module is a plugin in a scope of its own; the root's auth, error handler and decorators reach it.
+  for (const route of [healthRoutes, whoamiRoutes, tokenRoutes, ...routes]) await app.register(asPlugin(route), { ctx });
   return app;
 }
 

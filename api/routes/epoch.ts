@@ -15,7 +15,7 @@ const EpochSchema = Type.Object({
 });
 
 export function epochRoutes(lock: LockService): RoutePlugin {
-  return (app) => {
+  return function epochRoutes(app) {
     app.get('/v1/epoch', { schema: { tags: ['epoch'], summary: 'The epoch record, the cluster id etcd reports, and whether grants are sealed', response: { 200: EpochSchema } }, preValidation: guard(...ROLES) }, async () => {
       const { epoch, etcd } = lock.parts;
       await epoch.reload();

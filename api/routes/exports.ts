@@ -11,7 +11,7 @@ import { createS3Client } from '../../core/s3.js';
 import { INSTANT_OR_UTC_PATTERN } from '../../core/instant.js';
 import { ExportRecords, FILTER_SCHEMAS, parseExportInput, type ExportState } from '../../exporters/complianceExport.js';
 import { COMPLIANCE_QUEUE, enqueueComplianceExport, type ComplianceJobData } from '../../exporters/exportJobs.js';
-import type { App, AppContext, RoutePlugin } from '../types.js';
+import type { App, RoutePlugin, RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
 
 export interface ExportRouteOptions {
@@ -91,7 +91,7 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
 }
 
 export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
-  return async (app: App, ctx: AppContext) => {
+  return async function exportRoutes(app: App, { ctx }: RouteOptions) {
     const presignSeconds = options.presignSeconds ?? ctx.config.api.exportDownloadSeconds;
     const records = new ExportRecords(ctx.store);
     const s3 = createS3Client(ctx.config.s3);

@@ -22,7 +22,7 @@ const ReleaseBody = Type.Object({ key: LockKey, session: LeaseId, token: Decimal
 const InspectQuery = Type.Object({ key: LockKey }, { additionalProperties: false });
 
 export function lockRoutes(lock: LockService): RoutePlugin {
-  return (app) => {
+  return function lockRoutes(app) {
     app.post(
       '/v1/locks/acquire',
       { schema: { tags: ['locks'], summary: 'Acquire a lock; 409 when not granted within waitMs', body: AcquireBody }, preValidation: guard('client') },

@@ -6,7 +6,7 @@ import { TailerLagQuery, TailerLagSchema, tailerLag } from '../../reports/tailer
 import { ClusterName } from '../../reports/schemas.js';
 import { requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';
-import type { App, AppContext } from '../types.js';
+import type { App, RouteOptions } from '../types.js';
 
 const Revision = Type.String({ pattern: '^[0-9]+$', description: 'decimal revision' });
 
@@ -44,7 +44,7 @@ type GapItem = Static<typeof GapSchema>;
 
 const iso = (ms: string | number): string => new Date(typeof ms === 'number' ? ms : Date.parse(`${ms.replace(' ', 'T')}Z`)).toISOString();
 
-export async function tailerRoutes(app: App, ctx: AppContext): Promise<void> {
+export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
   // Checked before validation: a caller without the role learns nothing about its input.
   const guard = requireRoles('investigator', 'auditor', 'admin');
 
