@@ -3,7 +3,7 @@
 import type { FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import type { ApiTokenVerifier, Identity, Role } from '../core/apiTokens.js';
 import { LockauditError } from '../core/errors.js';
-import type { App } from './types.js';
+import fp from 'fastify-plugin';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -11,18 +11,19 @@ declare module 'fastify' {
   }
 }
 
-const verifiers = new WeakMap<object, ApiTokenVerifier>();
-
-export function registerAuth(app: App, verifier: ApiTokenVerifier): void {
-  app.decorateRequest('identity', null);
-  verifiers.set(app, verifier);
-  app.addHook('onRequest', async (request) => {
-    const header = request.headers.authorization;
-    if (!header) return;
-    const match = /^Bearer\s+(\S+)$/i.exec(header);
-    request.identity = match ? ((await verifier.verify(match[1] as string)) ?? null) : null;
-  });
-}
+/** Bearer auth for every route: fastify-plugin, so its hook and decorator reach the root scope. */
+export const authPlugin = fp<{ verifier: ApiTokenVerifier }>(
+  async (app, { verifier }) => {
+    app.decorateRequest('identity', null);
+    app.addHook('onRequest', async (request) => {
+      const header = request.headers.authorization;
+      if (!header) return;
+      const match = /^Bearer\s+(\S+)$/i.exec(header);
+      request.identity = match ? ((await verifier.verify(match[1] as string)) ?? null) : null;
+    });
+  },
+  { name: 'lockaudit-auth' },
+);
 
 /** preHandler: the caller must hold one of `roles` (admin holds every role). */
 export function requireRoles(...roles: Role[]): preHandlerHookHandler {

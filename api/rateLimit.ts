@@ -7,7 +7,6 @@
 import type { FastifyReply, FastifyRequest, preValidationHookHandler } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import { LockauditError } from '../core/errors.js';
-import type { App } from './types.js';
 
 interface Bucket {
   tokens: number;
@@ -48,21 +47,21 @@ export class RateLimiter {
   }
 }
 
-const limiters = new WeakMap<object, preValidationHookHandler>();
-
-/** The app's report rate-limit hook (created once per app). */
-export function reportRateLimit(app: App, perMinute: number): preValidationHookHandler {
-  let hook = limiters.get(app);
-  if (!hook) {
-    const limiter = new RateLimiter(perMinute);
-    hook = async (request: FastifyRequest, reply: FastifyReply) => {
-      const who = request.identity?.identity ?? `ip:${request.ip}`;
-      const retryAfter = limiter.take(who);
-      if (retryAfter === 0) return;
-      reply.header('retry-after', String(retryAfter));
-      throw new LockauditError('LOCKAUDIT_ERR_LIMIT_RATE', `more than LOCKAUDIT_RATE_LIMIT_PER_MINUTE (${perMinute}) report requests in a minute; retry in ${retryAfter} s`);
-    };
-    limiters.set(app, hook);
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The report routes' rate-limit hook: one limiter per app, shared by every route that uses it. */
+    reportRateLimit: preValidationHookHandler;
   }
-  return hook;
+}
+
+/** A report rate-limit hook with a limiter of its own (buildApp decorates the app with one). */
+export function reportRateLimitHook(perMinute: number): preValidationHookHandler {
+  const limiter = new RateLimiter(perMinute);
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const who = request.identity?.identity ?? `ip:${request.ip}`;
+    const retryAfter = limiter.take(who);
+    if (retryAfter === 0) return;
+    reply.header('retry-after', String(retryAfter));
+    throw new LockauditError('LOCKAUDIT_ERR_LIMIT_RATE', `more than LOCKAUDIT_RATE_LIMIT_PER_MINUTE (${perMinute}) report requests in a minute; retry in ${retryAfter} s`);
+  };
 }

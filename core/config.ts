@@ -80,6 +80,15 @@ const ApiSchema = Type.Object(
       Type.String({ minLength: 32, description: 'Secret that signs grant-history cursors; give every API process the same one so a cursor pages on any of them. Absent: a random one per process (masked).' }),
     ),
     metricsRequireToken: Type.Optional(Type.Boolean({ default: false, description: '/metrics answers only with a valid API token (any role).' })),
+    exportDownloadSeconds: Type.Optional(Type.Integer({ minimum: 10, maximum: 604_800, default: 300, description: 'Lifetime of a presigned export download URL, seconds.' })),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+const ArchiveSchema = Type.Object(
+  {
+    alarmAfterSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 604_800, default: 3600, description: 'A force-release record not archived this long after its approval raises the alarm.' })),
+    pollIntervalMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000, default: 2000, description: 'How often the force archiver re-reads etcd besides its watch, ms.' })),
   },
   { additionalProperties: false, default: {} },
 );
@@ -142,6 +151,7 @@ export const FileConfigSchema = Type.Object(
     redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis URL for the job queue; absent means the local Redis.' })),
     queuePrefix: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_:-]{1,64}$', default: 'lockaudit', description: 'BullMQ key prefix.' })),
     api: Type.Optional(ApiSchema),
+    archive: Type.Optional(ArchiveSchema),
     alerts: Type.Optional(
       Type.Object(
         { webhooks: Type.Optional(Type.Array(AlertWebhookSchema, { description: 'Alert / SIEM sinks run by the worker role; absent means none.' })) },
@@ -174,7 +184,8 @@ export type ClickHouseTarget =
 /** A section of the file schema with every setting present (defaults filled in). */
 type Settled<T> = Required<NonNullable<T>>;
 
-export type ApiSettings = Static<typeof ApiSchema> & { metricsRequireToken: boolean };
+export type ApiSettings = Static<typeof ApiSchema> & { metricsRequireToken: boolean; exportDownloadSeconds: number };
+export type ArchiveSettings = Settled<Static<typeof ArchiveSchema>>;
 export type TailerSettings = Settled<Static<typeof TailerSchema>>;
 export type ReportSettings = Settled<Static<typeof ReportsSchema>>;
 export type LogLevel = Static<typeof LogLevelSchema>;
@@ -188,6 +199,7 @@ export interface Config extends Settled<Pick<FileConfig, 'dataDir' | 'host' | 'p
   redis: { url: string; local: boolean };
   local: Settled<Static<typeof LocalSchema>> & { ports: LocalPorts };
   api: ApiSettings;
+  archive: ArchiveSettings;
   alerts: { webhooks: AlertWebhookConfig[] };
   tailer: TailerSettings;
   reports: ReportSettings;
@@ -206,6 +218,7 @@ interface SchemaDefaults {
   tailer: TailerSettings;
   reports: ReportSettings;
   api: ApiSettings;
+  archive: ArchiveSettings;
   local: Settled<Static<typeof LocalSchema>>;
 }
 
@@ -256,6 +269,9 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_REDIS_URL', path: ['redisUrl'], parse: asString, secret: true },
   { name: 'LOCKAUDIT_CURSOR_SECRET', path: ['api', 'cursorSecret'], parse: asString, secret: true },
   { name: 'LOCKAUDIT_METRICS_REQUIRE_TOKEN', path: ['api', 'metricsRequireToken'], parse: asBoolean },
+  { name: 'LOCKAUDIT_EXPORT_DOWNLOAD_SECONDS', path: ['api', 'exportDownloadSeconds'], parse: asInteger },
+  { name: 'LOCKAUDIT_ARCHIVE_ALARM_AFTER_SECONDS', path: ['archive', 'alarmAfterSeconds'], parse: asInteger },
+  { name: 'LOCKAUDIT_ARCHIVE_POLL_INTERVAL_MS', path: ['archive', 'pollIntervalMs'], parse: asInteger },
   { name: 'LOCKAUDIT_ALERT_WEBHOOKS', path: ['alerts', 'webhooks'], parse: asJson, secret: true },
   { name: 'LOCKAUDIT_QUEUE_PREFIX', path: ['queuePrefix'], parse: asString },
   { name: 'LOCKAUDIT_TAILER_ELECTION_TTL_SECONDS', path: ['tailer', 'electionTtlSeconds'], parse: asInteger },
@@ -450,6 +466,7 @@ function resolve(input: FileConfig, cwd: string): Config {
     reports: file.reports,
     tailer: file.tailer,
     api: file.api,
+    archive: file.archive,
     alerts: { webhooks: file.alerts?.webhooks ?? [] },
   };
 }

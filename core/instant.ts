@@ -43,3 +43,17 @@ export function parseInstant(text: string): number | undefined {
 export function isCalendarDate(text: string): boolean {
   return /^\d{4}-\d{2}-\d{2}$/.test(text) && parseInstant(`${text}T00:00:00Z`) !== undefined;
 }
+
+/**
+ * For exports, whose ranges are often whole days: also a bare date
+ * (YYYY-MM-DD) or a date-time without a zone, both read as UTC — never as
+ * the local time of whichever machine runs the API or CLI.
+ */
+export function parseInstantOrUtc(text: string): number | undefined {
+  if (/^\d{4}-\d{2}-\d{2}$/.test(text)) return parseInstant(`${text}T00:00:00Z`);
+  if (/^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?$/.test(text)) return parseInstant(`${text}Z`);
+  return parseInstant(text);
+}
+
+/** The text form parseInstantOrUtc reads, as a JSON-Schema pattern. */
+export const INSTANT_OR_UTC_PATTERN = '^[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt][0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})?)?$';

@@ -42,10 +42,29 @@ async function listNames(s3: Client, bucket: string, prefix: string): Promise<st
   return names.sort();
 }
 
+/**
+ * Objects whose current version is a delete marker. A chain of current
+ * versions cannot see its newest record hidden this way (nothing after it
+ * links to it), so the versions are asked directly.
+ */
+async function hiddenNames(s3: Client, bucket: string, prefix: string): Promise<Set<string>> {
+  const hidden = new Set<string>();
+  const versions = s3.listObjects(bucket, prefix, true, { IncludeVersion: true }) as AsyncIterable<{ name?: string; isLatest?: unknown; isDeleteMarker?: boolean }>;
+  for await (const v of versions) if (v.name && v.isDeleteMarker && String(v.isLatest) === 'true') hidden.add(v.name);
+  return hidden;
+}
+
 export async function verifyArchive(s3: Client, bucket: string, options: VerifyOptions = {}): Promise<VerifyResult> {
   const prefix = options.objectPrefix ?? ARCHIVE_OBJECT_PREFIX;
-  const names = await withRetry(() => listNames(s3, bucket, options.cluster ? `${prefix}${options.cluster}/` : prefix), { deadlineMs: 30_000 });
-  const byCluster = new Map<string, ChainEntry[]>();
+  const byClusterSeed = new Map<string, ChainEntry[]>();
+  const listPrefix = options.cluster ? `${prefix}${options.cluster}/` : prefix;
+  const names = await withRetry(() => listNames(s3, bucket, listPrefix), { deadlineMs: 30_000 });
+  const hidden = await withRetry(() => hiddenNames(s3, bucket, listPrefix), { deadlineMs: 30_000 });
+  for (const name of hidden) {
+    const cluster = name.slice(prefix.length).split('/')[0] as string;
+    if (!byClusterSeed.has(cluster)) byClusterSeed.set(cluster, []);
+  }
+  const byCluster = byClusterSeed;
   for (const name of names) {
     const cluster = name.slice(prefix.length).split('/')[0] as string;
     const text = await withRetry(() => readObjectText(s3, bucket, name), { deadlineMs: 30_000 });
@@ -68,6 +87,12 @@ export async function verifyArchive(s3: Client, bucket: string, options: VerifyO
       } else if (found.value !== exp.value && !problems.some((p) => p.object === object)) {
         problems.push({ kind: 'altered', cluster, object, detail: `${object}: its value differs from the one the audit log recorded` });
       }
+    }
+    for (const object of [...hidden].filter((n) => n.startsWith(`${prefix}${cluster}/`)).sort()) {
+      const note = 'its current version is an S3 delete marker (the record is hidden; its locked versions survive)';
+      const named = problems.find((p) => p.object === object);
+      if (named) named.detail = `${named.detail}; ${note}`;
+      else problems.push({ kind: 'hidden', cluster, object, detail: `${object}: ${note}` });
     }
     const lastSeq = entries.reduce((m, e) => Math.max(m, e.record?.seq ?? 0), 0);
     clusters.push({ cluster, records: entries.length, lastSeq, problems });

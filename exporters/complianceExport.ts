@@ -12,7 +12,9 @@ import type { Client } from 'minio';
 import type { AuditStore } from '../core/clickhouse.js';
 import { LockauditError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
+import { parseInstantOrUtc } from '../core/instant.js';
 import { parseToken } from '../core/token.js';
+import { ClassName, ClusterName, Decimal64, Holder, KeyPrefix, LockName, Namespace } from '../reports/schemas.js';
 import { runExportPlan, type ExportFormat, type ExportProgress, type WrittenFile } from './chunkedExport.js';
 import { planGrantsExport, DEFAULT_CHUNK_ROWS, type GrantFilters } from './exportPlans.js';
 import type { ExportMetrics } from './exportMetrics.js';
@@ -23,6 +25,18 @@ import type { HistoryDeps } from './parquetHistory.js';
 export const EXPORT_FORMATS = ['parquet', 'csv'] as const;
 export const MAX_EXPORT_RANGE_DAYS = 400;
 export const FILTER_NAMES = ['cluster', 'key', 'keyPrefix', 'holder', 'class', 'namespace', 'token'] as const;
+
+/** The filters' schemas: the very ones the report routes use, so an export accepts what a report does. */
+export const FILTER_SCHEMAS = {
+  cluster: ClusterName(),
+  key: LockName(),
+  keyPrefix: KeyPrefix(),
+  holder: Holder(),
+  class: ClassName(),
+  namespace: Namespace(),
+  token: Decimal64({ description: 'Only the grant of this fencing token (decimal string; tokens exceed 2^53)' }),
+} as const;
+const FILTER_PATTERNS = Object.fromEntries(Object.entries(FILTER_SCHEMAS).map(([k, v]) => [k, { re: new RegExp((v as { pattern?: string }).pattern ?? '.'), max: (v as { maxLength?: number }).maxLength ?? 512 }]));
 
 export type ExportStatus = 'queued' | 'running' | 'done' | 'failed';
 
@@ -58,10 +72,12 @@ export function parseExportInput(
   names: { from: string; to: string; filter: (name: string) => string } = { from: 'from', to: 'to', filter: (n) => `filters.${n}` },
 ): { fromMs: number; toMs: number; filters: GrantFilters } {
   const problems: string[] = [];
-  const fromMs = Date.parse(input.from);
-  const toMs = Date.parse(input.to);
-  if (Number.isNaN(fromMs)) problems.push(`${names.from}: is not a date or date-time (ISO 8601)`);
-  if (Number.isNaN(toMs)) problems.push(`${names.to}: is not a date or date-time (ISO 8601)`);
+  // A date or a date-time without a zone is UTC, whatever TZ the process runs in.
+  const fromMs = parseInstantOrUtc(input.from) ?? NaN;
+  const toMs = parseInstantOrUtc(input.to) ?? NaN;
+  const dateRule = 'is not a date (YYYY-MM-DD) or date-time (RFC 3339; read as UTC without a zone), years 1970–2299';
+  if (Number.isNaN(fromMs)) problems.push(`${names.from}: ${dateRule}`);
+  if (Number.isNaN(toMs)) problems.push(`${names.to}: ${dateRule}`);
   if (!Number.isNaN(fromMs) && !Number.isNaN(toMs)) {
     if (toMs <= fromMs) problems.push(`${names.to}: must be after ${names.from}`);
     else if (toMs - fromMs > MAX_EXPORT_RANGE_DAYS * 86_400_000) problems.push(`${names.to}: the range is longer than ${MAX_EXPORT_RANGE_DAYS} days`);
@@ -73,8 +89,10 @@ export function parseExportInput(
       problems.push(`${names.filter(name)}: is not a known filter (${FILTER_NAMES.join(', ')})`);
       continue;
     }
+    const rule = FILTER_PATTERNS[name];
     if (value === '') problems.push(`${names.filter(name)}: must not be empty`);
     else if (name === 'token' && parseToken(value) === undefined) problems.push(`${names.filter(name)}: must be a decimal 64-bit token`);
+    else if (rule && (value.length > rule.max || !rule.re.test(value))) problems.push(`${names.filter(name)}: must match ${rule.re.source} (at most ${rule.max} characters)`);
     else filters[name as keyof GrantFilters] = value;
   }
   if (problems.length) throw new LockauditError('LOCKAUDIT_ERR_EXPORT_INVALID', problems.join('; '), { details: problems });

@@ -122,7 +122,10 @@ export function forceArchiveService(options: Partial<Pick<ForceArchiverOptions, 
       const s3 = createS3Client(runtime.config.s3);
       const metrics = exportMetrics(runtime.metrics);
       const archivers = runtime.config.etcd.clusters.map(
-        (cluster) => new ForceArchiver({ cluster, s3, bucket: runtime.config.s3.archiveBucket, logger: runtime.logger, health: runtime.health, metrics, ...options }),
+        (cluster) => new ForceArchiver({
+          cluster, s3, bucket: runtime.config.s3.archiveBucket, logger: runtime.logger, health: runtime.health, metrics,
+          pollIntervalMs: runtime.config.archive.pollIntervalMs, alarmAfterMs: runtime.config.archive.alarmAfterSeconds * 1000, ...options,
+        }),
       );
       for (const a of archivers) a.start();
       let closing: Promise<void> | undefined;

@@ -12,7 +12,7 @@ const ClassParams = Type.Object({ name: LockClassSchema.properties.name }, { add
 const ClassBody = Type.Object({ ...LockClassSchema.properties, name: Type.Optional(LockClassSchema.properties.name) }, { additionalProperties: false });
 
 export function classRoutes(lock: LockService): RoutePlugin {
-  return (app) => {
+  return function classRoutes(app) {
     app.get(
       '/v1/classes/:name',
       { schema: { tags: ['classes'], summary: 'A lock class', params: ClassParams }, preValidation: guard(...ROLES) },

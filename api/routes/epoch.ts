@@ -6,10 +6,17 @@ import type { RoutePlugin } from '../types.js';
 import { callerOf, guard, IdParams, Reason } from './lockSchemas.js';
 
 const AdvanceBody = Type.Object({ reason: Reason }, { additionalProperties: false });
+const EpochSchema = Type.Object({
+  epoch: Type.Optional(Type.Integer({ minimum: 0, description: 'The current epoch (the high bits of every fencing token); absent before the first grant' })),
+  recordedClusterId: Type.Optional(Type.String({ description: 'The etcd cluster id /sys/epoch was written for' })),
+  clusterId: Type.Optional(Type.String({ description: 'The cluster id etcd reports now' })),
+  sealed: Type.Boolean({ description: 'Grants refused: the two cluster ids differ (a restored cluster) until an epoch advance' }),
+  quorumLost: Type.Boolean(),
+});
 
 export function epochRoutes(lock: LockService): RoutePlugin {
-  return (app) => {
-    app.get('/v1/epoch', { schema: { tags: ['epoch'], summary: 'The epoch record, the cluster id etcd reports, and whether grants are sealed' }, preValidation: guard(...ROLES) }, async () => {
+  return function epochRoutes(app) {
+    app.get('/v1/epoch', { schema: { tags: ['epoch'], summary: 'The epoch record, the cluster id etcd reports, and whether grants are sealed', response: { 200: EpochSchema } }, preValidation: guard(...ROLES) }, async () => {
       const { epoch, etcd } = lock.parts;
       await epoch.reload();
       return { epoch: epoch.record?.epoch, recordedClusterId: epoch.record?.clusterId, clusterId: epoch.clusterId, sealed: epoch.sealed, quorumLost: etcd.quorum.lost };

@@ -9,31 +9,30 @@ import { createRedis } from '../../platform/redis.js';
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { createS3Client } from '../../core/s3.js';
-import { ExportRecords, parseExportInput, type ExportState } from '../../exporters/complianceExport.js';
+import { INSTANT_OR_UTC_PATTERN } from '../../core/instant.js';
+import { ExportRecords, FILTER_SCHEMAS, parseExportInput, type ExportState } from '../../exporters/complianceExport.js';
 import { COMPLIANCE_QUEUE, enqueueComplianceExport, type ComplianceJobData } from '../../exporters/exportJobs.js';
-import { ErrorResponse, type App, type AppContext, type RoutePlugin } from '../types.js';
+import { ErrorResponse, type App, type RoutePlugin, type RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
 
 export interface ExportRouteOptions {
-  /** Lifetime of a download URL. Default 300 s. */
+  /** Lifetime of a download URL. Default: config api.exportDownloadSeconds (300 s). */
   presignSeconds?: number;
   /** How long POST waits for Redis before answering 503. Default 5 000 ms. */
   enqueueTimeoutMs?: number;
 }
 
-const DateText = Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601 date or date-time (UTC when no offset is given)', examples: ['2026-01-01T00:00:00Z'] });
+const DateText = Type.String({
+  pattern: INSTANT_OR_UTC_PATTERN,
+  maxLength: 40,
+  description: 'A date (YYYY-MM-DD) or an RFC 3339 date-time; without a zone it is read as UTC (never the server\'s local time)',
+  examples: ['2026-01-01T00:00:00Z'],
+});
 const Decimal64 = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$', description: 'a 64-bit token as a decimal string' });
 
+// The report routes' own filter schemas (exporters/complianceExport.ts): an export accepts what a report does.
 export const ExportFilters = Type.Object(
-  {
-    cluster: Type.Optional(Type.String({ minLength: 1, maxLength: 63 })),
-    key: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
-    keyPrefix: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
-    holder: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
-    class: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    namespace: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
-    token: Type.Optional(Decimal64),
-  },
+  Object.fromEntries(Object.entries(FILTER_SCHEMAS).map(([k, v]) => [k, Type.Optional(v)])) as { [K in keyof typeof FILTER_SCHEMAS]: ReturnType<typeof Type.Optional<(typeof FILTER_SCHEMAS)[K]>> },
   { additionalProperties: false },
 );
 
@@ -92,8 +91,8 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
 }
 
 export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
-  const presignSeconds = options.presignSeconds ?? 300;
-  return async (app: App, ctx: AppContext) => {
+  return async function exportRoutes(app: App, { ctx }: RouteOptions) {
+    const presignSeconds = options.presignSeconds ?? ctx.config.api.exportDownloadSeconds;
     const records = new ExportRecords(ctx.store);
     const s3 = createS3Client(ctx.config.s3);
     let queue: Queue<ComplianceJobData> | undefined;

@@ -10,7 +10,7 @@ const RequestBody = Type.Object(
 );
 
 export function forceReleaseRoutes(lock: LockService): RoutePlugin {
-  return (app) => {
+  return function forceReleaseRoutes(app) {
     app.post(
       '/v1/force-releases',
       { schema: { tags: ['force-release'], summary: "Request a force-release; shows the class's enforcement first", body: RequestBody }, preValidation: guard('lock-operator') },

@@ -4,9 +4,8 @@ import { randomBytes } from 'node:crypto';
 import Type from 'typebox';
 import { GrantHistoryQuery, GrantPageSchema, grantHistory, grantsCsv, recordGrantRead, GRANT_EXAMPLE, CSV_HEADER } from '../../reports/grantHistory/index.js';
 import { ErrorResponse } from '../types.js';
-import type { App, AppContext } from '../types.js';
+import type { App, RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
-import { reportRateLimit } from '../rateLimit.js';
 
 export const errorResponses = {
   400: { ...ErrorResponse, description: 'Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit' },
@@ -17,7 +16,7 @@ export const errorResponses = {
 
 const csvExample = `${CSV_HEADER.join(',')}\r\n${CSV_HEADER.map((h) => GRANT_EXAMPLE[h] ?? '').join(',')}\r\n`;
 
-export async function grantRoutes(app: App, ctx: AppContext): Promise<void> {
+export async function grantRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
   // Without a configured secret a cursor pages only on the process that issued it.
   const cursorKey = ctx.config.api.cursorSecret ? Buffer.from(ctx.config.api.cursorSecret) : randomBytes(32);
   const deps = { store: ctx.store, limits: ctx.config.reports, cursorKey };
@@ -25,7 +24,7 @@ export async function grantRoutes(app: App, ctx: AppContext): Promise<void> {
     '/v1/grants',
     {
       // Auth runs before validation: a caller without the role learns nothing, not even which input is wrong.
-      preValidation: [requireRoles('investigator'), reportRateLimit(app, ctx.config.reports.rateLimitPerMinute)],
+      preValidation: [requireRoles('investigator'), app.reportRateLimit],
       schema: {
         tags: ['reports'],
         summary: 'Grant history',

@@ -4,9 +4,9 @@
 // and where (host:port), is for admins; /metrics can require a token.
 import { LockauditError } from '../../core/errors.js';
 import { checkAll } from '../../platform/dependencyChecks.js';
-import type { App, AppContext } from '../types.js';
+import type { App, RouteOptions } from '../types.js';
 
-export async function healthRoutes(app: App, ctx: AppContext): Promise<void> {
+export async function healthRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
 
   app.get('/readyz', { schema: { hide: true } }, async (request, reply) => {

@@ -2,7 +2,7 @@
 // the cluster it serves (the first configured one by default), registers the
 // lock routes, and closes the service (and its etcd client) on app close.
 import type { EtcdCluster } from '../../core/config.js';
-import type { RoutePlugin } from '../types.js';
+import { asPlugin, type RoutePlugin } from '../types.js';
 import { LockService, type LockServiceOptions } from '../../lock/service.js';
 import { classRoutes } from './classes.js';
 import { epochRoutes } from './epoch.js';
@@ -20,7 +20,7 @@ export interface LockApiOptions extends Partial<Omit<LockServiceOptions, 'logger
 }
 
 export function lockApi(options: LockApiOptions = {}): RoutePlugin {
-  return async (app, ctx) => {
+  return async function lockApi(app, { ctx }) {
     let service = options.service;
     if (!service) {
       const cluster = options.cluster ?? ctx.config.etcd.clusters[0];
@@ -31,6 +31,7 @@ export function lockApi(options: LockApiOptions = {}): RoutePlugin {
       service = owned;
     }
     options.onService?.(service);
-    for (const routes of [sessionRoutes, lockRoutes, classRoutes, forceReleaseRoutes, epochRoutes]) await routes(service)(app, ctx);
+    const lock = service;
+    for (const routes of [sessionRoutes, lockRoutes, classRoutes, forceReleaseRoutes, epochRoutes]) await app.register(asPlugin(routes(lock)), { ctx });
   };
 }

@@ -35,7 +35,7 @@ function acquired(grant: Grant): Record<string, unknown> {
 }
 
 export function lockRoutes(lock: LockService): RoutePlugin {
-  return (app) => {
+  return function lockRoutes(app) {
     app.post(
       '/v1/locks/acquire',
       { schema: { tags: ['locks'], summary: 'Acquire a lock; 409 when not granted within waitMs', body: AcquireBody }, preValidation: guard('client') },

@@ -9,14 +9,13 @@ import { recordRead } from '../../reports/grantHistory/index.js';
 import { REGISTER_CSV_HEADER, RegisterSchema, RiskRegisterQuery, registerCsv, registerHtml, runRegister, storedRegister } from '../../reports/riskRegister/index.js';
 import { TimelineQuery, TimelineSchema, timeline } from '../../reports/timeline/index.js';
 import { ReconcileBody, ReconcileParams, ReconciliationSchema, UnprotectedQuery, UnprotectedReportSchema, reconcile, unprotectedReport } from '../../reports/unprotected/index.js';
-import type { App, AppContext } from '../types.js';
+import type { App, RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
-import { reportRateLimit } from '../rateLimit.js';
 import { errorResponses } from './grants.js';
 
-export async function reportRoutes(app: App, ctx: AppContext): Promise<void> {
+export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
   const deps = { store: ctx.store, limits: ctx.config.reports };
-  const limited = reportRateLimit(app, ctx.config.reports.rateLimitPerMinute);
+  const limited = app.reportRateLimit;
   // Auth before validation: a caller without the role learns nothing about its input or the resource.
   const guard = (...roles: Parameters<typeof requireRoles>) => [requireRoles(...roles), limited];
 

@@ -11,7 +11,7 @@ const CreateBody = Type.Object(
 );
 
 export function sessionRoutes(lock: LockService): RoutePlugin {
-  return (app) => {
+  return function sessionRoutes(app) {
     app.post(
       '/v1/sessions',
       {

@@ -4,15 +4,14 @@
 import { recordRead } from '../../reports/grantHistory/index.js';
 import { DiffQuery, DiffSchema, diff } from '../../reports/diff/index.js';
 import { StateQuery, StateSchema, stateAt } from '../../reports/state/index.js';
-import type { App, AppContext } from '../types.js';
+import type { App, RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
-import { reportRateLimit } from '../rateLimit.js';
 import { errorResponses } from './grants.js';
 
-export async function stateRoutes(app: App, ctx: AppContext): Promise<void> {
+export async function stateRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
   const deps = { store: ctx.store, limits: ctx.config.reports, clusters: ctx.config.etcd.clusters.map((c) => c.name) };
   // Auth before validation: a caller without the role learns nothing about its input.
-  const preValidation = [requireRoles('investigator', 'auditor'), reportRateLimit(app, ctx.config.reports.rateLimitPerMinute)];
+  const preValidation = [requireRoles('investigator', 'auditor'), app.reportRateLimit];
 
   app.get(
     '/v1/state',

@@ -5,9 +5,9 @@ import { TailerLagQuery, TailerLagSchema, tailerLag } from '../../reports/tailer
 import { GapSchema, GapsQuery, historyGaps, tailerHealth, TailerSchema } from '../../reports/tailerHealth/index.js';
 import { requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';
-import type { App, AppContext } from '../types.js';
+import type { App, RouteOptions } from '../types.js';
 
-export async function tailerRoutes(app: App, ctx: AppContext): Promise<void> {
+export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
   // Checked before validation: a caller without the role learns nothing about its input.
   const guard = requireRoles('investigator', 'auditor', 'admin');
 

@@ -6,7 +6,7 @@ import { createApiToken, listApiTokens, MAX_EXPIRES_IN_SECONDS, revokeApiToken, 
 import { LockauditError } from '../../core/errors.js';
 import { Holder } from '../../reports/schemas.js';
 import { requireRoles } from '../auth.js';
-import type { App, AppContext } from '../types.js';
+import type { App, RouteOptions } from '../types.js';
 import { errorResponses } from './grants.js';
 
 const TokenId = Type.String({ pattern: '^[a-f0-9]{12}$', description: "A token's public id (the 12 hex characters after la_)" });
@@ -33,7 +33,7 @@ const CreateBody = Type.Object(
   { additionalProperties: false },
 );
 
-export async function tokenRoutes(app: App, ctx: AppContext): Promise<void> {
+export async function tokenRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
   const admin = requireRoles('admin');
   const not404 = { ...errorResponses[401], description: 'No token has this id' };
   const { 429: _unlimited, ...errors } = errorResponses;

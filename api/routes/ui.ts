@@ -6,11 +6,11 @@ import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import { LockauditError } from '../../core/errors.js';
 import { projectRoot } from '../../core/paths.js';
-import type { App, AppContext } from '../types.js';
+import type { App, RouteOptions } from '../types.js';
 
 export const uiDir = path.join(projectRoot, 'dist', 'ui');
 
-export async function uiRoutes(app: App, _ctx: AppContext): Promise<void> {
+export async function uiRoutes(app: App, _options: RouteOptions): Promise<void> {
   if (!existsSync(path.join(uiDir, 'index.html'))) {
     // A source checkout that skipped the UI build still serves the API; say why /ui is missing.
     const missing = async () => {

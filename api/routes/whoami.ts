@@ -4,7 +4,7 @@
 import Type from 'typebox';
 import { ROLES } from '../../core/apiTokens.js';
 import { LockauditError } from '../../core/errors.js';
-import type { App, AppContext } from '../types.js';
+import type { App, RouteOptions } from '../types.js';
 import { errorResponses } from './grants.js';
 
 const WhoamiSchema = Type.Object(
@@ -16,7 +16,7 @@ const WhoamiSchema = Type.Object(
   { examples: [{ identity: 'ivy@corp', roles: ['investigator'], tokenId: '3f9a0c1d2e4b' }] },
 );
 
-export async function whoamiRoutes(app: App, _ctx: AppContext): Promise<void> {
+export async function whoamiRoutes(app: App, _options: RouteOptions): Promise<void> {
   app.get(
     '/v1/whoami',
     {

@@ -1,6 +1,8 @@
 // The API skeleton against the suite's real services: health, readiness,
 // metrics, OpenAPI, auth and the error shapes every route shares.
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Type from 'typebox';
 import { buildApp, type App } from '../../api/app.js';
@@ -11,6 +13,7 @@ import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { createS3Client } from '../../core/s3.js';
+import { projectRoot } from '../../core/paths.js';
 import { ensureBuckets } from '../../platform/buckets.js';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { tempStore, testConfig } from '../support/env.js';
@@ -29,7 +32,7 @@ describe('api skeleton', () => {
     closeStore = close;
     await ensureBuckets(createS3Client(config.s3), config.s3);
     health = new HealthState();
-    const probeRoute = (a: App) => {
+    const probeRoute = function probeRoute(a: App) {
       a.get('/v1/probe/:id', {
         preHandler: requireRoles('investigator'),
         schema: { params: Type.Object({ id: Type.String({ pattern: '^[a-z]+$' }) }), querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })) }, { additionalProperties: false }) },
@@ -47,6 +50,15 @@ describe('api skeleton', () => {
   });
 
   const get = (url: string, token?: string) => app.inject({ method: 'GET', url, headers: token ? { authorization: `Bearer ${token}` } : {} });
+
+  it('registers every route module as a fastify plugin, with no per-app state at module level', async () => {
+    const tree = app.printPlugins();
+    for (const name of ['lockaudit-auth', 'healthRoutes', 'whoamiRoutes', 'tokenRoutes', 'probeRoute']) assert.match(tree, new RegExp(name), tree);
+    assert.equal(typeof app.reportRateLimit, 'function', 'the report rate limiter is a decorator of the app');
+    const dir = path.join(projectRoot, 'api');
+    const files = [...readdirSync(dir).map((f) => path.join(dir, f)), ...readdirSync(path.join(dir, 'routes')).map((f) => path.join(dir, 'routes', f))].filter((f) => f.endsWith('.ts'));
+    assert.deepEqual(files.filter((f) => /new WeakMap/.test(readFileSync(f, 'utf8'))).map((f) => path.relative(projectRoot, f)), []);
+  });
 
   it('answers /healthz', async () => {
     const r = await get('/healthz');

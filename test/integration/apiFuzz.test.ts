@@ -7,6 +7,7 @@
 // embedded ClickHouse of its own.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import SwaggerParser from '@apidevtools/swagger-parser';
 import fc from 'fast-check';
 import { buildApp, type App, type AppContext } from '../../api/app.js';
 import { exportRoutes } from '../../api/routes/exports.js';
@@ -134,6 +135,17 @@ describe('API fuzz: no 5xx on any input, every 400 names its field', { timeout: 
   after(async () => {
     await app?.close();
     await closeStore?.();
+  });
+
+  it('serves an OpenAPI document that validates: operationIds, servers, 4xx answers', async () => {
+    const doc = (await app.inject({ method: 'GET', url: '/docs/json' })).json() as { openapi: string; servers?: unknown[]; paths: Record<string, Record<string, { operationId?: string; responses?: Record<string, unknown> }>> };
+    await SwaggerParser.validate(structuredClone(doc) as never);
+    assert.ok(doc.servers?.length, 'servers');
+    const ops = Object.entries(doc.paths).flatMap(([p, m]) => Object.entries(m).map(([method, op]) => ({ name: `${method.toUpperCase()} ${p}`, op })));
+    assert.deepEqual(ops.filter((o) => !o.op.operationId).map((o) => o.name), [], 'operations without an operationId');
+    assert.equal(new Set(ops.map((o) => o.op.operationId)).size, ops.length, 'operationIds are unique');
+    assert.deepEqual(ops.filter((o) => !Object.keys(o.op.responses ?? {}).some((c) => c.startsWith('4'))).map((o) => o.name), [], 'operations without a 4xx answer');
+    assert.deepEqual(ops.filter((o) => !Object.keys(o.op.responses ?? {}).some((c) => c.startsWith('2') || c.startsWith('3'))).map((o) => o.name), [], 'operations without a success answer');
   });
 
   it('finds every documented operation', () => {

@@ -11,363 +11,7 @@ export interface paths {
          * What changed between two moments
          * @description Between two moments (revisions or RFC 3339 times): holds that appeared, ended (how, at which revision, by whom) or changed holder; classes created, changed field by field, deleted; epoch advances; force-releases. appeared and ended are the exact set difference of the two states. Gaps inside or across the window are named and make complete false. Roles: investigator, auditor. Every read is recorded like a grant history read.
          */
-        get: {
-            parameters: {
-                query: {
-                    /**
-                     * @description The etcd cluster; default the first configured
-                     * @example local
-                     */
-                    cluster?: string;
-                    /** @description The earlier moment: a revision or an RFC 3339 time */
-                    from: string;
-                    /** @description At most this many holds per state and events in the window (at most LOCKAUDIT_MAX_PAGE_SIZE) */
-                    limit?: number;
-                    /**
-                     * @description A lock-name prefix, e.g. a namespace and the start of a path
-                     * @example payments/acct-
-                     */
-                    prefix?: string;
-                    /** @description The later moment: a revision or an RFC 3339 time */
-                    to: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The changes */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "cluster": "local",
-                         *       "from": {
-                         *         "requested": "1700",
-                         *         "revision": "1700",
-                         *         "capturedThrough": "2210"
-                         *       },
-                         *       "to": {
-                         *         "requested": "2025-11-29T14:05:00Z",
-                         *         "revision": "1820",
-                         *         "capturedThrough": "2210"
-                         *       },
-                         *       "holds": {
-                         *         "appeared": [
-                         *           {
-                         *             "key": "payments/acct-7",
-                         *             "holder": "spiffe://corp/refunds",
-                         *             "session": "7587883164012399",
-                         *             "token": "1801",
-                         *             "class": "ledger-entry",
-                         *             "epoch": 0,
-                         *             "grantRevision": "1801",
-                         *             "since": "2025-11-29T14:04:10.000Z",
-                         *             "startKnown": true
-                         *           }
-                         *         ],
-                         *         "ended": [
-                         *           {
-                         *             "key": "payments/acct-7",
-                         *             "holder": "spiffe://corp/payments-worker",
-                         *             "session": "7587883164012345",
-                         *             "token": "1734",
-                         *             "class": "ledger-entry",
-                         *             "epoch": 0,
-                         *             "grantRevision": "1734",
-                         *             "since": "2025-11-29T14:02:58.120Z",
-                         *             "startKnown": true,
-                         *             "endKind": "force",
-                         *             "endRevision": "1790",
-                         *             "endedAt": "2025-11-29T14:03:30.000Z",
-                         *             "endedBy": "ops-b@corp"
-                         *           }
-                         *         ],
-                         *         "changedHolder": [
-                         *           {
-                         *             "key": "payments/acct-7",
-                         *             "before": {
-                         *               "holder": "spiffe://corp/payments-worker",
-                         *               "grantRevision": "1734",
-                         *               "token": "1734"
-                         *             },
-                         *             "after": {
-                         *               "holder": "spiffe://corp/refunds",
-                         *               "grantRevision": "1801",
-                         *               "token": "1801"
-                         *             }
-                         *           }
-                         *         ]
-                         *       },
-                         *       "classes": {
-                         *         "created": [],
-                         *         "changed": [
-                         *           {
-                         *             "name": "ledger-entry",
-                         *             "revision": "1760",
-                         *             "fields": [
-                         *               {
-                         *                 "field": "ttlSeconds",
-                         *                 "before": 15,
-                         *                 "after": 30
-                         *               }
-                         *             ]
-                         *           }
-                         *         ],
-                         *         "deleted": []
-                         *       },
-                         *       "epochAdvances": [],
-                         *       "forceReleases": [
-                         *         {
-                         *           "revision": "1790",
-                         *           "key": "payments/acct-7",
-                         *           "holder": "spiffe://corp/payments-worker",
-                         *           "token": "1734",
-                         *           "class": "ledger-entry",
-                         *           "enforcement": "fenced",
-                         *           "requester": "ops-a@corp",
-                         *           "approver": "ops-b@corp",
-                         *           "reason": "stuck worker",
-                         *           "revokedSession": false
-                         *         }
-                         *       ],
-                         *       "unknown": {
-                         *         "from": [],
-                         *         "to": []
-                         *       },
-                         *       "gaps": [],
-                         *       "complete": true,
-                         *       "truncated": false
-                         *     }
-                         */
-                        "application/json": {
-                            classes: {
-                                changed: {
-                                    fields: {
-                                        after: unknown;
-                                        before: unknown;
-                                        field: string;
-                                    }[];
-                                    name: string;
-                                    revision: string;
-                                }[];
-                                created: {
-                                    definition: {
-                                        [key: string]: unknown;
-                                    };
-                                    name: string;
-                                    revision: string;
-                                }[];
-                                /** @description Classes defined at `from` and not at `to` (their last definition) */
-                                deleted: {
-                                    definition: {
-                                        [key: string]: unknown;
-                                    };
-                                    name: string;
-                                    revision: string;
-                                }[];
-                            };
-                            cluster: string;
-                            /** @description false when a gap lies inside the window or either end is inside one */
-                            complete: boolean;
-                            epochAdvances: {
-                                /** @description Who approved the advance (from its marker) */
-                                by: string | null;
-                                epoch: number;
-                                revision: string;
-                            }[];
-                            forceReleases: {
-                                approver: string;
-                                class: string;
-                                enforcement: string;
-                                holder: string;
-                                key: string;
-                                reason: string;
-                                requester: string;
-                                revision: string;
-                                revokedSession: boolean;
-                                token: string;
-                            }[];
-                            from: {
-                                /** @description The tailer checkpoint: every change up to it is captured */
-                                capturedThrough: string;
-                                /** @description at as given */
-                                requested: string;
-                                /** @description The revision answered for (decimal) */
-                                revision: string;
-                            };
-                            /** @description Recorded gaps inside or across the window: history there is missing */
-                            gaps: {
-                                fromRevision: string;
-                                reason: string;
-                                toRevision: string;
-                            }[];
-                            holds: {
-                                /** @description Grants held at `to` and not at `from` */
-                                appeared: {
-                                    class: string;
-                                    epoch: number;
-                                    grantRevision: string;
-                                    holder: string;
-                                    key: string;
-                                    /** @description The holder's etcd lease id (decimal) */
-                                    session: string;
-                                    /**
-                                     * Format: date-time
-                                     * @description Grant wall time from the hold value
-                                     */
-                                    since: string;
-                                    /** @description false when the grant was seen only in a snapshot after a gap */
-                                    startKnown: boolean;
-                                    /** @description Fencing token, decimal string (exceeds 2^53) */
-                                    token: string;
-                                }[];
-                                /** @description Keys held at both moments under different grants */
-                                changedHolder: {
-                                    after: {
-                                        grantRevision: string;
-                                        holder: string;
-                                        token: string;
-                                    };
-                                    before: {
-                                        grantRevision: string;
-                                        holder: string;
-                                        token: string;
-                                    };
-                                    key: string;
-                                }[];
-                                /** @description Grants held at `from` and not at `to`, with how they ended */
-                                ended: ({
-                                    class: string;
-                                    epoch: number;
-                                    grantRevision: string;
-                                    holder: string;
-                                    key: string;
-                                    /** @description The holder's etcd lease id (decimal) */
-                                    session: string;
-                                    /**
-                                     * Format: date-time
-                                     * @description Grant wall time from the hold value
-                                     */
-                                    since: string;
-                                    /** @description false when the grant was seen only in a snapshot after a gap */
-                                    startKnown: boolean;
-                                    /** @description Fencing token, decimal string (exceeds 2^53) */
-                                    token: string;
-                                } & {
-                                    /** @description Wall time of the end (an estimate for expiries) */
-                                    endedAt: string | null;
-                                    /** @description Who ended it: the releasing holder, the closer of the session, the approver of a force-release; null for a lease expiry */
-                                    endedBy: string | null;
-                                    /** @description unknown: no end was captured (it lies in a gap) */
-                                    endKind: "release" | "expiry" | "force" | "session-close" | "epoch-advance" | "unknown";
-                                    /** @description The revision of the end event */
-                                    endRevision: string | null;
-                                })[];
-                            };
-                            to: {
-                                /** @description The tailer checkpoint: every change up to it is captured */
-                                capturedThrough: string;
-                                /** @description at as given */
-                                requested: string;
-                                /** @description The revision answered for (decimal) */
-                                revision: string;
-                            };
-                            truncated: boolean;
-                            /** @description Keys the log cannot answer for at either end (see GET /v1/state) */
-                            unknown: {
-                                from: unknown[];
-                                to: unknown[];
-                            };
-                        };
-                    };
-                };
-                /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description No valid API token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description The token lacks a role this route needs */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getV1Diff"];
         put?: never;
         post?: never;
         delete?: never;
@@ -389,137 +33,7 @@ export interface paths {
          * Request a compliance export of grant history
          * @description Grants granted in [from, to) matching the filters, as one Parquet or CSV file. Answers 202 with the export id at once; poll GET /v1/exports/{id} for progress, then GET /v1/exports/{id}/download. Role: auditor. The request is recorded.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        filters?: {
-                            class?: string;
-                            cluster?: string;
-                            holder?: string;
-                            key?: string;
-                            keyPrefix?: string;
-                            namespace?: string;
-                            /** @description a 64-bit token as a decimal string */
-                            token?: string;
-                        };
-                        /** @default parquet */
-                        format?: "parquet" | "csv";
-                        /**
-                         * @description ISO 8601 date or date-time (UTC when no offset is given)
-                         * @example 2026-01-01T00:00:00Z
-                         */
-                        from: string;
-                        /**
-                         * @description ISO 8601 date or date-time (UTC when no offset is given)
-                         * @example 2026-01-01T00:00:00Z
-                         */
-                        to: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            status: string;
-                            statusUrl: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                503: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postV1Exports"];
         delete?: never;
         options?: never;
         head?: never;
@@ -534,131 +48,7 @@ export interface paths {
             cookie?: never;
         };
         /** Status and progress of an export */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description an export id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            bytes?: number;
-                            downloadUrl?: string;
-                            error?: string;
-                            filters: {
-                                [key: string]: string;
-                            };
-                            format: string;
-                            from: string;
-                            id: string;
-                            progress: {
-                                percent: number;
-                                /** @description a 64-bit token as a decimal string */
-                                rows: string;
-                                /** @description a 64-bit token as a decimal string */
-                                total: string;
-                            };
-                            requestedAt: string;
-                            requestedBy: string;
-                            sha256?: string;
-                            status: "queued" | "running" | "done" | "failed";
-                            to: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getV1ExportsId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -678,120 +68,7 @@ export interface paths {
          * Download a finished export
          * @description Redirects (302) to a presigned URL valid for 300 s. 409 while the export is not done. Every download is recorded.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description an export id */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description Default Response */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getV1ExportsIdDownload"];
         put?: never;
         post?: never;
         delete?: never;
@@ -808,44 +85,7 @@ export interface paths {
             cookie?: never;
         };
         /** History ranges lost before capture */
-        get: {
-            parameters: {
-                query?: {
-                    /**
-                     * @description An etcd cluster name as configured
-                     * @example local
-                     */
-                    cluster?: string;
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            items: {
-                                cluster: string;
-                                /** @description ISO-8601 */
-                                detectedAt: string;
-                                /** @description decimal revision */
-                                fromRevision: string;
-                                reason: string;
-                                /** @description decimal revision */
-                                toRevision: string;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getV1Gaps"];
         put?: never;
         post?: never;
         delete?: never;
@@ -865,186 +105,7 @@ export interface paths {
          * Grant history
          * @description Grants whose hold overlaps [from, to], filtered by key, key prefix, holder, class, namespace or token ("which grant held token T?"), oldest first. Exact under tailer replays. Page with nextCursor: the first page fixes `to`, so grants arriving meanwhile never shift pages and every grant is served once. format=csv answers text/csv with the next cursor in the X-Next-Cursor header. Role: investigator. Every read is recorded (who, filters, when).
          */
-        get: {
-            parameters: {
-                query?: {
-                    /**
-                     * @description A lock class name
-                     * @example ledger-entry
-                     */
-                    class?: string;
-                    /** @description nextCursor of the previous page */
-                    cursor?: string;
-                    format?: "json" | "csv";
-                    /**
-                     * @description Window start: grants still held at or after this instant
-                     * @example 2025-11-29T03:12:00Z
-                     */
-                    from?: string;
-                    /**
-                     * @description The holder identity (SPIFFE-style or plain)
-                     * @example spiffe://corp/payments-worker
-                     */
-                    holder?: string;
-                    /**
-                     * @description A lock name: <namespace>/<path>
-                     * @example payments/acct-42
-                     */
-                    key?: string;
-                    /**
-                     * @description A lock-name prefix, e.g. a namespace and the start of a path
-                     * @example payments/acct-
-                     */
-                    keyPrefix?: string;
-                    /** @description Page size (at most LOCKAUDIT_MAX_PAGE_SIZE) */
-                    limit?: number;
-                    /**
-                     * @description A lock namespace
-                     * @example payments
-                     */
-                    namespace?: string;
-                    /**
-                     * @description Window end: grants granted at or before this instant. Default now, fixed by the first page
-                     * @example 2025-11-29T03:12:00Z
-                     */
-                    to?: string;
-                    /**
-                     * @description Which grant held this fencing token? (decimal string; tokens exceed 2^53)
-                     * @example 11258999068426240
-                     */
-                    token?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description One page of grants */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            items: {
-                                class: string;
-                                cluster: string;
-                                /** @description null while still held */
-                                durationMs: number | null;
-                                /** @description null while still held */
-                                endedAt: string | null;
-                                /** @description How the hold ended; null while still held */
-                                endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance") | (never | null);
-                                /** @description The revision of the end event (decimal string); null while still held */
-                                endRevision: string | null;
-                                /** Format: date-time */
-                                grantedAt: string;
-                                /**
-                                 * @description A 64-bit unsigned integer as a decimal string
-                                 * @example 11258999068426240
-                                 */
-                                grantRevision: string;
-                                holder: string;
-                                key: string;
-                                namespace: string;
-                                /**
-                                 * @description A 64-bit unsigned integer as a decimal string
-                                 * @example 11258999068426240
-                                 */
-                                token: string;
-                                /** @description Granted without quorum (fail-open), token 0 */
-                                unprotected: boolean;
-                                waitMs: number;
-                            }[];
-                            /** @description Pass as cursor for the next page; null on the last page */
-                            nextCursor: string | null;
-                        };
-                        "text/csv": string;
-                    };
-                };
-                /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description No valid API token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description The token lacks a role this route needs */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getV1Grants"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1064,259 +125,7 @@ export interface paths {
          * Contention
          * @description Per namespace, class or key over a window: grants, distinct holders, wait p50/p95/p99, hold p50/p99, handoff gap (release → next grant on the key), expiry ratio, force-releases; the hottest keys; and a time series of grants, wait p50/p95/p99, hold p50/p99, expiries and force-releases per bucket (bucketSeconds chosen for at most 240 bucket widths: 241 points when the window is not aligned to bucket edges). Percentiles: the value at rank floor(p·n) of the sorted values. Role: investigator.
          */
-        get: {
-            parameters: {
-                query?: {
-                    by?: "namespace" | "class" | "key";
-                    /**
-                     * @description A lock class name
-                     * @example ledger-entry
-                     */
-                    class?: string;
-                    /**
-                     * @description Window start (grants granted at or after). Default: to − LOCKAUDIT_MAX_WINDOW_DAYS
-                     * @example 2025-11-29T03:12:00Z
-                     */
-                    from?: string;
-                    /**
-                     * @description A lock namespace
-                     * @example payments
-                     */
-                    namespace?: string;
-                    /**
-                     * @description Window end (grants granted at or before). Default now
-                     * @example 2025-11-29T03:12:00Z
-                     */
-                    to?: string;
-                    /** @description How many hottest keys (and key groups) */
-                    top?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The contention report */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "from": "2025-10-30T00:00:00.000Z",
-                         *       "to": "2025-11-29T00:00:00.000Z",
-                         *       "by": "namespace",
-                         *       "groups": [
-                         *         {
-                         *           "group": "payments",
-                         *           "grants": 120443,
-                         *           "distinctHolders": 38,
-                         *           "waitMs": {
-                         *             "p50": 4,
-                         *             "p95": 180,
-                         *             "p99": 920
-                         *           },
-                         *           "holdMs": {
-                         *             "p50": 35,
-                         *             "p99": 4100
-                         *           },
-                         *           "handoffGapMs": {
-                         *             "p50": 2,
-                         *             "p95": 40
-                         *           },
-                         *           "handoffs": 90112,
-                         *           "expiries": 61,
-                         *           "expiryRatio": 0.0005,
-                         *           "forceReleases": 2
-                         *         }
-                         *       ],
-                         *       "hottestKeys": [
-                         *         {
-                         *           "key": "payments/acct-42",
-                         *           "grants": 8812,
-                         *           "distinctHolders": 12,
-                         *           "waitP95Ms": 640,
-                         *           "expiries": 3,
-                         *           "forceReleases": 0
-                         *         }
-                         *       ],
-                         *       "bucketSeconds": 10800,
-                         *       "series": [
-                         *         {
-                         *           "at": "2025-10-30T00:00:00.000Z",
-                         *           "grants": 512,
-                         *           "waitP95Ms": 170,
-                         *           "waitMs": {
-                         *             "p50": 3,
-                         *             "p95": 170,
-                         *             "p99": 810
-                         *           },
-                         *           "holdMs": {
-                         *             "p50": 31,
-                         *             "p99": 3900
-                         *           },
-                         *           "expiries": 0,
-                         *           "forceReleases": 0
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            bucketSeconds: number;
-                            by: string;
-                            /** Format: date-time */
-                            from: string;
-                            groups: {
-                                distinctHolders: number;
-                                expiries: number;
-                                /** @description expiries / grants */
-                                expiryRatio: number;
-                                forceReleases: number;
-                                grants: number;
-                                group: string;
-                                handoffGapMs: {
-                                    /** @description ms; null when there is no value */
-                                    p50: number | null;
-                                    /** @description ms; null when there is no value */
-                                    p95: number | null;
-                                };
-                                /** @description Releases followed by a grant of the same key inside the window */
-                                handoffs: number;
-                                holdMs: {
-                                    /** @description ms; null when there is no value */
-                                    p50: number | null;
-                                    /** @description ms; null when there is no value */
-                                    p99: number | null;
-                                };
-                                waitMs: {
-                                    /** @description ms; null when there is no value */
-                                    p50: number | null;
-                                    /** @description ms; null when there is no value */
-                                    p95: number | null;
-                                    /** @description ms; null when there is no value */
-                                    p99: number | null;
-                                };
-                            }[];
-                            hottestKeys: {
-                                distinctHolders: number;
-                                expiries: number;
-                                forceReleases: number;
-                                grants: number;
-                                key: string;
-                                waitP95Ms: number;
-                            }[];
-                            series: {
-                                /** Format: date-time */
-                                at: string;
-                                expiries: number;
-                                forceReleases: number;
-                                grants: number;
-                                holdMs: {
-                                    /** @description ms; null when there is no value */
-                                    p50: number | null;
-                                    /** @description ms; null when there is no value */
-                                    p99: number | null;
-                                };
-                                waitMs: {
-                                    /** @description ms; null when there is no value */
-                                    p50: number | null;
-                                    /** @description ms; null when there is no value */
-                                    p95: number | null;
-                                    /** @description ms; null when there is no value */
-                                    p99: number | null;
-                                };
-                                /** @description wait p95; 0 in an empty bucket */
-                                waitP95Ms: number;
-                            }[];
-                            /** Format: date-time */
-                            to: string;
-                        };
-                    };
-                };
-                /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description No valid API token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description The token lacks a role this route needs */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getV1ReportsContention"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1336,166 +145,7 @@ export interface paths {
          * Advisory risk register
          * @description The stored register of a day (its newest run), or the newest register. One row per advisory class: owner, waiver expiry, days left, status (ok, expiring within 30 days, expired) and use over 24 h and 30 d. JSON, CSV or a readable HTML page. Role: auditor.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /**
-                     * @description The register of this day (the newest run of it); default the newest register
-                     * @example 2025-11-29
-                     */
-                    date?: string;
-                    format?: "json" | "csv" | "html";
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The register */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: date-time */
-                            asOf: string;
-                            classes: {
-                                class: string;
-                                /** @description Days from the register date to the waiver expiry; negative once expired */
-                                daysLeft: number | null;
-                                distinctKeys24h: number;
-                                distinctKeys30d: number;
-                                /** @description Grants ended by lease expiry (never released) */
-                                expiries24h: number;
-                                expiries30d: number;
-                                forceReleases24h: number;
-                                forceReleases30d: number;
-                                grants24h: number;
-                                grants30d: number;
-                                namespace: string;
-                                riskOwner: string;
-                                /** @description expiring: within 30 days */
-                                status: "ok" | "expiring" | "expired";
-                                /** @description Grants issued without quorum */
-                                unprotected24h: number;
-                                unprotected30d: number;
-                                /** @description YYYY-MM-DD; null when the class has none */
-                                waiverExpires: string | null;
-                            }[];
-                            /** Format: date */
-                            date: string;
-                            requestedBy: string;
-                            runId: string;
-                            trigger: "schedule" | "manual";
-                        };
-                        "text/csv": string;
-                        "text/html": string;
-                    };
-                };
-                /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description No valid API token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description The token lacks a role this route needs */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description No register of that date (or none yet) */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_REPORT_NOT_FOUND",
-                         *       "message": "no risk register for 2025-11-29"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getV1ReportsRiskRegister"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1517,166 +167,7 @@ export interface paths {
          * Build the risk register now
          * @description Builds the advisory risk register as of now (the nightly job does the same on its schedule), stores it beside the nightly ones and returns it. Role: auditor.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The register just built and stored */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "runId": "repeat:risk-register-nightly:1764381600000",
-                         *       "date": "2025-11-29",
-                         *       "asOf": "2025-11-29T02:00:00.000Z",
-                         *       "trigger": "schedule",
-                         *       "requestedBy": "scheduler",
-                         *       "classes": [
-                         *         {
-                         *           "class": "cache-refresh",
-                         *           "namespace": "catalog",
-                         *           "riskOwner": "risk-team@corp",
-                         *           "waiverExpires": "2025-12-20",
-                         *           "daysLeft": 21,
-                         *           "status": "expiring",
-                         *           "grants24h": 1840,
-                         *           "grants30d": 51022,
-                         *           "distinctKeys24h": 312,
-                         *           "distinctKeys30d": 2210,
-                         *           "expiries24h": 3,
-                         *           "expiries30d": 71,
-                         *           "forceReleases24h": 0,
-                         *           "forceReleases30d": 2,
-                         *           "unprotected24h": 0,
-                         *           "unprotected30d": 14
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            /** Format: date-time */
-                            asOf: string;
-                            classes: {
-                                class: string;
-                                /** @description Days from the register date to the waiver expiry; negative once expired */
-                                daysLeft: number | null;
-                                distinctKeys24h: number;
-                                distinctKeys30d: number;
-                                /** @description Grants ended by lease expiry (never released) */
-                                expiries24h: number;
-                                expiries30d: number;
-                                forceReleases24h: number;
-                                forceReleases30d: number;
-                                grants24h: number;
-                                grants30d: number;
-                                namespace: string;
-                                riskOwner: string;
-                                /** @description expiring: within 30 days */
-                                status: "ok" | "expiring" | "expired";
-                                /** @description Grants issued without quorum */
-                                unprotected24h: number;
-                                unprotected30d: number;
-                                /** @description YYYY-MM-DD; null when the class has none */
-                                waiverExpires: string | null;
-                            }[];
-                            /** Format: date */
-                            date: string;
-                            requestedBy: string;
-                            runId: string;
-                            trigger: "schedule" | "manual";
-                        };
-                    };
-                };
-                /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description No valid API token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description The token lacks a role this route needs */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postV1ReportsRiskRegisterRun"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1694,257 +185,7 @@ export interface paths {
          * Key timeline
          * @description The grants of one key, or of the 50 busiest keys under a prefix, whose hold overlaps [from, to]: up to maxBars grants come one by one (mode "grants"); more come aggregated per key and time bucket (mode "buckets": held time, grants, holders, top holder, expiries, force-releases; at most 241 buckets a key), so any window reaches the browser bounded. History gaps in the window come with their wall-clock span. Role: investigator. Every read is recorded like a grant history read.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /**
-                     * @description Only this etcd cluster
-                     * @example local
-                     */
-                    cluster?: string;
-                    /**
-                     * @description Window start: grants still held at or after this instant. Default: to − LOCKAUDIT_MAX_WINDOW_DAYS
-                     * @example 2025-11-29T03:12:00Z
-                     */
-                    from?: string;
-                    /**
-                     * @description One key (give key or keyPrefix)
-                     * @example payments/acct-42
-                     */
-                    key?: string;
-                    /**
-                     * @description Every key under this prefix; the 50 busiest are drawn
-                     * @example payments/acct-
-                     */
-                    keyPrefix?: string;
-                    /** @description Up to this many grants come as bars; more come as time buckets */
-                    maxBars?: number;
-                    /**
-                     * @description Window end: grants granted at or before this instant. Default now
-                     * @example 2025-11-29T03:12:00Z
-                     */
-                    to?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The timeline */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "from": "2025-11-28T00:00:00.000Z",
-                         *       "to": "2025-11-29T00:00:00.000Z",
-                         *       "mode": "buckets",
-                         *       "lanes": [
-                         *         "payments/acct-42"
-                         *       ],
-                         *       "totalLanes": 1,
-                         *       "totalGrants": 8812,
-                         *       "bucketSeconds": 900,
-                         *       "grants": [],
-                         *       "cells": [
-                         *         {
-                         *           "key": "payments/acct-42",
-                         *           "at": "2025-11-28T00:00:00.000Z",
-                         *           "grants": 92,
-                         *           "holders": 7,
-                         *           "topHolder": "spiffe://corp/payments-worker",
-                         *           "heldMs": 612000,
-                         *           "expiries": 1,
-                         *           "forceReleases": 0,
-                         *           "unprotected": 0
-                         *         }
-                         *       ],
-                         *       "gaps": [
-                         *         {
-                         *           "cluster": "local",
-                         *           "fromRevision": "1200",
-                         *           "toRevision": "1450",
-                         *           "reason": "compacted",
-                         *           "detectedAt": "2025-11-28T10:02:00.000Z",
-                         *           "fromTime": "2025-11-28T09:58:12.400Z",
-                         *           "toTime": "2025-11-28T10:01:59.020Z"
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            /** @description Cell width in buckets mode; null in grants mode */
-                            bucketSeconds: number | null;
-                            cells: {
-                                /**
-                                 * Format: date-time
-                                 * @description Bucket start
-                                 */
-                                at: string;
-                                /** @description Holds that ended by lease expiry in the bucket */
-                                expiries: number;
-                                /** @description Holds force-released in the bucket */
-                                forceReleases: number;
-                                /** @description Grants started in the bucket */
-                                grants: number;
-                                /** @description Time the key was held in the bucket (overlapping holds of unprotected grants add up) */
-                                heldMs: number;
-                                /** @description Distinct holders holding the key in the bucket */
-                                holders: number;
-                                key: string;
-                                /** @description The holder that held the key longest in the bucket */
-                                topHolder: string;
-                                /** @description Unprotected (fail-open) grants started in the bucket */
-                                unprotected: number;
-                            }[];
-                            /** Format: date-time */
-                            from: string;
-                            gaps: {
-                                cluster: string;
-                                /** Format: date-time */
-                                detectedAt: string;
-                                fromRevision: string;
-                                /**
-                                 * Format: date-time
-                                 * @description Wall time of the last captured event before the gap; null when none
-                                 */
-                                fromTime: string | null;
-                                reason: string;
-                                toRevision: string;
-                                /**
-                                 * Format: date-time
-                                 * @description Wall time of the first captured event after the gap; null when none yet
-                                 */
-                                toTime: string | null;
-                            }[];
-                            grants: {
-                                class: string;
-                                cluster: string;
-                                /** @description null while still held */
-                                durationMs: number | null;
-                                /** @description null while still held */
-                                endedAt: string | null;
-                                /** @description How the hold ended; null while still held */
-                                endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance") | (never | null);
-                                /** @description The revision of the end event (decimal string); null while still held */
-                                endRevision: string | null;
-                                /** Format: date-time */
-                                grantedAt: string;
-                                /**
-                                 * @description A 64-bit unsigned integer as a decimal string
-                                 * @example 11258999068426240
-                                 */
-                                grantRevision: string;
-                                holder: string;
-                                key: string;
-                                namespace: string;
-                                /**
-                                 * @description A 64-bit unsigned integer as a decimal string
-                                 * @example 11258999068426240
-                                 */
-                                token: string;
-                                /** @description Granted without quorum (fail-open), token 0 */
-                                unprotected: boolean;
-                                waitMs: number;
-                            }[];
-                            /** @description The keys drawn, busiest first */
-                            lanes: string[];
-                            /** @description grants: one bar per grant in `grants`; buckets: per-key time buckets in `cells` */
-                            mode: "grants" | "buckets";
-                            /** Format: date-time */
-                            to: string;
-                            /** @description Grants of the drawn lanes in the window */
-                            totalGrants: number;
-                            /** @description Keys with grants in the window (more than `lanes` when the prefix has more than 50) */
-                            totalLanes: number;
-                        };
-                    };
-                };
-                /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description No valid API token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description The token lacks a role this route needs */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getV1ReportsTimeline"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1964,219 +205,7 @@ export interface paths {
          * Unprotected grants to reconcile
          * @description Grants issued without quorum (fail-open, token 0) in the window, each with the protected grants that overlapped it on the same key — possible double holders — and its latest reconcile note. Roles: lock-operator, investigator.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /**
-                     * @description Outage window start (unprotected grants granted at or after). Default: to − LOCKAUDIT_MAX_WINDOW_DAYS
-                     * @example 2025-11-29T03:12:00Z
-                     */
-                    from?: string;
-                    /**
-                     * @description Window end. Default now
-                     * @example 2025-11-29T03:12:00Z
-                     */
-                    to?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The unprotected grants */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "from": "2025-11-28T00:00:00.000Z",
-                         *       "to": "2025-11-29T00:00:00.000Z",
-                         *       "truncated": false,
-                         *       "items": [
-                         *         {
-                         *           "id": "5f1d0c9a8e2b4d7f9a3c6e1b2d4f8a0c",
-                         *           "cluster": "local",
-                         *           "key": "catalog/sku-9",
-                         *           "holder": "spiffe://corp/indexer",
-                         *           "class": "cache-refresh",
-                         *           "namespace": "catalog",
-                         *           "spoolId": "node-3:000042",
-                         *           "grantedAt": "2025-11-28T10:00:01.000Z",
-                         *           "endedAt": "2025-11-28T10:00:31.000Z",
-                         *           "durationMs": 30000,
-                         *           "overlapping": [
-                         *             {
-                         *               "cluster": "local",
-                         *               "key": "catalog/sku-9",
-                         *               "grantRevision": "88120",
-                         *               "token": "11258999068514424",
-                         *               "holder": "spiffe://corp/pricer",
-                         *               "class": "cache-refresh",
-                         *               "namespace": "catalog",
-                         *               "grantedAt": "2025-11-28T10:00:20.000Z",
-                         *               "endedAt": "2025-11-28T10:00:25.000Z",
-                         *               "endKind": "release",
-                         *               "endRevision": "88131",
-                         *               "waitMs": 0,
-                         *               "durationMs": 5000,
-                         *               "unprotected": false
-                         *             }
-                         *           ],
-                         *           "reconciliation": null
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            /** Format: date-time */
-                            from: string;
-                            items: {
-                                class: string;
-                                cluster: string;
-                                /** @description null while open */
-                                durationMs: number | null;
-                                /** @description null when its end is unknown (treated as held until now) */
-                                endedAt: string | null;
-                                /** Format: date-time */
-                                grantedAt: string;
-                                holder: string;
-                                id: string;
-                                key: string;
-                                namespace: string;
-                                /** @description Protected grants on the same key whose hold overlapped this one: possible double holders */
-                                overlapping: {
-                                    class: string;
-                                    cluster: string;
-                                    /** @description null while still held */
-                                    durationMs: number | null;
-                                    /** @description null while still held */
-                                    endedAt: string | null;
-                                    /** @description How the hold ended; null while still held */
-                                    endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance") | (never | null);
-                                    /** @description The revision of the end event (decimal string); null while still held */
-                                    endRevision: string | null;
-                                    /** Format: date-time */
-                                    grantedAt: string;
-                                    /**
-                                     * @description A 64-bit unsigned integer as a decimal string
-                                     * @example 11258999068426240
-                                     */
-                                    grantRevision: string;
-                                    holder: string;
-                                    key: string;
-                                    namespace: string;
-                                    /**
-                                     * @description A 64-bit unsigned integer as a decimal string
-                                     * @example 11258999068426240
-                                     */
-                                    token: string;
-                                    /** @description Granted without quorum (fail-open), token 0 */
-                                    unprotected: boolean;
-                                    waitMs: number;
-                                }[];
-                                /** @description The latest reconcile note; null until reconciled */
-                                reconciliation: {
-                                    id: string;
-                                    note: string;
-                                    /** @description How many notes the grant has (every note is kept) */
-                                    notes: number;
-                                    /** Format: date-time */
-                                    reconciledAt: string;
-                                    reconciledBy: string;
-                                } | null;
-                                spoolId: string;
-                            }[];
-                            /** Format: date-time */
-                            to: string;
-                            truncated: boolean;
-                        };
-                    };
-                };
-                /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description No valid API token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description The token lacks a role this route needs */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getV1ReportsUnprotected"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2198,159 +227,7 @@ export interface paths {
          * Reconcile an unprotected grant
          * @description Records a note on an unprotected grant, with who and when. Every note is kept; the newest is shown in the report. Role: lock-operator.
          */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /**
-                     * @description The id of an unprotected grant in this report
-                     * @example 5f1d0c9a8e2b4d7f9a3c6e1b2d4f8a0c
-                     */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /**
-                         * @description What was checked and decided
-                         * @example Both writers touched acct-42; ledger re-run by ops ticket OPS-1234
-                         */
-                        note: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description The recorded note */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "id": "5f1d0c9a8e2b4d7f9a3c6e1b2d4f8a0c",
-                         *       "note": "Both writers touched sku-9; cache rebuilt",
-                         *       "reconciledBy": "ops@corp",
-                         *       "reconciledAt": "2025-11-29T09:30:00.000Z",
-                         *       "notes": 1
-                         *     }
-                         */
-                        "application/json": {
-                            id: string;
-                            note: string;
-                            /** @description How many notes the grant has (every note is kept) */
-                            notes: number;
-                            /** Format: date-time */
-                            reconciledAt: string;
-                            reconciledBy: string;
-                        };
-                    };
-                };
-                /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description No valid API token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description The token lacks a role this route needs */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description No unprotected grant has this id */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_REPORT_NOT_FOUND",
-                         *       "message": "params.id: no unprotected grant has the id …"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postV1ReportsUnprotectedIdReconcile"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2368,249 +245,7 @@ export interface paths {
          * The keyspace at a moment
          * @description Every hold (holder, token, class, since), durable queue entry and lock class in force at one revision — `at` is a revision or an RFC 3339 time, resolved to the newest captured revision at or before it — from captured events alone. A revision inside a recorded gap is answered with complete=false, the gap named and the keys it hides listed under unknown. Roles: investigator, auditor. Every read is recorded like a grant history read.
          */
-        get: {
-            parameters: {
-                query: {
-                    /** @description The moment: an etcd revision (decimal) or an RFC 3339 time (resolved to the newest captured revision at or before it) */
-                    at: string;
-                    /**
-                     * @description The etcd cluster; default the first configured
-                     * @example local
-                     */
-                    cluster?: string;
-                    /** @description At most this many holds and queue entries (at most LOCKAUDIT_MAX_PAGE_SIZE); truncated says when more exist */
-                    limit?: number;
-                    /**
-                     * @description A lock-name prefix, e.g. a namespace and the start of a path
-                     * @example payments/acct-
-                     */
-                    prefix?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The keyspace at that revision */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "cluster": "local",
-                         *       "at": {
-                         *         "requested": "2025-11-29T14:03:07.250Z",
-                         *         "revision": "1790",
-                         *         "capturedThrough": "2210"
-                         *       },
-                         *       "holds": [
-                         *         {
-                         *           "key": "payments/acct-7",
-                         *           "holder": "spiffe://corp/payments-worker",
-                         *           "session": "7587883164012345",
-                         *           "token": "11258999068428022",
-                         *           "class": "ledger-entry",
-                         *           "epoch": 0,
-                         *           "grantRevision": "1734",
-                         *           "since": "2025-11-29T14:02:58.120Z",
-                         *           "startKnown": true
-                         *         }
-                         *       ],
-                         *       "queue": [
-                         *         {
-                         *           "key": "payments/acct-7",
-                         *           "leaseId": "7587883164012399",
-                         *           "holder": "spiffe://corp/refunds",
-                         *           "session": "7587883164012399",
-                         *           "class": "ledger-entry",
-                         *           "since": "2025-11-29T14:03:01.000Z",
-                         *           "sinceRevision": "1771"
-                         *         }
-                         *       ],
-                         *       "classes": [
-                         *         {
-                         *           "name": "ledger-entry",
-                         *           "revision": "12",
-                         *           "definition": {
-                         *             "name": "ledger-entry",
-                         *             "namespace": "payments",
-                         *             "purpose": "correctness",
-                         *             "enforcement": "fenced"
-                         *           }
-                         *         }
-                         *       ],
-                         *       "epoch": {
-                         *         "epoch": 0,
-                         *         "revision": "2"
-                         *       },
-                         *       "unknown": [],
-                         *       "gaps": [],
-                         *       "complete": true,
-                         *       "truncated": false
-                         *     }
-                         */
-                        "application/json": {
-                            at: {
-                                /** @description The tailer checkpoint: every change up to it is captured */
-                                capturedThrough: string;
-                                /** @description at as given */
-                                requested: string;
-                                /** @description The revision answered for (decimal) */
-                                revision: string;
-                            };
-                            classes: {
-                                definition: {
-                                    [key: string]: unknown;
-                                };
-                                name: string;
-                                revision: string;
-                            }[];
-                            cluster: string;
-                            /** @description false when the revision lies inside a gap: holds granted and ended inside it are not in the log */
-                            complete: boolean;
-                            epoch: {
-                                epoch: number;
-                                revision: string;
-                            } | null;
-                            /** @description Recorded gaps that begin at or before this revision */
-                            gaps: {
-                                fromRevision: string;
-                                reason: string;
-                                toRevision: string;
-                            }[];
-                            holds: {
-                                class: string;
-                                epoch: number;
-                                grantRevision: string;
-                                holder: string;
-                                key: string;
-                                /** @description The holder's etcd lease id (decimal) */
-                                session: string;
-                                /**
-                                 * Format: date-time
-                                 * @description Grant wall time from the hold value
-                                 */
-                                since: string;
-                                /** @description false when the grant was seen only in a snapshot after a gap */
-                                startKnown: boolean;
-                                /** @description Fencing token, decimal string (exceeds 2^53) */
-                                token: string;
-                            }[];
-                            queue: {
-                                class: string;
-                                holder: string;
-                                key: string;
-                                leaseId: string;
-                                session: string;
-                                /** Format: date-time */
-                                since: string;
-                                sinceRevision: string;
-                            }[];
-                            /** @description More holds or queue entries than limit */
-                            truncated: boolean;
-                            /** @description Keys whose state at this revision the log cannot tell, each with the gap that hides it */
-                            unknown: {
-                                gap: {
-                                    fromRevision: string;
-                                    reason: string;
-                                    toRevision: string;
-                                } | null;
-                                key: string;
-                                kind: "hold" | "queue" | "class";
-                                /** @description The holder last known, for holds */
-                                lastKnownHolder: string | null;
-                                /** @description The revision of the last state the log knows */
-                                lastKnownRevision: string | null;
-                                reason: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description No valid API token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description The token lacks a role this route needs */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getV1State"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2627,43 +262,7 @@ export interface paths {
             cookie?: never;
         };
         /** Tailer health per etcd cluster */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            items: {
-                                /** @description decimal revision */
-                                checkpoint: string;
-                                cluster: string;
-                                clusterId: string | null;
-                                /** @description etcd's compact revision as the tailer last asked (0: never compacted); null: no tailer published status */
-                                compactRevision: string | (never | null);
-                                gaps: number;
-                                /** @description etcd's head as the tailer last asked, never below the checkpoint; null: no tailer published status */
-                                headRevision: string | (never | null);
-                                /** @description decimal revision */
-                                lagRevisions: string | null;
-                                lagSeconds: number | null;
-                                leader: string | null;
-                                statusAt: string | null;
-                            }[];
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getV1Tailers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2683,167 +282,7 @@ export interface paths {
          * Tailer lag over time
          * @description Per cluster and time bucket (at most 241 a cluster: 240 bucket widths, and a window not aligned to bucket edges touches one more): the worst lag behind etcd in seconds and revisions, the newest checkpoint and the number of status samples (0: no tailer published status). Default window: the last 24 h. Roles: investigator, auditor, admin.
          */
-        get: {
-            parameters: {
-                query?: {
-                    /**
-                     * @description Only this etcd cluster
-                     * @example local
-                     */
-                    cluster?: string;
-                    /**
-                     * @description Window start. Default: to − 24 h
-                     * @example 2025-11-29T03:12:00Z
-                     */
-                    from?: string;
-                    /**
-                     * @description Window end. Default now
-                     * @example 2025-11-29T03:12:00Z
-                     */
-                    to?: string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Lag series per cluster */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "from": "2025-11-28T12:00:00.000Z",
-                         *       "to": "2025-11-29T12:00:00.000Z",
-                         *       "bucketSeconds": 900,
-                         *       "clusters": [
-                         *         {
-                         *           "cluster": "local",
-                         *           "series": [
-                         *             {
-                         *               "at": "2025-11-28T12:00:00.000Z",
-                         *               "lagSecondsMax": 0.06,
-                         *               "lagRevisionsMax": "3",
-                         *               "checkpoint": "182331",
-                         *               "samples": 900
-                         *             }
-                         *           ]
-                         *         }
-                         *       ]
-                         *     }
-                         */
-                        "application/json": {
-                            bucketSeconds: number;
-                            clusters: {
-                                cluster: string;
-                                series: {
-                                    /**
-                                     * Format: date-time
-                                     * @description Bucket start
-                                     */
-                                    at: string;
-                                    /** @description Newest checkpoint in the bucket (decimal string) */
-                                    checkpoint: string | null;
-                                    /** @description Worst lag in revisions (decimal string); null when no status */
-                                    lagRevisionsMax: string | null;
-                                    /** @description Worst lag behind etcd in the bucket, seconds; null when no tailer published status */
-                                    lagSecondsMax: number | null;
-                                    /** @description Status samples in the bucket */
-                                    samples: number;
-                                }[];
-                            }[];
-                            /** Format: date-time */
-                            from: string;
-                            /** Format: date-time */
-                            to: string;
-                        };
-                    };
-                };
-                /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description No valid API token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description The token lacks a role this route needs */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
-                429: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getV1TailersLag"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2860,207 +299,10 @@ export interface paths {
             cookie?: never;
         };
         /** Every API token (never the secret): roles, expiry, revocation, last use. Role: admin. */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            items: {
-                                /** Format: date-time */
-                                expiresAt: string | null;
-                                identity: string;
-                                /** Format: date-time */
-                                issuedAt: string;
-                                issuedBy: string;
-                                /**
-                                 * Format: date-time
-                                 * @description The last use, to the minute; null when never used
-                                 */
-                                lastUsedAt: string | null;
-                                revoked: boolean;
-                                /** Format: date-time */
-                                revokedAt: string | null;
-                                roles: ("client" | "investigator" | "auditor" | "lock-operator" | "admin")[];
-                                /** @description A token's public id (the 12 hex characters after la_) */
-                                tokenId: string;
-                            }[];
-                        };
-                    };
-                };
-                /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description No valid API token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description The token lacks a role this route needs */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getV1Tokens"];
         put?: never;
         /** Create an API token; the token is in this answer only. Role: admin. */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        /** @description Lifetime; absent: the token never expires */
-                        expiresInSeconds?: number;
-                        /**
-                         * @description The caller identity the token speaks for
-                         * @example spiffe://corp/payments-worker
-                         */
-                        identity: string;
-                        roles: ("client" | "investigator" | "auditor" | "lock-operator" | "admin")[];
-                    };
-                };
-            };
-            responses: {
-                /** @description Default Response */
-                201: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: date-time */
-                            expiresAt: string | null;
-                            token: string;
-                            /** @description A token's public id (the 12 hex characters after la_) */
-                            tokenId: string;
-                        };
-                    };
-                };
-                /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description No valid API token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description The token lacks a role this route needs */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        post: operations["postV1Tokens"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3078,127 +320,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Revoke an API token: every API process refuses it within 5 s. Role: admin. */
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description A token's public id (the 12 hex characters after la_) */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Default Response */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** Format: date-time */
-                            expiresAt: string | null;
-                            identity: string;
-                            /** Format: date-time */
-                            issuedAt: string;
-                            issuedBy: string;
-                            /**
-                             * Format: date-time
-                             * @description The last use, to the minute; null when never used
-                             */
-                            lastUsedAt: string | null;
-                            revoked: boolean;
-                            /** Format: date-time */
-                            revokedAt: string | null;
-                            roles: ("client" | "investigator" | "auditor" | "lock-operator" | "admin")[];
-                            /** @description A token's public id (the 12 hex characters after la_) */
-                            tokenId: string;
-                        };
-                    };
-                };
-                /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
-                400: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description No valid API token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description The token lacks a role this route needs */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-                /** @description No token has this id */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        delete: operations["deleteV1TokensId"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3215,61 +337,7 @@ export interface paths {
          * The caller's identity and roles
          * @description The identity, roles and public token id behind the Bearer token. Any valid token.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description The caller */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "identity": "ivy@corp",
-                         *       "roles": [
-                         *         "investigator"
-                         *       ],
-                         *       "tokenId": "3f9a0c1d2e4b"
-                         *     }
-                         */
-                        "application/json": {
-                            identity: string;
-                            /** @description Some of: client, investigator, auditor, lock-operator, admin */
-                            roles: ("client" | "investigator" | "auditor" | "lock-operator" | "admin")[];
-                            /** @description The token's public id (never the token) */
-                            tokenId: string;
-                        };
-                    };
-                };
-                /** @description No valid API token */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        /**
-                         * @example {
-                         *       "error": "LOCKAUDIT_ERR_VALIDATION",
-                         *       "message": "querystring.key: must match pattern"
-                         *     }
-                         */
-                        "application/json": {
-                            details?: string[];
-                            /** @description The error code (README: Error codes) */
-                            error: string;
-                            message: string;
-                        };
-                    };
-                };
-            };
-        };
+        get: operations["getV1Whoami"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3289,4 +357,3096 @@ export interface components {
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    getV1Diff: {
+        parameters: {
+            query: {
+                /**
+                 * @description The etcd cluster; default the first configured
+                 * @example local
+                 */
+                cluster?: string;
+                /** @description The earlier moment: a revision or an RFC 3339 time */
+                from: string;
+                /** @description At most this many holds per state and events in the window (at most LOCKAUDIT_MAX_PAGE_SIZE) */
+                limit?: number;
+                /**
+                 * @description A lock-name prefix, e.g. a namespace and the start of a path
+                 * @example payments/acct-
+                 */
+                prefix?: string;
+                /** @description The later moment: a revision or an RFC 3339 time */
+                to: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The changes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "cluster": "local",
+                     *       "from": {
+                     *         "requested": "1700",
+                     *         "revision": "1700",
+                     *         "capturedThrough": "2210"
+                     *       },
+                     *       "to": {
+                     *         "requested": "2025-11-29T14:05:00Z",
+                     *         "revision": "1820",
+                     *         "capturedThrough": "2210"
+                     *       },
+                     *       "holds": {
+                     *         "appeared": [
+                     *           {
+                     *             "key": "payments/acct-7",
+                     *             "holder": "spiffe://corp/refunds",
+                     *             "session": "7587883164012399",
+                     *             "token": "1801",
+                     *             "class": "ledger-entry",
+                     *             "epoch": 0,
+                     *             "grantRevision": "1801",
+                     *             "since": "2025-11-29T14:04:10.000Z",
+                     *             "startKnown": true
+                     *           }
+                     *         ],
+                     *         "ended": [
+                     *           {
+                     *             "key": "payments/acct-7",
+                     *             "holder": "spiffe://corp/payments-worker",
+                     *             "session": "7587883164012345",
+                     *             "token": "1734",
+                     *             "class": "ledger-entry",
+                     *             "epoch": 0,
+                     *             "grantRevision": "1734",
+                     *             "since": "2025-11-29T14:02:58.120Z",
+                     *             "startKnown": true,
+                     *             "endKind": "force",
+                     *             "endRevision": "1790",
+                     *             "endedAt": "2025-11-29T14:03:30.000Z",
+                     *             "endedBy": "ops-b@corp"
+                     *           }
+                     *         ],
+                     *         "changedHolder": [
+                     *           {
+                     *             "key": "payments/acct-7",
+                     *             "before": {
+                     *               "holder": "spiffe://corp/payments-worker",
+                     *               "grantRevision": "1734",
+                     *               "token": "1734"
+                     *             },
+                     *             "after": {
+                     *               "holder": "spiffe://corp/refunds",
+                     *               "grantRevision": "1801",
+                     *               "token": "1801"
+                     *             }
+                     *           }
+                     *         ]
+                     *       },
+                     *       "classes": {
+                     *         "created": [],
+                     *         "changed": [
+                     *           {
+                     *             "name": "ledger-entry",
+                     *             "revision": "1760",
+                     *             "fields": [
+                     *               {
+                     *                 "field": "ttlSeconds",
+                     *                 "before": 15,
+                     *                 "after": 30
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "deleted": []
+                     *       },
+                     *       "epochAdvances": [],
+                     *       "forceReleases": [
+                     *         {
+                     *           "revision": "1790",
+                     *           "key": "payments/acct-7",
+                     *           "holder": "spiffe://corp/payments-worker",
+                     *           "token": "1734",
+                     *           "class": "ledger-entry",
+                     *           "enforcement": "fenced",
+                     *           "requester": "ops-a@corp",
+                     *           "approver": "ops-b@corp",
+                     *           "reason": "stuck worker",
+                     *           "revokedSession": false
+                     *         }
+                     *       ],
+                     *       "unknown": {
+                     *         "from": [],
+                     *         "to": []
+                     *       },
+                     *       "gaps": [],
+                     *       "complete": true,
+                     *       "truncated": false
+                     *     }
+                     */
+                    "application/json": {
+                        classes: {
+                            changed: {
+                                fields: {
+                                    after: unknown;
+                                    before: unknown;
+                                    field: string;
+                                }[];
+                                name: string;
+                                revision: string;
+                            }[];
+                            created: {
+                                definition: {
+                                    [key: string]: unknown;
+                                };
+                                name: string;
+                                revision: string;
+                            }[];
+                            /** @description Classes defined at `from` and not at `to` (their last definition) */
+                            deleted: {
+                                definition: {
+                                    [key: string]: unknown;
+                                };
+                                name: string;
+                                revision: string;
+                            }[];
+                        };
+                        cluster: string;
+                        /** @description false when a gap lies inside the window or either end is inside one */
+                        complete: boolean;
+                        epochAdvances: {
+                            /** @description Who approved the advance (from its marker) */
+                            by: string | null;
+                            epoch: number;
+                            revision: string;
+                        }[];
+                        forceReleases: {
+                            approver: string;
+                            class: string;
+                            enforcement: string;
+                            holder: string;
+                            key: string;
+                            reason: string;
+                            requester: string;
+                            revision: string;
+                            revokedSession: boolean;
+                            token: string;
+                        }[];
+                        from: {
+                            /** @description The tailer checkpoint: every change up to it is captured */
+                            capturedThrough: string;
+                            /** @description at as given */
+                            requested: string;
+                            /** @description The revision answered for (decimal) */
+                            revision: string;
+                        };
+                        /** @description Recorded gaps inside or across the window: history there is missing */
+                        gaps: {
+                            fromRevision: string;
+                            reason: string;
+                            toRevision: string;
+                        }[];
+                        holds: {
+                            /** @description Grants held at `to` and not at `from` */
+                            appeared: {
+                                class: string;
+                                epoch: number;
+                                grantRevision: string;
+                                holder: string;
+                                key: string;
+                                /** @description The holder's etcd lease id (decimal) */
+                                session: string;
+                                /**
+                                 * Format: date-time
+                                 * @description Grant wall time from the hold value
+                                 */
+                                since: string;
+                                /** @description false when the grant was seen only in a snapshot after a gap */
+                                startKnown: boolean;
+                                /** @description Fencing token, decimal string (exceeds 2^53) */
+                                token: string;
+                            }[];
+                            /** @description Keys held at both moments under different grants */
+                            changedHolder: {
+                                after: {
+                                    grantRevision: string;
+                                    holder: string;
+                                    token: string;
+                                };
+                                before: {
+                                    grantRevision: string;
+                                    holder: string;
+                                    token: string;
+                                };
+                                key: string;
+                            }[];
+                            /** @description Grants held at `from` and not at `to`, with how they ended */
+                            ended: ({
+                                class: string;
+                                epoch: number;
+                                grantRevision: string;
+                                holder: string;
+                                key: string;
+                                /** @description The holder's etcd lease id (decimal) */
+                                session: string;
+                                /**
+                                 * Format: date-time
+                                 * @description Grant wall time from the hold value
+                                 */
+                                since: string;
+                                /** @description false when the grant was seen only in a snapshot after a gap */
+                                startKnown: boolean;
+                                /** @description Fencing token, decimal string (exceeds 2^53) */
+                                token: string;
+                            } & {
+                                /** @description Wall time of the end (an estimate for expiries) */
+                                endedAt: string | null;
+                                /** @description Who ended it: the releasing holder, the closer of the session, the approver of a force-release; null for a lease expiry */
+                                endedBy: string | null;
+                                /** @description unknown: no end was captured (it lies in a gap) */
+                                endKind: "release" | "expiry" | "force" | "session-close" | "epoch-advance" | "unknown";
+                                /** @description The revision of the end event */
+                                endRevision: string | null;
+                            })[];
+                        };
+                        to: {
+                            /** @description The tailer checkpoint: every change up to it is captured */
+                            capturedThrough: string;
+                            /** @description at as given */
+                            requested: string;
+                            /** @description The revision answered for (decimal) */
+                            revision: string;
+                        };
+                        truncated: boolean;
+                        /** @description Keys the log cannot answer for at either end (see GET /v1/state) */
+                        unknown: {
+                            from: unknown[];
+                            to: unknown[];
+                        };
+                    };
+                };
+            };
+            /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    postV1Exports: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    filters?: {
+                        /**
+                         * @description A lock class name
+                         * @example ledger-entry
+                         */
+                        class?: string;
+                        /**
+                         * @description An etcd cluster name as configured
+                         * @example local
+                         */
+                        cluster?: string;
+                        /**
+                         * @description The holder identity (SPIFFE-style or plain)
+                         * @example spiffe://corp/payments-worker
+                         */
+                        holder?: string;
+                        /**
+                         * @description A lock name: <namespace>/<path>
+                         * @example payments/acct-42
+                         */
+                        key?: string;
+                        /**
+                         * @description A lock-name prefix, e.g. a namespace and the start of a path
+                         * @example payments/acct-
+                         */
+                        keyPrefix?: string;
+                        /**
+                         * @description A lock namespace
+                         * @example payments
+                         */
+                        namespace?: string;
+                        /**
+                         * @description Only the grant of this fencing token (decimal string; tokens exceed 2^53)
+                         * @example 11258999068426240
+                         */
+                        token?: string;
+                    };
+                    /** @default parquet */
+                    format?: "parquet" | "csv";
+                    /**
+                     * @description A date (YYYY-MM-DD) or an RFC 3339 date-time; without a zone it is read as UTC (never the server's local time)
+                     * @example 2026-01-01T00:00:00Z
+                     */
+                    from: string;
+                    /**
+                     * @description A date (YYYY-MM-DD) or an RFC 3339 date-time; without a zone it is read as UTC (never the server's local time)
+                     * @example 2026-01-01T00:00:00Z
+                     */
+                    to: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        status: string;
+                        statusUrl: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getV1ExportsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an export id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        bytes?: number;
+                        downloadUrl?: string;
+                        error?: string;
+                        filters: {
+                            [key: string]: string;
+                        };
+                        format: string;
+                        from: string;
+                        id: string;
+                        progress: {
+                            percent: number;
+                            /** @description a 64-bit token as a decimal string */
+                            rows: string;
+                            /** @description a 64-bit token as a decimal string */
+                            total: string;
+                        };
+                        requestedAt: string;
+                        requestedBy: string;
+                        sha256?: string;
+                        status: "queued" | "running" | "done" | "failed";
+                        to: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getV1ExportsIdDownload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an export id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getV1Gaps: {
+        parameters: {
+            query?: {
+                /**
+                 * @description An etcd cluster name as configured
+                 * @example local
+                 */
+                cluster?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            cluster: string;
+                            /** @description ISO-8601 */
+                            detectedAt: string;
+                            /** @description decimal revision */
+                            fromRevision: string;
+                            reason: string;
+                            /** @description decimal revision */
+                            toRevision: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad input; the message names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getV1Grants: {
+        parameters: {
+            query?: {
+                /**
+                 * @description A lock class name
+                 * @example ledger-entry
+                 */
+                class?: string;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                format?: "json" | "csv";
+                /**
+                 * @description Window start: grants still held at or after this instant
+                 * @example 2025-11-29T03:12:00Z
+                 */
+                from?: string;
+                /**
+                 * @description The holder identity (SPIFFE-style or plain)
+                 * @example spiffe://corp/payments-worker
+                 */
+                holder?: string;
+                /**
+                 * @description A lock name: <namespace>/<path>
+                 * @example payments/acct-42
+                 */
+                key?: string;
+                /**
+                 * @description A lock-name prefix, e.g. a namespace and the start of a path
+                 * @example payments/acct-
+                 */
+                keyPrefix?: string;
+                /** @description Page size (at most LOCKAUDIT_MAX_PAGE_SIZE) */
+                limit?: number;
+                /**
+                 * @description A lock namespace
+                 * @example payments
+                 */
+                namespace?: string;
+                /**
+                 * @description Window end: grants granted at or before this instant. Default now, fixed by the first page
+                 * @example 2025-11-29T03:12:00Z
+                 */
+                to?: string;
+                /**
+                 * @description Which grant held this fencing token? (decimal string; tokens exceed 2^53)
+                 * @example 11258999068426240
+                 */
+                token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of grants */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            class: string;
+                            cluster: string;
+                            /** @description null while still held */
+                            durationMs: number | null;
+                            /** @description null while still held */
+                            endedAt: string | null;
+                            /** @description How the hold ended; null while still held */
+                            endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance") | null;
+                            /** @description The revision of the end event (decimal string); null while still held */
+                            endRevision: string | null;
+                            /** Format: date-time */
+                            grantedAt: string;
+                            /**
+                             * @description A 64-bit unsigned integer as a decimal string
+                             * @example 11258999068426240
+                             */
+                            grantRevision: string;
+                            holder: string;
+                            key: string;
+                            namespace: string;
+                            /**
+                             * @description A 64-bit unsigned integer as a decimal string
+                             * @example 11258999068426240
+                             */
+                            token: string;
+                            /** @description Granted without quorum (fail-open), token 0 */
+                            unprotected: boolean;
+                            waitMs: number;
+                        }[];
+                        /** @description Pass as cursor for the next page; null on the last page */
+                        nextCursor: string | null;
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getV1ReportsContention: {
+        parameters: {
+            query?: {
+                by?: "namespace" | "class" | "key";
+                /**
+                 * @description A lock class name
+                 * @example ledger-entry
+                 */
+                class?: string;
+                /**
+                 * @description Window start (grants granted at or after). Default: to − LOCKAUDIT_MAX_WINDOW_DAYS
+                 * @example 2025-11-29T03:12:00Z
+                 */
+                from?: string;
+                /**
+                 * @description A lock namespace
+                 * @example payments
+                 */
+                namespace?: string;
+                /**
+                 * @description Window end (grants granted at or before). Default now
+                 * @example 2025-11-29T03:12:00Z
+                 */
+                to?: string;
+                /** @description How many hottest keys (and key groups) */
+                top?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The contention report */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "from": "2025-10-30T00:00:00.000Z",
+                     *       "to": "2025-11-29T00:00:00.000Z",
+                     *       "by": "namespace",
+                     *       "groups": [
+                     *         {
+                     *           "group": "payments",
+                     *           "grants": 120443,
+                     *           "distinctHolders": 38,
+                     *           "waitMs": {
+                     *             "p50": 4,
+                     *             "p95": 180,
+                     *             "p99": 920
+                     *           },
+                     *           "holdMs": {
+                     *             "p50": 35,
+                     *             "p99": 4100
+                     *           },
+                     *           "handoffGapMs": {
+                     *             "p50": 2,
+                     *             "p95": 40
+                     *           },
+                     *           "handoffs": 90112,
+                     *           "expiries": 61,
+                     *           "expiryRatio": 0.0005,
+                     *           "forceReleases": 2
+                     *         }
+                     *       ],
+                     *       "hottestKeys": [
+                     *         {
+                     *           "key": "payments/acct-42",
+                     *           "grants": 8812,
+                     *           "distinctHolders": 12,
+                     *           "waitP95Ms": 640,
+                     *           "expiries": 3,
+                     *           "forceReleases": 0
+                     *         }
+                     *       ],
+                     *       "bucketSeconds": 10800,
+                     *       "series": [
+                     *         {
+                     *           "at": "2025-10-30T00:00:00.000Z",
+                     *           "grants": 512,
+                     *           "waitP95Ms": 170,
+                     *           "waitMs": {
+                     *             "p50": 3,
+                     *             "p95": 170,
+                     *             "p99": 810
+                     *           },
+                     *           "holdMs": {
+                     *             "p50": 31,
+                     *             "p99": 3900
+                     *           },
+                     *           "expiries": 0,
+                     *           "forceReleases": 0
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        bucketSeconds: number;
+                        by: string;
+                        /** Format: date-time */
+                        from: string;
+                        groups: {
+                            distinctHolders: number;
+                            expiries: number;
+                            /** @description expiries / grants */
+                            expiryRatio: number;
+                            forceReleases: number;
+                            grants: number;
+                            group: string;
+                            handoffGapMs: {
+                                /** @description ms; null when there is no value */
+                                p50: number | null;
+                                /** @description ms; null when there is no value */
+                                p95: number | null;
+                            };
+                            /** @description Releases followed by a grant of the same key inside the window */
+                            handoffs: number;
+                            holdMs: {
+                                /** @description ms; null when there is no value */
+                                p50: number | null;
+                                /** @description ms; null when there is no value */
+                                p99: number | null;
+                            };
+                            waitMs: {
+                                /** @description ms; null when there is no value */
+                                p50: number | null;
+                                /** @description ms; null when there is no value */
+                                p95: number | null;
+                                /** @description ms; null when there is no value */
+                                p99: number | null;
+                            };
+                        }[];
+                        hottestKeys: {
+                            distinctHolders: number;
+                            expiries: number;
+                            forceReleases: number;
+                            grants: number;
+                            key: string;
+                            waitP95Ms: number;
+                        }[];
+                        series: {
+                            /** Format: date-time */
+                            at: string;
+                            expiries: number;
+                            forceReleases: number;
+                            grants: number;
+                            holdMs: {
+                                /** @description ms; null when there is no value */
+                                p50: number | null;
+                                /** @description ms; null when there is no value */
+                                p99: number | null;
+                            };
+                            waitMs: {
+                                /** @description ms; null when there is no value */
+                                p50: number | null;
+                                /** @description ms; null when there is no value */
+                                p95: number | null;
+                                /** @description ms; null when there is no value */
+                                p99: number | null;
+                            };
+                            /** @description wait p95; 0 in an empty bucket */
+                            waitP95Ms: number;
+                        }[];
+                        /** Format: date-time */
+                        to: string;
+                    };
+                };
+            };
+            /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getV1ReportsRiskRegister: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The register of this day (the newest run of it); default the newest register
+                 * @example 2025-11-29
+                 */
+                date?: string;
+                format?: "json" | "csv" | "html";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The register */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        asOf: string;
+                        classes: {
+                            class: string;
+                            /** @description Days from the register date to the waiver expiry; negative once expired */
+                            daysLeft: number | null;
+                            distinctKeys24h: number;
+                            distinctKeys30d: number;
+                            /** @description Grants ended by lease expiry (never released) */
+                            expiries24h: number;
+                            expiries30d: number;
+                            forceReleases24h: number;
+                            forceReleases30d: number;
+                            grants24h: number;
+                            grants30d: number;
+                            namespace: string;
+                            riskOwner: string;
+                            /** @description expiring: within 30 days */
+                            status: "ok" | "expiring" | "expired";
+                            /** @description Grants issued without quorum */
+                            unprotected24h: number;
+                            unprotected30d: number;
+                            /** @description YYYY-MM-DD; null when the class has none */
+                            waiverExpires: string | null;
+                        }[];
+                        /** Format: date */
+                        date: string;
+                        requestedBy: string;
+                        runId: string;
+                        trigger: "schedule" | "manual";
+                    };
+                    "text/csv": string;
+                    "text/html": string;
+                };
+            };
+            /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No register of that date (or none yet) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_REPORT_NOT_FOUND",
+                     *       "message": "no risk register for 2025-11-29"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    postV1ReportsRiskRegisterRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The register just built and stored */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "runId": "repeat:risk-register-nightly:1764381600000",
+                     *       "date": "2025-11-29",
+                     *       "asOf": "2025-11-29T02:00:00.000Z",
+                     *       "trigger": "schedule",
+                     *       "requestedBy": "scheduler",
+                     *       "classes": [
+                     *         {
+                     *           "class": "cache-refresh",
+                     *           "namespace": "catalog",
+                     *           "riskOwner": "risk-team@corp",
+                     *           "waiverExpires": "2025-12-20",
+                     *           "daysLeft": 21,
+                     *           "status": "expiring",
+                     *           "grants24h": 1840,
+                     *           "grants30d": 51022,
+                     *           "distinctKeys24h": 312,
+                     *           "distinctKeys30d": 2210,
+                     *           "expiries24h": 3,
+                     *           "expiries30d": 71,
+                     *           "forceReleases24h": 0,
+                     *           "forceReleases30d": 2,
+                     *           "unprotected24h": 0,
+                     *           "unprotected30d": 14
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: date-time */
+                        asOf: string;
+                        classes: {
+                            class: string;
+                            /** @description Days from the register date to the waiver expiry; negative once expired */
+                            daysLeft: number | null;
+                            distinctKeys24h: number;
+                            distinctKeys30d: number;
+                            /** @description Grants ended by lease expiry (never released) */
+                            expiries24h: number;
+                            expiries30d: number;
+                            forceReleases24h: number;
+                            forceReleases30d: number;
+                            grants24h: number;
+                            grants30d: number;
+                            namespace: string;
+                            riskOwner: string;
+                            /** @description expiring: within 30 days */
+                            status: "ok" | "expiring" | "expired";
+                            /** @description Grants issued without quorum */
+                            unprotected24h: number;
+                            unprotected30d: number;
+                            /** @description YYYY-MM-DD; null when the class has none */
+                            waiverExpires: string | null;
+                        }[];
+                        /** Format: date */
+                        date: string;
+                        requestedBy: string;
+                        runId: string;
+                        trigger: "schedule" | "manual";
+                    };
+                };
+            };
+            /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getV1ReportsTimeline: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only this etcd cluster
+                 * @example local
+                 */
+                cluster?: string;
+                /**
+                 * @description Window start: grants still held at or after this instant. Default: to − LOCKAUDIT_MAX_WINDOW_DAYS
+                 * @example 2025-11-29T03:12:00Z
+                 */
+                from?: string;
+                /**
+                 * @description One key (give key or keyPrefix)
+                 * @example payments/acct-42
+                 */
+                key?: string;
+                /**
+                 * @description Every key under this prefix; the 50 busiest are drawn
+                 * @example payments/acct-
+                 */
+                keyPrefix?: string;
+                /** @description Up to this many grants come as bars; more come as time buckets */
+                maxBars?: number;
+                /**
+                 * @description Window end: grants granted at or before this instant. Default now
+                 * @example 2025-11-29T03:12:00Z
+                 */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The timeline */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "from": "2025-11-28T00:00:00.000Z",
+                     *       "to": "2025-11-29T00:00:00.000Z",
+                     *       "mode": "buckets",
+                     *       "lanes": [
+                     *         "payments/acct-42"
+                     *       ],
+                     *       "totalLanes": 1,
+                     *       "totalGrants": 8812,
+                     *       "bucketSeconds": 900,
+                     *       "grants": [],
+                     *       "cells": [
+                     *         {
+                     *           "key": "payments/acct-42",
+                     *           "at": "2025-11-28T00:00:00.000Z",
+                     *           "grants": 92,
+                     *           "holders": 7,
+                     *           "topHolder": "spiffe://corp/payments-worker",
+                     *           "heldMs": 612000,
+                     *           "expiries": 1,
+                     *           "forceReleases": 0,
+                     *           "unprotected": 0
+                     *         }
+                     *       ],
+                     *       "gaps": [
+                     *         {
+                     *           "cluster": "local",
+                     *           "fromRevision": "1200",
+                     *           "toRevision": "1450",
+                     *           "reason": "compacted",
+                     *           "detectedAt": "2025-11-28T10:02:00.000Z",
+                     *           "fromTime": "2025-11-28T09:58:12.400Z",
+                     *           "toTime": "2025-11-28T10:01:59.020Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description Cell width in buckets mode; null in grants mode */
+                        bucketSeconds: number | null;
+                        cells: {
+                            /**
+                             * Format: date-time
+                             * @description Bucket start
+                             */
+                            at: string;
+                            /** @description Holds that ended by lease expiry in the bucket */
+                            expiries: number;
+                            /** @description Holds force-released in the bucket */
+                            forceReleases: number;
+                            /** @description Grants started in the bucket */
+                            grants: number;
+                            /** @description Time the key was held in the bucket (overlapping holds of unprotected grants add up) */
+                            heldMs: number;
+                            /** @description Distinct holders holding the key in the bucket */
+                            holders: number;
+                            key: string;
+                            /** @description The holder that held the key longest in the bucket */
+                            topHolder: string;
+                            /** @description Unprotected (fail-open) grants started in the bucket */
+                            unprotected: number;
+                        }[];
+                        /** Format: date-time */
+                        from: string;
+                        gaps: {
+                            cluster: string;
+                            /** Format: date-time */
+                            detectedAt: string;
+                            fromRevision: string;
+                            /** @description Wall time of the last captured event before the gap; null when none */
+                            fromTime: string | null;
+                            reason: string;
+                            toRevision: string;
+                            /** @description Wall time of the first captured event after the gap; null when none yet */
+                            toTime: string | null;
+                        }[];
+                        grants: {
+                            class: string;
+                            cluster: string;
+                            /** @description null while still held */
+                            durationMs: number | null;
+                            /** @description null while still held */
+                            endedAt: string | null;
+                            /** @description How the hold ended; null while still held */
+                            endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance") | null;
+                            /** @description The revision of the end event (decimal string); null while still held */
+                            endRevision: string | null;
+                            /** Format: date-time */
+                            grantedAt: string;
+                            /**
+                             * @description A 64-bit unsigned integer as a decimal string
+                             * @example 11258999068426240
+                             */
+                            grantRevision: string;
+                            holder: string;
+                            key: string;
+                            namespace: string;
+                            /**
+                             * @description A 64-bit unsigned integer as a decimal string
+                             * @example 11258999068426240
+                             */
+                            token: string;
+                            /** @description Granted without quorum (fail-open), token 0 */
+                            unprotected: boolean;
+                            waitMs: number;
+                        }[];
+                        /** @description The keys drawn, busiest first */
+                        lanes: string[];
+                        /** @description grants: one bar per grant in `grants`; buckets: per-key time buckets in `cells` */
+                        mode: "grants" | "buckets";
+                        /** Format: date-time */
+                        to: string;
+                        /** @description Grants of the drawn lanes in the window */
+                        totalGrants: number;
+                        /** @description Keys with grants in the window (more than `lanes` when the prefix has more than 50) */
+                        totalLanes: number;
+                    };
+                };
+            };
+            /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getV1ReportsUnprotected: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Outage window start (unprotected grants granted at or after). Default: to − LOCKAUDIT_MAX_WINDOW_DAYS
+                 * @example 2025-11-29T03:12:00Z
+                 */
+                from?: string;
+                /**
+                 * @description Window end. Default now
+                 * @example 2025-11-29T03:12:00Z
+                 */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The unprotected grants */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "from": "2025-11-28T00:00:00.000Z",
+                     *       "to": "2025-11-29T00:00:00.000Z",
+                     *       "truncated": false,
+                     *       "items": [
+                     *         {
+                     *           "id": "5f1d0c9a8e2b4d7f9a3c6e1b2d4f8a0c",
+                     *           "cluster": "local",
+                     *           "key": "catalog/sku-9",
+                     *           "holder": "spiffe://corp/indexer",
+                     *           "class": "cache-refresh",
+                     *           "namespace": "catalog",
+                     *           "spoolId": "node-3:000042",
+                     *           "grantedAt": "2025-11-28T10:00:01.000Z",
+                     *           "endedAt": "2025-11-28T10:00:31.000Z",
+                     *           "durationMs": 30000,
+                     *           "overlapping": [
+                     *             {
+                     *               "cluster": "local",
+                     *               "key": "catalog/sku-9",
+                     *               "grantRevision": "88120",
+                     *               "token": "11258999068514424",
+                     *               "holder": "spiffe://corp/pricer",
+                     *               "class": "cache-refresh",
+                     *               "namespace": "catalog",
+                     *               "grantedAt": "2025-11-28T10:00:20.000Z",
+                     *               "endedAt": "2025-11-28T10:00:25.000Z",
+                     *               "endKind": "release",
+                     *               "endRevision": "88131",
+                     *               "waitMs": 0,
+                     *               "durationMs": 5000,
+                     *               "unprotected": false
+                     *             }
+                     *           ],
+                     *           "reconciliation": null
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: date-time */
+                        from: string;
+                        items: {
+                            class: string;
+                            cluster: string;
+                            /** @description null while open */
+                            durationMs: number | null;
+                            /** @description null when its end is unknown (treated as held until now) */
+                            endedAt: string | null;
+                            /** Format: date-time */
+                            grantedAt: string;
+                            holder: string;
+                            id: string;
+                            key: string;
+                            namespace: string;
+                            /** @description Protected grants on the same key whose hold overlapped this one: possible double holders */
+                            overlapping: {
+                                class: string;
+                                cluster: string;
+                                /** @description null while still held */
+                                durationMs: number | null;
+                                /** @description null while still held */
+                                endedAt: string | null;
+                                /** @description How the hold ended; null while still held */
+                                endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance") | null;
+                                /** @description The revision of the end event (decimal string); null while still held */
+                                endRevision: string | null;
+                                /** Format: date-time */
+                                grantedAt: string;
+                                /**
+                                 * @description A 64-bit unsigned integer as a decimal string
+                                 * @example 11258999068426240
+                                 */
+                                grantRevision: string;
+                                holder: string;
+                                key: string;
+                                namespace: string;
+                                /**
+                                 * @description A 64-bit unsigned integer as a decimal string
+                                 * @example 11258999068426240
+                                 */
+                                token: string;
+                                /** @description Granted without quorum (fail-open), token 0 */
+                                unprotected: boolean;
+                                waitMs: number;
+                            }[];
+                            /** @description The latest reconcile note; null until reconciled */
+                            reconciliation: {
+                                id: string;
+                                note: string;
+                                /** @description How many notes the grant has (every note is kept) */
+                                notes: number;
+                                /** Format: date-time */
+                                reconciledAt: string;
+                                reconciledBy: string;
+                            } | null;
+                            spoolId: string;
+                        }[];
+                        /** Format: date-time */
+                        to: string;
+                        truncated: boolean;
+                    };
+                };
+            };
+            /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    postV1ReportsUnprotectedIdReconcile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The id of an unprotected grant in this report
+                 * @example 5f1d0c9a8e2b4d7f9a3c6e1b2d4f8a0c
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description What was checked and decided
+                     * @example Both writers touched acct-42; ledger re-run by ops ticket OPS-1234
+                     */
+                    note: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The recorded note */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "5f1d0c9a8e2b4d7f9a3c6e1b2d4f8a0c",
+                     *       "note": "Both writers touched sku-9; cache rebuilt",
+                     *       "reconciledBy": "ops@corp",
+                     *       "reconciledAt": "2025-11-29T09:30:00.000Z",
+                     *       "notes": 1
+                     *     }
+                     */
+                    "application/json": {
+                        id: string;
+                        note: string;
+                        /** @description How many notes the grant has (every note is kept) */
+                        notes: number;
+                        /** Format: date-time */
+                        reconciledAt: string;
+                        reconciledBy: string;
+                    };
+                };
+            };
+            /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No unprotected grant has this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_REPORT_NOT_FOUND",
+                     *       "message": "params.id: no unprotected grant has the id …"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getV1State: {
+        parameters: {
+            query: {
+                /** @description The moment: an etcd revision (decimal) or an RFC 3339 time (resolved to the newest captured revision at or before it) */
+                at: string;
+                /**
+                 * @description The etcd cluster; default the first configured
+                 * @example local
+                 */
+                cluster?: string;
+                /** @description At most this many holds and queue entries (at most LOCKAUDIT_MAX_PAGE_SIZE); truncated says when more exist */
+                limit?: number;
+                /**
+                 * @description A lock-name prefix, e.g. a namespace and the start of a path
+                 * @example payments/acct-
+                 */
+                prefix?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The keyspace at that revision */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "cluster": "local",
+                     *       "at": {
+                     *         "requested": "2025-11-29T14:03:07.250Z",
+                     *         "revision": "1790",
+                     *         "capturedThrough": "2210"
+                     *       },
+                     *       "holds": [
+                     *         {
+                     *           "key": "payments/acct-7",
+                     *           "holder": "spiffe://corp/payments-worker",
+                     *           "session": "7587883164012345",
+                     *           "token": "11258999068428022",
+                     *           "class": "ledger-entry",
+                     *           "epoch": 0,
+                     *           "grantRevision": "1734",
+                     *           "since": "2025-11-29T14:02:58.120Z",
+                     *           "startKnown": true
+                     *         }
+                     *       ],
+                     *       "queue": [
+                     *         {
+                     *           "key": "payments/acct-7",
+                     *           "leaseId": "7587883164012399",
+                     *           "holder": "spiffe://corp/refunds",
+                     *           "session": "7587883164012399",
+                     *           "class": "ledger-entry",
+                     *           "since": "2025-11-29T14:03:01.000Z",
+                     *           "sinceRevision": "1771"
+                     *         }
+                     *       ],
+                     *       "classes": [
+                     *         {
+                     *           "name": "ledger-entry",
+                     *           "revision": "12",
+                     *           "definition": {
+                     *             "name": "ledger-entry",
+                     *             "namespace": "payments",
+                     *             "purpose": "correctness",
+                     *             "enforcement": "fenced"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "epoch": {
+                     *         "epoch": 0,
+                     *         "revision": "2"
+                     *       },
+                     *       "unknown": [],
+                     *       "gaps": [],
+                     *       "complete": true,
+                     *       "truncated": false
+                     *     }
+                     */
+                    "application/json": {
+                        at: {
+                            /** @description The tailer checkpoint: every change up to it is captured */
+                            capturedThrough: string;
+                            /** @description at as given */
+                            requested: string;
+                            /** @description The revision answered for (decimal) */
+                            revision: string;
+                        };
+                        classes: {
+                            definition: {
+                                [key: string]: unknown;
+                            };
+                            name: string;
+                            revision: string;
+                        }[];
+                        cluster: string;
+                        /** @description false when the revision lies inside a gap: holds granted and ended inside it are not in the log */
+                        complete: boolean;
+                        epoch: {
+                            epoch: number;
+                            revision: string;
+                        } | null;
+                        /** @description Recorded gaps that begin at or before this revision */
+                        gaps: {
+                            fromRevision: string;
+                            reason: string;
+                            toRevision: string;
+                        }[];
+                        holds: {
+                            class: string;
+                            epoch: number;
+                            grantRevision: string;
+                            holder: string;
+                            key: string;
+                            /** @description The holder's etcd lease id (decimal) */
+                            session: string;
+                            /**
+                             * Format: date-time
+                             * @description Grant wall time from the hold value
+                             */
+                            since: string;
+                            /** @description false when the grant was seen only in a snapshot after a gap */
+                            startKnown: boolean;
+                            /** @description Fencing token, decimal string (exceeds 2^53) */
+                            token: string;
+                        }[];
+                        queue: {
+                            class: string;
+                            holder: string;
+                            key: string;
+                            leaseId: string;
+                            session: string;
+                            /** Format: date-time */
+                            since: string;
+                            sinceRevision: string;
+                        }[];
+                        /** @description More holds or queue entries than limit */
+                        truncated: boolean;
+                        /** @description Keys whose state at this revision the log cannot tell, each with the gap that hides it */
+                        unknown: {
+                            gap: {
+                                fromRevision: string;
+                                reason: string;
+                                toRevision: string;
+                            } | null;
+                            key: string;
+                            kind: "hold" | "queue" | "class";
+                            /** @description The holder last known, for holds */
+                            lastKnownHolder: string | null;
+                            /** @description The revision of the last state the log knows */
+                            lastKnownRevision: string | null;
+                            reason: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getV1Tailers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** @description decimal revision */
+                            checkpoint: string;
+                            cluster: string;
+                            clusterId: string | null;
+                            /** @description etcd's compact revision as the tailer last asked (0: never compacted); null: no tailer published status */
+                            compactRevision: string | null;
+                            gaps: number;
+                            /** @description etcd's head as the tailer last asked, never below the checkpoint; null: no tailer published status */
+                            headRevision: string | null;
+                            lagRevisions: string | null;
+                            lagSeconds: number | null;
+                            leader: string | null;
+                            statusAt: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad input; the message names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getV1TailersLag: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only this etcd cluster
+                 * @example local
+                 */
+                cluster?: string;
+                /**
+                 * @description Window start. Default: to − 24 h
+                 * @example 2025-11-29T03:12:00Z
+                 */
+                from?: string;
+                /**
+                 * @description Window end. Default now
+                 * @example 2025-11-29T03:12:00Z
+                 */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Lag series per cluster */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "from": "2025-11-28T12:00:00.000Z",
+                     *       "to": "2025-11-29T12:00:00.000Z",
+                     *       "bucketSeconds": 900,
+                     *       "clusters": [
+                     *         {
+                     *           "cluster": "local",
+                     *           "series": [
+                     *             {
+                     *               "at": "2025-11-28T12:00:00.000Z",
+                     *               "lagSecondsMax": 0.06,
+                     *               "lagRevisionsMax": "3",
+                     *               "checkpoint": "182331",
+                     *               "samples": 900
+                     *             }
+                     *           ]
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        bucketSeconds: number;
+                        clusters: {
+                            cluster: string;
+                            series: {
+                                /**
+                                 * Format: date-time
+                                 * @description Bucket start
+                                 */
+                                at: string;
+                                /** @description Newest checkpoint in the bucket (decimal string) */
+                                checkpoint: string | null;
+                                /** @description Worst lag in revisions (decimal string); null when no status */
+                                lagRevisionsMax: string | null;
+                                /** @description Worst lag behind etcd in the bucket, seconds; null when no tailer published status */
+                                lagSecondsMax: number | null;
+                                /** @description Status samples in the bucket */
+                                samples: number;
+                            }[];
+                        }[];
+                        /** Format: date-time */
+                        from: string;
+                        /** Format: date-time */
+                        to: string;
+                    };
+                };
+            };
+            /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getV1Tokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            expiresAt: string | null;
+                            identity: string;
+                            /** Format: date-time */
+                            issuedAt: string;
+                            issuedBy: string;
+                            /** @description The last use, to the minute; null when never used */
+                            lastUsedAt: string | null;
+                            revoked: boolean;
+                            revokedAt: string | null;
+                            roles: ("client" | "investigator" | "auditor" | "lock-operator" | "admin")[];
+                            /** @description A token's public id (the 12 hex characters after la_) */
+                            tokenId: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    postV1Tokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Lifetime; absent: the token never expires */
+                    expiresInSeconds?: number;
+                    /**
+                     * @description The caller identity the token speaks for
+                     * @example spiffe://corp/payments-worker
+                     */
+                    identity: string;
+                    roles: ("client" | "investigator" | "auditor" | "lock-operator" | "admin")[];
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        expiresAt: string | null;
+                        token: string;
+                        /** @description A token's public id (the 12 hex characters after la_) */
+                        tokenId: string;
+                    };
+                };
+            };
+            /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    deleteV1TokensId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A token's public id (the 12 hex characters after la_) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        expiresAt: string | null;
+                        identity: string;
+                        /** Format: date-time */
+                        issuedAt: string;
+                        issuedBy: string;
+                        /** @description The last use, to the minute; null when never used */
+                        lastUsedAt: string | null;
+                        revoked: boolean;
+                        revokedAt: string | null;
+                        roles: ("client" | "investigator" | "auditor" | "lock-operator" | "admin")[];
+                        /** @description A token's public id (the 12 hex characters after la_) */
+                        tokenId: string;
+                    };
+                };
+            };
+            /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No token has this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getV1Whoami: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "identity": "ivy@corp",
+                     *       "roles": [
+                     *         "investigator"
+                     *       ],
+                     *       "tokenId": "3f9a0c1d2e4b"
+                     *     }
+                     */
+                    "application/json": {
+                        identity: string;
+                        /** @description Some of: client, investigator, auditor, lock-operator, admin */
+                        roles: ("client" | "investigator" | "auditor" | "lock-operator" | "admin")[];
+                        /** @description The token's public id (never the token) */
+                        tokenId: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+}
