@@ -68,8 +68,12 @@ describe('chaos checker', () => {
     const before = change(50, '/l/a/y', 'put', hold(1), 0);
     const after = change(40, '/l/a/y', 'put', hold(1), 1);
     const restore: RecorderLine = { kind: 'restore', seq: seq++, era: 1, lastRevision: '60', restoredHead: '30', at: 0 };
-    const tokens = check(input([before, restore, after], { events: [row(before, 'grant'), row(after, 'grant')] }));
+    const restoreGap = { from_revision: '31', to_revision: '60', reason: 'restore: head 30 below checkpoint 60', detected_at: '' };
+    const tokens = check(input([before, restore, after], { events: [row(before, 'grant'), row(after, 'grant')], gaps: [restoreGap] }));
     assert.deepEqual(tokens.violations.map((v) => v.kind), ['token-order']);
+    // …and a restore the log words as anything but a restore (or not at all) is named.
+    const unnamed = check(input([before, restore], { events: [row(before, 'grant')], gaps: [{ ...restoreGap, reason: 'compacted' }] }));
+    assert.deepEqual(unnamed.violations.map((v) => v.kind), ['restore-unrecorded']);
   });
 
   it('names an unarchived force record and a failed archive verify', () => {
