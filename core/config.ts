@@ -24,6 +24,9 @@ export const FileConfigSchema = Type.Object(
   {
     dataDir: Type.Optional(Type.String({ minLength: 1, description: 'Where local data lives (embedded ClickHouse, service data, spools). Default ./.lockaudit' })),
     host: Type.Optional(Type.String({ minLength: 1, description: 'API listen address. Default 127.0.0.1' })),
+    originSecret: Type.Optional(
+      Type.String({ minLength: 32, description: 'Key of the proof of origin the lock API writes into each hold (HMAC-SHA256), checked by the tailer. Default: generated once into <dataDir>/origin-secret; every API and tailer process of a deployment needs the same one' }),
+    ),
     port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'API port. Default 8080' })),
     logLevel: Type.Optional(Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')])),
     etcd: Type.Optional(Type.Array(EtcdClusterSchema, { minItems: 1, description: 'etcd clusters to serve and tail. Default: the local one.' })),
@@ -110,6 +113,8 @@ export type ClickHouseTarget =
 
 export interface Config {
   dataDir: string;
+  /** undefined: the generated one in <dataDir>/origin-secret (core/originSecret.ts). */
+  originSecret?: string;
   host: string;
   port: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -154,6 +159,7 @@ const asInteger: EnvParser = (raw, name) => {
 /** Environment variables and the config path each one sets. */
 export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; parse: EnvParser; secret?: boolean; doc: string }> = [
   { name: 'LOCKAUDIT_DATA_DIR', path: ['dataDir'], parse: asString, doc: 'data directory (default ./.lockaudit)' },
+  { name: 'LOCKAUDIT_ORIGIN_SECRET', path: ['originSecret'], parse: asString, secret: true, doc: 'key of the lock API\'s proof of origin on holds, ≥ 32 chars (default: generated into <dataDir>/origin-secret)' },
   { name: 'LOCKAUDIT_HOST', path: ['host'], parse: asString, doc: 'API listen address (default 127.0.0.1)' },
   { name: 'LOCKAUDIT_PORT', path: ['port'], parse: asInteger, doc: 'API port (default 8080)' },
   { name: 'LOCKAUDIT_LOG_LEVEL', path: ['logLevel'], parse: asString, doc: 'fatal|error|warn|info|debug|trace|silent (default info)' },
@@ -340,6 +346,7 @@ function resolve(file: FileConfig, cwd: string): Config {
   const s3 = file.s3 ?? {};
   return {
     dataDir,
+    ...(file.originSecret ? { originSecret: file.originSecret } : {}),
     host: file.host ?? '127.0.0.1',
     port: file.port ?? 8080,
     logLevel: file.logLevel ?? 'info',
@@ -384,6 +391,7 @@ export function maskedConfig(config: Config): Record<string, unknown> {
   if (s3.secretKey) s3.secretKey = MASK;
   const ch = copy.clickhouse as Record<string, unknown>;
   if (ch.password) ch.password = MASK;
+  if (copy.originSecret) copy.originSecret = MASK;
   const redis = copy.redis as Record<string, unknown>;
   redis.url = maskUrlPassword(String(redis.url));
   return copy;

@@ -16,6 +16,7 @@ import type { ClockWriter } from './clockWriter.js';
 import { decodeRevision, finishRevision, type DecodeContext, type DecodedRevision, type TimeEstimate } from './decoder.js';
 import { clockAtOrBefore, firstClockAfter } from './etcdReads.js';
 import { inGap, type Gap } from './gaps.js';
+import { liveLeases } from './leaseLiveness.js';
 import { BatchSink, sleep, type SinkOptions } from './clickhouseSink.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import { WatchWindow } from './watchWindow.js';
@@ -36,6 +37,8 @@ export interface PipelineOptions {
   bracketMaxPendingRows?: number;
   /** Lag (revisions) at which the lag alarm is raised: half of etcd's compaction window. */
   lagAlarmRevisions?: number;
+  /** Key of the lock API's proof of origin; holds without it are recorded as foreign (and alarmed). */
+  originSecret?: Buffer;
 }
 
 export interface PipelineDeps {
@@ -233,7 +236,7 @@ export class TailerPipeline {
       const own = spec.end !== undefined;
       const client = own ? createEtcdClient({ name: cluster, endpoints: [...this.#deps.endpoints] }) : this.#deps.client;
       try {
-        const ctx: DecodeContext = { cluster, startKnown: (rev) => !inGap(this.#deps.gaps, rev) };
+        const ctx: DecodeContext = { cluster, startKnown: (rev) => !inGap(this.#deps.gaps, rev), originSecret: this.#opts.originSecret };
         const bracket = new ClockBracket<PendingRevision>(await clockAtOrBefore(client, spec.start - 1n));
         const maxPending = this.#opts.bracketMaxPendingRows ?? 20_000;
         let pendingSince: number | undefined;
@@ -273,7 +276,8 @@ export class TailerPipeline {
           }
           const rev = item.changes;
           const slot = watermark.track(index, rev.revision);
-          const decoded = decodeRevision(ctx, rev);
+          const decoded = decodeRevision({ ...ctx, liveLeases: await liveLeases(client, rev) }, rev);
+          this.#alarmForeign(decoded);
           const p: PendingRevision = { decoded, slot };
           if (decoded.clockAt !== undefined) {
             clocks.push({ revision: rev.revision, at: decoded.clockAt });
@@ -354,6 +358,12 @@ export class TailerPipeline {
     this.#deps.alarm?.clear(`tailer-lag:${cluster}`);
     outcome.checkpoint = written;
     return outcome;
+  }
+
+  /** A hold written around the lock API is an incident: alarm it (the rows say which). */
+  #alarmForeign(decoded: DecodedRevision): void {
+    const foreign = decoded.events.find((e) => e.row.event_type === 'grant' && e.row.origin === 'foreign');
+    if (foreign) this.#deps.alarm?.raise(`foreign-write:${this.#deps.cluster}`, `a hold not made by the lock API was written into ${this.#deps.cluster} (${foreign.row.key} at revision ${decoded.revision}); see grant history, origin=foreign`);
   }
 
   #observe(watermark: Watermark, state: { watermark: bigint }): void {
