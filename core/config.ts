@@ -150,6 +150,13 @@ export const FileConfigSchema = Type.Object(
     s3: Type.Optional(S3Schema),
     redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis URL for the job queue; absent means the local Redis.' })),
     queuePrefix: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_:-]{1,64}$', default: 'lockaudit', description: 'BullMQ key prefix.' })),
+    originSecret: Type.Optional(
+      Type.String({
+        minLength: 32,
+        description:
+          'Key of the proof of origin the lock API writes into each hold (HMAC-SHA256), checked by the tailer; every API and tailer process of a deployment needs the same one. Absent: generated once into <dataDir>/origin-secret (masked).',
+      }),
+    ),
     api: Type.Optional(ApiSchema),
     archive: Type.Optional(ArchiveSchema),
     alerts: Type.Optional(
@@ -193,6 +200,8 @@ export type LogLevel = Static<typeof LogLevelSchema>;
 /** The effective configuration: the file schema's settings with defaults filled in, plus what is derived from them. */
 export interface Config extends Settled<Pick<FileConfig, 'dataDir' | 'host' | 'port' | 'shutdownTimeoutMs' | 'queuePrefix'>> {
   logLevel: LogLevel;
+  /** undefined: the generated one in <dataDir>/origin-secret (core/originSecret.ts). */
+  originSecret?: string;
   etcd: { clusters: EtcdCluster[]; local: boolean };
   clickhouse: ClickHouseTarget;
   s3: Settled<Static<typeof S3Schema>> & { local: boolean };
@@ -267,6 +276,7 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_S3_HISTORY_BUCKET', path: ['s3', 'historyBucket'], parse: asString },
   { name: 'LOCKAUDIT_S3_ARCHIVE_BUCKET', path: ['s3', 'archiveBucket'], parse: asString },
   { name: 'LOCKAUDIT_REDIS_URL', path: ['redisUrl'], parse: asString, secret: true },
+  { name: 'LOCKAUDIT_ORIGIN_SECRET', path: ['originSecret'], parse: asString, secret: true },
   { name: 'LOCKAUDIT_CURSOR_SECRET', path: ['api', 'cursorSecret'], parse: asString, secret: true },
   { name: 'LOCKAUDIT_METRICS_REQUIRE_TOKEN', path: ['api', 'metricsRequireToken'], parse: asBoolean },
   { name: 'LOCKAUDIT_EXPORT_DOWNLOAD_SECONDS', path: ['api', 'exportDownloadSeconds'], parse: asInteger },
@@ -466,6 +476,7 @@ function resolve(input: FileConfig, cwd: string): Config {
     reports: file.reports,
     tailer: file.tailer,
     api: file.api,
+    ...(file.originSecret ? { originSecret: file.originSecret } : {}),
     archive: file.archive,
     alerts: { webhooks: file.alerts?.webhooks ?? [] },
   };
@@ -482,6 +493,7 @@ export function maskedConfig(config: Config): Record<string, unknown> {
   if (ch.password) ch.password = MASK;
   const api = copy.api as Record<string, unknown>;
   if (api.cursorSecret) api.cursorSecret = MASK;
+  if (copy.originSecret) copy.originSecret = MASK;
   for (const w of (copy.alerts as { webhooks: Array<Record<string, unknown>> }).webhooks) w.secret = MASK;
   const redis = copy.redis as Record<string, unknown>;
   redis.url = maskUrlPassword(String(redis.url));

@@ -8,6 +8,7 @@ export const EVENT_TYPES = [
   'force-release',
   'session-close',
   'epoch-release', // a restored hold deleted by an epoch advance
+  'deleted', // a hold deleted with no marker while its lease was alive: by hand (etcdctl del), not an expiry
   'queue-enter',
   'queue-leave',
   'class-change',
@@ -22,8 +23,11 @@ export const EVENT_TYPES = [
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** How a grant ended, as reports show it (null while still held): the one list; schemas and the console derive from it. */
-export const END_KINDS = ['release', 'expiry', 'force', 'session-close', 'epoch-advance'] as const;
+export const END_KINDS = ['release', 'expiry', 'force', 'session-close', 'epoch-advance', 'deleted'] as const;
 export type EndKind = (typeof END_KINDS)[number];
+
+/** Who wrote a hold: the lock API (valid proof of origin) or someone bypassing it. */
+export type Origin = 'api' | 'foreign';
 
 export const END_KIND_BY_EVENT: Partial<Record<EventType, EndKind>> = {
   release: 'release',
@@ -31,6 +35,7 @@ export const END_KIND_BY_EVENT: Partial<Record<EventType, EndKind>> = {
   'force-release': 'force',
   'session-close': 'session-close',
   'epoch-release': 'epoch-advance',
+  deleted: 'deleted',
 };
 
 export type EventOp = 'put' | 'delete' | 'snapshot' | 'spool';
@@ -62,4 +67,6 @@ export interface AuditEventRow {
   value: string;
   prev_value: string;
   unprotected: 0 | 1;
+  /** Hold events only; absent means 'api' (the column's default, sql/040). */
+  origin?: Origin;
 }

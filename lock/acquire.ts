@@ -6,6 +6,7 @@
 import { EtcdLeaseInvalidError, type ITxnResponse } from 'etcd3';
 import { isLockauditError, LockauditError } from '../core/errors.js';
 import { decodeValue, HoldValueSchema, parseLockName, type HoldValue, type LockClass, type MarkValue, type QueueValue } from '../core/keyspace.js';
+import { holdMac } from '../core/holdProof.js';
 import { makeToken } from '../core/token.js';
 import type { CachedClass } from './classes.js';
 import type { LockParts } from './context.js';
@@ -231,7 +232,9 @@ async function tryGrant(parts: LockParts, input: AcquireInput, cls: CachedClass,
   if (!record) throw new LockauditError('LOCKAUDIT_ERR_INTERNAL', 'the epoch record is not loaded');
   const epochRevision = epoch.modRevision;
   const at = Date.now();
-  const hold: HoldValue = { holder: input.identity, session: input.session, class: cls.value.name, epoch: record.epoch, waitMs: at - started, at };
+  const fields = { holder: input.identity, session: input.session, class: cls.value.name, epoch: record.epoch, waitMs: at - started, at };
+  // Proof of origin: the tailer records a hold without a valid MAC as a grant not made by the API.
+  const hold: HoldValue = { ...fields, mac: holdMac(parts.originSecret, holdKey, fields) };
   const compare = [cmp.absent(holdKey), cmp.mod(keys.epoch(), epochRevision), cmp.mod(keys.class(cls.value.name), cls.modRevision), cmp.exists(sessionKey)];
   if (durable) compare.push(queueKey ? cmp.exists(queueKey) : cmp.noneUnder(keys.queuePrefix(input.key)));
   const success = [op.put(holdKey, hold, input.session), op.put(sessionKey, session, input.session)];

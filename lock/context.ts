@@ -26,4 +26,6 @@ export interface LockParts {
   logger: Logger;
   /** Fallback polling interval of a waiter when no hint arrives, ms (jittered). */
   pollMs: number;
+  /** Key of the proof of origin the acquire txn writes into each hold. */
+  originSecret: Buffer;
 }

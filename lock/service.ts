@@ -29,6 +29,8 @@ import { Waiters } from './waiters.js';
 export interface LockServiceOptions {
   cluster: EtcdCluster;
   dataDir: string;
+  /** Key of the proof of origin written into each hold (core/holdProof.ts). */
+  originSecret: Buffer;
   logger: Logger;
   metrics: Registry;
   /** An etcd client to use (not closed by the service); by default one is created and owned. */
@@ -89,6 +91,7 @@ export class LockService {
       metrics,
       logger,
       pollMs: options.pollMs ?? 1_000,
+      originSecret: options.originSecret,
     };
   }
 

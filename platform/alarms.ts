@@ -38,6 +38,12 @@ export const alarmCatalog = {
     action:
       'The archive bucket has no object lock, so nothing is archived into it. Recreate it with object lock (lockaudit migrate creates it so) and restart the worker.',
   },
+  LOCKAUDIT_ALARM_FOREIGN_WRITE: {
+    instance: 'foreign-write:{cluster}',
+    message: 'a hold not made by the lock API was written into {cluster} ({key} at revision {revision}); see grant history, origin=foreign',
+    action:
+      'Someone wrote a lock hold around the lock API (etcdctl, a misbehaving client): find who from the hold value and the etcd audit trail, and remove the write path. Held until the process restarts; grant history lists every such grant (origin=foreign).',
+  },
 } as const satisfies Record<string, AlarmSpec>;
 
 export type AlarmCode = keyof typeof alarmCatalog;

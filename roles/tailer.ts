@@ -2,6 +2,7 @@
 // process. Each campaigns for its cluster's leadership; close() stops them
 // in parallel, each in its own order (drain, checkpoint, resign last).
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
+import { originSecret } from '../core/originSecret.js';
 import { TailerReplica, type ReplicaOptions, type ReplicaStatus } from '../tailer/replica.js';
 import { tailerMetrics } from '../tailer/tailerMetrics.js';
 
@@ -23,6 +24,7 @@ export async function startTailerRole(runtime: Runtime, overrides: ReplicaOption
           catchUpWindows: config.tailer.catchUpWindows,
           sink: { maxRows: config.tailer.batchMaxRows, maxDelayMs: config.tailer.batchMaxDelayMs },
           dataDir: config.dataDir,
+          originSecret: originSecret(config),
           ...overrides,
         },
       ),

@@ -3,8 +3,11 @@
 // so the log is complete; what cannot be decoded is also quarantined with a
 // reason. A hold delete is classified by what else changed at the same
 // revision (DESIGN.md §2): force record → force-release, mark → release /
-// session-close / epoch-release, nothing → expiry.
-import { END_KIND_BY_EVENT, type AuditEventRow, type EndKind, type EventType } from '../core/events.js';
+// session-close / epoch-release, nothing → expiry, or `deleted` when its
+// lease was still alive. A hold without the API's proof of origin is marked
+// foreign (core/holdProof.ts).
+import { END_KIND_BY_EVENT, type AuditEventRow, type EndKind, type EventType, type Origin } from '../core/events.js';
+import { hasValidProof } from '../core/holdProof.js';
 import {
   ClockValueSchema,
   EpochValueSchema,
@@ -47,6 +50,14 @@ export interface DecodeContext {
   cluster: string;
   /** false when the grant revision lies inside a recorded gap (its start was never seen). */
   startKnown: (grantRevision: bigint) => boolean;
+  /** Key of the lock API's proof of origin; without it no hold is judged foreign. */
+  originSecret?: Buffer;
+  /**
+   * Leases still alive when the revision was decoded, asked of etcd beforehand
+   * for the marker-less hold deletes (leaseLiveness.ts; '0' = no lease, never
+   * expires): such a delete whose lease is alive was made by hand, not by expiry.
+   */
+  liveLeases?: ReadonlySet<string>;
 }
 
 /** Keys the tailer captures: everything under the watched prefixes, nothing else. */
@@ -140,6 +151,7 @@ function applyGrant(row: AuditEventRow, g: GrantSide): void {
   row.epoch = g.epoch;
   row.grant_revision = g.grant_revision;
   row.wait_ms = g.wait_ms;
+  if (g.origin) row.origin = g.origin;
 }
 
 /** One change being decoded: its row (filled in place) and what the revision says about it. */
@@ -179,6 +191,7 @@ function decodeHold(s: Step, kind: HoldKind): Reason {
     const hold = decodeChecked(HoldValueSchema, c.kv.value);
     if (!hold.ok) return misfit('hold value', hold.reason);
     const g = grantSide(kind, hold.value, s.revision, true);
+    g.origin = originOf(s.ctx, c.kv.key, hold.value);
     applyGrant(row, g);
     timed(ev, 'grant', hold.value.at);
     ev.grant = g;
@@ -189,15 +202,21 @@ function decodeHold(s: Step, kind: HoldKind): Reason {
   if (!hold.ok) return misfit('previous hold value', hold.reason);
   const grantRevision = c.prev.modRevision;
   const g = grantSide(kind, hold.value, grantRevision, s.ctx.startKnown(BigInt(grantRevision)));
+  g.origin = originOf(s.ctx, c.kv.key, hold.value);
   applyGrant(row, g);
   ev.grant = g;
-  classifyHoldEnd(s, kind.lock, hold.value);
+  classifyHoldEnd(s, kind.lock, hold.value, c.prev.lease);
   ev.endKind = END_KIND_BY_EVENT[row.event_type];
   return undefined;
 }
 
-/** Why a hold ended: by the marker or force record at its revision; none → lease expiry. */
-function classifyHoldEnd(s: Step, lock: string, hold: HoldValue): void {
+function originOf(ctx: DecodeContext, key: string, hold: HoldValue): Origin | undefined {
+  if (!ctx.originSecret) return undefined;
+  return hasValidProof(ctx.originSecret, key, hold) ? 'api' : 'foreign';
+}
+
+/** Why a hold ended: by the marker or force record at its revision; none → lease expiry, or a delete by hand while its lease lived. */
+function classifyHoldEnd(s: Step, lock: string, hold: HoldValue, lease: string): void {
   const { marks, ev } = s;
   const force = marks.forceByLock.get(lock);
   const release = marks.releaseByLock.get(lock);
@@ -207,7 +226,7 @@ function classifyHoldEnd(s: Step, lock: string, hold: HoldValue): void {
   else if (close) timed(ev, 'session-close', close.at);
   else if (marks.epochAdvance) timed(ev, 'epoch-release', marks.epochAdvance.at);
   else {
-    ev.row.event_type = 'expiry';
+    ev.row.event_type = s.ctx.liveLeases?.has(lease) ? 'deleted' : 'expiry';
     ev.lowerBoundMs = hold.at;
   }
 }

@@ -39,6 +39,8 @@ export interface PipelineOptions {
   bracketMaxPendingRows?: number;
   /** Lag (revisions) at which the lag alarm is raised: half of etcd's compaction window. */
   lagAlarmRevisions?: number;
+  /** Key of the lock API's proof of origin; holds without it are recorded as foreign (and alarmed). */
+  originSecret?: Buffer;
 }
 
 export interface PipelineDeps {
@@ -183,6 +185,8 @@ export class TailerPipeline {
       client: this.#deps.client,
       log: this.#deps.log,
       gaps: this.#deps.gaps,
+      originSecret: this.#opts.originSecret,
+      alarm: this.#deps.alarm,
       metrics,
       highWaterEvents: this.#opts.highWaterEvents ?? Math.max(2_000, Math.floor(40_000 / windows)),
       bracketMaxPendingRows: this.#opts.bracketMaxPendingRows ?? 20_000,

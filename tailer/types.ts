@@ -1,6 +1,6 @@
 // Shapes that pass between the tailer's modules: raw etcd changes grouped by
 // revision (from the watch), and the rows of the tables the tailer writes.
-import type { AuditEventRow, EndKind } from '../core/events.js';
+import type { AuditEventRow, EndKind, Origin } from '../core/events.js';
 
 /** One key-value as etcd reported it; 64-bit numbers stay decimal strings. */
 export interface KvSnapshot {
@@ -39,6 +39,8 @@ export interface GrantSide {
   granted_at: number;
   wait_ms: number;
   start_known: 0 | 1;
+  /** absent means 'api' (the column's default, sql/040). */
+  origin?: Origin;
 }
 
 /** A row of {db}.grants (sql/004): the grant side and how it ended. */

@@ -6,11 +6,14 @@
 import type { Etcd3 } from 'etcd3';
 import { createEtcdClient } from '../core/etcd.js';
 import type { Logger } from '../core/logger.js';
+import { alarm } from '../platform/alarms.js';
+import type { HealthState } from '../platform/health.js';
 import type { BatchSink } from './clickhouseSink.js';
 import { ClockBracket, type ClockPoint } from './clockBracket.js';
 import { decodeRevision, finishRevision, type DecodeContext, type DecodedRevision, type TimeEstimate } from './decoder.js';
 import { clockAtOrBefore, firstClockAfter } from './etcdReads.js';
 import { inGap, type Gap } from './gaps.js';
+import { liveLeases } from './leaseLiveness.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import type { RevisionChanges } from './types.js';
 import type { Slot, Watermark, WindowSpec } from './watermark.js';
@@ -42,6 +45,10 @@ export interface WindowShared {
   client: Etcd3;
   log: Logger;
   gaps: readonly Gap[];
+  /** Key of the lock API's proof of origin; holds without it are recorded as foreign. */
+  originSecret?: Buffer;
+  /** Where a foreign write is alarmed (runtime.health). */
+  alarm?: Pick<HealthState, 'raise'>;
   sink: BatchSink;
   watermark: Watermark;
   clocks: RecentClocks;
@@ -78,7 +85,7 @@ export class WindowRunner {
     this.#index = index;
     this.#spec = spec;
     this.#stop = stop;
-    this.#ctx = { cluster: shared.cluster, startKnown: (rev) => !inGap(shared.gaps, rev) };
+    this.#ctx = { cluster: shared.cluster, startKnown: (rev) => !inGap(shared.gaps, rev), originSecret: shared.originSecret };
   }
 
   async run(): Promise<void> {
@@ -90,6 +97,12 @@ export class WindowRunner {
     } finally {
       if (own) client.close();
     }
+  }
+
+  /** A hold written around the lock API is an incident: alarm it (the rows say which). */
+  #alarmForeign(decoded: DecodedRevision): void {
+    const foreign = decoded.events.find((e) => e.row.event_type === 'grant' && e.row.origin === 'foreign');
+    if (foreign) this.#s.alarm?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster: this.#s.cluster }, { key: foreign.row.key, revision: decoded.revision }));
   }
 
   async #watch(client: Etcd3): Promise<void> {
@@ -123,7 +136,9 @@ export class WindowRunner {
 
   async #onRevision(client: Etcd3, bracket: ClockBracket<PendingRevision>, rev: RevisionChanges): Promise<void> {
     const slot = this.#s.watermark.track(this.#index, rev.revision);
-    const decoded = decodeRevision(this.#ctx, rev);
+    // Whether a marker-less hold delete is an expiry depends on its lease being gone: asked before the pure decode.
+    const decoded = decodeRevision({ ...this.#ctx, liveLeases: await liveLeases(client, rev) }, rev);
+    this.#alarmForeign(decoded);
     const p: PendingRevision = { decoded, slot };
     if (decoded.clockAt !== undefined) {
       this.#s.clocks.add({ revision: rev.revision, at: decoded.clockAt });

@@ -2,6 +2,7 @@
 // the cluster it serves (the first configured one by default), registers the
 // lock routes, and closes the service (and its etcd client) on app close.
 import type { EtcdCluster } from '../../core/config.js';
+import { originSecret } from '../../core/originSecret.js';
 import { asPlugin, type RoutePlugin } from '../types.js';
 import { LockService, type LockServiceOptions } from '../../lock/service.js';
 import { classRoutes } from './classes.js';
@@ -25,7 +26,7 @@ export function lockApi(options: LockApiOptions = {}): RoutePlugin {
     if (!service) {
       const cluster = options.cluster ?? ctx.config.etcd.clusters[0];
       if (!cluster) throw new Error('lock API: no etcd cluster is configured');
-      const owned = new LockService({ ...options, cluster, dataDir: ctx.config.dataDir, logger: ctx.logger, metrics: ctx.metrics });
+      const owned = new LockService({ ...options, cluster, dataDir: ctx.config.dataDir, originSecret: originSecret(ctx.config), logger: ctx.logger, metrics: ctx.metrics });
       app.addHook('onClose', () => owned.close());
       await owned.start();
       service = owned;

@@ -5,8 +5,9 @@
 -- Filters on columns a grant never changes go to PREWHERE, which ClickHouse
 -- applies before FINAL merges the grant's open and closed rows: the same rows
 -- are kept, and far fewer rows are merged. ended_at changes when a grant ends,
--- so its condition stays in WHERE (after FINAL).
--- Parameters: {db:Identifier} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {limit:UInt32}
+-- so its condition stays in WHERE (after FINAL), as does end_kind; origin is
+-- the same on both rows of a grant.
+-- Parameters: {db:Identifier} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {endKind:String} {origin:String} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {limit:UInt32}
 SELECT
     cluster,
     key,
@@ -22,7 +23,8 @@ SELECT
     wait_ms,
     duration_ms,
     unprotected,
-    spool_id
+    spool_id,
+    origin
 FROM {db:Identifier}.grants FINAL
 PREWHERE ({key:String} = '' OR key = {key:String})
     AND ({keyPrefix:String} = '' OR startsWith(key, {keyPrefix:String}))
@@ -30,10 +32,12 @@ PREWHERE ({key:String} = '' OR key = {key:String})
     AND ({class:String} = '' OR class = {class:String})
     AND ({namespace:String} = '' OR namespace = {namespace:String})
     AND ({hasToken:UInt8} = 0 OR token = {token:UInt64})
+    AND ({origin:String} = '' OR origin = {origin:String})
     AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
     AND ({hasCursor:UInt8} = 0
          OR (granted_at, cluster, key, grant_revision, spool_id)
             > (fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC'), {afterCluster:String}, {afterKey:String}, {afterRevision:UInt64}, {afterSpool:String}))
-WHERE ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
+WHERE (ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC'))
+    AND ({endKind:String} = '' OR end_kind = if({endKind:String} = 'held', '', {endKind:String}))
 ORDER BY granted_at, cluster, key, grant_revision, spool_id
 LIMIT {limit:UInt32}

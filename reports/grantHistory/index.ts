@@ -23,6 +23,8 @@ export const GrantHistoryQuery = Type.Object(
     class: Type.Optional(ClassName()),
     namespace: Type.Optional(Namespace()),
     token: Type.Optional(Decimal64({ description: 'Which grant held this fencing token? (decimal string; tokens exceed 2^53)' })),
+    endKind: Type.Optional(Type.Union([Type.Literal('release'), Type.Literal('expiry'), Type.Literal('force'), Type.Literal('session-close'), Type.Literal('epoch-advance'), Type.Literal('deleted'), Type.Literal('held')], { description: 'Only grants that ended this way (held: still held)' })),
+    origin: Type.Optional(Type.Union([Type.Literal('api'), Type.Literal('foreign')], { description: 'api: granted by the lock API (valid proof of origin); foreign: written straight into etcd, bypassing it' })),
     from: Type.Optional(Instant({ description: 'Window start: grants still held at or after this instant' })),
     to: Type.Optional(Instant({ description: 'Window end: grants granted at or before this instant. Default now, fixed by the first page' })),
     cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,2048}$', description: 'nextCursor of the previous page' })),
@@ -44,18 +46,19 @@ export const GrantItemSchema = Type.Object({
   namespace: Type.String(),
   grantedAt: Type.String({ format: 'date-time' }),
   endedAt: NullableString('null while still held'),
-  endKind: Type.Union([Type.Enum(END_KINDS), Type.Null()], { description: 'How the hold ended; null while still held' }),
+  endKind: Type.Union([Type.Enum(END_KINDS), Type.Null()], { description: 'How the hold ended; deleted: removed with no marker while its lease was alive (by hand, not an expiry); null while still held' }),
   endRevision: NullableString('The revision of the end event (decimal string); null while still held'),
   waitMs: Type.Number(),
   durationMs: NullableNumber('null while still held'),
   unprotected: Type.Boolean({ description: 'Granted without quorum (fail-open), token 0' }),
+  origin: Type.Union([Type.Literal('api'), Type.Literal('foreign')], { description: 'foreign: a hold put straight into etcd without the lock API\'s proof of origin (not made by the API)' }),
 });
 export type GrantItem = Static<typeof GrantItemSchema>;
 
 export const GRANT_EXAMPLE: GrantItem = {
   cluster: 'local', key: 'payments/acct-42', grantRevision: '1734', token: '11258999068428022', holder: 'spiffe://corp/payments-worker',
   class: 'ledger-entry', namespace: 'payments', grantedAt: '2025-11-29T03:11:58.120Z', endedAt: '2025-11-29T03:12:31.004Z', endKind: 'expiry',
-  endRevision: '1790', waitMs: 12, durationMs: 32884, unprotected: false,
+  endRevision: '1790', waitMs: 12, durationMs: 32884, unprotected: false, origin: 'api',
 };
 
 export const GrantPageSchema = Type.Object(
@@ -83,11 +86,12 @@ interface HistoryRow {
   duration_ms: string | number | null;
   unprotected: number;
   spool_id: string;
+  origin: string;
 }
 
 /** The filters a cursor is bound to (everything but cursor, limit and format). */
 function filtersOf(p: GrantHistoryParams): Record<string, unknown> {
-  return { key: p.key, keyPrefix: p.keyPrefix, holder: p.holder, class: p.class, namespace: p.namespace, token: p.token, from: p.from, to: p.to };
+  return { key: p.key, keyPrefix: p.keyPrefix, holder: p.holder, class: p.class, namespace: p.namespace, token: p.token, endKind: p.endKind, origin: p.origin, from: p.from, to: p.to };
 }
 
 export function toItem(r: HistoryRow): GrantItem {
@@ -107,6 +111,7 @@ export function toItem(r: HistoryRow): GrantItem {
     waitMs: num(r.wait_ms) ?? 0,
     durationMs: endKind === null ? null : num(r.duration_ms),
     unprotected: Number(r.unprotected) === 1,
+    origin: r.origin === 'foreign' ? 'foreign' : 'api',
   };
 }
 
@@ -140,6 +145,8 @@ export async function grantHistory(deps: GrantHistoryDeps, p: GrantHistoryParams
     namespace: p.namespace ?? '',
     hasToken: token === undefined ? 0 : 1,
     token: (token ?? 0n).toString(),
+    endKind: p.endKind ?? '',
+    origin: p.origin ?? '',
     fromMs: window.fromMs,
     toMs: window.toMs,
     hasCursor: cursor ? 1 : 0,
@@ -162,7 +169,7 @@ export async function grantHistory(deps: GrantHistoryDeps, p: GrantHistoryParams
   return { items: page.map(toItem), nextCursor };
 }
 
-export const CSV_HEADER = ['cluster', 'key', 'grantRevision', 'token', 'holder', 'class', 'namespace', 'grantedAt', 'endedAt', 'endKind', 'endRevision', 'waitMs', 'durationMs', 'unprotected'] as const;
+export const CSV_HEADER = ['cluster', 'key', 'grantRevision', 'token', 'holder', 'class', 'namespace', 'grantedAt', 'endedAt', 'endKind', 'endRevision', 'waitMs', 'durationMs', 'unprotected', 'origin'] as const;
 
 /** CSV of one page; 64-bit values stay decimal text. */
 export function grantsCsv(items: readonly GrantItem[]): string {

@@ -20,11 +20,11 @@ const base = testConfig().local.portBase;
 const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
 
 describe('ending a session under etcd default limits', { timeout: 240_000 }, () => {
-  let etcd: PrivateEtcd;
+  let etcd!: PrivateEtcd;
   let store: AuditStore;
-  let closeStore: () => Promise<void>;
-  let la: LockApp;
-  let tailer: TailerReplica;
+  let closeStore!: () => Promise<void>;
+  let la!: LockApp;
+  let tailer!: TailerReplica;
   let admin: string;
   const label = uniqueId('c');
 
@@ -37,11 +37,15 @@ describe('ending a session under etcd default limits', { timeout: 240_000 }, () 
     tailer = new TailerReplica({ cluster: { name: label, endpoints: [etcd.endpoint] }, store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100 });
     tailer.start();
   });
+  // Each step guarded: a before() that failed half-way must still stop the private etcd (a live child keeps the file running).
   after(async () => {
-    await tailer.close();
-    await la.close();
-    await closeStore();
-    await etcd.stop();
+    try {
+      await tailer?.close();
+      await la?.close();
+      await closeStore?.();
+    } finally {
+      await etcd?.stop();
+    }
   });
 
   async function setup(): Promise<{ ns: string; cls: string; caller: string; session: string }> {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { holdMac } from '../../core/holdProof.js';
 import { makeToken } from '../../core/token.js';
+import { leasesToCheck } from '../../tailer/leaseLiveness.js';
 import { bracketFor, decodeRevision, finishRevision, UNKNOWN_ERROR_MS, type DecodeContext } from '../../tailer/decoder.js';
 import type { Change, KvSnapshot } from '../../tailer/types.js';
 
@@ -178,6 +180,58 @@ describe('decoder', () => {
             n += 1;
           }
       assert.equal(n, keys.length * values.length * 2);
+    });
+  });
+
+  describe('origin and deletes by hand (issue 11 defect 7)', () => {
+    const secret = Buffer.from('unit-test-origin-secret-0123456789abcdef');
+    const octx: DecodeContext = { ...ctx, originSecret: secret };
+    const fields = { holder: 'spiffe://x/a', session: '77', class: 'payments', epoch: 1, waitMs: 3, at: 1_000 };
+    const signed = (key: string) => JSON.stringify({ ...fields, mac: holdMac(secret, key, fields) });
+
+    it('a hold with the API\'s proof of origin is an api grant; without it, or with a wrong one, foreign', () => {
+      const d = decodeRevision(octx, {
+        revision: 90n,
+        changes: [
+          put('/l/ns/api', signed('/l/ns/api'), '90'),
+          put('/l/ns/bare', JSON.stringify(fields), '90'),
+          put('/l/ns/moved', signed('/l/ns/api'), '90'), // a real MAC copied onto another key
+          put('/l/ns/forged', JSON.stringify({ ...fields, mac: 'AAAA' }), '90'),
+        ],
+      });
+      assert.deepEqual(d.events.map((e) => [e.row.key, e.row.event_type, e.row.origin, e.grant?.origin]), [
+        ['/l/ns/api', 'grant', 'api', 'api'],
+        ['/l/ns/bare', 'grant', 'foreign', 'foreign'],
+        ['/l/ns/moved', 'grant', 'foreign', 'foreign'],
+        ['/l/ns/forged', 'grant', 'foreign', 'foreign'],
+      ]);
+      assert.equal(finishRevision(d, undefined).grants.filter((g) => g.origin === 'foreign').length, 3);
+    });
+
+    it('the end of a foreign grant keeps its origin (the closed grant row wins)', () => {
+      const d = decodeRevision(octx, { revision: 91n, changes: [del('/l/ns/bare', '91', kv('/l/ns/bare', JSON.stringify(fields), '90'))] });
+      assert.equal(finishRevision(d, undefined).grants[0]?.origin, 'foreign');
+    });
+
+    it('a marker-less delete whose lease is alive is "deleted"; one whose lease is gone stays an expiry', () => {
+      const prev = (lease: string): KvSnapshot => ({ ...kv('/l/ns/a', signed('/l/ns/a'), '90'), lease });
+      const alive = decodeRevision({ ...octx, liveLeases: new Set(['77']) }, { revision: 92n, changes: [del('/l/ns/a', '92', prev('77'))] });
+      assert.equal(alive.events[0]?.row.event_type, 'deleted');
+      assert.equal(alive.events[0]?.endKind, 'deleted');
+      assert.equal(alive.events[0]?.timeless, true);
+      assert.equal(finishRevision(alive, { lowerMs: 500, upperMs: 3_000 }).grants[0]?.end_kind, 'deleted');
+      const gone = decodeRevision({ ...octx, liveLeases: new Set() }, { revision: 93n, changes: [del('/l/ns/a', '93', prev('77'))] });
+      assert.equal(gone.events[0]?.row.event_type, 'expiry');
+      // A marker explains the delete whatever the lease.
+      const marked = decodeRevision({ ...octx, liveLeases: new Set(['77']) }, { revision: 94n, changes: [del('/l/ns/a', '94', prev('77')), put('/sys/mark/m', mark('release', { key: 'ns/a' }), '94')] });
+      assert.equal(marked.events[0]?.row.event_type, 'release');
+    });
+
+    it('asks etcd only about marker-less hold deletes; a hold without a lease counts as live', () => {
+      const p = (lease: string): KvSnapshot => ({ ...kv('/l/ns/a', hold('1'), '5'), lease });
+      assert.deepEqual(leasesToCheck({ revision: 1n, changes: [del('/l/ns/a', '1', p('7')), del('/l/ns/b', '1', p('7')), del('/l/ns/c', '1', p('0')), del('/q/ns/a/7', '1', p('7'))] }), ['7', '0']);
+      assert.deepEqual(leasesToCheck({ revision: 2n, changes: [del('/l/ns/a', '2', p('7')), put('/sys/mark/m', mark('release', { key: 'ns/a' }), '2')] }), []);
+      assert.deepEqual(leasesToCheck({ revision: 3n, changes: [put('/l/ns/a', hold('1'), '3')] }), []);
     });
   });
 });

@@ -1231,6 +1231,8 @@ export interface operations {
                 class?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
+                /** @description Only grants that ended this way (held: still held) */
+                endKind?: "release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted" | "held";
                 format?: "json" | "csv";
                 /**
                  * @description Window start: grants still held at or after this instant
@@ -1259,6 +1261,8 @@ export interface operations {
                  * @example payments
                  */
                 namespace?: string;
+                /** @description api: granted by the lock API (valid proof of origin); foreign: written straight into etcd, bypassing it */
+                origin?: "api" | "foreign";
                 /**
                  * @description Window end: grants granted at or before this instant. Default now, fixed by the first page
                  * @example 2025-11-29T03:12:00Z
@@ -1290,8 +1294,8 @@ export interface operations {
                             durationMs: number | null;
                             /** @description null while still held */
                             endedAt: string | null;
-                            /** @description How the hold ended; null while still held */
-                            endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance") | null;
+                            /** @description How the hold ended; deleted: removed with no marker while its lease was alive (by hand, not an expiry); null while still held */
+                            endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted") | null;
                             /** @description The revision of the end event (decimal string); null while still held */
                             endRevision: string | null;
                             /** Format: date-time */
@@ -1304,6 +1308,8 @@ export interface operations {
                             holder: string;
                             key: string;
                             namespace: string;
+                            /** @description foreign: a hold put straight into etcd without the lock API's proof of origin (not made by the API) */
+                            origin: "api" | "foreign";
                             /**
                              * @description A 64-bit unsigned integer as a decimal string
                              * @example 11258999068426240
@@ -2101,8 +2107,8 @@ export interface operations {
                             durationMs: number | null;
                             /** @description null while still held */
                             endedAt: string | null;
-                            /** @description How the hold ended; null while still held */
-                            endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance") | null;
+                            /** @description How the hold ended; deleted: removed with no marker while its lease was alive (by hand, not an expiry); null while still held */
+                            endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted") | null;
                             /** @description The revision of the end event (decimal string); null while still held */
                             endRevision: string | null;
                             /** Format: date-time */
@@ -2115,6 +2121,8 @@ export interface operations {
                             holder: string;
                             key: string;
                             namespace: string;
+                            /** @description foreign: a hold put straight into etcd without the lock API's proof of origin (not made by the API) */
+                            origin: "api" | "foreign";
                             /**
                              * @description A 64-bit unsigned integer as a decimal string
                              * @example 11258999068426240
@@ -2309,8 +2317,8 @@ export interface operations {
                                 durationMs: number | null;
                                 /** @description null while still held */
                                 endedAt: string | null;
-                                /** @description How the hold ended; null while still held */
-                                endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance") | null;
+                                /** @description How the hold ended; deleted: removed with no marker while its lease was alive (by hand, not an expiry); null while still held */
+                                endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted") | null;
                                 /** @description The revision of the end event (decimal string); null while still held */
                                 endRevision: string | null;
                                 /** Format: date-time */
@@ -2323,6 +2331,8 @@ export interface operations {
                                 holder: string;
                                 key: string;
                                 namespace: string;
+                                /** @description foreign: a hold put straight into etcd without the lock API's proof of origin (not made by the API) */
+                                origin: "api" | "foreign";
                                 /**
                                  * @description A 64-bit unsigned integer as a decimal string
                                  * @example 11258999068426240

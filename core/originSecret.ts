@@ -1,0 +1,28 @@
+// The key of the lock API's proof of origin (core/holdProof.ts). Configured
+// (LOCKAUDIT_ORIGIN_SECRET) or generated once into <dataDir>/origin-secret,
+// so the API and the tailer of one deployment share it without setup; never
+// logged (maskedConfig hides a configured one).
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Config } from './config.js';
+
+export const ORIGIN_SECRET_FILE = 'origin-secret';
+
+export function originSecret(config: Pick<Config, 'dataDir' | 'originSecret'>): Buffer {
+  if (config.originSecret) return Buffer.from(config.originSecret, 'utf8');
+  const file = path.join(config.dataDir, ORIGIN_SECRET_FILE);
+  try {
+    return Buffer.from(readFileSync(file, 'utf8').trim(), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  mkdirSync(config.dataDir, { recursive: true });
+  try {
+    // 'wx': a second process creating it at the same moment keeps the first one's key.
+    writeFileSync(file, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  return Buffer.from(readFileSync(file, 'utf8').trim(), 'utf8');
+}

@@ -1,0 +1,41 @@
+// Which leases of a revision's marker-less hold deletes are still alive,
+// asked of etcd before the (pure) decoder runs. A hold deleted with no
+// marker while its lease lives was deleted by hand (etcdctl del), not by an
+// expiry: etcd deletes a lease's keys only once the lease is gone.
+// Limit: the answer is about *now*. Live, it is asked within moments of the
+// delete; during catch-up of old history a lease that has expired since
+// cannot be told apart, so such a delete still reads as an expiry.
+import { EtcdLeaseInvalidError, type Etcd3 } from 'etcd3';
+import { PREFIX } from '../core/keyspace.js';
+import type { RevisionChanges } from './types.js';
+
+/** '0' stands for "no lease": a key without one never expires, so its delete is always by hand. */
+export const NO_LEASE = '0';
+
+/** The leases to ask about: those of hold deletes in a revision that carries no marker or force record. */
+export function leasesToCheck(rev: RevisionChanges): string[] {
+  const explained = rev.changes.some((c) => c.type === 'put' && (c.kv.key.startsWith(PREFIX.mark) || c.kv.key.startsWith(PREFIX.force)));
+  if (explained) return [];
+  const leases = new Set<string>();
+  for (const c of rev.changes) if (c.type === 'delete' && c.kv.key.startsWith(PREFIX.hold) && c.prev) leases.add(c.prev.lease || NO_LEASE);
+  return [...leases];
+}
+
+/** The live subset of those leases ('0' always counts as live); undefined when there is nothing to ask. */
+export async function liveLeases(client: Etcd3, rev: RevisionChanges): Promise<Set<string> | undefined> {
+  const leases = leasesToCheck(rev);
+  if (leases.length === 0) return undefined;
+  const live = new Set<string>();
+  await Promise.all(
+    leases.map(async (id) => {
+      if (id === NO_LEASE) return void live.add(id);
+      try {
+        const res = await client.leaseClient.leaseTimeToLive({ ID: id, keys: false });
+        if (Number(res.TTL) > 0) live.add(id);
+      } catch (err) {
+        if (!(err instanceof EtcdLeaseInvalidError)) throw err; // not found: gone, an expiry
+      }
+    }),
+  );
+  return live;
+}
