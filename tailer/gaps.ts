@@ -17,6 +17,13 @@ export interface GapRecord {
   to_revision: string;
   detected_at: number;
   reason: string;
+  /** 'compaction' (the default) or 'restore' (restores.ts). */
+  kind?: 'compaction' | 'restore';
+  /** 0: nothing of the current timeline is missing in the range (a restore with readable history). */
+  history_lost?: 0 | 1;
+  generation?: number;
+  previous_cluster_id?: string;
+  cluster_id?: string;
 }
 
 export interface Gap {
@@ -46,7 +53,7 @@ export async function lostAfter(client: Etcd3, checkpoint: bigint): Promise<bigi
 
 export async function loadGaps(store: AuditStore, cluster: string): Promise<Gap[]> {
   const rows = await store.rows<{ from_revision: string; to_revision: string }>(
-    'SELECT from_revision, to_revision FROM {db:Identifier}.gaps FINAL WHERE cluster = {cluster:String} ORDER BY from_revision',
+    'SELECT from_revision, to_revision FROM {db:Identifier}.gaps FINAL WHERE cluster = {cluster:String} AND history_lost = 1 ORDER BY from_revision',
     { cluster },
   );
   return rows.map((r) => ({ from: BigInt(r.from_revision), to: BigInt(r.to_revision) }));
@@ -72,6 +79,7 @@ export async function snapshotHolds(
   checkpoint: bigint,
   write: (batch: RowBatch) => Promise<void>,
   pageSize = 5_000,
+  options: { skipPutAtRevision?: boolean } = {},
 ): Promise<number> {
   const end = Buffer.from('/l0'); // end of the '/l/' prefix
   let from = Buffer.from(PREFIX.hold);
@@ -89,6 +97,8 @@ export async function snapshotHolds(
         continue;
       }
       const grantRevision = String(kv.mod_revision);
+      // At a revision whose history is readable, a hold put at it is captured by its own event (same row key).
+      if (options.skipPutAtRevision && BigInt(grantRevision) === revision) continue;
       // Seen only in the snapshot: when it started is unknown.
       const g = grantSide(kind, hold, grantRevision, false);
       const row: AuditEventRow = {
