@@ -8,6 +8,7 @@ import type { AuditStore } from '../core/clickhouse.js';
 import type { AuditEventRow } from '../core/events.js';
 import { HoldValueSchema, PREFIX, classifyKey, decodeValue } from '../core/keyspace.js';
 import { grantRow, grantSide } from './decoder.js';
+import { loadSql } from '../platform/sql.js';
 import { isReadable, headRevision } from './etcdReads.js';
 import type { RowBatch } from './types.js';
 
@@ -61,6 +62,32 @@ export async function loadGaps(store: AuditStore, cluster: string): Promise<Gap[
 
 export function inGap(gaps: readonly Gap[], revision: bigint): boolean {
   return gaps.some((g) => revision >= g.from && revision <= g.to);
+}
+
+const SQL = {
+  closeGapEnded: loadSql('tailer/sql/closeGapEnded.sql'),
+  lastCapturedTime: loadSql('tailer/sql/lastCapturedTime.sql'),
+};
+
+/**
+ * After a gap's snapshot (written at `snapshotRevision`): every grant captured
+ * open at or before `checkpoint` that the snapshot does not hold ended inside
+ * the gap — closed as `unknown`, its end between the last time captured
+ * before the gap and `nowMs`. Without this it would read as held forever.
+ */
+export async function closeGrantsEndedInGap(store: AuditStore, cluster: string, checkpoint: bigint, gapTo: bigint, snapshotRevision: bigint, nowMs = Date.now()): Promise<void> {
+  const from = checkpoint > 10_000n ? checkpoint - 10_000n : 0n;
+  const [last] = await store.rows<{ ms: string; n: string }>(SQL.lastCapturedTime.text, { cluster, from: from.toString(), upTo: checkpoint.toString() });
+  const startMs = last && last.n !== '0' ? Math.min(Number(last.ms), nowMs) : nowMs;
+  const half = Math.ceil((nowMs - startMs) / 2);
+  await store.command(SQL.closeGapEnded.text, {
+    cluster,
+    checkpoint: checkpoint.toString(),
+    gapTo: gapTo.toString(),
+    snapshotRevision: snapshotRevision.toString(),
+    endedMs: startMs + half,
+    errorMs: Math.min(half, 4_294_967_295),
+  });
 }
 
 export async function recordGap(store: AuditStore, gap: GapRecord): Promise<void> {

@@ -13,7 +13,7 @@ import { createEtcdClient } from '../core/etcd.js';
 import type { Logger } from '../core/logger.js';
 import { ClockWriter } from './clockWriter.js';
 import { TailerElection } from './election.js';
-import { loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
+import { closeGrantsEndedInGap, loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
 import { detectRestore, divergence, ensureTimeline, etcdPosition, readPosition, recordTimeline, rollBack, type RestoreSeen, type Timeline } from './restores.js';
 import { sleep } from './clickhouseSink.js';
 import { SpoolShipper } from './spoolShipper.js';
@@ -278,6 +278,8 @@ export class TailerReplica {
     };
     const holds = await snapshotHolds(this.#client, cluster, resume, after, write, 5_000, { skipPutAtRevision: compacted === undefined });
     if (!(await election.stillLeader())) throw new Error('leadership lost during the restore snapshot');
+    // History lost (a bumped restore): grants open at the divergence and not held now ended inside the gap.
+    if (compacted !== undefined) await closeGrantsEndedInGap(store, cluster, after, compacted, compacted);
     await recordTimeline(store, { cluster, generation, seen, previousCheckpoint: checkpoint, divergedAfter: after, resumeRevision: resume });
     log.warn({ holds, generation, resume: resume.toString() }, 'restore recorded; following the restored cluster');
     return [resume, { generation, clusterId: seen.clusterId, resumeRevision: resume, detectedMs: Date.now() }];
@@ -301,6 +303,7 @@ export class TailerReplica {
     };
     const holds = await snapshotHolds(this.#client, cluster, compacted, checkpoint, write);
     if (!(await election.stillLeader())) throw new Error('leadership lost during the snapshot');
+    await closeGrantsEndedInGap(store, cluster, checkpoint, compacted, compacted);
     await store.insert('checkpoints', [{ cluster, revision: compacted.toString(), leader: this.#replicaId }]);
     log.warn({ holds, revision: compacted.toString() }, 'snapshot written; resuming after it');
     return compacted;
