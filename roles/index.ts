@@ -7,6 +7,7 @@ import { lockApi } from '../api/routes/lockApi.js';
 import { tailerRoutes } from '../api/routes/tailers.js';
 import { startTailerRole } from './tailer.js';
 import { grantRoutes } from '../api/routes/grants.js';
+import { quarantineRoutes } from '../api/routes/quarantine.js';
 import { reportRoutes } from '../api/routes/reports.js';
 import { riskRegisterJob, scheduleRiskRegister } from '../reports/riskRegister/job.js';
 import { exportRoutes } from '../api/routes/exports.js';
@@ -14,7 +15,7 @@ import { uiRoutes } from '../api/routes/ui.js';
 import { exportJobQueues, forceArchiveService } from '../exporters/exportJobs.js';
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
 
-export const apiRoutes: RoutePlugin[] = [tailerRoutes, lockApi(), grantRoutes, reportRoutes, exportRoutes(), uiRoutes];
+export const apiRoutes: RoutePlugin[] = [tailerRoutes, lockApi(), grantRoutes, quarantineRoutes, reportRoutes, exportRoutes(), uiRoutes];
 export const jobQueues: JobQueue[] = [riskRegisterJob, ...exportJobQueues];
 /** Loops the worker role runs beside its job workers. */
 export const workerServices = [forceArchiveService()];
