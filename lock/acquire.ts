@@ -239,9 +239,11 @@ async function tryGrant(parts: LockParts, input: AcquireInput, cls: CachedClass,
   if (durable) compare.push(queueKey ? cmp.exists(queueKey) : cmp.noneUnder(keys.queuePrefix(input.key)));
   const success = [op.put(holdKey, hold, input.session), op.put(sessionKey, session, input.session)];
   if (queueKey) success.push(op.del(queueKey));
+  const floor = epoch.writeFloor();
   const res = await parts.etcd.txn(compare, success, [op.get(holdKey), op.get(keys.epoch()), op.get(keys.class(cls.value.name)), op.get(sessionKey)]);
   if (res.succeeded) {
     const revision = String(res.header.revision);
+    await epoch.confirmWrite(floor, BigInt(revision)); // a rewind seals; else the mark is durable before the token leaves
     if (epoch.sealed) {
       await undoSealedGrant(parts, input, holdKey, revision);
       epoch.assertUnsealed();

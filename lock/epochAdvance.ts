@@ -3,7 +3,8 @@
 // the request → bump the epoch, bind the cluster id etcd reports now, delete
 // every hold (all restored, or granted under the old epoch) with an
 // `epoch-advance` marker. Tokens after it exceed every token before it,
-// since each revision is below 2^48.
+// since each revision is below 2^48 and the new epoch is above every epoch
+// this API has seen (a restore may have rolled /sys/epoch back).
 import { randomUUID } from 'node:crypto';
 import { EtcdLeaseInvalidError } from 'etcd3';
 import Type from 'typebox';
@@ -73,7 +74,8 @@ export async function approveEpochAdvance(parts: LockParts, identity: string, id
   if (request.requester === identity) {
     throw new LockauditError('LOCKAUDIT_ERR_EPOCH_SELF_APPROVAL', `epoch advance ${id}: you requested it; a different lock-operator must approve`);
   }
-  const next: EpochValue = { epoch: request.fromEpoch + 1, clusterId: String(header.cluster_id) };
+  // Above every epoch this API has seen: a restore can roll /sys/epoch back below one already used.
+  const next: EpochValue = { epoch: Math.max(request.fromEpoch, parts.epoch.highestEpoch) + 1, clusterId: String(header.cluster_id) };
   const mark: MarkValue = { kind: 'epoch-advance', by: identity, at: Date.now() };
   for (let attempt = 0; attempt < 2; attempt++) {
     let res;
@@ -95,6 +97,7 @@ export async function approveEpochAdvance(parts: LockParts, identity: string, id
       throw new LockauditError('LOCKAUDIT_ERR_EPOCH_STALE', `epoch advance ${id}: /sys/epoch changed since the request; request again`);
     }
     await parts.epoch.reload();
+    await parts.epoch.persistMark();
     for (const key of parts.waiters.keys()) parts.waiters.notify(key);
     const deleted = Number(res.responses[1]?.response_delete_range.deleted ?? 0);
     parts.logger.info({ id, epoch: next.epoch, clusterId: next.clusterId, deletedHolds: deleted, requester: request.requester, approver: identity }, 'epoch advanced');

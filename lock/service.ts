@@ -21,6 +21,7 @@ import { LockKeys } from './kv.js';
 import { LockEtcd } from './lockEtcd.js';
 import { LockMetrics } from './lockMetrics.js';
 import { MarkerLease } from './markers.js';
+import { highWaterPath, RevisionHighWater } from './revisionHighWater.js';
 import { release, type Released, type ReleaseInput } from './release.js';
 import { Sessions, type ClosedSession, type SessionInfo } from './sessions.js';
 import { SpoolWriter } from './spool.js';
@@ -70,10 +71,16 @@ export class LockService {
         else logger.warn('etcd quorum is back');
       },
     });
-    const epoch = new EpochState(etcd, keys, (sealed) => {
-      metrics.sealed.set(sealed ? 1 : 0);
-      if (sealed) logger.error({ clusterId: epoch.clusterId, recorded: epoch.record?.clusterId }, 'cluster id differs from /sys/epoch: grants sealed until an epoch advance');
-    });
+    const highWater = new RevisionHighWater(highWaterPath(options.dataDir, options.cluster.name, options.root ?? ''));
+    const epoch = new EpochState(
+      etcd,
+      keys,
+      (sealed) => {
+        metrics.sealed.set(sealed ? 1 : 0);
+        if (sealed) logger.error({ clusterId: epoch.clusterId, recorded: epoch.record?.clusterId }, 'etcd was restored (cluster id differs from /sys/epoch, or its revisions went backwards): grants sealed until an epoch advance');
+      },
+      highWater,
+    );
     const markers = new MarkerLease(etcd, keys);
     const waiters = new Waiters();
     this.spoolFile = options.spoolFile ?? spoolPath(options.dataDir, options.cluster.name);

@@ -26,6 +26,12 @@ export const alarmCatalog = {
     action:
       'History was lost: reports over that range are incomplete (GET /v1/gaps lists it). Find why the tailer was down or behind for longer than the compaction window; held until the process restarts.',
   },
+  LOCKAUDIT_ALARM_TAILER_RESTORE: {
+    instance: 'tailer-restore:{cluster}',
+    message: 'etcd of {cluster} was restored ({why}); captured revisions {from}..{to} were rolled back; see GET /v1/gaps',
+    action:
+      'etcd went back in time: the rolled-back revisions are kept aside (rolled_back_events) and the lock API stays sealed until the two-person epoch advance (POST /v1/epoch/advance). Check who restored etcd and why; held until the process restarts.',
+  },
   LOCKAUDIT_ALARM_FORCE_ARCHIVE_LATE: {
     instance: 'force-archive:{cluster}',
     message: '{late} force-release record(s) of cluster {cluster} not archived after {alarmAfterSeconds} s (oldest {oldestSeconds} s)',

@@ -7,6 +7,7 @@ import { lockApi } from '../api/routes/lockApi.js';
 import { tailerRoutes } from '../api/routes/tailers.js';
 import { startTailerRole } from './tailer.js';
 import { grantRoutes } from '../api/routes/grants.js';
+import { quarantineRoutes } from '../api/routes/quarantine.js';
 import { reportRoutes } from '../api/routes/reports.js';
 import { stateRoutes } from '../api/routes/state.js';
 import { riskRegisterJob } from '../reports/riskRegister/job.js';
@@ -16,7 +17,7 @@ import { exportJobQueues, forceArchiveService } from '../exporters/exportJobs.js
 import { alertService } from '../exporters/alerts/service.js';
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
 
-export const apiRoutes: RoutePlugin[] = [tailerRoutes, lockApi(), grantRoutes, reportRoutes, stateRoutes, exportRoutes(), uiRoutes];
+export const apiRoutes: RoutePlugin[] = [tailerRoutes, lockApi(), grantRoutes, quarantineRoutes, reportRoutes, stateRoutes, exportRoutes(), uiRoutes];
 export const jobQueues: JobQueue[] = [riskRegisterJob, ...exportJobQueues];
 /** Loops the worker role runs beside its job workers. */
 export const workerServices = [forceArchiveService(), alertService()];

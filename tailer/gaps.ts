@@ -8,6 +8,7 @@ import type { AuditStore } from '../core/clickhouse.js';
 import type { AuditEventRow } from '../core/events.js';
 import { HoldValueSchema, PREFIX, classifyKey, decodeValue } from '../core/keyspace.js';
 import { grantRow, grantSide } from './decoder.js';
+import { loadSql } from '../platform/sql.js';
 import { isReadable, headRevision } from './etcdReads.js';
 import type { RowBatch } from './types.js';
 
@@ -17,6 +18,13 @@ export interface GapRecord {
   to_revision: string;
   detected_at: number;
   reason: string;
+  /** 'compaction' (the default) or 'restore' (restores.ts). */
+  kind?: 'compaction' | 'restore';
+  /** 0: nothing of the current timeline is missing in the range (a restore with readable history). */
+  history_lost?: 0 | 1;
+  generation?: number;
+  previous_cluster_id?: string;
+  cluster_id?: string;
 }
 
 export interface Gap {
@@ -46,7 +54,7 @@ export async function lostAfter(client: Etcd3, checkpoint: bigint): Promise<bigi
 
 export async function loadGaps(store: AuditStore, cluster: string): Promise<Gap[]> {
   const rows = await store.rows<{ from_revision: string; to_revision: string }>(
-    'SELECT from_revision, to_revision FROM {db:Identifier}.gaps FINAL WHERE cluster = {cluster:String} ORDER BY from_revision',
+    'SELECT from_revision, to_revision FROM {db:Identifier}.gaps FINAL WHERE cluster = {cluster:String} AND history_lost = 1 ORDER BY from_revision',
     { cluster },
   );
   return rows.map((r) => ({ from: BigInt(r.from_revision), to: BigInt(r.to_revision) }));
@@ -54,6 +62,32 @@ export async function loadGaps(store: AuditStore, cluster: string): Promise<Gap[
 
 export function inGap(gaps: readonly Gap[], revision: bigint): boolean {
   return gaps.some((g) => revision >= g.from && revision <= g.to);
+}
+
+const SQL = {
+  closeGapEnded: loadSql('tailer/sql/closeGapEnded.sql'),
+  lastCapturedTime: loadSql('tailer/sql/lastCapturedTime.sql'),
+};
+
+/**
+ * After a gap's snapshot (written at `snapshotRevision`): every grant captured
+ * open at or before `checkpoint` that the snapshot does not hold ended inside
+ * the gap — closed as `unknown`, its end between the last time captured
+ * before the gap and `nowMs`. Without this it would read as held forever.
+ */
+export async function closeGrantsEndedInGap(store: AuditStore, cluster: string, checkpoint: bigint, gapTo: bigint, snapshotRevision: bigint, nowMs = Date.now()): Promise<void> {
+  const from = checkpoint > 10_000n ? checkpoint - 10_000n : 0n;
+  const [last] = await store.rows<{ ms: string; n: string }>(SQL.lastCapturedTime.text, { cluster, from: from.toString(), upTo: checkpoint.toString() });
+  const startMs = last && last.n !== '0' ? Math.min(Number(last.ms), nowMs) : nowMs;
+  const half = Math.ceil((nowMs - startMs) / 2);
+  await store.command(SQL.closeGapEnded.text, {
+    cluster,
+    checkpoint: checkpoint.toString(),
+    gapTo: gapTo.toString(),
+    snapshotRevision: snapshotRevision.toString(),
+    endedMs: startMs + half,
+    errorMs: Math.min(half, 4_294_967_295),
+  });
 }
 
 export async function recordGap(store: AuditStore, gap: GapRecord): Promise<void> {
@@ -72,6 +106,7 @@ export async function snapshotHolds(
   checkpoint: bigint,
   write: (batch: RowBatch) => Promise<void>,
   pageSize = 5_000,
+  options: { skipPutAtRevision?: boolean } = {},
 ): Promise<number> {
   const end = Buffer.from('/l0'); // end of the '/l/' prefix
   let from = Buffer.from(PREFIX.hold);
@@ -89,6 +124,8 @@ export async function snapshotHolds(
         continue;
       }
       const grantRevision = String(kv.mod_revision);
+      // At a revision whose history is readable, a hold put at it is captured by its own event (same row key).
+      if (options.skipPutAtRevision && BigInt(grantRevision) === revision) continue;
       // Seen only in the snapshot: when it started is unknown.
       const g = grantSide(kind, hold, grantRevision, false);
       const row: AuditEventRow = {

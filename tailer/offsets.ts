@@ -3,9 +3,13 @@
 // start, the API for /v1/tailers) and written here, behind the leadership
 // fence. The stored checkpoint never moves backwards whatever the timing:
 // readers take the highest row ever written (sql/034 keeps it through merges),
-// and the writer never writes below what is stored.
+// and the writer never writes below what is stored. The one exception is an
+// etcd restore (restores.ts): the restored cluster starts a new timeline,
+// whose checkpoint starts again at its resume revision and then never moves
+// backwards within it.
 import type { AuditStore } from '../core/clickhouse.js';
 import { loadSql } from '../platform/sql.js';
+import { readPosition } from './restores.js';
 
 const READ_ONE = loadSql('tailer/sql/checkpoint.sql');
 const READ_ALL = loadSql('tailer/sql/checkpoints.sql');
@@ -16,16 +20,20 @@ export interface StoredCheckpoint {
   leader: string;
 }
 
-/** The cluster's checkpoint (0n: none yet). */
+/** The cluster's checkpoint in its current etcd timeline (0n: none yet). */
 export async function readCheckpoint(store: AuditStore, cluster: string): Promise<bigint> {
-  const rows = await store.rows<{ revision: string | null }>(READ_ONE.text, { cluster });
-  return BigInt(rows[0]?.revision ?? '0');
+  return readPosition(store, cluster, async () => {
+    const rows = await store.rows<{ revision: string | null }>(READ_ONE.text, { cluster });
+    return BigInt(rows[0]?.revision ?? '0');
+  });
 }
 
 /** Every cluster's checkpoint, by name. */
 export async function readCheckpoints(store: AuditStore): Promise<Map<string, StoredCheckpoint>> {
   const rows = await store.rows<{ cluster: string; highest: string; leader: string }>(READ_ALL.text);
-  return new Map(rows.map((r) => [r.cluster, { cluster: r.cluster, revision: BigInt(r.highest), leader: r.leader }]));
+  const out = new Map<string, StoredCheckpoint>();
+  for (const r of rows) out.set(r.cluster, { cluster: r.cluster, revision: await readPosition(store, r.cluster, async () => BigInt(r.highest)), leader: r.leader });
+  return out;
 }
 
 export type CheckpointWrite =

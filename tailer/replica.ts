@@ -16,7 +16,8 @@ import type { HealthState } from '../platform/health.js';
 import { Backoff, sleep } from '../platform/retry.js';
 import { ClockWriter } from './clockWriter.js';
 import { TailerElection } from './election.js';
-import { loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
+import { closeGrantsEndedInGap, loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
+import { detectRestore, divergence, ensureTimeline, etcdPosition, recordTimeline, rollBack, type RestoreSeen, type Timeline } from './restores.js';
 import { SpoolShipper } from './spoolShipper.js';
 import { readCheckpoint, writeCheckpoint } from './offsets.js';
 import { writeRows } from './rowWriter.js';
@@ -32,6 +33,8 @@ export interface ReplicaOptions extends PipelineOptions {
   /** Where fail-open spools live (<dataDir>/spool/<cluster>.jsonl); absent: no shipping. */
   dataDir?: string;
   spoolIntervalMs?: number;
+  /** How often a running leader compares etcd's head and cluster id with what it captured (restore watch). Default 1000 ms. */
+  restoreCheckIntervalMs?: number;
 }
 
 export interface ReplicaDeps {
@@ -159,13 +162,39 @@ export class TailerReplica {
     const { store, log } = this.#deps;
     const cluster = this.#deps.cluster.name;
     while (!signal.aborted) {
+      // Start position (STYLE.md §3): a restore first (it can rewind the checkpoint), then compaction.
       let checkpoint = await readCheckpoint(store, cluster);
       const gaps = await loadGaps(store, cluster);
+      const position = await etcdPosition(this.#client);
+      let timeline = await ensureTimeline(store, cluster, position);
+      const restore = await detectRestore(this.#client, store, cluster, checkpoint, timeline, position);
+      if (restore) {
+        [checkpoint, timeline] = await this.#handleRestore(election, checkpoint, restore, timeline, gaps);
+        if (signal.aborted) return;
+      }
       const lost = await lostAfter(this.#client, checkpoint);
       if (lost !== undefined) {
         checkpoint = await this.#handleGap(election, checkpoint, lost, gaps, signal);
         if (signal.aborted) return;
       }
+      // A restore under a running watch may leave it waiting at a future revision: watch for one and restart.
+      const run = new AbortController();
+      const stopRun = (): void => run.abort();
+      signal.addEventListener('abort', stopRun, { once: true });
+      let rewound: string | undefined;
+      const watchRestore = setInterval(() => {
+        etcdPosition(this.#client)
+          .then((now) => {
+            const captured = this.#pipeline?.watermark() ?? checkpoint;
+            if (now.clusterId !== timeline.clusterId) rewound = `cluster id ${timeline.clusterId} → ${now.clusterId}`;
+            else if (now.head < captured) rewound = `head ${now.head} below the captured revision ${captured}`;
+            if (rewound && !run.signal.aborted) {
+              log.error({ why: rewound }, 'etcd was rewound under the running watch: restarting to check the start position');
+              run.abort();
+            }
+          })
+          .catch(() => undefined); // etcd unreachable: the watch's own errors restart the run
+      }, this.#opts.restoreCheckIntervalMs ?? 1_000);
       const pipeline = new TailerPipeline(
         {
           cluster,
@@ -188,13 +217,64 @@ export class TailerReplica {
         },
       );
       log.info({ checkpoint: checkpoint.toString() }, 'tailing from checkpoint');
-      const handle = pipeline.start(checkpoint, signal);
+      const handle = pipeline.start(checkpoint, run.signal);
       this.#pipeline = handle;
-      const outcome = await handle.done;
+      const outcome = await handle.done.finally(() => {
+        clearInterval(watchRestore);
+        signal.removeEventListener('abort', stopRun);
+      });
+      if (rewound !== undefined && !signal.aborted) continue;
       if (outcome.reason === 'stopped' || outcome.reason === 'leadership-lost') return;
       log.warn({ reason: outcome.reason, err: outcome.error?.message, checkpoint: outcome.checkpoint.toString() }, 'tailer run ended; checking compaction and restarting from the checkpoint');
       await sleep(500, signal);
     }
+  }
+
+  /**
+   * A restore (restores.ts): the captured history above the last revision
+   * both timelines share is moved aside as rolled back, a `restore` gap
+   * records both revisions and cluster ids, the alarm is raised, the holds
+   * are snapshotted, and a new timeline resumes at the divergence (or, when
+   * the restored history is compacted — a bumped restore — at its compaction
+   * revision). Returns the new checkpoint and timeline.
+   */
+  async #handleRestore(election: TailerElection, checkpoint: bigint, seen: RestoreSeen, timeline: Timeline, gaps: Gap[]): Promise<[bigint, Timeline]> {
+    const { store, log, metrics, health } = this.#deps;
+    const cluster = this.#deps.cluster.name;
+    const generation = timeline.generation + 1;
+    const after = await divergence(this.#client, store, cluster, checkpoint);
+    const compacted = await lostAfter(this.#client, after);
+    const resume = compacted ?? after;
+    const to = resume > checkpoint ? resume : checkpoint;
+    const reason = `restore: ${seen.why}; captured revisions ${after + 1n}..${checkpoint} (cluster id ${seen.previousClusterId}) were rolled back; capture follows the restored cluster (cluster id ${seen.clusterId}, head ${seen.head}) from revision ${resume + 1n}`;
+    log.error({ why: seen.why, divergedAfter: after.toString(), checkpoint: checkpoint.toString(), head: seen.head.toString(), clusterId: seen.clusterId, previousClusterId: seen.previousClusterId }, 'etcd was restored: recording the discontinuity and following the restored cluster');
+    metrics?.gaps.inc(this.#labels);
+    health?.raise(alarm('LOCKAUDIT_ALARM_TAILER_RESTORE', { cluster }, { why: seen.why, from: after + 1n, to: checkpoint }));
+    if (!(await election.stillLeader())) throw new Error('leadership lost before recording a restore');
+    await rollBack(store, cluster, after, generation);
+    await recordGap(store, {
+      cluster,
+      from_revision: (after + 1n).toString(),
+      to_revision: to.toString(),
+      detected_at: Date.now(),
+      reason,
+      kind: 'restore',
+      history_lost: compacted === undefined ? 0 : 1,
+      generation,
+      previous_cluster_id: seen.previousClusterId,
+      cluster_id: seen.clusterId,
+    });
+    if (compacted !== undefined) gaps.push({ from: after + 1n, to: compacted });
+    const write = async (batch: RowBatch): Promise<void> => {
+      await writeRows(store, batch, { retry: { initialMs: 100, maxMs: 5_000 } });
+    };
+    const holds = await snapshotHolds(this.#client, cluster, resume, after, write, 5_000, { skipPutAtRevision: compacted === undefined });
+    if (!(await election.stillLeader())) throw new Error('leadership lost during the restore snapshot');
+    // History lost (a bumped restore): grants open at the divergence and not held now ended inside the gap.
+    if (compacted !== undefined) await closeGrantsEndedInGap(store, cluster, after, compacted, compacted);
+    await recordTimeline(store, { cluster, generation, seen, previousCheckpoint: checkpoint, divergedAfter: after, resumeRevision: resume });
+    log.warn({ holds, generation, resume: resume.toString() }, 'restore recorded; following the restored cluster');
+    return [resume, { generation, clusterId: seen.clusterId, resumeRevision: resume, detectedMs: Date.now() }];
   }
 
   /** Gap record, alarm, snapshot at the compaction revision, checkpoint there. Returns the new checkpoint. */
@@ -212,6 +292,8 @@ export class TailerReplica {
       await writeRows(store, batch, { retry: { initialMs: 100, maxMs: 5_000, signal } });
     };
     const holds = await snapshotHolds(this.#client, cluster, compacted, checkpoint, write);
+    if (!(await election.stillLeader())) throw new Error('leadership lost during the snapshot');
+    await closeGrantsEndedInGap(store, cluster, checkpoint, compacted, compacted);
     const wrote = await writeCheckpoint(store, { cluster, revision: compacted, leader: this.#replicaId, fence: () => election.stillLeader() });
     if (wrote.kind === 'not-leader') throw new Error('leadership lost during the snapshot');
     log.warn({ holds, revision: compacted.toString() }, 'snapshot written; resuming after it');

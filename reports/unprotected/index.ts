@@ -1,6 +1,7 @@
 // Unprotected-grant reconciliation (DESIGN §4): grants issued without quorum
-// in a window, each with the protected grants that overlapped it on the same
-// key (possible double holders), and a reconcile action with a note, stored
+// in a window, each with the other grants that overlapped it on the same key
+// (possible double holders: protected grants, and unprotected grants of other
+// API replicas during the same outage), and a reconcile action with a note, stored
 // with who and when (append-only: every note is kept).
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
@@ -55,7 +56,9 @@ export const UnprotectedItemSchema = Type.Object({
   grantedAt: Type.String({ format: 'date-time' }),
   endedAt: NullableString('null when its end is unknown (treated as held until now)'),
   durationMs: NullableNumber('null while open'),
-  overlapping: Type.Array(GrantItemSchema, { description: 'Protected grants on the same key whose hold overlapped this one: possible double holders' }),
+  overlapping: Type.Array(GrantItemSchema, {
+    description: 'Other grants on the same key whose hold overlapped this one — protected ones, and unprotected ones (e.g. another API replica granting from memory during the same quorum loss): possible double holders',
+  }),
   reconciliation: Type.Union([ReconciliationSchema, Type.Null()], { description: 'The latest reconcile note; null until reconciled' }),
 });
 export type UnprotectedItem = Static<typeof UnprotectedItemSchema>;
@@ -103,13 +106,14 @@ export async function unprotectedReport(deps: ReportDeps, p: UnprotectedParams, 
     reportRows<HistoryRow>(deps, OVERLAPS, { keys: [...new Set(list.map((r) => r.key))], fromMs: spanFrom, toMs: spanTo }),
     reportRows<NoteRow>(deps, RECONCILIATIONS, { ids: list.map((r) => r.id) }),
   ]);
-  const protectedSpans = candidates.map((c) => ({ item: toItem(c), cluster: c.cluster, key: c.key, grantedAtMs: Number(c.granted_at_ms), endedAtMs: num(c.ended_at_ms) }));
+  const otherSpans = candidates.map((c) => ({ item: toItem(c), identity: grantIdentity(c), cluster: c.cluster, key: c.key, grantedAtMs: Number(c.granted_at_ms), endedAtMs: num(c.ended_at_ms) }));
   const noteById = new Map(notes.map((n) => [n.id, n]));
   return {
     ...base,
     items: spans.map((s) => {
       const n = noteById.get(s.row.id);
-      const overlapping: GrantItem[] = protectedSpans.filter((p) => overlaps(s, p, nowMs)).map((p) => p.item);
+      const self = grantIdentity(s.row);
+      const overlapping: GrantItem[] = otherSpans.filter((p) => p.identity !== self && overlaps(s, p, nowMs)).map((p) => p.item);
       return {
         id: s.row.id, cluster: s.cluster, key: s.key, holder: s.row.holder, class: s.row.class, namespace: s.row.namespace, spoolId: s.row.spool_id,
         grantedAt: new Date(s.grantedAtMs).toISOString(), endedAt: s.endedAtMs === null ? null : new Date(s.endedAtMs).toISOString(), durationMs: num(s.row.duration_ms),
@@ -118,6 +122,11 @@ export async function unprotectedReport(deps: ReportDeps, p: UnprotectedParams, 
       };
     }),
   };
+}
+
+/** One grant row's identity (the grants table's sorting key). */
+function grantIdentity(r: { cluster: string; key: string; grant_revision: string | number; spool_id?: string }): string {
+  return [r.cluster, r.key, String(r.grant_revision), r.spool_id ?? ''].join('\u001f');
 }
 
 /** Records a reconcile note on an unprotected grant; 404 when no unprotected grant has the id. */

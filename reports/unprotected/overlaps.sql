@@ -1,6 +1,8 @@
--- Protected grants (quorum-granted, real tokens) on the given keys whose hold
--- overlaps [from, to]: the candidates for double holding beside unprotected
--- grants; the exact per-grant overlap test is done by the caller.
+-- Grants on the given keys whose hold overlaps [from, to]: the candidates for
+-- double holding beside an unprotected grant. Protected ones (quorum-granted,
+-- real tokens) and unprotected ones too: two API replicas granting one key
+-- from memory during one quorum loss are double holders as well. The exact
+-- per-grant overlap test (and leaving out the grant itself) is the caller's.
 -- Parameters: {db:Identifier} {keys:Array(String)} {fromMs:Int64} {toMs:Int64}
 SELECT
     cluster, key, grant_revision, token, holder, class, namespace,
@@ -8,8 +10,7 @@ SELECT
     toUnixTimestamp64Milli(ended_at) AS ended_at_ms,
     end_kind, end_revision, wait_ms, duration_ms, unprotected, spool_id
 FROM {db:Identifier}.grants FINAL
-PREWHERE unprotected = 0
-    AND key IN {keys:Array(String)}
+PREWHERE key IN {keys:Array(String)}
     AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
 WHERE ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
 ORDER BY cluster, key, granted_at, grant_revision

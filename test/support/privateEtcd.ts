@@ -1,15 +1,36 @@
-// A throw-away single-member etcd of a test's own (for compaction and a
-// second cluster), on ports the caller picks, stopped by its pid.
-import { spawn, type ChildProcess } from 'node:child_process';
+// A throw-away single-member etcd of a test's own (for compaction, restores and
+// a second cluster), on ports the caller picks, stopped by its pid. A restore
+// uses etcdutl with the member's own name, peer URL and cluster token, so the
+// restored cluster keeps its cluster id (the case the id check alone misses).
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from './env.js';
 
-const ETCD = path.resolve(fileURLToPath(new URL('../../.tools/bin/etcd', import.meta.url)));
+const run = promisify(execFile);
+const BIN = path.resolve(fileURLToPath(new URL('../../.tools/bin', import.meta.url)));
+const ETCD = path.join(BIN, 'etcd');
+const ETCDCTL = path.join(BIN, 'etcdctl');
+const ETCDUTL = path.join(BIN, 'etcdutl');
+
+export interface RestoreOptions {
+  /** etcdutl --bump-revision (with --mark-compacted): revisions continue above the old ones. */
+  bumpRevision?: number;
+}
 
 export interface PrivateEtcd {
   endpoint: string;
+  /** Saves a snapshot of the running member to a file in the instance's temp dir; returns its path. */
+  snapshot(name: string): Promise<string>;
+  /** Stops the member, restores `snapshotFile` into a fresh data dir (same name, peer URL, token) and starts it. */
+  restore(snapshotFile: string, options?: RestoreOptions): Promise<void>;
   stop(): Promise<void>;
+}
+
+interface Running {
+  proc: ChildProcess;
+  exited: Promise<void>;
 }
 
 export interface PrivateEtcdOptions {
@@ -19,49 +40,76 @@ export interface PrivateEtcdOptions {
 
 export async function startPrivateEtcd(clientPort: number, peerPort: number, options: PrivateEtcdOptions = {}): Promise<PrivateEtcd> {
   const tmp = tempDir('lockaudit-etcd-');
-  const proc: ChildProcess = spawn(
-    ETCD,
-    [
-      `--name=p${clientPort}`,
-      `--data-dir=${tmp.dir}`,
-      `--listen-client-urls=http://127.0.0.1:${clientPort}`,
-      `--advertise-client-urls=http://127.0.0.1:${clientPort}`,
-      `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
-      `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
-      `--initial-cluster=p${clientPort}=http://127.0.0.1:${peerPort}`,
-      ...(options.defaultLimits ? [] : ['--max-txn-ops=65536', '--max-request-bytes=33554432']),
-      '--watch-progress-notify-interval=5s',
-      '--log-level=error',
-    ],
-    { stdio: 'ignore' },
-  );
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const name = `p${clientPort}`;
+  const peerUrl = `http://127.0.0.1:${peerPort}`;
   const endpoint = `http://127.0.0.1:${clientPort}`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    try {
-      const res = await fetch(`${endpoint}/health`, { signal: AbortSignal.timeout(1_000) });
-      if (res.ok && (await res.text()).includes('"health":"true"')) break;
-    } catch {
-      // not up yet
+  let generation = 0;
+  const dataDir = (): string => path.join(tmp.dir, `data${generation}`);
+
+  async function launch(): Promise<Running> {
+    const proc: ChildProcess = spawn(
+      ETCD,
+      [
+        `--name=${name}`,
+        `--data-dir=${dataDir()}`,
+        `--listen-client-urls=${endpoint}`,
+        `--advertise-client-urls=${endpoint}`,
+        `--listen-peer-urls=${peerUrl}`,
+        `--initial-advertise-peer-urls=${peerUrl}`,
+        `--initial-cluster=${name}=${peerUrl}`,
+        ...(options.defaultLimits ? [] : ['--max-txn-ops=65536', '--max-request-bytes=33554432']),
+        '--watch-progress-notify-interval=5s',
+        '--log-level=error',
+      ],
+      { stdio: 'ignore' },
+    );
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      try {
+        const res = await fetch(`${endpoint}/health`, { signal: AbortSignal.timeout(1_000) });
+        if (res.ok && (await res.text()).includes('"health":"true"')) break;
+      } catch {
+        // not up yet
+      }
+      if (Date.now() > deadline) {
+        if (proc.pid) process.kill(proc.pid, 'SIGKILL');
+        throw new Error(`private etcd on ${clientPort} did not start`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
     }
-    if (Date.now() > deadline) {
-      if (proc.pid) process.kill(proc.pid, 'SIGKILL');
-      throw new Error(`private etcd on ${clientPort} did not start`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
+    return { proc, exited };
   }
+
+  async function halt(r: Running): Promise<void> {
+    const { proc } = r;
+    if (proc.pid && proc.exitCode === null && proc.signalCode === null) {
+      try {
+        process.kill(proc.pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+    }
+    await r.exited;
+  }
+
+  let running = await launch();
   return {
     endpoint,
+    async snapshot(file) {
+      const out = path.join(tmp.dir, file);
+      await run(ETCDCTL, [`--endpoints=${endpoint}`, 'snapshot', 'save', out]);
+      return out;
+    },
+    async restore(snapshotFile, options = {}) {
+      await halt(running);
+      generation += 1;
+      const bump = options.bumpRevision ? [`--bump-revision=${options.bumpRevision}`, '--mark-compacted'] : [];
+      await run(ETCDUTL, ['snapshot', 'restore', snapshotFile, `--data-dir=${dataDir()}`, `--name=${name}`, `--initial-cluster=${name}=${peerUrl}`, `--initial-advertise-peer-urls=${peerUrl}`, ...bump]);
+      running = await launch();
+    },
     async stop() {
-      if (proc.pid && proc.exitCode === null && proc.signalCode === null) {
-        try {
-          process.kill(proc.pid, 'SIGTERM');
-        } catch {
-          // already gone
-        }
-      }
-      await exited;
+      await halt(running);
       tmp.remove();
     },
   };

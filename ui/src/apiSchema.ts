@@ -2309,7 +2309,7 @@ export interface operations {
                             id: string;
                             key: string;
                             namespace: string;
-                            /** @description Protected grants on the same key whose hold overlapped this one: possible double holders */
+                            /** @description Other grants on the same key whose hold overlapped this one — protected ones, and unprotected ones (e.g. another API replica granting from memory during the same quorum loss): possible double holders */
                             overlapping: {
                                 class: string;
                                 cluster: string;

@@ -1,0 +1,32 @@
+// GET /v1/quarantine — quarantined changes (reports/quarantine). Thin: auth,
+// rate limit, the read audit, then the report module.
+import { QuarantinePageSchema, QuarantineQuery, quarantinePage, recordQuarantineRead } from '../../reports/quarantine/index.js';
+import type { App, RouteOptions } from '../types.js';
+import { requireRoles } from '../auth.js';
+import { errorResponses } from './grants.js';
+
+export async function quarantineRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
+  const deps = { store: ctx.store, limits: ctx.config.reports };
+  app.get(
+    '/v1/quarantine',
+    {
+      preValidation: [requireRoles('auditor', 'investigator'), app.reportRateLimit],
+      schema: {
+        tags: ['tailer'],
+        summary: 'Quarantined changes',
+        description:
+          'Changes the tailer could not decode or store, set aside so capture went on: revision, key, reason and the raw value, ' +
+          'oldest first, by cluster and time; page with nextCursor. Roles: auditor, investigator. Every read is recorded (who, filters, when).',
+        querystring: QuarantineQuery,
+        response: { 200: { description: 'One page of quarantined changes', content: { 'application/json': { schema: QuarantinePageSchema } } }, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const params = request.query;
+      const who = request.identity;
+      const now = Date.now();
+      if (who) await recordQuarantineRead(deps, { identity: who.identity, tokenId: who.tokenId, params, requestId: String(request.id), atMs: now });
+      return quarantinePage(deps, params, now);
+    },
+  );
+}

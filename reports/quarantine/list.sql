@@ -1,0 +1,14 @@
+-- Quarantined changes (values the tailer could not decode or ClickHouse
+-- would not take: kept with the reason and the raw value, never dropped),
+-- quarantined in [from, to], optionally of one cluster (empty: all), oldest
+-- first, after a keyset cursor (at, cluster, revision, key).
+-- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterRevision:UInt64} {afterKey:String} {limit:UInt32}
+SELECT cluster, toString(revision) AS revision_text, key, toString(op) AS op_text, value, reason, toUnixTimestamp64Milli(at) AS at_ms
+FROM {db:Identifier}.quarantine FINAL
+WHERE ({cluster:String} = '' OR cluster = {cluster:String})
+  AND at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
+  AND at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+  AND ({hasCursor:UInt8} = 0
+       OR (toUnixTimestamp64Milli(at), toString(cluster), revision, key) > ({afterMs:Int64}, {afterCluster:String}, {afterRevision:UInt64}, {afterKey:String}))
+ORDER BY toUnixTimestamp64Milli(at), toString(cluster), revision, key
+LIMIT {limit:UInt32}

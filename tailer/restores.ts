@@ -1,0 +1,191 @@
+// etcd restores seen from the tailer (DESIGN.md §3.5). A restore rewinds
+// etcd: its head may fall below the checkpoint (same cluster token), its
+// cluster id may change (new token), or its revisions may jump ahead
+// (--bump-revision) with keys quietly back at older versions. Any of these is
+// a discontinuity, not "nothing lost". Each detected restore starts a new
+// timeline (etcd_timelines, generation + 1): the captured events above the
+// last revision both timelines share move to rolled_back_events, and capture
+// restarts there, following the restored cluster's own revisions.
+//
+// Checkpoints and timelines: the checkpoint in effect is the highest
+// checkpoint written at or after the current timeline's detection, and never
+// below its resume revision (readPosition). Rows of the old timeline stay in
+// `checkpoints` (data is never deleted) but no longer count, so checkpoint
+// writes can stay monotonic within a timeline while a restore still restarts
+// lower.
+import type { Etcd3 } from 'etcd3';
+import type { AuditStore } from '../core/clickhouse.js';
+import { PREFIX } from '../core/keyspace.js';
+import { loadSql } from '../platform/sql.js';
+
+const SQL = {
+  timeline: loadSql('tailer/sql/timeline.sql'),
+  checkpointSince: loadSql('tailer/sql/checkpointSince.sql'),
+  witnesses: loadSql('tailer/sql/witnesses.sql'),
+  capturedPut: loadSql('tailer/sql/capturedPut.sql'),
+  rollBackEvents: loadSql('tailer/sql/rollBackEvents.sql'),
+  dropRolledBackEvents: loadSql('tailer/sql/dropRolledBackEvents.sql'),
+  dropRolledBackGrants: loadSql('tailer/sql/dropRolledBackGrants.sql'),
+};
+
+/** Keys compared with etcd's keyspace at each start-position check. */
+const WITNESS_KEYS = 200;
+/** ...among the keys put in this many revisions below the checkpoint. */
+const WITNESS_WINDOW = 100_000n;
+
+export interface Timeline {
+  generation: number;
+  clusterId: string;
+  resumeRevision: bigint;
+  detectedMs: number;
+}
+
+export interface EtcdPosition {
+  head: bigint;
+  clusterId: string;
+}
+
+export interface RestoreSeen {
+  head: bigint;
+  clusterId: string;
+  previousClusterId: string;
+  why: string;
+}
+
+export async function currentTimeline(store: AuditStore, cluster: string): Promise<Timeline | undefined> {
+  const rows = await store.rows<{ generation: number; cluster_id: string; resume_revision: string; detected_ms: string }>(SQL.timeline.text, { cluster });
+  const r = rows[0];
+  return r ? { generation: Number(r.generation), clusterId: r.cluster_id, resumeRevision: BigInt(r.resume_revision), detectedMs: Number(r.detected_ms) } : undefined;
+}
+
+/**
+ * The checkpoint in effect: `legacy` (the highest checkpoint ever written)
+ * until a restore was recorded; after one, the highest checkpoint written
+ * since its detection, or its resume revision when none is higher.
+ */
+export async function readPosition(store: AuditStore, cluster: string, legacy: () => Promise<bigint>): Promise<bigint> {
+  const timeline = await currentTimeline(store, cluster);
+  if (!timeline || timeline.generation === 0) return legacy();
+  const rows = await store.rows<{ revision: string; n: string }>(SQL.checkpointSince.text, { cluster, sinceMs: timeline.detectedMs });
+  const since = rows[0] && rows[0].n !== '0' ? BigInt(rows[0].revision) : 0n;
+  return since > timeline.resumeRevision ? since : timeline.resumeRevision;
+}
+
+export async function etcdPosition(client: Etcd3): Promise<EtcdPosition> {
+  const res = await client.kv.range({ key: Buffer.from(PREFIX.clock), count_only: true });
+  return { head: BigInt(res.header.revision), clusterId: String(res.header.cluster_id) };
+}
+
+/** Records generation 0 (the cluster id first seen) when no timeline exists yet. */
+export async function ensureTimeline(store: AuditStore, cluster: string, position: EtcdPosition): Promise<Timeline> {
+  const existing = await currentTimeline(store, cluster);
+  if (existing) return existing;
+  await store.insert('etcd_timelines', [
+    { cluster, generation: 0, cluster_id: position.clusterId, previous_cluster_id: '', previous_checkpoint: '0', restored_head: '0', diverged_after: '0', resume_revision: '0', reason: 'first start' },
+  ]);
+  return (await currentTimeline(store, cluster)) as Timeline;
+}
+
+/**
+ * Was etcd restored under the tailer? Three tests, cheapest first: another
+ * cluster id; a head below what was captured; a key captured at some version
+ * now back at a lower version of the same incarnation (a bumped restore,
+ * whose head is above the checkpoint).
+ */
+export async function detectRestore(client: Etcd3, store: AuditStore, cluster: string, checkpoint: bigint, timeline: Timeline, position: EtcdPosition): Promise<RestoreSeen | undefined> {
+  const seen = { head: position.head, clusterId: position.clusterId, previousClusterId: timeline.clusterId };
+  if (position.clusterId !== timeline.clusterId) return { ...seen, why: `etcd's cluster id changed from ${timeline.clusterId} to ${position.clusterId}` };
+  if (position.head < checkpoint) return { ...seen, why: `etcd's head revision ${position.head} is below the checkpoint ${checkpoint}` };
+  const rewound = await rewoundKey(client, store, cluster, checkpoint);
+  return rewound ? { ...seen, why: rewound } : undefined;
+}
+
+async function rewoundKey(client: Etcd3, store: AuditStore, cluster: string, checkpoint: bigint): Promise<string | undefined> {
+  const witnesses = await store.rows<{ key: string; last_revision: string; last_version: string; last_create_revision: string }>(SQL.witnesses.text, {
+    cluster,
+    from: (checkpoint > WITNESS_WINDOW ? checkpoint - WITNESS_WINDOW : 0n).toString(),
+    upTo: checkpoint.toString(),
+    limit: WITNESS_KEYS,
+  });
+  for (let i = 0; i < witnesses.length; i += 50) {
+    const batch = witnesses.slice(i, i + 50);
+    const now = await Promise.all(batch.map((w) => client.kv.range({ key: Buffer.from(w.key) })));
+    for (const [j, w] of batch.entries()) {
+      const kv = now[j]?.kvs[0];
+      if (!kv || String(kv.create_revision) !== w.last_create_revision) continue; // deleted or recreated since: says nothing
+      if (BigInt(kv.version) < BigInt(w.last_version)) {
+        return `${w.key} was captured at version ${w.last_version} (revision ${w.last_revision}) but etcd now has it at version ${kv.version} (revision ${kv.mod_revision})`;
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The last revision both timelines share: the highest mod revision, at or
+ * below the checkpoint, of a key etcd holds now whose put there the tailer
+ * captured with the same value. Writes made after the restore reuse revision
+ * numbers with other values, so they do not match.
+ */
+export async function divergence(client: Etcd3, store: AuditStore, cluster: string, checkpoint: bigint): Promise<bigint> {
+  const candidates: Array<{ key: string; revision: bigint; value: string }> = [];
+  for (const prefix of [PREFIX.hold, PREFIX.queue, PREFIX.sys]) {
+    let from = Buffer.from(prefix);
+    const end = prefixEnd(prefix);
+    for (;;) {
+      const res = await client.kv.range({ key: from, range_end: end, limit: 5_000 });
+      for (const kv of res.kvs) {
+        const rev = BigInt(kv.mod_revision);
+        if (rev <= checkpoint) candidates.push({ key: kv.key.toString('utf8'), revision: rev, value: kv.value.toString('utf8') });
+      }
+      if (!res.more || res.kvs.length === 0) break;
+      from = Buffer.concat([(res.kvs.at(-1) as { key: Buffer }).key, Buffer.from([0])]);
+    }
+  }
+  candidates.sort((a, b) => (a.revision > b.revision ? -1 : a.revision < b.revision ? 1 : 0));
+  for (const c of candidates) {
+    const rows = await store.rows<{ n: string }>(SQL.capturedPut.text, { cluster, key: c.key, revision: c.revision.toString(), value: c.value });
+    if (rows[0]?.n !== '0') return c.revision;
+  }
+  return 0n;
+}
+
+function prefixEnd(prefix: string): Buffer {
+  const b = Buffer.from(prefix);
+  b[b.length - 1] = (b[b.length - 1] as number) + 1;
+  return b;
+}
+
+/** Moves the captured history above `after` to rolled_back_events (generation `generation`). Idempotent. */
+export async function rollBack(store: AuditStore, cluster: string, after: bigint, generation: number): Promise<void> {
+  const params = { cluster, after: after.toString() };
+  await store.command(SQL.rollBackEvents.text, { ...params, generation });
+  await store.command(SQL.dropRolledBackEvents.text, params, { mutations_sync: '2' });
+  await store.command(SQL.dropRolledBackGrants.text, params, { mutations_sync: '2' });
+}
+
+export interface NewTimeline {
+  cluster: string;
+  generation: number;
+  seen: RestoreSeen;
+  previousCheckpoint: bigint;
+  divergedAfter: bigint;
+  resumeRevision: bigint;
+}
+
+/** The restore record readers use: written last, once the old rows are moved and the snapshot is in. */
+export async function recordTimeline(store: AuditStore, t: NewTimeline): Promise<void> {
+  await store.insert('etcd_timelines', [
+    {
+      cluster: t.cluster,
+      generation: t.generation,
+      cluster_id: t.seen.clusterId,
+      previous_cluster_id: t.seen.previousClusterId,
+      previous_checkpoint: t.previousCheckpoint.toString(),
+      restored_head: t.seen.head.toString(),
+      diverged_after: t.divergedAfter.toString(),
+      resume_revision: t.resumeRevision.toString(),
+      reason: t.seen.why,
+    },
+  ]);
+}

@@ -1,0 +1,5 @@
+-- Whether the tailer captured exactly this put (same key, revision, value).
+-- Parameters: {db:Identifier} {cluster:String} {key:String} {revision:UInt64} {value:String}
+SELECT count() AS n
+FROM {db:Identifier}.events FINAL
+WHERE cluster = {cluster:String} AND revision = {revision:UInt64} AND key = {key:String} AND op = 'put' AND value = {value:String}

@@ -1,0 +1,89 @@
+// Grants that ended inside a gap (issue 11, defect 4), on a private etcd
+// (ports 27404/27405): a grant captured open, released while the tailer is
+// stopped, the release compacted away. After the gap it must read as ended
+// ('unknown', its end bounded by the gap), not as held forever; a grant still
+// held in the snapshot stays open.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { AuditStore } from '../../core/clickhouse.js';
+import { createEtcdClient } from '../../core/etcd.js';
+import { createLogger } from '../../core/logger.js';
+import { readCheckpoint } from '../../tailer/offsets.js';
+import { TailerReplica } from '../../tailer/replica.js';
+import { waitFor } from '../support/capture.js';
+import { tempStore, uniqueId } from '../support/env.js';
+import { startPrivateEtcd } from '../support/privateEtcd.js';
+import { Workload } from '../support/workload.js';
+
+const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
+let store: AuditStore;
+let closeStore: () => Promise<void>;
+
+before(async () => {
+  ({ store, close: closeStore } = await tempStore());
+});
+after(async () => {
+  await closeStore();
+});
+
+interface GrantRow {
+  end_kind: string;
+  end_revision: string;
+  ended_ms: string | null;
+  ended_at_error_ms: number;
+}
+
+async function grant(label: string, lock: string): Promise<GrantRow | undefined> {
+  const rows = await store.rows<GrantRow>(
+    'SELECT end_kind, toString(end_revision) AS end_revision, toString(toUnixTimestamp64Milli(ended_at)) AS ended_ms, ended_at_error_ms FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}',
+    { c: label, k: lock },
+  );
+  return rows[0];
+}
+
+describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
+  it('are closed as unknown, their end bounded by the gap; a grant still held stays open', async () => {
+    const own = await startPrivateEtcd(27_404, 27_405);
+    const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
+    const label = uniqueId('g');
+    const replica = (): TailerReplica => new TailerReplica({ cluster: { name: label, endpoints: [own.endpoint] }, store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100 });
+    try {
+      const w = new Workload(etcd, uniqueId('ns'));
+      const s = await w.session();
+      await w.grant(s, 'gone');
+      await w.grant(s, 'stays');
+      const mid = BigInt(await w.clock());
+      const first = replica();
+      first.start();
+      await waitFor('the grants captured', async () => ((await readCheckpoint(store, label)) >= mid ? true : undefined), 60_000, 100);
+      await first.close();
+      assert.equal((await grant(label, w.lock('gone')))?.end_kind, '', 'captured open');
+      const stoppedAt = Date.now();
+
+      // While the tailer is stopped: the release, then compaction past it.
+      await w.release(s, 'gone');
+      const compactAt = BigInt(await w.clock());
+      await etcd.kv.compact({ revision: compactAt.toString(), physical: true });
+      const second = replica();
+      second.start();
+      try {
+        await waitFor('capture past the gap', async () => ((await readCheckpoint(store, label)) >= compactAt ? true : undefined), 60_000, 100);
+        const restarted = Date.now();
+        const gone = await grant(label, w.lock('gone'));
+        assert.equal(gone?.end_kind, 'unknown', 'ended inside the gap: not held forever');
+        assert.equal(gone?.end_revision, compactAt.toString());
+        const ended = Number(gone?.ended_ms);
+        const error = Number(gone?.ended_at_error_ms);
+        assert.ok(error > 0, 'an estimate, with its bound');
+        assert.ok(ended - error <= stoppedAt && ended + error >= stoppedAt - 60_000, 'the bound reaches back to the last capture before the gap');
+        assert.ok(ended + error <= restarted, 'and not past the snapshot');
+        assert.equal((await grant(label, w.lock('stays')))?.end_kind, '', 'held in the snapshot: still open');
+      } finally {
+        await second.close();
+      }
+    } finally {
+      etcd.close();
+      await own.stop();
+    }
+  });
+});
