@@ -118,7 +118,11 @@ export function checkS3(config: Config, options: { deep: boolean }): Promise<Che
 
 export function redisConnection(url: string): Redis {
   // BullMQ workers need maxRetriesPerRequest: null.
-  return new Redis(url, { maxRetriesPerRequest: null, lazyConnect: true, connectTimeout: 3_000, retryStrategy: (times) => (times > 3 ? null : 200) });
+  const redis = new Redis(url, { maxRetriesPerRequest: null, lazyConnect: true, connectTimeout: 3_000, retryStrategy: (times) => (times > 3 ? null : 200) });
+  // Its callers await each command, so a failure reaches them (a check's result, a job's error); without
+  // a listener ioredis would also print "[ioredis] Unhandled error event" with a stack at every retry.
+  redis.on('error', () => undefined);
+  return redis;
 }
 
 export function checkRedis(config: Config, options: { deep: boolean }): Promise<CheckResult> {
