@@ -40,9 +40,16 @@ const notFound = (id: string): LockauditError =>
   // The same answer for "expired", "closed" and "someone else's": existence does not leak.
   new LockauditError('LOCKAUDIT_ERR_SESSION_NOT_FOUND', `session ${id}: no live session of yours has this id (it expired, was closed, or never existed)`);
 
+/**
+ * How long a lapsed session stays cached past its TTL: a holder releasing just after its session
+ * lapsed is told its token was fenced out (409 NOT_HOLDER), as before, rather than that the session is
+ * unknown; after that it leaves the cache for good.
+ */
+export const SESSION_CACHE_GRACE_MS = 60_000;
+
 interface CachedSession {
   record: SessionRecord;
-  /** When the lease lapses unless someone (maybe another API process) keeps it alive: now + TTL at the last sign of life. */
+  /** When the entry goes: the lease lapses a TTL after its last sign of life here (unless another process kept it alive), plus the grace. */
   aliveUntil: number;
 }
 
@@ -53,9 +60,9 @@ export class Sessions {
   readonly #now: () => number;
   /**
    * Records are immutable for a lease's life; existence is re-checked by every txn. An entry goes
-   * when its lease has had a full TTL without a sign of life here, so sessions that expired (their
-   * callers gone without closing) do not accumulate; a session another process keeps alive is just
-   * read from etcd again.
+   * when its lease has had a full TTL (and the grace) without a sign of life here, so sessions that
+   * expired (their callers gone without closing) do not accumulate; a session another process keeps
+   * alive is just read from etcd again.
    */
   readonly #cache = new Map<string, CachedSession>();
   #sweptAt = 0;
@@ -75,7 +82,7 @@ export class Sessions {
 
   #remember(id: string, record: SessionRecord, ttlSeconds = record.ttlSeconds): void {
     this.#sweep();
-    this.#cache.set(id, { record, aliveUntil: this.#now() + ttlSeconds * 1000 });
+    this.#cache.set(id, { record, aliveUntil: this.#now() + ttlSeconds * 1000 + SESSION_CACHE_GRACE_MS });
   }
 
   #lookup(id: string): SessionRecord | undefined {

@@ -12,7 +12,7 @@ import { TailerReplica, type ReplicaOptions } from '../../tailer/replica.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { assertExactCapture } from '../support/capture.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
-import { Workload, type Session } from '../support/workload.js';
+import { ETCD_DEFAULT_MAX_TXN_OPS, Workload, type Session } from '../support/workload.js';
 import { heading, percentile, report } from './report.js';
 
 const REVISIONS = Number(process.env.BENCH_REVISIONS ?? 300_000);
@@ -194,7 +194,7 @@ heading('one revision with 20 000 events (mass expiry)');
   replica.start();
   const s = await mw.session();
   const paths = Array.from({ length: 20_000 }, (_, i) => `m/${i}`);
-  for (let i = 0; i < paths.length; i += 5_000) await mw.grantMany(s, paths.slice(i, i + 5_000));
+  for (let i = 0; i < paths.length; i += ETCD_DEFAULT_MAX_TXN_OPS) await mw.grantMany(s, paths.slice(i, i + ETCD_DEFAULT_MAX_TXN_OPS));
   const settle = BigInt(await mw.clock());
   while ((await readCheckpoint(store, label)) < settle) await new Promise((r) => setTimeout(r, 100));
   global.gc?.();

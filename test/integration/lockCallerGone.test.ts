@@ -11,7 +11,7 @@ import { Etcd3 } from 'etcd3';
 import { LockKeys } from '../../lock/kv.js';
 import { LockEtcd } from '../../lock/lockEtcd.js';
 import { MarkerLease } from '../../lock/markers.js';
-import { Sessions } from '../../lock/sessions.js';
+import { SESSION_CACHE_GRACE_MS, Sessions } from '../../lock/sessions.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { fencedClass, lockApp, type LockApp } from '../support/lockApp.js';
 
@@ -94,12 +94,12 @@ describe('a caller that is gone', { timeout: 120_000 }, () => {
       assert.equal(sessions.cachedCount, 21);
       // The short sessions' callers vanish: their leases go (revoked here rather than waited for).
       for (const s of created) await etcd.leaseRevoke(s.id);
-      now += 6_000;
+      now += 5_000 + SESSION_CACHE_GRACE_MS + 1;
       assert.equal(sessions.cached(created[0]!.id), undefined);
       assert.equal(sessions.cachedCount, 1, 'only the session still within its TTL is cached');
       assert.ok(sessions.cached(kept.id));
       // A session another process keeps alive is only read again, not lost.
-      now += 60_000;
+      now += 30_000;
       assert.equal(sessions.cached(kept.id), undefined);
       assert.equal((await sessions.get('spiffe://test/stays', kept.id)).ttlSeconds, 30);
       assert.equal(sessions.cachedCount, 1);

@@ -107,6 +107,8 @@ describe('lockaudit start: busy port and shutdown deadline', { timeout: 240_000 
     etcd.kill('SIGKILL');
     redis.kill('SIGKILL');
     await Promise.all([exited(etcd), exited(redis)]);
+    // Readiness says so (and its Redis client's errors are not printed raw).
+    assert.equal((await fetch(`http://127.0.0.1:${ports.api}/readyz`)).status, 503);
     first.child.kill('SIGTERM');
     const code = await exited(first.child);
     const lines = first.stderr().trim().split('\n');

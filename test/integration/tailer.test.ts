@@ -25,7 +25,7 @@ import { spoolFile } from '../../tailer/spoolShipper.js';
 import { tailerMetrics } from '../../tailer/tailerMetrics.js';
 import { assertExactCapture, waitFor } from '../support/capture.js';
 import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
-import { Workload } from '../support/workload.js';
+import { ETCD_DEFAULT_MAX_TXN_OPS, Workload } from '../support/workload.js';
 
 const config = testConfig();
 const endpoints = config.etcd.clusters[0]?.endpoints ?? [];
@@ -141,7 +141,8 @@ describe('tailer (in-process)', () => {
     const s = await w.session();
     const paths = Array.from({ length: 20_000 }, (_, i) => `k/${i}`);
     const grantRevs = new Set<string>();
-    for (let i = 0; i < paths.length; i += 5_000) grantRevs.add(await w.grantMany(s, paths.slice(i, i + 5_000)));
+    // In txns within etcd's default limits; the expiry still deletes all 20 000 at one revision.
+    for (let i = 0; i < paths.length; i += ETCD_DEFAULT_MAX_TXN_OPS) grantRevs.add(await w.grantMany(s, paths.slice(i, i + ETCD_DEFAULT_MAX_TXN_OPS)));
     const expiry = await w.expire(s);
     const end = await w.clock();
     await waitCheckpoint(label, BigInt(end), 180_000);

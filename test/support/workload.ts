@@ -9,6 +9,9 @@ import type { Etcd3 } from 'etcd3';
 import type { EventType } from '../../core/events.js';
 import { PREFIX, classKey, forceKey, holdKey, markKey, queueKey } from '../../core/keyspace.js';
 
+/** etcd's default --max-txn-ops: the suite's etcd runs with etcd's defaults, as users' do. */
+export const ETCD_DEFAULT_MAX_TXN_OPS = 128;
+
 export interface ExpectedEvent {
   revision: string;
   key: string;
@@ -73,7 +76,7 @@ export class Workload {
     return rev;
   }
 
-  /** Many grants in one txn (fast setup for mass expiry): one revision, many keys. */
+  /** Many grants in one txn (fast setup for mass expiry): one revision, many keys — at most ETCD_DEFAULT_MAX_TXN_OPS. */
   async grantMany(s: Session, paths: readonly string[], opts: { class?: string } = {}): Promise<string> {
     const at = Date.now();
     const ops = paths.map((p) => this.client.put(holdKey(this.lock(p))).value(JSON.stringify({ holder: `spiffe://test/${s.id}`, session: s.id, class: opts.class ?? 'payments', epoch: 0, waitMs: 0, at })).lease(s.id));
