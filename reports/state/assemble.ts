@@ -1,7 +1,7 @@
 // Pure: the keyspace at revision R from the last captured change of each key
 // and the recorded gaps. A key whose state at R the log cannot tell is marked
 // unknown, naming the gap — never a confident wrong answer:
-// - R inside a gap [from, to]: a hold last seen before the gap is known held
+// - R inside a gap (from ≤ R < to; the snapshot is taken at `to`): a hold last seen before the gap is known held
 //   only when the snapshot after the gap shows the same grant; a hold in that
 //   snapshot granted inside the gap is held at R when granted at or before R
 //   (a hold key is created once, so it was alive from its grant on), and its
@@ -134,9 +134,12 @@ export interface AssembleInput {
   snapshotAfter: readonly EntryRow[];
 }
 
-/** The gap containing `revision`, if any. */
+/**
+ * The gap whose lost history hides `revision`, if any: from ≤ revision < to.
+ * At `to` itself the snapshot (taken at that revision) tells every hold.
+ */
 export function containingGap(gaps: readonly GapRow[], revision: bigint): GapRow | undefined {
-  return gaps.find((g) => BigInt(g.from_revision) <= revision && revision <= BigInt(g.to_revision));
+  return gaps.find((g) => BigInt(g.from_revision) <= revision && revision < BigInt(g.to_revision));
 }
 
 export function assembleState(input: AssembleInput): KeyspaceState {

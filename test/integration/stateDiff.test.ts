@@ -15,9 +15,11 @@ import type { Config } from '../../core/config.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { makeToken } from '../../core/token.js';
+import { stateAt } from '../../reports/state/index.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { waitFor } from '../support/capture.js';
+import { startPrivateEtcd } from '../support/privateEtcd.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { fencedClass, lockApp, type LockApp } from '../support/lockApp.js';
 import { Workload } from '../support/workload.js';
@@ -179,13 +181,73 @@ describe('keyspace at a moment and diff (known answers)', { timeout: 180_000 }, 
     const dg = await get<DiffBody>(`/v1/diff?from=${r1}&to=${r5}&prefix=${ns}/`);
     assert.deepEqual(dg.body.gaps.map((g) => g.fromRevision), [gapFrom]);
     assert.equal(dg.body.complete, false);
-    const inside = await get<StateBody>(`/v1/state?at=${gapTo}&prefix=${ns}/`);
+    const inside = await get<StateBody>(`/v1/state?at=${gapFrom}&prefix=${ns}/`);
     assert.equal(inside.body.complete, false);
     assert.deepEqual(inside.body.gaps.map((g) => [g.fromRevision, g.toRevision]), [[gapFrom, gapTo]]);
     // Every hold etcd had at r4 is unknown inside the gap (no snapshot after it was written): never a confident answer.
-    assert.deepEqual(inside.body.holds, []);
+    assert.ok(inside.body.holds.every((x) => !e4.holds.some((h) => h.startsWith(`${x.key} `))), 'no hold from before the gap is asserted inside it');
     assert.deepEqual(inside.body.unknown.filter((u) => u.kind === 'hold').map((u) => u.key).sort(), e4.holds.map((h) => h.split(' ')[0]).sort());
     assert.ok(inside.body.unknown.every((u) => u.gap?.fromRevision === gapFrom));
+  });
+
+  it('a real gap (etcd compacted history while the tailer was stopped): inside it, only what the snapshot proves is held; after it, state equals etcd again', async () => {
+    // A private etcd in this file's port block (test services use base+0..31), so compaction touches nobody else.
+    const portBase = Number(process.env.LOCKAUDIT_TEST_PORT_BASE ?? 24000);
+    const own = await startPrivateEtcd(portBase + 40, portBase + 41);
+    const client = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
+    const gapLabel = uniqueId('g');
+    const replicas: TailerReplica[] = [];
+    const start = (): TailerReplica => {
+      const r = new TailerReplica({ cluster: { name: gapLabel, endpoints: [own.endpoint] }, store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100 });
+      replicas.push(r);
+      r.start();
+      return r;
+    };
+    const deps = { store, limits: config.reports, clusters: [gapLabel] };
+    try {
+      const ns = uniqueId('ns');
+      const w = new Workload(client, ns);
+      const startRev = BigInt((await client.kv.range({ key: Buffer.from('/sys/clock'), count_only: true })).header.revision) + 1n;
+      await store.insert('checkpoints', [{ cluster: gapLabel, revision: (startRev - 1n).toString(), leader: 'test' }]);
+      const first = start();
+      const a = await w.session();
+      const b = await w.session();
+      await w.grant(a, 'across', { holder: 'h-across' });
+      await w.grant(b, 'gone', { holder: 'h-gone' });
+      const mid = BigInt(await w.clock());
+      await waitFor('first checkpoint', async () => ((await readCheckpoint(store, gapLabel)) >= mid ? true : undefined), 60_000, 100);
+      await first.close();
+      // While stopped: 'gone' ends, 'inside' is granted, then 'late'; etcd compacts all of it away.
+      await w.release(b, 'gone');
+      const inside = await w.grant(await w.session(), 'inside', { holder: 'h-inside' });
+      await w.grant(await w.session(), 'late', { holder: 'h-late' });
+      const compactAt = BigInt(await w.clock());
+      await client.kv.compact({ revision: compactAt.toString(), physical: true });
+      start();
+      await waitFor('checkpoint past the gap', async () => ((await readCheckpoint(store, gapLabel)) >= compactAt ? true : undefined), 60_000, 100);
+
+      const atInside = await stateAt(deps, { at: inside, prefix: `${ns}/` });
+      assert.equal(atInside.complete, false);
+      assert.equal(atInside.gaps.length, 1);
+      assert.deepEqual(atInside.holds.map((x) => [x.key, x.holder, x.startKnown]), [[`${ns}/across`, 'h-across', true], [`${ns}/inside`, 'h-inside', false]]);
+      assert.deepEqual(atInside.unknown.map((u) => [u.key, u.lastKnownHolder]).sort(), [[`${ns}/gone`, 'h-gone'], [`${ns}/late`, null]]);
+
+      // After the gap, at a revision etcd can still read: exactly etcd's holds ('gone' ended inside the gap).
+      await w.release(a, 'across');
+      const after = await w.clock();
+      await waitFor('checkpoint after', async () => ((await readCheckpoint(store, gapLabel)) >= BigInt(after) ? true : undefined), 60_000, 100);
+      for (const rev of [compactAt.toString(), after]) {
+        const got = await stateAt(deps, { at: rev, prefix: `${ns}/` });
+        const res = await client.kv.range({ key: Buffer.from(`/l/${ns}/`), range_end: Buffer.from(`/l/${ns}0`), revision: rev });
+        const expected = res.kvs.map((kv) => `${kv.key.toString().slice(3)} ${kv.mod_revision}`).sort();
+        assert.deepEqual(got.holds.map((x) => `${x.key} ${x.grantRevision}`).sort(), expected, `holds at ${rev}`);
+        assert.equal(got.complete, true);
+      }
+    } finally {
+      for (const r of replicas) await r.close();
+      client.close();
+      await own.stop();
+    }
   });
 
   it('roles, bad input naming the field, and the read audit', async () => {

@@ -41,6 +41,19 @@ describe('state assembly', () => {
     assert.deepEqual(s.unknown.map((u) => [u.key, u.gap?.fromRevision, u.lastKnownHolder]).sort(), [['ns/gone', '20', 'w2'], ['ns/late', '20', null]]);
   });
 
+  it('at the last revision of a gap the snapshot taken there tells every hold', () => {
+    const s = assembleState({
+      revision: 30n,
+      latest: [hold('ns/early', 30, 'w3', 'snapshot-hold', 22), hold('ns/gone', 11, 'w2'), hold('ns/kept', 30, 'w1', 'snapshot-hold', 10)],
+      classes: [],
+      gaps: [gap],
+      snapshotAfter: [],
+    });
+    assert.equal(s.complete, true);
+    assert.deepEqual(s.holds.map((h) => h.key), ['ns/early', 'ns/kept']);
+    assert.deepEqual(s.unknown, []);
+  });
+
   it('after a gap: a hold last seen before it and not in its snapshot ended inside it; classes from before it are unknown', () => {
     const s = assembleState({
       revision: 40n,
