@@ -258,11 +258,21 @@ describe('web console', () => {
   });
 
   it('shows tailer health per cluster and the gaps', async () => {
+    // A restore (etcd rewound, same token: the cluster id unchanged), detected before the compaction gap.
+    await store.insert('gaps', [{ cluster: 'c1', from_revision: '301', to_revision: '340', detected_at: NOW - 2 * DAY, reason: 'restore: head 300 below checkpoint 340', kind: 'restore', history_lost: 0, generation: 1, previous_cluster_id: 'cafe01', cluster_id: 'cafe01' }]);
+    const gapsAnswer = await fetch(`${base}/v1/gaps?cluster=c1`, { headers: { authorization: `Bearer ${adminToken}` } });
+    assert.equal(gapsAnswer.status, 200);
+    assert.deepEqual(((await gapsAnswer.json()) as { items: Array<Record<string, unknown>> }).items.map((g) => [g.fromRevision, g.kind, g.historyLost, g.previousClusterId, g.clusterId]), [
+      ['200', 'compaction', true, null, null],
+      ['301', 'restore', false, 'cafe01', 'cafe01'],
+    ]);
     await page.goto(`${base}/ui/#/tailers`);
     const row = page.locator('table.tailers tbody tr', { hasText: 'replica-a' });
     await row.waitFor();
     assert.match(await row.innerText(), /^c1\s+replica-a\s+500\s+520\s+20\s+1\.5 s\s+180/);
     assert.match(await page.locator('table.gaps tbody tr').first().innerText(), /c1\s+200\s+250.*compacted before capture/);
+    assert.match(await page.locator('table.gaps tbody tr').first().innerText(), /compacted before capture\s+compaction\s+—$/);
+    assert.match(await page.locator('table.gaps tbody tr').nth(1).innerText(), /^c1\s+301\s+340\s.*restore: head 300 below checkpoint 340\s+restore\s+cafe01 → cafe01$/);
     await chartRendered(page, 'tailer-lag');
     // The status sample the fixture published is in the lag history: one point at 1.5 s, 20 revisions.
     const lag = await chartLines(page, 'tailer-lag');

@@ -1148,10 +1148,18 @@ export interface operations {
                     "application/json": {
                         items: {
                             cluster: string;
+                            /** @description restore: etcd's cluster id after the restore (hex; the same id when restored with the same token); null for compaction */
+                            clusterId: string | null;
                             /** @description ISO-8601 */
                             detectedAt: string;
                             /** @description decimal revision */
                             fromRevision: string;
+                            /** @description false: a restore whose restored history is all readable (the range is the rolled-back revisions of the old timeline) */
+                            historyLost: boolean;
+                            /** @description compaction: history compacted before capture; restore: etcd rewound to a snapshot */
+                            kind: "compaction" | "restore";
+                            /** @description restore: etcd's cluster id before the restore (hex); null for compaction */
+                            previousClusterId: string | null;
                             reason: string;
                             /** @description decimal revision */
                             toRevision: string;
