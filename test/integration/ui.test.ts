@@ -12,6 +12,7 @@ import type { Page } from 'playwright-core';
 import { buildApp, type App } from '../../api/app.js';
 import { HealthState } from '../../platform/health.js';
 import { grantRoutes } from '../../api/routes/grants.js';
+import { quarantineRoutes } from '../../api/routes/quarantine.js';
 import { reportRoutes } from '../../api/routes/reports.js';
 import { stateRoutes } from '../../api/routes/state.js';
 import { tailerRoutes } from '../../api/routes/tailers.js';
@@ -89,7 +90,7 @@ describe('web console', () => {
 
     const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '100000' });
     const ctx = { config, logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() };
-    app = await buildApp(ctx, [tailerRoutes, grantRoutes, reportRoutes, stateRoutes, uiRoutes]);
+    app = await buildApp(ctx, [tailerRoutes, quarantineRoutes, grantRoutes, reportRoutes, stateRoutes, uiRoutes]);
     adminToken = (await createApiToken(store, 'root@corp', ['admin'])).token;
     const run = await app.inject({ method: 'POST', url: '/v1/reports/risk-register/run', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, payload: '{}' });
     assert.equal(run.statusCode, 201, run.body);
@@ -280,6 +281,40 @@ describe('web console', () => {
     await shot('tailers');
   });
 
+  it('shows quarantined changes on the tailer page: escaped, long values cut with the whole value a click away, a page at a time', async () => {
+    const markup = '<img src=x onerror="window.__pwned=1">';
+    const long = `{"holder":"${'x'.repeat(300)}","waitMs":1e21}`;
+    await store.insert('quarantine', [
+      { cluster: 'c1', revision: '18446744073709551000', key: '/l/pay/acct-9', op: 'put', value: markup, reason: 'decode: not JSON', at: NOW - 3_000 },
+      { cluster: 'c1', revision: '612', key: '/l/pay/acct-8', op: 'put', value: long, reason: 'decode: waitMs out of range', at: NOW - 2_000 },
+      ...Array.from({ length: 50 }, (_, i) => ({ cluster: 'c1', revision: String(700 + i), key: `/l/fill/k-${i}`, op: 'put', value: '{}', reason: 'decode: missing holder', at: NOW - 1_000 + i })),
+    ]);
+    await page.goto(`${base}/ui/#/tailers`);
+    await page.reload(); // the previous test left the tailer page open: render it again
+    const rows = page.locator('table.quarantine tbody tr');
+    await rows.first().waitFor();
+    assert.equal(await rows.count(), 50, 'the first page');
+    assert.match(await rows.nth(0).innerText(), /^c1\s+18446744073709551000\s+\/l\/pay\/acct-9\s+put\s+decode: not JSON\s/);
+    // The raw value is text, never markup.
+    assert.equal(await rows.nth(0).locator('code.raw').innerText(), markup);
+    assert.equal(await page.locator('table.quarantine img').count(), 0);
+    assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+    // A long value: cut to 120 characters, its length said, the whole of it on a click.
+    const cut = rows.nth(1).locator('details.raw');
+    assert.match(await rows.nth(1).innerText(), /^c1\s+612\s+\/l\/pay\/acct-8\s+put\s+decode: waitMs out of range\s/);
+    assert.equal(await cut.locator('summary code').innerText(), `${long.slice(0, 120)}…`);
+    assert.match(await cut.locator('summary').innerText(), new RegExp(`\\(${long.length} characters: show all\\)`));
+    assert.equal(await cut.locator('pre').isVisible(), false);
+    await cut.locator('summary').click();
+    assert.equal(await cut.locator('pre').innerText(), long);
+    await shot('tailers-quarantine');
+    // The next page on request; the button goes when there is no more.
+    await page.click('button.more');
+    await page.waitForFunction(() => document.querySelectorAll('table.quarantine tbody tr').length === 52);
+    assert.deepEqual((await rows.allInnerTexts()).slice(48).map((r) => r.split('\t')[2]), ['/l/fill/k-46', '/l/fill/k-47', '/l/fill/k-48', '/l/fill/k-49']);
+    assert.equal(await page.locator('button.more').count(), 0);
+  });
+
   it('shows the keyspace at a moment with a revision slider, the diff between two moments, and is linked from a grant', async () => {
     await page.goto(`${base}/ui/#/keyspace?cluster=c1&prefix=pay/&at=103`);
     await page.locator('table.holds tbody tr').nth(1).waitFor();
@@ -309,6 +344,8 @@ describe('web console', () => {
     assert.equal(await page.locator('nav .whoami').innerText(), 'audrey@corp');
     // The landing page is the first one the token can read.
     await page.locator('table.register tbody tr').first().waitFor();
+    await page.goto(`${base}/ui/#/tailers`);
+    await page.locator('table.quarantine tbody tr').first().waitFor(); // the auditor role reads quarantined changes
     await page.goto(`${base}/ui/#/grants`);
     assert.match(await page.locator('main .error').innerText(), /needs one of the roles investigator; the token of audrey@corp has auditor/);
     const investigator = (await createApiToken(store, 'ivy@corp', ['investigator'])).token;

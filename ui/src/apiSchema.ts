@@ -114,6 +114,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/quarantine": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Quarantined changes
+         * @description Changes the tailer could not decode or store, set aside so capture went on: revision, key, reason and the raw value, oldest first, by cluster and time; page with nextCursor. Roles: auditor, investigator. Every read is recorded (who, filters, when).
+         */
+        get: operations["getV1Quarantine"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/reports/contention": {
         parameters: {
             query?: never;
@@ -1331,6 +1351,139 @@ export interface operations {
                         nextCursor: string | null;
                     };
                     "text/csv": string;
+                };
+            };
+            /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getV1Quarantine: {
+        parameters: {
+            query?: {
+                /** @description Only this cluster; default all */
+                cluster?: string;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /**
+                 * @description Quarantined at or after. Default: to − LOCKAUDIT_MAX_WINDOW_DAYS
+                 * @example 2025-11-29T03:12:00Z
+                 */
+                from?: string;
+                /** @description Page size */
+                limit?: number;
+                /**
+                 * @description Quarantined at or before. Default now
+                 * @example 2025-11-29T03:12:00Z
+                 */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of quarantined changes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            cluster: string;
+                            key: string;
+                            /** @description put, delete, snapshot or spool */
+                            op: string;
+                            /** Format: date-time */
+                            quarantinedAt: string;
+                            reason: string;
+                            /** @description etcd revision (decimal string); 0 for a spool line */
+                            revision: string;
+                            /** @description The raw value, as etcd (or the spool) held it */
+                            value: string;
+                        }[];
+                        /** @description Pass as cursor for the next page; null on the last page */
+                        nextCursor: string | null;
+                    };
                 };
             };
             /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */

@@ -1,12 +1,15 @@
 // Tailer health: per etcd cluster the elected leader, checkpoint, lag behind
 // the head revision and history gaps; the lag over a chosen span (aggregated
-// by the API into at most 241 points a cluster); then the gaps themselves.
+// by the API into at most 241 points a cluster); then the gaps themselves and,
+// for tokens allowed to read them, the quarantined changes.
 import { getJson } from '../api.js';
+import { callerHas } from '../caller.js';
 import { chartBox, shortMs, type EChartsOption } from '../charts.js';
 import { fmtTime, h, table, type Child } from '../dom.js';
 import { errorBox } from '../nav.js';
 import { apiQuery, chosenSpan, spanButtons } from '../spans.js';
 import type { Gap, Tailer, TailerLag } from '../types.js';
+import { quarantineSection } from './quarantine.js';
 
 export async function tailersPage(params: URLSearchParams): Promise<Node> {
   const span = chosenSpan(params);
@@ -14,6 +17,8 @@ export async function tailersPage(params: URLSearchParams): Promise<Node> {
   let tailers: Tailer[];
   let gaps: Gap[];
   let lag: TailerLag;
+  // Quarantined raw values are for auditors and investigators only: a token without those roles never asks.
+  const quarantine = callerHas('auditor', 'investigator') ? quarantineSection() : undefined;
   try {
     [{ items: tailers }, { items: gaps }, lag] = await Promise.all([
       getJson<{ items: Tailer[] }>('/v1/tailers'),
@@ -39,6 +44,7 @@ export async function tailersPage(params: URLSearchParams): Promise<Node> {
     gaps.length
       ? table(['Cluster', 'From revision', 'To revision', 'Detected at', 'Reason', 'Kind', 'Cluster ids'], gaps.map(gapRow), { class: 'gaps' })
       : h('p', { class: 'good' }, 'No gaps.'),
+    quarantine ? [h('h2', {}, 'Quarantined changes (set aside so capture went on)'), await quarantine] : null,
   );
 }
 
