@@ -45,6 +45,9 @@ const G: Record<string, GrantSpec> = {
   g8: { key: 'cat/sku-1', class: 'cache', holder: 'h-e', rev: 0, spool: 'n1:000001', at: T0 + 2000, end: { kind: 'release', at: T0 + 3000, rev: 0 } },
   g9: { key: 'cat/sku-1', class: 'cache', holder: 'h-d', rev: 150, at: T0 + 2500, waitMs: 5, end: { kind: 'expiry', at: T0 + 4500, rev: 151 } },
   g11: { key: 'cat/sku-2', class: 'cache', holder: 'h-e', rev: 0, spool: 'n1:000002', at: T0 + 50_000 },
+  // Written around the lock API (issue 11, defect 7): a hold put straight into etcd, and an API hold deleted by hand.
+  g12: { key: 'ops/door-1', class: 'ops', holder: 'etcdctl', rev: 160, at: T0 + 1000, origin: 'foreign', end: { kind: 'release', at: T0 + 3000, rev: 161 } },
+  g13: { key: 'ops/door-1', class: 'ops', holder: 'h-f', rev: 170, at: T0 + 5000, end: { kind: 'deleted', at: T0 + 8000, rev: 171 } },
 };
 
 describe('web console', () => {
@@ -177,7 +180,27 @@ describe('web console', () => {
     await shot('timeline');
   });
 
-  it('draws a busy key as buckets aggregated by the API, and a click on a bucket zooms into its grants', async () => {
+  it('marks a foreign grant and a hold deleted by hand on the key timeline, and says so in the grant\'s detail', async () => {
+    await page.goto(`${base}/ui/#/timeline?${new URLSearchParams({ key: 'ops/door-1', from: new Date(T0).toISOString(), to: new Date(T0 + 10_000).toISOString() })}`);
+    await chartRendered(page, 'timeline');
+    const drawn = await chartSeries(page, 'timeline');
+    assert.deepEqual(Object.fromEntries(Object.entries(drawn).map(([k, v]) => [k, v.length])), { grants: 2, expiry: 0, 'force-release': 0, deleted: 1, foreign: 1 });
+    assert.deepEqual((drawn.foreign as Array<{ value: number[] }>).map((d) => d.value), [[T0 + 1000, 0]], 'at the foreign grant\'s start');
+    assert.deepEqual((drawn.deleted as Array<{ value: number[] }>).map((d) => d.value), [[T0 + 8000, 0]], 'at the deleted hold\'s end');
+    assert.match(await page.locator('.timeline').innerText(), /■ deleted by hand; ● foreign grant/);
+    await clickChartAt(page, 'timeline', [T0 + 2000, 0]);
+    const detail = page.locator('.detail');
+    await detail.locator('dd[data-field="Origin"]').waitFor();
+    assert.match(await detail.locator('dd[data-field="Origin"]').innerText(), /^foreign/);
+    await clickChartAt(page, 'timeline', [T0 + 6500, 0]);
+    await detail.locator('dd[data-field="Holder"]', { hasText: 'h-f' }).waitFor();
+    assert.equal(await detail.locator('dd[data-field="Ended by"]').innerText(), 'deleted');
+    assert.equal(await detail.locator('dd[data-field="Origin"]').innerText(), 'lock API');
+    await hideTooltip(page, 'timeline');
+    await shot('timeline-foreign-deleted');
+  });
+
+    it('draws a busy key as buckets aggregated by the API, and a click on a bucket zooms into its grants', async () => {
     const from = new Date(T0).toISOString();
     const to = new Date(T0 + 3_000_000).toISOString();
     await page.goto(`${base}/ui/#/timeline?${new URLSearchParams({ key: BUSY_KEY, from, to })}`);

@@ -2206,7 +2206,9 @@ export interface operations {
                      *           "heldMs": 612000,
                      *           "expiries": 1,
                      *           "forceReleases": 0,
-                     *           "unprotected": 0
+                     *           "unprotected": 0,
+                     *           "foreign": 0,
+                     *           "deleted": 0
                      *         }
                      *       ],
                      *       "gaps": [
@@ -2231,10 +2233,14 @@ export interface operations {
                              * @description Bucket start
                              */
                             at: string;
+                            /** @description Holds deleted by hand in the bucket: no marker, and the lease outlived them (no expiry, no API release) */
+                            deleted: number;
                             /** @description Holds that ended by lease expiry in the bucket */
                             expiries: number;
                             /** @description Holds force-released in the bucket */
                             forceReleases: number;
+                            /** @description Foreign grants started in the bucket: holds put straight into etcd, not by the lock API */
+                            foreign: number;
                             /** @description Grants started in the bucket */
                             grants: number;
                             /** @description Time the key was held in the bucket (overlapping holds of unprotected grants add up) */
