@@ -251,6 +251,7 @@ describe('web console', () => {
     const colour = await page.locator('tr.status-expired td.status').evaluate((td) => getComputedStyle(td).backgroundColor);
     assert.equal(colour, 'rgb(248, 215, 218)');
     assert.match(await page.locator('main').innerText(), /Register of \d{4}-\d\d-\d\d/);
+    assert.deepEqual((await page.locator('table.register thead th').allInnerTexts()).slice(-2), ['Foreign grants 24h / 30d', 'Deleted by hand 24h / 30d']);
     await shot('risk-register');
     // An earlier night's register, by its date.
     const earlier = dateInZone(NOW - 2 * DAY, 'UTC');

@@ -1850,6 +1850,9 @@ export interface operations {
                             class: string;
                             /** @description Days from the register date to the waiver expiry; negative once expired */
                             daysLeft: number | null;
+                            /** @description Holds deleted by hand: no marker, and the lease outlived them (end kind deleted) */
+                            deleted24h: number;
+                            deleted30d: number;
                             distinctKeys24h: number;
                             distinctKeys30d: number;
                             /** @description Grants ended by lease expiry (never released) */
@@ -1857,6 +1860,9 @@ export interface operations {
                             expiries30d: number;
                             forceReleases24h: number;
                             forceReleases30d: number;
+                            /** @description Grants put straight into etcd, not by the lock API (origin foreign) */
+                            foreignGrants24h: number;
+                            foreignGrants30d: number;
                             grants24h: number;
                             grants30d: number;
                             namespace: string;
@@ -2020,7 +2026,11 @@ export interface operations {
                      *           "forceReleases24h": 0,
                      *           "forceReleases30d": 2,
                      *           "unprotected24h": 0,
-                     *           "unprotected30d": 14
+                     *           "unprotected30d": 14,
+                     *           "foreignGrants24h": 0,
+                     *           "foreignGrants30d": 3,
+                     *           "deleted24h": 0,
+                     *           "deleted30d": 1
                      *         }
                      *       ]
                      *     }
@@ -2032,6 +2042,9 @@ export interface operations {
                             class: string;
                             /** @description Days from the register date to the waiver expiry; negative once expired */
                             daysLeft: number | null;
+                            /** @description Holds deleted by hand: no marker, and the lease outlived them (end kind deleted) */
+                            deleted24h: number;
+                            deleted30d: number;
                             distinctKeys24h: number;
                             distinctKeys30d: number;
                             /** @description Grants ended by lease expiry (never released) */
@@ -2039,6 +2052,9 @@ export interface operations {
                             expiries30d: number;
                             forceReleases24h: number;
                             forceReleases30d: number;
+                            /** @description Grants put straight into etcd, not by the lock API (origin foreign) */
+                            foreignGrants24h: number;
+                            foreignGrants30d: number;
                             grants24h: number;
                             grants30d: number;
                             namespace: string;
