@@ -9,6 +9,7 @@ import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
 import { buildApp } from '../api/app.js';
 import { exportRoutes } from '../api/routes/exports.js';
 import { grantRoutes } from '../api/routes/grants.js';
+import { quarantineRoutes } from '../api/routes/quarantine.js';
 import { reportRoutes } from '../api/routes/reports.js';
 import { stateRoutes } from '../api/routes/state.js';
 import { tailerRoutes } from '../api/routes/tailers.js';
@@ -28,7 +29,7 @@ export async function consoleOpenApi(): Promise<OpenAPI3> {
   // A client of a server nobody calls: building the app runs no query.
   const store = new AuditStore({ mode: 'server', url: 'http://127.0.0.1:9', database: config.clickhouse.database });
   const ctx = { config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() };
-  const app = await buildApp(ctx, [tailerRoutes, grantRoutes, reportRoutes, stateRoutes, exportRoutes()]);
+  const app = await buildApp(ctx, [tailerRoutes, quarantineRoutes, grantRoutes, reportRoutes, stateRoutes, exportRoutes()]);
   try {
     await app.ready();
     return app.swagger() as OpenAPI3;

@@ -33,7 +33,7 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
             description: 'The register',
             content: {
               'application/json': { schema: RegisterSchema },
-              'text/csv': { schema: Type.String({ examples: [`${REGISTER_CSV_HEADER.join(',')}\r\n2025-11-29,2025-11-29T02:00:00.000Z,repeat:risk-register-nightly:1764381600000,cache-refresh,catalog,risk-team@corp,2025-12-20,21,expiring,1840,51022,312,2210,3,71,0,2,0,14\r\n`] }) },
+              'text/csv': { schema: Type.String({ examples: [`${REGISTER_CSV_HEADER.join(',')}\r\n2025-11-29,2025-11-29T02:00:00.000Z,repeat:risk-register-nightly:1764381600000,cache-refresh,catalog,risk-team@corp,2025-12-20,21,expiring,1840,51022,312,2210,3,71,0,2,0,14,0,3,0,1\r\n`] }) },
               'text/html': { schema: Type.String({ examples: ['<!doctype html><html>…<table>…</table></html>'] }) },
             },
           },

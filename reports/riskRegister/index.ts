@@ -1,6 +1,7 @@
 // The advisory risk register (DESIGN §4): one row per advisory lock class —
 // owner, waiver expiry, days left, status, and how much it was used over the
-// last 24 h and 30 d. Built nightly by a job (job.ts) and on demand; every
+// last 24 h and 30 d (including writes that went around the lock API: foreign
+// grants and holds deleted by hand). Built nightly by a job (job.ts) and on demand; every
 // run is kept (risk_register_runs + risk_register), served as JSON, CSV, HTML.
 import Type, { type Static } from 'typebox';
 import { LockClassSchema, decodeValue } from '../../core/keyspace.js';
@@ -42,13 +43,17 @@ export const RegisterRowSchema = Type.Object({
   forceReleases30d: Count,
   unprotected24h: Type.Number({ description: 'Grants issued without quorum' }),
   unprotected30d: Count,
+  foreignGrants24h: Type.Number({ description: 'Grants put straight into etcd, not by the lock API (origin foreign)' }),
+  foreignGrants30d: Count,
+  deleted24h: Type.Number({ description: 'Holds deleted by hand: no marker, and the lease outlived them (end kind deleted)' }),
+  deleted30d: Count,
 });
 export type RegisterRow = Static<typeof RegisterRowSchema>;
 
 export const REGISTER_ROW_EXAMPLE: RegisterRow = {
   class: 'cache-refresh', namespace: 'catalog', riskOwner: 'risk-team@corp', waiverExpires: '2025-12-20', daysLeft: 21, status: 'expiring',
   grants24h: 1840, grants30d: 51022, distinctKeys24h: 312, distinctKeys30d: 2210, expiries24h: 3, expiries30d: 71, forceReleases24h: 0,
-  forceReleases30d: 2, unprotected24h: 0, unprotected30d: 14,
+  forceReleases30d: 2, unprotected24h: 0, unprotected30d: 14, foreignGrants24h: 0, foreignGrants30d: 3, deleted24h: 0, deleted30d: 1,
 };
 
 export const RegisterSchema = Type.Object(
@@ -75,6 +80,7 @@ const USAGE_FIELDS = [
   ['grants24h', 'grants_24h'], ['grants30d', 'grants_30d'], ['distinctKeys24h', 'distinct_keys_24h'], ['distinctKeys30d', 'distinct_keys_30d'],
   ['expiries24h', 'expiries_24h'], ['expiries30d', 'expiries_30d'], ['forceReleases24h', 'force_releases_24h'], ['forceReleases30d', 'force_releases_30d'],
   ['unprotected24h', 'unprotected_24h'], ['unprotected30d', 'unprotected_30d'],
+  ['foreignGrants24h', 'foreign_grants_24h'], ['foreignGrants30d', 'foreign_grants_30d'], ['deleted24h', 'deleted_24h'], ['deleted30d', 'deleted_30d'],
 ] as const;
 
 /** Computes the register as of an instant; `timeZone` decides its date. Stores nothing. */
@@ -93,7 +99,7 @@ export async function buildRegister(deps: ReportDeps, asOfMs: number, timeZone: 
     const { daysLeft, status } = waiverState(def?.waiverExpires, date);
     const row: RegisterRow = {
       class: name, namespace: def?.namespace ?? '', riskOwner: def?.riskOwner ?? '', waiverExpires: def?.waiverExpires ?? null, daysLeft, status,
-      grants24h: 0, grants30d: 0, distinctKeys24h: 0, distinctKeys30d: 0, expiries24h: 0, expiries30d: 0, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0,
+      grants24h: 0, grants30d: 0, distinctKeys24h: 0, distinctKeys30d: 0, expiries24h: 0, expiries30d: 0, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0, foreignGrants24h: 0, foreignGrants30d: 0, deleted24h: 0, deleted30d: 0,
     };
     for (const [field, column] of USAGE_FIELDS) row[field] = num(u?.[column]) ?? 0;
     return row;
@@ -152,7 +158,7 @@ export async function storedRegister(deps: ReportDeps, date?: string): Promise<R
       const row: RegisterRow = {
         class: r.class, namespace: r.namespace, riskOwner: r.risk_owner, waiverExpires: r.waiver_day, daysLeft: num(r.days_left),
         status: (['ok', 'expiring', 'expired'] as const).find((s) => s === r.status) ?? ('expired' satisfies WaiverStatus),
-        grants24h: 0, grants30d: 0, distinctKeys24h: 0, distinctKeys30d: 0, expiries24h: 0, expiries30d: 0, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0,
+        grants24h: 0, grants30d: 0, distinctKeys24h: 0, distinctKeys30d: 0, expiries24h: 0, expiries30d: 0, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0, foreignGrants24h: 0, foreignGrants30d: 0, deleted24h: 0, deleted30d: 0,
       };
       for (const [field, column] of USAGE_FIELDS) row[field] = num(r[column]) ?? 0;
       return row;
@@ -170,7 +176,7 @@ const STATUS_COLOUR: Record<WaiverStatus, string> = { ok: '#e6f4ea', expiring: '
 
 /** A self-contained, readable HTML page; every value is escaped. */
 export function registerHtml(r: Register): string {
-  const head = ['Class', 'Namespace', 'Risk owner', 'Waiver expires', 'Days left', 'Status', 'Grants 24 h', 'Grants 30 d', 'Keys 24 h', 'Keys 30 d', 'Expiries 24 h', 'Expiries 30 d', 'Force-releases 24 h', 'Force-releases 30 d', 'Unprotected 24 h', 'Unprotected 30 d'];
+  const head = ['Class', 'Namespace', 'Risk owner', 'Waiver expires', 'Days left', 'Status', 'Grants 24 h', 'Grants 30 d', 'Keys 24 h', 'Keys 30 d', 'Expiries 24 h', 'Expiries 30 d', 'Force-releases 24 h', 'Force-releases 30 d', 'Unprotected 24 h', 'Unprotected 30 d', 'Foreign grants 24 h', 'Foreign grants 30 d', 'Deleted by hand 24 h', 'Deleted by hand 30 d'];
   const body = r.classes
     .map((c) => {
       const cells = [c.class, c.namespace, c.riskOwner, c.waiverExpires ?? '—', c.daysLeft ?? '—', c.status, ...USAGE_FIELDS.map(([f]) => c[f])];

@@ -1,7 +1,9 @@
 -- How much each advisory class was used, over (as_of − 24 h, as_of] and
 -- (as_of − 30 d, as_of]: grants, distinct keys and unprotected grants counted
 -- by grant time; expiries (ended by lease expiry, never released) and
--- force-releases counted by end time. grants FINAL: exact under replays.
+-- force-releases counted by end time; foreign grants (put straight into etcd,
+-- not by the lock API) by grant time, holds deleted by hand (no marker, the
+-- lease outlived them) by end time. grants FINAL: exact under replays.
 -- Parameters: {db:Identifier} {classes:Array(String)} {asOfMs:Int64}
 WITH
     fromUnixTimestamp64Milli({asOfMs:Int64}, 'UTC') AS as_of,
@@ -22,7 +24,11 @@ SELECT
     countIf(end_kind = 'force' AND ended_1) AS force_releases_24h,
     countIf(end_kind = 'force' AND ended_30) AS force_releases_30d,
     countIf(unprotected = 1 AND granted_1) AS unprotected_24h,
-    countIf(unprotected = 1 AND granted_30) AS unprotected_30d
+    countIf(unprotected = 1 AND granted_30) AS unprotected_30d,
+    countIf(origin = 'foreign' AND granted_1) AS foreign_grants_24h,
+    countIf(origin = 'foreign' AND granted_30) AS foreign_grants_30d,
+    countIf(end_kind = 'deleted' AND ended_1) AS deleted_24h,
+    countIf(end_kind = 'deleted' AND ended_30) AS deleted_30d
 FROM {db:Identifier}.grants FINAL
 PREWHERE class IN {classes:Array(String)} AND granted_at <= as_of
 WHERE granted_at > d30 OR ended_at > d30

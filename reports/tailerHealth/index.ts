@@ -21,6 +21,10 @@ export const GapSchema = Type.Object({
   toRevision: Revision,
   detectedAt: Type.String({ description: 'ISO-8601' }),
   reason: Type.String(),
+  kind: Type.Union([Type.Literal('compaction'), Type.Literal('restore')], { description: 'compaction: history compacted before capture; restore: etcd rewound to a snapshot' }),
+  historyLost: Type.Boolean({ description: 'false: a restore whose restored history is all readable (the range is the rolled-back revisions of the old timeline)' }),
+  previousClusterId: Type.Union([Type.String(), Type.Null()], { description: "restore: etcd's cluster id before the restore (hex); null for compaction" }),
+  clusterId: Type.Union([Type.String(), Type.Null()], { description: "restore: etcd's cluster id after the restore (hex; the same id when restored with the same token); null for compaction" }),
 });
 
 export const TailerSchema = Type.Object({
@@ -86,11 +90,33 @@ export async function tailerHealth(deps: ReportDeps, configuredClusters: readonl
   });
 }
 
+interface GapRow {
+  cluster: string;
+  from_revision: string;
+  to_revision: string;
+  detected_at: string;
+  reason: string;
+  kind: string;
+  history_lost: number | string;
+  previous_cluster_id: string;
+  cluster_id: string;
+}
+
 /** Recorded history gaps, newest first. */
 export async function historyGaps(deps: ReportDeps, query: Static<typeof GapsQuery>): Promise<GapItem[]> {
-  const rows = await reportRows<{ cluster: string; from_revision: string; to_revision: string; detected_at: string; reason: string }>(deps, GAPS, {
-    cluster: query.cluster ?? '',
-    limit: query.limit ?? 100,
+  const rows = await reportRows<GapRow>(deps, GAPS, { cluster: query.cluster ?? '', limit: query.limit ?? 100 });
+  return rows.map((r) => {
+    const restore = r.kind === 'restore';
+    return {
+      cluster: r.cluster,
+      fromRevision: r.from_revision,
+      toRevision: r.to_revision,
+      detectedAt: iso(r.detected_at),
+      reason: r.reason,
+      kind: restore ? 'restore' : 'compaction',
+      historyLost: Number(r.history_lost) !== 0,
+      previousClusterId: restore ? r.previous_cluster_id : null,
+      clusterId: restore ? r.cluster_id : null,
+    };
   });
-  return rows.map((r) => ({ cluster: r.cluster, fromRevision: r.from_revision, toRevision: r.to_revision, detectedAt: iso(r.detected_at), reason: r.reason }));
 }

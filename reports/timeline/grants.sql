@@ -17,7 +17,8 @@ SELECT
     wait_ms,
     duration_ms,
     unprotected,
-    spool_id
+    spool_id,
+    origin                               -- foreign: put straight into etcd, not by the lock API
 FROM {db:Identifier}.grants FINAL
 PREWHERE key IN {lanes:Array(String)}
     AND ({cluster:String} = '' OR cluster = {cluster:String})

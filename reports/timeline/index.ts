@@ -1,7 +1,8 @@
 // Key timeline (the console's timeline page): the grants of one key, or of the
 // busiest keys under a prefix, over a window — as one bar per grant when they
 // are few enough to draw, else as per-key time buckets aggregated in
-// ClickHouse (held time, grants, holders, expiries, force-releases), so a
+// ClickHouse (held time, grants, holders, expiries, force-releases, foreign
+// grants and holds deleted by hand), so a
 // 30-day window of a busy cluster reaches the browser as a bounded number of
 // cells. History gaps in the window come with their wall-clock span.
 import Type, { type Static } from 'typebox';
@@ -48,6 +49,8 @@ export const TimelineCellSchema = Type.Object({
   expiries: Type.Number({ description: 'Holds that ended by lease expiry in the bucket' }),
   forceReleases: Type.Number({ description: 'Holds force-released in the bucket' }),
   unprotected: Type.Number({ description: 'Unprotected (fail-open) grants started in the bucket' }),
+  foreign: Type.Number({ description: 'Foreign grants started in the bucket: holds put straight into etcd, not by the lock API' }),
+  deleted: Type.Number({ description: 'Holds deleted by hand in the bucket: no marker, and the lease outlived them (no expiry, no API release)' }),
 });
 export type TimelineCell = Static<typeof TimelineCellSchema>;
 
@@ -79,7 +82,7 @@ export const TimelineSchema = Type.Object(
     examples: [
       {
         from: '2025-11-28T00:00:00.000Z', to: '2025-11-29T00:00:00.000Z', mode: 'buckets', lanes: ['payments/acct-42'], totalLanes: 1, totalGrants: 8812, bucketSeconds: 900, grants: [],
-        cells: [{ key: 'payments/acct-42', at: '2025-11-28T00:00:00.000Z', grants: 92, holders: 7, topHolder: 'spiffe://corp/payments-worker', heldMs: 612000, expiries: 1, forceReleases: 0, unprotected: 0 }],
+        cells: [{ key: 'payments/acct-42', at: '2025-11-28T00:00:00.000Z', grants: 92, holders: 7, topHolder: 'spiffe://corp/payments-worker', heldMs: 612000, expiries: 1, forceReleases: 0, unprotected: 0, foreign: 0, deleted: 0 }],
         gaps: [{ cluster: 'local', fromRevision: '1200', toRevision: '1450', reason: 'compacted', detectedAt: '2025-11-28T10:02:00.000Z', fromTime: '2025-11-28T09:58:12.400Z', toTime: '2025-11-28T10:01:59.020Z' }],
       },
     ],
@@ -89,7 +92,7 @@ export type Timeline = Static<typeof TimelineSchema>;
 
 type Num = string | number | null;
 interface LaneRow { key: string; grants: Num; lanes: Num; total: Num }
-interface CellRow { key: string; bucket_ms: Num; grants: Num; holders: Num; top_holder: string; held_ms: Num; expiries: Num; force_releases: Num; unprotected: Num }
+interface CellRow { key: string; bucket_ms: Num; grants: Num; holders: Num; top_holder: string; held_ms: Num; expiries: Num; force_releases: Num; unprotected: Num; foreign_grants: Num; deleted: Num }
 interface GapRow { cluster: string; from_revision: string; to_revision: string; reason: string; detected_ms: Num }
 interface BoundsRow { before_ms: Num; after_ms: Num }
 
@@ -131,6 +134,8 @@ export async function timeline(deps: ReportDeps, p: TimelineParams, nowMs: numbe
     expiries: n0(r.expiries),
     forceReleases: n0(r.force_releases),
     unprotected: n0(r.unprotected),
+    foreign: n0(r.foreign_grants),
+    deleted: n0(r.deleted),
   }));
   return { ...base, mode: 'buckets', bucketSeconds, grants: [], cells };
 }

@@ -43,6 +43,14 @@ const G: Record<string, GrantSpec> = {
   g12: { key: 'cat/sku-3', class: 'cache', holder: 'h-d', rev: 90, at: NOW - 3 * DAY, waitMs: 1, end: { kind: 'expiry', at: NOW - 3 * DAY + 1000, rev: 91 } },
   g13: { key: 'cat/sku-3', class: 'cache', holder: 'h-d', rev: 20, at: NOW - 40 * DAY, waitMs: 1, end: { kind: 'release', at: NOW - 40 * DAY + 10, rev: 21 } },
 };
+// Writes around the lock API in the advisory class flags (issue 11, defect 7), outside the contention window:
+// foreign grants at −5 h, −10 d and −40 d (not in 30 d); holds deleted by hand at −4 h and −10 d.
+const F: Record<string, GrantSpec> = {
+  f1: { key: 'cfg/a', class: 'flags', holder: 'etcdctl', rev: 400, at: NOW - 5 * 3_600_000, origin: 'foreign', end: { kind: 'release', at: NOW - 5 * 3_600_000 + 1000, rev: 401 } },
+  f2: { key: 'cfg/a', class: 'flags', holder: 'h-g', rev: 402, at: NOW - 4 * 3_600_000, end: { kind: 'deleted', at: NOW - 4 * 3_600_000 + 2000, rev: 403 } },
+  f3: { key: 'cfg/b', class: 'flags', holder: 'etcdctl', rev: 404, at: NOW - 10 * DAY, origin: 'foreign', end: { kind: 'deleted', at: NOW - 10 * DAY + 1000, rev: 405 } },
+  f4: { key: 'cfg/b', class: 'flags', holder: 'etcdctl', rev: 406, at: NOW - 40 * DAY, origin: 'foreign', end: { kind: 'release', at: NOW - 40 * DAY + 1000, rev: 407 } },
+};
 const TODAY = dateInZone(NOW, 'UTC');
 
 describe('reporting API', () => {
@@ -68,6 +76,7 @@ describe('reporting API', () => {
   before(async () => {
     ({ store, close: closeStore } = await tempStore());
     await insertGrants(Object.values(G));
+    await insertGrants(Object.values(F));
     await store.insert('grants', [grantRows(G.g1 as GrantSpec).closed as GrantRow]); // a tailer replay: must not show twice
     await store.insert('events', [
       classEvent('cache', advisoryClass('cache', 'cat', addDays(TODAY, 90), 'risk@corp'), 10, NOW - 50 * DAY),
@@ -269,11 +278,15 @@ describe('reporting API', () => {
   describe('advisory risk register', () => {
     const expectedRows = (date: string) => [
       { class: 'cache', namespace: 'cat', riskOwner: 'risk@corp', waiverExpires: addDays(TODAY, 90), daysLeft: 90 - dayDiff(date), status: 'ok',
-        grants24h: 5, grants30d: 6, distinctKeys24h: 2, distinctKeys30d: 3, expiries24h: 1, expiries30d: 2, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 2, unprotected30d: 2 },
+        grants24h: 5, grants30d: 6, distinctKeys24h: 2, distinctKeys30d: 3, expiries24h: 1, expiries30d: 2, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 2, unprotected30d: 2,
+        foreignGrants24h: 0, foreignGrants30d: 0, deleted24h: 0, deleted30d: 0 },
+      // F: f1, f2 in 24 h; f3 in 30 d; f4 older. A delete by hand is no expiry.
       { class: 'flags', namespace: 'cfg', riskOwner: 'flags-owner@corp', waiverExpires: addDays(TODAY, 10), daysLeft: 10 - dayDiff(date), status: 'expiring',
-        grants24h: 0, grants30d: 0, distinctKeys24h: 0, distinctKeys30d: 0, expiries24h: 0, expiries30d: 0, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0 },
+        grants24h: 2, grants30d: 3, distinctKeys24h: 1, distinctKeys30d: 2, expiries24h: 0, expiries30d: 0, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0,
+        foreignGrants24h: 1, foreignGrants30d: 2, deleted24h: 1, deleted30d: 2 },
       { class: 'report-gen', namespace: 'rep', riskOwner: 'report-gen-owner@corp', waiverExpires: addDays(TODAY, -5), daysLeft: -5 - dayDiff(date), status: 'expired',
-        grants24h: 0, grants30d: 0, distinctKeys24h: 0, distinctKeys30d: 0, expiries24h: 0, expiries30d: 0, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0 },
+        grants24h: 0, grants30d: 0, distinctKeys24h: 0, distinctKeys30d: 0, expiries24h: 0, expiries30d: 0, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0,
+        foreignGrants24h: 0, foreignGrants30d: 0, deleted24h: 0, deleted30d: 0 },
     ];
     const dayDiff = (date: string) => Math.round((Date.parse(date) - Date.parse(TODAY)) / DAY);
 
@@ -303,13 +316,17 @@ describe('reporting API', () => {
       assert.match(String(csv.headers['content-type']), /^text\/csv/);
       const lines = csv.body.trim().split('\r\n');
       assert.equal(lines.length, 4);
-      assert.equal(lines[0], 'date,asOf,runId,class,namespace,riskOwner,waiverExpires,daysLeft,status,grants24h,grants30d,distinctKeys24h,distinctKeys30d,expiries24h,expiries30d,forceReleases24h,forceReleases30d,unprotected24h,unprotected30d');
+      assert.equal(lines[0], 'date,asOf,runId,class,namespace,riskOwner,waiverExpires,daysLeft,status,grants24h,grants30d,distinctKeys24h,distinctKeys30d,expiries24h,expiries30d,forceReleases24h,forceReleases30d,unprotected24h,unprotected30d,foreignGrants24h,foreignGrants30d,deleted24h,deleted30d');
       assert.ok((lines[1] as string).includes(`,cache,cat,risk@corp,${addDays(TODAY, 90)},`));
-      assert.ok((lines[1] as string).endsWith(',ok,5,6,2,3,1,2,0,0,2,2'));
+      assert.ok((lines[1] as string).includes(',ok,5,6,2,3,1,2,0,0,2,2,'));
+      assert.ok((lines[1] as string).endsWith(',ok,5,6,2,3,1,2,0,0,2,2,0,0,0,0'));
+      assert.ok((lines[2] as string).endsWith(',expiring,2,3,1,2,0,0,0,0,0,0,1,2,1,2'), lines[2]);
       const html = await get(`/v1/reports/risk-register?date=${reg.date}&format=html`, 'admin');
       assert.match(String(html.headers['content-type']), /^text\/html/);
       assert.match(html.body, /<h1>Advisory risk register — \d{4}-\d{2}-\d{2}<\/h1>/);
       assert.match(html.body, /1 ok, 1 expiring within 30 days, 1 expired/);
+      assert.match(html.body, /<th>Foreign grants 24 h<\/th><th>Foreign grants 30 d<\/th><th>Deleted by hand 24 h<\/th><th>Deleted by hand 30 d<\/th>/);
+      assert.match(html.body, /<td>flags<\/td>.*<td class="n">1<\/td><td class="n">2<\/td><td class="n">1<\/td><td class="n">2<\/td><\/tr>/);
       assert.equal((await get('/v1/reports/risk-register?date=1999-01-01', 'auditor')).statusCode, 404);
     });
   });

@@ -36,6 +36,14 @@ const others: GrantSpec[] = Array.from({ length: 59 }, (_, j) => j + 1).flatMap(
   Array.from({ length: n }, (_, i) => ({ key: `busy/k-${n}`, class: 'c', holder: 'h-x', rev: 100 + i, at: T0 + i * 2000, end: { kind: 'release' as const, at: T0 + i * 2000 + 100, rev: 200 + i } })),
 );
 
+// odd/k-0 (issue 11, defect 7): 6 grants, one every 10 s from T0, each held
+// 1.5 s; grants 1 and 4 were put straight into etcd (foreign), grants 2 and 4
+// were deleted by hand (their leases outlived them).
+const odd: GrantSpec[] = Array.from({ length: 6 }, (_, i) => ({
+  key: 'odd/k-0', class: 'c', holder: `h-${i}`, rev: 30_000 + i, at: T0 + i * 10_000, ...(i === 1 || i === 4 ? { origin: 'foreign' as const } : {}),
+  end: { kind: i === 2 || i === 4 ? ('deleted' as const) : ('release' as const), at: T0 + i * 10_000 + 1500, rev: 31_000 + i },
+}));
+
 describe('timeline and tailer lag', () => {
   let store: AuditStore;
   let closeStore: () => Promise<void>;
@@ -48,7 +56,7 @@ describe('timeline and tailer lag', () => {
 
   before(async () => {
     ({ store, close: closeStore } = await tempStore());
-    const specs = [...busy, ...others];
+    const specs = [...busy, ...others, ...odd];
     await store.insert('grants', specs.map((s) => grantRows(s).open));
     await store.insert('grants', specs.map((s) => grantRows(s).closed).filter((r): r is GrantRow => r !== undefined));
     // Gap 1: revisions 5000–5100, last event before it at T0 + 500 s, first after at T0 + 520 s.
@@ -122,6 +130,24 @@ describe('timeline and tailer lag', () => {
     const cells = await get<Timeline>(`/v1/reports/timeline?key=busy/k-0&${win}&maxBars=50`);
     assert.equal(cells.body.mode, 'buckets');
     assert.equal(cells.body.cells.reduce((s, c) => s + c.grants, 0), 101);
+  });
+
+  it('marks foreign grants and holds deleted by hand, in bars and in cells (known answer)', async () => {
+    const win = `from=${iso(T0)}&to=${iso(T0 + 60_000)}`;
+    const bars = await get<Timeline>(`/v1/reports/timeline?key=odd/k-0&${win}`);
+    assert.equal(bars.body.mode, 'grants');
+    assert.deepEqual(bars.body.grants.map((g) => [g.grantRevision, g.origin, g.endKind]), [
+      ['30000', 'api', 'release'], ['30001', 'foreign', 'release'], ['30002', 'api', 'deleted'], ['30003', 'api', 'release'], ['30004', 'foreign', 'deleted'], ['30005', 'api', 'release'],
+    ]);
+    // The same grants as 1 s cells (60 s in at most 240 buckets): each hold covers two cells, [at, at + 1 s) and [at + 1 s, at + 2 s).
+    const cells = await get<Timeline>(`/v1/reports/timeline?key=odd/k-0&${win}&maxBars=1`);
+    assert.equal(cells.body.mode, 'buckets');
+    assert.equal(cells.body.bucketSeconds, 1);
+    assert.equal(cells.body.cells.length, 12);
+    const marked = (pick: (c: Timeline['cells'][number]) => number) => cells.body.cells.filter((c) => pick(c) > 0).map((c) => [c.at, pick(c)]);
+    assert.deepEqual(marked((c) => c.foreign), [[iso(T0 + 10_000), 1], [iso(T0 + 40_000), 1]], 'a foreign grant counts in the cell it started in');
+    assert.deepEqual(marked((c) => c.deleted), [[iso(T0 + 21_000), 1], [iso(T0 + 41_000), 1]], 'a deleted end counts in the cell it ended in');
+    assert.equal(cells.body.cells.reduce((s, c) => s + c.expiries + c.forceReleases, 0), 0, 'a delete by hand is no expiry');
   });
 
   it('draws the 50 busiest keys under a prefix and says how many there are', async () => {

@@ -12,6 +12,7 @@ import type { Page } from 'playwright-core';
 import { buildApp, type App } from '../../api/app.js';
 import { HealthState } from '../../platform/health.js';
 import { grantRoutes } from '../../api/routes/grants.js';
+import { quarantineRoutes } from '../../api/routes/quarantine.js';
 import { reportRoutes } from '../../api/routes/reports.js';
 import { stateRoutes } from '../../api/routes/state.js';
 import { tailerRoutes } from '../../api/routes/tailers.js';
@@ -44,6 +45,9 @@ const G: Record<string, GrantSpec> = {
   g8: { key: 'cat/sku-1', class: 'cache', holder: 'h-e', rev: 0, spool: 'n1:000001', at: T0 + 2000, end: { kind: 'release', at: T0 + 3000, rev: 0 } },
   g9: { key: 'cat/sku-1', class: 'cache', holder: 'h-d', rev: 150, at: T0 + 2500, waitMs: 5, end: { kind: 'expiry', at: T0 + 4500, rev: 151 } },
   g11: { key: 'cat/sku-2', class: 'cache', holder: 'h-e', rev: 0, spool: 'n1:000002', at: T0 + 50_000 },
+  // Written around the lock API (issue 11, defect 7): a hold put straight into etcd, and an API hold deleted by hand.
+  g12: { key: 'ops/door-1', class: 'ops', holder: 'etcdctl', rev: 160, at: T0 + 1000, origin: 'foreign', end: { kind: 'release', at: T0 + 3000, rev: 161 } },
+  g13: { key: 'ops/door-1', class: 'ops', holder: 'h-f', rev: 170, at: T0 + 5000, end: { kind: 'deleted', at: T0 + 8000, rev: 171 } },
 };
 
 describe('web console', () => {
@@ -89,7 +93,7 @@ describe('web console', () => {
 
     const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '100000' });
     const ctx = { config, logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() };
-    app = await buildApp(ctx, [tailerRoutes, grantRoutes, reportRoutes, stateRoutes, uiRoutes]);
+    app = await buildApp(ctx, [tailerRoutes, quarantineRoutes, grantRoutes, reportRoutes, stateRoutes, uiRoutes]);
     adminToken = (await createApiToken(store, 'root@corp', ['admin'])).token;
     const run = await app.inject({ method: 'POST', url: '/v1/reports/risk-register/run', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, payload: '{}' });
     assert.equal(run.statusCode, 201, run.body);
@@ -176,7 +180,27 @@ describe('web console', () => {
     await shot('timeline');
   });
 
-  it('draws a busy key as buckets aggregated by the API, and a click on a bucket zooms into its grants', async () => {
+  it('marks a foreign grant and a hold deleted by hand on the key timeline, and says so in the grant\'s detail', async () => {
+    await page.goto(`${base}/ui/#/timeline?${new URLSearchParams({ key: 'ops/door-1', from: new Date(T0).toISOString(), to: new Date(T0 + 10_000).toISOString() })}`);
+    await chartRendered(page, 'timeline');
+    const drawn = await chartSeries(page, 'timeline');
+    assert.deepEqual(Object.fromEntries(Object.entries(drawn).map(([k, v]) => [k, v.length])), { grants: 2, expiry: 0, 'force-release': 0, deleted: 1, foreign: 1 });
+    assert.deepEqual((drawn.foreign as Array<{ value: number[] }>).map((d) => d.value), [[T0 + 1000, 0]], 'at the foreign grant\'s start');
+    assert.deepEqual((drawn.deleted as Array<{ value: number[] }>).map((d) => d.value), [[T0 + 8000, 0]], 'at the deleted hold\'s end');
+    assert.match(await page.locator('.timeline').innerText(), /■ deleted by hand; ● foreign grant/);
+    await clickChartAt(page, 'timeline', [T0 + 2000, 0]);
+    const detail = page.locator('.detail');
+    await detail.locator('dd[data-field="Origin"]').waitFor();
+    assert.match(await detail.locator('dd[data-field="Origin"]').innerText(), /^foreign/);
+    await clickChartAt(page, 'timeline', [T0 + 6500, 0]);
+    await detail.locator('dd[data-field="Holder"]', { hasText: 'h-f' }).waitFor();
+    assert.equal(await detail.locator('dd[data-field="Ended by"]').innerText(), 'deleted');
+    assert.equal(await detail.locator('dd[data-field="Origin"]').innerText(), 'lock API');
+    await hideTooltip(page, 'timeline');
+    await shot('timeline-foreign-deleted');
+  });
+
+    it('draws a busy key as buckets aggregated by the API, and a click on a bucket zooms into its grants', async () => {
     const from = new Date(T0).toISOString();
     const to = new Date(T0 + 3_000_000).toISOString();
     await page.goto(`${base}/ui/#/timeline?${new URLSearchParams({ key: BUSY_KEY, from, to })}`);
@@ -227,6 +251,7 @@ describe('web console', () => {
     const colour = await page.locator('tr.status-expired td.status').evaluate((td) => getComputedStyle(td).backgroundColor);
     assert.equal(colour, 'rgb(248, 215, 218)');
     assert.match(await page.locator('main').innerText(), /Register of \d{4}-\d\d-\d\d/);
+    assert.deepEqual((await page.locator('table.register thead th').allInnerTexts()).slice(-2), ['Foreign grants 24h / 30d', 'Deleted by hand 24h / 30d']);
     await shot('risk-register');
     // An earlier night's register, by its date.
     const earlier = dateInZone(NOW - 2 * DAY, 'UTC');
@@ -258,16 +283,60 @@ describe('web console', () => {
   });
 
   it('shows tailer health per cluster and the gaps', async () => {
+    // A restore (etcd rewound, same token: the cluster id unchanged), detected before the compaction gap.
+    await store.insert('gaps', [{ cluster: 'c1', from_revision: '301', to_revision: '340', detected_at: NOW - 2 * DAY, reason: 'restore: head 300 below checkpoint 340', kind: 'restore', history_lost: 0, generation: 1, previous_cluster_id: 'cafe01', cluster_id: 'cafe01' }]);
+    const gapsAnswer = await fetch(`${base}/v1/gaps?cluster=c1`, { headers: { authorization: `Bearer ${adminToken}` } });
+    assert.equal(gapsAnswer.status, 200);
+    assert.deepEqual(((await gapsAnswer.json()) as { items: Array<Record<string, unknown>> }).items.map((g) => [g.fromRevision, g.kind, g.historyLost, g.previousClusterId, g.clusterId]), [
+      ['200', 'compaction', true, null, null],
+      ['301', 'restore', false, 'cafe01', 'cafe01'],
+    ]);
     await page.goto(`${base}/ui/#/tailers`);
     const row = page.locator('table.tailers tbody tr', { hasText: 'replica-a' });
     await row.waitFor();
     assert.match(await row.innerText(), /^c1\s+replica-a\s+500\s+520\s+20\s+1\.5 s\s+180/);
     assert.match(await page.locator('table.gaps tbody tr').first().innerText(), /c1\s+200\s+250.*compacted before capture/);
+    assert.match(await page.locator('table.gaps tbody tr').first().innerText(), /compacted before capture\s+compaction\s+—$/);
+    assert.match(await page.locator('table.gaps tbody tr').nth(1).innerText(), /^c1\s+301\s+340\s.*restore: head 300 below checkpoint 340\s+restore\s+cafe01 → cafe01$/);
     await chartRendered(page, 'tailer-lag');
     // The status sample the fixture published is in the lag history: one point at 1.5 s, 20 revisions.
     const lag = await chartLines(page, 'tailer-lag');
     assert.deepEqual(lag, { 'c1 lag (s)': [1.5], 'c1 lag (revisions)': [20] });
     await shot('tailers');
+  });
+
+  it('shows quarantined changes on the tailer page: escaped, long values cut with the whole value a click away, a page at a time', async () => {
+    const markup = '<img src=x onerror="window.__pwned=1">';
+    const long = `{"holder":"${'x'.repeat(300)}","waitMs":1e21}`;
+    await store.insert('quarantine', [
+      { cluster: 'c1', revision: '18446744073709551000', key: '/l/pay/acct-9', op: 'put', value: markup, reason: 'decode: not JSON', at: NOW - 3_000 },
+      { cluster: 'c1', revision: '612', key: '/l/pay/acct-8', op: 'put', value: long, reason: 'decode: waitMs out of range', at: NOW - 2_000 },
+      ...Array.from({ length: 50 }, (_, i) => ({ cluster: 'c1', revision: String(700 + i), key: `/l/fill/k-${i}`, op: 'put', value: '{}', reason: 'decode: missing holder', at: NOW - 1_000 + i })),
+    ]);
+    await page.goto(`${base}/ui/#/tailers`);
+    await page.reload(); // the previous test left the tailer page open: render it again
+    const rows = page.locator('table.quarantine tbody tr');
+    await rows.first().waitFor();
+    assert.equal(await rows.count(), 50, 'the first page');
+    assert.match(await rows.nth(0).innerText(), /^c1\s+18446744073709551000\s+\/l\/pay\/acct-9\s+put\s+decode: not JSON\s/);
+    // The raw value is text, never markup.
+    assert.equal(await rows.nth(0).locator('code.raw').innerText(), markup);
+    assert.equal(await page.locator('table.quarantine img').count(), 0);
+    assert.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined);
+    // A long value: cut to 120 characters, its length said, the whole of it on a click.
+    const cut = rows.nth(1).locator('details.raw');
+    assert.match(await rows.nth(1).innerText(), /^c1\s+612\s+\/l\/pay\/acct-8\s+put\s+decode: waitMs out of range\s/);
+    assert.equal(await cut.locator('summary code').innerText(), `${long.slice(0, 120)}…`);
+    assert.match(await cut.locator('summary').innerText(), new RegExp(`\\(${long.length} characters: show all\\)`));
+    assert.equal(await cut.locator('pre').isVisible(), false);
+    await cut.locator('summary').click();
+    assert.equal(await cut.locator('pre').innerText(), long);
+    await shot('tailers-quarantine');
+    // The next page on request; the button goes when there is no more.
+    await page.click('button.more');
+    await page.waitForFunction(() => document.querySelectorAll('table.quarantine tbody tr').length === 52);
+    assert.deepEqual((await rows.allInnerTexts()).slice(48).map((r) => r.split('\t')[2]), ['/l/fill/k-46', '/l/fill/k-47', '/l/fill/k-48', '/l/fill/k-49']);
+    assert.equal(await page.locator('button.more').count(), 0);
   });
 
   it('shows the keyspace at a moment with a revision slider, the diff between two moments, and is linked from a grant', async () => {
@@ -299,6 +368,8 @@ describe('web console', () => {
     assert.equal(await page.locator('nav .whoami').innerText(), 'audrey@corp');
     // The landing page is the first one the token can read.
     await page.locator('table.register tbody tr').first().waitFor();
+    await page.goto(`${base}/ui/#/tailers`);
+    await page.locator('table.quarantine tbody tr').first().waitFor(); // the auditor role reads quarantined changes
     await page.goto(`${base}/ui/#/grants`);
     assert.match(await page.locator('main .error').innerText(), /needs one of the roles investigator; the token of audrey@corp has auditor/);
     const investigator = (await createApiToken(store, 'ivy@corp', ['investigator'])).token;

@@ -12,9 +12,10 @@ export interface GrantSpec {
   rev: number; // grant revision; 0 with spool for unprotected grants
   at: number; // granted_at, ms
   waitMs?: number;
-  end?: { kind: 'release' | 'expiry' | 'force' | 'session-close'; at: number; rev: number };
+  end?: { kind: 'release' | 'expiry' | 'force' | 'session-close' | 'deleted'; at: number; rev: number };
   spool?: string; // unprotected when set
   epoch?: number;
+  origin?: 'api' | 'foreign'; // foreign: put straight into etcd (default api)
 }
 
 export function tokenOf(spec: GrantSpec): string {
@@ -29,6 +30,7 @@ export function grantRows(spec: GrantSpec): { open: GrantRow; closed?: GrantRow 
     holder: spec.holder, session: '7587862', token: tokenOf(spec), epoch: spec.epoch ?? 40, grant_revision: spec.spool ? '0' : String(spec.rev),
     spool_id: spec.spool ?? '', granted_at: spec.at, wait_ms: spec.waitMs ?? 0, end_kind: '', end_revision: '0', ended_at: null, ended_at_error_ms: 0,
     duration_ms: null, unprotected: spec.spool ? 1 : 0, start_known: 1, row_version: '0',
+    ...(spec.origin ? { origin: spec.origin } : {}),
   };
   if (!spec.end) return { open };
   return {

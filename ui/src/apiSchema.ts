@@ -114,6 +114,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/quarantine": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Quarantined changes
+         * @description Changes the tailer could not decode or store, set aside so capture went on: revision, key, reason and the raw value, oldest first, by cluster and time; page with nextCursor. Roles: auditor, investigator. Every read is recorded (who, filters, when).
+         */
+        get: operations["getV1Quarantine"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/reports/contention": {
         parameters: {
             query?: never;
@@ -1148,10 +1168,18 @@ export interface operations {
                     "application/json": {
                         items: {
                             cluster: string;
+                            /** @description restore: etcd's cluster id after the restore (hex; the same id when restored with the same token); null for compaction */
+                            clusterId: string | null;
                             /** @description ISO-8601 */
                             detectedAt: string;
                             /** @description decimal revision */
                             fromRevision: string;
+                            /** @description false: a restore whose restored history is all readable (the range is the rolled-back revisions of the old timeline) */
+                            historyLost: boolean;
+                            /** @description compaction: history compacted before capture; restore: etcd rewound to a snapshot */
+                            kind: "compaction" | "restore";
+                            /** @description restore: etcd's cluster id before the restore (hex); null for compaction */
+                            previousClusterId: string | null;
                             reason: string;
                             /** @description decimal revision */
                             toRevision: string;
@@ -1323,6 +1351,139 @@ export interface operations {
                         nextCursor: string | null;
                     };
                     "text/csv": string;
+                };
+            };
+            /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description No valid API token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description The token lacks a role this route needs */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description More than LOCKAUDIT_RATE_LIMIT_PER_MINUTE report requests a minute */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (README: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getV1Quarantine: {
+        parameters: {
+            query?: {
+                /** @description Only this cluster; default all */
+                cluster?: string;
+                /** @description nextCursor of the previous page */
+                cursor?: string;
+                /**
+                 * @description Quarantined at or after. Default: to − LOCKAUDIT_MAX_WINDOW_DAYS
+                 * @example 2025-11-29T03:12:00Z
+                 */
+                from?: string;
+                /** @description Page size */
+                limit?: number;
+                /**
+                 * @description Quarantined at or before. Default now
+                 * @example 2025-11-29T03:12:00Z
+                 */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of quarantined changes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            cluster: string;
+                            key: string;
+                            /** @description put, delete, snapshot or spool */
+                            op: string;
+                            /** Format: date-time */
+                            quarantinedAt: string;
+                            reason: string;
+                            /** @description etcd revision (decimal string); 0 for a spool line */
+                            revision: string;
+                            /** @description The raw value, as etcd (or the spool) held it */
+                            value: string;
+                        }[];
+                        /** @description Pass as cursor for the next page; null on the last page */
+                        nextCursor: string | null;
+                    };
                 };
             };
             /** @description Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit */
@@ -1689,6 +1850,9 @@ export interface operations {
                             class: string;
                             /** @description Days from the register date to the waiver expiry; negative once expired */
                             daysLeft: number | null;
+                            /** @description Holds deleted by hand: no marker, and the lease outlived them (end kind deleted) */
+                            deleted24h: number;
+                            deleted30d: number;
                             distinctKeys24h: number;
                             distinctKeys30d: number;
                             /** @description Grants ended by lease expiry (never released) */
@@ -1696,6 +1860,9 @@ export interface operations {
                             expiries30d: number;
                             forceReleases24h: number;
                             forceReleases30d: number;
+                            /** @description Grants put straight into etcd, not by the lock API (origin foreign) */
+                            foreignGrants24h: number;
+                            foreignGrants30d: number;
                             grants24h: number;
                             grants30d: number;
                             namespace: string;
@@ -1859,7 +2026,11 @@ export interface operations {
                      *           "forceReleases24h": 0,
                      *           "forceReleases30d": 2,
                      *           "unprotected24h": 0,
-                     *           "unprotected30d": 14
+                     *           "unprotected30d": 14,
+                     *           "foreignGrants24h": 0,
+                     *           "foreignGrants30d": 3,
+                     *           "deleted24h": 0,
+                     *           "deleted30d": 1
                      *         }
                      *       ]
                      *     }
@@ -1871,6 +2042,9 @@ export interface operations {
                             class: string;
                             /** @description Days from the register date to the waiver expiry; negative once expired */
                             daysLeft: number | null;
+                            /** @description Holds deleted by hand: no marker, and the lease outlived them (end kind deleted) */
+                            deleted24h: number;
+                            deleted30d: number;
                             distinctKeys24h: number;
                             distinctKeys30d: number;
                             /** @description Grants ended by lease expiry (never released) */
@@ -1878,6 +2052,9 @@ export interface operations {
                             expiries30d: number;
                             forceReleases24h: number;
                             forceReleases30d: number;
+                            /** @description Grants put straight into etcd, not by the lock API (origin foreign) */
+                            foreignGrants24h: number;
+                            foreignGrants30d: number;
                             grants24h: number;
                             grants30d: number;
                             namespace: string;
@@ -2045,7 +2222,9 @@ export interface operations {
                      *           "heldMs": 612000,
                      *           "expiries": 1,
                      *           "forceReleases": 0,
-                     *           "unprotected": 0
+                     *           "unprotected": 0,
+                     *           "foreign": 0,
+                     *           "deleted": 0
                      *         }
                      *       ],
                      *       "gaps": [
@@ -2070,10 +2249,14 @@ export interface operations {
                              * @description Bucket start
                              */
                             at: string;
+                            /** @description Holds deleted by hand in the bucket: no marker, and the lease outlived them (no expiry, no API release) */
+                            deleted: number;
                             /** @description Holds that ended by lease expiry in the bucket */
                             expiries: number;
                             /** @description Holds force-released in the bucket */
                             forceReleases: number;
+                            /** @description Foreign grants started in the bucket: holds put straight into etcd, not by the lock API */
+                            foreign: number;
                             /** @description Grants started in the bucket */
                             grants: number;
                             /** @description Time the key was held in the bucket (overlapping holds of unprotected grants add up) */

@@ -37,8 +37,9 @@ export async function riskPage(params: URLSearchParams): Promise<Node> {
     c.class, c.namespace, c.riskOwner, c.waiverExpires ?? '—', c.daysLeft ?? '—', c.status,
     `${c.grants24h} / ${c.grants30d}`, `${c.distinctKeys24h} / ${c.distinctKeys30d}`, `${c.expiries24h} / ${c.expiries30d}`,
     `${c.forceReleases24h} / ${c.forceReleases30d}`, `${c.unprotected24h} / ${c.unprotected30d}`,
+    `${c.foreignGrants24h} / ${c.foreignGrants30d}`, `${c.deleted24h} / ${c.deleted30d}`,
   ]);
-  const t = table(['Class', 'Namespace', 'Risk owner', 'Waiver expires', 'Days left', 'Status', 'Grants 24h / 30d', 'Keys 24h / 30d', 'Expiries 24h / 30d', 'Force releases 24h / 30d', 'Unprotected 24h / 30d'], rows, { class: 'register' });
+  const t = table(['Class', 'Namespace', 'Risk owner', 'Waiver expires', 'Days left', 'Status', 'Grants 24h / 30d', 'Keys 24h / 30d', 'Expiries 24h / 30d', 'Force releases 24h / 30d', 'Unprotected 24h / 30d', 'Foreign grants 24h / 30d', 'Deleted by hand 24h / 30d'], rows, { class: 'register' });
   // Status colours are per row: mark each row and its status cell.
   t.querySelectorAll('tbody tr').forEach((tr, i) => {
     tr.className = `status-${reg.classes[i]?.status}`;

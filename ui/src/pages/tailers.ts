@@ -1,12 +1,15 @@
 // Tailer health: per etcd cluster the elected leader, checkpoint, lag behind
 // the head revision and history gaps; the lag over a chosen span (aggregated
-// by the API into at most 241 points a cluster); then the gaps themselves.
+// by the API into at most 241 points a cluster); then the gaps themselves and,
+// for tokens allowed to read them, the quarantined changes.
 import { getJson } from '../api.js';
+import { callerHas } from '../caller.js';
 import { chartBox, shortMs, type EChartsOption } from '../charts.js';
-import { fmtTime, h, table } from '../dom.js';
+import { fmtTime, h, table, type Child } from '../dom.js';
 import { errorBox } from '../nav.js';
 import { apiQuery, chosenSpan, spanButtons } from '../spans.js';
 import type { Gap, Tailer, TailerLag } from '../types.js';
+import { quarantineSection } from './quarantine.js';
 
 export async function tailersPage(params: URLSearchParams): Promise<Node> {
   const span = chosenSpan(params);
@@ -14,6 +17,8 @@ export async function tailersPage(params: URLSearchParams): Promise<Node> {
   let tailers: Tailer[];
   let gaps: Gap[];
   let lag: TailerLag;
+  // Quarantined raw values are for auditors and investigators only: a token without those roles never asks.
+  const quarantine = callerHas('auditor', 'investigator') ? quarantineSection() : undefined;
   try {
     [{ items: tailers }, { items: gaps }, lag] = await Promise.all([
       getJson<{ items: Tailer[] }>('/v1/tailers'),
@@ -37,9 +42,17 @@ export async function tailersPage(params: URLSearchParams): Promise<Node> {
     lag.clusters.length ? lagChart(lag, gaps) : h('p', { class: 'muted' }, 'No tailer published status in this span.'),
     h('h2', {}, 'Gaps (history lost before capture)'),
     gaps.length
-      ? table(['Cluster', 'From revision', 'To revision', 'Detected at', 'Reason'], gaps.map((g) => [g.cluster, g.fromRevision, g.toRevision, fmtTime(g.detectedAt), g.reason]), { class: 'gaps' })
+      ? table(['Cluster', 'From revision', 'To revision', 'Detected at', 'Reason', 'Kind', 'Cluster ids'], gaps.map(gapRow), { class: 'gaps' })
       : h('p', { class: 'good' }, 'No gaps.'),
+    quarantine ? [h('h2', {}, 'Quarantined changes (set aside so capture went on)'), await quarantine] : null,
   );
+}
+
+/** A gap's row: its kind (a restore also says whether history was lost, and both cluster ids: an unchanged id is a restore with the same token). */
+function gapRow(g: Gap): Child[] {
+  const kind = g.kind === 'restore' ? h('span', { class: 'bad', 'data-kind': g.kind }, g.historyLost ? 'restore (history lost)' : 'restore') : h('span', { 'data-kind': g.kind }, g.kind);
+  const ids = g.kind === 'restore' ? `${g.previousClusterId ?? '?'} → ${g.clusterId ?? '?'}` : '—';
+  return [g.cluster, g.fromRevision, g.toRevision, fmtTime(g.detectedAt), g.reason, kind, ids];
 }
 
 /** Worst lag per bucket: seconds (solid, left axis) and revisions (dashed, right axis) per cluster; gaps as red marks at detection. */

@@ -1,10 +1,11 @@
 // Key timeline: one lane per key (one key, or the busiest keys under a
 // prefix). Few grants come as bars coloured by holder — a click shows the
-// grant — with expiries (◆) and force-releases (▲) marked where the hold
-// ended. Many grants come aggregated per time bucket by the API: a cell's
+// grant — with expiries (◆), force-releases (▲) and deletes by hand (■)
+// marked where the hold ended, and foreign grants (● at the start: put
+// straight into etcd, not by the lock API). Many grants come aggregated per time bucket by the API: a cell's
 // shade is how much of the bucket the key was held, its colour the holder that
 // held it longest; a click zooms into that bucket. History gaps are shaded red.
-import type { CustomSeriesRenderItemAPI, CustomSeriesRenderItemParams, CustomSeriesRenderItemReturn } from 'echarts';
+import type { CustomSeriesRenderItemAPI, CustomSeriesRenderItemParams, CustomSeriesRenderItemReturn, ScatterSeriesOption } from 'echarts';
 import { graphic } from 'echarts/core';
 import { getJson } from '../api.js';
 import { PALETTE, chartBox, esc, shortMs, type Chart, type EChartsOption } from '../charts.js';
@@ -15,6 +16,15 @@ import type { EndKind, Grant, Timeline, TimelineCell, TimelineGap } from '../typ
 const LANE_PX = 34;
 const EXPIRY = '#e07b39';
 const FORCE = '#a61b1b';
+const FOREIGN = '#6f42c1';
+const DELETED = '#3d3d3d';
+
+/** A scatter series of marks, only when there are any (an empty series would crowd the legend of every chart). */
+function markSeries(name: string, symbol: string, color: string, data: unknown[], tooltip: (count: number) => string, z = 6): ScatterSeriesOption[] {
+  return data.length
+    ? [{ type: 'scatter', name, symbol, symbolSize: 10, itemStyle: { color, borderColor: '#fff' }, data: data as never, z, tooltip: { formatter: (p) => tooltip((p.data as { count?: number }).count ?? 1) } }]
+    : [];
+}
 
 export async function timelinePage(params: URLSearchParams): Promise<Node> {
   const form = h(
@@ -111,6 +121,7 @@ function grantChart(t: Timeline, userWindow: boolean): HTMLElement {
   const end = (g: Grant) => (g.endedAt ? Date.parse(g.endedAt) : range[1]);
   const ends = (kind: EndKind) =>
     grants.flatMap((g, i) => (g.endKind === kind && g.endedAt ? [{ value: [Date.parse(g.endedAt), lane(g)], grant: i }] : []));
+  const foreignStarts = grants.flatMap((g, i) => (g.origin === 'foreign' ? [{ value: [Date.parse(g.grantedAt), lane(g)], grant: i }] : []));
 
   const detail = h('div', { class: 'detail' }, h('p', { class: 'muted' }, 'Click a bar to see its grant.'));
   const option: EChartsOption = {
@@ -137,13 +148,15 @@ function grantChart(t: Timeline, userWindow: boolean): HTMLElement {
         tooltip: {
           formatter: (p) => {
             const g = grants[(p as { dataIndex: number }).dataIndex] as Grant;
-            return `<b>${esc(g.holder)}</b><br>${esc(g.key)}<br>${fmtTime(g.grantedAt)} → ${fmtTime(g.endedAt)}<br>${esc(g.endKind ?? 'still held')}${g.durationMs === null ? '' : `, ${shortMs(g.durationMs)}`}`;
+            return `<b>${esc(g.holder)}</b><br>${esc(g.key)}<br>${fmtTime(g.grantedAt)} → ${fmtTime(g.endedAt)}<br>${esc(g.endKind ?? 'still held')}${g.durationMs === null ? '' : `, ${shortMs(g.durationMs)}`}${g.origin === 'foreign' ? '<br><b>foreign grant</b> (not by the lock API)' : ''}`;
           },
         },
         markArea: { silent: true, itemStyle: { color: 'rgba(166, 27, 27, 0.15)' }, label: { color: FORCE, position: 'insideTop' }, data: gapAreas(t.gaps, range) as never },
       },
       { type: 'scatter', name: 'expiry', symbol: 'diamond', symbolSize: 11, itemStyle: { color: EXPIRY, borderColor: '#fff' }, data: ends('expiry'), z: 5, tooltip: { formatter: 'lease expired' } },
       { type: 'scatter', name: 'force-release', symbol: 'triangle', symbolSize: 12, itemStyle: { color: FORCE, borderColor: '#fff' }, data: ends('force'), z: 5, tooltip: { formatter: 'force-released' } },
+      ...markSeries('deleted', 'rect', DELETED, ends('deleted'), () => 'deleted by hand: no marker, the lease outlived it'),
+      ...markSeries('foreign', 'circle', FOREIGN, foreignStarts, () => 'foreign grant: put straight into etcd, not by the lock API'),
     ],
   };
 
@@ -157,6 +170,7 @@ function grantChart(t: Timeline, userWindow: boolean): HTMLElement {
         ['Holder', g.holder], ['Token', g.token], ['Class', g.class], ['Cluster', g.cluster], ['Granted at', fmtTime(g.grantedAt)],
         ['Waited', fmtMs(g.waitMs)], ['Ended at', fmtTime(g.endedAt)], ['Ended by', g.endKind ?? 'still held'], ['Held for', fmtMs(g.durationMs)],
         ['Unprotected', g.unprotected ? 'yes — granted without quorum' : 'no'],
+        ['Origin', g.origin === 'foreign' ? 'foreign — put straight into etcd, not by the lock API' : 'lock API'],
       ].map(([k, v]) => [h('dt', {}, k), h('dd', { 'data-field': k }, v)])),
     );
   };
@@ -172,7 +186,7 @@ function grantChart(t: Timeline, userWindow: boolean): HTMLElement {
     {},
     h('div', { class: 'legend' }, holders.slice(0, 30).map((x) => h('span', { style: `--c: ${colour(x)}` }, x)), holders.length > 30 && h('span', { class: 'muted' }, `… ${holders.length - 30} more`)),
     box,
-    h('p', { class: 'muted' }, `${grants.length} grant${grants.length === 1 ? '' : 's'}, ${fmtTime(t.from)} – ${fmtTime(t.to)} (UTC). Faded: still held; red outline: unprotected; ◆ lease expiry; ▲ force-release; red band: history gap. Scroll or drag the slider to zoom.`),
+    h('p', { class: 'muted' }, `${grants.length} grant${grants.length === 1 ? '' : 's'}, ${fmtTime(t.from)} – ${fmtTime(t.to)} (UTC). Faded: still held; red outline: unprotected; ◆ lease expiry; ▲ force-release; ■ deleted by hand; ● foreign grant (not by the lock API); red band: history gap. Scroll or drag the slider to zoom.`),
     detail,
   );
 }
@@ -207,13 +221,16 @@ function cellChart(t: Timeline, params: URLSearchParams): HTMLElement {
           formatter: (p) => {
             const c = t.cells[(p as { dataIndex: number }).dataIndex] as TimelineCell;
             return `<b>${esc(c.key)}</b><br>${fmtTime(c.at)} + ${shortMs(step)}<br>held ${Math.round(Math.min(1, c.heldMs / step) * 100)} % · ${c.grants} grants · ${c.holders} holders<br>mostly ${esc(c.topHolder)}` +
-              `${c.expiries ? `<br>${c.expiries} expiries` : ''}${c.forceReleases ? `<br>${c.forceReleases} force-releases` : ''}${c.unprotected ? `<br>${c.unprotected} unprotected` : ''}<br><i>click to zoom in</i>`;
+              `${c.expiries ? `<br>${c.expiries} expiries` : ''}${c.forceReleases ? `<br>${c.forceReleases} force-releases` : ''}${c.unprotected ? `<br>${c.unprotected} unprotected` : ''}` +
+              `${c.foreign ? `<br>${c.foreign} foreign grants` : ''}${c.deleted ? `<br>${c.deleted} deleted by hand` : ''}<br><i>click to zoom in</i>`;
           },
         },
         markArea: { silent: true, itemStyle: { color: 'rgba(166, 27, 27, 0.15)' }, label: { color: FORCE, position: 'insideTop' }, data: gapAreas(t.gaps, range) as never },
       },
       { type: 'scatter', name: 'expiry', symbol: 'diamond', symbolSize: 9, itemStyle: { color: EXPIRY, borderColor: '#fff' }, data: marks((c) => c.expiries), z: 5, tooltip: { formatter: (p) => `${(p.data as { count: number }).count} lease expiries` } },
       { type: 'scatter', name: 'force-release', symbol: 'triangle', symbolSize: 10, itemStyle: { color: FORCE, borderColor: '#fff' }, data: marks((c) => c.forceReleases), z: 6, tooltip: { formatter: (p) => `${(p.data as { count: number }).count} force-releases` } },
+      ...markSeries('deleted', 'rect', DELETED, marks((c) => c.deleted), (n) => `${n} deleted by hand (no marker, the lease outlived them)`, 7),
+      ...markSeries('foreign', 'circle', FOREIGN, marks((c) => c.foreign), (n) => `${n} foreign grants (not by the lock API)`, 7),
     ],
   };
   const zoomInto = (c: TimelineCell | undefined) => {
@@ -237,7 +254,7 @@ function cellChart(t: Timeline, params: URLSearchParams): HTMLElement {
     {},
     h('p', { class: 'summary' }, `${t.totalGrants} grants in ${fmtTime(t.from)} – ${fmtTime(t.to)} (UTC): too many to draw one by one, so each cell is ${shortMs(step)}.`),
     box,
-    h('p', { class: 'muted' }, 'Shade: share of the bucket the key was held; colour: the holder that held it longest; red outline: unprotected grants; ◆ expiries; ▲ force-releases; red band: history gap. Click a cell to zoom into it.'),
+    h('p', { class: 'muted' }, 'Shade: share of the bucket the key was held; colour: the holder that held it longest; red outline: unprotected grants; ◆ expiries; ▲ force-releases; ■ deleted by hand; ● foreign grants (not by the lock API); red band: history gap. Click a cell to zoom into it.'),
   );
 }
 
