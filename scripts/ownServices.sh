@@ -10,6 +10,9 @@ own_services() {
   export LOCKAUDIT_DATA_DIR="$1"
   export LOCKAUDIT_LOCAL_PORT_BASE="$2"
   export LOCKAUDIT_LOG_LEVEL="${LOCKAUDIT_LOG_LEVEL:-warn}"
+  # One proof-of-origin key for every process of the run, as a deployment has: holds written by one
+  # test's lock API are then not "foreign" to another test's tailer reading the same etcd.
+  export LOCKAUDIT_ORIGIN_SECRET="${LOCKAUDIT_ORIGIN_SECRET:-lockaudit-test-suite-origin-secret-0123456789}"
   # The scripts' own knobs are not lockaudit settings (the config rejects unknown LOCKAUDIT_*),
   # and these settings would point the run at someone else's services.
   unset LOCKAUDIT_TEST_DATA_DIR LOCKAUDIT_TEST_PORT_BASE LOCKAUDIT_BENCH_DATA_DIR LOCKAUDIT_BENCH_PORT_BASE

@@ -245,8 +245,14 @@ export class TailerReplica {
     const after = await divergence(this.#client, store, cluster, checkpoint);
     const compacted = await lostAfter(this.#client, after);
     const resume = compacted ?? after;
-    const to = resume > checkpoint ? resume : checkpoint;
-    const reason = `restore: ${seen.why}; captured revisions ${after + 1n}..${checkpoint} (cluster id ${seen.previousClusterId}) were rolled back; capture follows the restored cluster (cluster id ${seen.clusterId}, head ${seen.head}) from revision ${resume + 1n}`;
+    // The gap reaches as far as the rolled-back timeline is known to have gone: changes the tailer
+    // saw etcd reach (the last run's head) but had not captured before the restore are lost too.
+    // (A bumped restore's revisions continue above `resume`: a head seen there is the new timeline's.)
+    const head = this.#pipeline?.head() ?? 0n;
+    const seenHead = resume > checkpoint && head > resume ? resume : head;
+    const oldEnd = seenHead > checkpoint ? seenHead : checkpoint;
+    const to = resume > oldEnd ? resume : oldEnd;
+    const reason = `restore: ${seen.why}; revisions ${after + 1n}..${oldEnd} (captured up to ${checkpoint}; cluster id ${seen.previousClusterId}) were rolled back; capture follows the restored cluster (cluster id ${seen.clusterId}, head ${seen.head}) from revision ${resume + 1n}`;
     log.error({ why: seen.why, divergedAfter: after.toString(), checkpoint: checkpoint.toString(), head: seen.head.toString(), clusterId: seen.clusterId, previousClusterId: seen.previousClusterId }, 'etcd was restored: recording the discontinuity and following the restored cluster');
     metrics?.gaps.inc(this.#labels);
     health?.raise(alarm('LOCKAUDIT_ALARM_TAILER_RESTORE', { cluster }, { why: seen.why, from: after + 1n, to: checkpoint }));

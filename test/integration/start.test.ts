@@ -48,10 +48,14 @@ describe('lockaudit start --demo', { timeout: 180_000 }, () => {
 
     const health = await waitFor('/healthz', async () => ((await fetch(`${base}/healthz`)).status === 200 ? true : undefined), 60_000);
     assert.equal(health, true);
+    let lastReady = '';
     const ready = await waitFor('/readyz 200', async () => {
       const r = await fetch(`${base}/readyz`);
+      lastReady = `${r.status} ${await r.clone().text()}`;
       return r.status === 200 ? ((await r.json()) as Record<string, unknown>) : undefined;
-    }, 30_000);
+    }, 30_000).catch((err: Error) => {
+      throw new Error(`${err.message}; last answer ${lastReady}; stderr: ${stderr.slice(-3000)}`);
+    });
     assert.deepEqual(ready, { status: 'ready' }); // no token: the status only
 
     const tokensFile = path.join(tmp.dir, 'demo-tokens.json');
