@@ -205,6 +205,13 @@ describe('reporting API', () => {
       assert.deepEqual([tokenType.bitWidth, tokenType.isSigned], [64, false]);
       assert.equal(t.getChild('token')?.get(0), BigInt(token)); // a bigint: exact above 2^53
       assert.equal(t.getChild('grantRevision')?.get(0), 120n);
+      // No grant: still a stream a reader opens, with the schema and no rows.
+      const none = await get('/v1/grants?token=18446744073709551615&format=arrow', 'investigator');
+      assert.equal(none.statusCode, 200);
+      const empty = tableFromIPC(none.rawPayload);
+      assert.equal(empty.numRows, 0);
+      assert.ok(empty.schema.fields.some((f) => f.name === 'token'));
+      assert.equal(none.headers['x-next-cursor'], undefined);
 
       // Page by page, with the cursor in X-Next-Cursor: the same grants, in the same order, as JSON.
       const asJson = (row: Record<string, unknown>) => {
