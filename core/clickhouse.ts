@@ -6,6 +6,7 @@ import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@c
 type ClientOptions = NonNullable<Parameters<typeof createClient>[0]>;
 import { createChdbConnection } from 'chdb/connection';
 import { mkdirSync } from 'node:fs';
+import type { Readable } from 'node:stream';
 import type { ClickHouseTarget } from './config.js';
 
 type Params = Record<string, unknown>;
@@ -50,6 +51,16 @@ export class AuditStore {
   async rows<T>(query: string, params?: Params, settings?: ClickHouseSettings): Promise<T[]> {
     const result = await this.client.query({ query, query_params: this.#params(params), format: 'JSONEachRow', clickhouse_settings: settings });
     return result.json<T>();
+  }
+
+  /**
+   * Runs a query whose output is a binary format (Parquet, ArrowStream…) and
+   * returns its bytes as a stream. `exec`, not `query`: the chdb connection's
+   * `query(...).stream()` splits binary output on newlines.
+   */
+  async bytes(query: string, format: string, params?: Params, settings?: ClickHouseSettings): Promise<Readable> {
+    const rs = await this.client.exec({ query: `${query}\nFORMAT ${format}`, query_params: this.#params(params), clickhouse_settings: settings });
+    return rs.stream;
   }
 
   /** Runs a statement with no result (DDL, INSERT … SELECT). */

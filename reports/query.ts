@@ -26,13 +26,16 @@ export async function reportRows<T>(deps: ReportDeps, sql: SqlFile, params: Reco
   try {
     return await deps.store.rows<T>(sql.text, params, { max_execution_time: deps.limits.queryTimeoutMs / 1000, ...settings });
   } catch (err) {
-    if (isTimeout(err)) {
-      throw new LockauditError(
-        'LOCKAUDIT_ERR_LIMIT_QUERY_TIMEOUT',
-        `the query ran longer than LOCKAUDIT_QUERY_TIMEOUT_MS (${deps.limits.queryTimeoutMs} ms); narrow the window or add filters`,
-        { cause: err },
-      );
-    }
-    throw err;
+    throw asLimitError(deps, err);
   }
+}
+
+/** ClickHouse's timeout as the 400 that names the limit; any other error unchanged. */
+export function asLimitError(deps: Pick<ReportDeps, 'limits'>, err: unknown): unknown {
+  if (!isTimeout(err)) return err;
+  return new LockauditError(
+    'LOCKAUDIT_ERR_LIMIT_QUERY_TIMEOUT',
+    `the query ran longer than LOCKAUDIT_QUERY_TIMEOUT_MS (${deps.limits.queryTimeoutMs} ms); narrow the window or add filters`,
+    { cause: err },
+  );
 }

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import Type from 'typebox';
 import { GrantHistoryQuery, GrantPageSchema, grantHistory, grantsCsv, recordGrantRead, GRANT_EXAMPLE, CSV_HEADER } from '../../reports/grantHistory/index.js';
+import { ARROW_STREAM_TYPE, grantHistoryArrow } from '../../reports/grantHistory/arrow.js';
 import { ErrorResponse } from '../types.js';
 import type { App, RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
@@ -31,7 +32,8 @@ export async function grantRoutes(app: App, { ctx }: RouteOptions): Promise<void
         description:
           'Grants whose hold overlaps [from, to], filtered by key, key prefix, holder, class, namespace or token ("which grant held token T?"), ' +
           'oldest first. Exact under tailer replays. Page with nextCursor: the first page fixes `to`, so grants arriving meanwhile never shift pages ' +
-          'and every grant is served once. format=csv answers text/csv with the next cursor in the X-Next-Cursor header. Role: investigator. ' +
+          'and every grant is served once. format=csv answers text/csv and format=arrow an Arrow IPC stream (application/vnd.apache.arrow.stream: ' +
+          'tokens and revisions uint64, times timestamp[ms, UTC]; for pyarrow, polars, DuckDB), both with the next cursor in the X-Next-Cursor header. Role: investigator. ' +
           'Every read is recorded (who, filters, when).',
         querystring: GrantHistoryQuery,
         response: {
@@ -40,6 +42,7 @@ export async function grantRoutes(app: App, { ctx }: RouteOptions): Promise<void
             content: {
               'application/json': { schema: GrantPageSchema },
               'text/csv': { schema: Type.String({ examples: [csvExample] }) },
+              [ARROW_STREAM_TYPE]: { schema: Type.String({ format: 'binary', description: 'Arrow IPC stream: one schema, record batches, end marker' }) },
             },
           },
           ...errorResponses,
@@ -51,6 +54,12 @@ export async function grantRoutes(app: App, { ctx }: RouteOptions): Promise<void
       const who = request.identity;
       const now = Date.now();
       if (who) await recordGrantRead(deps, { identity: who.identity, tokenId: who.tokenId, params, requestId: String(request.id), atMs: now });
+      if (params.format === 'arrow') {
+        const arrow = await grantHistoryArrow(deps, params, now);
+        if (arrow.nextCursor) reply.header('x-next-cursor', arrow.nextCursor);
+        // The typed reply knows the schema's shapes only; fastify pipes a stream as it comes.
+        return reply.type(ARROW_STREAM_TYPE).send(arrow.stream as never);
+      }
       const page = await grantHistory(deps, params, now);
       if (params.format === 'csv') {
         if (page.nextCursor) reply.header('x-next-cursor', page.nextCursor);

@@ -29,7 +29,10 @@ export const GrantHistoryQuery = Type.Object(
     to: Type.Optional(Instant({ description: 'Window end: grants granted at or before this instant. Default now, fixed by the first page' })),
     cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,2048}$', description: 'nextCursor of the previous page' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, default: 100, description: 'Page size (at most LOCKAUDIT_MAX_PAGE_SIZE)' })),
-    format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv')], { default: 'json' })),
+    format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv'), Type.Literal('arrow')], {
+      default: 'json',
+      description: 'json, csv, or arrow: an Arrow IPC stream (application/vnd.apache.arrow.stream) with 64-bit tokens and revisions as UInt64',
+    })),
   },
   { additionalProperties: false },
 );
@@ -120,8 +123,17 @@ export interface GrantHistoryDeps extends ReportDeps {
   cursorKey: Uint8Array;
 }
 
-/** One page of grant history. `nowMs` pins `to` on the first page. */
-export async function grantHistory(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number): Promise<GrantPage> {
+/** What one page's queries bind, resolved from the request: limits checked, cursor verified, window pinned. */
+export interface ResolvedPage {
+  limit: number;
+  digest: string;
+  window: { fromMs: number; toMs: number };
+  /** The query parameters every grant-history query binds (filters, window, cursor position), `limit` excepted. */
+  params: Record<string, string | number>;
+}
+
+/** Checks a request's limits and cursor and pins its window (the first page fixes `to`; `nowMs` is "now"). */
+export function resolvePage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number): ResolvedPage {
   const limit = p.limit ?? 100;
   if (limit > deps.limits.maxPageSize) {
     throw new LockauditError('LOCKAUDIT_ERR_LIMIT_PAGE_SIZE', `querystring.limit: ${limit} is more than LOCKAUDIT_MAX_PAGE_SIZE (${deps.limits.maxPageSize})`);
@@ -137,7 +149,7 @@ export async function grantHistory(deps: GrantHistoryDeps, p: GrantHistoryParams
   const window = narrow && p.from === undefined && p.to === undefined
     ? { fromMs: 0, toMs: pinnedTo }
     : resolveWindow({ from: p.from, to: p.to ?? new Date(pinnedTo).toISOString() }, deps.limits.maxWindowDays, nowMs);
-  const rows = await reportRows<HistoryRow>(deps, HISTORY, {
+  const params = {
     key: p.key ?? '',
     keyPrefix: p.keyPrefix ?? '',
     holder: p.holder ?? '',
@@ -155,18 +167,40 @@ export async function grantHistory(deps: GrantHistoryDeps, p: GrantHistoryParams
     afterKey: cursor?.after.key ?? '',
     afterRevision: cursor?.after.grantRevision ?? '0',
     afterSpool: cursor?.after.spoolId ?? '',
+  };
+  return { limit, digest, window, params };
+}
+
+/** The sort key of a grant-history row: where the next page starts. */
+export interface PagePosition {
+  granted_at_ms: string | number;
+  cluster: string;
+  key: string;
+  grant_revision: string;
+  spool_id: string;
+}
+
+/** The cursor of the page whose last row is `last`. */
+export function cursorAfter(deps: GrantHistoryDeps, page: ResolvedPage, last: PagePosition): string {
+  return encodeCursor({
+    after: { grantedAtMs: Number(last.granted_at_ms), cluster: last.cluster, key: last.key, grantRevision: String(last.grant_revision), spoolId: last.spool_id },
+    toMs: page.window.toMs,
+    filters: page.digest,
+  }, deps.cursorKey);
+}
+
+/** One page of grant history. `nowMs` pins `to` on the first page. */
+export async function grantHistory(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number): Promise<GrantPage> {
+  const page = resolvePage(deps, p, nowMs);
+  const limit = page.limit;
+  const rows = await reportRows<HistoryRow>(deps, HISTORY, {
+    ...page.params,
     limit: limit + 1, // one more tells whether another page exists
   });
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
-  const nextCursor = rows.length > limit && last
-    ? encodeCursor({
-        after: { grantedAtMs: Number(last.granted_at_ms), cluster: last.cluster, key: last.key, grantRevision: String(last.grant_revision), spoolId: last.spool_id },
-        toMs: window.toMs,
-        filters: digest,
-      }, deps.cursorKey)
-    : null;
-  return { items: page.map(toItem), nextCursor };
+  const served = rows.slice(0, limit);
+  const last = served[served.length - 1];
+  const nextCursor = rows.length > limit && last ? cursorAfter(deps, page, last) : null;
+  return { items: served.map(toItem), nextCursor };
 }
 
 export const CSV_HEADER = ['cluster', 'key', 'grantRevision', 'token', 'holder', 'class', 'namespace', 'grantedAt', 'endedAt', 'endKind', 'endRevision', 'waitMs', 'durationMs', 'unprotected', 'origin'] as const;

@@ -1,5 +1,9 @@
 // How every benchmark prints a figure: beside a baseline measured in the same
 // run, with their ratio. Timings never decide pass/fail: machines are noisy.
+// Under scripts/bench.sh each figure is also appended as a JSON line to
+// BENCH_FIGURES_FILE, from which the run's bench-results/<date>.json is made.
+import { appendFileSync } from 'node:fs';
+import path from 'node:path';
 
 export interface Figure {
   /** What was measured, e.g. "ingest rows/s, batch 10000". */
@@ -17,6 +21,8 @@ const rows: Figure[] = [];
 
 export function report(figure: Figure): void {
   rows.push(figure);
+  const sink = process.env.BENCH_FIGURES_FILE;
+  if (sink) appendFileSync(sink, `${JSON.stringify({ bench: path.basename(process.argv[1] ?? 'unknown'), ...figure })}\n`);
   const ratio = figure.baseline === 0 ? NaN : figure.value / figure.baseline;
   process.stdout.write(
     `${figure.name.padEnd(46)} ${fmt(figure.value).padStart(12)} ${figure.unit.padEnd(9)} | ${figure.baselineName.padEnd(34)} ${fmt(figure.baseline).padStart(12)} | ratio ${ratio.toFixed(2)}${figure.higherIsBetter ? '' : ' (lower is better)'}\n`,

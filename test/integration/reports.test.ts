@@ -4,6 +4,7 @@
 // limits; the read audit; the OpenAPI document.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { DataType, tableFromIPC } from 'apache-arrow';
 import { buildApp, type App } from '../../api/app.js';
 import { grantRoutes } from '../../api/routes/grants.js';
 import { reportRoutes } from '../../api/routes/reports.js';
@@ -198,6 +199,67 @@ describe('reporting API', () => {
       // A new query (no cursor) sees the grants appended meanwhile.
       const fresh = await get(`/v1/grants?namespace=pg&holder=late&from=${encodeURIComponent(iso(P))}&to=${encodeURIComponent(iso(Date.now() + 60_000))}`, 'investigator');
       assert.equal(fresh.json().items.length, page);
+    });
+
+    it('serves grant history as an Arrow IPC stream another reader decodes: the JSON rows, uint64 tokens exact, the same pages', async () => {
+      const token = tokenOf(G.g3 as GrantSpec);
+      assert.ok(BigInt(token) > 2n ** 53n);
+      const one = await get(`/v1/grants?token=${token}&format=arrow`, 'investigator');
+      assert.equal(one.statusCode, 200, one.body);
+      assert.equal(one.headers['content-type'], 'application/vnd.apache.arrow.stream');
+      const t = tableFromIPC(one.rawPayload);
+      assert.equal(t.numRows, 1);
+      assert.ok(DataType.isInt(t.schema.fields.find((f) => f.name === 'token')?.type), 'token is an integer column');
+      const tokenType = t.schema.fields.find((f) => f.name === 'token')?.type as { bitWidth: number; isSigned: boolean };
+      assert.deepEqual([tokenType.bitWidth, tokenType.isSigned], [64, false]);
+      assert.equal(t.getChild('token')?.get(0), BigInt(token)); // a bigint: exact above 2^53
+      assert.equal(t.getChild('grantRevision')?.get(0), 120n);
+      // No grant: still a stream a reader opens, with the schema and no rows.
+      const none = await get('/v1/grants?token=18446744073709551615&format=arrow', 'investigator');
+      assert.equal(none.statusCode, 200);
+      const empty = tableFromIPC(none.rawPayload);
+      assert.equal(empty.numRows, 0);
+      assert.ok(empty.schema.fields.some((f) => f.name === 'token'));
+      assert.equal(none.headers['x-next-cursor'], undefined);
+
+      // Page by page, with the cursor in X-Next-Cursor: the same grants, in the same order, as JSON.
+      const asJson = (row: Record<string, unknown>) => {
+        const ms = (v: unknown) => (v === null ? null : new Date(Number(v)).toISOString());
+        const big = (v: unknown) => (v === null ? null : String(v));
+        return {
+          cluster: row.cluster, key: row.key, grantRevision: big(row.grantRevision), token: big(row.token), holder: row.holder, class: row.class,
+          namespace: row.namespace, grantedAt: ms(row.grantedAt), endedAt: ms(row.endedAt), endKind: row.endKind, endRevision: big(row.endRevision),
+          waitMs: Number(row.waitMs), durationMs: row.durationMs === null ? null : Number(row.durationMs), unprotected: row.unprotected,
+        };
+      };
+      for (const q of [`keyPrefix=cat/&${WINDOW}`, `keyPrefix=pay/&${WINDOW}`, `holder=h-a&${WINDOW}`]) {
+        const json = (await get(`/v1/grants?${q}&limit=1000`, 'investigator')).json().items;
+        const arrow: unknown[] = [];
+        let cursor: string | undefined;
+        let pages = 0;
+        do {
+          const r = await get(`/v1/grants?${q}&limit=2&format=arrow${cursor ? `&cursor=${cursor}` : ''}`, 'investigator');
+          assert.equal(r.statusCode, 200, r.body);
+          const table = tableFromIPC(r.rawPayload);
+          assert.ok(table.numRows <= 2);
+          for (const row of table) arrow.push(asJson(row.toJSON()));
+          cursor = r.headers['x-next-cursor'] as string | undefined;
+          pages += 1;
+        } while (cursor && pages < 20);
+        assert.ok(json.length > 2, q);
+        assert.deepEqual(arrow, json, q);
+        assert.equal(pages, Math.ceil(json.length / 2), q);
+      }
+      // Limits and cursors as for JSON; the read is recorded with its format.
+      const big = await get('/v1/grants?key=pay/acct-1&limit=1001&format=arrow', 'investigator');
+      assert.equal(big.json().error, 'LOCKAUDIT_ERR_LIMIT_PAGE_SIZE');
+      assert.equal((await get('/v1/grants?key=pay/acct-1&format=arrow', 'auditor')).statusCode, 403);
+      await get('/v1/grants?key=cat/sku-2&format=arrow', 'admin');
+      const reads = await store.rows<{ format: string; filters: string }>(
+        "SELECT format, filters FROM {db:Identifier}.grant_history_reads WHERE identity = 'root@corp' ORDER BY at DESC LIMIT 1",
+      );
+      assert.equal(reads[0]?.format, 'arrow');
+      assert.equal(JSON.parse(reads[0]?.filters ?? '{}').key, 'cat/sku-2');
     });
 
     it('rejects a cursor of other filters, a forged cursor and a page size or window beyond the limits, naming them', async () => {

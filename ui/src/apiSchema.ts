@@ -103,7 +103,7 @@ export interface paths {
         };
         /**
          * Grant history
-         * @description Grants whose hold overlaps [from, to], filtered by key, key prefix, holder, class, namespace or token ("which grant held token T?"), oldest first. Exact under tailer replays. Page with nextCursor: the first page fixes `to`, so grants arriving meanwhile never shift pages and every grant is served once. format=csv answers text/csv with the next cursor in the X-Next-Cursor header. Role: investigator. Every read is recorded (who, filters, when).
+         * @description Grants whose hold overlaps [from, to], filtered by key, key prefix, holder, class, namespace or token ("which grant held token T?"), oldest first. Exact under tailer replays. Page with nextCursor: the first page fixes `to`, so grants arriving meanwhile never shift pages and every grant is served once. format=csv answers text/csv and format=arrow an Arrow IPC stream (application/vnd.apache.arrow.stream: tokens and revisions uint64, times timestamp[ms, UTC]; for pyarrow, polars, DuckDB), both with the next cursor in the X-Next-Cursor header. Role: investigator. Every read is recorded (who, filters, when).
          */
         get: operations["getV1Grants"];
         put?: never;
@@ -1261,7 +1261,8 @@ export interface operations {
                 cursor?: string;
                 /** @description Only grants that ended this way (held: still held) */
                 endKind?: "release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted" | "held";
-                format?: "json" | "csv";
+                /** @description json, csv, or arrow: an Arrow IPC stream (application/vnd.apache.arrow.stream) with 64-bit tokens and revisions as UInt64 */
+                format?: "json" | "csv" | "arrow";
                 /**
                  * @description Window start: grants still held at or after this instant
                  * @example 2025-11-29T03:12:00Z
@@ -1350,6 +1351,7 @@ export interface operations {
                         /** @description Pass as cursor for the next page; null on the last page */
                         nextCursor: string | null;
                     };
+                    "application/vnd.apache.arrow.stream": string;
                     "text/csv": string;
                 };
             };
