@@ -14,6 +14,9 @@ import { HttpTransport } from '../../cli/simulate/transport.js';
 import type { ChaosRng } from './rng.js';
 import type { ChaosTokens, Stack } from './stack.js';
 
+/** etcd's default --max-txn-ops: the stack runs etcd with its defaults, as users do. */
+const TXN_OPS = 128;
+
 /** What the chaos run knows a change must read as. */
 export type Expectation =
   | 'foreign-grant' // a hold put straight into etcd, not by the API
@@ -174,22 +177,23 @@ export class Workload {
 
   /** `count` holds on one lease (valid hold values, written straight into etcd), left to expire together. */
   async massExpiry(count: number): Promise<void> {
-    const lease = this.etcd.lease(6, { autoKeepAlive: false });
+    // Long enough to write every batch before it lapses (etcd's default limit: 128 ops per txn).
+    const lease = this.etcd.lease(15, { autoKeepAlive: false });
     const leaseId = await lease.grant();
     const epoch = await this.#epoch();
     const base = `/l/chaos/mass-${this.options.seed}-${this.#n++}`;
-    for (let start = 0; start < count; start += 1_000) {
+    for (let start = 0; start < count; start += TXN_OPS) {
       const ops = [];
-      for (let i = start; i < Math.min(count, start + 1_000); i++) {
+      for (let i = start; i < Math.min(count, start + TXN_OPS); i++) {
         const key = `${base}/k${i}`;
         ops.push(this.etcd.put(key).value(JSON.stringify({ holder: 'spiffe://chaos.lockaudit/mass', session: leaseId, class: 'sim-payments-ledger', epoch, waitMs: 0, at: Date.now() })).lease(leaseId));
       }
-      // An always-true compare: one txn per thousand holds, all on the one lease.
+      // An always-true compare: one txn per batch of holds, all on the one lease.
       await this.etcd.if('/chaos/never-written', 'Version', '==', 0).then(...ops).commit();
     }
     for (let i = 0; i < count; i++) this.truth({ expect: 'expiry', key: `${base}/k${i}` });
     this.inc('mass-expiry holds', count);
-    this.options.log(`mass expiry: ${count} holds on lease ${leaseId} under ${base}/, TTL 6 s`);
+    this.options.log(`mass expiry: ${count} holds on lease ${leaseId} under ${base}/, TTL 15 s`);
   }
 
   // ---- force-releases through the API ---------------------------------------
