@@ -13,11 +13,14 @@ export class TailerElection {
   readonly #cluster: string;
   readonly #replicaId: string;
   readonly #ttlSeconds: number;
+  readonly #name: string;
   #campaign: Campaign | undefined;
   #key: string | undefined;
   #lost = false;
 
-  constructor(client: Etcd3, cluster: string, replicaId: string, ttlSeconds: number) {
+  /** `name` defaults to the tailer's election; other single-writer services (alert sinks) pass their own. */
+  constructor(client: Etcd3, cluster: string, replicaId: string, ttlSeconds: number, name: string = electionName(cluster)) {
+    this.#name = name;
     this.#client = client;
     this.#cluster = cluster;
     this.#replicaId = replicaId;
@@ -27,7 +30,7 @@ export class TailerElection {
   /** Campaigns; resolves once elected. `onLost` fires (once) if the lease is lost afterwards. */
   async campaign(signal: AbortSignal, onLost: (err: Error) => void): Promise<void> {
     const sys = this.#client.namespace(PREFIX.sys);
-    const election = sys.election(electionName(this.#cluster), this.#ttlSeconds);
+    const election = sys.election(this.#name, this.#ttlSeconds);
     const campaign = election.campaign(this.#replicaId);
     this.#campaign = campaign;
     this.#lost = false;

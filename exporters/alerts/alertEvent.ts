@@ -3,7 +3,7 @@
 // drop duplicates by it: delivery is at least once).
 
 export interface AlertEvent {
-  /** Stable: `<cluster>:<revision>:<key>`, `<cluster>:gap:<from>`, `<cluster>:spool:<key>`. */
+  /** Stable: `<cluster>:<revision>:<key>`, `<cluster>:gap:<from>`, `<cluster>:spool:<key>`, `register:<runId>:<class>`. */
   id: string;
   cluster: string;
   kind: string;
@@ -40,6 +40,8 @@ export interface LogRow {
   value: string;
   gap_to: string;
   reason: string;
+  /** 'api' or 'foreign' (a hold written around the lock API); 'api' for rows not about a hold. */
+  origin?: string;
 }
 
 export interface SpoolRow {
@@ -76,10 +78,13 @@ export function fromLogRow(cluster: string, r: LogRow): AlertEvent {
   const detail: Record<string, unknown> = {};
   if (r.event_type === 'class-change') detail.definition = r.value ? parseObject(r.value) : null;
   if (r.event_type === 'epoch-advance') detail.epoch = Number(r.epoch);
+  const foreign = r.origin === 'foreign';
+  if (foreign) detail.origin = 'foreign';
   return {
     id: `${cluster}:${revision}:${r.key}`,
     cluster,
-    kind: r.event_type,
+    // A grant that bypassed the lock API is its own kind, so a rule can stream exactly those (rules.ts: 'grant' still matches it).
+    kind: foreign && r.event_type === 'grant' ? 'foreign-grant' : r.event_type,
     revision,
     key: lockName(r.key),
     namespace: r.namespace,
@@ -100,5 +105,30 @@ export function fromSpoolRow(cluster: string, r: SpoolRow): AlertEvent {
   return {
     id: `${cluster}:spool:${r.key}`, cluster, kind: 'unprotected-grant', revision: '0', key, namespace: r.namespace, class: r.class, holder: r.holder, session: r.session,
     token: '0', epoch: 0, grantRevision: '0', timeMs: Number(r.wall_ms), timeEstimated: false, detail: { spoolId: r.key },
+  };
+}
+
+/** A row of a stored risk-register run whose waiver is expired or expiring. */
+export interface RegisterClassRow {
+  class: string;
+  namespace: string;
+  risk_owner: string;
+  waiver_day: string | null;
+  days_left: number | string | null;
+  status: string;
+}
+
+export interface RegisterRunRow {
+  run_id: string;
+  register_day: string;
+  as_of_ms: number | string;
+}
+
+/** One event per class per register run: the id names both, so a re-delivered run carries the same ids. Not about one cluster: cluster ''. */
+export function fromRegisterRow(run: RegisterRunRow, r: RegisterClassRow): AlertEvent {
+  return {
+    id: `register:${run.run_id}:${r.class}`, cluster: '', kind: r.status === 'expired' ? 'waiver-expired' : 'waiver-expiring', revision: '0', key: '', namespace: r.namespace, class: r.class,
+    holder: '', session: '', token: '0', epoch: 0, grantRevision: '0', timeMs: Number(run.as_of_ms), timeEstimated: false,
+    detail: { runId: run.run_id, registerDate: run.register_day, riskOwner: r.risk_owner, waiverExpires: r.waiver_day, daysLeft: r.days_left === null ? null : Number(r.days_left), status: r.status },
   };
 }

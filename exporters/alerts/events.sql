@@ -1,22 +1,24 @@
 -- An alert sink's next batch of a cluster's log: audit events and recorded
 -- gaps (a gap sits at its first lost revision, key ''), strictly after the
 -- sink's position and at or before the tailer's checkpoint (durable), in
--- (revision, key) order. Only the kinds its rules can match are read.
+-- (revision, key) order. Only the kinds its rules can match are read (a
+-- grant whose origin is 'foreign' is read for 'foreign-grant' too).
 -- Parameters: {db:Identifier} {cluster:String} {afterRevision:UInt64} {afterKey:String} {throughRevision:UInt64} {kinds:Array(String)} {limit:UInt32}
-SELECT revision, key, event_type, namespace, class, holder, session, token, epoch, grant_revision, wall_ms, time_estimated, value, gap_to, reason
+SELECT revision, key, event_type, namespace, class, holder, session, token, epoch, grant_revision, wall_ms, time_estimated, value, gap_to, reason, origin
 FROM
 (
     SELECT revision, key, toString(event_type) AS event_type, toString(namespace) AS namespace, toString(class) AS class, holder, session, token, epoch, grant_revision,
-           toUnixTimestamp64Milli(wall_time) AS wall_ms, time_estimated, value, toUInt64(0) AS gap_to, '' AS reason
+           toUnixTimestamp64Milli(wall_time) AS wall_ms, time_estimated, value, toUInt64(0) AS gap_to, '' AS reason, toString(origin) AS origin
     FROM {db:Identifier}.events FINAL
     WHERE cluster = {cluster:String}
         AND (revision, key) > ({afterRevision:UInt64}, {afterKey:String})
         AND revision <= {throughRevision:UInt64}
         AND op IN ('put', 'delete')
-        AND has({kinds:Array(String)}, toString(event_type))
+        AND (has({kinds:Array(String)}, toString(event_type))
+            OR (event_type = 'grant' AND origin = 'foreign' AND has({kinds:Array(String)}, 'foreign-grant')))
     UNION ALL
     SELECT from_revision AS revision, '' AS key, 'gap' AS event_type, '' AS namespace, '' AS class, '' AS holder, '' AS session, toUInt64(0) AS token, toUInt32(0) AS epoch,
-           toUInt64(0) AS grant_revision, toUnixTimestamp64Milli(detected_at) AS wall_ms, toUInt8(0) AS time_estimated, '' AS value, to_revision AS gap_to, reason
+           toUInt64(0) AS grant_revision, toUnixTimestamp64Milli(detected_at) AS wall_ms, toUInt8(0) AS time_estimated, '' AS value, to_revision AS gap_to, reason, 'api' AS origin
     FROM {db:Identifier}.gaps FINAL
     WHERE cluster = {cluster:String}
         AND has({kinds:Array(String)}, 'gap')

@@ -11,6 +11,9 @@ const SEVERITY: Record<string, { id: number; name: string }> = {
   'epoch-advance': { id: 4, name: 'High' },
   'epoch-release': { id: 3, name: 'Medium' },
   deleted: { id: 3, name: 'Medium' },
+  'foreign-grant': { id: 4, name: 'High' },
+  'waiver-expired': { id: 4, name: 'High' },
+  'waiver-expiring': { id: 2, name: 'Low' },
   'class-change': { id: 2, name: 'Low' },
 };
 const severity = (kind: string) => SEVERITY[kind] ?? { id: 1, name: 'Informational' };
@@ -25,6 +28,10 @@ const MESSAGE: Record<string, (e: AlertEvent) => string> = {
   'epoch-advance': (e) => `the epoch advanced to ${e.epoch}`,
   'class-change': (e) => `lock class ${e.class} was ${e.detail.definition ? 'defined or changed' : 'deleted'}`,
   'unprotected-grant': (e) => `${e.holder} was granted ${e.key} without quorum (unprotected, token 0)`,
+  deleted: (e) => `the hold of ${e.holder} on ${e.key} was deleted by hand while its lease lived (not through the lock API)`,
+  'foreign-grant': (e) => `${e.holder} was granted ${e.key} by a write around the lock API (no proof of origin)`,
+  'waiver-expired': (e) => `the risk waiver of advisory class ${e.class} expired (${String(e.detail.waiverExpires ?? 'no waiver date')}; register ${String(e.detail.registerDate)})`,
+  'waiver-expiring': (e) => `the risk waiver of advisory class ${e.class} expires ${String(e.detail.waiverExpires)} (${String(e.detail.daysLeft)} days left)`,
   gap: (e) => `audit history revisions ${String(e.detail.fromRevision)}..${String(e.detail.toRevision)} were lost: ${String(e.detail.reason)}`,
 };
 

@@ -1,12 +1,13 @@
 // Which events a sink delivers: any rule matches (kinds AND namespaces AND
-// classes AND purposes; an absent list matches everything). Pure.
+// classes AND purposes; an absent list matches everything). A foreign grant
+// is still a grant: a 'grant' rule matches it too. Pure.
 import type { AlertRule } from '../../core/config.js';
 import type { AlertEvent } from './alertEvent.js';
 
 export function matches(rules: readonly AlertRule[], e: AlertEvent, purposeOf: (cls: string) => string | undefined): boolean {
   return rules.some(
     (r) =>
-      (r.kinds as readonly string[]).includes(e.kind) &&
+      ((r.kinds as readonly string[]).includes(e.kind) || (e.kind === 'foreign-grant' && (r.kinds as readonly string[]).includes('grant'))) &&
       (!r.namespaces || r.namespaces.includes(e.namespace)) &&
       (!r.classes || r.classes.includes(e.class)) &&
       (!r.purposes || (r.purposes as readonly string[]).includes(purposeOf(e.class) ?? '')),
@@ -16,4 +17,13 @@ export function matches(rules: readonly AlertRule[], e: AlertEvent, purposeOf: (
 /** Every kind any rule names: what the sink needs to read at all. */
 export function ruleKinds(rules: readonly AlertRule[]): string[] {
   return [...new Set(rules.flatMap((r) => r.kinds))].sort();
+}
+
+/** The waiver kinds, read from stored risk-register runs rather than a cluster's log. */
+export const WAIVER_KINDS = { 'waiver-expired': 'expired', 'waiver-expiring': 'expiring' } as const;
+
+/** The register statuses any rule can match ([] when no rule names a waiver kind). */
+export function waiverStatuses(rules: readonly AlertRule[]): string[] {
+  const kinds = ruleKinds(rules);
+  return Object.entries(WAIVER_KINDS).filter(([k]) => kinds.includes(k)).map(([, status]) => status);
 }

@@ -16,8 +16,14 @@ import { createLogger } from '../../core/logger.js';
 import { alertMetrics } from '../../exporters/alerts/alertMetrics.js';
 import { SIGNATURE_HEADER, verify } from '../../exporters/alerts/signature.js';
 import { WebhookDelivery } from '../../exporters/alerts/webhookDelivery.js';
+import { RegisterDelivery } from '../../exporters/alerts/registerDelivery.js';
+import { runAlertSinks } from '../../exporters/alerts/service.js';
+import { createEtcdClient } from '../../core/etcd.js';
+import { runRegister } from '../../reports/riskRegister/index.js';
+import { dateInZone } from '../../reports/riskRegister/status.js';
 import { waitFor } from '../support/capture.js';
-import { tempStore, uniqueId } from '../support/env.js';
+import { addDays, advisoryClass, classEvent } from '../support/grants.js';
+import { tempStore, testConfig, uniqueId } from '../support/env.js';
 
 const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'silent');
 const SECRET = 'test-secret-0123456789';
@@ -230,5 +236,134 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
     assert.equal((JSON.parse(dead[0]?.payload ?? '{}') as { metadata: { uid: string } }).metadata.uid, dead[0]?.event_id);
     assert.equal(rx.acknowledged.length, 0);
     assert.match(await registry.metrics(), new RegExp(`lockaudit_alert_dead_letters_total\\{sink="${sink.name}",cluster="${cluster}"\\} ${expected.length}`));
+  });
+
+  const kindOf = (a: Received): string => (JSON.parse(a.line) as { activity_name: string }).activity_name;
+
+  it('deleted holds and foreign grants are rule kinds: a security sink streams exactly the writes that bypassed the lock API', async () => {
+    const cluster = uniqueId('cf');
+    const rows: AuditEventRow[] = [
+      row(cluster, 10, '/l/pay/a', { event_type: 'grant', namespace: 'pay', lock_path: 'a', class: 'ledger', holder: 'spiffe://api', origin: 'api' }),
+      row(cluster, 11, '/l/pay/b', { event_type: 'grant', namespace: 'pay', lock_path: 'b', class: 'ledger', holder: 'etcdctl', origin: 'foreign' }),
+      row(cluster, 12, '/l/pay/a', { event_type: 'deleted', op: 'delete', namespace: 'pay', lock_path: 'a', class: 'ledger', holder: 'spiffe://api', origin: 'api' }),
+      row(cluster, 13, '/l/pay/b', { event_type: 'release', op: 'delete', namespace: 'pay', lock_path: 'b', class: 'ledger', holder: 'etcdctl', origin: 'foreign' }),
+      row(cluster, 14, '/l/pay/c', { event_type: 'expiry', op: 'delete', namespace: 'pay', lock_path: 'c', class: 'ledger', holder: 'spiffe://api' }),
+      row(cluster, 15, '/l/pay/d', { event_type: 'grant', namespace: 'pay', lock_path: 'd', class: 'ledger', holder: 'rogue', origin: 'foreign' }),
+    ];
+    await store.insert('events', rows);
+    await store.insert('checkpoints', [{ cluster, revision: '20', leader: 'test' }]);
+    const rx = await receiver({ failRate: 0.3, seed: 7 });
+    const security = sinkConfig(uniqueId('sec-'), rx.url(), { rules: [{ kinds: ['deleted', 'foreign-grant'] }] });
+    const grants = sinkConfig(uniqueId('grants-'), rx.url(), { rules: [{ kinds: ['grant'] }] });
+    const abort = new AbortController();
+    const metrics = alertMetrics(new Registry());
+    const loops = [security, grants].map((sink) => new WebhookDelivery({ store, log, metrics, cluster, sink }).run(abort.signal));
+    await waitFor('both sinks delivered', () => (new Set(rx.acknowledged.map((a) => a.id)).size >= 4 ? true : undefined), 60_000, 20);
+    await waitFor('both sinks at the checkpoint', async () => {
+      const n = await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.alert_checkpoints FINAL WHERE cluster = {c:String} AND key = '~' AND revision = 20", { c: cluster });
+      return Number(n[0]?.n) === 2 ? true : undefined;
+    }, 60_000, 50);
+    abort.abort();
+    await Promise.all(loops);
+    await rx.close();
+    const got = dedupe(rx.acknowledged).map((a) => `${a.id} ${kindOf(a)}`);
+    // The security sink: the foreign grants and the hand deletion, nothing the API wrote; the grant sink: every grant, foreign ones named so.
+    assert.deepEqual(got.sort(), [`${cluster}:10:/l/pay/a grant`, `${cluster}:11:/l/pay/b foreign-grant`, `${cluster}:12:/l/pay/a deleted`, `${cluster}:15:/l/pay/d foreign-grant`].sort());
+    const foreign = rx.acknowledged.find((a) => a.id === `${cluster}:11:/l/pay/b`);
+    assert.equal((JSON.parse(foreign?.line ?? '{}') as { unmapped: { origin?: string } }).unmapped.origin, 'foreign');
+  });
+
+  it('a stored risk-register run with expired waivers: one waiver-expired event per class per run, signed and retried, none again after a restart', async () => {
+    const asOf = Date.now();
+    const today = dateInZone(asOf, 'UTC');
+    await store.insert('events', [
+      classEvent('old-cache', advisoryClass('old-cache', 'cat', addDays(today, -3), 'risk@corp'), 1, asOf - 86_400_000, 'rr'),
+      classEvent('soon-cache', advisoryClass('soon-cache', 'cat', addDays(today, 10)), 2, asOf - 86_400_000, 'rr'),
+      classEvent('fine-cache', advisoryClass('fine-cache', 'cat', addDays(today, 200)), 3, asOf - 86_400_000, 'rr'),
+      classEvent('lapsed-feed', advisoryClass('lapsed-feed', 'feed', addDays(today, -40)), 4, asOf - 86_400_000, 'rr'),
+    ]);
+    const deps = { store, limits: testConfig().reports };
+    const runs = [uniqueId('manual:'), uniqueId('repeat:risk-register-nightly:')]; // run_id breaks a created_at tie: 'manual' < 'repeat'
+    for (const [i, runId] of runs.entries()) await runRegister(deps, { runId, asOfMs: asOf + i, timeZone: 'UTC', trigger: i === 0 ? 'manual' : 'schedule', requestedBy: 'test' });
+    const rx = await receiver({ failRate: 0.3, seed: 11 });
+    const sink = sinkConfig(uniqueId('waivers-'), rx.url(), { rules: [{ kinds: ['waiver-expired'] }, { kinds: ['waiver-expiring'], namespaces: ['cat'] }] });
+    const metrics = alertMetrics(new Registry());
+    const expected = runs.flatMap((r) => [`register:${r}:lapsed-feed waiver-expired`, `register:${r}:old-cache waiver-expired`, `register:${r}:soon-cache waiver-expiring`]);
+    const delivered = () => new Set(rx.acknowledged.map((a) => a.id)).size;
+    const first = new AbortController();
+    const loop = new RegisterDelivery({ store, log, metrics, sink }).run(first.signal);
+    await waitFor('every waiver event', () => (delivered() >= expected.length ? true : undefined), 60_000, 20);
+    await waitFor('both runs recorded as delivered', async () => {
+      const n = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.alert_register_deliveries FINAL WHERE sink = {s:String}', { s: sink.name });
+      return Number(n[0]?.n) === runs.length ? true : undefined;
+    }, 60_000, 50);
+    first.abort();
+    await loop;
+    const afterFirst = rx.acknowledged.length;
+    // A restart: the runs are recorded as delivered, so a fresh loop sends nothing.
+    const again = new RegisterDelivery({ store, log, metrics, sink });
+    assert.equal(await again.step(new AbortController().signal), false);
+    assert.equal(rx.acknowledged.length, afterFirst);
+    await rx.close();
+    const got = dedupe(rx.acknowledged);
+    // Every expected event with its kind, in run order (oldest run first), by class within a run; nothing else (fine-cache is ok).
+    assert.deepEqual(got.map((a) => `${a.id} ${kindOf(a)}`), expected);
+    assert.equal(rx.stats().badSignatures, 0);
+    const oldCache = (JSON.parse(got.find((a) => a.id.endsWith(':old-cache'))?.line ?? '{}') as { unmapped: Record<string, unknown> }).unmapped;
+    assert.equal(oldCache.riskOwner, 'risk@corp');
+    assert.equal(oldCache.waiverExpires, addDays(today, -3));
+    assert.equal(oldCache.daysLeft, -3);
+  });
+
+  it('two workers run the same sink: one delivers (etcd election), no event twice; when it stops the other takes over from the checkpoint', async () => {
+    const config = testConfig();
+    const etcd = config.etcd.clusters[0];
+    assert.ok(etcd, 'the suite etcd');
+    const cluster = uniqueId('ce');
+    const seeded = await seed([cluster], 40);
+    const h = seeded.get(cluster);
+    assert.ok(h);
+    const rx = await receiver({ failRate: 0, seed: 3 });
+    const sink = sinkConfig(uniqueId('elect-'), rx.url());
+    const metrics = alertMetrics(new Registry());
+    const workers = ['worker-a', 'worker-b'].map((replicaId) => {
+      const client = createEtcdClient(etcd);
+      const abort = new AbortController();
+      const done = runAlertSinks({ store, log, metrics, sinks: [sink], clusters: [{ name: cluster, client }], replicaId, electionTtlSeconds: 2 }, abort.signal);
+      return { replicaId, client, abort, done };
+    });
+    try {
+      const expected = [...h.expectedLog, ...h.expectedSpool];
+      await waitFor('every event delivered', () => (new Set(rx.acknowledged.map((a) => a.id)).size >= expected.length ? true : undefined), 60_000, 20);
+      // The sink's checkpoint at the end of the log: a second deliverer (no election) would be streaming the same batches meanwhile.
+      await waitFor('the sink at the checkpoint', async () => {
+        const n = await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.alert_checkpoints FINAL WHERE sink = {s:String} AND key = '~' AND revision = 50 AND spool_key = '/spool/s6'", { s: sink.name });
+        return Number(n[0]?.n) === 1 ? true : undefined;
+      }, 60_000, 20);
+      assert.equal(rx.acknowledged.length, expected.length, 'each event delivered once: one worker leads the sink');
+      const [a] = workers;
+      assert.ok(a);
+      // Stop the leader (the oldest campaign key holds its replica id; resigning hands over at once); new events reach the receiver through the other.
+      const campaigns = await a.client.getAll().prefix(`/sys/election/alerts.${sink.name}.${cluster}`).sort('Create', 'Ascend').strings();
+      const leaderId = Object.values(campaigns)[0];
+      const leader = workers.find((w) => w.replicaId === leaderId);
+      const follower = workers.find((w) => w.replicaId !== leaderId);
+      assert.ok(leader && follower, `a leader among ${JSON.stringify(campaigns)}`);
+      leader.abort.abort();
+      await leader.done;
+      const more = history(cluster, 40).rows.filter((r) => r.event_type === 'force-release').map((r) => ({ ...r, revision: String(Number(r.revision) + 100), mod_revision: String(Number(r.revision) + 100) }));
+      await store.insert('events', more);
+      await store.insert('checkpoints', [{ cluster, revision: '200', leader: 'test' }]);
+      const newIds = more.map((r) => `${cluster}:${r.revision}:${r.key}`);
+      await waitFor('the remaining worker delivers the new events', () => (newIds.every((id) => rx.acknowledged.some((x) => x.id === id)) ? true : undefined), 60_000, 20);
+      follower.abort.abort();
+      await follower.done;
+    } finally {
+      for (const w of workers) w.abort.abort();
+      await Promise.all(workers.map((w) => w.done));
+      for (const w of workers) w.client.close();
+      await rx.close();
+    }
+    assert.equal(new Set(rx.acknowledged.map((x) => x.id)).size, rx.acknowledged.length, 'no event id delivered twice');
   });
 });

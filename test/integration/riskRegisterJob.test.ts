@@ -15,6 +15,11 @@ import { upsertSchedulers } from '../../platform/jobs.js';
 import { createRedis } from '../../platform/redis.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Registry } from 'prom-client';
+import { alertMetrics } from '../../exporters/alerts/alertMetrics.js';
+import { RegisterDelivery } from '../../exporters/alerts/registerDelivery.js';
 import { storedRegister } from '../../reports/riskRegister/index.js';
 import { RISK_REGISTER_QUEUE, RISK_REGISTER_SCHEDULER_ID, riskRegisterJob } from '../../reports/riskRegister/job.js';
 import { dateInZone } from '../../reports/riskRegister/status.js';
@@ -103,5 +108,36 @@ describe('nightly risk register job', () => {
         grants24h: 1, grants30d: 1, distinctKeys24h: 1, distinctKeys30d: 1, expiries24h: 1, expiries30d: 1, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0,
       },
     ]);
+  });
+
+  it('an alert sink with a waiver rule gets one waiver-expiring event per scheduled run for the expiring class, once', async () => {
+    await worker?.close(); // no more runs while the sink reads them
+    worker = undefined;
+    const runs = await store.rows<{ run_id: string }>('SELECT run_id FROM {db:Identifier}.risk_register_runs FINAL ORDER BY created_at, run_id');
+    assert.ok(runs.length >= 2);
+    const got: string[] = [];
+    const server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+      req.on('end', () => {
+        for (const line of body.trimEnd().split('\n')) {
+          const o = JSON.parse(line) as { metadata: { uid: string }; activity_name: string };
+          got.push(`${o.metadata.uid} ${o.activity_name}`);
+        }
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const sink = { name: uniqueId('rr-'), url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, secret: 'a-test-secret-0123456789', rules: [{ kinds: ['waiver-expiring' as const] }], pollIntervalMs: 50 };
+      const delivery = new RegisterDelivery({ store, log: runtime.logger, metrics: alertMetrics(new Registry()), sink });
+      const signal = new AbortController().signal;
+      while (await delivery.step(signal)) { /* one run per step */ }
+      assert.deepEqual(got, runs.map((r) => `register:${r.run_id}:nightly waiver-expiring`));
+      assert.equal(await new RegisterDelivery({ store, log: runtime.logger, metrics: alertMetrics(new Registry()), sink }).step(signal), false, 'nothing left after a restart');
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { AlertEvent } from '../../exporters/alerts/alertEvent.js';
 import { toCef, toOcsf } from '../../exporters/alerts/formats.js';
-import { matches, ruleKinds } from '../../exporters/alerts/rules.js';
+import { fromLogRow, fromRegisterRow, type LogRow } from '../../exporters/alerts/alertEvent.js';
+import { matches, ruleKinds, waiverStatuses } from '../../exporters/alerts/rules.js';
 import { sign, verify } from '../../exporters/alerts/signature.js';
 import { backoffMs } from '../../exporters/alerts/webhookDelivery.js';
 
@@ -24,6 +25,36 @@ describe('alert rules', () => {
     assert.equal(matches(rules, event({ kind: 'grant', class: 'cache' }), purposeOf), true);
     assert.equal(matches(rules, event({ kind: 'grant', class: 'cache', namespace: 'other' }), purposeOf), false);
     assert.deepEqual(ruleKinds(rules), ['expiry', 'force-release', 'gap', 'grant']);
+  });
+});
+
+describe('alert kinds beyond the log: foreign grants, hand deletions, waivers', () => {
+  const logRow = (over: Partial<LogRow>): LogRow => ({
+    revision: '77', key: '/l/pay/a', event_type: 'grant', namespace: 'pay', class: 'ledger', holder: 'etcdctl', session: '0', token: '0', epoch: 1, grant_revision: '77', wall_ms: 5,
+    time_estimated: 0, value: '', gap_to: '0', reason: '', ...over,
+  });
+  it("a grant written around the lock API is kind foreign-grant (origin in the payload); a 'grant' rule still matches it, a 'foreign-grant' rule only it", () => {
+    const foreign = fromLogRow('c1', logRow({ origin: 'foreign' }));
+    const api = fromLogRow('c1', logRow({ origin: 'api' }));
+    assert.equal(foreign.kind, 'foreign-grant');
+    assert.equal(foreign.detail.origin, 'foreign');
+    assert.equal(api.kind, 'grant');
+    const none = () => undefined;
+    assert.equal(matches([{ kinds: ['foreign-grant'] }], foreign, none), true);
+    assert.equal(matches([{ kinds: ['foreign-grant'] }], api, none), false);
+    assert.equal(matches([{ kinds: ['grant'] }], foreign, none), true);
+    assert.equal(matches([{ kinds: ['deleted'] }], fromLogRow('c1', logRow({ event_type: 'deleted' })), none), true);
+    assert.match(String(toOcsf(fromLogRow('c1', logRow({ event_type: 'deleted' }))).message), /deleted by hand while its lease lived/);
+  });
+  it('a register class is one event per run and class, its kind from the status; rules name which statuses are read', () => {
+    const run = { run_id: 'repeat:risk-register-nightly:1764381600000', register_day: '2025-11-29', as_of_ms: 1_764_381_600_000 };
+    const e = fromRegisterRow(run, { class: 'cache', namespace: 'cat', risk_owner: 'r@corp', waiver_day: '2025-11-20', days_left: -9, status: 'expired' });
+    assert.equal(e.id, 'register:repeat:risk-register-nightly:1764381600000:cache');
+    assert.equal(e.kind, 'waiver-expired');
+    assert.equal(fromRegisterRow(run, { class: 'c', namespace: 'n', risk_owner: '', waiver_day: '2025-12-01', days_left: 2, status: 'expiring' }).kind, 'waiver-expiring');
+    assert.deepEqual(waiverStatuses([{ kinds: ['gap'] }]), []);
+    assert.deepEqual(waiverStatuses([{ kinds: ['gap', 'waiver-expired'] }, { kinds: ['waiver-expiring'] }]), ['expired', 'expiring']);
+    assert.match(toCef(e), /\|waiver-expired\|waiver-expired\|9\|/);
   });
 });
 
