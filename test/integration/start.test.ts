@@ -27,7 +27,7 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeou
   }
 }
 
-describe('lockaudit start --demo', { timeout: 180_000 }, () => {
+describe('lockaudit start --demo', { timeout: 360_000 }, () => {
   const tmp = tempDir('lockaudit-start-');
   let child: ChildProcess | undefined;
   let stderr = '';
@@ -59,7 +59,7 @@ describe('lockaudit start --demo', { timeout: 180_000 }, () => {
     assert.deepEqual(ready, { status: 'ready' }); // no token: the status only
 
     const tokensFile = path.join(tmp.dir, 'demo-tokens.json');
-    await waitFor('demo tokens', async () => (existsSync(tokensFile) ? true : undefined), 30_000);
+    await waitFor('demo tokens', async () => (existsSync(tokensFile) ? true : undefined), 120_000); // the demo's tailer catches up the whole shared test etcd meanwhile
     const tokens = JSON.parse(readFileSync(tokensFile, 'utf8')) as { investigator: string; admin: string };
     const detail = (await (await fetch(`${base}/readyz`, { headers: { authorization: `Bearer ${tokens.admin}` } })).json()) as { checks: Array<{ ok: boolean }> };
     assert.deepEqual(detail.checks.map((c) => c.ok), [true, true, true, true]);
@@ -68,7 +68,7 @@ describe('lockaudit start --demo', { timeout: 180_000 }, () => {
       const r = await fetch(`${base}/v1/grants?namespace=payments&limit=5`, { headers: { authorization: `Bearer ${tokens.investigator}` } });
       const body = (await r.json()) as { items?: Array<{ token: string; holder: string }> };
       return body.items && body.items.length > 0 ? body.items : undefined;
-    }, 60_000);
+    }, 120_000);
     assert.match(items[0]?.token ?? '', /^\d+$/);
     assert.match(items[0]?.holder ?? '', /^spiffe:\/\/sim\.lockaudit\//);
 
