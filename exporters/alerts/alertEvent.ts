@@ -1,6 +1,7 @@
 // The event an alert sink delivers: one audit event, gap or unprotected
 // grant, with an id that is the same every time it is delivered (receivers
 // drop duplicates by it: delivery is at least once).
+import type { GrantSide } from '../../tailer/types.js';
 
 export interface AlertEvent {
   /** Stable: `<cluster>:<revision>:<key>`, `<cluster>:gap:<from>`, `<cluster>:spool:<key>`. */
@@ -42,13 +43,8 @@ export interface LogRow {
   reason: string;
 }
 
-export interface SpoolRow {
-  key: string;
-  namespace: string;
-  lock_path: string;
-  class: string;
-  holder: string;
-  session: string;
+/** An unprotected grant: a row of the grants table, its lock columns as the tailer writes them. */
+export interface SpoolRow extends Pick<GrantSide, 'key' | 'namespace' | 'lock_path' | 'class' | 'holder' | 'session'> {
   wall_ms: number | string;
   ingested_ms: number | string;
   value: string;
