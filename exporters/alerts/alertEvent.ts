@@ -1,7 +1,7 @@
 // The event an alert sink delivers: one audit event, gap or unprotected
 // grant, with an id that is the same every time it is delivered (receivers
 // drop duplicates by it: delivery is at least once).
-import type { GrantSide } from '../../tailer/types.js';
+import type { AuditEventRow } from '../../core/events.js';
 
 export interface AlertEvent {
   /** Stable: `<cluster>:<revision>:<key>`, `<cluster>:gap:<from>`, `<cluster>:spool:<key>`. */
@@ -43,8 +43,8 @@ export interface LogRow {
   reason: string;
 }
 
-/** An unprotected grant: a row of the grants table, its lock columns as the tailer writes them. */
-export interface SpoolRow extends Pick<GrantSide, 'key' | 'namespace' | 'lock_path' | 'class' | 'holder' | 'session'> {
+/** An unprotected grant's spooled event (unprotected.sql): its lock columns are the events table's. */
+export interface SpoolRow extends Pick<AuditEventRow, 'key' | 'namespace' | 'lock_path' | 'class' | 'holder' | 'session'> {
   wall_ms: number | string;
   ingested_ms: number | string;
   value: string;
