@@ -8,3 +8,19 @@ export function createMetricsRegistry(): Registry {
   collectDefaultMetrics({ register: registry, prefix: 'lockaudit_' });
   return registry;
 }
+
+/**
+ * A metric set made once per registry: several clusters (or sinks) of one
+ * process share the registry, and prom-client refuses a second metric of the
+ * same name on it.
+ */
+export function oncePerRegistry<T>(create: (registers: Registry[]) => T): (registry: Registry) => T {
+  const byRegistry = new WeakMap<Registry, T>();
+  return (registry) => {
+    const existing = byRegistry.get(registry);
+    if (existing) return existing;
+    const made = create([registry]);
+    byRegistry.set(registry, made);
+    return made;
+  };
+}

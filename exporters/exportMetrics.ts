@@ -1,6 +1,7 @@
 // Metrics of the exporters, on the process registry. Labels are bounded:
 // cluster, dataset, format, outcome — never a key, an export id or a token.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { oncePerRegistry } from '../core/metrics.js';
 
 export interface ExportMetrics {
   archived: Counter<'cluster'>;
@@ -14,14 +15,8 @@ export interface ExportMetrics {
   exportJobs: Counter<'kind' | 'outcome'>;
 }
 
-const byRegistry = new WeakMap<Registry, ExportMetrics>();
-
 /** The exporter metrics of a registry, created once per registry. */
-export function exportMetrics(registry: Registry): ExportMetrics {
-  const existing = byRegistry.get(registry);
-  if (existing) return existing;
-  const registers = [registry];
-  const metrics: ExportMetrics = {
+export const exportMetrics: (registry: Registry) => ExportMetrics = oncePerRegistry((registers) => ({
     archived: new Counter({ name: 'lockaudit_force_archived_total', help: 'Force-release records written to the archive bucket.', labelNames: ['cluster'], registers }),
     archiveErrors: new Counter({ name: 'lockaudit_force_archive_errors_total', help: 'Archiver passes that failed (etcd or S3 unavailable); retried.', labelNames: ['cluster'], registers }),
     archiveLatency: new Histogram({
@@ -37,7 +32,4 @@ export function exportMetrics(registry: Registry): ExportMetrics {
     historyFiles: new Counter({ name: 'lockaudit_history_files_total', help: 'Parquet history files by outcome (written, skipped as complete, failed).', labelNames: ['dataset', 'outcome'], registers }),
     exportRows: new Counter({ name: 'lockaudit_export_rows_total', help: 'Rows written to exports.', labelNames: ['kind', 'format'], registers }),
     exportJobs: new Counter({ name: 'lockaudit_export_jobs_total', help: 'Export jobs by outcome.', labelNames: ['kind', 'outcome'], registers }),
-  };
-  byRegistry.set(registry, metrics);
-  return metrics;
-}
+}));

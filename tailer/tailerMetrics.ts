@@ -1,6 +1,7 @@
 // The tailer's metrics, one set per registry (several clusters share it),
 // labelled by cluster only: bounded cardinality, never a key.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { oncePerRegistry } from '../core/metrics.js';
 
 export interface TailerMetrics {
   events: Counter<'cluster'>;
@@ -16,14 +17,9 @@ export interface TailerMetrics {
   spoolShipped: Counter<'cluster'>;
 }
 
-const byRegistry = new WeakMap<Registry, TailerMetrics>();
-
-export function tailerMetrics(registry: Registry): TailerMetrics {
-  const existing = byRegistry.get(registry);
-  if (existing) return existing;
-  const registers = [registry];
+export const tailerMetrics: (registry: Registry) => TailerMetrics = oncePerRegistry((registers) => {
   const labelNames = ['cluster'] as const;
-  const m: TailerMetrics = {
+  return {
     events: new Counter({ name: 'lockaudit_tailer_events_total', help: 'Audit events written (rate() gives events/s)', labelNames, registers }),
     batchSeconds: new Histogram({ name: 'lockaudit_tailer_batch_seconds', help: 'Time to make one batch durable in ClickHouse', labelNames, registers, buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] }),
     lagRevisions: new Gauge({ name: 'lockaudit_tailer_lag_revisions', help: 'Head revision minus the completeness watermark', labelNames, registers }),
@@ -36,6 +32,4 @@ export function tailerMetrics(registry: Registry): TailerMetrics {
     sinkRetries: new Counter({ name: 'lockaudit_tailer_sink_retries_total', help: 'ClickHouse insert retries', labelNames, registers }),
     spoolShipped: new Counter({ name: 'lockaudit_tailer_spool_shipped_total', help: 'Fail-open spool lines shipped: unprotected grants and their ends', labelNames, registers }),
   };
-  byRegistry.set(registry, m);
-  return m;
-}
+});

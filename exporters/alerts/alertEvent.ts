@@ -1,6 +1,7 @@
 // The event an alert sink delivers: one audit event, gap or unprotected
 // grant, with an id that is the same every time it is delivered (receivers
 // drop duplicates by it: delivery is at least once).
+import type { AuditEventRow } from '../../core/events.js';
 
 export interface AlertEvent {
   /** Stable: `<cluster>:<revision>:<key>`, `<cluster>:gap:<from>`, `<cluster>:spool:<key>`, `register:<runId>:<class>`. */
@@ -44,13 +45,8 @@ export interface LogRow {
   origin?: string;
 }
 
-export interface SpoolRow {
-  key: string;
-  namespace: string;
-  lock_path: string;
-  class: string;
-  holder: string;
-  session: string;
+/** An unprotected grant's spooled event (unprotected.sql): its lock columns are the events table's. */
+export interface SpoolRow extends Pick<AuditEventRow, 'key' | 'namespace' | 'lock_path' | 'class' | 'holder' | 'session'> {
   wall_ms: number | string;
   ingested_ms: number | string;
   value: string;

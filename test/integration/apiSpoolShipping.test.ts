@@ -5,21 +5,14 @@
 import assert from 'node:assert/strict';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import type { AuditStore } from '../../core/clickhouse.js';
+import { describe, it } from 'node:test';
 import { spoolPath, type SpoolGrantRecord } from '../../core/spool.js';
 import { waitFor } from '../support/capture.js';
-import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
+import { tempDir, testConfig, uniqueId } from '../support/env.js';
+import { fileStore } from '../support/fileStore.js';
 import { lockApp, type LockApp } from '../support/lockApp.js';
 
-let store: AuditStore;
-let closeStore: () => Promise<void>;
-before(async () => {
-  ({ store, close: closeStore } = await tempStore());
-});
-after(async () => {
-  await closeStore();
-});
+const db = fileStore();
 
 describe('the api role ships the spool it writes', () => {
   it('unprotected grants spooled on an API-only host reach the audit store, once', { timeout: 60_000 }, async () => {
@@ -37,9 +30,9 @@ describe('the api role ships the spool it writes', () => {
     appendFileSync(file, grants.map((g) => `${JSON.stringify(g)}\n`).join(''));
     let la: LockApp | undefined;
     try {
-      la = await lockApp(config, store, { cluster: { name: label, endpoints }, spoolShipIntervalMs: 200 });
+      la = await lockApp(config, db.store, { cluster: { name: label, endpoints }, spoolShipIntervalMs: 200 });
       const count = async (): Promise<number> => {
-        const [r] = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND unprotected = 1', { c: label });
+        const [r] = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND unprotected = 1', { c: label });
         return Number(r?.n ?? 0);
       };
       await waitFor('the spooled grants shipped', async () => ((await count()) === 2 ? true : undefined), 30_000, 100);

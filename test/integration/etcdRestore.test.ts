@@ -7,31 +7,23 @@
 // tailer must record the discontinuity as a `restore` gap, keep the rolled
 // back history aside, and go on capturing the restored cluster.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Etcd3 } from 'etcd3';
-import type { AuditStore } from '../../core/clickhouse.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { HealthState } from '../../platform/health.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { waitFor } from '../support/capture.js';
-import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
+import { tempDir, testConfig, uniqueId } from '../support/env.js';
+import { fileStore } from '../support/fileStore.js';
 import { fencedClass, lockApp, type LockApp } from '../support/lockApp.js';
 import { startPrivateEtcd, type PrivateEtcd } from '../support/privateEtcd.js';
 
 type Json = Record<string, unknown>;
 const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
 
-let store: AuditStore;
-let closeStore: () => Promise<void>;
-
-before(async () => {
-  ({ store, close: closeStore } = await tempStore());
-});
-after(async () => {
-  await closeStore();
-});
+const db = fileStore();
 
 interface Rig {
   label: string;
@@ -55,7 +47,7 @@ async function rig(clientPort: number, peerPort: number): Promise<Rig> {
   const cluster = { name: label, endpoints: [etcd.endpoint] };
   const client = createEtcdClient(cluster);
   const config = testConfig({ LOCKAUDIT_DATA_DIR: data.dir });
-  const la = await lockApp(config, store, { cluster });
+  const la = await lockApp(config, db.store, { cluster });
   const ns = uniqueId('ns');
   const className = `${ns}-fenced`;
   const admin = await la.token(uniqueId('admin-'), ['admin']);
@@ -64,7 +56,7 @@ async function rig(clientPort: number, peerPort: number): Promise<Rig> {
   const user = await la.token(`spiffe://test/${ns}/w`, ['client']);
   assert.equal((await la.call('PUT', `/v1/classes/${className}`, admin, fencedClass(className, ns))).status, 200);
   const health = new HealthState();
-  const tailer = new TailerReplica({ cluster, store, log: log.child({ cluster: label }), health }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, clockIntervalMs: 300, restoreCheckIntervalMs: 300 });
+  const tailer = new TailerReplica({ cluster, store: db.store, log: log.child({ cluster: label }), health }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, clockIntervalMs: 300, restoreCheckIntervalMs: 300 });
   tailer.start();
   return {
     label,
@@ -139,13 +131,13 @@ interface GapRow {
 
 async function restoreGap(label: string): Promise<GapRow> {
   return waitFor(`a restore gap for ${label}`, async () => {
-    const rows = await store.rows<GapRow>("SELECT from_revision, to_revision, kind, history_lost, previous_cluster_id, cluster_id, reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'", { c: label });
+    const rows = await db.store.rows<GapRow>("SELECT from_revision, to_revision, kind, history_lost, previous_cluster_id, cluster_id, reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'", { c: label });
     return rows[0];
   }, 60_000, 200);
 }
 
 async function captured(label: string, eventType: string, revision: string): Promise<boolean> {
-  const rows = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND event_type = {t:String} AND revision = {r:UInt64}', { c: label, t: eventType, r: revision });
+  const rows = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND event_type = {t:String} AND revision = {r:UInt64}', { c: label, t: eventType, r: revision });
   return rows[0]?.n !== '0';
 }
 
@@ -163,8 +155,8 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       const snapshot = await r.etcd.snapshot('before.db');
       const { revision: snapRev, clusterId } = await head(r.client);
       const later = await grantsAndReleases(r, s1, 40);
-      await waitFor('the tailer past the later grants', async () => ((await readCheckpoint(store, r.label)) >= later.lastRevision ? true : undefined), 60_000, 100);
-      const checkpointBefore = await readCheckpoint(store, r.label);
+      await waitFor('the tailer past the later grants', async () => ((await readCheckpoint(db.store, r.label)) >= later.lastRevision ? true : undefined), 60_000, 100);
+      const checkpointBefore = await readCheckpoint(db.store, r.label);
 
       await r.etcd.restore(snapshot);
       assert.equal((await head(r.client)).clusterId, clusterId, 'same token: same cluster id');
@@ -187,9 +179,9 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       assert.equal(gap.previous_cluster_id, clusterId);
       assert.match(gap.reason, /^restore: /);
       assert.ok(r.health.alarms().some((a) => a.name === `tailer-restore:${r.label}`), 'restore alarm raised');
-      const [moved] = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.rolled_back_events FINAL WHERE cluster = {c:String}', { c: r.label });
+      const [moved] = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.rolled_back_events FINAL WHERE cluster = {c:String}', { c: r.label });
       assert.ok(Number(moved?.n) >= 80, `the 40 rolled-back grants and releases are kept aside (${moved?.n})`);
-      const [left] = await store.rows<{ n: string }>(
+      const [left] = await db.store.rows<{ n: string }>(
         "SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision > {r:UInt64} AND grant_revision <= {cp:UInt64} AND end_kind = 'release'",
         { c: r.label, r: gap.from_revision, cp: checkpointBefore.toString() },
       );
@@ -206,7 +198,7 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       // The tailer captures the advance and the grant after it, in the restored cluster's own revisions.
       await waitFor('the epoch advance captured', async () => ((await captured(r.label, 'epoch-advance', advanced.revision as string)) ? true : undefined), 60_000, 200);
       await waitFor('the grant after the advance captured', async () => ((await captured(r.label, 'grant', granted.body.revision as string)) ? true : undefined), 60_000, 200);
-      const [g] = await store.rows<{ token: string; start_known: number }>('SELECT toString(token) AS token, start_known FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision = {r:UInt64}', {
+      const [g] = await db.store.rows<{ token: string; start_known: number }>('SELECT toString(token) AS token, start_known FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision = {r:UInt64}', {
         c: r.label,
         r: granted.body.revision as string,
       });
@@ -225,17 +217,17 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       const clockAtSnapshot = BigInt((await r.client.kv.range({ key: Buffer.from('/sys/clock') })).kvs[0]?.version ?? '0');
       const snapshot = await r.etcd.snapshot('before.db');
       const later = await grantsAndReleases(r, s1, 20);
-      await waitFor('the tailer past the later grants', async () => ((await readCheckpoint(store, r.label)) >= later.lastRevision ? true : undefined), 60_000, 100);
+      await waitFor('the tailer past the later grants', async () => ((await readCheckpoint(db.store, r.label)) >= later.lastRevision ? true : undefined), 60_000, 100);
       // The bumped restore shows only in keys back at older versions: here /sys/clock, which the leader
       // rewrites every 300 ms. Let the captured clock get well ahead of the snapshot's (a real snapshot is hours old).
       await waitFor('30 clock writes captured after the snapshot', async () => {
-        const [c] = await store.rows<{ v: string }>("SELECT toString(max(version)) AS v FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = '/sys/clock' AND revision <= {cp:UInt64}", {
+        const [c] = await db.store.rows<{ v: string }>("SELECT toString(max(version)) AS v FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = '/sys/clock' AND revision <= {cp:UInt64}", {
           c: r.label,
-          cp: (await readCheckpoint(store, r.label)).toString(),
+          cp: (await readCheckpoint(db.store, r.label)).toString(),
         });
         return BigInt(c?.v ?? '0') >= clockAtSnapshot + 30n ? true : undefined;
       }, 60_000, 200);
-      const checkpointBefore = await readCheckpoint(store, r.label);
+      const checkpointBefore = await readCheckpoint(db.store, r.label);
 
       await r.etcd.restore(snapshot, { bumpRevision: 1_000_000 });
       const gap = await restoreGap(r.label);
@@ -243,9 +235,9 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       assert.equal(gap.history_lost, 1, 'the bumped revisions were never readable');
       assert.ok(BigInt(gap.to_revision) >= 1_000_000n, `the gap reaches the restored head (${gap.to_revision})`);
       assert.ok(BigInt(gap.from_revision) <= checkpointBefore, 'the captured revisions after the snapshot are inside it');
-      const [moved] = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.rolled_back_events FINAL WHERE cluster = {c:String}', { c: r.label });
+      const [moved] = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.rolled_back_events FINAL WHERE cluster = {c:String}', { c: r.label });
       assert.ok(Number(moved?.n) >= 40, `the rolled-back grants and releases are kept aside (${moved?.n})`);
-      const compaction = await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind != 'restore'", { c: r.label });
+      const compaction = await db.store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind != 'restore'", { c: r.label });
       assert.equal(compaction[0]?.n, '0', 'not worded as compaction');
 
       // Revisions continue above every old one, so tokens cannot go backwards; the tailer captures what follows.

@@ -4,27 +4,19 @@
 // ('unknown', its end bounded by the gap), not as held forever; a grant still
 // held in the snapshot stays open.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { AuditStore } from '../../core/clickhouse.js';
+import { describe, it } from 'node:test';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { waitFor } from '../support/capture.js';
-import { tempStore, uniqueId } from '../support/env.js';
+import { uniqueId } from '../support/env.js';
+import { fileStore } from '../support/fileStore.js';
 import { startPrivateEtcd } from '../support/privateEtcd.js';
 import { Workload } from '../support/workload.js';
 
 const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
-let store: AuditStore;
-let closeStore: () => Promise<void>;
-
-before(async () => {
-  ({ store, close: closeStore } = await tempStore());
-});
-after(async () => {
-  await closeStore();
-});
+const db = fileStore();
 
 interface GrantRow {
   end_kind: string;
@@ -34,7 +26,7 @@ interface GrantRow {
 }
 
 async function grant(label: string, lock: string): Promise<GrantRow | undefined> {
-  const rows = await store.rows<GrantRow>(
+  const rows = await db.store.rows<GrantRow>(
     'SELECT end_kind, toString(end_revision) AS end_revision, toString(toUnixTimestamp64Milli(ended_at)) AS ended_ms, ended_at_error_ms FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}',
     { c: label, k: lock },
   );
@@ -46,7 +38,7 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
     const own = await startPrivateEtcd(27_404, 27_405);
     const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
     const label = uniqueId('g');
-    const replica = (): TailerReplica => new TailerReplica({ cluster: { name: label, endpoints: [own.endpoint] }, store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100 });
+    const replica = (): TailerReplica => new TailerReplica({ cluster: { name: label, endpoints: [own.endpoint] }, store: db.store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100 });
     try {
       const w = new Workload(etcd, uniqueId('ns'));
       const s = await w.session();
@@ -55,7 +47,7 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
       const mid = BigInt(await w.clock());
       const first = replica();
       first.start();
-      await waitFor('the grants captured', async () => ((await readCheckpoint(store, label)) >= mid ? true : undefined), 60_000, 100);
+      await waitFor('the grants captured', async () => ((await readCheckpoint(db.store, label)) >= mid ? true : undefined), 60_000, 100);
       await first.close();
       assert.equal((await grant(label, w.lock('gone')))?.end_kind, '', 'captured open');
       const stoppedAt = Date.now();
@@ -67,7 +59,7 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
       const second = replica();
       second.start();
       try {
-        await waitFor('capture past the gap', async () => ((await readCheckpoint(store, label)) >= compactAt ? true : undefined), 60_000, 100);
+        await waitFor('capture past the gap', async () => ((await readCheckpoint(db.store, label)) >= compactAt ? true : undefined), 60_000, 100);
         const restarted = Date.now();
         const gone = await grant(label, w.lock('gone'));
         assert.equal(gone?.end_kind, 'unknown', 'ended inside the gap: not held forever');

@@ -15,7 +15,7 @@ import { HealthState } from '../../platform/health.js';
 import { grantHistory } from '../../reports/grantHistory/index.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
-import { waitFor } from '../support/capture.js';
+import { checkpointAtHead, headRevision, waitFor } from '../support/capture.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { fencedClass, lockApp, type LockApp } from '../support/lockApp.js';
 
@@ -36,8 +36,7 @@ describe('tailer: proof of origin and deletes by hand', { timeout: 120_000 }, ()
     ({ store, close: closeStore } = await tempStore());
     client = createEtcdClient({ name: 'test', endpoints });
     la = await lockApp(config, store);
-    const from = BigInt((await client.kv.range({ key: Buffer.from('/sys/clock'), count_only: true })).header.revision) + 1n;
-    await store.insert('checkpoints', [{ cluster: label, revision: (from - 1n).toString(), leader: 'test' }]);
+    await checkpointAtHead(store, client, label);
     replica = new TailerReplica({ cluster: { name: label, endpoints }, store, log, health }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, originSecret: originSecret(config) });
     replica.start();
   });
@@ -84,7 +83,7 @@ describe('tailer: proof of origin and deletes by hand', { timeout: 120_000 }, ()
     // Let the session lapse: its remaining holds expire with it (api and expires).
     const gone = await waitFor('the session to expire', async () => ((await client.get(`/l/${ns}/expires`).exec()).kvs.length === 0 ? true : undefined), 20_000, 200);
     assert.equal(gone, true);
-    const head = BigInt((await client.kv.range({ key: Buffer.from('/sys/clock'), count_only: true })).header.revision);
+    const head = await headRevision(client);
 
     assert.deepEqual(await grantsOf(ns, head), {
       api: { end_kind: 'expiry', origin: 'api' },

@@ -11,7 +11,7 @@ import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
-import { waitFor } from '../support/capture.js';
+import { checkpointAtHead, waitFor } from '../support/capture.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { fencedClass, lockApp, type LockApp } from '../support/lockApp.js';
 
@@ -41,8 +41,7 @@ describe('tailer: rogue values written straight into etcd', { timeout: 120_000 }
   it('quarantines what does not fit, keeps the raw rows, and later API grants are still captured', async () => {
     const label = uniqueId('c');
     const ns = uniqueId('ns');
-    const from = BigInt((await client.kv.range({ key: Buffer.from('/sys/clock'), count_only: true })).header.revision) + 1n;
-    await store.insert('checkpoints', [{ cluster: label, revision: (from - 1n).toString(), leader: 'test' }]);
+    await checkpointAtHead(store, client, label);
     replica = new TailerReplica({ cluster: { name: label, endpoints }, store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100 });
     replica.start();
 

@@ -2,22 +2,14 @@
 // insert retries what is worth retrying and, when ClickHouse rejects rows,
 // quarantines exactly those rows and writes the rest (issue 11, defect 2).
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
 import type { AuditEventRow } from '../../core/events.js';
 import { classifyInsertError, outOfRange, writeRows } from '../../tailer/rowWriter.js';
-import { tempStore, uniqueId } from '../support/env.js';
+import { uniqueId } from '../support/env.js';
+import { fileStore } from '../support/fileStore.js';
 
-let store: AuditStore;
-let closeStore: () => Promise<void>;
-
-before(async () => {
-  ({ store, close: closeStore } = await tempStore());
-});
-
-after(async () => {
-  await closeStore();
-});
+const db = fileStore();
 
 function event(cluster: string, revision: number, patch: Partial<Record<keyof AuditEventRow, unknown>> = {}): AuditEventRow {
   const row = {
@@ -38,12 +30,12 @@ describe('row writer', () => {
     events[23] = event(cluster, 123, { wait_ms: 1e21 }); // not a UInt64 (ClickHouse rejects it as "1e+21")
     events[31] = event(cluster, 131, { wall_time: 9e18 }); // ClickHouse would store 9999-12-31: out of range
     let inserts = 0;
-    const counting = Object.create(store, { insert: { value: (t: string, v: readonly object[]) => ((inserts += 1), store.insert(t, v)) } }) as AuditStore;
+    const counting = Object.create(db.store, { insert: { value: (t: string, v: readonly object[]) => ((inserts += 1), db.store.insert(t, v)) } }) as AuditStore;
     const { quarantined } = await writeRows(counting, { events, grants: [], quarantine: [] }, { retry: fast });
     assert.deepEqual(quarantined.map((q) => q.revision).sort(), ['107', '123', '131']);
-    const stored = await store.rows<{ revision: string }>('SELECT revision FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} ORDER BY revision', { c: cluster });
+    const stored = await db.store.rows<{ revision: string }>('SELECT revision FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} ORDER BY revision', { c: cluster });
     assert.deepEqual(stored.map((r) => r.revision), events.map((e) => e.revision).filter((r) => !['107', '123', '131'].includes(r)));
-    const q = await store.rows<{ revision: string; key: string; value: string; reason: string }>('SELECT revision, key, value, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} ORDER BY revision', { c: cluster });
+    const q = await db.store.rows<{ revision: string; key: string; value: string; reason: string }>('SELECT revision, key, value, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} ORDER BY revision', { c: cluster });
     assert.deepEqual(q.map((r) => r.revision), ['107', '123', '131']);
     assert.equal(q[0]?.value, '{"v":107}');
     assert.equal(q[0]?.key, '/l/ns/k107');
@@ -55,14 +47,14 @@ describe('row writer', () => {
   it('retries a connection error until the insert succeeds, and does not quarantine anything', async () => {
     const cluster = uniqueId('c');
     let failures = 2;
-    const flaky = Object.create(store, {
+    const flaky = Object.create(db.store, {
       insert: {
         value: async (t: string, v: readonly object[]) => {
           if (failures > 0) {
             failures -= 1;
             throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' });
           }
-          return store.insert(t, v);
+          return db.store.insert(t, v);
         },
       },
     }) as AuditStore;
@@ -70,7 +62,7 @@ describe('row writer', () => {
     const { quarantined } = await writeRows(flaky, { events: [event(cluster, 5)], grants: [], quarantine: [] }, { retry: { ...fast, onRetry: (_e, a) => retries.push(a) } });
     assert.deepEqual(quarantined, []);
     assert.deepEqual(retries, [1, 2]);
-    const stored = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events WHERE cluster = {c:String}', { c: cluster });
+    const stored = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events WHERE cluster = {c:String}', { c: cluster });
     assert.equal(stored[0]?.n, '1');
   });
 

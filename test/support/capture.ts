@@ -77,3 +77,15 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined> 
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/** etcd's current revision (a count-only read of one key). */
+export async function headRevision(client: Etcd3): Promise<bigint> {
+  return BigInt((await client.kv.range({ key: Buffer.from('/sys/clock'), count_only: true })).header.revision);
+}
+
+/** Start capture of `cluster` just after etcd's head: a checkpoint there. Returns the first revision to capture. */
+export async function checkpointAtHead(store: AuditStore, client: Etcd3, cluster: string): Promise<bigint> {
+  const head = await headRevision(client);
+  await store.insert('checkpoints', [{ cluster, revision: head.toString(), leader: 'test' }]);
+  return head + 1n;
+}
