@@ -23,7 +23,7 @@ export const EVENT_TYPES = [
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** How a grant ended, as reports show it (null while still held): the one list; schemas and the console derive from it. */
-export const END_KINDS = ['release', 'expiry', 'force', 'session-close', 'epoch-advance', 'deleted'] as const;
+export const END_KINDS = ['release', 'expiry', 'force', 'session-close', 'epoch-advance', 'deleted', 'unknown'] as const;
 export type EndKind = (typeof END_KINDS)[number];
 
 /** Who wrote a hold: the lock API (valid proof of origin) or someone bypassing it. */

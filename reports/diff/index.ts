@@ -3,6 +3,7 @@
 // field, deleted; epoch advances; force-releases — each with its revision and
 // who. Both ends are states from reports/state, so the hold lists are exactly
 // the set difference of the two states; gaps inside the window are named.
+import { END_KINDS } from '../../core/events.js';
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { ForceRecordSchema, MarkValueSchema, decodeValue } from '../../core/keyspace.js';
@@ -31,7 +32,7 @@ export type DiffParams = Static<typeof DiffQuery>;
 
 const GapRefSchema = Type.Object({ fromRevision: Type.String(), toRevision: Type.String(), reason: Type.String() });
 const Grant = Type.Object({ holder: Type.String(), grantRevision: Type.String(), token: Type.String() });
-const EndKind = Type.Union(['release', 'expiry', 'force', 'session-close', 'epoch-advance', 'unknown'].map((k) => Type.Literal(k)), { description: 'unknown: no end was captured (it lies in a gap)' });
+const EndKind = Type.Union(END_KINDS.map((k) => Type.Literal(k)), { description: 'deleted: removed by hand while its lease lived; unknown: no end was captured (it lies in a gap)' });
 const EndedHold = Type.Intersect([
   HoldItemSchema,
   Type.Object({

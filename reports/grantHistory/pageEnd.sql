@@ -2,7 +2,7 @@
 -- row (offset limit-1) and of the row after it, if any. The same filters and
 -- order as history.sql (keep the three files' filters alike); only the sort
 -- key is read, so finding the end costs far less than serving the page.
--- Parameters: {db:Identifier} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {offset:UInt32}
+-- Parameters: {db:Identifier} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {endKind:String} {origin:String} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {offset:UInt32}
 SELECT
     toUnixTimestamp64Milli(granted_at) AS granted_at_ms,
     cluster,
@@ -16,10 +16,12 @@ PREWHERE ({key:String} = '' OR key = {key:String})
     AND ({class:String} = '' OR class = {class:String})
     AND ({namespace:String} = '' OR namespace = {namespace:String})
     AND ({hasToken:UInt8} = 0 OR token = {token:UInt64})
+    AND ({origin:String} = '' OR origin = {origin:String})
     AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
     AND ({hasCursor:UInt8} = 0
          OR (granted_at, cluster, key, grant_revision, spool_id)
             > (fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC'), {afterCluster:String}, {afterKey:String}, {afterRevision:UInt64}, {afterSpool:String}))
-WHERE ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
+WHERE (ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC'))
+    AND ({endKind:String} = '' OR end_kind = if({endKind:String} = 'held', '', {endKind:String}))
 ORDER BY granted_at, cluster, key, grant_revision, spool_id
 LIMIT 2 OFFSET {offset:UInt32}

@@ -105,7 +105,7 @@ describe('nightly risk register job', () => {
       {
         class: 'nightly', namespace: 'nt', riskOwner: 'night-owner@corp', waiverExpires: addDays(dateInZone(NOW, 'Europe/Zurich'), 20),
         daysLeft: 20 - Math.round((Date.parse(register.date) - Date.parse(dateInZone(NOW, 'Europe/Zurich'))) / 86_400_000), status: 'expiring',
-        grants24h: 1, grants30d: 1, distinctKeys24h: 1, distinctKeys30d: 1, expiries24h: 1, expiries30d: 1, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0,
+        grants24h: 1, grants30d: 1, distinctKeys24h: 1, distinctKeys30d: 1, expiries24h: 1, expiries30d: 1, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0, foreignGrants24h: 0, foreignGrants30d: 0, deleted24h: 0, deleted30d: 0,
       },
     ]);
   });

@@ -630,8 +630,8 @@ export interface operations {
                                 endedAt: string | null;
                                 /** @description Who ended it: the releasing holder, the closer of the session, the approver of a force-release; null for a lease expiry */
                                 endedBy: string | null;
-                                /** @description unknown: no end was captured (it lies in a gap) */
-                                endKind: "release" | "expiry" | "force" | "session-close" | "epoch-advance" | "unknown";
+                                /** @description deleted: removed by hand while its lease lived; unknown: no end was captured (it lies in a gap) */
+                                endKind: "release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted" | "unknown";
                                 /** @description The revision of the end event */
                                 endRevision: string | null;
                             })[];
@@ -1260,7 +1260,7 @@ export interface operations {
                 /** @description nextCursor of the previous page */
                 cursor?: string;
                 /** @description Only grants that ended this way (held: still held) */
-                endKind?: "release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted" | "held";
+                endKind?: "release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted" | "unknown" | "held";
                 /** @description json, csv, or arrow: an Arrow IPC stream (application/vnd.apache.arrow.stream) with 64-bit tokens and revisions as UInt64 */
                 format?: "json" | "csv" | "arrow";
                 /**
@@ -1323,8 +1323,8 @@ export interface operations {
                             durationMs: number | null;
                             /** @description null while still held */
                             endedAt: string | null;
-                            /** @description How the hold ended; deleted: removed with no marker while its lease was alive (by hand, not an expiry); null while still held */
-                            endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted") | null;
+                            /** @description How the hold ended; deleted: removed with no marker while its lease was alive (by hand, not an expiry); unknown: ended inside a recorded gap; null while still held */
+                            endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted" | "unknown") | null;
                             /** @description The revision of the end event (decimal string); null while still held */
                             endRevision: string | null;
                             /** Format: date-time */
@@ -2292,8 +2292,8 @@ export interface operations {
                             durationMs: number | null;
                             /** @description null while still held */
                             endedAt: string | null;
-                            /** @description How the hold ended; deleted: removed with no marker while its lease was alive (by hand, not an expiry); null while still held */
-                            endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted") | null;
+                            /** @description How the hold ended; deleted: removed with no marker while its lease was alive (by hand, not an expiry); unknown: ended inside a recorded gap; null while still held */
+                            endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted" | "unknown") | null;
                             /** @description The revision of the end event (decimal string); null while still held */
                             endRevision: string | null;
                             /** Format: date-time */
@@ -2502,8 +2502,8 @@ export interface operations {
                                 durationMs: number | null;
                                 /** @description null while still held */
                                 endedAt: string | null;
-                                /** @description How the hold ended; deleted: removed with no marker while its lease was alive (by hand, not an expiry); null while still held */
-                                endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted") | null;
+                                /** @description How the hold ended; deleted: removed with no marker while its lease was alive (by hand, not an expiry); unknown: ended inside a recorded gap; null while still held */
+                                endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted" | "unknown") | null;
                                 /** @description The revision of the end event (decimal string); null while still held */
                                 endRevision: string | null;
                                 /** Format: date-time */
