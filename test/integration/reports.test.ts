@@ -229,7 +229,7 @@ describe('reporting API', () => {
         return {
           cluster: row.cluster, key: row.key, grantRevision: big(row.grantRevision), token: big(row.token), holder: row.holder, class: row.class,
           namespace: row.namespace, grantedAt: ms(row.grantedAt), endedAt: ms(row.endedAt), endKind: row.endKind, endRevision: big(row.endRevision),
-          waitMs: Number(row.waitMs), durationMs: row.durationMs === null ? null : Number(row.durationMs), unprotected: row.unprotected,
+          waitMs: Number(row.waitMs), durationMs: row.durationMs === null ? null : Number(row.durationMs), unprotected: row.unprotected, origin: row.origin,
         };
       };
       for (const q of [`keyPrefix=cat/&${WINDOW}`, `keyPrefix=pay/&${WINDOW}`, `holder=h-a&${WINDOW}`]) {
