@@ -5,6 +5,7 @@
 import type { AuditStore } from '../../core/clickhouse.js';
 import type { AlertWebhookConfig } from '../../core/config.js';
 import type { Logger } from '../../core/logger.js';
+import { sleep } from '../../platform/retry.js';
 import type { AlertEvent } from './alertEvent.js';
 import type { AlertMetrics } from './alertMetrics.js';
 import { toCef, toOcsf } from './formats.js';
@@ -31,18 +32,6 @@ export function backoffMs(attempt: number, capMs: number, random: () => number =
   return Math.round(base / 2 + (random() * base) / 2);
 }
 
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
 
 export class BatchPoster {
   readonly #d: PosterDeps;
@@ -103,5 +92,21 @@ export class BatchPoster {
     this.#d.metrics.deadLetters.inc(this.#labels, events.length);
     this.#d.log.error({ sink: this.#d.sink.name, cluster: this.#d.cluster, events: events.length, err: lastError }, 'alert delivery gave up: events recorded in alert_dead_letters');
     return true;
+  }
+}
+
+/**
+ * A sink stream's loop: passes back to back while a pass says more is waiting, else a poll-interval pause;
+ * a failed pass (the store away) is reported and tried again after the pause. Ends when `signal` aborts.
+ */
+export async function runPasses(step: (signal: AbortSignal) => Promise<boolean>, pollIntervalMs: number, signal: AbortSignal, onError: (err: Error) => void): Promise<void> {
+  while (!signal.aborted) {
+    let more = false;
+    try {
+      more = await step(signal);
+    } catch (err) {
+      onError(err as Error);
+    }
+    if (!more) await sleep(pollIntervalMs, signal);
   }
 }

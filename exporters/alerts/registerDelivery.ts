@@ -7,7 +7,7 @@
 // re-sent run carries the same ids. Runs are not per cluster: one loop per sink.
 import { loadSql } from '../../platform/sql.js';
 import { fromRegisterRow, type RegisterClassRow, type RegisterRunRow } from './alertEvent.js';
-import { BatchPoster, sinkSettings, sleep, type PosterDeps } from './batchPoster.js';
+import { BatchPoster, runPasses, sinkSettings, type PosterDeps } from './batchPoster.js';
 import { matches, waiverStatuses } from './rules.js';
 
 const PENDING = loadSql('exporters/alerts/registerPending.sql');
@@ -46,15 +46,9 @@ export class RegisterDelivery {
   }
 
   /** Runs until `signal` aborts; a store error is logged and retried after the poll interval. */
-  async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      let more = false;
-      try {
-        more = await this.step(signal);
-      } catch (err) {
-        this.#d.log.warn({ sink: this.#d.sink.name, err: (err as Error).message }, 'alert sink register pass failed; retrying');
-      }
-      if (!more) await sleep(this.#pollIntervalMs, signal);
-    }
+  run(signal: AbortSignal): Promise<void> {
+    return runPasses((sig) => this.step(sig), this.#pollIntervalMs, signal, (err) =>
+      this.#d.log.warn({ sink: this.#d.sink.name, err: err.message }, 'alert sink register pass failed; retrying'),
+    );
   }
 }

@@ -7,7 +7,7 @@
 import type { Etcd3 } from 'etcd3';
 import type { Logger } from '../../core/logger.js';
 import { TailerElection } from '../../tailer/election.js';
-import { sleep } from './batchPoster.js';
+import { sleep } from '../../platform/retry.js';
 
 export const sinkElectionName = (sink: string, stream: string): string => `alerts.${sink}.${stream}`;
 

@@ -6,13 +6,9 @@
 // and the sink moves on. At least once, in (revision, key) order per cluster:
 // a crash between acknowledgement and checkpoint re-sends the batch with the
 // same event ids.
-import type { AuditStore } from '../../core/clickhouse.js';
-import type { AlertWebhookConfig } from '../../core/config.js';
-import type { Logger } from '../../core/logger.js';
 import { loadSql } from '../../platform/sql.js';
 import { fromLogRow, fromSpoolRow, type LogRow, type SpoolRow } from './alertEvent.js';
-import type { AlertMetrics } from './alertMetrics.js';
-import { BatchPoster, sinkSettings, sleep } from './batchPoster.js';
+import { BatchPoster, runPasses, sinkSettings, type PosterDeps } from './batchPoster.js';
 import { matches, ruleKinds } from './rules.js';
 
 const EVENTS = loadSql('exporters/alerts/events.sql');
@@ -30,15 +26,8 @@ export interface Position {
   spoolKey: string;
 }
 
-export interface DeliveryDeps {
-  store: AuditStore;
-  log: Logger;
-  metrics: AlertMetrics;
-  cluster: string;
-  sink: AlertWebhookConfig;
-  /** Injected in tests; defaults to global fetch. */
-  fetchFn?: typeof fetch;
-}
+/** What one cluster's stream needs: the poster's dependencies, its cluster named. */
+export type DeliveryDeps = PosterDeps;
 
 export { backoffMs, sinkSettings } from './batchPoster.js';
 
@@ -118,15 +107,9 @@ export class WebhookDelivery {
   }
 
   /** Runs until `signal` aborts; a store error is logged and retried after the poll interval. */
-  async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      let more = false;
-      try {
-        more = await this.step(signal);
-      } catch (err) {
-        this.#d.log.warn({ sink: this.#d.sink.name, cluster: this.#d.cluster, err: (err as Error).message }, 'alert sink pass failed; retrying');
-      }
-      if (!more) await sleep(this.#settings.pollIntervalMs, signal);
-    }
+  run(signal: AbortSignal): Promise<void> {
+    return runPasses((sig) => this.step(sig), this.#settings.pollIntervalMs, signal, (err) =>
+      this.#d.log.warn({ sink: this.#d.sink.name, cluster: this.#d.cluster, err: err.message }, 'alert sink pass failed; retrying'),
+    );
   }
 }
