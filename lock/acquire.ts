@@ -1,5 +1,6 @@
 // Acquire (DESIGN.md §2): one txn — hold absent AND /sys/epoch unchanged
-// (AND the class unchanged AND the session alive) → put the hold on the
+// (AND the class unchanged AND the session alive AND the grant guard not
+// below this process's latest grant, see epoch.ts) → put the hold on the
 // session lease. The token is computed once from that txn's revision and
 // never re-read. Waiters queue per key in memory (durable classes under
 // /q/ in etcd); a release seen is only a hint, every grant is a full txn.
@@ -235,12 +236,15 @@ async function tryGrant(parts: LockParts, input: AcquireInput, cls: CachedClass,
   const fields = { holder: input.identity, session: input.session, class: cls.value.name, epoch: record.epoch, waitMs: at - started, at };
   // Proof of origin: the tailer records a hold without a valid MAC as a grant not made by the API.
   const hold: HoldValue = { ...fields, mac: holdMac(parts.originSecret, holdKey, fields) };
+  // The grant guard: at or above this process's latest grant, or etcd was rewound and this txn must write nothing.
+  const guard = epoch.grantGuard();
   const compare = [cmp.absent(holdKey), cmp.mod(keys.epoch(), epochRevision), cmp.mod(keys.class(cls.value.name), cls.modRevision), cmp.exists(sessionKey)];
+  if (guard > 0n) compare.push(cmp.modAtLeast(keys.grantGuard(), guard));
   if (durable) compare.push(queueKey ? cmp.exists(queueKey) : cmp.noneUnder(keys.queuePrefix(input.key)));
-  const success = [op.put(holdKey, hold, input.session), op.put(sessionKey, session, input.session)];
+  const success = [op.put(holdKey, hold, input.session), op.put(sessionKey, session, input.session), op.put(keys.grantGuard(), { epoch: record.epoch })];
   if (queueKey) success.push(op.del(queueKey));
   const floor = epoch.writeFloor();
-  const res = await parts.etcd.txn(compare, success, [op.get(holdKey), op.get(keys.epoch()), op.get(keys.class(cls.value.name)), op.get(sessionKey)]);
+  const res = await parts.etcd.txn(compare, success, [op.get(holdKey), op.get(keys.epoch()), op.get(keys.class(cls.value.name)), op.get(sessionKey), op.get(keys.grantGuard())]);
   if (res.succeeded) {
     const revision = String(res.header.revision);
     await epoch.confirmWrite(floor, BigInt(revision)); // a rewind seals; else the mark is durable before the token leaves
@@ -252,7 +256,7 @@ async function tryGrant(parts: LockParts, input: AcquireInput, cls: CachedClass,
     const token = makeToken(record.epoch, revision);
     return { kind: 'granted', grant: { key: input.key, token, epoch: record.epoch, revision, enforcement: cls.value.enforcement, unprotected: false, waitMs: hold.waitMs } };
   }
-  return classifyFailure(parts, input, res, epochRevision, cls);
+  return classifyFailure(parts, input, res, epochRevision, cls, guard);
 }
 
 function rangeKv(res: ITxnResponse, i: number): Kv | undefined {
@@ -260,8 +264,8 @@ function rangeKv(res: ITxnResponse, i: number): Kv | undefined {
   return kv ? toKv(kv) : undefined;
 }
 
-function classifyFailure(parts: LockParts, input: AcquireInput, res: ITxnResponse, epochRevision: string, cls: CachedClass): Attempt {
-  const [hold, epochKv, classKv, sessionKv] = [0, 1, 2, 3].map((i) => rangeKv(res, i));
+function classifyFailure(parts: LockParts, input: AcquireInput, res: ITxnResponse, epochRevision: string, cls: CachedClass, guard: bigint): Attempt {
+  const [hold, epochKv, classKv, sessionKv, guardKv] = [0, 1, 2, 3, 4].map((i) => rangeKv(res, i));
   if (!sessionKv) {
     parts.sessions.forget(input.session);
     throw new LockauditError('LOCKAUDIT_ERR_SESSION_NOT_FOUND', `session ${input.session}: no live session of yours has this id (it expired, was closed, or never existed)`);
@@ -270,6 +274,10 @@ function classifyFailure(parts: LockParts, input: AcquireInput, res: ITxnRespons
     parts.epoch.accept(epochKv);
     parts.epoch.assertUnsealed();
     return { kind: 'retry' };
+  }
+  if (guard > 0n && (!guardKv || BigInt(guardKv.modRevision) < guard)) {
+    parts.epoch.guardBroken(guardKv?.modRevision, guard);
+    parts.epoch.assertUnsealed();
   }
   if (!classKv) {
     parts.classes.drop(cls.value.name);

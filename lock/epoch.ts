@@ -7,7 +7,9 @@
 // mark (revisionHighWater.ts): a write committed at or below a revision seen
 // before it was sent, or an /sys/epoch older than one seen, means etcd was
 // rewound; that seal latches until an advance to an epoch above every epoch
-// seen.
+// seen. Every grant txn also puts the grant guard key and requires it at or
+// above this process's latest grant, so a rewound etcd fails the grant txn
+// itself: nothing is written before the seal (a bumped restore too).
 import type { IResponseHeader } from 'etcd3';
 import { decodeValue, EpochValueSchema, type EpochValue } from '../core/keyspace.js';
 import { LockauditError } from '../core/errors.js';
@@ -68,6 +70,16 @@ export class EpochState {
     this.#notify();
   }
 
+  /** A grant txn requires the grant guard key's mod revision at or above this (0: no requirement yet). */
+  grantGuard(): bigint {
+    return this.#highWater?.mark.guard ?? 0n;
+  }
+
+  /** The grant guard key was found below this process's latest grant: etcd was rewound, nothing was granted. */
+  guardBroken(found: string | undefined, guard: bigint): void {
+    this.#latchRewind(`the grant guard key is at revision ${found ?? 'none (absent)'}, below revision ${guard} of a grant already made`);
+  }
+
   /** Read before sending a write: its revision must come out above this. */
   writeFloor(): bigint {
     return this.#highWater?.mark.revision ?? 0n;
@@ -84,6 +96,7 @@ export class EpochState {
       this.#latchRewind(`etcd committed a write at revision ${revision}, not above revision ${floor} it had already reported`);
       return;
     }
+    this.#highWater.granted(revision);
     await this.#highWater.persist();
   }
 

@@ -20,6 +20,8 @@ export class LockKeys {
   session = (leaseId: string): string => `${this.root}/lockaudit/session/${leaseId}`;
   /** (identity, TTL) → lease id, on the lease: one lease per pair. */
   sessionIndex = (identity: string, ttlSeconds: number): string => `${this.root}/lockaudit/session-by/${encodeURIComponent(identity)}/${ttlSeconds}`;
+  /** Put by every grant txn: its mod revision is the latest grant's; a rewound etcd shows it lower. */
+  grantGuard = (): string => `${this.root}/lockaudit/grant-guard`;
   forceRequest = (id: string): string => `${this.root}/lockaudit/force-request/${id}`;
   epochRequest = (id: string): string => `${this.root}/lockaudit/epoch-request/${id}`;
   /** The lock name of a hold key, or undefined for a key outside this root's holds. */
@@ -45,6 +47,8 @@ export const cmp = {
   absent: (key: string): ICompare => ({ key: buf(key), target: CompareTarget.Create, result: CompareResult.Equal, create_revision: 0 }),
   exists: (key: string): ICompare => ({ key: buf(key), target: CompareTarget.Create, result: CompareResult.Greater, create_revision: 0 }),
   mod: (key: string, revision: string): ICompare => ({ key: buf(key), target: CompareTarget.Mod, result: CompareResult.Equal, mod_revision: revision }),
+  /** The key's mod revision is at least `revision` (an absent key's is 0). */
+  modAtLeast: (key: string, revision: bigint): ICompare => ({ key: buf(key), target: CompareTarget.Mod, result: CompareResult.Greater, mod_revision: String(revision - 1n) }),
   created: (key: string, revision: string): ICompare => ({ key: buf(key), target: CompareTarget.Create, result: CompareResult.Equal, create_revision: revision }),
   lease: (key: string, leaseId: string): ICompare => ({ key: buf(key), target: CompareTarget.Lease, result: CompareResult.Equal, lease: leaseId }),
   /** True when no key under the prefix exists (etcd compares an empty range as one absent key). */

@@ -12,6 +12,7 @@ import type { Etcd3 } from 'etcd3';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { HealthState } from '../../platform/health.js';
+import { holdKey } from '../../core/keyspace.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { waitFor } from '../support/capture.js';
@@ -141,6 +142,21 @@ async function captured(label: string, eventType: string, revision: string): Pro
   return rows[0]?.n !== '0';
 }
 
+/**
+ * A refused grant must write nothing: once the tailer has followed the restored cluster
+ * past `revision`, no event of the hold key is recorded at or below it (a grant written
+ * and then taken back would show as a grant and a release).
+ */
+async function nothingWritten(r: Rig, key: string, revision: bigint): Promise<void> {
+  await waitFor('the tailer past the refused grants', async () => ((await readCheckpoint(db.store, r.label)) >= revision ? true : undefined), 60_000, 200);
+  const rows = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = {k:String} AND revision <= {r:UInt64}', {
+    c: r.label,
+    k: holdKey(`${r.ns}/${key}`),
+    r: revision.toString(),
+  });
+  assert.equal(rows[0]?.n, '0', `the refused grant of ${key} left no trace in etcd`);
+}
+
 async function head(client: Etcd3): Promise<{ revision: bigint; clusterId: string }> {
   const res = await client.kv.range({ key: Buffer.from('/sys/clock'), count_only: true });
   return { revision: BigInt(res.header.revision), clusterId: String(res.header.cluster_id) };
@@ -168,6 +184,8 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       assert.equal(refused.body.error, 'LOCKAUDIT_ERR_LOCK_SEALED');
       assert.match(refused.body.message as string, /restored/);
       assert.equal((await acquire(r, s1, 'after2')).status, 503, 'stays sealed');
+      // The grant txn itself failed (the grant guard): nothing was granted and taken back.
+      const refusedAt = (await head(r.client)).revision;
 
       // The tailer: a restore gap, with both revisions and cluster ids; the rolled-back history kept aside.
       const gap = await restoreGap(r.label);
@@ -186,6 +204,9 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
         { c: r.label, r: gap.from_revision, cp: checkpointBefore.toString() },
       );
       assert.equal(left?.n, '0', 'no rolled-back grant reads as part of the restored history');
+
+      await nothingWritten(r, 'after', refusedAt);
+      await nothingWritten(r, 'after2', refusedAt);
 
       // The two-person advance unseals; the next token exceeds every token ever issued.
       const advanced = await advanceEpoch(r);
@@ -240,7 +261,14 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       const compaction = await db.store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind != 'restore'", { c: r.label });
       assert.equal(compaction[0]?.n, '0', 'not worded as compaction');
 
-      // Revisions continue above every old one, so tokens cannot go backwards; the tailer captures what follows.
+      // Revisions continue above every old one, so tokens could not go backwards, but every hold granted after
+      // the snapshot is gone from etcd: the API refuses grants (the grant guard is below its latest grant)
+      // until the advance, and the refused grant wrote nothing.
+      await waitFor('the session kept alive in the restored cluster', async () => ((await r.la.call('POST', `/v1/sessions/${s1}/keepalive`, r.user)).status === 200 ? true : undefined), 30_000, 200);
+      const refused = await acquire(r, s1, 'refused');
+      assert.equal(refused.status, 503, `a grant after the restore must be refused, got ${JSON.stringify(refused.body)}`);
+      assert.equal(refused.body.error, 'LOCKAUDIT_ERR_LOCK_SEALED');
+      await nothingWritten(r, 'refused', (await head(r.client)).revision);
       const advanced = await advanceEpoch(r);
       const s2 = await session(r);
       const granted = await acquire(r, s2, 'after');
