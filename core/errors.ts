@@ -27,7 +27,7 @@ export const errorCatalog = {
   LOCKAUDIT_ERR_LOCK_ABANDONED: { status: 408, description: 'The caller disconnected while its acquire waited; the wait ended and nothing was granted (no one reads this response).' },
   LOCKAUDIT_ERR_LOCK_NOT_HOLDER: { status: 409, description: 'The session and token do not match the current hold (it was released, expired or force-released).' },
   LOCKAUDIT_ERR_LOCK_NOT_HELD: { status: 404, description: 'Nobody holds the key.' },
-  LOCKAUDIT_ERR_LOCK_SEALED: { status: 503, description: 'The etcd cluster id differs from /sys/epoch (a restored cluster): grants are refused until an epoch advance.' },
+  LOCKAUDIT_ERR_LOCK_SEALED: { status: 503, description: 'etcd was restored or rewound (its cluster id differs from /sys/epoch, or its revisions or the grant guard fell below ones already seen): grants are refused until a two-person epoch advance.' },
   LOCKAUDIT_ERR_LOCK_CLASS_MISMATCH: { status: 400, description: 'The key, session or class do not fit together (class namespace, session TTL).' },
   LOCKAUDIT_ERR_QUORUM_LOST: { status: 503, description: 'etcd has no reachable quorum; classes with onQuorumLoss closed get no grant.' },
   LOCKAUDIT_ERR_SPOOL_WRITE: { status: 503, description: 'A fail-open grant, or the release of one, could not be made durable in the local spool, so it was not granted (or not released).' },
