@@ -5,7 +5,7 @@
 import type { AuditStore } from '../../core/clickhouse.js';
 import type { AlertWebhookConfig } from '../../core/config.js';
 import type { Logger } from '../../core/logger.js';
-import { sleep } from '../../platform/retry.js';
+import { backoffDelay, sleep } from '../../platform/retry.js';
 import type { AlertEvent } from './alertEvent.js';
 import type { AlertMetrics } from './alertMetrics.js';
 import { toCef, toOcsf } from './formats.js';
@@ -26,10 +26,9 @@ export function sinkSettings(s: AlertWebhookConfig) {
   return { batchSize: s.batchSize ?? 200, maxAttempts: s.maxAttempts ?? 20, backoffMaxMs: s.backoffMaxMs ?? 30_000, pollIntervalMs: s.pollIntervalMs ?? 1_000, timeoutMs: s.timeoutMs ?? 10_000, format: s.format ?? 'ocsf' };
 }
 
-/** Exponential from 100 ms, capped, with full jitter in its upper half. */
+/** The project's backoff from 100 ms; `backoffMaxMs` is the longest wait, jitter included. */
 export function backoffMs(attempt: number, capMs: number, random: () => number = Math.random): number {
-  const base = Math.min(capMs, 100 * 2 ** Math.min(attempt - 1, 20));
-  return Math.round(base / 2 + (random() * base) / 2);
+  return Math.min(capMs, backoffDelay({ initialMs: 100, maxMs: capMs }, attempt, random));
 }
 
 

@@ -84,10 +84,10 @@ describe('alert signature and backoff', () => {
     assert.equal(verify('other-secret-other', 'a\nb\n', h), false);
     assert.equal(verify('s3cret-s3cret-s3cret', 'a\nb\n', 'garbage'), false);
   });
-  it('backoff grows exponentially, is jittered within [base/2, base] and capped', () => {
+  it('backoff is the project one from 100 ms (jittered 50–150 %), and backoffMaxMs caps it, jitter included', () => {
     assert.equal(backoffMs(1, 30_000, () => 0), 50);
-    assert.equal(backoffMs(1, 30_000, () => 1), 100);
-    assert.equal(backoffMs(4, 30_000, () => 1), 800);
+    assert.equal(backoffMs(1, 30_000, () => 1), 150);
+    assert.equal(backoffMs(4, 30_000, () => 0.5), 800);
     assert.equal(backoffMs(40, 2_000, () => 1), 2_000);
     assert.equal(backoffMs(40, 2_000, () => 0), 1_000);
   });
