@@ -2,9 +2,11 @@
 // asked of etcd before the (pure) decoder runs. A hold deleted with no
 // marker while its lease lives was deleted by hand (etcdctl del), not by an
 // expiry: etcd deletes a lease's keys only once the lease is gone.
-// Limit: the answer is about *now*. Live, it is asked within moments of the
-// delete; during catch-up of old history a lease that has expired since
-// cannot be told apart, so such a delete still reads as an expiry.
+// The answer is about *now*: a lease revoked or lapsed right after a hand
+// delete looks gone. The lease witness (leaseWitness.ts) fills that in for
+// holds put while the tailer followed live: a lease whose reported TTL had
+// not run out yet cannot have expired. Without such evidence (during
+// catch-up of old history) a lease gone since still reads as an expiry.
 import { EtcdLeaseInvalidError, type Etcd3 } from 'etcd3';
 import { PREFIX } from '../core/keyspace.js';
 import type { RevisionChanges } from './types.js';
@@ -21,8 +23,8 @@ export function leasesToCheck(rev: RevisionChanges): string[] {
   return [...leases];
 }
 
-/** The live subset of those leases ('0' always counts as live); undefined when there is nothing to ask. */
-export async function liveLeases(client: Etcd3, rev: RevisionChanges): Promise<Set<string> | undefined> {
+/** The live subset of those leases ('0' always counts as live); undefined when there is nothing to ask. `outlived`: the witness's evidence for a lease etcd no longer has. */
+export async function liveLeases(client: Etcd3, rev: RevisionChanges, outlived?: (lease: string) => Promise<boolean>): Promise<Set<string> | undefined> {
   const leases = leasesToCheck(rev);
   if (leases.length === 0) return undefined;
   const live = new Set<string>();
@@ -31,10 +33,11 @@ export async function liveLeases(client: Etcd3, rev: RevisionChanges): Promise<S
       if (id === NO_LEASE) return void live.add(id);
       try {
         const res = await client.leaseClient.leaseTimeToLive({ ID: id, keys: false });
-        if (Number(res.TTL) > 0) live.add(id);
+        if (Number(res.TTL) > 0) return void live.add(id);
       } catch (err) {
-        if (!(err instanceof EtcdLeaseInvalidError)) throw err; // not found: gone, an expiry
+        if (!(err instanceof EtcdLeaseInvalidError)) throw err; // not found: gone
       }
+      if (await outlived?.(id)) live.add(id); // gone now, but it cannot have expired yet: revoked after the delete
     }),
   );
   return live;

@@ -21,6 +21,7 @@ import type { ClockWriter } from './clockWriter.js';
 import type { Gap } from './gaps.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import { Watermark, type WindowSpec } from './watermark.js';
+import { etcdTtl, LeaseWitness } from './leaseWitness.js';
 import { RecentClocks, WindowRunner, type WindowShared } from './windowRunner.js';
 
 export interface PipelineOptions {
@@ -41,6 +42,12 @@ export interface PipelineOptions {
   lagAlarmRevisions?: number;
   /** Key of the lock API's proof of origin; holds without it are recorded as foreign (and alarmed). */
   originSecret?: Buffer;
+  /**
+   * Follow the TTL of leases of holds put live (leaseWitness.ts), so a hand delete whose lease is revoked
+   * right after does not read as an expiry. Default true; off only in tests that stand a revoke in for an
+   * expiry (a revoke before the TTL ran out is, rightly, no expiry to the witness).
+   */
+  leaseWitness?: boolean;
 }
 
 export interface PipelineDeps {
@@ -155,8 +162,13 @@ export class TailerPipeline {
     const writer = new CheckpointWriter(await this.#writerDeps(state, clocks), checkpoint);
     writer.start(this.#opts.checkpointIntervalMs ?? 250, () => stopWith('leadership-lost'));
 
-    const shared = this.#windowShared(state, specs.length, { sink, watermark, clocks });
-    await this.#runWindows(shared, specs, inner.signal, stopWith);
+    const leases = this.#opts.leaseWitness === false ? undefined : new LeaseWitness(etcdTtl(this.#deps.client), log);
+    const shared = this.#windowShared(state, specs.length, { sink, watermark, clocks, leases });
+    try {
+      await this.#runWindows(shared, specs, inner.signal, stopWith);
+    } finally {
+      leases?.close();
+    }
     inner.abort(); // all windows are done: nothing else reads
 
     await this.#drain(sink);
@@ -175,7 +187,7 @@ export class TailerPipeline {
   }
 
   /** What every window of this run shares: the sink, the watermark, and the hooks that move the run's state. */
-  #windowShared(state: RunState, windows: number, parts: Pick<WindowShared, 'sink' | 'watermark' | 'clocks'>): WindowShared {
+  #windowShared(state: RunState, windows: number, parts: Pick<WindowShared, 'sink' | 'watermark' | 'clocks' | 'leases'>): WindowShared {
     const { metrics } = this.#deps;
     const { watermark } = parts;
     return {

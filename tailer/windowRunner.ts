@@ -14,6 +14,7 @@ import { decodeRevision, finishRevision, type DecodeContext, type DecodedRevisio
 import { clockAtOrBefore, firstClockAfter } from './etcdReads.js';
 import { inGap, type Gap } from './gaps.js';
 import { liveLeases } from './leaseLiveness.js';
+import type { LeaseWitness } from './leaseWitness.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import type { RevisionChanges } from './types.js';
 import type { Slot, Watermark, WindowSpec } from './watermark.js';
@@ -56,6 +57,8 @@ export interface WindowShared {
   highWaterEvents: number;
   /** Rows waiting for a clock bracket before the next clock is looked up instead. */
   bracketMaxPendingRows: number;
+  /** Evidence of live leases from the live window, for hand deletes followed by a revoke. */
+  leases?: LeaseWitness;
   /** Each watch response's header revision. */
   onHead: (revision: bigint) => void;
   /** The watermark may have moved. */
@@ -137,7 +140,13 @@ export class WindowRunner {
   async #onRevision(client: Etcd3, bracket: ClockBracket<PendingRevision>, rev: RevisionChanges): Promise<void> {
     const slot = this.#s.watermark.track(this.#index, rev.revision);
     // Whether a marker-less hold delete is an expiry depends on its lease being gone: asked before the pure decode.
-    const decoded = decodeRevision({ ...this.#ctx, liveLeases: await liveLeases(client, rev) }, rev);
+    const witness = this.#s.leases;
+    const live = await liveLeases(client, rev, witness && ((lease) => witness.outlived(lease)));
+    if (witness) {
+      witness.seenDeletes(rev);
+      if (this.#spec.end === undefined) witness.seenLive(rev);
+    }
+    const decoded = decodeRevision({ ...this.#ctx, liveLeases: live }, rev);
     this.#alarmForeign(decoded);
     const p: PendingRevision = { decoded, slot };
     if (decoded.clockAt !== undefined) {

@@ -52,12 +52,17 @@ async function head(): Promise<bigint> {
   return BigInt(res.header.revision);
 }
 
+// The Workload stands a lease revoke in for an expiry (it does not wait out a TTL). A revoke before the
+// TTL ran out is no expiry to the lease witness, so these tailers run without it; the witness has its
+// own tests (leaseWitness.test.ts, tailerOrigin.test.ts) and the chaos run lets leases really lapse.
+const NO_WITNESS = { leaseWitness: false } as const;
+
 /** A tailer for a fresh cluster label, its checkpoint set to `from - 1` (history before is not ours). */
 async function startTailer(label: string, from: bigint, options: ReplicaOptions = {}, extra: { health?: HealthState; metrics?: Registry; ep?: string[] } = {}): Promise<TailerReplica> {
   await store.insert('checkpoints', [{ cluster: label, revision: (from - 1n).toString(), leader: 'test' }]);
   const replica = new TailerReplica(
     { cluster: { name: label, endpoints: extra.ep ?? endpoints }, store, log: log.child({ cluster: label }), health: extra.health, metrics: extra.metrics ? tailerMetrics(extra.metrics) : undefined },
-    { electionTtlSeconds: 3, catchUpWindows: 4, splitMinRevisions: 100, checkpointIntervalMs: 100, ...options },
+    { electionTtlSeconds: 3, catchUpWindows: 4, splitMinRevisions: 100, checkpointIntervalMs: 100, ...NO_WITNESS, ...options },
   );
   replicas.push(replica);
   replica.start();
@@ -403,7 +408,7 @@ describe('tailer (in-process)', () => {
         { cluster: b, revision: (fromB - 1n).toString(), leader: 'test' },
       ]);
       const registry = new Registry();
-      const role = await startTailerRole({ config: cfg, logger: log, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: registry }, { checkpointIntervalMs: 100, dataDir: undefined });
+      const role = await startTailerRole({ config: cfg, logger: log, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: registry }, { checkpointIntervalMs: 100, dataDir: undefined, ...NO_WITNESS });
       try {
         const wa = new Workload(client, uniqueId('ns'));
         const wb = new Workload(other, uniqueId('ns'));
@@ -452,7 +457,7 @@ describe('tailer (in-process)', () => {
       await etcd.kv.compact({ revision: compactAt.toString(), physical: true });
       const second = new TailerReplica(
         { cluster: { name: label, endpoints: [own.endpoint] }, store, log, health, metrics: tailerMetrics(registry) },
-        { electionTtlSeconds: 3, checkpointIntervalMs: 100 },
+        { electionTtlSeconds: 3, checkpointIntervalMs: 100, ...NO_WITNESS },
       );
       replicas.push(second);
       second.start();

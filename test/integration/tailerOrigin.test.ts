@@ -104,4 +104,17 @@ describe('tailer: proof of origin and deletes by hand', { timeout: 120_000 }, ()
     assert.match(alarm.message, new RegExp(`/l/${ns}/rogue`));
     await client.delete().key(`/l/${ns}/rogue`).exec();
   });
+
+  it('a hand delete whose lease is revoked right after is `deleted`, not an expiry (the lease witness saw its TTL)', async () => {
+    const ns = uniqueId('ns');
+    const lease = client.lease(60, { autoKeepAlive: false });
+    const id = await lease.grant();
+    const key = `/l/${ns}/revoked-after`;
+    const put = await client.put(key).value(JSON.stringify({ holder: 'spiffe://rogue.example/etcdctl', session: id, class: 'c', epoch: 0, waitMs: 0, at: Date.now() })).lease(id).exec();
+    await waitFor('the tailer past the put', async () => ((await readCheckpoint(store, label)) >= BigInt(put.header.revision) ? true : undefined), 30_000, 100);
+    await client.delete().key(key).exec();
+    await lease.revoke(); // at once: by the time anyone asks etcd, the lease is gone
+    const head = await headRevision(client);
+    assert.deepEqual(await grantsOf(ns, head), { 'revoked-after': { end_kind: 'deleted', origin: 'foreign' } });
+  });
 });

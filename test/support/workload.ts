@@ -143,7 +143,9 @@ export class Workload {
 
   /**
    * Lease expiry: etcd deletes every key of the lease at one revision, with no
-   * marker. Revoking the lease is the same change (and does not wait for the TTL).
+   * marker. Revoking the lease is the same change (and does not wait for the TTL);
+   * a tailer with the lease witness on knows the TTL had not run out and reads it
+   * as no expiry, so tests that use this run their tailer without the witness.
    * Returns the revision and the wall-time window in which it committed.
    */
   async expire(s: Session): Promise<{ revision: string; before: number; after: number }> {

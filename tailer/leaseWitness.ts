@@ -1,0 +1,151 @@
+// Evidence that a hold's lease was alive, gathered while the tailer follows
+// etcd live. A marker-less hold delete is an expiry only if its lease was
+// gone at that moment, but etcd keeps no lease history: a lease revoked (or
+// let lapse) right after a hand delete looks gone by the time anyone asks.
+// So, for holds put in the live window, the witness asks the lease's
+// remaining TTL once (and again before that runs out, while the lease still
+// has holds): etcd cannot expire a lease before the TTL it reported has run
+// from when it was asked, so a delete noticed before then was no expiry —
+// whatever happened to the lease afterwards. A delete noticed later, or of a
+// hold the witness never saw put live, falls back to asking etcd now.
+import { EtcdLeaseInvalidError, type Etcd3 } from 'etcd3';
+import { PREFIX } from '../core/keyspace.js';
+import type { Logger } from '../core/logger.js';
+import { NO_LEASE } from './leaseLiveness.js';
+import type { RevisionChanges } from './types.js';
+
+export interface LeaseWitnessOptions {
+  /** Leases followed at most (the oldest evidence is dropped beyond). */
+  maxLeases?: number;
+  /** TTL questions per second at most, for refreshes. */
+  refreshPerSecond?: number;
+  /** Taken off each bound: etcd reports TTL in whole seconds, and its clock is not ours. */
+  marginMs?: number;
+}
+
+interface Evidence {
+  /** No expiry of the lease is possible before this (ms since the epoch); 0 while unknown or gone. */
+  aliveUntil: number;
+  /** The lease's granted TTL (s), to refresh well before `aliveUntil`. */
+  grantedTtl: number;
+  /** Hold keys on the lease seen put live, with the put's revision. */
+  holds: Map<string, bigint>;
+  asking?: Promise<void>;
+}
+
+/** A lease's remaining TTL, or undefined when etcd no longer has it. */
+export type AskTtl = (lease: string) => Promise<{ ttl: number; grantedTtl: number } | undefined>;
+
+export function etcdTtl(client: Etcd3): AskTtl {
+  return async (lease) => {
+    try {
+      const res = await client.leaseClient.leaseTimeToLive({ ID: lease, keys: false });
+      const ttl = Number(res.TTL);
+      return ttl > 0 ? { ttl, grantedTtl: Number(res.grantedTTL) } : undefined;
+    } catch (err) {
+      if (err instanceof EtcdLeaseInvalidError) return undefined;
+      throw err;
+    }
+  };
+}
+
+export class LeaseWitness {
+  readonly #ask: AskTtl;
+  readonly #log: Logger | undefined;
+  readonly #max: number;
+  readonly #perSecond: number;
+  readonly #margin: number;
+  readonly #leases = new Map<string, Evidence>();
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(ask: AskTtl, log?: Logger, options: LeaseWitnessOptions = {}) {
+    this.#ask = ask;
+    this.#log = log;
+    this.#max = options.maxLeases ?? 20_000;
+    this.#perSecond = options.refreshPerSecond ?? 50;
+    this.#margin = options.marginMs ?? 1_500;
+  }
+
+  /** Leases followed now (for tests and status). */
+  get size(): number {
+    return this.#leases.size;
+  }
+
+  /** A revision of the live window: note the leases of holds put in it (their TTL is asked once, in the background). */
+  seenLive(rev: RevisionChanges): void {
+    for (const c of rev.changes) {
+      if (c.type !== 'put' || !c.kv.key.startsWith(PREFIX.hold)) continue;
+      const lease = c.kv.lease || NO_LEASE;
+      if (lease === NO_LEASE) continue;
+      let e = this.#leases.get(lease);
+      if (!e) {
+        if (this.#leases.size >= this.#max) this.#dropOldest();
+        e = { aliveUntil: 0, grantedTtl: 0, holds: new Map() };
+        this.#leases.set(lease, e);
+        this.#refresh(lease, e);
+      }
+      e.holds.set(c.kv.key, rev.revision);
+    }
+    this.#timer ??= setInterval(() => this.#refreshDue(), 1_000).unref();
+  }
+
+  /** Hold deletes of any window: a lease with no hold left seen live is no longer followed. */
+  seenDeletes(rev: RevisionChanges): void {
+    for (const c of rev.changes) {
+      if (c.type !== 'delete' || !c.kv.key.startsWith(PREFIX.hold) || !c.prev) continue;
+      const lease = c.prev.lease || NO_LEASE;
+      const e = this.#leases.get(lease);
+      const putAt = e?.holds.get(c.kv.key);
+      if (!e || putAt === undefined || putAt > rev.revision) continue;
+      e.holds.delete(c.kv.key);
+      if (e.holds.size === 0) this.#leases.delete(lease);
+    }
+  }
+
+  /** True when the lease provably could not have expired yet: a delete of its hold noticed now was no expiry. */
+  async outlived(lease: string, now = Date.now()): Promise<boolean> {
+    const e = this.#leases.get(lease);
+    if (!e) return false;
+    await e.asking;
+    return e.aliveUntil > now;
+  }
+
+  close(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#leases.clear();
+  }
+
+  #refresh(lease: string, e: Evidence): void {
+    if (e.asking) return;
+    const sent = Date.now(); // the TTL counts from when etcd answered, which is after this
+    e.asking = this.#ask(lease)
+      .then((answer) => {
+        e.aliveUntil = answer ? sent + answer.ttl * 1_000 - this.#margin : 0;
+        if (answer) e.grantedTtl = answer.grantedTtl;
+      })
+      .catch((err: Error) => {
+        this.#log?.debug({ err: err.message }, 'lease TTL not known (etcd unreachable); its deletes fall back to asking later');
+      })
+      .finally(() => {
+        e.asking = undefined;
+      });
+  }
+
+  /** Leases with holds whose evidence runs out within half their TTL, soonest first, within the budget. */
+  #refreshDue(): void {
+    const now = Date.now();
+    const due: Array<[string, Evidence]> = [];
+    for (const [lease, e] of this.#leases) {
+      if (e.asking || e.aliveUntil === 0) continue;
+      if (e.aliveUntil - now < (e.grantedTtl * 1_000) / 2) due.push([lease, e]);
+    }
+    due.sort((a, b) => a[1].aliveUntil - b[1].aliveUntil);
+    for (const [lease, e] of due.slice(0, this.#perSecond)) this.#refresh(lease, e);
+  }
+
+  #dropOldest(): void {
+    const first = this.#leases.keys().next();
+    if (!first.done) this.#leases.delete(first.value);
+  }
+}

@@ -1,0 +1,71 @@
+// The lease witness with a scripted TTL source (pure unit): what counts as
+// proof that a lease could not have expired yet, and when evidence is dropped.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { LeaseWitness, type AskTtl } from '../../tailer/leaseWitness.js';
+import type { Change, RevisionChanges } from '../../tailer/types.js';
+
+const kv = (key: string, lease: string) => ({ key, value: '{}', createRevision: '1', modRevision: '1', version: '1', lease });
+const put = (revision: bigint, key: string, lease: string): RevisionChanges => ({ revision, changes: [{ type: 'put', kv: kv(key, lease) }] });
+const del = (revision: bigint, key: string, lease: string): RevisionChanges => ({ revision, changes: [{ type: 'delete', kv: kv(key, '0'), prev: kv(key, lease) } satisfies Change] });
+
+function scripted(answers: Record<string, { ttl: number; grantedTtl: number } | undefined>): { ask: AskTtl; asked: string[] } {
+  const asked: string[] = [];
+  return {
+    asked,
+    ask: async (lease) => {
+      asked.push(lease);
+      return answers[lease];
+    },
+  };
+}
+
+describe('LeaseWitness', () => {
+  it('a lease seen with TTL left is outlived until that TTL (less the margin) has run, then not', async () => {
+    const { ask, asked } = scripted({ '7': { ttl: 60, grantedTtl: 60 } });
+    const w = new LeaseWitness(ask, undefined, { marginMs: 1_500 });
+    w.seenLive(put(10n, '/l/ns/a', '7'));
+    w.seenLive(put(11n, '/l/ns/b', '7')); // same lease: asked once
+    const now = Date.now();
+    assert.equal(await w.outlived('7', now), true);
+    assert.equal(await w.outlived('7', now + 57_000), true);
+    assert.equal(await w.outlived('7', now + 60_000), false, 'past the reported TTL an expiry was possible');
+    assert.deepEqual(asked, ['7']);
+    w.close();
+  });
+
+  it('no evidence: a lease never seen put live, one etcd no longer had, a hold without a lease', async () => {
+    const { ask } = scripted({ '8': undefined });
+    const w = new LeaseWitness(ask);
+    w.seenLive(put(10n, '/l/ns/a', '8'));
+    w.seenLive(put(11n, '/l/ns/c', '0'));
+    assert.equal(await w.outlived('8'), false);
+    assert.equal(await w.outlived('9'), false);
+    assert.equal(w.size, 1, 'a lease-less hold is not followed');
+    w.close();
+  });
+
+  it('a lease is followed while a hold seen put live is on it; a delete older than the put does not count', async () => {
+    const { ask } = scripted({ '7': { ttl: 60, grantedTtl: 60 } });
+    const w = new LeaseWitness(ask);
+    w.seenLive(put(20n, '/l/ns/a', '7'));
+    w.seenLive(put(21n, '/l/ns/b', '7'));
+    w.seenDeletes(del(15n, '/l/ns/a', '7')); // a catch-up window's older delete of an earlier hold of that key
+    w.seenDeletes(del(22n, '/l/ns/a', '7'));
+    assert.equal(w.size, 1);
+    assert.equal(await w.outlived('7'), true);
+    w.seenDeletes(del(23n, '/l/ns/b', '7'));
+    assert.equal(w.size, 0, 'no hold left: the lease is dropped');
+    w.close();
+  });
+
+  it('an unreachable etcd leaves no evidence (falls back to asking later), and the oldest lease goes past the cap', async () => {
+    const w = new LeaseWitness(async () => Promise.reject(new Error('unavailable')), undefined, { maxLeases: 2 });
+    w.seenLive(put(1n, '/l/ns/a', '1'));
+    w.seenLive(put(2n, '/l/ns/b', '2'));
+    w.seenLive(put(3n, '/l/ns/c', '3'));
+    assert.equal(await w.outlived('1'), false);
+    assert.equal(w.size, 2);
+    w.close();
+  });
+});
