@@ -60,7 +60,7 @@ describe('exports', () => {
   });
 
   it('writes a day of history per cluster as Parquet with a manifest, skips it when complete, and redoes a file whose manifest never appeared', async () => {
-    const deps = { store, s3, bucket: historyBucket, logger, workDir: work.dir, chunkRows: 7_000 };
+    const deps = { store, s3, bucket: historyBucket, logger, chunkRows: 7_000 };
     const date = '2026-03-01';
     const first = await exportHistoryFile(deps, { dataset: 'grants', cluster: 'c2', date });
     assert.equal(first.status, 'written');
@@ -98,6 +98,62 @@ describe('exports', () => {
     const empty = await exportHistoryFile(deps, { dataset: 'grants', cluster: 'c2', date: '2026-02-27' });
     assert.equal(empty.manifest?.rows, '0');
     assert.equal(empty.manifest?.revisionRange, null);
+  });
+
+  /** Uploads in progress (not yet objects) under a name, with the bytes their parts hold so far. */
+  async function incompleteUploads(name: string): Promise<Array<{ uploadId: string; size: number }>> {
+    const out: Array<{ uploadId: string; size: number }> = [];
+    for await (const u of s3.listIncompleteUploads(historyBucket, name, true)) if (u.key === name) out.push({ uploadId: u.uploadId, size: u.size });
+    return out;
+  }
+
+  /** Waits (the export paused in its progress callback) until parts of `name` are stored: bytes sent while chunks remain. */
+  async function partsStored(name: string): Promise<number> {
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      const stored = (await incompleteUploads(name)).reduce((n, u) => n + u.size, 0);
+      if (stored > 0) return stored;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return 0;
+  }
+
+  it('streams a history file into the bucket while ClickHouse computes the next chunks; an interrupted one leaves no object and no parts', async () => {
+    const deps = { store, s3, bucket: historyBucket, logger, chunkRows: 300_000 };
+    const target = { dataset: 'grants' as const, cluster: 'c1', date: '2026-03-01' };
+    const object = historyObjectName('grants', 'c1', '2026-03-01');
+
+    // Interrupted after its first chunk has been sent: the export fails, nothing is visible, the parts are discarded.
+    let sentBeforeFailing = 0;
+    await assert.rejects(
+      exportHistoryFile(deps, target, async (p) => {
+        if (p.chunksDone !== 1) return;
+        sentBeforeFailing = await partsStored(object);
+        throw new Error('interrupted mid-way');
+      }),
+      /interrupted mid-way/,
+    );
+    assert.ok(sentBeforeFailing > 0, 'the first chunk was on its way to the bucket before the export ended');
+    await assert.rejects(s3.statObject(historyBucket, object), (err: { code?: string }) => err.code === 'NotFound', 'no partial object');
+    assert.deepEqual(await incompleteUploads(object), [], 'the multipart upload was aborted');
+
+    // Uninterrupted: parts are stored while chunks remain; the object's bytes are the manifest's.
+    const sentWhileComputing: number[] = [];
+    const done = await exportHistoryFile(deps, target, async (p) => {
+      if (p.chunksDone >= 1 && p.chunksDone < p.chunks) sentWhileComputing.push(await partsStored(object));
+    });
+    assert.equal(done.status, 'written');
+    assert.ok(sentWhileComputing.length >= 2 && sentWhileComputing.every((n) => n > 0), `parts stored before the last chunk: ${sentWhileComputing.join(',')}`);
+    assert.deepEqual(await incompleteUploads(object), []);
+    const manifest = done.manifest as NonNullable<typeof done.manifest>;
+    assert.equal(manifest.rows, '1200000');
+    const local = path.join(work.dir, 'c1-streamed.parquet');
+    await s3.fGetObject(historyBucket, object, local);
+    const bytes = await readFile(local);
+    assert.equal(bytes.length, manifest.bytes);
+    assert.equal(createHash('sha256').update(bytes).digest('hex'), manifest.sha256, 'hashed once on the way, the manifest names the stored bytes');
+    const read = await parquetTokenChecksum(local);
+    assert.deepEqual({ rows: read.rows, sum: read.sum, xor: read.xor }, await grantTokenChecksum(store, { cluster: 'c1', fromMs: DAY1, toMs: DAY1 + DAY }));
   });
 
   it('runs the history job for a day through the queue (what the scheduler enqueues for yesterday)', async () => {
