@@ -1,5 +1,5 @@
 // Runs an export plan: each chunk is one ClickHouse query whose output
-// (Parquet written by ClickHouse's own encoder, or CSV) is appended to one
+// (Parquet or Arrow IPC written by ClickHouse's own encoders, or CSV) is appended to one
 // byte sink — a local file or an object uploaded in parts as it grows — with
 // progress after each chunk. ClickHouse computes chunk i+1 while chunk i is
 // stitched, hashed (once, as the bytes pass) and written or sent. A file
@@ -12,12 +12,13 @@ import type { ClickHouseSettings } from '@clickhouse/client';
 import type { Client } from 'minio';
 import type { AuditStore } from '../core/clickhouse.js';
 import { LockauditError } from '../core/errors.js';
+import { ArrowStreamJoiner, JOINABLE_ARROW_SETTINGS } from './arrowStream.js';
 import { fileSink, type ByteSink } from './byteSink.js';
 import { MultipartUpload, type MultipartOptions } from './multipartUpload.js';
 import type { RetryOptions } from './objectStore.js';
 import { ParquetStitcher, STITCHABLE_PARQUET_SETTINGS } from './parquet/stitch.js';
 
-export type ExportFormat = 'parquet' | 'csv';
+export type ExportFormat = 'parquet' | 'csv' | 'arrow';
 
 export interface ChunkQuery {
   /** SQL without a FORMAT clause. */
@@ -128,8 +129,19 @@ export async function streamExportPlan(store: AuditStore, plan: ExportPlan, form
   const fetcher = (i: number): Promise<Buffer> =>
     format === 'parquet'
       ? execToBuffer(store, plan.chunks[i] as ChunkQuery, 'Parquet', STITCHABLE_PARQUET_SETTINGS, options.signal)
-      : execToBuffer(store, plan.chunks[i] as ChunkQuery, i === 0 ? 'CSVWithNames' : 'CSV', CSV_SETTINGS, options.signal);
+      : format === 'arrow'
+        ? execToBuffer(store, plan.chunks[i] as ChunkQuery, 'ArrowStream', JOINABLE_ARROW_SETTINGS, options.signal)
+        : execToBuffer(store, plan.chunks[i] as ChunkQuery, i === 0 ? 'CSVWithNames' : 'CSV', CSV_SETTINGS, options.signal);
   const chunks = prefetching(plan.chunks.length, fetcher);
+  if (format === 'arrow') {
+    const joiner = new ArrowStreamJoiner(sink);
+    for (let i = 0; i < plan.chunks.length; i++) {
+      options.signal?.throwIfAborted();
+      rows += await joiner.add(await chunks.get(i));
+      await report(i + 1);
+    }
+    return { format, ...(await joiner.finish()) };
+  }
   if (format === 'parquet') {
     const stitcher = new ParquetStitcher(sink);
     for (let i = 0; i < plan.chunks.length; i++) {

@@ -1,6 +1,6 @@
 // Compliance exports: an auditor's request for grants over a range with
 // filters becomes a row in `exports` (the durable state: queued → running with
-// progress → done | failed) and a job. The job streams one Parquet or CSV file
+// progress → done | failed) and a job. The job streams one Parquet, Arrow IPC or CSV file
 // into the history bucket under exports/<id>/ (a multipart upload that grows
 // while ClickHouse computes: nothing is visible until it is complete), then
 // its manifest, then marks the export done: an export is never presented as
@@ -13,6 +13,7 @@ import type { Logger } from '../core/logger.js';
 import { parseInstantOrUtc } from '../core/instant.js';
 import { parseToken } from '../core/token.js';
 import { ClassName, ClusterName, Decimal64, Holder, KeyPrefix, LockName, Namespace } from '../reports/schemas.js';
+import { ARROW_STREAM_TYPE } from './arrowStream.js';
 import { exportPlanToObject, runExportPlan, type ExportFormat, type ExportPlan, type ExportProgress, type WrittenFile } from './chunkedExport.js';
 import { planGrantsExport, DEFAULT_CHUNK_ROWS, type GrantFilters } from './exportPlans.js';
 import { LatestOnly } from './latestOnly.js';
@@ -20,7 +21,7 @@ import { buildManifest, manifestName } from './manifest.js';
 import { putJsonIfAbsent } from './objectStore.js';
 import type { HistoryDeps } from './parquetHistory.js';
 
-export const EXPORT_FORMATS = ['parquet', 'csv'] as const;
+export const EXPORT_FORMATS = ['parquet', 'csv', 'arrow'] as const;
 export const MAX_EXPORT_RANGE_DAYS = 400;
 export const FILTER_NAMES = ['cluster', 'key', 'keyPrefix', 'holder', 'class', 'namespace', 'token'] as const;
 
@@ -232,7 +233,8 @@ export const exportObjectName = (s: Pick<ExportState, 'id' | 'format' | 'fromMs'
 const planFor = (store: AuditStore, request: Pick<ExportRequest, 'fromMs' | 'toMs' | 'filters'>, chunkRows?: number): Promise<ExportPlan> =>
   planGrantsExport(store, request.filters, { fromMs: request.fromMs, toMs: request.toMs }, chunkRows ?? DEFAULT_CHUNK_ROWS);
 
-const contentTypeOf = (format: ExportFormat): string => (format === 'parquet' ? 'application/vnd.apache.parquet' : 'text/csv');
+const CONTENT_TYPES: Record<ExportFormat, string> = { parquet: 'application/vnd.apache.parquet', csv: 'text/csv', arrow: ARROW_STREAM_TYPE };
+const contentTypeOf = (format: ExportFormat): string => CONTENT_TYPES[format];
 
 /** Writes the rows of a request to a local file (the CLI's path). */
 export async function writeGrantsExport(

@@ -2,7 +2,7 @@
 // presence is what marks the file complete. It names the object, its rows,
 // bytes and sha256 (of exactly the stored bytes) and, for history files, the
 // revision range the rows cover. 64-bit values are decimal strings.
-import type { WrittenBytes } from './chunkedExport.js';
+import type { ExportFormat, WrittenBytes } from './chunkedExport.js';
 
 export const MANIFEST_SUFFIX = '.manifest.json';
 export const MANIFEST_VERSION = 1;
@@ -12,7 +12,7 @@ export interface Manifest {
   /** grants | events | compliance */
   dataset: string;
   object: string;
-  format: 'parquet' | 'csv';
+  format: ExportFormat;
   rows: string;
   bytes: number;
   sha256: string;
