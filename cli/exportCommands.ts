@@ -13,7 +13,8 @@ import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
 import { expectedFromAuditLog, verifyArchive } from '../exporters/archiveVerify.js';
 import { archiveLockProblem, ensureHistoryBucket } from '../platform/buckets.js';
-import { ExportRecords, parseExportInput, writeGrantsExport } from '../exporters/complianceExport.js';
+import { EXPORT_FORMATS, ExportRecords, parseExportInput, writeGrantsExport } from '../exporters/complianceExport.js';
+import type { ExportFormat } from '../exporters/chunkedExport.js';
 import { daysBetween, dayStartMs, exportHistoryFile, HISTORY_DATASETS, type HistoryDataset } from '../exporters/parquetHistory.js';
 import type { GrantFilters } from '../exporters/exportPlans.js';
 
@@ -126,11 +127,11 @@ export function registerExportCommands(program: Command): void {
 
   exp
     .command('grants')
-    .description('export grants granted in [--from, --to) with filters into one local Parquet or CSV file (the same export as POST /v1/exports); recorded in the export audit')
+    .description('export grants granted in [--from, --to) with filters into one local Parquet, Arrow IPC or CSV file (the same export as POST /v1/exports); recorded in the export audit')
     .requiredOption('--from <time>', 'start, ISO 8601 date or date-time (UTC unless an offset is given), included')
     .requiredOption('--to <time>', 'end, ISO 8601 date or date-time, excluded')
     .requiredOption('--out <file>', 'the file to write (appears only once complete)')
-    .option('--format <format>', 'parquet or csv', 'parquet')
+    .option('--format <format>', 'parquet, csv or arrow (an Arrow IPC stream)', 'parquet')
     .option('--cluster <name>', 'only this cluster')
     .option('--key <lock>', 'only this lock name')
     .option('--key-prefix <prefix>', 'only lock names starting with this')
@@ -140,7 +141,7 @@ export function registerExportCommands(program: Command): void {
     .option('--token <token>', 'only the grant with this fencing token (decimal)')
     .action((flags: GrantsFlags) =>
       run(async () => {
-        if (flags.format !== 'parquet' && flags.format !== 'csv') badInput('--format: must be parquet or csv');
+        if (!(EXPORT_FORMATS as readonly string[]).includes(flags.format)) badInput(`--format: must be ${EXPORT_FORMATS.join(', ')}`);
         const parsed = parseExportInput(
           { from: flags.from, to: flags.to, filters: { cluster: flags.cluster, key: flags.key, keyPrefix: flags.keyPrefix, holder: flags.holder, class: flags.class, namespace: flags.namespace, token: flags.token } },
           { from: '--from', to: '--to', filter: (n) => `--${n.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}` },
@@ -151,7 +152,7 @@ export function registerExportCommands(program: Command): void {
           const records = new ExportRecords(store);
           const actor = `cli:${userInfo().username}`;
           const exportId = `cli_${Date.now()}`;
-          const request = { format: flags.format as 'parquet' | 'csv', ...parsed };
+          const request = { format: flags.format as ExportFormat, ...parsed };
           await records.audit(exportId, 'local-export', actor, { phase: 'request', format: request.format, from: flags.from, to: flags.to, filters: parsed.filters, out });
           const progress = bar('export');
           progress.start(100, 0, { unit: '%', detail: '' });

@@ -52,6 +52,7 @@ export const errorCatalog = {
   LOCKAUDIT_ERR_EXPORT_NOT_FOUND: { status: 404, description: 'No export with this id.' },
   LOCKAUDIT_ERR_EXPORT_NOT_READY: { status: 409, description: 'The export has not completed (queued, running or failed); poll GET /v1/exports/:id.' },
   LOCKAUDIT_ERR_EXPORT_PARQUET: { status: 500, description: 'ClickHouse returned Parquet parts that cannot be joined into one file (schema differs or a part is damaged).' },
+  LOCKAUDIT_ERR_EXPORT_ARROW: { status: 500, description: 'ClickHouse returned Arrow IPC chunks that cannot be joined into one stream (schema differs, a dictionary batch, or a chunk is damaged).' },
   LOCKAUDIT_ERR_EXPORT_INCOMPLETE: { status: 500, description: 'A written export or history file does not match what was expected (rows or sha256); it is not presented as complete.' },
   LOCKAUDIT_ERR_EXPORT_QUEUE: { status: 503, description: 'The export job could not be queued (Redis unavailable).' },
   LOCKAUDIT_ERR_ARCHIVE_UNLOCKED: { status: 500, description: 'The force-release archive bucket has no object lock; records are not archived into it.' },

@@ -1,16 +1,24 @@
 // Runs an export plan: each chunk is one ClickHouse query whose output
-// (Parquet written by ClickHouse's own encoder, or CSV) is appended to one
-// local file; progress after each chunk. The file appears under its final name
-// only when complete (written as <name>.partial, fsynced, renamed), with its
-// row count, size and sha256 computed from the bytes written.
+// (Parquet or Arrow IPC written by ClickHouse's own encoders, or CSV) is appended to one
+// byte sink — a local file or an object uploaded in parts as it grows — with
+// progress after each chunk. ClickHouse computes chunk i+1 while chunk i is
+// stitched, hashed (once, as the bytes pass) and written or sent. A file
+// appears under its final name only when complete (written as <name>.partial,
+// fsynced, renamed); an object only when its multipart upload completes (an
+// interrupted one is aborted).
 import { createHash } from 'node:crypto';
 import { open, rename, rm } from 'node:fs/promises';
 import type { ClickHouseSettings } from '@clickhouse/client';
+import type { Client } from 'minio';
 import type { AuditStore } from '../core/clickhouse.js';
 import { LockauditError } from '../core/errors.js';
+import { ArrowStreamJoiner, JOINABLE_ARROW_SETTINGS } from './arrowStream.js';
+import { fileSink, type ByteSink } from './byteSink.js';
+import { MultipartUpload, type MultipartOptions } from './multipartUpload.js';
+import type { RetryOptions } from './objectStore.js';
 import { ParquetStitcher, STITCHABLE_PARQUET_SETTINGS } from './parquet/stitch.js';
 
-export type ExportFormat = 'parquet' | 'csv';
+export type ExportFormat = 'parquet' | 'csv' | 'arrow';
 
 export interface ChunkQuery {
   /** SQL without a FORMAT clause. */
@@ -33,14 +41,23 @@ export interface ExportProgress {
   chunks: number;
 }
 
-export interface WrittenFile {
-  path: string;
+/** What an export wrote: the same whether it went to a file or an object. */
+export interface WrittenBytes {
   format: ExportFormat;
   rows: bigint;
   bytes: number;
   sha256: string;
   /** min/max of `revisionColumn` (Parquet only, from the footer statistics). */
   revisionRange?: { min: bigint; max: bigint };
+}
+
+export interface WrittenFile extends WrittenBytes {
+  path: string;
+}
+
+export interface WrittenObject extends WrittenBytes {
+  bucket: string;
+  object: string;
 }
 
 export interface RunOptions {
@@ -101,55 +118,69 @@ function percentOf(rows: bigint, total: bigint): number {
   return Math.min(99, Number((rows * 10000n) / total) / 100);
 }
 
+/** Writes the plan's rows to a sink, in order; returns what was written (rows, bytes, sha256 of exactly those bytes). */
+export async function streamExportPlan(store: AuditStore, plan: ExportPlan, format: ExportFormat, sink: ByteSink, options: Omit<RunOptions, 'durable'> = {}): Promise<WrittenBytes> {
+  let rows = 0n;
+  const report = async (chunksDone: number): Promise<void> => {
+    await options.onProgress?.({ rows, total: plan.total > rows ? plan.total : rows, percent: percentOf(rows, plan.total), chunksDone, chunks: plan.chunks.length });
+  };
+  await report(0);
+  // ClickHouse computes chunk i+1 while chunk i is hashed and written (or sent).
+  const fetcher = (i: number): Promise<Buffer> =>
+    format === 'parquet'
+      ? execToBuffer(store, plan.chunks[i] as ChunkQuery, 'Parquet', STITCHABLE_PARQUET_SETTINGS, options.signal)
+      : format === 'arrow'
+        ? execToBuffer(store, plan.chunks[i] as ChunkQuery, 'ArrowStream', JOINABLE_ARROW_SETTINGS, options.signal)
+        : execToBuffer(store, plan.chunks[i] as ChunkQuery, i === 0 ? 'CSVWithNames' : 'CSV', CSV_SETTINGS, options.signal);
+  const chunks = prefetching(plan.chunks.length, fetcher);
+  if (format === 'arrow') {
+    const joiner = new ArrowStreamJoiner(sink);
+    for (let i = 0; i < plan.chunks.length; i++) {
+      options.signal?.throwIfAborted();
+      rows += await joiner.add(await chunks.get(i));
+      await report(i + 1);
+    }
+    return { format, ...(await joiner.finish()) };
+  }
+  if (format === 'parquet') {
+    const stitcher = new ParquetStitcher(sink);
+    for (let i = 0; i < plan.chunks.length; i++) {
+      options.signal?.throwIfAborted();
+      rows += await stitcher.add(await chunks.get(i));
+      await report(i + 1);
+    }
+    const range = options.revisionColumn ? stitcher.columnRange(options.revisionColumn) : undefined;
+    const written = await stitcher.finish();
+    return { format, rows: written.rows, bytes: written.bytes, sha256: written.sha256, ...(range ? { revisionRange: range } : {}) };
+  }
+  const hash = createHash('sha256');
+  const quote = { inQuote: false };
+  let bytes = 0;
+  for (let i = 0; i < plan.chunks.length; i++) {
+    options.signal?.throwIfAborted();
+    const buf = await chunks.get(i);
+    // The header line of the first chunk is not a row.
+    rows += BigInt(countCsvRecords(buf, quote) - (i === 0 && buf.length > 0 ? 1 : 0));
+    hash.update(buf);
+    bytes += buf.length;
+    await sink.write(buf);
+    await report(i + 1);
+  }
+  return { format, rows, bytes, sha256: hash.digest('hex') };
+}
+
 /** Writes the plan's rows to `outPath` (complete or not at all). */
 export async function runExportPlan(store: AuditStore, plan: ExportPlan, format: ExportFormat, outPath: string, options: RunOptions = {}): Promise<WrittenFile> {
   const partial = `${outPath}.partial`;
   const fh = await open(partial, 'w');
-  let rows = 0n;
   let done = false;
   try {
-    const report = async (chunksDone: number): Promise<void> => {
-      await options.onProgress?.({ rows, total: plan.total > rows ? plan.total : rows, percent: percentOf(rows, plan.total), chunksDone, chunks: plan.chunks.length });
-    };
-    await report(0);
-    let result: Omit<WrittenFile, 'path' | 'format'>;
-    // ClickHouse computes chunk i+1 while chunk i is hashed and written.
-    const fetcher = (i: number): Promise<Buffer> =>
-      format === 'parquet'
-        ? execToBuffer(store, plan.chunks[i] as ChunkQuery, 'Parquet', STITCHABLE_PARQUET_SETTINGS, options.signal)
-        : execToBuffer(store, plan.chunks[i] as ChunkQuery, i === 0 ? 'CSVWithNames' : 'CSV', CSV_SETTINGS, options.signal);
-    const chunks = prefetching(plan.chunks.length, fetcher);
-    if (format === 'parquet') {
-      const stitcher = new ParquetStitcher(fh);
-      for (let i = 0; i < plan.chunks.length; i++) {
-        options.signal?.throwIfAborted();
-        rows += await stitcher.add(await chunks.get(i));
-        await report(i + 1);
-      }
-      const range = options.revisionColumn ? stitcher.columnRange(options.revisionColumn) : undefined;
-      const written = await stitcher.finish();
-      result = { rows: written.rows, bytes: written.bytes, sha256: written.sha256, ...(range ? { revisionRange: range } : {}) };
-    } else {
-      const hash = createHash('sha256');
-      const quote = { inQuote: false };
-      let bytes = 0;
-      for (let i = 0; i < plan.chunks.length; i++) {
-        options.signal?.throwIfAborted();
-        const buf = await chunks.get(i);
-        // The header line of the first chunk is not a row.
-        rows += BigInt(countCsvRecords(buf, quote) - (i === 0 && buf.length > 0 ? 1 : 0));
-        hash.update(buf);
-        bytes += buf.length;
-        await fh.write(buf);
-        await report(i + 1);
-      }
-      result = { rows, bytes, sha256: hash.digest('hex') };
-    }
+    const result = await streamExportPlan(store, plan, format, fileSink(fh), options);
     if (options.durable) await fh.sync();
     await fh.close();
     await rename(partial, outPath);
     done = true;
-    return { path: outPath, format, ...result };
+    return { path: outPath, ...result };
   } finally {
     if (!done) {
       await fh.close().catch(() => undefined);
@@ -158,7 +189,34 @@ export async function runExportPlan(store: AuditStore, plan: ExportPlan, format:
   }
 }
 
-export function assertRows(file: WrittenFile, expected: bigint | undefined, what: string): void {
+export interface ObjectTarget {
+  s3: Client;
+  bucket: string;
+  object: string;
+  contentType: string;
+  retry?: RetryOptions;
+  /** Tuning of the multipart upload (part size, parts in flight). */
+  upload?: Omit<MultipartOptions, 'contentType' | 'retry'>;
+}
+
+/**
+ * Writes the plan's rows straight into an object, each stitched chunk sent
+ * as a multipart part while ClickHouse computes the next: complete, or
+ * aborted and absent.
+ */
+export async function exportPlanToObject(store: AuditStore, plan: ExportPlan, format: ExportFormat, target: ObjectTarget, options: Omit<RunOptions, 'durable'> = {}): Promise<WrittenObject> {
+  const upload = await MultipartUpload.start(target.s3, target.bucket, target.object, { ...target.upload, contentType: target.contentType, retry: { ...target.retry, signal: target.retry?.signal ?? options.signal } });
+  try {
+    const result = await streamExportPlan(store, plan, format, upload, options);
+    await upload.complete();
+    return { bucket: target.bucket, object: target.object, ...result };
+  } catch (err) {
+    await upload.abort();
+    throw err;
+  }
+}
+
+export function assertRows(file: WrittenBytes, expected: bigint | undefined, what: string): void {
   if (expected !== undefined && file.rows !== expected) {
     throw new LockauditError('LOCKAUDIT_ERR_EXPORT_INCOMPLETE', `${what}: wrote ${file.rows} rows, expected ${expected}`);
   }

@@ -1,28 +1,27 @@
 // Compliance exports: an auditor's request for grants over a range with
 // filters becomes a row in `exports` (the durable state: queued → running with
-// progress → done | failed) and a job. The job writes one Parquet or CSV file
-// into the history bucket under exports/<id>/, then its manifest, then marks
-// the export done: an export is never presented as done before its object is
-// complete. Every request, completion and download is in `export_audit`.
+// progress → done | failed) and a job. The job streams one Parquet, Arrow IPC or CSV file
+// into the history bucket under exports/<id>/ (a multipart upload that grows
+// while ClickHouse computes: nothing is visible until it is complete), then
+// its manifest, then marks the export done: an export is never presented as
+// done before its object is complete. Every request, completion and download
+// is in `export_audit`.
 import { randomUUID } from 'node:crypto';
-import { rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import type { Client } from 'minio';
 import type { AuditStore } from '../core/clickhouse.js';
 import { LockauditError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { parseInstantOrUtc } from '../core/instant.js';
 import { parseToken } from '../core/token.js';
 import { ClassName, ClusterName, Decimal64, Holder, KeyPrefix, LockName, Namespace } from '../reports/schemas.js';
-import { runExportPlan, type ExportFormat, type ExportProgress, type WrittenFile } from './chunkedExport.js';
+import { ARROW_STREAM_TYPE } from './arrowStream.js';
+import { exportPlanToObject, runExportPlan, type ExportFormat, type ExportPlan, type ExportProgress, type WrittenFile } from './chunkedExport.js';
 import { planGrantsExport, DEFAULT_CHUNK_ROWS, type GrantFilters } from './exportPlans.js';
-import type { ExportMetrics } from './exportMetrics.js';
+import { LatestOnly } from './latestOnly.js';
 import { buildManifest, manifestName } from './manifest.js';
-import { putJsonIfAbsent, uploadFile } from './objectStore.js';
+import { putJsonIfAbsent } from './objectStore.js';
 import type { HistoryDeps } from './parquetHistory.js';
 
-export const EXPORT_FORMATS = ['parquet', 'csv'] as const;
+export const EXPORT_FORMATS = ['parquet', 'csv', 'arrow'] as const;
 export const MAX_EXPORT_RANGE_DAYS = 400;
 export const FILTER_NAMES = ['cluster', 'key', 'keyPrefix', 'holder', 'class', 'namespace', 'token'] as const;
 
@@ -231,14 +230,20 @@ export type ComplianceDeps = HistoryDeps;
 export const exportObjectName = (s: Pick<ExportState, 'id' | 'format' | 'fromMs' | 'toMs'>): string =>
   `exports/${s.id}/grants-${new Date(s.fromMs).toISOString().replace(/[:.]/g, '')}-${new Date(s.toMs).toISOString().replace(/[:.]/g, '')}.${s.format}`;
 
-/** Writes the rows of a request to a local file (the CLI's path, and the job's first step). */
+const planFor = (store: AuditStore, request: Pick<ExportRequest, 'fromMs' | 'toMs' | 'filters'>, chunkRows?: number): Promise<ExportPlan> =>
+  planGrantsExport(store, request.filters, { fromMs: request.fromMs, toMs: request.toMs }, chunkRows ?? DEFAULT_CHUNK_ROWS);
+
+const CONTENT_TYPES: Record<ExportFormat, string> = { parquet: 'application/vnd.apache.parquet', csv: 'text/csv', arrow: ARROW_STREAM_TYPE };
+const contentTypeOf = (format: ExportFormat): string => CONTENT_TYPES[format];
+
+/** Writes the rows of a request to a local file (the CLI's path). */
 export async function writeGrantsExport(
   store: AuditStore,
   request: Pick<ExportRequest, 'format' | 'fromMs' | 'toMs' | 'filters'>,
   outPath: string,
   options: { onProgress?: (p: ExportProgress) => void | Promise<void>; chunkRows?: number; signal?: AbortSignal; durable?: boolean } = {},
 ): Promise<WrittenFile> {
-  const plan = await planGrantsExport(store, request.filters, { fromMs: request.fromMs, toMs: request.toMs }, options.chunkRows ?? DEFAULT_CHUNK_ROWS);
+  const plan = await planFor(store, request, options.chunkRows);
   return runExportPlan(store, plan, request.format, outPath, { onProgress: options.onProgress, signal: options.signal, durable: options.durable, revisionColumn: request.format === 'parquet' ? 'grant_revision' : undefined });
 }
 
@@ -251,36 +256,51 @@ export async function runComplianceExport(deps: ComplianceDeps, id: string, onPr
   let state = await records.get(id);
   if (!state) throw new LockauditError('LOCKAUDIT_ERR_EXPORT_NOT_FOUND', `no export ${id}`);
   if (state.status === 'done') return state;
-  state = await records.update(state, { status: 'running', error: '' });
-  const local = path.join(deps.workDir ?? tmpdir(), `lockaudit-export-${id}-${randomUUID()}.${state.format}`);
+  const queued = state;
+  // The plan (a scan) and the state write are independent.
+  const [running, plan] = await Promise.all([records.update(queued, { status: 'running', error: '' }), planFor(deps.store, queued, deps.chunkRows)]);
+  state = running;
+  // Progress rows are ClickHouse inserts: written beside the export, never holding up the next chunk.
+  const progress = new LatestOnly<ExportProgress>(
+    async (p) => {
+      state = await records.update(running, { rowsDone: p.rows, rowsTotal: p.total, percent: p.percent });
+      await onProgress?.(p);
+    },
+    (err) => deps.logger.warn({ exportId: id, err: (err as Error).message }, 'export progress not recorded'),
+  );
+  const object = exportObjectName(running);
+  let file;
   try {
-    const running = state;
-    const file = await writeGrantsExport(deps.store, state, local, {
-      chunkRows: deps.chunkRows,
-      onProgress: async (p) => {
-        state = await records.update(running, { rowsDone: p.rows, rowsTotal: p.total, percent: p.percent });
-        await onProgress?.(p);
+    file = await exportPlanToObject(
+      deps.store,
+      plan,
+      running.format,
+      { s3: deps.s3, bucket: deps.bucket, object, contentType: contentTypeOf(running.format), retry: deps.retry },
+      {
+        // Not the start (the 'running' row says it) nor the end (the 'done' row follows): a ClickHouse insert less each, beside the chunk queries.
+        onProgress: (p) => (p.chunksDone > 0 && p.chunksDone < p.chunks ? progress.push(p) : undefined),
+        revisionColumn: running.format === 'parquet' ? 'grant_revision' : undefined,
       },
-    });
-    const object = exportObjectName(state);
-    await uploadFile(deps.s3, deps.bucket, object, file.path, state.format === 'parquet' ? 'application/vnd.apache.parquet' : 'text/csv', deps.retry);
-    const manifest = buildManifest(file, {
-      dataset: 'compliance',
-      object,
-      from: new Date(state.fromMs).toISOString(),
-      to: new Date(state.toMs).toISOString(),
-      filters: Object.fromEntries(Object.entries(state.filters).filter((e): e is [string, string] => typeof e[1] === 'string')),
-    });
-    await putJsonIfAbsent(deps.s3, deps.bucket, manifestName(object), manifest, deps.retry);
-    // Only now, with the object and its manifest stored, is the export done.
-    state = await records.update(state, { status: 'done', rowsDone: file.rows, rowsTotal: file.rows, percent: 100, objectKey: object, bytes: file.bytes, sha256: file.sha256 });
-    await records.audit(id, 'complete', 'system', { rows: file.rows.toString(), bytes: file.bytes, sha256: file.sha256, object });
-    deps.metrics?.exportRows.inc({ kind: 'compliance', format: state.format }, Number(file.rows));
-    deps.logger.info({ exportId: id, rows: file.rows.toString(), bytes: file.bytes }, 'compliance export done');
-    return state;
+    );
   } finally {
-    await rm(local, { force: true });
+    await progress.flush();
   }
+  const manifest = buildManifest(file, {
+    dataset: 'compliance',
+    object,
+    from: new Date(running.fromMs).toISOString(),
+    to: new Date(running.toMs).toISOString(),
+    filters: Object.fromEntries(Object.entries(running.filters).filter((e): e is [string, string] => typeof e[1] === 'string')),
+  });
+  await putJsonIfAbsent(deps.s3, deps.bucket, manifestName(object), manifest, deps.retry);
+  // Only now, with the object and its manifest stored, is the export done.
+  [state] = await Promise.all([
+    records.update(state, { status: 'done', rowsDone: file.rows, rowsTotal: file.rows, percent: 100, objectKey: object, bytes: file.bytes, sha256: file.sha256 }),
+    records.audit(id, 'complete', 'system', { rows: file.rows.toString(), bytes: file.bytes, sha256: file.sha256, object }),
+  ]);
+  deps.metrics?.exportRows.inc({ kind: 'compliance', format: state.format }, Number(file.rows));
+  deps.logger.info({ exportId: id, rows: file.rows.toString(), bytes: file.bytes }, 'compliance export done');
+  return state;
 }
 
 /** Marks an export failed for good (its job ran out of attempts or its input is bad). */

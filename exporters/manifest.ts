@@ -2,7 +2,7 @@
 // presence is what marks the file complete. It names the object, its rows,
 // bytes and sha256 (of exactly the stored bytes) and, for history files, the
 // revision range the rows cover. 64-bit values are decimal strings.
-import type { WrittenFile } from './chunkedExport.js';
+import type { ExportFormat, WrittenBytes } from './chunkedExport.js';
 
 export const MANIFEST_SUFFIX = '.manifest.json';
 export const MANIFEST_VERSION = 1;
@@ -12,7 +12,7 @@ export interface Manifest {
   /** grants | events | compliance */
   dataset: string;
   object: string;
-  format: 'parquet' | 'csv';
+  format: ExportFormat;
   rows: string;
   bytes: number;
   sha256: string;
@@ -30,7 +30,7 @@ export interface Manifest {
 
 export const manifestName = (object: string): string => `${object}${MANIFEST_SUFFIX}`;
 
-export function buildManifest(file: WrittenFile, fields: Omit<Manifest, 'version' | 'rows' | 'bytes' | 'sha256' | 'revisionRange' | 'format' | 'exportedAt'>): Manifest {
+export function buildManifest(file: WrittenBytes, fields: Omit<Manifest, 'version' | 'rows' | 'bytes' | 'sha256' | 'revisionRange' | 'format' | 'exportedAt'>): Manifest {
   return {
     version: MANIFEST_VERSION,
     ...fields,

@@ -1,7 +1,6 @@
 // S3 writes of the exporters, with bounded, jittered retries for what is
 // worth retrying (network, 5xx, throttling) and none for what is not
 // (access denied, no such bucket, a refused precondition).
-import { stat } from 'node:fs/promises';
 import type { Client } from 'minio';
 import { LockauditError } from '../core/errors.js';
 import { retry } from '../platform/retry.js';
@@ -17,7 +16,7 @@ export interface RetryOptions {
   onRetry?: (err: unknown, attempt: number, delayMs: number) => void;
 }
 
-const PERMANENT_CODES = new Set(['AccessDenied', 'NoSuchBucket', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'PreconditionFailed', 'InvalidRequest', 'InvalidBucketName', 'NoSuchKey', 'NotFound', 'MethodNotAllowed']);
+const PERMANENT_CODES = new Set(['AccessDenied', 'NoSuchBucket', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'PreconditionFailed', 'InvalidRequest', 'InvalidBucketName', 'NoSuchKey', 'NotFound', 'MethodNotAllowed', 'NoSuchUpload', 'EntityTooSmall', 'InvalidPart', 'InvalidPartOrder']);
 
 export function isRetriable(err: unknown): boolean {
   const e = err as { code?: string; $metadata?: unknown; name?: string };
@@ -54,16 +53,6 @@ export async function readObjectText(s3: Client, bucket: string, name: string): 
   const parts: Buffer[] = [];
   for await (const c of stream) parts.push(c as Buffer);
   return Buffer.concat(parts).toString('utf8');
-}
-
-/** Uploads a local file and checks that the stored object has its size. */
-export async function uploadFile(s3: Client, bucket: string, name: string, file: string, contentType: string, retry: RetryOptions = {}): Promise<void> {
-  const size = (await stat(file)).size;
-  await withRetry(async () => {
-    await s3.fPutObject(bucket, name, file, { 'Content-Type': contentType });
-    const st = await s3.statObject(bucket, name);
-    if (st.size !== size) throw new LockauditError('LOCKAUDIT_ERR_EXPORT_INCOMPLETE', `${name}: stored ${st.size} bytes, wrote ${size}`);
-  }, retry);
 }
 
 /** Writes a small JSON object unless one of that name exists: 'exists' when another writer was first. */

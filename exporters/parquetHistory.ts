@@ -4,19 +4,16 @@
 //   events/cluster=<c>/date=<YYYY-MM-DD>/events.parquet  (+ .manifest.json)
 // A day is complete when its manifest exists; re-running a day skips complete
 // files and rewrites only a file whose manifest never appeared (write, then
-// manifest), so repeating a run is safe.
-import { randomUUID } from 'node:crypto';
-import { rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+// manifest), so repeating a run is safe. The file is streamed into the bucket
+// as ClickHouse writes it (multipart; visible only once complete).
 import type { Client } from 'minio';
 import type { AuditStore } from '../core/clickhouse.js';
 import type { Logger } from '../core/logger.js';
-import { runExportPlan, type ExportProgress } from './chunkedExport.js';
+import { exportPlanToObject, type ExportProgress } from './chunkedExport.js';
 import { planEventsExport, planGrantsExport, DEFAULT_CHUNK_ROWS } from './exportPlans.js';
 import type { ExportMetrics } from './exportMetrics.js';
 import { buildManifest, manifestName, type Manifest } from './manifest.js';
-import { objectExists, putJsonIfAbsent, uploadFile, withRetry, type RetryOptions } from './objectStore.js';
+import { objectExists, putJsonIfAbsent, withRetry, type RetryOptions } from './objectStore.js';
 
 export const HISTORY_DATASETS = ['grants', 'events'] as const;
 export type HistoryDataset = (typeof HISTORY_DATASETS)[number];
@@ -61,8 +58,6 @@ export interface HistoryDeps {
   logger: Logger;
   metrics?: ExportMetrics;
   retry?: RetryOptions;
-  /** Where files are assembled before upload. Default the OS temp dir. */
-  workDir?: string;
   chunkRows?: number;
 }
 
@@ -94,10 +89,8 @@ export async function exportHistoryFile(
   const range = { fromMs: start, toMs: start + DAY_MS };
   const chunkRows = deps.chunkRows ?? DEFAULT_CHUNK_ROWS;
   const plan = dataset === 'grants' ? await planGrantsExport(deps.store, { cluster }, range, chunkRows) : await planEventsExport(deps.store, cluster, range, chunkRows);
-  const local = path.join(deps.workDir ?? tmpdir(), `lockaudit-history-${randomUUID()}.parquet`);
   try {
-    const file = await runExportPlan(deps.store, plan, 'parquet', local, { onProgress, revisionColumn: dataset === 'grants' ? 'grant_revision' : 'revision' });
-    await uploadFile(deps.s3, deps.bucket, object, file.path, 'application/vnd.apache.parquet', retry);
+    const file = await exportPlanToObject(deps.store, plan, 'parquet', { s3: deps.s3, bucket: deps.bucket, object, contentType: 'application/vnd.apache.parquet', retry }, { onProgress, revisionColumn: dataset === 'grants' ? 'grant_revision' : 'revision' });
     const manifest = buildManifest(file, { dataset, object, cluster, date, from: new Date(range.fromMs).toISOString(), to: new Date(range.toMs).toISOString() });
     // Only now is the file complete. A manifest already there means another run finished it first.
     await putJsonIfAbsent(deps.s3, deps.bucket, manifestObject, manifest, retry);
@@ -107,8 +100,6 @@ export async function exportHistoryFile(
   } catch (err) {
     deps.metrics?.historyFiles.inc({ dataset, outcome: 'failed' });
     throw err;
-  } finally {
-    await rm(local, { force: true });
   }
 }
 

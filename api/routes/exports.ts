@@ -40,7 +40,12 @@ export const ExportRequestBody = Type.Object(
   {
     from: DateText,
     to: DateText,
-    format: Type.Optional(Type.Union([Type.Literal('parquet'), Type.Literal('csv')], { default: 'parquet' })),
+    format: Type.Optional(
+      Type.Union([Type.Literal('parquet'), Type.Literal('csv'), Type.Literal('arrow')], {
+        default: 'parquet',
+        description: 'parquet; csv; or arrow: an Arrow IPC stream (application/vnd.apache.arrow.stream; tokens and revisions uint64, exact) for pyarrow, polars, DuckDB',
+      }),
+    ),
     filters: Type.Optional(ExportFilters),
   },
   { additionalProperties: false },
@@ -122,7 +127,7 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
           tags: ['exports'],
           summary: 'Request a compliance export of grant history',
           description:
-            'Grants granted in [from, to) matching the filters, as one Parquet or CSV file. Answers 202 with the export id at once; ' +
+            'Grants granted in [from, to) matching the filters, as one Parquet, Arrow IPC stream or CSV file. Answers 202 with the export id at once; ' +
             'poll GET /v1/exports/{id} for progress, then GET /v1/exports/{id}/download. Role: auditor. The request is recorded.',
           body: ExportRequestBody,
           response: {

@@ -8,8 +8,8 @@
 // its page locations are absolute offsets inside index blocks we do not
 // rewrite. Bloom filters are self-contained and only move.
 import { createHash, type Hash } from 'node:crypto';
-import type { FileHandle } from 'node:fs/promises';
 import { LockauditError } from '../../core/errors.js';
+import type { ByteSink } from '../byteSink.js';
 import { decodeStruct, encodeStruct, field, TType, type ThriftList, type ThriftStruct } from './thriftCompact.js';
 
 const MAGIC = Buffer.from('PAR1');
@@ -120,10 +120,10 @@ export function integerColumnRange(groups: readonly ThriftStruct[], column: stri
 /**
  * Writes parts into one Parquet file as they arrive. `add` each part in
  * order, then `finish` writes the merged footer. sha256 and size cover
- * exactly the bytes written.
+ * exactly the bytes written, hashed once as they pass to the sink.
  */
 export class ParquetStitcher {
-  readonly #out: FileHandle;
+  readonly #out: ByteSink;
   readonly #hash: Hash = createHash('sha256');
   #offset = 0;
   #rows = 0n;
@@ -131,18 +131,14 @@ export class ParquetStitcher {
   #first: ThriftStruct | undefined;
   readonly #groups: ThriftStruct[] = [];
 
-  constructor(out: FileHandle) {
+  constructor(out: ByteSink) {
     this.#out = out;
   }
 
   async #write(buf: Buffer): Promise<void> {
     this.#hash.update(buf);
-    let done = 0;
-    while (done < buf.length) {
-      const { bytesWritten } = await this.#out.write(buf, done, buf.length - done);
-      done += bytesWritten;
-    }
     this.#offset += buf.length;
+    await this.#out.write(buf);
   }
 
   /** Appends one complete Parquet file; returns its row count. */

@@ -48,7 +48,7 @@ async function exportsBench(): Promise<void> {
     const endToEnd = async (): Promise<number> => {
       const state = await records.create({ format: 'parquet', ...range, filters: { cluster: 'c1' }, requestedBy: 'bench' });
       const t0 = performance.now();
-      const done = await runComplianceExport({ store, s3, bucket: config.s3.historyBucket, logger, workDir: work.dir }, state.id);
+      const done = await runComplianceExport({ store, s3, bucket: config.s3.historyBucket, logger }, state.id);
       if (done.rowsDone !== BigInt(ROWS)) throw new Error(`exported ${done.rowsDone} rows, expected ${ROWS}`);
       return ROWS / ((performance.now() - t0) / 1000);
     };

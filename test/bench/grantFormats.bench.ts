@@ -6,6 +6,8 @@
 // BENCH_FORMATS_EVENTS sets the size (default 1 000 000 events ≈ 200 000
 // grants over 30 days), BENCH_FORMATS_PAGE the page size (default 10 000),
 // BENCH_FORMATS_ITER the passes per format (best kept; default 3).
+// Then compliance exports of the same grants by format (Parquet, CSV, Arrow
+// IPC), each streamed into MinIO with its manifest, Parquet as the baseline.
 import { tableFromIPC } from 'apache-arrow';
 import { buildApp } from '../../api/app.js';
 import { grantRoutes } from '../../api/routes/grants.js';
@@ -13,7 +15,11 @@ import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { HealthState } from '../../platform/health.js';
-import { tempStore, testConfig } from '../support/env.js';
+import { createS3Client } from '../../core/s3.js';
+import { ExportRecords, runComplianceExport } from '../../exporters/complianceExport.js';
+import type { ExportFormat } from '../../exporters/chunkedExport.js';
+import { ensureHistoryBucket } from '../../platform/buckets.js';
+import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { generateReportData } from './reportsData.js';
 import { heading, report } from './report.js';
 
@@ -30,7 +36,7 @@ function decode(format: Format, body: Buffer): number {
 
 async function main(): Promise<void> {
   const { store, close } = await tempStore();
-  const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '1000000', LOCKAUDIT_QUERY_TIMEOUT_MS: '120000', LOCKAUDIT_MAX_PAGE_SIZE: '100000' });
+  const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '1000000', LOCKAUDIT_QUERY_TIMEOUT_MS: '120000', LOCKAUDIT_MAX_PAGE_SIZE: '100000', LOCKAUDIT_S3_HISTORY_BUCKET: uniqueId('bench-fmt-') });
   const app = await buildApp({ config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() }, [grantRoutes]);
   try {
     const endMs = Date.now();
@@ -83,6 +89,30 @@ async function main(): Promise<void> {
       for (const f of ['json', 'csv', 'arrow'] as Format[]) {
         report({ name: `grant history rows/s, ${f}, ${what}`, value: best.get(f) as number, baselineName: `json, ${what}`, baseline: json, unit: 'rows/s', higherIsBetter: true });
       }
+    }
+
+    // Compliance exports of the whole window, one per format, streamed into MinIO with a manifest.
+    heading(`compliance export by format: ${data.grants.toLocaleString('en-US')} grants (30 days) into MinIO with manifest, best of ${ITER}`);
+    const s3 = createS3Client(config.s3);
+    await ensureHistoryBucket(s3, config.s3);
+    const records = new ExportRecords(store);
+    const exportRate = async (format: ExportFormat): Promise<number> => {
+      const state = await records.create({ format, fromMs: endMs - 30 * 86_400_000, toMs: endMs, filters: {}, requestedBy: 'bench' });
+      const t0 = performance.now();
+      const done = await runComplianceExport({ store, s3, bucket: config.s3.historyBucket, logger: createLogger('silent') }, state.id);
+      if (done.rowsDone !== BigInt(data.grants)) throw new Error(`${format}: exported ${done.rowsDone} rows, expected ${data.grants}`);
+      return data.grants / ((performance.now() - t0) / 1000);
+    };
+    const exportFormats: ExportFormat[] = ['parquet', 'csv', 'arrow'];
+    const bestExport = new Map<ExportFormat, number>();
+    for (let i = 0; i < ITER; i++) {
+      for (let j = 0; j < exportFormats.length; j++) {
+        const f = exportFormats[(i + j) % exportFormats.length] as ExportFormat;
+        bestExport.set(f, Math.max(bestExport.get(f) ?? 0, await exportRate(f)));
+      }
+    }
+    for (const f of exportFormats) {
+      report({ name: `compliance export rows/s, ${f}`, value: bestExport.get(f) as number, baselineName: 'parquet', baseline: bestExport.get('parquet') as number, unit: 'rows/s', higherIsBetter: true });
     }
   } finally {
     await app.close();

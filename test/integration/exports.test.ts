@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { tableFromIPC } from 'apache-arrow';
 import { Worker } from 'bullmq';
 import { buildApp, type App } from '../../api/app.js';
 import { exportRoutes } from '../../api/routes/exports.js';
@@ -60,7 +61,7 @@ describe('exports', () => {
   });
 
   it('writes a day of history per cluster as Parquet with a manifest, skips it when complete, and redoes a file whose manifest never appeared', async () => {
-    const deps = { store, s3, bucket: historyBucket, logger, workDir: work.dir, chunkRows: 7_000 };
+    const deps = { store, s3, bucket: historyBucket, logger, chunkRows: 7_000 };
     const date = '2026-03-01';
     const first = await exportHistoryFile(deps, { dataset: 'grants', cluster: 'c2', date });
     assert.equal(first.status, 'written');
@@ -98,6 +99,62 @@ describe('exports', () => {
     const empty = await exportHistoryFile(deps, { dataset: 'grants', cluster: 'c2', date: '2026-02-27' });
     assert.equal(empty.manifest?.rows, '0');
     assert.equal(empty.manifest?.revisionRange, null);
+  });
+
+  /** Uploads in progress (not yet objects) under a name, with the bytes their parts hold so far. */
+  async function incompleteUploads(name: string): Promise<Array<{ uploadId: string; size: number }>> {
+    const out: Array<{ uploadId: string; size: number }> = [];
+    for await (const u of s3.listIncompleteUploads(historyBucket, name, true)) if (u.key === name) out.push({ uploadId: u.uploadId, size: u.size });
+    return out;
+  }
+
+  /** Waits (the export paused in its progress callback) until parts of `name` are stored: bytes sent while chunks remain. */
+  async function partsStored(name: string): Promise<number> {
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      const stored = (await incompleteUploads(name)).reduce((n, u) => n + u.size, 0);
+      if (stored > 0) return stored;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return 0;
+  }
+
+  it('streams a history file into the bucket while ClickHouse computes the next chunks; an interrupted one leaves no object and no parts', async () => {
+    const deps = { store, s3, bucket: historyBucket, logger, chunkRows: 300_000 };
+    const target = { dataset: 'grants' as const, cluster: 'c1', date: '2026-03-01' };
+    const object = historyObjectName('grants', 'c1', '2026-03-01');
+
+    // Interrupted after its first chunk has been sent: the export fails, nothing is visible, the parts are discarded.
+    let sentBeforeFailing = 0;
+    await assert.rejects(
+      exportHistoryFile(deps, target, async (p) => {
+        if (p.chunksDone !== 1) return;
+        sentBeforeFailing = await partsStored(object);
+        throw new Error('interrupted mid-way');
+      }),
+      /interrupted mid-way/,
+    );
+    assert.ok(sentBeforeFailing > 0, 'the first chunk was on its way to the bucket before the export ended');
+    await assert.rejects(s3.statObject(historyBucket, object), (err: { code?: string }) => err.code === 'NotFound', 'no partial object');
+    assert.deepEqual(await incompleteUploads(object), [], 'the multipart upload was aborted');
+
+    // Uninterrupted: parts are stored while chunks remain; the object's bytes are the manifest's.
+    const sentWhileComputing: number[] = [];
+    const done = await exportHistoryFile(deps, target, async (p) => {
+      if (p.chunksDone >= 1 && p.chunksDone < p.chunks) sentWhileComputing.push(await partsStored(object));
+    });
+    assert.equal(done.status, 'written');
+    assert.ok(sentWhileComputing.length >= 2 && sentWhileComputing.every((n) => n > 0), `parts stored before the last chunk: ${sentWhileComputing.join(',')}`);
+    assert.deepEqual(await incompleteUploads(object), []);
+    const manifest = done.manifest as NonNullable<typeof done.manifest>;
+    assert.equal(manifest.rows, '1200000');
+    const local = path.join(work.dir, 'c1-streamed.parquet');
+    await s3.fGetObject(historyBucket, object, local);
+    const bytes = await readFile(local);
+    assert.equal(bytes.length, manifest.bytes);
+    assert.equal(createHash('sha256').update(bytes).digest('hex'), manifest.sha256, 'hashed once on the way, the manifest names the stored bytes');
+    const read = await parquetTokenChecksum(local);
+    assert.deepEqual({ rows: read.rows, sum: read.sum, xor: read.xor }, await grantTokenChecksum(store, { cluster: 'c1', fromMs: DAY1, toMs: DAY1 + DAY }));
   });
 
   it('runs the history job for a day through the queue (what the scheduler enqueues for yesterday)', async () => {
@@ -225,6 +282,55 @@ describe('exports', () => {
       // Running the finished job again changes nothing.
       const state = await runComplianceExport({ store, s3, bucket: historyBucket, logger }, id);
       assert.equal(state.status, 'done');
+    });
+
+    it('offers a compliance export as an Arrow IPC stream (format=arrow): chunks joined into one stream, downloaded, read by apache-arrow with tokens exact', async () => {
+      // Requested through the API, run by the job.
+      const posted = await call('POST', '/v1/exports', { from: '2026-03-01T00:00:00Z', to: '2026-03-02T00:00:00Z', format: 'arrow', filters: { cluster: 'c2' } });
+      assert.equal(posted.statusCode, 202, posted.body);
+      let status: { status: string; format: string; progress: { rows: string } } | undefined;
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline) {
+        status = (await call('GET', `/v1/exports/${posted.json().id as string}`)).json();
+        if (status?.status === 'done' || status?.status === 'failed') break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(status?.status, 'done', JSON.stringify(status));
+      assert.equal(status?.format, 'arrow');
+      assert.equal(status?.progress.rows, '30000');
+
+      // And one run here with small chunks: five ClickHouse ArrowStream outputs joined into one stream.
+      const { id } = await new ExportRecords(store).create({ format: 'arrow', fromMs: DAY1, toMs: DAY1 + DAY, filters: { cluster: 'c2' }, requestedBy: 'audrey@corp' });
+      const done = await runComplianceExport({ store, s3, bucket: historyBucket, logger, chunkRows: 7_000 }, id);
+      assert.equal(done.status, 'done');
+      assert.match(done.objectKey, /\.arrow$/);
+      const manifest = parseManifest(await readObjectText(s3, historyBucket, manifestName(done.objectKey)));
+      assert.equal(manifest?.format, 'arrow');
+      assert.equal(manifest?.rows, '30000');
+
+      const download = await call('GET', `/v1/exports/${id}/download`);
+      assert.equal(download.statusCode, 302);
+      const res = await fetch(download.headers.location as string);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('content-type'), 'application/vnd.apache.arrow.stream');
+      const body = Buffer.from(await res.arrayBuffer());
+      assert.equal(createHash('sha256').update(body).digest('hex'), done.sha256);
+      assert.equal(body.length, done.bytes);
+
+      const table = tableFromIPC(body);
+      assert.equal(table.numRows, 30_000);
+      assert.equal(String(table.schema.fields.find((f) => f.name === 'token')?.type), 'Uint64');
+      const tokens = table.getChild('token');
+      assert.ok(tokens);
+      let sum = 0n;
+      let xor = 0n;
+      for (const t of tokens) {
+        sum += t as bigint;
+        xor ^= t as bigint;
+      }
+      assert.ok((tokens.get(0) as bigint) > 2n ** 53n, 'tokens above 2^53 come back exact');
+      assert.deepEqual({ rows: String(table.numRows), sum: sum.toString(), xor: xor.toString() }, await grantTokenChecksum(store, { cluster: 'c2', fromMs: DAY1, toMs: DAY1 + DAY }));
+      assert.deepEqual(table.schema.fields.map((f) => f.name).slice(0, 3), ['cluster', 'key', 'namespace']);
     });
   });
 });

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import parquet from '@dsnp/parquetjs';
 import { isLockauditError } from '../../core/errors.js';
+import { fileSink } from '../../exporters/byteSink.js';
 import { parquetRowCount, ParquetStitcher } from '../../exporters/parquet/stitch.js';
 import { tempDir } from '../support/env.js';
 
@@ -54,7 +55,7 @@ async function stitch(name: string, parts: Buffer[]): Promise<{ file: string; re
   const file = path.join(tmp.dir, name);
   const fh = await open(file, 'w');
   try {
-    const stitcher = new ParquetStitcher(fh);
+    const stitcher = new ParquetStitcher(fileSink(fh));
     for (const p of parts) await stitcher.add(p);
     const range = stitcher.columnRange('token');
     return { file, result: await stitcher.finish(), range };
@@ -89,7 +90,7 @@ describe('ParquetStitcher', () => {
     const other = new parquet.ParquetSchema({ token: { type: 'INT64' }, key: { type: 'UTF8' } });
     const fh = await open(path.join(tmp.dir, 'refused.parquet'), 'w');
     try {
-      const stitcher = new ParquetStitcher(fh);
+      const stitcher = new ParquetStitcher(fileSink(fh));
       await stitcher.add(await part('s1.parquet', rows(0, 3), 10));
       const second = await part('s2.parquet', rows(3, 3).map(({ token, key }) => ({ token, key, waitMs: 0 })), 10, other);
       await assert.rejects(stitcher.add(second), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_PARQUET'));

@@ -31,7 +31,7 @@ export interface paths {
         put?: never;
         /**
          * Request a compliance export of grant history
-         * @description Grants granted in [from, to) matching the filters, as one Parquet or CSV file. Answers 202 with the export id at once; poll GET /v1/exports/{id} for progress, then GET /v1/exports/{id}/download. Role: auditor. The request is recorded.
+         * @description Grants granted in [from, to) matching the filters, as one Parquet, Arrow IPC stream or CSV file. Answers 202 with the export id at once; poll GET /v1/exports/{id} for progress, then GET /v1/exports/{id}/download. Role: auditor. The request is recorded.
          */
         post: operations["postV1Exports"];
         delete?: never;
@@ -782,8 +782,11 @@ export interface operations {
                          */
                         token?: string;
                     };
-                    /** @default parquet */
-                    format?: "parquet" | "csv";
+                    /**
+                     * @description parquet; csv; or arrow: an Arrow IPC stream (application/vnd.apache.arrow.stream; tokens and revisions uint64, exact) for pyarrow, polars, DuckDB
+                     * @default parquet
+                     */
+                    format?: "parquet" | "csv" | "arrow";
                     /**
                      * @description A date (YYYY-MM-DD) or an RFC 3339 date-time; without a zone it is read as UTC (never the server's local time)
                      * @example 2026-01-01T00:00:00Z
