@@ -1,8 +1,12 @@
 // Commit time for events that carry none (expiries, class changes…): etcd
 // revisions have no timestamp, so the time of revision R is bracketed between
-// the /sys/clock writes nearest before and after R. Revisions wait here until
-// the next clock write is known — from the stream, or from a lookup when too
-// many are waiting (catch-up over history written while no tailer ran).
+// the nearest revisions before and after R whose time is known: /sys/clock
+// writes, and any revision carrying a wall time our API wrote (a grant's `at`,
+// a mark's `at`, a force record's approval). Revisions wait here until a later
+// known time arrives — from the stream, or from a clock lookup when too many
+// wait too long. Without the stream's known times, history written while no
+// tailer led (no clock writes for a long stretch) held every expiry, and with
+// it the checkpoint, until the next leader's first clock write.
 // Pure state machine, no I/O.
 import type { TimeEstimate } from './decoder.js';
 
@@ -60,6 +64,17 @@ export class ClockBracket<T> {
     this.#prev = { revision, at };
     if (this.#next && this.#next.revision <= revision) this.#next = undefined;
     return resolved;
+  }
+
+  /**
+   * A revision whose commit time is known from its values (not a clock write):
+   * a bracket end like a clock write, unless it runs backwards against the
+   * last known time (writers' clocks differ; a later commit is never earlier),
+   * then it is ignored.
+   */
+  known(revision: bigint, at: number): Resolved<T>[] {
+    if (this.#prev && at < this.#prev.at) return [];
+    return this.clock(revision, at);
   }
 
   /** The first clock write after the newest waiting revision, found out of band. */

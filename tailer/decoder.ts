@@ -375,6 +375,20 @@ export interface TimeEstimate {
 
 export const UNKNOWN_ERROR_MS = 4_294_967_295; // UInt32 max: the lower bound is unknown
 
+/**
+ * The commit time a revision's own values tell (the latest wall time among its
+ * timed events: each was taken before the commit), or undefined when none is
+ * plausible. Clock writes are handled apart.
+ */
+export function knownTime(decoded: DecodedRevision, notAfter: number): number | undefined {
+  let at: number | undefined;
+  for (const e of decoded.events) {
+    if (e.timeless || e.row.wall_time <= 0 || e.row.wall_time > notAfter) continue;
+    if (at === undefined || e.row.wall_time > at) at = e.row.wall_time;
+  }
+  return at;
+}
+
 /** Fills in the time of timeless events and derives the grant rows. */
 export function finishRevision(decoded: DecodedRevision, time: TimeEstimate | undefined): RowBatch {
   const batch: RowBatch = { events: [], grants: [], quarantine: decoded.quarantine };

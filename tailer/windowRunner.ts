@@ -10,7 +10,7 @@ import { alarm } from '../platform/alarms.js';
 import type { HealthState } from '../platform/health.js';
 import type { BatchSink } from './clickhouseSink.js';
 import { ClockBracket, type ClockPoint } from './clockBracket.js';
-import { decodeRevision, finishRevision, type DecodeContext, type DecodedRevision, type TimeEstimate } from './decoder.js';
+import { decodeRevision, finishRevision, knownTime, type DecodeContext, type DecodedRevision, type TimeEstimate } from './decoder.js';
 import { clockAtOrBefore, firstClockAfter } from './etcdReads.js';
 import { inGap, type Gap } from './gaps.js';
 import { liveLeases } from './leaseLiveness.js';
@@ -74,6 +74,10 @@ interface PendingRevision {
 
 // A bracket waiting this long for the stream's next clock looks the clock up instead.
 const PENDING_LOOKUP_MS = 3_000;
+// A commit is never in the future: a value's time further ahead than this (a writer's skewed clock) brackets nothing.
+const FUTURE_SLACK_MS = 60_000;
+// Brackets wider than this are logged when closed by a lookup (history written while no tailer wrote clocks).
+const WIDE_BRACKET_MS = 60_000;
 
 export class WindowRunner {
   readonly #s: WindowShared;
@@ -149,10 +153,15 @@ export class WindowRunner {
     const decoded = decodeRevision({ ...this.#ctx, liveLeases: live }, rev);
     this.#alarmForeign(decoded);
     const p: PendingRevision = { decoded, slot };
+    const known = decoded.clockAt === undefined ? knownTime(decoded, Date.now() + FUTURE_SLACK_MS) : undefined;
     if (decoded.clockAt !== undefined) {
       this.#s.clocks.add({ revision: rev.revision, at: decoded.clockAt });
       for (const r of bracket.clock(rev.revision, decoded.clockAt)) await this.#emit(r.item, r.time);
       await this.#emit(p, undefined);
+    } else if (known !== undefined) {
+      // A revision with a wall time of its own closes the brackets before it; its own timeless events share its commit instant.
+      for (const r of bracket.known(rev.revision, known)) await this.#emit(r.item, r.time);
+      await this.#emit(p, decoded.events.some((e) => e.timeless) ? { lowerMs: known, upperMs: known } : undefined);
     } else if (decoded.events.some((e) => e.timeless)) {
       const time = bracket.place(rev.revision, p, decoded.events.length);
       if (time) await this.#emit(p, time);
@@ -175,7 +184,13 @@ export class WindowRunner {
     if (newest === undefined) return;
     const next = await firstClockAfter(client, newest, this.#stop);
     if (!next) return;
-    for (const r of bracket.resolveWith(next)) await this.#emit(r.item, r.time);
+    const resolved = bracket.resolveWith(next);
+    const first = resolved[0];
+    const widthMs = first?.time.lowerMs === undefined ? undefined : first.time.upperMs - first.time.lowerMs;
+    if (first && (widthMs === undefined || widthMs > WIDE_BRACKET_MS)) {
+      this.#s.log.info({ window: this.#index, revisions: resolved.length, upTo: next.revision.toString(), widthMs: widthMs ?? 'unbounded below' }, 'timeless events bracketed by a distant clock write: their times are this wide');
+    }
+    for (const r of resolved) await this.#emit(r.item, r.time);
   }
 
   async #emit(p: PendingRevision, time: TimeEstimate | undefined): Promise<void> {

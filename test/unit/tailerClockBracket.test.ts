@@ -27,4 +27,17 @@ describe('clock bracket', () => {
     b.clock(100n, 9_000);
     assert.equal(b.place(101n, 'c', 1), undefined);
   });
+
+  it('a revision whose time is known from its values closes the bracket like a clock write; one running backwards is ignored', () => {
+    const b = new ClockBracket<string>({ revision: 10n, at: 1_000 });
+    assert.equal(b.place(11n, 'a', 250), undefined);
+    assert.deepEqual(b.known(12n, 1_500), [{ item: 'a', time: { lowerMs: 1_000, upperMs: 1_500 } }]);
+    assert.equal(b.place(13n, 'b', 1), undefined);
+    assert.deepEqual(b.known(14n, 1_200), [], 'earlier than the last known time: brackets nothing');
+    assert.equal(b.pendingCount, 1);
+    assert.deepEqual(b.known(15n, 1_700), [{ item: 'b', time: { lowerMs: 1_500, upperMs: 1_700 } }]);
+    assert.deepEqual(b.clock(16n, 1_650), [], 'a clock write is always taken');
+    assert.equal(b.place(17n, 'c', 1), undefined);
+    assert.deepEqual(b.known(18n, 1_660), [{ item: 'c', time: { lowerMs: 1_650, upperMs: 1_660 } }]);
+  });
 });

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { holdMac } from '../../core/holdProof.js';
 import { makeToken } from '../../core/token.js';
 import { leasesToCheck } from '../../tailer/leaseLiveness.js';
-import { bracketFor, decodeRevision, finishRevision, UNKNOWN_ERROR_MS, type DecodeContext } from '../../tailer/decoder.js';
+import { bracketFor, decodeRevision, finishRevision, knownTime, UNKNOWN_ERROR_MS, type DecodeContext } from '../../tailer/decoder.js';
 import type { Change, KvSnapshot } from '../../tailer/types.js';
 
 const ctx: DecodeContext = { cluster: 'c1', startKnown: () => true };
@@ -233,5 +233,14 @@ describe('decoder', () => {
       assert.deepEqual(leasesToCheck({ revision: 2n, changes: [del('/l/ns/a', '2', p('7')), put('/sys/mark/m', mark('release', { key: 'ns/a' }), '2')] }), []);
       assert.deepEqual(leasesToCheck({ revision: 3n, changes: [put('/l/ns/a', hold('1'), '3')] }), []);
     });
+  });
+
+  it('known time of a revision: the latest wall time of its timed events, none from timeless or future values', () => {
+    const grants = decodeRevision(ctx, { revision: 30n, changes: [put('/l/ns/a', hold('1', 2_000), '30'), put('/l/ns/b', hold('2', 2_500), '30')] });
+    assert.equal(knownTime(grants, 10_000), 2_500);
+    assert.equal(knownTime(grants, 2_200), 2_000, 'a value after "now" (a skewed writer) tells nothing');
+    const expiry = decodeRevision(ctx, { revision: 31n, changes: [del('/l/ns/a', '31', kv('/l/ns/a', hold('1', 2_000), '30'))] });
+    assert.equal(expiry.events[0]?.row.event_type, 'expiry');
+    assert.equal(knownTime(expiry, 10_000), undefined);
   });
 });

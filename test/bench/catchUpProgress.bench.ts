@@ -1,0 +1,188 @@
+// Catch-up progress that survives stops, and reports while catching up
+// (issue 14 item 1), over history written while no tailer led: lock traffic
+// with lease expiries and no /sys/clock write at all.
+//  - an uninterrupted range-split catch-up: the checkpoint sampled every
+//    second (how many samples advanced, the longest stall), and meanwhile
+//    GET /v1/grants and GET /v1/tailers in a loop — p50/p99 beside the same
+//    requests against the same store once idle;
+//  - the same catch-up stopped every few seconds, 5 times, then finished:
+//    where each run left the checkpoint, events written per run, total time
+//    and events written beside the uninterrupted run.
+// Both runs are checked for exact capture. Scale: BENCH_PROGRESS_REVISIONS
+// (default 60 000), BENCH_PROGRESS_WINDOWS (default 8), BENCH_PROGRESS_RUN_MS
+// (how long each stopped run leads, default 3 000).
+import { Registry } from 'prom-client';
+import { buildApp, type App } from '../../api/app.js';
+import { grantRoutes } from '../../api/routes/grants.js';
+import { tailerRoutes } from '../../api/routes/tailers.js';
+import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
+import { createEtcdClient } from '../../core/etcd.js';
+import { createLogger } from '../../core/logger.js';
+import { createMetricsRegistry } from '../../core/metrics.js';
+import { HealthState } from '../../platform/health.js';
+import { readCheckpoint } from '../../tailer/offsets.js';
+import { TailerReplica, type ReplicaOptions } from '../../tailer/replica.js';
+import { tailerMetrics, type TailerMetrics } from '../../tailer/tailerMetrics.js';
+import { assertExactCapture, headRevision } from '../support/capture.js';
+import { tempStore, testConfig, uniqueId } from '../support/env.js';
+import { Workload, type Session } from '../support/workload.js';
+import { heading, percentile, report } from './report.js';
+
+const REVISIONS = Number(process.env.BENCH_PROGRESS_REVISIONS ?? 60_000);
+const WINDOWS = Number(process.env.BENCH_PROGRESS_WINDOWS ?? 8);
+const RUN_MS = Number(process.env.BENCH_PROGRESS_RUN_MS ?? 3_000);
+const STOPS = 5;
+const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '1000000' });
+const endpoints = config.etcd.clusters[0]?.endpoints ?? [];
+const log = createLogger('warn');
+const client = createEtcdClient({ name: 'bench', endpoints });
+const { store, close } = await tempStore();
+const options: ReplicaOptions = { electionTtlSeconds: 5, checkpointIntervalMs: 250, catchUpWindows: WINDOWS, splitMinRevisions: 1_000 };
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** ≥ `revisions` revisions of lock traffic (grants, releases with marks, expiries) and not one clock write: no leader ran. */
+async function writeHistory(w: Workload, revisions: number): Promise<void> {
+  const start = await headRevision(client);
+  let round = 0;
+  while ((await headRevision(client)) - start < BigInt(revisions)) {
+    const sessions: Session[] = await Promise.all(Array.from({ length: 8 }, () => w.session()));
+    await Promise.all(
+      Array.from({ length: 400 }, async (_, j) => {
+        const s = sessions[j % 8] as Session;
+        await w.grant(s, `h${round}/${j}`);
+        if (j % 4 === 0) await w.release(s, `h${round}/${j}`);
+      }),
+    );
+    for (const s of sessions) await w.expire(s);
+    round += 1;
+  }
+}
+
+async function written(metrics: TailerMetrics): Promise<number> {
+  return (await metrics.events.get()).values.reduce((n, v) => n + v.value, 0);
+}
+
+function waitUntil(pred: () => boolean, everyMs = 50): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setInterval(() => {
+      if (pred()) {
+        clearInterval(t);
+        resolve();
+      }
+    }, everyMs);
+  });
+}
+
+/** GET `url` in a loop until `stop()`, latencies in ms (sorted). Every answer must be 200. */
+async function latencies(app: App, token: string, url: string, stop: () => boolean, atLeast = 0): Promise<number[]> {
+  const out: number[] = [];
+  while (!stop() || out.length < atLeast) {
+    const t0 = performance.now();
+    const r = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}` } });
+    out.push(performance.now() - t0);
+    if (r.statusCode !== 200) throw new Error(`${url}: ${r.statusCode} ${r.body.slice(0, 300)}`);
+    await sleep(20);
+  }
+  return out.sort((a, b) => a - b);
+}
+
+heading(`catch-up progress over ≥ ${REVISIONS.toLocaleString('en-US')} revisions with expiries and no clock writes, ${WINDOWS} windows`);
+const w = new Workload(client, uniqueId('prog'));
+const from = (await headRevision(client)) + 1n;
+const writeStarted = Date.now();
+await writeHistory(w, REVISIONS);
+const to = await headRevision(client);
+process.stdout.write(`wrote ${(to - from + 1n).toLocaleString()} revisions, ${w.expected.length.toLocaleString()} lock events in ${((Date.now() - writeStarted) / 1000).toFixed(1)} s, no clock write\n`);
+
+const app = await buildApp({ config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() }, [grantRoutes, tailerRoutes]);
+const { token } = await createApiToken(store, 'bench-investigator', ['investigator']);
+const grantsUrl = `/v1/grants?namespace=${w.ns}&limit=100`;
+
+// 1. Uninterrupted: checkpoint sampled every second, reports in a loop meanwhile.
+let uninterrupted: { seconds: number; events: number };
+let busy: { grants: number[]; tailers: number[] };
+{
+  const label = uniqueId('bench');
+  await store.insert('checkpoints', [{ cluster: label, revision: (from - 1n).toString(), leader: 'bench' }]);
+  const metrics = tailerMetrics(new Registry());
+  let checkpoint = from - 1n;
+  const replica = new TailerReplica({ cluster: { name: label, endpoints }, store, log, metrics, onCheckpoint: (r) => (checkpoint = r) }, options);
+  const started = performance.now();
+  replica.start();
+  const samples: bigint[] = [];
+  const sampler = setInterval(() => samples.push(checkpoint), 1_000);
+  const caughtUp = (): boolean => checkpoint >= to;
+  const [grants, tailers] = await Promise.all([latencies(app, token, grantsUrl, caughtUp), latencies(app, token, '/v1/tailers', caughtUp), waitUntil(caughtUp)]);
+  const seconds = (performance.now() - started) / 1000;
+  clearInterval(sampler);
+  await replica.close();
+  uninterrupted = { seconds, events: await written(metrics) };
+  busy = { grants, tailers };
+  let advanced = 0;
+  let stall = 0;
+  let longest = 0;
+  for (let i = 1; i < samples.length; i += 1) {
+    if ((samples[i] as bigint) > (samples[i - 1] as bigint)) {
+      advanced += 1;
+      stall = 0;
+    } else longest = Math.max(longest, (stall += 1));
+  }
+  process.stdout.write(`uninterrupted: ${seconds.toFixed(1)} s, ${uninterrupted.events.toLocaleString()} events; checkpoint each second: ${samples.join(' ')}\n`);
+  report({ name: 'checkpoint samples (1 s apart) that advanced', value: advanced, baselineName: 'samples during the catch-up', baseline: Math.max(0, samples.length - 1), unit: 'samples', higherIsBetter: true });
+  report({ name: 'longest checkpoint stall during catch-up', value: longest, baselineName: 'catch-up duration', baseline: seconds, unit: 's', higherIsBetter: false });
+  await assertExactCapture(store, label, client, from, to, w.expected);
+}
+
+// The same requests against the same store, idle (every row in, no tailer running).
+{
+  const n = Math.max(busy.grants.length, busy.tailers.length, 100);
+  let count = 0;
+  const enough = (): boolean => ++count > n;
+  const grants = await latencies(app, token, grantsUrl, enough);
+  count = 0;
+  const tailers = await latencies(app, token, '/v1/tailers', enough);
+  process.stdout.write(`requests: /v1/grants ${busy.grants.length} during catch-up, ${grants.length} idle; /v1/tailers ${busy.tailers.length} during, ${tailers.length} idle\n`);
+  for (const p of [50, 99]) {
+    report({ name: `GET /v1/grants p${p} during catch-up`, value: percentile(busy.grants, p), baselineName: `same, idle store`, baseline: percentile(grants, p), unit: 'ms', higherIsBetter: false });
+    report({ name: `GET /v1/tailers p${p} during catch-up`, value: percentile(busy.tailers, p), baselineName: `same, idle store`, baseline: percentile(tailers, p), unit: 'ms', higherIsBetter: false });
+  }
+  report({ name: 'GET /v1/tailers max during catch-up', value: busy.tailers.at(-1) ?? NaN, baselineName: 'same, idle store', baseline: tailers.at(-1) ?? NaN, unit: 'ms', higherIsBetter: false });
+}
+
+// 2. Stopped every RUN_MS of leadership, 5 times, then run to the end.
+{
+  const label = uniqueId('bench');
+  await store.insert('checkpoints', [{ cluster: label, revision: (from - 1n).toString(), leader: 'bench' }]);
+  const metrics = tailerMetrics(new Registry());
+  const started = performance.now();
+  let advancedRuns = 0;
+  for (let i = 0; i <= STOPS; i += 1) {
+    const last = i === STOPS;
+    const before = await readCheckpoint(store, label);
+    const eventsBefore = await written(metrics);
+    let leading = false;
+    let checkpoint = before;
+    const replica = new TailerReplica(
+      { cluster: { name: label, endpoints }, store, log, metrics, onLeader: (l) => (leading ||= l), onCheckpoint: (r) => (checkpoint = r) },
+      options,
+    );
+    replica.start();
+    await waitUntil(() => leading);
+    if (last) await waitUntil(() => checkpoint >= to);
+    else await sleep(RUN_MS);
+    await replica.close();
+    const after = await readCheckpoint(store, label);
+    if (!last && after > before) advancedRuns += 1;
+    process.stdout.write(`${last ? 'final run' : `stop ${i + 1}`}: checkpoint ${before} → ${after} (+${(after - before).toLocaleString()} of ${(to - from + 1n).toLocaleString()} revisions), ${((await written(metrics)) - eventsBefore).toLocaleString()} events written\n`);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const events = await written(metrics);
+  report({ name: `runs stopped after ${RUN_MS / 1000} s that advanced the checkpoint`, value: advancedRuns, baselineName: 'runs stopped mid catch-up', baseline: STOPS, unit: 'runs', higherIsBetter: true });
+  report({ name: `catch-up stopped ${STOPS}×: total time`, value: seconds, baselineName: 'uninterrupted catch-up', baseline: uninterrupted.seconds, unit: 's', higherIsBetter: false });
+  report({ name: `catch-up stopped ${STOPS}×: events written`, value: events, baselineName: 'uninterrupted catch-up', baseline: uninterrupted.events, unit: 'events', higherIsBetter: false });
+  await assertExactCapture(store, label, client, from, to, w.expected);
+}
+
+await app.close();
+client.close();
+await close();
