@@ -383,7 +383,8 @@ export const UNKNOWN_ERROR_MS = 4_294_967_295; // UInt32 max: the lower bound is
 export function knownTime(decoded: DecodedRevision, notAfter: number): number | undefined {
   let at: number | undefined;
   for (const e of decoded.events) {
-    if (e.timeless || e.row.wall_time <= 0 || e.row.wall_time > notAfter) continue;
+    // A hold written around the API carries whatever time its writer chose: it bounds nothing.
+    if (e.timeless || e.row.origin === 'foreign' || e.row.wall_time <= 0 || e.row.wall_time > notAfter) continue;
     if (at === undefined || e.row.wall_time > at) at = e.row.wall_time;
   }
   return at;

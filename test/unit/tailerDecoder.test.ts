@@ -242,5 +242,13 @@ describe('decoder', () => {
     const expiry = decodeRevision(ctx, { revision: 31n, changes: [del('/l/ns/a', '31', kv('/l/ns/a', hold('1', 2_000), '30'))] });
     assert.equal(expiry.events[0]?.row.event_type, 'expiry');
     assert.equal(knownTime(expiry, 10_000), undefined);
+    // With an origin secret, a hold written around the API (no valid proof) carries a time its writer chose: ignored.
+    const secret = Buffer.from('unit-test-origin-secret-0123456789abcdef');
+    const f = { holder: 'spiffe://x/a', session: '77', class: 'payments', epoch: 1, waitMs: 3, at: 2_000 };
+    const mixed = decodeRevision({ ...ctx, originSecret: secret }, {
+      revision: 32n,
+      changes: [put('/l/ns/api', JSON.stringify({ ...f, mac: holdMac(secret, '/l/ns/api', f) }), '32'), put('/l/ns/rogue', JSON.stringify({ ...f, at: 9_000 }), '32')],
+    });
+    assert.equal(knownTime(mixed, 10_000), 2_000, 'the foreign hold\'s later time is not taken');
   });
 });
