@@ -8,7 +8,7 @@ export const EVENT_TYPES = [
   'force-release',
   'session-close',
   'epoch-release', // a restored hold deleted by an epoch advance
-  'deleted', // a hold deleted with no marker while its lease was alive: by hand (etcdctl del), not an expiry
+  'deleted', // a hold deleted with no marker while its lease was alive (asked of etcd, or its TTL seen by the lease witness): by hand, not an expiry
   'queue-enter',
   'queue-leave',
   'class-change',
