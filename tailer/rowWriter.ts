@@ -109,8 +109,12 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
   const insert = (table: string, rows: readonly object[]): Promise<void> => retry(() => store.insert(table, rows, { binary: true }), retryOptions);
   const quarantined: QuarantineRow[] = [];
   const changeId = (revision: string, key: string): string => `${revision} ${key}`;
-  const values = new Map(batch.events.map((e) => [changeId(String(e.revision), e.key), e.value]));
-  const rawValue = (revision: string, key: string): string | undefined => values.get(changeId(revision, key));
+  // Built only when a row is rejected (rare): building it for every batch was work and garbage on the hot path.
+  let values: Map<string, string> | undefined;
+  const rawValue = (revision: string, key: string): string | undefined => {
+    values ??= new Map(batch.events.map((e) => [changeId(String(e.revision), e.key), e.value]));
+    return values.get(changeId(revision, key));
+  };
   const seen = new Set<string>();
   const reject = (table: string, row: object, reason: string): void => {
     const q = quarantineRow(table, row, reason, rawValue);
@@ -122,7 +126,7 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
   for (const [table, rows] of [['events', batch.events], ['grants', batch.grants]] as const) {
     const fit: object[] = [];
     for (const row of rows) {
-      if (table === 'grants') {
+      if (table === 'grants' && seen.size > 0) {
         // A change whose event row was quarantined is quarantined whole: its grant row is not written either.
         const q = quarantineRow(table, row, '', rawValue);
         if (seen.has(changeId(q.revision, q.key))) continue;
