@@ -5,11 +5,32 @@
 import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
 type ClientOptions = NonNullable<Parameters<typeof createClient>[0]>;
 import { createChdbConnection } from 'chdb/connection';
-import { mkdirSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { ClickHouseTarget } from './config.js';
+import { rowBinaryEncoder, type ColumnSpec, type RowBinaryEncoder } from './rowBinary.js';
 
 type Params = Record<string, unknown>;
+
+export interface InsertOptions {
+  settings?: ClickHouseSettings;
+  /**
+   * Send the rows as RowBinaryWithDefaults (core/rowBinary.ts) instead of
+   * JSONEachRow: the same values, no JSON to build or parse. Embedded only
+   * (a server keeps JSONEachRow: the binary body needs `exec`, untested
+   * here); a table with a column type the encoder does not write also stays
+   * on JSONEachRow. A value a column cannot take throws a RowEncodeError
+   * whose `type` is the ClickHouse error type it stands for.
+   */
+  binary?: boolean;
+}
+
+// The file name of a binary insert is ours (a UUID in our own temp dir) and FROM INFILE takes only a literal.
+const SAFE_PATH = /^[A-Za-z0-9/._-]+$/;
 
 // 64-bit integers (tokens, revisions) must arrive as strings: chdb's default is bare numbers.
 const SETTINGS: ClickHouseSettings = {
@@ -22,6 +43,9 @@ export class AuditStore {
   readonly database: string;
   readonly target: ClickHouseTarget;
   #closed: Promise<void> | undefined;
+  /** Per table: its RowBinary encoder (from DESCRIBE), or undefined to stay on JSONEachRow. */
+  readonly #encoders = new Map<string, Promise<RowBinaryEncoder | undefined>>();
+  #insertDir: string | undefined;
 
   constructor(target: ClickHouseTarget) {
     this.target = target;
@@ -68,10 +92,40 @@ export class AuditStore {
     await this.client.command({ query, query_params: this.#params(params), clickhouse_settings: settings });
   }
 
-  /** Inserts rows into `<db>.<table>` as JSONEachRow. Resolves when ClickHouse has the rows. */
-  async insert<T extends object>(table: string, values: readonly T[], settings?: ClickHouseSettings): Promise<void> {
+  /** Inserts rows into `<db>.<table>`, as JSONEachRow or (options.binary) RowBinaryWithDefaults. Resolves when ClickHouse has the rows. */
+  async insert<T extends object>(table: string, values: readonly T[], options: InsertOptions = {}): Promise<void> {
     if (values.length === 0) return;
-    await this.client.insert({ table: `${this.database}.${table}`, values: values as T[], format: 'JSONEachRow', clickhouse_settings: settings });
+    const encoder = options.binary && this.target.mode === 'embedded' ? await this.#encoder(table) : undefined;
+    if (!encoder) {
+      await this.client.insert({ table: `${this.database}.${table}`, values: values as T[], format: 'JSONEachRow', clickhouse_settings: options.settings });
+      return;
+    }
+    const body = encoder.encode(values);
+    // chdb's connection passes an insert body as a UTF-8 string (binary bytes would be mangled), so the
+    // bytes go through a file of our own that ClickHouse reads with FROM INFILE — into the table itself,
+    // so "default" fields get the table's own defaults.
+    this.#insertDir ??= mkdtempSync(path.join(tmpdir(), 'lockaudit-inserts-'));
+    const file = path.join(this.#insertDir, `${randomUUID()}.rowbinary`);
+    if (!SAFE_PATH.test(file)) throw new Error(`binary insert: unexpected temp path ${file}`);
+    await writeFile(file, body);
+    try {
+      await this.command(`INSERT INTO {db:Identifier}.{table:Identifier} FROM INFILE '${file}' FORMAT RowBinaryWithDefaults`, { table }, options.settings);
+    } finally {
+      await unlink(file).catch(() => undefined);
+    }
+  }
+
+  /** The table's insertable columns (DESCRIBE, in table order) as an encoder; undefined when a type is not one it writes. */
+  #encoder(table: string): Promise<RowBinaryEncoder | undefined> {
+    let e = this.#encoders.get(table);
+    if (!e) {
+      e = this.rows<ColumnSpec & { default_type: string }>('DESCRIBE TABLE {db:Identifier}.{table:Identifier}', { table }).then((cols) =>
+        rowBinaryEncoder(cols.filter((c) => c.default_type === '' || c.default_type === 'DEFAULT')),
+      );
+      e.catch(() => this.#encoders.delete(table)); // asked again next time
+      this.#encoders.set(table, e);
+    }
+    return e;
   }
 
   async ping(): Promise<boolean> {
@@ -81,7 +135,9 @@ export class AuditStore {
 
   /** Idempotent. */
   close(): Promise<void> {
-    this.#closed ??= this.client.close();
+    this.#closed ??= this.client.close().finally(() => {
+      if (this.#insertDir) rmSync(this.#insertDir, { recursive: true, force: true });
+    });
     return this.#closed;
   }
 }

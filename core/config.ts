@@ -55,7 +55,7 @@ const TailerSchema = Type.Object(
   {
     electionTtlSeconds: Type.Optional(Type.Integer({ minimum: 2, maximum: 300, default: 5, description: 'Election lease TTL: a dead leader is replaced after about this long.' })),
     compactionWindowRevisions: Type.Optional(Type.Integer({ minimum: 1, default: 1_000_000, description: "How many revisions etcd keeps before compacting (the operator's setting); the lag alarm fires at half." })),
-    catchUpWindows: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, default: 8, description: 'Revision windows watched concurrently when catching up far behind.' })),
+    catchUpWindows: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, default: 16, description: 'Most revision windows watched concurrently when catching up; how many follows the lag (one per 5 000 revisions behind).' })),
     batchMaxRows: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 20_000, description: 'Rows per ClickHouse insert.' })),
     batchMaxDelayMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 60_000, default: 200, description: 'Longest a row waits for its batch.' })),
   },

@@ -136,13 +136,14 @@ export class BatchSink {
   async #flushLoop(): Promise<void> {
     while (this.#queue.length > 0 && !this.#abort.signal.aborted) {
       // Take whole entries up to maxRows (an entry larger than that goes alone, inserted in chunks).
-      const taken: Entry[] = [];
+      // One splice per batch: Array#shift per entry copied the rest of a queue of thousands each time.
+      let n = 0;
       let rows = 0;
-      while (this.#queue.length > 0 && (taken.length === 0 || rows + (this.#queue[0] as Entry).rows <= this.#maxRows)) {
-        const e = this.#queue.shift() as Entry;
-        taken.push(e);
-        rows += e.rows;
+      while (n < this.#queue.length && (n === 0 || rows + (this.#queue[n] as Entry).rows <= this.#maxRows)) {
+        rows += (this.#queue[n] as Entry).rows;
+        n += 1;
       }
+      const taken = this.#queue.splice(0, n);
       const started = process.hrtime.bigint();
       try {
         await this.#write(taken);

@@ -25,9 +25,9 @@ import { etcdTtl, LeaseWitness } from './leaseWitness.js';
 import { RecentClocks, WindowRunner, type WindowShared } from './windowRunner.js';
 
 export interface PipelineOptions {
-  /** Concurrent windows when far behind. Default 8. */
+  /** Most windows watched concurrently when far behind; how many are used follows the lag (windowsForLag). Default: the config schema's tailer.catchUpWindows. */
   catchUpWindows?: number;
-  /** Split only when at least this many revisions behind; each window gets at least this many. Default 5 000. */
+  /** Revisions per window: one window per this many revisions behind (so split only when at least twice this far behind). Default 5 000. */
   splitMinRevisions?: number;
   sink?: SinkOptions;
   /** How often the checkpoint (and status) is written when it moved. Default 250 ms. */
@@ -91,12 +91,32 @@ export interface PipelineHandle {
   head(): bigint;
 }
 
-/** Splits (checkpoint, head] into windows; the last one is open-ended (live). */
-export function planWindows(checkpoint: bigint, head: bigint, windows: number, minPerWindow: bigint): WindowSpec[] {
+/** Revisions each catch-up window gets at least; the number of windows follows the lag in these steps. */
+export const REVISIONS_PER_WINDOW = 5_000n;
+
+/**
+ * How many windows for a lag: one per `revisionsPerWindow` revisions behind,
+ * at least 1 and at most `maxWindows` — K follows the lag (a short backlog is
+ * not cut into slivers, a long one gets every window allowed) instead of
+ * being one constant.
+ */
+export function windowsForLag(lag: bigint, maxWindows: number, revisionsPerWindow: bigint = REVISIONS_PER_WINDOW): number {
+  if (lag <= 0n || revisionsPerWindow <= 0n) return 1;
+  const byLag = lag / revisionsPerWindow;
+  const max = BigInt(Math.max(1, Math.floor(maxWindows)));
+  return Number(byLag < 1n ? 1n : byLag > max ? max : byLag);
+}
+
+/** Splits (checkpoint, head] into windowsForLag windows; the last one is open-ended (live). */
+export function planWindows(
+  checkpoint: bigint,
+  head: bigint,
+  maxWindows: number = configDefaults.tailer.catchUpWindows,
+  revisionsPerWindow: bigint = REVISIONS_PER_WINDOW,
+): WindowSpec[] {
   const behind = head - checkpoint;
-  const k = BigInt(Math.max(1, windows));
-  if (k === 1n || behind < minPerWindow * 2n) return [{ start: checkpoint + 1n }];
-  const count = behind / minPerWindow < k ? behind / minPerWindow : k;
+  const count = BigInt(windowsForLag(behind, maxWindows, revisionsPerWindow));
+  if (count === 1n) return [{ start: checkpoint + 1n }];
   const size = behind / count;
   const specs: WindowSpec[] = [];
   let start = checkpoint + 1n;
@@ -149,7 +169,7 @@ export class TailerPipeline {
     // A clock write now guarantees every catch-up window ends on a captured change and every expiry has a clock after it.
     const head = await this.#deps.clock.tick();
     if (head > state.head) state.head = head;
-    const specs = planWindows(checkpoint, head, this.#opts.catchUpWindows ?? configDefaults.tailer.catchUpWindows, BigInt(this.#opts.splitMinRevisions ?? 5_000));
+    const specs = planWindows(checkpoint, head, this.#opts.catchUpWindows ?? configDefaults.tailer.catchUpWindows, BigInt(this.#opts.splitMinRevisions ?? REVISIONS_PER_WINDOW));
     if (specs.length > 1) log.info({ windows: specs.length, from: (checkpoint + 1n).toString(), head: head.toString() }, 'catching up in revision windows');
     const watermark = new Watermark(checkpoint, specs);
     const clocks = new RecentClocks();

@@ -7,6 +7,8 @@
 // value while the rest are written — one bad value never freezes capture.
 // Values ClickHouse would silently mangle instead of rejecting (a DateTime64
 // past its range saturates, a UInt32 wraps) are treated as rejected here.
+// Rows go as RowBinaryWithDefaults (store.insert's `binary`): no JSON text to
+// build here or to parse in ClickHouse, every value exact.
 import type { AuditStore } from '../core/clickhouse.js';
 import { PREFIX } from '../core/keyspace.js';
 import { retry, type RetryOptions, type Verdict } from '../platform/retry.js';
@@ -60,6 +62,7 @@ const DATETIME64 = ['wall_time', 'granted_at', 'ended_at'];
 const DATETIME64_MIN_MS = Date.UTC(1900, 0, 1);
 const DATETIME64_MAX_MS = Date.UTC(2299, 11, 31, 23, 59, 59, 999);
 const UINT64_MAX = 2n ** 64n - 1n;
+const DIGITS = /^[0-9]+$/;
 
 /** Why ClickHouse would not store this row as it is, or undefined. */
 export function outOfRange(row: object): string | undefined {
@@ -72,7 +75,8 @@ export function outOfRange(row: object): string | undefined {
   for (const c of UINT64) {
     const v = r[c];
     if (typeof v === 'number' && !(Number.isSafeInteger(v) && v >= 0)) return bad(c, 'UInt64');
-    if (typeof v === 'string' && !(/^[0-9]{1,20}$/.test(v) && BigInt(v) <= UINT64_MAX)) return bad(c, 'UInt64');
+    // Up to 19 digits always fits; only a 20-digit string needs the bigint comparison (this runs for every row).
+    if (typeof v === 'string' && !(v.length < 20 ? DIGITS.test(v) : /^[0-9]{20}$/.test(v) && BigInt(v) <= UINT64_MAX)) return bad(c, 'UInt64');
   }
   for (const c of DATETIME64) {
     const v = r[c];
@@ -101,11 +105,16 @@ const safeRevision = (v: unknown): string => (typeof v === 'string' && /^[0-9]{1
 export async function writeRows(store: AuditStore, batch: RowBatch, options: RowWriteOptions = {}): Promise<RowWriteResult> {
   const maxRows = options.maxRows ?? 20_000;
   const retryOptions: RetryOptions = { initialMs: 100, maxMs: 5_000, ...options.retry, classify: classifyInsertError };
-  const insert = (table: string, rows: readonly object[]): Promise<void> => retry(() => store.insert(table, rows), retryOptions);
+  // RowBinary (core/rowBinary.ts): a value a column cannot take throws a RowEncodeError typed like ClickHouse's own rejection, so it is bisected and quarantined the same way.
+  const insert = (table: string, rows: readonly object[]): Promise<void> => retry(() => store.insert(table, rows, { binary: true }), retryOptions);
   const quarantined: QuarantineRow[] = [];
   const changeId = (revision: string, key: string): string => `${revision} ${key}`;
-  const values = new Map(batch.events.map((e) => [changeId(String(e.revision), e.key), e.value]));
-  const rawValue = (revision: string, key: string): string | undefined => values.get(changeId(revision, key));
+  // Built only when a row is rejected (rare): building it for every batch was work and garbage on the hot path.
+  let values: Map<string, string> | undefined;
+  const rawValue = (revision: string, key: string): string | undefined => {
+    values ??= new Map(batch.events.map((e) => [changeId(String(e.revision), e.key), e.value]));
+    return values.get(changeId(revision, key));
+  };
   const seen = new Set<string>();
   const reject = (table: string, row: object, reason: string): void => {
     const q = quarantineRow(table, row, reason, rawValue);
@@ -117,7 +126,7 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
   for (const [table, rows] of [['events', batch.events], ['grants', batch.grants]] as const) {
     const fit: object[] = [];
     for (const row of rows) {
-      if (table === 'grants') {
+      if (table === 'grants' && seen.size > 0) {
         // A change whose event row was quarantined is quarantined whole: its grant row is not written either.
         const q = quarantineRow(table, row, '', rawValue);
         if (seen.has(changeId(q.revision, q.key))) continue;

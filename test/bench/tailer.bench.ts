@@ -7,7 +7,8 @@
 //  - one revision with 20 000 events (a mass expiry): time and peak memory.
 // Every tailer run is also checked for exact capture. Scale: BENCH_REVISIONS
 // (default 300 000), BENCH_WINDOWS (the K values, default 1,4,8,16,32);
-// BENCH_CATCHUP_ONLY=1 skips the live-lag and mass-expiry parts.
+// BENCH_CATCHUP_ONLY=1 skips the live-lag and mass-expiry parts;
+// BENCH_CPU_PROFILE_DIR writes a .cpuprofile of each tailer catch-up there.
 import type { Etcd3, IWatchResponse } from 'etcd3';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
@@ -17,6 +18,7 @@ import { planWindows } from '../../tailer/pipeline.js';
 import { assertExactCapture } from '../support/capture.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { ETCD_DEFAULT_MAX_TXN_OPS, Workload, type Session } from '../support/workload.js';
+import { profiled } from './cpuProfile.js';
 import { heading, percentile, report } from './report.js';
 
 const REVISIONS = Number(process.env.BENCH_REVISIONS ?? 300_000);
@@ -127,7 +129,9 @@ for (const k of WINDOWS) {
   if (limit.events !== baseline.events) throw new Error(`no-op split at K=${k} saw ${limit.events} events, one watch ${baseline.events}`);
   const limitRate = limit.events / limit.seconds;
   report({ name: `no-op consumer, ${k} range-split watches`, value: limitRate, baselineName: 'no-op consumer, one etcd watch', baseline: baseRate, unit: 'events/s', higherIsBetter: true });
-  const run = await tailerCatchUp(from, to, k === 1 ? { catchUpWindows: 1 } : { catchUpWindows: k, splitMinRevisions: SPLIT_MIN_REVISIONS });
+  const prof = await profiled(`tailer-catchup-K${k}`, () => tailerCatchUp(from, to, k === 1 ? { catchUpWindows: 1 } : { catchUpWindows: k, splitMinRevisions: SPLIT_MIN_REVISIONS }));
+  const run = prof.result;
+  process.stdout.write(`  (K=${k}: ${prof.wallSeconds.toFixed(1)} s wall, ${prof.cpuSeconds.toFixed(1)} s CPU of this process on all threads)\n`);
   const rate = baseline.events / run.seconds;
   report({ name: `tailer catch-up, ${k} window(s), end to end`, value: rate, baselineName: `no-op consumer, ${limit.windows} watch(es)`, baseline: limitRate, unit: 'events/s', higherIsBetter: true });
   report({ name: `tailer catch-up, ${k} window(s), vs one watch`, value: rate, baselineName: 'no-op consumer, one etcd watch', baseline: baseRate, unit: 'events/s', higherIsBetter: true });

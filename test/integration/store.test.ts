@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { isLockauditError } from '../../core/errors.js';
 import { loadMigrations, migrate } from '../../core/migrations.js';
+import { RowEncodeError } from '../../core/rowBinary.js';
 import { makeToken } from '../../core/token.js';
 import { tempDir, tempStore } from '../support/env.js';
 import { writeFileSync, copyFileSync, readdirSync } from 'node:fs';
@@ -84,5 +85,43 @@ describe('audit store (embedded chdb)', () => {
     assert.deepEqual(rows, [{ n: '0' }]);
     const still = await store.rows<{ n: string }>("SELECT count() AS n FROM system.tables WHERE database = {db:String} AND name = 'events'", { db: store.database });
     assert.deepEqual(still, [{ n: '1' }]);
+  });
+  it('stores the same values as RowBinary as as JSONEachRow: 64-bit tokens, NULLs, defaults, any string, DateTime64', async () => {
+    const big = '18446744073709551615'; // UInt64 max
+    const above53 = (2n ** 53n + 1n).toString();
+    const odd = 'a\u0000b\n"\'\\\t é 💥 ' + 'long '.repeat(60); // NUL, newline, quotes, backslash, tab, non-ASCII, > 127 bytes
+    const event = (cluster: string, revision: string, patch: Record<string, unknown>): Record<string, unknown> => ({
+      cluster, revision, key: `/l/ns/${odd}`, event_type: 'grant', op: 'put', namespace: 'ns', lock_path: odd, class: 'c', holder: odd, session: '7587862000',
+      token: big, epoch: 4_294_967_295, grant_revision: above53, wait_ms: 0, wall_time: Date.UTC(2299, 11, 31, 23, 59, 59, 999), time_estimated: 1, time_error_ms: 17,
+      create_revision: above53, mod_revision: big, version: '-1', lease: '0', value: odd, prev_value: '', unprotected: 0, ...patch,
+    });
+    const grant = (cluster: string, grantRevision: string, patch: Record<string, unknown>): Record<string, unknown> => ({
+      cluster, key: `ns/${odd}`, namespace: 'ns', lock_path: odd, class: 'c', holder: odd, session: '1', token: big, epoch: 40, grant_revision: grantRevision,
+      granted_at: Date.UTC(1900, 0, 1), wait_ms: 5, start_known: 1, spool_id: '', end_kind: '', end_revision: '0', ended_at: null, ended_at_error_ms: 0,
+      duration_ms: null, unprotected: 0, row_version: '0', ...patch,
+    });
+    const write = async (cluster: string, binary: boolean): Promise<void> => {
+      await store.insert('events', [event(cluster, '1', {}), event(cluster, '2', { op: 'delete', origin: 'foreign', wall_time: 0 }), event(cluster, above53, { token: '0', version: '9223372036854775807' })], { binary });
+      await store.insert('grants', [grant(cluster, '1', {}), grant(cluster, '2', { end_kind: 'expiry', end_revision: big, ended_at: 1_764_400_000_123, ended_at_error_ms: 250, duration_ms: -3, row_version: big, origin: 'foreign' })], { binary });
+    };
+    const read = async (cluster: string): Promise<unknown[]> => [
+      ...(await store.rows(`SELECT * EXCEPT (cluster, ingested_at), toUnixTimestamp64Milli(wall_time) AS ms FROM {db:Identifier}.events WHERE cluster = {c:String} ORDER BY revision`, { c: cluster })),
+      ...(await store.rows(`SELECT * EXCEPT cluster, toUnixTimestamp64Milli(granted_at) AS g, toUnixTimestamp64Milli(ended_at) AS e FROM {db:Identifier}.grants WHERE cluster = {c:String} ORDER BY grant_revision`, { c: cluster })),
+    ];
+    await write('rb-json', false);
+    await write('rb-binary', true);
+    const json = await read('rb-json');
+    const binary = await read('rb-binary');
+    assert.equal(binary.length, 5);
+    assert.deepEqual(binary, json);
+    const [e1, e2, e3, g1, g2] = binary as Array<Record<string, unknown>>;
+    assert.deepEqual([e1?.token, e1?.grant_revision, e1?.mod_revision, e1?.key, e1?.version, e1?.origin, e1?.ms], [big, above53, big, `/l/ns/${odd}`, '-1', 'api', String(Date.UTC(2299, 11, 31, 23, 59, 59, 999))]);
+    assert.deepEqual([e2?.op, e2?.origin, e2?.ms], ['delete', 'foreign', '0']);
+    assert.deepEqual([e3?.revision, e3?.version], [above53, '9223372036854775807']);
+    assert.deepEqual([g1?.ended_at, g1?.duration_ms, g1?.origin, g1?.g], [null, null, 'api', String(Date.UTC(1900, 0, 1))]);
+    assert.deepEqual([g2?.e, g2?.duration_ms, g2?.row_version, g2?.holder], ['1764400000123', '-3', big, odd]);
+    // Both tables did go through the binary encoder (it, not ClickHouse, refuses these).
+    await assert.rejects(store.insert('events', [event('rb-x', '3', { op: 'bogus' })], { binary: true }), RowEncodeError);
+    await assert.rejects(store.insert('grants', [grant('rb-x', '3', { wait_ms: 'x' })], { binary: true }), RowEncodeError);
   });
 });

@@ -3,7 +3,7 @@
 // quarantines exactly those rows and writes the rest (issue 11, defect 2).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { AuditStore } from '../../core/clickhouse.js';
+import type { AuditStore, InsertOptions } from '../../core/clickhouse.js';
 import type { AuditEventRow } from '../../core/events.js';
 import { classifyInsertError, outOfRange, writeRows } from '../../tailer/rowWriter.js';
 import { uniqueId } from '../support/env.js';
@@ -30,7 +30,7 @@ describe('row writer', () => {
     events[23] = event(cluster, 123, { wait_ms: 1e21 }); // not a UInt64 (ClickHouse rejects it as "1e+21")
     events[31] = event(cluster, 131, { wall_time: 9e18 }); // ClickHouse would store 9999-12-31: out of range
     let inserts = 0;
-    const counting = Object.create(db.store, { insert: { value: (t: string, v: readonly object[]) => ((inserts += 1), db.store.insert(t, v)) } }) as AuditStore;
+    const counting = Object.create(db.store, { insert: { value: (t: string, v: readonly object[], o?: InsertOptions) => ((inserts += 1), db.store.insert(t, v, o)) } }) as AuditStore;
     const { quarantined } = await writeRows(counting, { events, grants: [], quarantine: [] }, { retry: fast });
     assert.deepEqual(quarantined.map((q) => q.revision).sort(), ['107', '123', '131']);
     const stored = await db.store.rows<{ revision: string }>('SELECT revision FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} ORDER BY revision', { c: cluster });
@@ -49,12 +49,12 @@ describe('row writer', () => {
     let failures = 2;
     const flaky = Object.create(db.store, {
       insert: {
-        value: async (t: string, v: readonly object[]) => {
+        value: async (t: string, v: readonly object[], o?: InsertOptions) => {
           if (failures > 0) {
             failures -= 1;
             throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' });
           }
-          return db.store.insert(t, v);
+          return db.store.insert(t, v, o);
         },
       },
     }) as AuditStore;

@@ -150,7 +150,7 @@ describe('config', () => {
     const c = loadConfig({ env: {}, cwd: '/srv' });
     assert.deepEqual(c.tailer, configDefaults.tailer);
     assert.deepEqual(c.reports, configDefaults.reports);
-    assert.deepEqual(c.tailer, { electionTtlSeconds: 5, compactionWindowRevisions: 1_000_000, catchUpWindows: 8, batchMaxRows: 20_000, batchMaxDelayMs: 200 });
+    assert.deepEqual(c.tailer, { electionTtlSeconds: 5, compactionWindowRevisions: 1_000_000, catchUpWindows: 16, batchMaxRows: 20_000, batchMaxDelayMs: 200 });
     const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
     const rows = readme.split('\n').filter((l) => l.startsWith('| `LOCKAUDIT_'));
     // A row may name a pair: `LOCKAUDIT_S3_ACCESS_KEY` / `_SECRET_KEY`.

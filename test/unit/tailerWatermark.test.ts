@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Watermark } from '../../tailer/watermark.js';
-import { planWindows } from '../../tailer/pipeline.js';
+import { configDefaults } from '../../core/config.js';
+import { planWindows, windowsForLag } from '../../tailer/pipeline.js';
 
 describe('completeness watermark', () => {
   it('advances over the contiguous durable prefix only', () => {
@@ -46,5 +47,21 @@ describe('completeness watermark', () => {
     for (let i = 1; i < specs.length; i += 1) assert.equal(specs[i]?.start, specs[i - 1]?.end);
     assert.equal(specs.at(-1)?.end, undefined);
     assert.equal(planWindows(0n, 3_000n, 8, 5_000n).length, 1);
+  });
+  it('picks the number of catch-up windows by lag: one per 5 000 revisions behind, between 1 and the configured most', () => {
+    assert.equal(windowsForLag(0n, 32), 1);
+    assert.equal(windowsForLag(9_999n, 32), 1);
+    assert.equal(windowsForLag(10_000n, 32), 2);
+    assert.equal(windowsForLag(60_000n, 32), 12);
+    assert.equal(windowsForLag(60_000n, 8), 8);
+    assert.equal(windowsForLag(10_000_000n, 32), 32);
+    assert.equal(windowsForLag(60_000n, 32, 1_000n), 32);
+    assert.equal(windowsForLag(60_000n, 0), 1);
+    // With the defaults, the plan follows the lag up to the configured most (no longer 8 for any backlog past 40 000).
+    const most = configDefaults.tailer.catchUpWindows;
+    assert.ok(most > 8, `default most windows ${most}`);
+    assert.equal(planWindows(0n, 20_000n).length, 4);
+    assert.equal(planWindows(0n, BigInt(most) * 5_000n - 5_000n).length, most - 1);
+    assert.equal(planWindows(0n, 5_000_000n).length, most);
   });
 });
