@@ -1,6 +1,7 @@
 // The etcd keyspace (DESIGN.md §2): written by the lock API, read by the
 // tailer. Both sides use only these functions, so the layout lives here once.
 import Type, { type Static } from 'typebox';
+import { Compile, type Validator } from 'typebox/compile';
 import { Value } from 'typebox/value';
 
 export const PREFIX = {
@@ -151,6 +152,15 @@ export function classRuleViolations(c: LockClass): string[] {
   return broken;
 }
 
+// Compiled once per schema: every release decodes its hold and the tailer every value, and the
+// interpreted Value.Check walks the schema each time (a few % of the lock API's CPU).
+const validators = new WeakMap<Type.TSchema, Validator>();
+function validatorOf(schema: Type.TSchema): Validator {
+  let v = validators.get(schema);
+  if (!v) validators.set(schema, (v = Compile(schema) as Validator));
+  return v;
+}
+
 /** Decodes a JSON value against a schema; undefined (not an exception) when it does not fit. */
 export function decodeValue<S extends Type.TSchema>(schema: S, text: string): Static<S> | undefined {
   const r = decodeChecked(schema, text);
@@ -167,7 +177,7 @@ export function decodeChecked<S extends Type.TSchema>(schema: S, text: string): 
   } catch {
     return { ok: false, reason: 'not JSON' };
   }
-  if (Value.Check(schema, parsed)) return { ok: true, value: parsed as Static<S> };
+  if (validatorOf(schema).Check(parsed)) return { ok: true, value: parsed as Static<S> };
   const first = Value.Errors(schema, parsed)[0];
   if (!first) return { ok: false, reason: 'does not fit the schema' };
   return { ok: false, reason: `${first.instancePath || '/'} ${first.message}` };
