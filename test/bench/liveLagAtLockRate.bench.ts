@@ -65,7 +65,8 @@ async function paced(s: Setup, clients: number, rate: number, seconds: number): 
     Array.from({ length: clients }, async (_, c) => {
       for (;;) {
         const slot = started + (next++ * 1000) / rate;
-        if (slot >= until) return;
+        // Behind schedule at the end: stop anyway, the window is `seconds` long and the rate is what was reached in it.
+        if (slot >= until || performance.now() >= until) return;
         const wait = slot - performance.now();
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         await cycle(s, c);
