@@ -1,7 +1,7 @@
 // The etcd keyspace (DESIGN.md §2): written by the lock API, read by the
 // tailer. Both sides use only these functions, so the layout lives here once.
 import Type, { type Static } from 'typebox';
-import { Compile } from 'typebox/compile';
+import { Compile, type Validator } from 'typebox/compile';
 import { Value } from 'typebox/value';
 
 export const PREFIX = {
@@ -152,6 +152,16 @@ export function classRuleViolations(c: LockClass): string[] {
   return broken;
 }
 
+// Compiled once per schema: the interpreted Value.Check walks the schema each time — the tailer's
+// largest single cost in catch-up (≈ 15 % of its main thread in a 60 000-revision profile) and a few %
+// of the lock API's CPU. Errors (the rare path) still come from Value.Errors.
+const validators = new WeakMap<Type.TSchema, Validator>();
+function validatorOf(schema: Type.TSchema): Validator {
+  let v = validators.get(schema);
+  if (!v) validators.set(schema, (v = Compile(schema) as Validator));
+  return v;
+}
+
 /** Decodes a JSON value against a schema; undefined (not an exception) when it does not fit. */
 export function decodeValue<S extends Type.TSchema>(schema: S, text: string): Static<S> | undefined {
   const r = decodeChecked(schema, text);
@@ -159,18 +169,6 @@ export function decodeValue<S extends Type.TSchema>(schema: S, text: string): St
 }
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
-
-// Compiled once per schema: the interpreted Value.Check was the tailer's largest single cost in catch-up
-// (≈ 15 % of its main thread in a 60 000-revision profile). Errors (the rare path) still come from Value.Errors.
-const compiled = new WeakMap<Type.TSchema, { Check(value: unknown): boolean }>();
-function checker(schema: Type.TSchema): { Check(value: unknown): boolean } {
-  let c = compiled.get(schema);
-  if (!c) {
-    c = Compile(schema);
-    compiled.set(schema, c);
-  }
-  return c;
-}
 
 /** Like decodeValue, but says why a value does not fit, naming the first offending field (e.g. "/epoch must be <= 65535"). */
 export function decodeChecked<S extends Type.TSchema>(schema: S, text: string): Checked<Static<S>> {
@@ -180,7 +178,7 @@ export function decodeChecked<S extends Type.TSchema>(schema: S, text: string): 
   } catch {
     return { ok: false, reason: 'not JSON' };
   }
-  if (checker(schema).Check(parsed)) return { ok: true, value: parsed as Static<S> };
+  if (validatorOf(schema).Check(parsed)) return { ok: true, value: parsed as Static<S> };
   const first = Value.Errors(schema, parsed)[0];
   if (!first) return { ok: false, reason: 'does not fit the schema' };
   return { ok: false, reason: `${first.instancePath || '/'} ${first.message}` };

@@ -53,6 +53,7 @@ export class LockService {
   readonly spoolFile: string;
   readonly #client: Etcd3;
   readonly #ownsClient: boolean;
+  readonly #highWater: RevisionHighWater;
   #closed: Promise<void> | undefined;
 
   constructor(options: LockServiceOptions) {
@@ -72,6 +73,7 @@ export class LockService {
       },
     });
     const highWater = new RevisionHighWater(highWaterPath(options.dataDir, options.cluster.name, options.root ?? ''));
+    this.#highWater = highWater;
     const epoch = new EpochState(
       etcd,
       keys,
@@ -161,12 +163,13 @@ export class LockService {
     return approveEpochAdvance(this.parts, identity, id);
   }
 
-  /** Idempotent: stops watches and probes, flushes the spool, closes an owned client. */
+  /** Idempotent: stops watches and probes, flushes the spool, closes the high-water file and an owned client. */
   close(): Promise<void> {
     this.#closed ??= (async () => {
       this.parts.hints.close();
       this.parts.etcd.close();
       await this.parts.failOpen.close().catch(() => undefined);
+      await this.#highWater.close();
       if (this.#ownsClient) this.#client.close();
     })();
     return this.#closed;
