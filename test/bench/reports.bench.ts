@@ -35,7 +35,7 @@ const WARMUP = Number(process.env.BENCH_REPORTS_WARMUP ?? 2);
 
 async function main(): Promise<void> {
   const { store, close } = await tempStore();
-  const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '1000000', LOCKAUDIT_QUERY_TIMEOUT_MS: '120000', LOCKAUDIT_MAX_WINDOW_DAYS: String(Math.max(DAYS + 1, 31)) });
+  const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '1000000', LOCKAUDIT_QUERY_TIMEOUT_MS: '900000', LOCKAUDIT_MAX_WINDOW_DAYS: String(Math.max(DAYS + 1, 31)) });
   const app = await buildApp({ config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() }, [grantRoutes, reportRoutes]);
   try {
     const endMs = Date.now();
@@ -55,8 +55,8 @@ async function main(): Promise<void> {
     const grantsExport = loadSql('exporters/sql/grants_export.sql');
     const classes = loadSql('reports/riskRegister/classes.sql');
     const usage = loadSql('reports/riskRegister/usage.sql');
-    const settings = { max_execution_time: 120 };
-    const baseParams = { key: '', keyPrefix: '', holder: '', class: '', namespace: '', endKind: '', origin: '', hasToken: 0, token: '0', fromMs: 0, toMs: endMs + 1, hasCursor: 0, afterMs: 0, afterCluster: '', afterKey: '', afterRevision: '0', afterSpool: '', limit: 101 };
+    const settings = { max_execution_time: 900 };
+    const baseParams = { source: 'grants', key: '', keyPrefix: '', holder: '', class: '', namespace: '', endKind: '', origin: '', hasToken: 0, token: '0', fromMs: 0, toMs: endMs + 1, hasCursor: 0, afterMs: 0, afterCluster: '', afterKey: '', afterRevision: '0', afterSpool: '', limit: 101 };
     const rnd = (n: number) => Math.floor(Math.random() * n);
     const hotKey = () => benchKey(rnd(HOT_KEYS));
     const holder = () => `spiffe://corp/worker-${rnd(HOLDERS)}`;
@@ -81,7 +81,13 @@ async function main(): Promise<void> {
       {
         name: `holder history (${DAYS} d, page 100)`, iter: ITER,
         api: async () => (await app.inject({ method: 'GET', url: `/v1/grants?holder=${holder()}&from=${iso(fromSpan)}&to=${iso(endMs)}&limit=100`, headers: auth(investigator) })).statusCode,
-        bare: () => store.rows(history.text, { ...baseParams, holder: holder(), fromMs: fromSpan, toMs: endMs }, settings),
+        bare: () => store.rows(history.text, { ...baseParams, source: 'grants_by_holder', holder: holder(), fromMs: fromSpan, toMs: endMs }, settings),
+      },
+      {
+        // Before sql/056: the same holder query on `grants` (sorted by key), beside it on grants_by_holder.
+        name: `holder history on grants, no 056 (bare)`, iter: ITER,
+        api: async () => { await store.rows(history.text, { ...baseParams, holder: holder(), fromMs: fromSpan, toMs: endMs }, settings); return 200; },
+        bare: () => store.rows(history.text, { ...baseParams, source: 'grants_by_holder', holder: holder(), fromMs: fromSpan, toMs: endMs }, settings),
       },
       {
         name: 'token lookup', iter: ITER,
@@ -141,6 +147,20 @@ async function main(): Promise<void> {
         report({ name: `${c.name} p${p}`, value: percentile(api, p), unit: 'ms', baselineName: `bare SQL p${p}`, baseline: percentile(bare, p), higherIsBetter: false });
       }
     }
+    // Where contention's time goes: the same window read plain, read with FINAL,
+    // and with FINAL plus the per-key window (the report adds the GROUPING SETS).
+    heading(`contention ${DAYS} d: where the time goes (bare SQL, one run each)`);
+    const windowParams = { fromMs: fromSpan, toMs: endMs };
+    const stages: Array<[string, string]> = [
+      ['scan grants (no FINAL), count', "SELECT count() FROM {db:Identifier}.grants PREWHERE granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')"],
+      ['grants FINAL, count', "SELECT count() FROM {db:Identifier}.grants FINAL PREWHERE granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')"],
+      ['grants FINAL + window per key, count', "SELECT countIf(g) FROM (SELECT lagInFrame(end_kind) OVER w = 'release' AS g FROM {db:Identifier}.grants FINAL PREWHERE granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC') WINDOW w AS (PARTITION BY cluster, key ORDER BY grant_revision, spool_id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW))"],
+    ];
+    for (const [name, sql] of stages) {
+      const t = performance.now();
+      await store.rows(sql, windowParams, settings);
+      process.stdout.write(`${name.padEnd(46)} ${Math.round(performance.now() - t).toLocaleString('en-US').padStart(8)} ms\n`);
+    }
     if (exportN > 0) process.stdout.write(`compliance export: ${(Number(exportRows) / exportN).toFixed(0)} rows, ${(exportBytes / exportN / 1e6).toFixed(1)} MB per export on average\n`);
     rmSync(exportDir, { recursive: true, force: true });
   } finally {
@@ -152,7 +172,7 @@ async function main(): Promise<void> {
 async function printLayout(store: Awaited<ReturnType<typeof tempStore>>['store'], events: number): Promise<void> {
   heading('physical layout');
   const tables = await store.rows<{ name: string; engine: string; sorting_key: string; primary_key: string; create_table_query: string }>(
-    "SELECT name, engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = {db:String} AND name IN ('grants', 'events', 'risk_register', 'risk_register_runs', 'grant_history_reads', 'unprotected_reconciliations') ORDER BY name",
+    "SELECT name, engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = {db:String} AND name IN ('grants', 'grants_by_holder', 'events', 'risk_register', 'risk_register_runs', 'grant_history_reads', 'unprotected_reconciliations') ORDER BY name",
     { db: store.database },
   );
   const parts = await store.rows<{ table: string; parts: string; rows: string; bytes: string; raw: string }>(

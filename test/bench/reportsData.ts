@@ -94,9 +94,14 @@ export async function generateReportData(store: AuditStore, events: number, endM
   const common = { n, t0, spanMs };
   // Open rows first, closed rows in a second insert, as the tailer writes them
   // over time (one insert would collapse them on insert: optimize_on_insert).
-  await store.command(GRANTS_SQL, { ...common, per: 1, rows: n, closed: 0 });
-  await store.command(GRANTS_SQL, { ...common, per: 1, rows: n, closed: 1 });
-  await store.command(EVENTS_SQL, { ...common, per: 5, rows: n * 5 });
+  const step = async (name: string, run: () => Promise<void>): Promise<void> => {
+    const t = performance.now();
+    await run();
+    process.stdout.write(`  ${name}: ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
+  };
+  await step('grants, open rows', () => store.command(GRANTS_SQL, { ...common, per: 1, rows: n, closed: 0 }));
+  await step('grants, closed rows', () => store.command(GRANTS_SQL, { ...common, per: 1, rows: n, closed: 1 }));
+  await step('events', () => store.command(EVENTS_SQL, { ...common, per: 5, rows: n * 5 }));
   await store.insert(
     'events',
     benchClasses(endMs).map((c, i) => ({
