@@ -95,11 +95,6 @@ async function main(): Promise<void> {
         bare: () => store.rows(history.text, { ...baseParams, hasToken: 1, token: grantToken() }, settings),
       },
       {
-        name: `contention ${DAYS} d by namespace`, iter: ITER_REPORTS,
-        api: async () => (await app.inject({ method: 'GET', url: `/v1/reports/contention?from=${iso(fromSpan)}&to=${iso(endMs)}&by=namespace&top=10`, headers: auth(investigator) })).statusCode,
-        bare: () => store.rows(contention.text, { fromMs: fromSpan, toMs: endMs, namespace: '', class: '', by: 'namespace', groupLimit: 10_000, top: 10, bucketSeconds: bucketFor(endMs - fromSpan) }, settings),
-      },
-      {
         name: 'risk register (build + store)', iter: ITER_REPORTS,
         api: async () => (await app.inject({ method: 'POST', url: '/v1/reports/risk-register/run', headers: { ...auth(auditor), 'content-type': 'application/json' }, payload: '{}' })).statusCode,
         bare: async () => {
@@ -124,6 +119,11 @@ async function main(): Promise<void> {
           for await (const chunk of await store.bytes(grantsExport.text, 'Parquet', exportParams(namespace()), settings)) n += (chunk as Buffer).length;
           return n;
         },
+      },
+      {
+        name: `contention ${DAYS} d by namespace`, iter: ITER_REPORTS,
+        api: async () => (await app.inject({ method: 'GET', url: `/v1/reports/contention?from=${iso(fromSpan)}&to=${iso(endMs)}&by=namespace&top=10`, headers: auth(investigator) })).statusCode,
+        bare: () => store.rows(contention.text, { fromMs: fromSpan, toMs: endMs, namespace: '', class: '', by: 'namespace', groupLimit: 10_000, top: 10, bucketSeconds: bucketFor(endMs - fromSpan) }, settings),
       },
     ];
 

@@ -73,6 +73,9 @@ SELECT 'bench', 1000 + 5 * g + j,
   rev, 1000 + 5 * g + j, 1, toString(7587862000000 + g % 10000), if(j = 1, '{"holder":"x"}', ''), if(j = 4, '{"holder":"x"}', ''), unprot
 FROM (SELECT ${GRANT_EXPR}, number % 5 AS j, toString(7587862000000 + g % 10000) AS session FROM numbers({rows:UInt64}))`;
 
+// INSERT … SELECT sorts, compresses and indexes on one thread unless told otherwise.
+const INSERT_SETTINGS = { max_insert_threads: '2' };
+
 export function benchClasses(asOfMs: number): Array<{ name: string; value: string }> {
   const day = (d: number) => new Date(asOfMs + d * 86_400_000).toISOString().slice(0, 10);
   return Array.from({ length: 10 }, (_, i) => {
@@ -99,9 +102,9 @@ export async function generateReportData(store: AuditStore, events: number, endM
     await run();
     process.stdout.write(`  ${name}: ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
   };
-  await step('grants, open rows', () => store.command(GRANTS_SQL, { ...common, per: 1, rows: n, closed: 0 }));
-  await step('grants, closed rows', () => store.command(GRANTS_SQL, { ...common, per: 1, rows: n, closed: 1 }));
-  await step('events', () => store.command(EVENTS_SQL, { ...common, per: 5, rows: n * 5 }));
+  await step('grants, open rows', () => store.command(GRANTS_SQL, { ...common, per: 1, rows: n, closed: 0 }, INSERT_SETTINGS));
+  await step('grants, closed rows', () => store.command(GRANTS_SQL, { ...common, per: 1, rows: n, closed: 1 }, INSERT_SETTINGS));
+  await step('events', () => store.command(EVENTS_SQL, { ...common, per: 5, rows: n * 5 }, INSERT_SETTINGS));
   await store.insert(
     'events',
     benchClasses(endMs).map((c, i) => ({
