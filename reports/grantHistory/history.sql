@@ -7,7 +7,9 @@
 -- are kept, and far fewer rows are merged. ended_at changes when a grant ends,
 -- so its condition stays in WHERE (after FINAL), as does end_kind; origin is
 -- the same on both rows of a grant.
--- Parameters: {db:Identifier} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {endKind:String} {origin:String} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {limit:UInt32}
+-- {source} is `grants`, or `grants_by_holder` (the same rows sorted by holder,
+-- sql/056) when a holder is the narrowest filter: chosen by historySource().
+-- Parameters: {db:Identifier} {source:Identifier} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {endKind:String} {origin:String} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {limit:UInt32}
 SELECT
     cluster,
     key,
@@ -25,7 +27,7 @@ SELECT
     unprotected,
     spool_id,
     origin
-FROM {db:Identifier}.grants FINAL
+FROM {db:Identifier}.{source:Identifier} FINAL
 PREWHERE ({key:String} = '' OR key = {key:String})
     AND ({keyPrefix:String} = '' OR startsWith(key, {keyPrefix:String}))
     AND ({holder:String} = '' OR holder = {holder:String})

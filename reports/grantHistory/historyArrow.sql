@@ -6,7 +6,7 @@
 -- skipped. Names and meanings are the JSON items'; tokens and revisions stay
 -- UInt64 (Arrow uint64), times are Arrow timestamp[ms, UTC]; LowCardinality
 -- columns come as plain strings (ClickHouse's default for Arrow output).
--- Parameters: {db:Identifier} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {endKind:String} {origin:String} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {hasEnd:UInt8} {endMs:Int64} {endCluster:String} {endKey:String} {endRevision:UInt64} {endSpool:String}
+-- Parameters: {db:Identifier} {source:Identifier} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {endKind:String} {origin:String} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {hasEnd:UInt8} {endMs:Int64} {endCluster:String} {endKey:String} {endRevision:UInt64} {endSpool:String}
 SELECT
     cluster,
     key,
@@ -23,7 +23,7 @@ SELECT
     if(endKind IS NULL, NULL, duration_ms) AS durationMs,
     toBool(unprotected) AS unprotected,
     if(origin = 'foreign', 'foreign', 'api') AS origin
-FROM {db:Identifier}.grants FINAL
+FROM {db:Identifier}.{source:Identifier} FINAL
 PREWHERE ({key:String} = '' OR key = {key:String})
     AND ({keyPrefix:String} = '' OR startsWith(key, {keyPrefix:String}))
     AND ({holder:String} = '' OR holder = {holder:String})

@@ -132,6 +132,15 @@ export interface ResolvedPage {
   params: Record<string, string | number>;
 }
 
+/**
+ * Which table a history query reads: the same rows either way. A holder with
+ * no key or token reads grants_by_holder (sorted by holder: one holder is one
+ * range); everything else reads `grants` (sorted by key).
+ */
+export function historySource(p: Pick<GrantHistoryParams, 'key' | 'holder' | 'token'>): 'grants' | 'grants_by_holder' {
+  return p.holder !== undefined && p.key === undefined && p.token === undefined ? 'grants_by_holder' : 'grants';
+}
+
 /** Checks a request's limits and cursor and pins its window (the first page fixes `to`; `nowMs` is "now"). */
 export function resolvePage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number): ResolvedPage {
   const limit = p.limit ?? 100;
@@ -150,6 +159,7 @@ export function resolvePage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs
     ? { fromMs: 0, toMs: pinnedTo }
     : resolveWindow({ from: p.from, to: p.to ?? new Date(pinnedTo).toISOString() }, deps.limits.maxWindowDays, nowMs);
   const params = {
+    source: historySource(p),
     key: p.key ?? '',
     keyPrefix: p.keyPrefix ?? '',
     holder: p.holder ?? '',

@@ -2,14 +2,14 @@
 -- row (offset limit-1) and of the row after it, if any. The same filters and
 -- order as history.sql (keep the three files' filters alike); only the sort
 -- key is read, so finding the end costs far less than serving the page.
--- Parameters: {db:Identifier} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {endKind:String} {origin:String} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {offset:UInt32}
+-- Parameters: {db:Identifier} {source:Identifier} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {endKind:String} {origin:String} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {offset:UInt32}
 SELECT
     toUnixTimestamp64Milli(granted_at) AS granted_at_ms,
     cluster,
     key,
     grant_revision,
     spool_id
-FROM {db:Identifier}.grants FINAL
+FROM {db:Identifier}.{source:Identifier} FINAL
 PREWHERE ({key:String} = '' OR key = {key:String})
     AND ({keyPrefix:String} = '' OR startsWith(key, {keyPrefix:String}))
     AND ({holder:String} = '' OR holder = {holder:String})

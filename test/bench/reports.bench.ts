@@ -1,9 +1,13 @@
 // Report latencies through the API (fastify inject → report module →
 // ClickHouse) beside the same SQL run bare in ClickHouse in the same run, on
 // synthetic history generated inside ClickHouse (reportsData.ts).
-// BENCH_REPORTS_EVENTS sets the size (default 10 000 000 events ≈ 2 M grants
-// over 30 days); BENCH_REPORTS_ITER the iterations per figure.
-// Targets (DESIGN/issue 5): key history p95 < 100 ms, reports < 2 s.
+// BENCH_REPORTS_EVENTS sets the size (default 10 000 000 events ≈ 2 M grants),
+// BENCH_REPORTS_DAYS the span (default 90), BENCH_REPORTS_ITER the iterations
+// per figure. Goals (issue 14): key history and token lookup p95 < 100 ms,
+// holder history p95 < 500 ms, contention over the whole span < 5 s, risk
+// register < 2 s; a compliance export of one namespace over the span is timed
+// through writeGrantsExport (the export job's own writer, to a local file)
+// beside ClickHouse writing the same rows as one Parquet query.
 import { buildApp } from '../../api/app.js';
 import { HealthState } from '../../platform/health.js';
 import { grantRoutes } from '../../api/routes/grants.js';
@@ -13,25 +17,34 @@ import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { makeToken } from '../../core/token.js';
 import { loadSql } from '../../platform/sql.js';
+import { bucketFor } from '../../reports/window.js';
 import { testConfig, tempStore } from '../support/env.js';
-import { generateReportData } from './reportsData.js';
+import { writeGrantsExport } from '../../exporters/complianceExport.js';
+import { benchKey, generateReportData, HOLDERS, HOT_KEYS, NAMESPACES } from './reportsData.js';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { heading, percentile, report } from './report.js';
 
 const EVENTS = Number(process.env.BENCH_REPORTS_EVENTS ?? 10_000_000);
+const DAYS = Number(process.env.BENCH_REPORTS_DAYS ?? 90);
 const ITER = Number(process.env.BENCH_REPORTS_ITER ?? 20);
-const ITER_REPORTS = Math.max(3, Math.ceil(ITER / 3));
+const ITER_REPORTS = Number(process.env.BENCH_REPORTS_ITER_REPORTS ?? Math.max(3, Math.ceil(ITER / 3)));
+// Warm-up runs per figure (at 100 M events one contention run takes a minute).
+const WARMUP = Number(process.env.BENCH_REPORTS_WARMUP ?? 2);
 
 async function main(): Promise<void> {
   const { store, close } = await tempStore();
-  const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '1000000', LOCKAUDIT_QUERY_TIMEOUT_MS: '120000' });
+  const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '1000000', LOCKAUDIT_QUERY_TIMEOUT_MS: '900000', LOCKAUDIT_MAX_WINDOW_DAYS: String(Math.max(DAYS + 1, 31)) });
   const app = await buildApp({ config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() }, [grantRoutes, reportRoutes]);
   try {
     const endMs = Date.now();
     heading(`Reports on ${EVENTS.toLocaleString('en-US')} generated events`);
     const t0 = performance.now();
-    const data = await generateReportData(store, EVENTS, endMs);
-    process.stdout.write(`generated ${data.events.toLocaleString('en-US')} events, ${data.grants.toLocaleString('en-US')} grants (30 days) in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
-    await printLayout(store);
+    const data = await generateReportData(store, EVENTS, endMs, DAYS);
+    process.stdout.write(`generated ${data.events.toLocaleString('en-US')} events, ${data.grants.toLocaleString('en-US')} grants (${DAYS} days) in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+    await printLayout(store, data.events);
+    const exportDir = mkdtempSync(path.join(tmpdir(), 'lockaudit-bench-export-'));
 
     const { token: investigator } = await createApiToken(store, 'bench-investigator', ['investigator']);
     const { token: auditor } = await createApiToken(store, 'bench-auditor', ['auditor']);
@@ -39,15 +52,24 @@ async function main(): Promise<void> {
     const iso = (ms: number) => encodeURIComponent(new Date(ms).toISOString());
     const history = loadSql('reports/grantHistory/history.sql');
     const contention = loadSql('reports/contention/contention.sql');
+    const grantsExport = loadSql('exporters/sql/grants_export.sql');
     const classes = loadSql('reports/riskRegister/classes.sql');
     const usage = loadSql('reports/riskRegister/usage.sql');
-    const settings = { max_execution_time: 120 };
-    const baseParams = { key: '', keyPrefix: '', holder: '', class: '', namespace: '', hasToken: 0, token: '0', fromMs: 0, toMs: endMs + 1, hasCursor: 0, afterMs: 0, afterCluster: '', afterKey: '', afterRevision: '0', afterSpool: '', limit: 101 };
+    const settings = { max_execution_time: 900 };
+    const baseParams = { source: 'grants', key: '', keyPrefix: '', holder: '', class: '', namespace: '', endKind: '', origin: '', hasToken: 0, token: '0', fromMs: 0, toMs: endMs + 1, hasCursor: 0, afterMs: 0, afterCluster: '', afterKey: '', afterRevision: '0', afterSpool: '', limit: 101 };
     const rnd = (n: number) => Math.floor(Math.random() * n);
-    const hotKey = () => { const k = rnd(97); return `ns${k % 20}/acct-${k}`; };
-    const holder = () => `spiffe://corp/worker-${rnd(500)}`;
+    const hotKey = () => benchKey(rnd(HOT_KEYS));
+    const holder = () => `spiffe://corp/worker-${rnd(HOLDERS)}`;
     const grantToken = () => { let g = rnd(data.grants); if (g % 1000 === 999) g -= 1; return makeToken(40, BigInt(1000 + 5 * g + 1)).toString(); };
-    const from30 = endMs - 30 * 86_400_000;
+    const fromSpan = endMs - DAYS * 86_400_000;
+    const namespace = () => `ns${rnd(NAMESPACES)}`;
+    const exportParams = (ns: string) => ({
+      cluster: '', key: '', keyPrefix: '', holder: '', class: '', namespace: ns, hasToken: 0, token: '0', fromMs: fromSpan, toMs: endMs + 1,
+      hasLo: 0, loCluster: '', loKey: '', hasHi: 0, hiCluster: '', hiKey: '',
+    });
+    let exportRows = 0n;
+    let exportBytes = 0;
+    let exportN = 0;
 
     interface Case { name: string; iter: number; api: () => Promise<number>; bare: () => Promise<unknown> }
     const cases: Case[] = [
@@ -57,19 +79,20 @@ async function main(): Promise<void> {
         bare: () => store.rows(history.text, { ...baseParams, key: hotKey() }, settings),
       },
       {
-        name: 'holder history (30 d, page 100)', iter: ITER,
-        api: async () => (await app.inject({ method: 'GET', url: `/v1/grants?holder=${holder()}&from=${iso(from30)}&to=${iso(endMs)}&limit=100`, headers: auth(investigator) })).statusCode,
-        bare: () => store.rows(history.text, { ...baseParams, holder: holder(), fromMs: from30, toMs: endMs }, settings),
+        name: `holder history (${DAYS} d, page 100)`, iter: ITER,
+        api: async () => (await app.inject({ method: 'GET', url: `/v1/grants?holder=${holder()}&from=${iso(fromSpan)}&to=${iso(endMs)}&limit=100`, headers: auth(investigator) })).statusCode,
+        bare: () => store.rows(history.text, { ...baseParams, source: 'grants_by_holder', holder: holder(), fromMs: fromSpan, toMs: endMs }, settings),
+      },
+      {
+        // Before sql/056: the same holder query on `grants` (sorted by key), beside it on grants_by_holder.
+        name: `holder history on grants, no 056 (bare)`, iter: ITER,
+        api: async () => { await store.rows(history.text, { ...baseParams, holder: holder(), fromMs: fromSpan, toMs: endMs }, settings); return 200; },
+        bare: () => store.rows(history.text, { ...baseParams, source: 'grants_by_holder', holder: holder(), fromMs: fromSpan, toMs: endMs }, settings),
       },
       {
         name: 'token lookup', iter: ITER,
         api: async () => (await app.inject({ method: 'GET', url: `/v1/grants?token=${grantToken()}`, headers: auth(investigator) })).statusCode,
         bare: () => store.rows(history.text, { ...baseParams, hasToken: 1, token: grantToken() }, settings),
-      },
-      {
-        name: 'contention 30 d by namespace', iter: ITER_REPORTS,
-        api: async () => (await app.inject({ method: 'GET', url: `/v1/reports/contention?from=${iso(from30)}&to=${iso(endMs)}&by=namespace&top=10`, headers: auth(investigator) })).statusCode,
-        bare: () => store.rows(contention.text, { fromMs: from30, toMs: endMs, namespace: '', class: '', by: 'namespace', groupLimit: 10_000, top: 10, bucketSeconds: 10_800 }, settings),
       },
       {
         name: 'risk register (build + store)', iter: ITER_REPORTS,
@@ -79,13 +102,36 @@ async function main(): Promise<void> {
           return store.rows(usage.text, { classes: ['class-0', 'class-1', 'class-2', 'class-3', 'class-4'], asOfMs: Date.now() }, settings);
         },
       },
+      {
+        // The export job's writer (plan, chunks, stitched Parquet, sha256) to a local
+        // file, beside ClickHouse answering the same rows as one Parquet query, drained.
+        name: `compliance export, 1 namespace, ${DAYS} d (Parquet)`, iter: ITER_REPORTS,
+        api: async () => {
+          const out = path.join(exportDir, `export-${exportN++}.parquet`);
+          const file = await writeGrantsExport(store, { format: 'parquet', fromMs: fromSpan, toMs: endMs + 1, filters: { namespace: namespace() } }, out);
+          exportRows += file.rows;
+          exportBytes += statSync(out).size;
+          rmSync(out);
+          return 200;
+        },
+        bare: async () => {
+          let n = 0;
+          for await (const chunk of await store.bytes(grantsExport.text, 'Parquet', exportParams(namespace()), settings)) n += (chunk as Buffer).length;
+          return n;
+        },
+      },
+      {
+        name: `contention ${DAYS} d by namespace`, iter: ITER_REPORTS,
+        api: async () => (await app.inject({ method: 'GET', url: `/v1/reports/contention?from=${iso(fromSpan)}&to=${iso(endMs)}&by=namespace&top=10`, headers: auth(investigator) })).statusCode,
+        bare: () => store.rows(contention.text, { fromMs: fromSpan, toMs: endMs, namespace: '', class: '', by: 'namespace', groupLimit: 10_000, top: 10, bucketSeconds: bucketFor(endMs - fromSpan) }, settings),
+      },
     ];
 
     heading('latency: API (inject) vs the same SQL bare in ClickHouse');
     for (const c of cases) {
       const api: number[] = [];
       const bare: number[] = [];
-      for (let i = 0; i < 2; i++) { await c.bare(); await c.api(); } // warm-up
+      for (let i = 0; i < WARMUP; i++) { await c.bare(); await c.api(); }
       for (let i = 0; i < c.iter; i++) {
         let t = performance.now();
         await c.bare();
@@ -101,20 +147,36 @@ async function main(): Promise<void> {
         report({ name: `${c.name} p${p}`, value: percentile(api, p), unit: 'ms', baselineName: `bare SQL p${p}`, baseline: percentile(bare, p), higherIsBetter: false });
       }
     }
+    // Where contention's time goes: the same window read plain, read with FINAL,
+    // and with FINAL plus the per-key window (the report adds the GROUPING SETS).
+    heading(`contention ${DAYS} d: where the time goes (bare SQL, one run each)`);
+    const windowParams = { fromMs: fromSpan, toMs: endMs };
+    const stages: Array<[string, string]> = [
+      ['scan grants (no FINAL), count', "SELECT count() FROM {db:Identifier}.grants PREWHERE granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')"],
+      ['grants FINAL, count', "SELECT count() FROM {db:Identifier}.grants FINAL PREWHERE granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')"],
+      ['grants FINAL + window per key, count', "SELECT countIf(g) FROM (SELECT lagInFrame(end_kind) OVER w = 'release' AS g FROM {db:Identifier}.grants FINAL PREWHERE granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC') WINDOW w AS (PARTITION BY cluster, key ORDER BY grant_revision, spool_id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW))"],
+    ];
+    for (const [name, sql] of stages) {
+      const t = performance.now();
+      await store.rows(sql, windowParams, settings);
+      process.stdout.write(`${name.padEnd(46)} ${Math.round(performance.now() - t).toLocaleString('en-US').padStart(8)} ms\n`);
+    }
+    if (exportN > 0) process.stdout.write(`compliance export: ${(Number(exportRows) / exportN).toFixed(0)} rows, ${(exportBytes / exportN / 1e6).toFixed(1)} MB per export on average\n`);
+    rmSync(exportDir, { recursive: true, force: true });
   } finally {
     await app.close();
     await close();
   }
 }
 
-async function printLayout(store: Awaited<ReturnType<typeof tempStore>>['store']): Promise<void> {
+async function printLayout(store: Awaited<ReturnType<typeof tempStore>>['store'], events: number): Promise<void> {
   heading('physical layout');
   const tables = await store.rows<{ name: string; engine: string; sorting_key: string; primary_key: string; create_table_query: string }>(
-    "SELECT name, engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = {db:String} AND name IN ('grants', 'events', 'risk_register', 'risk_register_runs', 'grant_history_reads', 'unprotected_reconciliations') ORDER BY name",
+    "SELECT name, engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = {db:String} AND name IN ('grants', 'grants_by_holder', 'events', 'risk_register', 'risk_register_runs', 'grant_history_reads', 'unprotected_reconciliations') ORDER BY name",
     { db: store.database },
   );
-  const parts = await store.rows<{ table: string; parts: string; rows: string; bytes: string }>(
-    'SELECT table, toString(count()) AS parts, toString(sum(rows)) AS rows, formatReadableSize(sum(bytes_on_disk)) AS bytes FROM system.parts WHERE database = {db:String} AND active GROUP BY table',
+  const parts = await store.rows<{ table: string; parts: string; rows: string; bytes: string; raw: string }>(
+    'SELECT table, toString(count()) AS parts, toString(sum(rows)) AS rows, formatReadableSize(sum(bytes_on_disk)) AS bytes, toString(sum(bytes_on_disk)) AS raw FROM system.parts WHERE database = {db:String} AND active GROUP BY table',
     { db: store.database },
   );
   const indexes = await store.rows<{ table: string; name: string; type_full: string; granularity: string }>(
@@ -126,6 +188,11 @@ async function printLayout(store: Awaited<ReturnType<typeof tempStore>>['store']
     process.stdout.write(`${t.name.padEnd(28)} ${t.engine} ORDER BY (${t.sorting_key}); ${p ? `${Number(p.rows).toLocaleString('en-US')} rows in ${p.parts} parts, ${p.bytes}` : 'empty'}\n`);
     for (const i of indexes.filter((x) => x.table === t.name)) process.stdout.write(`${''.padEnd(28)}   skip index ${i.name}: ${i.type_full}, granularity ${i.granularity}\n`);
   }
+  // Bytes on disk per million generated events: every table and projection of the store.
+  const perM = (b: number) => (b / (events / 1e6) / 1e6).toFixed(1);
+  for (const p of parts) process.stdout.write(`bytes on disk: ${p.table.padEnd(28)} ${perM(Number(p.raw))} MB per million events\n`);
+  const total = parts.reduce((a, p) => a + Number(p.raw), 0);
+  process.stdout.write(`bytes on disk: ${'all tables'.padEnd(28)} ${perM(total)} MB per million events (${(total / 1e9).toFixed(2)} GB)\n`);
   process.stdout.write('reads: grants FINAL; immutable filters (key, prefix, holder, class, namespace, token, granted_at, cursor) in PREWHERE, before FINAL merges\n');
 }
 

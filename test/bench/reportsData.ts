@@ -2,8 +2,10 @@
 // numbers()), shaped like the tailer's output: 5 events per grant (queue
 // enter, grant, queue leave, marker/clock/force record, end), and per grant an
 // open `grants` row plus, once ended, its closed row — FINAL has real work.
-// 30 % of grants hit 97 hot keys, the rest spread over ~50 000 keys in 20
-// namespaces and 10 classes (0–4 advisory); 1 in 1 000 grants is unprotected.
+// Keys (issue 14: "many namespaces and holders, a few very hot keys"): 3 % of
+// grants hit 5 very hot keys (ns0/acct-0 … ns4/acct-4), 27 % 1 000 warm keys,
+// the rest ~1 000 000 cold keys; 200 namespaces, 10 classes (0–4 advisory),
+// 20 000 holders; 1 in 1 000 grants is unprotected. Spread evenly over `days`.
 // Tokens use epoch 40, so every token is above 2^53.
 import type { AuditStore } from '../../core/clickhouse.js';
 
@@ -17,15 +19,27 @@ export interface GeneratedData {
   token: string;
 }
 
+export const HOT_KEYS = 5;
+export const WARM_KEYS = 1_000;
+export const COLD_KEYS = 1_000_000;
+export const NAMESPACES = 200;
+export const HOLDERS = 20_000;
+
+/** The lock name of key number k, as GRANT_EXPR names it. */
+export function benchKey(k: number): string {
+  return `ns${k % NAMESPACES}/acct-${k}`;
+}
+
 const GRANT_EXPR = `
   intDiv(number, {per:UInt64}) AS g,
   toInt64({t0:Int64} + intDiv(g * {spanMs:Int64}, {n:UInt64})) AS granted_ms,
-  if(g % 10 < 3, g % 97, 97 + g % 49999) AS k,
-  concat('ns', toString(k % 20)) AS ns,
+  cityHash64(g, 5) AS kh,
+  multiIf(g % 100 < 3, kh % ${HOT_KEYS}, g % 100 < 30, ${HOT_KEYS} + kh % ${WARM_KEYS}, ${HOT_KEYS + WARM_KEYS} + kh % ${COLD_KEYS}) AS k,
+  concat('ns', toString(k % ${NAMESPACES})) AS ns,
   concat('acct-', toString(k)) AS path,
   concat(ns, '/', path) AS lock,
   concat('class-', toString(k % 10)) AS cls,
-  concat('spiffe://corp/worker-', toString(cityHash64(g, 7) % 500)) AS who,
+  concat('spiffe://corp/worker-', toString(cityHash64(g, 7) % ${HOLDERS})) AS who,
   g % 1000 = 999 AS unprot,
   1000 + 5 * g + 1 AS rev,
   if(unprot, 0, 40 * 281474976710656 + rev) AS tok,
@@ -59,6 +73,9 @@ SELECT 'bench', 1000 + 5 * g + j,
   rev, 1000 + 5 * g + j, 1, toString(7587862000000 + g % 10000), if(j = 1, '{"holder":"x"}', ''), if(j = 4, '{"holder":"x"}', ''), unprot
 FROM (SELECT ${GRANT_EXPR}, number % 5 AS j, toString(7587862000000 + g % 10000) AS session FROM numbers({rows:UInt64}))`;
 
+// INSERT … SELECT sorts, compresses and indexes on one thread unless told otherwise.
+const INSERT_SETTINGS = { max_insert_threads: '2' };
+
 export function benchClasses(asOfMs: number): Array<{ name: string; value: string }> {
   const day = (d: number) => new Date(asOfMs + d * 86_400_000).toISOString().slice(0, 10);
   return Array.from({ length: 10 }, (_, i) => {
@@ -72,17 +89,22 @@ export function benchClasses(asOfMs: number): Array<{ name: string; value: strin
   });
 }
 
-/** Generates `events` events (≈ events/5 grants) over the 30 days before `endMs`. */
-export async function generateReportData(store: AuditStore, events: number, endMs: number): Promise<GeneratedData> {
+/** Generates `events` events (≈ events/5 grants) over the `days` days before `endMs`. */
+export async function generateReportData(store: AuditStore, events: number, endMs: number, days = 30): Promise<GeneratedData> {
   const n = Math.max(1, Math.floor(events / 5));
-  const spanMs = 30 * 86_400_000;
+  const spanMs = days * 86_400_000;
   const t0 = endMs - spanMs;
   const common = { n, t0, spanMs };
   // Open rows first, closed rows in a second insert, as the tailer writes them
   // over time (one insert would collapse them on insert: optimize_on_insert).
-  await store.command(GRANTS_SQL, { ...common, per: 1, rows: n, closed: 0 });
-  await store.command(GRANTS_SQL, { ...common, per: 1, rows: n, closed: 1 });
-  await store.command(EVENTS_SQL, { ...common, per: 5, rows: n * 5 });
+  const step = async (name: string, run: () => Promise<void>): Promise<void> => {
+    const t = performance.now();
+    await run();
+    process.stdout.write(`  ${name}: ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
+  };
+  await step('grants, open rows', () => store.command(GRANTS_SQL, { ...common, per: 1, rows: n, closed: 0 }, INSERT_SETTINGS));
+  await step('grants, closed rows', () => store.command(GRANTS_SQL, { ...common, per: 1, rows: n, closed: 1 }, INSERT_SETTINGS));
+  await step('events', () => store.command(EVENTS_SQL, { ...common, per: 5, rows: n * 5 }, INSERT_SETTINGS));
   await store.insert(
     'events',
     benchClasses(endMs).map((c, i) => ({

@@ -332,6 +332,11 @@ describe('reporting API', () => {
       const byKey = (await get(`/v1/reports/contention?${WINDOW}&by=key&namespace=pay&top=5`, 'investigator')).json();
       assert.deepEqual(byKey.groups.map((g: { group: string; grants: number }) => [g.group, g.grants]), [['pay/acct-1', 4], ['pay/acct-2', 2]]);
       assert.deepEqual(byKey.groups[1].handoffGapMs, { p50: 100, p95: 100 });
+      // Only the top keys get their own figures (contention.sql): the one kept still has all of them.
+      const top1 = (await get(`/v1/reports/contention?${WINDOW}&by=key&namespace=pay&top=1`, 'investigator')).json();
+      assert.deepEqual(top1.groups, [byKey.groups[0]]);
+      assert.deepEqual(top1.hottestKeys, [byKey.hottestKeys[0]]);
+      assert.deepEqual(top1.series, byKey.series);
       const byClass = (await get(`/v1/reports/contention?${WINDOW}&by=class&class=cache`, 'investigator')).json();
       assert.deepEqual(byClass.groups.map((g: { group: string; grants: number }) => [g.group, g.grants]), [['cache', 5]]);
     });
