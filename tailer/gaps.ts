@@ -73,20 +73,20 @@ const SQL = {
  * After a gap's snapshot (written at `snapshotRevision`): every grant captured
  * open at or before `checkpoint` that the snapshot does not hold ended inside
  * the gap — closed as `unknown`, its end between the last time captured
- * before the gap and `nowMs`. Without this it would read as held forever.
+ * before the gap and `nowMs`, and before a later grant of the same key that
+ * the snapshot holds. Without this it would read as held forever.
  */
 export async function closeGrantsEndedInGap(store: AuditStore, cluster: string, checkpoint: bigint, gapTo: bigint, snapshotRevision: bigint, nowMs = Date.now()): Promise<void> {
   const from = checkpoint > 10_000n ? checkpoint - 10_000n : 0n;
   const [last] = await store.rows<{ ms: string; n: string }>(SQL.lastCapturedTime.text, { cluster, from: from.toString(), upTo: checkpoint.toString() });
   const startMs = last && last.n !== '0' ? Math.min(Number(last.ms), nowMs) : nowMs;
-  const half = Math.ceil((nowMs - startMs) / 2);
   await store.command(SQL.closeGapEnded.text, {
     cluster,
     checkpoint: checkpoint.toString(),
     gapTo: gapTo.toString(),
     snapshotRevision: snapshotRevision.toString(),
-    endedMs: startMs + half,
-    errorMs: Math.min(half, 4_294_967_295),
+    startMs,
+    nowMs,
   });
 }
 

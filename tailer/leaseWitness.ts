@@ -49,6 +49,19 @@ export function etcdTtl(client: Etcd3): AskTtl {
   };
 }
 
+/** Every hold etcd has now (keys only, paged): what a run's witness starts from. */
+export async function currentHolds(client: Etcd3, pageSize = 5_000): Promise<Array<{ key: string; lease: string; revision: bigint }>> {
+  const holds: Array<{ key: string; lease: string; revision: bigint }> = [];
+  const end = Buffer.from('/l0'); // the end of the '/l/' prefix
+  let from = Buffer.from(PREFIX.hold);
+  for (;;) {
+    const res = await client.kv.range({ key: from, range_end: end, keys_only: true, limit: pageSize });
+    for (const kv of res.kvs) holds.push({ key: kv.key.toString('utf8'), lease: String(kv.lease), revision: BigInt(kv.mod_revision) });
+    if (!res.more || res.kvs.length === 0) return holds;
+    from = Buffer.concat([(res.kvs.at(-1) as { key: Buffer }).key, Buffer.from([0])]);
+  }
+}
+
 export class LeaseWitness {
   readonly #ask: AskTtl;
   readonly #log: Logger | undefined;
@@ -86,6 +99,36 @@ export class LeaseWitness {
       }
       e.holds.set(c.kv.key, rev.revision);
     }
+    this.#timer ??= setInterval(() => this.#refreshDue(), 1_000).unref();
+  }
+
+  /**
+   * The holds etcd has as a run starts (put before it, maybe while no tailer ran): their leases' TTL is
+   * asked now, a few at a time, so a hand delete of one of them later is told apart from an expiry too.
+   */
+  seed(holds: ReadonlyArray<{ key: string; lease: string; revision: bigint }>): void {
+    const fresh: Array<[string, Evidence]> = [];
+    for (const h of holds) {
+      if (h.lease === NO_LEASE || h.lease === '') continue;
+      let e = this.#leases.get(h.lease);
+      if (!e) {
+        if (this.#leases.size >= this.#max) break;
+        e = { aliveUntil: 0, grantedTtl: 0, holds: new Map() };
+        this.#leases.set(h.lease, e);
+        fresh.push([h.lease, e]);
+      }
+      e.holds.set(h.key, h.revision);
+    }
+    // Bounded concurrency: a run starting over many sessions must not flood etcd.
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < fresh.length) {
+        const [lease, e] = fresh[next++] as [string, Evidence];
+        this.#refresh(lease, e);
+        await e.asking;
+      }
+    };
+    for (let i = 0; i < 8; i++) void worker();
     this.#timer ??= setInterval(() => this.#refreshDue(), 1_000).unref();
   }
 

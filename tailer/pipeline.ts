@@ -21,7 +21,7 @@ import type { ClockWriter } from './clockWriter.js';
 import type { Gap } from './gaps.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import { Watermark, type WindowSpec } from './watermark.js';
-import { etcdTtl, LeaseWitness } from './leaseWitness.js';
+import { currentHolds, etcdTtl, LeaseWitness } from './leaseWitness.js';
 import { RecentClocks, WindowRunner, type WindowShared } from './windowRunner.js';
 
 export interface PipelineOptions {
@@ -183,6 +183,8 @@ export class TailerPipeline {
     writer.start(this.#opts.checkpointIntervalMs ?? 250, () => stopWith('leadership-lost'));
 
     const leases = this.#opts.leaseWitness === false ? undefined : new LeaseWitness(etcdTtl(this.#deps.client), log);
+    // Holds put before this run (another leader's, or while none ran) get their leases' TTL asked too.
+    if (leases) leases.seed(await currentHolds(this.#deps.client).catch(() => []));
     const shared = this.#windowShared(state, specs.length, { sink, watermark, clocks, leases });
     try {
       await this.#runWindows(shared, specs, inner.signal, stopWith);

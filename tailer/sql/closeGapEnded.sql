@@ -1,16 +1,37 @@
 -- Grants captured open before a gap and not held in the snapshot after it
 -- ended inside the gap, how is unknown: a closed row (end_kind 'unknown',
 -- row_version = the gap's last revision, so it wins over the open row) with
--- the end time bounded by the gap: ended_at mid-gap, ± half its length.
--- Parameters: {db:Identifier} {cluster:String} {checkpoint:UInt64} {gapTo:UInt64} {snapshotRevision:UInt64} {endedMs:Int64} {errorMs:UInt32}
+-- the end bounded by the gap: ended_at mid-way between the last time captured
+-- before the gap ({startMs}) and {nowMs}, ± half that. When the snapshot holds
+-- a later grant of the same key (granted inside the gap), the old one ended
+-- before it: the end revision is below that grant's and the end time not
+-- after its `at`, so no report shows two holders at once.
+-- Parameters: {db:Identifier} {cluster:String} {checkpoint:UInt64} {gapTo:UInt64} {snapshotRevision:UInt64} {startMs:Int64} {nowMs:Int64}
 INSERT INTO {db:Identifier}.grants
     (cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, spool_id, granted_at, wait_ms,
      end_kind, end_revision, ended_at, ended_at_error_ms, duration_ms, unprotected, start_known, row_version)
 SELECT cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, spool_id, granted_at, wait_ms,
-       'unknown', {gapTo:UInt64}, fromUnixTimestamp64Milli({endedMs:Int64}), {errorMs:UInt32},
-       {endedMs:Int64} - toUnixTimestamp64Milli(granted_at), unprotected, start_known, {gapTo:UInt64}
-FROM {db:Identifier}.grants FINAL
-WHERE cluster = {cluster:String} AND unprotected = 0 AND end_kind = '' AND grant_revision <= {checkpoint:UInt64}
-  AND (concat('/l/', key), grant_revision) NOT IN (
-      SELECT key, grant_revision FROM {db:Identifier}.events
-      WHERE cluster = {cluster:String} AND revision = {snapshotRevision:UInt64} AND event_type = 'snapshot-hold')
+       'unknown',
+       if(next_revision = 0, {gapTo:UInt64}, least({gapTo:UInt64}, next_revision - 1)),
+       fromUnixTimestamp64Milli(toInt64({startMs:Int64} + intDiv(upper_ms - {startMs:Int64}, 2))),
+       toUInt32(least(intDiv(upper_ms - {startMs:Int64} + 1, 2), 4294967295)),
+       {startMs:Int64} + intDiv(upper_ms - {startMs:Int64}, 2) - toUnixTimestamp64Milli(granted_at),
+       unprotected, start_known, {gapTo:UInt64}
+FROM (
+    SELECT g.*,
+           if(s.held_revision > g.grant_revision, s.held_revision, 0) AS next_revision,
+           if(s.held_revision > g.grant_revision, greatest({startMs:Int64}, least({nowMs:Int64}, s.at_ms)), {nowMs:Int64}) AS upper_ms
+    FROM (
+        SELECT * FROM {db:Identifier}.grants FINAL
+        WHERE cluster = {cluster:String} AND unprotected = 0 AND end_kind = '' AND grant_revision <= {checkpoint:UInt64}
+          AND (concat('/l/', key), grant_revision) NOT IN (
+              SELECT key, grant_revision FROM {db:Identifier}.events
+              WHERE cluster = {cluster:String} AND revision = {snapshotRevision:UInt64} AND event_type = 'snapshot-hold')
+    ) AS g
+    LEFT JOIN (
+        -- At most one hold per key at the snapshot's revision.
+        SELECT key, any(grant_revision) AS held_revision, toUnixTimestamp64Milli(any(wall_time)) AS at_ms FROM {db:Identifier}.events
+        WHERE cluster = {cluster:String} AND revision = {snapshotRevision:UInt64} AND event_type = 'snapshot-hold'
+        GROUP BY key
+    ) AS s ON s.key = concat('/l/', g.key)
+)

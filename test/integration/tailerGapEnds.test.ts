@@ -33,6 +33,13 @@ async function grant(label: string, lock: string): Promise<GrantRow | undefined>
   return rows[0];
 }
 
+async function grantsOf(label: string, lock: string): Promise<Array<GrantRow & { grant_revision: string; granted_ms: string }>> {
+  return db.store.rows(
+    'SELECT grant_revision, toString(toUnixTimestamp64Milli(granted_at)) AS granted_ms, end_kind, toString(end_revision) AS end_revision, toString(toUnixTimestamp64Milli(ended_at)) AS ended_ms, ended_at_error_ms FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String} ORDER BY grant_revision',
+    { c: label, k: lock },
+  );
+}
+
 describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
   it('are closed as unknown, their end bounded by the gap; a grant still held stays open', async () => {
     const own = await startPrivateEtcd(27_404, 27_405);
@@ -44,6 +51,7 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
       const s = await w.session();
       await w.grant(s, 'gone');
       await w.grant(s, 'stays');
+      await w.grant(s, 'regranted');
       const mid = BigInt(await w.clock());
       const first = replica();
       first.start();
@@ -54,6 +62,10 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
 
       // While the tailer is stopped: the release, then compaction past it.
       await w.release(s, 'gone');
+      // And a key released and granted again to someone else: the snapshot holds the new grant.
+      await w.release(s, 'regranted');
+      const other = await w.session();
+      const regrantRev = BigInt(await w.grant(other, 'regranted'));
       const compactAt = BigInt(await w.clock());
       await etcd.kv.compact({ revision: compactAt.toString(), physical: true });
       const second = replica();
@@ -70,6 +82,13 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
         assert.ok(ended - error <= stoppedAt && ended + error >= stoppedAt - 60_000, 'the bound reaches back to the last capture before the gap');
         assert.ok(ended + error <= restarted, 'and not past the snapshot');
         assert.equal((await grant(label, w.lock('stays')))?.end_kind, '', 'held in the snapshot: still open');
+        // The earlier grant of a key granted again inside the gap ended before that grant: no two holders at once.
+        const [old, renewed] = await grantsOf(label, w.lock('regranted'));
+        assert.equal(renewed?.grant_revision, regrantRev.toString());
+        assert.equal(renewed?.end_kind, '', 'the new grant, seen in the snapshot, is open');
+        assert.equal(old?.end_kind, 'unknown');
+        assert.ok(BigInt(old?.end_revision ?? '0') < regrantRev, `ended (${old?.end_revision}) before the next grant (${regrantRev})`);
+        assert.ok(Number(old?.ended_ms) + Number(old?.ended_at_error_ms) <= Number(renewed?.granted_ms), 'its latest possible end is not after the next grant began');
       } finally {
         await second.close();
       }

@@ -59,6 +59,24 @@ describe('LeaseWitness', () => {
     w.close();
   });
 
+  it('seeded with the holds etcd has as a run starts: their leases are asked too, a lease-less hold is not', async () => {
+    const { ask, asked } = scripted({ '5': { ttl: 30, grantedTtl: 30 }, '6': undefined });
+    const w = new LeaseWitness(ask);
+    w.seed([
+      { key: '/l/ns/a', lease: '5', revision: 3n },
+      { key: '/l/ns/b', lease: '5', revision: 4n },
+      { key: '/l/ns/c', lease: '6', revision: 4n },
+      { key: '/l/ns/d', lease: '0', revision: 4n },
+    ]);
+    assert.equal(await w.outlived('5'), true);
+    assert.equal(await w.outlived('6'), false, 'gone already when asked');
+    assert.deepEqual(asked.sort(), ['5', '6']);
+    w.seenDeletes(del(9n, '/l/ns/a', '5'));
+    w.seenDeletes(del(9n, '/l/ns/b', '5'));
+    assert.equal(await w.outlived('5'), false, 'no seeded hold left on it');
+    w.close();
+  });
+
   it('an unreachable etcd leaves no evidence (falls back to asking later), and the oldest lease goes past the cap', async () => {
     const w = new LeaseWitness(async () => Promise.reject(new Error('unavailable')), undefined, { maxLeases: 2 });
     w.seenLive(put(1n, '/l/ns/a', '1'));
