@@ -25,7 +25,7 @@ import { TailerReplica, type ReplicaOptions } from '../../tailer/replica.js';
 import { tailerMetrics, type TailerMetrics } from '../../tailer/tailerMetrics.js';
 import { assertExactCapture, headRevision } from '../support/capture.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
-import { Workload, type Session } from '../support/workload.js';
+import { Workload } from '../support/workload.js';
 import { heading, percentile, report } from './report.js';
 
 const REVISIONS = Number(process.env.BENCH_PROGRESS_REVISIONS ?? 60_000);
@@ -39,24 +39,6 @@ const client = createEtcdClient({ name: 'bench', endpoints });
 const { store, close } = await tempStore();
 const options: ReplicaOptions = { electionTtlSeconds: 5, checkpointIntervalMs: 250, catchUpWindows: WINDOWS, splitMinRevisions: 1_000 };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** ≥ `revisions` revisions of lock traffic (grants, releases with marks, expiries) and not one clock write: no leader ran. */
-async function writeHistory(w: Workload, revisions: number): Promise<void> {
-  const start = await headRevision(client);
-  let round = 0;
-  while ((await headRevision(client)) - start < BigInt(revisions)) {
-    const sessions: Session[] = await Promise.all(Array.from({ length: 8 }, () => w.session()));
-    await Promise.all(
-      Array.from({ length: 400 }, async (_, j) => {
-        const s = sessions[j % 8] as Session;
-        await w.grant(s, `h${round}/${j}`);
-        if (j % 4 === 0) await w.release(s, `h${round}/${j}`);
-      }),
-    );
-    for (const s of sessions) await w.expire(s);
-    round += 1;
-  }
-}
 
 async function written(metrics: TailerMetrics): Promise<number> {
   return (await metrics.events.get()).values.reduce((n, v) => n + v.value, 0);
@@ -90,7 +72,7 @@ heading(`catch-up progress over ≥ ${REVISIONS.toLocaleString('en-US')} revisio
 const w = new Workload(client, uniqueId('prog'));
 const from = (await headRevision(client)) + 1n;
 const writeStarted = Date.now();
-await writeHistory(w, REVISIONS);
+await w.history(REVISIONS);
 const to = await headRevision(client);
 process.stdout.write(`wrote ${(to - from + 1n).toLocaleString()} revisions, ${w.expected.length.toLocaleString()} lock events in ${((Date.now() - writeStarted) / 1000).toFixed(1)} s, no clock write\n`);
 

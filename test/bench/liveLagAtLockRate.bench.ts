@@ -14,7 +14,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Etcd3 } from 'etcd3';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
-import { fencedClass, lockApp, type LockApp } from '../support/lockApp.js';
+import { benchCaller, lockApp, type LockApp } from '../support/lockApp.js';
 import type { TailerMessage } from './liveLagTailer.js';
 import { heading, percentile, report } from './report.js';
 
@@ -98,15 +98,12 @@ async function main(): Promise<void> {
   // The default keyspace root: the tailer sees this traffic.
   const la = await lockApp(config, temp.store);
   const etcd = new Etcd3({ hosts: cluster.endpoints });
-  let keepalive: NodeJS.Timeout | undefined;
+  let stopKeepalive: (() => void) | undefined;
   let tailer: ChildProcess | undefined;
   try {
-    const admin = await la.token('bench-admin', ['admin']);
-    const client = await la.token(`spiffe://bench/${ns}`, ['client']);
-    await la.call('PUT', `/v1/classes/${className}`, admin, fencedClass(className, ns));
-    const session = (await la.call<{ id: string }>('POST', '/v1/sessions', client, { ttlSeconds: 15 })).body.id;
-    keepalive = setInterval(() => void la.call('POST', `/v1/sessions/${session}/keepalive`, client), 5_000);
-    keepalive.unref();
+    const caller = await benchCaller(la, ns, className);
+    stopKeepalive = caller.stop;
+    const { client, session } = caller;
     const s: Setup = { la, client, session, ns, className };
 
     heading(`live lag at full lock throughput (etcd ${cluster.endpoints.join(',')})`);
@@ -210,7 +207,7 @@ async function main(): Promise<void> {
     report({ name: 'tailer process RSS, peak', value: Math.max(...rss), baselineName: 'RSS idle, before the load', baseline: rss[0]!, unit: 'MiB', higherIsBetter: false });
     report({ name: 'tailer process RSS, end', value: rss[rss.length - 1]!, baselineName: 'RSS idle, before the load', baseline: rss[0]!, unit: 'MiB', higherIsBetter: false });
   } finally {
-    clearInterval(keepalive);
+    stopKeepalive?.();
     tailer?.kill();
     await la.close();
     await etcd.delete().prefix(`/l/${ns}/`);

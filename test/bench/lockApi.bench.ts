@@ -16,7 +16,7 @@ import { Etcd3, type Lease } from 'etcd3';
 import { cmp, LockKeys, op } from '../../lock/kv.js';
 import { makeToken } from '../../core/token.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
-import { fencedClass, lockApp } from '../support/lockApp.js';
+import { benchCaller, lockApp } from '../support/lockApp.js';
 import { heading, percentile, report } from './report.js';
 
 const SECONDS = Number(process.env.BENCH_LOCK_SECONDS ?? 5);
@@ -143,15 +143,12 @@ async function main(): Promise<void> {
   const temp = await tempStore();
   const la = await lockApp(config, temp.store, { root });
   const etcd = new Etcd3({ hosts: cluster.endpoints });
-  let keepalive: NodeJS.Timeout | undefined;
+  let stopKeepalive: (() => void) | undefined;
   const leases: Lease[] = [];
   try {
-    const admin = await la.token('bench-admin', ['admin']);
-    const client = await la.token(`spiffe://bench/${ns}`, ['client']);
-    await la.call('PUT', `/v1/classes/${className}`, admin, fencedClass(className, ns));
-    const session = (await la.call<{ id: string }>('POST', '/v1/sessions', client, { ttlSeconds: 15 })).body.id;
-    keepalive = setInterval(() => void la.call('POST', `/v1/sessions/${session}/keepalive`, client), 5_000);
-    keepalive.unref();
+    const caller = await benchCaller(la, ns, className);
+    stopKeepalive = caller.stop;
+    const { client, session } = caller;
 
     // Baseline: the same two txns, straight to etcd (no HTTP, auth, validation, class or session logic).
     const keys = new LockKeys(`${root}-bare`);
@@ -240,7 +237,7 @@ async function main(): Promise<void> {
       process.stdout.write(`   seeds' target acquire p99 ≤ 50 ms at ${c} client(s): ${p99 <= 50 ? 'met' : 'NOT met'} (${p99.toFixed(1)} ms)\n`);
     }
   } finally {
-    clearInterval(keepalive);
+    stopKeepalive?.();
     for (const l of leases) await l.revoke().catch(() => undefined);
     await la.close();
     await etcd.delete().prefix(`${root}`);

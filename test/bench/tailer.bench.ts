@@ -17,7 +17,7 @@ import { readCheckpoint } from '../../tailer/offsets.js';
 import { planWindows } from '../../tailer/pipeline.js';
 import { assertExactCapture } from '../support/capture.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
-import { ETCD_DEFAULT_MAX_TXN_OPS, Workload, type Session } from '../support/workload.js';
+import { ETCD_DEFAULT_MAX_TXN_OPS, Workload } from '../support/workload.js';
 import { profiled } from './cpuProfile.js';
 import { heading, percentile, report } from './report.js';
 
@@ -34,24 +34,6 @@ const { store, close } = await tempStore();
 
 async function head(c: Etcd3 = client): Promise<bigint> {
   return BigInt((await c.kv.range({ key: Buffer.from('/sys/clock'), count_only: true })).header.revision);
-}
-
-/** ≥ `revisions` revisions of lock traffic: concurrent grants, releases with marks, expiries. */
-async function writeHistory(w: Workload, revisions: number): Promise<void> {
-  const start = await head();
-  let round = 0;
-  while ((await head()) - start < BigInt(revisions)) {
-    const sessions: Session[] = await Promise.all(Array.from({ length: 8 }, () => w.session()));
-    await Promise.all(
-      Array.from({ length: 400 }, async (_, j) => {
-        const s = sessions[j % 8] as Session;
-        await w.grant(s, `h${round}/${j}`);
-        if (j % 4 === 0) await w.release(s, `h${round}/${j}`);
-      }),
-    );
-    for (const s of sessions) await w.expire(s);
-    round += 1;
-  }
 }
 
 /** The baseline: one plain watch from `from`, counting events until it passes `to`. */
@@ -114,7 +96,7 @@ heading(`tailer catch-up (≥ ${REVISIONS.toLocaleString('en-US')} revisions)`);
 const w = new Workload(client, uniqueId('bench'));
 const from = (await head()) + 1n;
 const writeStarted = Date.now();
-await writeHistory(w, REVISIONS);
+await w.history(REVISIONS);
 const to = BigInt(await w.clock());
 await w.clock(); // a change after the range: it tells the plain watch the range is over
 process.stdout.write(`wrote ${(to - from + 1n).toLocaleString()} revisions, ${w.expected.length.toLocaleString()} lock events in ${((Date.now() - writeStarted) / 1000).toFixed(1)} s\n`);

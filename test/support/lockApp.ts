@@ -110,3 +110,14 @@ export async function eventsAt(cluster: EtcdCluster, revision: string, root = ''
     client.close();
   }
 }
+
+/** A bench's caller: an admin and a client token, a fenced class for `ns`, and one kept-alive 15 s session. */
+export async function benchCaller(la: LockApp, ns: string, className: string): Promise<{ client: string; session: string; stop: () => void }> {
+  const admin = await la.token('bench-admin', ['admin']);
+  const client = await la.token(`spiffe://bench/${ns}`, ['client']);
+  await la.call('PUT', `/v1/classes/${className}`, admin, fencedClass(className, ns));
+  const session = (await la.call<{ id: string }>('POST', '/v1/sessions', client, { ttlSeconds: 15 })).body.id;
+  const keepalive = setInterval(() => void la.call('POST', `/v1/sessions/${session}/keepalive`, client), 5_000);
+  keepalive.unref();
+  return { client, session, stop: () => clearInterval(keepalive) };
+}

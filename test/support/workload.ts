@@ -188,6 +188,26 @@ export class Workload {
     return String(res.header.revision);
   }
 
+  /**
+   * At least `revisions` revisions of concurrent lock traffic for benches: rounds of 400 grants on
+   * 8 sessions, a quarter released with marks, then every session expires (no clock writes).
+   */
+  async history(revisions: number): Promise<void> {
+    const head = async (): Promise<bigint> => BigInt((await this.client.kv.range({ key: Buffer.from(PREFIX.clock), count_only: true })).header.revision);
+    const start = await head();
+    for (let round = 0; (await head()) - start < BigInt(revisions); round += 1) {
+      const sessions: Session[] = await Promise.all(Array.from({ length: 8 }, () => this.session()));
+      await Promise.all(
+        Array.from({ length: 400 }, async (_, j) => {
+          const s = sessions[j % 8] as Session;
+          await this.grant(s, `h${round}/${j}`);
+          if (j % 4 === 0) await this.release(s, `h${round}/${j}`);
+        }),
+      );
+      for (const s of sessions) await this.expire(s);
+    }
+  }
+
   /** A mixed run: `rounds` × (grants, a release, a force-release, queue traffic, a session close, an expiry). */
   async mixed(rounds: number): Promise<void> {
     for (let r = 0; r < rounds; r += 1) {
