@@ -59,6 +59,8 @@ export interface PipelineDeps {
   replicaId: string;
   clock: ClockWriter;
   gaps: readonly Gap[];
+  /** The replica's lease witness, kept across its runs (evidence is about time, not about a run); absent → one per run. */
+  leases?: LeaseWitness;
   /** Re-checks leadership in etcd; false → stop before writing; a rejection (etcd did not answer) → no checkpoint this time, asked again on the next. */
   fence: () => Promise<boolean>;
   metrics?: TailerMetrics;
@@ -182,14 +184,15 @@ export class TailerPipeline {
     const writer = new CheckpointWriter(await this.#writerDeps(state, clocks), checkpoint);
     writer.start(this.#opts.checkpointIntervalMs ?? 250, () => stopWith('leadership-lost'));
 
-    const leases = this.#opts.leaseWitness === false ? undefined : new LeaseWitness(etcdTtl(this.#deps.client), log);
+    const own = this.#opts.leaseWitness === false || this.#deps.leases ? undefined : new LeaseWitness(etcdTtl(this.#deps.client), log);
+    const leases = this.#opts.leaseWitness === false ? undefined : (this.#deps.leases ?? own);
     // Holds put before this run (another leader's, or while none ran) get their leases' TTL asked too.
     if (leases) leases.seed(await currentHolds(this.#deps.client).catch(() => []));
     const shared = this.#windowShared(state, specs.length, { sink, watermark, clocks, leases });
     try {
       await this.#runWindows(shared, specs, inner.signal, stopWith);
     } finally {
-      leases?.close();
+      own?.close();
     }
     inner.abort(); // all windows are done: nothing else reads
 

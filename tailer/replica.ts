@@ -17,6 +17,7 @@ import { Backoff, sleep } from '../platform/retry.js';
 import { ClockWriter } from './clockWriter.js';
 import { TailerElection } from './election.js';
 import { closeGrantsEndedInGap, loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
+import { etcdTtl, LeaseWitness } from './leaseWitness.js';
 import { detectRestore, divergence, ensureTimeline, etcdPosition, recordTimeline, rollBack, type RestoreSeen, type Timeline } from './restores.js';
 import { SpoolShipper } from './spoolShipper.js';
 import { readCheckpoint, writeCheckpoint } from './offsets.js';
@@ -69,6 +70,8 @@ export class TailerReplica {
   #leader = false;
   #pipeline: PipelineHandle | undefined;
   #leaderAbort: AbortController | undefined;
+  /** Kept across this replica's runs: a leadership lost and won again (a pause, an etcd hiccup) keeps the evidence. */
+  readonly #leases: LeaseWitness | undefined;
 
   constructor(deps: ReplicaDeps, options: ReplicaOptions = {}) {
     this.#deps = deps;
@@ -76,6 +79,7 @@ export class TailerReplica {
     this.#replicaId = deps.replicaId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.#client = createEtcdClient(deps.cluster);
     this.#labels = { cluster: deps.cluster.name };
+    this.#leases = options.leaseWitness === false ? undefined : new LeaseWitness(etcdTtl(this.#client), deps.log);
   }
 
   get replicaId(): string {
@@ -101,6 +105,7 @@ export class TailerReplica {
       this.#closing.abort();
       this.#leaderAbort?.abort();
       await this.#loop;
+      this.#leases?.close();
       this.#client.close();
     })();
     return this.#closed;
@@ -206,6 +211,7 @@ export class TailerReplica {
           clock,
           gaps,
           fence: () => election.stillLeader(),
+          leases: this.#leases,
           metrics: this.#deps.metrics,
           alarm: this.#deps.health,
           onWatermark: this.#deps.onWatermark,
