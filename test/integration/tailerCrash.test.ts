@@ -63,11 +63,12 @@ describe('tailer (child processes)', () => {
     const kills: string[] = [];
     let midCatchUp = 0;
     for (let i = 0; i < 5; i += 1) {
-      if (i > 0) await bulkHistory(w, 3_000); // each restart has history to catch up
+      if (i > 0) await bulkHistory(w, 5_000); // each restart has history to catch up
       const behind = await head();
       const child = startTailerChild({ chdbPath, cluster: { name: label, endpoints }, initialCheckpoint: (from - 1n).toString(), options: childOptions, replicaId: `crash-${i}` });
       await child.waitFor((c) => c.leaderAt !== undefined, 60_000);
-      await new Promise((r) => setTimeout(r, 400 + i * 450 + Math.floor(Math.random() * 400)));
+      // Catch-up got faster (binary sink): kill early enough to land inside it.
+      await new Promise((r) => setTimeout(r, 150 + i * 100 + Math.floor(Math.random() * 150)));
       await child.kill9();
       kills.push(`${child.checkpoint}/${behind}`);
       if (child.checkpoint < behind) midCatchUp += 1;

@@ -68,7 +68,7 @@ describe('tailer across an etcd restart (private single-member etcd)', { timeout
     replica = new TailerReplica(
       { cluster: { name: label, endpoints: [endpoint] }, store, log, onLeader: (l) => leader.push(l) },
       // A lease TTL well above the outage: leadership outlives it, so what is tested is the watch coming back, not a new election.
-      { electionTtlSeconds: 15, catchUpWindows: 2, splitMinRevisions: 10, checkpointIntervalMs: 100, clockIntervalMs: 500 },
+      { electionTtlSeconds: 15, catchUpWindows: 2, splitMinRevisions: 10, checkpointIntervalMs: 100, clockIntervalMs: 500, leaseWitness: false },
     );
     replica.start();
     await w.mixed(2); // live
