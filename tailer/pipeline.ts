@@ -21,7 +21,7 @@ import type { ClockWriter } from './clockWriter.js';
 import type { Gap } from './gaps.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import { Watermark, type WindowSpec } from './watermark.js';
-import { currentHolds, etcdTtl, LeaseWitness } from './leaseWitness.js';
+import { currentHolds, type LeaseWitness } from './leaseWitness.js';
 import { RecentClocks, WindowRunner, type WindowShared } from './windowRunner.js';
 
 export interface PipelineOptions {
@@ -59,7 +59,7 @@ export interface PipelineDeps {
   replicaId: string;
   clock: ClockWriter;
   gaps: readonly Gap[];
-  /** The replica's lease witness, kept across its runs (evidence is about time, not about a run); absent → one per run. */
+  /** The replica's lease witness, kept across its runs (evidence is about time, not about a run); absent: none (option leaseWitness: false). */
   leases?: LeaseWitness;
   /** Re-checks leadership in etcd; false → stop before writing; a rejection (etcd did not answer) → no checkpoint this time, asked again on the next. */
   fence: () => Promise<boolean>;
@@ -184,16 +184,11 @@ export class TailerPipeline {
     const writer = new CheckpointWriter(await this.#writerDeps(state, clocks), checkpoint);
     writer.start(this.#opts.checkpointIntervalMs ?? 250, () => stopWith('leadership-lost'));
 
-    const own = this.#opts.leaseWitness === false || this.#deps.leases ? undefined : new LeaseWitness(etcdTtl(this.#deps.client), log);
-    const leases = this.#opts.leaseWitness === false ? undefined : (this.#deps.leases ?? own);
+    const leases = this.#deps.leases;
     // Holds put before this run (another leader's, or while none ran) get their leases' TTL asked too.
     if (leases) leases.seed(await currentHolds(this.#deps.client).catch(() => []));
     const shared = this.#windowShared(state, specs.length, { sink, watermark, clocks, leases });
-    try {
-      await this.#runWindows(shared, specs, inner.signal, stopWith);
-    } finally {
-      own?.close();
-    }
+    await this.#runWindows(shared, specs, inner.signal, stopWith);
     inner.abort(); // all windows are done: nothing else reads
 
     await this.#drain(sink);
