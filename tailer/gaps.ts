@@ -71,10 +71,11 @@ const SQL = {
 
 /**
  * After a gap's snapshot (written at `snapshotRevision`): every grant captured
- * open at or before `checkpoint` that the snapshot does not hold ended inside
- * the gap — closed as `unknown`, its end between the last time captured
- * before the gap and `nowMs`, and before a later grant of the same key that
- * the snapshot holds. Without this it would read as held forever.
+ * open at or below that revision that the snapshot does not hold ended inside
+ * the gap — also one a run captured above `checkpoint` before it stopped. It
+ * is closed as `unknown`, its end between the last time captured before the
+ * gap (or its own grant time, when later) and `nowMs`, and before a later
+ * grant of the same key that the snapshot holds. Without this it would read as held forever.
  */
 export async function closeGrantsEndedInGap(store: AuditStore, cluster: string, checkpoint: bigint, gapTo: bigint, snapshotRevision: bigint, nowMs = Date.now()): Promise<void> {
   const from = checkpoint > 10_000n ? checkpoint - 10_000n : 0n;
@@ -82,7 +83,6 @@ export async function closeGrantsEndedInGap(store: AuditStore, cluster: string, 
   const startMs = last && last.n !== '0' ? Math.min(Number(last.ms), nowMs) : nowMs;
   await store.command(SQL.closeGapEnded.text, {
     cluster,
-    checkpoint: checkpoint.toString(),
     gapTo: gapTo.toString(),
     snapshotRevision: snapshotRevision.toString(),
     startMs,

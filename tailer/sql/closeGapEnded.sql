@@ -1,29 +1,36 @@
--- Grants captured open before a gap and not held in the snapshot after it
--- ended inside the gap, how is unknown: a closed row (end_kind 'unknown',
--- row_version = the gap's last revision, so it wins over the open row) with
--- the end bounded by the gap: ended_at mid-way between the last time captured
--- before the gap ({startMs}) and {nowMs}, ± half that. When the snapshot holds
--- a later grant of the same key (granted inside the gap), the old one ended
+-- Grants captured open up to the snapshot's revision and not held in the
+-- snapshot ended inside the gap, how is unknown: a closed row (end_kind
+-- 'unknown', row_version = the gap's last revision, so it wins over the open
+-- row) with the end bounded by the gap: ended_at mid-way between the last time
+-- captured before the gap ({startMs}, or the grant's own time when later) and
+-- {nowMs}, ± half that. That includes grants a run captured above the stored
+-- checkpoint (durable, the checkpoint held back) — the gap starts at the
+-- checkpoint, so they are inside it, yet they are in the store. When the
+-- snapshot holds a later grant of the same key (granted inside the gap), the old one ended
 -- before it: the end revision is below that grant's and the end time not
 -- after its `at`, so no report shows two holders at once.
--- Parameters: {db:Identifier} {cluster:String} {checkpoint:UInt64} {gapTo:UInt64} {snapshotRevision:UInt64} {startMs:Int64} {nowMs:Int64}
+-- Parameters: {db:Identifier} {cluster:String} {gapTo:UInt64} {snapshotRevision:UInt64} {startMs:Int64} {nowMs:Int64}
 INSERT INTO {db:Identifier}.grants
     (cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, spool_id, granted_at, wait_ms,
      end_kind, end_revision, ended_at, ended_at_error_ms, duration_ms, unprotected, start_known, row_version)
 SELECT cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, spool_id, granted_at, wait_ms,
        'unknown',
        if(next_revision = 0, {gapTo:UInt64}, least({gapTo:UInt64}, next_revision - 1)),
-       fromUnixTimestamp64Milli(toInt64({startMs:Int64} + intDiv(upper_ms - {startMs:Int64}, 2))),
-       toUInt32(least(intDiv(upper_ms - {startMs:Int64} + 1, 2), 4294967295)),
-       {startMs:Int64} + intDiv(upper_ms - {startMs:Int64}, 2) - toUnixTimestamp64Milli(granted_at),
+       fromUnixTimestamp64Milli(toInt64(lower_ms + intDiv(upper_ms - lower_ms, 2))),
+       toUInt32(least(intDiv(upper_ms - lower_ms + 1, 2), 4294967295)),
+       lower_ms + intDiv(upper_ms - lower_ms, 2) - toUnixTimestamp64Milli(granted_at),
        unprotected, start_known, {gapTo:UInt64}
 FROM (
+    SELECT *,
+           -- Not before the grant itself (a foreign hold's own time bounds nothing past the upper bound).
+           least(upper_ms, greatest({startMs:Int64}, toUnixTimestamp64Milli(granted_at))) AS lower_ms
+    FROM (
     SELECT g.*,
            if(s.held_revision > g.grant_revision, s.held_revision, 0) AS next_revision,
            if(s.held_revision > g.grant_revision, greatest({startMs:Int64}, least({nowMs:Int64}, s.at_ms)), {nowMs:Int64}) AS upper_ms
     FROM (
         SELECT * FROM {db:Identifier}.grants FINAL
-        WHERE cluster = {cluster:String} AND unprotected = 0 AND end_kind = '' AND grant_revision <= {checkpoint:UInt64}
+        WHERE cluster = {cluster:String} AND unprotected = 0 AND end_kind = '' AND grant_revision <= {snapshotRevision:UInt64}
           AND (concat('/l/', key), grant_revision) NOT IN (
               SELECT key, grant_revision FROM {db:Identifier}.events
               WHERE cluster = {cluster:String} AND revision = {snapshotRevision:UInt64} AND event_type = 'snapshot-hold')
@@ -34,4 +41,5 @@ FROM (
         WHERE cluster = {cluster:String} AND revision = {snapshotRevision:UInt64} AND event_type = 'snapshot-hold'
         GROUP BY key
     ) AS s ON s.key = concat('/l/', g.key)
+    )
 )

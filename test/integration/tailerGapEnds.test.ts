@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
+import { closeGrantsEndedInGap } from '../../tailer/gaps.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { waitFor } from '../support/capture.js';
@@ -96,5 +97,33 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
       etcd.close();
       await own.stop();
     }
+  });
+
+  it('a grant captured above the stored checkpoint and gone from the snapshot ended in the gap too', async () => {
+    // The 30-minute chaos run's false overlap: a run wrote the grant at revision 2971 and was stopped before its
+    // checkpoint passed 2970; compaction then made 2971–3004 a gap. The grant was in the store, inside the gap, and
+    // only grants at or below the checkpoint were closed — it stayed open until a later gap, overlapping later grants.
+    const label = uniqueId('g');
+    const checkpoint = 2_970n;
+    const grantedAt = Date.UTC(2026, 10, 30, 16, 11, 51, 795);
+    const lastBefore = grantedAt - 1_500; // the last change captured at or below the checkpoint
+    await db.store.insert('events', [{ cluster: label, revision: '2960', key: '/l/ns/other', event_type: 'release', op: 'delete', wall_time: lastBefore }]);
+    const open = { cluster: label, namespace: 'ns', lock_path: 'late', class: 'c', holder: 'h', session: '1', epoch: 2, spool_id: '', wait_ms: 0, start_known: 1, end_kind: '', end_revision: '0', ended_at: null, ended_at_error_ms: 0, duration_ms: null, unprotected: 0, row_version: '0' };
+    await db.store.insert('grants', [
+      { ...open, key: 'ns/late', token: '562949953424283', grant_revision: '2971', granted_at: grantedAt },
+      { ...open, key: 'ns/earlier', token: '562949953424200', grant_revision: '2900', granted_at: grantedAt - 9_000 },
+    ]);
+    const nowMs = grantedAt + 5_600;
+    await closeGrantsEndedInGap(db.store, label, checkpoint, 3_004n, 3_004n, nowMs);
+    const late = await grant(label, 'ns/late');
+    assert.equal(late?.end_kind, 'unknown', 'captured inside the gap, not in the snapshot: ended in the gap, not held on');
+    assert.equal(late?.end_revision, '3004');
+    const ended = Number(late?.ended_ms);
+    const error = late?.ended_at_error_ms ?? 0;
+    assert.ok(ended - error >= grantedAt, `its earliest end (${ended - error}) is not before it began (${grantedAt})`);
+    assert.ok(ended + error <= nowMs, 'and not after the snapshot');
+    const earlier = await grant(label, 'ns/earlier');
+    assert.equal(earlier?.end_kind, 'unknown', 'a grant at or below the checkpoint is closed as before');
+    assert.ok(Number(earlier?.ended_ms) - (earlier?.ended_at_error_ms ?? 0) <= lastBefore + 1, 'its bound still reaches back to the last capture before the gap');
   });
 });
