@@ -6,7 +6,8 @@
 // remaining TTL once (and again before that runs out, while the lease still
 // has holds): etcd cannot expire a lease before the TTL it reported has run
 // from when it was asked, so a delete noticed before then was no expiry —
-// whatever happened to the lease afterwards. A delete noticed later, or of a
+// whatever happened to the lease afterwards (a later "gone" takes nothing
+// back; a question etcd did not answer is asked again). A delete noticed later, or of a
 // hold the witness never saw put live, falls back to asking etcd now.
 import { EtcdLeaseInvalidError, type Etcd3 } from 'etcd3';
 import { PREFIX } from '../core/keyspace.js';
@@ -24,8 +25,13 @@ export interface LeaseWitnessOptions {
 }
 
 interface Evidence {
-  /** No expiry of the lease is possible before this (ms since the epoch); 0 while unknown or gone. */
+  /**
+   * No expiry of the lease is possible before this (ms since the epoch); 0 while unknown. It only ever moves
+   * forward: a later answer of "gone" (a revoke right after a hand delete) does not undo what was proven.
+   */
   aliveUntil: number;
+  /** etcd answered that it no longer has the lease: nothing more to ask. */
+  gone: boolean;
   /** The lease's granted TTL (s), to refresh well before `aliveUntil`. */
   grantedTtl: number;
   /** Hold keys on the lease seen put live, with the put's revision. */
@@ -93,7 +99,7 @@ export class LeaseWitness {
       let e = this.#leases.get(lease);
       if (!e) {
         if (this.#leases.size >= this.#max) this.#dropOldest();
-        e = { aliveUntil: 0, grantedTtl: 0, holds: new Map() };
+        e = { aliveUntil: 0, gone: false, grantedTtl: 0, holds: new Map() };
         this.#leases.set(lease, e);
         this.#refresh(lease, e);
       }
@@ -113,7 +119,7 @@ export class LeaseWitness {
       let e = this.#leases.get(h.lease);
       if (!e) {
         if (this.#leases.size >= this.#max) break;
-        e = { aliveUntil: 0, grantedTtl: 0, holds: new Map() };
+        e = { aliveUntil: 0, gone: false, grantedTtl: 0, holds: new Map() };
         this.#leases.set(h.lease, e);
         fresh.push([h.lease, e]);
       }
@@ -164,8 +170,12 @@ export class LeaseWitness {
     const sent = Date.now(); // the TTL counts from when etcd answered, which is after this
     e.asking = this.#ask(lease)
       .then((answer) => {
-        e.aliveUntil = answer ? sent + answer.ttl * 1_000 - this.#margin : 0;
-        if (answer) e.grantedTtl = answer.grantedTtl;
+        if (!answer) {
+          e.gone = true;
+          return;
+        }
+        e.aliveUntil = Math.max(e.aliveUntil, sent + answer.ttl * 1_000 - this.#margin);
+        e.grantedTtl = answer.grantedTtl;
       })
       .catch((err: Error) => {
         this.#log?.debug({ err: err.message }, 'lease TTL not known (etcd unreachable); its deletes fall back to asking later');
@@ -175,13 +185,16 @@ export class LeaseWitness {
       });
   }
 
-  /** Leases with holds whose evidence runs out within half their TTL, soonest first, within the budget. */
+  /**
+   * Leases with holds whose evidence runs out within half their TTL, or that etcd has not answered about yet
+   * (it was unreachable when first asked), soonest first, within the budget.
+   */
   #refreshDue(): void {
     const now = Date.now();
     const due: Array<[string, Evidence]> = [];
     for (const [lease, e] of this.#leases) {
-      if (e.asking || e.aliveUntil === 0) continue;
-      if (e.aliveUntil - now < (e.grantedTtl * 1_000) / 2) due.push([lease, e]);
+      if (e.asking || e.gone) continue;
+      if (e.aliveUntil === 0 || e.aliveUntil - now < (e.grantedTtl * 1_000) / 2) due.push([lease, e]);
     }
     due.sort((a, b) => a[1].aliveUntil - b[1].aliveUntil);
     for (const [lease, e] of due.slice(0, this.#perSecond)) this.#refresh(lease, e);

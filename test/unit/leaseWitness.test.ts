@@ -1,7 +1,7 @@
 // The lease witness with a scripted TTL source (pure unit): what counts as
 // proof that a lease could not have expired yet, and when evidence is dropped.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it, mock } from 'node:test';
 import { LeaseWitness, type AskTtl } from '../../tailer/leaseWitness.js';
 import type { Change, RevisionChanges } from '../../tailer/types.js';
 
@@ -85,5 +85,53 @@ describe('LeaseWitness', () => {
     assert.equal(await w.outlived('1'), false);
     assert.equal(w.size, 2);
     w.close();
+  });
+
+  // The 30-minute chaos run's last misclassifications: a hand delete made as etcd's quorum came back, its lease
+  // revoked at once; the witness's refresh, due then, was answered after the revoke ("gone") and wiped the proof it
+  // already had, so the delete, noticed seconds later, read as an expiry.
+  it('a later "gone" does not take back evidence already held: the lease could not have expired before it', async () => {
+    mock.timers.enable({ apis: ['setInterval', 'Date'], now: 1_000_000 });
+    try {
+      let answer: { ttl: number; grantedTtl: number } | undefined = { ttl: 60, grantedTtl: 60 };
+      const asked: number[] = [];
+      const w = new LeaseWitness(
+        async () => {
+          asked.push(Date.now());
+          return answer;
+        },
+        undefined,
+        { marginMs: 1_500 },
+      );
+      w.seenLive(put(10n, '/l/ns/a', '7'));
+      assert.equal(await w.outlived('7'), true);
+      answer = undefined; // the hold deleted by hand, the lease revoked right after
+      mock.timers.tick(31_000); // the refresh falls due (less than half the TTL left) and hears "gone"
+      assert.equal(asked.length, 2, 'refreshed once it fell due');
+      assert.equal(await w.outlived('7', 1_000_000 + 35_000), true, 'alive until at least 58.5 s after the first answer');
+      assert.equal(await w.outlived('7', 1_000_000 + 59_000), false, 'but no longer than that');
+      w.close();
+    } finally {
+      mock.timers.reset();
+    }
+  });
+
+  it('a first question etcd did not answer is asked again, so the evidence comes late rather than never', async () => {
+    mock.timers.enable({ apis: ['setInterval', 'Date'], now: 2_000_000 });
+    try {
+      let reachable = false;
+      const w = new LeaseWitness(async () => {
+        if (!reachable) throw new Error('14 UNAVAILABLE');
+        return { ttl: 40, grantedTtl: 60 };
+      });
+      w.seenLive(put(10n, '/l/ns/a', '7'));
+      assert.equal(await w.outlived('7'), false, 'no answer yet: no evidence');
+      reachable = true;
+      mock.timers.tick(1_000);
+      assert.equal(await w.outlived('7'), true, 'asked again on the next tick');
+      w.close();
+    } finally {
+      mock.timers.reset();
+    }
   });
 });
