@@ -51,6 +51,10 @@ const F: Record<string, GrantSpec> = {
   f2: { key: 'cfg/a', class: 'flags', holder: 'h-g', rev: 402, at: NOW - 4 * 3_600_000, end: { kind: 'deleted', at: NOW - 4 * 3_600_000 + 2000, rev: 403 } },
   f3: { key: 'cfg/b', class: 'flags', holder: 'etcdctl', rev: 404, at: NOW - 10 * DAY, origin: 'foreign', end: { kind: 'deleted', at: NOW - 10 * DAY + 1000, rev: 405 } },
   f4: { key: 'cfg/b', class: 'flags', holder: 'etcdctl', rev: 406, at: NOW - 40 * DAY, origin: 'foreign', end: { kind: 'release', at: NOW - 40 * DAY + 1000, rev: 407 } },
+  // Long holds: granted before the 30 days, deleted by hand inside them (counted by end time) or before them (not
+  // counted) — their open rows are older than 30 days either way, so the register must not filter on them alone.
+  f5: { key: 'cfg/c', class: 'flags', holder: 'h-h', rev: 408, at: NOW - 35 * DAY, end: { kind: 'deleted', at: NOW - 2 * DAY, rev: 409 } },
+  f6: { key: 'cfg/d', class: 'flags', holder: 'h-h', rev: 410, at: NOW - 45 * DAY, end: { kind: 'deleted', at: NOW - 35 * DAY, rev: 411 } },
 };
 const TODAY = dateInZone(NOW, 'UTC');
 
@@ -347,10 +351,10 @@ describe('reporting API', () => {
       { class: 'cache', namespace: 'cat', riskOwner: 'risk@corp', waiverExpires: addDays(TODAY, 90), daysLeft: 90 - dayDiff(date), status: 'ok',
         grants24h: 5, grants30d: 6, distinctKeys24h: 2, distinctKeys30d: 3, expiries24h: 1, expiries30d: 2, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 2, unprotected30d: 2,
         foreignGrants24h: 0, foreignGrants30d: 0, deleted24h: 0, deleted30d: 0 },
-      // F: f1, f2 in 24 h; f3 in 30 d; f4 older. A delete by hand is no expiry.
+      // F: f1, f2 in 24 h; f3 in 30 d; f4 older; f5 granted before 30 d, deleted in them; f6 all before. A delete by hand is no expiry.
       { class: 'flags', namespace: 'cfg', riskOwner: 'flags-owner@corp', waiverExpires: addDays(TODAY, 10), daysLeft: 10 - dayDiff(date), status: 'expiring',
         grants24h: 2, grants30d: 3, distinctKeys24h: 1, distinctKeys30d: 2, expiries24h: 0, expiries30d: 0, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0,
-        foreignGrants24h: 1, foreignGrants30d: 2, deleted24h: 1, deleted30d: 2 },
+        foreignGrants24h: 1, foreignGrants30d: 2, deleted24h: 1, deleted30d: 3 },
       { class: 'report-gen', namespace: 'rep', riskOwner: 'report-gen-owner@corp', waiverExpires: addDays(TODAY, -5), daysLeft: -5 - dayDiff(date), status: 'expired',
         grants24h: 0, grants30d: 0, distinctKeys24h: 0, distinctKeys30d: 0, expiries24h: 0, expiries30d: 0, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0,
         foreignGrants24h: 0, foreignGrants30d: 0, deleted24h: 0, deleted30d: 0 },
@@ -387,13 +391,13 @@ describe('reporting API', () => {
       assert.ok((lines[1] as string).includes(`,cache,cat,risk@corp,${addDays(TODAY, 90)},`));
       assert.ok((lines[1] as string).includes(',ok,5,6,2,3,1,2,0,0,2,2,'));
       assert.ok((lines[1] as string).endsWith(',ok,5,6,2,3,1,2,0,0,2,2,0,0,0,0'));
-      assert.ok((lines[2] as string).endsWith(',expiring,2,3,1,2,0,0,0,0,0,0,1,2,1,2'), lines[2]);
+      assert.ok((lines[2] as string).endsWith(',expiring,2,3,1,2,0,0,0,0,0,0,1,2,1,3'), lines[2]);
       const html = await get(`/v1/reports/risk-register?date=${reg.date}&format=html`, 'admin');
       assert.match(String(html.headers['content-type']), /^text\/html/);
       assert.match(html.body, /<h1>Advisory risk register — \d{4}-\d{2}-\d{2}<\/h1>/);
       assert.match(html.body, /1 ok, 1 expiring within 30 days, 1 expired/);
       assert.match(html.body, /<th>Foreign grants 24 h<\/th><th>Foreign grants 30 d<\/th><th>Deleted by hand 24 h<\/th><th>Deleted by hand 30 d<\/th>/);
-      assert.match(html.body, /<td>flags<\/td>.*<td class="n">1<\/td><td class="n">2<\/td><td class="n">1<\/td><td class="n">2<\/td><\/tr>/);
+      assert.match(html.body, /<td>flags<\/td>.*<td class="n">1<\/td><td class="n">2<\/td><td class="n">1<\/td><td class="n">3<\/td><\/tr>/);
       assert.equal((await get('/v1/reports/risk-register?date=1999-01-01', 'auditor')).statusCode, 404);
     });
   });
