@@ -53,14 +53,17 @@ export async function grantRoutes(app: App, { ctx }: RouteOptions): Promise<void
       const params = request.query;
       const who = request.identity;
       const now = Date.now();
-      if (who) await recordGrantRead(deps, { identity: who.identity, tokenId: who.tokenId, params, requestId: String(request.id), atMs: now });
+      // The read audit is written beside the query, not before it: nothing is sent until both are done (a read
+      // that cannot be audited fails), and the page no longer waits for the insert first (issue 14: key history).
+      const audited = who ? recordGrantRead(deps, { identity: who.identity, tokenId: who.tokenId, params, requestId: String(request.id), atMs: now }) : Promise.resolve();
       if (params.format === 'arrow') {
+        await audited; // an Arrow page is a stream: opened only once the read is audited, so a failed audit leaves none open
         const arrow = await grantHistoryArrow(deps, params, now);
         if (arrow.nextCursor) reply.header('x-next-cursor', arrow.nextCursor);
         // The typed reply knows the schema's shapes only; fastify pipes a stream as it comes.
         return reply.type(ARROW_STREAM_TYPE).send(arrow.stream as never);
       }
-      const page = await grantHistory(deps, params, now);
+      const [, page] = await Promise.all([audited, grantHistory(deps, params, now)]);
       if (params.format === 'csv') {
         if (page.nextCursor) reply.header('x-next-cursor', page.nextCursor);
         return reply.type('text/csv; charset=utf-8').send(grantsCsv(page.items));
