@@ -155,6 +155,7 @@ export class LeaseWitness {
   async outlived(lease: string, now = Date.now()): Promise<boolean> {
     const e = this.#leases.get(lease);
     if (!e) return false;
+    if (e.aliveUntil > now) return true; // evidence only moves forward: no need to wait for a question under way
     await e.asking;
     return e.aliveUntil > now;
   }
