@@ -15,7 +15,18 @@ import type { Logger } from '../core/logger.js';
 import { NO_LEASE } from './leaseLiveness.js';
 import type { RevisionChanges } from './types.js';
 
+/**
+ * Where evidence outlives the process (tailer/leaseEvidence.ts): saved as it is heard, loaded as a run starts —
+ * a tailer killed between a hold's put and its hand delete + revoke leaves the next one what it knew.
+ */
+export interface EvidenceLog {
+  load(nowMs: number): Promise<Array<{ lease: string; aliveUntil: number }>>;
+  save(rows: ReadonlyArray<{ lease: string; aliveUntil: number }>): Promise<void>;
+}
+
 export interface LeaseWitnessOptions {
+  /** Saved evidence; absent: memory only. */
+  log?: EvidenceLog;
   /** Leases followed at most (the oldest evidence is dropped beyond). */
   maxLeases?: number;
   /** TTL questions per second at most, for refreshes. */
@@ -75,6 +86,10 @@ export class LeaseWitness {
   readonly #perSecond: number;
   readonly #margin: number;
   readonly #leases = new Map<string, Evidence>();
+  readonly #evidenceLog: EvidenceLog | undefined;
+  /** Evidence heard and not saved yet (lease → alive until). */
+  readonly #unsaved = new Map<string, number>();
+  #saving: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
 
   constructor(ask: AskTtl, log?: Logger, options: LeaseWitnessOptions = {}) {
@@ -83,6 +98,36 @@ export class LeaseWitness {
     this.#max = options.maxLeases ?? 20_000;
     this.#perSecond = options.refreshPerSecond ?? 50;
     this.#margin = options.marginMs ?? 1_500;
+    this.#evidenceLog = options.log;
+  }
+
+  /**
+   * Takes in the saved evidence still in the future (this replica's earlier process, or another replica's):
+   * a run calls it as it starts, before it reads anything. A load that fails leaves memory as it was.
+   */
+  async restore(now = Date.now()): Promise<number> {
+    if (!this.#evidenceLog) return 0;
+    const rows = await this.#evidenceLog.load(now);
+    for (const r of rows) {
+      const e = this.#leases.get(r.lease);
+      if (e) e.aliveUntil = Math.max(e.aliveUntil, r.aliveUntil);
+      else if (this.#leases.size < this.#max) this.#leases.set(r.lease, { aliveUntil: r.aliveUntil, gone: false, grantedTtl: 0, holds: new Map() });
+    }
+    this.#timer ??= setInterval(() => this.#tick(), 1_000).unref();
+    return rows.length;
+  }
+
+  /** Saves what was heard since the last save (one insert); what fails is kept for the next. */
+  async flush(): Promise<void> {
+    if (!this.#evidenceLog || this.#unsaved.size === 0) return this.#saving;
+    await this.#saving;
+    const rows = [...this.#unsaved].map(([lease, aliveUntil]) => ({ lease, aliveUntil }));
+    this.#unsaved.clear();
+    this.#saving = this.#evidenceLog.save(rows).catch((err: Error) => {
+      for (const r of rows) if ((this.#unsaved.get(r.lease) ?? 0) < r.aliveUntil) this.#unsaved.set(r.lease, r.aliveUntil);
+      this.#log?.warn({ err: err.message, leases: rows.length }, 'lease evidence not saved; kept for the next save');
+    });
+    await this.#saving;
   }
 
   /** Leases followed now (for tests and status). */
@@ -105,7 +150,7 @@ export class LeaseWitness {
       }
       e.holds.set(c.kv.key, rev.revision);
     }
-    this.#timer ??= setInterval(() => this.#refreshDue(), 1_000).unref();
+    this.#timer ??= setInterval(() => this.#tick(), 1_000).unref();
   }
 
   /**
@@ -122,6 +167,8 @@ export class LeaseWitness {
         e = { aliveUntil: 0, gone: false, grantedTtl: 0, holds: new Map() };
         this.#leases.set(h.lease, e);
         fresh.push([h.lease, e]);
+      } else if (e.holds.size === 0 && e.grantedTtl === 0 && !e.gone) {
+        fresh.push([h.lease, e]); // loaded from the saved evidence: ask now, so it is refreshed in time
       }
       e.holds.set(h.key, h.revision);
     }
@@ -135,7 +182,7 @@ export class LeaseWitness {
       }
     };
     for (let i = 0; i < 8; i++) void worker();
-    this.#timer ??= setInterval(() => this.#refreshDue(), 1_000).unref();
+    this.#timer ??= setInterval(() => this.#tick(), 1_000).unref();
   }
 
   /** Hold deletes of any window: a lease with no hold left seen live is no longer followed. */
@@ -160,9 +207,11 @@ export class LeaseWitness {
     return e.aliveUntil > now;
   }
 
-  close(): void {
+  /** Stops refreshing; what was heard and not saved yet is saved first. */
+  async close(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
+    await this.flush();
     this.#leases.clear();
   }
 
@@ -175,7 +224,11 @@ export class LeaseWitness {
           e.gone = true;
           return;
         }
-        e.aliveUntil = Math.max(e.aliveUntil, sent + answer.ttl * 1_000 - this.#margin);
+        const until = sent + answer.ttl * 1_000 - this.#margin;
+        if (until > e.aliveUntil) {
+          e.aliveUntil = until;
+          this.#unsaved.set(lease, until);
+        }
         e.grantedTtl = answer.grantedTtl;
       })
       .catch((err: Error) => {
@@ -186,6 +239,11 @@ export class LeaseWitness {
       });
   }
 
+  #tick(): void {
+    this.#refreshDue();
+    void this.flush();
+  }
+
   /**
    * Leases with holds whose evidence runs out within half their TTL, or that etcd has not answered about yet
    * (it was unreachable when first asked), soonest first, within the budget.
@@ -194,6 +252,11 @@ export class LeaseWitness {
     const now = Date.now();
     const due: Array<[string, Evidence]> = [];
     for (const [lease, e] of this.#leases) {
+      // Loaded evidence of a lease no hold of this run's view is on: kept while it proves something.
+      if (e.holds.size === 0 && e.aliveUntil <= now) {
+        this.#leases.delete(lease);
+        continue;
+      }
       if (e.asking || e.gone) continue;
       if (e.aliveUntil === 0 || e.aliveUntil - now < (e.grantedTtl * 1_000) / 2) due.push([lease, e]);
     }

@@ -185,8 +185,12 @@ export class TailerPipeline {
     writer.start(this.#opts.checkpointIntervalMs ?? 250, () => stopWith('leadership-lost'));
 
     const leases = this.#deps.leases;
-    // Holds put before this run (another leader's, or while none ran) get their leases' TTL asked too.
-    if (leases) leases.seed(await currentHolds(this.#deps.client).catch(() => []));
+    if (leases) {
+      // What an earlier process (killed, or another replica) heard about leases, then the holds put before this
+      // run (another leader's, or while none ran): their leases' TTL is asked too.
+      await leases.restore().catch((err: Error) => log.warn({ err: err.message }, 'saved lease evidence not loaded; this run starts from what it hears'));
+      leases.seed(await currentHolds(this.#deps.client).catch(() => []));
+    }
     const shared = this.#windowShared(state, specs.length, { sink, watermark, clocks, leases });
     await this.#runWindows(shared, specs, inner.signal, stopWith);
     inner.abort(); // all windows are done: nothing else reads

@@ -17,6 +17,7 @@ import { Backoff, sleep } from '../platform/retry.js';
 import { ClockWriter } from './clockWriter.js';
 import { TailerElection } from './election.js';
 import { closeGrantsEndedInGap, loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
+import { storeEvidenceLog } from './leaseEvidence.js';
 import { etcdTtl, LeaseWitness } from './leaseWitness.js';
 import { detectRestore, divergence, ensureTimeline, etcdPosition, recordTimeline, rollBack, type RestoreSeen, type Timeline } from './restores.js';
 import { SpoolShipper } from './spoolShipper.js';
@@ -79,7 +80,7 @@ export class TailerReplica {
     this.#replicaId = deps.replicaId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.#client = createEtcdClient(deps.cluster);
     this.#labels = { cluster: deps.cluster.name };
-    this.#leases = options.leaseWitness === false ? undefined : new LeaseWitness(etcdTtl(this.#client), deps.log);
+    this.#leases = options.leaseWitness === false ? undefined : new LeaseWitness(etcdTtl(this.#client), deps.log, { log: storeEvidenceLog(deps.store, deps.cluster.name) });
   }
 
   get replicaId(): string {
@@ -105,7 +106,7 @@ export class TailerReplica {
       this.#closing.abort();
       this.#leaderAbort?.abort();
       await this.#loop;
-      this.#leases?.close();
+      await this.#leases?.close();
       this.#client.close();
     })();
     return this.#closed;

@@ -5,7 +5,10 @@
 // once — as `deleted`. A new run starts from the holds etcd has then, and this
 // hold is no longer among them: only what the replica kept tells the delete
 // from an expiry. In-process, against the suite's etcd; another candidate
-// holds the election while the delete and the revoke happen.
+// holds the election while the delete and the revoke happen. And across a
+// process restart: what the witness heard is saved in the store (sql/057), so
+// a new process (a new replica here) that finds the hold already deleted and
+// its lease revoked still reads the delete as `deleted`.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Etcd3 } from 'etcd3';
@@ -22,7 +25,7 @@ import { tempStore, testConfig, uniqueId } from '../support/env.js';
 const endpoints = testConfig().etcd.clusters[0]?.endpoints ?? [];
 const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
 
-describe('lease witness across a lost leadership', { timeout: 120_000 }, () => {
+describe('lease witness across a lost leadership and a restart', { timeout: 120_000 }, () => {
   let store: AuditStore;
   let closeStore: () => Promise<void>;
   let client: Etcd3;
@@ -81,6 +84,40 @@ describe('lease witness across a lost leadership', { timeout: 120_000 }, () => {
     } finally {
       await rival?.resign().catch(() => undefined);
       await replica.close();
+    }
+  });
+
+  it('a hand delete + revoke made while no tailer runs is `deleted` for the next process: the evidence was saved', async () => {
+    const first = new TailerReplica({ cluster: { name: label, endpoints }, store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100 });
+    const ns = uniqueId('ns');
+    const key = `/l/${ns}/held`;
+    const lease = client.lease(60, { autoKeepAlive: false });
+    const leaseId = await lease.grant();
+    try {
+      first.start();
+      await waitFor('the replica leads', () => (first.status().leader ? true : undefined), 30_000);
+      const put = await client.put(key).value(JSON.stringify({ holder: 'spiffe://rogue.example/etcdctl', session: leaseId, class: 'c', epoch: 0, waitMs: 0, at: Date.now() })).lease(leaseId).exec();
+      await waitFor('the put captured', async () => ((await readCheckpoint(store, label)) >= BigInt(put.header.revision) ? true : undefined), 45_000, 100);
+      // Saved within a second of being heard — before any kill that comes later.
+      await waitFor('the evidence saved', async () => {
+        const rows = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.lease_evidence WHERE cluster = {c:String} AND lease = {l:String}', { c: label, l: leaseId });
+        return rows[0]?.n === '1' ? true : undefined;
+      }, 10_000, 100);
+    } finally {
+      await first.close();
+    }
+    // No tailer runs: deleted by hand, the lease revoked at once.
+    const del = await client.delete().key(key).exec();
+    assert.equal(del.deleted, '1');
+    await lease.revoke();
+    const next = new TailerReplica({ cluster: { name: label, endpoints }, store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100 });
+    try {
+      next.start();
+      await waitFor('the delete captured', async () => ((await readCheckpoint(store, label)) >= BigInt(del.header.revision) ? true : undefined), 45_000, 100);
+      const rows = await store.rows<{ end_kind: string }>('SELECT end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}', { c: label, k: `${ns}/held` });
+      assert.deepEqual(rows, [{ end_kind: 'deleted' }], 'the new process loaded the TTL the first one heard');
+    } finally {
+      await next.close();
     }
   });
 });

@@ -2,7 +2,7 @@
 // proof that a lease could not have expired yet, and when evidence is dropped.
 import assert from 'node:assert/strict';
 import { describe, it, mock } from 'node:test';
-import { LeaseWitness, type AskTtl } from '../../tailer/leaseWitness.js';
+import { LeaseWitness, type AskTtl, type EvidenceLog } from '../../tailer/leaseWitness.js';
 import type { Change, RevisionChanges } from '../../tailer/types.js';
 
 const kv = (key: string, lease: string) => ({ key, value: '{}', createRevision: '1', modRevision: '1', version: '1', lease });
@@ -133,5 +133,37 @@ describe('LeaseWitness', () => {
     } finally {
       mock.timers.reset();
     }
+  });
+
+  it('evidence is saved as heard and loaded by a new witness (a new process); a failed save is kept for the next', async () => {
+    const saved: Array<{ lease: string; aliveUntil: number }> = [];
+    let failing = true;
+    const log: EvidenceLog = {
+      load: async (now) => saved.filter((r) => r.aliveUntil > now),
+      save: async (rows) => {
+        if (failing) throw new Error('store down');
+        saved.push(...rows);
+      },
+    };
+    const { ask } = scripted({ '7': { ttl: 60, grantedTtl: 60 } });
+    const first = new LeaseWitness(ask, undefined, { log, marginMs: 1_500 });
+    first.seenLive(put(10n, '/l/ns/a', '7'));
+    assert.equal(await first.outlived('7'), true);
+    await first.flush();
+    assert.equal(saved.length, 0, 'the store refused the save');
+    failing = false;
+    await first.flush();
+    assert.equal(saved.length, 1, 'kept and saved on the next flush');
+    const heard = saved[0]?.aliveUntil ?? 0;
+    assert.ok(heard > Date.now() + 55_000);
+    await first.close();
+
+    // A new process: etcd now says the lease is gone; what was saved still proves the delete was no expiry.
+    const second = new LeaseWitness(scripted({}).ask, undefined, { log });
+    assert.equal(await second.restore(), 1);
+    assert.equal(await second.outlived('7'), true);
+    assert.equal(await second.outlived('7', heard + 1), false, 'no longer than what was heard');
+    assert.equal(await new LeaseWitness(scripted({}).ask).outlived('7'), false, 'without the saved evidence: none');
+    await second.close();
   });
 });
