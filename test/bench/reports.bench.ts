@@ -55,6 +55,8 @@ async function main(): Promise<void> {
     const grantsExport = loadSql('exporters/sql/grants_export.sql');
     const classes = loadSql('reports/riskRegister/classes.sql');
     const usage = loadSql('reports/riskRegister/usage.sql');
+    const usageBefore = usage.text.replace(/\n\s*AND \(granted_at > d30 OR ended_at IS NULL OR ended_at > d30\)/, '');
+    if (usageBefore === usage.text) throw new Error('usage.sql: the 30-day PREWHERE line to compare against is not there');
     const settings = { max_execution_time: 900 };
     const baseParams = { source: 'grants', key: '', keyPrefix: '', holder: '', class: '', namespace: '', endKind: '', origin: '', hasToken: 0, token: '0', fromMs: 0, toMs: endMs + 1, hasCursor: 0, afterMs: 0, afterCluster: '', afterKey: '', afterRevision: '0', afterSpool: '', limit: 101 };
     const rnd = (n: number) => Math.floor(Math.random() * n);
@@ -101,6 +103,12 @@ async function main(): Promise<void> {
           await store.rows(classes.text, { asOfMs: Date.now() }, settings);
           return store.rows(usage.text, { classes: ['class-0', 'class-1', 'class-2', 'class-3', 'class-4'], asOfMs: Date.now() }, settings);
         },
+      },
+      {
+        // Before the 30-day PREWHERE (usage.sql): the same usage query reading every closed row through FINAL.
+        name: 'risk register usage, no 30-day PREWHERE (bare)', iter: ITER_REPORTS,
+        api: async () => { await store.rows(usageBefore, { classes: ['class-0', 'class-1', 'class-2', 'class-3', 'class-4'], asOfMs: Date.now() }, settings); return 200; },
+        bare: () => store.rows(usage.text, { classes: ['class-0', 'class-1', 'class-2', 'class-3', 'class-4'], asOfMs: Date.now() }, settings),
       },
       {
         // The export job's writer (plan, chunks, stitched Parquet, sha256) to a local
