@@ -49,7 +49,7 @@ describe('grants_by_holder answers like grants', () => {
     await store.insert('grants', early.map((r) => r.open));
     await store.insert('grants', early.flatMap((r) => (r.closed && r.open.granted_at < T0 + 20 * MIN ? [r.closed] : [])));
     const applied = await migrate(store);
-    assert.deepEqual(applied.applied.map((m) => m.version), [56]);
+    assert.equal(applied.applied[0]?.version, 56, 'the first migration after the old store is 056');
     // After it: the rest of the early grants close, new ones open and close, and a replay writes rows again.
     await store.insert('grants', early.flatMap((r) => (r.closed && r.open.granted_at >= T0 + 20 * MIN ? [r.closed] : [])));
     const late = specs(30, 30).map(grantRows);
