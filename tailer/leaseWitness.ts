@@ -121,6 +121,7 @@ export class LeaseWitness {
   async flush(): Promise<void> {
     if (!this.#evidenceLog || this.#unsaved.size === 0) return this.#saving;
     await this.#saving;
+    if (this.#unsaved.size === 0) return this.#saving; // a flush that ran meanwhile took them
     const rows = [...this.#unsaved].map(([lease, aliveUntil]) => ({ lease, aliveUntil }));
     this.#unsaved.clear();
     this.#saving = this.#evidenceLog.save(rows).catch((err: Error) => {
@@ -252,8 +253,9 @@ export class LeaseWitness {
     const now = Date.now();
     const due: Array<[string, Evidence]> = [];
     for (const [lease, e] of this.#leases) {
-      // Loaded evidence of a lease no hold of this run's view is on: kept while it proves something.
-      if (e.holds.size === 0 && e.aliveUntil <= now) {
+      // Evidence that proves nothing any more: loaded for a lease no hold of this run's view is on, or of a lease
+      // etcd no longer has (its holds' deletes may lie in a gap, never seen): kept only while it proves something.
+      if ((e.holds.size === 0 || e.gone) && e.aliveUntil <= now && !e.asking) {
         this.#leases.delete(lease);
         continue;
       }
