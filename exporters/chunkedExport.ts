@@ -133,22 +133,22 @@ export async function streamExportPlan(store: AuditStore, plan: ExportPlan, form
         ? execToBuffer(store, plan.chunks[i] as ChunkQuery, 'ArrowStream', JOINABLE_ARROW_SETTINGS, options.signal)
         : execToBuffer(store, plan.chunks[i] as ChunkQuery, i === 0 ? 'CSVWithNames' : 'CSV', CSV_SETTINGS, options.signal);
   const chunks = prefetching(plan.chunks.length, fetcher);
-  if (format === 'arrow') {
-    const joiner = new ArrowStreamJoiner(sink);
+  // Arrow and Parquet chunks are joined into one file by a joiner that counts the rows it takes.
+  const join = async (joiner: { add(chunk: Buffer): Promise<bigint> }): Promise<void> => {
     for (let i = 0; i < plan.chunks.length; i++) {
       options.signal?.throwIfAborted();
       rows += await joiner.add(await chunks.get(i));
       await report(i + 1);
     }
+  };
+  if (format === 'arrow') {
+    const joiner = new ArrowStreamJoiner(sink);
+    await join(joiner);
     return { format, ...(await joiner.finish()) };
   }
   if (format === 'parquet') {
     const stitcher = new ParquetStitcher(sink);
-    for (let i = 0; i < plan.chunks.length; i++) {
-      options.signal?.throwIfAborted();
-      rows += await stitcher.add(await chunks.get(i));
-      await report(i + 1);
-    }
+    await join(stitcher);
     const range = options.revisionColumn ? stitcher.columnRange(options.revisionColumn) : undefined;
     const written = await stitcher.finish();
     return { format, rows: written.rows, bytes: written.bytes, sha256: written.sha256, ...(range ? { revisionRange: range } : {}) };

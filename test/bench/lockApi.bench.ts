@@ -196,24 +196,16 @@ async function main(): Promise<void> {
     // Where an API cycle's time goes: etcd txns and the high-water persistence, timed around the service's own calls.
     const spent = { txnMs: 0, persistMs: 0 };
     const { etcd: lockEtcd, epoch } = la.service.parts;
-    const txn = lockEtcd.txn.bind(lockEtcd);
-    lockEtcd.txn = async (...args) => {
+    const timed = <A extends unknown[], R>(fn: (...args: A) => Promise<R>, into: keyof typeof spent) => async (...args: A): Promise<R> => {
       const t0 = performance.now();
       try {
-        return await txn(...args);
+        return await fn(...args);
       } finally {
-        spent.txnMs += performance.now() - t0;
+        spent[into] += performance.now() - t0;
       }
     };
-    const confirmWrite = epoch.confirmWrite.bind(epoch);
-    epoch.confirmWrite = async (...args) => {
-      const t0 = performance.now();
-      try {
-        return await confirmWrite(...args);
-      } finally {
-        spent.persistMs += performance.now() - t0;
-      }
-    };
+    lockEtcd.txn = timed(lockEtcd.txn.bind(lockEtcd), 'txnMs');
+    epoch.confirmWrite = timed(epoch.confirmWrite.bind(epoch), 'persistMs');
 
     heading(`lock API acquire+release vs a bare etcd txn pair of the same shape (${SECONDS} s per level, etcd ${cluster.endpoints.join(',')})`);
     await drive(4, api); // warm-up: JIT, connections, caches
