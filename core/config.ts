@@ -26,7 +26,7 @@ const LogLevelSchema = Type.Union([Type.Literal('fatal'), Type.Literal('error'),
 });
 
 // Each default is written once, here, as the schema's `default`; resolve() fills
-// them in, README's configuration table is checked against them
+// them in, docs/configuration.md's settings table is checked against them
 // (test/unit/config.test.ts), and classes fall back to `configDefaults`.
 const ClickHouseSchema = Type.Object(
   {

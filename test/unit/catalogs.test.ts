@@ -1,44 +1,57 @@
-// Every error code and every alarm is documented in README.md, and the README
-// documents none that the code does not have (fastify's habit for FST_ERR_*).
+// Every error code and every alarm has its runbook entry in docs/operations.md
+// (what it means, what to do), and the runbook has none that the code does not
+// have (fastify's habit for FST_ERR_*).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { errorCatalog } from '../../core/errors.js';
 import { alarm, alarmCatalog, alarmName } from '../../platform/alarms.js';
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const runbook = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
 
-/** The codes in the first column of the table under a `## heading`, with the rest of their row. */
-function tableRows(heading: string): Map<string, string> {
-  const start = readme.indexOf(`\n## ${heading}\n`);
-  assert.ok(start >= 0, `README.md has a "## ${heading}" section`);
-  const end = readme.indexOf('\n## ', start + 1);
-  const section = readme.slice(start, end < 0 ? undefined : end);
-  const rows = new Map<string, string>();
-  for (const line of section.split('\n')) {
-    const m = /^\| `(LOCKAUDIT_[A-Z_]+)` \|(.*)\|$/.exec(line);
-    if (m) rows.set(m[1] as string, m[2] as string);
+/** The `### \`CODE\`` entries under a `## heading`, each with its `- **Field**: value` lines. */
+function entries(heading: string): Map<string, Map<string, string>> {
+  const start = runbook.indexOf(`\n## ${heading}\n`);
+  assert.ok(start >= 0, `docs/operations.md has a "## ${heading}" section`);
+  const end = runbook.indexOf('\n## ', start + 1);
+  const section = runbook.slice(start, end < 0 ? undefined : end);
+  const found = new Map<string, Map<string, string>>();
+  for (const entry of section.split('\n### ').slice(1)) {
+    const [title = '', ...body] = entry.split('\n');
+    const m = /^`(LOCKAUDIT_[A-Z_]+)`$/.exec(title);
+    assert.ok(m, `docs/operations.md: an entry under "${heading}" is headed by its code in backticks: ${title}`);
+    assert.ok(!found.has(m[1] as string), `${m[1]}: one entry`);
+    const fields = new Map<string, string>();
+    for (const line of body) {
+      const f = /^- \*\*([^*]+)\*\*: (.*)$/.exec(line);
+      if (f) fields.set(f[1] as string, (f[2] as string).trim());
+    }
+    found.set(m[1] as string, fields);
   }
-  return rows;
+  return found;
 }
 
-describe('catalogs documented in README.md', () => {
-  it('lists every error code with its HTTP status, and no other', () => {
-    const rows = tableRows('Error codes');
-    assert.deepEqual([...rows.keys()].sort(), Object.keys(errorCatalog).sort());
+describe('catalogs documented in docs/operations.md', () => {
+  it('has an entry for every error code with its HTTP status, what it means and what to do, and no other', () => {
+    const found = entries('Error codes');
+    assert.deepEqual([...found.keys()].sort(), Object.keys(errorCatalog).sort());
     for (const [code, spec] of Object.entries(errorCatalog)) {
-      const status = (rows.get(code) ?? '').split('|')[0]?.trim();
-      assert.equal(status, String(spec.status), `${code}: README status`);
+      const fields = found.get(code) ?? new Map<string, string>();
+      assert.equal(fields.get('HTTP'), String(spec.status), `${code}: runbook status`);
+      assert.ok(fields.get('What it means'), `${code}: runbook says what it means`);
+      assert.ok(fields.get('What to do'), `${code}: runbook says what to do`);
     }
   });
 
-  it('lists every alarm with its instance name and what to do, and no other', () => {
-    const rows = tableRows('Alarms');
-    assert.deepEqual([...rows.keys()].sort(), Object.keys(alarmCatalog).sort());
+  it('has an entry for every alarm with its instance name, message, what it means and what to do, and no other', () => {
+    const found = entries('Alarms');
+    assert.deepEqual([...found.keys()].sort(), Object.keys(alarmCatalog).sort());
     for (const [code, spec] of Object.entries(alarmCatalog)) {
-      const row = rows.get(code) ?? '';
-      assert.ok(row.includes(`\`${spec.instance}\``), `${code}: README names the instance ${spec.instance}`);
-      assert.ok(row.split('|').at(-1)?.trim(), `${code}: README says what to do`);
+      const fields = found.get(code) ?? new Map<string, string>();
+      assert.equal(fields.get('Instance'), `\`${spec.instance}\``, `${code}: runbook names the instance ${spec.instance}`);
+      assert.equal(fields.get('Message'), spec.message, `${code}: runbook gives the message`);
+      assert.ok(fields.get('What it means'), `${code}: runbook says what it means`);
+      assert.ok(fields.get('What to do'), `${code}: runbook says what to do`);
     }
   });
 

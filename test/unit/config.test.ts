@@ -146,26 +146,29 @@ describe('config', () => {
     assert.ok(problems({ LOCKAUDIT_TAILER_BATCH_MAX_DELAY_MS: '0' }).some((p) => p.startsWith('LOCKAUDIT_TAILER_BATCH_MAX_DELAY_MS')));
   });
 
-  it('takes each default from the schema: the loaded config, configDefaults and the README agree', () => {
+  it('takes each default from the schema: the loaded config, configDefaults and docs/configuration.md agree', () => {
     const c = loadConfig({ env: {}, cwd: '/srv' });
     assert.deepEqual(c.tailer, configDefaults.tailer);
     assert.deepEqual(c.reports, configDefaults.reports);
     assert.deepEqual(c.tailer, { electionTtlSeconds: 5, compactionWindowRevisions: 1_000_000, catchUpWindows: 16, batchMaxRows: 20_000, batchMaxDelayMs: 200 });
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    const rows = readme.split('\n').filter((l) => l.startsWith('| `LOCKAUDIT_'));
+    const doc = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
+    const start = doc.indexOf('\n## Settings\n');
+    assert.ok(start >= 0, 'docs/configuration.md has a "## Settings" section');
+    const end = doc.indexOf('\n## ', start + 1);
+    const rows = doc.slice(start, end < 0 ? undefined : end).split('\n').filter((l) => l.startsWith('| `LOCKAUDIT_'));
     // A row may name a pair: `LOCKAUDIT_S3_ACCESS_KEY` / `_SECRET_KEY`.
     const named = rows.flatMap((r) => {
       const [first, ...rest] = [...(r.split('|')[1] ?? '').matchAll(/`([A-Z0-9_]+)`/g)].map((m) => m[1] as string);
       if (!first) return [];
       return [first, ...rest.map((tail) => first.split('_').slice(0, -(tail.split('_').length - 1)).join('_') + tail)];
     });
-    assert.deepEqual(envVars.map((v) => v.name).filter((n) => !named.includes(n)), [], "README's configuration table names every variable");
+    assert.deepEqual(envVars.map((v) => v.name).filter((n) => !named.includes(n)), [], 'the settings table of docs/configuration.md names every variable');
     for (const { path: p, schema } of settings(FileConfigSchema as SchemaNode)) {
       if (schema.default === undefined) continue;
       const key = p.join('.');
       const row = rows.find((r) => r.split('|')[2]?.includes(`\`${key}\``));
-      assert.ok(row, `README's configuration table has ${key}`);
-      assert.equal(row.split('|')[3]?.trim(), `\`${String(schema.default)}\``, `README default of ${key}`);
+      assert.ok(row, `the settings table of docs/configuration.md has ${key}`);
+      assert.equal(row.split('|')[3]?.trim(), `\`${String(schema.default)}\``, `docs/configuration.md default of ${key}`);
     }
   });
 });
