@@ -62,7 +62,7 @@ async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: D
 
 export function buildCli(): Command {
   const program = new Command('lockaudit')
-    .description('Audit and reporting for an etcd-backed distributed lock service.\nConfiguration: LOCKAUDIT_* environment variables and an optional YAML file (LOCKAUDIT_CONFIG); see README.')
+    .description('Audit and reporting for an etcd-backed distributed lock service.\nConfiguration: LOCKAUDIT_* environment variables and an optional YAML file (LOCKAUDIT_CONFIG); see docs/configuration.md.')
     .version('0.1.0')
     .showHelpAfterError()
     // Throw instead of exiting so bad flags get exit code 2 (set in main()); inherited by every subcommand.

@@ -667,7 +667,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -687,7 +687,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -707,7 +707,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -727,7 +727,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -828,7 +828,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -848,7 +848,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -868,7 +868,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -888,7 +888,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -953,7 +953,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -973,7 +973,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -993,7 +993,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1013,7 +1013,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1058,7 +1058,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1078,7 +1078,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1098,7 +1098,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1118,7 +1118,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1138,7 +1138,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1204,7 +1204,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1224,7 +1224,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1244,7 +1244,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1372,7 +1372,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1392,7 +1392,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1412,7 +1412,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1432,7 +1432,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1505,7 +1505,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1525,7 +1525,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1545,7 +1545,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1565,7 +1565,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1758,7 +1758,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1778,7 +1778,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1798,7 +1798,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1818,7 +1818,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1904,7 +1904,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1924,7 +1924,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1944,7 +1944,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1964,7 +1964,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1984,7 +1984,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2094,7 +2094,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2114,7 +2114,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2134,7 +2134,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2154,7 +2154,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2347,7 +2347,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2367,7 +2367,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2387,7 +2387,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2407,7 +2407,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2562,7 +2562,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2582,7 +2582,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2602,7 +2602,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2622,7 +2622,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2695,7 +2695,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2715,7 +2715,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2735,7 +2735,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2755,7 +2755,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2775,7 +2775,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2958,7 +2958,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2978,7 +2978,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2998,7 +2998,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3018,7 +3018,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3074,7 +3074,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3094,7 +3094,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3114,7 +3114,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3215,7 +3215,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3235,7 +3235,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3255,7 +3255,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3275,7 +3275,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3330,7 +3330,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3350,7 +3350,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3370,7 +3370,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3428,7 +3428,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3448,7 +3448,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3468,7 +3468,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3524,7 +3524,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3544,7 +3544,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3564,7 +3564,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3584,7 +3584,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3639,7 +3639,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (README: Error codes) */
+                        /** @description The error code (docs/operations.md: Error codes) */
                         error: string;
                         message: string;
                     };
