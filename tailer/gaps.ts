@@ -90,8 +90,9 @@ export async function closeGrantsEndedInGap(store: AuditStore, cluster: string, 
   });
 }
 
+/** Records a gap; its identity (kind and generation) keeps it apart from any other gap starting at the same revision (sql/090). */
 export async function recordGap(store: AuditStore, gap: GapRecord): Promise<void> {
-  await store.insert('gaps', [gap]);
+  await store.insert('gaps', [{ ...gap, identity: `${gap.kind ?? 'compaction'}:${gap.generation ?? 0}` }]);
 }
 
 /**

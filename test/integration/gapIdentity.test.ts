@@ -1,0 +1,34 @@
+// Gaps keep their own identity: a restore gap recorded from the same revision
+// as an earlier compaction gap must not replace it (sql/090). Before, the
+// compaction's lost range read as rolled back by the restore (chaos run,
+// seed 3: compaction gap 120–151 gone under a restore gap 120–1000120).
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { AuditStore } from '../../core/clickhouse.js';
+import { recordGap } from '../../tailer/gaps.js';
+import { tempStore } from '../support/env.js';
+
+describe('gap records', () => {
+  let store: AuditStore;
+  let close: () => Promise<void>;
+  before(async () => {
+    ({ store, close } = await tempStore());
+  });
+  after(async () => close());
+
+  it('a restore gap from the same revision as a compaction gap keeps both', async () => {
+    await recordGap(store, { cluster: 'c1', from_revision: '120', to_revision: '151', detected_at: Date.now() - 1_000, reason: 'etcd compacted history up to revision 151' });
+    await recordGap(store, { cluster: 'c1', from_revision: '120', to_revision: '1000120', detected_at: Date.now(), reason: 'restore', kind: 'restore', history_lost: 1, generation: 1 });
+    const rows = await store.rows<{ from_revision: string; to_revision: string; kind: string }>("SELECT from_revision, to_revision, kind FROM {db:Identifier}.gaps FINAL WHERE cluster = 'c1' ORDER BY to_revision", {});
+    assert.deepEqual(rows, [
+      { from_revision: '120', to_revision: '151', kind: 'compaction' },
+      { from_revision: '120', to_revision: '1000120', kind: 'restore' },
+    ]);
+  });
+
+  it('the same gap recorded twice (a replayed detection) is still one row', async () => {
+    for (let i = 0; i < 2; i++) await recordGap(store, { cluster: 'c2', from_revision: '7', to_revision: '9', detected_at: Date.now() + i, reason: 'compacted' });
+    const rows = await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.gaps FINAL WHERE cluster = 'c2'", {});
+    assert.equal(rows[0]?.n, '1');
+  });
+});
