@@ -24,7 +24,7 @@ export const FAULT_KINDS = [
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** Background workload switches (not scheduled: they run all along). */
-export const BACKGROUND_KINDS = ['foreign-writes', 'bad-values'] as const;
+export const BACKGROUND_KINDS = ['foreign-writes', 'bad-values', 'insider-writes', 'session-lapses'] as const;
 export type BackgroundKind = (typeof BACKGROUND_KINDS)[number];
 
 export interface FaultContext {
@@ -40,12 +40,44 @@ export interface FaultContext {
   log: (m: string) => void;
 }
 
+/**
+ * What the run knows, in revisions, about a fault that may cost history —
+ * the only source from which the checker lets a gap excuse a change.
+ * Revisions are decimal strings.
+ */
+export type FaultFacts =
+  | {
+      kind: 'compact';
+      /** The tailer's checkpoint as the API reported it just before the platform was killed (a lower bound of the true one). */
+      checkpointAtStop: string;
+      /** etcd was compacted at this revision. */
+      compactRevision: string;
+    }
+  | {
+      kind: 'restore';
+      /** The snapshot's revision: the restored cluster holds every change up to it. */
+      snapshotRevision: string;
+      /** --bump-revision (0: none): the restored cluster's revisions continue above snapshot + bump. */
+      bump: string;
+      /** The tailer's checkpoint as the API reported it just before etcd was stopped (a lower bound of what it had captured). */
+      checkpointBefore: string;
+      /** etcd's head when the restore began, and the highest revision any stopped member had applied (the old era's true end). */
+      headBefore: string;
+      oldEraEnd: string;
+      /** The recorder held every change up to headBefore before etcd was stopped. */
+      recorderReached: boolean;
+      epochAdvanced: boolean;
+    };
+
 export interface FaultRecord {
   kind: FaultKind;
+  /** The recorder's era when the fault began (a restore ends it: its changes after are the next era's). */
+  era: number;
   startedAt: number;
   endedAt: number;
   detail: string;
   ok: boolean;
+  facts?: FaultFacts;
 }
 
 let snapshotSeq = 0;
@@ -72,22 +104,45 @@ async function etcdHead(ctx: FaultContext): Promise<bigint> {
   }
 }
 
+/** The tailer's checkpoint as the API reports it (undefined when the API does not answer). */
+async function apiCheckpoint(ctx: FaultContext): Promise<bigint | undefined> {
+  const res = await ctx.stack.api('GET', '/v1/tailers', ctx.workload.tokens.investigator);
+  const items = (res.body.items ?? []) as Array<{ checkpoint?: string }>;
+  const c = items[0]?.checkpoint;
+  return c === undefined ? undefined : BigInt(c);
+}
+
+interface Injected {
+  detail: string;
+  facts?: FaultFacts;
+  /** The fault happened but not as planned (the run then tests less than it says): the run is invalid. */
+  failed?: string;
+}
+
 export async function inject(kind: FaultKind, ctx: FaultContext): Promise<FaultRecord> {
   const startedAt = Date.now();
+  const era = ctx.recorder.era;
   let detail = '';
   let ok = true;
+  let facts: FaultFacts | undefined;
   try {
-    detail = await run(kind, ctx);
+    const done = await run(kind, ctx);
+    detail = done.detail;
+    facts = done.facts;
+    if (done.failed) {
+      ok = false;
+      detail = `${detail}; failed: ${done.failed}`;
+    }
   } catch (err) {
     ok = false;
     detail = `failed: ${(err as Error).message.split('\n')[0]}`;
   }
-  const record = { kind, startedAt, endedAt: Date.now(), detail, ok };
+  const record: FaultRecord = { kind, era, startedAt, endedAt: Date.now(), detail, ok, ...(facts ? { facts } : {}) };
   ctx.log(`fault ${kind}: ${detail} (${Math.round((record.endedAt - startedAt) / 1000)} s)`);
   return record;
 }
 
-async function run(kind: FaultKind, ctx: FaultContext): Promise<string> {
+async function run(kind: FaultKind, ctx: FaultContext): Promise<Injected> {
   const { stack } = ctx;
   switch (kind) {
     case 'tailer-kill': {
@@ -95,7 +150,7 @@ async function run(kind: FaultKind, ctx: FaultContext): Promise<string> {
       await stack.stopPlatform('SIGKILL');
       await sleep(ctx.rng.int(500, 3_000));
       await stack.startPlatform();
-      return `kill -9 ${pid}, restarted as ${stack.platformPid}`;
+      return { detail: `kill -9 ${pid}, restarted as ${stack.platformPid}` };
     }
     case 'tailer-pause': {
       const pid = stack.platformPid;
@@ -103,7 +158,7 @@ async function run(kind: FaultKind, ctx: FaultContext): Promise<string> {
       stack.pausePlatform();
       await sleep(pauseMs);
       stack.resumePlatform();
-      return `SIGSTOP ${pid} for ${pauseMs / 1000} s (election TTL ${ctx.electionTtlSeconds} s), SIGCONT`;
+      return { detail: `SIGSTOP ${pid} for ${pauseMs / 1000} s (election TTL ${ctx.electionTtlSeconds} s), SIGCONT` };
     }
     case 'etcd-member-kill':
     case 'etcd-leader-kill': {
@@ -115,7 +170,7 @@ async function run(kind: FaultKind, ctx: FaultContext): Promise<string> {
       await sleep(ctx.rng.int(4_000, 10_000));
       await stack.startMember(victim);
       await stack.waitEtcdHealthy();
-      return `kill -9 ${victim}${kind === 'etcd-leader-kill' ? ' (the leader)' : ''}, started again`;
+      return { detail: `kill -9 ${victim}${kind === 'etcd-leader-kill' ? ' (the leader)' : ''}, started again` };
     }
     case 'minio-stop':
     case 'redis-stop': {
@@ -123,11 +178,16 @@ async function run(kind: FaultKind, ctx: FaultContext): Promise<string> {
       await stack.stopService(which);
       await sleep(ctx.serviceDownSeconds * 1000);
       await stack.startService(which);
-      return `${which} down ${ctx.serviceDownSeconds} s`;
+      return { detail: `${which} down ${ctx.serviceDownSeconds} s` };
     }
     case 'compact': {
       // The tailer cannot follow while it is down; history moves on and is compacted away under it.
+      const checkpointAtStop = await apiCheckpoint(ctx);
       await stack.stopPlatform('SIGKILL');
+      if (checkpointAtStop === undefined) {
+        await stack.startPlatform();
+        throw new Error('the API did not report the checkpoint before the kill: no bound for the gap');
+      }
       for (let i = 0; i < 20; i++) await ctx.workload.foreignGrant().catch(() => {});
       for (let i = 0; i < 10; i++) await ctx.workload.manualDelete().catch(() => {});
       const head = await etcdHead(ctx);
@@ -140,18 +200,22 @@ async function run(kind: FaultKind, ctx: FaultContext): Promise<string> {
         client.close();
       }
       await stack.startPlatform();
-      return `platform killed, 30 direct writes, compacted at ${head}, platform restarted`;
+      return {
+        detail: `platform killed at checkpoint ≥ ${checkpointAtStop}, 30 direct writes, compacted at ${head}, platform restarted`,
+        facts: { kind: 'compact', checkpointAtStop: String(checkpointAtStop), compactRevision: String(head) },
+      };
     }
     case 'restore': {
       const snap = lastSnapshot;
       if (!snap) throw new Error('no snapshot taken yet');
       const coin = ctx.rng.chance(0.5) ? 0 : 1_000_000;
       const bump = ctx.restoreBump ?? coin;
+      const checkpointBefore = await apiCheckpoint(ctx);
       const head = await etcdHead(ctx);
-      await ctx.recorder.waitFor(head, 20_000);
+      const recorderReached = await ctx.recorder.waitFor(head, 20_000);
       for (const i of [1, 2, 3]) await stack.stopMember(`etcd-${i}`);
       ctx.recorder.expectRestore(snap.revision + BigInt(bump));
-      await stack.restore(snap.file, bump);
+      const { oldHead } = await stack.restore(snap.file, bump);
       await stack.waitEtcdHealthy();
       // The platform must notice on its own; then two operators advance the epoch.
       let advanced = false;
@@ -159,7 +223,26 @@ async function run(kind: FaultKind, ctx: FaultContext): Promise<string> {
         advanced = await ctx.workload.epochAdvance();
         if (!advanced) await sleep(2_000);
       }
-      return `restored snapshot of revision ${snap.revision} (head was ${head}; ${bump ? `--bump-revision ${bump} --mark-compacted` : 'same cluster token, no bump: cluster id unchanged'}); epoch advance ${advanced ? 'approved' : 'FAILED'}`;
+      const facts: FaultFacts = {
+        kind: 'restore',
+        snapshotRevision: String(snap.revision),
+        bump: String(bump),
+        checkpointBefore: String(checkpointBefore ?? 0n),
+        headBefore: String(head),
+        oldEraEnd: String(oldHead ?? head),
+        recorderReached,
+        epochAdvanced: advanced,
+      };
+      const failed = [
+        ...(advanced ? [] : ['the epoch advance was not approved']),
+        ...(recorderReached ? [] : [`the recorder did not reach ${head} before etcd stopped`]),
+        ...(oldHead === undefined ? ["the old members' head could not be read"] : []),
+      ];
+      return {
+        detail: `restored snapshot of revision ${snap.revision} (head was ${head}, old era ended at ${oldHead ?? '?'}, checkpoint ≥ ${checkpointBefore ?? '?'}; ${bump ? `--bump-revision ${bump} --mark-compacted` : 'same cluster token, no bump: cluster id unchanged'}); epoch advance ${advanced ? 'approved' : 'FAILED'}`,
+        facts,
+        ...(failed.length ? { failed: failed.join('; ') } : {}),
+      };
     }
     case 'outage': {
       await stack.stopMember('etcd-2');
@@ -168,18 +251,18 @@ async function run(kind: FaultKind, ctx: FaultContext): Promise<string> {
       await stack.startMember('etcd-2');
       await stack.startMember('etcd-3');
       await stack.waitEtcdHealthy();
-      return 'etcd-2 and etcd-3 down (no quorum): fail-open classes grant from memory';
+      return { detail: 'etcd-2 and etcd-3 down (no quorum): fail-open classes grant from memory' };
     }
     case 'mass-expiry': {
       await ctx.workload.massExpiry(ctx.massExpiryHolds);
       await sleep(8_000);
-      return `${ctx.massExpiryHolds} holds on one lease, left to expire`;
+      return { detail: `${ctx.massExpiryHolds} holds on one lease, left to expire` };
     }
     case 'force-release': {
       const a = await ctx.workload.forceRelease(true);
       const b = await ctx.workload.forceRelease(false);
       if (!a || !b) throw new Error(`force-release ${a ? '' : 'with revokeSession '}${b ? '' : 'without revokeSession '}did not go through`);
-      return 'one with revokeSession (3 holds), one without';
+      return { detail: 'one with revokeSession (3 holds), one without' };
     }
   }
 }

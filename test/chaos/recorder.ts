@@ -42,7 +42,20 @@ export interface RecordedRestore {
   at: number;
 }
 
-export type RecorderLine = RecordedChange | RecordedRestore;
+/**
+ * A revision whose only changes lie outside the lock keyspace (under `/`, not
+ * `/l/`, `/q/` or `/sys/`): written so that every revision of every era is
+ * accounted for in the file — the checker's proof that the recording has no
+ * hole (a stalled or skipping recorder makes the run invalid, not clean).
+ */
+export interface RecordedOther {
+  kind: 'other';
+  seq: number;
+  era: number;
+  revision: string;
+}
+
+export type RecorderLine = RecordedChange | RecordedRestore | RecordedOther;
 
 export class Recorder {
   #endpoints: string[];
@@ -60,6 +73,11 @@ export class Recorder {
   constructor(endpoints: string[], file: string) {
     this.#endpoints = endpoints;
     this.#file = file;
+  }
+
+  /** The era (0, then +1 per restore) the recorder is in now. */
+  get era(): number {
+    return this.#era;
   }
 
   /** The highest revision the file holds every change up to. */
@@ -140,12 +158,18 @@ export class Recorder {
     if (this.#announcedRestore !== undefined) return; // old era's tail after the snapshot was taken: the reconnect decides
     const lines: string[] = [];
     let top = this.#next - 1n;
+    const others = new Set<bigint>();
+    const inPrefixes = new Set<bigint>();
     for (const event of res.events as IEvent[]) {
       const key = event.kv.key.toString('utf8');
       const revision = BigInt(event.kv.mod_revision);
       if (revision < this.#next) continue; // a replay after reconnecting
       if (revision > top) top = revision;
-      if (!PREFIXES.some((p) => key.startsWith(p))) continue;
+      if (!PREFIXES.some((p) => key.startsWith(p))) {
+        others.add(revision);
+        continue;
+      }
+      inPrefixes.add(revision);
       const change: RecordedChange = {
         kind: 'change',
         seq: this.#seq++,
@@ -166,6 +190,9 @@ export class Recorder {
     if (res.events.length === 0 && !res.created) {
       const progress = BigInt(res.header.revision);
       if (progress > top) top = progress;
+    }
+    for (const revision of others) {
+      if (!inPrefixes.has(revision)) lines.push(JSON.stringify({ kind: 'other', seq: this.#seq++, era: this.#era, revision: String(revision) } satisfies RecordedOther));
     }
     if (lines.length > 0) appendFileSync(this.#file, `${lines.join('\n')}\n`);
     // Whole revisions only: etcd never splits one revision across responses unless fragmenting, which we do not ask for.

@@ -258,18 +258,36 @@ export class Stack {
    * id is unchanged — the hard case), optionally bumping the revision, and
    * starts the members again.
    */
-  async restore(file: string, bumpRevision: number): Promise<void> {
+  async restore(file: string, bumpRevision: number): Promise<{ oldHead: bigint | undefined }> {
     for (const i of [1, 2, 3]) await this.stopMember(`etcd-${i}`);
     const { ports } = this.config.local;
     const initialCluster = [0, 1, 2].map((i) => `m${i + 1}=http://127.0.0.1:${ports.etcdPeer[i]}`).join(',');
+    let oldHead: bigint | undefined;
     for (const i of [0, 1, 2]) {
       const dir = path.join(this.config.dataDir, 'services', `etcd-${i + 1}`);
-      if (existsSync(dir)) renameSync(dir, `${dir}.before-restore-${Date.now()}`);
+      if (existsSync(dir)) {
+        const kept = `${dir}.before-restore-${Date.now()}`;
+        renameSync(dir, kept);
+        // The old timeline's true end: the highest revision any stopped member applied (the recorder may
+        // not have seen the last few, committed as the members stopped).
+        const head = await this.#dbRevision(path.join(kept, 'member', 'snap', 'db'));
+        if (head !== undefined && (oldHead === undefined || head > oldHead)) oldHead = head;
+      }
       const args = ['snapshot', 'restore', file, `--name=m${i + 1}`, `--initial-cluster=${initialCluster}`, `--initial-cluster-token=lockaudit-${this.config.local.portBase}`, `--initial-advertise-peer-urls=http://127.0.0.1:${ports.etcdPeer[i]}`, `--data-dir=${dir}`];
       if (bumpRevision > 0) args.push(`--bump-revision=${bumpRevision}`, '--mark-compacted');
       await run(etcdutlPath(), args, { timeout: 120_000 });
     }
     await servicesUp(this.config, { only: ['etcd'] });
+    return { oldHead };
+  }
+
+  async #dbRevision(db: string): Promise<bigint | undefined> {
+    try {
+      const { stdout } = await run(etcdutlPath(), ['snapshot', 'status', db, '-w', 'json'], { timeout: 60_000 });
+      return BigInt((JSON.parse(stdout) as { revision: number }).revision);
+    } catch {
+      return undefined;
+    }
   }
 }
 

@@ -2,8 +2,15 @@
 // ClickHouse is one process's at a time): `node --import tsx
 // test/chaos/storeDump.ts OUT_DIR`. It opens the data dir the way
 // core/clickhouse.ts does (@clickhouse/client over a chdb connection) and
-// writes one JSON file per table the checker reads. 64-bit values come back
-// as decimal strings (output_format_json_quote_64bit_integers).
+// writes store.json in a shape of the checker's own (so kept histories stay
+// readable when the schema moves). 64-bit values come back as decimal
+// strings (output_format_json_quote_64bit_integers).
+//
+// The events are read WITHOUT `FINAL`: every distinct content a
+// (cluster, revision, key) ever had, each with the newest ingested_at it was
+// written at. The checker derives the FINAL view itself (newest wins) and
+// names a key whose contents differ (a flip) — under FINAL that evidence is
+// merged away before anyone can look.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createClient } from '@clickhouse/client';
@@ -19,7 +26,23 @@ export interface StoredEvent {
   epoch: number;
   value: string;
   unprotected: number;
+  /** The newest ingested_at this content was written at (FINAL keeps the newest). */
+  ingested_at?: string;
+  /** The timeline (restore generation) the row belongs to, where the store keeps one. */
+  timeline?: number;
   [column: string]: unknown;
+}
+
+/** A captured row a restore rolled back, in whichever form the store keeps it (moved aside or marked). */
+export interface RolledBackRow {
+  /** The restore (1, 2, …) that rolled it back. */
+  generation: number;
+  revision: string;
+  key: string;
+  event_type: string;
+  /** '' when the store kept no op (the row then says put or delete by its value). */
+  op: string;
+  value: string;
 }
 
 export interface StoredGap {
@@ -27,6 +50,10 @@ export interface StoredGap {
   to_revision: string;
   reason: string;
   detected_at: string;
+  /** 'compaction' or 'restore' (older stores: '' — the reason's words decide). */
+  kind?: string;
+  /** The restore's generation, for restore gaps. */
+  generation?: number;
 }
 
 export interface StoredGrant {
@@ -40,11 +67,14 @@ export interface StoredGrant {
   start_known: number;
   granted_at: string;
   ended_at: string | null;
+  timeline?: number;
+  rolled_back?: number;
 }
 
 export interface StoreDump {
+  /** Distinct contents of every put/delete row, not merged (see the header). */
   events: StoredEvent[];
-  eventRowsWithoutFinal: number;
+  rolledBack: RolledBackRow[];
   gaps: StoredGap[];
   quarantine: Array<{ revision: string; key: string; reason: string }>;
   grants: StoredGrant[];
@@ -52,33 +82,62 @@ export interface StoreDump {
   eventColumns: string[];
 }
 
-const out = process.argv[2];
-if (!out) throw new Error('usage: storeDump.ts OUT_DIR');
-const config = loadConfig();
-if (config.clickhouse.mode !== 'embedded') throw new Error('storeDump reads the embedded store; with a server, point the checker at it instead');
-// Our own client on the data dir, not lockaudit's AuditStore: the checker reads what is on disk.
-const connection = createChdbConnection({ path: config.clickhouse.path }) as unknown as NonNullable<NonNullable<Parameters<typeof createClient>[0]>['connection']>;
-const client = createClient({ connection, clickhouse_settings: { output_format_json_quote_64bit_integers: 1 } });
-const database = config.clickhouse.database;
-const store = {
-  rows: async <T>(query: string, params: Record<string, unknown>): Promise<T[]> => (await client.query({ query, query_params: { db: database, ...params }, format: 'JSONEachRow' })).json<T>(),
-};
-try {
-  const cluster = config.etcd.clusters[0]?.name ?? 'local';
-  const p = { cluster };
-  const columns = (await store.rows<{ name: string }>("SELECT name FROM system.columns WHERE database = {db:String} AND table = 'events'", {})).map((c) => c.name);
-  const dump: StoreDump = {
-    // Every row of the log under FINAL, the whole row (the checker decides what matters).
-    events: await store.rows<StoredEvent>("SELECT * EXCEPT (ingested_at) FROM {db:Identifier}.events FINAL WHERE cluster = {cluster:String} AND op IN ('put', 'delete') ORDER BY revision, key", p),
-    eventRowsWithoutFinal: Number((await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.events WHERE cluster = {cluster:String} AND op IN ('put', 'delete')", p))[0]?.n ?? 0),
-    gaps: await store.rows<StoredGap>('SELECT from_revision, to_revision, reason, toString(detected_at) AS detected_at FROM {db:Identifier}.gaps FINAL WHERE cluster = {cluster:String} ORDER BY from_revision', p),
-    quarantine: await store.rows('SELECT revision, key, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {cluster:String}', p),
-    grants: await store.rows<StoredGrant>('SELECT key, token, epoch, grant_revision, end_kind, end_revision, unprotected, start_known, toString(granted_at) AS granted_at, toString(ended_at) AS ended_at FROM {db:Identifier}.grants FINAL WHERE cluster = {cluster:String}', p),
-    checkpoint: (await store.rows<{ r: string }>('SELECT max(revision) AS r FROM {db:Identifier}.checkpoints WHERE cluster = {cluster:String}', p))[0]?.r ?? '0',
-    eventColumns: columns,
-  };
-  writeFileSync(path.join(out, 'store.json'), JSON.stringify(dump));
-} finally {
-  await client.close();
+async function main(out: string): Promise<void> {
+  const config = loadConfig();
+  if (config.clickhouse.mode !== 'embedded') throw new Error('storeDump reads the embedded store; with a server, point the checker at it instead');
+  // Our own client on the data dir, not lockaudit's AuditStore: the checker reads what is on disk.
+  const connection = createChdbConnection({ path: config.clickhouse.path }) as unknown as NonNullable<NonNullable<Parameters<typeof createClient>[0]>['connection']>;
+  const client = createClient({ connection, clickhouse_settings: { output_format_json_quote_64bit_integers: 1 } });
+  const database = config.clickhouse.database;
+  const rows = async <T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> => (await client.query({ query, query_params: { db: database, ...params }, format: 'JSONEachRow' })).json<T>();
+  const columnsOf = async (table: string): Promise<string[]> => (await rows<{ name: string }>('SELECT name FROM system.columns WHERE database = {db:String} AND table = {t:String}', { t: table })).map((c) => c.name);
+  try {
+    const cluster = config.etcd.clusters[0]?.name ?? 'local';
+    const p = { cluster };
+    const eventColumns = await columnsOf('events');
+    // Columns that legitimately differ between two writes of one change (when, and an expiry's estimate) are left out of "content".
+    const volatile = new Set(['ingested_at', 'wall_time', 'time_estimated', 'time_error_ms', 'cluster']);
+    const content = eventColumns.filter((c) => !volatile.has(c));
+    const events = await rows<StoredEvent>(
+      `SELECT ${content.map((c) => `\`${c}\``).join(', ')}, toString(max(ingested_at)) AS ingested_at FROM {db:Identifier}.events WHERE cluster = {cluster:String} AND op IN ('put', 'delete') GROUP BY ${content.map((c) => `\`${c}\``).join(', ')} ORDER BY revision, key`,
+      p,
+    );
+    const rolledBackColumns = await columnsOf('rolled_back_events');
+    const rolledBack = rolledBackColumns.length
+      ? await rows<RolledBackRow>(
+          // A snapshot's rows (op snapshot, or spool) are no change of etcd's; a table without `op` says so by their type.
+          `SELECT DISTINCT generation, revision, key, event_type, ${rolledBackColumns.includes('op') ? 'toString(op)' : "''"} AS op, value FROM {db:Identifier}.rolled_back_events WHERE cluster = {cluster:String} AND ${rolledBackColumns.includes('op') ? "op IN ('put', 'delete')" : "event_type NOT IN ('snapshot-hold', 'unprotected-grant')"} ORDER BY generation, revision, key`,
+          p,
+        )
+      : [];
+    const gapColumns = await columnsOf('gaps');
+    const gaps = await rows<StoredGap>(
+      `SELECT from_revision, to_revision, reason, toString(detected_at) AS detected_at${gapColumns.includes('kind') ? ', kind' : ''}${gapColumns.includes('generation') ? ', generation' : ''} FROM {db:Identifier}.gaps FINAL WHERE cluster = {cluster:String} ORDER BY detected_at, from_revision`,
+      p,
+    );
+    const grantColumns = await columnsOf('grants');
+    const optional = ['timeline', 'rolled_back', 'origin'].filter((c) => grantColumns.includes(c));
+    const dump: StoreDump = {
+      events,
+      rolledBack,
+      gaps,
+      quarantine: await rows('SELECT revision, key, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {cluster:String}', p),
+      grants: await rows<StoredGrant>(
+        `SELECT key, token, epoch, grant_revision, end_kind, end_revision, unprotected, start_known, toString(granted_at) AS granted_at, toString(ended_at) AS ended_at${optional.map((c) => `, ${c}`).join('')} FROM {db:Identifier}.grants FINAL WHERE cluster = {cluster:String}`,
+        p,
+      ),
+      checkpoint: (await rows<{ r: string }>('SELECT max(revision) AS r FROM {db:Identifier}.checkpoints WHERE cluster = {cluster:String}', p))[0]?.r ?? '0',
+      eventColumns,
+    };
+    writeFileSync(path.join(out, 'store.json'), JSON.stringify(dump));
+  } finally {
+    await client.close();
+  }
 }
-process.exit(0);
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const out = process.argv[2];
+  if (!out) throw new Error('usage: storeDump.ts OUT_DIR');
+  await main(out);
+  process.exit(0);
+}

@@ -19,9 +19,12 @@ const TXN_OPS = 128;
 
 /** What the chaos run knows a change must read as. */
 export type Expectation =
-  | 'foreign-grant' // a hold put straight into etcd, not by the API
-  | 'manual-delete' // a hold deleted straight in etcd while its lease lived: no expiry
-  | 'expiry' // deleted by etcd when its lease ran out
+  | 'foreign-grant' // a hold put straight into etcd, not by the API — also an API hold's value copied back by hand
+  | 'manual-delete' // a hold deleted straight in etcd while its lease lived: `deleted`, exactly
+  | 'forged-marker-delete' // a hand delete in one txn with a release marker the API never wrote: `deleted`, exactly
+  | 'forged-force-delete' // a hand delete in one txn with a force record nobody approved: `deleted`, exactly
+  | 'forged-force' // that force record (key /sys/force/<id>): never archived as a genuine one
+  | 'expiry' // deleted by etcd when its lease ran out (the mass expiry, and sessions left to lapse)
   | 'revoked' // deleted because a force-release revoked the holder's session: no expiry
   | 'force' // the forced key itself
   | 'bad-value'; // a value the decoder cannot take: quarantined or recorded, never lost
@@ -53,6 +56,7 @@ export class Workload {
   #foreign: Array<{ key: string; lease: Lease }> = [];
   #n = 0;
   #bad = 0;
+  #forceClient = 0;
   counts = new Map<string, number>();
 
   constructor(
@@ -60,7 +64,7 @@ export class Workload {
     readonly tokens: ChaosTokens,
     readonly etcd: Etcd3,
     readonly rng: ChaosRng,
-    readonly options: { seed: number; workers: number; rate: number; until: number; foreignWrites: boolean; badValues: boolean; log: (m: string) => void },
+    readonly options: { seed: number; workers: number; rate: number; until: number; foreignWrites: boolean; badValues: boolean; insiderWrites?: boolean; sessionLapses?: boolean; log: (m: string) => void },
   ) {
     this.#truthFile = path.join(stack.options.dataDir, 'truth.jsonl');
   }
@@ -79,7 +83,7 @@ export class Workload {
 
   start(): void {
     this.#simLoop = this.#simulator();
-    if (this.options.foreignWrites || this.options.badValues) this.#directLoop = this.#direct();
+    if (this.options.foreignWrites || this.options.badValues || this.options.insiderWrites || this.options.sessionLapses) this.#directLoop = this.#direct();
   }
 
   async stop(): Promise<void> {
@@ -129,10 +133,19 @@ export class Workload {
   async #direct(): Promise<void> {
     while (!this.#stopped && Date.now() < this.options.until) {
       try {
-        const roll = this.rng.next();
-        if (this.options.badValues && roll < 0.3) await this.badValue();
-        else if (this.options.foreignWrites && roll < 0.7) await this.foreignGrant();
-        else if (this.options.foreignWrites) await this.manualDelete();
+        // One seeded pick among the enabled kinds of direct write, each with its weight.
+        const kinds: Array<[number, () => Promise<void>]> = [];
+        if (this.options.badValues) kinds.push([3, () => this.badValue()]);
+        if (this.options.foreignWrites) kinds.push([4, () => this.foreignGrant()], [3, () => this.manualDelete()]);
+        if (this.options.insiderWrites) kinds.push([1, () => this.forgedMarkerDelete()], [1, () => this.copiedHold()], [1, () => this.forgedForce()]);
+        if (this.options.sessionLapses) kinds.push([1, () => this.sessionLapse()]);
+        let roll = this.rng.next() * kinds.reduce((n, [w]) => n + w, 0);
+        for (const [w, act] of kinds) {
+          if ((roll -= w) < 0) {
+            await act();
+            break;
+          }
+        }
       } catch {
         this.inc('direct writes failed (etcd unavailable)');
       }
@@ -173,6 +186,94 @@ export class Workload {
     this.inc('bad values (put straight into etcd)');
   }
 
+  // ---- an insider with etcdctl (issue 21): forged markers, copied holds, forged force records ----
+
+  /** A session and one key held through the API, for the run's own insider acts (a fresh chaos client each time). */
+  async #apiHold(tag: string): Promise<{ client: string; session: string; key: string; token: string } | undefined> {
+    const client = this.tokens.chaosClients[this.#forceClient++ % this.tokens.chaosClients.length] as string;
+    const session = await this.stack.api('POST', '/v1/sessions', client, { ttlSeconds: 15 });
+    if (session.status !== 200 && session.status !== 201) return undefined;
+    const id = String(session.body.id);
+    const key = `payments/chaos-${tag}-${this.options.seed}-${this.#n++}`;
+    const res = await this.stack.api('POST', '/v1/locks/acquire', client, { key, session: id, class: 'sim-payments-ledger', waitMs: 2_000 });
+    if (res.status !== 200) {
+      await this.stack.api('DELETE', `/v1/sessions/${id}`, client);
+      return undefined;
+    }
+    return { client, session: id, key, token: String(res.body.token) };
+  }
+
+  /** A hand delete of a live API hold in one txn with a release marker the API never wrote: must read `deleted`. */
+  async forgedMarkerDelete(): Promise<void> {
+    const hold = await this.#apiHold('forged-mark');
+    if (!hold) return;
+    const key = `/l/${hold.key}`;
+    const marker = JSON.stringify({ kind: 'release', by: 'spiffe://rogue.example/etcdctl', key: hold.key, session: hold.session, at: Date.now() });
+    const res = await this.etcd.if(key, 'Create', '>', 0).then(this.etcd.put(`/sys/mark/forged-${this.options.seed}-${this.#n++}`).value(marker), this.etcd.delete().key(key)).commit();
+    if (res.succeeded) {
+      this.truth({ expect: 'forged-marker-delete', key, revision: res.header.revision });
+      this.inc('insider: hand deletes under a forged release marker');
+    }
+    await this.stack.api('DELETE', `/v1/sessions/${hold.session}`, hold.client);
+  }
+
+  /** An API hold's own value, put back by hand on the same key and live lease after its release: must read foreign. */
+  async copiedHold(): Promise<void> {
+    const hold = await this.#apiHold('copied');
+    if (!hold) return;
+    const key = `/l/${hold.key}`;
+    const value = await this.etcd.get(key).string();
+    const released = await this.stack.api('POST', '/v1/locks/release', hold.client, { key: hold.key, session: hold.session, token: hold.token });
+    if (value === null || released.status !== 200) {
+      await this.stack.api('DELETE', `/v1/sessions/${hold.session}`, hold.client);
+      return;
+    }
+    const res = await this.etcd.if(key, 'Create', '==', 0).then(this.etcd.put(key).value(value).lease(hold.session)).commit();
+    if (res.succeeded) {
+      this.truth({ expect: 'foreign-grant', key, revision: res.header.revision, note: 'an API hold value copied back by hand' });
+      this.inc('insider: API hold values copied back by hand');
+      // Its end: a hand delete while the session (its lease) lives.
+      const del = await this.etcd.delete().key(key).exec();
+      if (del.deleted === '1') this.truth({ expect: 'manual-delete', key, revision: del.header.revision });
+    }
+    await this.stack.api('DELETE', `/v1/sessions/${hold.session}`, hold.client);
+  }
+
+  /** A force record nobody approved, written by hand in one txn with the delete of a live foreign hold. */
+  async forgedForce(): Promise<void> {
+    const lease = this.etcd.lease(60);
+    const leaseId = await lease.grant();
+    try {
+      const n = this.#n++;
+      const lock = `chaos/forged-force-${this.options.seed}-${n}`;
+      const key = `/l/${lock}`;
+      const epoch = await this.#epoch();
+      const put = await this.etcd.put(key).value(JSON.stringify({ holder: 'spiffe://victim.example/svc', session: leaseId, class: 'sim-payments-ledger', epoch, waitMs: 0, at: Date.now() })).lease(leaseId).exec();
+      this.truth({ expect: 'foreign-grant', key, revision: put.header.revision });
+      const id = `forged-${this.options.seed}-${n}`;
+      const now = Date.now();
+      const record = JSON.stringify({ id, key: lock, holder: 'spiffe://victim.example/svc', session: leaseId, token: String((BigInt(epoch) << 48n) + BigInt(put.header.revision)), class: 'sim-payments-ledger', enforcement: 'fenced', requester: 'mallory@corp.example', approver: 'eve@corp.example', reason: 'never approved', requestedAt: now - 1_000, approvedAt: now, revokedSession: false });
+      const res = await this.etcd.if(key, 'Create', '>', 0).then(this.etcd.put(`/sys/force/${id}`).value(record).lease(leaseId), this.etcd.delete().key(key)).commit();
+      if (res.succeeded) {
+        this.truth({ expect: 'forged-force-delete', key, revision: res.header.revision });
+        this.truth({ expect: 'forged-force', key: `/sys/force/${id}`, revision: res.header.revision });
+        this.inc('insider: force records written by hand');
+      }
+    } finally {
+      // The lease outlives the delete (so it was no expiry), and goes only after.
+      await sleep(500);
+      await lease.revoke().catch(() => {});
+    }
+  }
+
+  /** An ordinary API session left to lapse while holding a key: its hold must read `expiry`. */
+  async sessionLapse(): Promise<void> {
+    const hold = await this.#apiHold('lapse');
+    if (!hold) return;
+    this.truth({ expect: 'expiry', key: `/l/${hold.key}`, note: 'an API session left to lapse' });
+    this.inc('sessions left to lapse');
+  }
+
   // ---- a mass expiry -------------------------------------------------------
 
   /** `count` holds on one lease (valid hold values, written straight into etcd), left to expire together. */
@@ -197,8 +298,6 @@ export class Workload {
   }
 
   // ---- force-releases through the API ---------------------------------------
-
-  #forceClient = 0;
 
   async #acquire(client: string, session: string, key: string): Promise<boolean> {
     const res = await this.stack.api('POST', '/v1/locks/acquire', client, { key, session, class: 'sim-payments-ledger', waitMs: 2_000 });

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { projectRoot } from '../../core/paths.js';
-import { BACKGROUND_KINDS, FAULT_KINDS, type FaultKind } from '../chaos/faults.js';
+import { FAULT_KINDS, type FaultKind } from '../chaos/faults.js';
 import { runChaos } from '../chaos/run.js';
 
 const portBase = Number(process.env.CHAOS_PORT_BASE ?? 28600);
@@ -24,8 +24,10 @@ describe('chaos: a short seeded fault-injection run', { timeout: 900_000 }, () =
         apiPort: portBase + 100,
         dataDir: path.join(projectRoot, `.lockaudit-chaos-${portBase}`),
         faults: FAULT_KINDS.filter((k: FaultKind) => has(k)),
-        foreignWrites: has(BACKGROUND_KINDS[0]),
-        badValues: has(BACKGROUND_KINDS[1]),
+        foreignWrites: has('foreign-writes'),
+        badValues: has('bad-values'),
+        insiderWrites: has('insider-writes'),
+        sessionLapses: has('session-lapses'),
         workers: 6,
         rate: 6,
         massExpiryHolds: 5_000,
@@ -37,6 +39,8 @@ describe('chaos: a short seeded fault-injection run', { timeout: 900_000 }, () =
     );
     process.stderr.write(`${outcome.report}\n`);
     for (const kind of FAULT_KINDS.filter((k) => has(k))) assert.ok(outcome.faults.some((f) => f.kind === kind && f.ok), `fault ${kind} was injected`);
+    assert.deepEqual(outcome.result.invalid, [], outcome.report);
     assert.deepEqual(outcome.result.violations.slice(0, 10), [], outcome.report);
+    assert.equal(outcome.result.status, 'clean');
   });
 });

@@ -1,85 +1,267 @@
-// The chaos checker (test/chaos/checker.ts) on hand-made inputs: a clean
-// record passes, and each kind of wrong record is named — so a green chaos
-// run means the record was right, not that the checker could not see.
+// The chaos checker (test/chaos/checker.ts) held to Elle's habit: a small
+// real run's artefacts are kept as a fixture (test/chaos/histories/), and each
+// mutation of the record — a change dropped, an end kind flipped, a gap
+// widened, a phantom row, two tokens swapped, a grant reopened, a force record
+// dropped from the archive, the recording stalled, … — must be named by the
+// checker, by the one invariant that exists to catch it. A checker that
+// cannot fail proves nothing.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, it } from 'node:test';
-import { check, type CheckInput } from '../chaos/checker.js';
+import { gunzipSync } from 'node:zlib';
+import { check, exitCode, type CheckInput, type CheckResult, type ViolationKind } from '../chaos/checker.js';
+import { VIOLATION_KINDS } from '../chaos/check/types.js';
+import type { FaultRecord } from '../chaos/faults.js';
 import type { RecordedChange, RecorderLine } from '../chaos/recorder.js';
-import type { StoreDump, StoredEvent, StoredGrant } from '../chaos/storeDump.js';
+import type { StoreDump, StoredEvent } from '../chaos/storeDump.js';
+import type { Truth } from '../chaos/workload.js';
 
-let seq = 0;
-const change = (revision: number, key: string, type: 'put' | 'delete', value = '', era = 0, version = '1'): RecordedChange => ({
-  kind: 'change', seq: seq++, era, revision: String(revision), key, type, value, prevValue: null, lease: '7', createRevision: String(revision), version, at: 0,
-});
-const hold = (epoch: number): string => JSON.stringify({ holder: 'h', session: '7', class: 'c', epoch, waitMs: 0, at: 1 });
-const row = (c: RecordedChange, eventType: string): StoredEvent => ({ revision: c.revision, key: c.key, event_type: eventType, op: c.type, token: '0', epoch: 1, value: c.value, unprotected: 0 });
-const grant = (key: string, grantRevision: number, endKind: string, endRevision = 0): StoredGrant => ({
-  key, token: String((1n << 48n) + BigInt(grantRevision)), epoch: 1, grant_revision: String(grantRevision), end_kind: endKind, end_revision: String(endRevision), unprotected: 0, start_known: 1, granted_at: '', ended_at: null,
-});
+const HISTORY = path.join(import.meta.dirname, '..', 'chaos', 'histories', 'seed3-small');
 
-function input(recording: RecorderLine[], store: Partial<StoreDump>, extra: Partial<CheckInput> = {}): CheckInput {
+function load(): CheckInput {
+  const text = (name: string): string => {
+    const raw = readFileSync(path.join(HISTORY, name));
+    return (name.endsWith('.gz') ? gunzipSync(raw) : raw).toString('utf8');
+  };
+  const lines = (name: string): string[] => text(name).split('\n').filter(Boolean);
+  const final = JSON.parse(text('final.json')) as { finalRevision: string; finalHolds: Record<string, string>; archiveTexts: string[]; archiveVerify: { ok: boolean; output: string }; caughtUp: boolean };
   return {
-    recording,
-    truth: [],
-    store: { events: [], eventRowsWithoutFinal: 0, gaps: [], quarantine: [], grants: [], checkpoint: '0', eventColumns: [], ...store },
-    finalRevision: 100n,
-    finalHolds: new Map(),
-    archiveTexts: [],
-    archiveVerify: { ok: true, output: '' },
-    ...extra,
+    recording: lines('recording.jsonl.gz').map((l) => JSON.parse(l) as RecorderLine),
+    truth: lines('truth.jsonl.gz').map((l) => JSON.parse(l) as Truth),
+    store: JSON.parse(text('store.json.gz')) as StoreDump,
+    faults: JSON.parse(text('faults.json')) as FaultRecord[],
+    finalRevision: BigInt(final.finalRevision),
+    finalHolds: new Map(Object.entries(final.finalHolds)),
+    archiveTexts: final.archiveTexts,
+    archiveVerify: final.archiveVerify,
+    caughtUp: final.caughtUp,
   };
 }
 
-describe('chaos checker', () => {
-  const g = change(10, '/l/a/x', 'put', hold(1));
-  const r = change(12, '/l/a/x', 'delete');
-  const m = change(12, '/sys/mark/1', 'put', JSON.stringify({ kind: 'release', by: 'h', at: 1 }));
+const base = load();
+const baseline = check(base);
+/** The kinds (and how many of each) a mutation added to the baseline's verdict. */
+function added(result: CheckResult): Map<ViolationKind, number> {
+  const out = new Map<ViolationKind, number>();
+  for (const [kind, n] of result.byKind) {
+    const extra = n - (baseline.byKind.get(kind) ?? 0);
+    if (extra > 0) out.set(kind, extra);
+  }
+  return out;
+}
+/** Applies a mutation to a deep copy of the fixture and checks it. */
+function mutated(mutate: (input: CheckInput) => void): CheckResult {
+  const input: CheckInput = {
+    ...base,
+    recording: base.recording.map((l) => ({ ...l })),
+    truth: base.truth.map((t) => ({ ...t })),
+    store: structuredClone(base.store),
+    faults: structuredClone(base.faults),
+    finalHolds: new Map(base.finalHolds),
+    archiveTexts: [...base.archiveTexts],
+    archiveVerify: { ...base.archiveVerify },
+  };
+  mutate(input);
+  return check(input);
+}
+function assertNamedAlone(result: CheckResult, kind: ViolationKind): void {
+  assert.deepEqual([...added(result).keys()], [kind], `expected only "${kind}" to be added; got ${JSON.stringify(Object.fromEntries(added(result)))}: ${JSON.stringify(result.violations.filter((v) => !baseline.violations.some((b) => JSON.stringify(b) === JSON.stringify(v))).slice(0, 3))}`);
+}
 
-  it('passes a record that holds every change once, read right', () => {
-    const result = check(input([g, r, m], { events: [row(g, 'grant'), row(r, 'release'), row(m, 'marker')], grants: [grant('a/x', 10, 'release', 12)] }));
-    assert.deepEqual(result.violations, []);
-    assert.equal(result.captured, 3);
+const changes = (input: CheckInput): RecordedChange[] => input.recording.filter((l): l is RecordedChange => l.kind === 'change');
+const rowAt = (input: CheckInput, c: RecordedChange): StoredEvent | undefined => input.store.events.find((e) => e.revision === c.revision && e.key === c.key);
+/** A captured end of a protected API grant in the current era (a release by its marker). */
+function capturedRelease(input: CheckInput): RecordedChange {
+  const lastEra = input.recording.filter((l) => l.kind === 'restore').length;
+  const c = changes(input).find((x) => x.era === lastEra && x.type === 'delete' && x.key.startsWith('/l/') && rowAt(input, x)?.event_type === 'release');
+  assert.ok(c, 'the fixture holds a captured release in its last era');
+  return c;
+}
+
+describe('chaos checker on a kept real run (test/chaos/histories/seed3-small)', () => {
+  it('the fixture is a real run with the faults the mutations need, and the baseline verdict is valid', () => {
+    assert.deepEqual(baseline.invalid, []);
+    for (const kind of ['compact', 'restore', 'tailer-kill', 'mass-expiry', 'force-release'] as const) assert.ok(base.faults.some((f) => f.kind === kind && f.ok), `fault ${kind}`);
+    assert.ok(baseline.changesChecked > 500, `${baseline.changesChecked} changes`);
+    assert.ok(baseline.gaps.some((g) => g.kind === 'restore' && g.verdict === 'earned'), 'an earned restore gap');
+    assert.ok(baseline.gaps.some((g) => g.kind === 'compaction' && g.verdict === 'earned'), 'an earned compaction gap');
+    assert.ok(baseline.capturedRolledBack > 0, 'changes kept as rolled back');
+    assert.equal(exitCode(baseline), baseline.violations.length ? 1 : 0);
   });
 
-  it('names a lost change, and accepts it inside a gap or in quarantine', () => {
-    assert.deepEqual(check(input([g, r, m], { events: [row(g, 'grant'), row(m, 'marker')] })).violations.map((v) => v.kind), ['lost']);
-    assert.deepEqual(check(input([g, r, m], { events: [row(g, 'grant'), row(m, 'marker')], gaps: [{ from_revision: '11', to_revision: '12', reason: 'compacted', detected_at: '' }] })).violations, []);
-    assert.deepEqual(check(input([g, r, m], { events: [row(g, 'grant'), row(m, 'marker')], quarantine: [{ revision: '12', key: '/l/a/x', reason: 'bad' }] })).violations, []);
+  it('drop an event: lost', () => {
+    assertNamedAlone(mutated((i) => {
+      const c = capturedRelease(i);
+      i.store.events = i.store.events.filter((e) => !(e.revision === c.revision && e.key === c.key));
+    }), 'lost');
   });
 
-  it('names a delete read as an expiry though a marker or the truth says otherwise', () => {
-    const marked = check(input([g, r, m], { events: [row(g, 'grant'), row(r, 'expiry'), row(m, 'marker')] }));
-    assert.deepEqual(marked.violations.map((v) => v.kind), ['misclassified']);
-    const manual = check(input([g, r], { events: [row(g, 'grant'), row(r, 'expiry')] }, { truth: [{ expect: 'manual-delete', key: '/l/a/x', revision: '12', at: 0 }] }));
-    assert.deepEqual(manual.violations.map((v) => v.kind), ['misclassified']);
-    const foreign = check(input([g], { events: [row(g, 'grant')] }, { truth: [{ expect: 'foreign-grant', key: '/l/a/x', revision: '10', at: 0 }] }));
-    assert.deepEqual(foreign.violations.map((v) => v.kind), ['misclassified']);
-    const flagged = check(input([g], { events: [{ ...row(g, 'grant'), origin: 'foreign' }] }, { truth: [{ expect: 'foreign-grant', key: '/l/a/x', revision: '10', at: 0 }] }));
-    assert.deepEqual(flagged.violations, []);
+  it('flip an end kind in the row FINAL keeps: misclassified', () => {
+    assertNamedAlone(mutated((i) => {
+      const row = rowAt(i, capturedRelease(i)) as StoredEvent;
+      row.event_type = 'expiry';
+    }), 'misclassified');
   });
 
-  it('names overlapping grants, a ghost open grant and tokens going backwards', () => {
-    const overlap = check(input([], { grants: [grant('a/x', 10, ''), grant('a/x', 20, 'release', 25)] }));
-    assert.deepEqual(overlap.violations.map((v) => v.kind), ['overlap']);
-    const ghost = check(input([], { grants: [grant('a/x', 10, '')] }));
-    assert.deepEqual(ghost.violations.map((v) => v.kind), ['ghost-open-grant']);
-    assert.deepEqual(check(input([], { grants: [grant('a/x', 10, '')] }, { finalHolds: new Map([['/l/a/x', '10']]) })).violations, []);
-    // A restore rewound the revisions and the epoch stayed: the next grant's token is lower.
-    const before = change(50, '/l/a/y', 'put', hold(1), 0);
-    const after = change(40, '/l/a/y', 'put', hold(1), 1);
-    const restore: RecorderLine = { kind: 'restore', seq: seq++, era: 1, lastRevision: '60', restoredHead: '30', at: 0 };
-    const restoreGap = { from_revision: '31', to_revision: '60', reason: 'restore: head 30 below checkpoint 60', detected_at: '' };
-    const tokens = check(input([before, restore, after], { events: [row(before, 'grant'), row(after, 'grant')], gaps: [restoreGap] }));
-    assert.deepEqual(tokens.violations.map((v) => v.kind), ['token-order']);
-    // …and a restore the log words as anything but a restore (or not at all) is named.
-    const unnamed = check(input([before, restore], { events: [row(before, 'grant')], gaps: [{ ...restoreGap, reason: 'compacted' }] }));
-    assert.deepEqual(unnamed.violations.map((v) => v.kind), ['restore-unrecorded']);
+  it('a replay writes another end kind beside the first: flip', () => {
+    assertNamedAlone(mutated((i) => {
+      const row = rowAt(i, capturedRelease(i)) as StoredEvent;
+      // Older than the row FINAL keeps: the classification the readers see is unchanged, only the raw rows differ.
+      i.store.events.push({ ...row, event_type: 'session-close', ingested_at: '2000-01-01 00:00:00.000' });
+    }), 'flip');
   });
 
-  it('names an unarchived force record and a failed archive verify', () => {
-    const f = change(30, '/sys/force/abc-123', 'put', '{}');
-    const result = check(input([f], { events: [row(f, 'force-record')] }, { archiveVerify: { ok: false, output: 'FAIL local: missing' } }));
-    assert.deepEqual(result.violations.map((v) => v.kind).sort(), ['archive-verify', 'not-archived']);
-    assert.deepEqual(check(input([f], { events: [row(f, 'force-record')] }, { archiveTexts: ['{"id":"abc-123"}'] })).violations, []);
+  it('widen a gap by one revision: gap-too-wide', () => {
+    for (const kind of ['compaction', 'restore']) {
+      const result = mutated((i) => {
+        const line = baseline.gaps.find((g) => g.kind === kind && g.verdict === 'earned');
+        const gap = i.store.gaps.find((g) => g.from_revision === line?.from && g.to_revision === line?.to);
+        assert.ok(gap);
+        gap.from_revision = String(BigInt(gap.from_revision) - (kind === 'restore' ? BigInt(gap.from_revision) : 1n)); // a restore gap from revision 0: "everything rolled back"
+        if (kind === 'compaction') gap.to_revision = String(BigInt(gap.to_revision) + 1n);
+      });
+      assert.ok(added(result).has('gap-too-wide'), `${kind}: ${JSON.stringify(Object.fromEntries(added(result)))}`);
+      assert.ok([...added(result).keys()].every((k) => k === 'gap-too-wide' || k === 'lost' || k === 'rolled-back-lost'), `${kind}: only the gap and what it no longer excuses: ${JSON.stringify(Object.fromEntries(added(result)))}`);
+    }
+  });
+
+  it('a gap no fault explains: gap-unexplained; a restore without its own gap: restore-unrecorded', () => {
+    assertNamedAlone(mutated((i) => {
+      i.store.gaps.push({ from_revision: '5', to_revision: '6', reason: 'etcd compacted history', detected_at: '2001-01-01 00:00:00.000', kind: 'compaction' });
+    }), 'gap-unexplained');
+    const noRestoreGap = mutated((i) => {
+      const g = i.store.gaps.find((x) => x.kind === 'restore');
+      assert.ok(g);
+      g.generation = 99;
+    });
+    assert.ok(added(noRestoreGap).has('restore-unrecorded'));
+    assert.ok(added(noRestoreGap).has('gap-unexplained'), 'the orphaned gap is named too');
+  });
+
+  it('one gap for two compactions: gap-shared', () => {
+    assertNamedAlone(mutated((i) => {
+      // Two compactions back to back (their bounds continue each other) over captured history, and one gap over both:
+      // it excuses nothing, so only the sharing is wrong.
+      const f = i.faults.find((x) => x.kind === 'compact') as FaultRecord;
+      const hi = i.finalRevision - 20n;
+      i.faults.push({ ...f, startedAt: f.startedAt + 1, facts: { kind: 'compact', checkpointAtStop: String(hi - 10n), compactRevision: String(hi - 5n) } });
+      i.faults.push({ ...f, startedAt: f.startedAt + 2, facts: { kind: 'compact', checkpointAtStop: String(hi - 5n), compactRevision: String(hi) } });
+      i.store.gaps.push({ from_revision: String(hi - 9n), to_revision: String(hi), reason: 'compacted', detected_at: new Date(f.startedAt + 5).toISOString().replace('T', ' ').replace('Z', ''), kind: 'compaction' });
+    }), 'gap-shared');
+  });
+
+  it('add a phantom row: phantom', () => {
+    assertNamedAlone(mutated((i) => {
+      const row = rowAt(i, capturedRelease(i)) as StoredEvent;
+      i.store.events.push({ ...row, key: '/l/payments/never-committed', revision: row.revision });
+    }), 'phantom');
+  });
+
+  it('swap two tokens: misrecorded', () => {
+    assertNamedAlone(mutated((i) => {
+      const grants = i.store.events.filter((e) => e.event_type === 'grant' && e.op === 'put' && e.token !== '0' && !e.key.startsWith('/l/chaos/'));
+      const [a, b] = [grants[0], grants.find((g) => g.token !== grants[0]?.token)];
+      assert.ok(a && b);
+      [a.token, b.token] = [b.token, a.token];
+    }), 'misrecorded');
+  });
+
+  it('reopen a closed grant: ghost-open-grant (its key is free at the end) or overlap (a later grant followed)', () => {
+    const last = mutated((i) => {
+      const byKey = new Map<string, typeof i.store.grants>();
+      for (const g of i.store.grants.filter((x) => x.unprotected === 0 && x.token !== '0')) byKey.set(g.key, [...(byKey.get(g.key) ?? []), g]);
+      const list = [...byKey.values()].find((l) => l.length === 1 && l[0]?.end_kind !== '' && !i.finalHolds.has(`/l/${l[0]?.key}`));
+      assert.ok(list?.[0]);
+      list[0].end_kind = '';
+    });
+    assertNamedAlone(last, 'ghost-open-grant');
+    const earlier = mutated((i) => {
+      const byKey = new Map<string, typeof i.store.grants>();
+      for (const g of i.store.grants.filter((x) => x.unprotected === 0 && x.token !== '0' && Number(x.timeline ?? 0) === 0)) byKey.set(g.key, [...(byKey.get(g.key) ?? []), g]);
+      const list = [...byKey.values()].find((l) => l.length >= 3);
+      assert.ok(list);
+      list.sort((a, b) => (BigInt(a.grant_revision) < BigInt(b.grant_revision) ? -1 : 1));
+      (list[0] as (typeof list)[number]).end_kind = '';
+    });
+    assertNamedAlone(earlier, 'overlap');
+  });
+
+  it('a token going backwards in etcd: token-order', () => {
+    assertNamedAlone(mutated((i) => {
+      // The key's last API grant, granted once more right after it in real time at a revision one lower, same epoch
+      // (a rewound etcd the epoch did not fence); the record holds it too, so that only the order is wrong.
+      const apiGrants = changes(i).filter((c) => c.type === 'put' && c.key.startsWith('/l/') && !c.key.startsWith('/l/chaos/') && c.version === '1' && !i.truth.some((t) => t.key === c.key));
+      const last = apiGrants[apiGrants.length - 1] as RecordedChange;
+      const again: RecordedChange = { ...last, seq: 1e9, revision: String(BigInt(last.revision) - 1n) };
+      i.recording.push(again);
+      const row = rowAt(i, last) as StoredEvent;
+      i.store.events.push({ ...row, revision: again.revision, token: String(BigInt(row.token) - 1n) });
+    }), 'token-order');
+  });
+
+  it('drop a force record from the archive: not-archived; a forged one archived: forged-archived; a failed verify: archive-verify', () => {
+    assertNamedAlone(mutated((i) => {
+      const id = changes(i).find((c) => c.type === 'put' && c.key.startsWith('/sys/force/') && !i.truth.some((t) => t.key === c.key))?.key.slice('/sys/force/'.length);
+      assert.ok(id);
+      i.archiveTexts = i.archiveTexts.filter((t) => !t.includes(id));
+    }), 'not-archived');
+    assertNamedAlone(mutated((i) => {
+      const forged = i.truth.find((t) => t.expect === 'forged-force') ?? (() => {
+        const c = changes(i).find((x) => x.type === 'put' && x.key.startsWith('/sys/force/')) as RecordedChange;
+        const t: Truth = { expect: 'forged-force', key: c.key, revision: c.revision, at: 0 };
+        i.truth.push(t);
+        i.archiveTexts = i.archiveTexts.filter((x) => !x.includes(c.key.slice('/sys/force/'.length)));
+        return t;
+      })();
+      i.archiveTexts.push(`{"id":"${forged.key.slice('/sys/force/'.length)}"}`);
+    }), 'forged-archived');
+    assertNamedAlone(mutated((i) => {
+      i.archiveVerify = { ok: false, output: 'FAIL local: record 3 altered' };
+    }), 'archive-verify');
+  });
+
+  it('lose a change the tailer captured before a restore: rolled-back-lost', () => {
+    assertNamedAlone(mutated((i) => {
+      const restore = i.faults.find((f) => f.facts?.kind === 'restore')?.facts as { snapshotRevision: string; checkpointBefore: string };
+      const compacted = baseline.gaps.filter((g) => g.kind === 'compaction').map((g) => [BigInt(g.from), BigInt(g.to)] as const);
+      // A rolled-back change (above the snapshot), captured before the restore (at or below the checkpoint then), in no
+      // compaction gap and not quarantined.
+      const victim = i.store.rolledBack.find((r) => {
+        const rev = BigInt(r.revision);
+        return r.key.startsWith('/l/') && !i.store.quarantine.some((q) => q.revision === r.revision && q.key === r.key) && rev > BigInt(restore.snapshotRevision) && rev <= BigInt(restore.checkpointBefore) && !compacted.some(([lo, hi]) => rev >= lo && rev <= hi);
+      });
+      assert.ok(victim);
+      i.store.rolledBack = i.store.rolledBack.filter((r) => r !== victim);
+    }), 'rolled-back-lost');
+  });
+
+  it('stall the recording: the run is invalid (checker blind), exit 2', () => {
+    const result = mutated((i) => {
+      const lastEra = i.recording.filter((l) => l.kind === 'restore').length;
+      const own = i.recording.filter((l) => l.kind !== 'restore' && l.era === lastEra);
+      const cut = own[Math.floor(own.length / 2)] as Exclude<RecorderLine, { kind: 'restore' }>;
+      // A recorder that stalled for 20 revisions and then went on.
+      i.recording = i.recording.filter((l) => l.kind === 'restore' || l.era !== lastEra || BigInt(l.revision) <= BigInt(cut.revision) || BigInt(l.revision) > BigInt(cut.revision) + 20n);
+    });
+    assert.equal(result.status, 'invalid');
+    assert.equal(exitCode(result), 2);
+    assert.match(result.invalid.join('\n'), /checker blind/);
+  });
+
+  it('a fault that failed, or a tailer that never caught up: invalid', () => {
+    const failed = mutated((i) => {
+      const f = i.faults.find((x) => x.kind === 'restore') as FaultRecord;
+      f.ok = false;
+      f.detail += '; failed: the epoch advance was not approved';
+    });
+    assert.equal(failed.status, 'invalid');
+    assert.match(failed.invalid.join('\n'), /epoch advance/);
+    assert.equal(mutated((i) => (i.caughtUp = false)).status, 'invalid');
+  });
+
+  it('every violation kind has a mutation above that names it', () => {
+    const tested: ViolationKind[] = ['lost', 'misclassified', 'flip', 'gap-too-wide', 'gap-unexplained', 'restore-unrecorded', 'gap-shared', 'phantom', 'misrecorded', 'ghost-open-grant', 'overlap', 'token-order', 'not-archived', 'forged-archived', 'archive-verify', 'rolled-back-lost'];
+    assert.deepEqual([...VIOLATION_KINDS].sort(), [...tested].sort());
   });
 });

@@ -1,0 +1,131 @@
+// Gaps must be earned. A gap the tailer wrote excuses a change only when a
+// fault this run injected explains it and the gap is no wider than that fault
+// allows:
+//   compaction: within (checkpoint when the platform was killed, compaction
+//     revision], detected while that fault ran — it excuses the changes of the
+//     fault's era in that range;
+//   restore: its own gap (one per restore, by generation), from no earlier
+//     than the last revision still visible at the snapshot + 1 and no later
+//     than the snapshot + 1, up to the old era's end (or snapshot + bump) — it
+//     excuses only old-era changes the tailer had not captured before the
+//     restore (above its checkpoint then), and, for a bumped restore (history
+//     compacted), shared changes it could not read again.
+// An unexplained gap, a gap wider than its fault, two faults in one gap, and a
+// restore without a gap of its own are violations.
+import type { StoredGap } from '../storeDump.js';
+import type { Branch, History } from './history.js';
+import type { CheckInput, GapLine, Violation } from './types.js';
+
+/** How long after a fault ended its gap may still be detected (the platform restarts, elects, reads). */
+const DETECTION_SLACK_MS = 120_000;
+
+export interface EarnedGap {
+  from: bigint;
+  to: bigint;
+  line: GapLine;
+  /** May this gap excuse that change (era, revision)? */
+  excuses(era: number, revision: bigint, capturedRolledBackRange: boolean): boolean;
+}
+
+const isRestoreGap = (g: StoredGap): boolean => (g.kind ? g.kind === 'restore' : /restor/i.test(g.reason));
+const ms = (t: string): number => Date.parse(`${t.replace(' ', 'T')}Z`);
+
+export function earnGaps(input: CheckInput, h: History): { earned: EarnedGap[]; lines: GapLine[]; violations: Violation[] } {
+  const violations: Violation[] = [];
+  const lines: GapLine[] = [];
+  const earned: EarnedGap[] = [];
+  const v = (kind: Violation['kind'], g: StoredGap | undefined, era: number, expected: string, got: string): void => {
+    violations.push({ kind, cluster: h.cluster, key: '', revision: g ? `${g.from_revision}..${g.to_revision}` : '', era, expected, got });
+  };
+  const restoreGaps = input.store.gaps.filter(isRestoreGap);
+  const used = new Set<StoredGap>();
+
+  // ---- restores: each its own gap, by generation (or, in stores without one, by order) ----
+  h.branches.forEach((b, i) => {
+    const gap = restoreGaps.find((g) => g.generation === b.era) ?? (restoreGaps.every((g) => g.generation === undefined) ? restoreGaps[i] : undefined);
+    if (!gap || used.has(gap)) {
+      v('restore-unrecorded', undefined, b.era, `a restore gap of its own (restore ${b.era}: snapshot ${b.snapshot}, old era to ${b.oldEraEnd})`, gap ? 'its gap stands for another restore' : `none (gaps: ${input.store.gaps.map((x) => `${x.from_revision}..${x.to_revision} ${x.kind ?? x.reason}`).join('; ') || 'none'})`);
+      return;
+    }
+    used.add(gap);
+    const from = BigInt(gap.from_revision);
+    const to = BigInt(gap.to_revision);
+    const top = b.oldEraEnd > b.snapshot + b.bump ? b.oldEraEnd : b.snapshot + b.bump;
+    const provable = provableDivergence(input, h, b, ms(gap.detected_at));
+    const bound = `from ${provable + 1n}..${b.snapshot + 1n}, to ≤ ${top}`;
+    const ok = from >= provable + 1n && from <= b.snapshot + 1n && to <= top;
+    const line: GapLine = { from: gap.from_revision, to: gap.to_revision, kind: 'restore', width: String(to - from + 1n), fault: `restore ${b.era}${b.fault ? ` at ${new Date(b.fault.startedAt).toISOString()}` : ''}`, bound, excused: 0, verdict: ok ? 'earned' : 'gap-too-wide' };
+    lines.push(line);
+    if (!ok) {
+      v('gap-too-wide', gap, b.era - 1, `a restore gap within ${bound}`, `${from}..${to}`);
+      return;
+    }
+    earned.push({ from, to, line, excuses: (era, revision, shared) => restoreExcuses(b, from, to, era, revision, shared) });
+  });
+  for (const g of restoreGaps) {
+    if (used.has(g)) continue;
+    lines.push({ from: g.from_revision, to: g.to_revision, kind: 'restore', width: String(BigInt(g.to_revision) - BigInt(g.from_revision) + 1n), fault: 'none', bound: '—', excused: 0, verdict: 'gap-unexplained' });
+    v('gap-unexplained', g, -1, 'a restore the run injected', `a restore gap (generation ${g.generation ?? '?'}) with no restore of its own: ${g.reason.slice(0, 160)}`);
+  }
+
+  // ---- compactions: by the time they were detected, held to the fault's revisions ----
+  const compacts = input.faults.filter((f) => f.kind === 'compact' && f.facts?.kind === 'compact');
+  for (const g of input.store.gaps.filter((x) => !isRestoreGap(x))) {
+    const from = BigInt(g.from_revision);
+    const to = BigInt(g.to_revision);
+    const at = ms(g.detected_at);
+    const candidates = compacts.filter((f) => at >= f.startedAt && at <= f.endedAt + DETECTION_SLACK_MS);
+    const bounds = candidates.map((f) => {
+      const facts = f.facts as { checkpointAtStop: string; compactRevision: string };
+      return { f, lo: BigInt(facts.checkpointAtStop) + 1n, hi: BigInt(facts.compactRevision) };
+    });
+    const fits = bounds.filter((b) => from >= b.lo && to <= b.hi);
+    const line: GapLine = { from: g.from_revision, to: g.to_revision, kind: 'compaction', width: String(to - from + 1n), fault: 'none', bound: bounds.map((b) => `${b.lo}..${b.hi}`).join(' | ') || '—', excused: 0, verdict: 'earned' };
+    lines.push(line);
+    const fit = fits[0];
+    if (fit && fits.length === 1) {
+      line.fault = `compact at ${new Date(fit.f.startedAt).toISOString()} (era ${fit.f.era})`;
+      line.bound = `${fit.lo}..${fit.hi}`;
+      const era = fit.f.era;
+      earned.push({ from, to, line, excuses: (e, revision) => revision >= from && revision <= to && h.eraOf(revision, era) === e });
+    } else if (fits.length > 1 || (bounds.length > 1 && bounds.some((b) => from >= b.lo) && bounds.some((b) => to <= b.hi))) {
+      line.verdict = 'gap-shared';
+      v('gap-shared', g, -1, 'one gap per compaction', `one gap for ${bounds.length} compactions (${line.bound})`);
+    } else if (bounds.length) {
+      line.verdict = 'gap-too-wide';
+      v('gap-too-wide', g, bounds[0]?.f.era ?? -1, `a compaction gap within ${line.bound}`, `${from}..${to}`);
+    } else {
+      line.verdict = 'gap-unexplained';
+      v('gap-unexplained', g, -1, 'a compaction the run injected, detected while it ran', `a gap at ${g.detected_at}: ${g.reason.slice(0, 160)}`);
+    }
+  }
+  return { earned, lines, violations };
+}
+
+/**
+ * The last revision both eras share that a tailer can prove when it detects
+ * the restore: the newest put, at or below the snapshot, of a key the
+ * restored cluster still holds unchanged at that moment and whose put the
+ * store captured. (A key rewritten in the new era — the clock, the epoch —
+ * proves nothing once it is.) A restore gap must start right above it, or
+ * higher.
+ */
+function provableDivergence(input: CheckInput, h: History, b: Branch, detectedMs: number): bigint {
+  const rewritten = new Set(h.changes.filter((c) => c.era === b.era && c.at <= detectedMs).map((c) => c.key));
+  const capturedPuts = new Set([...input.store.events, ...(input.store.rolledBack ?? [])].filter((e) => e.op === 'put' || e.op === '').map((e) => `${e.revision} ${e.key}`));
+  let top = 0n;
+  for (const [key, rev] of b.liveAtSnapshot) if (rev > top && !rewritten.has(key) && capturedPuts.has(`${rev} ${key}`)) top = rev;
+  return top;
+}
+
+/**
+ * What a restore gap excuses: an old-era change above the snapshot that the
+ * tailer had not captured before the restore; or, when the restore bumped
+ * revisions (the shared history is compacted and cannot be read again), a
+ * shared change between the gap's start and the snapshot.
+ */
+function restoreExcuses(b: Branch, from: bigint, to: bigint, era: number, revision: bigint, shared: boolean): boolean {
+  if (revision < from || revision > to) return false;
+  if (era === b.era - 1 && revision > b.snapshot) return revision > b.capturedBefore;
+  return shared && b.bump > 0n && revision <= b.snapshot && revision > b.capturedBefore;
+}
