@@ -150,24 +150,23 @@ export function indexStore(input: CheckInput): StoreIndex {
   };
   // A snapshot's rows are no change of etcd's (a store that kept no op says so by their type).
   for (const r of input.store.rolledBack ?? []) if (r.op !== '' || !SNAPSHOT_TYPES.has(r.event_type)) addRolledBack(r);
-  const currentTimeline = Math.max(0, ...input.store.events.map((e) => Number(e.timeline ?? 0)));
   for (const e of input.store.events) {
-    const timeline = Number(e.timeline ?? 0);
-    // A store that marks rolled-back rows in place (a timeline of their own, or a rolled_back flag) keeps them beside the current ones.
-    if (Number(e.rolled_back ?? 0) === 1 || timeline < currentTimeline) {
-      addRolledBack({ generation: timeline + 1, revision: e.revision, key: e.key, event_type: e.event_type, op: e.op, value: e.value });
-      continue;
-    }
-    const id = `${timeline} ${rk(e.revision, e.key)}`;
+    const id = `${Number(e.timeline ?? 0)} ${rk(e.revision, e.key)}`;
     groups.set(id, [...(groups.get(id) ?? []), e]);
   }
   const current = new Map<string, StoredEvent>();
   const flips: StoreIndex['flips'] = [];
   for (const rows of groups.values()) {
     const first = rows[0] as StoredEvent;
+    // A restore marks rows in place (sql/065: the same row written again with rolled_back_by / superseded_by set):
+    // different marks are one content; different readings are a flip.
     const distinct = new Map(rows.map((r) => [CONTENT.map((c) => String(r[c] ?? '')).join('\u0000'), r]));
     if (distinct.size > 1) flips.push({ timeline: Number(first.timeline ?? 0), rows: [...distinct.values()] });
-    current.set(rk(first.revision, first.key), rows.reduce((a, b) => (newer(b, a) ? b : a)));
+    const final = rows.reduce((a, b) => (newer(b, a) ? b : a));
+    const rolledBackBy = Number(final.rolled_back_by ?? 0);
+    if (rolledBackBy > 0) addRolledBack({ generation: rolledBackBy, revision: final.revision, key: final.key, event_type: final.event_type, op: final.op, value: final.value });
+    else if (Number(final.superseded_by ?? 0) === 0) current.set(rk(final.revision, final.key), final);
+    // superseded, never rolled back (a history that shares nothing with the new one): in neither account
   }
   return { current, flips, rolledBack, quarantined: new Set(input.store.quarantine.map((q) => rk(q.revision, q.key))) };
 }
