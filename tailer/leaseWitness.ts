@@ -186,7 +186,11 @@ export class LeaseWitness {
     this.#timer ??= setInterval(() => this.#tick(), 1_000).unref();
   }
 
-  /** Hold deletes of any window: a lease with no hold left seen live is no longer followed. */
+  /**
+   * Hold deletes of any window: a lease with no hold left seen live is no longer refreshed, but what was proven
+   * stays until it runs out (#refreshDue drops it then) — a hold put on the same lease again and deleted by hand at
+   * once, the lease revoked before anyone could ask, was still no expiry.
+   */
   seenDeletes(rev: RevisionChanges): void {
     for (const c of rev.changes) {
       if (c.type !== 'delete' || !c.kv.key.startsWith(PREFIX.hold) || !c.prev) continue;
@@ -195,7 +199,6 @@ export class LeaseWitness {
       const putAt = e?.holds.get(c.kv.key);
       if (!e || putAt === undefined || putAt > rev.revision) continue;
       e.holds.delete(c.kv.key);
-      if (e.holds.size === 0) this.#leases.delete(lease);
     }
   }
 
@@ -259,7 +262,7 @@ export class LeaseWitness {
         this.#leases.delete(lease);
         continue;
       }
-      if (e.asking || e.gone) continue;
+      if (e.asking || e.gone || e.holds.size === 0) continue; // proof kept, not refreshed
       if (e.aliveUntil === 0 || e.aliveUntil - now < (e.grantedTtl * 1_000) / 2) due.push([lease, e]);
     }
     due.sort((a, b) => a[1].aliveUntil - b[1].aliveUntil);

@@ -55,7 +55,27 @@ describe('LeaseWitness', () => {
     assert.equal(w.size, 1);
     assert.equal(await w.outlived('7'), true);
     w.seenDeletes(del(23n, '/l/ns/b', '7'));
-    assert.equal(w.size, 0, 'no hold left: the lease is dropped');
+    assert.equal(w.size, 1, 'no hold left: the evidence stays while it still proves something');
+    assert.equal(await w.outlived('7'), true);
+    w.close();
+  });
+
+  it('a lease whose last hold was released keeps its proof: a hold put on it again and deleted by hand right away, the lease revoked, was no expiry', async () => {
+    // The chaos run's insider: an API hold's value put back on its key and live lease after its release, deleted by
+    // hand, the session closed at once — etcd answers "gone" by the time the witness asks about the new put.
+    let alive = true;
+    const asked: string[] = [];
+    const w = new LeaseWitness(async (lease) => {
+      asked.push(lease);
+      return alive ? { ttl: 15, grantedTtl: 15 } : undefined;
+    });
+    w.seenLive(put(30n, '/l/ns/k', '9'));
+    assert.equal(await w.outlived('9'), true);
+    w.seenDeletes(del(31n, '/l/ns/k', '9')); // released through the API: the lease's last hold
+    alive = false; // the copy is put, deleted by hand and the session revoked before anyone asks again
+    w.seenLive(put(32n, '/l/ns/k', '9'));
+    w.seenDeletes(del(33n, '/l/ns/k', '9'));
+    assert.equal(await w.outlived('9'), true, 'proven alive for 15 s from the first answer: the hand delete was no expiry');
     w.close();
   });
 
@@ -73,7 +93,9 @@ describe('LeaseWitness', () => {
     assert.deepEqual(asked.sort(), ['5', '6']);
     w.seenDeletes(del(9n, '/l/ns/a', '5'));
     w.seenDeletes(del(9n, '/l/ns/b', '5'));
-    assert.equal(await w.outlived('5'), false, 'no seeded hold left on it');
+    // No seeded hold left on it: the proof stays until it runs out (it is true whatever happens next), not refreshed.
+    assert.equal(await w.outlived('5'), true);
+    assert.deepEqual(asked.sort(), ['5', '6'], 'not asked again');
     w.close();
   });
 
