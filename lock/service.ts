@@ -22,6 +22,7 @@ import { LockEtcd } from './lockEtcd.js';
 import { LockMetrics } from './lockMetrics.js';
 import { MarkerLease } from './markers.js';
 import { highWaterPath, RevisionHighWater } from './revisionHighWater.js';
+import type { GrantHighWaterSource } from './sharedHighWater.js';
 import { release, type Released, type ReleaseInput } from './release.js';
 import { Sessions, type ClosedSession, type SessionInfo } from './sessions.js';
 import { SpoolWriter } from './spool.js';
@@ -46,6 +47,12 @@ export interface LockServiceOptions {
   probeIntervalMs?: number;
   /** Spool file; default <dataDir>/spool/<cluster>.jsonl. */
   spoolFile?: string;
+  /**
+   * Where this process finds the tokens other processes already issued (the audit store's highest captured
+   * grant): its mark is seeded from it, so a new process on a rewound etcd is sealed too. Absent: only this
+   * process's own high-water file. Only for the production keyspace (root ''), the one the tailer captures.
+   */
+  highWaterSource?: GrantHighWaterSource;
 }
 
 export class LockService {
