@@ -53,6 +53,8 @@ export interface LockServiceOptions {
    * process's own high-water file. Only for the production keyspace (root ''), the one the tailer captures.
    */
   highWaterSource?: GrantHighWaterSource;
+  /** How often the shared high-water is read again besides at start and after etcd was unreachable, ms (default 30000; 0: not periodically). */
+  highWaterRefreshMs?: number;
 }
 
 export class LockService {
@@ -61,6 +63,8 @@ export class LockService {
   readonly #client: Etcd3;
   readonly #ownsClient: boolean;
   readonly #highWater: RevisionHighWater;
+  readonly #highWaterRefreshMs: number;
+  #refreshTimer: NodeJS.Timeout | undefined;
   #closed: Promise<void> | undefined;
 
   constructor(options: LockServiceOptions) {
@@ -77,6 +81,8 @@ export class LockService {
         metrics.quorumLost.set(lost ? 1 : 0);
         if (lost) logger.error('etcd quorum lost: closed classes are refused, open classes granted from memory (token 0, spooled)');
         else logger.warn('etcd quorum is back');
+        // etcd may come back restored: the next grant first reads the shared high-water again.
+        epoch.sharedStale();
       },
     });
     const highWater = new RevisionHighWater(highWaterPath(options.dataDir, options.cluster.name, options.root ?? ''));
@@ -86,10 +92,13 @@ export class LockService {
       keys,
       (sealed) => {
         metrics.sealed.set(sealed ? 1 : 0);
-        if (sealed) logger.error({ clusterId: epoch.clusterId, recorded: epoch.record?.clusterId }, 'etcd was restored (cluster id differs from /sys/epoch, or its revisions went backwards): grants sealed until an epoch advance');
+        if (sealed) logger.error({ clusterId: epoch.clusterId, recorded: epoch.record?.clusterId, reason: epoch.sealReason() }, 'etcd was restored or rewound: grants sealed until an epoch advance');
       },
       highWater,
+      // The tailer captures the production keyspace only: a test root has no captured grants of its own.
+      options.highWaterSource && !options.root ? { source: options.highWaterSource, cluster: options.cluster.name, logger } : undefined,
     );
+    this.#highWaterRefreshMs = options.highWaterSource && !options.root ? (options.highWaterRefreshMs ?? 30_000) : 0;
     const markers = new MarkerLease(etcd, keys);
     const waiters = new Waiters();
     this.spoolFile = options.spoolFile ?? spoolPath(options.dataDir, options.cluster.name);
@@ -116,7 +125,13 @@ export class LockService {
     try {
       await this.parts.epoch.ready();
     } catch (err) {
-      this.parts.logger.warn({ err: (err as Error).message }, 'etcd not reachable at start; the lock API retries on first use');
+      this.parts.logger.warn({ err: (err as Error).message }, 'etcd or the shared high-water not reachable at start; the lock API retries on first use');
+    }
+    if (this.#highWaterRefreshMs > 0 && !this.#closed) {
+      this.#refreshTimer = setInterval(() => {
+        this.parts.epoch.refreshShared().catch((err: unknown) => this.parts.logger.warn({ err: (err as Error).message }, 'shared high-water not read; the last one read stays in force'));
+      }, this.#highWaterRefreshMs);
+      this.#refreshTimer.unref();
     }
   }
 
@@ -173,6 +188,7 @@ export class LockService {
   /** Idempotent: stops watches and probes, flushes the spool, closes the high-water file and an owned client. */
   close(): Promise<void> {
     this.#closed ??= (async () => {
+      clearInterval(this.#refreshTimer);
       this.parts.hints.close();
       this.parts.etcd.close();
       await this.parts.failOpen.close().catch(() => undefined);

@@ -155,6 +155,7 @@ describe('sealing across API processes: the audit store is the shared high-water
       const state = await epochState(la);
       assert.equal(state.status, 200, JSON.stringify(state.body));
       assert.equal(state.body.sealed, true, `${name}: /v1/epoch must say sealed while acquire refuses: ${JSON.stringify(state.body)}`);
+      assert.match(state.body.reason as string, /grant guard key is at revision \d+, below revision \d+/, `${name}: says why`);
       const res = await acquire(la, await session(la), `probe-${name}`);
       assert.equal(res.status, 503, `${name}: ${JSON.stringify(res.body)}`);
       assert.equal(res.body.error, 'LOCKAUDIT_ERR_LOCK_SEALED');
