@@ -250,7 +250,13 @@ async function tryGrant(parts: LockParts, input: AcquireInput, cls: CachedClass,
   const res = await parts.etcd.txn(compare, success, [op.get(holdKey), op.get(keys.epoch()), op.get(keys.class(cls.value.name)), op.get(sessionKey), op.get(keys.grantGuard())]);
   if (res.succeeded) {
     const revision = String(res.header.revision);
-    await epoch.confirmWrite(floor, BigInt(revision)); // a rewind seals; else the mark is durable before the token leaves
+    try {
+      await epoch.confirmWrite(floor, BigInt(revision)); // a rewind seals; else the mark is durable before the token leaves
+    } catch (err) {
+      // The mark could not be made durable, or the shared high-water not read: no token leaves, the hold goes.
+      await undoSealedGrant(parts, input, holdKey, revision).catch(() => undefined);
+      throw err;
+    }
     if (epoch.sealed) {
       await undoSealedGrant(parts, input, holdKey, revision);
       epoch.assertUnsealed();

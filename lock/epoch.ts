@@ -32,6 +32,12 @@ import type { GrantHighWaterSource } from './sharedHighWater.js';
 
 export const FIRST_EPOCH = 1;
 
+/** The shared high-water as read: the highest captured API grant's epoch and revision. */
+export interface CapturedGrant {
+  epoch: number;
+  revision: bigint;
+}
+
 /** The shared high-water of one cluster: the source, and the name it knows the cluster by. */
 export interface SharedHighWater {
   source: GrantHighWaterSource;
@@ -54,7 +60,7 @@ export class EpochState {
   readonly #shared: SharedHighWater | undefined;
   /** The shared high-water was read since start and since etcd was last unreachable. */
   #sharedFresh = false;
-  #sharing: Promise<void> | undefined;
+  #sharing: Promise<CapturedGrant | undefined> | undefined;
 
   /**
    * `highWater` absent: only the cluster-id check (tests of the engine without a data dir).
@@ -138,7 +144,7 @@ export class EpochState {
    */
   async confirmWrite(floor: bigint, revision: bigint): Promise<void> {
     if (!this.#highWater || !this.#record) return;
-    if (this.#judgeWrite(floor, revision, 'committed a write')) return;
+    if (this.#judgeWrite(await this.#freshFloor(floor), revision, 'committed a write')) return;
     this.#highWater.granted(revision);
     await this.#highWater.persist();
   }
@@ -172,19 +178,31 @@ export class EpochState {
     if (epochKv.modRevision !== this.#modRevision) this.accept(epochKv);
     // A new epoch restarts the mark at its advance: the guard and floor read before belong to the old one.
     if (this.#record?.epoch !== before) return;
-    this.judgeGuard(guardKv?.modRevision, guard);
-    this.#judgeWrite(floor, BigInt(res.header.revision) + 1n, 'would commit the next write');
+    const fresh = await this.#freshFloor(floor);
+    const judged = this.grantGuard() > guard ? this.grantGuard() : guard; // a seed read just now may raise it
+    this.judgeGuard(guardKv?.modRevision, judged);
+    this.#judgeWrite(fresh, BigInt(res.header.revision) + 1n, 'would commit the next write');
+  }
+
+  /**
+   * `floor` (read before a write or a read), raised to the shared high-water when that went stale meanwhile —
+   * the response itself may show etcd restarted — so a write is judged against what others granted too.
+   */
+  async #freshFloor(floor: bigint): Promise<bigint> {
+    if (!this.#shared || this.#sharedFresh) return floor;
+    const captured = await this.refreshShared();
+    return captured && captured.epoch === this.#record?.epoch && captured.revision > floor ? captured.revision : floor;
   }
 
   /** Reads the shared high-water now (coalesced) and raises the mark to it; throws when it cannot be read. */
-  refreshShared(): Promise<void> {
+  refreshShared(): Promise<CapturedGrant | undefined> {
     const shared = this.#shared;
-    if (!shared) return Promise.resolve();
+    if (!shared) return Promise.resolve(undefined);
     this.#sharing ??= (async () => {
       try {
         const token = await shared.source.highestGrantToken(shared.cluster);
-        this.#applyShared(token);
         this.#sharedFresh = true;
+        return this.#applyShared(token);
       } catch (err) {
         throw new LockauditError(
           'LOCKAUDIT_ERR_LOCK_HIGHWATER_UNKNOWN',
@@ -203,16 +221,18 @@ export class EpochState {
     if (this.#shared) this.#sharedFresh = false;
   }
 
-  #applyShared(token: bigint): void {
+  #applyShared(token: bigint): CapturedGrant | undefined {
     const hw = this.#highWater;
-    if (!hw || token === 0n) return;
-    const { epoch, revision } = splitToken(token);
-    hw.raise(revision, Number(epoch));
+    if (!hw || token === 0n) return undefined;
+    const split = splitToken(token);
+    const captured = { epoch: Number(split.epoch), revision: split.revision };
+    hw.raise(captured.revision, captured.epoch);
     const record = this.#record;
     if (record && record.epoch < hw.mark.epoch) {
-      this.#latchRewind(`/sys/epoch says epoch ${record.epoch} but token ${token} of epoch ${epoch} was already issued`);
+      this.#latchRewind(`/sys/epoch says epoch ${record.epoch} but token ${token} of epoch ${captured.epoch} was already issued`);
     }
     this.#notify();
+    return captured;
   }
 
   #latchRewind(why: string): void {

@@ -1,7 +1,7 @@
 // The embedded lock service for one etcd cluster: assembles the parts and
 // exposes the operations the routes call. Owns its etcd client when it made
 // it; close() is idempotent and closes everything in reverse order.
-import type { Etcd3 } from 'etcd3';
+import type { Etcd3, Watcher } from 'etcd3';
 import { createEtcdClient } from '../core/etcd.js';
 import type { Registry } from 'prom-client';
 import type { EtcdCluster } from '../core/config.js';
@@ -63,8 +63,11 @@ export class LockService {
   readonly #client: Etcd3;
   readonly #ownsClient: boolean;
   readonly #highWater: RevisionHighWater;
+  /** The mark is seeded from a shared high-water source. */
+  readonly #shared: boolean;
   readonly #highWaterRefreshMs: number;
   #refreshTimer: NodeJS.Timeout | undefined;
+  #restartWatch: Promise<Watcher | undefined> | undefined;
   #closed: Promise<void> | undefined;
 
   constructor(options: LockServiceOptions) {
@@ -98,7 +101,8 @@ export class LockService {
       // The tailer captures the production keyspace only: a test root has no captured grants of its own.
       options.highWaterSource && !options.root ? { source: options.highWaterSource, cluster: options.cluster.name, logger } : undefined,
     );
-    this.#highWaterRefreshMs = options.highWaterSource && !options.root ? (options.highWaterRefreshMs ?? 30_000) : 0;
+    this.#shared = options.highWaterSource !== undefined && !options.root;
+    this.#highWaterRefreshMs = options.highWaterRefreshMs ?? 30_000;
     const markers = new MarkerLease(etcd, keys);
     const waiters = new Waiters();
     this.spoolFile = options.spoolFile ?? spoolPath(options.dataDir, options.cluster.name);
@@ -127,7 +131,25 @@ export class LockService {
     } catch (err) {
       this.parts.logger.warn({ err: (err as Error).message }, 'etcd or the shared high-water not reachable at start; the lock API retries on first use');
     }
-    if (this.#highWaterRefreshMs > 0 && !this.#closed) {
+    if (!this.#shared || this.#closed) return;
+    // A process that makes no call while etcd is restored never sees it fail. A watch's stream breaks when
+    // etcd goes away (this one carries nearly nothing: /sys/epoch changes only on advances), so the next grant
+    // reads the shared high-water again first: what others granted meanwhile counts.
+    const { epoch, logger } = this.parts;
+    this.#restartWatch = this.#client
+      .watch()
+      .key(this.parts.keys.epoch())
+      .create()
+      .then((w) => {
+        w.on('disconnected', () => epoch.sharedStale());
+        w.on('error', (err) => logger.debug({ err: err.message }, 'etcd restart watch failed; the shared high-water is still read periodically'));
+        return w;
+      })
+      .catch((err: Error) => {
+        logger.warn({ err: err.message }, 'etcd restart watch not created; the shared high-water is still read periodically');
+        return undefined;
+      });
+    if (this.#highWaterRefreshMs > 0) {
       this.#refreshTimer = setInterval(() => {
         this.parts.epoch.refreshShared().catch((err: unknown) => this.parts.logger.warn({ err: (err as Error).message }, 'shared high-water not read; the last one read stays in force'));
       }, this.#highWaterRefreshMs);
@@ -189,6 +211,7 @@ export class LockService {
   close(): Promise<void> {
     this.#closed ??= (async () => {
       clearInterval(this.#refreshTimer);
+      await this.#restartWatch?.then((w) => w?.cancel()).catch(() => undefined);
       this.parts.hints.close();
       this.parts.etcd.close();
       await this.parts.failOpen.close().catch(() => undefined);

@@ -196,4 +196,22 @@ describe('sealing across API processes: the audit store is the shared high-water
     assert.equal(res.body.error, 'LOCKAUDIT_ERR_LOCK_SEALED');
     assert.equal((await epochState(fresh)).body.sealed, true);
   });
+
+  it('a process idle across the restore does not grant below what others granted after it last looked', async () => {
+    const starter = await apiProcess();
+    const req = await answered('an advance request', () => starter.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'etcd restored again' }));
+    assert.equal((await starter.call<Json>('POST', `/v1/epoch/advance/${req.body.id as string}/approve`, op2)).status, 200);
+    // Started now: its seed and its own view end here, then it makes no call until after the restore.
+    const idle = await apiProcess();
+    assert.equal((await epochState(idle)).body.sealed, false);
+    const snapshot = await etcd.snapshot('idle.db');
+    const others = await grants(starter, await session(starter), 20);
+    await captured(others.last);
+    await etcd.restore(snapshot);
+    const res = await acquire(idle, await session(idle), 'idle');
+    if (res.status === 200) assert.fail(`granted token ${res.body.token as string}, below ${others.maxToken} granted by another process before the restore`);
+    assert.equal(res.status, 503, JSON.stringify(res.body));
+    assert.equal(res.body.error, 'LOCKAUDIT_ERR_LOCK_SEALED');
+    assert.equal((await epochState(idle)).body.sealed, true);
+  });
 });
