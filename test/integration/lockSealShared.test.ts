@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Etcd3 } from 'etcd3';
+import { AuditStore } from '../../core/clickhouse.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { HealthState } from '../../platform/health.js';
@@ -46,10 +47,13 @@ describe('sealing across API processes: the audit store is the shared high-water
   let snapshotHigh: string;
 
   /** A lock API process of its own data dir: a fresh one has no high-water file. */
-  async function apiProcess(): Promise<LockApp> {
+  async function apiProcess(highWaterStore?: AuditStore): Promise<LockApp> {
     const data = tempDir('lockaudit-seal-');
     dirs.push(data);
-    const la = await lockApp(testConfig({ LOCKAUDIT_DATA_DIR: data.dir, LOCKAUDIT_ORIGIN_SECRET: ORIGIN_SECRET }), db.store, { cluster, highWaterSource: storeHighWater });
+    const la = await lockApp(testConfig({ LOCKAUDIT_DATA_DIR: data.dir, LOCKAUDIT_ORIGIN_SECRET: ORIGIN_SECRET }), db.store, {
+      cluster,
+      highWaterSource: (store) => storeHighWater(highWaterStore ?? store),
+    });
     apps.push(la);
     return la;
   }
@@ -213,5 +217,22 @@ describe('sealing across API processes: the audit store is the shared high-water
     assert.equal(res.status, 503, JSON.stringify(res.body));
     assert.equal(res.body.error, 'LOCKAUDIT_ERR_LOCK_SEALED');
     assert.equal((await epochState(idle)).body.sealed, true);
+  });
+
+  it('a process that cannot read the shared high-water refuses to grant, and /v1/epoch says why', async () => {
+    // A ClickHouse server nobody listens on: the read fails for real.
+    const unreachable = new AuditStore({ mode: 'server', url: 'http://127.0.0.1:1', database: 'lockaudit' });
+    try {
+      const blind = await apiProcess(unreachable);
+      const res = await acquire(blind, await session(blind), 'blind');
+      assert.equal(res.status, 503, JSON.stringify(res.body));
+      assert.equal(res.body.error, 'LOCKAUDIT_ERR_LOCK_HIGHWATER_UNKNOWN');
+      assert.match(res.body.message as string, /could not be read from the audit store/);
+      const state = await blind.call<Json>('GET', '/v1/epoch', user);
+      assert.equal(state.status, 503);
+      assert.equal(state.body.error, 'LOCKAUDIT_ERR_LOCK_HIGHWATER_UNKNOWN');
+    } finally {
+      await unreachable.close();
+    }
   });
 });
