@@ -23,7 +23,6 @@ import type { IResponseHeader } from 'etcd3';
 import { decodeValue, EpochValueSchema, type EpochValue } from '../core/keyspace.js';
 import { LockauditError } from '../core/errors.js';
 import { splitToken } from '../core/token.js';
-import type { Logger } from '../core/logger.js';
 import type { LockKeys, Kv } from './kv.js';
 import { cmp, op, toKv } from './kv.js';
 import type { LockEtcd } from './lockEtcd.js';
@@ -42,7 +41,6 @@ export interface CapturedGrant {
 export interface SharedHighWater {
   source: GrantHighWaterSource;
   cluster: string;
-  logger: Logger;
 }
 
 export class EpochState {
@@ -60,6 +58,8 @@ export class EpochState {
   readonly #shared: SharedHighWater | undefined;
   /** The shared high-water was read since start and since etcd was last unreachable. */
   #sharedFresh = false;
+  /** Counts sharedStale() calls: a read that started before the latest one does not make the mark fresh. */
+  #staleCount = 0;
   #sharing: Promise<CapturedGrant | undefined> | undefined;
 
   /**
@@ -199,9 +199,10 @@ export class EpochState {
     const shared = this.#shared;
     if (!shared) return Promise.resolve(undefined);
     this.#sharing ??= (async () => {
+      const staleCount = this.#staleCount;
       try {
         const token = await shared.source.highestGrantToken(shared.cluster);
-        this.#sharedFresh = true;
+        if (staleCount === this.#staleCount) this.#sharedFresh = true;
         return this.#applyShared(token);
       } catch (err) {
         throw new LockauditError(
@@ -218,7 +219,9 @@ export class EpochState {
 
   /** etcd was unreachable (it may have been restored meanwhile): the next grant waits for a fresh read of the shared high-water. */
   sharedStale(): void {
-    if (this.#shared) this.#sharedFresh = false;
+    if (!this.#shared) return;
+    this.#sharedFresh = false;
+    this.#staleCount++;
   }
 
   #applyShared(token: bigint): CapturedGrant | undefined {
@@ -256,7 +259,8 @@ export class EpochState {
       });
       await this.#loading;
     }
-    if (this.#shared && !this.#sharedFresh) await this.refreshShared();
+    // Twice at most: a read in flight when etcd went away again does not count; a grant's own check reads again if need be.
+    for (let i = 0; i < 2 && this.#shared && !this.#sharedFresh; i++) await this.refreshShared();
   }
 
   /** Reads /sys/epoch, creating it bound to this cluster when absent. */

@@ -99,7 +99,7 @@ export class LockService {
       },
       highWater,
       // The tailer captures the production keyspace only: a test root has no captured grants of its own.
-      options.highWaterSource && !options.root ? { source: options.highWaterSource, cluster: options.cluster.name, logger } : undefined,
+      options.highWaterSource && !options.root ? { source: options.highWaterSource, cluster: options.cluster.name } : undefined,
     );
     this.#shared = options.highWaterSource !== undefined && !options.root;
     this.#highWaterRefreshMs = options.highWaterRefreshMs ?? 30_000;
