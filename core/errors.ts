@@ -28,6 +28,7 @@ export const errorCatalog = {
   LOCKAUDIT_ERR_LOCK_NOT_HOLDER: { status: 409, description: 'The session and token do not match the current hold (it was released, expired or force-released).' },
   LOCKAUDIT_ERR_LOCK_NOT_HELD: { status: 404, description: 'Nobody holds the key.' },
   LOCKAUDIT_ERR_LOCK_SEALED: { status: 503, description: 'etcd was restored or rewound (its cluster id differs from /sys/epoch, or its revisions or the grant guard fell below ones already seen): grants are refused until a two-person epoch advance.' },
+  LOCKAUDIT_ERR_LOCK_HIGHWATER_UNKNOWN: { status: 503, description: 'The highest token already issued on the cluster (the audit store\'s captured grants, read at start and after etcd was unreachable) could not be read: grants are refused until it is, so a token never goes below one already issued.' },
   LOCKAUDIT_ERR_LOCK_CLASS_MISMATCH: { status: 400, description: 'The key, session or class do not fit together (class namespace, session TTL).' },
   LOCKAUDIT_ERR_QUORUM_LOST: { status: 503, description: 'etcd has no reachable quorum; classes with onQuorumLoss closed get no grant.' },
   LOCKAUDIT_ERR_SPOOL_WRITE: { status: 503, description: 'A fail-open grant, or the release of one, could not be made durable in the local spool, so it was not granted (or not released).' },

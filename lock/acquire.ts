@@ -44,6 +44,7 @@ type Attempt = { kind: 'granted'; grant: Grant } | { kind: 'retry' } | { kind: '
 const REASON_BY_CODE: Record<string, RefusalReason> = {
   LOCKAUDIT_ERR_LOCK_NOT_GRANTED: 'timeout',
   LOCKAUDIT_ERR_LOCK_SEALED: 'sealed',
+  LOCKAUDIT_ERR_LOCK_HIGHWATER_UNKNOWN: 'sealed',
   LOCKAUDIT_ERR_QUORUM_LOST: 'quorum-lost',
   LOCKAUDIT_ERR_SESSION_NOT_FOUND: 'session',
   LOCKAUDIT_ERR_CLASS_NOT_FOUND: 'class',
@@ -83,6 +84,8 @@ export async function acquire(parts: LockParts, input: AcquireInput): Promise<Gr
   try {
     if (parts.etcd.quorum.lost) return await failOpen(parts, input, name.namespace, started);
     await parts.epoch.ready();
+    // Sealed: judge again as GET /v1/epoch does (an advance made through another process unseals).
+    if (parts.epoch.sealed) await parts.epoch.probe();
     parts.epoch.assertUnsealed();
     const cls = await parts.classes.get(input.className);
     lockClass = cls.value;
@@ -247,7 +250,13 @@ async function tryGrant(parts: LockParts, input: AcquireInput, cls: CachedClass,
   const res = await parts.etcd.txn(compare, success, [op.get(holdKey), op.get(keys.epoch()), op.get(keys.class(cls.value.name)), op.get(sessionKey), op.get(keys.grantGuard())]);
   if (res.succeeded) {
     const revision = String(res.header.revision);
-    await epoch.confirmWrite(floor, BigInt(revision)); // a rewind seals; else the mark is durable before the token leaves
+    try {
+      await epoch.confirmWrite(floor, BigInt(revision)); // a rewind seals; else the mark is durable before the token leaves
+    } catch (err) {
+      // The mark could not be made durable, or the shared high-water not read: no token leaves, the hold goes.
+      await undoSealedGrant(parts, input, holdKey, revision).catch(() => undefined);
+      throw err;
+    }
     if (epoch.sealed) {
       await undoSealedGrant(parts, input, holdKey, revision);
       epoch.assertUnsealed();
@@ -275,10 +284,8 @@ function classifyFailure(parts: LockParts, input: AcquireInput, res: ITxnRespons
     parts.epoch.assertUnsealed();
     return { kind: 'retry' };
   }
-  if (guard > 0n && (!guardKv || BigInt(guardKv.modRevision) < guard)) {
-    parts.epoch.guardBroken(guardKv?.modRevision, guard);
-    parts.epoch.assertUnsealed();
-  }
+  parts.epoch.judgeGuard(guardKv?.modRevision, guard);
+  parts.epoch.assertUnsealed();
   if (!classKv) {
     parts.classes.drop(cls.value.name);
     throw new LockauditError('LOCKAUDIT_ERR_CLASS_NOT_FOUND', `class "${cls.value.name}" is no longer registered`);

@@ -10,15 +10,38 @@
 // seen. Every grant txn also puts the grant guard key and requires it at or
 // above this process's latest grant, so a rewound etcd fails the grant txn
 // itself: nothing is written before the seal (a bumped restore too).
+// A process's own mark knows only what it saw; a new replica or a fresh
+// container knows nothing. So the mark is also seeded from a shared source
+// (sharedHighWater.ts: the audit store's highest captured API grant) at start,
+// periodically, and after etcd was unreachable (a restore needs it down):
+// never per acquire. Until that source was read once, and again after etcd
+// came back, grants are refused (LOCKAUDIT_ERR_LOCK_HIGHWATER_UNKNOWN).
+// Whether grants are sealed is one predicate (sealReason), judged on the
+// same evidence by a grant txn and by probe(), which GET /v1/epoch runs: so
+// /v1/epoch says sealed exactly when acquire refuses.
 import type { IResponseHeader } from 'etcd3';
 import { decodeValue, EpochValueSchema, type EpochValue } from '../core/keyspace.js';
 import { LockauditError } from '../core/errors.js';
+import { splitToken } from '../core/token.js';
 import type { LockKeys, Kv } from './kv.js';
-import { cmp, op } from './kv.js';
+import { cmp, op, toKv } from './kv.js';
 import type { LockEtcd } from './lockEtcd.js';
 import { RevisionHighWater } from './revisionHighWater.js';
+import type { GrantHighWaterSource } from './sharedHighWater.js';
 
 export const FIRST_EPOCH = 1;
+
+/** The shared high-water as read: the highest captured API grant's epoch and revision. */
+export interface CapturedGrant {
+  epoch: number;
+  revision: bigint;
+}
+
+/** The shared high-water of one cluster: the source, and the name it knows the cluster by. */
+export interface SharedHighWater {
+  source: GrantHighWaterSource;
+  cluster: string;
+}
 
 export class EpochState {
   readonly #etcd: LockEtcd;
@@ -32,13 +55,23 @@ export class EpochState {
   readonly #highWater: RevisionHighWater | undefined;
   /** Set when etcd was seen rewound; cleared only by an advance past every epoch seen. */
   #rewind: string | undefined;
+  readonly #shared: SharedHighWater | undefined;
+  /** The shared high-water was read since start and since etcd was last unreachable. */
+  #sharedFresh = false;
+  /** Counts sharedStale() calls: a read that started before the latest one does not make the mark fresh. */
+  #staleCount = 0;
+  #sharing: Promise<CapturedGrant | undefined> | undefined;
 
-  /** `highWater` absent: only the cluster-id check (tests of the engine without a data dir). */
-  constructor(etcd: LockEtcd, keys: LockKeys, onSeal: (sealed: boolean) => void = () => {}, highWater?: RevisionHighWater) {
+  /**
+   * `highWater` absent: only the cluster-id check (tests of the engine without a data dir).
+   * `shared` absent: only this process's own mark (a keyspace the audit store does not capture).
+   */
+  constructor(etcd: LockEtcd, keys: LockKeys, onSeal: (sealed: boolean) => void = () => {}, highWater?: RevisionHighWater, shared?: SharedHighWater) {
     this.#etcd = etcd;
     this.#keys = keys;
     this.#onSeal = onSeal;
     this.#highWater = highWater;
+    this.#shared = highWater ? shared : undefined;
     etcd.onHeader((h) => this.observe(h));
   }
 
@@ -55,8 +88,22 @@ export class EpochState {
     return this.#modRevision;
   }
 
+  /**
+   * Why grants are refused as sealed, or undefined when they are not: the one predicate behind acquire's
+   * LOCKAUDIT_ERR_LOCK_SEALED and GET /v1/epoch's `sealed`.
+   */
+  sealReason(): string | undefined {
+    if (this.#rewind !== undefined) {
+      return `etcd was restored from a snapshot or otherwise rewound (${this.#rewind}); tokens would go backwards, so two lock-operators must run POST /v1/epoch/advance`;
+    }
+    if (this.#record !== undefined && this.#clusterId !== undefined && this.#record.clusterId !== this.#clusterId) {
+      return `etcd reports cluster id ${this.#clusterId} but /sys/epoch is bound to ${this.#record.clusterId} (epoch ${this.#record.epoch}), so this data was restored into another cluster; two lock-operators must run POST /v1/epoch/advance`;
+    }
+    return undefined;
+  }
+
   get sealed(): boolean {
-    return this.#rewind !== undefined || (this.#record !== undefined && this.#clusterId !== undefined && this.#record.clusterId !== this.#clusterId);
+    return this.sealReason() !== undefined;
   }
 
   /** The epoch an advance must go beyond: the record's, or a higher one seen before a rewind. */
@@ -75,9 +122,14 @@ export class EpochState {
     return this.#highWater?.mark.guard ?? 0n;
   }
 
-  /** The grant guard key was found below this process's latest grant: etcd was rewound, nothing was granted. */
-  guardBroken(found: string | undefined, guard: bigint): void {
-    this.#latchRewind(`the grant guard key is at revision ${found ?? 'none (absent)'}, below revision ${guard} of a grant already made`);
+  /**
+   * The grant guard key as etcd holds it (its mod revision; undefined: absent), judged against `guard`, the
+   * guard a grant txn requires: below it, etcd was rewound (a grant txn requiring it fails, nothing is written).
+   */
+  judgeGuard(found: string | undefined, guard: bigint): void {
+    if (guard > 0n && (found === undefined || BigInt(found) < guard)) {
+      this.#latchRewind(`the grant guard key is at revision ${found ?? 'none (absent)'}, below revision ${guard} of a grant already made`);
+    }
   }
 
   /** Read before sending a write: its revision must come out above this. */
@@ -92,12 +144,98 @@ export class EpochState {
    */
   async confirmWrite(floor: bigint, revision: bigint): Promise<void> {
     if (!this.#highWater || !this.#record) return;
-    if (revision <= floor && this.#record.epoch <= this.#highWater.mark.epoch) {
-      this.#latchRewind(`etcd committed a write at revision ${revision}, not above revision ${floor} it had already reported`);
-      return;
-    }
+    if (this.#judgeWrite(await this.#freshFloor(floor), revision, 'committed a write')) return;
     this.#highWater.granted(revision);
     await this.#highWater.persist();
+  }
+
+  /** A write at `revision` (or etcd's next one), not above `floor` read before it, in the mark's epoch: a rewind. True when so. */
+  #judgeWrite(floor: bigint, revision: bigint, what: string): boolean {
+    if (!this.#highWater || !this.#record) return false;
+    if (revision <= floor && this.#record.epoch <= this.#highWater.mark.epoch) {
+      this.#latchRewind(`etcd ${what} at revision ${revision}, not above revision ${floor} already reported or granted at`);
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Reads /sys/epoch and the grant guard key in one linearizable txn and judges them as a grant txn would be
+   * judged (the guard it would require, the revision it would land at): what GET /v1/epoch reports, and what a
+   * sealed acquire re-checks before refusing (an advance made through another process unseals).
+   */
+  async probe(): Promise<void> {
+    await this.ready();
+    const before = this.#record?.epoch;
+    const floor = this.writeFloor();
+    const guard = this.grantGuard();
+    const res = await this.#etcd.txn([], [op.get(this.#keys.epoch()), op.get(this.#keys.grantGuard())]);
+    const [epochKv, guardKv] = [0, 1].map((i) => {
+      const kv = res.responses[i]?.response_range.kvs[0];
+      return kv ? toKv(kv) : undefined;
+    });
+    if (!epochKv) return this.reload(); // deleted by hand: recreated bound to this cluster, as at first start
+    if (epochKv.modRevision !== this.#modRevision) this.accept(epochKv);
+    // A new epoch restarts the mark at its advance: the guard and floor read before belong to the old one.
+    if (this.#record?.epoch !== before) return;
+    const fresh = await this.#freshFloor(floor);
+    const judged = this.grantGuard() > guard ? this.grantGuard() : guard; // a seed read just now may raise it
+    this.judgeGuard(guardKv?.modRevision, judged);
+    this.#judgeWrite(fresh, BigInt(res.header.revision) + 1n, 'would commit the next write');
+  }
+
+  /**
+   * `floor` (read before a write or a read), raised to the shared high-water when that went stale meanwhile —
+   * the response itself may show etcd restarted — so a write is judged against what others granted too.
+   */
+  async #freshFloor(floor: bigint): Promise<bigint> {
+    if (!this.#shared || this.#sharedFresh) return floor;
+    const captured = await this.refreshShared();
+    return captured && captured.epoch === this.#record?.epoch && captured.revision > floor ? captured.revision : floor;
+  }
+
+  /** Reads the shared high-water now (coalesced) and raises the mark to it; throws when it cannot be read. */
+  refreshShared(): Promise<CapturedGrant | undefined> {
+    const shared = this.#shared;
+    if (!shared) return Promise.resolve(undefined);
+    this.#sharing ??= (async () => {
+      const staleCount = this.#staleCount;
+      try {
+        const token = await shared.source.highestGrantToken(shared.cluster);
+        if (staleCount === this.#staleCount) this.#sharedFresh = true;
+        return this.#applyShared(token);
+      } catch (err) {
+        throw new LockauditError(
+          'LOCKAUDIT_ERR_LOCK_HIGHWATER_UNKNOWN',
+          `grants are refused: the highest token already issued on cluster ${shared.cluster} could not be read from the audit store (${(err as Error).message}); a token could go backwards`,
+          { cause: err },
+        );
+      } finally {
+        this.#sharing = undefined;
+      }
+    })();
+    return this.#sharing;
+  }
+
+  /** etcd was unreachable (it may have been restored meanwhile): the next grant waits for a fresh read of the shared high-water. */
+  sharedStale(): void {
+    if (!this.#shared) return;
+    this.#sharedFresh = false;
+    this.#staleCount++;
+  }
+
+  #applyShared(token: bigint): CapturedGrant | undefined {
+    const hw = this.#highWater;
+    if (!hw || token === 0n) return undefined;
+    const split = splitToken(token);
+    const captured = { epoch: Number(split.epoch), revision: split.revision };
+    hw.raise(captured.revision, captured.epoch);
+    const record = this.#record;
+    if (record && record.epoch < hw.mark.epoch) {
+      this.#latchRewind(`/sys/epoch says epoch ${record.epoch} but token ${token} of epoch ${captured.epoch} was already issued`);
+    }
+    this.#notify();
+    return captured;
   }
 
   #latchRewind(why: string): void {
@@ -113,13 +251,16 @@ export class EpochState {
     }
   }
 
-  /** Loads the record once (creating it on first start); later calls reuse it. */
-  ready(): Promise<void> {
-    if (this.#record) return Promise.resolve();
-    this.#loading ??= this.reload().finally(() => {
-      this.#loading = undefined;
-    });
-    return this.#loading;
+  /** Loads the record once (creating it on first start) and the shared high-water when not fresh; later calls reuse both. */
+  async ready(): Promise<void> {
+    if (!this.#record) {
+      this.#loading ??= this.reload().finally(() => {
+        this.#loading = undefined;
+      });
+      await this.#loading;
+    }
+    // Twice at most: a read in flight when etcd went away again does not count; a grant's own check reads again if need be.
+    for (let i = 0; i < 2 && this.#shared && !this.#sharedFresh; i++) await this.refreshShared();
   }
 
   /** Reads /sys/epoch, creating it bound to this cluster when absent. */
@@ -168,18 +309,9 @@ export class EpochState {
     return this.#highWater?.persist() ?? Promise.resolve();
   }
 
-  /** Throws the 503 a sealed cluster answers with. */
+  /** Throws the 503 a sealed cluster answers with (sealReason). */
   assertUnsealed(): void {
-    if (!this.sealed) return;
-    if (this.#rewind !== undefined) {
-      throw new LockauditError(
-        'LOCKAUDIT_ERR_LOCK_SEALED',
-        `grants are refused: etcd was restored from a snapshot or otherwise rewound (${this.#rewind}); tokens would go backwards, so two lock-operators must run POST /v1/epoch/advance`,
-      );
-    }
-    throw new LockauditError(
-      'LOCKAUDIT_ERR_LOCK_SEALED',
-      `grants are refused: etcd reports cluster id ${this.#clusterId} but /sys/epoch is bound to ${this.#record?.clusterId} (epoch ${this.#record?.epoch}), so this data was restored into another cluster; two lock-operators must run POST /v1/epoch/advance`,
-    );
+    const why = this.sealReason();
+    if (why !== undefined) throw new LockauditError('LOCKAUDIT_ERR_LOCK_SEALED', `grants are refused: ${why}`);
   }
 }

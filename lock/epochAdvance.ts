@@ -46,7 +46,7 @@ export interface EpochAdvanced {
 }
 
 export async function requestEpochAdvance(parts: LockParts, identity: string, reason: string): Promise<EpochAdvanceRequested> {
-  await parts.epoch.reload();
+  await parts.epoch.probe(); // `sealed` below is what acquire would do now
   const record = parts.epoch.record as EpochValue;
   const holds = await parts.etcd.getPrefix(parts.keys.holdPrefix(), { countOnly: true });
   const id = randomUUID();

@@ -45,7 +45,7 @@ export class LockMetrics {
     this.hold = metric(registry, 'lockaudit_lock_hold_seconds', () => new Histogram({ name: 'lockaudit_lock_hold_seconds', help: 'Time from grant to release or force-release.', labelNames: ['namespace', 'class'], buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 300, 1800], registers }));
     this.refusals = metric(registry, 'lockaudit_lock_refusals_total', () => new Counter({ name: 'lockaudit_lock_refusals_total', help: 'Acquires not granted, by reason.', labelNames: ['namespace', 'class', 'reason'], registers }));
     this.fencedOut = metric(registry, 'lockaudit_lock_fenced_out_total', () => new Counter({ name: 'lockaudit_lock_fenced_out_total', help: 'Releases presenting a token that no longer holds the key: the holder was fenced out.', labelNames: ['namespace', 'class'], registers }));
-    this.sealed = metric(registry, 'lockaudit_lock_sealed', () => new Gauge({ name: 'lockaudit_lock_sealed', help: '1 while grants are sealed by a cluster-id mismatch.', registers }));
+    this.sealed = metric(registry, 'lockaudit_lock_sealed', () => new Gauge({ name: 'lockaudit_lock_sealed', help: '1 while grants are sealed (a restore into another cluster, or etcd rewound below what was granted).', registers }));
     this.quorumLost = metric(registry, 'lockaudit_lock_quorum_lost', () => new Gauge({ name: 'lockaudit_lock_quorum_lost', help: '1 while etcd has no reachable quorum.', registers }));
   }
 

@@ -150,6 +150,18 @@ export class RevisionHighWater {
     if (revision > this.#mark.guard) this.#mark = { ...this.#mark, guard: revision, revision: revision > this.#mark.revision ? revision : this.#mark.revision };
   }
 
+  /**
+   * A grant some process made at `revision` in `epoch` (the shared high-water: what the audit store captured):
+   * the mark and the guard rise to it, or to its epoch when that is later. Never lowers anything.
+   */
+  raise(revision: bigint, epoch: number): void {
+    const m = this.#mark;
+    if (epoch > m.epoch) this.#mark = { revision, epoch, guard: revision };
+    else if (epoch === m.epoch && (revision > m.guard || revision > m.revision)) {
+      this.#mark = { epoch, revision: revision > m.revision ? revision : m.revision, guard: revision > m.guard ? revision : m.guard };
+    }
+  }
+
   /** A new epoch bound by an advance: the mark restarts at the advance's revision (the restored guard key is lower). */
   rebase(revision: bigint, epoch: number): void {
     if (epoch > this.#mark.epoch) this.#mark = { revision, epoch, guard: 0n };

@@ -1,7 +1,7 @@
 // The embedded lock service for one etcd cluster: assembles the parts and
 // exposes the operations the routes call. Owns its etcd client when it made
 // it; close() is idempotent and closes everything in reverse order.
-import type { Etcd3 } from 'etcd3';
+import type { Etcd3, Watcher } from 'etcd3';
 import { createEtcdClient } from '../core/etcd.js';
 import type { Registry } from 'prom-client';
 import type { EtcdCluster } from '../core/config.js';
@@ -22,6 +22,7 @@ import { LockEtcd } from './lockEtcd.js';
 import { LockMetrics } from './lockMetrics.js';
 import { MarkerLease } from './markers.js';
 import { highWaterPath, RevisionHighWater } from './revisionHighWater.js';
+import type { GrantHighWaterSource } from './sharedHighWater.js';
 import { release, type Released, type ReleaseInput } from './release.js';
 import { Sessions, type ClosedSession, type SessionInfo } from './sessions.js';
 import { SpoolWriter } from './spool.js';
@@ -46,6 +47,14 @@ export interface LockServiceOptions {
   probeIntervalMs?: number;
   /** Spool file; default <dataDir>/spool/<cluster>.jsonl. */
   spoolFile?: string;
+  /**
+   * Where this process finds the tokens other processes already issued (the audit store's highest captured
+   * grant): its mark is seeded from it, so a new process on a rewound etcd is sealed too. Absent: only this
+   * process's own high-water file. Only for the production keyspace (root ''), the one the tailer captures.
+   */
+  highWaterSource?: GrantHighWaterSource;
+  /** How often the shared high-water is read again besides at start and after etcd was unreachable, ms (default 30000; 0: not periodically). */
+  highWaterRefreshMs?: number;
 }
 
 export class LockService {
@@ -54,6 +63,11 @@ export class LockService {
   readonly #client: Etcd3;
   readonly #ownsClient: boolean;
   readonly #highWater: RevisionHighWater;
+  /** The mark is seeded from a shared high-water source. */
+  readonly #shared: boolean;
+  readonly #highWaterRefreshMs: number;
+  #refreshTimer: NodeJS.Timeout | undefined;
+  #restartWatch: Promise<Watcher | undefined> | undefined;
   #closed: Promise<void> | undefined;
 
   constructor(options: LockServiceOptions) {
@@ -70,6 +84,8 @@ export class LockService {
         metrics.quorumLost.set(lost ? 1 : 0);
         if (lost) logger.error('etcd quorum lost: closed classes are refused, open classes granted from memory (token 0, spooled)');
         else logger.warn('etcd quorum is back');
+        // etcd may come back restored: the next grant first reads the shared high-water again.
+        epoch.sharedStale();
       },
     });
     const highWater = new RevisionHighWater(highWaterPath(options.dataDir, options.cluster.name, options.root ?? ''));
@@ -79,10 +95,14 @@ export class LockService {
       keys,
       (sealed) => {
         metrics.sealed.set(sealed ? 1 : 0);
-        if (sealed) logger.error({ clusterId: epoch.clusterId, recorded: epoch.record?.clusterId }, 'etcd was restored (cluster id differs from /sys/epoch, or its revisions went backwards): grants sealed until an epoch advance');
+        if (sealed) logger.error({ clusterId: epoch.clusterId, recorded: epoch.record?.clusterId, reason: epoch.sealReason() }, 'etcd was restored or rewound: grants sealed until an epoch advance');
       },
       highWater,
+      // The tailer captures the production keyspace only: a test root has no captured grants of its own.
+      options.highWaterSource && !options.root ? { source: options.highWaterSource, cluster: options.cluster.name } : undefined,
     );
+    this.#shared = options.highWaterSource !== undefined && !options.root;
+    this.#highWaterRefreshMs = options.highWaterRefreshMs ?? 30_000;
     const markers = new MarkerLease(etcd, keys);
     const waiters = new Waiters();
     this.spoolFile = options.spoolFile ?? spoolPath(options.dataDir, options.cluster.name);
@@ -109,7 +129,31 @@ export class LockService {
     try {
       await this.parts.epoch.ready();
     } catch (err) {
-      this.parts.logger.warn({ err: (err as Error).message }, 'etcd not reachable at start; the lock API retries on first use');
+      this.parts.logger.warn({ err: (err as Error).message }, 'etcd or the shared high-water not reachable at start; the lock API retries on first use');
+    }
+    if (!this.#shared || this.#closed) return;
+    // A process that makes no call while etcd is restored never sees it fail. A watch's stream breaks when
+    // etcd goes away (this one carries nearly nothing: /sys/epoch changes only on advances), so the next grant
+    // reads the shared high-water again first: what others granted meanwhile counts.
+    const { epoch, logger } = this.parts;
+    this.#restartWatch = this.#client
+      .watch()
+      .key(this.parts.keys.epoch())
+      .create()
+      .then((w) => {
+        w.on('disconnected', () => epoch.sharedStale());
+        w.on('error', (err) => logger.debug({ err: err.message }, 'etcd restart watch failed; the shared high-water is still read periodically'));
+        return w;
+      })
+      .catch((err: Error) => {
+        logger.warn({ err: err.message }, 'etcd restart watch not created; the shared high-water is still read periodically');
+        return undefined;
+      });
+    if (this.#highWaterRefreshMs > 0) {
+      this.#refreshTimer = setInterval(() => {
+        this.parts.epoch.refreshShared().catch((err: unknown) => this.parts.logger.warn({ err: (err as Error).message }, 'shared high-water not read; the last one read stays in force'));
+      }, this.#highWaterRefreshMs);
+      this.#refreshTimer.unref();
     }
   }
 
@@ -166,6 +210,8 @@ export class LockService {
   /** Idempotent: stops watches and probes, flushes the spool, closes the high-water file and an owned client. */
   close(): Promise<void> {
     this.#closed ??= (async () => {
+      clearInterval(this.#refreshTimer);
+      await this.#restartWatch?.then((w) => w?.cancel()).catch(() => undefined);
       this.parts.hints.close();
       this.parts.etcd.close();
       await this.parts.failOpen.close().catch(() => undefined);

@@ -4,10 +4,12 @@
 // The process that writes a fail-open spool ships it (issue 11, defect 5):
 // an API-only host has no tailer to do it. Shipping is idempotent by spool
 // id, so a tailer in the same process shipping the same file changes nothing.
+import type { AuditStore } from '../../core/clickhouse.js';
 import type { EtcdCluster } from '../../core/config.js';
 import { originSecret } from '../../core/originSecret.js';
 import { asPlugin, type RoutePlugin } from '../types.js';
 import { LockService, type LockServiceOptions } from '../../lock/service.js';
+import type { GrantHighWaterSource } from '../../lock/sharedHighWater.js';
 import { SpoolShipper } from '../../tailer/spoolShipper.js';
 import { classRoutes } from './classes.js';
 import { epochRoutes } from './epoch.js';
@@ -15,7 +17,9 @@ import { forceReleaseRoutes } from './forceReleases.js';
 import { lockRoutes } from './locks.js';
 import { sessionRoutes } from './sessions.js';
 
-export interface LockApiOptions extends Partial<Omit<LockServiceOptions, 'logger' | 'metrics' | 'dataDir' | 'cluster'>> {
+export interface LockApiOptions extends Partial<Omit<LockServiceOptions, 'logger' | 'metrics' | 'dataDir' | 'cluster' | 'highWaterSource'>> {
+  /** The shared high-water over this app's audit store (roles/ wires the captured grants in); absent: none. */
+  highWaterSource?: (store: AuditStore) => GrantHighWaterSource;
   /** The cluster to serve; default the first configured one. */
   cluster?: EtcdCluster;
   /** A service built elsewhere (then not closed by the app). */
@@ -32,7 +36,15 @@ export function lockApi(options: LockApiOptions = {}): RoutePlugin {
     if (!service) {
       const cluster = options.cluster ?? ctx.config.etcd.clusters[0];
       if (!cluster) throw new Error('lock API: no etcd cluster is configured');
-      const owned = new LockService({ ...options, cluster, dataDir: ctx.config.dataDir, originSecret: originSecret(ctx.config), logger: ctx.logger, metrics: ctx.metrics });
+      const owned = new LockService({
+        ...options,
+        cluster,
+        dataDir: ctx.config.dataDir,
+        originSecret: originSecret(ctx.config),
+        logger: ctx.logger,
+        metrics: ctx.metrics,
+        highWaterSource: options.highWaterSource?.(ctx.store),
+      });
       const interval = options.spoolShipIntervalMs ?? 5_000;
       const shipper = interval > 0 ? new SpoolShipper(ctx.store, cluster.name, ctx.config.dataDir, ctx.logger.child({ component: 'spool-shipper', cluster: cluster.name })) : undefined;
       shipper?.start(interval);

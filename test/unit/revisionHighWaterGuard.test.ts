@@ -35,6 +35,21 @@ describe('RevisionHighWater', () => {
     assert.deepEqual(new RevisionHighWater(file).mark, { revision: 9n, epoch: 1, guard: 9n });
   });
 
+  it('a grant another process made (the shared high-water) raises revision and guard, or the epoch; never lowers', () => {
+    const hw = new RevisionHighWater(path.join(dir, 'shared.highwater.json'));
+    hw.see(50n, 1);
+    hw.granted(40n);
+    hw.raise(45n, 1); // above this process's guard, below what it saw
+    assert.deepEqual(hw.mark, { revision: 50n, epoch: 1, guard: 45n });
+    hw.raise(70n, 1);
+    assert.deepEqual(hw.mark, { revision: 70n, epoch: 1, guard: 70n });
+    hw.raise(60n, 1);
+    hw.raise(900n, 0); // an older epoch: below every token of epoch 1
+    assert.deepEqual(hw.mark, { revision: 70n, epoch: 1, guard: 70n });
+    hw.raise(8n, 2); // a later epoch: its revisions may restart lower
+    assert.deepEqual(hw.mark, { revision: 8n, epoch: 2, guard: 8n });
+  });
+
   it('an epoch advance restarts the guard at 0', () => {
     const hw = new RevisionHighWater(path.join(dir, 'c.highwater.json'));
     hw.see(100n, 1);
