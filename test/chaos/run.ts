@@ -139,10 +139,10 @@ function parseOptions(argv: string[]): ChaosOptions {
   };
 }
 
-/** Load profiles: the simulator's workers and per-worker rate (operations a second). */
+/** Load profiles: the simulator's workers and the fleet's acquires a second (each followed by its release). */
 const PROFILES: Record<string, { workers: number; rate: number }> = {
   default: { workers: 8, rate: 8 },
-  realistic: { workers: 64, rate: 40 },
+  realistic: { workers: 64, rate: 1500 },
 };
 
 /** The seeded schedule: cycles of every enabled kind in a seeded order, `restore` never first (its snapshot needs history after it). */
