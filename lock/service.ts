@@ -83,7 +83,7 @@ export class LockService {
       },
       highWater,
     );
-    const markers = new MarkerLease(etcd, keys);
+    const markers = new MarkerLease(etcd, keys, options.originSecret);
     const waiters = new Waiters();
     this.spoolFile = options.spoolFile ?? spoolPath(options.dataDir, options.cluster.name);
     this.parts = {
