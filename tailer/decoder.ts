@@ -113,7 +113,14 @@ function push<V>(map: Map<string, V[]>, key: string, v: V): void {
   else map.set(key, [v]);
 }
 
-/** A marker's or force record's proof (no secret configured: trusted, as before proofs existed). */
+/**
+ * A marker's or force record's proof (no secret configured: trusted, as before proofs existed).
+ * Values written before proofs existed carry none. What the store already holds was classified when
+ * it was captured and is never decoded again, so history keeps its reading; only revisions captured
+ * from now on are judged, and an unsigned marker among them reads as what it provably is (the delete
+ * beside it `deleted`, alarmed) — accepting unsigned ones "for compatibility" would accept every
+ * insider's. Hence upgrade the lock APIs before the tailers, and let the tailer catch up first.
+ */
 function markProven(ctx: DecodeContext, m: MarkValue): boolean {
   return !ctx.originSecret || hasValidMarkProof(ctx.originSecret, m);
 }
