@@ -1,26 +1,75 @@
-// Proof of origin for holds (DESIGN.md §2): the lock API writes a keyed MAC
-// into each hold value it grants, over the hold key and every field of the
-// hold (holder, session, class, epoch, waitMs, at), so the tailer can tell
-// an API grant from a value put straight into etcd (etcdctl, a misbehaving
-// client). Without the key nobody can forge one; a copied value stays valid
-// only for the same key and session (a replay of a real grant's value).
+// Proof of origin (DESIGN.md §2, "The insider model"): the lock API writes a
+// keyed MAC (HMAC-SHA256 with the origin secret, core/originSecret.ts) into
+// every value whose presence changes how the log reads a change — each hold,
+// each reason marker, each force record — so the tailer can tell the API's
+// writes from values put straight into etcd. Anyone with write access to
+// etcd can copy a value, so each proof is bound to what it explains, and the
+// tailer checks the binding, not only the MAC:
+// - a hold: its key and every field (holder, session, class, epoch, waitMs,
+//   at). The session *is* the etcd lease the hold must ride on: the tailer
+//   also requires kv.lease = session (a copy on another lease, or on none,
+//   reads foreign). One grant: a copy put back on the same key and lease is
+//   caught by the tailer's replay check (tailer/replays.ts).
+// - a `release` marker: the lock and the grant revision (create revision)
+//   of the one hold it ends — a copied marker can only explain the delete of
+//   a hold that no longer exists.
+// - a `session-close` marker: the session (lease) whose holds it ends.
+// - an `epoch-advance` marker: the /sys/epoch mod revision the advance
+//   replaced (the same txn must move /sys/epoch from exactly there).
+// - a force record: every field, among them the lock, the session and the
+//   token (whose low 48 bits are the grant revision of the hold it ends).
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { HoldValue } from './keyspace.js';
+import type { ForceRecord, HoldValue, MarkValue } from './keyspace.js';
 
-type Signed = Omit<HoldValue, 'mac'>;
+type SignedHold = Omit<HoldValue, 'mac'>;
+type SignedMark = Omit<MarkValue, 'mac'>;
+type SignedForce = Omit<ForceRecord, 'mac'>;
 
-function message(key: string, h: Signed): string {
+const mac = (secret: Buffer, message: string): string => createHmac('sha256', secret).update(message).digest('base64url');
+
+function same(got: string | undefined, want: string): boolean {
+  if (got === undefined) return false;
+  const a = Buffer.from(got, 'utf8');
+  const b = Buffer.from(want, 'utf8');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+// Each message starts with its own tag, so a MAC of one kind of value is never a MAC of another.
+function holdMessage(key: string, h: SignedHold): string {
   return JSON.stringify([key, h.holder, h.session, h.class, h.epoch, h.waitMs, h.at]);
 }
 
-export function holdMac(secret: Buffer, key: string, hold: Signed): string {
-  return createHmac('sha256', secret).update(message(key, hold)).digest('base64url');
+function markMessage(m: SignedMark): string {
+  return JSON.stringify(['mark/v1', m.kind, m.by, m.at, m.key ?? null, m.session ?? null, m.grant ?? null, m.from ?? null]);
 }
 
-/** true when the hold carries the API's MAC for this key. */
+function forceMessage(f: SignedForce): string {
+  return JSON.stringify(['force/v1', f.id, f.key, f.holder, f.session, f.token, f.class, f.enforcement, f.requester, f.approver, f.reason, f.requestedAt, f.approvedAt, f.revokedSession]);
+}
+
+export function holdMac(secret: Buffer, key: string, hold: SignedHold): string {
+  return mac(secret, holdMessage(key, hold));
+}
+
+/** true when the hold carries the API's MAC for this key (the lease binding is the caller's: kv.lease = session). */
 export function hasValidProof(secret: Buffer, key: string, hold: HoldValue): boolean {
-  if (hold.mac === undefined) return false;
-  const want = Buffer.from(holdMac(secret, key, hold), 'utf8');
-  const got = Buffer.from(hold.mac, 'utf8');
-  return got.length === want.length && timingSafeEqual(got, want);
+  return same(hold.mac, holdMac(secret, key, hold));
+}
+
+export function markMac(secret: Buffer, mark: SignedMark): string {
+  return mac(secret, markMessage(mark));
+}
+
+/** true when the marker carries the API's MAC over its fields (what it may explain is the decoder's check). */
+export function hasValidMarkProof(secret: Buffer, mark: MarkValue): boolean {
+  return same(mark.mac, markMac(secret, mark));
+}
+
+export function forceMac(secret: Buffer, record: SignedForce): string {
+  return mac(secret, forceMessage(record));
+}
+
+/** true when the force record carries the API's MAC over every field. */
+export function hasValidForceProof(secret: Buffer, record: ForceRecord): boolean {
+  return same(record.mac, forceMac(secret, record));
 }

@@ -65,7 +65,7 @@ export const HoldValueSchema = Type.Object({
   epoch: Epoch,
   waitMs: Millis,
   at: WallTimeMs, // grant wall time, ms since epoch
-  /** Proof of origin: the API's keyed MAC over key, hold and session (lock/holdProof.ts); absent on foreign writes. */
+  /** Proof of origin: the API's keyed MAC over key, hold and session (core/holdProof.ts); absent on foreign writes. */
   mac: Type.Optional(Type.String()),
 });
 export type HoldValue = Static<typeof HoldValueSchema>;
@@ -98,6 +98,12 @@ export const MarkValueSchema = Type.Object({
   at: WallTimeMs,
   key: Type.Optional(Type.String()),
   session: Type.Optional(DecimalString),
+  /** `release`: the grant revision (create revision) of the one hold it ends. */
+  grant: Type.Optional(DecimalString),
+  /** `epoch-advance`: the /sys/epoch mod revision the advance replaced. */
+  from: Type.Optional(DecimalString),
+  /** The API's keyed proof (core/holdProof.ts); a marker without a valid one explains nothing. */
+  mac: Type.Optional(Type.String()),
 });
 export type MarkValue = Static<typeof MarkValueSchema>;
 
@@ -115,6 +121,8 @@ export const ForceRecordSchema = Type.Object({
   requestedAt: WallTimeMs,
   approvedAt: WallTimeMs,
   revokedSession: Type.Boolean(),
+  /** The API's keyed proof over every field (core/holdProof.ts); a record without a valid one is forged. */
+  mac: Type.Optional(Type.String()),
 });
 export type ForceRecord = Static<typeof ForceRecordSchema>;
 

@@ -9,6 +9,7 @@ import { Queue, UnrecoverableError, type ConnectionOptions, type Job, type JobsO
 import type { Runtime } from '../platform/runtime.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
 import { createS3Client } from '../core/s3.js';
+import { originSecret } from '../core/originSecret.js';
 import { failComplianceExport, runComplianceExport } from './complianceExport.js';
 import { exportMetrics } from './exportMetrics.js';
 import { ForceArchiver, type ForceArchiverOptions } from './forceArchive.js';
@@ -123,7 +124,7 @@ export function forceArchiveService(options: Partial<Pick<ForceArchiverOptions, 
       const metrics = exportMetrics(runtime.metrics);
       const archivers = runtime.config.etcd.clusters.map(
         (cluster) => new ForceArchiver({
-          cluster, s3, bucket: runtime.config.s3.archiveBucket, logger: runtime.logger, health: runtime.health, metrics,
+          cluster, s3, bucket: runtime.config.s3.archiveBucket, logger: runtime.logger, health: runtime.health, metrics, originSecret: originSecret(runtime.config),
           pollIntervalMs: runtime.config.archive.pollIntervalMs, alarmAfterMs: runtime.config.archive.alarmAfterSeconds * 1000, ...options,
         }),
       );

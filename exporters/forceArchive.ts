@@ -9,7 +9,16 @@
 // the content of a link is deterministic, and a refused put re-reads the head.
 // An alarm (HealthState + gauge) is raised while a record older than
 // `alarmAfterMs` is not archived.
+//
+// Only a record carrying the lock API's proof (core/holdProof.ts: a MAC with
+// the origin secret over every field, its id the one its key names) is a
+// force-release. Anyone with write access to etcd can put a /sys/force/ key
+// naming two operators who never approved anything; such a record is never
+// written into the archive (COMPLIANCE objects can never be deleted, and the
+// chain would vouch for it): it raises the foreign-write alarm, is logged,
+// and stays in the event log, where the tailer records it as foreign.
 import { createHash } from 'node:crypto';
+import { hasValidForceProof } from '../core/holdProof.js';
 import type { Etcd3, Watcher } from 'etcd3';
 import type { Client } from 'minio';
 import type { EtcdCluster } from '../core/config.js';
@@ -46,6 +55,8 @@ export interface ForceArchiverOptions {
   retentionYears?: number;
   /** Archive into a bucket without object lock (tests of the chain only). Default false: refused. */
   allowUnlocked?: boolean;
+  /** Key of the lock API's proof (core/originSecret.ts): a record without a valid proof is never archived. */
+  originSecret: Buffer;
 }
 
 export interface TickResult {
@@ -60,6 +71,8 @@ interface EtcdForceKv {
   createRevision: string;
   /** Approval wall time (ms); the etcd-less fallback is when we first saw it. */
   approvedAt: number;
+  /** The record carries the API's proof: only then is it archived. */
+  proven: boolean;
 }
 
 function retainUntil(years: number, now = new Date()): Date {
@@ -74,6 +87,8 @@ export const alarmName = (cluster: string): string => catalogAlarmName('LOCKAUDI
 export class ForceArchiver {
   /** The options with their defaults filled in. */
   readonly #settings: Required<Omit<ForceArchiverOptions, 'health' | 'metrics' | 'etcd'>> & Pick<ForceArchiverOptions, 'health' | 'metrics'>;
+  /** Unproven records already reported (key@createRevision), so each is logged once. */
+  readonly #refused = new Set<string>();
   readonly #etcd: Etcd3;
   readonly #ownsEtcd: boolean;
   #head: ChainHead | undefined;
@@ -147,7 +162,8 @@ export class ForceArchiver {
       const value = kv.value.toString('utf8');
       const record = decodeValue(ForceRecordSchema, value);
       if (!this.#firstSeen.has(key)) this.#firstSeen.set(key, now);
-      return { key, value, createRevision: String(kv.create_revision), approvedAt: record?.approvedAt ?? (this.#firstSeen.get(key) as number) };
+      const proven = record !== undefined && key.endsWith(`${PREFIX.force}${record.id}`) && hasValidForceProof(this.#settings.originSecret, record);
+      return { key, value, createRevision: String(kv.create_revision), approvedAt: record?.approvedAt ?? (this.#firstSeen.get(key) as number), proven };
     });
     // Forget keys etcd no longer has (their lease ended): the set stays small.
     const live = new Set(kvs.map((k) => k.key));
@@ -231,7 +247,8 @@ export class ForceArchiver {
       const kvs = await this.#readEtcd();
       await this.#checkLock();
       if (!this.#head) await this.#loadHead();
-      pending = kvs.filter((kv) => !this.#archivedKeys.has(`${kv.key}@${kv.createRevision}`));
+      this.#refuse(kvs.filter((kv) => !kv.proven));
+      pending = kvs.filter((kv) => kv.proven && !this.#archivedKeys.has(`${kv.key}@${kv.createRevision}`));
       while (pending.length > 0) {
         const kv = pending[0] as EtcdForceKv;
         const record = chainRecord(this.#head as ChainHead, this.cluster, kv);
@@ -253,10 +270,22 @@ export class ForceArchiver {
       this.#settings.metrics?.archiveErrors.inc({ cluster: this.cluster });
       this.#settings.logger.warn({ cluster: this.cluster, err: (err as Error).message, pending: pending.length }, 'force archiver: pass failed, will retry');
       // Judge the alarm on the last etcd read when this one failed.
-      pending = this.#known.filter((kv) => !this.#archivedKeys.has(`${kv.key}@${kv.createRevision}`));
+      pending = this.#known.filter((kv) => kv.proven && !this.#archivedKeys.has(`${kv.key}@${kv.createRevision}`));
       this.#alarm(pending, archived, started);
       throw err;
     }
+  }
+
+  /** Records without the API's proof: never archived; alarmed and logged once each. */
+  #refuse(forged: readonly EtcdForceKv[]): void {
+    for (const kv of forged) {
+      const id = `${kv.key}@${kv.createRevision}`;
+      if (this.#refused.has(id)) continue;
+      this.#refused.add(id);
+      this.#settings.logger.error({ cluster: this.cluster, key: kv.key, createRevision: kv.createRevision }, 'force archiver: a force record without the lock API\'s proof (forged); not archived');
+      this.#settings.health?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster: this.cluster }, { what: 'force record', key: kv.key, revision: kv.createRevision }));
+    }
+    if (this.#refused.size > 10_000) this.#refused.clear(); // bounded: at worst one is logged again
   }
 
   #alarm(pending: readonly EtcdForceKv[], archived: number, now: number): TickResult {

@@ -318,7 +318,7 @@ async function undoSealedGrant(parts: LockParts, input: AcquireInput, holdKey: s
 
 /** Deletes the hold created at `revision` (and only that one) with a release marker naming why. */
 async function takeBack(parts: LockParts, input: AcquireInput, revision: string, by: string, holdKey = parts.keys.hold(input.key)): Promise<void> {
-  const mark: MarkValue = { kind: 'release', by, at: Date.now(), key: input.key, session: input.session };
+  const mark: MarkValue = { kind: 'release', by, at: Date.now(), key: input.key, session: input.session, grant: revision };
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       await parts.etcd.txn([cmp.created(holdKey, revision)], [op.del(holdKey), await parts.markers.put(mark)]);

@@ -76,7 +76,8 @@ export async function approveEpochAdvance(parts: LockParts, identity: string, id
   }
   // Above every epoch this API has seen: a restore can roll /sys/epoch back below one already used.
   const next: EpochValue = { epoch: Math.max(request.fromEpoch, parts.epoch.highestEpoch) + 1, clusterId: String(header.cluster_id) };
-  const mark: MarkValue = { kind: 'epoch-advance', by: identity, at: Date.now() };
+  // Bound to the /sys/epoch revision this advance replaces (the txn compares it): a copy explains no later delete.
+  const mark: MarkValue = { kind: 'epoch-advance', by: identity, at: Date.now(), from: request.epochModRevision };
   for (let attempt = 0; attempt < 2; attempt++) {
     let res;
     try {

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../core/errors.js';
 import { decodeValue, HoldValueSchema, type ForceRecord, type LockClass } from '../core/keyspace.js';
+import { forceMac } from '../core/holdProof.js';
 import { makeToken, tokenToString } from '../core/token.js';
 import type { LockParts } from './context.js';
 import { cmp, op } from './kv.js';
@@ -120,7 +121,7 @@ export async function approveForceRelease(parts: LockParts, identity: string, id
   }
   const holdKey = parts.keys.hold(request.key);
   const approvedAt = Date.now();
-  const record: ForceRecord = {
+  const fields: Omit<ForceRecord, 'mac'> = {
     id,
     key: request.key,
     holder: request.holder,
@@ -135,6 +136,9 @@ export async function approveForceRelease(parts: LockParts, identity: string, id
     approvedAt,
     revokedSession: request.revokeSession,
   };
+  // Signed over every field (the lock, the session, the token = the grant it ends): the tailer and the
+  // archiver take only a proven record as a force-release (core/holdProof.ts).
+  const record: ForceRecord = { ...fields, mac: forceMac(parts.originSecret, fields) };
   const lease = await parts.etcd.leaseGrant(FORCE_RECORD_TTL_SECONDS);
   const res = await parts.etcd.txn(
     [cmp.created(holdKey, request.holdCreateRevision), cmp.mod(holdKey, request.holdModRevision), cmp.mod(requestKey, kv.modRevision)],

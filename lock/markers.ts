@@ -1,7 +1,11 @@
 // Reason markers (/sys/mark/<id>) ride on a short shared lease: they only
 // have to outlive the txn they explain (the tailer reads them from the log),
-// so one 60 s lease serves every marker written in a 30 s window.
+// so one 60 s lease serves every marker written in a 30 s window. Every
+// marker is signed here with the origin secret (core/holdProof.ts): the
+// tailer lets only a proven marker explain a delete, and only the delete it
+// is bound to.
 import { randomUUID } from 'node:crypto';
+import { markMac } from '../core/holdProof.js';
 import type { MarkValue } from '../core/keyspace.js';
 import type { IRequestOp } from 'etcd3';
 import { op, type LockKeys } from './kv.js';
@@ -15,10 +19,12 @@ export class MarkerLease {
   readonly #keys: LockKeys;
   #current: { id: string; grantedAt: number } | undefined;
   #granting: Promise<string> | undefined;
+  readonly #secret: Buffer;
 
-  constructor(etcd: LockEtcd, keys: LockKeys) {
+  constructor(etcd: LockEtcd, keys: LockKeys, originSecret: Buffer) {
     this.#etcd = etcd;
     this.#keys = keys;
+    this.#secret = originSecret;
   }
 
   /** A lease id with at least 30 s left. */
@@ -42,8 +48,9 @@ export class MarkerLease {
     this.#current = undefined;
   }
 
-  /** The put of a new marker, for the txn that does the delete it explains. */
-  async put(value: MarkValue): Promise<IRequestOp> {
-    return op.put(this.#keys.mark(randomUUID()), value, await this.leaseId());
+  /** The put of a new marker, signed, for the txn that does the delete it explains. */
+  async put(value: Omit<MarkValue, 'mac'>): Promise<IRequestOp> {
+    const signed: MarkValue = { ...value, mac: markMac(this.#secret, value) };
+    return op.put(this.#keys.mark(randomUUID()), signed, await this.leaseId());
   }
 }

@@ -48,7 +48,8 @@ export async function release(parts: LockParts, input: ReleaseInput): Promise<Re
     parts.metrics.fenced(undefined);
     throw notHolder(input.key);
   }
-  const mark: MarkValue = { kind: 'release', by: input.identity, at: Date.now(), key: input.key, session: input.session };
+  // Bound to the one grant it ends (its create revision): a copy of this marker can explain no other delete.
+  const mark: MarkValue = { kind: 'release', by: input.identity, at: Date.now(), key: input.key, session: input.session, grant: revision.toString() };
   for (let attempt = 0; attempt < 2; attempt++) {
     let res;
     try {

@@ -103,7 +103,7 @@ export class LockService {
     );
     this.#shared = options.highWaterSource !== undefined && !options.root;
     this.#highWaterRefreshMs = options.highWaterRefreshMs ?? 30_000;
-    const markers = new MarkerLease(etcd, keys);
+    const markers = new MarkerLease(etcd, keys, options.originSecret);
     const waiters = new Waiters();
     this.spoolFile = options.spoolFile ?? spoolPath(options.dataDir, options.cluster.name);
     this.parts = {

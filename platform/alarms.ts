@@ -46,9 +46,9 @@ export const alarmCatalog = {
   },
   LOCKAUDIT_ALARM_FOREIGN_WRITE: {
     instance: 'foreign-write:{cluster}',
-    message: 'a hold not made by the lock API was written into {cluster} ({key} at revision {revision}); see grant history, origin=foreign',
+    message: 'a {what} not made by the lock API was written into {cluster} ({key} at revision {revision}); see grant history, origin=foreign',
     action:
-      'Someone wrote a lock hold around the lock API (etcdctl, a misbehaving client): find who from the hold value and the etcd audit trail, and remove the write path. Held until the process restarts; grant history lists every such grant (origin=foreign).',
+      'Someone wrote around the lock API (etcdctl, a misbehaving client): a hold without the API\'s proof, a copy of a real hold put back (a replay), or a reason marker or force record without the API\'s proof (it explains nothing: the delete beside it reads `deleted`, and a forged force record is never archived). Find who from the value and the etcd audit trail, and remove the write path. Held until the process restarts; grant history lists every such grant (origin=foreign), the event log every such marker and record.',
   },
 } as const satisfies Record<string, AlarmSpec>;
 

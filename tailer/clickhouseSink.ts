@@ -9,6 +9,7 @@
 import type { AuditStore } from '../core/clickhouse.js';
 import { configDefaults } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
+import { retry } from '../platform/retry.js';
 import { writeRows } from './rowWriter.js';
 import { rowCount, type RowBatch } from './types.js';
 
@@ -27,6 +28,8 @@ export interface SinkOptions {
   onRetry?: (err: Error, attempt: number) => void;
   /** Rows ClickHouse rejected, sent to quarantine instead (rowWriter.ts). */
   onQuarantine?: (rows: number) => void;
+  /** Runs on each batch before it is written, and may change its rows (the replay check, replays.ts); retried like an insert. */
+  beforeWrite?: (batch: RowBatch) => Promise<unknown>;
 }
 
 interface Entry {
@@ -166,6 +169,18 @@ export class BatchSink {
       grants: entries.flatMap((e) => e.batch.grants),
       quarantine: entries.flatMap((e) => e.batch.quarantine),
     };
+    const retrying = {
+      initialMs: this.#opts.initialBackoffMs ?? 100,
+      maxMs: this.#opts.maxBackoffMs ?? 5_000,
+      signal: this.#abort.signal,
+      onRetry: (err: unknown, attempt: number) => {
+        this.#failing = true;
+        this.#opts.onRetry?.(err as Error, attempt);
+        if (attempt === 1 || attempt % 10 === 0) this.#log.error({ err: (err as Error).message, attempt }, 'ClickHouse read before insert failed; retrying (checkpoint unchanged)');
+      },
+    };
+    const before = this.#opts.beforeWrite;
+    if (before) await retry(() => before(batch), retrying);
     const { quarantined } = await writeRows(this.#store, batch, {
       maxRows: this.#maxRows,
       retry: {

@@ -5,9 +5,12 @@
 // revision (DESIGN.md §2): force record → force-release, mark → release /
 // session-close / epoch-release, nothing → expiry, or `deleted` when its
 // lease was still alive. A hold without the API's proof of origin is marked
-// foreign (core/holdProof.ts).
+// foreign (core/holdProof.ts), and so is one on another lease than its
+// session. Markers and force records count only with the API's proof and
+// only for the delete they are bound to (the grant, the session, the epoch
+// move); an unproven one is itself recorded foreign and explains nothing.
 import { END_KIND_BY_EVENT, type AuditEventRow, type EndKind, type EventType, type Origin } from '../core/events.js';
-import { hasValidProof } from '../core/holdProof.js';
+import { hasValidForceProof, hasValidMarkProof, hasValidProof } from '../core/holdProof.js';
 import {
   ClockValueSchema,
   EpochValueSchema,
@@ -25,8 +28,8 @@ import {
   type KeyKind,
   type MarkValue,
 } from '../core/keyspace.js';
-import { makeToken, parseToken } from '../core/token.js';
-import type { Change, GrantRow, GrantSide, QuarantineRow, RevisionChanges, RowBatch } from './types.js';
+import { makeToken, parseToken, splitToken } from '../core/token.js';
+import type { Change, GrantRow, GrantSide, KvSnapshot, QuarantineRow, RevisionChanges, RowBatch } from './types.js';
 
 export interface DecodedEvent {
   row: AuditEventRow;
@@ -94,26 +97,56 @@ function baseRow(cluster: string, revision: string, c: Change): AuditEventRow {
   };
 }
 
+/** The proven markers and force records of one revision, each as what it may explain. */
 interface RevisionMarks {
-  forceByLock: Map<string, ForceRecord>;
-  releaseByLock: Map<string, MarkValue>;
+  forceByLock: Map<string, ForceRecord[]>;
+  releaseByLock: Map<string, MarkValue[]>;
   sessionClose: MarkValue[];
   epochAdvance: MarkValue | undefined;
+  /** The revision carries a put: it is a txn someone wrote, never a lease expiry (etcd's expiry deletes only). */
+  anyPut: boolean;
 }
 
-function collectMarks(changes: readonly Change[]): RevisionMarks {
-  const marks: RevisionMarks = { forceByLock: new Map(), releaseByLock: new Map(), sessionClose: [], epochAdvance: undefined };
+function push<V>(map: Map<string, V[]>, key: string, v: V): void {
+  const list = map.get(key);
+  if (list) list.push(v);
+  else map.set(key, [v]);
+}
+
+/**
+ * A marker's or force record's proof (no secret configured: trusted, as before proofs existed).
+ * Values written before proofs existed carry none. What the store already holds was classified when
+ * it was captured and is never decoded again, so history keeps its reading; only revisions captured
+ * from now on are judged, and an unsigned marker among them reads as what it provably is (the delete
+ * beside it `deleted`, alarmed) — accepting unsigned ones "for compatibility" would accept every
+ * insider's. Hence upgrade the lock APIs before the tailers, and let the tailer catch up first.
+ */
+function markProven(ctx: DecodeContext, m: MarkValue): boolean {
+  return !ctx.originSecret || hasValidMarkProof(ctx.originSecret, m);
+}
+
+function forceProven(ctx: DecodeContext, key: string, f: ForceRecord): boolean {
+  if (!ctx.originSecret) return true;
+  // Bound to its own key as well: /sys/force/<id> carries the record whose id is <id>.
+  return key === `${PREFIX.force}${f.id}` && hasValidForceProof(ctx.originSecret, f);
+}
+
+function collectMarks(ctx: DecodeContext, changes: readonly Change[]): RevisionMarks {
+  const marks: RevisionMarks = { forceByLock: new Map(), releaseByLock: new Map(), sessionClose: [], epochAdvance: undefined, anyPut: false };
+  // The /sys/epoch move of this revision: an epoch-advance marker counts only beside the move it is bound to.
+  const epochMove = changes.find((c) => c.type === 'put' && c.kv.key === PREFIX.epoch);
   for (const c of changes) {
     if (c.type !== 'put') continue;
+    marks.anyPut = true;
     if (c.kv.key.startsWith(PREFIX.force)) {
       const f = decodeValue(ForceRecordSchema, c.kv.value);
-      if (f) marks.forceByLock.set(lockOf(f.key), f);
+      if (f && forceProven(ctx, c.kv.key, f)) push(marks.forceByLock, lockOf(f.key), f);
     } else if (c.kv.key.startsWith(PREFIX.mark)) {
       const m = decodeValue(MarkValueSchema, c.kv.value);
-      if (!m) continue;
-      if (m.kind === 'release' && m.key) marks.releaseByLock.set(lockOf(m.key), m);
-      else if (m.kind === 'session-close') marks.sessionClose.push(m);
-      else if (m.kind === 'epoch-advance') marks.epochAdvance = m;
+      if (!m || !markProven(ctx, m)) continue;
+      if (m.kind === 'release' && m.key) push(marks.releaseByLock, lockOf(m.key), m);
+      else if (m.kind === 'session-close' && (m.session !== undefined || !ctx.originSecret)) marks.sessionClose.push(m);
+      else if (m.kind === 'epoch-advance' && (!ctx.originSecret || (epochMove && m.from !== undefined && epochMove.prev?.modRevision === m.from))) marks.epochAdvance = m;
     }
   }
   return marks;
@@ -191,7 +224,7 @@ function decodeHold(s: Step, kind: HoldKind): Reason {
     const hold = decodeChecked(HoldValueSchema, c.kv.value);
     if (!hold.ok) return misfit('hold value', hold.reason);
     const g = grantSide(kind, hold.value, s.revision, true);
-    g.origin = originOf(s.ctx, c.kv.key, hold.value);
+    g.origin = originOf(s.ctx, c.kv.key, hold.value, c.kv.lease);
     applyGrant(row, g);
     timed(ev, 'grant', hold.value.at);
     ev.grant = g;
@@ -202,31 +235,44 @@ function decodeHold(s: Step, kind: HoldKind): Reason {
   if (!hold.ok) return misfit('previous hold value', hold.reason);
   const grantRevision = c.prev.modRevision;
   const g = grantSide(kind, hold.value, grantRevision, s.ctx.startKnown(BigInt(grantRevision)));
-  g.origin = originOf(s.ctx, c.kv.key, hold.value);
+  g.origin = originOf(s.ctx, c.kv.key, hold.value, c.prev.lease);
   applyGrant(row, g);
   ev.grant = g;
-  classifyHoldEnd(s, kind.lock, hold.value, c.prev.lease);
+  classifyHoldEnd(s, kind.lock, hold.value, c.prev);
   ev.endKind = END_KIND_BY_EVENT[row.event_type];
   return undefined;
 }
 
-function originOf(ctx: DecodeContext, key: string, hold: HoldValue): Origin | undefined {
+/** 'api' only with a valid MAC *and* on the lease the MAC names (the hold's session): a copy on another lease, or none, is foreign. */
+function originOf(ctx: DecodeContext, key: string, hold: HoldValue, lease: string): Origin | undefined {
   if (!ctx.originSecret) return undefined;
-  return hasValidProof(ctx.originSecret, key, hold) ? 'api' : 'foreign';
+  return lease === hold.session && hasValidProof(ctx.originSecret, key, hold) ? 'api' : 'foreign';
 }
 
-/** Why a hold ended: by the marker or force record at its revision; none → lease expiry, or a delete by hand while its lease lived. */
-function classifyHoldEnd(s: Step, lock: string, hold: HoldValue, lease: string): void {
+/** The grant revision a force record's token names (its low 48 bits). */
+function tokenRevision(token: string): string | undefined {
+  const t = parseToken(token);
+  return t === undefined ? undefined : splitToken(t).revision.toString(10);
+}
+
+/**
+ * Why a hold ended: by the proven marker or force record at its revision that is bound to it; none →
+ * lease expiry, or `deleted` when its lease lived or the revision is a txn someone wrote (it carries a put:
+ * etcd's own expiry only deletes) — a forged marker beside a hand delete explains nothing.
+ */
+function classifyHoldEnd(s: Step, lock: string, hold: HoldValue, prev: KvSnapshot): void {
   const { marks, ev } = s;
-  const force = marks.forceByLock.get(lock);
-  const release = marks.releaseByLock.get(lock);
-  const close = marks.sessionClose.find((m) => m.session === undefined || m.session === hold.session);
+  const strict = s.ctx.originSecret !== undefined;
+  const grant = prev.createRevision;
+  const force = marks.forceByLock.get(lock)?.find((f) => !strict || (f.session === hold.session && tokenRevision(f.token) === grant));
+  const release = marks.releaseByLock.get(lock)?.find((m) => !strict || m.grant === grant);
+  const close = marks.sessionClose.find((m) => (strict ? m.session === hold.session && prev.lease === m.session : m.session === undefined || m.session === hold.session));
   if (force) timed(ev, 'force-release', force.approvedAt);
   else if (release) timed(ev, 'release', release.at);
   else if (close) timed(ev, 'session-close', close.at);
   else if (marks.epochAdvance) timed(ev, 'epoch-release', marks.epochAdvance.at);
   else {
-    ev.row.event_type = s.ctx.liveLeases?.has(lease) ? 'deleted' : 'expiry';
+    ev.row.event_type = marks.anyPut || s.ctx.liveLeases?.has(prev.lease || '0') ? 'deleted' : 'expiry';
     ev.lowerBoundMs = hold.at;
   }
 }
@@ -289,6 +335,7 @@ function decodeMark(s: Step): Reason {
   }
   const m = decodeChecked(MarkValueSchema, s.c.kv.value);
   if (!m.ok) return misfit('mark value', m.reason);
+  if (!markProven(s.ctx, m.value)) s.ev.row.origin = 'foreign'; // forged: it explains nothing (alarmed by the window)
   s.ev.row.holder = m.value.by;
   s.ev.row.session = m.value.session ?? '';
   timed(s.ev, 'marker', m.value.at);
@@ -304,6 +351,7 @@ function decodeForce(s: Step): Reason {
   if (!f.ok) return misfit('force record', f.reason);
   if (parseToken(f.value.token) === undefined) return 'force record /token does not fit 64 bits';
   const row = s.ev.row;
+  if (!forceProven(s.ctx, s.c.kv.key, f.value)) row.origin = 'foreign'; // forged: no force-release, never archived
   row.holder = f.value.holder;
   row.session = f.value.session;
   row.class = f.value.class;
@@ -342,7 +390,7 @@ function decodeChange(s: Step, kind: KeyKind): Reason {
  */
 export function decodeRevision(ctx: DecodeContext, input: RevisionChanges): DecodedRevision {
   const revision = input.revision.toString(10);
-  const marks = collectMarks(input.changes);
+  const marks = collectMarks(ctx, input.changes);
   const out: DecodedRevision = { revision: input.revision, events: [], quarantine: [] };
   for (const c of input.changes) {
     const ev: DecodedEvent = { row: baseRow(ctx.cluster, revision, c), timeless: true };

@@ -14,7 +14,11 @@ import type { RevisionChanges } from './types.js';
 /** '0' stands for "no lease": a key without one never expires, so its delete is always by hand. */
 export const NO_LEASE = '0';
 
-/** The leases to ask about: those of hold deletes in a revision that carries no marker or force record. */
+/**
+ * The leases to ask about: those of hold deletes in a revision that carries no marker or force record.
+ * A revision that carries one is a txn someone wrote, never etcd's expiry: its unexplained deletes read
+ * `deleted` whatever their lease (decoder.ts), so nothing needs asking.
+ */
 export function leasesToCheck(rev: RevisionChanges): string[] {
   const explained = rev.changes.some((c) => c.type === 'put' && (c.kv.key.startsWith(PREFIX.mark) || c.kv.key.startsWith(PREFIX.force)));
   if (explained) return [];

@@ -21,6 +21,10 @@ import type { ClockWriter } from './clockWriter.js';
 import type { Gap } from './gaps.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import { Watermark, type WindowSpec } from './watermark.js';
+import { ReplayCheck, type Replay } from './replays.js';
+import type { RowBatch } from './types.js';
+import { PREFIX } from '../core/keyspace.js';
+import { alarm } from '../platform/alarms.js';
 import { currentHolds, type LeaseWitness } from './leaseWitness.js';
 import { RecentClocks, WindowRunner, type WindowShared } from './windowRunner.js';
 
@@ -175,8 +179,11 @@ export class TailerPipeline {
     if (specs.length > 1) log.info({ windows: specs.length, from: (checkpoint + 1n).toString(), head: head.toString() }, 'catching up in revision windows');
     const watermark = new Watermark(checkpoint, specs);
     const clocks = new RecentClocks();
+    // With the origin secret, a copy of a real grant's value put back by hand reads foreign (replays.ts).
+    const replays = this.#opts.originSecret ? new ReplayCheck(this.#deps.store, this.#deps.cluster, (r) => this.#replayed(r)) : undefined;
     const sink = new BatchSink(this.#deps.store, log, {
       ...this.#opts.sink,
+      ...(replays ? { beforeWrite: (batch: RowBatch) => replays.mark(batch) } : {}),
       onFlush: (rows, seconds) => metrics?.batchSeconds.observe(this.#labels, seconds),
       onRetry: () => metrics?.sinkRetries.inc(this.#labels),
       onQuarantine: (rows) => metrics?.quarantined.inc(this.#labels, rows),
@@ -300,6 +307,13 @@ export class TailerPipeline {
       this.#deps.log.warn({ deadlineMs: deadline }, 'drain did not finish in time; queued rows are abandoned, the checkpoint stays behind them');
       sink.abort();
     }
+  }
+
+  /** A copy of a real grant's hold value put back by hand: an incident, like any write around the API. */
+  #replayed(r: Replay): void {
+    const key = `${PREFIX.hold}${r.key}`;
+    this.#deps.log.error({ key, grantRevision: r.grantRevision, firstRevision: r.firstRevision, recordedAsApi: r.recordedAsApi }, 'a copy of a real grant\'s hold value was put back by hand (replay): recorded foreign');
+    this.#deps.alarm?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster: this.#deps.cluster }, { what: 'copy of a real hold (replay)', key, revision: r.grantRevision }));
   }
 
   #observe(watermark: Watermark, state: RunState): void {

@@ -20,6 +20,9 @@ import type { RevisionChanges } from './types.js';
 import type { Slot, Watermark, WindowSpec } from './watermark.js';
 import { WatchWindow } from './watchWindow.js';
 
+/** The writes around the API that are alarmed, by event type (a foreign hold's end is alarmed at its grant). */
+const FOREIGN_WHAT: Partial<Record<string, string>> = { grant: 'hold', marker: 'reason marker', 'force-record': 'force record' };
+
 /** The last clock writes seen (at most 64), for lag in seconds. */
 export class RecentClocks {
   readonly #points: ClockPoint[] = [];
@@ -106,10 +109,12 @@ export class WindowRunner {
     }
   }
 
-  /** A hold written around the lock API is an incident: alarm it (the rows say which). */
+  /** A hold, marker or force record written around the lock API is an incident: alarm it (the rows say which). */
   #alarmForeign(decoded: DecodedRevision): void {
-    const foreign = decoded.events.find((e) => e.row.event_type === 'grant' && e.row.origin === 'foreign');
-    if (foreign) this.#s.alarm?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster: this.#s.cluster }, { key: foreign.row.key, revision: decoded.revision }));
+    const foreign = decoded.events.find((e) => e.row.origin === 'foreign' && FOREIGN_WHAT[e.row.event_type] !== undefined);
+    if (!foreign) return;
+    const what = FOREIGN_WHAT[foreign.row.event_type] as string;
+    this.#s.alarm?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster: this.#s.cluster }, { what, key: foreign.row.key, revision: decoded.revision }));
   }
 
   async #watch(client: Etcd3): Promise<void> {

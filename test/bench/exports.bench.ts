@@ -7,6 +7,8 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { createEtcdClient } from '../../core/etcd.js';
+import { forceMac } from '../../core/holdProof.js';
+import type { ForceRecord } from '../../core/keyspace.js';
 import { createLogger } from '../../core/logger.js';
 import { createS3Client } from '../../core/s3.js';
 import { ensureArchiveBucket, ensureHistoryBucket } from '../../platform/buckets.js';
@@ -19,6 +21,7 @@ import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
 import { heading, percentile, report } from './report.js';
 
 const ROWS = Number(process.env.BENCH_EXPORT_ROWS ?? 1_000_000);
+const BENCH_ORIGIN_SECRET = Buffer.from('bench-origin-secret');
 const ARCHIVE_RECORDS = Number(process.env.BENCH_ARCHIVE_RECORDS ?? 50);
 const DAY1 = Date.parse('2026-03-01T00:00:00Z');
 const logger = createLogger('silent');
@@ -86,7 +89,7 @@ async function archiveBench(): Promise<void> {
   const lease = etcd.lease(86_400, { autoKeepAlive: false });
   await lease.grant();
   const keyPrefix = `/sys/force/${uniqueId('bench')}-`;
-  const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix });
+  const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, originSecret: BENCH_ORIGIN_SECRET });
   archiver.start();
   heading(`force archive: etcd commit → archived object (${ARCHIVE_RECORDS} records, one at a time)`);
   try {
@@ -95,10 +98,11 @@ async function archiveBench(): Promise<void> {
     const plain: number[] = [];
     for (let i = 0; i < ARCHIVE_RECORDS; i++) {
       const now = Date.now();
-      const value = JSON.stringify({
-        id: `b${i}`, key: `payments/acct-${i}`, holder: 'spiffe://corp/w', session: '7587862000', token: '11258999069426240', class: 'payments', enforcement: 'fenced',
+      const fields: Omit<ForceRecord, 'mac'> = {
+        id: `${keyPrefix.split('/').pop()}${i}`, key: `payments/acct-${i}`, holder: 'spiffe://corp/w', session: '7587862000', token: '11258999069426240', class: 'payments', enforcement: 'fenced',
         requester: 'alice@corp', approver: 'bob@corp', reason: 'bench', requestedAt: now - 1_000, approvedAt: now, revokedSession: false,
-      });
+      };
+      const value = JSON.stringify({ ...fields, mac: forceMac(BENCH_ORIGIN_SECRET, fields) }); // signed, as the lock API writes it
       const put = await lease.put(`${keyPrefix}${i}`).value(value);
       const committed = performance.now();
       const revision = String(put.header.revision).padStart(20, '0');

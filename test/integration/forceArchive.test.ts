@@ -11,6 +11,8 @@ import type { Etcd3, Lease } from 'etcd3';
 import { Client } from 'minio';
 import { HealthState } from '../../platform/health.js';
 import { createEtcdClient } from '../../core/etcd.js';
+import { forceMac } from '../../core/holdProof.js';
+import type { ForceRecord } from '../../core/keyspace.js';
 import { isLockauditError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
@@ -28,11 +30,20 @@ const config = testConfig();
 const cluster = config.etcd.clusters[0] as (typeof config.etcd.clusters)[number];
 const logger = createLogger('silent');
 
-function forceValue(id: string, approvedAt: number): string {
-  return JSON.stringify({
+// The deployment's origin secret: the lock API signs each force record with it (lock/forceRelease.ts).
+const originSecret = Buffer.from('force-archive-test-secret');
+
+function forceFields(id: string, approvedAt: number): Omit<ForceRecord, 'mac'> {
+  return {
     id, key: `payments/acct-${id}`, holder: 'spiffe://corp/payments-worker', session: '7587862000123', token: '11258999069426240123', class: 'payments',
     enforcement: 'fenced', requester: 'alice@corp', approver: 'bob@corp', reason: 'worker wedged', requestedAt: approvedAt - 60_000, approvedAt, revokedSession: false,
-  });
+  };
+}
+
+/** A record as the lock API writes it: signed. */
+function forceValue(id: string, approvedAt: number): string {
+  const fields = forceFields(id, approvedAt);
+  return JSON.stringify({ ...fields, mac: forceMac(originSecret, fields) });
 }
 
 describe('force-release archive', () => {
@@ -72,7 +83,7 @@ describe('force-release archive', () => {
     const bucket = await newLockedBucket();
     const keyPrefix = `/sys/force/${uniqueId('a')}-`;
     await writeRecords(keyPrefix, 3);
-    const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix });
+    const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, originSecret });
     try {
       const result = await archiver.tick();
       assert.equal(result.archived, 3);
@@ -121,7 +132,7 @@ describe('force-release archive', () => {
     const bucket = await newLockedBucket();
     const keyPrefix = `/sys/force/${uniqueId('h')}-`;
     await writeRecords(keyPrefix, 3);
-    const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix });
+    const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, originSecret });
     try {
       assert.equal((await archiver.tick()).archived, 3);
     } finally {
@@ -143,8 +154,8 @@ describe('force-release archive', () => {
     await s3.makeBucket(bucket, config.s3.region);
     const keyPrefix = `/sys/force/${uniqueId('b')}-`;
     await writeRecords(keyPrefix, 6);
-    await assert.rejects(new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix }).tick(), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_ARCHIVE_UNLOCKED'));
-    const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, allowUnlocked: true });
+    await assert.rejects(new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, originSecret }).tick(), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_ARCHIVE_UNLOCKED'));
+    const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, originSecret, allowUnlocked: true });
     try {
       assert.equal((await archiver.tick()).archived, 6);
     } finally {
@@ -198,12 +209,12 @@ describe('force-release archive', () => {
     const metrics = exportMetrics(registry);
     // S3 that does not answer: the record cannot be archived.
     const deadS3 = new Client({ endPoint: '127.0.0.1', port: 1, useSSL: false, accessKey: 'x', secretKey: 'xxxxxxxx', region: config.s3.region, pathStyle: true });
-    const stuck = new ForceArchiver({ cluster, s3: deadS3, bucket, logger, keyPrefix, health, metrics });
+    const stuck = new ForceArchiver({ cluster, s3: deadS3, bucket, logger, keyPrefix, originSecret, health, metrics });
     await assert.rejects(stuck.tick());
     await stuck.close();
     assert.deepEqual(health.alarms().map((a) => a.name), [alarmName(cluster.name)]);
     assert.match(await registry.metrics(), new RegExp(`lockaudit_force_unarchived_late_records\\{cluster="${cluster.name}"\\} 1`));
-    const working = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, health, metrics });
+    const working = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, originSecret, health, metrics });
     try {
       assert.equal((await working.tick()).archived, 1);
     } finally {
@@ -216,7 +227,7 @@ describe('force-release archive', () => {
   it('archives a new record within moments of its commit (watch), in the running loop', async () => {
     const bucket = await newLockedBucket();
     const keyPrefix = `/sys/force/${uniqueId('d')}-`;
-    const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, pollIntervalMs: 30_000 });
+    const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, originSecret, pollIntervalMs: 30_000 });
     archiver.start();
     try {
       await new Promise((r) => setTimeout(r, 500)); // the watch is up
@@ -231,5 +242,37 @@ describe('force-release archive', () => {
     } finally {
       await archiver.close();
     }
+  });
+
+  it('never archives a force record without the API\'s proof: an insider\'s hand-written record is alarmed, not chained into COMPLIANCE', async () => {
+    const bucket = await newLockedBucket();
+    const keyPrefix = `/sys/force/${uniqueId('f')}-`;
+    const [genuine] = await writeRecords(keyPrefix, 1);
+    const id = `${keyPrefix.split('/').pop()}forged`;
+    // What an insider with etcdctl writes: the record's shape, two operators who approved nothing — without the
+    // secret: no MAC, a MAC made with a guessed key, and a genuine record's MAC copied onto another id.
+    const fields = { ...forceFields(id, Date.now()), approver: 'mallory@corp' };
+    const copied = JSON.parse(await etcd.get(genuine as string).string() ?? '{}') as ForceRecord;
+    await lease.put(`${keyPrefix}forged`).value(JSON.stringify(fields));
+    await lease.put(`${keyPrefix}guessed`).value(JSON.stringify({ ...fields, id: `${id.replace('forged', 'guessed')}`, mac: forceMac(Buffer.from('guess'), fields) }));
+    await lease.put(`${keyPrefix}copied`).value(JSON.stringify({ ...copied, id: `${id.replace('forged', 'copied')}` }));
+    const health = new HealthState();
+    const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, originSecret, health });
+    try {
+      const result = await archiver.tick();
+      assert.equal(result.archived, 1, 'only the genuine record is archived');
+      assert.equal(result.pending, 0, 'a forged record is not waiting to be archived either');
+    } finally {
+      await archiver.close();
+    }
+    const names: string[] = [];
+    for await (const o of s3.listObjectsV2(bucket, 'force/', true)) if (o.name) names.push(o.name);
+    assert.equal(names.length, 1, JSON.stringify(names));
+    const archived = JSON.parse(await readObjectText(s3, bucket, names[0] as string)) as ArchivedForceRecord;
+    assert.equal(archived.key, genuine);
+    const alarms = health.alarms();
+    assert.equal(alarms.length, 1, JSON.stringify(alarms));
+    assert.equal(alarms[0]?.code, 'LOCKAUDIT_ALARM_FOREIGN_WRITE');
+    assert.match(alarms[0]?.message ?? '', /force record/);
   });
 });

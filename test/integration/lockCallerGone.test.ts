@@ -85,7 +85,7 @@ describe('a caller that is gone', { timeout: 120_000 }, () => {
     const keys = new LockKeys(`/${uniqueId('root')}`);
     const etcd = new LockEtcd(etcdClient, { probeKey: keys.epoch() });
     let now = Date.now();
-    const sessions = new Sessions(etcd, keys, new MarkerLease(etcd, keys), { now: () => now });
+    const sessions = new Sessions(etcd, keys, new MarkerLease(etcd, keys, Buffer.from('test-origin-secret')), { now: () => now });
     const leases: string[] = [];
     try {
       const created = await Promise.all(Array.from({ length: 20 }, (_, i) => sessions.create(`spiffe://test/gone-${i}`, 5)));

@@ -4,10 +4,16 @@
 // force-releases with a force record in the same txn, lease expiries
 // (revoke, no marker), durable queue enter/leave, class puts, clock writes.
 // Every write records the audit events it must produce: (revision, key, type).
+// Markers and force records carry the API's proof (core/holdProof.ts) with the
+// suite's origin secret, bound as the API binds them, so a tailer holding the
+// secret takes them as the API's.
 import { randomBytes } from 'node:crypto';
 import type { Etcd3 } from 'etcd3';
 import type { EventType } from '../../core/events.js';
-import { PREFIX, classKey, forceKey, holdKey, markKey, queueKey } from '../../core/keyspace.js';
+import { forceMac, markMac } from '../../core/holdProof.js';
+import { PREFIX, classKey, forceKey, holdKey, markKey, queueKey, type ForceRecord, type MarkValue } from '../../core/keyspace.js';
+import { originSecret } from '../../core/originSecret.js';
+import { testConfig } from './env.js';
 
 /** etcd's default --max-txn-ops: the suite's etcd runs with etcd's defaults, as users' do. */
 export const ETCD_DEFAULT_MAX_TXN_OPS = 128;
@@ -30,9 +36,16 @@ export class Workload {
   #markLease: string | undefined;
   #seq = 0;
 
-  constructor(client: Etcd3, ns: string) {
+  readonly #secret: Buffer;
+
+  constructor(client: Etcd3, ns: string, secret: Buffer = originSecret(testConfig())) {
     this.client = client;
     this.ns = ns;
+    this.#secret = secret;
+  }
+
+  #mark(m: Omit<MarkValue, 'mac'>): string {
+    return JSON.stringify({ ...m, mac: markMac(this.#secret, m) });
   }
 
   lock(path: string): string {
@@ -96,7 +109,7 @@ export class Workload {
     const mk = markKey(this.#id());
     const res = await this.client
       .if(key, 'Mod', '==', s.holds.get(lock) ?? '0')
-      .then(this.client.delete().key(key), this.client.put(mk).value(JSON.stringify({ kind: 'release', by: `spiffe://test/${s.id}`, at: Date.now(), key: lock, session: s.id })).lease(await this.#marks()))
+      .then(this.client.delete().key(key), this.client.put(mk).value(this.#mark({ kind: 'release', by: `spiffe://test/${s.id}`, at: Date.now(), key: lock, session: s.id, grant: s.holds.get(lock) ?? '0' })).lease(await this.#marks()))
       .commit();
     if (!res.succeeded) throw new Error(`release of ${lock} failed`);
     const rev = String(res.header.revision);
@@ -112,7 +125,7 @@ export class Workload {
     const keys = [...s.holds.keys()].map(holdKey);
     const res = await this.client
       .if(PREFIX.clock, 'Version', '>', -1)
-      .then(...keys.map((k) => this.client.delete().key(k)), this.client.put(mk).value(JSON.stringify({ kind: 'session-close', by: 'test', at: Date.now(), session: s.id })).lease(await this.#marks()))
+      .then(...keys.map((k) => this.client.delete().key(k)), this.client.put(mk).value(this.#mark({ kind: 'session-close', by: 'test', at: Date.now(), session: s.id })).lease(await this.#marks()))
       .commit();
     const rev = String(res.header.revision);
     for (const k of keys) this.#record(rev, k, 'session-close');
@@ -128,7 +141,8 @@ export class Workload {
     const key = holdKey(lock);
     const id = this.#id();
     const grantRev = s.holds.get(lock) ?? '0';
-    const record = { id, key: lock, holder: `spiffe://test/${s.id}`, session: s.id, token: grantRev, class: 'payments', enforcement: 'fenced', requester: 'op-a', approver: 'op-b', reason: 'stuck', requestedAt: Date.now() - 10, approvedAt: Date.now(), revokedSession: false };
+    const fields: Omit<ForceRecord, 'mac'> = { id, key: lock, holder: `spiffe://test/${s.id}`, session: s.id, token: grantRev, class: 'payments', enforcement: 'fenced', requester: 'op-a', approver: 'op-b', reason: 'stuck', requestedAt: Date.now() - 10, approvedAt: Date.now(), revokedSession: false };
+    const record: ForceRecord = { ...fields, mac: forceMac(this.#secret, fields) };
     const res = await this.client
       .if(key, 'Mod', '==', grantRev)
       .then(this.client.delete().key(key), this.client.put(forceKey(id)).value(JSON.stringify(record)).lease(await this.#lease(86_400)))

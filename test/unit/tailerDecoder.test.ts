@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { holdMac } from '../../core/holdProof.js';
+import { forceMac, holdMac, markMac } from '../../core/holdProof.js';
 import { makeToken } from '../../core/token.js';
 import { leasesToCheck } from '../../tailer/leaseLiveness.js';
 import { bracketFor, decodeRevision, finishRevision, knownTime, UNKNOWN_ERROR_MS, type DecodeContext } from '../../tailer/decoder.js';
@@ -43,6 +43,7 @@ describe('decoder', () => {
       ],
     });
     const types = Object.fromEntries(d.events.map((e) => [e.row.key, e.row.event_type]));
+    // d: no marker of its own, in a txn that put something — never etcd's expiry (an expiry only deletes).
     assert.deepEqual(types, {
       '/l/ns/a': 'release',
       '/sys/mark/m1': 'marker',
@@ -50,10 +51,12 @@ describe('decoder', () => {
       '/sys/force/f1': 'force-record',
       '/l/ns/c': 'session-close',
       '/sys/mark/m2': 'marker',
-      '/l/ns/d': 'expiry',
+      '/l/ns/d': 'deleted',
     });
     for (const e of d.events.filter((x) => x.row.key.startsWith('/l/'))) assert.equal(e.row.grant_revision, '5');
-    const expiry = d.events.find((e) => e.row.key === '/l/ns/d');
+    const alone = decodeRevision(ctx, { revision: 21n, changes: [del('/l/ns/d', '21', prev('ns/d', '4'))] });
+    const expiry = alone.events.find((e) => e.row.key === '/l/ns/d');
+    assert.equal(expiry?.row.event_type, 'expiry');
     assert.equal(expiry?.timeless, true);
     assert.equal(expiry?.lowerBoundMs, 1_000);
   });
@@ -188,15 +191,19 @@ describe('decoder', () => {
     const octx: DecodeContext = { ...ctx, originSecret: secret };
     const fields = { holder: 'spiffe://x/a', session: '77', class: 'payments', epoch: 1, waitMs: 3, at: 1_000 };
     const signed = (key: string) => JSON.stringify({ ...fields, mac: holdMac(secret, key, fields) });
+    // As the API writes it: on the session's lease.
+    const onLease = (c: Change, lease = '77'): Change => ({ ...c, kv: { ...c.kv, lease } });
 
     it('a hold with the API\'s proof of origin is an api grant; without it, or with a wrong one, foreign', () => {
       const d = decodeRevision(octx, {
         revision: 90n,
         changes: [
-          put('/l/ns/api', signed('/l/ns/api'), '90'),
-          put('/l/ns/bare', JSON.stringify(fields), '90'),
-          put('/l/ns/moved', signed('/l/ns/api'), '90'), // a real MAC copied onto another key
-          put('/l/ns/forged', JSON.stringify({ ...fields, mac: 'AAAA' }), '90'),
+          onLease(put('/l/ns/api', signed('/l/ns/api'), '90')),
+          onLease(put('/l/ns/bare', JSON.stringify(fields), '90')),
+          onLease(put('/l/ns/moved', signed('/l/ns/api'), '90')), // a real MAC copied onto another key
+          onLease(put('/l/ns/forged', JSON.stringify({ ...fields, mac: 'AAAA' }), '90')),
+          onLease(put('/l/ns/other-lease', signed('/l/ns/other-lease'), '90'), '78'), // a real value copied onto another lease
+          put('/l/ns/no-lease', signed('/l/ns/no-lease'), '90'), // … or onto none: it would never expire
         ],
       });
       assert.deepEqual(d.events.map((e) => [e.row.key, e.row.event_type, e.row.origin, e.grant?.origin]), [
@@ -204,8 +211,10 @@ describe('decoder', () => {
         ['/l/ns/bare', 'grant', 'foreign', 'foreign'],
         ['/l/ns/moved', 'grant', 'foreign', 'foreign'],
         ['/l/ns/forged', 'grant', 'foreign', 'foreign'],
+        ['/l/ns/other-lease', 'grant', 'foreign', 'foreign'],
+        ['/l/ns/no-lease', 'grant', 'foreign', 'foreign'],
       ]);
-      assert.equal(finishRevision(d, undefined).grants.filter((g) => g.origin === 'foreign').length, 3);
+      assert.equal(finishRevision(d, undefined).grants.filter((g) => g.origin === 'foreign').length, 5);
     });
 
     it('the end of a foreign grant keeps its origin (the closed grant row wins)', () => {
@@ -222,9 +231,36 @@ describe('decoder', () => {
       assert.equal(finishRevision(alive, { lowerMs: 500, upperMs: 3_000 }).grants[0]?.end_kind, 'deleted');
       const gone = decodeRevision({ ...octx, liveLeases: new Set() }, { revision: 93n, changes: [del('/l/ns/a', '93', prev('77'))] });
       assert.equal(gone.events[0]?.row.event_type, 'expiry');
-      // A marker explains the delete whatever the lease.
-      const marked = decodeRevision({ ...octx, liveLeases: new Set(['77']) }, { revision: 94n, changes: [del('/l/ns/a', '94', prev('77')), put('/sys/mark/m', mark('release', { key: 'ns/a' }), '94')] });
+      // A proven marker bound to this grant explains the delete whatever the lease.
+      const m = { kind: 'release' as const, by: 'alice', at: 5_000, key: 'ns/a', session: '77', grant: '90' };
+      const marked = decodeRevision({ ...octx, liveLeases: new Set(['77']) }, { revision: 94n, changes: [del('/l/ns/a', '94', prev('77')), put('/sys/mark/m', JSON.stringify({ ...m, mac: markMac(secret, m) }), '94')] });
       assert.equal(marked.events[0]?.row.event_type, 'release');
+      assert.equal(marked.events[1]?.row.origin, undefined, 'a proven marker is the API\'s');
+    });
+
+    it('markers and force records explain a delete only with the API\'s proof and only the one they are bound to (issue 21)', () => {
+      const prev = (lock: string, lease = '77', create = '90'): KvSnapshot => ({ ...kv(`/l/${lock}`, signed(`/l/${lock}`), create), lease });
+      const signedMark = (m: Record<string, unknown> & { kind: 'release' | 'session-close' | 'epoch-advance'; by: string; at: number }) => JSON.stringify({ ...m, mac: markMac(secret, m) });
+      const force = { id: 'f1', key: 'ns/f', holder: 'spiffe://x/a', session: '77', token: makeToken(1, 90n).toString(), class: 'payments', enforcement: 'fenced' as const, requester: 'r', approver: 'a', reason: 'x', requestedAt: 1, approvedAt: 6_000, revokedSession: false };
+      const kinds = (changes: Change[]) => decodeRevision({ ...octx, liveLeases: new Set(['77']) }, { revision: 95n, changes }).events.map((e) => [e.row.key, e.row.event_type, e.row.origin ?? 'api']);
+      // Unproven: a hand-written release marker, a session-close without a session, a forged force record.
+      assert.deepEqual(kinds([del('/l/ns/a', '95', prev('ns/a')), put('/sys/mark/m', mark('release', { key: 'ns/a', session: '77', grant: '90' }), '95')]), [['/l/ns/a', 'deleted', 'api'], ['/sys/mark/m', 'marker', 'foreign']]);
+      assert.deepEqual(kinds([del('/l/ns/a', '95', prev('ns/a')), put('/sys/mark/m', signedMark({ kind: 'session-close', by: 'x', at: 1 }), '95')]), [['/l/ns/a', 'deleted', 'api'], ['/sys/mark/m', 'marker', 'api']]);
+      assert.deepEqual(kinds([del('/l/ns/f', '95', prev('ns/f')), put('/sys/force/f1', JSON.stringify(force), '95')]), [['/l/ns/f', 'deleted', 'api'], ['/sys/force/f1', 'force-record', 'foreign']]);
+      // Proven but bound to something else: another grant of the key, another session, another record id.
+      assert.deepEqual(kinds([del('/l/ns/a', '95', prev('ns/a', '77', '93')), put('/sys/mark/m', signedMark({ kind: 'release', by: 'x', at: 1, key: 'ns/a', session: '77', grant: '90' }), '95')])[0], ['/l/ns/a', 'deleted', 'api']);
+      assert.deepEqual(kinds([del('/l/ns/a', '95', prev('ns/a')), put('/sys/mark/m', signedMark({ kind: 'session-close', by: 'x', at: 1, session: '78' }), '95')])[0], ['/l/ns/a', 'deleted', 'api']);
+      assert.deepEqual(kinds([del('/l/ns/f', '95', prev('ns/f')), put('/sys/force/f2', JSON.stringify({ ...force, mac: forceMac(secret, force) }), '95')]), [['/l/ns/f', 'deleted', 'api'], ['/sys/force/f2', 'force-record', 'foreign']]);
+      assert.deepEqual(kinds([del('/l/ns/f', '95', prev('ns/f', '77', '91')), put('/sys/force/f1', JSON.stringify({ ...force, mac: forceMac(secret, force) }), '95')])[0], ['/l/ns/f', 'deleted', 'api']);
+      // Proven and bound: what the API writes.
+      assert.deepEqual(kinds([del('/l/ns/f', '95', prev('ns/f')), put('/sys/force/f1', JSON.stringify({ ...force, mac: forceMac(secret, force) }), '95')]), [['/l/ns/f', 'force-release', 'api'], ['/sys/force/f1', 'force-record', 'api']]);
+      assert.deepEqual(kinds([del('/l/ns/a', '95', prev('ns/a')), put('/sys/mark/m', signedMark({ kind: 'session-close', by: 'x', at: 1, session: '77' }), '95')])[0], ['/l/ns/a', 'session-close', 'api']);
+      // An epoch-advance marker counts only beside the /sys/epoch move it names.
+      const epochMark = signedMark({ kind: 'epoch-advance', by: 'x', at: 1, from: '40' });
+      const epochPut = (from: string): Change => ({ type: 'put', kv: kv('/sys/epoch', JSON.stringify({ epoch: 2, clusterId: '9' }), '95'), prev: kv('/sys/epoch', JSON.stringify({ epoch: 1, clusterId: '9' }), from) });
+      assert.equal(kinds([del('/l/ns/a', '95', prev('ns/a')), put('/sys/mark/m', epochMark, '95'), epochPut('40')])[0]?.[1], 'epoch-release');
+      assert.equal(kinds([del('/l/ns/a', '95', prev('ns/a')), put('/sys/mark/m', epochMark, '95'), epochPut('60')])[0]?.[1], 'deleted');
+      assert.equal(kinds([del('/l/ns/a', '95', prev('ns/a')), put('/sys/mark/m', epochMark, '95')])[0]?.[1], 'deleted');
     });
 
     it('asks etcd only about marker-less hold deletes; a hold without a lease counts as live', () => {
@@ -247,7 +283,7 @@ describe('decoder', () => {
     const f = { holder: 'spiffe://x/a', session: '77', class: 'payments', epoch: 1, waitMs: 3, at: 2_000 };
     const mixed = decodeRevision({ ...ctx, originSecret: secret }, {
       revision: 32n,
-      changes: [put('/l/ns/api', JSON.stringify({ ...f, mac: holdMac(secret, '/l/ns/api', f) }), '32'), put('/l/ns/rogue', JSON.stringify({ ...f, at: 9_000 }), '32')],
+      changes: [{ ...put('/l/ns/api', JSON.stringify({ ...f, mac: holdMac(secret, '/l/ns/api', f) }), '32'), kv: { ...kv('/l/ns/api', JSON.stringify({ ...f, mac: holdMac(secret, '/l/ns/api', f) }), '32'), lease: '77' } }, put('/l/ns/rogue', JSON.stringify({ ...f, at: 9_000 }), '32')],
     });
     assert.equal(knownTime(mixed, 10_000), 2_000, 'the foreign hold\'s later time is not taken');
   });

@@ -1,0 +1,197 @@
+// What an insider with write access to etcd can and cannot make the record
+// say (DESIGN.md §2, "The insider model"; issue 21 items 1 and 2). Every
+// forgery is made the way an insider would — raw etcd3 txns, no lock API —
+// against the suite's etcd (default limits):
+// - a hand-written `release` marker in the txn that deletes someone's hold,
+//   a `session-close` marker naming no session, a forged /sys/force record:
+//   the holds read `deleted` (their leases live), the records foreign, alarmed;
+// - a genuine release marker copied into the txn that deletes a later grant
+//   of the same key: that grant reads `deleted`;
+// - a real grant's value put back by hand after its release, on the same key
+//   and live lease, or on no lease: `foreign`, also after the tailer restarted.
+// The API's own release, force-release and session close still read as such.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import type { Etcd3, IRequestOp } from 'etcd3';
+import type { AuditStore } from '../../core/clickhouse.js';
+import { createEtcdClient } from '../../core/etcd.js';
+import { createLogger } from '../../core/logger.js';
+import { originSecret } from '../../core/originSecret.js';
+import { HealthState } from '../../platform/health.js';
+import { readCheckpoint } from '../../tailer/offsets.js';
+import { TailerReplica } from '../../tailer/replica.js';
+import { checkpointAtHead, headRevision, waitFor } from '../support/capture.js';
+import { tempStore, testConfig, uniqueId } from '../support/env.js';
+import { fencedClass, lockApp, type LockApp } from '../support/lockApp.js';
+
+const config = testConfig();
+const endpoints = config.etcd.clusters[0]?.endpoints ?? [];
+const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
+
+const put = (key: string, value: string, lease?: string): IRequestOp => ({ request_put: { key: Buffer.from(key), value: Buffer.from(value), ...(lease ? { lease } : {}) } });
+const del = (key: string): IRequestOp => ({ request_delete_range: { key: Buffer.from(key) } });
+
+describe('tailer: forged markers, force records and copied holds', { timeout: 240_000 }, () => {
+  let store: AuditStore;
+  let closeStore: () => Promise<void>;
+  let client: Etcd3;
+  let la: LockApp;
+  let replica: TailerReplica | undefined;
+  const health = new HealthState();
+  const label = uniqueId('c');
+  const startReplica = (): TailerReplica => {
+    const r = new TailerReplica({ cluster: { name: label, endpoints }, store, log, health }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, originSecret: originSecret(config) });
+    r.start();
+    return r;
+  };
+
+  before(async () => {
+    ({ store, close: closeStore } = await tempStore());
+    client = createEtcdClient({ name: 'test', endpoints });
+    la = await lockApp(config, store);
+    await checkpointAtHead(store, client, label);
+    replica = startReplica();
+  });
+  after(async () => {
+    await replica?.close();
+    await la.close();
+    client.close();
+    await closeStore();
+  });
+
+  /** An insider's txn: raw ops, no compare. */
+  async function txn(...ops: IRequestOp[]): Promise<bigint> {
+    const res = await client.kv.txn({ compare: [], success: ops, failure: [] });
+    return BigInt(res.header.revision);
+  }
+
+  async function grantsOf(ns: string, atLeast: bigint): Promise<Array<[string, string, string]>> {
+    await waitFor('checkpoint', async () => ((await readCheckpoint(store, label)) >= atLeast ? true : undefined), 60_000, 200);
+    const rows = await store.rows<{ key: string; end_kind: string; origin: string }>(
+      `SELECT key, end_kind, origin FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND namespace = {ns:String} ORDER BY key, grant_revision`,
+      { c: label, ns },
+    );
+    return rows.map((r) => [r.key.slice(ns.length + 1), r.end_kind, r.origin]);
+  }
+
+  async function setup(ns: string): Promise<{ caller: string; cls: string; session: () => Promise<string>; acquire: (key: string, session: string) => Promise<{ token: string; revision: string }> }> {
+    const admin = await la.token(uniqueId('admin-'), ['admin']);
+    const cls = `${ns}-fenced`;
+    assert.equal((await la.call('PUT', `/v1/classes/${cls}`, admin, fencedClass(cls, ns, { ttlSeconds: 60 }))).status, 200);
+    const caller = await la.token(`spiffe://test/${ns}/worker`, ['client']);
+    return {
+      caller,
+      cls,
+      session: async () => {
+        const s = await la.call<{ id: string }>('POST', '/v1/sessions', caller, { ttlSeconds: 60 });
+        assert.ok(s.status === 201 || s.status === 200, JSON.stringify(s.body)); // 200: the caller's live session of this TTL, reused
+        return s.body.id;
+      },
+      acquire: async (key, session) => {
+        const r = await la.call<{ token: string; revision: string }>('POST', '/v1/locks/acquire', caller, { key: `${ns}/${key}`, session, class: cls });
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        return r.body;
+      },
+    };
+  }
+
+  it('forged markers and force records explain nothing: the holds deleted beside them read `deleted`, the records foreign (alarmed); the API\'s own ends still read as such', async () => {
+    const ns = uniqueId('ns');
+    const { caller, session, acquire } = await setup(ns);
+    const s1 = await session();
+    const holder = `spiffe://test/${ns}/worker`;
+    const g = {} as Record<string, { token: string; revision: string }>;
+    for (const k of ['forged-release', 'open-close', 'forged-force', 'copied-marker', 'released', 'forced']) g[k] = await acquire(k, s1);
+
+    // 1. A hand-written release marker in the txn that deletes the hold.
+    await txn(put(`/sys/mark/${randomUUID()}`, JSON.stringify({ kind: 'release', by: holder, at: Date.now(), key: `${ns}/forged-release`, session: s1 })), del(`/l/${ns}/forged-release`));
+    // 2. A session-close marker that names no session.
+    await txn(put(`/sys/mark/${randomUUID()}`, JSON.stringify({ kind: 'session-close', by: holder, at: Date.now() })), del(`/l/${ns}/open-close`));
+    // 3. A force record naming two operators who never approved anything.
+    const id = randomUUID();
+    const forged = {
+      id, key: `${ns}/forged-force`, holder, session: s1, token: g['forged-force']?.token, class: `${ns}-fenced`, enforcement: 'fenced',
+      requester: 'alice@corp', approver: 'bob@corp', reason: 'worker wedged', requestedAt: Date.now() - 60_000, approvedAt: Date.now(), revokedSession: false,
+    };
+    await txn(put(`/sys/force/${id}`, JSON.stringify(forged)), del(`/l/${ns}/forged-force`));
+    // 4. A genuine release marker (signed), copied into the txn that deletes a later grant of the same key.
+    const rel = await la.call<{ revision: string }>('POST', '/v1/locks/release', caller, { key: `${ns}/copied-marker`, session: s1, token: g['copied-marker']?.token });
+    assert.equal(rel.status, 200, JSON.stringify(rel.body));
+    const marks = await client.getAll().prefix('/sys/mark/').exec();
+    const genuine = marks.kvs.find((kv) => String(kv.mod_revision) === rel.body.revision);
+    assert.ok(genuine, 'the release wrote its marker');
+    await acquire('copied-marker', s1);
+    await txn(put(`/sys/mark/${randomUUID()}`, genuine.value.toString()), del(`/l/${ns}/copied-marker`));
+    // The API's own: a release, a force-release approved by two operators, a session close.
+    assert.equal((await la.call('POST', '/v1/locks/release', caller, { key: `${ns}/released`, session: s1, token: g.released?.token })).status, 200);
+    const alice = await la.token(uniqueId('alice-'), ['lock-operator']);
+    const bob = await la.token(uniqueId('bob-'), ['lock-operator']);
+    const fr = await la.call<{ id: string }>('POST', '/v1/force-releases', alice, { key: `${ns}/forced`, reason: 'wedged' });
+    assert.equal((await la.call('POST', `/v1/force-releases/${fr.body.id}/approve`, bob)).status, 200);
+    assert.equal(await session(), s1, 'one session per caller and TTL: closed last');
+    await acquire('closed', s1);
+    assert.equal((await la.call('DELETE', `/v1/sessions/${s1}`, caller)).status, 200);
+    const head = await headRevision(client);
+
+    assert.deepEqual(await grantsOf(ns, head), [
+      ['closed', 'session-close', 'api'],
+      ['copied-marker', 'release', 'api'],
+      ['copied-marker', 'deleted', 'api'],
+      ['forced', 'force', 'api'],
+      ['forged-force', 'deleted', 'api'],
+      ['forged-release', 'deleted', 'api'],
+      ['open-close', 'deleted', 'api'],
+      ['released', 'release', 'api'],
+    ]);
+    // The forged records are in the log as what they are.
+    const records = await store.rows<{ event_type: string; origin: string; n: string }>(
+      `SELECT event_type, origin, toString(count()) AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND event_type IN ('marker', 'force-record') AND (value LIKE {like:String} OR value LIKE {id:String}) GROUP BY event_type, origin ORDER BY event_type, origin`,
+      { c: label, like: `%${ns}/%`, id: `%${id}%` },
+    );
+    assert.deepEqual(records.map((r) => [r.event_type, r.origin, r.n]), [
+      ['force-record', 'api', '1'],
+      ['force-record', 'foreign', '1'],
+      ['marker', 'api', '4'], // the two genuine releases, the genuine marker's copy (proven, but bound to another grant), the session close
+      ['marker', 'foreign', '2'], // the hand-written release and session-close markers
+    ]);
+    const alarm = health.alarms().find((a) => a.name === `foreign-write:${label}`);
+    assert.ok(alarm, 'foreign-write alarm raised');
+    assert.match(alarm.message, /reason marker|force record/);
+  });
+
+  it('a real grant\'s value put back by hand after its release reads foreign — on its lease, on none, and after the tailer restarted', async () => {
+    const ns = uniqueId('ns');
+    const { caller, session, acquire } = await setup(ns);
+    const s = await session();
+    const granted = await acquire('k', s);
+    const value = (await client.get(`/l/${ns}/k`).string()) as string;
+    assert.equal((await la.call('POST', '/v1/locks/release', caller, { key: `${ns}/k`, session: s, token: granted.token })).status, 200);
+    // Put back on the same key and the same live lease, then deleted by hand; then on no lease at all.
+    await txn(put(`/l/${ns}/k`, value, s));
+    await txn(del(`/l/${ns}/k`));
+    await txn(put(`/l/${ns}/k`, value));
+    await txn(del(`/l/${ns}/k`));
+    let head = await headRevision(client);
+    assert.deepEqual(await grantsOf(ns, head), [
+      ['k', 'release', 'api'],
+      ['k', 'deleted', 'foreign'],
+      ['k', 'deleted', 'foreign'],
+    ]);
+    // A new tailer process knows nothing of the first grant but what the store holds.
+    await replica?.close();
+    replica = startReplica();
+    await txn(put(`/l/${ns}/k`, value, s));
+    head = await headRevision(client);
+    const rows = await grantsOf(ns, head);
+    assert.deepEqual(rows.at(-1), ['k', '', 'foreign']);
+    await txn(del(`/l/${ns}/k`));
+    // A genuine grant afterwards is the API's.
+    const again = await acquire('k', s);
+    head = await headRevision(client);
+    assert.deepEqual((await grantsOf(ns, head)).at(-1), ['k', '', 'api']);
+    assert.equal((await la.call('POST', '/v1/locks/release', caller, { key: `${ns}/k`, session: s, token: again.token })).status, 200);
+    const alarm = health.alarms().find((a) => a.name === `foreign-write:${label}`);
+    assert.ok(alarm, 'foreign-write alarm raised');
+  });
+});
