@@ -1,15 +1,13 @@
 -- Grant history: one row per grant (grants FINAL: exact under replays), every
 -- grant whose hold overlaps [from, to], after the cursor, in the order
--- (granted_at, cluster, key, grant_revision, spool_id). An empty filter string
--- (hasToken/hasCursor 0) means "no filter".
--- Filters on columns a grant never changes go to PREWHERE, which ClickHouse
--- applies before FINAL merges the grant's open and closed rows: the same rows
--- are kept, and far fewer rows are merged. ended_at changes when a grant ends,
--- so its condition stays in WHERE (after FINAL), as does end_kind; origin is
--- the same on both rows of a grant.
+-- (granted_at, cluster, key, grant_revision, spool_id). The filters and the
+-- window rule (overlapping) are the grant filter's (reports/grantFilter/:
+-- PREWHERE for columns a grant never changes, WHERE for ended_at and end_kind);
+-- the keyset cursor (hasCursor 0: first page) is on columns a grant never
+-- changes, so it goes to PREWHERE too.
 -- {source} is `grants`, or `grants_by_holder` (the same rows sorted by holder,
 -- sql/056) when a holder is the narrowest filter: chosen by historySource().
--- Parameters: {db:Identifier} {source:Identifier} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {endKind:String} {origin:String} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {limit:UInt32}
+-- Parameters: {db:Identifier} {source:Identifier} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {limit:UInt32}
 SELECT
     cluster,
     key,
@@ -28,18 +26,12 @@ SELECT
     spool_id,
     origin
 FROM {db:Identifier}.{source:Identifier} FINAL
-PREWHERE ({key:String} = '' OR key = {key:String})
-    AND ({keyPrefix:String} = '' OR startsWith(key, {keyPrefix:String}))
-    AND ({holder:String} = '' OR holder = {holder:String})
-    AND ({class:String} = '' OR class = {class:String})
-    AND ({namespace:String} = '' OR namespace = {namespace:String})
-    AND ({hasToken:UInt8} = 0 OR token = {token:UInt64})
-    AND ({origin:String} = '' OR origin = {origin:String})
-    AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+PREWHERE
+-- @include reports/grantFilter/prewhere.sql
     AND ({hasCursor:UInt8} = 0
          OR (granted_at, cluster, key, grant_revision, spool_id)
             > (fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC'), {afterCluster:String}, {afterKey:String}, {afterRevision:UInt64}, {afterSpool:String}))
-WHERE (ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC'))
-    AND ({endKind:String} = '' OR end_kind = if({endKind:String} = 'held', '', {endKind:String}))
+WHERE
+-- @include reports/grantFilter/where.sql
 ORDER BY granted_at, cluster, key, grant_revision, spool_id
 LIMIT {limit:UInt32}
