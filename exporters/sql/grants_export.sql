@@ -27,11 +27,16 @@ SELECT
     unprotected,
     start_known,
     origin                               -- api, or foreign: put straight into etcd, not by the lock API
-FROM {db:Identifier}.grants FINAL
-PREWHERE
+FROM
+(
+    -- The filter reads end_kind; the outer SELECT's `end_kind` alias (NULL while held) must not shadow it.
+    SELECT *
+    FROM {db:Identifier}.grants FINAL
+    PREWHERE
 -- @include reports/grantFilter/prewhere.sql
-    AND ({hasLo:UInt8} = 0 OR cluster > {loCluster:String} OR (cluster = {loCluster:String} AND key > {loKey:String}))
-    AND ({hasHi:UInt8} = 0 OR cluster < {hiCluster:String} OR (cluster = {hiCluster:String} AND key <= {hiKey:String}))
-WHERE
+        AND ({hasLo:UInt8} = 0 OR cluster > {loCluster:String} OR (cluster = {loCluster:String} AND key > {loKey:String}))
+        AND ({hasHi:UInt8} = 0 OR cluster < {hiCluster:String} OR (cluster = {hiCluster:String} AND key <= {hiKey:String}))
+    WHERE
 -- @include reports/grantFilter/where.sql
+)
 ORDER BY cluster, key, grant_revision, spool_id

@@ -3,6 +3,9 @@
 -- (after FINAL) of every grant query. endKind 'held' means still held
 -- (end_kind ''); an empty endKind means "no filter". The window rule is
 -- prewhere.sql's: overlapping also needs the hold to last until `from`.
+-- ClickHouse reads a name as the SELECT's alias before the column: a query
+-- whose SELECT renames something into end_kind, ended_at, origin, … must
+-- filter in a subquery (exporters/sql/grants_export.sql does).
 -- Parameters: {window:String} {fromMs:Int64} {endKind:String}
 ({window:String} = 'granted' OR ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC'))
     AND ({endKind:String} = '' OR end_kind = if({endKind:String} = 'held', '', {endKind:String}))
