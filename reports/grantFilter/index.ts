@@ -29,8 +29,8 @@ export const GRANT_FILTER_SCHEMAS = {
   class: ClassName(),
   namespace: Namespace(),
   token: Decimal64({ description: 'Which grant held this fencing token? (decimal string; tokens exceed 2^53)' }),
-  endKind: Type.Enum(END_KIND_FILTERS, { description: 'Only grants that ended this way (held: still held)' }),
-  origin: Type.Enum(ORIGINS, { description: 'api: granted by the lock API (valid proof of origin); foreign: written straight into etcd, bypassing it' }),
+  endKind: Type.Enum(END_KIND_FILTERS, { type: 'string', description: 'Only grants that ended this way (held: still held)' }),
+  origin: Type.Enum(ORIGINS, { type: 'string', description: 'api: granted by the lock API (valid proof of origin); foreign: written straight into etcd, bypassing it' }),
 };
 
 export type GrantFilterName = keyof typeof GRANT_FILTER_SCHEMAS;

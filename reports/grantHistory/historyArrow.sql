@@ -7,7 +7,7 @@
 -- UInt64 (Arrow uint64), times are Arrow timestamp[ms, UTC]; LowCardinality
 -- columns come as plain strings (ClickHouse's default for Arrow output).
 -- endKinds: core/events.ts END_KINDS (any other end_kind, '' included, is null).
--- Parameters: {db:Identifier} {source:Identifier} {endKinds:Array(String)} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {hasEnd:UInt8} {endMs:Int64} {endCluster:String} {endKey:String} {endRevision:UInt64} {endSpool:String}
+-- Parameters: {endKinds:Array(String)} {hasEnd:UInt8} {endMs:Int64} {endCluster:String} {endKey:String} {endRevision:UInt64} {endSpool:String}
 SELECT
     cluster,
     key,
@@ -24,12 +24,7 @@ SELECT
     if(endKind IS NULL, NULL, duration_ms) AS durationMs,
     toBool(unprotected) AS unprotected,
     if(origin = 'foreign', 'foreign', 'api') AS origin
-FROM {db:Identifier}.{source:Identifier} FINAL
-PREWHERE
--- @include reports/grantFilter/prewhere.sql
-    AND ({hasCursor:UInt8} = 0
-         OR (granted_at, cluster, key, grant_revision, spool_id)
-            > (fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC'), {afterCluster:String}, {afterKey:String}, {afterRevision:UInt64}, {afterSpool:String}))
+-- @include reports/grantHistory/pageSource.sql
     AND ({hasEnd:UInt8} = 0
          OR (granted_at, cluster, key, grant_revision, spool_id)
             <= (fromUnixTimestamp64Milli({endMs:Int64}, 'UTC'), {endCluster:String}, {endKey:String}, {endRevision:UInt64}, {endSpool:String}))

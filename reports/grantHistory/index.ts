@@ -6,7 +6,7 @@ import { END_KINDS, type EndKind } from '../../core/events.js';
 import { LockauditError } from '../../core/errors.js';
 import { parseInstant } from '../../core/instant.js';
 import { Decimal64, Instant, NullableNumber, NullableString } from '../schemas.js';
-import { grantFilterParams, grantFilterProperties, pickGrantFilters, ORIGINS } from '../grantFilter/index.js';
+import { grantFilterParams, grantFilterProperties, pickGrantFilters } from '../grantFilter/index.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { isoOrNull, num, toCsv } from '../render.js';
 import { loadSql } from '../../platform/sql.js';
@@ -47,7 +47,7 @@ export const GrantItemSchema = Type.Object({
   waitMs: Type.Number(),
   durationMs: NullableNumber('null while still held'),
   unprotected: Type.Boolean({ description: 'Granted without quorum (fail-open), token 0' }),
-  origin: Type.Enum(ORIGINS, { description: 'foreign: a hold put straight into etcd without the lock API\'s proof of origin (not made by the API)' }),
+  origin: Type.Union([Type.Literal('api'), Type.Literal('foreign')], { description: 'foreign: a hold put straight into etcd without the lock API\'s proof of origin (not made by the API)' }),
 });
 export type GrantItem = Static<typeof GrantItemSchema>;
 
