@@ -12,6 +12,7 @@ import type { ClickHouseSettings } from '@clickhouse/client';
 import type { Client } from 'minio';
 import type { AuditStore } from '../core/clickhouse.js';
 import { LockauditError } from '../core/errors.js';
+import { csvLine, type Cell } from '../reports/render.js';
 import { ArrowStreamJoiner, JOINABLE_ARROW_SETTINGS } from './arrowStream.js';
 import { fileSink, type ByteSink } from './byteSink.js';
 import { MultipartUpload, type MultipartOptions } from './multipartUpload.js';
@@ -69,19 +70,21 @@ export interface RunOptions {
   durable?: boolean;
 }
 
-const CSV_SETTINGS: ClickHouseSettings = { output_format_csv_crlf_end_of_line: 0 };
+// CSV is not ClickHouse's: chunks come as JSON arrays (64-bit integers as
+// strings, exact) and are written by the project's one CSV writer
+// (reports/render.ts), which neutralises formulas — a foreign holder
+// `=HYPERLINK(…)` reaches a spreadsheet as text, as in the API's CSV.
+const CSV_SOURCE_FORMAT = 'JSONCompactEachRowWithNames';
+const CSV_SOURCE_SETTINGS: ClickHouseSettings = { output_format_json_quote_64bit_integers: 1, output_format_json_quote_denormals: 0 };
 
-/** Counts CSV records: newlines outside quoted fields ("" inside quotes toggles twice). */
-export function countCsvRecords(buf: Buffer, state: { inQuote: boolean }): number {
-  let n = 0;
-  let inQuote = state.inQuote;
-  for (let i = 0; i < buf.length; i++) {
-    const b = buf[i];
-    if (b === 0x22) inQuote = !inQuote;
-    else if (b === 0x0a && !inQuote) n++;
-  }
-  state.inQuote = inQuote;
-  return n;
+/** One chunk of JSONCompactEachRowWithNames as CSV records (the names line only when `header`), and its row count. */
+export function jsonChunkToCsv(buf: Buffer, header: boolean): { csv: Buffer; rows: number } {
+  const lines = buf.toString('utf8').split('\n').filter((l) => l !== '');
+  const out: string[] = [];
+  lines.forEach((line, i) => {
+    if (i > 0 || header) out.push(csvLine(JSON.parse(line) as Cell[]));
+  });
+  return { csv: Buffer.from(out.join(''), 'utf8'), rows: Math.max(0, lines.length - 1) };
 }
 
 async function execToBuffer(store: AuditStore, chunk: ChunkQuery, format: string, settings: ClickHouseSettings, signal?: AbortSignal): Promise<Buffer> {
@@ -131,7 +134,7 @@ export async function streamExportPlan(store: AuditStore, plan: ExportPlan, form
       ? execToBuffer(store, plan.chunks[i] as ChunkQuery, 'Parquet', STITCHABLE_PARQUET_SETTINGS, options.signal)
       : format === 'arrow'
         ? execToBuffer(store, plan.chunks[i] as ChunkQuery, 'ArrowStream', JOINABLE_ARROW_SETTINGS, options.signal)
-        : execToBuffer(store, plan.chunks[i] as ChunkQuery, i === 0 ? 'CSVWithNames' : 'CSV', CSV_SETTINGS, options.signal);
+        : execToBuffer(store, plan.chunks[i] as ChunkQuery, CSV_SOURCE_FORMAT, CSV_SOURCE_SETTINGS, options.signal);
   const chunks = prefetching(plan.chunks.length, fetcher);
   // Arrow and Parquet chunks are joined into one file by a joiner that counts the rows it takes.
   const join = async (joiner: { add(chunk: Buffer): Promise<bigint> }): Promise<void> => {
@@ -154,13 +157,12 @@ export async function streamExportPlan(store: AuditStore, plan: ExportPlan, form
     return { format, rows: written.rows, bytes: written.bytes, sha256: written.sha256, ...(range ? { revisionRange: range } : {}) };
   }
   const hash = createHash('sha256');
-  const quote = { inQuote: false };
   let bytes = 0;
   for (let i = 0; i < plan.chunks.length; i++) {
     options.signal?.throwIfAborted();
-    const buf = await chunks.get(i);
-    // The header line of the first chunk is not a row.
-    rows += BigInt(countCsvRecords(buf, quote) - (i === 0 && buf.length > 0 ? 1 : 0));
+    // The names line of the first chunk is the file's header; the others' are dropped.
+    const { csv: buf, rows: chunkRows } = jsonChunkToCsv(await chunks.get(i), i === 0);
+    rows += BigInt(chunkRows);
     hash.update(buf);
     bytes += buf.length;
     await sink.write(buf);

@@ -11,8 +11,7 @@ import type { AuditStore } from '../core/clickhouse.js';
 import { LockauditError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { parseInstantOrUtc } from '../core/instant.js';
-import { parseToken } from '../core/token.js';
-import { ClassName, ClusterName, Decimal64, Holder, KeyPrefix, LockName, Namespace } from '../reports/schemas.js';
+import { readGrantFilters } from '../reports/grantFilter/index.js';
 import { ARROW_STREAM_TYPE } from './arrowStream.js';
 import { exportPlanToObject, runExportPlan, type ExportFormat, type ExportPlan, type ExportProgress, type WrittenFile } from './chunkedExport.js';
 import { planGrantsExport, DEFAULT_CHUNK_ROWS, type GrantFilters } from './exportPlans.js';
@@ -23,19 +22,6 @@ import type { HistoryDeps } from './parquetHistory.js';
 
 export const EXPORT_FORMATS = ['parquet', 'csv', 'arrow'] as const;
 export const MAX_EXPORT_RANGE_DAYS = 400;
-export const FILTER_NAMES = ['cluster', 'key', 'keyPrefix', 'holder', 'class', 'namespace', 'token'] as const;
-
-/** The filters' schemas: the very ones the report routes use, so an export accepts what a report does. */
-export const FILTER_SCHEMAS = {
-  cluster: ClusterName(),
-  key: LockName(),
-  keyPrefix: KeyPrefix(),
-  holder: Holder(),
-  class: ClassName(),
-  namespace: Namespace(),
-  token: Decimal64({ description: 'Only the grant of this fencing token (decimal string; tokens exceed 2^53)' }),
-} as const;
-const FILTER_PATTERNS = Object.fromEntries(Object.entries(FILTER_SCHEMAS).map(([k, v]) => [k, { re: new RegExp((v as { pattern?: string }).pattern ?? '.'), max: (v as { maxLength?: number }).maxLength ?? 512 }]));
 
 export type ExportStatus = 'queued' | 'running' | 'done' | 'failed';
 
@@ -81,19 +67,8 @@ export function parseExportInput(
     if (toMs <= fromMs) problems.push(`${names.to}: must be after ${names.from}`);
     else if (toMs - fromMs > MAX_EXPORT_RANGE_DAYS * 86_400_000) problems.push(`${names.to}: the range is longer than ${MAX_EXPORT_RANGE_DAYS} days`);
   }
-  const filters: GrantFilters = {};
-  for (const [name, value] of Object.entries(input.filters ?? {})) {
-    if (value === undefined) continue;
-    if (!(FILTER_NAMES as readonly string[]).includes(name)) {
-      problems.push(`${names.filter(name)}: is not a known filter (${FILTER_NAMES.join(', ')})`);
-      continue;
-    }
-    const rule = FILTER_PATTERNS[name];
-    if (value === '') problems.push(`${names.filter(name)}: must not be empty`);
-    else if (name === 'token' && parseToken(value) === undefined) problems.push(`${names.filter(name)}: must be a decimal 64-bit token`);
-    else if (rule && (value.length > rule.max || !rule.re.test(value))) problems.push(`${names.filter(name)}: must match ${rule.re.source} (at most ${rule.max} characters)`);
-    else filters[name as keyof GrantFilters] = value;
-  }
+  // The grant filter's own reading (reports/grantFilter/): an export accepts what grant history does.
+  const filters = readGrantFilters(input.filters ?? {}, names.filter, problems);
   if (problems.length) throw new LockauditError('LOCKAUDIT_ERR_EXPORT_INVALID', problems.join('; '), { details: problems });
   return { fromMs, toMs, filters };
 }

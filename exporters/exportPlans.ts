@@ -3,44 +3,30 @@
 // only its own granules and the total is known before the first row is written.
 import type { AuditStore } from '../core/clickhouse.js';
 import { loadSql } from '../platform/sql.js';
+import { grantFilterParams, type GrantFilters, type WindowRule } from '../reports/grantFilter/index.js';
 import type { ChunkQuery, ExportPlan } from './chunkedExport.js';
 
 /** Rows per chunk: progress granularity, and the most one chunk holds in memory. */
 export const DEFAULT_CHUNK_ROWS = 500_000;
 
-export interface GrantFilters {
-  cluster?: string;
-  key?: string;
-  keyPrefix?: string;
-  holder?: string;
-  class?: string;
-  namespace?: string;
-  /** A fencing token as a decimal string (64-bit). */
-  token?: string;
-}
+export type { GrantFilters };
 
 export interface TimeRange {
   fromMs: number;
   toMs: number;
 }
 
-function grantFilterParams(filters: GrantFilters, range: TimeRange): Record<string, unknown> {
-  return {
-    cluster: filters.cluster ?? '',
-    key: filters.key ?? '',
-    keyPrefix: filters.keyPrefix ?? '',
-    holder: filters.holder ?? '',
-    class: filters.class ?? '',
-    namespace: filters.namespace ?? '',
-    hasToken: filters.token === undefined ? 0 : 1,
-    token: filters.token ?? '0',
-    fromMs: range.fromMs,
-    toMs: range.toMs,
-  };
-}
+/**
+ * The window rule of every grants export (compliance, CLI, daily history):
+ * grants granted in [from, to). Exports of ranges that do not overlap never
+ * hold the same grant, and consecutive ones hold every grant once — what an
+ * archive needs. (The API's grant history shows what was held during a
+ * window: `overlapping`.)
+ */
+export const EXPORT_WINDOW_RULE: WindowRule = 'granted';
 
 export async function planGrantsExport(store: AuditStore, filters: GrantFilters, range: TimeRange, chunkRows = DEFAULT_CHUNK_ROWS): Promise<ExportPlan> {
-  const base = grantFilterParams(filters, range);
+  const base = grantFilterParams(filters, { ...range, rule: EXPORT_WINDOW_RULE }, 'filters.token');
   const bounds = await store.rows<{ cluster: string; key: string; cum: string }>(loadSql('exporters/sql/grants_chunks.sql').text, { ...base, chunkRows });
   const query = loadSql('exporters/sql/grants_export.sql').text;
   const open = { hasLo: 0, loCluster: '', loKey: '', hasHi: 0, hiCluster: '', hiKey: '' };

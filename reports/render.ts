@@ -1,4 +1,7 @@
-// Renderers shared by the reports: CSV (RFC 4180) and HTML escaping.
+// Renderers shared by the reports and the exports: CSV (RFC 4180, CRLF) and
+// HTML escaping. The one CSV writer: every CSV the project hands out (a page
+// of grant history, the risk register, a compliance export) is written by
+// csvLine, so each neutralises formulas the same way.
 // 64-bit values arrive here as decimal strings and are written as text.
 
 export type Cell = string | number | boolean | null | undefined;
@@ -14,10 +17,13 @@ export function csvCell(value: Cell): string {
   return /[",\r\n]/.test(text) || text !== text.trim() ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
+/** One CSV record, with its CRLF. */
+export function csvLine(cells: readonly Cell[]): string {
+  return `${cells.map(csvCell).join(',')}\r\n`;
+}
+
 export function toCsv(header: readonly string[], rows: readonly (readonly Cell[])[]): string {
-  const lines = [header.map(csvCell).join(',')];
-  for (const row of rows) lines.push(row.map(csvCell).join(','));
-  return `${lines.join('\r\n')}\r\n`;
+  return csvLine(header) + rows.map(csvLine).join('');
 }
 
 export function escapeHtml(value: Cell): string {

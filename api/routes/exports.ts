@@ -10,7 +10,8 @@ import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { createS3Client } from '../../core/s3.js';
 import { INSTANT_OR_UTC_PATTERN } from '../../core/instant.js';
-import { ExportRecords, FILTER_SCHEMAS, parseExportInput, type ExportState } from '../../exporters/complianceExport.js';
+import { ExportRecords, parseExportInput, type ExportState } from '../../exporters/complianceExport.js';
+import { grantFilterProperties } from '../../reports/grantFilter/index.js';
 import { COMPLIANCE_QUEUE, enqueueComplianceExport, type ComplianceJobData } from '../../exporters/exportJobs.js';
 import { ErrorResponse, type App, type RoutePlugin, type RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
@@ -30,11 +31,8 @@ const DateText = Type.String({
 });
 const Decimal64 = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$', description: 'a 64-bit token as a decimal string' });
 
-// The report routes' own filter schemas (exporters/complianceExport.ts): an export accepts what a report does.
-export const ExportFilters = Type.Object(
-  Object.fromEntries(Object.entries(FILTER_SCHEMAS).map(([k, v]) => [k, Type.Optional(v)])) as { [K in keyof typeof FILTER_SCHEMAS]: ReturnType<typeof Type.Optional<(typeof FILTER_SCHEMAS)[K]>> },
-  { additionalProperties: false },
-);
+// The grant filter (reports/grantFilter/): an export accepts what grant history does.
+export const ExportFilters = Type.Object(grantFilterProperties(), { additionalProperties: false });
 
 export const ExportRequestBody = Type.Object(
   {
@@ -127,7 +125,12 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
           tags: ['exports'],
           summary: 'Request a compliance export of grant history',
           description:
-            'Grants granted in [from, to) matching the filters, as one Parquet, Arrow IPC stream or CSV file. Answers 202 with the export id at once; ' +
+            'Grants matching the filters (those of GET /v1/grants, cluster, origin and endKind included), as one Parquet, Arrow IPC stream or CSV file. ' +
+            'Window rule: grants GRANTED in [from, to) — from included, to excluded — whenever they ended; unlike GET /v1/grants, which returns every grant ' +
+            'whose hold overlaps [from, to]. So exports of ranges that do not overlap never share a grant, and consecutive ranges hold each grant exactly once; ' +
+            'a grant held across `from` but granted before it is in the earlier range\'s export. Every row carries its origin (api or foreign). ' +
+            'CSV cells that a spreadsheet would run as a formula (starting with =, +, -, @, tab or CR) are written with a leading apostrophe. ' +
+            'Answers 202 with the export id at once; ' +
             'poll GET /v1/exports/{id} for progress, then GET /v1/exports/{id}/download. Role: auditor. The request is recorded.',
           body: ExportRequestBody,
           response: {

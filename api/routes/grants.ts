@@ -1,9 +1,9 @@
 // GET /v1/grants — grant history (reports/grantHistory). Thin: auth, rate
 // limit, the read audit, then the report module.
-import { randomBytes } from 'node:crypto';
 import Type from 'typebox';
 import { GrantHistoryQuery, GrantPageSchema, grantHistory, grantsCsv, recordGrantRead, GRANT_EXAMPLE, CSV_HEADER } from '../../reports/grantHistory/index.js';
 import { ARROW_STREAM_TYPE, grantHistoryArrow } from '../../reports/grantHistory/arrow.js';
+import { cursorKey } from '../../reports/cursor.js';
 import { ErrorResponse } from '../types.js';
 import type { App, RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
@@ -18,9 +18,7 @@ export const errorResponses = {
 const csvExample = `${CSV_HEADER.join(',')}\r\n${CSV_HEADER.map((h) => GRANT_EXAMPLE[h] ?? '').join(',')}\r\n`;
 
 export async function grantRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
-  // Without a configured secret a cursor pages only on the process that issued it.
-  const cursorKey = ctx.config.api.cursorSecret ? Buffer.from(ctx.config.api.cursorSecret) : randomBytes(32);
-  const deps = { store: ctx.store, limits: ctx.config.reports, cursorKey };
+  const deps = { store: ctx.store, limits: ctx.config.reports, cursorKey: cursorKey(ctx.config.api.cursorSecret) };
   app.get(
     '/v1/grants',
     {

@@ -1,12 +1,13 @@
 // GET /v1/quarantine — quarantined changes (reports/quarantine). Thin: auth,
 // rate limit, the read audit, then the report module.
 import { QuarantinePageSchema, QuarantineQuery, quarantinePage, recordQuarantineRead } from '../../reports/quarantine/index.js';
+import { cursorKey } from '../../reports/cursor.js';
 import type { App, RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';
 
 export async function quarantineRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
-  const deps = { store: ctx.store, limits: ctx.config.reports };
+  const deps = { store: ctx.store, limits: ctx.config.reports, cursorKey: cursorKey(ctx.config.api.cursorSecret) };
   app.get(
     '/v1/quarantine',
     {

@@ -5,6 +5,7 @@
 // then the rows up to that end, so the cursor is known before the first byte.
 import type { Readable } from 'node:stream';
 import type { ClickHouseSettings } from '@clickhouse/client';
+import { END_KINDS } from '../../core/events.js';
 import { loadSql } from '../../platform/sql.js';
 import { asLimitError, reportRows } from '../query.js';
 import { cursorAfter, resolvePage, type GrantHistoryDeps, type GrantHistoryParams, type PagePosition } from './index.js';
@@ -36,6 +37,7 @@ export async function grantHistoryArrow(deps: GrantHistoryDeps, p: GrantHistoryP
   try {
     const stream = await deps.store.bytes(HISTORY_ARROW.text, 'ArrowStream', {
       ...page.params,
+      endKinds: [...END_KINDS],
       hasEnd: end ? 1 : 0,
       endMs: end ? Number(end.granted_at_ms) : 0,
       endCluster: end?.cluster ?? '',

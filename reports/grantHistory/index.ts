@@ -5,8 +5,8 @@ import Type, { type Static } from 'typebox';
 import { END_KINDS, type EndKind } from '../../core/events.js';
 import { LockauditError } from '../../core/errors.js';
 import { parseInstant } from '../../core/instant.js';
-import { parseToken } from '../../core/token.js';
-import { ClassName, Decimal64, Holder, Instant, KeyPrefix, LockName, Namespace, NullableNumber, NullableString } from '../schemas.js';
+import { Decimal64, Instant, NullableNumber, NullableString } from '../schemas.js';
+import { grantFilterParams, grantFilterProperties, pickGrantFilters } from '../grantFilter/index.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { isoOrNull, num, toCsv } from '../render.js';
 import { loadSql } from '../../platform/sql.js';
@@ -17,14 +17,7 @@ const HISTORY = loadSql('reports/grantHistory/history.sql');
 
 export const GrantHistoryQuery = Type.Object(
   {
-    key: Type.Optional(LockName()),
-    keyPrefix: Type.Optional(KeyPrefix()),
-    holder: Type.Optional(Holder()),
-    class: Type.Optional(ClassName()),
-    namespace: Type.Optional(Namespace()),
-    token: Type.Optional(Decimal64({ description: 'Which grant held this fencing token? (decimal string; tokens exceed 2^53)' })),
-    endKind: Type.Optional(Type.Union([Type.Literal('release'), Type.Literal('expiry'), Type.Literal('force'), Type.Literal('session-close'), Type.Literal('epoch-advance'), Type.Literal('deleted'), Type.Literal('unknown'), Type.Literal('held')], { description: 'Only grants that ended this way (held: still held)' })),
-    origin: Type.Optional(Type.Union([Type.Literal('api'), Type.Literal('foreign')], { description: 'api: granted by the lock API (valid proof of origin); foreign: written straight into etcd, bypassing it' })),
+    ...grantFilterProperties(),
     from: Type.Optional(Instant({ description: 'Window start: grants still held at or after this instant' })),
     to: Type.Optional(Instant({ description: 'Window end: grants granted at or before this instant. Default now, fixed by the first page' })),
     cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,2048}$', description: 'nextCursor of the previous page' })),
@@ -94,7 +87,7 @@ interface HistoryRow {
 
 /** The filters a cursor is bound to (everything but cursor, limit and format). */
 function filtersOf(p: GrantHistoryParams): Record<string, unknown> {
-  return { key: p.key, keyPrefix: p.keyPrefix, holder: p.holder, class: p.class, namespace: p.namespace, token: p.token, endKind: p.endKind, origin: p.origin, from: p.from, to: p.to };
+  return { ...pickGrantFilters(p), from: p.from, to: p.to };
 }
 
 export function toItem(r: HistoryRow): GrantItem {
@@ -147,30 +140,19 @@ export function resolvePage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs
   if (limit > deps.limits.maxPageSize) {
     throw new LockauditError('LOCKAUDIT_ERR_LIMIT_PAGE_SIZE', `querystring.limit: ${limit} is more than LOCKAUDIT_MAX_PAGE_SIZE (${deps.limits.maxPageSize})`);
   }
-  const token = p.token === undefined ? undefined : parseToken(p.token);
-  if (p.token !== undefined && token === undefined) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', 'querystring.token: must be below 2^64');
+  const filters = pickGrantFilters(p);
   const digest = filterDigest(filtersOf(p));
   const cursor: Cursor | undefined = p.cursor === undefined ? undefined : decodeCursor(p.cursor, digest, deps.cursorKey);
   // A key or token bounds the query by itself: without from/to it searches all
   // time. Anything broader gets the widest window allowed, ending now.
-  const narrow = p.key !== undefined || token !== undefined;
+  const narrow = p.key !== undefined || p.token !== undefined;
   const pinnedTo = cursor?.toMs ?? (p.to !== undefined ? (parseInstant(p.to) ?? nowMs) : nowMs);
   const window = narrow && p.from === undefined && p.to === undefined
     ? { fromMs: 0, toMs: pinnedTo }
     : resolveWindow({ from: p.from, to: p.to ?? new Date(pinnedTo).toISOString() }, deps.limits.maxWindowDays, nowMs);
   const params = {
     source: historySource(p),
-    key: p.key ?? '',
-    keyPrefix: p.keyPrefix ?? '',
-    holder: p.holder ?? '',
-    class: p.class ?? '',
-    namespace: p.namespace ?? '',
-    hasToken: token === undefined ? 0 : 1,
-    token: (token ?? 0n).toString(),
-    endKind: p.endKind ?? '',
-    origin: p.origin ?? '',
-    fromMs: window.fromMs,
-    toMs: window.toMs,
+    ...grantFilterParams(filters, { ...window, rule: 'overlapping' }),
     hasCursor: cursor ? 1 : 0,
     afterMs: cursor?.after.grantedAtMs ?? 0,
     afterCluster: cursor?.after.cluster ?? '',

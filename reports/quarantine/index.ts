@@ -5,7 +5,8 @@
 // recorded like a grant-history read (the raw values may be sensitive).
 import Type, { type Static } from 'typebox';
 import { CLUSTER_NAME_PATTERN } from '../../core/config.js';
-import { LockauditError } from '../../core/errors.js';
+import { INSTANT_MAX_MS, INSTANT_MIN_MS } from '../../core/instant.js';
+import { cursorError, filterDigest, openCursor, sealCursor } from '../cursor.js';
 import { loadSql } from '../../platform/sql.js';
 import { recordRead } from '../grantHistory/index.js';
 import { reportRows, type ReportDeps } from '../query.js';
@@ -53,28 +54,47 @@ interface Row {
   at_ms: string | number;
 }
 
-const CursorSchema = Type.Object({ fromMs: Type.Integer(), toMs: Type.Integer(), atMs: Type.Integer(), cluster: Type.String(), revision: Type.String({ pattern: '^[0-9]{1,20}$' }), key: Type.String() });
-type Cursor = Static<typeof CursorSchema>;
-
-function encodeCursor(c: Cursor): string {
-  return Buffer.from(JSON.stringify(c)).toString('base64url');
+/**
+ * Where the next page starts, and the window the first page fixed (so changes
+ * quarantined meanwhile never shift pages). Signed (reports/cursor.ts): the
+ * window it carries was checked against LOCKAUDIT_MAX_WINDOW_DAYS when the
+ * first page was served, and a hand-made one is refused.
+ */
+interface Cursor {
+  fromMs: number;
+  toMs: number;
+  atMs: number;
+  cluster: string;
+  revision: string;
+  key: string;
+  filters: string;
 }
 
-function decodeCursor(text: string): Cursor {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
-  } catch {
-    parsed = undefined;
-  }
-  const c = parsed as Cursor | undefined;
-  const ok = c && typeof c === 'object' && [c.fromMs, c.toMs, c.atMs].every(Number.isInteger) && typeof c.cluster === 'string' && /^[0-9]{1,20}$/.test(String(c.revision)) && typeof c.key === 'string';
-  if (!ok) throw new LockauditError('LOCKAUDIT_ERR_REPORT_CURSOR', 'querystring.cursor: not a cursor this report issued');
-  return c;
+const KIND = 'quarantine/1';
+
+export function encodeQuarantineCursor(c: Cursor, secret: Uint8Array): string {
+  return sealCursor(KIND, [c.fromMs, c.toMs, c.atMs, c.cluster, c.revision, c.key, c.filters], secret);
 }
 
-export async function quarantinePage(deps: ReportDeps, p: QuarantineParams, nowMs: number): Promise<QuarantinePage> {
-  const cursor = p.cursor === undefined ? undefined : decodeCursor(p.cursor);
+const isMs = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= INSTANT_MIN_MS && v <= INSTANT_MAX_MS;
+
+export function decodeQuarantineCursor(text: string, filters: string, secret: Uint8Array): Cursor {
+  const fields = openCursor(text, KIND, secret);
+  const [fromMs, toMs, atMs, cluster, revision, key, digest] = fields;
+  const ok = fields.length === 7 && isMs(fromMs) && isMs(toMs) && isMs(atMs) && typeof cluster === 'string' && typeof revision === 'string' && /^[0-9]{1,20}$/.test(revision) && typeof key === 'string' && typeof digest === 'string';
+  if (!ok) throw cursorError('is not a cursor this API issued');
+  if (digest !== filters) throw cursorError('was issued for other filters');
+  return { fromMs, toMs, atMs, cluster, revision, key, filters: digest };
+}
+
+/** What the quarantine view needs beyond the report deps: the key its cursors are signed with. */
+export interface QuarantineDeps extends ReportDeps {
+  cursorKey: Uint8Array;
+}
+
+export async function quarantinePage(deps: QuarantineDeps, p: QuarantineParams, nowMs: number): Promise<QuarantinePage> {
+  const digest = filterDigest({ cluster: p.cluster, from: p.from, to: p.to });
+  const cursor = p.cursor === undefined ? undefined : decodeQuarantineCursor(p.cursor, digest, deps.cursorKey);
   // The first page fixes the window, so changes quarantined meanwhile never shift pages.
   const { fromMs, toMs } = cursor ?? resolveWindow({ from: p.from, to: p.to }, deps.limits.maxWindowDays, nowMs);
   const limit = p.limit ?? 100;
@@ -93,7 +113,7 @@ export async function quarantinePage(deps: ReportDeps, p: QuarantineParams, nowM
   const last = page.at(-1);
   return {
     items: page.map((r) => ({ cluster: r.cluster, revision: r.revision_text, key: r.key, op: r.op_text, reason: r.reason, value: r.value, quarantinedAt: new Date(Number(r.at_ms)).toISOString() })),
-    nextCursor: rows.length > limit && last ? encodeCursor({ fromMs, toMs, atMs: Number(last.at_ms), cluster: last.cluster, revision: last.revision_text, key: last.key }) : null,
+    nextCursor: rows.length > limit && last ? encodeQuarantineCursor({ fromMs, toMs, atMs: Number(last.at_ms), cluster: last.cluster, revision: last.revision_text, key: last.key, filters: digest }, deps.cursorKey) : null,
   };
 }
 

@@ -4,6 +4,7 @@
 // Keys the log cannot answer for (a gap) come back as unknown, naming the gap.
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
+import { INSTANT_RULE, parseInstant } from '../../core/instant.js';
 import { loadSql } from '../../platform/sql.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { ClusterName, KeyPrefix, NullableString } from '../schemas.js';
@@ -131,8 +132,9 @@ export async function resolveMoment(deps: StateDeps, cluster: string, at: string
       throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: revision ${revision} is after the tailer's checkpoint ${capturedThrough} for ${cluster}; it is not captured yet`);
     }
   } else {
-    const ms = Date.parse(at);
-    if (!Number.isFinite(ms)) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: not a valid RFC 3339 time`);
+    // The project's one reading of an instant (core/instant.ts): Date.parse would read 2099-02-30 as 2 March and 2301 as a year we cannot store.
+    const ms = parseInstant(at);
+    if (ms === undefined) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: is neither a revision nor ${INSTANT_RULE}`);
     const [row] = await reportRows<{ revision: string | null }>(deps, AT_TIME, { cluster, atMs: ms });
     revision = BigInt(row?.revision ?? 0);
     if (revision > capturedThrough) revision = capturedThrough;

@@ -3,22 +3,7 @@
 -- the lanes hold few enough grants to draw one bar each.
 -- Parameters: {db:Identifier} {lanes:Array(String)} {cluster:String} {fromMs:Int64} {toMs:Int64} {limit:UInt32}
 SELECT
-    cluster,
-    key,
-    grant_revision,                      -- 64-bit: arrives as a decimal string
-    token,
-    holder,
-    class,
-    namespace,
-    toUnixTimestamp64Milli(granted_at) AS granted_at_ms,
-    toUnixTimestamp64Milli(ended_at) AS ended_at_ms,
-    end_kind,
-    end_revision,
-    wait_ms,
-    duration_ms,
-    unprotected,
-    spool_id,
-    origin                               -- foreign: put straight into etcd, not by the lock API
+-- @include reports/grantHistory/columns.sql
 FROM {db:Identifier}.grants FINAL
 PREWHERE key IN {lanes:Array(String)}
     AND ({cluster:String} = '' OR cluster = {cluster:String})

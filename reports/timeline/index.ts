@@ -7,6 +7,7 @@
 // cells. History gaps in the window come with their wall-clock span.
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
+import { grantFilterParams, pickGrantFilters } from '../grantFilter/index.js';
 import { GrantItemSchema, toItem, type GrantItem } from '../grantHistory/index.js';
 import { ClusterName, Instant, KeyPrefix, LockName, NullableNumber } from '../schemas.js';
 import { reportRows, type ReportDeps } from '../query.js';
@@ -106,7 +107,7 @@ export async function timeline(deps: ReportDeps, p: TimelineParams, nowMs: numbe
   const { fromMs, toMs } = resolveWindow({ from: p.from, to: p.to }, deps.limits.maxWindowDays, nowMs);
   const maxBars = p.maxBars ?? 2000;
   const cluster = p.cluster ?? '';
-  const laneRows = await reportRows<LaneRow>(deps, LANES, { key: p.key ?? '', keyPrefix: p.keyPrefix ?? '', cluster, fromMs, toMs, maxLanes: MAX_LANES });
+  const laneRows = await reportRows<LaneRow>(deps, LANES, { ...grantFilterParams(pickGrantFilters(p), { fromMs, toMs, rule: 'overlapping' }), maxLanes: MAX_LANES });
   const lanes = laneRows.map((r) => r.key);
   const totalGrants = laneRows.reduce((sum, r) => sum + n0(r.grants), 0);
   const base = {

@@ -2,19 +2,18 @@
 -- whose hold overlaps [from, to], busiest first, with the number of such
 -- grants per key; `lanes` and `total` count every matching key and grant
 -- before the LIMIT, so the caller knows what was left out.
--- Immutable filters in PREWHERE (applied before FINAL merges a grant's open
--- and closed rows); ended_at changes when a grant ends, so it stays in WHERE.
--- Parameters: {db:Identifier} {key:String} {keyPrefix:String} {cluster:String} {fromMs:Int64} {toMs:Int64} {maxLanes:UInt32}
+-- Which grants: the grant filter (reports/grantFilter/; key, keyPrefix and
+-- cluster set, window rule overlapping).
+-- Parameters: {db:Identifier} {maxLanes:UInt32}
 SELECT key, grants, count() OVER () AS lanes, sum(grants) OVER () AS total
 FROM
 (
     SELECT key, count() AS grants
     FROM {db:Identifier}.grants FINAL
-    PREWHERE ({key:String} = '' OR key = {key:String})
-        AND ({keyPrefix:String} = '' OR startsWith(key, {keyPrefix:String}))
-        AND ({cluster:String} = '' OR cluster = {cluster:String})
-        AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
-    WHERE ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
+    PREWHERE
+-- @include reports/grantFilter/prewhere.sql
+    WHERE
+-- @include reports/grantFilter/where.sql
     GROUP BY key
 )
 ORDER BY grants DESC, key

@@ -25,6 +25,7 @@ import { manifestName, parseManifest } from '../../exporters/manifest.js';
 import { readObjectText } from '../../exporters/objectStore.js';
 import { exportHistoryFile, historyObjectName } from '../../exporters/parquetHistory.js';
 import { createRedis } from '../../platform/redis.js';
+import { csvLine } from '../../reports/render.js';
 import { grantTokenChecksum, insertEvents, insertGrants, parquetTokenChecksum } from '../support/exportData.js';
 import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
 
@@ -193,12 +194,46 @@ describe('exports', () => {
 
     const csv = path.join(work.dir, 'small.csv');
     const small = await writeGrantsExport(store, { format: 'csv', fromMs: DAY1, toMs: DAY1 + DAY, filters: { cluster: 'c2', namespace: 'ns3' } }, csv, { chunkRows: 400 });
-    const lines = (await readFile(csv, 'utf8')).trimEnd().split('\n');
+    const lines = (await readFile(csv, 'utf8')).trimEnd().split('\r\n');
     assert.equal(lines.length - 1, Number(small.rows));
     assert.equal(Number((await grantTokenChecksum(store, { cluster: 'c2', fromMs: DAY1, toMs: DAY1 + DAY })).rows) / 20, Number(small.rows));
-    assert.match(lines[0] as string, /^"cluster","key","namespace"/);
-    const tokenAt = (lines[0] as string).split(',').indexOf('"token"');
+    assert.match(lines[0] as string, /^cluster,key,namespace,.*,origin$/);
+    const tokenAt = (lines[0] as string).split(',').indexOf('token');
     assert.ok(BigInt((lines[1] as string).split(',')[tokenAt] as string) > 2n ** 53n);
+  });
+
+  it('exports carry each grant\'s origin, take the grant filter (origin, endKind) with the granted-in-[from, to) rule, and neutralise formulas in CSV as the API does', async () => {
+    const hostile = '=HYPERLINK("http://evil.example/?q=1","open me")';
+    const at = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+    const grant = (n: number, o: { holder: string; origin: string; grantedMs: number; endedMs: number | null }) => ({
+      cluster: 'c3', key: `ns1/k${n}`, namespace: 'ns1', lock_path: `k${n}`, class: 'class-1', holder: o.holder, session: '7', token: (40n * 2n ** 48n + BigInt(n)).toString(),
+      epoch: 40, grant_revision: String(n), granted_at: at(o.grantedMs), wait_ms: 0, end_kind: o.endedMs === null ? '' : 'release', end_revision: o.endedMs === null ? '0' : String(n + 1),
+      ended_at: o.endedMs === null ? null : at(o.endedMs), duration_ms: o.endedMs === null ? null : o.endedMs - o.grantedMs, unprotected: 0, start_known: 1, row_version: o.endedMs === null ? '0' : String(n + 1), origin: o.origin,
+    });
+    await store.insert('grants', [
+      grant(1, { holder: hostile, origin: 'foreign', grantedMs: DAY1 + 1_000, endedMs: null }),
+      grant(2, { holder: 'spiffe://corp/w', origin: 'api', grantedMs: DAY1 + 2_000, endedMs: DAY1 + 3_000 }),
+      // Granted before the range, held into it: the API's window (overlapping) shows it; an export's (granted in [from, to)) does not.
+      grant(3, { holder: 'spiffe://corp/w', origin: 'api', grantedMs: DAY1 - 1_000, endedMs: DAY1 + 5_000 }),
+    ]);
+    const exportCsv = async (name: string, filters: Record<string, string>): Promise<string[]> => {
+      const out = path.join(work.dir, name);
+      const file = await writeGrantsExport(store, { format: 'csv', fromMs: DAY1, toMs: DAY1 + DAY, filters: { cluster: 'c3', ...filters } }, out);
+      const lines = (await readFile(out, 'utf8')).split('\r\n').slice(0, -1);
+      assert.equal(String(file.rows), String(lines.length - 1));
+      return lines;
+    };
+    const all = await exportCsv('c3.csv', {});
+    const header = (all[0] as string).split(',');
+    assert.equal(header.at(-1), 'origin');
+    assert.equal(all.length, 3, all.join('\n'));
+    const foreign = all.find((l) => l.includes('HYPERLINK')) as string;
+    assert.ok(foreign.includes(`"'=HYPERLINK(""http://evil.example/?q=1"",""open me"")"`), `the formula is neutralised: ${foreign}`);
+    assert.ok(foreign.includes(csvLine([hostile]).trimEnd()), 'the same cell as the API\'s CSV writes');
+    assert.ok(foreign.endsWith(',foreign'));
+    assert.deepEqual((await exportCsv('c3-foreign.csv', { origin: 'foreign' })).length, 2);
+    assert.deepEqual((await exportCsv('c3-held.csv', { endKind: 'held' })).slice(1).map((l) => l.split(',').at(-1)), ['foreign']);
+    assert.deepEqual((await exportCsv('c3-released.csv', { endKind: 'release', origin: 'api' })).slice(1).map((l) => l.split(',')[1]), ['ns1/k2']);
   });
 
   describe('API', () => {
@@ -231,6 +266,8 @@ describe('exports', () => {
         [{ from: '2026-03-01', to: '2026-03-02', format: 'xlsx' }, /body\.format/],
         [{ from: '2026-03-01', to: '2026-03-02', filters: { owner: 'x' } }, /body\.filters\.owner: is not a known field/],
         [{ from: '2026-03-01', to: '2026-03-02', filters: { token: '12x' } }, /body\.filters\.token/],
+        [{ from: '2026-03-01', to: '2026-03-02', filters: { origin: 'mars' } }, /body\.filters\.origin/],
+        [{ from: '2026-03-01', to: '2026-03-02', filters: { endKind: 'vanished' } }, /body\.filters\.endKind/],
         [{ from: '2026-03-01', to: '2026-03-02', extra: 1 }, /body\.extra: is not a known field/],
         [{ to: '2026-03-02' }, /body\.from: is required/],
       ];

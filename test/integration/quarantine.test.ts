@@ -65,6 +65,23 @@ describe('GET /v1/quarantine', () => {
     assert.deepEqual(seen, ['/l/pay/acct-1', '/l/pay/acct-2', '/l/pay/acct-3'], 'every change once, in order');
   });
 
+  it('refuses a hand-made cursor (it would carry its own window past LOCKAUDIT_MAX_WINDOW_DAYS) and a cursor of other filters', async () => {
+    // The window from the epoch to now: far wider than any page could be asked for.
+    const wide = await get(`/v1/quarantine?from=1970-01-01T00:00:00Z&to=${new Date().toISOString()}`, 'auditor');
+    assert.equal(wide.statusCode, 400, 'the window limit holds for a request');
+    const handMade = Buffer.from(JSON.stringify({ fromMs: 0, toMs: Date.now(), atMs: 0, cluster: '', revision: '0', key: '' })).toString('base64url');
+    const forged = await get(`/v1/quarantine?cursor=${handMade}`, 'auditor');
+    assert.equal(forged.statusCode, 400, `a hand-made cursor is refused, not served: ${forged.body}`);
+    assert.match(forged.json().message, /querystring\.cursor: is not a cursor this API issued/);
+    const first = (await get('/v1/quarantine?limit=1&cluster=qa', 'auditor')).json() as { nextCursor: string };
+    assert.ok(first.nextCursor);
+    const other = await get(`/v1/quarantine?limit=1&cluster=qb&cursor=${first.nextCursor}`, 'auditor');
+    assert.equal(other.statusCode, 400);
+    assert.match(other.json().message, /querystring\.cursor: was issued for other filters/);
+    const edited = `${first.nextCursor.slice(0, 5)}${first.nextCursor[5] === 'A' ? 'B' : 'A'}${first.nextCursor.slice(6)}`;
+    assert.equal((await get(`/v1/quarantine?limit=1&cluster=qa&cursor=${edited}`, 'auditor')).statusCode, 400);
+  });
+
   it('answers the auditor and investigator roles only, names bad fields, and records every read', async () => {
     assert.equal((await get('/v1/quarantine', 'client')).statusCode, 403);
     assert.equal((await get('/v1/quarantine', 'operator')).statusCode, 403);

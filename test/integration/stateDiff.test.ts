@@ -261,6 +261,15 @@ describe('keyspace at a moment and diff (known answers)', { timeout: 180_000 }, 
     const missing = await get<Json>('/v1/diff?from=1');
     assert.equal(missing.status, 400);
     assert.match(String(missing.body.message), /to/);
+    // Times are read by core/instant.ts alone: a day the month lacks, or a year past 2299, is refused — not read as 2 March or served as "now".
+    for (const at of ['2099-02-30T00:00:00Z', '2301-01-01T00:00:00Z']) {
+      const impossible = await get<Json>(`/v1/state?at=${at}&prefix=x/`, auditor);
+      assert.equal(impossible.status, 400, `${at}: ${JSON.stringify(impossible.body)}`);
+      assert.match(String(impossible.body.message), /querystring\.at: is neither a revision nor an RFC 3339 date-time/);
+      const diff = await get<Json>(`/v1/diff?from=1&to=${at}&prefix=x/`, auditor);
+      assert.equal(diff.status, 400, `diff to ${at}: ${JSON.stringify(diff.body)}`);
+      assert.match(String(diff.body.message), /querystring\.to/);
+    }
     const future = await get<Json>('/v1/state?at=999999999999');
     assert.equal(future.status, 400);
     assert.match(String(future.body.message), /querystring\.at: .*checkpoint/);

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isLockauditError } from '../../core/errors.js';
 import { decodeCursor, encodeCursor, filterDigest } from '../../reports/grantHistory/cursor.js';
+import { decodeQuarantineCursor, encodeQuarantineCursor } from '../../reports/quarantine/index.js';
 import { grantsCsv, type GrantItem } from '../../reports/grantHistory/index.js';
 import { isTimeout } from '../../reports/query.js';
 import { csvCell, escapeHtml, toCsv } from '../../reports/render.js';
@@ -45,6 +46,25 @@ describe('grant-history cursor', () => {
     assert.throws(() => decodeCursor(edited, filters, secret), message);
     assert.throws(() => decodeCursor(encodeCursor(cursor, Buffer.from('x'.repeat(32))), filters, secret), message);
     assert.throws(() => decodeCursor(encodeCursor({ ...cursor, toMs: 9e15 }, secret), filters, secret), message);
+  });
+});
+
+describe('quarantine cursor (signed like the grant-history cursor: reports/cursor.ts)', () => {
+  const secret = Buffer.from('k'.repeat(32));
+  const filters = filterDigest({ cluster: 'qa', from: undefined, to: undefined });
+  const q = { fromMs: 1_764_400_000_000, toMs: 1_764_400_999_000, atMs: 1_764_400_000_500, cluster: 'qa', revision: '18446744073709551615', key: '/l/pay/acct-1', filters };
+  it('round-trips; refuses an edited window, another secret, other filters and a grant-history cursor', () => {
+    assert.deepEqual(decodeQuarantineCursor(encodeQuarantineCursor(q, secret), filters, secret), q);
+    const issued = encodeQuarantineCursor(q, secret);
+    const payload = JSON.parse(Buffer.from(issued.slice(0, -22), 'base64url').toString('utf8')) as unknown[];
+    payload[1] = 0; // fromMs: a window from the epoch
+    const widened = Buffer.from(JSON.stringify(payload)).toString('base64url') + issued.slice(-22);
+    for (const [text, f] of [[widened, filters], [encodeQuarantineCursor(q, Buffer.from('x'.repeat(32))), filters], [issued, filterDigest({ cluster: 'qb' })]] as const) {
+      assert.throws(() => decodeQuarantineCursor(text, f, secret), code('LOCKAUDIT_ERR_REPORT_CURSOR'));
+    }
+    const grantCursor = encodeCursor({ after: { grantedAtMs: 1, cluster: 'qa', key: 'k', grantRevision: '1', spoolId: '' }, toMs: 2, filters }, secret);
+    assert.throws(() => decodeQuarantineCursor(grantCursor, filters, secret), /not a cursor of this report/);
+    assert.throws(() => decodeCursor(issued, filters, secret), /not a cursor of this report/);
   });
 });
 

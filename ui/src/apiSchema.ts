@@ -31,7 +31,7 @@ export interface paths {
         put?: never;
         /**
          * Request a compliance export of grant history
-         * @description Grants granted in [from, to) matching the filters, as one Parquet, Arrow IPC stream or CSV file. Answers 202 with the export id at once; poll GET /v1/exports/{id} for progress, then GET /v1/exports/{id}/download. Role: auditor. The request is recorded.
+         * @description Grants matching the filters (those of GET /v1/grants, cluster, origin and endKind included), as one Parquet, Arrow IPC stream or CSV file. Window rule: grants GRANTED in [from, to) — from included, to excluded — whenever they ended; unlike GET /v1/grants, which returns every grant whose hold overlaps [from, to]. So exports of ranges that do not overlap never share a grant, and consecutive ranges hold each grant exactly once; a grant held across `from` but granted before it is in the earlier range's export. Every row carries its origin (api or foreign). CSV cells that a spreadsheet would run as a formula (starting with =, +, -, @, tab or CR) are written with a leading apostrophe. Answers 202 with the export id at once; poll GET /v1/exports/{id} for progress, then GET /v1/exports/{id}/download. Role: auditor. The request is recorded.
          */
         post: operations["postV1Exports"];
         delete?: never;
@@ -752,10 +752,15 @@ export interface operations {
                          */
                         class?: string;
                         /**
-                         * @description An etcd cluster name as configured
+                         * @description Only this etcd cluster
                          * @example local
                          */
                         cluster?: string;
+                        /**
+                         * @description Only grants that ended this way (held: still held)
+                         * @enum {string}
+                         */
+                        endKind?: "release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted" | "unknown" | "held";
                         /**
                          * @description The holder identity (SPIFFE-style or plain)
                          * @example spiffe://corp/payments-worker
@@ -777,7 +782,12 @@ export interface operations {
                          */
                         namespace?: string;
                         /**
-                         * @description Only the grant of this fencing token (decimal string; tokens exceed 2^53)
+                         * @description api: granted by the lock API (valid proof of origin); foreign: written straight into etcd, bypassing it
+                         * @enum {string}
+                         */
+                        origin?: "api" | "foreign";
+                        /**
+                         * @description Which grant held this fencing token? (decimal string; tokens exceed 2^53)
                          * @example 11258999068426240
                          */
                         token?: string;
@@ -1260,6 +1270,11 @@ export interface operations {
                  * @example ledger-entry
                  */
                 class?: string;
+                /**
+                 * @description Only this etcd cluster
+                 * @example local
+                 */
+                cluster?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
                 /** @description Only grants that ended this way (held: still held) */
@@ -2473,7 +2488,8 @@ export interface operations {
                      *               "endRevision": "88131",
                      *               "waitMs": 0,
                      *               "durationMs": 5000,
-                     *               "unprotected": false
+                     *               "unprotected": false,
+                     *               "origin": "api"
                      *             }
                      *           ],
                      *           "reconciliation": null

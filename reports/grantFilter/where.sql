@@ -1,0 +1,11 @@
+-- The grant filter, part 2 of 2 (part 1: prewhere.sql): the conditions on
+-- columns that change when a grant ends (ended_at, end_kind), for the WHERE
+-- (after FINAL) of every grant query. endKind 'held' means still held
+-- (end_kind ''); an empty endKind means "no filter". The window rule is
+-- prewhere.sql's: overlapping also needs the hold to last until `from`.
+-- ClickHouse reads a name as the SELECT's alias before the column: a query
+-- whose SELECT renames something into end_kind, ended_at, origin, … must
+-- filter in a subquery (exporters/sql/grants_export.sql does).
+-- Parameters: {window:String} {fromMs:Int64} {endKind:String}
+({window:String} = 'granted' OR ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC'))
+    AND ({endKind:String} = '' OR end_kind = if({endKind:String} = 'held', '', {endKind:String}))

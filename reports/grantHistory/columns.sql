@@ -1,0 +1,20 @@
+-- The columns of a grant as grant history serves it (toItem() reads them):
+-- the SELECT list of history.sql and of the timeline's bars
+-- (reports/timeline/grants.sql).
+-- Parameters: (none)
+    cluster,
+    key,
+    grant_revision,                      -- 64-bit: arrives as a decimal string
+    token,
+    holder,
+    class,
+    namespace,
+    toUnixTimestamp64Milli(granted_at) AS granted_at_ms,
+    toUnixTimestamp64Milli(ended_at) AS ended_at_ms,
+    end_kind,
+    end_revision,
+    wait_ms,
+    duration_ms,
+    unprotected,
+    spool_id,
+    origin                               -- foreign: put straight into etcd, not by the lock API
