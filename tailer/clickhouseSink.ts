@@ -27,6 +27,8 @@ export interface SinkOptions {
   onRetry?: (err: Error, attempt: number) => void;
   /** Rows ClickHouse rejected, sent to quarantine instead (rowWriter.ts). */
   onQuarantine?: (rows: number) => void;
+  /** The etcd timeline the rows belong to (rowWriter.ts). Default 0. */
+  timeline?: number;
 }
 
 interface Entry {
@@ -168,6 +170,7 @@ export class BatchSink {
     };
     const { quarantined } = await writeRows(this.#store, batch, {
       maxRows: this.#maxRows,
+      timeline: this.#opts.timeline,
       retry: {
         initialMs: this.#opts.initialBackoffMs ?? 100,
         maxMs: this.#opts.maxBackoffMs ?? 5_000,

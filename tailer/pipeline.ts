@@ -70,6 +70,8 @@ export interface PipelineDeps {
   onWatermark?: (revision: bigint) => void;
   /** Called after each checkpoint row is written. */
   onCheckpoint?: (revision: bigint) => void;
+  /** The etcd timeline the captured rows belong to (etcd_timelines.timeline, sql/065). Default 0. */
+  timeline?: number;
 }
 
 export type StopReason = 'stopped' | 'watch-error' | 'leadership-lost' | 'sink-error';
@@ -177,6 +179,7 @@ export class TailerPipeline {
     const clocks = new RecentClocks();
     const sink = new BatchSink(this.#deps.store, log, {
       ...this.#opts.sink,
+      timeline: this.#deps.timeline,
       onFlush: (rows, seconds) => metrics?.batchSeconds.observe(this.#labels, seconds),
       onRetry: () => metrics?.sinkRetries.inc(this.#labels),
       onQuarantine: (rows) => metrics?.quarantined.inc(this.#labels, rows),
