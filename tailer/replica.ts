@@ -180,7 +180,7 @@ export class TailerReplica {
       }
       const lost = await lostAfter(this.#client, checkpoint);
       if (lost !== undefined) {
-        checkpoint = await this.#handleGap(election, checkpoint, lost, gaps, signal);
+        checkpoint = await this.#handleGap(election, checkpoint, lost, gaps, signal, timeline.timeline);
         if (signal.aborted) return;
       }
       // A restore under a running watch may leave it waiting at a future revision: watch for one and restart.
@@ -310,7 +310,7 @@ export class TailerReplica {
   }
 
   /** Gap record, alarm, snapshot at the compaction revision, checkpoint there. Returns the new checkpoint. */
-  async #handleGap(election: TailerElection, checkpoint: bigint, compacted: bigint, gaps: Gap[], signal: AbortSignal): Promise<bigint> {
+  async #handleGap(election: TailerElection, checkpoint: bigint, compacted: bigint, gaps: Gap[], signal: AbortSignal, timeline: number): Promise<bigint> {
     const { store, log, metrics, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
     const from = checkpoint + 1n;
@@ -321,7 +321,7 @@ export class TailerReplica {
     await recordGap(store, { cluster, from_revision: from.toString(), to_revision: compacted.toString(), detected_at: Date.now(), reason });
     gaps.push({ from, to: compacted });
     const write = async (batch: RowBatch): Promise<void> => {
-      await writeRows(store, batch, { retry: { initialMs: 100, maxMs: 5_000, signal } });
+      await writeRows(store, batch, { retry: { initialMs: 100, maxMs: 5_000, signal }, timeline });
     };
     const holds = await snapshotHolds(this.#client, cluster, compacted, checkpoint, write);
     if (!(await election.stillLeader())) throw new Error('leadership lost during the snapshot');
