@@ -9,6 +9,9 @@
 -- the same on both rows of a grant.
 -- {source} is `grants`, or `grants_by_holder` (the same rows sorted by holder,
 -- sql/056) when a holder is the narrowest filter: chosen by historySource().
+-- Every etcd timeline's grants, each once: the current timeline's and those a
+-- restore rolled back (a grant carried into a later timeline shows as that
+-- timeline's row only), each with its timeline and rolled_back_by (sql/065).
 -- Parameters: {db:Identifier} {source:Identifier} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {endKind:String} {origin:String} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {limit:UInt32}
 SELECT
     cluster,
@@ -26,7 +29,9 @@ SELECT
     duration_ms,
     unprotected,
     spool_id,
-    origin
+    origin,
+    timeline,
+    rolled_back_by
 FROM {db:Identifier}.{source:Identifier} FINAL
 PREWHERE ({key:String} = '' OR key = {key:String})
     AND ({keyPrefix:String} = '' OR startsWith(key, {keyPrefix:String}))
@@ -40,6 +45,7 @@ PREWHERE ({key:String} = '' OR key = {key:String})
          OR (granted_at, cluster, key, grant_revision, spool_id)
             > (fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC'), {afterCluster:String}, {afterKey:String}, {afterRevision:UInt64}, {afterSpool:String}))
 WHERE (ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC'))
+    AND (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065)
     AND ({endKind:String} = '' OR end_kind = if({endKind:String} = 'held', '', {endKind:String}))
 ORDER BY granted_at, cluster, key, grant_revision, spool_id
 LIMIT {limit:UInt32}

@@ -22,7 +22,9 @@ SELECT
     wait_ms AS waitMs,
     if(endKind IS NULL, NULL, duration_ms) AS durationMs,
     toBool(unprotected) AS unprotected,
-    if(origin = 'foreign', 'foreign', 'api') AS origin
+    if(origin = 'foreign', 'foreign', 'api') AS origin,
+    timeline,
+    toBool(rolled_back_by > 0) AS rolledBack
 FROM {db:Identifier}.{source:Identifier} FINAL
 PREWHERE ({key:String} = '' OR key = {key:String})
     AND ({keyPrefix:String} = '' OR startsWith(key, {keyPrefix:String}))
@@ -39,5 +41,6 @@ PREWHERE ({key:String} = '' OR key = {key:String})
          OR (granted_at, cluster, key, grant_revision, spool_id)
             <= (fromUnixTimestamp64Milli({endMs:Int64}, 'UTC'), {endCluster:String}, {endKey:String}, {endRevision:UInt64}, {endSpool:String}))
 WHERE (ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC'))
+    AND (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065)
     AND ({endKind:String} = '' OR end_kind = if({endKind:String} = 'held', '', {endKind:String}))
 ORDER BY granted_at, cluster, key, grant_revision, spool_id

@@ -22,6 +22,7 @@ PREWHERE ({key:String} = '' OR key = {key:String})
          OR (granted_at, cluster, key, grant_revision, spool_id)
             > (fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC'), {afterCluster:String}, {afterKey:String}, {afterRevision:UInt64}, {afterSpool:String}))
 WHERE (ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC'))
+    AND (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065)
     AND ({endKind:String} = '' OR end_kind = if({endKind:String} = 'held', '', {endKind:String}))
 ORDER BY granted_at, cluster, key, grant_revision, spool_id
 LIMIT 2 OFFSET {offset:UInt32}

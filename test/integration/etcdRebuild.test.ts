@@ -7,10 +7,12 @@
 // deleted, never moved, never read as rolled back). Private etcd on ports
 // 13500/13501.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { HealthState } from '../../platform/health.js';
+import { grantHistory, type GrantHistoryDeps } from '../../reports/grantHistory/index.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { waitFor } from '../support/capture.js';
@@ -42,6 +44,12 @@ describe('etcd rebuilt empty under the same name', { timeout: 240_000 }, () => {
       const className = `${ns}-fenced`;
       const admin = await la.token(uniqueId('admin-'), ['admin']);
       const user = await la.token(`spiffe://test/${ns}/w`, ['client']);
+      const op1 = await la.token(uniqueId('op-a-'), ['lock-operator']);
+      const op2 = await la.token(uniqueId('op-b-'), ['lock-operator']);
+      const advance = async (): Promise<void> => {
+        const req = await la.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'etcd rebuilt' });
+        if (req.status === 202) await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id as string}/approve`, op2);
+      };
       assert.equal((await la.call('PUT', `/v1/classes/${className}`, admin, fencedClass(className, ns))).status, 200);
       tailer.start();
       const s = await la.call<{ id: string }>('POST', '/v1/sessions', user, { ttlSeconds: 15 });
@@ -76,10 +84,43 @@ describe('etcd rebuilt empty under the same name', { timeout: 240_000 }, () => {
       assert.ok(Number(eventsAfter?.n) >= Number(eventsBefore?.n), `no captured event left events (${eventsBefore?.n} → ${eventsAfter?.n})`);
       const [rolled] = await db.store.rows<Count>('SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND namespace = {ns:String} AND rolled_back_by > 0', { c: label, ns });
       assert.equal(rolled?.n, '0', 'a history the new cluster shares nothing with was not rolled back: it ended');
-      const [tl] = await db.store.rows<{ diverged_after: string; reason: string }>('SELECT toString(diverged_after) AS diverged_after, reason FROM {db:Identifier}.etcd_timelines FINAL WHERE cluster = {c:String} AND generation = 1', { c: label });
-      assert.match(tl?.reason ?? '', /shares nothing/);
+      const [tl] = await db.store.rows<{ shares_history: number; timeline: number }>('SELECT shares_history, timeline FROM {db:Identifier}.etcd_timelines FINAL WHERE cluster = {c:String} AND generation = 1', { c: label });
+      assert.equal(Number(tl?.shares_history), 0, 'recorded as a new history');
+      assert.equal(Number(tl?.timeline), 1);
+      const [gap] = await db.store.rows<{ reason: string }>("SELECT reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'", { c: label });
+      assert.match(gap?.reason ?? '', /shares nothing with the captured history/);
+      assert.ok(health.alarms().some((a) => a.name === `tailer-new-history:${label}`), 'the new-history alarm is raised');
+      const [superseded] = await db.store.rows<Count>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND revision <= {r:UInt64} AND timeline = 0 AND superseded_by = 1 AND rolled_back_by = 0', { c: label, r: last.toString() });
+      assert.equal(superseded?.n, eventsBefore?.n, 'the ended history\'s events: superseded, not rolled back');
 
-      // TOKEN_LOOKUP
+      // Token lookup (grant history) still finds each grant, marked with its timeline, not rolled back.
+      const deps: GrantHistoryDeps = { store: db.store, limits: testConfig().reports, cursorKey: randomBytes(32) };
+      for (const t of [tokens[0], tokens[19]]) {
+        const page = await grantHistory(deps, { token: t }, Date.now());
+        assert.equal(page.items.length, 1, `token ${t as string} still found`);
+        assert.equal(page.items[0]?.timeline, 0);
+        assert.equal(page.items[0]?.rolledBack, false);
+      }
+
+      // The new cluster is captured as timeline 1: a grant at a reused revision is another row, not a replacement.
+      // (The rebuilt etcd has no class and no epoch: the class is defined again, and the two-person advance binds the epoch.)
+      assert.equal((await la.call('PUT', `/v1/classes/${className}`, admin, fencedClass(className, ns))).status, 200);
+      const s2 = await la.call<{ id: string }>('POST', '/v1/sessions', user, { ttlSeconds: 15 });
+      let lastReply: unknown;
+      const g = await waitFor('a grant on the rebuilt cluster', async () => {
+        const res = await la.call<Json>('POST', '/v1/locks/acquire', user, { key: `${ns}/new`, session: s2.body.id, class: className });
+        lastReply = res.body;
+        if (res.body.error === 'LOCKAUDIT_ERR_LOCK_SEALED') await advance();
+        return res.status === 200 ? res : undefined;
+      }, 60_000, 500).catch((err: Error) => {
+        throw new Error(`${err.message}: last reply ${JSON.stringify(lastReply)}`);
+      });
+      await waitFor('the new grant captured in timeline 1', async () => {
+        const rows = await db.store.rows<Count>('SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision = {r:UInt64} AND timeline = 1 AND superseded_by = 0', { c: label, r: g.body.revision as string });
+        return rows[0]?.n === '1' ? true : undefined;
+      }, 60_000, 200);
+      const [still] = await db.store.rows<Count>(grantsIn, { c: label, ns });
+      assert.equal(still?.n, '20', 'the ended history\'s grants are still all there');
     } finally {
       await tailer.close();
       await la.close();
