@@ -5,10 +5,13 @@
 // at reused revisions are rows of their own, not replacements; a second run
 // changes nothing (a restore recorded half-way is redone).
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
+import { grantHistory } from '../../reports/grantHistory/index.js';
+import { stateAt } from '../../reports/state/index.js';
 import { writeRows } from '../../tailer/rowWriter.js';
 import { endHistory, rollBack } from '../../tailer/restores.js';
-import { uniqueId } from '../support/env.js';
+import { testConfig, uniqueId } from '../support/env.js';
 import { fileStore } from '../support/fileStore.js';
 
 const db = fileStore();
@@ -23,7 +26,7 @@ interface GrantState {
 }
 
 function event(cluster: string, revision: number, key: string, value: string): Record<string, unknown> {
-  return { cluster, revision: String(revision), key, event_type: 'grant', op: 'put', holder: 'h', value, prev_value: '', wall_time: Date.now(), lease: '1', session: '1' };
+  return { cluster, revision: String(revision), key, event_type: 'grant', op: 'put', holder: 'h', value, prev_value: '', wall_time: BASE_MS + revision, lease: '1', session: '1', grant_revision: String(revision), mod_revision: String(revision), create_revision: String(revision), version: '1' };
 }
 
 function grant(cluster: string, key: string, revision: number, end?: number): Record<string, unknown> {
@@ -72,6 +75,32 @@ describe('a restore marks, never deletes or moves', () => {
     assert.deepEqual(g.filter((r) => r.superseded_by === 0).map((r) => [r.key, r.timeline, r.end_kind]), [['ns/k1', 0, 'release'], ['ns/k2', 1, 'release'], ['ns/k3', 1, 'release']]);
     const history = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.grants_by_holder FINAL WHERE cluster = {c:String} AND (superseded_by = 0 OR rolled_back_by > 0)', { c });
     assert.equal(history[0]?.n, '4', 'every timeline\'s grants, each once (grants_by_holder too)');
+
+    // Grant history: every timeline's grants, each once, each with its timeline and whether it was rolled back.
+    const deps = { store: db.store, limits: testConfig().reports, clusters: [c] };
+    const page = await grantHistory({ ...deps, cursorKey: randomBytes(32) }, { namespace: 'ns', from: new Date(BASE_MS - 1).toISOString(), to: new Date(BASE_MS + 100).toISOString() }, BASE_MS + 1000);
+    assert.deepEqual(page.items.map((g) => [g.key, g.timeline, g.rolledBack, g.endKind]), [
+      ['ns/k1', 0, false, 'release'],
+      ['ns/k2', 1, false, 'release'],
+      ['ns/k3', 1, false, 'release'],
+      ['ns/k5', 0, true, null],
+    ]);
+
+    // Revision-based views read one timeline: the current one by default, an earlier one on request.
+    await db.store.insert('etcd_timelines', [
+      { cluster: c, generation: 0, cluster_id: '1', previous_cluster_id: '', previous_checkpoint: '0', restored_head: '0', diverged_after: '0', resume_revision: '0', reason: 'first start', detected_at: BASE_MS },
+      { cluster: c, generation: 1, timeline: 1, cluster_id: '1', previous_cluster_id: '1', previous_checkpoint: '6', restored_head: '4', diverged_after: '4', resume_revision: '4', reason: 'test restore' },
+    ]);
+    await db.store.insert('checkpoints', [{ cluster: c, revision: '6', leader: 't' }]);
+    const holdsAt = async (timeline?: number): Promise<string[]> => {
+      const s = await stateAt(deps, { at: '6', ...(timeline === undefined ? {} : { timeline }) });
+      assert.equal(s.at.timeline, timeline ?? 1);
+      return s.holds.map((h) => `${h.key}@${h.grantRevision}`);
+    };
+    assert.deepEqual(await holdsAt(), ['ns/k1@1', 'ns/k2@6', 'ns/k3@3', 'ns/k9@5'], 'timeline 1 (current): its own revisions 5 and 6 and what it shares');
+    assert.deepEqual(await holdsAt(1), await holdsAt());
+    assert.deepEqual(await holdsAt(0), ['ns/k1@1', 'ns/k2@2', 'ns/k3@6', 'ns/k5@5'], 'timeline 0: as it was before the restore');
+    await assert.rejects(stateAt(deps, { at: '6', timeline: 2 }), /querystring.timeline/);
   });
 
   it('a new history supersedes the captured events without rolling anything back, and leaves the grants', async () => {
