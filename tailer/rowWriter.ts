@@ -147,6 +147,7 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
     }
   }
   const quarantine = [...batch.quarantine, ...quarantined];
+  if (options.timeline) stampTimeline({ events: [], grants: [], quarantine: quarantined }, options.timeline);
   for (let i = 0; i < quarantine.length; i += maxRows) await insert('quarantine', quarantine.slice(i, i + maxRows));
   return { quarantined };
 }

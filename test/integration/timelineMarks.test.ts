@@ -103,6 +103,16 @@ describe('a restore marks, never deletes or moves', () => {
     await assert.rejects(stateAt(deps, { at: '6', timeline: 2 }), /querystring.timeline/);
   });
 
+  it('quarantine keeps one row per timeline at a reused revision, rejected rows included', async () => {
+    const c = uniqueId('tq');
+    const bad = (): Record<string, unknown> => ({ ...event(c, 7, '/l/ns/q', 'v'), token: 'not a number' }); // rejected before the insert: quarantined
+    await writeRows(db.store, { events: [bad()] as never, grants: [], quarantine: [] });
+    const { quarantined } = await writeRows(db.store, { events: [bad()] as never, grants: [], quarantine: [] }, { timeline: 1 });
+    assert.equal(quarantined.length, 1);
+    const rows = await db.store.rows<{ timeline: number }>('SELECT timeline FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} ORDER BY timeline', { c });
+    assert.deepEqual(rows.map((r) => Number(r.timeline)), [0, 1]);
+  });
+
   it('a new history supersedes the captured events without rolling anything back, and leaves the grants', async () => {
     const c = uniqueId('tn');
     await writeRows(db.store, { events: [event(c, 1, '/l/ns/a', 'v1'), event(c, 2, '/l/ns/b', 'v2')] as never, grants: [grant(c, 'ns/a', 1, 3), grant(c, 'ns/b', 2)] as never, quarantine: [] });
