@@ -30,7 +30,13 @@ export const alarmCatalog = {
     instance: 'tailer-restore:{cluster}',
     message: 'etcd of {cluster} was restored ({why}); captured revisions {from}..{to} were rolled back; see GET /v1/gaps',
     action:
-      'etcd went back in time: the rolled-back revisions are kept aside (rolled_back_events) and the lock API stays sealed until the two-person epoch advance (POST /v1/epoch/advance). Check who restored etcd and why; held until the process restarts.',
+      'etcd went back in time: the rolled-back revisions stay in the record, marked rolled back with their timeline (GET /v1/grants shows them with rolledBack: true), and the lock API stays sealed until the two-person epoch advance (POST /v1/epoch/advance). Check who restored etcd and why; held until the process restarts.',
+  },
+  LOCKAUDIT_ALARM_TAILER_NEW_HISTORY: {
+    instance: 'tailer-new-history:{cluster}',
+    message: 'etcd of {cluster} shares nothing with the captured history ({why}): captured revisions 1..{to} belong to the ended timeline; capture follows the new cluster as timeline {generation}',
+    action:
+      'No key etcd holds matches what was captured: it was rebuilt empty under the same name, or the endpoints now reach another cluster. Nothing captured is rolled back or deleted; its open grants are closed as unknown. If the endpoints are wrong, stop the tailer and fix the configuration; held until the process restarts.',
   },
   LOCKAUDIT_ALARM_FORCE_ARCHIVE_LATE: {
     instance: 'force-archive:{cluster}',

@@ -30,6 +30,8 @@ export interface SinkOptions {
   onQuarantine?: (rows: number) => void;
   /** Runs on each batch before it is written, and may change its rows (the replay check, replays.ts); retried like an insert. */
   beforeWrite?: (batch: RowBatch) => Promise<unknown>;
+  /** The etcd timeline the rows belong to (rowWriter.ts). Default 0. */
+  timeline?: number;
 }
 
 interface Entry {
@@ -183,6 +185,7 @@ export class BatchSink {
     if (before) await retry(() => before(batch), retrying);
     const { quarantined } = await writeRows(this.#store, batch, {
       maxRows: this.#maxRows,
+      timeline: this.#opts.timeline,
       retry: {
         initialMs: this.#opts.initialBackoffMs ?? 100,
         maxMs: this.#opts.maxBackoffMs ?? 5_000,

@@ -74,6 +74,8 @@ export interface PipelineDeps {
   onWatermark?: (revision: bigint) => void;
   /** Called after each checkpoint row is written. */
   onCheckpoint?: (revision: bigint) => void;
+  /** The etcd timeline the captured rows belong to (etcd_timelines.timeline, sql/065). Default 0. */
+  timeline?: number;
 }
 
 export type StopReason = 'stopped' | 'watch-error' | 'leadership-lost' | 'sink-error';
@@ -184,6 +186,7 @@ export class TailerPipeline {
     const sink = new BatchSink(this.#deps.store, log, {
       ...this.#opts.sink,
       ...(replays ? { beforeWrite: (batch: RowBatch) => replays.mark(batch) } : {}),
+      timeline: this.#deps.timeline,
       onFlush: (rows, seconds) => metrics?.batchSeconds.observe(this.#labels, seconds),
       onRetry: () => metrics?.sinkRetries.inc(this.#labels),
       onQuarantine: (rows) => metrics?.quarantined.inc(this.#labels, rows),

@@ -19,7 +19,7 @@ import { TailerElection } from './election.js';
 import { closeGrantsEndedInGap, loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
 import { storeEvidenceLog } from './leaseEvidence.js';
 import { etcdTtl, LeaseWitness } from './leaseWitness.js';
-import { detectRestore, divergence, ensureTimeline, etcdPosition, recordTimeline, rollBack, type RestoreSeen, type Timeline } from './restores.js';
+import { detectRestore, divergence, endHistory, ensureTimeline, etcdPosition, recordTimeline, rollBack, type RestoreSeen, type Timeline } from './restores.js';
 import { SpoolShipper } from './spoolShipper.js';
 import { readCheckpoint, writeCheckpoint } from './offsets.js';
 import { writeRows } from './rowWriter.js';
@@ -180,7 +180,7 @@ export class TailerReplica {
       }
       const lost = await lostAfter(this.#client, checkpoint);
       if (lost !== undefined) {
-        checkpoint = await this.#handleGap(election, checkpoint, lost, gaps, signal);
+        checkpoint = await this.#handleGap(election, checkpoint, lost, gaps, signal, timeline.timeline);
         if (signal.aborted) return;
       }
       // A restore under a running watch may leave it waiting at a future revision: watch for one and restart.
@@ -217,6 +217,7 @@ export class TailerReplica {
           alarm: this.#deps.health,
           onWatermark: this.#deps.onWatermark,
           onCheckpoint: this.#deps.onCheckpoint,
+          timeline: timeline.timeline,
         },
         {
           ...this.#opts,
@@ -239,7 +240,8 @@ export class TailerReplica {
 
   /**
    * A restore (restores.ts): the captured history above the last revision
-   * both timelines share is moved aside as rolled back, a `restore` gap
+   * both timelines share stays, marked rolled back (or, when the cluster
+   * shares nothing with it, superseded as an ended history), a `restore` gap
    * records both revisions and cluster ids, the alarm is raised, the holds
    * are snapshotted, and a new timeline resumes at the divergence (or, when
    * the restored history is compacted — a bumped restore — at its compaction
@@ -249,7 +251,9 @@ export class TailerReplica {
     const { store, log, metrics, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
     const generation = timeline.generation + 1;
-    const after = await divergence(this.#client, store, cluster, checkpoint);
+    const shared = await divergence(this.#client, store, cluster, checkpoint);
+    // Sharing nothing: a new history from revision 0, not a rollback of everything (restores.ts).
+    const after = shared ?? 0n;
     const compacted = await lostAfter(this.#client, after);
     const resume = compacted ?? after;
     // The gap reaches as far as the rolled-back timeline is known to have gone: changes the tailer
@@ -259,12 +263,26 @@ export class TailerReplica {
     const seenHead = resume > checkpoint && head > resume ? resume : head;
     const oldEnd = seenHead > checkpoint ? seenHead : checkpoint;
     const to = resume > oldEnd ? resume : oldEnd;
-    const reason = `restore: ${seen.why}; revisions ${after + 1n}..${oldEnd} (captured up to ${checkpoint}; cluster id ${seen.previousClusterId}) were rolled back; capture follows the restored cluster (cluster id ${seen.clusterId}, head ${seen.head}) from revision ${resume + 1n}`;
+    const reason =
+      shared === undefined
+        ? `restore: ${seen.why}; etcd shares nothing with the captured history (no key it holds matches a captured put): revisions 1..${oldEnd} (captured up to ${checkpoint}; cluster id ${seen.previousClusterId}) belong to the ended timeline, not rolled back; capture follows the new cluster (cluster id ${seen.clusterId}, head ${seen.head}) from revision ${resume + 1n}`
+        : `restore: ${seen.why}; revisions ${after + 1n}..${oldEnd} (captured up to ${checkpoint}; cluster id ${seen.previousClusterId}) were rolled back; capture follows the restored cluster (cluster id ${seen.clusterId}, head ${seen.head}) from revision ${resume + 1n}`;
     log.error({ why: seen.why, divergedAfter: after.toString(), checkpoint: checkpoint.toString(), head: seen.head.toString(), clusterId: seen.clusterId, previousClusterId: seen.previousClusterId }, 'etcd was restored: recording the discontinuity and following the restored cluster');
     metrics?.gaps.inc(this.#labels);
-    health?.raise(alarm('LOCKAUDIT_ALARM_TAILER_RESTORE', { cluster }, { why: seen.why, from: after + 1n, to: checkpoint }));
+    if (shared === undefined) {
+      log.error({ why: seen.why, checkpoint: checkpoint.toString(), generation }, 'etcd shares nothing with the captured history: a new history, the captured one ended (nothing rolled back)');
+      health?.raise(alarm('LOCKAUDIT_ALARM_TAILER_NEW_HISTORY', { cluster }, { why: seen.why, to: oldEnd, generation }));
+    } else {
+      health?.raise(alarm('LOCKAUDIT_ALARM_TAILER_RESTORE', { cluster }, { why: seen.why, from: after + 1n, to: checkpoint }));
+    }
     if (!(await election.stillLeader())) throw new Error('leadership lost before recording a restore');
-    await rollBack(store, cluster, after, generation);
+    if (shared === undefined) {
+      // The ended history's open grants: etcd no longer has them, when they ended is unknown (inside the restore gap).
+      await closeGrantsEndedInGap(store, cluster, checkpoint, oldEnd, oldEnd);
+      await endHistory(store, cluster, generation);
+    } else {
+      await rollBack(store, cluster, after, generation, generation);
+    }
     await recordGap(store, {
       cluster,
       from_revision: (after + 1n).toString(),
@@ -279,19 +297,20 @@ export class TailerReplica {
     });
     if (compacted !== undefined) gaps.push({ from: after + 1n, to: compacted });
     const write = async (batch: RowBatch): Promise<void> => {
-      await writeRows(store, batch, { retry: { initialMs: 100, maxMs: 5_000 } });
+      await writeRows(store, batch, { retry: { initialMs: 100, maxMs: 5_000 }, timeline: generation });
     };
-    const holds = await snapshotHolds(this.#client, cluster, resume, after, write, 5_000, { skipPutAtRevision: compacted === undefined });
+    // A new history read from its revision 0 has nothing before it to snapshot: the watch captures every hold's put.
+    const holds = shared === undefined && compacted === undefined ? 0 : await snapshotHolds(this.#client, cluster, resume, after, write, 5_000, { skipPutAtRevision: compacted === undefined });
     if (!(await election.stillLeader())) throw new Error('leadership lost during the restore snapshot');
     // History lost (a bumped restore): grants open at the divergence and not held now ended inside the gap.
     if (compacted !== undefined) await closeGrantsEndedInGap(store, cluster, after, compacted, compacted);
-    await recordTimeline(store, { cluster, generation, seen, previousCheckpoint: checkpoint, divergedAfter: after, resumeRevision: resume });
+    await recordTimeline(store, { cluster, generation, seen, previousCheckpoint: checkpoint, divergedAfter: after, resumeRevision: resume, sharesHistory: shared !== undefined });
     log.warn({ holds, generation, resume: resume.toString() }, 'restore recorded; following the restored cluster');
-    return [resume, { generation, clusterId: seen.clusterId, resumeRevision: resume, detectedMs: Date.now() }];
+    return [resume, { generation, timeline: generation, clusterId: seen.clusterId, resumeRevision: resume, detectedMs: Date.now() }];
   }
 
   /** Gap record, alarm, snapshot at the compaction revision, checkpoint there. Returns the new checkpoint. */
-  async #handleGap(election: TailerElection, checkpoint: bigint, compacted: bigint, gaps: Gap[], signal: AbortSignal): Promise<bigint> {
+  async #handleGap(election: TailerElection, checkpoint: bigint, compacted: bigint, gaps: Gap[], signal: AbortSignal, timeline: number): Promise<bigint> {
     const { store, log, metrics, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
     const from = checkpoint + 1n;
@@ -302,7 +321,7 @@ export class TailerReplica {
     await recordGap(store, { cluster, from_revision: from.toString(), to_revision: compacted.toString(), detected_at: Date.now(), reason });
     gaps.push({ from, to: compacted });
     const write = async (batch: RowBatch): Promise<void> => {
-      await writeRows(store, batch, { retry: { initialMs: 100, maxMs: 5_000, signal } });
+      await writeRows(store, batch, { retry: { initialMs: 100, maxMs: 5_000, signal }, timeline });
     };
     const holds = await snapshotHolds(this.#client, cluster, compacted, checkpoint, write);
     if (!(await election.stillLeader())) throw new Error('leadership lost during the snapshot');

@@ -3,9 +3,17 @@
 // cluster id may change (new token), or its revisions may jump ahead
 // (--bump-revision) with keys quietly back at older versions. Any of these is
 // a discontinuity, not "nothing lost". Each detected restore starts a new
-// timeline (etcd_timelines, generation + 1): the captured events above the
-// last revision both timelines share move to rolled_back_events, and capture
-// restarts there, following the restored cluster's own revisions.
+// timeline (etcd_timelines, generation + 1) whose rows carry its own
+// `timeline` (sql/065). Nothing recorded is deleted or moved: the captured
+// rows above the last revision both timelines share stay, marked rolled back
+// and superseded; grants held there are carried into the new timeline; and
+// capture restarts there, following the restored cluster's own revisions.
+// A cluster that shares nothing with the captured history (no key etcd holds
+// now matches a captured put: an empty rebuild under the same name, another
+// cluster behind the same endpoints) is not a rollback of everything: it is a
+// new history. The captured one ended (its events superseded, never rolled
+// back; its open grants closed as `unknown`, ended inside the restore gap),
+// and an alarm says so.
 //
 // Checkpoints and timelines: the checkpoint in effect is the highest
 // checkpoint written at or after the current timeline's detection, and never
@@ -23,9 +31,10 @@ const SQL = {
   checkpointSince: loadSql('tailer/sql/checkpointSince.sql'),
   witnesses: loadSql('tailer/sql/witnesses.sql'),
   capturedPut: loadSql('tailer/sql/capturedPut.sql'),
-  rollBackEvents: loadSql('tailer/sql/rollBackEvents.sql'),
-  dropRolledBackEvents: loadSql('tailer/sql/dropRolledBackEvents.sql'),
-  dropRolledBackGrants: loadSql('tailer/sql/dropRolledBackGrants.sql'),
+  markEvents: loadSql('tailer/sql/markEvents.sql'),
+  markRolledBackGrants: loadSql('tailer/sql/markRolledBackGrants.sql'),
+  carryGrants: loadSql('tailer/sql/carryGrants.sql'),
+  markCarriedGrants: loadSql('tailer/sql/markCarriedGrants.sql'),
 };
 
 /** Keys compared with etcd's keyspace at each start-position check. */
@@ -35,6 +44,8 @@ const WITNESS_WINDOW = 100_000n;
 
 export interface Timeline {
   generation: number;
+  /** What its rows carry in their `timeline` column: its generation, or 0 for a timeline recorded before sql/065. */
+  timeline: number;
   clusterId: string;
   resumeRevision: bigint;
   detectedMs: number;
@@ -53,9 +64,9 @@ export interface RestoreSeen {
 }
 
 export async function currentTimeline(store: AuditStore, cluster: string): Promise<Timeline | undefined> {
-  const rows = await store.rows<{ generation: number; cluster_id: string; resume_revision: string; detected_ms: string }>(SQL.timeline.text, { cluster });
+  const rows = await store.rows<{ generation: number; timeline: number; cluster_id: string; resume_revision: string; detected_ms: string }>(SQL.timeline.text, { cluster });
   const r = rows[0];
-  return r ? { generation: Number(r.generation), clusterId: r.cluster_id, resumeRevision: BigInt(r.resume_revision), detectedMs: Number(r.detected_ms) } : undefined;
+  return r ? { generation: Number(r.generation), timeline: Number(r.timeline), clusterId: r.cluster_id, resumeRevision: BigInt(r.resume_revision), detectedMs: Number(r.detected_ms) } : undefined;
 }
 
 /**
@@ -125,9 +136,11 @@ async function rewoundKey(client: Etcd3, store: AuditStore, cluster: string, che
  * The last revision both timelines share: the highest mod revision, at or
  * below the checkpoint, of a key etcd holds now whose put there the tailer
  * captured with the same value. Writes made after the restore reuse revision
- * numbers with other values, so they do not match.
+ * numbers with other values, so they do not match. Undefined when no key
+ * matches: the cluster shares nothing with the captured history (a new
+ * history, not a rollback of everything).
  */
-export async function divergence(client: Etcd3, store: AuditStore, cluster: string, checkpoint: bigint): Promise<bigint> {
+export async function divergence(client: Etcd3, store: AuditStore, cluster: string, checkpoint: bigint): Promise<bigint | undefined> {
   const candidates: Array<{ key: string; revision: bigint; value: string }> = [];
   for (const prefix of [PREFIX.hold, PREFIX.queue, PREFIX.sys]) {
     let from = Buffer.from(prefix);
@@ -147,7 +160,7 @@ export async function divergence(client: Etcd3, store: AuditStore, cluster: stri
     const rows = await store.rows<{ n: string }>(SQL.capturedPut.text, { cluster, key: c.key, revision: c.revision.toString(), value: c.value });
     if (rows[0]?.n !== '0') return c.revision;
   }
-  return 0n;
+  return undefined;
 }
 
 function prefixEnd(prefix: string): Buffer {
@@ -156,12 +169,28 @@ function prefixEnd(prefix: string): Buffer {
   return b;
 }
 
-/** Moves the captured history above `after` to rolled_back_events (generation `generation`). Idempotent. */
-export async function rollBack(store: AuditStore, cluster: string, after: bigint, generation: number): Promise<void> {
+/**
+ * A restore to `after` (generation `generation`, whose rows carry `timeline`):
+ * the captured events and grants above it stay, marked rolled back; grants
+ * held at it are carried into the new timeline. Deletes and moves nothing.
+ * Idempotent (a restore recorded half-way is redone from the start).
+ */
+export async function rollBack(store: AuditStore, cluster: string, after: bigint, generation: number, timeline: number): Promise<void> {
   const params = { cluster, after: after.toString() };
-  await store.command(SQL.rollBackEvents.text, { ...params, generation });
-  await store.command(SQL.dropRolledBackEvents.text, params, { mutations_sync: '2' });
-  await store.command(SQL.dropRolledBackGrants.text, params, { mutations_sync: '2' });
+  await store.command(SQL.markEvents.text, { ...params, rolledBackBy: generation, supersededBy: generation });
+  await store.command(SQL.markRolledBackGrants.text, { ...params, generation });
+  await store.command(SQL.carryGrants.text, { ...params, timeline });
+  await store.command(SQL.markCarriedGrants.text, { ...params, timeline, generation });
+}
+
+/**
+ * A new history (the cluster shares nothing with the captured one): every
+ * captured event is superseded from `generation` on — no longer the current
+ * timeline's, never rolled back. Grants are not marked: they stay every
+ * timeline's record as they are. Idempotent.
+ */
+export async function endHistory(store: AuditStore, cluster: string, generation: number): Promise<void> {
+  await store.command(SQL.markEvents.text, { cluster, after: '0', rolledBackBy: 0, supersededBy: generation });
 }
 
 export interface NewTimeline {
@@ -171,6 +200,8 @@ export interface NewTimeline {
   previousCheckpoint: bigint;
   divergedAfter: bigint;
   resumeRevision: bigint;
+  /** 0: the cluster shares nothing with the captured history (a new history). */
+  sharesHistory: boolean;
 }
 
 /** The restore record readers use: written last, once the old rows are moved and the snapshot is in. */
@@ -186,6 +217,8 @@ export async function recordTimeline(store: AuditStore, t: NewTimeline): Promise
       diverged_after: t.divergedAfter.toString(),
       resume_revision: t.resumeRevision.toString(),
       reason: t.seen.why,
+      timeline: t.generation,
+      shares_history: t.sharesHistory ? 1 : 0,
     },
   ]);
 }

@@ -19,6 +19,12 @@ export interface RowWriteOptions {
   maxRows?: number;
   /** Backoff for retriable errors (classify is this module's). Default: 100 ms doubling to 5 s, no attempt limit. */
   retry?: Omit<RetryOptions, 'classify'>;
+  /**
+   * The etcd timeline the rows belong to (etcd_timelines.timeline, sql/065):
+   * part of the rows' identity, so a restored cluster's rows at reused
+   * revisions never replace an earlier timeline's. Default 0 (the column's own).
+   */
+  timeline?: number;
 }
 
 export interface RowWriteResult {
@@ -104,6 +110,7 @@ const safeRevision = (v: unknown): string => (typeof v === 'string' && /^[0-9]{1
 /** Writes the batch's three tables in order; rows ClickHouse rejects go to quarantine instead. */
 export async function writeRows(store: AuditStore, batch: RowBatch, options: RowWriteOptions = {}): Promise<RowWriteResult> {
   const maxRows = options.maxRows ?? 20_000;
+  if (options.timeline) stampTimeline(batch, options.timeline);
   const retryOptions: RetryOptions = { initialMs: 100, maxMs: 5_000, ...options.retry, classify: classifyInsertError };
   // RowBinary (core/rowBinary.ts): a value a column cannot take throws a RowEncodeError typed like ClickHouse's own rejection, so it is bisected and quarantined the same way.
   const insert = (table: string, rows: readonly object[]): Promise<void> => retry(() => store.insert(table, rows, { binary: true }), retryOptions);
@@ -140,8 +147,16 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
     }
   }
   const quarantine = [...batch.quarantine, ...quarantined];
+  if (options.timeline) stampTimeline({ events: [], grants: [], quarantine: quarantined }, options.timeline);
   for (let i = 0; i < quarantine.length; i += maxRows) await insert('quarantine', quarantine.slice(i, i + maxRows));
   return { quarantined };
+}
+
+/** Sets `timeline` on every row of the batch (in place: this runs on the hot path, only after a restore). */
+function stampTimeline(batch: RowBatch, timeline: number): void {
+  for (const rows of [batch.events, batch.grants, batch.quarantine] as const) {
+    for (const row of rows) (row as { timeline?: number }).timeline = timeline;
+  }
 }
 
 /**

@@ -21,6 +21,7 @@ WITH top_keys AS
         AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
         AND ({namespace:String} = '' OR namespace = {namespace:String})
         AND ({class:String} = '' OR class = {class:String})
+    WHERE (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065)
     GROUP BY key
     ORDER BY count() DESC, key
     LIMIT {top:UInt32}
@@ -59,6 +60,7 @@ FROM
             AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
             AND ({namespace:String} = '' OR namespace = {namespace:String})
             AND ({class:String} = '' OR class = {class:String})
+        WHERE (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065)
         WINDOW w AS (PARTITION BY cluster, key ORDER BY grant_revision, spool_id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)
     )
     GROUP BY GROUPING SETS ((grp_n), (key_n), (bucket))

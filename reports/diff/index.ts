@@ -11,7 +11,7 @@ import { loadSql } from '../../platform/sql.js';
 import { reportRows } from '../query.js';
 import { ClusterName, KeyPrefix, NullableString } from '../schemas.js';
 import type { GapRef, HoldItem } from '../state/assemble.js';
-import { HoldItemSchema, MomentSchema, Moment, checkLimit, classInPrefix, keyspaceAt, pickCluster, resolveMoment, type StateDeps } from '../state/index.js';
+import { HoldItemSchema, MomentSchema, Moment, TimelineParam, checkLimit, classInPrefix, keyspaceAt, pickCluster, resolveMoment, resolveTimeline, type StateDeps } from '../state/index.js';
 import { compareStates } from './compare.js';
 
 const GRANT_ENDS = loadSql('reports/diff/grantEnds.sql');
@@ -24,6 +24,7 @@ export const DiffQuery = Type.Object(
     to: Moment('The later moment: a revision or an RFC 3339 time'),
     prefix: Type.Optional(KeyPrefix()),
     cluster: Type.Optional(ClusterName({ description: 'The etcd cluster; default the first configured' })),
+    timeline: Type.Optional(TimelineParam()),
     limit: Type.Optional(Type.Integer({ minimum: 1, default: 1000, description: 'At most this many holds per state and events in the window (at most LOCKAUDIT_MAX_PAGE_SIZE)' })),
   },
   { additionalProperties: false },
@@ -47,8 +48,8 @@ const FieldChange = Type.Object({ field: Type.String(), before: Type.Unknown(), 
 
 const DIFF_EXAMPLE = {
   cluster: 'local',
-  from: { requested: '1700', revision: '1700', capturedThrough: '2210' },
-  to: { requested: '2025-11-29T14:05:00Z', revision: '1820', capturedThrough: '2210' },
+  from: { requested: '1700', revision: '1700', capturedThrough: '2210', timeline: 0 },
+  to: { requested: '2025-11-29T14:05:00Z', revision: '1820', capturedThrough: '2210', timeline: 0 },
   holds: {
     appeared: [{ key: 'payments/acct-7', holder: 'spiffe://corp/refunds', session: '7587883164012399', token: '1801', class: 'ledger-entry', epoch: 0, grantRevision: '1801', since: '2025-11-29T14:04:10.000Z', startKnown: true }],
     ended: [{ key: 'payments/acct-7', holder: 'spiffe://corp/payments-worker', session: '7587883164012345', token: '1734', class: 'ledger-entry', epoch: 0, grantRevision: '1734', since: '2025-11-29T14:02:58.120Z', startKnown: true, endKind: 'force', endRevision: '1790', endedAt: '2025-11-29T14:03:30.000Z', endedBy: 'ops-b@corp' }],
@@ -129,20 +130,22 @@ export function endedBy(hold: HoldItem, endKind: string, markers: readonly Event
 export async function diff(deps: StateDeps, p: DiffParams): Promise<DiffResponse> {
   const limit = checkLimit(deps, p.limit);
   const cluster = await pickCluster(deps, p.cluster);
-  const from = await resolveMoment(deps, cluster, p.from, 'querystring.from');
-  const to = await resolveMoment(deps, cluster, p.to, 'querystring.to');
+  const tl = await resolveTimeline(deps, cluster, p.timeline);
+  const timeline = tl.timeline;
+  const from = await resolveMoment(deps, cluster, p.from, 'querystring.from', tl);
+  const to = await resolveMoment(deps, cluster, p.to, 'querystring.to', tl);
   if (from.revision > to.revision) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `querystring.from: resolves to revision ${from.revision}, after to (${to.revision})`);
   const prefix = p.prefix ?? '';
-  const [a, b] = [await keyspaceAt(deps, cluster, from.revision, prefix, limit), await keyspaceAt(deps, cluster, to.revision, prefix, limit)];
+  const [a, b] = [await keyspaceAt(deps, cluster, from.revision, prefix, limit, timeline), await keyspaceAt(deps, cluster, to.revision, prefix, limit, timeline)];
   const changes = compareStates(a, b);
 
   const ends = changes.ended.length
-    ? await reportRows<EndRow>(deps, GRANT_ENDS, { cluster, keys: [...new Set(changes.ended.map((h) => h.key))] })
+    ? await reportRows<EndRow>(deps, GRANT_ENDS, { cluster, keys: [...new Set(changes.ended.map((h) => h.key))], timeline })
     : [];
   const endOf = new Map(ends.map((e) => [`${e.key}\u0000${e.grant_revision}`, e]));
-  const windowEvents = await reportRows<EventRow>(deps, WINDOW_EVENTS, { cluster, fromRevision: from.revision.toString(), toRevision: to.revision.toString(), limit: limit + 1 });
+  const windowEvents = await reportRows<EventRow>(deps, WINDOW_EVENTS, { cluster, fromRevision: from.revision.toString(), toRevision: to.revision.toString(), timeline, limit: limit + 1 });
   const endRevisions = [...new Set([...ends.map((e) => String(e.end_revision)), ...windowEvents.filter((e) => e.event_type === 'epoch-advance').map((e) => String(e.revision))])];
-  const markers = endRevisions.length ? await reportRows<EventRow>(deps, MARKERS, { cluster, revisions: endRevisions.map(Number) }) : [];
+  const markers = endRevisions.length ? await reportRows<EventRow>(deps, MARKERS, { cluster, revisions: endRevisions.map(Number), timeline }) : [];
   const markersAt = (rev: string): EventRow[] => markers.filter((m) => String(m.revision) === rev);
 
   const ended = changes.ended.map((h) => {
@@ -169,8 +172,8 @@ export async function diff(deps: StateDeps, p: DiffParams): Promise<DiffResponse
   const gaps: GapRef[] = b.gaps.filter((g) => BigInt(g.toRevision) > from.revision);
   return {
     cluster,
-    from: { requested: from.requested, revision: from.revision.toString(), capturedThrough: from.capturedThrough.toString() },
-    to: { requested: to.requested, revision: to.revision.toString(), capturedThrough: to.capturedThrough.toString() },
+    from: { requested: from.requested, revision: from.revision.toString(), capturedThrough: from.capturedThrough.toString(), timeline },
+    to: { requested: to.requested, revision: to.revision.toString(), capturedThrough: to.capturedThrough.toString(), timeline },
     holds: { appeared: changes.appeared, ended: ended as DiffResponse['holds']['ended'], changedHolder: changes.changedHolder },
     classes: {
       created: changes.classesCreated.filter((c) => classInPrefix(c.definition.namespace, prefix)),

@@ -1,10 +1,12 @@
 -- Force records and epoch advances committed in (from, to], oldest first.
--- Parameters: {db:Identifier} {cluster:String} {fromRevision:UInt64} {toRevision:UInt64} {limit:UInt32}
+-- Only the rows of etcd timeline {timeline} (sql/065).
+-- Parameters: {db:Identifier} {cluster:String} {fromRevision:UInt64} {toRevision:UInt64} {timeline:UInt32} {limit:UInt32}
 SELECT revision, key, event_type, epoch, value
 FROM {db:Identifier}.events FINAL
 WHERE cluster = {cluster:String}
     AND revision > {fromRevision:UInt64} AND revision <= {toRevision:UInt64}
     AND op = 'put'
     AND event_type IN ('force-record', 'epoch-advance')
+    AND timeline <= {timeline:UInt32} AND (superseded_by = 0 OR superseded_by > {timeline:UInt32})  -- timeline {timeline}'s rows (sql/065)
 ORDER BY revision, key
 LIMIT {limit:UInt32}

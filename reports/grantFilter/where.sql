@@ -5,7 +5,11 @@
 -- prewhere.sql's: overlapping also needs the hold to last until `from`.
 -- ClickHouse reads a name as the SELECT's alias before the column: a query
 -- whose SELECT renames something into end_kind, ended_at, origin, … must
--- filter in a subquery (exporters/sql/grants_export.sql does).
+-- filter in a subquery (exporters/sql/grants_export.sql does). Every etcd
+-- timeline's grants, each once: the current timeline's and those a restore
+-- rolled back (a grant carried into a later timeline shows as that timeline's
+-- row only) — sql/065.
 -- Parameters: {window:String} {fromMs:Int64} {endKind:String}
 ({window:String} = 'granted' OR ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC'))
     AND ({endKind:String} = '' OR end_kind = if({endKind:String} = 'held', '', {endKind:String}))
+    AND (superseded_by = 0 OR rolled_back_by > 0)  -- every etcd timeline's grants, each once (sql/065)

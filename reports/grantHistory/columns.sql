@@ -17,4 +17,6 @@
     duration_ms,
     unprotected,
     spool_id,
-    origin                               -- foreign: put straight into etcd, not by the lock API
+    origin,                              -- foreign: put straight into etcd, not by the lock API
+    timeline,                            -- the etcd timeline that captured it (sql/065)
+    rolled_back_by                       -- > 0: a restore rolled it back (it was still a real hold)

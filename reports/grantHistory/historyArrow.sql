@@ -23,7 +23,9 @@ SELECT
     wait_ms AS waitMs,
     if(endKind IS NULL, NULL, duration_ms) AS durationMs,
     toBool(unprotected) AS unprotected,
-    if(origin = 'foreign', 'foreign', 'api') AS origin
+    if(origin = 'foreign', 'foreign', 'api') AS origin,
+    timeline,
+    toBool(rolled_back_by > 0) AS rolledBack
 -- @include reports/grantHistory/pageSource.sql
     AND ({hasEnd:UInt8} = 0
          OR (granted_at, cluster, key, grant_revision, spool_id)

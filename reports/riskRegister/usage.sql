@@ -37,5 +37,6 @@ SELECT
 FROM {db:Identifier}.grants FINAL
 PREWHERE class IN {classes:Array(String)} AND granted_at <= as_of
     AND (granted_at > d30 OR ended_at IS NULL OR ended_at > d30)
-WHERE granted_at > d30 OR ended_at > d30
+WHERE (granted_at > d30 OR ended_at > d30)
+    AND (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065)
 GROUP BY class

@@ -1,7 +1,8 @@
 -- The last captured change at or before a revision of every lock class and
 -- of /sys/epoch; a class whose last change is a delete is dropped. Few rows:
 -- classes are configuration.
--- Parameters: {db:Identifier} {cluster:String} {revision:UInt64}
+-- Only the rows of etcd timeline {timeline} (sql/065).
+-- Parameters: {db:Identifier} {cluster:String} {revision:UInt64} {timeline:UInt32}
 SELECT key, revision, event_type, epoch, value
 FROM
 (
@@ -11,6 +12,7 @@ FROM
         AND revision <= {revision:UInt64}
         AND op IN ('put', 'delete')
         AND (startsWith(key, '/sys/class/') OR key = '/sys/epoch')
+        AND timeline <= {timeline:UInt32} AND (superseded_by = 0 OR superseded_by > {timeline:UInt32})  -- timeline {timeline}'s rows (sql/065)
     ORDER BY key, revision DESC
     LIMIT 1 BY key
 )

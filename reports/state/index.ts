@@ -6,6 +6,7 @@ import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { INSTANT_RULE, parseInstant } from '../../core/instant.js';
 import { loadSql } from '../../platform/sql.js';
+import { currentTimeline, readPosition } from '../../tailer/restores.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { ClusterName, KeyPrefix, NullableString } from '../schemas.js';
 import { assembleState, containingGap, type ClassRow, type EntryRow, type GapRow, type KeyspaceState } from './assemble.js';
@@ -16,6 +17,7 @@ const SNAPSHOT = loadSql('reports/state/snapshot.sql');
 const GAPS = loadSql('reports/state/gaps.sql');
 const AT_TIME = loadSql('reports/state/atTime.sql');
 const CHECKPOINT = loadSql('reports/state/checkpoint.sql');
+const TIMELINES = loadSql('reports/state/timelines.sql');
 
 export interface StateDeps extends ReportDeps {
   /** Configured etcd cluster names; the first is the default. */
@@ -30,11 +32,20 @@ export const Moment = (description: string) =>
     examples: ['2025-11-29T14:03:07.250Z', '1734'],
   });
 
+/** The `timeline` query parameter of revision-based views. */
+export const TimelineParam = () =>
+  Type.Integer({
+    minimum: 0,
+    maximum: 4_294_967_295,
+    description: 'The etcd timeline (generation: 0 first, each restore the tailer recorded starts the next): revisions are read as that timeline had them. Default the current one',
+  });
+
 export const StateQuery = Type.Object(
   {
     at: Moment('The moment: an etcd revision (decimal) or an RFC 3339 time (resolved to the newest captured revision at or before it)'),
     prefix: Type.Optional(KeyPrefix()),
     cluster: Type.Optional(ClusterName({ description: 'The etcd cluster; default the first configured' })),
+    timeline: Type.Optional(TimelineParam()),
     limit: Type.Optional(Type.Integer({ minimum: 1, default: 1000, description: 'At most this many holds and queue entries (at most LOCKAUDIT_MAX_PAGE_SIZE); truncated says when more exist' })),
   },
   { additionalProperties: false },
@@ -69,12 +80,13 @@ const UnknownItemSchema = Type.Object({
 export const MomentSchema = Type.Object({
   requested: Type.String({ description: 'at as given' }),
   revision: Type.String({ description: 'The revision answered for (decimal)' }),
-  capturedThrough: Type.String({ description: 'The tailer checkpoint: every change up to it is captured' }),
+  capturedThrough: Type.String({ description: 'The tailer checkpoint in that timeline: every change up to it is captured' }),
+  timeline: Type.Integer({ description: 'The etcd timeline answered for (generation)' }),
 });
 
 const STATE_EXAMPLE = {
   cluster: 'local',
-  at: { requested: '2025-11-29T14:03:07.250Z', revision: '1790', capturedThrough: '2210' },
+  at: { requested: '2025-11-29T14:03:07.250Z', revision: '1790', capturedThrough: '2210', timeline: 0 },
   holds: [{ key: 'payments/acct-7', holder: 'spiffe://corp/payments-worker', session: '7587883164012345', token: '11258999068428022', class: 'ledger-entry', epoch: 0, grantRevision: '1734', since: '2025-11-29T14:02:58.120Z', startKnown: true }],
   queue: [{ key: 'payments/acct-7', leaseId: '7587883164012399', holder: 'spiffe://corp/refunds', session: '7587883164012399', class: 'ledger-entry', since: '2025-11-29T14:03:01.000Z', sinceRevision: '1771' }],
   classes: [{ name: 'ledger-entry', revision: '12', definition: { name: 'ledger-entry', namespace: 'payments', purpose: 'correctness', enforcement: 'fenced' } }],
@@ -106,6 +118,31 @@ export interface ResolvedMoment {
   requested: string;
   revision: bigint;
   capturedThrough: bigint;
+  timeline: number;
+}
+
+export interface ResolvedTimeline {
+  /** The generation asked for, or the current one. */
+  timeline: number;
+  /** Where its capture stands (the current one) or stopped (an ended one). */
+  capturedThrough: bigint;
+}
+
+/**
+ * The timeline asked for (default the current one) and how far it is captured:
+ * the current one's checkpoint is the one the tailer resumes from (written
+ * since its restore), an ended one's is where the next restore found it.
+ * 400 naming `field` for a timeline the cluster never had.
+ */
+export async function resolveTimeline(deps: ReportDeps, cluster: string, timeline: number | undefined, field = 'querystring.timeline'): Promise<ResolvedTimeline> {
+  const current = (await currentTimeline(deps.store, cluster))?.generation ?? 0;
+  const legacy = async (): Promise<bigint> => BigInt((await reportRows<{ revision: string | null }>(deps, CHECKPOINT, { cluster }))[0]?.revision ?? 0);
+  const t = timeline ?? current;
+  if (t > current) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: ${cluster} has timelines 0..${current}`);
+  if (t === current) return { timeline: t, capturedThrough: await readPosition(deps.store, cluster, legacy) };
+  const rows = await reportRows<{ generation: number; previous_checkpoint: string }>(deps, TIMELINES, { cluster });
+  const next = rows.find((r) => Number(r.generation) === t + 1);
+  return { timeline: t, capturedThrough: BigInt(next?.previous_checkpoint ?? 0) };
 }
 
 /**
@@ -122,9 +159,8 @@ export async function pickCluster(deps: StateDeps, cluster: string | undefined, 
 }
 
 /** Resolves a revision or a time to a captured revision; 400 naming `field` when it cannot be answered. */
-export async function resolveMoment(deps: StateDeps, cluster: string, at: string, field: string): Promise<ResolvedMoment> {
-  const [cp] = await reportRows<{ revision: string | null }>(deps, CHECKPOINT, { cluster });
-  const capturedThrough = BigInt(cp?.revision ?? 0);
+export async function resolveMoment(deps: StateDeps, cluster: string, at: string, field: string, timeline: ResolvedTimeline): Promise<ResolvedMoment> {
+  const capturedThrough = timeline.capturedThrough;
   let revision: bigint;
   if (/^\d+$/.test(at)) {
     revision = BigInt(at);
@@ -135,12 +171,12 @@ export async function resolveMoment(deps: StateDeps, cluster: string, at: string
     // The project's one reading of an instant (core/instant.ts): Date.parse would read 2099-02-30 as 2 March and 2301 as a year we cannot store.
     const ms = parseInstant(at);
     if (ms === undefined) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: is neither a revision nor ${INSTANT_RULE}`);
-    const [row] = await reportRows<{ revision: string | null }>(deps, AT_TIME, { cluster, atMs: ms });
+    const [row] = await reportRows<{ revision: string | null }>(deps, AT_TIME, { cluster, atMs: ms, timeline: timeline.timeline });
     revision = BigInt(row?.revision ?? 0);
     if (revision > capturedThrough) revision = capturedThrough;
   }
   if (revision === 0n) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: no captured history of ${cluster} at or before ${at}`);
-  return { requested: at, revision, capturedThrough };
+  return { requested: at, revision, capturedThrough, timeline: timeline.timeline };
 }
 
 /** Namespace filter for classes: the namespace segment of a prefix (or a namespace prefix when it has no '/'). */
@@ -152,15 +188,15 @@ export function classInPrefix(namespace: unknown, prefix: string | undefined): b
 }
 
 /** The keyspace of `cluster` at a resolved revision, under `prefix`. */
-export async function keyspaceAt(deps: ReportDeps, cluster: string, revision: bigint, prefix: string, limit: number): Promise<KeyspaceState & { truncated: boolean }> {
+export async function keyspaceAt(deps: ReportDeps, cluster: string, revision: bigint, prefix: string, limit: number, timeline: number): Promise<KeyspaceState & { truncated: boolean }> {
   const rev = revision.toString();
   const [latest, classes, gaps] = await Promise.all([
-    reportRows<EntryRow>(deps, LATEST, { cluster, revision: rev, holdPrefix: `/l/${prefix}`, queuePrefix: `/q/${prefix}`, limit: limit + 1 }),
-    reportRows<ClassRow>(deps, CLASSES, { cluster, revision: rev }),
+    reportRows<EntryRow>(deps, LATEST, { cluster, revision: rev, holdPrefix: `/l/${prefix}`, queuePrefix: `/q/${prefix}`, timeline, limit: limit + 1 }),
+    reportRows<ClassRow>(deps, CLASSES, { cluster, revision: rev, timeline }),
     reportRows<GapRow>(deps, GAPS, { cluster, revision: rev }),
   ]);
   const inside = containingGap(gaps, revision);
-  const snapshotAfter = inside ? await reportRows<EntryRow>(deps, SNAPSHOT, { cluster, revision: String(inside.to_revision), holdPrefix: `/l/${prefix}` }) : [];
+  const snapshotAfter = inside ? await reportRows<EntryRow>(deps, SNAPSHOT, { cluster, revision: String(inside.to_revision), holdPrefix: `/l/${prefix}`, timeline }) : [];
   const state = assembleState({
     revision,
     latest: latest.slice(0, limit),
@@ -182,7 +218,8 @@ export function checkLimit(deps: ReportDeps, limit: number | undefined): number 
 export async function stateAt(deps: StateDeps, p: StateParams): Promise<StateResponse> {
   const limit = checkLimit(deps, p.limit);
   const cluster = await pickCluster(deps, p.cluster);
-  const moment = await resolveMoment(deps, cluster, p.at, 'querystring.at');
-  const state = await keyspaceAt(deps, cluster, moment.revision, p.prefix ?? '', limit);
-  return { cluster, at: { requested: moment.requested, revision: moment.revision.toString(), capturedThrough: moment.capturedThrough.toString() }, ...state };
+  const timeline = await resolveTimeline(deps, cluster, p.timeline);
+  const moment = await resolveMoment(deps, cluster, p.at, 'querystring.at', timeline);
+  const state = await keyspaceAt(deps, cluster, moment.revision, p.prefix ?? '', limit, timeline.timeline);
+  return { cluster, at: { requested: moment.requested, revision: moment.revision.toString(), capturedThrough: moment.capturedThrough.toString(), timeline: moment.timeline }, ...state };
 }

@@ -3,7 +3,8 @@
 -- change is a delete are dropped. Snapshot rows (written after a gap) count
 -- as changes at the snapshot revision; spooled (unprotected) grants never
 -- were in etcd and are left out.
--- Parameters: {db:Identifier} {cluster:String} {revision:UInt64} {holdPrefix:String} {queuePrefix:String} {limit:UInt32}
+-- Only the rows of etcd timeline {timeline} (its own and those it shares).
+-- Parameters: {db:Identifier} {cluster:String} {revision:UInt64} {holdPrefix:String} {queuePrefix:String} {timeline:UInt32} {limit:UInt32}
 SELECT key, revision, event_type, holder, session, token, class, epoch, grant_revision,
        toUnixTimestamp64Milli(wall_time) AS wall_ms, time_estimated
 FROM
@@ -14,6 +15,7 @@ FROM
         AND revision <= {revision:UInt64}
         AND op IN ('put', 'delete', 'snapshot')
         AND (startsWith(key, {holdPrefix:String}) OR startsWith(key, {queuePrefix:String}))
+        AND timeline <= {timeline:UInt32} AND (superseded_by = 0 OR superseded_by > {timeline:UInt32})  -- timeline {timeline}'s rows (sql/065)
     ORDER BY key, revision DESC
     LIMIT 1 BY key
 )

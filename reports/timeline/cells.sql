@@ -40,7 +40,8 @@ FROM
         PREWHERE key IN {lanes:Array(String)}
             AND ({cluster:String} = '' OR cluster = {cluster:String})
             AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
-        WHERE ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
+        WHERE (ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC'))
+            AND (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065)
     )
 )
 GROUP BY key, bucket_ms

@@ -8,18 +8,19 @@
 -- checkpoint, so they are inside it, yet they are in the store. When the
 -- snapshot holds a later grant of the same key (granted inside the gap), the old one ended
 -- before it: the end revision is below that grant's and the end time not
--- after its `at`, so no report shows two holders at once.
+-- after its `at`, so no report shows two holders at once. Only the current
+-- timeline's grants (superseded_by = 0), each closed in its own timeline (sql/065).
 -- Parameters: {db:Identifier} {cluster:String} {gapTo:UInt64} {snapshotRevision:UInt64} {startMs:Int64} {nowMs:Int64}
 INSERT INTO {db:Identifier}.grants
     (cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, spool_id, granted_at, wait_ms,
-     end_kind, end_revision, ended_at, ended_at_error_ms, duration_ms, unprotected, start_known, row_version)
+     end_kind, end_revision, ended_at, ended_at_error_ms, duration_ms, unprotected, start_known, row_version, timeline)
 SELECT cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, spool_id, granted_at, wait_ms,
        'unknown',
        if(next_revision = 0, {gapTo:UInt64}, least({gapTo:UInt64}, next_revision - 1)),
        fromUnixTimestamp64Milli(toInt64(lower_ms + intDiv(upper_ms - lower_ms, 2))),
        toUInt32(least(intDiv(upper_ms - lower_ms + 1, 2), 4294967295)),
        lower_ms + intDiv(upper_ms - lower_ms, 2) - toUnixTimestamp64Milli(granted_at),
-       unprotected, start_known, {gapTo:UInt64}
+       unprotected, start_known, {gapTo:UInt64}, timeline
 FROM (
     SELECT *,
            -- Not before the grant itself (a foreign hold's own time bounds nothing past the upper bound).
@@ -30,7 +31,7 @@ FROM (
            if(s.held_revision > g.grant_revision, greatest({startMs:Int64}, least({nowMs:Int64}, s.at_ms)), {nowMs:Int64}) AS upper_ms
     FROM (
         SELECT * FROM {db:Identifier}.grants FINAL
-        WHERE cluster = {cluster:String} AND unprotected = 0 AND end_kind = '' AND grant_revision <= {snapshotRevision:UInt64}
+        WHERE cluster = {cluster:String} AND unprotected = 0 AND end_kind = '' AND superseded_by = 0 AND grant_revision <= {snapshotRevision:UInt64}
           AND (concat('/l/', key), grant_revision) NOT IN (
               SELECT key, grant_revision FROM {db:Identifier}.events
               WHERE cluster = {cluster:String} AND revision = {snapshotRevision:UInt64} AND event_type = 'snapshot-hold')

@@ -5,7 +5,8 @@
 // --mark-compacted (revisions jump ahead). The API must refuse grants until a
 // two-person epoch advance and never hand out a token below one it gave; the
 // tailer must record the discontinuity as a `restore` gap, keep the rolled
-// back history aside, and go on capturing the restored cluster.
+// back history in the record, marked rolled back (sql/065), and go on
+// capturing the restored cluster.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Etcd3 } from 'etcd3';
@@ -138,7 +139,7 @@ async function restoreGap(label: string): Promise<GapRow> {
 }
 
 async function captured(label: string, eventType: string, revision: string): Promise<boolean> {
-  const rows = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND event_type = {t:String} AND revision = {r:UInt64}', { c: label, t: eventType, r: revision });
+  const rows = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND event_type = {t:String} AND revision = {r:UInt64} AND superseded_by = 0', { c: label, t: eventType, r: revision });
   return rows[0]?.n !== '0';
 }
 
@@ -197,13 +198,14 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       assert.equal(gap.previous_cluster_id, clusterId);
       assert.match(gap.reason, /^restore: /);
       assert.ok(r.health.alarms().some((a) => a.name === `tailer-restore:${r.label}`), 'restore alarm raised');
-      const [moved] = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.rolled_back_events FINAL WHERE cluster = {c:String}', { c: r.label });
-      assert.ok(Number(moved?.n) >= 80, `the 40 rolled-back grants and releases are kept aside (${moved?.n})`);
-      const [left] = await db.store.rows<{ n: string }>(
-        "SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision > {r:UInt64} AND grant_revision <= {cp:UInt64} AND end_kind = 'release'",
-        { c: r.label, r: gap.from_revision, cp: checkpointBefore.toString() },
-      );
+      const [marked] = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND rolled_back_by = 1 AND superseded_by = 1', { c: r.label });
+      assert.ok(Number(marked?.n) >= 80, `the 40 rolled-back grants and releases stay in events, marked rolled back (${marked?.n})`);
+      const rolledBackGrants = "SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision > {r:UInt64} AND grant_revision <= {cp:UInt64} AND end_kind = 'release' AND ";
+      const bounds = { c: r.label, r: gap.from_revision, cp: checkpointBefore.toString() };
+      const [left] = await db.store.rows<{ n: string }>(`${rolledBackGrants} superseded_by = 0`, bounds);
       assert.equal(left?.n, '0', 'no rolled-back grant reads as part of the restored history');
+      const [kept] = await db.store.rows<{ n: string }>(`${rolledBackGrants} rolled_back_by = 1 AND timeline = 0`, bounds);
+      assert.ok(Number(kept?.n) >= 38, `the rolled-back grants stay, marked with their timeline and rolled back (${kept?.n})`);
 
       await nothingWritten(r, 'after', refusedAt);
       await nothingWritten(r, 'after2', refusedAt);
@@ -219,7 +221,7 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       // The tailer captures the advance and the grant after it, in the restored cluster's own revisions.
       await waitFor('the epoch advance captured', async () => ((await captured(r.label, 'epoch-advance', advanced.revision as string)) ? true : undefined), 60_000, 200);
       await waitFor('the grant after the advance captured', async () => ((await captured(r.label, 'grant', granted.body.revision as string)) ? true : undefined), 60_000, 200);
-      const [g] = await db.store.rows<{ token: string; start_known: number }>('SELECT toString(token) AS token, start_known FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision = {r:UInt64}', {
+      const [g] = await db.store.rows<{ token: string; start_known: number }>('SELECT toString(token) AS token, start_known FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision = {r:UInt64} AND superseded_by = 0', {
         c: r.label,
         r: granted.body.revision as string,
       });
@@ -256,8 +258,8 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       assert.equal(gap.history_lost, 1, 'the bumped revisions were never readable');
       assert.ok(BigInt(gap.to_revision) >= 1_000_000n, `the gap reaches the restored head (${gap.to_revision})`);
       assert.ok(BigInt(gap.from_revision) <= checkpointBefore, 'the captured revisions after the snapshot are inside it');
-      const [moved] = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.rolled_back_events FINAL WHERE cluster = {c:String}', { c: r.label });
-      assert.ok(Number(moved?.n) >= 40, `the rolled-back grants and releases are kept aside (${moved?.n})`);
+      const [marked] = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND rolled_back_by = 1', { c: r.label });
+      assert.ok(Number(marked?.n) >= 40, `the rolled-back grants and releases stay, marked rolled back (${marked?.n})`);
       const compaction = await db.store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind != 'restore'", { c: r.label });
       assert.equal(compaction[0]?.n, '0', 'not worded as compaction');
 

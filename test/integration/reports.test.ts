@@ -119,12 +119,12 @@ describe('reporting API', () => {
       assert.deepEqual(body.items.map((i: { grantRevision: string }) => i.grantRevision), ['101', '110', '120', '130']);
       assert.deepEqual(body.items[0], {
         cluster: 'c1', key: 'pay/acct-1', grantRevision: '101', token: tokenOf(G.g1 as GrantSpec), holder: 'h-a', class: 'ledger', namespace: 'pay',
-        grantedAt: iso(T0), endedAt: iso(T0 + 1000), endKind: 'release', endRevision: '105', waitMs: 10, durationMs: 1000, unprotected: false, origin: 'api',
+        grantedAt: iso(T0), endedAt: iso(T0 + 1000), endKind: 'release', endRevision: '105', waitMs: 10, durationMs: 1000, unprotected: false, origin: 'api', timeline: 0, rolledBack: false,
       });
       assert.deepEqual(body.items.map((i: { endKind: string | null }) => i.endKind), ['release', 'expiry', 'force', null]);
       assert.deepEqual(body.items[3], {
         cluster: 'c1', key: 'pay/acct-1', grantRevision: '130', token: tokenOf(G.g4 as GrantSpec), holder: 'h-c', class: 'ledger', namespace: 'pay',
-        grantedAt: iso(T0 + 9000), endedAt: null, endKind: null, endRevision: null, waitMs: 70, durationMs: null, unprotected: false, origin: 'api',
+        grantedAt: iso(T0 + 9000), endedAt: null, endKind: null, endRevision: null, waitMs: 70, durationMs: null, unprotected: false, origin: 'api', timeline: 0, rolledBack: false,
       });
     });
 
@@ -140,8 +140,8 @@ describe('reporting API', () => {
       assert.equal(csv.statusCode, 200);
       assert.match(String(csv.headers['content-type']), /^text\/csv/);
       const lines = csv.body.trim().split('\r\n');
-      assert.equal(lines[0], 'cluster,key,grantRevision,token,holder,class,namespace,grantedAt,endedAt,endKind,endRevision,waitMs,durationMs,unprotected,origin');
-      assert.equal(lines[1], `c1,pay/acct-1,120,${token},h-a,ledger,pay,${iso(T0 + 6000)},${iso(T0 + 8000)},force,125,50,2000,false,api`);
+      assert.equal(lines[0], 'cluster,key,grantRevision,token,holder,class,namespace,grantedAt,endedAt,endKind,endRevision,waitMs,durationMs,unprotected,origin,timeline,rolledBack');
+      assert.equal(lines[1], `c1,pay/acct-1,120,${token},h-a,ledger,pay,${iso(T0 + 6000)},${iso(T0 + 8000)},force,125,50,2000,false,api,0,false`);
       const none = await get('/v1/grants?token=18446744073709551615', 'investigator');
       assert.deepEqual(none.json(), { items: [], nextCursor: null });
     });
@@ -234,6 +234,7 @@ describe('reporting API', () => {
           cluster: row.cluster, key: row.key, grantRevision: big(row.grantRevision), token: big(row.token), holder: row.holder, class: row.class,
           namespace: row.namespace, grantedAt: ms(row.grantedAt), endedAt: ms(row.endedAt), endKind: row.endKind, endRevision: big(row.endRevision),
           waitMs: Number(row.waitMs), durationMs: row.durationMs === null ? null : Number(row.durationMs), unprotected: row.unprotected, origin: row.origin,
+          timeline: Number(row.timeline), rolledBack: row.rolledBack,
         };
       };
       for (const q of [`keyPrefix=cat/&${WINDOW}`, `keyPrefix=pay/&${WINDOW}`, `holder=h-a&${WINDOW}`]) {

@@ -25,6 +25,8 @@ export interface PrivateEtcd {
   snapshot(name: string): Promise<string>;
   /** Stops the member, restores `snapshotFile` into a fresh data dir (same name, peer URL, token) and starts it. */
   restore(snapshotFile: string, options?: RestoreOptions): Promise<void>;
+  /** Stops the member and starts it again on an empty data dir (same name, peer URL, token: same cluster id): a rebuild. */
+  rebuild(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -106,6 +108,11 @@ export async function startPrivateEtcd(clientPort: number, peerPort: number, opt
       generation += 1;
       const bump = options.bumpRevision ? [`--bump-revision=${options.bumpRevision}`, '--mark-compacted'] : [];
       await run(ETCDUTL, ['snapshot', 'restore', snapshotFile, `--data-dir=${dataDir()}`, `--name=${name}`, `--initial-cluster=${name}=${peerUrl}`, `--initial-advertise-peer-urls=${peerUrl}`, ...bump]);
+      running = await launch();
+    },
+    async rebuild() {
+      await halt(running);
+      generation += 1;
       running = await launch();
     },
     async stop() {

@@ -395,6 +395,8 @@ export interface operations {
                  * @example payments/acct-
                  */
                 prefix?: string;
+                /** @description The etcd timeline (generation: 0 first, each restore the tailer recorded starts the next): revisions are read as that timeline had them. Default the current one */
+                timeline?: number;
                 /** @description The later moment: a revision or an RFC 3339 time */
                 to: string;
             };
@@ -416,12 +418,14 @@ export interface operations {
                      *       "from": {
                      *         "requested": "1700",
                      *         "revision": "1700",
-                     *         "capturedThrough": "2210"
+                     *         "capturedThrough": "2210",
+                     *         "timeline": 0
                      *       },
                      *       "to": {
                      *         "requested": "2025-11-29T14:05:00Z",
                      *         "revision": "1820",
-                     *         "capturedThrough": "2210"
+                     *         "capturedThrough": "2210",
+                     *         "timeline": 0
                      *       },
                      *       "holds": {
                      *         "appeared": [
@@ -560,12 +564,14 @@ export interface operations {
                             token: string;
                         }[];
                         from: {
-                            /** @description The tailer checkpoint: every change up to it is captured */
+                            /** @description The tailer checkpoint in that timeline: every change up to it is captured */
                             capturedThrough: string;
                             /** @description at as given */
                             requested: string;
                             /** @description The revision answered for (decimal) */
                             revision: string;
+                            /** @description The etcd timeline answered for (generation) */
+                            timeline: number;
                         };
                         /** @description Recorded gaps inside or across the window: history there is missing */
                         gaps: {
@@ -637,12 +643,14 @@ export interface operations {
                             })[];
                         };
                         to: {
-                            /** @description The tailer checkpoint: every change up to it is captured */
+                            /** @description The tailer checkpoint in that timeline: every change up to it is captured */
                             capturedThrough: string;
                             /** @description at as given */
                             requested: string;
                             /** @description The revision answered for (decimal) */
                             revision: string;
+                            /** @description The etcd timeline answered for (generation) */
+                            timeline: number;
                         };
                         truncated: boolean;
                         /** @description Keys the log cannot answer for at either end (see GET /v1/state) */
@@ -1357,6 +1365,10 @@ export interface operations {
                             namespace: string;
                             /** @description foreign: a hold put straight into etcd without the lock API's proof of origin (not made by the API) */
                             origin: "api" | "foreign";
+                            /** @description etcd later rolled this grant back (a restore to before it): it was a real hold, but the restored cluster never had it */
+                            rolledBack: boolean;
+                            /** @description The etcd timeline the grant was captured in (0 until the cluster's first restore recorded by this version; each restore starts the next). A grant held across a restore shows once, as the later timeline's */
+                            timeline: number;
                             /**
                              * @description A 64-bit unsigned integer as a decimal string
                              * @example 11258999068426240
@@ -2326,6 +2338,10 @@ export interface operations {
                             namespace: string;
                             /** @description foreign: a hold put straight into etcd without the lock API's proof of origin (not made by the API) */
                             origin: "api" | "foreign";
+                            /** @description etcd later rolled this grant back (a restore to before it): it was a real hold, but the restored cluster never had it */
+                            rolledBack: boolean;
+                            /** @description The etcd timeline the grant was captured in (0 until the cluster's first restore recorded by this version; each restore starts the next). A grant held across a restore shows once, as the later timeline's */
+                            timeline: number;
                             /**
                              * @description A 64-bit unsigned integer as a decimal string
                              * @example 11258999068426240
@@ -2537,6 +2553,10 @@ export interface operations {
                                 namespace: string;
                                 /** @description foreign: a hold put straight into etcd without the lock API's proof of origin (not made by the API) */
                                 origin: "api" | "foreign";
+                                /** @description etcd later rolled this grant back (a restore to before it): it was a real hold, but the restored cluster never had it */
+                                rolledBack: boolean;
+                                /** @description The etcd timeline the grant was captured in (0 until the cluster's first restore recorded by this version; each restore starts the next). A grant held across a restore shows once, as the later timeline's */
+                                timeline: number;
                                 /**
                                  * @description A 64-bit unsigned integer as a decimal string
                                  * @example 11258999068426240
@@ -2816,6 +2836,8 @@ export interface operations {
                  * @example payments/acct-
                  */
                 prefix?: string;
+                /** @description The etcd timeline (generation: 0 first, each restore the tailer recorded starts the next): revisions are read as that timeline had them. Default the current one */
+                timeline?: number;
             };
             header?: never;
             path?: never;
@@ -2835,7 +2857,8 @@ export interface operations {
                      *       "at": {
                      *         "requested": "2025-11-29T14:03:07.250Z",
                      *         "revision": "1790",
-                     *         "capturedThrough": "2210"
+                     *         "capturedThrough": "2210",
+                     *         "timeline": 0
                      *       },
                      *       "holds": [
                      *         {
@@ -2885,12 +2908,14 @@ export interface operations {
                      */
                     "application/json": {
                         at: {
-                            /** @description The tailer checkpoint: every change up to it is captured */
+                            /** @description The tailer checkpoint in that timeline: every change up to it is captured */
                             capturedThrough: string;
                             /** @description at as given */
                             requested: string;
                             /** @description The revision answered for (decimal) */
                             revision: string;
+                            /** @description The etcd timeline answered for (generation) */
+                            timeline: number;
                         };
                         classes: {
                             definition: {

@@ -1,0 +1,8 @@
+-- The etcd timelines of one cluster (sql/051, sql/065), oldest first: what a
+-- `timeline` parameter may name, and where each ended timeline's capture
+-- stopped (the next one's previous_checkpoint).
+-- Parameters: {db:Identifier} {cluster:String}
+SELECT generation, toString(previous_checkpoint) AS previous_checkpoint
+FROM {db:Identifier}.etcd_timelines FINAL
+WHERE cluster = {cluster:String}
+ORDER BY generation

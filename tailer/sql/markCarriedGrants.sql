@@ -1,0 +1,14 @@
+-- After carryGrants: the old rows of the carried grants are superseded from
+-- generation {generation} (the new timeline's row tells the grant from now
+-- on), not rolled back: the grant itself is part of both timelines. An end
+-- the restore rolled back stays in `events`, marked there. Idempotent.
+-- Parameters: {db:Identifier} {cluster:String} {after:UInt64} {timeline:UInt32} {generation:UInt32}
+INSERT INTO {db:Identifier}.grants
+SELECT * REPLACE ({generation:UInt32} AS superseded_by)
+FROM (
+    -- A subquery: in the outer WHERE the REPLACE aliases would shadow the columns.
+    SELECT *
+    FROM {db:Identifier}.grants FINAL
+    WHERE cluster = {cluster:String} AND unprotected = 0 AND superseded_by = 0 AND timeline != {timeline:UInt32}
+      AND grant_revision <= {after:UInt64} AND (end_kind = '' OR row_version > {after:UInt64})
+)
