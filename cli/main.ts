@@ -16,6 +16,7 @@ import { registerSimulate } from './simulate/command.js';
 import { registerSpool } from './spool.js';
 import { registerExportCommands } from './exportCommands.js';
 import { registerTokenCommands } from './tokenCommands.js';
+import { registerInvestigateCommands } from './investigateCommands.js';
 import { startDemoWorkload, type DemoOptions } from './demo.js';
 import { integer } from './flags.js';
 import { assertPortFree, isAddressInUse, portInUse } from './portCheck.js';
@@ -167,6 +168,7 @@ export function buildCli(): Command {
     });
 
   registerTokenCommands(program);
+  registerInvestigateCommands(program);
   registerSimulate(program);
   registerSpool(program);
   registerExportCommands(program);
