@@ -81,6 +81,9 @@ const ApiSchema = Type.Object(
     ),
     metricsRequireToken: Type.Optional(Type.Boolean({ default: false, description: '/metrics answers only with a valid API token (any role).' })),
     exportDownloadSeconds: Type.Optional(Type.Integer({ minimum: 10, maximum: 604_800, default: 300, description: 'Lifetime of a presigned export download URL, seconds.' })),
+    lockCluster: Type.Optional(
+      Type.String({ pattern: CLUSTER_NAME_PATTERN, description: 'The etcd cluster the embedded lock API serves; required when several are configured (roles/lockEngine.ts). Absent: the only one.' }),
+    ),
   },
   { additionalProperties: false, default: {} },
 );

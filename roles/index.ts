@@ -6,6 +6,8 @@ import { startWorkerRole, type JobQueue } from '../platform/jobs.js';
 import { lockApi } from '../api/routes/lockApi.js';
 import { tailerRoutes } from '../api/routes/tailers.js';
 import { startTailerRole } from './tailer.js';
+import { lockCluster, startLockEngine } from './lockEngine.js';
+import type { LockService } from '../lock/service.js';
 import { grantRoutes } from '../api/routes/grants.js';
 import { quarantineRoutes } from '../api/routes/quarantine.js';
 import { reportRoutes } from '../api/routes/reports.js';
@@ -17,7 +19,8 @@ import { exportJobQueues, forceArchiveService } from '../exporters/exportJobs.js
 import { alertService } from '../exporters/alerts/service.js';
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
 
-export const apiRoutes: RoutePlugin[] = [tailerRoutes, lockApi(), grantRoutes, quarantineRoutes, reportRoutes, stateRoutes, exportRoutes(), uiRoutes];
+/** The api role's routes around the lock engine it serves. */
+export const apiRoutes = (lock: LockService): RoutePlugin[] => [tailerRoutes, lockApi(lock), grantRoutes, quarantineRoutes, reportRoutes, stateRoutes, exportRoutes(), uiRoutes];
 export const jobQueues: JobQueue[] = [riskRegisterJob, ...exportJobQueues];
 /** Loops the worker role runs beside its job workers. */
 export const workerServices = [forceArchiveService(), alertService()];
@@ -25,7 +28,23 @@ export const workerServices = [forceArchiveService(), alertService()];
 export type RoleName = 'api' | 'worker' | 'tailer';
 
 export const roleSet: Record<RoleName, (runtime: Runtime) => Promise<RoleHandle>> = {
-  api: (runtime) => startApiRole(runtime, apiRoutes),
+  // The lock engine starts before the app and closes after it (requests drain first, then the spool is flushed and shipped).
+  api: async (runtime) => {
+    const engine = await startLockEngine(runtime, { cluster: lockCluster(runtime.config) });
+    try {
+      const api = await startApiRole(runtime, apiRoutes(engine.service));
+      return { ...api, close: async () => {
+        try {
+          await api.close();
+        } finally {
+          await engine.close();
+        }
+      } };
+    } catch (err) {
+      await engine.close();
+      throw err;
+    }
+  },
   // Each queue's schedulers are upserted at every worker start (idempotent, deterministic ids).
   worker: (runtime) => startWorkerRole(runtime, jobQueues, workerServices),
   tailer: (runtime) => startTailerRole(runtime),
