@@ -23,6 +23,7 @@ import type { TailerMetrics } from './tailerMetrics.js';
 import { Watermark, type WindowSpec } from './watermark.js';
 import { currentHolds, type LeaseWitness } from './leaseWitness.js';
 import { RecentClocks, WindowRunner, type WindowShared } from './windowRunner.js';
+import { PREFIX } from '../core/keyspace.js';
 
 export interface PipelineOptions {
   /** Most windows watched concurrently when far behind; how many are used follows the lag (windowsForLag). Default: the config schema's tailer.catchUpWindows. */
@@ -312,7 +313,7 @@ export class TailerPipeline {
   }
 
   async #clusterId(): Promise<string> {
-    const res = await this.#deps.client.kv.range({ key: Buffer.from('/sys/epoch') });
+    const res = await this.#deps.client.kv.range({ key: Buffer.from(PREFIX.epoch) });
     const kv = res.kvs[0];
     if (kv) {
       try {

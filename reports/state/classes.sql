@@ -1,7 +1,7 @@
 -- The last captured change at or before a revision of every lock class and
 -- of /sys/epoch; a class whose last change is a delete is dropped. Few rows:
 -- classes are configuration.
--- Parameters: {db:Identifier} {cluster:String} {revision:UInt64}
+-- Parameters: {db:Identifier} {cluster:String} {revision:UInt64} {classPrefix:String} {epochKey:String}
 SELECT key, revision, event_type, epoch, value
 FROM
 (
@@ -10,7 +10,7 @@ FROM
     WHERE cluster = {cluster:String}
         AND revision <= {revision:UInt64}
         AND op IN ('put', 'delete')
-        AND (startsWith(key, '/sys/class/') OR key = '/sys/epoch')
+        AND (startsWith(key, {classPrefix:String}) OR key = {epochKey:String})
     ORDER BY key, revision DESC
     LIMIT 1 BY key
 )

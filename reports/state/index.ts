@@ -4,6 +4,7 @@
 // Keys the log cannot answer for (a gap) come back as unknown, naming the gap.
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
+import { PREFIX } from '../../core/keyspace.js';
 import { loadSql } from '../../platform/sql.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { ClusterName, KeyPrefix, NullableString } from '../schemas.js';
@@ -153,12 +154,12 @@ export function classInPrefix(namespace: unknown, prefix: string | undefined): b
 export async function keyspaceAt(deps: ReportDeps, cluster: string, revision: bigint, prefix: string, limit: number): Promise<KeyspaceState & { truncated: boolean }> {
   const rev = revision.toString();
   const [latest, classes, gaps] = await Promise.all([
-    reportRows<EntryRow>(deps, LATEST, { cluster, revision: rev, holdPrefix: `/l/${prefix}`, queuePrefix: `/q/${prefix}`, limit: limit + 1 }),
-    reportRows<ClassRow>(deps, CLASSES, { cluster, revision: rev }),
+    reportRows<EntryRow>(deps, LATEST, { cluster, revision: rev, holdPrefix: `${PREFIX.hold}${prefix}`, queuePrefix: `${PREFIX.queue}${prefix}`, limit: limit + 1 }),
+    reportRows<ClassRow>(deps, CLASSES, { cluster, revision: rev, classPrefix: PREFIX.class, epochKey: PREFIX.epoch }),
     reportRows<GapRow>(deps, GAPS, { cluster, revision: rev }),
   ]);
   const inside = containingGap(gaps, revision);
-  const snapshotAfter = inside ? await reportRows<EntryRow>(deps, SNAPSHOT, { cluster, revision: String(inside.to_revision), holdPrefix: `/l/${prefix}` }) : [];
+  const snapshotAfter = inside ? await reportRows<EntryRow>(deps, SNAPSHOT, { cluster, revision: String(inside.to_revision), holdPrefix: `${PREFIX.hold}${prefix}` }) : [];
   const state = assembleState({
     revision,
     latest: latest.slice(0, limit),
