@@ -16,6 +16,7 @@ const EtcdClusterSchema = Type.Object(
   {
     name: Type.String({ pattern: CLUSTER_NAME_PATTERN, description: 'Cluster name: lowercase letters, digits, - and _.' }),
     endpoints: Type.Array(Type.String({ pattern: '^https?://[^\\s,;]+$' }), { minItems: 1 }),
+    lockApi: Type.Optional(Type.Boolean({ description: 'The cluster the embedded lock API serves: required on one when several are configured (roles/lockEngine.ts); absent, the only one.' })),
   },
   { additionalProperties: false },
 );
@@ -81,9 +82,6 @@ const ApiSchema = Type.Object(
     ),
     metricsRequireToken: Type.Optional(Type.Boolean({ default: false, description: '/metrics answers only with a valid API token (any role).' })),
     exportDownloadSeconds: Type.Optional(Type.Integer({ minimum: 10, maximum: 604_800, default: 300, description: 'Lifetime of a presigned export download URL, seconds.' })),
-    lockCluster: Type.Optional(
-      Type.String({ pattern: CLUSTER_NAME_PATTERN, description: 'The etcd cluster the embedded lock API serves; required when several are configured (roles/lockEngine.ts). Absent: the only one.' }),
-    ),
   },
   { additionalProperties: false, default: {} },
 );

@@ -12,27 +12,28 @@ import { LockService, type LockServiceOptions } from '../lock/service.js';
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
 import { SpoolShipper } from '../tailer/spoolShipper.js';
 
-/** The configuration key that names the cluster the lock API serves. */
-export const LOCK_CLUSTER_KEY = 'api.lockCluster';
+/** The configuration key that marks the cluster the lock API serves (on one entry of `etcd`). */
+export const LOCK_CLUSTER_KEY = 'etcd[].lockApi';
 
 /**
- * The etcd cluster the lock API serves: the one named by api.lockCluster, or
- * the only one configured. Several clusters and none chosen is ambiguous: a
+ * The etcd cluster the lock API serves: the only one configured, or the one
+ * marked `lockApi: true`. Several clusters and none marked is ambiguous: a
  * start-up error naming the key, never a silent pick of the first.
  */
-export function lockCluster(config: Pick<Config, 'etcd' | 'api'>): EtcdCluster {
+export function lockCluster(config: Pick<Config, 'etcd'>): EtcdCluster {
   const clusters = config.etcd.clusters;
-  const names = clusters.map((c) => c.name).join(', ');
-  const chosen = config.api.lockCluster;
-  if (chosen !== undefined) {
-    const cluster = clusters.find((c) => c.name === chosen);
-    if (!cluster) throw new LockauditError('LOCKAUDIT_ERR_CONFIG_INVALID', `${LOCK_CLUSTER_KEY}: "${chosen}" is not a configured etcd cluster (configured: ${names})`);
-    return cluster;
-  }
+  const names = (list: readonly EtcdCluster[]): string => list.map((c) => c.name).join(', ');
+  const marked = clusters.filter((c) => c.lockApi === true);
+  if (marked.length > 1) throw new LockauditError('LOCKAUDIT_ERR_CONFIG_INVALID', `${LOCK_CLUSTER_KEY}: set on ${marked.length} clusters (${names(marked)}); the lock API serves one`);
+  const [chosen] = marked;
+  if (chosen) return chosen;
   const [only, ...more] = clusters;
   if (!only) throw new LockauditError('LOCKAUDIT_ERR_CONFIG_INVALID', 'etcd: no etcd cluster is configured for the lock API');
   if (more.length > 0) {
-    throw new LockauditError('LOCKAUDIT_ERR_CONFIG_INVALID', `${LOCK_CLUSTER_KEY}: ${clusters.length} etcd clusters are configured (${names}) and none is chosen for the lock API; set ${LOCK_CLUSTER_KEY} in the LOCKAUDIT_CONFIG file`);
+    throw new LockauditError(
+      'LOCKAUDIT_ERR_CONFIG_INVALID',
+      `${LOCK_CLUSTER_KEY}: ${clusters.length} etcd clusters are configured (${names(clusters)}) and none is marked for the lock API; set lockApi: true on one of them in the LOCKAUDIT_CONFIG file`,
+    );
   }
   return only;
 }
