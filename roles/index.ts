@@ -6,7 +6,6 @@ import { startWorkerRole, type JobQueue } from '../platform/jobs.js';
 import { lockApi } from '../api/routes/lockApi.js';
 import { tailerRoutes } from '../api/routes/tailers.js';
 import { startTailerRole } from './tailer.js';
-import { lockCluster, startLockEngine } from './lockEngine.js';
 import type { LockService } from '../lock/service.js';
 import { grantRoutes } from '../api/routes/grants.js';
 import { quarantineRoutes } from '../api/routes/quarantine.js';
@@ -28,23 +27,7 @@ export const workerServices = [forceArchiveService(), alertService()];
 export type RoleName = 'api' | 'worker' | 'tailer';
 
 export const roleSet: Record<RoleName, (runtime: Runtime) => Promise<RoleHandle>> = {
-  // The lock engine starts before the app and closes after it (requests drain first, then the spool is flushed and shipped).
-  api: async (runtime) => {
-    const engine = await startLockEngine(runtime, { cluster: lockCluster(runtime.config) });
-    try {
-      const api = await startApiRole(runtime, apiRoutes(engine.service));
-      return { ...api, close: async () => {
-        try {
-          await api.close();
-        } finally {
-          await engine.close();
-        }
-      } };
-    } catch (err) {
-      await engine.close();
-      throw err;
-    }
-  },
+  api: (runtime) => startApiRole(runtime, apiRoutes),
   // Each queue's schedulers are upserted at every worker start (idempotent, deterministic ids).
   worker: (runtime) => startWorkerRole(runtime, jobQueues, workerServices),
   tailer: (runtime) => startTailerRole(runtime),
