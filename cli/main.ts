@@ -12,6 +12,7 @@ import { ensureBuckets } from '../platform/buckets.js';
 import { ensureAll } from '../services/install.js';
 import { SERVICE_NAMES, servicesDown, servicesStatus, servicesUp, type ServiceName } from '../services/localServices.js';
 import { roleSet, type RoleName } from '../roles/index.js';
+import { lockCluster } from '../roles/lockEngine.js';
 import { registerSimulate } from './simulate/command.js';
 import { registerSpool } from './spool.js';
 import { registerExportCommands } from './exportCommands.js';
@@ -44,8 +45,9 @@ async function withStore<T>(config: Config, fn: (store: AuditStore) => Promise<T
 
 async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: DemoOptions }): Promise<void> {
   if (names.includes('api')) {
-    const { host, port } = loadConfig();
-    await assertPortFree(host, port);
+    const config = loadConfig();
+    lockCluster(config); // an ambiguous lock cluster is refused before anything opens
+    await assertPortFree(config.host, config.port);
   }
   const runtime = await openRuntime({ buckets: options.buckets });
   const handles: RoleHandle[] = [];
