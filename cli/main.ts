@@ -12,10 +12,12 @@ import { ensureBuckets } from '../platform/buckets.js';
 import { ensureAll } from '../services/install.js';
 import { SERVICE_NAMES, servicesDown, servicesStatus, servicesUp, type ServiceName } from '../services/localServices.js';
 import { roleSet, type RoleName } from '../roles/index.js';
+import { lockCluster } from '../roles/lockEngine.js';
 import { registerSimulate } from './simulate/command.js';
 import { registerSpool } from './spool.js';
 import { registerExportCommands } from './exportCommands.js';
 import { registerTokenCommands } from './tokenCommands.js';
+import { registerInvestigateCommands } from './investigateCommands.js';
 import { startDemoWorkload, type DemoOptions } from './demo.js';
 import { integer } from './flags.js';
 import { assertPortFree, isAddressInUse, portInUse } from './portCheck.js';
@@ -43,8 +45,9 @@ async function withStore<T>(config: Config, fn: (store: AuditStore) => Promise<T
 
 async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: DemoOptions }): Promise<void> {
   if (names.includes('api')) {
-    const { host, port } = loadConfig();
-    await assertPortFree(host, port);
+    const config = loadConfig();
+    lockCluster(config); // an ambiguous lock cluster is refused before anything opens
+    await assertPortFree(config.host, config.port);
   }
   const runtime = await openRuntime({ buckets: options.buckets });
   const handles: RoleHandle[] = [];
@@ -167,6 +170,7 @@ export function buildCli(): Command {
     });
 
   registerTokenCommands(program);
+  registerInvestigateCommands(program);
   registerSimulate(program);
   registerSpool(program);
   registerExportCommands(program);

@@ -16,6 +16,7 @@ const EtcdClusterSchema = Type.Object(
   {
     name: Type.String({ pattern: CLUSTER_NAME_PATTERN, description: 'Cluster name: lowercase letters, digits, - and _.' }),
     endpoints: Type.Array(Type.String({ pattern: '^https?://[^\\s,;]+$' }), { minItems: 1 }),
+    lockApi: Type.Optional(Type.Boolean({ description: 'The cluster the embedded lock API serves: required on one when several are configured (roles/lockEngine.ts); absent, the only one.' })),
   },
   { additionalProperties: false },
 );
@@ -304,8 +305,9 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_LOCAL_ETCD_MEMBERS', path: ['local', 'etcdMembers'], parse: asInteger },
 ];
 
-// LOCKAUDIT_ADMIN_TOKEN is a credential for the CLI's calls to a running API, not a setting.
-const NON_CONFIG_ENV = new Set(['LOCKAUDIT_CONFIG', 'LOCKAUDIT_ADMIN_TOKEN']);
+// LOCKAUDIT_ADMIN_TOKEN and LOCKAUDIT_API_TOKEN are credentials for the CLI's calls to a running API,
+// LOCKAUDIT_URL where that API is (cli/apiClient.ts): not settings of the platform.
+const NON_CONFIG_ENV = new Set(['LOCKAUDIT_CONFIG', 'LOCKAUDIT_ADMIN_TOKEN', 'LOCKAUDIT_API_TOKEN', 'LOCKAUDIT_URL']);
 
 class ConfigProblem extends Error {
   constructor(readonly key: string, readonly problem: string) {

@@ -16,6 +16,12 @@ export const PREFIX = {
   election: '/sys/election/',
 } as const;
 
+/** The election of a cluster's tailers: its campaigns live under /sys/election/tailer.<cluster>/. */
+export const tailerElectionName = (cluster: string): string => `tailer.${cluster}`;
+
+/** The end of a prefix's key range (its last byte plus one): '/l/' → '/l0'. */
+export const prefixEnd = (prefix: string): string => `${prefix.slice(0, -1)}${String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1)}`;
+
 /** The prefixes the tailer watches. */
 export const WATCHED_PREFIXES = [PREFIX.hold, PREFIX.queue, PREFIX.sys] as const;
 

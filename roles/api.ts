@@ -1,15 +1,35 @@
-// The api role: builds the app and listens on config.host:config.port.
+// The api role: starts the lock engine for its cluster (roles/lockEngine.ts),
+// builds the app around it and listens on config.host:config.port. The
+// engine starts before the app and closes after it: requests drain first,
+// then the spool is flushed and shipped.
+import type { LockService } from '../lock/service.js';
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
-import { buildApp, type RoutePlugin } from '../api/app.js';
+import { buildApp, type App, type RoutePlugin } from '../api/app.js';
+import { lockCluster, startLockEngine } from './lockEngine.js';
 
-export async function startApiRole(runtime: Runtime, routes: readonly RoutePlugin[]): Promise<RoleHandle & { url: string }> {
-  const app = await buildApp(runtime, routes);
-  const url = await app.listen({ host: runtime.config.host, port: runtime.config.port });
-  runtime.logger.info({ url }, 'api listening');
-  return {
-    name: 'api',
-    url,
-    // fastify's close drains in-flight requests (preClose → onClose).
-    close: () => app.close(),
-  };
+export async function startApiRole(runtime: Runtime, routes: (lock: LockService) => readonly RoutePlugin[]): Promise<RoleHandle & { url: string }> {
+  const engine = await startLockEngine(runtime, { cluster: lockCluster(runtime.config) });
+  let app: App | undefined;
+  try {
+    app = await buildApp(runtime, routes(engine.service));
+    const url = await app.listen({ host: runtime.config.host, port: runtime.config.port });
+    runtime.logger.info({ url }, 'api listening');
+    const listening = app;
+    return {
+      name: 'api',
+      url,
+      // fastify's close drains in-flight requests (preClose → onClose).
+      close: async () => {
+        try {
+          await listening.close();
+        } finally {
+          await engine.close();
+        }
+      },
+    };
+  } catch (err) {
+    await app?.close().catch(() => undefined);
+    await engine.close();
+    throw err;
+  }
 }

@@ -4,9 +4,9 @@ import type { RoutePlugin } from '../api/app.js';
 import { startApiRole } from './api.js';
 import { startWorkerRole, type JobQueue } from '../platform/jobs.js';
 import { lockApi } from '../api/routes/lockApi.js';
-import { storeHighWater } from './lockHighWater.js';
 import { tailerRoutes } from '../api/routes/tailers.js';
 import { startTailerRole } from './tailer.js';
+import type { LockService } from '../lock/service.js';
 import { grantRoutes } from '../api/routes/grants.js';
 import { quarantineRoutes } from '../api/routes/quarantine.js';
 import { reportRoutes } from '../api/routes/reports.js';
@@ -18,7 +18,8 @@ import { exportJobQueues, forceArchiveService } from '../exporters/exportJobs.js
 import { alertService } from '../exporters/alerts/service.js';
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
 
-export const apiRoutes: RoutePlugin[] = [tailerRoutes, lockApi({ highWaterSource: storeHighWater }), grantRoutes, quarantineRoutes, reportRoutes, stateRoutes, exportRoutes(), uiRoutes];
+/** The api role's routes around the lock engine it serves. */
+export const apiRoutes = (lock: LockService): RoutePlugin[] => [tailerRoutes, lockApi(lock), grantRoutes, quarantineRoutes, reportRoutes, stateRoutes, exportRoutes(), uiRoutes];
 export const jobQueues: JobQueue[] = [riskRegisterJob, ...exportJobQueues];
 /** Loops the worker role runs beside its job workers. */
 export const workerServices = [forceArchiveService(), alertService()];

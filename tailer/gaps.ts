@@ -6,7 +6,7 @@
 import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../core/clickhouse.js';
 import type { AuditEventRow } from '../core/events.js';
-import { HoldValueSchema, PREFIX, classifyKey, decodeValue } from '../core/keyspace.js';
+import { HoldValueSchema, PREFIX, classifyKey, decodeValue, prefixEnd } from '../core/keyspace.js';
 import { grantRow, grantSide } from './decoder.js';
 import { loadSql } from '../platform/sql.js';
 import { isReadable, headRevision } from './etcdReads.js';
@@ -83,6 +83,7 @@ export async function closeGrantsEndedInGap(store: AuditStore, cluster: string, 
   const startMs = last && last.n !== '0' ? Math.min(Number(last.ms), nowMs) : nowMs;
   await store.command(SQL.closeGapEnded.text, {
     cluster,
+    holdPrefix: PREFIX.hold,
     gapTo: gapTo.toString(),
     snapshotRevision: snapshotRevision.toString(),
     startMs,
@@ -109,7 +110,7 @@ export async function snapshotHolds(
   pageSize = 5_000,
   options: { skipPutAtRevision?: boolean } = {},
 ): Promise<number> {
-  const end = Buffer.from('/l0'); // end of the '/l/' prefix
+  const end = Buffer.from(prefixEnd(PREFIX.hold));
   let from = Buffer.from(PREFIX.hold);
   let total = 0;
   for (;;) {

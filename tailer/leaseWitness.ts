@@ -10,7 +10,7 @@
 // back; a question etcd did not answer is asked again). A delete noticed later, or of a
 // hold the witness never saw put live, falls back to asking etcd now.
 import { EtcdLeaseInvalidError, type Etcd3 } from 'etcd3';
-import { PREFIX } from '../core/keyspace.js';
+import { PREFIX, prefixEnd } from '../core/keyspace.js';
 import type { Logger } from '../core/logger.js';
 import { NO_LEASE } from './leaseLiveness.js';
 import type { RevisionChanges } from './types.js';
@@ -69,7 +69,7 @@ export function etcdTtl(client: Etcd3): AskTtl {
 /** Every hold etcd has now (keys only, paged): what a run's witness starts from. */
 export async function currentHolds(client: Etcd3, pageSize = 5_000): Promise<Array<{ key: string; lease: string; revision: bigint }>> {
   const holds: Array<{ key: string; lease: string; revision: bigint }> = [];
-  const end = Buffer.from('/l0'); // the end of the '/l/' prefix
+  const end = Buffer.from(prefixEnd(PREFIX.hold));
   let from = Buffer.from(PREFIX.hold);
   for (;;) {
     const res = await client.kv.range({ key: from, range_end: end, keys_only: true, limit: pageSize });

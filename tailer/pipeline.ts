@@ -329,7 +329,7 @@ export class TailerPipeline {
   }
 
   async #clusterId(): Promise<string> {
-    const res = await this.#deps.client.kv.range({ key: Buffer.from('/sys/epoch') });
+    const res = await this.#deps.client.kv.range({ key: Buffer.from(PREFIX.epoch) });
     const kv = res.kvs[0];
     if (kv) {
       try {

@@ -10,12 +10,13 @@ import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../core/clickhouse.js';
 import { configDefaults, type EtcdCluster } from '../core/config.js';
 import { createEtcdClient } from '../core/etcd.js';
+import { tailerElectionName } from '../core/keyspace.js';
 import type { Logger } from '../core/logger.js';
 import { alarm } from '../platform/alarms.js';
 import type { HealthState } from '../platform/health.js';
+import { LeaderElection } from '../platform/leaderElection.js';
 import { Backoff, sleep } from '../platform/retry.js';
 import { ClockWriter } from './clockWriter.js';
-import { TailerElection } from './election.js';
 import { closeGrantsEndedInGap, loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
 import { storeEvidenceLog } from './leaseEvidence.js';
 import { etcdTtl, LeaseWitness } from './leaseWitness.js';
@@ -117,7 +118,7 @@ export class TailerReplica {
     const cluster = this.#deps.cluster.name;
     const backoff = new Backoff({ initialMs: 500, maxMs: 10_000 });
     while (!this.#closing.signal.aborted) {
-      const election = new TailerElection(this.#client, cluster, this.#replicaId, this.#opts.electionTtlSeconds ?? configDefaults.tailer.electionTtlSeconds);
+      const election = new LeaderElection(this.#client, tailerElectionName(cluster), this.#replicaId, this.#opts.electionTtlSeconds ?? configDefaults.tailer.electionTtlSeconds);
       const leaderAbort = new AbortController();
       this.#leaderAbort = leaderAbort;
       const stopLeading = (): void => leaderAbort.abort();
@@ -164,7 +165,7 @@ export class TailerReplica {
     this.#deps.onLeader?.(leader);
   }
 
-  async #lead(election: TailerElection, clock: ClockWriter, signal: AbortSignal): Promise<void> {
+  async #lead(election: LeaderElection, clock: ClockWriter, signal: AbortSignal): Promise<void> {
     const { store, log } = this.#deps;
     const cluster = this.#deps.cluster.name;
     while (!signal.aborted) {
@@ -247,7 +248,7 @@ export class TailerReplica {
    * the restored history is compacted — a bumped restore — at its compaction
    * revision). Returns the new checkpoint and timeline.
    */
-  async #handleRestore(election: TailerElection, checkpoint: bigint, seen: RestoreSeen, timeline: Timeline, gaps: Gap[]): Promise<[bigint, Timeline]> {
+  async #handleRestore(election: LeaderElection, checkpoint: bigint, seen: RestoreSeen, timeline: Timeline, gaps: Gap[]): Promise<[bigint, Timeline]> {
     const { store, log, metrics, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
     const generation = timeline.generation + 1;
@@ -310,7 +311,7 @@ export class TailerReplica {
   }
 
   /** Gap record, alarm, snapshot at the compaction revision, checkpoint there. Returns the new checkpoint. */
-  async #handleGap(election: TailerElection, checkpoint: bigint, compacted: bigint, gaps: Gap[], signal: AbortSignal, timeline: number): Promise<bigint> {
+  async #handleGap(election: LeaderElection, checkpoint: bigint, compacted: bigint, gaps: Gap[], signal: AbortSignal, timeline: number): Promise<bigint> {
     const { store, log, metrics, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
     const from = checkpoint + 1n;

@@ -14,10 +14,11 @@ import type { Logger } from '../core/logger.js';
 import { Backoff } from '../platform/retry.js';
 import { isCaptured } from './decoder.js';
 import type { Change, KvSnapshot, RevisionChanges } from './types.js';
+import { PREFIX, prefixEnd } from '../core/keyspace.js';
 
-// One range covers /l/, /q/ and /sys/ ('/sys0' is the end of the '/sys/' prefix);
+// One range covers /l/, /q/ and /sys/ (from the first prefix to the end of the last);
 // keys in between that are not under them are filtered out here.
-export const WATCH_RANGE = { start: '/l/', end: '/sys0' } as const;
+export const WATCH_RANGE = { start: PREFIX.hold, end: prefixEnd(PREFIX.sys) } as const;
 
 export type WatchItem =
   | { kind: 'revision'; changes: RevisionChanges }

@@ -13,6 +13,7 @@ import { migrate } from '../../core/migrations.js';
 import { buildApp } from '../../api/app.js';
 import { HealthState } from '../../platform/health.js';
 import { lockApi } from '../../api/routes/lockApi.js';
+import { lockCluster, startLockEngine } from '../../roles/lockEngine.js';
 import { startInstance, stopInstance } from '../../services/localServices.js';
 import type { RoleHandle } from '../../platform/runtime.js';
 import { integer } from '../flags.js';
@@ -100,7 +101,9 @@ async function run(flags: SimulateFlags): Promise<void> {
         roles.push(await roleSet.tailer(runtime));
         progress('tailer started in this process');
       }
-      const app = await buildApp(runtime, [lockApi()]);
+      const engine = await startLockEngine(runtime, { cluster: lockCluster(config) });
+      roles.push(engine);
+      const app = await buildApp(runtime, [lockApi(engine.service)]);
       roles.push({ name: 'api', close: () => app.close() });
       stats = await simulate({ seed: flags.seed, durationSeconds: flags.duration, workers: flags.workers, rate: flags.rate, api: new InjectTransport(app), tokens, outage, progress });
     } finally {

@@ -2,6 +2,7 @@
 // grant, with an id that is the same every time it is delivered (receivers
 // drop duplicates by it: delivery is at least once).
 import type { AuditEventRow } from '../../core/events.js';
+import { PREFIX } from '../../core/keyspace.js';
 
 export interface AlertEvent {
   /** Stable: `<cluster>:<revision>:<key>`, `<cluster>:gap:<from>`, `<cluster>:spool:<key>`, `register:<runId>:<class>`. */
@@ -52,7 +53,7 @@ export interface SpoolRow extends Pick<AuditEventRow, 'key' | 'namespace' | 'loc
   value: string;
 }
 
-const lockName = (key: string): string => (key.startsWith('/l/') ? key.slice(3) : key);
+const lockName = (key: string): string => (key.startsWith(PREFIX.hold) ? key.slice(PREFIX.hold.length) : key);
 
 function parseObject(text: string): Record<string, unknown> {
   try {

@@ -1,12 +1,12 @@
 // One worker delivers per sink: every worker runs every sink's loops, but a
 // loop works only while its worker holds the sink's etcd election
-// (/sys/election/alerts.<sink>.<stream>, the tailer's election machinery).
+// (/sys/election/alerts.<sink>.<stream>, platform/leaderElection.ts).
 // Losing the lease aborts the loop at once and campaigns again; a batch in
 // flight may then be delivered by the next leader too (same event ids: at
 // least once), but two live workers never both stream a sink.
 import type { Etcd3 } from 'etcd3';
 import type { Logger } from '../../core/logger.js';
-import { TailerElection } from '../../tailer/election.js';
+import { LeaderElection } from '../../platform/leaderElection.js';
 import { sleep } from '../../platform/retry.js';
 
 export const sinkElectionName = (sink: string, stream: string): string => `alerts.${sink}.${stream}`;
@@ -24,7 +24,7 @@ export interface LeadershipDeps {
 /** Runs `loop` only while elected for `name`; until `signal` aborts. */
 export async function runWhileElected(deps: LeadershipDeps, name: string, loop: (signal: AbortSignal) => Promise<void>, signal: AbortSignal): Promise<void> {
   while (!signal.aborted) {
-    const election = new TailerElection(deps.client, name, deps.replicaId, deps.ttlSeconds, name);
+    const election = new LeaderElection(deps.client, name, deps.replicaId, deps.ttlSeconds);
     const term = new AbortController();
     const stopTerm = (): void => term.abort();
     signal.addEventListener('abort', stopTerm, { once: true });

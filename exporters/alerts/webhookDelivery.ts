@@ -6,6 +6,7 @@
 // and the sink moves on. At least once, in (revision, key) order per cluster:
 // a crash between acknowledgement and checkpoint re-sends the batch with the
 // same event ids.
+import { PREFIX } from '../../core/keyspace.js';
 import { loadSql } from '../../platform/sql.js';
 import { fromLogRow, fromSpoolRow, type LogRow, type SpoolRow } from './alertEvent.js';
 import { BatchPoster, runPasses, sinkSettings, type PosterDeps } from './batchPoster.js';
@@ -68,7 +69,7 @@ export class WebhookDelivery {
     this.#d.metrics.lagRevisions.set(this.#labels, Number(through > position.revision ? through - position.revision : 0n));
     const limit = this.#settings.batchSize;
     const purposes = new Map(
-      (await this.#d.store.rows<{ name: string; purpose: string }>(PURPOSES.text, { cluster: this.#d.cluster })).map((r) => [r.name, r.purpose]),
+      (await this.#d.store.rows<{ name: string; purpose: string }>(PURPOSES.text, { cluster: this.#d.cluster, classPrefix: PREFIX.class })).map((r) => [r.name, r.purpose]),
     );
     const purposeOf = (c: string) => purposes.get(c);
     let more = false;

@@ -6,7 +6,7 @@
 import { END_KINDS } from '../../core/events.js';
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
-import { ForceRecordSchema, MarkValueSchema, decodeValue } from '../../core/keyspace.js';
+import { ForceRecordSchema, MarkValueSchema, PREFIX, decodeValue } from '../../core/keyspace.js';
 import { loadSql } from '../../platform/sql.js';
 import { reportRows } from '../query.js';
 import { ClusterName, KeyPrefix, NullableString } from '../schemas.js';
@@ -108,7 +108,7 @@ interface EventRow {
   value: string;
 }
 
-const holdKeyOf = (lockOrKey: string): string => (lockOrKey.startsWith('/l/') ? lockOrKey.slice(3) : lockOrKey);
+const holdKeyOf = (lockOrKey: string): string => (lockOrKey.startsWith(PREFIX.hold) ? lockOrKey.slice(PREFIX.hold.length) : lockOrKey);
 
 /** Who ended `hold` at `revision`, from the marker or force record written in the same txn. */
 export function endedBy(hold: HoldItem, endKind: string, markers: readonly EventRow[]): string | null {

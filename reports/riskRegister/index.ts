@@ -4,7 +4,7 @@
 // grants and holds deleted by hand). Built nightly by a job (job.ts) and on demand; every
 // run is kept (risk_register_runs + risk_register), served as JSON, CSV, HTML.
 import Type, { type Static } from 'typebox';
-import { LockClassSchema, decodeValue } from '../../core/keyspace.js';
+import { LockClassSchema, PREFIX, decodeValue } from '../../core/keyspace.js';
 import { NullableNumber, NullableString } from '../schemas.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { escapeHtml, num, toCsv } from '../render.js';
@@ -86,7 +86,7 @@ const USAGE_FIELDS = [
 /** Computes the register as of an instant; `timeZone` decides its date. Stores nothing. */
 export async function buildRegister(deps: ReportDeps, asOfMs: number, timeZone: string): Promise<{ date: string; classes: RegisterRow[] }> {
   const date = dateInZone(asOfMs, timeZone);
-  const defs = await reportRows<ClassRow>(deps, CLASSES, { asOfMs });
+  const defs = await reportRows<ClassRow>(deps, CLASSES, { asOfMs, classPrefix: PREFIX.class });
   const advisory = defs
     .filter((d) => d.op !== 'delete')
     .map((d) => ({ name: d.name, def: decodeValue(LockClassSchema, d.value) }))

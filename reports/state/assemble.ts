@@ -10,6 +10,7 @@
 //   holds, so a hold last seen before the gap and absent from the snapshot
 //   ended inside it (absent at R). Queue entries and classes are not
 //   snapshotted: one last seen before such a gap is unknown.
+import { PREFIX } from '../../core/keyspace.js';
 
 export interface EntryRow {
   key: string;
@@ -96,9 +97,9 @@ export interface KeyspaceState {
   complete: boolean;
 }
 
-const HOLD = '/l/';
-const QUEUE = '/q/';
-const CLASS = '/sys/class/';
+const HOLD = PREFIX.hold;
+const QUEUE = PREFIX.queue;
+const CLASS = PREFIX.class;
 
 const gapRef = (g: GapRow): GapRef => ({ fromRevision: String(g.from_revision), toRevision: String(g.to_revision), reason: g.reason });
 const iso = (ms: string | number): string => new Date(Number(ms)).toISOString();
@@ -187,7 +188,7 @@ export function assembleState(input: AssembleInput): KeyspaceState {
   }
 
   for (const c of input.classes) {
-    if (c.key === '/sys/epoch') {
+    if (c.key === PREFIX.epoch) {
       state.epoch = { epoch: Number(c.epoch), revision: String(c.revision) };
       continue;
     }

@@ -2,7 +2,7 @@
 -- of /sys/epoch; a class whose last change is a delete is dropped. Few rows:
 -- classes are configuration.
 -- Only the rows of etcd timeline {timeline} (sql/065).
--- Parameters: {db:Identifier} {cluster:String} {revision:UInt64} {timeline:UInt32}
+-- Parameters: {db:Identifier} {cluster:String} {revision:UInt64} {classPrefix:String} {epochKey:String} {timeline:UInt32}
 SELECT key, revision, event_type, epoch, value
 FROM
 (
@@ -11,7 +11,7 @@ FROM
     WHERE cluster = {cluster:String}
         AND revision <= {revision:UInt64}
         AND op IN ('put', 'delete')
-        AND (startsWith(key, '/sys/class/') OR key = '/sys/epoch')
+        AND (startsWith(key, {classPrefix:String}) OR key = {epochKey:String})
         AND timeline <= {timeline:UInt32} AND (superseded_by = 0 OR superseded_by > {timeline:UInt32})  -- timeline {timeline}'s rows (sql/065)
     ORDER BY key, revision DESC
     LIMIT 1 BY key

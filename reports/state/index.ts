@@ -5,8 +5,8 @@
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { INSTANT_RULE, parseInstant } from '../../core/instant.js';
+import { PREFIX } from '../../core/keyspace.js';
 import { loadSql } from '../../platform/sql.js';
-import { currentTimeline, readPosition } from '../../tailer/restores.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { ClusterName, KeyPrefix, NullableString } from '../schemas.js';
 import { assembleState, containingGap, type ClassRow, type EntryRow, type GapRow, type KeyspaceState } from './assemble.js';
@@ -18,6 +18,9 @@ const GAPS = loadSql('reports/state/gaps.sql');
 const AT_TIME = loadSql('reports/state/atTime.sql');
 const CHECKPOINT = loadSql('reports/state/checkpoint.sql');
 const TIMELINES = loadSql('reports/state/timelines.sql');
+// Every cluster's checkpoint as the tailer reads it (timeline-aware), in the tailer-health report's own SQL: a test
+// keeps it equal to the tailer's reading, and nothing outside the tailer imports tailer/ (docs/architecture.md).
+const POSITIONS = loadSql('reports/tailerHealth/checkpoints.sql');
 
 export interface StateDeps extends ReportDeps {
   /** Configured etcd cluster names; the first is the default. */
@@ -135,12 +138,14 @@ export interface ResolvedTimeline {
  * 400 naming `field` for a timeline the cluster never had.
  */
 export async function resolveTimeline(deps: ReportDeps, cluster: string, timeline: number | undefined, field = 'querystring.timeline'): Promise<ResolvedTimeline> {
-  const current = (await currentTimeline(deps.store, cluster))?.generation ?? 0;
-  const legacy = async (): Promise<bigint> => BigInt((await reportRows<{ revision: string | null }>(deps, CHECKPOINT, { cluster }))[0]?.revision ?? 0);
+  const rows = await reportRows<{ generation: number; previous_checkpoint: string }>(deps, TIMELINES, { cluster });
+  const current = Math.max(0, ...rows.map((r) => Number(r.generation)));
   const t = timeline ?? current;
   if (t > current) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: ${cluster} has timelines 0..${current}`);
-  if (t === current) return { timeline: t, capturedThrough: await readPosition(deps.store, cluster, legacy) };
-  const rows = await reportRows<{ generation: number; previous_checkpoint: string }>(deps, TIMELINES, { cluster });
+  if (t === current) {
+    const positions = await reportRows<{ cluster: string; revision: string }>(deps, POSITIONS, {});
+    return { timeline: t, capturedThrough: BigInt(positions.find((p) => p.cluster === cluster)?.revision ?? 0) };
+  }
   const next = rows.find((r) => Number(r.generation) === t + 1);
   return { timeline: t, capturedThrough: BigInt(next?.previous_checkpoint ?? 0) };
 }
@@ -191,12 +196,12 @@ export function classInPrefix(namespace: unknown, prefix: string | undefined): b
 export async function keyspaceAt(deps: ReportDeps, cluster: string, revision: bigint, prefix: string, limit: number, timeline: number): Promise<KeyspaceState & { truncated: boolean }> {
   const rev = revision.toString();
   const [latest, classes, gaps] = await Promise.all([
-    reportRows<EntryRow>(deps, LATEST, { cluster, revision: rev, holdPrefix: `/l/${prefix}`, queuePrefix: `/q/${prefix}`, timeline, limit: limit + 1 }),
-    reportRows<ClassRow>(deps, CLASSES, { cluster, revision: rev, timeline }),
+    reportRows<EntryRow>(deps, LATEST, { cluster, revision: rev, holdPrefix: `${PREFIX.hold}${prefix}`, queuePrefix: `${PREFIX.queue}${prefix}`, timeline, limit: limit + 1 }),
+    reportRows<ClassRow>(deps, CLASSES, { cluster, revision: rev, classPrefix: PREFIX.class, epochKey: PREFIX.epoch, timeline }),
     reportRows<GapRow>(deps, GAPS, { cluster, revision: rev }),
   ]);
   const inside = containingGap(gaps, revision);
-  const snapshotAfter = inside ? await reportRows<EntryRow>(deps, SNAPSHOT, { cluster, revision: String(inside.to_revision), holdPrefix: `/l/${prefix}`, timeline }) : [];
+  const snapshotAfter = inside ? await reportRows<EntryRow>(deps, SNAPSHOT, { cluster, revision: String(inside.to_revision), holdPrefix: `${PREFIX.hold}${prefix}`, timeline }) : [];
   const state = assembleState({
     revision,
     latest: latest.slice(0, limit),

@@ -1,17 +1,18 @@
 // Tailer health (GET /v1/tailers, GET /v1/gaps): per cluster the leader,
 // checkpoint, head, lag and gap count, read from what the elected tailers
 // publish in ClickHouse, so any API process answers wherever the tailers run.
-// Revisions travel as decimal strings. The checkpoint comes from its one
-// home, tailer/offsets.ts.
+// Revisions travel as decimal strings. The checkpoint is read with this
+// report's own SQL (checkpoints.sql), the tailer's reading of it, not through
+// the tailer's code.
 import Type, { type Static } from 'typebox';
 import { loadSql } from '../../platform/sql.js';
-import { readCheckpoints } from '../../tailer/offsets.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { ClusterName } from '../schemas.js';
 
 const STATUS = loadSql('reports/tailerHealth/status.sql');
 const GAP_COUNTS = loadSql('reports/tailerHealth/gapCounts.sql');
 const GAPS = loadSql('reports/tailerHealth/gaps.sql');
+const CHECKPOINTS = loadSql('reports/tailerHealth/checkpoints.sql');
 
 const Revision = Type.String({ pattern: '^[0-9]+$', description: 'decimal revision' });
 
@@ -66,7 +67,7 @@ const iso = (ms: string | number): string => new Date(typeof ms === 'number' ? m
 /** One row per configured cluster, and per cluster that ever checkpointed. */
 export async function tailerHealth(deps: ReportDeps, configuredClusters: readonly string[]): Promise<Tailer[]> {
   const status = await reportRows<StatusRow>(deps, STATUS, {});
-  const checkpoints = await readCheckpoints(deps.store);
+  const checkpoints = new Map((await reportRows<{ cluster: string; revision: string }>(deps, CHECKPOINTS, {})).map((r) => [r.cluster, { revision: BigInt(r.revision) }]));
   const gaps = await reportRows<{ cluster: string; n: string }>(deps, GAP_COUNTS, {});
   const names = new Set<string>([...configuredClusters, ...checkpoints.keys()]);
   return [...names].sort().map((cluster) => {

@@ -10,7 +10,7 @@
 -- before it: the end revision is below that grant's and the end time not
 -- after its `at`, so no report shows two holders at once. Only the current
 -- timeline's grants (superseded_by = 0), each closed in its own timeline (sql/065).
--- Parameters: {db:Identifier} {cluster:String} {gapTo:UInt64} {snapshotRevision:UInt64} {startMs:Int64} {nowMs:Int64}
+-- Parameters: {db:Identifier} {cluster:String} {holdPrefix:String} {gapTo:UInt64} {snapshotRevision:UInt64} {startMs:Int64} {nowMs:Int64}
 INSERT INTO {db:Identifier}.grants
     (cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, spool_id, granted_at, wait_ms,
      end_kind, end_revision, ended_at, ended_at_error_ms, duration_ms, unprotected, start_known, row_version, timeline)
@@ -32,7 +32,7 @@ FROM (
     FROM (
         SELECT * FROM {db:Identifier}.grants FINAL
         WHERE cluster = {cluster:String} AND unprotected = 0 AND end_kind = '' AND superseded_by = 0 AND grant_revision <= {snapshotRevision:UInt64}
-          AND (concat('/l/', key), grant_revision) NOT IN (
+          AND (concat({holdPrefix:String}, key), grant_revision) NOT IN (
               SELECT key, grant_revision FROM {db:Identifier}.events
               WHERE cluster = {cluster:String} AND revision = {snapshotRevision:UInt64} AND event_type = 'snapshot-hold')
     ) AS g
@@ -41,6 +41,6 @@ FROM (
         SELECT key, any(grant_revision) AS held_revision, toUnixTimestamp64Milli(any(wall_time)) AS at_ms FROM {db:Identifier}.events
         WHERE cluster = {cluster:String} AND revision = {snapshotRevision:UInt64} AND event_type = 'snapshot-hold'
         GROUP BY key
-    ) AS s ON s.key = concat('/l/', g.key)
+    ) AS s ON s.key = concat({holdPrefix:String}, g.key)
     )
 )

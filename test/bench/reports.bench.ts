@@ -15,6 +15,7 @@ import { reportRoutes } from '../../api/routes/reports.js';
 import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
+import { PREFIX } from '../../core/keyspace.js';
 import { makeToken } from '../../core/token.js';
 import { loadSql } from '../../platform/sql.js';
 import { bucketFor } from '../../reports/window.js';
@@ -100,7 +101,7 @@ async function main(): Promise<void> {
         name: 'risk register (build + store)', iter: ITER_REPORTS,
         api: async () => (await app.inject({ method: 'POST', url: '/v1/reports/risk-register/run', headers: { ...auth(auditor), 'content-type': 'application/json' }, payload: '{}' })).statusCode,
         bare: async () => {
-          await store.rows(classes.text, { asOfMs: Date.now() }, settings);
+          await store.rows(classes.text, { asOfMs: Date.now(), classPrefix: PREFIX.class }, settings);
           return store.rows(usage.text, { classes: ['class-0', 'class-1', 'class-2', 'class-3', 'class-4'], asOfMs: Date.now() }, settings);
         },
       },

@@ -13,6 +13,7 @@ import { buildApp, type App, type AppContext } from '../../api/app.js';
 import { exportRoutes } from '../../api/routes/exports.js';
 import { grantRoutes } from '../../api/routes/grants.js';
 import { lockApi } from '../../api/routes/lockApi.js';
+import { lockCluster, startLockEngine, type LockEngine } from '../../roles/lockEngine.js';
 import { reportRoutes } from '../../api/routes/reports.js';
 import { tailerRoutes } from '../../api/routes/tailers.js';
 import { uiRoutes } from '../../api/routes/ui.js';
@@ -110,6 +111,7 @@ function asText(v: unknown): string {
 
 describe('API fuzz: no 5xx on any input, every 400 names its field', { timeout: 600_000 }, () => {
   let app: App;
+  let engine: LockEngine | undefined;
   let closeStore: () => Promise<void>;
   let admin: string;
   let targets: Target[] = [];
@@ -120,7 +122,8 @@ describe('API fuzz: no 5xx on any input, every 400 names its field', { timeout: 
     const temp = await tempStore();
     closeStore = temp.close;
     const ctx: AppContext = { config, logger: createLogger('silent'), store: temp.store, verifier: new ApiTokenVerifier(temp.store), health: new HealthState(), metrics: createMetricsRegistry() };
-    app = await buildApp(ctx, [tailerRoutes, lockApi({ pollMs: 250, root: `/${uniqueId('fuzz')}` }), grantRoutes, reportRoutes, exportRoutes({ enqueueTimeoutMs: 5_000 }), uiRoutes]);
+    engine = await startLockEngine(ctx, { cluster: lockCluster(config), pollMs: 250, root: `/${uniqueId('fuzz')}` });
+    app = await buildApp(ctx, [tailerRoutes, lockApi(engine.service), grantRoutes, reportRoutes, exportRoutes({ enqueueTimeoutMs: 5_000 }), uiRoutes]);
     // admin holds every role: the inputs reach validation and the handlers, not just the role check.
     admin = (await createApiToken(temp.store, 'fuzz-admin@corp', ['admin'])).token;
     const doc = (await app.inject({ method: 'GET', url: '/docs/json' })).json() as { paths: Record<string, Record<string, Operation>> };
@@ -134,6 +137,7 @@ describe('API fuzz: no 5xx on any input, every 400 names its field', { timeout: 
   });
   after(async () => {
     await app?.close();
+    await engine?.close();
     await closeStore?.();
   });
 

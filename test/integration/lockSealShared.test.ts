@@ -52,7 +52,7 @@ describe('sealing across API processes: the audit store is the shared high-water
     dirs.push(data);
     const la = await lockApp(testConfig({ LOCKAUDIT_DATA_DIR: data.dir, LOCKAUDIT_ORIGIN_SECRET: ORIGIN_SECRET }), db.store, {
       cluster,
-      highWaterSource: (store) => storeHighWater(highWaterStore ?? store),
+      highWaterSource: storeHighWater(highWaterStore ?? db.store),
     });
     apps.push(la);
     return la;

@@ -13,7 +13,10 @@ import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { HealthState } from '../../platform/health.js';
 import { apiRoutes } from '../../roles/index.js';
-import { tempStore, testConfig } from '../support/env.js';
+import { LockService } from '../../lock/service.js';
+import { originSecret } from '../../core/originSecret.js';
+import { lockCluster } from '../../roles/lockEngine.js';
+import { tempDir, tempStore, testConfig } from '../support/env.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 type Node = Record<string, unknown>;
@@ -43,15 +46,22 @@ function examplesOf(doc: unknown): Array<{ where: string; schema: Node; example:
 
 describe('OpenAPI examples', () => {
   let app: App;
+  let lock: LockService | undefined;
+  const data = tempDir('lockaudit-examples-');
   let closeStore: () => Promise<void>;
 
   before(async () => {
     const temp = await tempStore();
     closeStore = temp.close;
-    app = await buildApp({ config: testConfig(), logger: createLogger('silent'), store: temp.store, verifier: new ApiTokenVerifier(temp.store), health: new HealthState(), metrics: createMetricsRegistry() }, apiRoutes);
+    const config = testConfig();
+    // Every route of the api role, the lock API's too: a lock engine that is never asked anything (no etcd call is made).
+    lock = new LockService({ cluster: lockCluster(config), dataDir: data.dir, originSecret: originSecret(config), logger: createLogger('silent'), metrics: createMetricsRegistry() });
+    app = await buildApp({ config, logger: createLogger('silent'), store: temp.store, verifier: new ApiTokenVerifier(temp.store), health: new HealthState(), metrics: createMetricsRegistry() }, apiRoutes(lock));
   });
   after(async () => {
     await app?.close();
+    await lock?.close();
+    data.remove();
     await closeStore?.();
   });
 

@@ -14,9 +14,8 @@ import { after, before, describe, it } from 'node:test';
 import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { createEtcdClient } from '../../core/etcd.js';
-import { PREFIX } from '../../core/keyspace.js';
+import { PREFIX, tailerElectionName } from '../../core/keyspace.js';
 import { createLogger } from '../../core/logger.js';
-import { electionName } from '../../tailer/election.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { checkpointAtHead, waitFor } from '../support/capture.js';
@@ -57,10 +56,10 @@ describe('lease witness across a lost leadership and a restart', { timeout: 120_
       await waitFor('the put captured', async () => ((await readCheckpoint(store, label)) >= BigInt(put.header.revision) ? true : undefined), 45_000, 100);
 
       // The rival queues behind the replica; the replica's election lease is revoked: the rival leads.
-      rival = client.namespace(PREFIX.sys).election(electionName(label), 3).campaign('test-rival');
+      rival = client.namespace(PREFIX.sys).election(tailerElectionName(label), 3).campaign('test-rival');
       const elected = new Promise<void>((resolve) => rival?.on('elected', () => resolve()));
-      await waitFor('the rival queued', async () => ((await client.getAll().prefix(`${PREFIX.sys}election/${electionName(label)}/`).keys()).length === 2 ? true : undefined), 10_000);
-      const campaigns = await client.getAll().prefix(`${PREFIX.sys}election/${electionName(label)}/`).exec();
+      await waitFor('the rival queued', async () => ((await client.getAll().prefix(`${PREFIX.sys}election/${tailerElectionName(label)}/`).keys()).length === 2 ? true : undefined), 10_000);
+      const campaigns = await client.getAll().prefix(`${PREFIX.sys}election/${tailerElectionName(label)}/`).exec();
       const ours = campaigns.kvs.filter((kv) => kv.value.toString() === replica.replicaId);
       assert.equal(ours.length, 1, 'the replica campaigns with one key');
       await client.leaseClient.leaseRevoke({ ID: String(ours[0]?.lease) });

@@ -9,7 +9,8 @@ import type { Config, EtcdCluster } from '../../core/config.js';
 import { createLogger } from '../../core/logger.js';
 import { buildApp, type App, type AppContext } from '../../api/app.js';
 import { HealthState } from '../../platform/health.js';
-import { lockApi, type LockApiOptions } from '../../api/routes/lockApi.js';
+import { lockApi } from '../../api/routes/lockApi.js';
+import { lockCluster, startLockEngine, type LockEngineOptions } from '../../roles/lockEngine.js';
 import type { LockService } from '../../lock/service.js';
 import type { LockClass } from '../../core/keyspace.js';
 
@@ -27,7 +28,10 @@ export interface LockApp {
   close: () => Promise<void>;
 }
 
-export async function lockApp(config: Config, store: AuditStore, options: LockApiOptions = {}): Promise<LockApp> {
+/** The lock engine's options; the cluster defaults to the one the config chooses (roles/lockEngine.ts). */
+export type LockAppOptions = Omit<LockEngineOptions, 'cluster'> & { cluster?: EtcdCluster };
+
+export async function lockApp(config: Config, store: AuditStore, options: LockAppOptions = {}): Promise<LockApp> {
   const ctx: AppContext = {
     config,
     logger: createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn'),
@@ -36,9 +40,15 @@ export async function lockApp(config: Config, store: AuditStore, options: LockAp
     health: new HealthState(),
     metrics: new Registry(),
   };
-  let service: LockService | undefined;
-  const app = await buildApp(ctx, [lockApi({ pollMs: 250, ...options, onService: (s) => (service = s) })]);
-  if (!service) throw new Error('lock service not built');
+  const engine = await startLockEngine(ctx, { pollMs: 250, ...options, cluster: options.cluster ?? lockCluster(config) });
+  const service = engine.service;
+  let app: App;
+  try {
+    app = await buildApp(ctx, [lockApi(service)]);
+  } catch (err) {
+    await engine.close();
+    throw err;
+  }
   const call: LockApp['call'] = async (method, url, token, body) => {
     const res = await app.inject({
       method,
@@ -61,7 +71,13 @@ export async function lockApp(config: Config, store: AuditStore, options: LockAp
     ctx,
     call,
     token: async (identity, roles) => (await createApiToken(store, identity, roles)).token,
-    close: () => app.close(),
+    close: async () => {
+      try {
+        await app.close();
+      } finally {
+        await engine.close();
+      }
+    },
   };
 }
 

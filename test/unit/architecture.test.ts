@@ -1,6 +1,8 @@
 // docs/architecture.md is kept true by the code: its layer table is the one
 // enforced here on every relative import (nothing upward, no cycles), every
-// folder with code is in it, and it names every prefix of the keyspace.
+// folder with code is in it, its sealed folders are imported only by the
+// folders it names (no sideways doors), it names every prefix of the
+// keyspace, and only core/keyspace.ts spells those prefixes out.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -39,6 +41,38 @@ function imports(file: string): string[] {
 
 const top = (rel: string): string => rel.split(path.sep)[0] as string;
 
+/** folder → the folders allowed to import it, from the lines "- `tailer/` is imported only by `tailer/` and `roles/`". */
+function sealed(): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const m of doc.matchAll(/^- `([a-z]+)\/` is imported only by (.+)$/gm)) out.set(m[1] as string, new Set([...(m[2] as string).matchAll(/`([a-z]+)\/`/g)].map((n) => n[1] as string)));
+  return out;
+}
+
+/** Every .sql file under the layer folders (sql/ holds the append-only migrations: history, left as written). */
+function sqlFiles(dir = projectRoot): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    if (name.startsWith('.') || (dir === projectRoot && OUTSIDE.has(name))) continue;
+    const p = path.join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...sqlFiles(p));
+    else if (name.endsWith('.sql')) out.push(path.relative(projectRoot, p));
+  }
+  return out;
+}
+
+/** The code of a file without its comments (a comment may name a key; code may not spell one). */
+function codeOf(file: string): string {
+  const src = readFileSync(path.join(projectRoot, file), 'utf8');
+  if (file.endsWith('.sql')) return src.replace(/--.*$/gm, '');
+  return src.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`])\/\/.*$/gm, '$1');
+}
+
+/**
+ * A string literal that is a key (or the start of one) under a prefix of the keyspace, or the end of a
+ * prefix's range ('/l0', '/sys0'). Keys hold no blanks: a message naming a key in prose ("/sys/epoch deleted") is not one.
+ */
+const KEY_LITERAL = /(['"`])\/(?:l|q|sys)[/0][^'"`\s]*\1/;
+
 describe('docs/architecture.md', () => {
   it('lists every folder that holds code in its layer table', () => {
     const table = layers();
@@ -69,6 +103,24 @@ describe('docs/architecture.md', () => {
     };
     for (const n of edges.keys()) if (!state.has(n)) visit(n);
     assert.deepEqual(cycles, []);
+  });
+
+  it('its sealed folders are imported only by the folders it names', () => {
+    const rules = sealed();
+    assert.ok(rules.get('tailer')?.has('roles'), 'the doc seals tailer/ (imported only by tailer/ and roles/)');
+    const doors = sourceFiles()
+      .filter((f) => f.endsWith('.ts'))
+      .flatMap((f) => imports(f).filter((t) => rules.has(top(t)) && top(t) !== top(f) && !rules.get(top(t))?.has(top(f))).map((t) => `${f} -> ${t}`));
+    assert.deepEqual(doors, []);
+  });
+
+  it('spells the keyspace prefixes in core/keyspace.ts only', () => {
+    assert.ok(KEY_LITERAL.test(`x = '/sys/epoch'`) && KEY_LITERAL.test('end: "/l0"') && KEY_LITERAL.test('`/q/${lock}`') && KEY_LITERAL.test(`startsWith(key, '/sys/class/')`));
+    assert.ok(!KEY_LITERAL.test(`PREFIX.hold + '/x'`) && !KEY_LITERAL.test(`'/sys/epoch deleted'`));
+    const files = [...sourceFiles().filter((f) => f.endsWith('.ts')), ...sqlFiles()].filter((f) => f !== path.join('core', 'keyspace.ts'));
+    assert.ok(files.some((f) => f.endsWith('.sql')) && files.length > 100, `scanned ${files.length} files`);
+    const spelled = files.flatMap((f) => codeOf(f).split('\n').filter((line) => KEY_LITERAL.test(line)).map((line) => `${f}: ${line.trim()}`));
+    assert.deepEqual(spelled, []);
   });
 
   it('names every prefix of the keyspace and links the catalogs', () => {

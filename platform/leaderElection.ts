@@ -1,29 +1,26 @@
-// Leadership per etcd cluster: replicas campaign under
-// /sys/election/tailer.<cluster>/ (the keyspace's election prefix). The
-// elected replica alone writes. Losing the lease is reported at once
-// (`onLost`), and `stillLeader()` re-checks in etcd that our campaign key
-// exists, right before each checkpoint write: leadership fences work.
+// A leader election in etcd for any single-writer service (the tailer of a
+// cluster, an alert sink's loop): candidates campaign under
+// /sys/election/<name>/ (the keyspace's election prefix) and the elected one
+// alone works. Losing the lease is reported at once (`onLost`), and
+// `stillLeader()` re-checks in etcd that our campaign key exists, right
+// before a fenced write: leadership fences work.
 import type { Campaign, Etcd3 } from 'etcd3';
 import { PREFIX } from '../core/keyspace.js';
 
-export const electionName = (cluster: string): string => `tailer.${cluster}`;
-
-export class TailerElection {
+export class LeaderElection {
   readonly #client: Etcd3;
-  readonly #cluster: string;
-  readonly #replicaId: string;
-  readonly #ttlSeconds: number;
   readonly #name: string;
+  readonly #candidateId: string;
+  readonly #ttlSeconds: number;
   #campaign: Campaign | undefined;
   #key: string | undefined;
   #lost = false;
 
-  /** `name` defaults to the tailer's election; other single-writer services (alert sinks) pass their own. */
-  constructor(client: Etcd3, cluster: string, replicaId: string, ttlSeconds: number, name: string = electionName(cluster)) {
-    this.#name = name;
+  /** `name`: the election (e.g. tailerElectionName(cluster)); `candidateId`: this candidate, as its campaign value. */
+  constructor(client: Etcd3, name: string, candidateId: string, ttlSeconds: number) {
     this.#client = client;
-    this.#cluster = cluster;
-    this.#replicaId = replicaId;
+    this.#name = name;
+    this.#candidateId = candidateId;
     this.#ttlSeconds = ttlSeconds;
   }
 
@@ -31,7 +28,7 @@ export class TailerElection {
   async campaign(signal: AbortSignal, onLost: (err: Error) => void): Promise<void> {
     const sys = this.#client.namespace(PREFIX.sys);
     const election = sys.election(this.#name, this.#ttlSeconds);
-    const campaign = election.campaign(this.#replicaId);
+    const campaign = election.campaign(this.#candidateId);
     this.#campaign = campaign;
     this.#lost = false;
     let elected = false;
@@ -64,7 +61,7 @@ export class TailerElection {
     return Number(res.count) > 0;
   }
 
-  /** Gives up leadership (revokes the lease: a waiting replica is elected at once). */
+  /** Gives up leadership (revokes the lease: a waiting candidate is elected at once). */
   async resign(): Promise<void> {
     const c = this.#campaign;
     this.#campaign = undefined;

@@ -1,0 +1,49 @@
+// The tailer-health report reads checkpoints with its own SQL
+// (reports/tailerHealth/checkpoints.sql), not the tailer's code: it must give
+// what the tailer itself reads (tailer/offsets.ts readCheckpoints), before
+// and after an etcd restore started a new timeline.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { AuditStore } from '../../core/clickhouse.js';
+import { tailerHealth } from '../../reports/tailerHealth/index.js';
+import { readCheckpoints } from '../../tailer/offsets.js';
+import { tempStore, testConfig } from '../support/env.js';
+
+const at = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+
+describe('tailer health: checkpoints read by the report itself', () => {
+  let store: AuditStore;
+  let close: () => Promise<void>;
+  before(async () => {
+    ({ store, close } = await tempStore());
+  });
+  after(async () => close?.());
+
+  it('equals the tailer\'s own reading, with and without a restore', async () => {
+    const t = Date.now() - 60_000;
+    const timeline = (cluster: string, generation: number, resume: number, detectedMs: number) => ({
+      cluster, generation, cluster_id: `id${generation}`, previous_cluster_id: '', previous_checkpoint: '0', restored_head: '0', diverged_after: '0', resume_revision: String(resume), reason: 'test', detected_at: at(detectedMs),
+    });
+    await store.insert('checkpoints', [
+      { cluster: 'plain', revision: '5', leader: 'r1', updated_at: at(t) },
+      { cluster: 'plain', revision: '9', leader: 'r2', updated_at: at(t + 1000) },
+      { cluster: 'first', revision: '40', leader: 'r1', updated_at: at(t) },
+      { cluster: 'restored', revision: '100', leader: 'r1', updated_at: at(t) },
+      { cluster: 'resumed', revision: '100', leader: 'r1', updated_at: at(t) },
+      { cluster: 'resumed', revision: '7', leader: 'r2', updated_at: at(t + 20_000) },
+    ]);
+    await store.insert('etcd_timelines', [
+      timeline('first', 0, 0, t - 5000),
+      timeline('restored', 0, 0, t - 5000),
+      timeline('restored', 1, 3, t + 10_000), // nothing written since the restore: its resume revision
+      timeline('resumed', 0, 0, t - 5000),
+      timeline('resumed', 1, 3, t + 10_000), // written since: 7, though 100 was written before
+    ]);
+    const tailer = await readCheckpoints(store);
+    const report = await tailerHealth({ store, limits: testConfig().reports }, []);
+    const fromReport = Object.fromEntries(report.map((r) => [r.cluster, r.checkpoint]));
+    const fromTailer = Object.fromEntries([...tailer].map(([c, v]) => [c, v.revision.toString()]));
+    assert.deepEqual(fromReport, { first: '40', plain: '9', restored: '3', resumed: '7' });
+    assert.deepEqual(fromReport, fromTailer);
+  });
+});
