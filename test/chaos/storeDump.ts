@@ -68,7 +68,9 @@ export interface StoredGrant {
   granted_at: string;
   ended_at: string | null;
   timeline?: number;
-  rolled_back?: number;
+  /** sql/065: the restore that rolled the grant back (0: none), and from which timeline on it is no longer the current account (0: it is). */
+  rolled_back_by?: number;
+  superseded_by?: number;
 }
 
 export interface StoreDump {
@@ -116,7 +118,7 @@ async function main(out: string): Promise<void> {
       p,
     );
     const grantColumns = await columnsOf('grants');
-    const optional = ['timeline', 'rolled_back', 'origin'].filter((c) => grantColumns.includes(c));
+    const optional = ['timeline', 'rolled_back_by', 'superseded_by', 'origin'].filter((c) => grantColumns.includes(c));
     const dump: StoreDump = {
       events,
       rolledBack,

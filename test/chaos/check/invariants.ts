@@ -228,9 +228,9 @@ export function classification(input: CheckInput, h: History, rowOf: Map<Recorde
 // ---- grants: no overlap, no ghost, tokens only grow ------------------------
 
 export function grants(input: CheckInput, add: Add): number {
-  const protectedGrants = input.store.grants.filter((g) => g.unprotected === 0 && g.token !== '0');
+  // Every timeline's grants, each once (sql/065): a grant carried into a later timeline counts as that timeline's.
+  const protectedGrants = input.store.grants.filter((g) => g.unprotected === 0 && g.token !== '0' && (Number(g.superseded_by ?? 0) === 0 || Number(g.rolled_back_by ?? 0) > 0));
   const timelineOf = (g: (typeof protectedGrants)[number]): number => Number(g.timeline ?? 0);
-  const current = Math.max(0, ...protectedGrants.map(timelineOf));
   const byKey = new Map<string, typeof protectedGrants>();
   for (const g of protectedGrants) byKey.set(`${timelineOf(g)} ${g.key}`, [...(byKey.get(`${timelineOf(g)} ${g.key}`) ?? []), g]);
   for (const list of byKey.values()) {
@@ -243,7 +243,7 @@ export function grants(input: CheckInput, add: Add): number {
       else if (BigInt(a.end_revision) > BigInt(b.grant_revision)) add({ ...base, kind: 'overlap', expected: `grant @ ${a.grant_revision} ended before grant @ ${b.grant_revision}`, got: `ended @ ${a.end_revision}` });
     }
     const last = list[list.length - 1];
-    if (last && timelineOf(last) === current && Number(last.rolled_back ?? 0) === 0 && last.end_kind === '' && BigInt(last.grant_revision) <= input.finalRevision) {
+    if (last && Number(last.superseded_by ?? 0) === 0 && last.end_kind === '' && BigInt(last.grant_revision) <= input.finalRevision) {
       const held = input.finalHolds.get(`/l/${last.key}`);
       if (held !== last.grant_revision) add({ kind: 'ghost-open-grant', key: last.key, revision: last.grant_revision, era: timelineOf(last), expected: `etcd at ${input.finalRevision} holds the grant of ${last.grant_revision} (token ${last.token})`, got: held ? `a grant of ${held}` : 'nothing' });
     }
