@@ -70,6 +70,8 @@ export interface PipelineDeps {
   onWatermark?: (revision: bigint) => void;
   /** Called after each checkpoint row is written. */
   onCheckpoint?: (revision: bigint) => void;
+  /** A watch of this run lost etcd (WatchWindowOptions.onDisconnect); absent: windows reopen on their own. */
+  onDisconnect?: (err?: Error) => void;
 }
 
 export type StopReason = 'stopped' | 'watch-error' | 'leadership-lost' | 'sink-error';
@@ -229,6 +231,7 @@ export class TailerPipeline {
       onHead: (rev) => {
         if (rev > state.head) state.head = rev;
       },
+      onDisconnect: this.#deps.onDisconnect,
       onProgress: () => this.#observe(watermark, state),
       onDurable: (slot, events) => {
         watermark.done(slot);

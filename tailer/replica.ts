@@ -184,6 +184,7 @@ export class TailerReplica {
         if (signal.aborted) return;
       }
       // A restore under a running watch may leave it waiting at a future revision: watch for one and restart.
+      // (A restore whose head is already past the checkpoint shows as the watch losing etcd: onDisconnect below.)
       const run = new AbortController();
       const stopRun = (): void => run.abort();
       signal.addEventListener('abort', stopRun, { once: true });
@@ -217,6 +218,14 @@ export class TailerReplica {
           alarm: this.#deps.health,
           onWatermark: this.#deps.onWatermark,
           onCheckpoint: this.#deps.onCheckpoint,
+          // Every reconnect goes through the start decision: a restored etcd (it always restarts) whose head
+          // passed the checkpoint would otherwise hand its own writes to the reopened watch as if they followed ours.
+          onDisconnect: (err) => {
+            if (rewound !== undefined || run.signal.aborted) return;
+            rewound = `the watch lost etcd${err ? ` (${err.message})` : ''}`;
+            log.warn({ why: rewound }, 'etcd connection lost: ending the run to check the start position on reconnect');
+            run.abort();
+          },
         },
         {
           ...this.#opts,

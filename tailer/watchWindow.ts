@@ -32,6 +32,13 @@ export interface WatchWindowOptions {
   lowWaterEvents?: number;
   /** Each response's header revision: the cluster's head. */
   onHead?: (revision: bigint) => void;
+  /**
+   * The watch lost etcd (before it reopens from our own position). The
+   * replica ends the run here, so that every reconnect goes through the
+   * start decision (startDecision.ts): a restored etcd whose head passed the
+   * checkpoint would otherwise deliver its own writes as if they followed ours.
+   */
+  onDisconnect?: (err?: Error) => void;
   log: Logger;
 }
 
@@ -149,6 +156,7 @@ export class WatchWindow {
         this.#opts.log.warn({ position: this.#position.toString(), attempts, err: err?.message }, 'watch disconnected; reopening from our own position');
       }
       this.#drop();
+      this.#opts.onDisconnect?.(err);
       this.#reopenTimer = setTimeout(() => {
         this.#reopenTimer = undefined;
         if (!this.#paused) this.#open();

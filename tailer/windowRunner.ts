@@ -61,6 +61,8 @@ export interface WindowShared {
   leases?: LeaseWitness;
   /** Each watch response's header revision. */
   onHead: (revision: bigint) => void;
+  /** A window's watch lost etcd (WatchWindowOptions.onDisconnect). */
+  onDisconnect?: (err?: Error) => void;
   /** The watermark may have moved. */
   onProgress: () => void;
   /** The sink made this revision's rows durable. */
@@ -120,6 +122,7 @@ export class WindowRunner {
       highWaterEvents: this.#s.highWaterEvents,
       log: this.#s.log,
       onHead: this.#s.onHead,
+      onDisconnect: this.#s.onDisconnect,
     });
     let ended = false;
     for await (const item of window.items(this.#stop)) {
