@@ -70,8 +70,8 @@ export interface PipelineDeps {
   onWatermark?: (revision: bigint) => void;
   /** Called after each checkpoint row is written. */
   onCheckpoint?: (revision: bigint) => void;
-  /** A watch of this run lost etcd (WatchWindowOptions.onDisconnect); absent: windows reopen on their own. */
-  onDisconnect?: (err?: Error) => void;
+  /** Asked before a watch of this run reopens after a disconnect (WatchWindowOptions.beforeReopen); absent: windows reopen on their own. */
+  beforeReopen?: () => Promise<boolean>;
 }
 
 export type StopReason = 'stopped' | 'watch-error' | 'leadership-lost' | 'sink-error';
@@ -231,7 +231,7 @@ export class TailerPipeline {
       onHead: (rev) => {
         if (rev > state.head) state.head = rev;
       },
-      onDisconnect: this.#deps.onDisconnect,
+      beforeReopen: this.#deps.beforeReopen,
       onProgress: () => this.#observe(watermark, state),
       onDurable: (slot, events) => {
         watermark.done(slot);

@@ -184,7 +184,7 @@ export class TailerReplica {
         if (signal.aborted) return;
       }
       // A restore under a running watch may leave it waiting at a future revision: watch for one and restart.
-      // (A restore whose head is already past the checkpoint shows as the watch losing etcd: onDisconnect below.)
+      // (A restore whose head is already past the checkpoint is found before the watch reopens: reconnectCheck.)
       const run = new AbortController();
       const stopRun = (): void => run.abort();
       signal.addEventListener('abort', stopRun, { once: true });
@@ -202,6 +202,24 @@ export class TailerReplica {
           })
           .catch(() => undefined); // etcd unreachable: the watch's own errors restart the run
       }, this.#opts.restoreCheckIntervalMs ?? 1_000);
+      // Every reconnect goes through the start decision before a watch reopens: a restored etcd (it always
+      // restarts) whose head passed the checkpoint would otherwise hand its own writes to the reopened watch
+      // as if they followed ours. Windows that lost etcd together share one check.
+      let checking: Promise<boolean> | undefined;
+      const reconnectCheck = (): Promise<boolean> => {
+        checking ??= (async () => {
+          const now = await etcdPosition(this.#client);
+          const seen = await detectRestore(this.#client, store, cluster, await readCheckpoint(store, cluster), timeline, now);
+          if (!seen) return !run.signal.aborted;
+          rewound ??= seen.why;
+          log.error({ why: seen.why }, 'etcd was restored while the watch was away: restarting to record it');
+          run.abort();
+          return false;
+        })().finally(() => {
+          checking = undefined;
+        });
+        return checking;
+      };
       const pipeline = new TailerPipeline(
         {
           cluster,
@@ -218,14 +236,7 @@ export class TailerReplica {
           alarm: this.#deps.health,
           onWatermark: this.#deps.onWatermark,
           onCheckpoint: this.#deps.onCheckpoint,
-          // Every reconnect goes through the start decision: a restored etcd (it always restarts) whose head
-          // passed the checkpoint would otherwise hand its own writes to the reopened watch as if they followed ours.
-          onDisconnect: (err) => {
-            if (rewound !== undefined || run.signal.aborted) return;
-            rewound = `the watch lost etcd${err ? ` (${err.message})` : ''}`;
-            log.warn({ why: rewound }, 'etcd connection lost: ending the run to check the start position on reconnect');
-            run.abort();
-          },
+          beforeReopen: reconnectCheck,
         },
         {
           ...this.#opts,

@@ -2,7 +2,10 @@
 // etcd: its head may fall below the checkpoint (same cluster token), its
 // cluster id may change (new token), or its revisions may jump ahead
 // (--bump-revision) with keys quietly back at older versions. Any of these is
-// a discontinuity, not "nothing lost". Each detected restore starts a new
+// a discontinuity, not "nothing lost". Detection (detectRestore) is the start
+// decision of startDecision.ts: no sampling — the checkpoint's own witnesses
+// are checked against etcd's history at their revisions, at every start and
+// before every watch reopens (replica.ts). Each detected restore starts a new
 // timeline (etcd_timelines, generation + 1): the captured events above the
 // last revision both timelines share move to rolled_back_events, and capture
 // restarts there, following the restored cluster's own revisions.

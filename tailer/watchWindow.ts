@@ -33,12 +33,13 @@ export interface WatchWindowOptions {
   /** Each response's header revision: the cluster's head. */
   onHead?: (revision: bigint) => void;
   /**
-   * The watch lost etcd (before it reopens from our own position). The
-   * replica ends the run here, so that every reconnect goes through the
-   * start decision (startDecision.ts): a restored etcd whose head passed the
-   * checkpoint would otherwise deliver its own writes as if they followed ours.
+   * Awaited before the watch reopens after a disconnect: every reconnect goes
+   * through the start decision (startDecision.ts), since a restored etcd whose
+   * head passed our position would otherwise deliver its own writes as if they
+   * followed ours. false: stay closed (the run is ending); a rejection (etcd
+   * still away): ask again after the next backoff delay.
    */
-  onDisconnect?: (err?: Error) => void;
+  beforeReopen?: () => Promise<boolean>;
   log: Logger;
 }
 
@@ -156,10 +157,9 @@ export class WatchWindow {
         this.#opts.log.warn({ position: this.#position.toString(), attempts, err: err?.message }, 'watch disconnected; reopening from our own position');
       }
       this.#drop();
-      this.#opts.onDisconnect?.(err);
       this.#reopenTimer = setTimeout(() => {
         this.#reopenTimer = undefined;
-        if (!this.#paused) this.#open();
+        void this.#reopenChecked();
       }, delay);
     });
     watcher.on('error', (err: Error) => {
@@ -169,6 +169,26 @@ export class WatchWindow {
       this.#drop();
       this.#notify();
     });
+  }
+
+  /** Reopens after a disconnect once `beforeReopen` allows it (no watcher is open meanwhile, so nothing is delivered). */
+  async #reopenChecked(): Promise<void> {
+    const check = this.#opts.beforeReopen;
+    if (check) {
+      let ok: boolean;
+      try {
+        ok = await check();
+      } catch {
+        if (this.#finished) return;
+        this.#reopenTimer = setTimeout(() => {
+          this.#reopenTimer = undefined;
+          void this.#reopenChecked();
+        }, this.#reopen.next());
+        return;
+      }
+      if (!ok || this.#finished) return;
+    }
+    if (!this.#paused) this.#open();
   }
 
   /** Forgets the current watcher: anything it still delivers is ignored. */
