@@ -76,6 +76,8 @@ export interface PipelineDeps {
   onCheckpoint?: (revision: bigint) => void;
   /** The etcd timeline the captured rows belong to (etcd_timelines.timeline, sql/065). Default 0. */
   timeline?: number;
+  /** Asked before a watch of this run reopens after a disconnect (WatchWindowOptions.beforeReopen); absent: windows reopen on their own. */
+  beforeReopen?: () => Promise<boolean>;
 }
 
 export type StopReason = 'stopped' | 'watch-error' | 'leadership-lost' | 'sink-error';
@@ -239,6 +241,7 @@ export class TailerPipeline {
       onHead: (rev) => {
         if (rev > state.head) state.head = rev;
       },
+      beforeReopen: this.#deps.beforeReopen,
       onProgress: () => this.#observe(watermark, state),
       onDurable: (slot, events) => {
         watermark.done(slot);

@@ -185,6 +185,7 @@ export class TailerReplica {
         if (signal.aborted) return;
       }
       // A restore under a running watch may leave it waiting at a future revision: watch for one and restart.
+      // (A restore whose head is already past the checkpoint is found before the watch reopens: reconnectCheck.)
       const run = new AbortController();
       const stopRun = (): void => run.abort();
       signal.addEventListener('abort', stopRun, { once: true });
@@ -202,6 +203,24 @@ export class TailerReplica {
           })
           .catch(() => undefined); // etcd unreachable: the watch's own errors restart the run
       }, this.#opts.restoreCheckIntervalMs ?? 1_000);
+      // Every reconnect goes through the start decision before a watch reopens: a restored etcd (it always
+      // restarts) whose head passed the checkpoint would otherwise hand its own writes to the reopened watch
+      // as if they followed ours. Windows that lost etcd together share one check.
+      let checking: Promise<boolean> | undefined;
+      const reconnectCheck = (): Promise<boolean> => {
+        checking ??= (async () => {
+          const now = await etcdPosition(this.#client);
+          const seen = await detectRestore(this.#client, store, cluster, await readCheckpoint(store, cluster), timeline, now);
+          if (!seen) return !run.signal.aborted;
+          rewound ??= seen.why;
+          log.error({ why: seen.why }, 'etcd was restored while the watch was away: restarting to record it');
+          run.abort();
+          return false;
+        })().finally(() => {
+          checking = undefined;
+        });
+        return checking;
+      };
       const pipeline = new TailerPipeline(
         {
           cluster,
@@ -219,6 +238,7 @@ export class TailerReplica {
           onWatermark: this.#deps.onWatermark,
           onCheckpoint: this.#deps.onCheckpoint,
           timeline: timeline.timeline,
+          beforeReopen: reconnectCheck,
         },
         {
           ...this.#opts,

@@ -2,7 +2,10 @@
 // etcd: its head may fall below the checkpoint (same cluster token), its
 // cluster id may change (new token), or its revisions may jump ahead
 // (--bump-revision) with keys quietly back at older versions. Any of these is
-// a discontinuity, not "nothing lost". Each detected restore starts a new
+// a discontinuity, not "nothing lost". Detection (detectRestore) is the start
+// decision of startDecision.ts: no sampling — the checkpoint's own witnesses
+// are checked against etcd's history at their revisions, at every start and
+// before every watch reopens (replica.ts). Each detected restore starts a new
 // timeline (etcd_timelines, generation + 1) whose rows carry its own
 // `timeline` (sql/065). Nothing recorded is deleted or moved: the captured
 // rows above the last revision both timelines share stay, marked rolled back
@@ -25,6 +28,8 @@ import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../core/clickhouse.js';
 import { PREFIX } from '../core/keyspace.js';
 import { loadSql } from '../platform/sql.js';
+import { lostAfter } from './gaps.js';
+import { decideStart, readFor, type Witness, type WitnessReading } from './startDecision.js';
 
 const SQL = {
   timeline: loadSql('tailer/sql/timeline.sql'),
@@ -37,9 +42,9 @@ const SQL = {
   markCarriedGrants: loadSql('tailer/sql/markCarriedGrants.sql'),
 };
 
-/** Keys compared with etcd's keyspace at each start-position check. */
-const WITNESS_KEYS = 200;
-/** ...among the keys put in this many revisions below the checkpoint. */
+/** Latest captured puts checked at each start-position check (with the latest clock write). */
+const WITNESS_PUTS = 4;
+/** ...among the puts captured in this many revisions below the checkpoint. */
 const WITNESS_WINDOW = 100_000n;
 
 export interface Timeline {
@@ -98,38 +103,47 @@ export async function ensureTimeline(store: AuditStore, cluster: string, positio
 }
 
 /**
- * Was etcd restored under the tailer? Three tests, cheapest first: another
- * cluster id; a head below what was captured; a key captured at some version
- * now back at a lower version of the same incarnation (a bumped restore,
- * whose head is above the checkpoint).
+ * Was etcd restored under the tailer? The start decision (startDecision.ts)
+ * over etcd's position and the checkpoint's witnesses: another cluster id; a
+ * head below the checkpoint; or etcd's history at a witness's revision (or,
+ * compacted, its keyspace at the compaction revision) contradicting the put
+ * the tailer captured there. A few reads, whatever the history or the load.
  */
 export async function detectRestore(client: Etcd3, store: AuditStore, cluster: string, checkpoint: bigint, timeline: Timeline, position: EtcdPosition): Promise<RestoreSeen | undefined> {
   const seen = { head: position.head, clusterId: position.clusterId, previousClusterId: timeline.clusterId };
-  if (position.clusterId !== timeline.clusterId) return { ...seen, why: `etcd's cluster id changed from ${timeline.clusterId} to ${position.clusterId}` };
-  if (position.head < checkpoint) return { ...seen, why: `etcd's head revision ${position.head} is below the checkpoint ${checkpoint}` };
-  const rewound = await rewoundKey(client, store, cluster, checkpoint);
-  return rewound ? { ...seen, why: rewound } : undefined;
+  const first = decideStart({ checkpoint, timelineClusterId: timeline.clusterId, head: position.head, clusterId: position.clusterId, witnesses: [] });
+  if (first.kind === 'restore') return { ...seen, why: first.why };
+  const compactRevision = await lostAfter(client, checkpoint);
+  const witnesses = await readWitnesses(client, await checkpointWitnesses(store, cluster, checkpoint), compactRevision);
+  const decision = decideStart({ checkpoint, timelineClusterId: timeline.clusterId, head: position.head, clusterId: position.clusterId, compactRevision, witnesses });
+  return decision.kind === 'restore' ? { ...seen, why: decision.why } : undefined;
 }
 
-async function rewoundKey(client: Etcd3, store: AuditStore, cluster: string, checkpoint: bigint): Promise<string | undefined> {
-  const witnesses = await store.rows<{ key: string; last_revision: string; last_version: string; last_create_revision: string }>(SQL.witnesses.text, {
+/** The puts the start decision checks: the latest ones captured at or below the checkpoint, and the latest clock write. */
+export async function checkpointWitnesses(store: AuditStore, cluster: string, checkpoint: bigint): Promise<Witness[]> {
+  const rows = await store.rows<{ key: string; revision: string; value: string }>(SQL.witnesses.text, {
     cluster,
     from: (checkpoint > WITNESS_WINDOW ? checkpoint - WITNESS_WINDOW : 0n).toString(),
     upTo: checkpoint.toString(),
-    limit: WITNESS_KEYS,
+    limit: WITNESS_PUTS,
+    clock: PREFIX.clock,
   });
-  for (let i = 0; i < witnesses.length; i += 50) {
-    const batch = witnesses.slice(i, i + 50);
-    const now = await Promise.all(batch.map((w) => client.kv.range({ key: Buffer.from(w.key) })));
-    for (const [j, w] of batch.entries()) {
-      const kv = now[j]?.kvs[0];
-      if (!kv || String(kv.create_revision) !== w.last_create_revision) continue; // deleted or recreated since: says nothing
-      if (BigInt(kv.version) < BigInt(w.last_version)) {
-        return `${w.key} was captured at version ${w.last_version} (revision ${w.last_revision}) but etcd now has it at version ${kv.version} (revision ${kv.mod_revision})`;
-      }
-    }
-  }
-  return undefined;
+  const out = new Map<string, Witness>();
+  for (const r of rows) out.set(`${r.revision} ${r.key}`, { key: r.key, revision: BigInt(r.revision), value: r.value });
+  return [...out.values()];
+}
+
+/** etcd's answer for each witness: its key at the witness's revision, or at the compaction revision when that is compacted. */
+async function readWitnesses(client: Etcd3, witnesses: readonly Witness[], compactRevision: bigint | undefined): Promise<WitnessReading[]> {
+  return Promise.all(
+    witnesses.map(async (witness) => {
+      const read = readFor(witness, compactRevision);
+      const at = read === 'history' ? witness.revision : (compactRevision as bigint);
+      const res = await client.kv.range({ key: Buffer.from(witness.key), revision: at.toString() });
+      const kv = res.kvs[0];
+      return kv ? { witness, read, kv: { modRevision: BigInt(kv.mod_revision), value: kv.value.toString('utf8') } } : { witness, read };
+    }),
+  );
 }
 
 /**

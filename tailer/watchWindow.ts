@@ -33,6 +33,14 @@ export interface WatchWindowOptions {
   lowWaterEvents?: number;
   /** Each response's header revision: the cluster's head. */
   onHead?: (revision: bigint) => void;
+  /**
+   * Awaited before the watch reopens after a disconnect: every reconnect goes
+   * through the start decision (startDecision.ts), since a restored etcd whose
+   * head passed our position would otherwise deliver its own writes as if they
+   * followed ours. false: stay closed (the run is ending); a rejection (etcd
+   * still away): ask again after the next backoff delay.
+   */
+  beforeReopen?: () => Promise<boolean>;
   log: Logger;
 }
 
@@ -152,7 +160,7 @@ export class WatchWindow {
       this.#drop();
       this.#reopenTimer = setTimeout(() => {
         this.#reopenTimer = undefined;
-        if (!this.#paused) this.#open();
+        void this.#reopenChecked();
       }, delay);
     });
     watcher.on('error', (err: Error) => {
@@ -162,6 +170,26 @@ export class WatchWindow {
       this.#drop();
       this.#notify();
     });
+  }
+
+  /** Reopens after a disconnect once `beforeReopen` allows it (no watcher is open meanwhile, so nothing is delivered). */
+  async #reopenChecked(): Promise<void> {
+    const check = this.#opts.beforeReopen;
+    if (check) {
+      let ok: boolean;
+      try {
+        ok = await check();
+      } catch {
+        if (this.#finished) return;
+        this.#reopenTimer = setTimeout(() => {
+          this.#reopenTimer = undefined;
+          void this.#reopenChecked();
+        }, this.#reopen.next());
+        return;
+      }
+      if (!ok || this.#finished) return;
+    }
+    if (!this.#paused) this.#open();
   }
 
   /** Forgets the current watcher: anything it still delivers is ignored. */

@@ -64,6 +64,8 @@ export interface WindowShared {
   leases?: LeaseWitness;
   /** Each watch response's header revision. */
   onHead: (revision: bigint) => void;
+  /** Asked before a window's watch reopens after a disconnect (WatchWindowOptions.beforeReopen). */
+  beforeReopen?: () => Promise<boolean>;
   /** The watermark may have moved. */
   onProgress: () => void;
   /** The sink made this revision's rows durable. */
@@ -125,6 +127,7 @@ export class WindowRunner {
       highWaterEvents: this.#s.highWaterEvents,
       log: this.#s.log,
       onHead: this.#s.onHead,
+      beforeReopen: this.#s.beforeReopen,
     });
     let ended = false;
     for await (const item of window.items(this.#stop)) {

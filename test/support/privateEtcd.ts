@@ -17,6 +17,12 @@ const ETCDUTL = path.join(BIN, 'etcdutl');
 export interface RestoreOptions {
   /** etcdutl --bump-revision (with --mark-compacted): revisions continue above the old ones. */
   bumpRevision?: number;
+  /**
+   * Runs `run` against the restored member while it listens on `port` only, then starts it on
+   * its own endpoint: writes made there reach etcd before any client of the endpoint (a tailer
+   * running or not) can see the restored cluster — the restore is over before anyone looks.
+   */
+  offline?: { port: number; run: (endpoint: string) => Promise<void> };
 }
 
 export interface PrivateEtcd {
@@ -44,11 +50,11 @@ export async function startPrivateEtcd(clientPort: number, peerPort: number, opt
   const tmp = tempDir('lockaudit-etcd-');
   const name = `p${clientPort}`;
   const peerUrl = `http://127.0.0.1:${peerPort}`;
-  const endpoint = `http://127.0.0.1:${clientPort}`;
+  const ownEndpoint = `http://127.0.0.1:${clientPort}`;
   let generation = 0;
   const dataDir = (): string => path.join(tmp.dir, `data${generation}`);
 
-  async function launch(): Promise<Running> {
+  async function launch(endpoint = ownEndpoint): Promise<Running> {
     const proc: ChildProcess = spawn(
       ETCD,
       [
@@ -97,10 +103,10 @@ export async function startPrivateEtcd(clientPort: number, peerPort: number, opt
 
   let running = await launch();
   return {
-    endpoint,
+    endpoint: ownEndpoint,
     async snapshot(file) {
       const out = path.join(tmp.dir, file);
-      await run(ETCDCTL, [`--endpoints=${endpoint}`, 'snapshot', 'save', out]);
+      await run(ETCDCTL, [`--endpoints=${ownEndpoint}`, 'snapshot', 'save', out]);
       return out;
     },
     async restore(snapshotFile, options = {}) {
@@ -108,6 +114,14 @@ export async function startPrivateEtcd(clientPort: number, peerPort: number, opt
       generation += 1;
       const bump = options.bumpRevision ? [`--bump-revision=${options.bumpRevision}`, '--mark-compacted'] : [];
       await run(ETCDUTL, ['snapshot', 'restore', snapshotFile, `--data-dir=${dataDir()}`, `--name=${name}`, `--initial-cluster=${name}=${peerUrl}`, `--initial-advertise-peer-urls=${peerUrl}`, ...bump]);
+      if (options.offline) {
+        const side = await launch(`http://127.0.0.1:${options.offline.port}`);
+        try {
+          await options.offline.run(`http://127.0.0.1:${options.offline.port}`);
+        } finally {
+          await halt(side);
+        }
+      }
       running = await launch();
     },
     async rebuild() {

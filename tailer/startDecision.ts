@@ -1,0 +1,89 @@
+// Where a tailer starts (DESIGN.md §3.1, §3.5; STYLE.md §3): resume after the
+// checkpoint, record a compaction gap, or record a restore. Pure: the caller
+// reads etcd and the store (restores.ts) and hands the answers in.
+//
+// Invariant: a restore is never inferred from a sample of keys. The proof is
+// the checkpoint's own witnesses — puts the tailer captured at or below the
+// checkpoint (the latest put(s), the latest /sys/clock write) — each checked
+// against etcd's history at the witness's own revision:
+//   - revision readable: etcd must hold that very put there (same key, mod
+//     revision and value). A restored etcd whose head has passed the old
+//     checkpoint again holds other writes at those revisions.
+//   - revision compacted (a `--bump-revision --mark-compacted` restore, or a
+//     plain compaction): read at the compaction revision, the key may be
+//     absent (deleted since) or newer, but never at a mod revision below the
+//     put captured (keys do not go back in time) nor at the same one with
+//     another value.
+// The tailer writes /sys/clock about once a second, so a restore to a
+// snapshot older than the last captured clock write is found whatever was
+// written after it (fresh keys only, a burst of grants) and however far the
+// restored head has moved on.
+// Order: cluster id, head below the checkpoint, witnesses; then compaction.
+
+/** A put the tailer captured at or below the checkpoint. */
+export interface Witness {
+  key: string;
+  revision: bigint;
+  value: string;
+}
+
+/** What etcd holds for a witness's key: at the witness's revision (`history`) or, when that is compacted, at the compaction revision. */
+export interface WitnessReading {
+  witness: Witness;
+  read: 'history' | 'at-compaction';
+  /** The kv etcd returned; undefined: the key is absent there. */
+  kv?: { modRevision: bigint; value: string };
+}
+
+export interface StartInput {
+  /** The checkpoint in effect (readPosition). */
+  checkpoint: bigint;
+  /** The cluster id of the current timeline. */
+  timelineClusterId: string;
+  /** etcd now. */
+  head: bigint;
+  clusterId: string;
+  /** etcd's compaction revision when history after the checkpoint is no longer complete (lostAfter), else undefined. */
+  compactRevision?: bigint;
+  witnesses: readonly WitnessReading[];
+}
+
+export type StartDecision =
+  | { kind: 'resume'; from: bigint }
+  | { kind: 'gap'; from: bigint; to: bigint }
+  | { kind: 'restore'; why: string };
+
+/** Which read a witness needs: at its own revision, unless etcd compacted it. */
+export function readFor(witness: Witness, compactRevision: bigint | undefined): 'history' | 'at-compaction' {
+  return compactRevision !== undefined && witness.revision < compactRevision ? 'at-compaction' : 'history';
+}
+
+export function decideStart(input: StartInput): StartDecision {
+  const { checkpoint, head, clusterId, timelineClusterId, compactRevision } = input;
+  if (checkpoint < 0n || head < 0n) throw new RangeError('revisions are never negative');
+  if (clusterId !== timelineClusterId) return { kind: 'restore', why: `etcd's cluster id changed from ${timelineClusterId} to ${clusterId}` };
+  if (head < checkpoint) return { kind: 'restore', why: `etcd's head revision ${head} is below the checkpoint ${checkpoint}` };
+  for (const r of input.witnesses) {
+    const contradiction = contradicts(r, checkpoint);
+    if (contradiction) return { kind: 'restore', why: contradiction };
+  }
+  if (compactRevision !== undefined && compactRevision > checkpoint) return { kind: 'gap', from: checkpoint + 1n, to: compactRevision };
+  return { kind: 'resume', from: checkpoint + 1n };
+}
+
+/** Why etcd's answer cannot follow from the captured put, or undefined when it can. */
+export function contradicts(r: WitnessReading, checkpoint: bigint): string | undefined {
+  const w = r.witness;
+  if (w.revision > checkpoint) throw new RangeError(`witness ${w.key} at ${w.revision} is above the checkpoint ${checkpoint}`);
+  const kv = r.kv;
+  if (r.read === 'history') {
+    if (!kv) return `${w.key} was captured put at revision ${w.revision} but etcd's revision ${w.revision} has no such key`;
+    if (kv.modRevision !== w.revision) return `${w.key} was captured put at revision ${w.revision} but etcd's history there has it last put at revision ${kv.modRevision}`;
+    if (kv.value !== w.value) return `${w.key} was captured put at revision ${w.revision} with another value than etcd holds there`;
+    return undefined;
+  }
+  if (!kv || kv.modRevision > w.revision) return undefined; // deleted or written again since: consistent
+  if (kv.modRevision < w.revision) return `${w.key} was captured put at revision ${w.revision} but etcd has it back at revision ${kv.modRevision}`;
+  if (kv.value !== w.value) return `${w.key} was captured put at revision ${w.revision} with another value than etcd holds at that revision`;
+  return undefined;
+}
