@@ -262,6 +262,7 @@ export class TailerReplica {
     const reason = `restore: ${seen.why}; revisions ${after + 1n}..${oldEnd} (captured up to ${checkpoint}; cluster id ${seen.previousClusterId}) were rolled back; capture follows the restored cluster (cluster id ${seen.clusterId}, head ${seen.head}) from revision ${resume + 1n}`;
     log.error({ why: seen.why, divergedAfter: after.toString(), checkpoint: checkpoint.toString(), head: seen.head.toString(), clusterId: seen.clusterId, previousClusterId: seen.previousClusterId }, 'etcd was restored: recording the discontinuity and following the restored cluster');
     metrics?.gaps.inc(this.#labels);
+    metrics?.restores.inc(this.#labels);
     health?.raise(alarm('LOCKAUDIT_ALARM_TAILER_RESTORE', { cluster }, { why: seen.why, from: after + 1n, to: checkpoint }));
     if (!(await election.stillLeader())) throw new Error('leadership lost before recording a restore');
     await rollBack(store, cluster, after, generation);
