@@ -143,11 +143,12 @@ describe('deploy/: Prometheus rules and the Grafana dashboard', { timeout: 3_600
     assert.notEqual((await promtool(bin, ['check', 'rules', file])).code, 0);
   });
 
-  describe('every metric a rule or panel names is in /metrics of a running instance', { timeout: 360_000 }, () => {
+  describe('a running `lockaudit start --demo`: every metric a rule or panel names is in /metrics; the demo banner', { timeout: 360_000 }, () => {
     const PORT = Number(process.env.LOCKAUDIT_LOCAL_PORT_BASE ?? 24000) + 47;
     const data = tempDir('lockaudit-monitoring-run-');
     let child: ChildProcess | undefined;
     let stderr = '';
+    let stdout = '';
     after(() => {
       if (child && child.exitCode === null) child.kill('SIGKILL');
       data.remove();
@@ -156,11 +157,14 @@ describe('deploy/: Prometheus rules and the Grafana dashboard', { timeout: 3_600
     it('a scrape names them all', async () => {
       child = spawn(process.execPath, ['bin/lockaudit.js', 'start', '--demo', '--demo-workers', '2', '--demo-rate', '2'], {
         cwd: projectRoot,
-        env: { ...process.env, LOCKAUDIT_DATA_DIR: data.dir, LOCKAUDIT_PORT: String(PORT), LOCKAUDIT_LOG_LEVEL: 'warn' },
-        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { ...process.env, LOCKAUDIT_DATA_DIR: data.dir, LOCKAUDIT_PORT: String(PORT), LOCKAUDIT_LOG_LEVEL: 'info' },
+        stdio: ['ignore', 'pipe', 'pipe'],
       });
       child.stderr?.on('data', (chunk: Buffer) => {
         stderr += chunk.toString();
+      });
+      child.stdout?.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
       });
       const deadline = Date.now() + 120_000;
       let text = '';
@@ -189,7 +193,27 @@ describe('deploy/: Prometheus rules and the Grafana dashboard', { timeout: 3_600
       assert.ok(named.size >= 30, `the rules and panels name ${named.size} metrics`);
       const missing = [...named].filter(([n]) => !exposed.has(n)).map(([n, where]) => `${n} (${where})`);
       assert.deepEqual(missing, []);
-      child.kill('SIGTERM');
+    });
+
+    it('not on a terminal, the log is JSON lines; once ready the demo banner is printed and its three commands answer 200', async () => {
+      const deadline = Date.now() + 60_000;
+      while (!stderr.includes('lockaudit demo is ready')) {
+        assert.ok(Date.now() < deadline, `no banner; stderr: ${stderr.slice(-2000)}`);
+        await sleep(500);
+      }
+      const banner = stderr.slice(stderr.indexOf('lockaudit demo is ready')).split('\n');
+      const exportLine = banner.find((l) => l.trim().startsWith('export LOCKAUDIT_TOKEN='))?.trim();
+      const curls = banner.filter((l) => l.trim().startsWith('curl ')).map((l) => l.trim());
+      assert.ok(exportLine);
+      assert.equal(curls.length, 3);
+      assert.ok(banner.some((l) => l.includes(`http://127.0.0.1:${PORT}/ui/`)));
+      for (const c of curls) {
+        const answered: { stdout: string } = await run('sh', ['-c', `${exportLine}; ${c.replace(/\s+#.*$/, '')} -o /dev/null -w '%{http_code}'`], { cwd: projectRoot });
+        assert.equal(answered.stdout, '200', c);
+      }
+      const first = stdout.split('\n')[0] ?? '';
+      assert.equal((JSON.parse(first) as { app?: string }).app, 'lockaudit', 'JSON lines when stdout is no terminal');
+      child?.kill('SIGTERM');
     });
   });
 });
