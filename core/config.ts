@@ -150,12 +150,6 @@ export const FileConfigSchema = Type.Object(
       Type.Integer({ minimum: 100, maximum: 600_000, default: 20_000, description: 'How long a stopping process waits for its roles to drain before it exits non-zero, naming what did not.' }),
     ),
     logLevel: Type.Optional(LogLevelSchema),
-    logFormat: Type.Optional(
-      Type.Union([Type.Literal('auto'), Type.Literal('json'), Type.Literal('pretty')], {
-        default: 'auto',
-        description: 'auto: human-readable (pino-pretty) when stdout is a terminal, JSON lines otherwise; json or pretty: always that.',
-      }),
-    ),
     etcd: Type.Optional(Type.Array(EtcdClusterSchema, { minItems: 1, description: 'etcd clusters to serve and tail; absent means the local one.' })),
     clickhouse: Type.Optional(ClickHouseSchema),
     s3: Type.Optional(S3Schema),
@@ -207,12 +201,10 @@ export type ArchiveSettings = Settled<Static<typeof ArchiveSchema>>;
 export type TailerSettings = Settled<Static<typeof TailerSchema>>;
 export type ReportSettings = Settled<Static<typeof ReportsSchema>>;
 export type LogLevel = Static<typeof LogLevelSchema>;
-export type LogFormat = 'auto' | 'json' | 'pretty';
 
 /** The effective configuration: the file schema's settings with defaults filled in, plus what is derived from them. */
 export interface Config extends Settled<Pick<FileConfig, 'dataDir' | 'host' | 'port' | 'shutdownTimeoutMs' | 'queuePrefix'>> {
   logLevel: LogLevel;
-  logFormat: LogFormat;
   /** undefined: the generated one in <dataDir>/origin-secret (core/originSecret.ts). */
   originSecret?: string;
   etcd: { clusters: EtcdCluster[]; local: boolean };
@@ -234,7 +226,6 @@ interface SchemaDefaults {
   port: number;
   shutdownTimeoutMs: number;
   logLevel: LogLevel;
-  logFormat: LogFormat;
   queuePrefix: string;
   clickhouse: { database: string };
   s3: { region: string; historyBucket: string; archiveBucket: string };
@@ -277,7 +268,6 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_PORT', path: ['port'], parse: asInteger },
   { name: 'LOCKAUDIT_SHUTDOWN_TIMEOUT_MS', path: ['shutdownTimeoutMs'], parse: asInteger },
   { name: 'LOCKAUDIT_LOG_LEVEL', path: ['logLevel'], parse: asString },
-  { name: 'LOCKAUDIT_LOG_FORMAT', path: ['logFormat'], parse: asString },
   { name: 'LOCKAUDIT_ETCD', path: ['etcd'], parse: parseEtcdClusters },
   { name: 'LOCKAUDIT_CLICKHOUSE_URL', path: ['clickhouse', 'url'], parse: asString },
   { name: 'LOCKAUDIT_CLICKHOUSE_DATABASE', path: ['clickhouse', 'database'], parse: asString },
@@ -474,7 +464,6 @@ function resolve(input: FileConfig, cwd: string): Config {
     port: file.port,
     shutdownTimeoutMs: file.shutdownTimeoutMs,
     logLevel: file.logLevel,
-    logFormat: file.logFormat,
     etcd: { clusters: file.etcd ?? [localEtcd], local: file.etcd === undefined },
     clickhouse,
     s3: {

@@ -19,8 +19,12 @@ interface LoggedRequest {
   socket?: { remotePort?: number };
 }
 
-/** What `logFormat: auto` becomes: human-readable on a terminal, JSON lines (for collectors) otherwise. */
-export function resolveLogFormat(setting: 'auto' | 'json' | 'pretty', stdoutIsTty: boolean): 'json' | 'pretty' {
+/** How a long-running command logs (`lockaudit start --log-format`). */
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+/** What `auto` becomes: human-readable on a terminal, JSON lines (for collectors) otherwise. */
+export function resolveLogFormat(setting: LogFormat, stdoutIsTty: boolean): 'json' | 'pretty' {
   if (setting !== 'auto') return setting;
   return stdoutIsTty ? 'pretty' : 'json';
 }

@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { demoBanner } from '../../cli/demo.js';
-import { loadConfig } from '../../core/config.js';
+import { buildCli } from '../../cli/main.js';
 import { resolveLogFormat } from '../../core/logger.js';
 import { projectRoot } from '../../core/paths.js';
 
@@ -21,10 +21,12 @@ describe('demo start: log format and banner', () => {
     assert.equal(resolveLogFormat('pretty', false), 'pretty');
   });
 
-  it('LOCKAUDIT_LOG_FORMAT sets it (default auto), and anything else is refused', () => {
-    assert.equal(loadConfig({ env: {} }).logFormat, 'auto');
-    assert.equal(loadConfig({ env: { LOCKAUDIT_LOG_FORMAT: 'json' } }).logFormat, 'json');
-    assert.throws(() => loadConfig({ env: { LOCKAUDIT_LOG_FORMAT: 'xml' } }), /logFormat/);
+  it('lockaudit start takes --log-format auto|json|pretty (default auto) and refuses anything else', async () => {
+    const start = buildCli().commands.find((c) => c.name() === 'start');
+    const option = start?.options.find((o) => o.long === '--log-format');
+    assert.equal(option?.defaultValue, 'auto');
+    assert.deepEqual(option?.argChoices, ['auto', 'json', 'pretty']);
+    await assert.rejects(run(process.execPath, ['bin/lockaudit.js', 'start', '--log-format', 'xml'], { cwd: projectRoot }), /Allowed choices are auto, json, pretty/);
   });
 
   it("pino-pretty's transport writes one readable line per entry, tokens still redacted", async () => {

@@ -173,8 +173,13 @@ describe('OCSF events validate against the published schema', () => {
       assert.deepEqual(validateEvent(ev), []);
       assert.equal(ev.type_uid, Number(ev.class_uid) * 100 + Number(ev.activity_id));
       assert.ok(ev.status !== undefined && ev.status_id !== undefined, 'status (recommended)');
-      const observables = (ev.observables ?? []) as Array<{ type_id: number; value?: string }>;
+      const observables = (ev.observables ?? []) as Array<{ name: string; type_id: number; value?: string }>;
       if (e.key) assert.ok(observables.some((o) => o.type_id === 10 && o.value === e.key), 'the key is an observable (Resource UID)');
+      // Each observable names where the event carries its value.
+      for (const o of observables) {
+        const at = o.name.split('.').reduce<unknown>((v, part) => (Array.isArray(v) ? v.map((x: Record<string, unknown>) => x[part]) : (v as Record<string, unknown> | undefined)?.[part]), ev);
+        assert.ok(Array.isArray(at) ? at.includes(o.value) : at === o.value, `${o.name} holds ${String(o.value)}`);
+      }
       if (e.holder) assert.ok(observables.some((o) => o.type_id === 4 && o.value === e.holder), 'the holder is an observable (User Name)');
       const unmapped = ev.unmapped as Record<string, unknown>;
       assert.equal(unmapped.kind, kind);
