@@ -12,6 +12,8 @@ import type { Etcd3 } from 'etcd3';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { HealthState } from '../../platform/health.js';
+import { createMetricsRegistry } from '../../core/metrics.js';
+import { tailerMetrics, type TailerMetrics } from '../../tailer/tailerMetrics.js';
 import { holdKey } from '../../core/keyspace.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
@@ -33,6 +35,7 @@ interface Rig {
   la: LockApp;
   tailer: TailerReplica;
   health: HealthState;
+  metrics: TailerMetrics;
   op1: string;
   op2: string;
   user: string;
@@ -57,7 +60,8 @@ async function rig(clientPort: number, peerPort: number): Promise<Rig> {
   const user = await la.token(`spiffe://test/${ns}/w`, ['client']);
   assert.equal((await la.call('PUT', `/v1/classes/${className}`, admin, fencedClass(className, ns))).status, 200);
   const health = new HealthState();
-  const tailer = new TailerReplica({ cluster, store: db.store, log: log.child({ cluster: label }), health }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, clockIntervalMs: 300, restoreCheckIntervalMs: 300 });
+  const metrics = tailerMetrics(createMetricsRegistry());
+  const tailer = new TailerReplica({ cluster, store: db.store, log: log.child({ cluster: label }), health, metrics }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, clockIntervalMs: 300, restoreCheckIntervalMs: 300 });
   tailer.start();
   return {
     label,
@@ -66,6 +70,7 @@ async function rig(clientPort: number, peerPort: number): Promise<Rig> {
     la,
     tailer,
     health,
+    metrics,
     op1,
     op2,
     user,
@@ -197,6 +202,8 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       assert.equal(gap.previous_cluster_id, clusterId);
       assert.match(gap.reason, /^restore: /);
       assert.ok(r.health.alarms().some((a) => a.name === `tailer-restore:${r.label}`), 'restore alarm raised');
+      // What LockauditEtcdRestored watches (deploy/prometheus).
+      assert.equal((await r.metrics.restores.get()).values.find((v) => v.labels.cluster === r.label)?.value, 1, 'lockaudit_tailer_restores_total');
       const [moved] = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.rolled_back_events FINAL WHERE cluster = {c:String}', { c: r.label });
       assert.ok(Number(moved?.n) >= 80, `the 40 rolled-back grants and releases are kept aside (${moved?.n})`);
       const [left] = await db.store.rows<{ n: string }>(
