@@ -7,6 +7,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type RouteOptions } from 'fastify';
 import { isLockauditError } from '../core/errors.js';
 import { authPlugin } from './auth.js';
+import { httpMetrics, routeLabel, statusClass } from './httpMetrics.js';
 import { reportRateLimitHook } from './rateLimit.js';
 import { healthRoutes } from './routes/health.js';
 import { asPlugin, ErrorResponse, type App, type AppContext, type ErrorBody, type RoutePlugin } from './types.js';
@@ -25,7 +26,11 @@ export async function buildApp(ctx: AppContext, routes: readonly RoutePlugin[] =
     ajv: { customOptions: { removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
+  const http = httpMetrics(ctx.metrics);
   app.addHook('onResponse', async (request, reply) => {
+    const route = routeLabel(request.routeOptions.url);
+    http.requests.inc({ method: request.method, route, code: statusClass(reply.statusCode) });
+    http.seconds.observe({ method: request.method, route }, reply.elapsedTime / 1000);
     request.log.debug({ method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
 

@@ -15,6 +15,41 @@ export interface DemoOptions {
   roundSeconds: number;
 }
 
+/** Lines of the banner printed once the demo is ready: where to go, how to sign in, what to try, how to stop. */
+export function demoBanner(apiUrl: string, tokenFile: string): string {
+  const q = (v: string): string => `'${v.replace(/'/g, `'\\''`)}'`;
+  const curl = (p: string): string => `curl -s -H "Authorization: Bearer $LOCKAUDIT_TOKEN" ${q(`${apiUrl}${p}`)}`;
+  return [
+    '',
+    '  lockaudit demo is ready',
+    `  Console     ${apiUrl}/ui/    (API reference: ${apiUrl}/docs)`,
+    `  Sign in     paste the "investigator" token from ${tokenFile} ("admin" for force-releases and classes)`,
+    '  Try',
+    `    export LOCKAUDIT_TOKEN=$(node -p ${q(`require(${JSON.stringify(tokenFile)}).investigator`)})`,
+    `    ${curl('/v1/grants?limit=5')}        # who held what, with which token`,
+    `    ${curl('/v1/reports/contention?by=namespace')}        # waits and hold times`,
+    `    ${curl('/v1/tailers')}        # capture lag and gaps`,
+    '  Stop        Ctrl-C; then `npx lockaudit services down` stops etcd, MinIO and Redis',
+    '',
+  ].join('\n');
+}
+
+/** Waits until the API says ready (every role up), then prints the banner; gives up quietly after timeoutMs. */
+async function bannerWhenReady(apiUrl: string, tokenFile: string, signal: AbortSignal, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!signal.aborted && Date.now() < deadline) {
+    try {
+      if ((await fetch(`${apiUrl}/readyz`, { signal })).status === 200) {
+        process.stderr.write(`${demoBanner(apiUrl, tokenFile)}\n`);
+        return;
+      }
+    } catch {
+      // not ready, or stopping
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500).unref());
+  }
+}
+
 export async function startDemoWorkload(runtime: Runtime, apiUrl: string, options: DemoOptions): Promise<RoleHandle> {
   const tokens = await createFleetTokens(runtime.store, options.workers);
   const log = runtime.logger.child({ role: 'demo' });
@@ -43,11 +78,14 @@ export async function startDemoWorkload(runtime: Runtime, apiUrl: string, option
   }, 15_000);
   registerTimer.unref();
   log.info({ apiUrl, ...options }, 'demo workload running');
+  const bannerStop = new AbortController();
+  void bannerWhenReady(apiUrl, file, bannerStop.signal);
   return {
     name: 'demo',
     // The current round's requests fail once the API closes; nothing waits for it.
     close: async () => {
       stopped = true;
+      bannerStop.abort();
       clearTimeout(registerTimer);
       void loop;
     },

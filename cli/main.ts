@@ -19,6 +19,7 @@ import { registerExportCommands } from './exportCommands.js';
 import { registerTokenCommands } from './tokenCommands.js';
 import { registerInvestigateCommands } from './investigateCommands.js';
 import { startDemoWorkload, type DemoOptions } from './demo.js';
+import { LOG_FORMATS, type LogFormat } from '../core/logger.js';
 import { integer } from './flags.js';
 import { assertPortFree, isAddressInUse, portInUse } from './portCheck.js';
 import { closeAll, openRuntime, runUntilSignal, type RoleHandle } from '../platform/runtime.js';
@@ -43,13 +44,13 @@ async function withStore<T>(config: Config, fn: (store: AuditStore) => Promise<T
   }
 }
 
-async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: DemoOptions }): Promise<void> {
+async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: DemoOptions; logFormat?: LogFormat }): Promise<void> {
   if (names.includes('api')) {
     const config = loadConfig();
     lockCluster(config); // an ambiguous lock cluster is refused before anything opens
     await assertPortFree(config.host, config.port);
   }
-  const runtime = await openRuntime({ buckets: options.buckets });
+  const runtime = await openRuntime({ buckets: options.buckets, logFormat: options.logFormat });
   const handles: RoleHandle[] = [];
   try {
     for (const name of names) handles.push(await roleSet[name](runtime));
@@ -78,8 +79,9 @@ export function buildCli(): Command {
     .option('--demo', 'also drive the API with the simulator (a demo workload) until stopped', false)
     .addOption(new Option('--demo-workers <n>', 'simulated workers for --demo').default(12).argParser(integer('--demo-workers', 1, 500)))
     .addOption(new Option('--demo-rate <perSecond>', 'acquires per second for --demo').default(8).argParser(integer('--demo-rate', 1, 5_000)))
-    .action((opts: { demo: boolean; demoWorkers: number; demoRate: number }) =>
-      runRoles(['tailer', 'api', 'worker'], { buckets: true, demo: opts.demo ? { workers: opts.demoWorkers, rate: opts.demoRate, roundSeconds: 120 } : undefined }),
+    .addOption(new Option('--log-format <format>', 'auto: human-readable (pino-pretty) when stdout is a terminal, JSON lines otherwise').choices(LOG_FORMATS).default('auto'))
+    .action((opts: { demo: boolean; demoWorkers: number; demoRate: number; logFormat: LogFormat }) =>
+      runRoles(['tailer', 'api', 'worker'], { buckets: true, logFormat: opts.logFormat, demo: opts.demo ? { workers: opts.demoWorkers, rate: opts.demoRate, roundSeconds: 120 } : undefined }),
     );
 
   program.command('api').description('run the API role (lock API, reports, exports, /metrics, /docs)').action(() => runRoles(['api'], { buckets: true }));

@@ -19,6 +19,25 @@ interface LoggedRequest {
   socket?: { remotePort?: number };
 }
 
+/** How a long-running command logs (`lockaudit start --log-format`). */
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+/** What `auto` becomes: human-readable on a terminal, JSON lines (for collectors) otherwise. */
+export function resolveLogFormat(setting: LogFormat, stdoutIsTty: boolean): 'json' | 'pretty' {
+  if (setting !== 'auto') return setting;
+  return stdoutIsTty ? 'pretty' : 'json';
+}
+
+/**
+ * pino's own pretty transport (pino-pretty, in a worker thread): one line per
+ * entry, local time, the role and cluster kept, the constant fields dropped.
+ * Redaction runs before it, as for JSON.
+ */
+export function prettyDestination(): pino.DestinationStream {
+  return pino.transport({ target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname,app', singleLine: true } }) as pino.DestinationStream;
+}
+
 export function createLogger(level: string, bindings: Record<string, unknown> = {}, destination?: pino.DestinationStream): Logger {
   return pino(
     {

@@ -6,7 +6,7 @@ import { ApiTokenVerifier } from '../core/apiTokens.js';
 import { AuditStore } from '../core/clickhouse.js';
 import { loadConfig, maskedConfig, type Config } from '../core/config.js';
 import { LockauditError } from '../core/errors.js';
-import { createLogger, type Logger } from '../core/logger.js';
+import { createLogger, prettyDestination, resolveLogFormat, type LogFormat, type Logger } from '../core/logger.js';
 import { createMetricsRegistry } from '../core/metrics.js';
 import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
@@ -27,9 +27,11 @@ export interface RoleHandle {
   close(): Promise<void>;
 }
 
-export async function openRuntime(options: { migrate?: boolean; buckets?: boolean; logEffectiveConfig?: boolean } = {}): Promise<Runtime> {
+export async function openRuntime(options: { migrate?: boolean; buckets?: boolean; logEffectiveConfig?: boolean; logFormat?: LogFormat } = {}): Promise<Runtime> {
   const config = loadConfig();
-  const logger = createLogger(config.logLevel);
+  // JSON unless asked (lockaudit start: auto, pretty on a terminal).
+  const pretty = resolveLogFormat(options.logFormat ?? 'json', process.stdout.isTTY === true) === 'pretty';
+  const logger = createLogger(config.logLevel, {}, pretty ? prettyDestination() : undefined);
   if (options.logEffectiveConfig !== false) logger.info({ config: maskedConfig(config) }, 'effective configuration');
   const store = new AuditStore(config.clickhouse);
   if (options.migrate !== false) {

@@ -17,6 +17,8 @@ import { uiRoutes } from '../api/routes/ui.js';
 import { exportJobQueues, forceArchiveService } from '../exporters/exportJobs.js';
 import { alertService } from '../exporters/alerts/service.js';
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
+import { exportMetrics } from '../exporters/exportMetrics.js';
+import { alertMetrics } from '../exporters/alerts/alertMetrics.js';
 
 /** The api role's routes around the lock engine it serves. */
 export const apiRoutes = (lock: LockService): RoutePlugin[] => [tailerRoutes, lockApi(lock), grantRoutes, quarantineRoutes, reportRoutes, stateRoutes, exportRoutes(), uiRoutes];
@@ -29,6 +31,12 @@ export type RoleName = 'api' | 'worker' | 'tailer';
 export const roleSet: Record<RoleName, (runtime: Runtime) => Promise<RoleHandle>> = {
   api: (runtime) => startApiRole(runtime, apiRoutes),
   // Each queue's schedulers are upserted at every worker start (idempotent, deterministic ids).
-  worker: (runtime) => startWorkerRole(runtime, jobQueues, workerServices),
+  // The worker's metric sets exist from its start (before any job or sink has run), so /metrics names
+  // every metric deploy/prometheus and deploy/grafana use (test/integration/monitoring.test.ts).
+  worker: (runtime) => {
+    exportMetrics(runtime.metrics);
+    alertMetrics(runtime.metrics);
+    return startWorkerRole(runtime, jobQueues, workerServices);
+  },
   tailer: (runtime) => startTailerRole(runtime),
 };

@@ -14,6 +14,8 @@ export interface TailerRoleHandle extends RoleHandle {
 export async function startTailerRole(runtime: Runtime, overrides: ReplicaOptions = {}): Promise<TailerRoleHandle> {
   const { config } = runtime;
   const metrics = tailerMetrics(runtime.metrics);
+  // The lag rules compare against it (deploy/prometheus).
+  for (const c of config.etcd.clusters) metrics.compactionWindow.set({ cluster: c.name }, config.tailer.compactionWindowRevisions);
   const replicas = config.etcd.clusters.map(
     (cluster) =>
       new TailerReplica(

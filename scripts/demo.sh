@@ -2,6 +2,8 @@
 # Quick start: install, start the local services, migrate, run every role in
 # one process on LOCKAUDIT_PORT (default 8080) and feed it a demo workload.
 # Ctrl-C stops the platform; `npx lockaudit services down` stops the services.
+# On a terminal the log is human-readable; `start --log-format json` keeps JSON lines.
+# Once ready it prints where to go (console URL, token file, commands): docs/monitoring.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/prerequisites.sh

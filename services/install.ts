@@ -1,5 +1,6 @@
 // Installs the local servers into .tools/bin: etcd 3.6 and MinIO built from the
-// Go module proxy (pinned), redis-server from Debian. A second run builds
+// Go module proxy (pinned), redis-server from Debian; and promtool (Prometheus'
+// rule checker, for the rules and dashboard under deploy/), built the same way. A second run builds
 // nothing: each binary is stamped with the version it was built from.
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,6 +15,8 @@ const run = promisify(execFile);
 export const PINNED = {
   etcd: 'v3.6.16',
   minio: 'v0.0.0-20260212201848-7aac2a2c5b7c',
+  /** Prometheus 3.16.0: its Go module is tagged v0.316.0 (v3 tags are not Go-module versions). */
+  promtool: 'v0.316.0',
 } as const;
 
 export const binDir = path.join(toolsDir, 'bin');
@@ -23,6 +26,8 @@ export const binaries = {
   /** Offline snapshot restore (the restore tests, and operators' drills). */
   etcdutl: path.join(binDir, 'etcdutl'),
   minio: path.join(binDir, 'minio'),
+  /** `promtool check rules` / `test rules` for deploy/prometheus and deploy/grafana (npm test). */
+  promtool: path.join(binDir, 'promtool'),
 } as const;
 
 export type Progress = (message: string) => void;
@@ -31,7 +36,7 @@ function stampPath(name: string): string {
   return path.join(binDir, `.${name}.version`);
 }
 
-function isCurrent(name: 'etcd' | 'minio', files: string[]): boolean {
+function isCurrent(name: keyof typeof PINNED, files: string[]): boolean {
   const stamp = stampPath(name);
   return files.every((f) => existsSync(f)) && existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === PINNED[name];
 }
@@ -75,6 +80,18 @@ export async function ensureMinio(progress: Progress = () => {}): Promise<void> 
   progress(`MinIO built in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
+/** promtool: no replace or exclude directives in Prometheus' go.mod, so plain `go install` builds it. */
+export async function ensurePromtool(progress: Progress = () => {}): Promise<string> {
+  if (isCurrent('promtool', [binaries.promtool])) return binaries.promtool;
+  mkdirSync(binDir, { recursive: true });
+  const started = Date.now();
+  progress(`building promtool (Prometheus ${PINNED.promtool}) with go install (first time only: 5 min on a quiet machine, 38 on a busy 2-core one)…`);
+  await goBuild(['install', '-trimpath', `github.com/prometheus/prometheus/cmd/promtool@${PINNED.promtool}`], projectRoot, 'promtool');
+  writeFileSync(stampPath('promtool'), PINNED.promtool);
+  progress(`promtool built in ${Math.round((Date.now() - started) / 1000)} s`);
+  return binaries.promtool;
+}
+
 export async function findRedisServer(): Promise<string | undefined> {
   for (const candidate of ['/usr/bin/redis-server', '/usr/local/bin/redis-server']) if (existsSync(candidate)) return candidate;
   try {
@@ -108,6 +125,7 @@ export async function ensureAll(progress: Progress = () => {}): Promise<{ redis:
   // Sequential: two Go builds at once on 2 cores are no faster and use twice the memory.
   await ensureEtcd(progress);
   await ensureMinio(progress);
+  await ensurePromtool(progress);
   const redis = await ensureRedis(progress);
   return { redis };
 }

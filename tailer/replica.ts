@@ -290,6 +290,7 @@ export class TailerReplica {
         : `restore: ${seen.why}; revisions ${after + 1n}..${oldEnd} (captured up to ${checkpoint}; cluster id ${seen.previousClusterId}) were rolled back; capture follows the restored cluster (cluster id ${seen.clusterId}, head ${seen.head}) from revision ${resume + 1n}`;
     log.error({ why: seen.why, divergedAfter: after.toString(), checkpoint: checkpoint.toString(), head: seen.head.toString(), clusterId: seen.clusterId, previousClusterId: seen.previousClusterId }, 'etcd was restored: recording the discontinuity and following the restored cluster');
     metrics?.gaps.inc(this.#labels);
+    metrics?.restores.inc(this.#labels);
     if (shared === undefined) {
       log.error({ why: seen.why, checkpoint: checkpoint.toString(), generation }, 'etcd shares nothing with the captured history: a new history, the captured one ended (nothing rolled back)');
       health?.raise(alarm('LOCKAUDIT_ALARM_TAILER_NEW_HISTORY', { cluster }, { why: seen.why, to: oldEnd, generation }));

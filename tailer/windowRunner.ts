@@ -204,7 +204,19 @@ export class WindowRunner {
   async #emit(p: PendingRevision, time: TimeEstimate | undefined): Promise<void> {
     const batch = finishRevision(p.decoded, time);
     const events = batch.events.length;
-    if (batch.quarantine.length > 0) this.#s.metrics?.quarantined.inc({ cluster: this.#s.cluster }, batch.quarantine.length);
-    await this.#s.sink.add(batch, () => this.#s.onDurable(p.slot, events), this.#stop);
+    const { metrics, cluster } = this.#s;
+    if (batch.quarantine.length > 0) metrics?.quarantined.inc({ cluster }, batch.quarantine.length);
+    // Writes around the lock API, counted once durable (an alert rule watches them).
+    const foreign = batch.events.filter((e) => e.event_type === 'grant' && e.origin === 'foreign').length;
+    const deleted = batch.events.filter((e) => e.event_type === 'deleted').length;
+    await this.#s.sink.add(
+      batch,
+      () => {
+        this.#s.onDurable(p.slot, events);
+        if (foreign > 0) metrics?.bypass.inc({ cluster, kind: 'foreign-grant' }, foreign);
+        if (deleted > 0) metrics?.bypass.inc({ cluster, kind: 'deleted' }, deleted);
+      },
+      this.#stop,
+    );
   }
 }

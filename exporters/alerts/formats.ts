@@ -1,6 +1,7 @@
-// Renderers for SIEMs: an OCSF-shaped JSON object (class API Activity-like
-// "lock audit" events; unmapped lock fields under `unmapped`) and CEF, where
-// the lock fields map onto simple extension keys. One line per event.
+// Renderers for SIEMs: OCSF 1.8 JSON (a class per kind, argued at KINDS; the
+// lock fields under `unmapped`; validated by test/unit/ocsf.test.ts against
+// what the published schema requires) and CEF, where the lock fields map onto
+// simple extension keys. One line per event.
 import type { AlertEvent } from './alertEvent.js';
 
 const SEVERITY: Record<string, { id: number; name: string }> = {
@@ -35,27 +36,180 @@ const MESSAGE: Record<string, (e: AlertEvent) => string> = {
   gap: (e) => `audit history revisions ${String(e.detail.fromRevision)}..${String(e.detail.toRevision)} were lost: ${String(e.detail.reason)}`,
 };
 
-/** OCSF 1.x-shaped event (category Application Activity, a lockaudit class); the event id is metadata.uid. */
-export function toOcsf(e: AlertEvent): Record<string, unknown> {
+/** The OCSF schema version the events follow: test/unit/fixtures/ocsf-required-<version>.json holds what it requires. */
+export const OCSF_VERSION = '1.8.0';
+
+type OcsfClass = 'api_activity' | 'datastore_activity' | 'entity_management' | 'event_log_activity' | 'compliance_finding';
+
+const CLASSES: Record<OcsfClass, { uid: number; name: string; categoryUid: number; categoryName: string }> = {
+  api_activity: { uid: 6003, name: 'API Activity', categoryUid: 6, categoryName: 'Application Activity' },
+  datastore_activity: { uid: 6005, name: 'Datastore Activity', categoryUid: 6, categoryName: 'Application Activity' },
+  entity_management: { uid: 3004, name: 'Entity Management', categoryUid: 3, categoryName: 'Identity & Access Management' },
+  event_log_activity: { uid: 1008, name: 'Event Log Activity', categoryUid: 1, categoryName: 'System Activity' },
+  compliance_finding: { uid: 2003, name: 'Compliance Finding', categoryUid: 2, categoryName: 'Findings' },
+};
+
+/**
+ * The OCSF class and activity of each alert kind. The rule: who made the change.
+ * - A caller of the lock API acting on its own hold (grant, unprotected grant,
+ *   release, session close) → API Activity: the holder is the actor, the call
+ *   an API operation (`api.operation` names the route).
+ * - An operator acting on something the platform manages (force-release and
+ *   the holds an epoch advance removes — both two-person operations on a hold;
+ *   the epoch itself; a lock class) → Entity Management: the hold, epoch or
+ *   class is the managed `entity`. The operators' names are in the force record
+ *   and epoch advance (archived, hash-chained), not in this event, so the class
+ *   that does not require an actor is the honest one.
+ * - A change etcd made itself or someone made in etcd around the API (lease
+ *   expiry, a hold deleted by hand, a grant with no proof of origin) → Datastore
+ *   Activity on the etcd cluster (`database`): no API call happened.
+ * - History lost to compaction or a restore → Event Log Activity, Delete: our
+ *   audit log lost revisions.
+ * - An advisory class's waiver expired or expiring → Compliance Finding: a
+ *   control (the risk waiver) is in Warning or Fail, found by the nightly register.
+ */
+const KINDS: Record<string, { cls: OcsfClass; activityId: number; activity: string; operation?: string }> = {
+  grant: { cls: 'api_activity', activityId: 1, activity: 'Create', operation: 'POST /v1/locks/acquire' },
+  'unprotected-grant': { cls: 'api_activity', activityId: 1, activity: 'Create', operation: 'POST /v1/locks/acquire' },
+  release: { cls: 'api_activity', activityId: 4, activity: 'Delete', operation: 'POST /v1/locks/release' },
+  'session-close': { cls: 'api_activity', activityId: 4, activity: 'Delete', operation: 'DELETE /v1/sessions/:id' },
+  'force-release': { cls: 'entity_management', activityId: 4, activity: 'Delete' },
+  'epoch-release': { cls: 'entity_management', activityId: 4, activity: 'Delete' },
+  'epoch-advance': { cls: 'entity_management', activityId: 3, activity: 'Update' },
+  'class-change': { cls: 'entity_management', activityId: 3, activity: 'Update' },
+  expiry: { cls: 'datastore_activity', activityId: 7, activity: 'Delete' },
+  deleted: { cls: 'datastore_activity', activityId: 7, activity: 'Delete' },
+  'foreign-grant': { cls: 'datastore_activity', activityId: 6, activity: 'Create' },
+  gap: { cls: 'event_log_activity', activityId: 2, activity: 'Delete' },
+  'waiver-expired': { cls: 'compliance_finding', activityId: 1, activity: 'Create' },
+  'waiver-expiring': { cls: 'compliance_finding', activityId: 1, activity: 'Create' },
+};
+/** Every kind an alert can carry (the config's rule kinds): the OCSF test renders each. */
+export const OCSF_KINDS: readonly string[] = Object.keys(KINDS);
+
+const FALLBACK: { cls: OcsfClass; activityId: number; activity: string; operation?: string } = { cls: 'entity_management', activityId: 99, activity: 'Other' };
+
+const DATABASE_OTHER = 99; // database.type_id: etcd is a key-value store, which OCSF does not list
+
+type Json = Record<string, unknown>;
+const compact = (o: Json): Json => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== ''));
+
+/** OCSF 1.8 event: the class per kind (KINDS), the lock fields under `unmapped`; the event id is metadata.uid. */
+export function toOcsf(e: AlertEvent): Json {
   const sev = severity(e.kind);
-  return {
-    metadata: { version: '1.3.0', uid: e.id, product: { name: 'lockaudit', vendor_name: 'lockaudit' }, labels: [e.kind] },
-    category_uid: 6,
-    category_name: 'Application Activity',
-    class_uid: 6003,
-    class_name: 'API Activity',
-    activity_id: 99,
-    activity_name: e.kind,
-    type_uid: 600399,
+  const k = KINDS[e.kind] ?? FALLBACK;
+  const cls = CLASSES[k.cls];
+  const message = (MESSAGE[e.kind] ?? ((x: AlertEvent) => `${x.kind} on ${x.key}`))(e);
+  const holder = e.holder ? compact({ name: e.holder, uid: e.holder }) : undefined;
+  // The lock: a resource owned by its holder (the class, for waiver findings).
+  const lockResource = e.key ? compact({ uid: e.key, name: e.key, type: 'lock', namespace: e.namespace, owner: holder, group: e.class ? { name: e.class } : undefined }) : undefined;
+  const classResource = !e.key && e.class ? compact({ uid: `class:${e.class}`, name: e.class, type: 'lock class', namespace: e.namespace }) : undefined;
+  const resource = lockResource ?? classResource;
+  const failed = e.kind === 'gap';
+  const base: Json = {
+    metadata: compact({
+      version: OCSF_VERSION,
+      uid: e.id,
+      product: { name: 'lockaudit', vendor_name: 'lockaudit' },
+      labels: [e.kind],
+      log_name: e.kind === 'gap' ? 'gaps' : e.kind.startsWith('waiver-') ? 'risk register' : 'events',
+    }),
+    category_uid: cls.categoryUid,
+    category_name: cls.categoryName,
+    class_uid: cls.uid,
+    class_name: cls.name,
+    activity_id: k.activityId,
+    activity_name: k.activity,
+    type_uid: cls.uid * 100 + k.activityId,
+    type_name: `${cls.name}: ${k.activity}`,
     severity_id: sev.id,
     severity: sev.name,
     time: e.timeMs,
-    message: (MESSAGE[e.kind] ?? ((x: AlertEvent) => `${x.kind} on ${x.key}`))(e),
-    actor: e.holder ? { user: { name: e.holder, uid: e.holder } } : undefined,
-    resources: e.key ? [{ name: e.key, type: 'lock', namespace: e.namespace || undefined }] : [],
-    cloud: { provider: 'etcd', region: e.cluster },
-    unmapped: { cluster: e.cluster, revision: e.revision, class: e.class, session: e.session, token: e.token, epoch: e.epoch, grant_revision: e.grantRevision, time_estimated: e.timeEstimated, ...e.detail },
+    message,
+    // The change was committed (a gap: the revisions were not captured).
+    status_id: failed ? 2 : 1,
+    status: failed ? 'Failure' : 'Success',
+    status_detail: statusDetail(e),
+    unmapped: compact({ kind: e.kind, cluster: e.cluster, revision: e.revision, key: e.key, class: e.class, holder: e.holder, session: e.session, token: e.token, epoch: e.epoch, grant_revision: e.grantRevision, time_estimated: e.timeEstimated, ...e.detail }),
   };
+  const { attributes, keyAt, holderAt } = classAttributes(k.cls, k.operation, e, holder, resource);
+  // Observables: the lock (or class) as a Resource UID, the holder as a User Name, each named by where the event carries it.
+  const resourceUid = e.key || (classResource ? String(classResource.uid) : '');
+  const observables = [
+    ...(resourceUid ? [{ name: keyAt, type_id: 10, type: 'Resource UID', value: resourceUid }] : []),
+    ...(e.holder ? [{ name: holderAt, type_id: 4, type: 'User Name', value: e.holder }] : []),
+  ];
+  return compact({ ...base, observables: observables.length > 0 ? observables : undefined, ...attributes });
+}
+
+function statusDetail(e: AlertEvent): string | undefined {
+  if (e.kind === 'unprotected-grant') return 'granted without quorum: token 0, not fenced (unprotected)';
+  if (e.kind === 'foreign-grant') return 'no proof of origin: written around the lock API';
+  if (e.kind === 'deleted') return 'deleted with no marker while its lease lived';
+  if (e.kind === 'gap') return `revisions not captured: ${String(e.detail.reason ?? '')}`;
+  return undefined;
+}
+
+/** The attributes the class requires (and recommends, where the event has them). */
+function classAttributes(cls: OcsfClass, operation: string | undefined, e: AlertEvent, holder: Json | undefined, resource: Json | undefined): { attributes: Json; keyAt: string; holderAt: string } {
+  const inResources = { keyAt: 'resources.uid', holderAt: 'resources.owner.name' };
+  const etcd = compact({ name: 'etcd', uid: e.cluster, type_id: DATABASE_OTHER, type: 'etcd key-value store' });
+  switch (cls) {
+    case 'api_activity':
+      return { ...inResources, attributes: {
+        // The holder called the API for its own hold. The log has no client
+        // address: the source endpoint is the caller's session (an etcd lease).
+        actor: compact({ user: holder ?? { name: 'unknown' }, app_name: 'lockaudit lock API' }),
+        api: compact({ operation: operation ?? e.kind, service: { name: 'lockaudit lock API' } }),
+        src_endpoint: compact({ uid: e.session ? `lease:${e.session}` : `cluster:${e.cluster}`, name: e.holder }),
+        resources: resource ? [resource] : undefined,
+      } };
+    case 'datastore_activity':
+      // The class has no resources: the lock and its holder stay under unmapped.
+      return { keyAt: 'unmapped.key', holderAt: 'unmapped.holder', attributes: {
+        // Nobody called the API: etcd's lessor (expiry) or a client of etcd
+        // itself (hand delete, foreign grant). etcd records no client address:
+        // the source is the cluster the change was committed on.
+        actor: { app_name: e.kind === 'expiry' ? 'etcd (lease expiry)' : 'etcd client outside the lock API' },
+        src_endpoint: { svc_name: 'etcd', uid: `cluster:${e.cluster}` },
+        database: etcd,
+        type_id: 1,
+        type: 'Database',
+      } };
+    case 'entity_management':
+      return { keyAt: e.kind === 'class-change' ? 'entity.uid' : 'entity.name', holderAt: 'entity.user.name', attributes: { entity: managedEntity(e, holder) } };
+    case 'event_log_activity':
+      return { ...inResources, attributes: {
+        log_name: 'lockaudit events',
+        log_provider: 'lockaudit tailer',
+        log_type: 'audit',
+        log_type_id: 2,
+        src_endpoint: { svc_name: 'etcd', uid: `cluster:${e.cluster}` },
+      } };
+    case 'compliance_finding':
+      return { ...inResources, attributes: {
+        finding_info: { uid: e.id, title: (MESSAGE[e.kind] ?? (() => e.kind))(e), types: ['advisory lock class risk waiver'] },
+        compliance: compact({
+          control: 'advisory lock class: risk owner and unexpired waiver',
+          standards: ['lockaudit advisory risk register'],
+          status_id: e.kind === 'waiver-expired' ? 3 : 2,
+          status: e.kind === 'waiver-expired' ? 'Fail' : 'Warning',
+          status_detail: `waiver ${String(e.detail.waiverExpires ?? 'none')}; risk owner ${String(e.detail.riskOwner ?? 'none')}`,
+        }),
+        resources: resource ? [resource] : undefined,
+        // A finding's own status: New (each register run reports it afresh).
+        status_id: 1,
+        status: 'New',
+      } };
+  }
+}
+
+function managedEntity(e: AlertEvent, holder: Json | undefined): Json {
+  // uid: the class's etcd key (/sys/class/<name>), as the observable names it.
+  if (e.kind === 'class-change') return compact({ uid: e.key || `class:${e.class}`, name: e.class, type: 'lock class', data: (e.detail.definition as Json | null | undefined) ?? undefined });
+  if (e.kind === 'epoch-advance') return { uid: `epoch:${e.cluster}`, name: '/sys/epoch', type: 'epoch', version: String(e.epoch) };
+  // A hold: its lock name, the grant's token as its uid, its holder.
+  return compact({ uid: `${e.key}@${e.token}`, name: e.key || e.kind, type: 'lock hold', user: holder });
 }
 
 const cefHeader = (v: string): string => v.replace(/\\/g, '\\\\').replace(/\|/g, '\\|').replace(/[\r\n]+/g, ' ');

@@ -238,7 +238,7 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
     assert.match(await registry.metrics(), new RegExp(`lockaudit_alert_dead_letters_total\\{sink="${sink.name}",cluster="${cluster}"\\} ${expected.length}`));
   });
 
-  const kindOf = (a: Received): string => (JSON.parse(a.line) as { activity_name: string }).activity_name;
+  const kindOf = (a: Received): string => (JSON.parse(a.line) as { unmapped: { kind: string } }).unmapped.kind;
 
   it('deleted holds and foreign grants are rule kinds: a security sink streams exactly the writes that bypassed the lock API', async () => {
     const cluster = uniqueId('cf');

@@ -13,6 +13,8 @@ import type { Etcd3 } from 'etcd3';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { HealthState } from '../../platform/health.js';
+import { createMetricsRegistry } from '../../core/metrics.js';
+import { tailerMetrics, type TailerMetrics } from '../../tailer/tailerMetrics.js';
 import { holdKey } from '../../core/keyspace.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
@@ -34,6 +36,7 @@ interface Rig {
   la: LockApp;
   tailer: TailerReplica;
   health: HealthState;
+  metrics: TailerMetrics;
   op1: string;
   op2: string;
   user: string;
@@ -58,7 +61,8 @@ async function rig(clientPort: number, peerPort: number): Promise<Rig> {
   const user = await la.token(`spiffe://test/${ns}/w`, ['client']);
   assert.equal((await la.call('PUT', `/v1/classes/${className}`, admin, fencedClass(className, ns))).status, 200);
   const health = new HealthState();
-  const tailer = new TailerReplica({ cluster, store: db.store, log: log.child({ cluster: label }), health }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, clockIntervalMs: 300, restoreCheckIntervalMs: 300 });
+  const metrics = tailerMetrics(createMetricsRegistry());
+  const tailer = new TailerReplica({ cluster, store: db.store, log: log.child({ cluster: label }), health, metrics }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, clockIntervalMs: 300, restoreCheckIntervalMs: 300 });
   tailer.start();
   return {
     label,
@@ -67,6 +71,7 @@ async function rig(clientPort: number, peerPort: number): Promise<Rig> {
     la,
     tailer,
     health,
+    metrics,
     op1,
     op2,
     user,
@@ -198,6 +203,8 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       assert.equal(gap.previous_cluster_id, clusterId);
       assert.match(gap.reason, /^restore: /);
       assert.ok(r.health.alarms().some((a) => a.name === `tailer-restore:${r.label}`), 'restore alarm raised');
+      // What LockauditEtcdRestored watches (deploy/prometheus).
+      assert.equal((await r.metrics.restores.get()).values.find((v) => v.labels.cluster === r.label)?.value, 1, 'lockaudit_tailer_restores_total');
       const [marked] = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND rolled_back_by = 1 AND superseded_by = 1', { c: r.label });
       assert.ok(Number(marked?.n) >= 80, `the 40 rolled-back grants and releases stay in events, marked rolled back (${marked?.n})`);
       const rolledBackGrants = "SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision > {r:UInt64} AND grant_revision <= {cp:UInt64} AND end_kind = 'release' AND ";

@@ -10,6 +10,8 @@ import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
+import { createMetricsRegistry } from '../../core/metrics.js';
+import { tailerMetrics } from '../../tailer/tailerMetrics.js';
 import { originSecret } from '../../core/originSecret.js';
 import { HealthState } from '../../platform/health.js';
 import { grantHistory } from '../../reports/grantHistory/index.js';
@@ -31,13 +33,17 @@ describe('tailer: proof of origin and deletes by hand', { timeout: 120_000 }, ()
   let replica: TailerReplica | undefined;
   const health = new HealthState();
   const label = uniqueId('c');
+  const registry = createMetricsRegistry();
+  const metrics = tailerMetrics(registry);
+  /** lockaudit_tailer_bypass_events_total of this cluster and kind (what LockauditForeignGrant / LockauditHandDelete watch). */
+  const bypass = async (kind: string): Promise<number> => (await metrics.bypass.get()).values.find((v) => v.labels.cluster === label && v.labels.kind === kind)?.value ?? 0;
 
   before(async () => {
     ({ store, close: closeStore } = await tempStore());
     client = createEtcdClient({ name: 'test', endpoints });
     la = await lockApp(config, store);
     await checkpointAtHead(store, client, label);
-    replica = new TailerReplica({ cluster: { name: label, endpoints }, store, log, health }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, originSecret: originSecret(config) });
+    replica = new TailerReplica({ cluster: { name: label, endpoints }, store, log, health, metrics }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, originSecret: originSecret(config) });
     replica.start();
   });
   after(async () => {
@@ -102,6 +108,9 @@ describe('tailer: proof of origin and deletes by hand', { timeout: 120_000 }, ()
     const alarm = health.alarms().find((a) => a.name === `foreign-write:${label}`);
     assert.ok(alarm, 'foreign-write alarm raised');
     assert.match(alarm.message, new RegExp(`/l/${ns}/rogue`));
+    // Counted once durable: one foreign grant, one hand delete (the expiries are neither).
+    assert.equal(await bypass('foreign-grant'), 1);
+    assert.equal(await bypass('deleted'), 1);
     await client.delete().key(`/l/${ns}/rogue`).exec();
   });
 

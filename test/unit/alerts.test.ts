@@ -59,13 +59,16 @@ describe('alert kinds beyond the log: foreign grants, hand deletions, waivers', 
 });
 
 describe('alert formats', () => {
-  it('OCSF: the event id is metadata.uid, the token stays a decimal string, the lock is a resource', () => {
-    const o = toOcsf(event());
+  it('OCSF: the event id is metadata.uid, the token stays a decimal string, a released lock is an API Activity resource owned by its holder', () => {
+    const o = toOcsf(event({ kind: 'release' }));
     assert.equal((o.metadata as { uid: string }).uid, 'c1:1734:/l/payments/acct-7');
     assert.equal(o.class_uid, 6003);
+    assert.equal(o.type_uid, 600304);
     assert.equal((o.unmapped as { token: string }).token, '11258999068428022');
-    assert.deepEqual(o.resources, [{ name: 'payments/acct-7', type: 'lock', namespace: 'payments' }]);
-    assert.match(String(o.message), /expired/);
+    assert.deepEqual(o.resources, [{ uid: 'payments/acct-7', name: 'payments/acct-7', type: 'lock', namespace: 'payments', owner: { name: 'spiffe://corp/w|1=x', uid: 'spiffe://corp/w|1=x' }, group: { name: 'ledger' } }]);
+    const expiry = toOcsf(event());
+    assert.equal(expiry.class_uid, 6005, 'an expiry is what etcd did: Datastore Activity');
+    assert.match(String(expiry.message), /expired/);
   });
   it('CEF: header pipes and extension = are escaped; the lock fields map to labelled keys', () => {
     const line = toCef(event());
