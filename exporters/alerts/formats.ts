@@ -2,6 +2,7 @@
 // lock fields under `unmapped`; validated by test/unit/ocsf.test.ts against
 // what the published schema requires) and CEF, where the lock fields map onto
 // simple extension keys. One line per event.
+import { PREFIX } from '../../core/keyspace.js';
 import type { AlertEvent } from './alertEvent.js';
 
 const SEVERITY: Record<string, { id: number; name: string }> = {
@@ -207,7 +208,7 @@ function classAttributes(cls: OcsfClass, operation: string | undefined, e: Alert
 function managedEntity(e: AlertEvent, holder: Json | undefined): Json {
   // uid: the class's etcd key (/sys/class/<name>), as the observable names it.
   if (e.kind === 'class-change') return compact({ uid: e.key || `class:${e.class}`, name: e.class, type: 'lock class', data: (e.detail.definition as Json | null | undefined) ?? undefined });
-  if (e.kind === 'epoch-advance') return { uid: `epoch:${e.cluster}`, name: '/sys/epoch', type: 'epoch', version: String(e.epoch) };
+  if (e.kind === 'epoch-advance') return { uid: `epoch:${e.cluster}`, name: PREFIX.epoch, type: 'epoch', version: String(e.epoch) };
   // A hold: its lock name, the grant's token as its uid, its holder.
   return compact({ uid: `${e.key}@${e.token}`, name: e.key || e.kind, type: 'lock hold', user: holder });
 }

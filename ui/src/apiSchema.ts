@@ -2505,7 +2505,9 @@ export interface operations {
                      *               "waitMs": 0,
                      *               "durationMs": 5000,
                      *               "unprotected": false,
-                     *               "origin": "api"
+                     *               "origin": "api",
+                     *               "timeline": 0,
+                     *               "rolledBack": false
                      *             }
                      *           ],
                      *           "reconciliation": null
