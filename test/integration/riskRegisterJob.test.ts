@@ -121,8 +121,9 @@ describe('nightly risk register job', () => {
       req.on('data', (c: Buffer) => (body += c.toString('utf8')));
       req.on('end', () => {
         for (const line of body.trimEnd().split('\n')) {
-          const o = JSON.parse(line) as { metadata: { uid: string }; activity_name: string };
-          got.push(`${o.metadata.uid} ${o.activity_name}`);
+          // OCSF: the lockaudit kind is under unmapped (activity_name is OCSF's own, e.g. Create).
+          const o = JSON.parse(line) as { metadata: { uid: string }; unmapped: { kind: string } };
+          got.push(`${o.metadata.uid} ${o.unmapped.kind}`);
         }
         res.writeHead(204).end();
       });

@@ -42,7 +42,7 @@ describe('audit store (embedded chdb)', () => {
     const tmp = tempDir('lockaudit-sql-');
     try {
       for (const f of readdirSync(sqlDir)) copyFileSync(path.join(sqlDir, f), path.join(tmp.dir, f));
-      const next = String(loadMigrations().length + 1).padStart(3, '0');
+      const next = String(Math.max(...loadMigrations().map((m) => m.version)) + 1).padStart(3, '0'); // above the newest: numbers have gaps
       writeFileSync(path.join(tmp.dir, `${next}_extra.sql`), 'CREATE TABLE IF NOT EXISTS {db:Identifier}.extra (a UInt8) ENGINE = MergeTree ORDER BY a;\n');
       const r = await migrate(store, { dir: tmp.dir });
       assert.deepEqual(r.applied.map((m) => m.name), ['extra']);
