@@ -11,13 +11,12 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Etcd3 } from 'etcd3';
 import { AuditStore } from '../../core/clickhouse.js';
-import { holdKey } from '../../core/keyspace.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { capturedRows, etcdHistory, headRevision } from '../support/capture.js';
 import { startTailerChild } from '../support/children.js';
 import { tempDir, uniqueId } from '../support/env.js';
+import { handHistory } from '../support/handHistory.js';
 import { startPrivateEtcd, type PrivateEtcd } from '../support/privateEtcd.js';
-import { ETCD_DEFAULT_MAX_TXN_OPS } from '../support/workload.js';
 
 const REVISIONS = Number(process.env.TEST_KILLED_CATCH_UP_REVISIONS ?? 24_000);
 const ORIGIN_SECRET = 'killed-catch-up-origin-secret-0123456789';
@@ -43,37 +42,6 @@ after(async () => {
     tmp.remove();
   }
 });
-
-/** A hold as a hand writer puts it: the right shape, no lease, no proof of origin. */
-function handHold(i: number): string {
-  return JSON.stringify({ holder: `spiffe://hand/${i}`, session: '0', class: 'payments', epoch: 0, waitMs: 0, at: Date.now() });
-}
-
-/**
- * At least `revisions` revisions of holds put and deleted by hand, 64 writers at once: mostly one put and one
- * delete (two revisions), every 40th time 128 puts in one txn and their 128 deletes in another (etcd's default
- * txn limit: one revision carrying 128 timeless deletes). No clock write.
- */
-async function handHistory(ns: string, revisions: number): Promise<void> {
-  let unit = 0;
-  const worker = async (): Promise<void> => {
-    for (;;) {
-      const k = unit;
-      if (2 * k >= revisions) return;
-      unit += 1;
-      if (k % 40 === 39) {
-        const keys = Array.from({ length: ETCD_DEFAULT_MAX_TXN_OPS }, (_, j) => holdKey(`${ns}/m${k}/${j}`));
-        await client.if(keys[0] as string, 'Create', '==', 0).then(...keys.map((key, j) => client.put(key).value(handHold(k * 1_000 + j)))).commit();
-        await client.if(keys[0] as string, 'Create', '>', 0).then(...keys.map((key) => client.delete().key(key))).commit();
-      } else {
-        const key = holdKey(`${ns}/s${k}`);
-        await client.put(key).value(handHold(k)).exec();
-        await client.delete().key(key).exec();
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: 64 }, worker));
-}
 
 async function withStore<T>(fn: (store: AuditStore) => Promise<T>): Promise<T> {
   const store = new AuditStore({ mode: 'embedded', path: chdbPath, database: 'lockaudit' });
@@ -116,7 +84,7 @@ describe('a catch-up killed mid-way (child processes, private etcd with default 
       const ns = uniqueId('hand');
       const from = (await headRevision(client)) + 1n;
       const t0 = Date.now();
-      await handHistory(ns, REVISIONS);
+      await handHistory(client, ns, REVISIONS);
       const historyEnd = await headRevision(client);
       t.diagnostic(`history ${from}..${historyEnd} (${historyEnd - from + 1n} revisions) written in ${Date.now() - t0} ms`);
       const failures: string[] = [];
