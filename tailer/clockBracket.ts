@@ -128,23 +128,24 @@ export class ClockBracket<T> {
 
   /**
    * Closes every waiting revision with what is known now: `next`, the first clock write after the newest
-   * waiting revision if etcd holds one yet, else each revision's read time as its upper bound.
+   * waiting revision if etcd holds one yet, else each revision's read time as its upper bound. Unlike
+   * `resolveWith`, later revisions still wait for the stream's own known times (a nearer bound).
    */
   settle(next?: ClockPoint): Resolved<T>[] {
     const newest = this.newestPending;
     if (newest === undefined) return [];
-    if (next && next.revision > newest) return this.resolveWith(next);
-    return this.#resolveBefore(undefined);
+    return this.#resolveBefore(undefined, next && next.revision > newest ? next.at : undefined);
   }
 
-  /** Resolves every waiting revision before `next` (all of them when undefined: bounded by their read times alone). */
-  #resolveBefore(next: ClockPoint | undefined): Resolved<T>[] {
+  /** Resolves every waiting revision before `next` (all of them when undefined, bounded by `capMs` if given and by their read times). */
+  #resolveBefore(next: ClockPoint | undefined, capMs?: number): Resolved<T>[] {
     const out: Resolved<T>[] = [];
     const lowerMs = this.#prev?.at;
+    const bound = next?.at ?? capMs ?? Number.POSITIVE_INFINITY;
     while (this.#pending.length > 0 && (next === undefined || (this.#pending[0] as Pending<T>).revision < next.revision)) {
       const p = this.#pending.shift() as Pending<T>;
       this.#pendingRows -= p.rows;
-      out.push({ item: p.item, time: { lowerMs, upperMs: next === undefined ? p.readAt : Math.min(next.at, p.readAt) } });
+      out.push({ item: p.item, time: { lowerMs, upperMs: Math.min(bound, p.readAt) } });
     }
     // What is still waiting holds only itself (rows delivered after it are counted as they come).
     this.#heldRows = this.#pendingRows;

@@ -39,10 +39,10 @@ export interface PipelineOptions {
   /**
    * Rows a time bracket may hold behind its oldest waiting revision (its own and every row delivered after it)
    * before it closes with what is known (clockBracket.ts): what a kill may cost the checkpoint beyond the
-   * batch in flight. Default: the sink's batch size (sink.maxRows, else the config schema's tailer.batchMaxRows).
+   * batch in flight. Default 1 000.
    */
   bracketMaxHeldRows?: number;
-  /** Longest a time bracket waits for a later known time, from the read of its oldest revision. Default 3 000 ms. */
+  /** Longest a time bracket waits for a later known time, from the read of its oldest revision (live, a clock tick comes every second). Default 1 000 ms. */
   bracketMaxWaitMs?: number;
   /** Lag (revisions) at which the lag alarm is raised: half of etcd's compaction window. */
   lagAlarmRevisions?: number;
@@ -232,8 +232,8 @@ export class TailerPipeline {
       metrics,
       highWaterEvents: this.#opts.highWaterEvents ?? Math.max(2_000, Math.floor(40_000 / windows)),
       bracketLimits: {
-        maxHeldRows: this.#opts.bracketMaxHeldRows ?? this.#opts.sink?.maxRows ?? configDefaults.tailer.batchMaxRows,
-        maxWaitMs: this.#opts.bracketMaxWaitMs ?? 3_000,
+        maxHeldRows: this.#opts.bracketMaxHeldRows ?? 1_000,
+        maxWaitMs: this.#opts.bracketMaxWaitMs ?? 1_000,
       },
       onHead: (rev) => {
         if (rev > state.head) state.head = rev;

@@ -83,6 +83,8 @@ export class WindowRunner {
   readonly #spec: WindowSpec;
   readonly #stop: AbortSignal;
   readonly #ctx: DecodeContext;
+  // The last clock write a lookup found: still the first one after any later revision below it (no clock lies between).
+  #lookedUp: ClockPoint | undefined;
 
   constructor(shared: WindowShared, index: number, spec: WindowSpec, stop: AbortSignal) {
     this.#s = shared;
@@ -181,7 +183,8 @@ export class WindowRunner {
   async #settle(client: Etcd3, bracket: ClockBracket<PendingRevision>): Promise<void> {
     const newest = bracket.newestPending;
     if (newest === undefined) return;
-    const next = await clockAfterNow(client, newest);
+    if (!this.#lookedUp || this.#lookedUp.revision <= newest) this.#lookedUp = (await clockAfterNow(client, newest)) ?? this.#lookedUp;
+    const next = this.#lookedUp && this.#lookedUp.revision > newest ? this.#lookedUp : undefined;
     const resolved = bracket.settle(next);
     const first = resolved[0];
     const widthMs = first?.time.lowerMs === undefined ? undefined : first.time.upperMs - first.time.lowerMs;

@@ -102,6 +102,14 @@ describe('clock bracket', () => {
     ]);
   });
 
+  it('after settle, later revisions still wait for the stream: a far clock found by a lookup does not close them early', () => {
+    const b = new ClockBracket<string>({ revision: 10n, at: 1_000 });
+    b.place(11n, 'a', 1, 9_000);
+    assert.deepEqual(b.settle({ revision: 1_000n, at: 60_000 }), [{ item: 'a', time: { lowerMs: 1_000, upperMs: 9_000 } }]);
+    assert.equal(b.place(12n, 'b', 1, 9_000), undefined, 'waits for a nearer known time');
+    assert.deepEqual(b.known(13n, 1_200), [{ item: 'b', time: { lowerMs: 1_000, upperMs: 1_200 } }]);
+  });
+
   it('a bracket closed by the read time keeps an honest error bound: it contains the commit, and it is as wide as the wait', () => {
     // Committed at 1 500, between a clock at 1 000 and a read at 61 000 (a catch-up a minute later).
     const b = new ClockBracket<string>({ revision: 10n, at: 1_000 });
