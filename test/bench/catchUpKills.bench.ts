@@ -3,8 +3,8 @@
 // /sys/clock write (test/support/handHistory.ts). For 1 window and for
 // BENCH_KILLS_WINDOWS windows: one uninterrupted catch-up in a child tailer
 // (the same-run baseline: its time and events written), then the same
-// catch-up killed -9 five times — each run killed once it made a tenth of the
-// history's events durable — and finished: the stored checkpoint after each
+// catch-up killed -9 five times — each run killed at a random point of the
+// second after it made a tenth of the history's events durable — and finished: the stored checkpoint after each
 // kill, the events each run wrote above it (replayed by the next), and the
 // totals beside the uninterrupted run. Both end exact. Ratios, not pass/fail.
 // Scale: BENCH_KILLS_REVISIONS (default 40 000), BENCH_KILLS_WINDOWS (default 8).
@@ -57,7 +57,9 @@ async function run(chdbPath: string, label: string, from: bigint, to: bigint, wi
       await child.waitFor((c) => c.checkpoint >= to, 1_800_000);
       await child.term();
     } else {
+      // Then at a random point of the next second: not always right after a flush, before the checkpoint's timer.
       await child.waitFor((c) => c.durable >= killAt || c.checkpoint >= to, 1_800_000);
+      await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 1_000)));
       await child.kill9();
     }
   } finally {
