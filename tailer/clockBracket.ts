@@ -1,13 +1,25 @@
-// Commit time for events that carry none (expiries, class changes…): etcd
-// revisions have no timestamp, so the time of revision R is bracketed between
-// the nearest revisions before and after R whose time is known: /sys/clock
-// writes, and any revision carrying a wall time our API wrote (a grant's `at`,
-// a mark's `at`, a force record's approval). Revisions wait here until a later
-// known time arrives — from the stream, or from a clock lookup when too many
-// wait too long. Without the stream's known times, history written while no
-// tailer led (no clock writes for a long stretch) held every expiry, and with
-// it the checkpoint, until the next leader's first clock write.
-// Pure state machine, no I/O.
+// Commit time for events that carry none (expiries, hand deletes, class
+// changes…): etcd revisions have no timestamp, so the time of revision R is
+// bracketed between the nearest revisions before and after R whose time is
+// known: /sys/clock writes, and any revision carrying a wall time our API
+// wrote (a grant's `at`, a mark's `at`, a force record's approval).
+//
+// Invariant: a revision waits here only as long as waiting can narrow its
+// bracket and costs the checkpoint at most about one batch. Every waiting
+// revision holds the watermark, and so the checkpoint, at itself: everything
+// delivered after it is durable yet would be replayed after a kill. So the
+// wait is bounded by the rows held behind the oldest waiting revision (its
+// own and all delivered after it) and by time (`overdue`); then the bracket
+// closes with what is known now (`settle`): the upper bound is the first
+// clock write after the revision when etcd already holds one, else the time
+// the tailer read the watch response that delivered the revision — a commit
+// is delivered only after it happened, so that read time (the tailer's own
+// clock, like its clock writes) is an honest upper bound. During a catch-up of
+// old history it is late, so the bracket is wide and its error bound says so;
+// live it is a few milliseconds after the commit. Without this bound, history
+// with no later known time (hand puts and deletes, no clock write) held the
+// checkpoint at the first timeless revision for as long as the next clock
+// took to come, if ever. Pure state machine, no I/O.
 import type { TimeEstimate } from './decoder.js';
 
 export interface ClockPoint {
@@ -20,10 +32,19 @@ export interface Resolved<T> {
   time: TimeEstimate;
 }
 
+/** How long a bracket may wait for a later known time before it closes with what is known. */
+export interface BracketLimits {
+  /** Rows held behind the oldest waiting revision (its own and every row delivered after it), at most. */
+  maxHeldRows: number;
+  /** Longest the oldest waiting revision waits, from the read of the response that delivered it (ms). */
+  maxWaitMs: number;
+}
+
 interface Pending<T> {
   revision: bigint;
   item: T;
   rows: number;
+  readAt: number;
 }
 
 export class ClockBracket<T> {
@@ -31,6 +52,7 @@ export class ClockBracket<T> {
   #next: ClockPoint | undefined;
   #pending: Pending<T>[] = [];
   #pendingRows = 0;
+  #heldRows = 0;
 
   /** `prev`: the last clock write before the first revision this bracket will see, if known. */
   constructor(prev?: ClockPoint) {
@@ -45,17 +67,38 @@ export class ClockBracket<T> {
     return this.#pending.length;
   }
 
+  /** Rows the watermark is held behind while something waits: the waiting rows and every row delivered after the oldest. */
+  get heldRows(): number {
+    return this.#heldRows;
+  }
+
   /** The newest waiting revision: a lookup must find the first clock after it. */
   get newestPending(): bigint | undefined {
     return this.#pending.at(-1)?.revision;
   }
 
-  /** Revisions must come in increasing order. Returns the time now, or undefined when it must wait. */
-  place(revision: bigint, item: T, rows: number): TimeEstimate | undefined {
-    if (this.#next && revision < this.#next.revision) return { lowerMs: this.#prev?.at, upperMs: this.#next.at };
-    this.#pending.push({ revision, item, rows });
+  /**
+   * Revisions must come in increasing order. `readAt`: when the tailer read the watch response that delivered
+   * the revision (an upper bound of its commit). Returns the time now, or undefined when it must wait.
+   */
+  place(revision: bigint, item: T, rows: number, readAt: number): TimeEstimate | undefined {
+    if (this.#next && revision < this.#next.revision) return { lowerMs: this.#prev?.at, upperMs: Math.min(this.#next.at, readAt) };
+    this.#pending.push({ revision, item, rows, readAt });
     this.#pendingRows += rows;
+    this.#heldRows += rows;
     return undefined;
+  }
+
+  /** A revision delivered (and written) while something waits: its rows are held behind the waiting ones. */
+  passed(rows: number): void {
+    if (this.#pending.length > 0) this.#heldRows += rows;
+  }
+
+  /** Waiting longer would hold more than the limits allow: close the bracket now (`settle`). */
+  overdue(limits: BracketLimits, now: number): boolean {
+    const oldest = this.#pending[0];
+    if (!oldest) return false;
+    return this.#heldRows >= limits.maxHeldRows || now - oldest.readAt >= limits.maxWaitMs;
   }
 
   /** A clock write seen in order at `revision`: resolves every waiting revision before it. */
@@ -83,14 +126,29 @@ export class ClockBracket<T> {
     return this.#resolveBefore(next);
   }
 
-  #resolveBefore(next: ClockPoint): Resolved<T>[] {
+  /**
+   * Closes every waiting revision with what is known now: `next`, the first clock write after the newest
+   * waiting revision if etcd holds one yet, else each revision's read time as its upper bound. Unlike
+   * `resolveWith`, later revisions still wait for the stream's own known times (a nearer bound).
+   */
+  settle(next?: ClockPoint): Resolved<T>[] {
+    const newest = this.newestPending;
+    if (newest === undefined) return [];
+    return this.#resolveBefore(undefined, next && next.revision > newest ? next.at : undefined);
+  }
+
+  /** Resolves every waiting revision before `next` (all of them when undefined, bounded by `capMs` if given and by their read times). */
+  #resolveBefore(next: ClockPoint | undefined, capMs?: number): Resolved<T>[] {
     const out: Resolved<T>[] = [];
     const lowerMs = this.#prev?.at;
-    while (this.#pending.length > 0 && (this.#pending[0] as Pending<T>).revision < next.revision) {
+    const bound = next?.at ?? capMs ?? Number.POSITIVE_INFINITY;
+    while (this.#pending.length > 0 && (next === undefined || (this.#pending[0] as Pending<T>).revision < next.revision)) {
       const p = this.#pending.shift() as Pending<T>;
       this.#pendingRows -= p.rows;
-      out.push({ item: p.item, time: { lowerMs, upperMs: next.at } });
+      out.push({ item: p.item, time: { lowerMs, upperMs: Math.min(bound, p.readAt) } });
     }
+    // What is still waiting holds only itself (rows delivered after it are counted as they come).
+    this.#heldRows = this.#pendingRows;
     return out;
   }
 }

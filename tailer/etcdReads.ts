@@ -75,14 +75,19 @@ export async function clockAtOrBefore(client: Etcd3, revision: bigint): Promise<
  * compacted, the current clock is still a valid (looser) upper bound.
  */
 export async function firstClockAfter(client: Etcd3, revision: bigint, signal: AbortSignal): Promise<ClockPoint | undefined> {
-  let current: ClockPoint | undefined;
   for (;;) {
     if (signal.aborted) return undefined;
-    const kv = await clockAt(client);
-    current = kv ? point(kv) : undefined;
-    if (current && current.revision > revision) break;
+    const found = await clockAfterNow(client, revision);
+    if (found) return found;
     await sleep(250, signal);
   }
+}
+
+/** The first clock write after `revision` if etcd already holds one (never waits for one); undefined when none yet. */
+export async function clockAfterNow(client: Etcd3, revision: bigint): Promise<ClockPoint | undefined> {
+  const now = await clockAt(client);
+  const current = now ? point(now) : undefined;
+  if (!current || current.revision <= revision) return undefined;
   let lo = revision + 1n;
   let hi = current.revision;
   try {

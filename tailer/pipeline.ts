@@ -40,8 +40,14 @@ export interface PipelineOptions {
   drainDeadlineMs?: number;
   /** Events waiting per window before its watch pauses. Default 40 000 / windows, at least 2 000. */
   highWaterEvents?: number;
-  /** Rows waiting for a clock bracket before the next clock is looked up instead. Default 20 000. */
-  bracketMaxPendingRows?: number;
+  /**
+   * Rows a time bracket may hold behind its oldest waiting revision (its own and every row delivered after it)
+   * before it closes with what is known (clockBracket.ts): what a kill may cost the checkpoint beyond the
+   * batch in flight. Default 1 000.
+   */
+  bracketMaxHeldRows?: number;
+  /** Longest a time bracket waits for a later known time, from the read of its oldest revision (live, a clock tick comes every second). Default 1 000 ms. */
+  bracketMaxWaitMs?: number;
   /** Lag (revisions) at which the lag alarm is raised: half of etcd's compaction window. */
   lagAlarmRevisions?: number;
   /** Key of the lock API's proof of origin; holds without it are recorded as foreign (and alarmed). */
@@ -237,7 +243,10 @@ export class TailerPipeline {
       alarm: this.#deps.alarm,
       metrics,
       highWaterEvents: this.#opts.highWaterEvents ?? Math.max(2_000, Math.floor(40_000 / windows)),
-      bracketMaxPendingRows: this.#opts.bracketMaxPendingRows ?? 20_000,
+      bracketLimits: {
+        maxHeldRows: this.#opts.bracketMaxHeldRows ?? 1_000,
+        maxWaitMs: this.#opts.bracketMaxWaitMs ?? 1_000,
+      },
       onHead: (rev) => {
         if (rev > state.head) state.head = rev;
       },

@@ -21,7 +21,8 @@ import { PREFIX, prefixEnd } from '../core/keyspace.js';
 export const WATCH_RANGE = { start: PREFIX.hold, end: prefixEnd(PREFIX.sys) } as const;
 
 export type WatchItem =
-  | { kind: 'revision'; changes: RevisionChanges }
+  /** `readAt`: when the response that delivered the revision was read (ms, this process's clock): after its commit. */
+  | { kind: 'revision'; changes: RevisionChanges; readAt: number }
   | { kind: 'progress'; revision: bigint }
   | { kind: 'end' };
 
@@ -227,6 +228,7 @@ export class WatchWindow {
   }
 
   #onResponse(res: IWatchResponse): void {
+    const readAt = Date.now();
     const head = BigInt(res.header.revision);
     this.#opts.onHead?.(head);
     const end = this.#opts.end;
@@ -245,7 +247,7 @@ export class WatchWindow {
     for (const ev of res.events) {
       const revision = BigInt(ev.kv.mod_revision);
       if (end !== undefined && revision >= end) {
-        if (current) this.#push({ kind: 'revision', changes: current }, count);
+        if (current) this.#push({ kind: 'revision', changes: current, readAt }, count);
         current = undefined;
         this.#finish();
         this.#notify();
@@ -253,7 +255,7 @@ export class WatchWindow {
       }
       if (revision < this.#position) continue; // already delivered before a reopen
       if (current && current.revision !== revision) {
-        this.#push({ kind: 'revision', changes: current }, count);
+        this.#push({ kind: 'revision', changes: current, readAt }, count);
         this.#position = current.revision + 1n;
         current = undefined;
         count = 0;
@@ -266,7 +268,7 @@ export class WatchWindow {
       current.changes.push(change);
       count += 1;
     }
-    if (current) this.#push({ kind: 'revision', changes: current }, count);
+    if (current) this.#push({ kind: 'revision', changes: current, readAt }, count);
     const last = BigInt((res.events.at(-1) as { kv: IKeyValue }).kv.mod_revision);
     if (last + 1n > this.#position) this.#position = last + 1n;
     if (this.#queuedEvents >= this.#high && !this.#paused) {

@@ -9,9 +9,9 @@ import type { Logger } from '../core/logger.js';
 import { alarm } from '../platform/alarms.js';
 import type { HealthState } from '../platform/health.js';
 import type { BatchSink } from './clickhouseSink.js';
-import { ClockBracket, type ClockPoint } from './clockBracket.js';
+import { ClockBracket, type BracketLimits, type ClockPoint } from './clockBracket.js';
 import { decodeRevision, finishRevision, knownTime, type DecodeContext, type DecodedRevision, type TimeEstimate } from './decoder.js';
-import { clockAtOrBefore, firstClockAfter } from './etcdReads.js';
+import { clockAfterNow, clockAtOrBefore } from './etcdReads.js';
 import { inGap, type Gap } from './gaps.js';
 import { liveLeases } from './leaseLiveness.js';
 import type { LeaseWitness } from './leaseWitness.js';
@@ -58,8 +58,8 @@ export interface WindowShared {
   clocks: RecentClocks;
   metrics?: TailerMetrics;
   highWaterEvents: number;
-  /** Rows waiting for a clock bracket before the next clock is looked up instead. */
-  bracketMaxPendingRows: number;
+  /** How long a time bracket may hold the watermark before it closes with what is known (clockBracket.ts). */
+  bracketLimits: BracketLimits;
   /** Evidence of live leases from the live window, for hand deletes followed by a revoke. */
   leases?: LeaseWitness;
   /** Each watch response's header revision. */
@@ -77,11 +77,9 @@ interface PendingRevision {
   slot: Slot;
 }
 
-// A bracket waiting this long for the stream's next clock looks the clock up instead.
-const PENDING_LOOKUP_MS = 3_000;
 // A commit is never in the future: a value's time further ahead than this (a writer's skewed clock) brackets nothing.
 const FUTURE_SLACK_MS = 60_000;
-// Brackets wider than this are logged when closed by a lookup (history written while no tailer wrote clocks).
+// Brackets wider than this are logged when closed by what is known (history written while no tailer wrote clocks).
 const WIDE_BRACKET_MS = 60_000;
 
 export class WindowRunner {
@@ -90,7 +88,8 @@ export class WindowRunner {
   readonly #spec: WindowSpec;
   readonly #stop: AbortSignal;
   readonly #ctx: DecodeContext;
-  #pendingSince: number | undefined;
+  // The last clock write a lookup found: still the first one after any later revision below it (no clock lies between).
+  #lookedUp: ClockPoint | undefined;
 
   constructor(shared: WindowShared, index: number, spec: WindowSpec, stop: AbortSignal) {
     this.#s = shared;
@@ -136,20 +135,22 @@ export class WindowRunner {
         break;
       }
       if (item.kind === 'progress') {
+        // A quiet stream: a bracket waiting too long closes now instead of waiting for the next revision.
+        if (bracket.overdue(this.#s.bracketLimits, Date.now())) await this.#settle(client, bracket);
         this.#s.watermark.heard(this.#index, item.revision);
         this.#s.onProgress();
         continue;
       }
-      await this.#onRevision(client, bracket, item.changes);
+      await this.#onRevision(client, bracket, item.changes, item.readAt);
     }
     if (!ended || this.#stop.aborted) return;
-    await this.#lookup(client, bracket); // expiries near the window's end: their next clock lies beyond it
+    await this.#settle(client, bracket); // timeless events near the window's end: their next known time lies beyond it
     if (this.#stop.aborted) return;
     this.#s.watermark.complete(this.#index);
     this.#s.onProgress();
   }
 
-  async #onRevision(client: Etcd3, bracket: ClockBracket<PendingRevision>, rev: RevisionChanges): Promise<void> {
+  async #onRevision(client: Etcd3, bracket: ClockBracket<PendingRevision>, rev: RevisionChanges, readAt: number): Promise<void> {
     const slot = this.#s.watermark.track(this.#index, rev.revision);
     // Whether a marker-less hold delete is an expiry depends on its lease being gone: asked before the pure decode.
     const witness = this.#s.leases;
@@ -162,6 +163,7 @@ export class WindowRunner {
     this.#alarmForeign(decoded);
     const p: PendingRevision = { decoded, slot };
     const known = decoded.clockAt === undefined ? knownTime(decoded, Date.now() + FUTURE_SLACK_MS) : undefined;
+    const rows = decoded.events.length;
     if (decoded.clockAt !== undefined) {
       this.#s.clocks.add({ revision: rev.revision, at: decoded.clockAt });
       for (const r of bracket.clock(rev.revision, decoded.clockAt)) await this.#emit(r.item, r.time);
@@ -169,34 +171,36 @@ export class WindowRunner {
     } else if (known !== undefined) {
       // A revision with a wall time of its own closes the brackets before it; its own timeless events share its commit instant.
       for (const r of bracket.known(rev.revision, known)) await this.#emit(r.item, r.time);
+      bracket.passed(rows); // a known time running backwards closed nothing: still held behind what waits
       await this.#emit(p, decoded.events.some((e) => e.timeless) ? { lowerMs: known, upperMs: known } : undefined);
     } else if (decoded.events.some((e) => e.timeless)) {
-      const time = bracket.place(rev.revision, p, decoded.events.length);
+      const time = bracket.place(rev.revision, p, rows, readAt);
       if (time) await this.#emit(p, time);
     } else {
+      bracket.passed(rows);
       await this.#emit(p, undefined);
     }
-    // Bounded waiting: too many rows, or rows waiting too long, for the next clock → look it up.
-    if (bracket.pendingCount === 0) this.#pendingSince = undefined;
-    else this.#pendingSince ??= Date.now();
-    const waitedTooLong = this.#pendingSince !== undefined && Date.now() - this.#pendingSince > PENDING_LOOKUP_MS;
-    if (bracket.pendingRows > this.#s.bracketMaxPendingRows || waitedTooLong) {
-      await this.#lookup(client, bracket);
-      if (bracket.pendingCount === 0) this.#pendingSince = undefined;
-    }
+    // Bounded waiting (clockBracket.ts): about one batch held behind the oldest waiting revision, or waiting too long → close now.
+    if (bracket.overdue(this.#s.bracketLimits, Date.now())) await this.#settle(client, bracket);
   }
 
-  /** Resolves the waiting revisions with the first clock after the newest of them. */
-  async #lookup(client: Etcd3, bracket: ClockBracket<PendingRevision>): Promise<void> {
+  /**
+   * Closes every waiting revision with what is known now, never waiting for a clock write that may never
+   * come: the first clock write after them if etcd holds one yet (a lookup), else their read times.
+   */
+  async #settle(client: Etcd3, bracket: ClockBracket<PendingRevision>): Promise<void> {
     const newest = bracket.newestPending;
     if (newest === undefined) return;
-    const next = await firstClockAfter(client, newest, this.#stop);
-    if (!next) return;
-    const resolved = bracket.resolveWith(next);
+    if (!this.#lookedUp || this.#lookedUp.revision <= newest) this.#lookedUp = (await clockAfterNow(client, newest)) ?? this.#lookedUp;
+    const next = this.#lookedUp && this.#lookedUp.revision > newest ? this.#lookedUp : undefined;
+    const resolved = bracket.settle(next);
     const first = resolved[0];
     const widthMs = first?.time.lowerMs === undefined ? undefined : first.time.upperMs - first.time.lowerMs;
     if (first && (widthMs === undefined || widthMs > WIDE_BRACKET_MS)) {
-      this.#s.log.info({ window: this.#index, revisions: resolved.length, upTo: next.revision.toString(), widthMs: widthMs ?? 'unbounded below' }, 'timeless events bracketed by a distant clock write: their times are this wide');
+      this.#s.log.info(
+        { window: this.#index, revisions: resolved.length, upTo: newest.toString(), by: next ? 'clock write' : 'read time', widthMs: widthMs ?? 'unbounded below' },
+        'timeless events bracketed by a distant known time: their times are this wide',
+      );
     }
     for (const r of resolved) await this.#emit(r.item, r.time);
   }

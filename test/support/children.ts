@@ -12,6 +12,8 @@ export interface TailerChild {
   pid: number;
   checkpoint: bigint;
   leaderAt: number | undefined;
+  /** Events the child's sink made durable, as last reported. */
+  durable: number;
   /** (ms since start, checkpoint) as reported. */
   progress: Array<[number, bigint]>;
   exited: Promise<number | null>;
@@ -32,6 +34,7 @@ export function startTailerChild(spec: ChildSpec): TailerChild {
     pid: proc.pid ?? -1,
     checkpoint: 0n,
     leaderAt: undefined,
+    durable: 0,
     progress: [],
     exited: new Promise((resolve) => proc.once('exit', (code) => resolve(code))),
     waitFor(pred, timeoutMs = 60_000) {
@@ -60,7 +63,7 @@ export function startTailerChild(spec: ChildSpec): TailerChild {
     },
   };
   createInterface({ input: proc.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-    let msg: { event?: string; revision?: string; at?: number };
+    let msg: { event?: string; revision?: string; at?: number; events?: number };
     try {
       msg = JSON.parse(line) as typeof msg;
     } catch {
@@ -70,6 +73,7 @@ export function startTailerChild(spec: ChildSpec): TailerChild {
       child.checkpoint = BigInt(msg.revision);
       child.progress.push([Date.now() - started, child.checkpoint]);
     }
+    if (msg.event === 'durable' && typeof msg.events === 'number') child.durable = msg.events;
     if (msg.event === 'leader') child.leaderAt = msg.at ?? Date.now();
     for (const l of [...listeners]) l();
   });
