@@ -20,6 +20,7 @@ import { ClockWriter } from './clockWriter.js';
 import { closeGrantsEndedInGap, loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
 import { storeEvidenceLog } from './leaseEvidence.js';
 import { etcdTtl, LeaseWitness } from './leaseWitness.js';
+import { watchRewind } from './rewindWatch.js';
 import { detectRestore, divergence, endHistory, ensureTimeline, etcdPosition, recordTimeline, rollBack, type RestoreSeen, type Timeline } from './restores.js';
 import { SpoolShipper } from './spoolShipper.js';
 import { readCheckpoint, writeCheckpoint } from './offsets.js';
@@ -190,19 +191,18 @@ export class TailerReplica {
       const stopRun = (): void => run.abort();
       signal.addEventListener('abort', stopRun, { once: true });
       let rewound: string | undefined;
-      const watchRestore = setInterval(() => {
-        etcdPosition(this.#client)
-          .then((now) => {
-            const captured = this.#pipeline?.watermark() ?? checkpoint;
-            if (now.clusterId !== timeline.clusterId) rewound = `cluster id ${timeline.clusterId} → ${now.clusterId}`;
-            else if (now.head < captured) rewound = `head ${now.head} below the captured revision ${captured}`;
-            if (rewound && !run.signal.aborted) {
-              log.error({ why: rewound }, 'etcd was rewound under the running watch: restarting to check the start position');
-              run.abort();
-            }
-          })
-          .catch(() => undefined); // etcd unreachable: the watch's own errors restart the run
-      }, this.#opts.restoreCheckIntervalMs ?? 1_000);
+      const stopRewindWatch = watchRewind({
+        client: this.#client,
+        clusterId: timeline.clusterId,
+        captured: () => this.#pipeline?.watermark() ?? checkpoint,
+        intervalMs: this.#opts.restoreCheckIntervalMs ?? 1_000,
+        onRewound: (why) => {
+          rewound ??= why;
+          if (run.signal.aborted) return;
+          log.error({ why }, 'etcd was rewound under the running watch: restarting to check the start position');
+          run.abort();
+        },
+      });
       // Every reconnect goes through the start decision before a watch reopens: a restored etcd (it always
       // restarts) whose head passed the checkpoint would otherwise hand its own writes to the reopened watch
       // as if they followed ours. Windows that lost etcd together share one check.
@@ -249,7 +249,7 @@ export class TailerReplica {
       const handle = pipeline.start(checkpoint, run.signal);
       this.#pipeline = handle;
       const outcome = await handle.done.finally(() => {
-        clearInterval(watchRestore);
+        stopRewindWatch();
         signal.removeEventListener('abort', stopRun);
       });
       if (rewound !== undefined && !signal.aborted) continue;
