@@ -174,12 +174,19 @@ async function listArchive(stack: Stack): Promise<string[]> {
   return texts;
 }
 
-async function waitCaughtUp(stack: Stack, token: string, head: bigint, timeoutMs: number): Promise<boolean> {
+/**
+ * The tailer reached `head` of the current etcd — and recorded every restore the run made first: a restore it has not
+ * recorded yet leaves the old timeline's checkpoint above the restored head, which alone would read as caught up
+ * (the 30-minute run, seed 7: a fifth restore interrupted by a tailer pause, never recorded, passed as caught up).
+ */
+async function waitCaughtUp(stack: Stack, token: string, head: bigint, restores: number, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const res = await stack.api('GET', '/v1/tailers', token);
     const items = (res.body.items ?? []) as Array<{ checkpoint?: string }>;
-    if (items.some((t) => t.checkpoint !== undefined && BigInt(t.checkpoint) >= head)) return true;
+    const gaps = await stack.api('GET', '/v1/gaps?limit=1000', token);
+    const recorded = ((gaps.body.items ?? []) as Array<{ kind?: string }>).filter((g) => g.kind === 'restore').length;
+    if (recorded >= restores && items.some((t) => t.checkpoint !== undefined && BigInt(t.checkpoint) >= head)) return true;
     await sleep(1_000);
   }
   return false;
@@ -279,7 +286,7 @@ export async function runChaos(options: ChaosOptions, log: (m: string) => void):
     await workload.stop();
     await sleep(3_000);
     const head = BigInt((await etcd.get('/sys/epoch').exec()).header.revision);
-    const caughtUp = await waitCaughtUp(stack, tokens.investigator, head, 90_000);
+    const caughtUp = await waitCaughtUp(stack, tokens.investigator, head, faults.filter((f) => f.kind === 'restore').length, 90_000);
     stamp(`final revision ${head}; tailer ${caughtUp ? 'caught up' : 'did NOT catch up within 90 s'}`);
     const finalHolds: Record<string, string> = {};
     for (const kv of (await etcd.getAll().prefix('/l/').revision(String(head)).exec()).kvs) finalHolds[kv.key.toString('utf8')] = kv.create_revision;
