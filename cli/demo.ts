@@ -34,12 +34,15 @@ export function demoBanner(apiUrl: string, tokenFile: string): string {
   ].join('\n');
 }
 
-/** Waits until the API says ready (every role up), then prints the banner; gives up quietly after timeoutMs. */
-async function bannerWhenReady(apiUrl: string, tokenFile: string, signal: AbortSignal, timeoutMs = 120_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!signal.aborted && Date.now() < deadline) {
+/**
+ * Waits until the API says ready (every role up), then prints the banner; stops asking only when the demo stops. No
+ * deadline: on a busy machine readiness can take minutes (a full test run beside it took over two), and the banner is
+ * still where to go when it comes. Each question has its own timeout, so a slow /readyz cannot hold the loop.
+ */
+async function bannerWhenReady(apiUrl: string, tokenFile: string, signal: AbortSignal): Promise<void> {
+  while (!signal.aborted) {
     try {
-      if ((await fetch(`${apiUrl}/readyz`, { signal })).status === 200) {
+      if ((await fetch(`${apiUrl}/readyz`, { signal: AbortSignal.any([signal, AbortSignal.timeout(5_000)]) })).status === 200) {
         process.stderr.write(`${demoBanner(apiUrl, tokenFile)}\n`);
         return;
       }
