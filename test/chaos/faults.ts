@@ -259,8 +259,17 @@ async function run(kind: FaultKind, ctx: FaultContext): Promise<Injected> {
       return { detail: `${ctx.massExpiryHolds} holds on one lease, left to expire` };
     }
     case 'force-release': {
-      const a = await ctx.workload.forceRelease(true);
-      const b = await ctx.workload.forceRelease(false);
+      // Under load a set-up step can time out (each attempt uses fresh keys and a fresh identity, and writes its truth only
+      // once approved): three tries each before the fault counts as not injected.
+      const attempt = async (revoke: boolean): Promise<boolean> => {
+        for (let i = 0; i < 3; i++) {
+          if (await ctx.workload.forceRelease(revoke)) return true;
+          await sleep(3_000);
+        }
+        return false;
+      };
+      const a = await attempt(true);
+      const b = await attempt(false);
       if (!a || !b) throw new Error(`force-release ${a ? '' : 'with revokeSession '}${b ? '' : 'without revokeSession '}did not go through`);
       return { detail: 'one with revokeSession (3 holds), one without' };
     }

@@ -17,6 +17,7 @@ import { readRecording, Recorder } from './recorder.js';
 import { ChaosRng } from './rng.js';
 import { Stack } from './stack.js';
 import type { StoreDump } from './storeDump.js';
+import { Pump } from './pump.js';
 import { Workload, type Truth } from './workload.js';
 
 const execFileP = promisify(execFile);
@@ -34,6 +35,8 @@ export interface ChaosOptions {
   sessionLapses?: boolean;
   workers: number;
   rate: number;
+  /** Throughput-pump loops (acquire, release at once): 0 in the default profile. */
+  pump: number;
   massExpiryHolds: number;
   serviceDownSeconds: number;
   electionTtlSeconds: number;
@@ -98,6 +101,7 @@ function parseOptions(argv: string[]): ChaosOptions {
       profile: { type: 'string', default: 'default' },
       skip: { type: 'string', default: '' },
       workers: { type: 'string', default: '8' },
+      pump: { type: 'string' },
       rate: { type: 'string', default: '8' },
       'mass-expiry-holds': { type: 'string', default: '5000' },
       'service-down-seconds': { type: 'string', default: '30' },
@@ -131,6 +135,7 @@ function parseOptions(argv: string[]): ChaosOptions {
     sessionLapses: enabled.includes('session-lapses'),
     workers: values.profile === 'default' ? Number(values.workers) : profile.workers,
     rate: values.profile === 'default' ? Number(values.rate) : profile.rate,
+    pump: values.pump !== undefined ? Number(values.pump) : profile.pump,
     massExpiryHolds: Number(values['mass-expiry-holds']),
     serviceDownSeconds: Number(values['service-down-seconds']),
     electionTtlSeconds: Number(values['election-ttl']),
@@ -140,9 +145,10 @@ function parseOptions(argv: string[]): ChaosOptions {
 }
 
 /** Load profiles: the simulator's workers and the fleet's acquires a second (each followed by its release). */
-const PROFILES: Record<string, { workers: number; rate: number }> = {
-  default: { workers: 8, rate: 8 },
-  realistic: { workers: 64, rate: 1500 },
+const PROFILES: Record<string, { workers: number; rate: number; pump: number }> = {
+  default: { workers: 8, rate: 8, pump: 0 },
+  // The simulated fleet (holds of ~150 ms to seconds, hot keys) plus the pump's loops at the API's own pace.
+  realistic: { workers: 64, rate: 1500, pump: 48 },
 };
 
 /** The seeded schedule: cycles of every enabled kind in a seeded order, `restore` never first (its snapshot needs history after it). */
@@ -254,6 +260,7 @@ export async function runChaos(options: ChaosOptions, log: (m: string) => void):
   const recordingFile = path.join(options.dataDir, 'recording.jsonl');
   const recorder = new Recorder(stack.endpoints, recordingFile);
   let workload: Workload | undefined;
+  let pump: Pump | undefined;
   const faults: FaultRecord[] = [];
   try {
     await stack.servicesUp();
@@ -270,6 +277,11 @@ export async function runChaos(options: ChaosOptions, log: (m: string) => void):
     // --minutes is the workload's time, from the moment lockaudit answers (set-up under load can take a while).
     const end = Date.now() + options.minutes * 60_000 - 15_000;
     await sleep(15_000); // warm-up: classes registered, history to snapshot
+    if (options.pump > 0) {
+      pump = new Pump(stack, tokens.pumpClients, { seed: options.seed, loops: options.pump });
+      pump.start();
+      stamp(`throughput pump: ${options.pump} loops of acquire → release`);
+    }
     for (const cycle of plan) {
       if (options.faults.includes('restore')) await takeSnapshot(ctx);
       for (let i = 0; i < cycle.length; i++) {
@@ -283,7 +295,13 @@ export async function runChaos(options: ChaosOptions, log: (m: string) => void):
     }
     if (Date.now() < end) await sleep(end - Date.now());
     stamp('workload stopping');
-    await workload.stop();
+    await Promise.all([workload.stop(), pump?.stop()]);
+    if (pump) {
+      workload.inc('pump: acquire+release cycles', pump.cycles);
+      workload.inc('pump: refused or failed', pump.refused);
+      workload.inc('pump: cycles a second (mean over the run)', Math.round(pump.rate));
+      stamp(`pump: ${pump.cycles} cycles, ${pump.rate.toFixed(1)} a second`);
+    }
     await sleep(3_000);
     const head = BigInt((await etcd.get('/sys/epoch').exec()).header.revision);
     const caughtUp = await waitCaughtUp(stack, tokens.investigator, head, faults.filter((f) => f.kind === 'restore').length, 90_000);
@@ -324,6 +342,7 @@ export async function runChaos(options: ChaosOptions, log: (m: string) => void):
     return { result, faults, gaps: store.gaps, seconds, caughtUp, report, artefacts };
   } finally {
     await workload?.stop().catch(() => {});
+    await pump?.stop().catch(() => {});
     await stack.stopPlatform('SIGKILL').catch(() => {});
     await recorder.stop().catch(() => {});
     if (!options.keep) await stack.servicesDown().catch(() => {});

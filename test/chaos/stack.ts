@@ -31,6 +31,8 @@ export interface ChaosTokens {
   investigator: string;
   /** Clients of the run's own force-release tests, one identity each. */
   chaosClients: string[];
+  /** Clients of the throughput pump (the realistic profile), one identity per loop. */
+  pumpClients: string[];
 }
 
 /** The environment every lockaudit child of this run gets: ours only, none inherited. */

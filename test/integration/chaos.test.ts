@@ -30,6 +30,7 @@ describe('chaos: a short seeded fault-injection run', { timeout: 900_000 }, () =
         sessionLapses: has('session-lapses'),
         workers: 6,
         rate: 6,
+        pump: 2, // the realistic profile's pump, lightly: its loops run in every `npm test`
         massExpiryHolds: 5_000,
         serviceDownSeconds: 15,
         electionTtlSeconds: 5,
