@@ -126,7 +126,7 @@ async function main(): Promise<void> {
     const seenAt = new Map<string, number>();
     const watchLags: number[] = [];
     let watermarkAt = 0;
-    const usage: Array<{ cpuMs: number; rssBytes: number; at: number }> = [];
+    const usage: Array<{ cpuMs: number; rssBytes: number; heapBytes: number; externalBytes: number; at: number }> = [];
     let watermark = 0n;
     let closed: () => void = () => undefined;
     const isClosed = new Promise<void>((r) => (closed = r));
@@ -206,6 +206,19 @@ async function main(): Promise<void> {
     report({ name: 'tailer process CPU', value: cpuPerSecond, baselineName: 'one core', baseline: 1, unit: 'cpu-s/s', higherIsBetter: false });
     report({ name: 'tailer process RSS, peak', value: Math.max(...rss), baselineName: 'RSS idle, before the load', baseline: rss[0]!, unit: 'MiB', higherIsBetter: false });
     report({ name: 'tailer process RSS, end', value: rss[rss.length - 1]!, baselineName: 'RSS idle, before the load', baseline: rss[0]!, unit: 'MiB', higherIsBetter: false });
+    // Flat after warm-up? The first minute is warm-up (caches, the sink's buffers, V8's heap sizing); then RSS, V8's heap
+    // and the native rest (RSS − heap − external) at each minute, and the end against the one-minute mark.
+    const mib = (b: number): string => (b / 1024 / 1024).toFixed(0);
+    const warm = inside.find((u) => u.at >= t0 + 60_000);
+    for (const u of inside.filter((x, i) => i === 0 || Math.floor((x.at - t0) / 60_000) !== Math.floor((inside[i - 1]!.at - t0) / 60_000))) {
+      process.stdout.write(`   t+${Math.round((u.at - t0) / 1000)} s: RSS ${mib(u.rssBytes)} MiB = V8 heap ${mib(u.heapBytes)} + external ${mib(u.externalBytes)} + native ${mib(u.rssBytes - u.heapBytes - u.externalBytes)}\n`);
+    }
+    if (warm) {
+      report({ name: 'tailer RSS, end', value: lastUsage.rssBytes / 1024 / 1024, baselineName: 'RSS after one minute (warm)', baseline: warm.rssBytes / 1024 / 1024, unit: 'MiB', higherIsBetter: false });
+      report({ name: 'tailer V8 heap, end', value: lastUsage.heapBytes / 1024 / 1024, baselineName: 'V8 heap after one minute', baseline: warm.heapBytes / 1024 / 1024, unit: 'MiB', higherIsBetter: false });
+      const native = (u: { rssBytes: number; heapBytes: number; externalBytes: number }): number => (u.rssBytes - u.heapBytes - u.externalBytes) / 1024 / 1024;
+      report({ name: 'tailer native memory (RSS − V8), end', value: native(lastUsage), baselineName: 'native after one minute', baseline: native(warm), unit: 'MiB', higherIsBetter: false });
+    }
   } finally {
     stopKeepalive?.();
     tailer?.kill();

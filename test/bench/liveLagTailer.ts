@@ -2,7 +2,7 @@
 // and memory are its own: it tails the suite's etcd from its head into an
 // embedded ClickHouse of its own and reports to its parent over IPC each
 // durable watermark (with the time it became durable) and, every second, its
-// CPU time and RSS. A `stop` message closes it.
+// CPU time, RSS and V8 heap. A `stop` message closes it.
 import { createLogger } from '../../core/logger.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { createEtcdClient } from '../../core/etcd.js';
@@ -11,7 +11,7 @@ import { tempStore, testConfig, uniqueId } from '../support/env.js';
 export type TailerMessage =
   | { type: 'ready' }
   | { type: 'watermark'; revision: string; at: number }
-  | { type: 'usage'; cpuMs: number; rssBytes: number; at: number }
+  | { type: 'usage'; cpuMs: number; rssBytes: number; heapBytes: number; externalBytes: number; at: number }
   | { type: 'closed' };
 
 const send = (m: TailerMessage): void => {
@@ -32,7 +32,10 @@ const replica = new TailerReplica(
 replica.start();
 const usage = (): void => {
   const cpu = process.cpuUsage();
-  send({ type: 'usage', cpuMs: (cpu.user + cpu.system) / 1000, rssBytes: process.memoryUsage().rss, at: Date.now() });
+  // RSS split: V8's heap and the buffers it tracks (external, array buffers) against the rest, which is native
+  // (embedded ClickHouse's caches and merges, gRPC): which side grows says where to look.
+  const m = process.memoryUsage();
+  send({ type: 'usage', cpuMs: (cpu.user + cpu.system) / 1000, rssBytes: m.rss, heapBytes: m.heapUsed, externalBytes: m.external + m.arrayBuffers, at: Date.now() });
 };
 const sampler = setInterval(usage, 1_000);
 usage();
