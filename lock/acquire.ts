@@ -235,6 +235,7 @@ async function tryGrant(parts: LockParts, input: AcquireInput, cls: CachedClass,
   const record = epoch.record;
   if (!record) throw new LockauditError('LOCKAUDIT_ERR_INTERNAL', 'the epoch record is not loaded');
   const epochRevision = epoch.modRevision;
+  const generation = epoch.generation;
   const at = Date.now();
   const fields = { holder: input.identity, session: input.session, class: cls.value.name, epoch: record.epoch, waitMs: at - started, at };
   // Proof of origin: the tailer records a hold without a valid MAC as a grant not made by the API.
@@ -265,7 +266,7 @@ async function tryGrant(parts: LockParts, input: AcquireInput, cls: CachedClass,
     const token = makeToken(record.epoch, revision);
     return { kind: 'granted', grant: { key: input.key, token, epoch: record.epoch, revision, enforcement: cls.value.enforcement, unprotected: false, waitMs: hold.waitMs } };
   }
-  return classifyFailure(parts, input, res, epochRevision, cls, guard);
+  return classifyFailure(parts, input, res, epochRevision, generation, cls, guard);
 }
 
 function rangeKv(res: ITxnResponse, i: number): Kv | undefined {
@@ -273,14 +274,14 @@ function rangeKv(res: ITxnResponse, i: number): Kv | undefined {
   return kv ? toKv(kv) : undefined;
 }
 
-function classifyFailure(parts: LockParts, input: AcquireInput, res: ITxnResponse, epochRevision: string, cls: CachedClass, guard: bigint): Attempt {
+function classifyFailure(parts: LockParts, input: AcquireInput, res: ITxnResponse, epochRevision: string, generation: number, cls: CachedClass, guard: bigint): Attempt {
   const [hold, epochKv, classKv, sessionKv, guardKv] = [0, 1, 2, 3, 4].map((i) => rangeKv(res, i));
   if (!sessionKv) {
     parts.sessions.forget(input.session);
     throw new LockauditError('LOCKAUDIT_ERR_SESSION_NOT_FOUND', `session ${input.session}: no live session of yours has this id (it expired, was closed, or never existed)`);
   }
   if (epochKv && epochKv.modRevision !== epochRevision) {
-    parts.epoch.accept(epochKv);
+    parts.epoch.accept(epochKv, generation); // ignored when an advance took a newer record meanwhile: the retry uses it
     parts.epoch.assertUnsealed();
     return { kind: 'retry' };
   }

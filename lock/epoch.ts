@@ -61,6 +61,8 @@ export class EpochState {
   /** Counts sharedStale() calls: a read that started before the latest one does not make the mark fresh. */
   #staleCount = 0;
   #sharing: Promise<CapturedGrant | undefined> | undefined;
+  /** Counts records taken (accept): a read sent before another record was taken is stale and judges nothing. */
+  #generation = 0;
 
   /**
    * `highWater` absent: only the cluster-id check (tests of the engine without a data dir).
@@ -86,6 +88,11 @@ export class EpochState {
 
   get modRevision(): string {
     return this.#modRevision;
+  }
+
+  /** Take it before sending a read of /sys/epoch and give it to accept(): see accept. */
+  get generation(): number {
+    return this.#generation;
   }
 
   /**
@@ -169,13 +176,17 @@ export class EpochState {
     const before = this.#record?.epoch;
     const floor = this.writeFloor();
     const guard = this.grantGuard();
+    const generation = this.#generation;
     const res = await this.#etcd.txn([], [op.get(this.#keys.epoch()), op.get(this.#keys.grantGuard())]);
+    // An advance (or another read) took a record while this read was out: what it read is older, and would
+    // read as /sys/epoch rolled back below the epoch just advanced to — a seal latched by our own advance.
+    if (generation !== this.#generation) return;
     const [epochKv, guardKv] = [0, 1].map((i) => {
       const kv = res.responses[i]?.response_range.kvs[0];
       return kv ? toKv(kv) : undefined;
     });
     if (!epochKv) return this.reload(); // deleted by hand: recreated bound to this cluster, as at first start
-    if (epochKv.modRevision !== this.#modRevision) this.accept(epochKv);
+    if (epochKv.modRevision !== this.#modRevision) this.accept(epochKv, generation);
     // A new epoch restarts the mark at its advance: the guard and floor read before belong to the old one.
     if (this.#record?.epoch !== before) return;
     const fresh = await this.#freshFloor(floor);
@@ -266,13 +277,15 @@ export class EpochState {
   /** Reads /sys/epoch, creating it bound to this cluster when absent. */
   async reload(): Promise<void> {
     for (;;) {
+      const generation = this.#generation;
       const { kv, header } = await this.#etcd.get(this.#keys.epoch());
-      if (kv) return this.accept(kv);
+      if (kv) return void this.accept(kv, generation);
       const created: EpochValue = { epoch: FIRST_EPOCH, clusterId: String(header.cluster_id) };
       const res = await this.#etcd.txn([cmp.absent(this.#keys.epoch())], [op.put(this.#keys.epoch(), created)]);
       if (res.succeeded) {
         this.#record = created;
         this.#modRevision = String(res.header.revision);
+        this.#generation++;
         this.#checkEpoch(created.epoch, this.#modRevision);
         this.#notify();
         return;
@@ -280,14 +293,22 @@ export class EpochState {
     }
   }
 
-  /** Takes a freshly read /sys/epoch kv as the current record. */
-  accept(kv: Kv): void {
+  /**
+   * Takes a freshly read /sys/epoch kv as the current record. `generation`: the generation taken before the read
+   * was sent; when another record was taken since (an advance by this process while the read was out), the read
+   * is older than the record and is ignored — judged, it would latch a seal right after a good advance (the
+   * 30-minute chaos run: every grant refused for minutes after a restore's approved advance). False: ignored.
+   */
+  accept(kv: Kv, generation?: number): boolean {
+    if (generation !== undefined && generation !== this.#generation) return false;
     const value = decodeValue(EpochValueSchema, kv.value);
     if (!value) throw new LockauditError('LOCKAUDIT_ERR_INTERNAL', `${this.#keys.epoch()} holds a value that is not an epoch record`);
     this.#record = value;
     this.#modRevision = kv.modRevision;
+    this.#generation++;
     this.#checkEpoch(value.epoch, kv.modRevision);
     this.#notify();
+    return true;
   }
 
   /** An epoch below one seen: /sys/epoch itself was rolled back. Above: an advance, the mark restarts there. */
