@@ -282,7 +282,8 @@ export class TailerReplica {
     // (A bumped restore's revisions continue above `resume`: a head seen there is the new timeline's.)
     const head = this.#pipeline?.head() ?? 0n;
     const seenHead = resume > checkpoint && head > resume ? resume : head;
-    const oldEnd = seenHead > checkpoint ? seenHead : checkpoint;
+    const known = seen.captured > checkpoint ? seen.captured : checkpoint; // rows durable above the checkpoint roll back too
+    const oldEnd = seenHead > known ? seenHead : known;
     const to = resume > oldEnd ? resume : oldEnd;
     const reason =
       shared === undefined

@@ -36,6 +36,7 @@ const SQL = {
   checkpointSince: loadSql('tailer/sql/checkpointSince.sql'),
   witnesses: loadSql('tailer/sql/witnesses.sql'),
   capturedPut: loadSql('tailer/sql/capturedPut.sql'),
+  capturedAbove: loadSql('tailer/sql/capturedAbove.sql'),
   markEvents: loadSql('tailer/sql/markEvents.sql'),
   markRolledBackGrants: loadSql('tailer/sql/markRolledBackGrants.sql'),
   carryGrants: loadSql('tailer/sql/carryGrants.sql'),
@@ -66,6 +67,8 @@ export interface RestoreSeen {
   clusterId: string;
   previousClusterId: string;
   why: string;
+  /** The highest revision captured in the ended timeline: the checkpoint, or rows durable above it. */
+  captured: bigint;
 }
 
 export async function currentTimeline(store: AuditStore, cluster: string): Promise<Timeline | undefined> {
@@ -110,16 +113,21 @@ export async function ensureTimeline(store: AuditStore, cluster: string, positio
  * the tailer captured there. A few reads, whatever the history or the load.
  */
 export async function detectRestore(client: Etcd3, store: AuditStore, cluster: string, checkpoint: bigint, timeline: Timeline, position: EtcdPosition): Promise<RestoreSeen | undefined> {
-  const seen = { head: position.head, clusterId: position.clusterId, previousClusterId: timeline.clusterId };
-  const first = decideStart({ checkpoint, timelineClusterId: timeline.clusterId, head: position.head, clusterId: position.clusterId, witnesses: [] });
+  // Rows durable above a checkpoint held back are captured history too: a restore to a snapshot above the
+  // checkpoint rolls them back while every witness at or below it is intact (30-minute chaos run, seed 7: such
+  // rows stayed in the current timeline, and each later start read them as another restore).
+  const [above] = await store.rows<{ top: string }>(SQL.capturedAbove.text, { cluster, checkpoint: checkpoint.toString() });
+  const captured = above && BigInt(above.top) > checkpoint ? BigInt(above.top) : checkpoint;
+  const seen = { head: position.head, clusterId: position.clusterId, previousClusterId: timeline.clusterId, captured };
+  const first = decideStart({ checkpoint, captured, timelineClusterId: timeline.clusterId, head: position.head, clusterId: position.clusterId, witnesses: [] });
   if (first.kind === 'restore') return { ...seen, why: first.why };
   const compactRevision = await lostAfter(client, checkpoint);
-  const witnesses = await readWitnesses(client, await checkpointWitnesses(store, cluster, checkpoint), compactRevision);
-  const decision = decideStart({ checkpoint, timelineClusterId: timeline.clusterId, head: position.head, clusterId: position.clusterId, compactRevision, witnesses });
+  const witnesses = await readWitnesses(client, await checkpointWitnesses(store, cluster, captured), compactRevision);
+  const decision = decideStart({ checkpoint, captured, timelineClusterId: timeline.clusterId, head: position.head, clusterId: position.clusterId, compactRevision, witnesses });
   return decision.kind === 'restore' ? { ...seen, why: decision.why } : undefined;
 }
 
-/** The puts the start decision checks: the latest ones captured at or below the checkpoint, and the latest clock write. */
+/** The puts the start decision checks: the latest ones captured at or below `checkpoint` (or the highest revision captured), and the latest clock write. */
 export async function checkpointWitnesses(store: AuditStore, cluster: string, checkpoint: bigint): Promise<Witness[]> {
   const rows = await store.rows<{ key: string; revision: string; value: string }>(SQL.witnesses.text, {
     cluster,

@@ -4,7 +4,8 @@
 //
 // Invariant: a restore is never inferred from a sample of keys. The proof is
 // the checkpoint's own witnesses — puts the tailer captured at or below the
-// checkpoint (the latest put(s), the latest /sys/clock write) — each checked
+// checkpoint, or above it when a run made rows durable beyond a checkpoint held
+// back (the latest put(s), the latest /sys/clock write) — each checked
 // against etcd's history at the witness's own revision:
 //   - revision readable: etcd must hold that very put there (same key, mod
 //     revision and value). A restored etcd whose head has passed the old
@@ -20,7 +21,7 @@
 // restored head has moved on.
 // Order: cluster id, head below the checkpoint, witnesses; then compaction.
 
-/** A put the tailer captured at or below the checkpoint. */
+/** A put the tailer captured at or below the checkpoint (or the highest revision captured above it). */
 export interface Witness {
   key: string;
   revision: bigint;
@@ -38,6 +39,12 @@ export interface WitnessReading {
 export interface StartInput {
   /** The checkpoint in effect (readPosition). */
   checkpoint: bigint;
+  /**
+   * The highest revision captured (durable rows of the current timeline), when above the checkpoint: a run's
+   * rows can be durable beyond a checkpoint held back. Witnesses reach up to it, and a head below it is a
+   * rewind. Default: the checkpoint.
+   */
+  captured?: bigint;
   /** The cluster id of the current timeline. */
   timelineClusterId: string;
   /** etcd now. */
@@ -63,8 +70,10 @@ export function decideStart(input: StartInput): StartDecision {
   if (checkpoint < 0n || head < 0n) throw new RangeError('revisions are never negative');
   if (clusterId !== timelineClusterId) return { kind: 'restore', why: `etcd's cluster id changed from ${timelineClusterId} to ${clusterId}` };
   if (head < checkpoint) return { kind: 'restore', why: `etcd's head revision ${head} is below the checkpoint ${checkpoint}` };
+  const captured = input.captured !== undefined && input.captured > checkpoint ? input.captured : checkpoint;
+  if (head < captured) return { kind: 'restore', why: `etcd's head revision ${head} is below revision ${captured}, captured above the checkpoint ${checkpoint}` };
   for (const r of input.witnesses) {
-    const contradiction = contradicts(r, checkpoint);
+    const contradiction = contradicts(r, captured);
     if (contradiction) return { kind: 'restore', why: contradiction };
   }
   if (compactRevision !== undefined && compactRevision > checkpoint) return { kind: 'gap', from: checkpoint + 1n, to: compactRevision };

@@ -36,6 +36,21 @@ describe('start decision', () => {
     assert.match((d as { why: string }).why, /cluster id changed from c1 to c2/);
   });
 
+  it('rows durable above a checkpoint held back: their witnesses count, and a head below them is a restore', () => {
+    // A run captured up to 1 100 while its checkpoint stayed at 1 000; etcd was then restored to a snapshot at 1 050.
+    const above: Witness = { key: '/l/ns/doomed-7', revision: 1_100n, value: '{"holder":"b"}' };
+    const lower = decideStart(input({ captured: 1_100n, head: 1_050n, witnesses: [] }));
+    assert.equal(lower.kind, 'restore');
+    assert.match((lower as { why: string }).why, /below revision 1100, captured above the checkpoint 1000/);
+    // The restored head passed 1 100 again with other writes: the witness above the checkpoint says so.
+    const passed = decideStart(input({ captured: 1_100n, head: 1_300n, witnesses: [history(grant, same(grant)), history(above)] }));
+    assert.equal(passed.kind, 'restore');
+    assert.match((passed as { why: string }).why, /doomed-7 was captured put at revision 1100/);
+    // Intact: resume after the checkpoint (the rows above it are written again, the same).
+    assert.deepEqual(decideStart(input({ captured: 1_100n, head: 1_300n, witnesses: [history(above, same(above))] })), { kind: 'resume', from: 1_001n });
+    assert.throws(() => contradicts(history(above, same(above)), 1_000n), RangeError, 'a witness above what the caller says was captured is a caller bug');
+  });
+
   it('a head below the checkpoint is a restore', () => {
     const d = decideStart(input({ head: 999n }));
     assert.equal(d.kind, 'restore');
