@@ -17,6 +17,9 @@ import { describeValidation, validatorCompiler } from './validation.js';
 
 export type { App, AppContext, ErrorBody, RoutePlugin } from './types.js';
 
+/** Levels at which the per-request debug line is written (built only then). */
+const DEBUG_LEVELS = new Set(['debug', 'trace']);
+
 export async function buildApp(ctx: AppContext, routes: readonly RoutePlugin[] = []): Promise<App> {
   const app = Fastify({
     loggerInstance: ctx.logger.child({ role: 'api' }) as FastifyBaseLogger,
@@ -28,10 +31,13 @@ export async function buildApp(ctx: AppContext, routes: readonly RoutePlugin[] =
   app.setValidatorCompiler(validatorCompiler);
   const http = httpMetrics(ctx.metrics);
   app.addHook('onResponse', async (request, reply) => {
-    const route = routeLabel(request.routeOptions.url);
+    // routeOptions builds a new object on every read: read once.
+    const url = request.routeOptions.url;
+    const ms = reply.elapsedTime;
+    const route = routeLabel(url);
     http.requests.inc({ method: request.method, route, code: statusClass(reply.statusCode) });
-    http.seconds.observe({ method: request.method, route }, reply.elapsedTime / 1000);
-    request.log.debug({ method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    http.seconds.observe({ method: request.method, route }, ms / 1000);
+    if (DEBUG_LEVELS.has(request.log.level)) request.log.debug({ method: request.method, route: url, status: reply.statusCode, ms: Math.round(ms) }, 'request');
   });
 
   app.setErrorHandler((err: FastifyError, request, reply) => {

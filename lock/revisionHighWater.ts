@@ -95,6 +95,11 @@ export function decodeMarkFile(bytes: Buffer): MarkFile | undefined {
   return value ? { mark: { revision: BigInt(value.revision), epoch: value.epoch, guard: BigInt(value.guard ?? '0') }, slot: undefined } : undefined;
 }
 
+export interface RevisionHighWaterOptions {
+  /** Awaited before each write reaches the file, with the mark it carries (tests slow the disk with it); default none. */
+  beforeWrite?: (mark: HighWater) => Promise<void>;
+}
+
 const openAsync = promisify(openFd);
 const writeAsync = promisify(writeFd);
 const closeAsync = promisify(closeFd);
@@ -111,9 +116,13 @@ export class RevisionHighWater {
   /** O_RDWR | O_DSYNC, opened on the first in-place write and kept until close(). */
   #fd: number | undefined;
   #closed = false;
+  readonly #beforeWrite: RevisionHighWaterOptions['beforeWrite'];
+  /** Writes made (each one synchronous-data write): grants ÷ writes is how many grants share one. */
+  #writes = 0;
 
-  constructor(file: string) {
+  constructor(file: string, options: RevisionHighWaterOptions = {}) {
     this.#file = file;
+    this.#beforeWrite = options.beforeWrite;
     const loaded = RevisionHighWater.#load(file);
     this.#mark = loaded.mark;
     this.#slotted = loaded.slot !== undefined;
@@ -137,6 +146,11 @@ export class RevisionHighWater {
 
   get mark(): HighWater {
     return { ...this.#mark };
+  }
+
+  /** Writes made since this instance was created. */
+  get writes(): number {
+    return this.#writes;
   }
 
   /** Raises the mark in memory (every response header); never lowers it. */
@@ -167,7 +181,12 @@ export class RevisionHighWater {
     if (epoch > this.#mark.epoch) this.#mark = { revision, epoch, guard: 0n };
   }
 
-  /** Resolves once the file holds the mark as of this call, or a later one (coalesced: one write in flight). */
+  /**
+   * Resolves once the file holds the mark as of this call, or a later one. Group commit: one write in
+   * flight at a time; callers arriving while it runs wait for it, and then for one next write that
+   * carries the mark as it is when that write starts — so concurrent grants share one synchronous write,
+   * and none resolves before a durable mark covers its own revision.
+   */
   async persist(): Promise<void> {
     const target = this.mark;
     while (before(this.#durable, target)) {
@@ -183,6 +202,8 @@ export class RevisionHighWater {
 
   async #write(mark: HighWater): Promise<void> {
     if (this.#closed) throw new Error(`${this.#file}: the high-water mark is closed`);
+    await this.#beforeWrite?.(mark);
+    this.#writes++;
     if (!this.#slotted) await this.#create(mark);
     else await this.#writeSlot(mark);
     this.#durable = mark;

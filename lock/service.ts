@@ -157,6 +157,11 @@ export class LockService {
     }
   }
 
+  /** High-water writes made since start (group commit: concurrent grants share one). */
+  get highWaterWrites(): number {
+    return this.#highWater.writes;
+  }
+
   createSession(identity: string, ttlSeconds: number): Promise<SessionInfo> {
     return this.parts.sessions.create(identity, ttlSeconds);
   }

@@ -22,6 +22,9 @@ const AcquireBody = Type.Object(
 const ReleaseBody = Type.Object({ key: LockKey, session: LeaseId, token: DecimalToken }, { additionalProperties: false });
 const InspectQuery = Type.Object({ key: LockKey }, { additionalProperties: false });
 
+/** The lock answers are a few hundred bytes, below the compression threshold: no compression hook on their path. */
+const SMALL_ANSWER = { compress: false } as const;
+
 function acquired(grant: Grant): Record<string, unknown> {
   return {
     key: grant.key,
@@ -38,7 +41,7 @@ export function lockRoutes(lock: LockService): RoutePlugin {
   return function lockRoutes(app) {
     app.post(
       '/v1/locks/acquire',
-      { schema: { tags: ['locks'], summary: 'Acquire a lock; 409 when not granted within waitMs', body: AcquireBody }, preValidation: guard('client') },
+      { ...SMALL_ANSWER, schema: { tags: ['locks'], summary: 'Acquire a lock; 409 when not granted within waitMs', body: AcquireBody }, preValidation: guard('client') },
       async (request, reply) => {
         const { key, session, waitMs } = request.body;
         // The response closing before it was written means the caller left: its wait ends, ungranted.
@@ -57,7 +60,7 @@ export function lockRoutes(lock: LockService): RoutePlugin {
 
     app.post(
       '/v1/locks/release',
-      { schema: { tags: ['locks'], summary: 'Release a lock: only its holder, with its token', body: ReleaseBody }, preValidation: guard('client') },
+      { ...SMALL_ANSWER, schema: { tags: ['locks'], summary: 'Release a lock: only its holder, with its token', body: ReleaseBody }, preValidation: guard('client') },
       async (request) => {
         const token = parseToken(request.body.token);
         if (token === undefined) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', 'body.token: is not a 64-bit decimal token', { details: ['body.token: is not a 64-bit decimal token'] });

@@ -14,6 +14,8 @@ import { createS3Client } from '../../core/s3.js';
 import { ensureArchiveBucket, ensureHistoryBucket } from '../../platform/buckets.js';
 import { ExportRecords, runComplianceExport, writeGrantsExport } from '../../exporters/complianceExport.js';
 import { loadSql } from '../../platform/sql.js';
+import { grantFilterParams } from '../../reports/grantFilter/index.js';
+import { EXPORT_WINDOW_RULE } from '../../exporters/exportPlans.js';
 import { STITCHABLE_PARQUET_SETTINGS } from '../../exporters/parquet/stitch.js';
 import { ForceArchiver } from '../../exporters/forceArchive.js';
 import { insertGrants } from '../support/exportData.js';
@@ -40,7 +42,8 @@ async function exportsBench(): Promise<void> {
     heading(`compliance export of ${ROWS.toLocaleString('en-US')} grants (embedded chdb, local MinIO)`);
 
     // Baseline: ClickHouse writes the same query's rows to a local file, one statement, same Parquet settings.
-    const filterParams = { cluster: 'c1', key: '', keyPrefix: '', holder: '', class: '', namespace: '', hasToken: 0, token: '0', fromMs: range.fromMs, toMs: range.toMs };
+    // The export's own parameters (every filter the SQL binds, the export's window rule): the same rows, the same query.
+    const filterParams = grantFilterParams({ cluster: 'c1' }, { ...range, rule: EXPORT_WINDOW_RULE });
     const open = { hasLo: 0, loCluster: '', loKey: '', hasHi: 0, hiCluster: '', hiKey: '' };
     const baselineRate = async (): Promise<number> => {
       const t0 = performance.now();

@@ -212,13 +212,16 @@ async function main(): Promise<void> {
     await drive(4, bare);
     for (const c of LEVELS) {
       spent.txnMs = spent.persistMs = 0;
+      const writesBefore = la.service.highWaterWrites;
       const { a, b } = await interleaved(cluster.endpoints, c, api, bare);
+      const writes = la.service.highWaterWrites - writesBefore;
       const [ar, br] = [perCycle(a), perCycle(b)];
       const cycleMs = (c * a.seconds * 1000) / a.cycles;
       const bareMs = (c * b.seconds * 1000) / b.cycles;
       process.stdout.write(
         `   an API cycle at ${c} client(s), mean ${cycleMs.toFixed(2)} ms: etcd txns ${(spent.txnMs / a.cycles).toFixed(2)}, high-water persistence ${(spent.persistMs / a.cycles).toFixed(2)}, the rest (HTTP, auth, validation, logic, waiting for the CPU) ${(cycleMs - (spent.txnMs + spent.persistMs) / a.cycles).toFixed(2)}; a bare pair ${bareMs.toFixed(2)} ms\n`,
       );
+      process.stdout.write(`   high-water writes at ${c} client(s): ${writes} for ${a.cycles} grants, ${(a.cycles / Math.max(1, writes)).toFixed(2)} grants per write (group commit)\n`);
       process.stdout.write(`   etcd requests per acquire+release at ${c} client(s): API ${ar.total.toFixed(2)} (${ar.text}); bare ${br.total.toFixed(2)} (${br.text})\n`);
       report({ name: `acquire p50, ${c} client(s)`, value: percentile(a.acquireMs, 50), baselineName: 'bare etcd txn p50', baseline: percentile(b.acquireMs, 50), unit: 'ms', higherIsBetter: false });
       report({ name: `acquire p99, ${c} client(s)`, value: percentile(a.acquireMs, 99), baselineName: 'bare etcd txn p99', baseline: percentile(b.acquireMs, 99), unit: 'ms', higherIsBetter: false });

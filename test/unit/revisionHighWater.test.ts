@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { encodeSlot, RevisionHighWater, SLOT_BYTES } from '../../lock/revisionHighWater.js';
+import { decodeMarkFile, encodeSlot, RevisionHighWater, SLOT_BYTES } from '../../lock/revisionHighWater.js';
 import { tempDir } from '../support/env.js';
 
 const tmp = tempDir('lockaudit-highwater-');
@@ -76,5 +76,54 @@ describe('revision high-water file', () => {
     tear(file, 0);
     tear(file, 1);
     assert.throws(() => new RevisionHighWater(file), /is not a revision high-water mark/);
+  });
+
+  it('group commit: grants arriving during a write share the next one, and none resolves before the file holds its revision', async () => {
+    const file = fresh();
+    // A slow disk: each write waits at its own gate until the test opens it.
+    const gates: Array<() => void> = [];
+    const hw = new RevisionHighWater(file, { beforeWrite: () => new Promise<void>((open) => gates.push(open)) });
+    const onDisk = (): bigint => decodeMarkFile(readFileSync(file))?.mark.guard ?? 0n;
+    const until = async (what: string, cond: () => boolean): Promise<void> => {
+      for (let i = 0; i < 2_000 && !cond(); i++) await new Promise((r) => setTimeout(r, 1));
+      assert.ok(cond(), what);
+    };
+    /** Each grant's revision, and the durable guard the file held when its persist resolved. */
+    const resolved = new Map<bigint, bigint>();
+    const grant = (revision: bigint): Promise<void> => {
+      hw.see(revision, 1);
+      hw.granted(revision);
+      return hw.persist().then(() => {
+        resolved.set(revision, onDisk());
+      });
+    };
+
+    const first = grant(10n); // write 1 starts and blocks
+    await until('write 1 started', () => gates.length === 1);
+    const during1 = Array.from({ length: 20 }, (_, i) => grant(11n + BigInt(i))); // 11..30 arrive while it is in flight
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(resolved.size, 0, 'a grant resolved before any write was durable');
+
+    gates[0]!(); // write 1 (guard 10) lands: only grant 10 may go; 11..30 wait for the next write, which starts now
+    await first;
+    await until('write 2 started', () => gates.length === 2);
+    assert.deepEqual([...resolved.keys()], [10n]);
+    const during2 = [grant(31n), grant(32n)]; // arrive while write 2 is in flight: they wait for write 3
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual([...resolved.keys()], [10n], 'a grant resolved before the write carrying its revision was durable');
+
+    gates[1]!();
+    await until('every grant that waited for write 2 resolved with it', () => resolved.size === 21);
+    await Promise.all(during1);
+    await until('write 3 started', () => gates.length === 3);
+    assert.ok(![...resolved.keys()].includes(31n) && ![...resolved.keys()].includes(32n), 'grants 31 and 32 resolved with write 2, which did not carry them');
+    gates[2]!();
+    await until('grants 31 and 32 resolved with write 3', () => resolved.size === 23);
+    await Promise.all(during2);
+
+    assert.equal(hw.writes, 3, '23 grants, three writes: each write shared by every grant that waited for it');
+    for (const [revision, durable] of resolved) assert.ok(durable >= revision, `grant ${revision} resolved while the file held guard ${durable}`);
+    assert.equal(resolved.size, 23);
+    await hw.close();
   });
 });
