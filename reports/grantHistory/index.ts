@@ -133,12 +133,15 @@ export interface ResolvedPage {
 }
 
 /**
- * Which table a history query reads: the same rows either way. A holder with
- * no key or token reads grants_by_holder (sorted by holder: one holder is one
- * range); everything else reads `grants` (sorted by key).
+ * Which table a history query reads: the same rows either way. A key reads
+ * grants_by_key (sorted by key, then grant time: one key is one range, already
+ * in the page's order); a holder with no key or token reads grants_by_holder
+ * (sorted by holder: one holder is one range); everything else reads `grants`
+ * (sorted by cluster, key, revision; a token finds its grant by bloom filter).
  */
-export function historySource(p: Pick<GrantHistoryParams, 'key' | 'holder' | 'token'>): 'grants' | 'grants_by_holder' {
-  return p.holder !== undefined && p.key === undefined && p.token === undefined ? 'grants_by_holder' : 'grants';
+export function historySource(p: Pick<GrantHistoryParams, 'key' | 'holder' | 'token'>): 'grants' | 'grants_by_key' | 'grants_by_holder' {
+  if (p.key !== undefined) return 'grants_by_key';
+  return p.holder !== undefined && p.token === undefined ? 'grants_by_holder' : 'grants';
 }
 
 /** Checks a request's limits and cursor and pins its window (the first page fixes `to`; `nowMs` is "now"). */
