@@ -20,6 +20,7 @@ import { PREFIX } from '../../core/keyspace.js';
 import { makeToken } from '../../core/token.js';
 import { loadSql } from '../../platform/sql.js';
 import { bucketFor } from '../../reports/window.js';
+import { historySettings } from '../../reports/grantHistory/index.js';
 import { testConfig, tempStore } from '../support/env.js';
 import { writeGrantsExport } from '../../exporters/complianceExport.js';
 import { benchKey, generateReportData, HOLDERS, HOT_KEYS, NAMESPACES } from './reportsData.js';
@@ -86,19 +87,19 @@ async function main(): Promise<void> {
       {
         name: 'key history (hot key, page 100)', iter: ITER,
         api: async () => (await app.inject({ method: 'GET', url: `/v1/grants?key=${hotKey()}&limit=100`, headers: auth(investigator) })).statusCode,
-        bare: () => store.rows(history.text, { ...baseParams, source: 'grants_by_key', key: hotKey() }, settings),
+        bare: () => store.rows(history.text, { ...baseParams, source: 'grants_by_key', key: hotKey() }, { ...settings, ...historySettings('grants_by_key') }),
       },
       {
         // Before sql/140 (bare): the same page on `grants` with the pre-140 key filter, beside it on grants_by_key.
         name: 'key history on grants, no 140 (bare)', iter: ITER,
-        api: async () => { await store.rows(historyBefore, { ...baseParams, key: hotKey() }, settings); return 200; },
-        bare: () => store.rows(history.text, { ...baseParams, source: 'grants_by_key', key: hotKey() }, settings),
+        api: async () => { await store.rows(historyBefore, { ...baseParams, key: hotKey() }, { ...settings, ...historySettings('grants') }); return 200; },
+        bare: () => store.rows(history.text, { ...baseParams, source: 'grants_by_key', key: hotKey() }, { ...settings, ...historySettings('grants_by_key') }),
       },
       {
         // A later page (cursor in the middle of the key's 90 days), before and after 140.
         name: 'key history page at mid-span, no 140 (bare)', iter: ITER,
-        api: async () => { await store.rows(historyBefore, { ...baseParams, key: hotKey(), ...midCursor() }, settings); return 200; },
-        bare: () => store.rows(history.text, { ...baseParams, source: 'grants_by_key', key: hotKey(), ...midCursor() }, settings),
+        api: async () => { await store.rows(historyBefore, { ...baseParams, key: hotKey(), ...midCursor() }, { ...settings, ...historySettings('grants') }); return 200; },
+        bare: () => store.rows(history.text, { ...baseParams, source: 'grants_by_key', key: hotKey(), ...midCursor() }, { ...settings, ...historySettings('grants_by_key') }),
       },
       {
         name: `holder history (${DAYS} d, page 100)`, iter: ITER,
