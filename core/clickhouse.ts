@@ -2,6 +2,14 @@
 // the same code above it. Every statement names its tables as
 // {db:Identifier}.<table> because the chdb connection ignores the client's
 // `database` option; `db` is bound on every call so SQL never concatenates it.
+// One exception, embedded only: the binary inserts (the tailer's sink) run on
+// a second chdb connection with no bound parameters (issue 22 item 3). chdb
+// runs every query with bound parameters one at a time, process-wide (its
+// parameter binding is not safe under concurrency), and one connection runs
+// one statement at a time: a catch-up's inserts queued every report behind
+// them (/v1/grants p99 10–100× idle). A parameter-free statement on a
+// connection of its own runs beside the reports; the identifiers it names are
+// checked (IDENTIFIER) and the file name is ours (SAFE_PATH).
 import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
 type ClientOptions = NonNullable<Parameters<typeof createClient>[0]>;
 import { createChdbConnection } from 'chdb/connection';
@@ -31,6 +39,32 @@ export interface InsertOptions {
 
 // The file name of a binary insert is ours (a UUID in our own temp dir) and FROM INFILE takes only a literal.
 const SAFE_PATH = /^[A-Za-z0-9/._-]+$/;
+// A database or table name a parameter-free statement may name (the config schema's database pattern).
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+export interface StoreOptions {
+  /**
+   * Embedded only: run binary inserts on a second chdb connection without
+   * bound parameters, so they never hold up queries (see the header).
+   * Default true; false puts them back in line with every other query (the
+   * catchUpProgress bench's same-run baseline).
+   */
+  ingestConnection?: boolean;
+  /**
+   * Settings of every binary insert on that connection. Default
+   * INGEST_SETTINGS (one thread each: measured against none and against
+   * `priority` by the catchUpProgress bench, docs/performance.md).
+   */
+  ingestSettings?: ClickHouseSettings;
+}
+
+/**
+ * The tailer's inserts run on one thread each: running beside the reports,
+ * they otherwise take every core from them (same-run /v1/grants p99 during a
+ * catch-up ÷ idle: 4.66 with the default threads, 2.77 with one, 3.63 with
+ * `priority` 10; catch-up itself was not slower).
+ */
+export const INGEST_SETTINGS: ClickHouseSettings = { max_threads: 1, max_insert_threads: '1' };
 
 // 64-bit integers (tokens, revisions) must arrive as strings: chdb's default is bare numbers.
 const SETTINGS: ClickHouseSettings = {
@@ -46,16 +80,24 @@ export class AuditStore {
   /** Per table: its RowBinary encoder (from DESCRIBE), or undefined to stay on JSONEachRow. */
   readonly #encoders = new Map<string, Promise<RowBinaryEncoder | undefined>>();
   #insertDir: string | undefined;
+  /** Embedded: the connection binary inserts run on (StoreOptions.ingestConnection), or undefined to use `client`. */
+  readonly #ingest: ClickHouseClient | undefined;
+  readonly #ingestSettings: ClickHouseSettings | undefined;
 
-  constructor(target: ClickHouseTarget) {
+  constructor(target: ClickHouseTarget, options: StoreOptions = {}) {
     this.target = target;
     this.database = target.database;
+    this.#ingestSettings = options.ingestSettings ?? INGEST_SETTINGS;
     if (target.mode === 'embedded') {
       mkdirSync(target.path, { recursive: true });
       // chdb types its connection against @clickhouse/client-common, which
       // @clickhouse/client 1.23 vendors as its own copy: same shape, two types.
-      const connection = createChdbConnection({ path: target.path }) as unknown as NonNullable<ClientOptions['connection']>;
-      this.client = createClient({ connection, clickhouse_settings: SETTINGS });
+      const connect = () => createChdbConnection({ path: target.path }) as unknown as NonNullable<ClientOptions['connection']>;
+      this.client = createClient({ connection: connect(), clickhouse_settings: SETTINGS });
+      if (options.ingestConnection ?? true) {
+        if (!IDENTIFIER.test(target.database)) throw new Error(`clickhouse.database: ${JSON.stringify(target.database)} is not a plain identifier`);
+        this.#ingest = createClient({ connection: connect(), clickhouse_settings: SETTINGS });
+      }
     } else {
       this.client = createClient({
         url: target.url,
@@ -109,7 +151,13 @@ export class AuditStore {
     if (!SAFE_PATH.test(file)) throw new Error(`binary insert: unexpected temp path ${file}`);
     await writeFile(file, body);
     try {
-      await this.command(`INSERT INTO {db:Identifier}.{table:Identifier} FROM INFILE '${file}' FORMAT RowBinaryWithDefaults`, { table }, options.settings);
+      if (this.#ingest && IDENTIFIER.test(table)) {
+        // No bound parameters: chdb would run it in line with every other query (see the header).
+        const settings = { ...this.#ingestSettings, ...options.settings };
+        await this.#ingest.command({ query: `INSERT INTO \`${this.database}\`.\`${table}\` FROM INFILE '${file}' FORMAT RowBinaryWithDefaults`, clickhouse_settings: settings });
+      } else {
+        await this.command(`INSERT INTO {db:Identifier}.{table:Identifier} FROM INFILE '${file}' FORMAT RowBinaryWithDefaults`, { table }, options.settings);
+      }
     } finally {
       await unlink(file).catch(() => undefined);
     }
@@ -135,7 +183,7 @@ export class AuditStore {
 
   /** Idempotent. */
   close(): Promise<void> {
-    this.#closed ??= this.client.close().finally(() => {
+    this.#closed ??= Promise.all([this.client.close(), this.#ingest?.close()]).then(() => undefined).finally(() => {
       if (this.#insertDir) rmSync(this.#insertDir, { recursive: true, force: true });
     });
     return this.#closed;

@@ -5,13 +5,16 @@
 -- rows: the same rows are kept, far fewer are merged. An empty filter string
 -- (hasToken 0) means "no filter". Built by grantFilterParams()
 -- (reports/grantFilter/index.ts); included with `-- @include` (platform/sql.ts
--- says why not a parameterized view). The window rule is a parameter:
+-- says why not a parameterized view). The key is `key = if(…)`, not
+-- `'' = k OR key = k`: with a key given ClickHouse sees a plain equality, so
+-- a table sorted by (key, granted_at, …) — grants_by_key, sql/140 — is read in
+-- the page's order (the OR form hides it and forces a full sort). The window rule is a parameter:
 --   overlapping: grants whose hold overlaps [from, to] (granted at or before
 --                to, and — where.sql — still held at or after from);
 --   granted:     grants granted in [from, to) (disjoint ranges never share a grant).
 -- Parameters: {cluster:String} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {origin:String} {window:String} {fromMs:Int64} {toMs:Int64}
 ({cluster:String} = '' OR cluster = {cluster:String})
-    AND ({key:String} = '' OR key = {key:String})
+    AND key = if({key:String} = '', key, {key:String})
     AND ({keyPrefix:String} = '' OR startsWith(key, {keyPrefix:String}))
     AND ({holder:String} = '' OR holder = {holder:String})
     AND ({class:String} = '' OR class = {class:String})

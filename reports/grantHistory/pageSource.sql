@@ -6,12 +6,17 @@
 -- PREWHERE too and a grant that ends between two pages keeps its place
 -- (hasCursor 0: the first page). The includer may add PREWHERE conditions
 -- (AND …), then its WHERE with reports/grantFilter/where.sql.
--- {source} is `grants`, or `grants_by_holder` (the same rows sorted by holder,
--- sql/056) when a holder is the narrowest filter: chosen by historySource().
+-- {source} is `grants`, `grants_by_key` (the same rows sorted by key and
+-- grant time, sql/140) when a key is given, or `grants_by_holder` (sorted by
+-- holder, sql/056) when a holder is the narrowest filter: chosen by
+-- historySource(). The cursor's granted_at is repeated alone (implied by the
+-- tuple) because the primary key can use it: on grants_by_key a later page
+-- starts at its cursor instead of reading the key's earlier grants again.
 -- Parameters: {db:Identifier} {source:Identifier} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String}
 FROM {db:Identifier}.{source:Identifier} FINAL
 PREWHERE
 -- @include reports/grantFilter/prewhere.sql
+    AND ({hasCursor:UInt8} = 0 OR granted_at >= fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC'))
     AND ({hasCursor:UInt8} = 0
          OR (granted_at, cluster, key, grant_revision, spool_id)
             > (fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC'), {afterCluster:String}, {afterKey:String}, {afterRevision:UInt64}, {afterSpool:String}))

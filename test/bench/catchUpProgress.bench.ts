@@ -10,12 +10,19 @@
 //    and events written beside the uninterrupted run.
 // Both runs are checked for exact capture. Scale: BENCH_PROGRESS_REVISIONS
 // (default 60 000), BENCH_PROGRESS_WINDOWS (default 8), BENCH_PROGRESS_RUN_MS
-// (how long each stopped run leads, default 3 000).
+// (how long each stopped run leads, default 3 000), BENCH_PROGRESS_STOPS
+// (default 5; 0 skips the stopped runs).
+// Reports during catch-up (issue 22 item 3) are measured once per way of
+// isolating the tailer's inserts from the reports (BENCH_PROGRESS_VARIANTS,
+// comma-separated names of VARIANTS below; default all), each catch-up of the
+// same history under a label of its own, each beside the same requests on the
+// same store idle right after it (the store grows by one copy per variant).
 import { Registry } from 'prom-client';
 import { buildApp, type App } from '../../api/app.js';
 import { grantRoutes } from '../../api/routes/grants.js';
 import { tailerRoutes } from '../../api/routes/tailers.js';
 import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
+import { AuditStore, type StoreOptions } from '../../core/clickhouse.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
@@ -31,12 +38,23 @@ import { heading, percentile, report } from './report.js';
 const REVISIONS = Number(process.env.BENCH_PROGRESS_REVISIONS ?? 60_000);
 const WINDOWS = Number(process.env.BENCH_PROGRESS_WINDOWS ?? 8);
 const RUN_MS = Number(process.env.BENCH_PROGRESS_RUN_MS ?? 3_000);
-const STOPS = 5;
+const STOPS = Number(process.env.BENCH_PROGRESS_STOPS ?? 5);
 const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '1000000' });
 const endpoints = config.etcd.clusters[0]?.endpoints ?? [];
 const log = createLogger('warn');
 const client = createEtcdClient({ name: 'bench', endpoints });
 const { store, close } = await tempStore();
+const storePath = store.target.mode === 'embedded' ? store.target.path : '';
+// How the tailer's store meets the reports' one (the API's store is `store`, as in one platform process).
+// "in line": the tailer's inserts bound parameters and so ran one at a time with every report query (before issue 22).
+const VARIANTS: Record<string, StoreOptions | 'api store'> = {
+  'inserts in line with reports': { ingestConnection: false },
+  'own insert connection, default threads': { ingestSettings: {} },
+  'own insert connection, inserts 1 thread (the API process\'s store: the default)': 'api store',
+  'own insert connection, inserts priority 10': { ingestSettings: { priority: '10' } },
+};
+const chosen = (process.env.BENCH_PROGRESS_VARIANTS ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+const variants = Object.entries(VARIANTS).filter(([name]) => chosen.length === 0 || chosen.some((c) => name.includes(c)));
 const options: ReplicaOptions = { electionTtlSeconds: 5, checkpointIntervalMs: 250, catchUpWindows: WINDOWS, splitMinRevisions: 1_000 };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -80,15 +98,17 @@ const app = await buildApp({ config, logger: createLogger('silent'), store, veri
 const { token } = await createApiToken(store, 'bench-investigator', ['investigator']);
 const grantsUrl = `/v1/grants?namespace=${w.ns}&limit=100`;
 
-// 1. Uninterrupted: checkpoint sampled every second, reports in a loop meanwhile.
-let uninterrupted: { seconds: number; events: number };
-let busy: { grants: number[]; tailers: number[] };
-{
+// 1. Uninterrupted, once per variant: checkpoint sampled every second, reports in a loop meanwhile,
+// then the same requests on the same store idle.
+let uninterrupted = { seconds: NaN, events: NaN };
+for (const [variant, opts] of variants) {
+  heading(`reports during catch-up: ${variant}`);
+  const tailerStore = opts === 'api store' ? store : new AuditStore({ mode: 'embedded', path: storePath, database: store.database }, opts);
   const label = uniqueId('bench');
   await store.insert('checkpoints', [{ cluster: label, revision: (from - 1n).toString(), leader: 'bench' }]);
   const metrics = tailerMetrics(new Registry());
   let checkpoint = from - 1n;
-  const replica = new TailerReplica({ cluster: { name: label, endpoints }, store, log, metrics, onCheckpoint: (r) => (checkpoint = r) }, options);
+  const replica = new TailerReplica({ cluster: { name: label, endpoints }, store: tailerStore, log, metrics, onCheckpoint: (r) => (checkpoint = r) }, options);
   const started = performance.now();
   replica.start();
   const samples: bigint[] = [];
@@ -98,8 +118,8 @@ let busy: { grants: number[]; tailers: number[] };
   const seconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
   await replica.close();
-  uninterrupted = { seconds, events: await written(metrics) };
-  busy = { grants, tailers };
+  if (tailerStore !== store) await tailerStore.close();
+  const busy = { grants, tailers };
   let advanced = 0;
   let stall = 0;
   let longest = 0;
@@ -109,30 +129,31 @@ let busy: { grants: number[]; tailers: number[] };
       stall = 0;
     } else longest = Math.max(longest, (stall += 1));
   }
-  process.stdout.write(`uninterrupted: ${seconds.toFixed(1)} s, ${uninterrupted.events.toLocaleString()} events; checkpoint each second: ${samples.join(' ')}\n`);
-  report({ name: 'checkpoint samples (1 s apart) that advanced', value: advanced, baselineName: 'samples during the catch-up', baseline: Math.max(0, samples.length - 1), unit: 'samples', higherIsBetter: true });
-  report({ name: 'longest checkpoint stall during catch-up', value: longest, baselineName: 'catch-up duration', baseline: seconds, unit: 's', higherIsBetter: false });
+  const events = await written(metrics);
+  if (opts === 'api store') uninterrupted = { seconds, events };
+  process.stdout.write(`uninterrupted: ${seconds.toFixed(1)} s, ${events.toLocaleString()} events; checkpoint each second: ${samples.join(' ')}\n`);
+  report({ name: `${variant}: catch-up events/s`, value: events / seconds, baselineName: 'events', baseline: events, unit: 'events/s', higherIsBetter: true });
+  report({ name: `${variant}: checkpoint samples (1 s apart) that advanced`, value: advanced, baselineName: 'samples during the catch-up', baseline: Math.max(0, samples.length - 1), unit: 'samples', higherIsBetter: true });
+  report({ name: `${variant}: longest checkpoint stall`, value: longest, baselineName: 'catch-up duration', baseline: seconds, unit: 's', higherIsBetter: false });
   await assertExactCapture(store, label, client, from, to, w.expected);
-}
 
-// The same requests against the same store, idle (every row in, no tailer running).
-{
+  // The same requests against the same store, idle (every row in, no tailer running).
   const n = Math.max(busy.grants.length, busy.tailers.length, 100);
   let count = 0;
   const enough = (): boolean => ++count > n;
-  const grants = await latencies(app, token, grantsUrl, enough);
+  const idleGrants = await latencies(app, token, grantsUrl, enough);
   count = 0;
-  const tailers = await latencies(app, token, '/v1/tailers', enough);
-  process.stdout.write(`requests: /v1/grants ${busy.grants.length} during catch-up, ${grants.length} idle; /v1/tailers ${busy.tailers.length} during, ${tailers.length} idle\n`);
+  const idleTailers = await latencies(app, token, '/v1/tailers', enough);
+  process.stdout.write(`requests: /v1/grants ${busy.grants.length} during catch-up, ${idleGrants.length} idle; /v1/tailers ${busy.tailers.length} during, ${idleTailers.length} idle\n`);
   for (const p of [50, 99]) {
-    report({ name: `GET /v1/grants p${p} during catch-up`, value: percentile(busy.grants, p), baselineName: `same, idle store`, baseline: percentile(grants, p), unit: 'ms', higherIsBetter: false });
-    report({ name: `GET /v1/tailers p${p} during catch-up`, value: percentile(busy.tailers, p), baselineName: `same, idle store`, baseline: percentile(tailers, p), unit: 'ms', higherIsBetter: false });
+    report({ name: `${variant}: GET /v1/grants p${p} during catch-up`, value: percentile(busy.grants, p), baselineName: `same, idle store`, baseline: percentile(idleGrants, p), unit: 'ms', higherIsBetter: false });
+    report({ name: `${variant}: GET /v1/tailers p${p} during catch-up`, value: percentile(busy.tailers, p), baselineName: `same, idle store`, baseline: percentile(idleTailers, p), unit: 'ms', higherIsBetter: false });
   }
-  report({ name: 'GET /v1/tailers max during catch-up', value: busy.tailers.at(-1) ?? NaN, baselineName: 'same, idle store', baseline: tailers.at(-1) ?? NaN, unit: 'ms', higherIsBetter: false });
+  report({ name: `${variant}: GET /v1/tailers max during catch-up`, value: busy.tailers.at(-1) ?? NaN, baselineName: 'same, idle store', baseline: idleTailers.at(-1) ?? NaN, unit: 'ms', higherIsBetter: false });
 }
 
 // 2. Stopped every RUN_MS of leadership, 5 times, then run to the end.
-{
+if (STOPS > 0) {
   const label = uniqueId('bench');
   await store.insert('checkpoints', [{ cluster: label, revision: (from - 1n).toString(), leader: 'bench' }]);
   const metrics = tailerMetrics(new Registry());

@@ -5,7 +5,8 @@
 // BENCH_REPORTS_DAYS the span (default 90), BENCH_REPORTS_ITER the iterations
 // per figure. Goals (issue 14): key history and token lookup p95 < 100 ms,
 // holder history p95 < 500 ms, contention over the whole span < 5 s, risk
-// register < 2 s; a compliance export of one namespace over the span is timed
+// register < 2 s (issue 22: key history p95 < 100 ms at 100 M events, beside
+// the same page before sql/140); BENCH_REPORTS_CASES picks figures by name; a compliance export of one namespace over the span is timed
 // through writeGrantsExport (the export job's own writer, to a local file)
 // beside ClickHouse writing the same rows as one Parquet query.
 import { buildApp } from '../../api/app.js';
@@ -19,6 +20,7 @@ import { PREFIX } from '../../core/keyspace.js';
 import { makeToken } from '../../core/token.js';
 import { loadSql } from '../../platform/sql.js';
 import { bucketFor } from '../../reports/window.js';
+import { historySettings } from '../../reports/grantHistory/index.js';
 import { testConfig, tempStore } from '../support/env.js';
 import { writeGrantsExport } from '../../exporters/complianceExport.js';
 import { benchKey, generateReportData, HOLDERS, HOT_KEYS, NAMESPACES } from './reportsData.js';
@@ -58,13 +60,19 @@ async function main(): Promise<void> {
     const usage = loadSql('reports/riskRegister/usage.sql');
     const usageBefore = usage.text.replace(/\n\s*AND \(granted_at > d30 OR ended_at IS NULL OR ended_at > d30\)/, '');
     if (usageBefore === usage.text) throw new Error('usage.sql: the 30-day PREWHERE line to compare against is not there');
+    // Before sql/140: key history read `grants` (sorted by cluster, key, revision) with the key as
+    // `'' = k OR key = k`, which hides the key from ClickHouse's read-in-order: every page sorted the whole key.
+    const keyLine = "key = if({key:String} = '', key, {key:String})";
+    const historyBefore = history.text.replace(keyLine, "({key:String} = '' OR key = {key:String})");
+    if (historyBefore === history.text) throw new Error('history.sql: the key line to compare against is not there');
     const settings = { max_execution_time: 900 };
-    const baseParams = { source: 'grants', key: '', keyPrefix: '', holder: '', class: '', namespace: '', endKind: '', origin: '', hasToken: 0, token: '0', fromMs: 0, toMs: endMs + 1, hasCursor: 0, afterMs: 0, afterCluster: '', afterKey: '', afterRevision: '0', afterSpool: '', limit: 101 };
+    const baseParams = { source: 'grants', cluster: '', window: 'overlapping', key: '', keyPrefix: '', holder: '', class: '', namespace: '', endKind: '', origin: '', hasToken: 0, token: '0', fromMs: 0, toMs: endMs + 1, hasCursor: 0, afterMs: 0, afterCluster: '', afterKey: '', afterRevision: '0', afterSpool: '', limit: 101 };
     const rnd = (n: number) => Math.floor(Math.random() * n);
     const hotKey = () => benchKey(rnd(HOT_KEYS));
     const holder = () => `spiffe://corp/worker-${rnd(HOLDERS)}`;
     const grantToken = () => { let g = rnd(data.grants); if (g % 1000 === 999) g -= 1; return makeToken(40, BigInt(1000 + 5 * g + 1)).toString(); };
     const fromSpan = endMs - DAYS * 86_400_000;
+    const midCursor = () => ({ hasCursor: 1, afterMs: fromSpan + Math.floor((endMs - fromSpan) / 2), afterCluster: 'bench', afterKey: '', afterRevision: '0', afterSpool: '' });
     const namespace = () => `ns${rnd(NAMESPACES)}`;
     const exportParams = (ns: string) => ({
       cluster: '', key: '', keyPrefix: '', holder: '', class: '', namespace: ns, hasToken: 0, token: '0', fromMs: fromSpan, toMs: endMs + 1,
@@ -79,7 +87,19 @@ async function main(): Promise<void> {
       {
         name: 'key history (hot key, page 100)', iter: ITER,
         api: async () => (await app.inject({ method: 'GET', url: `/v1/grants?key=${hotKey()}&limit=100`, headers: auth(investigator) })).statusCode,
-        bare: () => store.rows(history.text, { ...baseParams, key: hotKey() }, settings),
+        bare: () => store.rows(history.text, { ...baseParams, source: 'grants_by_key', key: hotKey() }, { ...settings, ...historySettings('grants_by_key') }),
+      },
+      {
+        // Before sql/140 (bare): the same page on `grants` with the pre-140 key filter, beside it on grants_by_key.
+        name: 'key history on grants, no 140 (bare)', iter: ITER,
+        api: async () => { await store.rows(historyBefore, { ...baseParams, key: hotKey() }, { ...settings, ...historySettings('grants') }); return 200; },
+        bare: () => store.rows(history.text, { ...baseParams, source: 'grants_by_key', key: hotKey() }, { ...settings, ...historySettings('grants_by_key') }),
+      },
+      {
+        // A later page (cursor in the middle of the key's 90 days), before and after 140.
+        name: 'key history page at mid-span, no 140 (bare)', iter: ITER,
+        api: async () => { await store.rows(historyBefore, { ...baseParams, key: hotKey(), ...midCursor() }, { ...settings, ...historySettings('grants') }); return 200; },
+        bare: () => store.rows(history.text, { ...baseParams, source: 'grants_by_key', key: hotKey(), ...midCursor() }, { ...settings, ...historySettings('grants_by_key') }),
       },
       {
         name: `holder history (${DAYS} d, page 100)`, iter: ITER,
@@ -137,7 +157,9 @@ async function main(): Promise<void> {
     ];
 
     heading('latency: API (inject) vs the same SQL bare in ClickHouse');
-    for (const c of cases) {
+    // BENCH_REPORTS_CASES: only the figures whose name contains one of these (comma-separated), e.g. "key history".
+    const only = (process.env.BENCH_REPORTS_CASES ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+    for (const c of cases.filter((c) => only.length === 0 || only.some((o) => c.name.includes(o)))) {
       const api: number[] = [];
       const bare: number[] = [];
       for (let i = 0; i < WARMUP; i++) { await c.bare(); await c.api(); }
@@ -158,6 +180,7 @@ async function main(): Promise<void> {
     }
     // Where contention's time goes: the same window read plain, read with FINAL,
     // and with FINAL plus the per-key window (the report adds the GROUPING SETS).
+    if (only.length > 0) { rmSync(exportDir, { recursive: true, force: true }); return; }
     heading(`contention ${DAYS} d: where the time goes (bare SQL, one run each)`);
     const windowParams = { fromMs: fromSpan, toMs: endMs };
     const stages: Array<[string, string]> = [
@@ -181,7 +204,7 @@ async function main(): Promise<void> {
 async function printLayout(store: Awaited<ReturnType<typeof tempStore>>['store'], events: number): Promise<void> {
   heading('physical layout');
   const tables = await store.rows<{ name: string; engine: string; sorting_key: string; primary_key: string; create_table_query: string }>(
-    "SELECT name, engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = {db:String} AND name IN ('grants', 'grants_by_holder', 'events', 'risk_register', 'risk_register_runs', 'grant_history_reads', 'unprotected_reconciliations') ORDER BY name",
+    "SELECT name, engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = {db:String} AND name IN ('grants', 'grants_by_key', 'grants_by_holder', 'events', 'risk_register', 'risk_register_runs', 'grant_history_reads', 'unprotected_reconciliations') ORDER BY name",
     { db: store.database },
   );
   const parts = await store.rows<{ table: string; parts: string; rows: string; bytes: string; raw: string }>(

@@ -73,7 +73,7 @@ describe('grants_by_holder answers like grants', () => {
 
   it('holder history reads grants_by_holder and pages to the same grants as the base table', async () => {
     assert.equal(historySource({ holder: HOLDERS[0] }), 'grants_by_holder');
-    assert.equal(historySource({ holder: HOLDERS[0], key: 'ns0/k1' }), 'grants');
+    assert.equal(historySource({ holder: HOLDERS[0], key: 'ns0/k1' }), 'grants_by_key');
     const history = loadSql('reports/grantHistory/history.sql');
     const now = T0 + 90 * MIN;
     let compared = 0;

@@ -125,4 +125,21 @@ describe('audit store (embedded chdb)', () => {
     await assert.rejects(store.insert('events', [event('rb-x', '3', { op: 'bogus' })], { binary: true }), RowEncodeError);
     await assert.rejects(store.insert('grants', [grant('rb-x', '3', { wait_ms: 'x' })], { binary: true }), RowEncodeError);
   });
+
+  it('a binary insert (the tailer sink\'s) does not hold up a query that runs while it does (issue 22 item 3)', async () => {
+    // An insert that takes ≥ 2 s inside ClickHouse: its table feeds a view that sleeps on every block.
+    await store.command('CREATE TABLE {db:Identifier}.slow_in (x UInt64) ENGINE = MergeTree ORDER BY x');
+    await store.command('CREATE TABLE {db:Identifier}.slow_out (x UInt64, s UInt8) ENGINE = MergeTree ORDER BY x');
+    await store.command('CREATE MATERIALIZED VIEW {db:Identifier}.slow_mv TO {db:Identifier}.slow_out AS SELECT x, sleep(2) AS s FROM {db:Identifier}.slow_in');
+    const order: string[] = [];
+    const insert = store.insert('slow_in', [{ x: 1 }], { binary: true }).then(() => order.push('insert'));
+    await new Promise((r) => setTimeout(r, 500)); // the insert is in ClickHouse, sleeping
+    // A report's query: bound parameters, as every report binds them.
+    const [row] = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.grants WHERE key = {key:String}', { key: 'ns/k' });
+    order.push('query');
+    await insert;
+    assert.equal(row?.n, '0');
+    assert.deepEqual(order, ['query', 'insert'], 'the query answered while the insert ran, not after it');
+    assert.deepEqual(await store.rows('SELECT x FROM {db:Identifier}.slow_out'), [{ x: '1' }]);
+  });
 });
