@@ -31,6 +31,8 @@ export interface SealOptions {
   checkpoint?: bigint;
   /** Seal hours that end at or before this instant instead of the checkpoint's time. */
   sealBeforeMs?: number;
+  /** Seal exactly these hours (unix seconds) again, whatever their seals: a replay. Default: the hours that need one. */
+  hours?: number[];
   /** Hours per batch (each batch reads its keys' grants over the lookback once). Default 24 × 92. */
   batchHours?: number;
 }
@@ -68,7 +70,7 @@ export async function sealContentionHours(deps: ReportDeps, opts: SealOptions = 
     const result: SealResult = { cluster, checkpoint: checkpoint.toString(), hours: 0, irregularHours: 0 };
     results.push(result);
     if (checkpoint === 0n || sealBeforeMs <= 0) continue;
-    const candidates = (await deps.store.rows<{ hour_s: number }>(CANDIDATES.text, { cluster, sealBeforeMs, lookbackDays, generation })).map((r) => Number(r.hour_s));
+    const candidates = opts.hours ?? (await deps.store.rows<{ hour_s: number }>(CANDIDATES.text, { cluster, sealBeforeMs, lookbackDays, generation })).map((r) => Number(r.hour_s));
     const batch = opts.batchHours ?? 24 * 92;
     for (let i = 0; i < candidates.length; i += batch) {
       const hours = candidates.slice(i, i + batch);
