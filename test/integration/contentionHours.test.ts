@@ -11,11 +11,13 @@ import type { AuditStore } from '../../core/clickhouse.js';
 import { loadSql } from '../../platform/sql.js';
 import { contention, coveredRuns, type ContentionParams } from '../../reports/contention/index.js';
 import { sealContentionHours } from '../../reports/contention/seal.js';
+import { contentionSealJob, CONTENTION_SEAL_SCHEDULER_ID } from '../../reports/contention/job.js';
+import { createLogger } from '../../core/logger.js';
 import { reportRows, type ReportDeps } from '../../reports/query.js';
 import type { GrantRow } from '../../tailer/types.js';
 import { generateReportData } from '../bench/reportsData.js';
 import { classEvent, grantRows, type GrantSpec } from '../support/grants.js';
-import { tempStore } from '../support/env.js';
+import { tempStore, testConfig } from '../support/env.js';
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
@@ -200,5 +202,26 @@ describe('contention from sealed hours on generated data: the raw query\'s answe
     const hour = Math.floor((endMs - 5 * DAY) / HOUR) * 3600;
     await sealContentionHours(deps, { cluster: 'bench', checkpoint: 10n ** 15n, hours: [hour, hour + 3600], sealBeforeMs: endMs });
     for (const p of cases) assert.deepEqual(await contention(deps, p, endMs, { preaggregated: true }), await contention(deps, p, endMs, { preaggregated: false }), `re-sealed: ${JSON.stringify(p)}`);
+  });
+});
+
+describe('the contention-seal job', () => {
+  it('is scheduled every 5 minutes and seals the hours the stored checkpoint has passed', async () => {
+    const { store, close } = await tempStore();
+    try {
+      const config = testConfig({});
+      const [scheduler] = contentionSealJob.schedulers?.(config) ?? [];
+      assert.equal(scheduler?.id, CONTENTION_SEAL_SCHEDULER_ID);
+      assert.equal(scheduler?.pattern, '*/5 * * * *');
+      await insertGrants(store, FIXTURE.slice(0, 6));
+      await setCheckpoint(store, 'c1', 120, H(0, 1000));
+      const run = contentionSealJob.processor({ store, config, logger: createLogger('silent') } as unknown as Parameters<typeof contentionSealJob.processor>[0]);
+      const results = (await (run as unknown as () => Promise<Array<{ cluster: string; hours: number }>>)()) ?? [];
+      assert.deepEqual(results.map((r) => [r.cluster, r.hours]), [['c1', 4]]);
+      const seals = await store.rows<{ n: string }>('SELECT toString(count()) AS n FROM {db:Identifier}.contention_seals FINAL');
+      assert.equal(seals[0]?.n, '4');
+    } finally {
+      await close();
+    }
   });
 });
