@@ -12,6 +12,7 @@ import { quarantineRoutes } from '../api/routes/quarantine.js';
 import { reportRoutes } from '../api/routes/reports.js';
 import { stateRoutes } from '../api/routes/state.js';
 import { riskRegisterJob } from '../reports/riskRegister/job.js';
+import { contentionSealJob } from '../reports/contention/job.js';
 import { exportRoutes } from '../api/routes/exports.js';
 import { uiRoutes } from '../api/routes/ui.js';
 import { exportJobQueues, forceArchiveService } from '../exporters/exportJobs.js';
@@ -22,7 +23,7 @@ import { alertMetrics } from '../exporters/alerts/alertMetrics.js';
 
 /** The api role's routes around the lock engine it serves. */
 export const apiRoutes = (lock: LockService): RoutePlugin[] => [tailerRoutes, lockApi(lock), grantRoutes, quarantineRoutes, reportRoutes, stateRoutes, exportRoutes(), uiRoutes];
-export const jobQueues: JobQueue[] = [riskRegisterJob, ...exportJobQueues];
+export const jobQueues: JobQueue[] = [riskRegisterJob, contentionSealJob, ...exportJobQueues];
 /** Loops the worker role runs beside its job workers. */
 export const workerServices = [forceArchiveService(), alertService()];
 

@@ -9,6 +9,10 @@ import { loadSql } from '../../platform/sql.js';
 import { bucketFor, bucketStarts, resolveWindow } from '../window.js';
 
 const CONTENTION = loadSql('reports/contention/contention.sql');
+const COVERED = loadSql('reports/contention/covered.sql');
+const HOURS = loadSql('reports/contention/hours.sql');
+const HOURS_TOP_KEYS = loadSql('reports/contention/hoursTopKeys.sql');
+const HOURS_PENDING = loadSql('reports/contention/hoursPending.sql');
 
 export const ContentionQuery = Type.Object(
   {
@@ -93,14 +97,73 @@ interface Row {
 const n0 = (v: Num | undefined): number => num(v ?? null) ?? 0;
 const pct = (values: Num[], i: number, present: boolean): number | null => (present ? num(values[i] ?? null) : null);
 
-export async function contention(deps: ReportDeps, p: ContentionParams, nowMs: number): Promise<Contention> {
+export interface ContentionOptions {
+  /**
+   * Read sealed hours from their seals (sql/130, seal.ts) when the buckets are
+   * whole hours (default true); false: always the raw query (contention.sql),
+   * which the known-answer tests and the bench compare against.
+   */
+  preaggregated?: boolean;
+}
+
+interface PendingRow {
+  cluster: string;
+  key: string;
+  grant_revision: string;
+  spool_id: string;
+  timeline: number | string;
+}
+
+interface CoveredRow {
+  cluster: string;
+  hour_s: number;
+}
+
+/** Covered hours (sorted by cluster, hour) as runs of consecutive hours: cluster i's hours [runFrom[i], runTo[i]). */
+export function coveredRuns(covered: ReadonlyArray<{ cluster: string; hour_s: number | string }>): { clusters: string[]; runFrom: number[]; runTo: number[] } {
+  const runs = { clusters: [] as string[], runFrom: [] as number[], runTo: [] as number[] };
+  for (const c of covered) {
+    const hour = Number(c.hour_s);
+    const last = runs.clusters.length - 1;
+    if (last >= 0 && runs.clusters[last] === c.cluster && runs.runTo[last] === hour) runs.runTo[last] = hour + 3600;
+    else {
+      runs.clusters.push(c.cluster);
+      runs.runFrom.push(hour);
+      runs.runTo.push(hour + 3600);
+    }
+  }
+  return runs;
+}
+
+/** The report's rows: from the sealed hours where it can (hours.sql), else raw (contention.sql) — the same rows either way. */
+async function contentionRows(deps: ReportDeps, params: Record<string, string | number>, bucketSeconds: number, preaggregated: boolean): Promise<Row[]> {
+  if (preaggregated && bucketSeconds % 3600 === 0) {
+    const covered = await reportRows<CoveredRow>(deps, COVERED, { fromMs: params.fromMs, toMs: params.toMs, lookbackDays: deps.limits.maxWindowDays });
+    if (covered.length > 0) {
+      const seals = coveredRuns(covered);
+      // Each its own query, once: a WITH subquery is run again at every place that names it.
+      const [top, pending] = await Promise.all([
+        reportRows<{ key: string }>(deps, HOURS_TOP_KEYS, { ...seals, fromMs: params.fromMs, toMs: params.toMs, namespace: params.namespace, class: params.class, top: params.top }),
+        reportRows<PendingRow>(deps, HOURS_PENDING, seals),
+      ]);
+      return reportRows<Row>(deps, HOURS, {
+        ...params, ...seals, topKeys: top.map((t) => t.key),
+        pendingClusters: pending.map((p) => p.cluster), pendingKeys: pending.map((p) => p.key), pendingRevisions: pending.map((p) => p.grant_revision),
+        pendingSpools: pending.map((p) => p.spool_id), pendingTimelines: pending.map((p) => Number(p.timeline)),
+      });
+    }
+  }
+  return reportRows<Row>(deps, CONTENTION, params);
+}
+
+export async function contention(deps: ReportDeps, p: ContentionParams, nowMs: number, opts: ContentionOptions = {}): Promise<Contention> {
   const { fromMs, toMs } = resolveWindow({ from: p.from, to: p.to }, deps.limits.maxWindowDays, nowMs);
   const by = p.by ?? 'namespace';
   const top = p.top ?? 10;
   const bucketSeconds = bucketFor(toMs - fromMs);
-  const rows = await reportRows<Row>(deps, CONTENTION, {
+  const rows = await contentionRows(deps, {
     by, fromMs, toMs, namespace: p.namespace ?? '', class: p.class ?? '', groupLimit: by === 'key' ? top : 10_000, top, bucketSeconds,
-  });
+  }, bucketSeconds, opts.preaggregated ?? true);
   const buckets = new Map(rows.filter((r) => r.kind === 'bucket').map((r) => [n0(r.bucket_ms), r]));
   // Every bucket of the window: an empty one has zero counts and no percentiles.
   const series: Contention['series'] = bucketStarts(fromMs, toMs, bucketSeconds).map((at) => {
