@@ -77,11 +77,14 @@ export function fromLogRow(cluster: string, r: LogRow): AlertEvent {
   if (r.event_type === 'epoch-advance') detail.epoch = Number(r.epoch);
   const foreign = r.origin === 'foreign';
   if (foreign) detail.origin = 'foreign';
+  // A foreign hold seen only in a gap or restore snapshot: a foreign grant whose put no tailer watched (at the snapshot's revision).
+  const seenInSnapshot = foreign && r.event_type === 'snapshot-hold';
+  if (seenInSnapshot) detail.seenIn = 'snapshot';
   return {
     id: `${cluster}:${revision}:${r.key}`,
     cluster,
     // A grant that bypassed the lock API is its own kind, so a rule can stream exactly those (rules.ts: 'grant' still matches it).
-    kind: foreign && r.event_type === 'grant' ? 'foreign-grant' : r.event_type,
+    kind: (foreign && r.event_type === 'grant') || seenInSnapshot ? 'foreign-grant' : r.event_type,
     revision,
     key: lockName(r.key),
     namespace: r.namespace,
