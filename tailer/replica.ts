@@ -21,7 +21,7 @@ import { closeGrantsEndedInGap, loadGaps, lostAfter, recordGap, snapshotHolds, t
 import { storeEvidenceLog } from './leaseEvidence.js';
 import { etcdTtl, LeaseWitness } from './leaseWitness.js';
 import { watchRewind } from './rewindWatch.js';
-import { detectRestore, divergence, endHistory, ensureTimeline, etcdPosition, recordTimeline, rollBack, type RestoreSeen, type Timeline } from './restores.js';
+import { RESTORE_PAGE_SIZE, detectRestore, divergence, endHistory, ensureTimeline, etcdPosition, recordTimeline, rollBack, type RestoreSeen, type Timeline } from './restores.js';
 import { SpoolShipper } from './spoolShipper.js';
 import { readCheckpoint, writeCheckpoint } from './offsets.js';
 import { writeRows, type RowWriteOptions } from './rowWriter.js';
@@ -189,7 +189,7 @@ export class TailerReplica {
       }
       const lost = await lostAfter(this.#client, checkpoint);
       if (lost !== undefined) {
-        checkpoint = await this.#handleGap(election, checkpoint, lost, gaps, signal, timeline.timeline);
+        checkpoint = await this.#handleGap(election, checkpoint, lost, gaps, signal, timeline);
         if (signal.aborted) return;
       }
       // A restore under a running watch may leave it waiting at a future revision: watch for one and restart.
@@ -279,7 +279,8 @@ export class TailerReplica {
     const { store, log, metrics, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
     const generation = timeline.generation + 1;
-    const shared = await divergence(this.#client, store, cluster, checkpoint);
+    const pageSize = this.#opts.restorePageSize ?? RESTORE_PAGE_SIZE;
+    const shared = await divergence(this.#client, store, cluster, checkpoint, pageSize);
     // Sharing nothing: a new history from revision 0, not a rollback of everything (restores.ts).
     const after = shared ?? 0n;
     const compacted = await lostAfter(this.#client, after);
@@ -308,9 +309,9 @@ export class TailerReplica {
     if (shared === undefined) {
       // The ended history's open grants: etcd no longer has them, when they ended is unknown (inside the restore gap).
       await closeGrantsEndedInGap(store, cluster, checkpoint, oldEnd, oldEnd);
-      await endHistory(store, cluster, generation);
+      await endHistory(store, cluster, generation, pageSize);
     } else {
-      await rollBack(store, cluster, after, generation, generation);
+      await rollBack(store, cluster, after, generation, generation, pageSize);
     }
     await recordGap(store, {
       cluster,
@@ -357,7 +358,7 @@ export class TailerReplica {
       await replays?.mark(batch);
       await writeRows(store, batch, writeOptions);
     };
-    const seen = await snapshotHolds(this.#client, cluster, revision, checkpoint, write, this.#opts.restorePageSize ?? 5_000, { ...options, originSecret: secret });
+    const seen = await snapshotHolds(this.#client, cluster, revision, checkpoint, write, this.#opts.restorePageSize ?? RESTORE_PAGE_SIZE, { ...options, originSecret: secret });
     if (seen.foreign.length > 0) {
       const first = seen.foreign[0] as { key: string; grantRevision: string };
       log.error({ foreign: seen.foreign.length, key: `${PREFIX.hold}${first.key}`, grantRevision: first.grantRevision }, 'holds not made by the lock API, written while no tailer watched: recorded foreign');
@@ -368,7 +369,8 @@ export class TailerReplica {
   }
 
   /** Gap record, alarm, snapshot at the compaction revision, checkpoint there. Returns the new checkpoint. */
-  async #handleGap(election: LeaderElection, checkpoint: bigint, compacted: bigint, gaps: Gap[], signal: AbortSignal, timeline: number): Promise<bigint> {
+  async #handleGap(election: LeaderElection, checkpoint: bigint, compacted: bigint, gaps: Gap[], signal: AbortSignal, current: Timeline): Promise<bigint> {
+    const timeline = current.timeline;
     const { store, log, metrics, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
     const from = checkpoint + 1n;
@@ -376,7 +378,8 @@ export class TailerReplica {
     log.error({ from: from.toString(), to: compacted.toString() }, 'history lost: recording a gap and resuming from a snapshot');
     metrics?.gaps.inc(this.#labels);
     health?.raise(alarm('LOCKAUDIT_ALARM_TAILER_GAP', { cluster }, { from, to: compacted }));
-    await recordGap(store, { cluster, from_revision: from.toString(), to_revision: compacted.toString(), detected_at: Date.now(), reason });
+    // Recorded with its timeline's generation: it belongs to that timeline (an alert sink delivers it there, sql/120).
+    await recordGap(store, { cluster, from_revision: from.toString(), to_revision: compacted.toString(), detected_at: Date.now(), reason, generation: current.generation });
     gaps.push({ from, to: compacted });
     const holds = await this.#snapshot(compacted, checkpoint, { retry: { initialMs: 100, maxMs: 5_000, signal }, timeline });
     if (!(await election.stillLeader())) throw new Error('leadership lost during the snapshot');
