@@ -56,6 +56,18 @@ export function hasValidProof(secret: Buffer, key: string, hold: HoldValue): boo
   return same(hold.mac, holdMac(secret, key, hold));
 }
 
+/**
+ * A hold's origin from its proof: 'api' only with a valid MAC *and* on the etcd lease the MAC names (the
+ * hold's session) — a copy on another lease, or on none, is 'foreign'. undefined without a secret (nothing
+ * is judged). The one check for every hold: the tailer's watched puts, deletes and gap/restore snapshots,
+ * and the lock API's own view of a key (lock/inspect.ts). One grant (a copy put back on the same key and
+ * lease) is the tailer's replay check on top (tailer/replays.ts): it needs the captured history.
+ */
+export function holdOrigin(secret: Buffer | undefined, key: string, hold: HoldValue, lease: string): 'api' | 'foreign' | undefined {
+  if (!secret) return undefined;
+  return lease === hold.session && hasValidProof(secret, key, hold) ? 'api' : 'foreign';
+}
+
 export function markMac(secret: Buffer, mark: SignedMark): string {
   return mac(secret, markMessage(mark));
 }

@@ -10,7 +10,7 @@
 // only for the delete they are bound to (the grant, the session, the epoch
 // move); an unproven one is itself recorded foreign and explains nothing.
 import { END_KIND_BY_EVENT, type AuditEventRow, type EndKind, type EventType, type Origin } from '../core/events.js';
-import { hasValidForceProof, hasValidMarkProof, hasValidProof } from '../core/holdProof.js';
+import { hasValidForceProof, hasValidMarkProof, holdOrigin } from '../core/holdProof.js';
 import {
   ClockValueSchema,
   EpochValueSchema,
@@ -243,10 +243,9 @@ function decodeHold(s: Step, kind: HoldKind): Reason {
   return undefined;
 }
 
-/** 'api' only with a valid MAC *and* on the lease the MAC names (the hold's session): a copy on another lease, or none, is foreign. */
+/** The one check for every hold the tailer sees (core/holdProof.ts holdOrigin): a watched put, a deleted hold's previous value, a snapshot hold (gaps.ts). */
 function originOf(ctx: DecodeContext, key: string, hold: HoldValue, lease: string): Origin | undefined {
-  if (!ctx.originSecret) return undefined;
-  return lease === hold.session && hasValidProof(ctx.originSecret, key, hold) ? 'api' : 'foreign';
+  return holdOrigin(ctx.originSecret, key, hold, lease);
 }
 
 /** The grant revision a force record's token names (its low 48 bits). */

@@ -7,6 +7,7 @@ import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../core/clickhouse.js';
 import type { AuditEventRow } from '../core/events.js';
 import { HoldValueSchema, PREFIX, classifyKey, decodeValue, prefixEnd } from '../core/keyspace.js';
+import { holdOrigin } from '../core/holdProof.js';
 import { grantRow, grantSide } from './decoder.js';
 import { loadSql } from '../platform/sql.js';
 import { isReadable, headRevision } from './etcdReads.js';
@@ -96,10 +97,28 @@ export async function recordGap(store: AuditStore, gap: GapRecord): Promise<void
   await store.insert('gaps', [{ ...gap, identity: `${gap.kind ?? 'compaction'}:${gap.generation ?? 0}` }]);
 }
 
+export interface SnapshotOptions {
+  skipPutAtRevision?: boolean;
+  /**
+   * Key of the lock API's proof of origin: each hold's origin is judged by the
+   * decoder's own check (core/holdProof.ts holdOrigin: the MAC and its lease), so a hold
+   * written by hand while no tailer ran reads `foreign`, as its watched put would.
+   */
+  originSecret?: Buffer;
+}
+
+export interface SnapshotResult {
+  /** Holds written as 'snapshot-hold' events. */
+  holds: number;
+  /** Foreign holds seen only in the snapshot (granted inside the gap): their put was never watched. */
+  foreign: Array<{ key: string; grantRevision: string }>;
+}
+
 /**
  * Reads every hold alive at `revision` in pages and hands them to `write` as
  * 'snapshot-hold' events; holds granted after `checkpoint` (inside the gap)
- * also get an open grant row with start_known = 0.
+ * also get an open grant row with start_known = 0. Each carries its origin,
+ * from its proof exactly as a watched put's (core/holdProof.ts holdOrigin).
  */
 export async function snapshotHolds(
   client: Etcd3,
@@ -108,11 +127,12 @@ export async function snapshotHolds(
   checkpoint: bigint,
   write: (batch: RowBatch) => Promise<void>,
   pageSize = 5_000,
-  options: { skipPutAtRevision?: boolean } = {},
-): Promise<number> {
+  options: SnapshotOptions = {},
+): Promise<SnapshotResult> {
   const end = Buffer.from(prefixEnd(PREFIX.hold));
   let from = Buffer.from(PREFIX.hold);
   let total = 0;
+  const foreign: SnapshotResult['foreign'] = [];
   for (;;) {
     const res = await client.kv.range({ key: from, range_end: end, revision: revision.toString(), limit: pageSize });
     const batch: RowBatch = { events: [], grants: [], quarantine: [] };
@@ -130,6 +150,8 @@ export async function snapshotHolds(
       if (options.skipPutAtRevision && BigInt(grantRevision) === revision) continue;
       // Seen only in the snapshot: when it started is unknown.
       const g = grantSide(kind, hold, grantRevision, false);
+      const origin = holdOrigin(options.originSecret, key, hold, String(kv.lease));
+      if (origin) g.origin = origin;
       const row: AuditEventRow = {
         cluster,
         revision: revision.toString(),
@@ -155,6 +177,7 @@ export async function snapshotHolds(
         value,
         prev_value: '',
         unprotected: 0,
+        ...(origin ? { origin } : {}),
       };
       batch.events.push(row);
       // A grant at or before the checkpoint was captured with its start; keep that row.
@@ -162,8 +185,10 @@ export async function snapshotHolds(
     }
     total += batch.events.length;
     await write(batch);
+    // After write: the replay check (replays.ts, run by `write`) may have found a signed copy foreign.
+    for (const g of batch.grants) if (g.origin === 'foreign') foreign.push({ key: g.key, grantRevision: g.grant_revision });
     if (!res.more || res.kvs.length === 0) break;
     from = Buffer.concat([(res.kvs.at(-1) as { key: Buffer }).key, Buffer.from([0])]);
   }
-  return total;
+  return { holds: total, foreign };
 }

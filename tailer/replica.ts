@@ -10,7 +10,7 @@ import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../core/clickhouse.js';
 import { configDefaults, type EtcdCluster } from '../core/config.js';
 import { createEtcdClient } from '../core/etcd.js';
-import { tailerElectionName } from '../core/keyspace.js';
+import { PREFIX, tailerElectionName } from '../core/keyspace.js';
 import type { Logger } from '../core/logger.js';
 import { alarm } from '../platform/alarms.js';
 import type { HealthState } from '../platform/health.js';
@@ -21,10 +21,11 @@ import { closeGrantsEndedInGap, loadGaps, lostAfter, recordGap, snapshotHolds, t
 import { storeEvidenceLog } from './leaseEvidence.js';
 import { etcdTtl, LeaseWitness } from './leaseWitness.js';
 import { watchRewind } from './rewindWatch.js';
-import { detectRestore, divergence, endHistory, ensureTimeline, etcdPosition, recordTimeline, rollBack, type RestoreSeen, type Timeline } from './restores.js';
+import { RESTORE_PAGE_SIZE, detectRestore, divergence, endHistory, ensureTimeline, etcdPosition, recordTimeline, rollBack, type RestoreSeen, type Timeline } from './restores.js';
 import { SpoolShipper } from './spoolShipper.js';
 import { readCheckpoint, writeCheckpoint } from './offsets.js';
-import { writeRows } from './rowWriter.js';
+import { writeRows, type RowWriteOptions } from './rowWriter.js';
+import { ReplayCheck } from './replays.js';
 import { TailerPipeline, type PipelineHandle, type PipelineOptions } from './pipeline.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import type { RowBatch } from './types.js';
@@ -39,6 +40,12 @@ export interface ReplicaOptions extends PipelineOptions {
   spoolIntervalMs?: number;
   /** How often a running leader compares etcd's head and cluster id with what it captured (restore watch). Default 1000 ms. */
   restoreCheckIntervalMs?: number;
+  /**
+   * Keys read per etcd range and rows marked per statement by a gap or restore
+   * (the snapshot, the divergence search, the rollback marks): bounds their
+   * memory and each statement's size, whatever the keyspace. Default 5000.
+   */
+  restorePageSize?: number;
 }
 
 export interface ReplicaDeps {
@@ -182,7 +189,7 @@ export class TailerReplica {
       }
       const lost = await lostAfter(this.#client, checkpoint);
       if (lost !== undefined) {
-        checkpoint = await this.#handleGap(election, checkpoint, lost, gaps, signal, timeline.timeline);
+        checkpoint = await this.#handleGap(election, checkpoint, lost, gaps, signal, timeline);
         if (signal.aborted) return;
       }
       // A restore under a running watch may leave it waiting at a future revision: watch for one and restart.
@@ -272,7 +279,8 @@ export class TailerReplica {
     const { store, log, metrics, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
     const generation = timeline.generation + 1;
-    const shared = await divergence(this.#client, store, cluster, checkpoint);
+    const pageSize = this.#opts.restorePageSize ?? RESTORE_PAGE_SIZE;
+    const shared = await divergence(this.#client, store, cluster, checkpoint, pageSize);
     // Sharing nothing: a new history from revision 0, not a rollback of everything (restores.ts).
     const after = shared ?? 0n;
     const compacted = await lostAfter(this.#client, after);
@@ -302,9 +310,9 @@ export class TailerReplica {
     if (shared === undefined) {
       // The ended history's open grants: etcd no longer has them, when they ended is unknown (inside the restore gap).
       await closeGrantsEndedInGap(store, cluster, checkpoint, oldEnd, oldEnd);
-      await endHistory(store, cluster, generation);
+      await endHistory(store, cluster, generation, pageSize);
     } else {
-      await rollBack(store, cluster, after, generation, generation);
+      await rollBack(store, cluster, after, generation, generation, pageSize);
     }
     await recordGap(store, {
       cluster,
@@ -319,11 +327,9 @@ export class TailerReplica {
       cluster_id: seen.clusterId,
     });
     if (compacted !== undefined) gaps.push({ from: after + 1n, to: compacted });
-    const write = async (batch: RowBatch): Promise<void> => {
-      await writeRows(store, batch, { retry: { initialMs: 100, maxMs: 5_000 }, timeline: generation });
-    };
     // A new history read from its revision 0 has nothing before it to snapshot: the watch captures every hold's put.
-    const holds = shared === undefined && compacted === undefined ? 0 : await snapshotHolds(this.#client, cluster, resume, after, write, 5_000, { skipPutAtRevision: compacted === undefined });
+    const holds =
+      shared === undefined && compacted === undefined ? 0 : await this.#snapshot(resume, after, { retry: { initialMs: 100, maxMs: 5_000 }, timeline: generation }, { skipPutAtRevision: compacted === undefined });
     if (!(await election.stillLeader())) throw new Error('leadership lost during the restore snapshot');
     // History lost (a bumped restore): grants open at the divergence and not held now ended inside the gap.
     if (compacted !== undefined) await closeGrantsEndedInGap(store, cluster, after, compacted, compacted);
@@ -332,8 +338,40 @@ export class TailerReplica {
     return [resume, { generation, timeline: generation, clusterId: seen.clusterId, resumeRevision: resume, detectedMs: Date.now() }];
   }
 
+  /**
+   * The holds alive at `revision` as snapshot rows (gaps.ts), their origin judged as a watched put's: the
+   * proof and its lease (core/holdProof.ts holdOrigin), then the replay check (replays.ts). A foreign hold seen only
+   * here — written while no tailer ran — is alarmed and counted like a watched foreign grant; the alert
+   * sinks deliver it as a `foreign-grant` (exporters/alerts/events.sql). Returns how many holds it wrote.
+   */
+  async #snapshot(revision: bigint, checkpoint: bigint, writeOptions: RowWriteOptions, options: { skipPutAtRevision?: boolean } = {}): Promise<number> {
+    const { store, log, metrics, health } = this.#deps;
+    const cluster = this.#deps.cluster.name;
+    const secret = this.#opts.originSecret;
+    const replays = secret
+      ? new ReplayCheck(store, cluster, (r) => {
+          const key = `${PREFIX.hold}${r.key}`;
+          log.error({ key, grantRevision: r.grantRevision, firstRevision: r.firstRevision }, 'a copy of a real grant\'s hold value, seen in a snapshot: recorded foreign');
+          health?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster }, { what: 'copy of a real hold (replay)', key, revision: r.grantRevision }));
+        })
+      : undefined;
+    const write = async (batch: RowBatch): Promise<void> => {
+      await replays?.mark(batch);
+      await writeRows(store, batch, writeOptions);
+    };
+    const seen = await snapshotHolds(this.#client, cluster, revision, checkpoint, write, this.#opts.restorePageSize ?? RESTORE_PAGE_SIZE, { ...options, originSecret: secret });
+    if (seen.foreign.length > 0) {
+      const first = seen.foreign[0] as { key: string; grantRevision: string };
+      log.error({ foreign: seen.foreign.length, key: `${PREFIX.hold}${first.key}`, grantRevision: first.grantRevision }, 'holds not made by the lock API, written while no tailer watched: recorded foreign');
+      metrics?.bypass.inc({ cluster, kind: 'foreign-grant' }, seen.foreign.length);
+      health?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster }, { what: 'hold (seen only in a snapshot)', key: `${PREFIX.hold}${first.key}`, revision: first.grantRevision }));
+    }
+    return seen.holds;
+  }
+
   /** Gap record, alarm, snapshot at the compaction revision, checkpoint there. Returns the new checkpoint. */
-  async #handleGap(election: LeaderElection, checkpoint: bigint, compacted: bigint, gaps: Gap[], signal: AbortSignal, timeline: number): Promise<bigint> {
+  async #handleGap(election: LeaderElection, checkpoint: bigint, compacted: bigint, gaps: Gap[], signal: AbortSignal, current: Timeline): Promise<bigint> {
+    const timeline = current.timeline;
     const { store, log, metrics, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
     const from = checkpoint + 1n;
@@ -341,12 +379,10 @@ export class TailerReplica {
     log.error({ from: from.toString(), to: compacted.toString() }, 'history lost: recording a gap and resuming from a snapshot');
     metrics?.gaps.inc(this.#labels);
     health?.raise(alarm('LOCKAUDIT_ALARM_TAILER_GAP', { cluster }, { from, to: compacted }));
-    await recordGap(store, { cluster, from_revision: from.toString(), to_revision: compacted.toString(), detected_at: Date.now(), reason });
+    // Recorded with its timeline's generation: it belongs to that timeline (an alert sink delivers it there, sql/120).
+    await recordGap(store, { cluster, from_revision: from.toString(), to_revision: compacted.toString(), detected_at: Date.now(), reason, generation: current.generation });
     gaps.push({ from, to: compacted });
-    const write = async (batch: RowBatch): Promise<void> => {
-      await writeRows(store, batch, { retry: { initialMs: 100, maxMs: 5_000, signal }, timeline });
-    };
-    const holds = await snapshotHolds(this.#client, cluster, compacted, checkpoint, write);
+    const holds = await this.#snapshot(compacted, checkpoint, { retry: { initialMs: 100, maxMs: 5_000, signal }, timeline });
     if (!(await election.stillLeader())) throw new Error('leadership lost during the snapshot');
     await closeGrantsEndedInGap(store, cluster, checkpoint, compacted, compacted);
     const wrote = await writeCheckpoint(store, { cluster, revision: compacted, leader: this.#replicaId, fence: () => election.stillLeader() });

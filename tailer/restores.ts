@@ -24,6 +24,12 @@
 // `checkpoints` (data is never deleted) but no longer count, so checkpoint
 // writes can stay monotonic within a timeline while a restore still restarts
 // lower.
+//
+// Bounded whatever the keyspace (issue 21 item 7): the divergence search pages
+// through etcd's keyspace and asks the store once per page, holding at most a
+// page; the marks run as one INSERT … SELECT per page of revisions, each page
+// found first (…PageEnd.sql), so no statement reads or writes the whole
+// rolled-back range at once. `pageSize` (ReplicaOptions.restorePageSize).
 import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../core/clickhouse.js';
 import { PREFIX } from '../core/keyspace.js';
@@ -35,8 +41,11 @@ const SQL = {
   timeline: loadSql('tailer/sql/timeline.sql'),
   checkpointSince: loadSql('tailer/sql/checkpointSince.sql'),
   witnesses: loadSql('tailer/sql/witnesses.sql'),
-  capturedPut: loadSql('tailer/sql/capturedPut.sql'),
   capturedAbove: loadSql('tailer/sql/capturedAbove.sql'),
+  capturedPuts: loadSql('tailer/sql/capturedPuts.sql'),
+  eventsPageEnd: loadSql('tailer/sql/eventsPageEnd.sql'),
+  rolledBackGrantsPageEnd: loadSql('tailer/sql/rolledBackGrantsPageEnd.sql'),
+  carriedGrantsPageEnd: loadSql('tailer/sql/carriedGrantsPageEnd.sql'),
   markEvents: loadSql('tailer/sql/markEvents.sql'),
   markRolledBackGrants: loadSql('tailer/sql/markRolledBackGrants.sql'),
   carryGrants: loadSql('tailer/sql/carryGrants.sql'),
@@ -47,6 +56,8 @@ const SQL = {
 const WITNESS_PUTS = 4;
 /** ...among the puts captured in this many revisions below the checkpoint. */
 const WITNESS_WINDOW = 100_000n;
+/** Keys per etcd range and rows per mark statement of a restore, by default (ReplicaOptions.restorePageSize). */
+export const RESTORE_PAGE_SIZE = 5_000;
 
 export interface Timeline {
   generation: number;
@@ -160,29 +171,52 @@ async function readWitnesses(client: Etcd3, witnesses: readonly Witness[], compa
  * captured with the same value. Writes made after the restore reuse revision
  * numbers with other values, so they do not match. Undefined when no key
  * matches: the cluster shares nothing with the captured history (a new
- * history, not a rollback of everything).
+ * history, not a rollback of everything). Reads etcd a page of `pageSize`
+ * keys at a time and asks the store once per page: memory stays one page.
  */
-export async function divergence(client: Etcd3, store: AuditStore, cluster: string, checkpoint: bigint): Promise<bigint | undefined> {
-  const candidates: Array<{ key: string; revision: bigint; value: string }> = [];
+export async function divergence(client: Etcd3, store: AuditStore, cluster: string, checkpoint: bigint, pageSize = RESTORE_PAGE_SIZE): Promise<bigint | undefined> {
+  let shared: bigint | undefined;
   for (const prefix of [PREFIX.hold, PREFIX.queue, PREFIX.sys]) {
     let from = Buffer.from(prefix);
     const end = prefixEnd(prefix);
     for (;;) {
-      const res = await client.kv.range({ key: from, range_end: end, limit: 5_000 });
+      const res = await client.kv.range({ key: from, range_end: end, limit: pageSize });
+      // This page's keys etcd holds at or below the checkpoint: key → (mod revision, value).
+      const page = new Map<string, { revision: bigint; value: string }>();
       for (const kv of res.kvs) {
         const rev = BigInt(kv.mod_revision);
-        if (rev <= checkpoint) candidates.push({ key: kv.key.toString('utf8'), revision: rev, value: kv.value.toString('utf8') });
+        // Only a revision above what is already known to be shared can raise it.
+        if (rev > checkpoint || (shared !== undefined && rev <= shared)) continue;
+        page.set(kv.key.toString('utf8'), { revision: rev, value: kv.value.toString('utf8') });
+      }
+      if (page.size > 0) {
+        const revisions = [...page.values()].map((p) => p.revision);
+        const lowest = revisions.reduce((a, b) => (b < a ? b : a));
+        const highest = revisions.reduce((a, b) => (b > a ? b : a));
+        const captured = await store.rows<{ key: string; put_revision: string; value: string }>(SQL.capturedPuts.text, { cluster, keys: [...page.keys()], lowest: lowest.toString(), highest: highest.toString() });
+        for (const c of captured) {
+          const now = page.get(c.key);
+          const rev = BigInt(c.put_revision);
+          if (now && now.revision === rev && now.value === c.value && (shared === undefined || rev > shared)) shared = rev;
+        }
       }
       if (!res.more || res.kvs.length === 0) break;
       from = Buffer.concat([(res.kvs.at(-1) as { key: Buffer }).key, Buffer.from([0])]);
     }
   }
-  candidates.sort((a, b) => (a.revision > b.revision ? -1 : a.revision < b.revision ? 1 : 0));
-  for (const c of candidates) {
-    const rows = await store.rows<{ n: string }>(SQL.capturedPut.text, { cluster, key: c.key, revision: c.revision.toString(), value: c.value });
-    if (rows[0]?.n !== '0') return c.revision;
+  return shared;
+}
+
+/** Runs `mark` over ({start}, end] in pages: each page's end from `pageEnd` (n = 0: done). */
+async function inPages(store: AuditStore, pageEnd: { text: string }, params: Record<string, unknown>, start: bigint, pageSize: number, mark: (from: bigint, upTo: bigint) => Promise<void>): Promise<void> {
+  let from = start;
+  for (;;) {
+    const [page] = await store.rows<{ revision: string | null; n: string }>(pageEnd.text, { ...params, from: from.toString(), limit: pageSize });
+    if (!page || page.n === '0' || page.revision === null) return;
+    const upTo = BigInt(page.revision);
+    await mark(from, upTo);
+    from = upTo;
   }
-  return undefined;
 }
 
 function prefixEnd(prefix: string): Buffer {
@@ -195,24 +229,38 @@ function prefixEnd(prefix: string): Buffer {
  * A restore to `after` (generation `generation`, whose rows carry `timeline`):
  * the captured events and grants above it stay, marked rolled back; grants
  * held at it are carried into the new timeline. Deletes and moves nothing.
- * Idempotent (a restore recorded half-way is redone from the start).
+ * Idempotent (a restore recorded half-way is redone from the start). Each
+ * statement marks one page of about `pageSize` rows.
  */
-export async function rollBack(store: AuditStore, cluster: string, after: bigint, generation: number, timeline: number): Promise<void> {
-  const params = { cluster, after: after.toString() };
-  await store.command(SQL.markEvents.text, { ...params, rolledBackBy: generation, supersededBy: generation });
-  await store.command(SQL.markRolledBackGrants.text, { ...params, generation });
-  await store.command(SQL.carryGrants.text, { ...params, timeline });
-  await store.command(SQL.markCarriedGrants.text, { ...params, timeline, generation });
+export async function rollBack(store: AuditStore, cluster: string, after: bigint, generation: number, timeline: number, pageSize = RESTORE_PAGE_SIZE): Promise<void> {
+  await markEventsAbove(store, cluster, after, generation, generation, pageSize);
+  await inPages(store, SQL.rolledBackGrantsPageEnd, { cluster }, after, pageSize, (from, upTo) =>
+    store.command(SQL.markRolledBackGrants.text, { cluster, after: from.toString(), upTo: upTo.toString(), generation }),
+  );
+  const carried = { cluster, after: after.toString(), timeline };
+  await inPages(store, SQL.carriedGrantsPageEnd, carried, 0n, pageSize, async (from, upTo) => {
+    // Carry a page, then mark its old rows: a crash between the two carries the same rows again (same identity).
+    const page = { ...carried, from: from.toString(), upTo: upTo.toString() };
+    await store.command(SQL.carryGrants.text, page);
+    await store.command(SQL.markCarriedGrants.text, { ...page, generation });
+  });
+}
+
+/** The current timeline's events above `after`, marked (rolled back by, superseded by) one page at a time. */
+async function markEventsAbove(store: AuditStore, cluster: string, after: bigint, rolledBackBy: number, supersededBy: number, pageSize: number): Promise<void> {
+  await inPages(store, SQL.eventsPageEnd, { cluster }, after, pageSize, (from, upTo) =>
+    store.command(SQL.markEvents.text, { cluster, after: from.toString(), upTo: upTo.toString(), rolledBackBy, supersededBy }),
+  );
 }
 
 /**
  * A new history (the cluster shares nothing with the captured one): every
  * captured event is superseded from `generation` on — no longer the current
  * timeline's, never rolled back. Grants are not marked: they stay every
- * timeline's record as they are. Idempotent.
+ * timeline's record as they are. Idempotent; one page per statement.
  */
-export async function endHistory(store: AuditStore, cluster: string, generation: number): Promise<void> {
-  await store.command(SQL.markEvents.text, { cluster, after: '0', rolledBackBy: 0, supersededBy: generation });
+export async function endHistory(store: AuditStore, cluster: string, generation: number, pageSize = RESTORE_PAGE_SIZE): Promise<void> {
+  await markEventsAbove(store, cluster, 0n, 0, generation, pageSize);
 }
 
 export interface NewTimeline {

@@ -25,6 +25,37 @@ const InspectQuery = Type.Object({ key: LockKey }, { additionalProperties: false
 /** The lock answers are a few hundred bytes, below the compression threshold: no compression hook on their path. */
 const SMALL_ANSWER = { compress: false } as const;
 
+/** GET /v1/locks: lock/inspect.ts LockView. */
+const LockViewSchema = Type.Object(
+  {
+    key: Type.String(),
+    held: Type.Boolean({ description: 'Something holds the key: no acquire succeeds while it is there' }),
+    holder: Type.Optional(Type.String({ description: 'The holder the hold value names (a foreign hold names whatever its writer chose)' })),
+    class: Type.Optional(Type.String()),
+    since: Type.Optional(Type.String({ format: 'date-time', description: 'Grant wall time from the hold value' })),
+    epoch: Type.Optional(Type.Integer()),
+    waitMs: Type.Optional(Type.Integer()),
+    session: Type.Optional(Type.String({ description: 'Only to the holder: its session (etcd lease id)' })),
+    token: Type.Optional(Type.String({ description: 'Only to the holder: the fencing token, decimal string (exceeds 2^53)' })),
+    revision: Type.Optional(Type.String({ description: 'The etcd revision that created the hold (decimal)' })),
+    unprotected: Type.Optional(Type.Boolean({ description: 'Granted from memory without quorum (token 0)' })),
+    origin: Type.Optional(
+      Type.Union([Type.Literal('api'), Type.Literal('foreign')], {
+        description:
+          "Who wrote the hold, checked as the tailer checks it: 'api' when it carries the lock API's proof of origin on the etcd lease the proof names; 'foreign' when it was written around the API (etcdctl, a copy on another lease, a value that is no hold). Absent when not held",
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    examples: [
+      { key: 'payments/acct-42', held: true, holder: 'spiffe://corp/payments-worker', class: 'ledger-entry', since: '2025-11-29T14:02:58.120Z', epoch: 0, waitMs: 12, revision: '1734', unprotected: false, origin: 'api' },
+      { key: 'payments/acct-43', held: true, holder: 'spiffe://intruder', class: 'ledger-entry', since: '2025-11-29T14:03:00.000Z', epoch: 0, waitMs: 0, revision: '1740', unprotected: false, origin: 'foreign' },
+      { key: 'payments/acct-44', held: false },
+    ],
+  },
+);
+
 function acquired(grant: Grant): Record<string, unknown> {
   return {
     key: grant.key,
@@ -70,7 +101,7 @@ export function lockRoutes(lock: LockService): RoutePlugin {
 
     app.get(
       '/v1/locks',
-      { schema: { tags: ['locks'], summary: 'Who holds a key and since when (the token only to its holder)', querystring: InspectQuery }, preValidation: guard('client') },
+      { schema: { tags: ['locks'], summary: 'Who holds a key, since when and whether the lock API wrote the hold (the token only to its holder)', querystring: InspectQuery, response: { 200: LockViewSchema } }, preValidation: guard('client') },
       async (request) => lock.inspect(callerOf(request), request.query.key),
     );
   };

@@ -5,7 +5,12 @@ import type { AuditEventRow } from '../../core/events.js';
 import { PREFIX } from '../../core/keyspace.js';
 
 export interface AlertEvent {
-  /** Stable: `<cluster>:<revision>:<key>`, `<cluster>:gap:<from>`, `<cluster>:spool:<key>`, `register:<runId>:<class>`. */
+  /**
+   * Stable: `<cluster>:<revision>:<key>` (first etcd timeline), `<cluster>:t<timeline>:<revision>:<key>` (a
+   * timeline after a restore, which reuses revision numbers), `<cluster>:gap:<from>` (a compaction gap of the
+   * first timeline), `<cluster>:gap:<from>:<kind>:<generation>` (any other gap), `<cluster>:spool:<key>`,
+   * `register:<runId>:<class>`.
+   */
   id: string;
   cluster: string;
   kind: string;
@@ -44,6 +49,10 @@ export interface LogRow {
   reason: string;
   /** 'api' or 'foreign' (a hold written around the lock API); 'api' for rows not about a hold. */
   origin?: string;
+  /** The etcd timeline the row was captured in (sql/065); 0 for gaps. */
+  timeline?: number | string;
+  /** A gap's identity (sql/090: '<kind>:<generation>', '' before it); '' for events. */
+  identity?: string;
 }
 
 /** An unprotected grant's spooled event (unprotected.sql): its lock columns are the events table's. */
@@ -67,21 +76,30 @@ function parseObject(text: string): Record<string, unknown> {
 export function fromLogRow(cluster: string, r: LogRow): AlertEvent {
   const revision = String(r.revision);
   if (r.event_type === 'gap') {
+    const identity = r.identity ?? '';
+    const [gapKind = 'compaction', generation = '0'] = identity === '' ? [] : identity.split(':');
+    // The first timeline's compaction gaps keep the id they always had; a restore gap may start where one did.
+    const first = gapKind === 'compaction' && generation === '0';
     return {
-      id: `${cluster}:gap:${revision}`, cluster, kind: 'gap', revision, key: '', namespace: '', class: '', holder: '', session: '', token: '0', epoch: 0, grantRevision: '0',
-      timeMs: Number(r.wall_ms), timeEstimated: false, detail: { fromRevision: revision, toRevision: String(r.gap_to), reason: r.reason },
+      id: first ? `${cluster}:gap:${revision}` : `${cluster}:gap:${revision}:${identity}`, cluster, kind: 'gap', revision, key: '', namespace: '', class: '', holder: '', session: '', token: '0', epoch: 0, grantRevision: '0',
+      timeMs: Number(r.wall_ms), timeEstimated: false, detail: { fromRevision: revision, toRevision: String(r.gap_to), reason: r.reason, gapKind, generation: Number(generation) },
     };
   }
   const detail: Record<string, unknown> = {};
+  const timeline = Number(r.timeline ?? 0);
+  if (timeline > 0) detail.timeline = timeline;
   if (r.event_type === 'class-change') detail.definition = r.value ? parseObject(r.value) : null;
   if (r.event_type === 'epoch-advance') detail.epoch = Number(r.epoch);
   const foreign = r.origin === 'foreign';
   if (foreign) detail.origin = 'foreign';
+  // A foreign hold seen only in a gap or restore snapshot: a foreign grant whose put no tailer watched (at the snapshot's revision).
+  const seenInSnapshot = foreign && r.event_type === 'snapshot-hold';
+  if (seenInSnapshot) detail.seenIn = 'snapshot';
   return {
-    id: `${cluster}:${revision}:${r.key}`,
+    id: timeline > 0 ? `${cluster}:t${timeline}:${revision}:${r.key}` : `${cluster}:${revision}:${r.key}`,
     cluster,
     // A grant that bypassed the lock API is its own kind, so a rule can stream exactly those (rules.ts: 'grant' still matches it).
-    kind: foreign && r.event_type === 'grant' ? 'foreign-grant' : r.event_type,
+    kind: (foreign && r.event_type === 'grant') || seenInSnapshot ? 'foreign-grant' : r.event_type,
     revision,
     key: lockName(r.key),
     namespace: r.namespace,

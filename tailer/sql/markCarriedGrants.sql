@@ -2,7 +2,8 @@
 -- generation {generation} (the new timeline's row tells the grant from now
 -- on), not rolled back: the grant itself is part of both timelines. An end
 -- the restore rolled back stays in `events`, marked there. Idempotent.
--- Parameters: {db:Identifier} {cluster:String} {after:UInt64} {timeline:UInt32} {generation:UInt32}
+-- One page of grant revisions ({from}, {upTo}] per statement (restores.ts).
+-- Parameters: {db:Identifier} {cluster:String} {after:UInt64} {from:UInt64} {upTo:UInt64} {timeline:UInt32} {generation:UInt32}
 INSERT INTO {db:Identifier}.grants
 SELECT * REPLACE ({generation:UInt32} AS superseded_by)
 FROM (
@@ -11,4 +12,5 @@ FROM (
     FROM {db:Identifier}.grants FINAL
     WHERE cluster = {cluster:String} AND unprotected = 0 AND superseded_by = 0 AND timeline != {timeline:UInt32}
       AND grant_revision <= {after:UInt64} AND (end_kind = '' OR row_version > {after:UInt64})
+      AND grant_revision > {from:UInt64} AND grant_revision <= {upTo:UInt64}
 )

@@ -2,13 +2,14 @@
 -- part of it (superseded_by) and, for a restore, rolled back (rolled_back_by;
 -- 0 for a new history): the same rows inserted again with the mark set, every
 -- column kept, a later ingested_at so they win under FINAL. Nothing is deleted
--- or moved (sql/065). Idempotent: marked rows are not selected again.
--- Parameters: {db:Identifier} {cluster:String} {after:UInt64} {rolledBackBy:UInt32} {supersededBy:UInt32}
+-- or moved (sql/065). Idempotent: marked rows are not selected again. One
+-- page of revisions ({after}, {upTo}] per statement (restores.ts pages them).
+-- Parameters: {db:Identifier} {cluster:String} {after:UInt64} {upTo:UInt64} {rolledBackBy:UInt32} {supersededBy:UInt32}
 INSERT INTO {db:Identifier}.events
 SELECT * REPLACE ({rolledBackBy:UInt32} AS rolled_back_by, {supersededBy:UInt32} AS superseded_by, now64(3) AS ingested_at)
 FROM (
     -- A subquery: in the outer WHERE the REPLACE aliases would shadow the columns.
     SELECT *
     FROM {db:Identifier}.events FINAL
-    WHERE cluster = {cluster:String} AND revision > {after:UInt64} AND superseded_by = 0
+    WHERE cluster = {cluster:String} AND revision > {after:UInt64} AND revision <= {upTo:UInt64} AND superseded_by = 0
 )

@@ -2,12 +2,13 @@
 -- they were (real holds that protected real work), marked rolled back by and
 -- superseded from generation {generation}: the same rows inserted again with
 -- the mark (same row_version: the later insert wins under FINAL). Idempotent.
--- Parameters: {db:Identifier} {cluster:String} {after:UInt64} {generation:UInt32}
+-- One page of grant revisions ({after}, {upTo}] per statement (restores.ts).
+-- Parameters: {db:Identifier} {cluster:String} {after:UInt64} {upTo:UInt64} {generation:UInt32}
 INSERT INTO {db:Identifier}.grants
 SELECT * REPLACE ({generation:UInt32} AS rolled_back_by, {generation:UInt32} AS superseded_by)
 FROM (
     -- A subquery: in the outer WHERE the REPLACE aliases would shadow the columns.
     SELECT *
     FROM {db:Identifier}.grants FINAL
-    WHERE cluster = {cluster:String} AND unprotected = 0 AND superseded_by = 0 AND grant_revision > {after:UInt64}
+    WHERE cluster = {cluster:String} AND unprotected = 0 AND superseded_by = 0 AND grant_revision > {after:UInt64} AND grant_revision <= {upTo:UInt64}
 )

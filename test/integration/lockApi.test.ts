@@ -117,6 +117,52 @@ describe('lock API', { timeout: 120_000 }, () => {
     assert.equal(free.body.held, false);
   });
 
+  it('inspect says who wrote the hold: api for a grant, foreign for a hand put, a copy on another lease, or a value that is no hold', async () => {
+    const { client, session, key, className, ns } = await setup();
+    const view = async (k: string): Promise<Json> => {
+      const res = await la.call<Json>('GET', `/v1/locks?key=${encodeURIComponent(k)}`, client);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return res.body;
+    };
+    const got = await la.call<Json>('POST', '/v1/locks/acquire', client, { key, session, class: className });
+    assert.equal(got.status, 200, JSON.stringify(got.body));
+    const granted = await view(key);
+    assert.equal(granted.held, true);
+    assert.equal(granted.origin, 'api');
+
+    // etcdctl put of a well-formed hold on the caller's own live session: held, but not by the API.
+    const byHand = `${ns}/by-hand`;
+    const rogue = { holder: `spiffe://test/${ns}/worker`, session, class: className, epoch: 0, waitMs: 0, at: Date.now() };
+    await etcd.put(`/l/${byHand}`).value(JSON.stringify(rogue)).lease(session).exec();
+    const hand = await view(byHand);
+    assert.equal(hand.held, true);
+    assert.equal(hand.origin, 'foreign', 'a hand-put hold reads foreign');
+    assert.equal(hand.holder, rogue.holder);
+
+    // The real grant's signed value copied onto another key and onto no lease: both foreign (the proof binds key and lease).
+    const signed = (await etcd.get(`/l/${key}`).string()) as string;
+    const copyKey = `${ns}/copy`;
+    await etcd.put(`/l/${copyKey}`).value(signed).lease(session).exec();
+    assert.equal((await view(copyKey)).origin, 'foreign', 'a signed value on another key');
+    const noLease = `${ns}/no-lease`;
+    await etcd.put(`/l/${noLease}`).value(JSON.stringify({ ...(JSON.parse(signed) as Json), holder: rogue.holder })).exec();
+    assert.equal((await view(noLease)).origin, 'foreign', 'a hold on no lease');
+
+    // A value no hold decoder takes still blocks every acquire: held, foreign.
+    const junk = `${ns}/junk`;
+    await etcd.put(`/l/${junk}`).value('not a hold').exec();
+    const junkView = await view(junk);
+    assert.equal(junkView.held, true);
+    assert.equal(junkView.origin, 'foreign');
+    assert.equal((await view(`${ns}/free`)).origin, undefined, 'not held: no origin');
+    for (const k of [byHand, copyKey, noLease, junk]) await etcd.delete().key(`/l/${k}`).exec();
+
+    // The OpenAPI document names the field.
+    const doc = await la.call<{ paths: Record<string, { get?: { responses?: Record<string, { content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> }> } }> }>('GET', '/docs/json', undefined);
+    const origin = JSON.stringify(doc.body.paths['/v1/locks']?.get?.responses?.['200']?.content?.['application/json']?.schema?.properties?.origin ?? null);
+    assert.match(origin, /"api".*"foreign"/, `the response schema's origin: ${origin}`);
+  });
+
   it('mutual exclusion: 50 concurrent contenders on one key never overlap, and tokens strictly increase', async () => {
     const ns = uniqueId('ns');
     const className = `${ns}-fenced`;

@@ -41,15 +41,16 @@ async function grants(cluster: string): Promise<GrantState[]> {
 }
 
 describe('a restore marks, never deletes or moves', () => {
-  it('rolled back rows stay whole and marked; held grants are carried; the new timeline does not replace the old', async () => {
+  // Default pages, and pages of one row: the marks run one statement per page (restores.ts), with the same result.
+  for (const pageSize of [undefined, 1]) it(`rolled back rows stay whole and marked; held grants are carried; the new timeline does not replace the old (pages: ${pageSize ?? 'default'})`, async () => {
     const c = uniqueId('tm');
     // Timeline 0: a grant ended below the divergence (4), one still held, one whose end (6) is rolled back, one granted after it.
     const events = [event(c, 1, '/l/ns/k1', 'v1'), event(c, 2, '/l/ns/k2', 'v2'), event(c, 3, '/l/ns/k3', 'v3'), event(c, 5, '/l/ns/k5', 'v5'), event(c, 6, '/l/ns/k3', 'v6')];
     await writeRows(db.store, { events: events as never, grants: [grant(c, 'ns/k1', 1, 2), grant(c, 'ns/k2', 2), grant(c, 'ns/k3', 3), grant(c, 'ns/k3', 3, 6), grant(c, 'ns/k5', 5)] as never, quarantine: [] });
     const [before] = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String}', { c });
 
-    await rollBack(db.store, c, 4n, 1, 1);
-    await rollBack(db.store, c, 4n, 1, 1); // redone: changes nothing
+    await rollBack(db.store, c, 4n, 1, 1, pageSize);
+    await rollBack(db.store, c, 4n, 1, 1, pageSize); // redone: changes nothing
     const ev = await db.store.rows<{ revision: string; value: string; timeline: number; rolled_back_by: number; superseded_by: number }>(
       'SELECT toString(revision) AS revision, value, timeline, rolled_back_by, superseded_by FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} ORDER BY revision',
       { c },
@@ -79,7 +80,8 @@ describe('a restore marks, never deletes or moves', () => {
     // Grant history: every timeline's grants, each once, each with its timeline and whether it was rolled back.
     const deps = { store: db.store, limits: testConfig().reports, clusters: [c] };
     const page = await grantHistory({ ...deps, cursorKey: randomBytes(32) }, { namespace: 'ns', from: new Date(BASE_MS - 1).toISOString(), to: new Date(BASE_MS + 100).toISOString() }, BASE_MS + 1000);
-    assert.deepEqual(page.items.map((g) => [g.key, g.timeline, g.rolledBack, g.endKind]), [
+    // (Only this run's cluster: each page size's run writes the same namespace.)
+    assert.deepEqual(page.items.filter((g) => g.cluster === c).map((g) => [g.key, g.timeline, g.rolledBack, g.endKind]), [
       ['ns/k1', 0, false, 'release'],
       ['ns/k2', 1, false, 'release'],
       ['ns/k3', 1, false, 'release'],
@@ -113,10 +115,10 @@ describe('a restore marks, never deletes or moves', () => {
     assert.deepEqual(rows.map((r) => Number(r.timeline)), [0, 1]);
   });
 
-  it('a new history supersedes the captured events without rolling anything back, and leaves the grants', async () => {
+  for (const pageSize of [undefined, 1]) it(`a new history supersedes the captured events without rolling anything back, and leaves the grants (pages: ${pageSize ?? 'default'})`, async () => {
     const c = uniqueId('tn');
     await writeRows(db.store, { events: [event(c, 1, '/l/ns/a', 'v1'), event(c, 2, '/l/ns/b', 'v2')] as never, grants: [grant(c, 'ns/a', 1, 3), grant(c, 'ns/b', 2)] as never, quarantine: [] });
-    await endHistory(db.store, c, 1);
+    await endHistory(db.store, c, 1, pageSize);
     const ev = await db.store.rows<{ rolled_back_by: number; superseded_by: number }>('SELECT rolled_back_by, superseded_by FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} ORDER BY revision', { c });
     assert.deepEqual(ev, [{ rolled_back_by: 0, superseded_by: 1 }, { rolled_back_by: 0, superseded_by: 1 }]);
     assert.deepEqual((await grants(c)).map((r) => [r.key, r.rolled_back_by, r.superseded_by]), [['ns/a', 0, 0], ['ns/b', 0, 0]]);

@@ -1,0 +1,43 @@
+// /v1/state and /v1/diff after an etcd restore (issue 21 item 7): they answer
+// up to the current timeline's checkpoint — the one the tailer resumes from,
+// written since the restore was detected — never the highest checkpoint the
+// rolled-back timeline reached (a raw max). Rows as the tailer writes them,
+// in this file's own embedded ClickHouse.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { AuditStore } from '../../core/clickhouse.js';
+import { LockauditError } from '../../core/errors.js';
+import { diff } from '../../reports/diff/index.js';
+import { stateAt } from '../../reports/state/index.js';
+import { tempStore, testConfig, uniqueId } from '../support/env.js';
+
+describe('state and diff read the current timeline\'s checkpoint', { timeout: 60_000 }, () => {
+  let store: AuditStore;
+  let close: () => Promise<void>;
+  const cluster = uniqueId('st');
+  const now = Date.now();
+  before(async () => {
+    ({ store, close } = await tempStore());
+    // Timeline 0 captured up to 500; etcd was restored to 100 (timeline 1), which is captured up to 120 so far.
+    await store.insert('etcd_timelines', [
+      { cluster, generation: 0, cluster_id: '7', previous_cluster_id: '', previous_checkpoint: '0', restored_head: '0', diverged_after: '0', resume_revision: '0', reason: 'first start', detected_at: now - 120_000 },
+      { cluster, generation: 1, timeline: 1, cluster_id: '7', previous_cluster_id: '7', previous_checkpoint: '500', restored_head: '100', diverged_after: '100', resume_revision: '100', reason: 'restore (test)', detected_at: now - 30_000 },
+    ]);
+    await store.insert('checkpoints', [{ cluster, revision: '500', leader: 'old', updated_at: now - 60_000 }]);
+    await store.insert('checkpoints', [{ cluster, revision: '120', leader: 'new', updated_at: now - 10_000 }]);
+  });
+  after(async () => close());
+
+  const deps = () => ({ store, limits: testConfig().reports, clusters: [cluster] });
+
+  it('a revision above the current timeline\'s checkpoint is not captured yet (400), below it capturedThrough is that checkpoint', async () => {
+    await assert.rejects(stateAt(deps(), { at: '300', cluster }), (err: unknown) => err instanceof LockauditError && /revision 300 is after the tailer's checkpoint 120/.test(err.message));
+    await assert.rejects(diff(deps(), { from: '110', to: '300', cluster }), (err: unknown) => err instanceof LockauditError && /checkpoint 120/.test(err.message));
+    const state = await stateAt(deps(), { at: '115', cluster });
+    assert.equal(state.at.capturedThrough, '120');
+    assert.equal(state.at.timeline, 1);
+    // The ended timeline answers up to where its capture stopped.
+    const old = await stateAt(deps(), { at: '300', cluster, timeline: 0 });
+    assert.equal(old.at.capturedThrough, '500');
+  });
+});
