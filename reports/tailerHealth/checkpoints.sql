@@ -9,11 +9,11 @@
 -- Parameters: {db:Identifier}
 SELECT c.cluster AS cluster,
        toString(multiIf(
-           t.generation > 0 AND t.tline = 0, greatest(t.resume, s.since_all),
-           f.n > 0, if(t.generation > 0, greatest(t.resume, f.revision), f.revision),
-           t.generation > 0, greatest(t.resume, s.since_unfenced),
+           t.newest > 0 AND t.tline = 0, greatest(t.resume, s.since_all),
+           f.n > 0, if(t.newest > 0, greatest(t.resume, f.revision), f.revision),
+           t.newest > 0, greatest(t.resume, s.since_unfenced),
            c.highest)) AS revision,
-       if(f.n > 0 AND NOT (t.generation > 0 AND t.tline = 0), f.leader, c.leader) AS leader
+       if(f.n > 0 AND NOT (t.newest > 0 AND t.tline = 0), f.leader, c.leader) AS leader
 FROM
 (
     SELECT cluster, max(revision) AS highest, argMax(leader, revision) AS leader
@@ -22,7 +22,7 @@ FROM
 ) AS c
 LEFT JOIN
 (
-    SELECT cluster, max(generation) AS generation, argMax(timeline, generation) AS tline, argMax(resume_revision, generation) AS resume
+    SELECT cluster, max(generation) AS newest, argMax(timeline, generation) AS tline, argMax(resume_revision, generation) AS resume
     FROM {db:Identifier}.etcd_timelines FINAL
     GROUP BY cluster
 ) AS t ON t.cluster = c.cluster

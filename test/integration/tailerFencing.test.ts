@@ -9,21 +9,26 @@
 // timeline, and no gap is recorded from a stale checkpoint.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { copyFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Etcd3 } from 'etcd3';
-import type { AuditStore } from '../../core/clickhouse.js';
+import { AuditStore } from '../../core/clickhouse.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import type { AuditEventRow } from '../../core/events.js';
 import { PREFIX, tailerElectionName } from '../../core/keyspace.js';
+import { migrate } from '../../core/migrations.js';
+import { sqlDir } from '../../core/paths.js';
 import { createLogger } from '../../core/logger.js';
 import { LeaderElection } from '../../platform/leaderElection.js';
 import { grantHistory } from '../../reports/grantHistory/index.js';
 import { BatchSink } from '../../tailer/clickhouseSink.js';
 import { readCheckpoint, writeCheckpoint } from '../../tailer/offsets.js';
+import { writeRows } from '../../tailer/rowWriter.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import type { RowBatch } from '../../tailer/types.js';
 import { waitFor } from '../support/capture.js';
-import { testConfig, uniqueId } from '../support/env.js';
+import { tempDir, testConfig, uniqueId } from '../support/env.js';
 import { fileStore } from '../support/fileStore.js';
 import { grantRows } from '../support/grants.js';
 import { startPrivateEtcd, type PrivateEtcd } from '../support/privateEtcd.js';
@@ -63,11 +68,11 @@ async function elect(name: string, candidate: string): Promise<{ election: Leade
 const AT = Date.now() - 60_000;
 
 /** Both leaders decode the same change (the same hold, holder and times); only the classification differs. */
-const ended = (cluster: string, ns: string, kind: 'expiry' | 'deleted'): RowBatch => {
+const ended = (cluster: string, ns: string, kind: 'expiry' | 'deleted' | 'release'): RowBatch => {
   const holder = 'spiffe://corp/worker';
   const g = grantRows({ cluster, key: `${ns}/job`, class: 'c', holder, rev: 10, at: AT, end: { kind, at: AT + 59_000, rev: 20 } });
   const event: AuditEventRow = {
-    cluster, revision: '20', key: `${PREFIX.hold}${ns}/job`, event_type: kind === 'expiry' ? 'expiry' : 'deleted', op: 'delete', namespace: ns, lock_path: 'job', class: 'c',
+    cluster, revision: '20', key: `${PREFIX.hold}${ns}/job`, event_type: kind, op: 'delete', namespace: ns, lock_path: 'job', class: 'c',
     holder, session: '7587862', token: g.open.token, epoch: 40, grant_revision: '10', wait_ms: 0, wall_time: AT + 59_000, time_estimated: 0, time_error_ms: 0,
     create_revision: '10', mod_revision: '20', version: '0', lease: '7587862', value: '', prev_value: '', unprotected: 0,
   } as AuditEventRow;
@@ -93,30 +98,33 @@ describe('fenced writes: a deposed tailer leader never overrides its successor',
     const standby = elect(name, 'successor');
     await zombie.election.resign(); // its lease gone: the successor is elected
     const successor = await standby;
-    assert.ok(successor.term > zombie.term, `successor term ${successor.term} above the zombie's ${zombie.term}`);
+    try {
+      assert.ok(successor.term > zombie.term, `successor term ${successor.term} above the zombie's ${zombie.term}`);
 
-    // The successor classifies the delete as a hand delete (its lease witness knew the lease had TTL left);
-    // the zombie's drain, still running, lands its own batch later — an expiry.
-    await write(db.store, ended(cluster, ns, 'deleted'), successor.term);
-    await new Promise((r) => setTimeout(r, 20)); // a later ingested_at: the old version column let it win
-    await write(db.store, ended(cluster, ns, 'expiry'), zombie.term);
+      // The successor classifies the delete as a hand delete (its lease witness knew the lease had TTL left);
+      // the zombie's drain, still running, lands its own batch later — an expiry.
+      await write(db.store, ended(cluster, ns, 'deleted'), successor.term);
+      await new Promise((r) => setTimeout(r, 20)); // a later ingested_at: the old version column let it win
+      await write(db.store, ended(cluster, ns, 'expiry'), zombie.term);
 
-    const read = async (): Promise<unknown[]> => [
-      await db.store.rows<{ event_type: string }>('SELECT event_type FROM {db:Identifier}.events FINAL WHERE cluster = {c:String}', { c: cluster }),
-      await db.store.rows<{ end_kind: string }>('SELECT end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String}', { c: cluster }),
-      await db.store.rows<{ end_kind: string }>('SELECT end_kind FROM {db:Identifier}.grants_by_holder FINAL WHERE cluster = {c:String}', { c: cluster }),
-    ];
-    const expected = [[{ event_type: 'deleted' }], [{ end_kind: 'deleted' }], [{ end_kind: 'deleted' }]];
-    assert.deepEqual(await read(), expected);
-    for (const t of ['events', 'grants', 'grants_by_holder']) await db.store.command(`OPTIMIZE TABLE {db:Identifier}.${t} FINAL`);
-    assert.deepEqual(await read(), expected, 'the same after merges');
+      const read = async (): Promise<unknown[]> => [
+        await db.store.rows<{ event_type: string }>('SELECT event_type FROM {db:Identifier}.events FINAL WHERE cluster = {c:String}', { c: cluster }),
+        await db.store.rows<{ end_kind: string }>('SELECT end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String}', { c: cluster }),
+        await db.store.rows<{ end_kind: string }>('SELECT end_kind FROM {db:Identifier}.grants_by_holder FINAL WHERE cluster = {c:String}', { c: cluster }),
+      ];
+      const expected = [[{ event_type: 'deleted' }], [{ end_kind: 'deleted' }], [{ end_kind: 'deleted' }]];
+      assert.deepEqual(await read(), expected);
+      for (const t of ['events', 'grants', 'grants_by_holder']) await db.store.command(`OPTIMIZE TABLE {db:Identifier}.${t} FINAL`);
+      assert.deepEqual(await read(), expected, 'the same after merges');
 
-    const deps = { store: db.store, limits: testConfig().reports, cursorKey: randomBytes(32) };
-    const page = await grantHistory(deps, { namespace: ns, limit: 10 }, Date.now());
-    assert.deepEqual(page.items.map((g) => g.endKind), ['deleted']);
-    const byHolder = await grantHistory(deps, { holder: 'spiffe://corp/worker', limit: 100 }, Date.now());
-    assert.deepEqual(byHolder.items.filter((g) => g.key === `${ns}/job`).map((g) => g.endKind), ['deleted'], 'by holder (grants_by_holder) too');
-    await successor.election.resign();
+      const deps = { store: db.store, limits: testConfig().reports, cursorKey: randomBytes(32) };
+      const page = await grantHistory(deps, { namespace: ns, limit: 10 }, Date.now());
+      assert.deepEqual(page.items.map((g) => g.endKind), ['deleted']);
+      const byHolder = await grantHistory(deps, { holder: 'spiffe://corp/worker', limit: 100 }, Date.now());
+      assert.deepEqual(byHolder.items.filter((g) => g.key === `${ns}/job`).map((g) => g.endKind), ['deleted'], 'by holder (grants_by_holder) too');
+    } finally {
+      await successor.election.resign();
+    }
   });
 
   it('its late checkpoint counts neither over its successor\'s nor for the next timeline', async () => {
@@ -127,31 +135,34 @@ describe('fenced writes: a deposed tailer leader never overrides its successor',
     await zombie.election.resign();
     const successor = await standby;
     const leading = async (): Promise<boolean> => true;
+    try {
 
-    assert.equal((await writeCheckpoint(db.store, { cluster, revision: 100n, leader: 'successor', term: successor.term, timeline: 0, fence: leading })).kind, 'written');
-    // The zombie passed its etcd check before it lost the lease; its write comes now. The store says a later term wrote.
-    const late = await writeCheckpoint(db.store, { cluster, revision: 500n, leader: 'zombie', term: zombie.term, timeline: 0, fence: leading });
-    assert.equal(late.kind, 'not-leader');
-    // A stalled insert past every check: it lands anyway, and must not count.
-    await db.store.insert('checkpoints', [{ cluster, revision: '600', leader: 'zombie', term: zombie.term.toString(), timeline: 0 }]);
-    assert.equal(await readCheckpoint(db.store, cluster), 100n);
-    await db.store.command('OPTIMIZE TABLE {db:Identifier}.checkpoints_highest FINAL');
-    assert.equal(await readCheckpoint(db.store, cluster), 100n, 'the same after merges');
+      assert.equal((await writeCheckpoint(db.store, { cluster, revision: 100n, leader: 'successor', term: successor.term, timeline: 0, fence: leading })).kind, 'written');
+      // The zombie passed its etcd check before it lost the lease; its write comes now. The store says a later term wrote.
+      const late = await writeCheckpoint(db.store, { cluster, revision: 500n, leader: 'zombie', term: zombie.term, timeline: 0, fence: leading });
+      assert.equal(late.kind, 'not-leader');
+      // A stalled insert past every check: it lands anyway, and must not count.
+      await db.store.insert('checkpoints', [{ cluster, revision: '600', leader: 'zombie', term: zombie.term.toString(), timeline: 0 }]);
+      assert.equal(await readCheckpoint(db.store, cluster), 100n);
+      await db.store.command('OPTIMIZE TABLE {db:Identifier}.checkpoints_highest FINAL');
+      assert.equal(await readCheckpoint(db.store, cluster), 100n, 'the same after merges');
 
-    // A restore starts timeline 1, resuming at 50; the old timeline's leader (any term) lands a late checkpoint afterwards.
-    await db.store.insert('etcd_timelines', [
-      { cluster, generation: 0, cluster_id: 'a', previous_cluster_id: '', previous_checkpoint: '0', restored_head: '0', diverged_after: '0', resume_revision: '0', reason: 'first start', timeline: 0 },
-    ]);
-    await new Promise((r) => setTimeout(r, 20));
-    await db.store.insert('etcd_timelines', [
-      { cluster, generation: 1, cluster_id: 'a', previous_cluster_id: 'a', previous_checkpoint: '100', restored_head: '60', diverged_after: '50', resume_revision: '50', reason: 'restore', timeline: 1 },
-    ]);
-    await new Promise((r) => setTimeout(r, 20));
-    await db.store.insert('checkpoints', [{ cluster, revision: '900', leader: 'successor', term: successor.term.toString(), timeline: 0 }]);
-    assert.equal(await readCheckpoint(db.store, cluster), 50n, 'the old timeline\'s late checkpoint does not count for the new one');
-    assert.equal((await writeCheckpoint(db.store, { cluster, revision: 55n, leader: 'next', term: successor.term + 1n, timeline: 1, fence: leading })).kind, 'written');
-    assert.equal(await readCheckpoint(db.store, cluster), 55n);
-    await successor.election.resign();
+      // A restore starts timeline 1, resuming at 50; the old timeline's leader (any term) lands a late checkpoint afterwards.
+      await db.store.insert('etcd_timelines', [
+        { cluster, generation: 0, cluster_id: 'a', previous_cluster_id: '', previous_checkpoint: '0', restored_head: '0', diverged_after: '0', resume_revision: '0', reason: 'first start', timeline: 0 },
+      ]);
+      await new Promise((r) => setTimeout(r, 20));
+      await db.store.insert('etcd_timelines', [
+        { cluster, generation: 1, cluster_id: 'a', previous_cluster_id: 'a', previous_checkpoint: '100', restored_head: '60', diverged_after: '50', resume_revision: '50', reason: 'restore', timeline: 1 },
+      ]);
+      await new Promise((r) => setTimeout(r, 20));
+      await db.store.insert('checkpoints', [{ cluster, revision: '900', leader: 'successor', term: successor.term.toString(), timeline: 0 }]);
+      assert.equal(await readCheckpoint(db.store, cluster), 50n, 'the old timeline\'s late checkpoint does not count for the new one');
+      assert.equal((await writeCheckpoint(db.store, { cluster, revision: 55n, leader: 'next', term: successor.term + 1n, timeline: 1, fence: leading })).kind, 'written');
+      assert.equal(await readCheckpoint(db.store, cluster), 55n);
+    } finally {
+      await successor.election.resign();
+    }
   });
 
   it('no gap is recorded from a stale checkpoint: a leader deposed after reading it records nothing', async () => {
@@ -201,7 +212,51 @@ describe('fenced writes: a deposed tailer leader never overrides its successor',
       await new Promise((r) => setTimeout(r, 1_000));
       assert.deepEqual(await gaps(), []);
     } finally {
+      await successor?.election.resign();
       await replica.close();
+    }
+  });
+
+  it('the migration keeps every row written before it, and the views on events and grants still feed', async () => {
+    const target = db.store.target;
+    assert.ok(target.mode === 'embedded');
+    // chdb binds one data directory per process: a database of its own in the file's store, migrated up to 109 first.
+    const before110 = tempDir('lockaudit-sql-');
+    for (const f of readdirSync(sqlDir).filter((n) => /^\d{3}_/.test(n) && Number(n.slice(0, 3)) < 110)) copyFileSync(path.join(sqlDir, f), path.join(before110.dir, f));
+    const old = new AuditStore({ mode: 'embedded', path: target.path, database: uniqueId('pre') });
+    try {
+      await migrate(old, { dir: before110.dir });
+      const cluster = 'c1';
+      const ns = uniqueId('ns');
+      const early = ended(cluster, ns, 'expiry');
+      early.events.push({ ...(early.events[0] as AuditEventRow), revision: '10', event_type: 'grant', op: 'put' });
+      // As JSON: a binary insert would cache the table's pre-110 columns in this store (a process migrates before it writes).
+      await old.insert('events', early.events);
+      await old.insert('grants', early.grants);
+      await old.insert('checkpoints', [{ cluster, revision: '20', leader: 'before' }]);
+      await migrate(old);
+
+      const rows = async (q: string): Promise<unknown[]> => old.rows(q, { c: cluster });
+      assert.deepEqual(await rows('SELECT toString(revision) AS r, event_type, toString(term) AS term FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} ORDER BY revision'), [
+        { r: '10', event_type: 'grant', term: '0' },
+        { r: '20', event_type: 'expiry', term: '0' },
+      ]);
+      assert.deepEqual(await rows('SELECT end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String}'), [{ end_kind: 'expiry' }]);
+      assert.deepEqual(await rows('SELECT end_kind FROM {db:Identifier}.grants_by_holder FINAL WHERE cluster = {c:String}'), [{ end_kind: 'expiry' }]);
+      assert.deepEqual(await rows('SELECT count() AS n FROM {db:Identifier}.events_unfenced WHERE cluster = {c:String}'), [{ n: '2' }], 'the old table is kept');
+      assert.equal(await readCheckpoint(old, cluster), 20n);
+
+      // Written after: the higher term wins in grants and (through its view) grants_by_holder; a later grant still raises the high-water mark.
+      await writeRows(old, ended(cluster, ns, 'deleted'), { term: 9n });
+      await writeRows(old, ended(cluster, ns, 'release'), { term: 8n });
+      assert.deepEqual(await rows('SELECT end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String}'), [{ end_kind: 'deleted' }]);
+      assert.deepEqual(await rows('SELECT end_kind FROM {db:Identifier}.grants_by_holder FINAL WHERE cluster = {c:String}'), [{ end_kind: 'deleted' }]);
+      const later = { ...(early.events[1] as AuditEventRow), revision: '30', grant_revision: '30', token: '11258999068426270' };
+      await writeRows(old, { events: [later], grants: [], quarantine: [] }, { term: 9n });
+      assert.deepEqual(await rows('SELECT toString(max(token)) AS t FROM {db:Identifier}.grant_high_water WHERE cluster = {c:String}'), [{ t: '11258999068426270' }]);
+    } finally {
+      await old.close();
+      before110.remove();
     }
   });
 });
