@@ -176,11 +176,14 @@ export class TailerReplica {
       let checkpoint = await readCheckpoint(store, cluster);
       const gaps = await loadGaps(store, cluster);
       const position = await etcdPosition(this.#client);
-      let timeline = await ensureTimeline(store, cluster, position);
+      const timeline = await ensureTimeline(store, cluster, position);
       const restore = await detectRestore(this.#client, store, cluster, checkpoint, timeline, position);
       if (restore) {
-        [checkpoint, timeline] = await this.#handleRestore(election, term, checkpoint, restore, timeline, gaps);
-        if (signal.aborted) return;
+        await this.#handleRestore(election, term, checkpoint, restore, timeline, gaps);
+        // Terms are revisions of one etcd history: a rewound etcd may elect the next leader below ours. So the
+        // restored timeline is captured under a leadership won in the restored etcd (a new campaign, a new term).
+        log.warn({ term: term.toString() }, 'restore recorded: campaigning again in the restored etcd before capturing its timeline');
+        return;
       }
       const lost = await lostAfter(this.#client, checkpoint);
       if (lost !== undefined) {
@@ -300,7 +303,8 @@ export class TailerReplica {
     } else {
       health?.raise(alarm('LOCKAUDIT_ALARM_TAILER_RESTORE', { cluster }, { why: seen.why, from: after + 1n, to: checkpoint }));
     }
-    await this.#assertCurrent(election, term, checkpoint, 'restore');
+    // Terms compare within one etcd history only: a rewound etcd may elect us below the old timeline's terms.
+    await this.#assertCurrent(election, undefined, checkpoint, 'restore');
     if (shared === undefined) {
       // The ended history's open grants: etcd no longer has them, when they ended is unknown (inside the restore gap).
       await closeGrantsEndedInGap(store, cluster, checkpoint, oldEnd, oldEnd, term);
@@ -362,14 +366,15 @@ export class TailerReplica {
 
   /**
    * Before a gap or a restore is recorded from `checkpoint`: we still lead
-   * (etcd), no later term's checkpoint is stored, and `checkpoint` is still
-   * the one in effect. Otherwise it is stale — a successor moved on — and
-   * nothing is recorded (the run starts over from what is stored).
+   * (etcd), no later term's checkpoint is stored (`term`; undefined: not
+   * compared), and `checkpoint` is still the one in effect. Otherwise it is
+   * stale — a successor moved on — and nothing is recorded (the run starts
+   * over from what is stored).
    */
-  async #assertCurrent(election: LeaderElection, term: bigint, checkpoint: bigint, what: string): Promise<void> {
+  async #assertCurrent(election: LeaderElection, term: bigint | undefined, checkpoint: bigint, what: string): Promise<void> {
     if (!(await election.stillLeader())) throw new Error(`leadership lost before recording a ${what}`);
     const now = await readFencedCheckpoint(this.#deps.store, this.#deps.cluster.name);
-    if (now.term > term) throw new Error(`a later leader's checkpoint (term ${now.term}, ours ${term}) is stored: no ${what} recorded from ours`);
+    if (term !== undefined && now.term > term) throw new Error(`a later leader's checkpoint (term ${now.term}, ours ${term}) is stored: no ${what} recorded from ours`);
     if (now.revision !== checkpoint) throw new Error(`the checkpoint moved from ${checkpoint} to ${now.revision}: no ${what} recorded from a stale checkpoint`);
   }
 }
