@@ -8,7 +8,7 @@
 -- wrote it (the create revision of its campaign key in etcd's election:
 -- strictly higher for every later leader; 0 for rows written before this
 -- migration and for writers outside the tailer). The replacing version
--- becomes the MATERIALIZED column `fence`:
+-- becomes the MATERIALIZED column `replace_version`:
 --   events:                        (term, ingested_at)  — term first
 --   grants, grants_by_holder:      (row_version, term)  — a closed row still
 --                                  wins over an open one; of two rows with the
@@ -36,28 +36,28 @@
 
 ALTER TABLE {db:Identifier}.events
     ADD COLUMN IF NOT EXISTS term UInt64 DEFAULT 0,
-    ADD COLUMN IF NOT EXISTS fence UInt128 MATERIALIZED bitShiftLeft(toUInt128(term), 64) + toUInt128(toUnixTimestamp64Milli(ingested_at));
+    ADD COLUMN IF NOT EXISTS replace_version UInt128 MATERIALIZED bitShiftLeft(toUInt128(term), 64) + toUInt128(toUnixTimestamp64Milli(ingested_at));
 
 ALTER TABLE {db:Identifier}.grants
     ADD COLUMN IF NOT EXISTS term UInt64 DEFAULT 0,
-    ADD COLUMN IF NOT EXISTS fence UInt128 MATERIALIZED bitShiftLeft(toUInt128(row_version), 64) + toUInt128(term);
+    ADD COLUMN IF NOT EXISTS replace_version UInt128 MATERIALIZED bitShiftLeft(toUInt128(row_version), 64) + toUInt128(term);
 
 ALTER TABLE {db:Identifier}.grants_by_holder
     ADD COLUMN IF NOT EXISTS term UInt64 DEFAULT 0,
-    ADD COLUMN IF NOT EXISTS fence UInt128 MATERIALIZED bitShiftLeft(toUInt128(row_version), 64) + toUInt128(term);
+    ADD COLUMN IF NOT EXISTS replace_version UInt128 MATERIALIZED bitShiftLeft(toUInt128(row_version), 64) + toUInt128(term);
 
 CREATE TABLE IF NOT EXISTS {db:Identifier}.events_fenced AS {db:Name}.events
-ENGINE = ReplacingMergeTree(fence)
+ENGINE = ReplacingMergeTree(replace_version)
 PRIMARY KEY (cluster, revision, key)
 ORDER BY (cluster, revision, key, timeline);
 
 CREATE TABLE IF NOT EXISTS {db:Identifier}.grants_fenced AS {db:Name}.grants
-ENGINE = ReplacingMergeTree(fence)
+ENGINE = ReplacingMergeTree(replace_version)
 PRIMARY KEY (cluster, key, grant_revision, spool_id)
 ORDER BY (cluster, key, grant_revision, spool_id, timeline);
 
 CREATE TABLE IF NOT EXISTS {db:Identifier}.grants_by_holder_fenced AS {db:Name}.grants_by_holder
-ENGINE = ReplacingMergeTree(fence)
+ENGINE = ReplacingMergeTree(replace_version)
 PRIMARY KEY (holder, granted_at, cluster, key, grant_revision, spool_id)
 ORDER BY (holder, granted_at, cluster, key, grant_revision, spool_id, timeline);
 
@@ -83,9 +83,9 @@ CREATE TABLE IF NOT EXISTS {db:Identifier}.checkpoints_fenced
     revision    UInt64,
     leader      String,
     updated_at  DateTime64(3, 'UTC'),
-    fence       UInt128 MATERIALIZED bitShiftLeft(toUInt128(term), 64) + toUInt128(revision)
+    replace_version UInt128 MATERIALIZED bitShiftLeft(toUInt128(term), 64) + toUInt128(revision)
 )
-ENGINE = ReplacingMergeTree(fence)
+ENGINE = ReplacingMergeTree(replace_version)
 ORDER BY (cluster, timeline);
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db:Identifier}.checkpoints_fenced_mv TO {db:Identifier}.checkpoints_fenced AS

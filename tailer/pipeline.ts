@@ -221,7 +221,7 @@ export class TailerPipeline {
     inner.abort(); // all windows are done: nothing else reads
 
     // A deposed leader writes nothing more: its rows would lose to its successor's anyway (sql/110).
-    if (outcome.reason === 'leadership-lost' || !(await this.#deps.fence().catch(() => true))) {
+    if (outcome.reason === 'leadership-lost' || (await this.#deposed())) {
       log.warn({ rows: sink.bufferedRows }, 'no longer the leader: queued rows are abandoned, not drained');
       sink.abort();
     } else await this.#drain(sink);
@@ -317,6 +317,14 @@ export class TailerPipeline {
     } finally {
       signal.removeEventListener('abort', stopWindows);
     }
+  }
+
+  /** The fence says we no longer lead. An etcd that does not answer (in 2 s) is no answer: not deposed, the drain goes on. */
+  async #deposed(): Promise<boolean> {
+    const timer = new AbortController();
+    const leads = await Promise.race([this.#deps.fence().catch(() => true), sleep(2_000, timer.signal).then(() => true, () => true)]);
+    timer.abort();
+    return !leads;
   }
 
   /** Drains the sink under the deadline; past it, queued rows are abandoned (the checkpoint stays behind them). */

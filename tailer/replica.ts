@@ -272,9 +272,10 @@ export class TailerReplica {
    * records both revisions and cluster ids, the alarm is raised, the holds
    * are snapshotted, and a new timeline resumes at the divergence (or, when
    * the restored history is compacted — a bumped restore — at its compaction
-   * revision). Returns the new checkpoint and timeline.
+   * revision). The caller then campaigns again: the new timeline is captured
+   * under a term of the restored etcd's own history.
    */
-  async #handleRestore(election: LeaderElection, term: bigint, checkpoint: bigint, seen: RestoreSeen, timeline: Timeline, gaps: Gap[]): Promise<[bigint, Timeline]> {
+  async #handleRestore(election: LeaderElection, term: bigint, checkpoint: bigint, seen: RestoreSeen, timeline: Timeline, gaps: Gap[]): Promise<void> {
     const { store, log, metrics, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
     const generation = timeline.generation + 1;
@@ -336,7 +337,6 @@ export class TailerReplica {
     if (compacted !== undefined) await closeGrantsEndedInGap(store, cluster, after, compacted, compacted, term);
     await recordTimeline(store, { cluster, generation, seen, previousCheckpoint: checkpoint, divergedAfter: after, resumeRevision: resume, sharesHistory: shared !== undefined });
     log.warn({ holds, generation, resume: resume.toString() }, 'restore recorded; following the restored cluster');
-    return [resume, { generation, timeline: generation, clusterId: seen.clusterId, resumeRevision: resume, detectedMs: Date.now() }];
   }
 
   /** Gap record, alarm, snapshot at the compaction revision, checkpoint there. Returns the new checkpoint. */

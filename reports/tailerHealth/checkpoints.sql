@@ -28,7 +28,7 @@ LEFT JOIN
 ) AS t ON t.cluster = c.cluster
 LEFT JOIN
 (
-    SELECT cluster, timeline, argMax(revision, fence) AS revision, argMax(leader, fence) AS leader, count() AS n
+    SELECT cluster, timeline, argMax(revision, replace_version) AS revision, argMax(leader, replace_version) AS leader, count() AS n
     FROM {db:Identifier}.checkpoints_fenced
     GROUP BY cluster, timeline
 ) AS f ON f.cluster = c.cluster AND f.timeline = t.tline
