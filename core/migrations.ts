@@ -30,13 +30,14 @@ export function splitStatements(sql: string): string[] {
 
 /**
  * Rewrites a single-node statement for a ClickHouse cluster: ON CLUSTER after
- * the object name and Replicated* engines (their ZooKeeper path comes from the
+ * the object name (after the last pair of a RENAME) and Replicated* engines (their ZooKeeper path comes from the
  * server's default_replica_path). `cluster` is validated by the config schema.
  */
 export function forCluster(statement: string, cluster: string): string {
   return statement
     .replace(/^(CREATE\s+(?:DATABASE|TABLE|VIEW|MATERIALIZED\s+VIEW)\s+IF\s+NOT\s+EXISTS\s+\S+)/i, `$1 ON CLUSTER ${cluster}`)
     .replace(/^(ALTER\s+TABLE\s+\S+)/i, `$1 ON CLUSTER ${cluster}`)
+    .replace(/^(RENAME\s+TABLE\s[\s\S]*)$/i, `$1 ON CLUSTER ${cluster}`)
     .replace(/ENGINE\s*=\s*(Replacing|Summing|Aggregating|Collapsing)?MergeTree/g, (_m, kind: string | undefined) => `ENGINE = Replicated${kind ?? ''}MergeTree`);
 }
 
@@ -63,9 +64,23 @@ export interface MigrateResult {
   alreadyApplied: number;
 }
 
+const DATABASE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/**
+ * `{db:Name}`: the database spelled into the statement, for the few places
+ * where ClickHouse binds no query parameter (`CREATE TABLE … AS <table>`,
+ * `ATTACH PARTITION … FROM <table>`). Everywhere else migrations bind
+ * `{db:Identifier}`. Only a name the config schema's pattern allows is spelled.
+ */
+export function inlineDatabase(statement: string, database: string): string {
+  if (!statement.includes('{db:Name}')) return statement;
+  if (!DATABASE_NAME.test(database)) throw new LockauditError('LOCKAUDIT_ERR_MIGRATION_FAILED', `database name ${JSON.stringify(database)} cannot be spelled into a statement`);
+  return statement.replaceAll('{db:Name}', `\`${database}\``);
+}
+
 export async function migrate(store: AuditStore, options: { dir?: string; onApply?: (m: Migration) => void } = {}): Promise<MigrateResult> {
   const cluster = store.target.mode === 'server' ? store.target.cluster : undefined;
-  const prepare = (sql: string): string => (cluster ? forCluster(sql, cluster) : sql);
+  const prepare = (sql: string): string => inlineDatabase(cluster ? forCluster(sql, cluster) : sql, store.database);
   await store.command(prepare('CREATE DATABASE IF NOT EXISTS {db:Identifier}'));
   await store.command(prepare(LEDGER_DDL));
   const done = await store.rows<{ version: number; checksum: string }>(

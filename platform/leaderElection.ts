@@ -3,7 +3,11 @@
 // /sys/election/<name>/ (the keyspace's election prefix) and the elected one
 // alone works. Losing the lease is reported at once (`onLost`), and
 // `stillLeader()` re-checks in etcd that our campaign key exists, right
-// before a fenced write: leadership fences work.
+// before a fenced write: leadership fences work. `term()` is the create
+// revision of our campaign key: every later leader's key is created after
+// ours is gone, so its term is higher. Writers stamp it on what they store
+// and the store keeps the highest term's row (sql/110): a deposed leader's
+// late writes never replace its successor's.
 import type { Campaign, Etcd3 } from 'etcd3';
 import { PREFIX } from '../core/keyspace.js';
 
@@ -14,6 +18,7 @@ export class LeaderElection {
   readonly #ttlSeconds: number;
   #campaign: Campaign | undefined;
   #key: string | undefined;
+  #term: bigint | undefined;
   #lost = false;
 
   /** `name`: the election (e.g. tailerElectionName(cluster)); `candidateId`: this candidate, as its campaign value. */
@@ -52,6 +57,20 @@ export class LeaderElection {
       });
     });
     this.#key = await campaign.getCampaignKey();
+    const res = await this.#client.kv.range({ key: Buffer.from(this.#key) });
+    const kv = res.kvs[0];
+    if (!kv) {
+      this.#lost = true;
+      await campaign.resign().catch(() => undefined);
+      throw new Error('the campaign key was gone right after the election');
+    }
+    this.#term = BigInt(kv.create_revision);
+  }
+
+  /** The leadership term: our campaign key's create revision (monotonic across leaders of one etcd history). Throws before `campaign` resolved. */
+  term(): bigint {
+    if (this.#term === undefined) throw new Error('no term: not elected');
+    return this.#term;
   }
 
   /** Our campaign key still exists in etcd, so no one else can lead. */
@@ -66,6 +85,7 @@ export class LeaderElection {
     const c = this.#campaign;
     this.#campaign = undefined;
     this.#key = undefined;
+    this.#term = undefined;
     if (c) await c.resign().catch(() => undefined);
   }
 }

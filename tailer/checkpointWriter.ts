@@ -24,6 +24,9 @@ export interface CheckpointWriterDeps {
   store: AuditStore;
   cluster: string;
   replicaId: string;
+  /** The leadership term and etcd timeline written with each checkpoint (offsets.ts). */
+  term: bigint;
+  timeline: number;
   log: Logger;
   /** Re-checks leadership in etcd; a rejection (etcd did not answer) → no checkpoint this time, asked again on the next. */
   fence: () => Promise<boolean>;
@@ -105,10 +108,10 @@ export class CheckpointWriter {
   }
 
   async #advance(value: bigint): Promise<TickResult> {
-    const { store, cluster, replicaId, fence, log } = this.#d;
+    const { store, cluster, replicaId, term, timeline, fence, log } = this.#d;
     // A fence that could not ask etcd (restart, network) is neither yes nor no: no checkpoint this time, the
     // next tick asks again. A lease that really lapses is reported by the election itself (onLost), which stops the run.
-    const result = await writeCheckpoint(store, { cluster, revision: value, leader: replicaId, fence }).catch((err: Error) => {
+    const result = await writeCheckpoint(store, { cluster, revision: value, leader: replicaId, term, timeline, fence }).catch((err: Error) => {
       this.#fenceFailures += 1;
       if (this.#fenceFailures === 1 || this.#fenceFailures % 40 === 0) {
         log.warn({ err: err.message, failures: this.#fenceFailures, checkpoint: this.#written.toString() }, 'leadership check failed; checkpoint held back until etcd answers');

@@ -32,6 +32,8 @@ export interface SinkOptions {
   beforeWrite?: (batch: RowBatch) => Promise<unknown>;
   /** The etcd timeline the rows belong to (rowWriter.ts). Default 0. */
   timeline?: number;
+  /** The writer's leadership term (rowWriter.ts): its rows never replace a higher term's. */
+  term?: bigint;
 }
 
 interface Entry {
@@ -186,6 +188,7 @@ export class BatchSink {
     const { quarantined } = await writeRows(this.#store, batch, {
       maxRows: this.#maxRows,
       timeline: this.#opts.timeline,
+      term: this.#opts.term,
       retry: {
         initialMs: this.#opts.initialBackoffMs ?? 100,
         maxMs: this.#opts.maxBackoffMs ?? 5_000,

@@ -26,6 +26,8 @@ export interface GapRecord {
   generation?: number;
   previous_cluster_id?: string;
   cluster_id?: string;
+  /** The recording leader's term (sql/110). */
+  term: string;
 }
 
 export interface Gap {
@@ -78,7 +80,7 @@ const SQL = {
  * gap (or its own grant time, when later) and `nowMs`, and before a later
  * grant of the same key that the snapshot holds. Without this it would read as held forever.
  */
-export async function closeGrantsEndedInGap(store: AuditStore, cluster: string, checkpoint: bigint, gapTo: bigint, snapshotRevision: bigint, nowMs = Date.now()): Promise<void> {
+export async function closeGrantsEndedInGap(store: AuditStore, cluster: string, checkpoint: bigint, gapTo: bigint, snapshotRevision: bigint, term: bigint, nowMs = Date.now()): Promise<void> {
   const from = checkpoint > 10_000n ? checkpoint - 10_000n : 0n;
   const [last] = await store.rows<{ ms: string; n: string }>(SQL.lastCapturedTime.text, { cluster, from: from.toString(), upTo: checkpoint.toString() });
   const startMs = last && last.n !== '0' ? Math.min(Number(last.ms), nowMs) : nowMs;
@@ -89,6 +91,7 @@ export async function closeGrantsEndedInGap(store: AuditStore, cluster: string, 
     snapshotRevision: snapshotRevision.toString(),
     startMs,
     nowMs,
+    term: term.toString(),
   });
 }
 

@@ -82,6 +82,12 @@ export interface PipelineDeps {
   onCheckpoint?: (revision: bigint) => void;
   /** The etcd timeline the captured rows belong to (etcd_timelines.timeline, sql/065). Default 0. */
   timeline?: number;
+  /**
+   * The leadership term (LeaderElection.term()) stamped on every row and
+   * checkpoint this run writes: the store keeps the highest term's row
+   * (sql/110), so a deposed leader's late writes never replace its successor's.
+   */
+  term: bigint;
   /** Asked before a watch of this run reopens after a disconnect (WatchWindowOptions.beforeReopen); absent: windows reopen on their own. */
   beforeReopen?: () => Promise<boolean>;
 }
@@ -195,6 +201,7 @@ export class TailerPipeline {
       ...this.#opts.sink,
       ...(replays ? { beforeWrite: (batch: RowBatch) => replays.mark(batch) } : {}),
       timeline: this.#deps.timeline,
+      term: this.#deps.term,
       onFlush: (rows, seconds) => metrics?.batchSeconds.observe(this.#labels, seconds),
       onRetry: () => metrics?.sinkRetries.inc(this.#labels),
       onQuarantine: (rows) => metrics?.quarantined.inc(this.#labels, rows),
@@ -213,7 +220,11 @@ export class TailerPipeline {
     await this.#runWindows(shared, specs, inner.signal, stopWith);
     inner.abort(); // all windows are done: nothing else reads
 
-    await this.#drain(sink);
+    // A deposed leader writes nothing more: its rows would lose to its successor's anyway (sql/110).
+    if (outcome.reason === 'leadership-lost' || (await this.#deposed())) {
+      log.warn({ rows: sink.bufferedRows }, 'no longer the leader: queued rows are abandoned, not drained');
+      sink.abort();
+    } else await this.#drain(sink);
     await writer.stop();
     if (outcome.reason !== 'leadership-lost') {
       try {
@@ -266,6 +277,8 @@ export class TailerPipeline {
       store: d.store,
       cluster: d.cluster,
       replicaId: d.replicaId,
+      term: d.term,
+      timeline: d.timeline ?? 0,
       log: d.log,
       fence: d.fence,
       position: () => ({ watermark: state.watermark, head: state.head, lagSeconds: clocks.lagSeconds(state.watermark, state.head) }),
@@ -304,6 +317,14 @@ export class TailerPipeline {
     } finally {
       signal.removeEventListener('abort', stopWindows);
     }
+  }
+
+  /** The fence says we no longer lead. An etcd that does not answer (in 2 s) is no answer: not deposed, the drain goes on. */
+  async #deposed(): Promise<boolean> {
+    const timer = new AbortController();
+    const leads = await Promise.race([this.#deps.fence().catch(() => true), sleep(2_000, timer.signal).then(() => true, () => true)]);
+    timer.abort();
+    return !leads;
   }
 
   /** Drains the sink under the deadline; past it, queued rows are abandoned (the checkpoint stays behind them). */

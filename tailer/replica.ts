@@ -23,7 +23,7 @@ import { etcdTtl, LeaseWitness } from './leaseWitness.js';
 import { watchRewind } from './rewindWatch.js';
 import { RESTORE_PAGE_SIZE, detectRestore, divergence, endHistory, ensureTimeline, etcdPosition, recordTimeline, rollBack, type RestoreSeen, type Timeline } from './restores.js';
 import { SpoolShipper } from './spoolShipper.js';
-import { readCheckpoint, writeCheckpoint } from './offsets.js';
+import { readCheckpoint, readFencedCheckpoint, writeCheckpoint } from './offsets.js';
 import { writeRows, type RowWriteOptions } from './rowWriter.js';
 import { ReplayCheck } from './replays.js';
 import { TailerPipeline, type PipelineHandle, type PipelineOptions } from './pipeline.js';
@@ -145,7 +145,7 @@ export class TailerReplica {
       }
       backoff.reset();
       this.#setLeader(true);
-      log.info({ replica: this.#replicaId }, 'elected tailer leader');
+      log.info({ replica: this.#replicaId, term: election.term().toString() }, 'elected tailer leader');
       const clock = new ClockWriter(this.#client, log, this.#opts.clockIntervalMs ?? 1_000);
       const shipper = this.#opts.dataDir
         ? new SpoolShipper(this.#deps.store, cluster, this.#opts.dataDir, log, (n) => metrics?.spoolShipped.inc(this.#labels, n))
@@ -176,20 +176,25 @@ export class TailerReplica {
   async #lead(election: LeaderElection, clock: ClockWriter, signal: AbortSignal): Promise<void> {
     const { store, log } = this.#deps;
     const cluster = this.#deps.cluster.name;
+    // Stamped on every row and checkpoint of this leadership: the store keeps the highest term's (sql/110).
+    const term = election.term();
     while (!signal.aborted) {
       // Start position (STYLE.md §3): a restore first (it can rewind the checkpoint), then compaction.
       let checkpoint = await readCheckpoint(store, cluster);
       const gaps = await loadGaps(store, cluster);
       const position = await etcdPosition(this.#client);
-      let timeline = await ensureTimeline(store, cluster, position);
+      const timeline = await ensureTimeline(store, cluster, position);
       const restore = await detectRestore(this.#client, store, cluster, checkpoint, timeline, position);
       if (restore) {
-        [checkpoint, timeline] = await this.#handleRestore(election, checkpoint, restore, timeline, gaps);
-        if (signal.aborted) return;
+        await this.#handleRestore(election, term, checkpoint, restore, timeline, gaps);
+        // Terms are revisions of one etcd history: a rewound etcd may elect the next leader below ours. So the
+        // restored timeline is captured under a leadership won in the restored etcd (a new campaign, a new term).
+        log.warn({ term: term.toString() }, 'restore recorded: campaigning again in the restored etcd before capturing its timeline');
+        return;
       }
       const lost = await lostAfter(this.#client, checkpoint);
       if (lost !== undefined) {
-        checkpoint = await this.#handleGap(election, checkpoint, lost, gaps, signal, timeline);
+        checkpoint = await this.#handleGap(election, term, checkpoint, lost, gaps, signal, timeline);
         if (signal.aborted) return;
       }
       // A restore under a running watch may leave it waiting at a future revision: watch for one and restart.
@@ -245,6 +250,7 @@ export class TailerReplica {
           onWatermark: this.#deps.onWatermark,
           onCheckpoint: this.#deps.onCheckpoint,
           timeline: timeline.timeline,
+          term,
           beforeReopen: reconnectCheck,
         },
         {
@@ -273,9 +279,10 @@ export class TailerReplica {
    * records both revisions and cluster ids, the alarm is raised, the holds
    * are snapshotted, and a new timeline resumes at the divergence (or, when
    * the restored history is compacted — a bumped restore — at its compaction
-   * revision). Returns the new checkpoint and timeline.
+   * revision). The caller then campaigns again: the new timeline is captured
+   * under a term of the restored etcd's own history.
    */
-  async #handleRestore(election: LeaderElection, checkpoint: bigint, seen: RestoreSeen, timeline: Timeline, gaps: Gap[]): Promise<[bigint, Timeline]> {
+  async #handleRestore(election: LeaderElection, term: bigint, checkpoint: bigint, seen: RestoreSeen, timeline: Timeline, gaps: Gap[]): Promise<void> {
     const { store, log, metrics, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
     const generation = timeline.generation + 1;
@@ -306,13 +313,14 @@ export class TailerReplica {
     } else {
       health?.raise(alarm('LOCKAUDIT_ALARM_TAILER_RESTORE', { cluster }, { why: seen.why, from: after + 1n, to: checkpoint }));
     }
-    if (!(await election.stillLeader())) throw new Error('leadership lost before recording a restore');
+    // Terms compare within one etcd history only: a rewound etcd may elect us below the old timeline's terms.
+    await this.#assertCurrent(election, undefined, checkpoint, 'restore');
     if (shared === undefined) {
       // The ended history's open grants: etcd no longer has them, when they ended is unknown (inside the restore gap).
-      await closeGrantsEndedInGap(store, cluster, checkpoint, oldEnd, oldEnd);
-      await endHistory(store, cluster, generation, pageSize);
+      await closeGrantsEndedInGap(store, cluster, checkpoint, oldEnd, oldEnd, term);
+      await endHistory(store, cluster, generation, term, pageSize);
     } else {
-      await rollBack(store, cluster, after, generation, generation, pageSize);
+      await rollBack(store, cluster, after, generation, generation, term, pageSize);
     }
     await recordGap(store, {
       cluster,
@@ -325,17 +333,17 @@ export class TailerReplica {
       generation,
       previous_cluster_id: seen.previousClusterId,
       cluster_id: seen.clusterId,
+      term: term.toString(),
     });
     if (compacted !== undefined) gaps.push({ from: after + 1n, to: compacted });
     // A new history read from its revision 0 has nothing before it to snapshot: the watch captures every hold's put.
     const holds =
-      shared === undefined && compacted === undefined ? 0 : await this.#snapshot(resume, after, { retry: { initialMs: 100, maxMs: 5_000 }, timeline: generation }, { skipPutAtRevision: compacted === undefined });
+      shared === undefined && compacted === undefined ? 0 : await this.#snapshot(resume, after, { retry: { initialMs: 100, maxMs: 5_000 }, timeline: generation, term }, { skipPutAtRevision: compacted === undefined });
     if (!(await election.stillLeader())) throw new Error('leadership lost during the restore snapshot');
     // History lost (a bumped restore): grants open at the divergence and not held now ended inside the gap.
-    if (compacted !== undefined) await closeGrantsEndedInGap(store, cluster, after, compacted, compacted);
+    if (compacted !== undefined) await closeGrantsEndedInGap(store, cluster, after, compacted, compacted, term);
     await recordTimeline(store, { cluster, generation, seen, previousCheckpoint: checkpoint, divergedAfter: after, resumeRevision: resume, sharesHistory: shared !== undefined });
     log.warn({ holds, generation, resume: resume.toString() }, 'restore recorded; following the restored cluster');
-    return [resume, { generation, timeline: generation, clusterId: seen.clusterId, resumeRevision: resume, detectedMs: Date.now() }];
   }
 
   /**
@@ -370,24 +378,40 @@ export class TailerReplica {
   }
 
   /** Gap record, alarm, snapshot at the compaction revision, checkpoint there. Returns the new checkpoint. */
-  async #handleGap(election: LeaderElection, checkpoint: bigint, compacted: bigint, gaps: Gap[], signal: AbortSignal, current: Timeline): Promise<bigint> {
+  async #handleGap(election: LeaderElection, term: bigint, checkpoint: bigint, compacted: bigint, gaps: Gap[], signal: AbortSignal, current: Timeline): Promise<bigint> {
     const timeline = current.timeline;
     const { store, log, metrics, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
     const from = checkpoint + 1n;
     const reason = `etcd compacted history up to revision ${compacted} before the tailer captured it (checkpoint ${checkpoint})`;
+    // Only a leader recording from the checkpoint in effect records a gap: a deposed one's checkpoint is stale.
+    await this.#assertCurrent(election, term, checkpoint, 'gap');
     log.error({ from: from.toString(), to: compacted.toString() }, 'history lost: recording a gap and resuming from a snapshot');
     metrics?.gaps.inc(this.#labels);
     health?.raise(alarm('LOCKAUDIT_ALARM_TAILER_GAP', { cluster }, { from, to: compacted }));
     // Recorded with its timeline's generation: it belongs to that timeline (an alert sink delivers it there, sql/120).
-    await recordGap(store, { cluster, from_revision: from.toString(), to_revision: compacted.toString(), detected_at: Date.now(), reason, generation: current.generation });
+    await recordGap(store, { cluster, from_revision: from.toString(), to_revision: compacted.toString(), detected_at: Date.now(), reason, generation: current.generation, term: term.toString() });
     gaps.push({ from, to: compacted });
-    const holds = await this.#snapshot(compacted, checkpoint, { retry: { initialMs: 100, maxMs: 5_000, signal }, timeline });
+    const holds = await this.#snapshot(compacted, checkpoint, { retry: { initialMs: 100, maxMs: 5_000, signal }, timeline, term });
     if (!(await election.stillLeader())) throw new Error('leadership lost during the snapshot');
-    await closeGrantsEndedInGap(store, cluster, checkpoint, compacted, compacted);
-    const wrote = await writeCheckpoint(store, { cluster, revision: compacted, leader: this.#replicaId, fence: () => election.stillLeader() });
+    await closeGrantsEndedInGap(store, cluster, checkpoint, compacted, compacted, term);
+    const wrote = await writeCheckpoint(store, { cluster, revision: compacted, leader: this.#replicaId, term, timeline, fence: () => election.stillLeader() });
     if (wrote.kind === 'not-leader') throw new Error('leadership lost during the snapshot');
     log.warn({ holds, revision: compacted.toString() }, 'snapshot written; resuming after it');
     return wrote.kind === 'behind' ? wrote.stored : compacted;
+  }
+
+  /**
+   * Before a gap or a restore is recorded from `checkpoint`: we still lead
+   * (etcd), no later term's checkpoint is stored (`term`; undefined: not
+   * compared), and `checkpoint` is still the one in effect. Otherwise it is
+   * stale — a successor moved on — and nothing is recorded (the run starts
+   * over from what is stored).
+   */
+  async #assertCurrent(election: LeaderElection, term: bigint | undefined, checkpoint: bigint, what: string): Promise<void> {
+    if (!(await election.stillLeader())) throw new Error(`leadership lost before recording a ${what}`);
+    const now = await readFencedCheckpoint(this.#deps.store, this.#deps.cluster.name);
+    if (term !== undefined && now.term > term) throw new Error(`a later leader's checkpoint (term ${now.term}, ours ${term}) is stored: no ${what} recorded from ours`);
+    if (now.revision !== checkpoint) throw new Error(`the checkpoint moved from ${checkpoint} to ${now.revision}: no ${what} recorded from a stale checkpoint`);
   }
 }

@@ -18,9 +18,10 @@
 // back; its open grants closed as `unknown`, ended inside the restore gap),
 // and an alarm says so.
 //
-// Checkpoints and timelines: the checkpoint in effect is the highest
-// checkpoint written at or after the current timeline's detection, and never
-// below its resume revision (readPosition). Rows of the old timeline stay in
+// Checkpoints and timelines: the checkpoint in effect is the current
+// timeline's highest term's highest checkpoint (sql/110; rows from before it:
+// the highest written at or after the timeline's detection), and never below
+// its resume revision (readPosition). Rows of the old timeline stay in
 // `checkpoints` (data is never deleted) but no longer count, so checkpoint
 // writes can stay monotonic within a timeline while a restore still restarts
 // lower.
@@ -40,6 +41,7 @@ import { decideStart, readFor, type Witness, type WitnessReading } from './start
 const SQL = {
   timeline: loadSql('tailer/sql/timeline.sql'),
   checkpointSince: loadSql('tailer/sql/checkpointSince.sql'),
+  checkpointFenced: loadSql('tailer/sql/checkpointFenced.sql'),
   witnesses: loadSql('tailer/sql/witnesses.sql'),
   capturedAbove: loadSql('tailer/sql/capturedAbove.sql'),
   capturedPuts: loadSql('tailer/sql/capturedPuts.sql'),
@@ -88,17 +90,36 @@ export async function currentTimeline(store: AuditStore, cluster: string): Promi
   return r ? { generation: Number(r.generation), timeline: Number(r.timeline), clusterId: r.cluster_id, resumeRevision: BigInt(r.resume_revision), detectedMs: Number(r.detected_ms) } : undefined;
 }
 
+/** The checkpoint in effect, its writer's leadership term (0: written before sql/110) and writer. */
+export interface Position {
+  revision: bigint;
+  term: bigint;
+  leader: string;
+}
+
 /**
- * The checkpoint in effect: `legacy` (the highest checkpoint ever written)
- * until a restore was recorded; after one, the highest checkpoint written
- * since its detection, or its resume revision when none is higher.
+ * The checkpoint in effect (sql/110): in the current timeline, the highest
+ * term's highest checkpoint — a deposed leader's late row neither counts
+ * over its successor's nor for a later timeline — and after a restore never
+ * below the timeline's resume revision. Rows written before sql/110 carry no
+ * timeline: `legacy` (the highest checkpoint ever written) stands for them
+ * until a restore was recorded, and after one only those written since its
+ * detection count. A timeline recorded before sql/065 (generation > 0,
+ * timeline 0) cannot tell its rows from the old timeline's by column, so
+ * there every row written since the detection counts, as before.
  */
-export async function readPosition(store: AuditStore, cluster: string, legacy: () => Promise<bigint>): Promise<bigint> {
+export async function readPosition(store: AuditStore, cluster: string, legacy: () => Promise<Position>): Promise<Position> {
   const timeline = await currentTimeline(store, cluster);
-  if (!timeline || timeline.generation === 0) return legacy();
-  const rows = await store.rows<{ revision: string; n: string }>(SQL.checkpointSince.text, { cluster, sinceMs: timeline.detectedMs });
-  const since = rows[0] && rows[0].n !== '0' ? BigInt(rows[0].revision) : 0n;
-  return since > timeline.resumeRevision ? since : timeline.resumeRevision;
+  const generation = timeline?.generation ?? 0;
+  const floor = (p: Position): Position => (timeline && generation > 0 && p.revision < timeline.resumeRevision ? { ...p, revision: timeline.resumeRevision } : p);
+  const since = async (unfencedOnly: boolean): Promise<Position> => {
+    const rows = await store.rows<{ revision: string; n: string }>(SQL.checkpointSince.text, { cluster, sinceMs: (timeline as Timeline).detectedMs, unfencedOnly: unfencedOnly ? 1 : 0 });
+    return floor({ revision: rows[0] && rows[0].n !== '0' ? BigInt(rows[0].revision) : 0n, term: 0n, leader: '' });
+  };
+  if (timeline && generation > 0 && timeline.timeline === 0) return since(false);
+  const [fenced] = await store.rows<{ revision: string; term: string; leader: string; n: string }>(SQL.checkpointFenced.text, { cluster, timeline: timeline?.timeline ?? 0 });
+  if (fenced && fenced.n !== '0') return floor({ revision: BigInt(fenced.revision), term: BigInt(fenced.term), leader: fenced.leader });
+  return generation > 0 ? since(true) : legacy();
 }
 
 export async function etcdPosition(client: Etcd3): Promise<EtcdPosition> {
@@ -230,26 +251,28 @@ function prefixEnd(prefix: string): Buffer {
  * the captured events and grants above it stay, marked rolled back; grants
  * held at it are carried into the new timeline. Deletes and moves nothing.
  * Idempotent (a restore recorded half-way is redone from the start). Each
- * statement marks one page of about `pageSize` rows.
+ * statement marks one page of about `pageSize` rows. `term`: the marking
+ * leader's (its marks win under FINAL, sql/110).
  */
-export async function rollBack(store: AuditStore, cluster: string, after: bigint, generation: number, timeline: number, pageSize = RESTORE_PAGE_SIZE): Promise<void> {
-  await markEventsAbove(store, cluster, after, generation, generation, pageSize);
+export async function rollBack(store: AuditStore, cluster: string, after: bigint, generation: number, timeline: number, term: bigint, pageSize = RESTORE_PAGE_SIZE): Promise<void> {
+  const t = term.toString();
+  await markEventsAbove(store, cluster, after, generation, generation, term, pageSize);
   await inPages(store, SQL.rolledBackGrantsPageEnd, { cluster }, after, pageSize, (from, upTo) =>
-    store.command(SQL.markRolledBackGrants.text, { cluster, after: from.toString(), upTo: upTo.toString(), generation }),
+    store.command(SQL.markRolledBackGrants.text, { cluster, after: from.toString(), upTo: upTo.toString(), generation, term: t }),
   );
   const carried = { cluster, after: after.toString(), timeline };
   await inPages(store, SQL.carriedGrantsPageEnd, carried, 0n, pageSize, async (from, upTo) => {
     // Carry a page, then mark its old rows: a crash between the two carries the same rows again (same identity).
-    const page = { ...carried, from: from.toString(), upTo: upTo.toString() };
+    const page = { ...carried, from: from.toString(), upTo: upTo.toString(), term: t };
     await store.command(SQL.carryGrants.text, page);
     await store.command(SQL.markCarriedGrants.text, { ...page, generation });
   });
 }
 
 /** The current timeline's events above `after`, marked (rolled back by, superseded by) one page at a time. */
-async function markEventsAbove(store: AuditStore, cluster: string, after: bigint, rolledBackBy: number, supersededBy: number, pageSize: number): Promise<void> {
+async function markEventsAbove(store: AuditStore, cluster: string, after: bigint, rolledBackBy: number, supersededBy: number, term: bigint, pageSize: number): Promise<void> {
   await inPages(store, SQL.eventsPageEnd, { cluster }, after, pageSize, (from, upTo) =>
-    store.command(SQL.markEvents.text, { cluster, after: from.toString(), upTo: upTo.toString(), rolledBackBy, supersededBy }),
+    store.command(SQL.markEvents.text, { cluster, after: from.toString(), upTo: upTo.toString(), rolledBackBy, supersededBy, term: term.toString() }),
   );
 }
 
@@ -259,8 +282,8 @@ async function markEventsAbove(store: AuditStore, cluster: string, after: bigint
  * timeline's, never rolled back. Grants are not marked: they stay every
  * timeline's record as they are. Idempotent; one page per statement.
  */
-export async function endHistory(store: AuditStore, cluster: string, generation: number, pageSize = RESTORE_PAGE_SIZE): Promise<void> {
-  await markEventsAbove(store, cluster, 0n, 0, generation, pageSize);
+export async function endHistory(store: AuditStore, cluster: string, generation: number, term: bigint, pageSize = RESTORE_PAGE_SIZE): Promise<void> {
+  await markEventsAbove(store, cluster, 0n, 0, generation, term, pageSize);
 }
 
 export interface NewTimeline {

@@ -25,6 +25,14 @@ export interface RowWriteOptions {
    * revisions never replace an earlier timeline's. Default 0 (the column's own).
    */
   timeline?: number;
+  /**
+   * The leadership term of the writer (LeaderElection.term()), stamped on the
+   * events and grants rows: their replacing version leads with it (sql/110),
+   * so a deposed leader's late rows never replace its successor's under
+   * FINAL. Absent: 0, below every tailer leader's (the rows of writers that
+   * do not lead: tests, tools).
+   */
+  term?: bigint;
 }
 
 export interface RowWriteResult {
@@ -63,7 +71,7 @@ export function classifyInsertError(err: unknown): Verdict {
 
 // Columns whose out-of-range values ClickHouse accepts and changes: checked before inserting.
 const UINT32 = ['epoch', 'time_error_ms', 'ended_at_error_ms'];
-const UINT64 = ['revision', 'token', 'grant_revision', 'wait_ms', 'create_revision', 'mod_revision', 'end_revision', 'row_version'];
+const UINT64 = ['revision', 'token', 'grant_revision', 'wait_ms', 'create_revision', 'mod_revision', 'end_revision', 'row_version', 'term'];
 const DATETIME64 = ['wall_time', 'granted_at', 'ended_at'];
 const DATETIME64_MIN_MS = Date.UTC(1900, 0, 1);
 const DATETIME64_MAX_MS = Date.UTC(2299, 11, 31, 23, 59, 59, 999);
@@ -111,6 +119,7 @@ const safeRevision = (v: unknown): string => (typeof v === 'string' && /^[0-9]{1
 export async function writeRows(store: AuditStore, batch: RowBatch, options: RowWriteOptions = {}): Promise<RowWriteResult> {
   const maxRows = options.maxRows ?? 20_000;
   if (options.timeline) stampTimeline(batch, options.timeline);
+  if (options.term) stampTerm(batch, options.term.toString());
   const retryOptions: RetryOptions = { initialMs: 100, maxMs: 5_000, ...options.retry, classify: classifyInsertError };
   // RowBinary (core/rowBinary.ts): a value a column cannot take throws a RowEncodeError typed like ClickHouse's own rejection, so it is bisected and quarantined the same way.
   const insert = (table: string, rows: readonly object[]): Promise<void> => retry(() => store.insert(table, rows, { binary: true }), retryOptions);
@@ -150,6 +159,13 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
   if (options.timeline) stampTimeline({ events: [], grants: [], quarantine: quarantined }, options.timeline);
   for (let i = 0; i < quarantine.length; i += maxRows) await insert('quarantine', quarantine.slice(i, i + maxRows));
   return { quarantined };
+}
+
+/** Sets `term` on every events and grants row (in place; quarantine rows carry none). */
+function stampTerm(batch: RowBatch, term: string): void {
+  for (const rows of [batch.events, batch.grants] as const) {
+    for (const row of rows) (row as { term?: string }).term = term;
+  }
 }
 
 /** Sets `timeline` on every row of the batch (in place: this runs on the hot path, only after a restore). */

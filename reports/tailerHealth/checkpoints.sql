@@ -1,12 +1,19 @@
 -- Every cluster's checkpoint as the tailer reads it (tailer/offsets.ts and
--- restores.ts' readPosition), read here with the report's own SQL: the
--- highest checkpoint ever written; after a restore (etcd_timelines
--- generation > 0) only checkpoints written since the restore was detected
--- count, and never below the restored timeline's resume revision.
+-- restores.ts' readPosition), read here with the report's own SQL: in the
+-- current timeline, the highest term's highest checkpoint (sql/110: a deposed
+-- leader's late row does not count), after a restore never below the
+-- timeline's resume revision. Rows from before sql/110 (no timeline, term 0):
+-- the highest checkpoint ever written, or after a restore only those written
+-- since it was detected; a timeline recorded before sql/065 (generation > 0,
+-- timeline 0) counts every row written since its detection.
 -- Parameters: {db:Identifier}
 SELECT c.cluster AS cluster,
-       toString(if(t.newest_generation > 0, greatest(t.resume, s.since_highest), c.highest)) AS revision,
-       c.leader AS leader
+       toString(multiIf(
+           t.newest > 0 AND t.tline = 0, greatest(t.resume, s.since_all),
+           f.n > 0, if(t.newest > 0, greatest(t.resume, f.revision), f.revision),
+           t.newest > 0, greatest(t.resume, s.since_unfenced),
+           c.highest)) AS revision,
+       if(f.n > 0 AND NOT (t.newest > 0 AND t.tline = 0), f.leader, c.leader) AS leader
 FROM
 (
     SELECT cluster, max(revision) AS highest, argMax(leader, revision) AS leader
@@ -15,13 +22,19 @@ FROM
 ) AS c
 LEFT JOIN
 (
-    SELECT cluster, max(generation) AS newest_generation, argMax(resume_revision, generation) AS resume
+    SELECT cluster, max(generation) AS newest, argMax(timeline, generation) AS tline, argMax(resume_revision, generation) AS resume
     FROM {db:Identifier}.etcd_timelines FINAL
     GROUP BY cluster
 ) AS t ON t.cluster = c.cluster
 LEFT JOIN
 (
-    SELECT k.cluster AS cluster, max(k.revision) AS since_highest
+    SELECT cluster, timeline, argMax(revision, replace_version) AS revision, argMax(leader, replace_version) AS leader, count() AS n
+    FROM {db:Identifier}.checkpoints_fenced
+    GROUP BY cluster, timeline
+) AS f ON f.cluster = c.cluster AND f.timeline = t.tline
+LEFT JOIN
+(
+    SELECT k.cluster AS cluster, max(k.revision) AS since_all, maxIf(k.revision, k.term = 0) AS since_unfenced
     FROM {db:Identifier}.checkpoints AS k
     INNER JOIN
     (

@@ -5,10 +5,11 @@
 -- timeline's end of the grant replaces. The old rows stay (markCarriedGrants).
 -- Idempotent: a carried row has the new timeline; its source is marked after.
 -- One page of grant revisions ({from}, {upTo}] per statement (restores.ts).
--- Parameters: {db:Identifier} {cluster:String} {after:UInt64} {from:UInt64} {upTo:UInt64} {timeline:UInt32}
+-- The carried row is the carrying leader's ({term}, sql/110).
+-- Parameters: {db:Identifier} {cluster:String} {after:UInt64} {from:UInt64} {upTo:UInt64} {timeline:UInt32} {term:UInt64}
 INSERT INTO {db:Identifier}.grants
 SELECT * REPLACE ({timeline:UInt32} AS timeline, '' AS end_kind, toUInt64(0) AS end_revision, CAST(NULL AS Nullable(DateTime64(3, 'UTC'))) AS ended_at,
-                  toUInt32(0) AS ended_at_error_ms, CAST(NULL AS Nullable(Int64)) AS duration_ms, toUInt64(0) AS row_version)
+                  toUInt32(0) AS ended_at_error_ms, CAST(NULL AS Nullable(Int64)) AS duration_ms, toUInt64(0) AS row_version, {term:UInt64} AS term)
 FROM (
     -- A subquery: in the outer WHERE the REPLACE aliases would shadow the columns.
     SELECT *

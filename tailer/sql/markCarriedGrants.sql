@@ -3,9 +3,10 @@
 -- on), not rolled back: the grant itself is part of both timelines. An end
 -- the restore rolled back stays in `events`, marked there. Idempotent.
 -- One page of grant revisions ({from}, {upTo}] per statement (restores.ts).
--- Parameters: {db:Identifier} {cluster:String} {after:UInt64} {from:UInt64} {upTo:UInt64} {timeline:UInt32} {generation:UInt32}
+-- The mark keeps at least the row's term (sql/110) so it wins under FINAL.
+-- Parameters: {db:Identifier} {cluster:String} {after:UInt64} {from:UInt64} {upTo:UInt64} {timeline:UInt32} {generation:UInt32} {term:UInt64}
 INSERT INTO {db:Identifier}.grants
-SELECT * REPLACE ({generation:UInt32} AS superseded_by)
+SELECT * REPLACE ({generation:UInt32} AS superseded_by, greatest(term, {term:UInt64}) AS term)
 FROM (
     -- A subquery: in the outer WHERE the REPLACE aliases would shadow the columns.
     SELECT *

@@ -8,7 +8,8 @@
 //
 // The events are read WITHOUT `FINAL`: every distinct content a
 // (cluster, revision, key) ever had, each with the newest ingested_at it was
-// written at. The checker derives the FINAL view itself (newest wins) and
+// written at (and the highest leadership term, sql/110). The checker derives
+// the FINAL view itself (highest term, then newest, wins) and
 // names a key whose contents differ (a flip) — under FINAL that evidence is
 // merged away before anyone can look.
 import { writeFileSync } from 'node:fs';
@@ -26,8 +27,10 @@ export interface StoredEvent {
   epoch: number;
   value: string;
   unprotected: number;
-  /** The newest ingested_at this content was written at (FINAL keeps the newest). */
+  /** The newest ingested_at this content was written at, by its highest term (FINAL keeps the highest (term, ingested_at)). */
   ingested_at?: string;
+  /** The highest leadership term this content was written under (sql/110), where the store keeps one. */
+  term?: string;
   /** The timeline (restore generation) the row belongs to, where the store keeps one. */
   timeline?: number;
   [column: string]: unknown;
@@ -98,10 +101,10 @@ async function main(out: string): Promise<void> {
     const p = { cluster };
     const eventColumns = await columnsOf('events');
     // Columns that legitimately differ between two writes of one change (when, and an expiry's estimate) are left out of "content".
-    const volatile = new Set(['ingested_at', 'wall_time', 'time_estimated', 'time_error_ms', 'cluster']);
+    const volatile = new Set(['ingested_at', 'term', 'wall_time', 'time_estimated', 'time_error_ms', 'cluster']);
     const content = eventColumns.filter((c) => !volatile.has(c));
     const events = await rows<StoredEvent>(
-      `SELECT ${content.map((c) => `\`${c}\``).join(', ')}, toString(max(ingested_at)) AS ingested_at FROM {db:Identifier}.events WHERE cluster = {cluster:String} AND op IN ('put', 'delete') GROUP BY ${content.map((c) => `\`${c}\``).join(', ')} ORDER BY revision, key`,
+      `SELECT ${content.map((c) => `\`${c}\``).join(', ')}, ${eventColumns.includes('term') ? "toString(argMax(ingested_at, (term, ingested_at))) AS ingested_at, toString(max(term)) AS term" : 'toString(max(ingested_at)) AS ingested_at'} FROM {db:Identifier}.events WHERE cluster = {cluster:String} AND op IN ('put', 'delete') GROUP BY ${content.map((c) => `\`${c}\``).join(', ')} ORDER BY revision, key`,
       p,
     );
     const rolledBackColumns = await columnsOf('rolled_back_events');

@@ -17,8 +17,8 @@ describe('gap records', () => {
   after(async () => close());
 
   it('a restore gap from the same revision as a compaction gap keeps both', async () => {
-    await recordGap(store, { cluster: 'c1', from_revision: '120', to_revision: '151', detected_at: Date.now() - 1_000, reason: 'etcd compacted history up to revision 151' });
-    await recordGap(store, { cluster: 'c1', from_revision: '120', to_revision: '1000120', detected_at: Date.now(), reason: 'restore', kind: 'restore', history_lost: 1, generation: 1 });
+    await recordGap(store, { cluster: 'c1', from_revision: '120', to_revision: '151', detected_at: Date.now() - 1_000, reason: 'etcd compacted history up to revision 151', term: '0' });
+    await recordGap(store, { cluster: 'c1', from_revision: '120', to_revision: '1000120', detected_at: Date.now(), reason: 'restore', kind: 'restore', history_lost: 1, generation: 1, term: '0' });
     const rows = await store.rows<{ from_revision: string; to_revision: string; kind: string }>("SELECT from_revision, to_revision, kind FROM {db:Identifier}.gaps FINAL WHERE cluster = 'c1' ORDER BY to_revision", {});
     assert.deepEqual(rows, [
       { from_revision: '120', to_revision: '151', kind: 'compaction' },
@@ -27,7 +27,7 @@ describe('gap records', () => {
   });
 
   it('the same gap recorded twice (a replayed detection) is still one row', async () => {
-    for (let i = 0; i < 2; i++) await recordGap(store, { cluster: 'c2', from_revision: '7', to_revision: '9', detected_at: Date.now() + i, reason: 'compacted' });
+    for (let i = 0; i < 2; i++) await recordGap(store, { cluster: 'c2', from_revision: '7', to_revision: '9', detected_at: Date.now() + i, reason: 'compacted', term: '0' });
     const rows = await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.gaps FINAL WHERE cluster = 'c2'", {});
     assert.equal(rows[0]?.n, '1');
   });

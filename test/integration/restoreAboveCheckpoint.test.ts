@@ -62,7 +62,7 @@ describe('a restore to a snapshot above a checkpoint held back', { timeout: 240_
 
       // 3. A run that makes all of it durable but cannot write a checkpoint: its leadership check never answers.
       const pipeline = new TailerPipeline(
-        { cluster: label, endpoints: [etcd.endpoint], client, store: db.store, log, replicaId: 'held-back', clock: new ClockWriter(client, log, 3_600_000), gaps: [], fence: () => Promise.reject(new Error('etcd did not answer')) },
+        { cluster: label, endpoints: [etcd.endpoint], client, store: db.store, log, replicaId: 'held-back', clock: new ClockWriter(client, log, 3_600_000), gaps: [], term: 1n, fence: () => Promise.reject(new Error('etcd did not answer')) },
         { checkpointIntervalMs: 100, leaseWitness: false },
       );
       const handle = pipeline.start(checkpoint, new AbortController().signal);

@@ -114,7 +114,7 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
       { ...open, key: 'ns/earlier', token: '562949953424200', grant_revision: '2900', granted_at: grantedAt - 9_000 },
     ]);
     const nowMs = grantedAt + 5_600;
-    await closeGrantsEndedInGap(db.store, label, checkpoint, 3_004n, 3_004n, nowMs);
+    await closeGrantsEndedInGap(db.store, label, checkpoint, 3_004n, 3_004n, 0n, nowMs);
     const late = await grant(label, 'ns/late');
     assert.equal(late?.end_kind, 'unknown', 'captured inside the gap, not in the snapshot: ended in the gap, not held on');
     assert.equal(late?.end_revision, '3004');

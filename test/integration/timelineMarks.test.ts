@@ -49,8 +49,8 @@ describe('a restore marks, never deletes or moves', () => {
     await writeRows(db.store, { events: events as never, grants: [grant(c, 'ns/k1', 1, 2), grant(c, 'ns/k2', 2), grant(c, 'ns/k3', 3), grant(c, 'ns/k3', 3, 6), grant(c, 'ns/k5', 5)] as never, quarantine: [] });
     const [before] = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String}', { c });
 
-    await rollBack(db.store, c, 4n, 1, 1, pageSize);
-    await rollBack(db.store, c, 4n, 1, 1, pageSize); // redone: changes nothing
+    await rollBack(db.store, c, 4n, 1, 1, 7n, pageSize);
+    await rollBack(db.store, c, 4n, 1, 1, 7n, pageSize); // redone: changes nothing
     const ev = await db.store.rows<{ revision: string; value: string; timeline: number; rolled_back_by: number; superseded_by: number }>(
       'SELECT toString(revision) AS revision, value, timeline, rolled_back_by, superseded_by FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} ORDER BY revision',
       { c },
@@ -118,7 +118,7 @@ describe('a restore marks, never deletes or moves', () => {
   for (const pageSize of [undefined, 1]) it(`a new history supersedes the captured events without rolling anything back, and leaves the grants (pages: ${pageSize ?? 'default'})`, async () => {
     const c = uniqueId('tn');
     await writeRows(db.store, { events: [event(c, 1, '/l/ns/a', 'v1'), event(c, 2, '/l/ns/b', 'v2')] as never, grants: [grant(c, 'ns/a', 1, 3), grant(c, 'ns/b', 2)] as never, quarantine: [] });
-    await endHistory(db.store, c, 1, pageSize);
+    await endHistory(db.store, c, 1, 7n, pageSize);
     const ev = await db.store.rows<{ rolled_back_by: number; superseded_by: number }>('SELECT rolled_back_by, superseded_by FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} ORDER BY revision', { c });
     assert.deepEqual(ev, [{ rolled_back_by: 0, superseded_by: 1 }, { rolled_back_by: 0, superseded_by: 1 }]);
     assert.deepEqual((await grants(c)).map((r) => [r.key, r.rolled_back_by, r.superseded_by]), [['ns/a', 0, 0], ['ns/b', 0, 0]]);

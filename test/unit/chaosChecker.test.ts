@@ -112,6 +112,15 @@ describe('chaos checker on a kept real run (test/chaos/histories/seed3-small)', 
     }), 'flip');
   });
 
+  it('a deposed leader writes another end kind later, under a lower term: a flip, not what FINAL keeps (sql/110)', () => {
+    assertNamedAlone(mutated((i) => {
+      const row = rowAt(i, capturedRelease(i)) as StoredEvent;
+      row.term = '9';
+      // Newer than the successor's row, but its term is lower: FINAL keeps the successor's classification.
+      i.store.events.push({ ...row, event_type: 'expiry', term: '3', ingested_at: '2999-01-01 00:00:00.000' });
+    }), 'flip');
+  });
+
   it('widen a gap by one revision: gap-too-wide', () => {
     for (const kind of ['compaction', 'restore']) {
       const result = mutated((i) => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { forCluster, loadMigrations, splitStatements } from '../../core/migrations.js';
+import { forCluster, inlineDatabase, loadMigrations, splitStatements } from '../../core/migrations.js';
 
 describe('migration files', () => {
   it('are numbered in increasing order and split into statements', () => {
@@ -28,5 +28,12 @@ describe('migration files', () => {
     );
     assert.equal(forCluster('CREATE DATABASE IF NOT EXISTS {db:Identifier}', 'prod'), 'CREATE DATABASE IF NOT EXISTS {db:Identifier} ON CLUSTER prod');
     assert.match(forCluster('CREATE TABLE IF NOT EXISTS x (a UInt8) ENGINE = MergeTree ORDER BY a', 'c'), /ENGINE = ReplicatedMergeTree ORDER/);
+    assert.equal(forCluster('RENAME TABLE d.a TO d.a_old,\n             d.b TO d.a', 'c'), 'RENAME TABLE d.a TO d.a_old,\n             d.b TO d.a ON CLUSTER c');
+  });
+
+  it('spells the database into {db:Name} only, and only a valid name', () => {
+    assert.equal(inlineDatabase('ATTACH PARTITION ID \'all\' FROM {db:Name}.events INTO {db:Identifier}.x', 'lockaudit'), 'ATTACH PARTITION ID \'all\' FROM `lockaudit`.events INTO {db:Identifier}.x');
+    assert.equal(inlineDatabase('SELECT 1 FROM {db:Identifier}.events', 'bad`name'), 'SELECT 1 FROM {db:Identifier}.events');
+    assert.throws(() => inlineDatabase('SELECT 1 FROM {db:Name}.events', 'bad`name'), /cannot be spelled/);
   });
 });

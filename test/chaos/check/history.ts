@@ -1,7 +1,7 @@
 // The run's history as the checker indexes it once: eras and how they branch
 // (from the recorder's restore lines and the restore faults' facts), the
 // recorded changes by (era, revision, key), and the store split into the
-// current timeline's rows (FINAL derived here: the newest write wins), the
+// current timeline's rows (FINAL derived here: the highest term, then the newest write, wins), the
 // rolled-back rows, and every (timeline, revision, key) written with more than
 // one content.
 import type { FaultFacts, FaultRecord } from '../faults.js';
@@ -139,7 +139,12 @@ export interface StoreIndex {
 
 const SNAPSHOT_TYPES = new Set(['snapshot-hold', 'unprotected-grant']);
 
-const newer = (a: StoredEvent, b: StoredEvent): boolean => (a.ingested_at ?? '') > (b.ingested_at ?? '');
+/** FINAL's order (sql/110): the higher leadership term, then the newer write. */
+const newer = (a: StoredEvent, b: StoredEvent): boolean => {
+  const ta = BigInt(a.term ?? '0');
+  const tb = BigInt(b.term ?? '0');
+  return ta !== tb ? ta > tb : (a.ingested_at ?? '') > (b.ingested_at ?? '');
+};
 
 export function indexStore(input: CheckInput): StoreIndex {
   const groups = new Map<string, StoredEvent[]>();

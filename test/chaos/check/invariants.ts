@@ -124,7 +124,7 @@ function grantToken(c: RecordedChange): bigint | undefined {
 export function flips(s: StoreIndex, add: Add): void {
   for (const f of s.flips) {
     const first = f.rows[0] as StoredEvent;
-    add({ kind: 'flip', key: first.key, revision: first.revision, era: f.timeline, expected: 'one content per (timeline, revision, key)', got: f.rows.map((r) => `${r.event_type}${r.origin ? `/${String(r.origin)}` : ''} @ ${r.ingested_at ?? '?'}`).join(' vs ') });
+    add({ kind: 'flip', key: first.key, revision: first.revision, era: f.timeline, expected: 'one content per (timeline, revision, key)', got: f.rows.map((r) => `${r.event_type}${r.origin ? `/${String(r.origin)}` : ''} @ ${r.ingested_at ?? '?'}${r.term ? ` term ${r.term}` : ''}`).join(' vs ') });
   }
 }
 
