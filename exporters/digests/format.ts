@@ -329,12 +329,18 @@ export function signManifest<T extends object>(manifest: T, signer: DigestSigner
 /**
  * The stretch of a cluster's chain an export over [fromMs, toMs) carries:
  * every digest from the lowest to the highest seq among those whose period
- * overlaps the range (superseding ones in between included, so the links can
- * be checked).
+ * overlaps the range or is the one right after it (a change belongs to the
+ * period of the first clock write after it, so one committed just before
+ * `to` can sit in the next period) — superseding ones in between included,
+ * so the links can be checked.
  */
 export function chainSegment(digests: readonly Digest[], fromMs: number, toMs: number): Digest[] {
   const sorted = [...digests].sort((a, b) => a.seq - b.seq);
-  const overlapping = sorted.filter((d) => Date.parse(d.periodEnd) > fromMs && Date.parse(d.periodStart) < toMs);
+  const overlapping = sorted.filter((d) => {
+    const start = Date.parse(d.periodStart);
+    const end = Date.parse(d.periodEnd);
+    return end > fromMs && start < toMs + (end - start);
+  });
   if (overlapping.length === 0) return [];
   const lo = (overlapping[0] as Digest).seq;
   const hi = (overlapping[overlapping.length - 1] as Digest).seq;

@@ -9,3 +9,4 @@ WHERE cluster = {cluster:String} AND event_type = 'clock' AND revision > 0
     AND wall_time >= fromUnixTimestamp64Milli({sinceMs:Int64}, 'UTC') AND wall_time < fromUnixTimestamp64Milli({beforeMs:Int64}, 'UTC')
 ORDER BY timeline DESC, revision DESC
 LIMIT 1
+SETTINGS prefer_column_name_to_alias = 1

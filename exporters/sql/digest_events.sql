@@ -17,3 +17,4 @@ WHERE
     AND ({paged:UInt8} = 0 OR (revision, key, timeline) > ({pageRevision:UInt64}, {pageKey:String}, {pageTimeline:UInt32}))
 ORDER BY revision, key, timeline
 LIMIT {limit:UInt32}
+SETTINGS prefer_column_name_to_alias = 1

@@ -7,3 +7,4 @@ FROM {db:Identifier}.gaps FINAL
 WHERE cluster = {cluster:String}
     AND detected_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND detected_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
 ORDER BY from_revision, identity
+SETTINGS prefer_column_name_to_alias = 1

@@ -7,3 +7,4 @@ FROM {db:Identifier}.etcd_timelines FINAL
 WHERE cluster = {cluster:String} AND generation > 0
     AND detected_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND detected_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
 ORDER BY generation
+SETTINGS prefer_column_name_to_alias = 1
