@@ -113,6 +113,35 @@ describe('tamper-evident digests', () => {
     assert.match(last?.problems.join() ?? '', /no digest, though the period is sealed/);
   });
 
+  it('lockaudit verify prints one line per period, exits 0 on an intact chain and 1 naming the first failing period', async () => {
+    const sc = await scenario(7);
+    await sc.worker.tick();
+    const tmp = tempDir('lockaudit-verify-cli-');
+    try {
+      const keyFile = path.join(tmp.dir, 'key.pem');
+      writeFileSync(keyFile, signer.publicKeyPem);
+      const cli = () =>
+        spawnSync(process.execPath, ['bin/lockaudit.js', 'verify', '--from', new Date(sc.startMs).toISOString(), '--cluster', sc.cluster, '--public-key', keyFile, '--no-database'], {
+          cwd: projectRoot, encoding: 'utf8', env: { ...process.env, LOCKAUDIT_S3_ARCHIVE_BUCKET: sc.bucket, LOCKAUDIT_DATA_DIR: tmp.dir },
+        });
+      const good = cli();
+      assert.equal(good.status, 0, good.stdout + good.stderr);
+      const lines = good.stdout.trimEnd().split('\n');
+      assert.equal(lines.filter((l) => l.startsWith('ok  ')).length, 6, good.stdout);
+      assert.match(lines.at(-1) ?? '', /verified 6 period\(s\)/);
+      await s3.removeObject(sc.bucket, sc.object(3));
+      const bad = cli();
+      assert.equal(bad.status, 1, bad.stdout + bad.stderr);
+      assert.match(bad.stdout, new RegExp(`^FAIL  ${sc.cluster} ${sc.period(2).replace(/[.]/g, '\\.')}\\.\\.\\S+: digest seq 3 is missing`, 'm'));
+      assert.match(bad.stdout.trimEnd().split('\n').at(-1) ?? '', new RegExp(`^first failing period: ${sc.cluster} ${sc.period(2).replace(/[.]/g, '\\.')}`));
+      const flags = spawnSync(process.execPath, ['bin/lockaudit.js', 'verify', '--from', 'yesterday'], { cwd: projectRoot, encoding: 'utf8' });
+      assert.equal(flags.status, 2);
+      assert.match(flags.stderr, /--from: "yesterday" is not a date/);
+    } finally {
+      tmp.remove();
+    }
+  });
+
   it('names a digest replaced by one signed by another key', async () => {
     const sc = await scenario(8);
     await sc.worker.tick();
