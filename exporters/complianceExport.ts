@@ -17,7 +17,7 @@ import { exportPlanToObject, runExportPlan, type ExportFormat, type ExportPlan, 
 import { planGrantsExport, DEFAULT_CHUNK_ROWS, type GrantFilters } from './exportPlans.js';
 import { LatestOnly } from './latestOnly.js';
 import { buildManifest, manifestName } from './manifest.js';
-import { putJsonIfAbsent } from './objectStore.js';
+import { putJsonIfAbsent, withRetry } from './objectStore.js';
 import type { HistoryDeps } from './parquetHistory.js';
 import type { DigestSigner } from '../core/digestKey.js';
 import { chainSegment, signManifest, type Digest } from './digests/format.js';
@@ -212,6 +212,12 @@ async function digestsFor(deps: ComplianceDeps, state: Pick<ExportState, 'fromMs
   const d = deps.digests as NonNullable<ComplianceDeps['digests']>;
   const clusters = state.filters.cluster ? [state.filters.cluster] : d.clusters;
   const out: Record<string, Digest[]> = {};
+  // No archive bucket (a deployment that never ran `migrate`): no digest exists; the manifest says so by carrying none.
+  if (!(await withRetry(() => deps.s3.bucketExists(d.archiveBucket), deps.retry))) {
+    deps.logger.warn({ bucket: d.archiveBucket }, 'compliance export: no archive bucket, so no digests to carry');
+    for (const cluster of clusters) out[cluster] = [];
+    return out;
+  }
   for (const cluster of clusters) {
     const chain = (await readChain(deps.s3, d.archiveBucket, cluster, d.objectPrefix)).flatMap((e) => (e.digest ? [e.digest] : []));
     out[cluster] = chainSegment(chain, state.fromMs, state.toMs);

@@ -34,7 +34,7 @@ export interface Manifest {
    * (docs/verify-export.mjs). A period not sealed when the export ran has none.
    */
   digests?: Record<string, unknown[]>;
-  /** Ed25519 over the canonical JSON of the manifest without this field (docs/digests.md). */
+  /** Ed25519 over the canonical JSON of the manifest without this field (docs/operations.md#tamper-evident-digests). */
   signature?: { algorithm: 'Ed25519'; keyId: string; value: string };
 }
 
