@@ -112,6 +112,20 @@ export interface Digest extends DigestBody {
 
 export const digestObjectName = (cluster: string, seq: number, prefix = DIGEST_OBJECT_PREFIX): string => `${prefix}${cluster}/${String(seq).padStart(12, '0')}.json`;
 
+const SORTED_FIELDS = [...EVENT_FIELDS].sort();
+const FIELD_KEYS = SORTED_FIELDS.map((f) => JSON.stringify(f));
+
+/** One event's line of the events hash: its canonical JSON (flat, every value a string, keys sorted) and "\n". */
+export function eventLine(event: DigestEvent): string {
+  let line = '{';
+  for (let i = 0; i < SORTED_FIELDS.length; i++) {
+    const v = event[SORTED_FIELDS[i] as (typeof EVENT_FIELDS)[number]];
+    if (typeof v !== 'string') throw new TypeError(`event field ${SORTED_FIELDS[i]} is not a string`);
+    line += `${i ? ',' : ''}${FIELD_KEYS[i]}:${JSON.stringify(v)}`;
+  }
+  return `${line}}\n`;
+}
+
 /** The running hash of a period's events (feed them in order). */
 export class EventsHasher {
   readonly #hash = createHash('sha256');
@@ -121,13 +135,7 @@ export class EventsHasher {
   ingestedThroughMs: bigint | undefined;
 
   add(event: DigestEvent, ingestedAtMs?: string): void {
-    const line: Record<string, string> = {};
-    for (const f of EVENT_FIELDS) {
-      const v = event[f];
-      if (typeof v !== 'string') throw new TypeError(`event field ${f} is not a string`);
-      line[f] = v;
-    }
-    this.#hash.update(`${canonicalJson(line)}\n`);
+    this.#hash.update(eventLine(event));
     this.count++;
     const r = BigInt(event.revision);
     if (this.revisionMin === undefined || r < this.revisionMin) this.revisionMin = r;

@@ -67,7 +67,8 @@ export interface DigestRunResult {
   digestedThrough: string | null;
 }
 
-const PAGE = 5_000;
+/** Revisions per read of a period's events: one revision can carry thousands of events (a lease expiry), so it bounds reads, not rows. */
+const WINDOW = 20_000n;
 const REVISION_MAX = '9223372036854775807';
 
 interface ClockStats {
@@ -93,24 +94,19 @@ export function rangeParams(after: Position | null, through: Position, fromMs: n
   };
 }
 
-/** Hashes a period's events as they are in ClickHouse now (the worker's and the verifier's one way). */
+/** Hashes a period's events as they are in ClickHouse now (the worker's and the verifier's one way), a window of revisions at a time. */
 export async function hashPeriodEvents(store: AuditStore, cluster: string, range: { after: Position | null; through: Position; fromMs: number; toMs: number }): Promise<ReturnType<EventsHasher['digest']>> {
   const sql = loadSql('exporters/sql/digest_events.sql').text;
   const hasher = new EventsHasher();
-  const base = { cluster, ...rangeParams(range.after, range.through, range.fromMs, range.toMs), limit: PAGE };
-  let page: { revision: string; key: string; timeline: string } | undefined;
-  for (;;) {
-    const rows = await store.rows<DigestEvent & { ingestedAtMs: string }>(sql, {
-      ...base,
-      paged: page ? 1 : 0,
-      pageRevision: page?.revision ?? '0',
-      pageKey: page?.key ?? '',
-      pageTimeline: page?.timeline ?? '0',
-    });
-    for (const r of rows) hasher.add(r, r.ingestedAtMs);
-    if (rows.length < PAGE) break;
-    const last = rows[rows.length - 1] as DigestEvent;
-    page = { revision: last.revision, key: last.key, timeline: last.timeline };
+  const rp = rangeParams(range.after, range.through, range.fromMs, range.toMs);
+  const params = { cluster, ...rp };
+  const window = async (winLo: bigint, winHi: bigint): Promise<void> => {
+    for (const r of await store.rows<DigestEvent & { ingestedAtMs: string }>(sql, { ...params, winLo: winLo.toString(), winHi: winHi.toString() })) hasher.add(r, r.ingestedAtMs);
+  };
+  await window(0n, 0n); // spooled grants (revision 0) sort first
+  const [span] = await store.rows<{ n: string; low: string; high: string }>(loadSql('exporters/sql/digest_span.sql').text, { cluster, lo: rp.lo, hi: rp.hi });
+  if (span && span.n !== '0') {
+    for (let lo = BigInt(span.low), high = BigInt(span.high); lo <= high; lo += WINDOW) await window(lo, lo + WINDOW - 1n < high ? lo + WINDOW - 1n : high);
   }
   return hasher.digest({ after: range.after, through: range.through });
 }

@@ -7,7 +7,7 @@ import { createPublicKey } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { generateDigestSigner, type DigestSigner } from '../../core/digestKey.js';
 import {
-  chainSegment, digestHash, digestObjectName, EventsHasher, GENESIS_HASH, signDigest, signManifest, walkChain, type ChainEntry, type Digest, type DigestBody, type DigestEvent,
+  chainSegment, digestHash, eventLine, digestObjectName, EventsHasher, GENESIS_HASH, signDigest, signManifest, walkChain, type ChainEntry, type Digest, type DigestBody, type DigestEvent,
 } from '../../exporters/digests/format.js';
 import { canonicalJson } from '../../exporters/hashChain.js';
 import { verify } from 'node:crypto';
@@ -52,6 +52,9 @@ describe('digest format', () => {
     const range = { after: null, through: { timeline: '0', revision: '5' } };
     const [da, db] = [a, b].map((h) => h.digest(range).sha256);
     assert.equal(da, db);
+    // The fast line is exactly the canonical JSON of the event's fields.
+    const e = event(5, '/l/ns/"quoted"\u00e9');
+    assert.equal(eventLine(e), `${canonicalJson(e)}\n`);
     const changed = c.digest(range);
     assert.notEqual(da, changed.sha256);
     assert.equal(changed.count, '1');
