@@ -16,6 +16,7 @@ import { lockCluster } from '../roles/lockEngine.js';
 import { registerSimulate } from './simulate/command.js';
 import { registerSpool } from './spool.js';
 import { registerExportCommands } from './exportCommands.js';
+import { registerDigestCommands } from './digestCommands.js';
 import { registerTokenCommands } from './tokenCommands.js';
 import { registerInvestigateCommands } from './investigateCommands.js';
 import { startDemoWorkload, type DemoOptions } from './demo.js';
@@ -176,6 +177,7 @@ export function buildCli(): Command {
   registerSimulate(program);
   registerSpool(program);
   registerExportCommands(program);
+  registerDigestCommands(program);
 
   return program;
 }

@@ -94,6 +94,17 @@ const ArchiveSchema = Type.Object(
   { additionalProperties: false, default: {} },
 );
 
+const DigestsSchema = Type.Object(
+  {
+    periodSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400, default: 3600, description: 'Length of a digest period (UTC-aligned); tests use seconds.' })),
+    settleSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600, default: 5, description: 'A period is sealed once the tailer has captured a change at least this long after its end.' })),
+    pollIntervalMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000, default: 10_000, description: 'How often the digest worker looks for sealed periods and changed ones, ms.' })),
+    lookbackPeriods: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 48, description: 'How many of the latest sealed periods are re-checked for late changes (each change gets a superseding digest).' })),
+    alarmAfterPeriods: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, default: 2, description: 'Sealed periods without a digest (or a digest run failing this long) before the digest alarm.' })),
+  },
+  { additionalProperties: false, default: {} },
+);
+
 const AlertRuleSchema = Type.Object(
   {
     kinds: Type.Array(
@@ -163,8 +174,16 @@ export const FileConfigSchema = Type.Object(
           'Key of the proof of origin the lock API writes into each hold (HMAC-SHA256), checked by the tailer; every API and tailer process of a deployment needs the same one. Absent: generated once into <dataDir>/origin-secret (masked).',
       }),
     ),
+    digestSigningKey: Type.Optional(
+      Type.String({
+        minLength: 40,
+        description:
+          'Ed25519 private key (PKCS#8 PEM, or its DER in base64) that signs the tamper-evident digests and compliance manifests. Absent: generated once into <dataDir>/digest-signing-key.pem (masked).',
+      }),
+    ),
     api: Type.Optional(ApiSchema),
     archive: Type.Optional(ArchiveSchema),
+    digests: Type.Optional(DigestsSchema),
     alerts: Type.Optional(
       Type.Object(
         { webhooks: Type.Optional(Type.Array(AlertWebhookSchema, { description: 'Alert / SIEM sinks run by the worker role; absent means none.' })) },
@@ -199,6 +218,7 @@ type Settled<T> = Required<NonNullable<T>>;
 
 export type ApiSettings = Static<typeof ApiSchema> & { metricsRequireToken: boolean; exportDownloadSeconds: number };
 export type ArchiveSettings = Settled<Static<typeof ArchiveSchema>>;
+export type DigestSettings = Settled<Static<typeof DigestsSchema>>;
 export type TailerSettings = Settled<Static<typeof TailerSchema>>;
 export type ReportSettings = Settled<Static<typeof ReportsSchema>>;
 export type LogLevel = Static<typeof LogLevelSchema>;
@@ -208,6 +228,9 @@ export interface Config extends Settled<Pick<FileConfig, 'dataDir' | 'host' | 'p
   logLevel: LogLevel;
   /** undefined: the generated one in <dataDir>/origin-secret (core/originSecret.ts). */
   originSecret?: string;
+  /** undefined: the generated one in <dataDir>/digest-signing-key.pem (core/digestKey.ts). */
+  digestSigningKey?: string;
+  digests: DigestSettings;
   etcd: { clusters: EtcdCluster[]; local: boolean };
   clickhouse: ClickHouseTarget;
   s3: Settled<Static<typeof S3Schema>> & { local: boolean };
@@ -234,6 +257,7 @@ interface SchemaDefaults {
   reports: ReportSettings;
   api: ApiSettings;
   archive: ArchiveSettings;
+  digests: DigestSettings;
   local: Settled<Static<typeof LocalSchema>>;
 }
 
@@ -288,6 +312,12 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_EXPORT_DOWNLOAD_SECONDS', path: ['api', 'exportDownloadSeconds'], parse: asInteger },
   { name: 'LOCKAUDIT_ARCHIVE_ALARM_AFTER_SECONDS', path: ['archive', 'alarmAfterSeconds'], parse: asInteger },
   { name: 'LOCKAUDIT_ARCHIVE_POLL_INTERVAL_MS', path: ['archive', 'pollIntervalMs'], parse: asInteger },
+  { name: 'LOCKAUDIT_DIGEST_SIGNING_KEY', path: ['digestSigningKey'], parse: asString, secret: true },
+  { name: 'LOCKAUDIT_DIGEST_PERIOD_SECONDS', path: ['digests', 'periodSeconds'], parse: asInteger },
+  { name: 'LOCKAUDIT_DIGEST_SETTLE_SECONDS', path: ['digests', 'settleSeconds'], parse: asInteger },
+  { name: 'LOCKAUDIT_DIGEST_POLL_INTERVAL_MS', path: ['digests', 'pollIntervalMs'], parse: asInteger },
+  { name: 'LOCKAUDIT_DIGEST_LOOKBACK_PERIODS', path: ['digests', 'lookbackPeriods'], parse: asInteger },
+  { name: 'LOCKAUDIT_DIGEST_ALARM_AFTER_PERIODS', path: ['digests', 'alarmAfterPeriods'], parse: asInteger },
   { name: 'LOCKAUDIT_ALERT_WEBHOOKS', path: ['alerts', 'webhooks'], parse: asJson, secret: true },
   { name: 'LOCKAUDIT_QUEUE_PREFIX', path: ['queuePrefix'], parse: asString },
   { name: 'LOCKAUDIT_TAILER_ELECTION_TTL_SECONDS', path: ['tailer', 'electionTtlSeconds'], parse: asInteger },
@@ -484,6 +514,8 @@ function resolve(input: FileConfig, cwd: string): Config {
     tailer: file.tailer,
     api: file.api,
     ...(file.originSecret ? { originSecret: file.originSecret } : {}),
+    ...(file.digestSigningKey ? { digestSigningKey: file.digestSigningKey } : {}),
+    digests: file.digests,
     archive: file.archive,
     alerts: { webhooks: file.alerts?.webhooks ?? [] },
   };
@@ -501,6 +533,7 @@ export function maskedConfig(config: Config): Record<string, unknown> {
   const api = copy.api as Record<string, unknown>;
   if (api.cursorSecret) api.cursorSecret = MASK;
   if (copy.originSecret) copy.originSecret = MASK;
+  if (copy.digestSigningKey) copy.digestSigningKey = MASK;
   for (const w of (copy.alerts as { webhooks: Array<Record<string, unknown>> }).webhooks) w.secret = MASK;
   const redis = copy.redis as Record<string, unknown>;
   redis.url = maskUrlPassword(String(redis.url));

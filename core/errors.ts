@@ -57,6 +57,7 @@ export const errorCatalog = {
   LOCKAUDIT_ERR_EXPORT_INCOMPLETE: { status: 500, description: 'A written export or history file does not match what was expected (rows or sha256); it is not presented as complete.' },
   LOCKAUDIT_ERR_EXPORT_QUEUE: { status: 503, description: 'The export job could not be queued (Redis unavailable).' },
   LOCKAUDIT_ERR_ARCHIVE_UNLOCKED: { status: 500, description: 'The force-release archive bucket has no object lock; records are not archived into it.' },
+  LOCKAUDIT_ERR_DIGEST_KEY: { status: 500, description: 'The digest signing key (LOCKAUDIT_DIGEST_SIGNING_KEY or <dataDir>/digest-signing-key.pem), or a public key given to verify, is not an Ed25519 key.' },
   LOCKAUDIT_ERR_ARCHIVE_CHAIN: { status: 500, description: 'archive verify found missing or altered force records; each problem is listed.' },
 } as const satisfies Record<string, ErrorSpec>;
 

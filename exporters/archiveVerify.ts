@@ -47,7 +47,7 @@ async function listNames(s3: Client, bucket: string, prefix: string): Promise<st
  * versions cannot see its newest record hidden this way (nothing after it
  * links to it), so the versions are asked directly.
  */
-async function hiddenNames(s3: Client, bucket: string, prefix: string): Promise<Set<string>> {
+export async function hiddenNames(s3: Client, bucket: string, prefix: string): Promise<Set<string>> {
   const hidden = new Set<string>();
   const versions = s3.listObjects(bucket, prefix, true, { IncludeVersion: true }) as AsyncIterable<{ name?: string; isLatest?: unknown; isDeleteMarker?: boolean }>;
   for await (const v of versions) if (v.name && v.isDeleteMarker && String(v.isLatest) === 'true') hidden.add(v.name);

@@ -17,8 +17,11 @@ import { exportPlanToObject, runExportPlan, type ExportFormat, type ExportPlan, 
 import { planGrantsExport, DEFAULT_CHUNK_ROWS, type GrantFilters } from './exportPlans.js';
 import { LatestOnly } from './latestOnly.js';
 import { buildManifest, manifestName } from './manifest.js';
-import { putJsonIfAbsent } from './objectStore.js';
+import { putJsonIfAbsent, withRetry } from './objectStore.js';
 import type { HistoryDeps } from './parquetHistory.js';
+import type { DigestSigner } from '../core/digestKey.js';
+import { chainSegment, signManifest, type Digest } from './digests/format.js';
+import { readChain } from './digests/worker.js';
 
 export const EXPORT_FORMATS = ['parquet', 'csv', 'arrow'] as const;
 export const MAX_EXPORT_RANGE_DAYS = 400;
@@ -199,8 +202,28 @@ export class ExportRecords {
   }
 }
 
-/** What a compliance export needs: the same as a history export. */
-export type ComplianceDeps = HistoryDeps;
+/** What a compliance export needs: a history export's, and the digests to carry in its signed manifest. */
+export type ComplianceDeps = HistoryDeps & {
+  digests?: { signer: DigestSigner; archiveBucket: string; clusters: readonly string[]; objectPrefix?: string };
+};
+
+/** The digests of every cluster the export covers, over its range (the chain stretch: format.ts chainSegment). */
+async function digestsFor(deps: ComplianceDeps, state: Pick<ExportState, 'fromMs' | 'toMs' | 'filters'>): Promise<Record<string, Digest[]>> {
+  const d = deps.digests as NonNullable<ComplianceDeps['digests']>;
+  const clusters = state.filters.cluster ? [state.filters.cluster] : d.clusters;
+  const out: Record<string, Digest[]> = {};
+  // No archive bucket (a deployment that never ran `migrate`): no digest exists; the manifest says so by carrying none.
+  if (!(await withRetry(() => deps.s3.bucketExists(d.archiveBucket), deps.retry))) {
+    deps.logger.warn({ bucket: d.archiveBucket }, 'compliance export: no archive bucket, so no digests to carry');
+    for (const cluster of clusters) out[cluster] = [];
+    return out;
+  }
+  for (const cluster of clusters) {
+    const chain = (await readChain(deps.s3, d.archiveBucket, cluster, d.objectPrefix)).flatMap((e) => (e.digest ? [e.digest] : []));
+    out[cluster] = chainSegment(chain, state.fromMs, state.toMs);
+  }
+  return out;
+}
 
 export const exportObjectName = (s: Pick<ExportState, 'id' | 'format' | 'fromMs' | 'toMs'>): string =>
   `exports/${s.id}/grants-${new Date(s.fromMs).toISOString().replace(/[:.]/g, '')}-${new Date(s.toMs).toISOString().replace(/[:.]/g, '')}.${s.format}`;
@@ -260,13 +283,15 @@ export async function runComplianceExport(deps: ComplianceDeps, id: string, onPr
   } finally {
     await progress.flush();
   }
-  const manifest = buildManifest(file, {
+  const built = buildManifest(file, {
     dataset: 'compliance',
     object,
     from: new Date(running.fromMs).toISOString(),
     to: new Date(running.toMs).toISOString(),
     filters: Object.fromEntries(Object.entries(running.filters).filter((e): e is [string, string] => typeof e[1] === 'string')),
   });
+  // Signed, with the digests of the periods it covers: checkable by an auditor with the public key alone (docs/verify-export.mjs).
+  const manifest = deps.digests ? signManifest({ ...built, digests: await digestsFor(deps, running) }, deps.digests.signer) : built;
   await putJsonIfAbsent(deps.s3, deps.bucket, manifestName(object), manifest, deps.retry);
   // Only now, with the object and its manifest stored, is the export done.
   [state] = await Promise.all([

@@ -10,6 +10,7 @@ import type { Runtime } from '../platform/runtime.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
 import { createS3Client } from '../core/s3.js';
 import { originSecret } from '../core/originSecret.js';
+import { digestSigner } from '../core/digestKey.js';
 import { failComplianceExport, runComplianceExport } from './complianceExport.js';
 import { exportMetrics } from './exportMetrics.js';
 import { ForceArchiver, type ForceArchiverOptions } from './forceArchive.js';
@@ -66,7 +67,8 @@ export function complianceProcessor(runtime: Deps): Processor<ComplianceJobData>
     const id = job.data?.id;
     if (typeof id !== 'string' || !/^exp_[0-9a-f]{32}$/.test(id)) throw new UnrecoverableError('id: not an export id');
     try {
-      const state = await runComplianceExport({ store: runtime.store, s3, bucket: runtime.config.s3.historyBucket, logger: runtime.logger, metrics }, id, async (p) => {
+      const digests = { signer: digestSigner(runtime.config), archiveBucket: runtime.config.s3.archiveBucket, clusters: runtime.config.etcd.clusters.map((c) => c.name) };
+      const state = await runComplianceExport({ store: runtime.store, s3, bucket: runtime.config.s3.historyBucket, logger: runtime.logger, metrics, digests }, id, async (p) => {
         // Progress in Redis is a convenience; the durable progress is in ClickHouse.
         await job.updateProgress({ rows: p.rows.toString(), total: p.total.toString(), percent: p.percent }).catch(() => undefined);
       });

@@ -17,7 +17,6 @@
 // written into the archive (COMPLIANCE objects can never be deleted, and the
 // chain would vouch for it): it raises the foreign-write alarm, is logged,
 // and stays in the event log, where the tailer records it as foreign.
-import { createHash } from 'node:crypto';
 import { hasValidForceProof } from '../core/holdProof.js';
 import type { Etcd3, Watcher } from 'etcd3';
 import type { Client } from 'minio';
@@ -31,6 +30,7 @@ import type { HealthState } from '../platform/health.js';
 import { archiveLockProblem, ARCHIVE_RETENTION_YEARS } from '../platform/buckets.js';
 import { archiveObjectName, chainRecord, EMPTY_HEAD, parseArchived, recordHash, type ArchivedForceRecord, type ChainHead } from './hashChain.js';
 import type { ExportMetrics } from './exportMetrics.js';
+import { putArchiveJson } from './objectStore.js';
 
 export const ARCHIVE_OBJECT_PREFIX = 'force/';
 
@@ -73,12 +73,6 @@ interface EtcdForceKv {
   approvedAt: number;
   /** The record carries the API's proof: only then is it archived. */
   proven: boolean;
-}
-
-function retainUntil(years: number, now = new Date()): Date {
-  const d = new Date(now);
-  d.setUTCFullYear(d.getUTCFullYear() + years);
-  return d;
 }
 
 /** The name of the late-records alarm of a cluster's archiver. */
@@ -214,28 +208,8 @@ export class ForceArchiver {
   }
 
   /** Writes one link; false when an object of that name already exists (another archiver was first). */
-  async #put(record: ArchivedForceRecord): Promise<boolean> {
-    const body = Buffer.from(`${JSON.stringify(record, null, 2)}\n`);
-    const headers: Record<string, string> = {
-      'content-type': 'application/json',
-      'content-md5': createHash('md5').update(body).digest('base64'),
-      // Never replace a link: a second writer of the same name is refused.
-      'if-none-match': '*',
-    };
-    if (this.#locked) {
-      // minio-js's putObject turns unknown headers into user metadata; the
-      // object-lock headers go through its signed raw request.
-      headers['x-amz-object-lock-mode'] = 'COMPLIANCE';
-      headers['x-amz-object-lock-retain-until-date'] = retainUntil(this.#settings.retentionYears).toISOString();
-    }
-    try {
-      const res = await this.#settings.s3.makeRequestAsync({ method: 'PUT', bucketName: this.#settings.bucket, objectName: this.objectName(record), headers }, body, [200]);
-      res.resume();
-      return true;
-    } catch (err) {
-      if ((err as { code?: string }).code === 'PreconditionFailed') return false;
-      throw err;
-    }
+  #put(record: ArchivedForceRecord): Promise<boolean> {
+    return putArchiveJson(this.#settings.s3, this.#settings.bucket, this.objectName(record), record, this.#locked ? this.#settings.retentionYears : undefined);
   }
 
   /** One pass: archive every record etcd has that the bucket lacks, in commit order; update the alarm. */

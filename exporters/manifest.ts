@@ -26,6 +26,16 @@ export interface Manifest {
   to: string;
   filters?: Record<string, string>;
   exportedAt: string;
+  /**
+   * Compliance exports: per cluster, the signed digests (exporters/digests/)
+   * of the periods the export's range overlaps — the contiguous stretch of
+   * each cluster's chain from the first to the last of them, superseding
+   * digests included — so an auditor can check them with the public key alone
+   * (docs/verify-export.mjs). A period not sealed when the export ran has none.
+   */
+  digests?: Record<string, unknown[]>;
+  /** Ed25519 over the canonical JSON of the manifest without this field (docs/operations.md#tamper-evident-digests). */
+  signature?: { algorithm: 'Ed25519'; keyId: string; value: string };
 }
 
 export const manifestName = (object: string): string => `${object}${MANIFEST_SUFFIX}`;

@@ -1,6 +1,7 @@
 // S3 writes of the exporters, with bounded, jittered retries for what is
 // worth retrying (network, 5xx, throttling) and none for what is not
 // (access denied, no such bucket, a refused precondition).
+import { createHash } from 'node:crypto';
 import type { Client } from 'minio';
 import { LockauditError } from '../core/errors.js';
 import { retry } from '../platform/retry.js';
@@ -67,4 +68,40 @@ export async function putJsonIfAbsent(s3: Client, bucket: string, name: string, 
       throw err;
     }
   }, retry);
+}
+
+/** The date `years` from `now` (UTC): a COMPLIANCE retention's end. */
+export function retainUntil(years: number, now = new Date()): Date {
+  const d = new Date(now);
+  d.setUTCFullYear(d.getUTCFullYear() + years);
+  return d;
+}
+
+/**
+ * Writes one JSON object into the object-locked archive bucket, never over
+ * another (If-None-Match): false when an object of that name exists (another
+ * writer was first). With `retentionYears`, the object carries its own
+ * COMPLIANCE retention. One attempt: callers decide about retries.
+ */
+export async function putArchiveJson(s3: Client, bucket: string, name: string, value: unknown, retentionYears: number | undefined): Promise<boolean> {
+  const body = Buffer.from(`${JSON.stringify(value, null, 2)}\n`);
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'content-md5': createHash('md5').update(body).digest('base64'),
+    'if-none-match': '*',
+  };
+  if (retentionYears !== undefined) {
+    // minio-js's putObject turns unknown headers into user metadata; the
+    // object-lock headers go through its signed raw request.
+    headers['x-amz-object-lock-mode'] = 'COMPLIANCE';
+    headers['x-amz-object-lock-retain-until-date'] = retainUntil(retentionYears).toISOString();
+  }
+  try {
+    const res = await s3.makeRequestAsync({ method: 'PUT', bucketName: bucket, objectName: name, headers }, body, [200]);
+    res.resume();
+    return true;
+  } catch (err) {
+    if ((err as { code?: string }).code === 'PreconditionFailed') return false;
+    throw err;
+  }
 }

@@ -50,6 +50,12 @@ export const alarmCatalog = {
     action:
       'The archive bucket has no object lock, so nothing is archived into it. Recreate it with object lock (lockaudit migrate creates it so) and restart the worker.',
   },
+  LOCKAUDIT_ALARM_DIGEST_BEHIND: {
+    instance: 'digest-behind:{cluster}',
+    message: '{behind} sealed period(s) of {cluster} have no signed digest (digested through {digestedThrough}); last run: {lastRun}',
+    action:
+      'The digest worker (worker role) is not sealing periods: check its log (lockaudit_digest_* metrics), MinIO and the archive bucket\'s object lock, and the signing key. Nothing is skipped: the next run digests every period from the last digest on. Cleared once at most alarmAfterPeriods sealed periods wait.',
+  },
   LOCKAUDIT_ALARM_FOREIGN_WRITE: {
     instance: 'foreign-write:{cluster}',
     message: 'a {what} not made by the lock API was written into {cluster} ({key} at revision {revision}); see grant history, origin=foreign',

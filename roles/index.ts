@@ -15,17 +15,20 @@ import { riskRegisterJob } from '../reports/riskRegister/job.js';
 import { contentionSealJob } from '../reports/contention/job.js';
 import { exportRoutes } from '../api/routes/exports.js';
 import { uiRoutes } from '../api/routes/ui.js';
+import { digestRoutes } from '../api/routes/digests.js';
 import { exportJobQueues, forceArchiveService } from '../exporters/exportJobs.js';
 import { alertService } from '../exporters/alerts/service.js';
+import { digestService } from '../exporters/digests/service.js';
+import { digestMetrics } from '../exporters/digests/metrics.js';
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
 import { exportMetrics } from '../exporters/exportMetrics.js';
 import { alertMetrics } from '../exporters/alerts/alertMetrics.js';
 
 /** The api role's routes around the lock engine it serves. */
-export const apiRoutes = (lock: LockService): RoutePlugin[] => [tailerRoutes, lockApi(lock), grantRoutes, quarantineRoutes, reportRoutes, stateRoutes, exportRoutes(), uiRoutes];
+export const apiRoutes = (lock: LockService): RoutePlugin[] => [tailerRoutes, lockApi(lock), grantRoutes, quarantineRoutes, reportRoutes, stateRoutes, exportRoutes(), digestRoutes, uiRoutes];
 export const jobQueues: JobQueue[] = [riskRegisterJob, contentionSealJob, ...exportJobQueues];
 /** Loops the worker role runs beside its job workers. */
-export const workerServices = [forceArchiveService(), alertService()];
+export const workerServices = [forceArchiveService(), alertService(), digestService()];
 
 export type RoleName = 'api' | 'worker' | 'tailer';
 
@@ -37,6 +40,7 @@ export const roleSet: Record<RoleName, (runtime: Runtime) => Promise<RoleHandle>
   worker: (runtime) => {
     exportMetrics(runtime.metrics);
     alertMetrics(runtime.metrics);
+    digestMetrics(runtime.metrics);
     return startWorkerRole(runtime, jobQueues, workerServices);
   },
   tailer: (runtime) => startTailerRole(runtime),

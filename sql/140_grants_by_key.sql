@@ -51,19 +51,22 @@ CREATE TABLE IF NOT EXISTS {db:Identifier}.grants_by_key
     origin            LowCardinality(String) DEFAULT 'api',
     timeline          UInt32,
     rolled_back_by    UInt32 DEFAULT 0,
-    superseded_by     UInt32 DEFAULT 0
+    superseded_by     UInt32 DEFAULT 0,
+    -- Fenced like grants (sql/110): a deposed leader's late row never replaces its successor's.
+    term              UInt64 DEFAULT 0,
+    replace_version   UInt128 MATERIALIZED bitShiftLeft(toUInt128(row_version), 64) + toUInt128(term)
 )
-ENGINE = ReplacingMergeTree(row_version)
+ENGINE = ReplacingMergeTree(replace_version)
 ORDER BY (key, granted_at, cluster, grant_revision, spool_id, timeline);
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS {db:Identifier}.grants_by_key_mv TO {db:Identifier}.grants_by_key AS
 SELECT cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, spool_id, granted_at, wait_ms,
        end_kind, end_revision, ended_at, ended_at_error_ms, duration_ms, unprotected, start_known, row_version, origin,
-       timeline, rolled_back_by, superseded_by
+       timeline, rolled_back_by, superseded_by, term
 FROM {db:Identifier}.grants;
 
 INSERT INTO {db:Identifier}.grants_by_key
 SELECT cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, spool_id, granted_at, wait_ms,
        end_kind, end_revision, ended_at, ended_at_error_ms, duration_ms, unprotected, start_known, row_version, origin,
-       timeline, rolled_back_by, superseded_by
+       timeline, rolled_back_by, superseded_by, term
 FROM {db:Identifier}.grants;

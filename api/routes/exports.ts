@@ -13,6 +13,8 @@ import { INSTANT_OR_UTC_PATTERN } from '../../core/instant.js';
 import { ExportRecords, parseExportInput, type ExportState } from '../../exporters/complianceExport.js';
 import { grantFilterProperties } from '../../reports/grantFilter/index.js';
 import { COMPLIANCE_QUEUE, enqueueComplianceExport, type ComplianceJobData } from '../../exporters/exportJobs.js';
+import { manifestName } from '../../exporters/manifest.js';
+import { readObjectText } from '../../exporters/objectStore.js';
 import { ErrorResponse, type App, type RoutePlugin, type RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
 
@@ -192,6 +194,25 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
         const url = await s3.presignedGetObject(ctx.config.s3.historyBucket, state.objectKey, presignSeconds);
         await records.audit(state.id, 'download', request.identity?.identity ?? 'unknown', { tokenId: request.identity?.tokenId, ip: request.ip, expiresSeconds: presignSeconds, object: state.objectKey });
         return reply.redirect(url, 302);
+      },
+    );
+
+    app.get(
+      '/v1/exports/:id/manifest',
+      {
+        preValidation: [requireRoles('auditor')],
+        schema: {
+          tags: ['exports'],
+          summary: 'The signed manifest of a finished export',
+          description: 'Rows, bytes and sha256 of the file, and the signed digests of the periods it covers, signed as a whole with the digest key (GET /v1/digests/public-key); docs/verify-export.mjs checks a download against it. 409 while the export is not done.',
+          params: ExportId,
+          response: { 200: Type.Object({}, { additionalProperties: true, description: 'The manifest (docs/operations.md#tamper-evident-digests)' }), 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse },
+        },
+      },
+      async (request) => {
+        const state = await load(request.params.id);
+        if (state.status !== 'done') throw new LockauditError('LOCKAUDIT_ERR_EXPORT_NOT_READY', `export ${state.id} is ${state.status}${state.status === 'failed' ? `: ${state.error}` : ''}`);
+        return JSON.parse(await readObjectText(s3, ctx.config.s3.historyBucket, manifestName(state.objectKey))) as Record<string, unknown>;
       },
     );
   };

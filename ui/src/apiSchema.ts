@@ -77,6 +77,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/exports/{id}/manifest": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signed manifest of a finished export
+         * @description Rows, bytes and sha256 of the file, and the signed digests of the periods it covers, signed as a whole with the digest key (GET /v1/digests/public-key); docs/verify-export.mjs checks a download against it. 409 while the export is not done.
+         */
+        get: operations["getV1ExportsIdManifest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/gaps": {
         parameters: {
             query?: never;
@@ -1053,6 +1073,131 @@ export interface operations {
         responses: {
             /** @description Success */
             "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (docs/operations.md: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (docs/operations.md: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (docs/operations.md: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (docs/operations.md: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (docs/operations.md: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+    };
+    getV1ExportsIdManifest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an export id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The manifest (docs/digests.md) */
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,36 @@
+// GET /v1/digests/public-key: the Ed25519 public key that checks the
+// tamper-evident digests and signed compliance-export manifests
+// (docs/operations.md#tamper-evident-digests). Public by nature: no token needed, so an auditor can
+// fetch it with nothing but the URL (and compare it with the one the
+// operator handed over out of band).
+import Type from 'typebox';
+import { digestSigner } from '../../core/digestKey.js';
+import type { App, RouteOptions } from '../types.js';
+
+const PublicKeySchema = Type.Object(
+  {
+    algorithm: Type.Literal('Ed25519'),
+    keyId: Type.String({ pattern: '^[0-9a-f]{16}$', description: 'sha256 of the key (SPKI DER), first 16 hex digits: every digest names the key that signed it' }),
+    publicKeyPem: Type.String({ description: 'SPKI PEM' }),
+  },
+  {
+    examples: [{ algorithm: 'Ed25519', keyId: '3f1c9a0b5e7d2c41', publicKeyPem: '-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----\n' }],
+  },
+);
+
+export async function digestRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
+  const signer = digestSigner(ctx.config);
+  const body = { algorithm: 'Ed25519' as const, keyId: signer.keyId, publicKeyPem: signer.publicKeyPem };
+  app.get(
+    '/v1/digests/public-key',
+    {
+      schema: {
+        tags: ['digests'],
+        summary: 'The public key of the signed digests',
+        description: 'Checks every digest (archive bucket, digests/<cluster>/) and every signed compliance-export manifest: `lockaudit verify`, docs/verify-export.mjs. No token needed.',
+        response: { 200: PublicKeySchema },
+      },
+    },
+    async () => body,
+  );
+}

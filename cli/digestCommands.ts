@@ -1,0 +1,78 @@
+// `lockaudit verify`: the tamper-evident digests (docs/operations.md#tamper-evident-digests) checked
+// as an outsider would, one line per period; exit 1 on any failure, 2 on bad
+// flags. The public key: --public-key (PEM file), else the deployment's own.
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { AuditStore } from '../core/clickhouse.js';
+import { CLUSTER_NAME_PATTERN, loadConfig } from '../core/config.js';
+import { digestPublicKey, existingDigestPublicKeyPem } from '../core/digestKey.js';
+import { isLockauditError, LockauditError } from '../core/errors.js';
+import { parseInstantOrUtc } from '../core/instant.js';
+import { createS3Client } from '../core/s3.js';
+import { formatVerifyResult, verifyDigests } from '../exporters/digests/verify.js';
+
+const CLUSTER_NAME = new RegExp(CLUSTER_NAME_PATTERN);
+
+interface VerifyFlags {
+  from: string;
+  to?: string;
+  cluster?: string;
+  publicKey?: string;
+  database: boolean;
+  json?: boolean;
+}
+
+function bad(message: string): never {
+  throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', message);
+}
+
+export function registerDigestCommands(program: Command): void {
+  program
+    .command('verify')
+    .description('check the signed digests of the record: the chain (none missing, none altered, signatures valid), the Parquet history objects they name, and (with database access) that ClickHouse\'s events still hash to them; one line per period, exit 1 on any failure')
+    .requiredOption('--from <time>', 'first period to check: ISO 8601 date or date-time (UTC unless an offset is given)')
+    .option('--to <time>', 'end of the range, excluded (default: the end of the last digest); periods up to it without a digest fail')
+    .option('--cluster <name>', 'only this cluster (default: every configured cluster)')
+    .option('--public-key <file>', 'the Ed25519 public key (PEM) to check signatures with (default: the deployment\'s, as GET /v1/digests/public-key serves it)')
+    .option('--no-database', 'do not re-hash ClickHouse\'s events (check the chain and the objects only)')
+    .option('--json', 'print JSON')
+    .action(async (flags: VerifyFlags) => {
+      try {
+        const fromMs = parseInstantOrUtc(flags.from) ?? bad(`--from: "${flags.from}" is not a date or date-time`);
+        const toMs = flags.to === undefined ? undefined : (parseInstantOrUtc(flags.to) ?? bad(`--to: "${flags.to}" is not a date or date-time`));
+        if (toMs !== undefined && toMs <= fromMs) bad('--to: must be after --from');
+        if (flags.cluster !== undefined && !CLUSTER_NAME.test(flags.cluster)) bad(`--cluster: "${flags.cluster}" is not a cluster name`);
+        const config = loadConfig();
+        let pem: string | undefined;
+        if (flags.publicKey) {
+          try {
+            pem = readFileSync(flags.publicKey, 'utf8');
+          } catch (err) {
+            bad(`--public-key: cannot read ${flags.publicKey}: ${(err as Error).message}`);
+          }
+        } else pem = existingDigestPublicKeyPem(config);
+        if (!pem) bad('--public-key: this deployment has no digest key yet; pass the public key (GET /v1/digests/public-key)');
+        const publicKey = digestPublicKey(pem, '--public-key');
+        const store = flags.database ? new AuditStore(config.clickhouse) : undefined;
+        try {
+          const result = await verifyDigests({
+            s3: createS3Client(config.s3), bucket: config.s3.archiveBucket, publicKey, store, fromMs, toMs,
+            clusters: flags.cluster ? [flags.cluster] : config.etcd.clusters.map((c) => c.name),
+            settleMs: config.digests.settleSeconds * 1000, periodMs: config.digests.periodSeconds * 1000,
+          });
+          if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+          else for (const line of formatVerifyResult(result)) process.stdout.write(`${line}\n`);
+          if (!result.ok) process.exitCode = 1;
+        } finally {
+          await store?.close();
+        }
+      } catch (err) {
+        if (isLockauditError(err, 'LOCKAUDIT_ERR_VALIDATION') || isLockauditError(err, 'LOCKAUDIT_ERR_DIGEST_KEY')) {
+          process.stderr.write(`lockaudit: ${err.message}\n`);
+          process.exitCode = 2;
+          return;
+        }
+        throw err;
+      }
+    });
+}

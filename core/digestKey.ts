@@ -1,0 +1,110 @@
+// The Ed25519 key that signs the tamper-evident digests (exporters/digests/)
+// and compliance-export manifests. Like the origin secret (originSecret.ts):
+// configured (LOCKAUDIT_DIGEST_SIGNING_KEY: PKCS#8 PEM, or its DER in base64)
+// or generated once into <dataDir>/digest-signing-key.pem, so the worker that
+// signs and the API that publishes the public half share it without setup;
+// never logged (maskedConfig hides a configured one). The key id is the first
+// 16 hex digits of the sha256 of the public key's DER (SPKI): a verifier names
+// a digest signed by another key by it.
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Config } from './config.js';
+import { LockauditError } from './errors.js';
+
+export const DIGEST_KEY_FILE = 'digest-signing-key.pem';
+
+export interface DigestSigner {
+  /** Key id: sha256(SPKI DER) hex, first 16 digits. */
+  readonly keyId: string;
+  /** The public key, SPKI PEM: what a verifier needs. */
+  readonly publicKeyPem: string;
+  /** Ed25519 signature of the bytes, base64. */
+  sign(data: Buffer): string;
+}
+
+/** The key id of a public key. */
+export function digestKeyId(publicKey: KeyObject): string {
+  return createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('hex').slice(0, 16);
+}
+
+/** A public key from SPKI PEM; throws a validation error naming `what` when it is not an Ed25519 key. */
+export function digestPublicKey(pem: string, what = 'public key'): KeyObject {
+  let key: KeyObject;
+  try {
+    key = createPublicKey(pem);
+  } catch (err) {
+    throw new LockauditError('LOCKAUDIT_ERR_DIGEST_KEY', `${what}: not a PEM public key (${(err as Error).message})`, { cause: err });
+  }
+  if (key.asymmetricKeyType !== 'ed25519') throw new LockauditError('LOCKAUDIT_ERR_DIGEST_KEY', `${what}: an ${key.asymmetricKeyType} key, expected Ed25519`);
+  return key;
+}
+
+/** Checks an Ed25519 signature (base64) of `data`. */
+export function verifyDigestSignature(publicKey: KeyObject, data: Buffer, signature: string): boolean {
+  try {
+    return verify(null, data, publicKey, Buffer.from(signature, 'base64'));
+  } catch {
+    return false;
+  }
+}
+
+export function signerFromPrivateKey(privateKey: KeyObject): DigestSigner {
+  if (privateKey.asymmetricKeyType !== 'ed25519') throw new LockauditError('LOCKAUDIT_ERR_DIGEST_KEY', `digestSigningKey: an ${privateKey.asymmetricKeyType} key, expected Ed25519`);
+  const publicKey = createPublicKey(privateKey);
+  return {
+    keyId: digestKeyId(publicKey),
+    publicKeyPem: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+    sign: (data) => sign(null, data, privateKey).toString('base64'),
+  };
+}
+
+function parsePrivateKey(text: string, what: string): KeyObject {
+  const trimmed = text.trim();
+  try {
+    return trimmed.startsWith('-----BEGIN')
+      ? createPrivateKey(trimmed)
+      : createPrivateKey({ key: Buffer.from(trimmed, 'base64'), format: 'der', type: 'pkcs8' });
+  } catch (err) {
+    throw new LockauditError('LOCKAUDIT_ERR_DIGEST_KEY', `${what}: not a PKCS#8 private key (PEM, or DER in base64)`, { cause: err });
+  }
+}
+
+/** A fresh signer (tests: "a digest signed by another key"). */
+export function generateDigestSigner(): DigestSigner {
+  return signerFromPrivateKey(generateKeyPairSync('ed25519').privateKey);
+}
+
+/** The deployment's digest signer: the configured key, or the one generated into the data dir. */
+export function digestSigner(config: Pick<Config, 'dataDir' | 'digestSigningKey'>): DigestSigner {
+  if (config.digestSigningKey) return signerFromPrivateKey(parsePrivateKey(config.digestSigningKey, 'LOCKAUDIT_DIGEST_SIGNING_KEY'));
+  const file = path.join(config.dataDir, DIGEST_KEY_FILE);
+  try {
+    return signerFromPrivateKey(parsePrivateKey(readFileSync(file, 'utf8'), file));
+  } catch (err) {
+    if ((err as { cause?: NodeJS.ErrnoException }).cause?.code !== 'ENOENT' && (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  mkdirSync(config.dataDir, { recursive: true });
+  try {
+    // 'wx': a second process creating it at the same moment keeps the first one's key.
+    const pem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    writeFileSync(file, pem, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  return signerFromPrivateKey(parsePrivateKey(readFileSync(file, 'utf8'), file));
+}
+
+/** The deployment's public key without creating one: the configured key's, or the data dir's; undefined when there is none yet. */
+export function existingDigestPublicKeyPem(config: Pick<Config, 'dataDir' | 'digestSigningKey'>): string | undefined {
+  if (config.digestSigningKey) return signerFromPrivateKey(parsePrivateKey(config.digestSigningKey, 'LOCKAUDIT_DIGEST_SIGNING_KEY')).publicKeyPem;
+  const file = path.join(config.dataDir, DIGEST_KEY_FILE);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  return signerFromPrivateKey(parsePrivateKey(text, file)).publicKeyPem;
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env node
+// Checks a downloaded lockaudit compliance export against its signed manifest
+// and the signed digests the manifest carries, with nothing but the public
+// key: plain Node (18+), no lockaudit code, no database, no bucket.
+//
+//   node verify-export.mjs --manifest export.manifest.json --file export.parquet --public-key digests.pem
+//
+// Get the three from the API: GET /v1/exports/<id>/download (the file),
+// GET /v1/exports/<id>/manifest, GET /v1/digests/public-key (publicKeyPem;
+// better: the key your operator handed you out of band). What it checks
+// (docs/operations.md#tamper-evident-digests):
+//   1. the manifest's Ed25519 signature (over its canonical JSON without
+//      `signature`) under the public key;
+//   2. the file: its byte length and sha256 are the manifest's (a truncated or
+//      altered download fails here);
+//   3. every digest in the manifest: its hash (sha256 of its canonical JSON
+//      without `hash` and `signature`), its signature, the key that made it;
+//      per cluster, the seqs without a hole, each prevHash the hash of the
+//      digest before, the periods contiguous; and that the periods cover the
+//      export's range (periods not sealed when the export ran are listed).
+// Prints one line per period; exits 0 when everything holds, 1 otherwise, 2
+// on bad arguments.
+import { createHash, createPublicKey, verify } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+
+function args(argv) {
+  const out = {};
+  for (let i = 0; i < argv.length; i += 2) {
+    const name = argv[i];
+    if (!['--manifest', '--file', '--public-key'].includes(name) || argv[i + 1] === undefined) usage(`unknown or incomplete argument ${name}`);
+    out[name.slice(2)] = argv[i + 1];
+  }
+  for (const need of ['manifest', 'file', 'public-key']) if (!out[need]) usage(`--${need} is required`);
+  return out;
+}
+
+function usage(problem) {
+  process.stderr.write(`verify-export: ${problem}\nusage: node verify-export.mjs --manifest <manifest.json> --file <export file> --public-key <public key PEM>\n`);
+  process.exit(2);
+}
+
+/** JSON with object keys sorted at every level, undefined members dropped: one text per value. */
+function canonicalJson(value) {
+  const norm = (v) => {
+    if (v === null || typeof v === 'boolean' || typeof v === 'number' || typeof v === 'string') return v;
+    if (Array.isArray(v)) return v.map(norm);
+    if (typeof v === 'object') {
+      const o = {};
+      for (const k of Object.keys(v).sort()) if (v[k] !== undefined) o[k] = norm(v[k]);
+      return o;
+    }
+    throw new TypeError(`cannot encode a ${typeof v}`);
+  };
+  return JSON.stringify(norm(value));
+}
+
+const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
+const without = (obj, ...names) => Object.fromEntries(Object.entries(obj).filter(([k]) => !names.includes(k)));
+const signedBy = (key, text, signature) => {
+  try {
+    return verify(null, Buffer.from(text, 'utf8'), key, Buffer.from(signature, 'base64'));
+  } catch {
+    return false;
+  }
+};
+
+const opts = args(process.argv.slice(2));
+const key = createPublicKey(readFileSync(opts['public-key'], 'utf8'));
+if (key.asymmetricKeyType !== 'ed25519') usage('--public-key: not an Ed25519 public key');
+const keyId = sha256(key.export({ type: 'spki', format: 'der' })).slice(0, 16);
+const manifest = JSON.parse(readFileSync(opts.manifest, 'utf8'));
+const file = readFileSync(opts.file);
+let failures = 0;
+const line = (ok, text) => {
+  if (!ok) failures++;
+  process.stdout.write(`${ok ? 'ok  ' : 'FAIL'}  ${text}\n`);
+};
+
+// 1. The manifest itself.
+const sig = manifest.signature;
+if (!sig) line(false, 'manifest: not signed');
+else if (sig.keyId !== keyId) line(false, `manifest: signed by another key (key id ${sig.keyId}, expected ${keyId})`);
+else line(signedBy(key, canonicalJson(without(manifest, 'signature')), sig.value), `manifest: signature under key ${keyId}`);
+
+// 2. The file.
+if (file.length !== manifest.bytes) line(false, `file: ${file.length} bytes, the manifest says ${manifest.bytes} (truncated or altered)`);
+else if (sha256(file) !== manifest.sha256) line(false, `file: sha256 ${sha256(file)} differs from the manifest's ${manifest.sha256} (altered)`);
+else line(true, `file: ${file.length} bytes, sha256 ${manifest.sha256}, ${manifest.rows} rows`);
+
+// 3. The digests, per cluster.
+const fromMs = Date.parse(manifest.from);
+const toMs = Date.parse(manifest.to);
+for (const [cluster, digests] of Object.entries(manifest.digests ?? {})) {
+  const chain = [...digests].sort((a, b) => a.seq - b.seq);
+  const periods = new Map(); // periodStart -> { end, seq, problems }
+  let previous;
+  let regularEnd;
+  for (const d of chain) {
+    const problems = [];
+    const body = without(d, 'hash', 'signature');
+    if (sha256(canonicalJson(body)) !== d.hash) problems.push('altered: content does not match its hash');
+    else if (d.keyId !== keyId) problems.push(`signed by another key (key id ${d.keyId})`);
+    else if (!signedBy(key, canonicalJson(body), d.signature)) problems.push('signature invalid');
+    if (d.cluster !== cluster) problems.push(`names cluster ${d.cluster}`);
+    if (previous && d.seq !== previous.seq + 1) problems.push(`digests seq ${previous.seq + 1}–${d.seq - 1} are missing`);
+    else if (previous && d.prevHash !== previous.hash) problems.push(`its prevHash is not seq ${previous.seq}'s hash (a link altered or replaced)`);
+    if (!d.supersedes) {
+      if (regularEnd !== undefined && d.periodStart !== regularEnd) problems.push(`the periods jump from ${regularEnd} to ${d.periodStart}`);
+      regularEnd = d.periodEnd;
+    } else if (!periods.has(d.periodStart)) problems.push(`supersedes seq ${d.supersedes.seq}, whose period is not in the stretch`);
+    const before = periods.get(d.periodStart);
+    periods.set(d.periodStart, { end: d.periodEnd, seq: d.seq, count: d.events?.count, superseded: before ? [...before.superseded, before.seq] : [], problems: [...(before?.problems ?? []), ...problems] });
+    previous = d;
+  }
+  const starts = [...periods.keys()].sort((a, b) => Date.parse(a) - Date.parse(b));
+  const first = starts[0];
+  if (first === undefined) {
+    line(false, `${cluster}: no digest covers the export's range (none sealed when it ran?)`);
+    continue;
+  }
+  if (Date.parse(first) > fromMs && chain[0].seq !== 1) line(false, `${cluster}: the digests start at ${first}, after the export's start ${manifest.from}`);
+  for (const start of starts) {
+    const p = periods.get(start);
+    const sup = p.superseded.length ? ` (supersedes seq ${p.superseded.join(', ')}: changed after sealing)` : '';
+    line(p.problems.length === 0, `${cluster} ${start}..${p.end} seq ${p.seq}${p.problems.length ? `: ${p.problems.join('; ')}` : ` events ${p.count}${sup}`}`);
+  }
+  if (regularEnd !== undefined && Date.parse(regularEnd) < toMs) process.stdout.write(`open  ${cluster} ${regularEnd}..${manifest.to} not sealed when the export ran: no digest vouches for it\n`);
+}
+if (!manifest.digests || Object.keys(manifest.digests).length === 0) line(false, 'manifest: carries no digests');
+
+process.stdout.write(failures ? `${failures} check(s) failed\n` : 'every check passed\n');
+process.exit(failures ? 1 : 0);

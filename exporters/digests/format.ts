@@ -1,0 +1,356 @@
+// Tamper-evident digests (issue 25; docs/operations.md#tamper-evident-digests): per cluster, one signed
+// JSON object per sealed period, chained. Pure functions: the canonical
+// encoding of events, a digest's hash and signature, and the walk over a
+// cluster's chain that names every missing, altered or foreign digest.
+//
+// - A period is [periodStart, periodEnd) of UTC wall time, aligned to
+//   multiples of its length; its events are the `events` rows (under FINAL,
+//   every timeline) of the cluster whose wall_time falls in it.
+// - The events hash: sha256 over one line per event, in (revision, key,
+//   timeline) order, each line the canonical JSON (keys sorted, every value a
+//   string) of the event's fields (EVENT_FIELDS) followed by "\n".
+// - A digest's hash: sha256 (hex) over the canonical JSON of the digest
+//   without `hash` and `signature`; `signature`: Ed25519 over those same
+//   bytes, base64. `prevHash` is the previous digest's hash (seq − 1; the
+//   first digest names GENESIS_HASH). A digest of a period that changed after
+//   it was sealed is another link of the chain with `supersedes` naming the
+//   digest it replaces: nothing is overwritten.
+import { createHash, type KeyObject } from 'node:crypto';
+import { verifyDigestSignature, type DigestSigner } from '../../core/digestKey.js';
+import { canonicalJson, GENESIS_HASH } from '../hashChain.js';
+
+export const DIGEST_VERSION = 1;
+export const DIGEST_KIND = 'lockaudit-digest';
+export const EVENTS_ENCODING = 'lockaudit-events-v1';
+export const DIGEST_OBJECT_PREFIX = 'digests/';
+export { GENESIS_HASH };
+
+/** The event fields hashed, each as a decimal or plain string (exporters/sql/digest_events.sql selects them so). */
+export const EVENT_FIELDS = [
+  'cluster', 'timeline', 'revision', 'key', 'eventType', 'op', 'origin', 'namespace', 'lockPath', 'class', 'holder', 'session', 'token', 'epoch',
+  'grantRevision', 'waitMs', 'wallTimeMs', 'timeEstimated', 'timeErrorMs', 'createRevision', 'modRevision', 'version', 'lease', 'value', 'prevValue',
+  'unprotected', 'rolledBackBy', 'supersededBy',
+] as const;
+export type DigestEvent = Record<(typeof EVENT_FIELDS)[number], string>;
+
+export interface DigestHistoryObject {
+  bucket: string;
+  object: string;
+  sha256: string;
+  bytes: number;
+  rows: string;
+  dataset: string;
+  /** The UTC day the file covers. */
+  date: string;
+}
+
+export interface DigestGap {
+  fromRevision: string;
+  toRevision: string;
+  kind: string;
+  reason: string;
+  generation: string;
+  detectedAt: string;
+}
+
+export interface DigestRestore {
+  generation: string;
+  clusterId: string;
+  previousClusterId: string;
+  divergedAfter: string;
+  restoredHead: string;
+  resumeRevision: string;
+  reason: string;
+  detectedAt: string;
+}
+
+/** A place in a cluster's etcd history: the timeline (sql/065) and the revision within it (decimal strings). */
+export interface Position {
+  timeline: string;
+  revision: string;
+}
+
+export interface DigestEvents {
+  encoding: typeof EVENTS_ENCODING;
+  /** The period's changes are those committed after `after` (null: from the start) up to `through`, by (timeline, revision). */
+  after: Position | null;
+  through: Position;
+  count: string;
+  sha256: string;
+  /** Lowest and highest revision among the period's events; null when it has none. */
+  revisionMin: string | null;
+  revisionMax: string | null;
+  /** Newest ingested_at (ms) among them: a later one means the period changed. Not evidence, a hint for the worker. */
+  ingestedThroughMs: string | null;
+}
+
+export interface DigestBody {
+  v: typeof DIGEST_VERSION;
+  kind: typeof DIGEST_KIND;
+  cluster: string;
+  /** 1, 2, 3… per cluster: the chain's order. */
+  seq: number;
+  periodStart: string;
+  periodEnd: string;
+  events: DigestEvents;
+  /** History objects (Parquet, history bucket) completed since the previous digest, with their sha256. */
+  history: DigestHistoryObject[];
+  /** Gaps and restores the tailer recorded within the period. */
+  gaps: DigestGap[];
+  restores: DigestRestore[];
+  /** The digest of the same period this one replaces (the period's events changed after it was sealed). */
+  supersedes: { seq: number; hash: string } | null;
+  prevHash: string;
+  createdAt: string;
+  keyId: string;
+}
+
+export interface Digest extends DigestBody {
+  hash: string;
+  signature: string;
+}
+
+export const digestObjectName = (cluster: string, seq: number, prefix = DIGEST_OBJECT_PREFIX): string => `${prefix}${cluster}/${String(seq).padStart(12, '0')}.json`;
+
+const SORTED_FIELDS = [...EVENT_FIELDS].sort();
+const FIELD_KEYS = SORTED_FIELDS.map((f) => JSON.stringify(f));
+
+/** One event's line of the events hash: its canonical JSON (flat, every value a string, keys sorted) and "\n". */
+export function eventLine(event: DigestEvent): string {
+  let line = '{';
+  for (let i = 0; i < SORTED_FIELDS.length; i++) {
+    const v = event[SORTED_FIELDS[i] as (typeof EVENT_FIELDS)[number]];
+    if (typeof v !== 'string') throw new TypeError(`event field ${SORTED_FIELDS[i]} is not a string`);
+    line += `${i ? ',' : ''}${FIELD_KEYS[i]}:${JSON.stringify(v)}`;
+  }
+  return `${line}}\n`;
+}
+
+/** The running hash of a period's events (feed them in order). */
+export class EventsHasher {
+  readonly #hash = createHash('sha256');
+  count = 0n;
+  revisionMin: bigint | undefined;
+  revisionMax: bigint | undefined;
+  ingestedThroughMs: bigint | undefined;
+
+  add(event: DigestEvent, ingestedAtMs?: string): void {
+    this.#hash.update(eventLine(event));
+    this.count++;
+    const r = BigInt(event.revision);
+    if (this.revisionMin === undefined || r < this.revisionMin) this.revisionMin = r;
+    if (this.revisionMax === undefined || r > this.revisionMax) this.revisionMax = r;
+    if (ingestedAtMs !== undefined) {
+      const i = BigInt(ingestedAtMs);
+      if (this.ingestedThroughMs === undefined || i > this.ingestedThroughMs) this.ingestedThroughMs = i;
+    }
+  }
+
+  digest(range: { after: Position | null; through: Position }): DigestEvents {
+    return {
+      encoding: EVENTS_ENCODING,
+      after: range.after,
+      through: range.through,
+      count: this.count.toString(),
+      sha256: this.#hash.digest('hex'),
+      revisionMin: this.revisionMin?.toString() ?? null,
+      revisionMax: this.revisionMax?.toString() ?? null,
+      ingestedThroughMs: this.ingestedThroughMs?.toString() ?? null,
+    };
+  }
+}
+
+/** Compares two positions: timeline first, then revision. */
+export function comparePositions(a: Position, b: Position): number {
+  const ta = BigInt(a.timeline), tb = BigInt(b.timeline);
+  if (ta !== tb) return ta < tb ? -1 : 1;
+  const ra = BigInt(a.revision), rb = BigInt(b.revision);
+  return ra === rb ? 0 : ra < rb ? -1 : 1;
+}
+
+export function bodyOf(d: DigestBody | Digest): DigestBody {
+  const { hash: _h, signature: _s, ...body } = d as Digest;
+  return body;
+}
+
+export const digestBytes = (d: DigestBody | Digest): Buffer => Buffer.from(canonicalJson(bodyOf(d)), 'utf8');
+export const digestHash = (d: DigestBody | Digest): string => createHash('sha256').update(digestBytes(d)).digest('hex');
+
+export function signDigest(body: DigestBody, signer: DigestSigner): Digest {
+  if (body.keyId !== signer.keyId) throw new Error(`digest names key ${body.keyId}, signer is ${signer.keyId}`);
+  const bytes = digestBytes(body);
+  return { ...body, hash: createHash('sha256').update(bytes).digest('hex'), signature: signer.sign(bytes) };
+}
+
+function isDigestShape(x: unknown): x is Digest {
+  const d = x as Partial<Digest>;
+  return (
+    typeof d === 'object' && d !== null && d.v === DIGEST_VERSION && d.kind === DIGEST_KIND && typeof d.cluster === 'string' && Number.isInteger(d.seq) &&
+    typeof d.periodStart === 'string' && typeof d.periodEnd === 'string' && typeof d.events === 'object' && d.events !== null && Array.isArray(d.history) &&
+    Array.isArray(d.gaps) && Array.isArray(d.restores) && typeof d.prevHash === 'string' && typeof d.hash === 'string' && typeof d.signature === 'string' && typeof d.keyId === 'string'
+  );
+}
+
+/** A stored digest's bytes parsed; an error string when it is not a digest. */
+export function parseDigest(text: string): Digest | string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return 'not JSON';
+  }
+  return isDigestShape(parsed) ? parsed : 'not a lockaudit digest';
+}
+
+/** What is wrong with one digest on its own (hash, signature, key, object name); undefined when nothing. */
+export function digestProblem(d: Digest, publicKey: KeyObject, keyId: string, object?: string, prefix = DIGEST_OBJECT_PREFIX): string | undefined {
+  if (digestHash(d) !== d.hash) return 'altered: its content does not match its hash';
+  const bytes = digestBytes(d);
+  if (d.keyId !== keyId) return `signed by another key (key id ${d.keyId}, expected ${keyId})`;
+  if (!verifyDigestSignature(publicKey, bytes, d.signature)) return 'signature invalid under the public key (altered, or signed by another key)';
+  if (object !== undefined && object !== digestObjectName(d.cluster, d.seq, prefix)) return `stored as ${object}, but it is seq ${d.seq} of ${d.cluster}`;
+  return undefined;
+}
+
+export interface ChainEntry {
+  object: string;
+  digest?: Digest;
+  error?: string;
+}
+
+export interface PeriodVerdict {
+  cluster: string;
+  periodStart: string;
+  periodEnd: string;
+  /** The digest in force for the period (the last link naming it); undefined when none. */
+  digest?: Digest;
+  /** Seqs of the digests of this period replaced by later ones (changes after sealing). */
+  superseded: number[];
+  problems: string[];
+}
+
+export interface ChainWalk {
+  cluster: string;
+  /** Every period the chain's regular digests cover, in order, each with its problems. */
+  periods: PeriodVerdict[];
+  /** Problems that belong to no one period (a link missing before the first period, …). */
+  problems: string[];
+  lastSeq: number;
+}
+
+/**
+ * Walks one cluster's chain: each digest intact and signed by the key, seqs
+ * 1..last without a hole, each prevHash the hash of the digest before, the
+ * regular digests' periods contiguous. A missing or broken link is charged to
+ * the period it sits in (the one the missing digest covered, when it can be
+ * told; else the next period the chain names).
+ */
+export function walkChain(cluster: string, entries: readonly ChainEntry[], publicKey: KeyObject, keyId: string, prefix = DIGEST_OBJECT_PREFIX): ChainWalk {
+  const loose: string[] = [];
+  const bySeq = new Map<number, { digest: Digest; object: string; problem?: string }>();
+  for (const e of entries) {
+    if (!e.digest) {
+      loose.push(`${e.object}: unreadable (${e.error ?? 'unknown'})`);
+      continue;
+    }
+    const problem = digestProblem(e.digest, publicKey, keyId, e.object, prefix);
+    if (e.digest.cluster !== cluster) {
+      loose.push(`${e.object}: names cluster ${e.digest.cluster}`);
+      continue;
+    }
+    if (bySeq.has(e.digest.seq)) {
+      loose.push(`${e.object}: a second digest claims seq ${e.digest.seq}`);
+      continue;
+    }
+    bySeq.set(e.digest.seq, { digest: e.digest, object: e.object, problem });
+  }
+  const lastSeq = Math.max(0, ...bySeq.keys());
+  const periods = new Map<string, PeriodVerdict>();
+  const order: string[] = [];
+  const periodOf = (start: string, end: string): PeriodVerdict => {
+    let p = periods.get(start);
+    if (!p) {
+      p = { cluster, periodStart: start, periodEnd: end, superseded: [], problems: [] };
+      periods.set(start, p);
+      order.push(start);
+    }
+    return p;
+  };
+  let previous: { digest: Digest; object: string; problem?: string } | undefined;
+  let regularEnd: string | undefined;
+  let pendingMissing: string[] = [];
+  for (let seq = 1; seq <= lastSeq; seq++) {
+    const cur = bySeq.get(seq);
+    if (!cur) {
+      let end = seq;
+      while (end + 1 <= lastSeq && !bySeq.has(end + 1)) end++;
+      pendingMissing.push(`${end === seq ? `digest seq ${seq} is` : `digests seq ${seq}–${end} are`} missing from the chain`);
+      seq = end;
+      previous = undefined;
+      continue;
+    }
+    const d = cur.digest;
+    const problems: string[] = [];
+    if (cur.problem) problems.push(`${cur.object}: ${cur.problem}`);
+    if (previous && d.prevHash !== previous.digest.hash) problems.push(`${cur.object}: names a previous hash that seq ${previous.digest.seq} does not have (seq ${previous.digest.seq} altered or replaced)`);
+    if (seq === 1 && d.prevHash !== GENESIS_HASH) problems.push(`${cur.object}: the first digest does not start from the genesis hash`);
+    if (d.supersedes) {
+      const p = periods.get(d.periodStart);
+      if (!p) problems.push(`${cur.object}: supersedes seq ${d.supersedes.seq}, which covers no period of the chain`);
+      const target = p ?? periodOf(d.periodStart, d.periodEnd);
+      if (target.digest && target.digest.seq === d.supersedes.seq && target.digest.hash !== d.supersedes.hash) problems.push(`${cur.object}: supersedes seq ${d.supersedes.seq} by a hash it does not have`);
+      if (target.digest) target.superseded.push(target.digest.seq);
+      target.digest = d;
+      target.problems.push(...pendingMissing.map((m) => `${m} (before seq ${seq}, which supersedes this period's digest)`), ...problems);
+    } else {
+      // The chain's own periods: the first where it starts, then each where the last ended.
+      if (regularEnd !== undefined && d.periodStart !== regularEnd) {
+        // Periods between the last one and this one had digests that are gone.
+        const why = pendingMissing.length ? pendingMissing : ['no digest covers it (the chain jumps over it)'];
+        const length = Date.parse(d.periodEnd) - Date.parse(d.periodStart);
+        const stop = Date.parse(d.periodStart);
+        for (let ms = Date.parse(regularEnd); ms < stop; ms += length > 0 ? length : stop - ms) {
+          const end = Math.min(stop, ms + (length > 0 ? length : stop - ms));
+          periodOf(new Date(ms).toISOString(), new Date(end).toISOString()).problems.push(...why);
+        }
+        pendingMissing = [];
+      }
+      const p = periodOf(d.periodStart, d.periodEnd);
+      p.digest = d;
+      p.problems.push(...pendingMissing, ...problems);
+      regularEnd = d.periodEnd;
+    }
+    pendingMissing = [];
+    previous = cur;
+  }
+  loose.push(...pendingMissing);
+  const sorted = order.map((s) => periods.get(s) as PeriodVerdict).sort((a, b) => Date.parse(a.periodStart) - Date.parse(b.periodStart));
+  return { cluster, periods: sorted, problems: loose, lastSeq };
+}
+
+/** Signs a manifest (or any JSON object): Ed25519 over its canonical JSON without `signature`. */
+export function signManifest<T extends object>(manifest: T, signer: DigestSigner): T & { signature: { algorithm: 'Ed25519'; keyId: string; value: string } } {
+  const { signature: _old, ...rest } = manifest as T & { signature?: unknown };
+  return { ...(rest as T), signature: { algorithm: 'Ed25519', keyId: signer.keyId, value: signer.sign(Buffer.from(canonicalJson(rest), 'utf8')) } };
+}
+
+/**
+ * The stretch of a cluster's chain an export over [fromMs, toMs) carries:
+ * every digest from the lowest to the highest seq among those whose period
+ * overlaps the range or is the one right after it (a change belongs to the
+ * period of the first clock write after it, so one committed just before
+ * `to` can sit in the next period) — superseding ones in between included,
+ * so the links can be checked.
+ */
+export function chainSegment(digests: readonly Digest[], fromMs: number, toMs: number): Digest[] {
+  const sorted = [...digests].sort((a, b) => a.seq - b.seq);
+  const overlapping = sorted.filter((d) => {
+    const start = Date.parse(d.periodStart);
+    const end = Date.parse(d.periodEnd);
+    return end > fromMs && start < toMs + (end - start);
+  });
+  if (overlapping.length === 0) return [];
+  const lo = (overlapping[0] as Digest).seq;
+  const hi = (overlapping[overlapping.length - 1] as Digest).seq;
+  return sorted.filter((d) => d.seq >= lo && d.seq <= hi);
+}

@@ -1,0 +1,164 @@
+// `lockaudit verify`: checks the digest chain of each cluster the way an
+// outsider would (docs/operations.md#tamper-evident-digests) — every digest present, unaltered and
+// signed by the public key, the chain unbroken — then, per period in the
+// range, that each Parquet history object a digest names exists with its
+// sha256 and, given the audit store, that ClickHouse's events still hash to
+// the digest. One verdict per period; the first failing one is named.
+import { createHash, type KeyObject } from 'node:crypto';
+import type { Client } from 'minio';
+import type { AuditStore } from '../../core/clickhouse.js';
+import { digestKeyId } from '../../core/digestKey.js';
+import { loadSql } from '../../platform/sql.js';
+import { hiddenNames } from '../archiveVerify.js';
+import { withRetry } from '../objectStore.js';
+import { DIGEST_OBJECT_PREFIX, walkChain, type Digest, type PeriodVerdict } from './format.js';
+import { hashPeriodEvents, readChain } from './worker.js';
+
+export interface DigestVerifyOptions {
+  s3: Client;
+  bucket: string;
+  publicKey: KeyObject;
+  clusters: readonly string[];
+  fromMs: number;
+  /** Default: the end of the last digested period. */
+  toMs?: number;
+  /** With it, events are re-hashed and periods past the chain's end are judged sealed or not. */
+  store?: AuditStore;
+  /** Needed to judge whether an undigested period is sealed (the worker's setting). */
+  settleMs?: number;
+  /** Period length for periods past the chain's end when the chain names none. */
+  periodMs?: number;
+  objectPrefix?: string;
+}
+
+export interface PeriodResult {
+  cluster: string;
+  periodStart: string;
+  periodEnd: string;
+  status: 'ok' | 'fail' | 'unsealed';
+  seq?: number;
+  events?: string;
+  superseded: number[];
+  problems: string[];
+}
+
+export interface DigestVerifyResult {
+  ok: boolean;
+  periods: PeriodResult[];
+  /** Problems tied to no period in the range (chain-level): each fails the run too. */
+  problems: Array<{ cluster: string; detail: string }>;
+  firstFailure?: { cluster: string; periodStart: string; detail: string };
+}
+
+async function sha256Of(s3: Client, bucket: string, object: string): Promise<{ sha256: string; bytes: number } | 'missing'> {
+  try {
+    const stream = await s3.getObject(bucket, object);
+    const hash = createHash('sha256');
+    let bytes = 0;
+    for await (const c of stream) {
+      hash.update(c as Buffer);
+      bytes += (c as Buffer).length;
+    }
+    return { sha256: hash.digest('hex'), bytes };
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'NoSuchKey' || code === 'NotFound') return 'missing';
+    throw err;
+  }
+}
+
+async function historyProblems(s3: Client, d: Digest): Promise<string[]> {
+  const problems: string[] = [];
+  for (const h of d.history) {
+    const got = await withRetry(() => sha256Of(s3, h.bucket, h.object), { deadlineMs: 60_000 });
+    if (got === 'missing') problems.push(`history object ${h.bucket}/${h.object} is missing`);
+    else if (got.sha256 !== h.sha256) problems.push(`history object ${h.bucket}/${h.object} does not match its digest (sha256 ${got.sha256.slice(0, 12)}…, ${got.bytes} bytes; digest says ${h.sha256.slice(0, 12)}…, ${h.bytes} bytes)`);
+  }
+  return problems;
+}
+
+async function eventProblems(store: AuditStore, d: Digest): Promise<string[]> {
+  const now = await hashPeriodEvents(store, d.cluster, { after: d.events.after, through: d.events.through, fromMs: Date.parse(d.periodStart), toMs: Date.parse(d.periodEnd) });
+  if (now.sha256 === d.events.sha256 && now.count === d.events.count) return [];
+  return [`ClickHouse events no longer match the digest (${now.count} event(s) now, ${d.events.count} signed; sha256 ${now.sha256.slice(0, 12)}… vs ${d.events.sha256.slice(0, 12)}…)`];
+}
+
+export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerifyResult> {
+  const prefix = o.objectPrefix ?? DIGEST_OBJECT_PREFIX;
+  const keyId = digestKeyId(o.publicKey);
+  const periods: PeriodResult[] = [];
+  const problems: DigestVerifyResult['problems'] = [];
+  for (const cluster of o.clusters) {
+    const entries = await readChain(o.s3, o.bucket, cluster, prefix);
+    const hidden = await withRetry(() => hiddenNames(o.s3, o.bucket, `${prefix}${cluster}/`), { deadlineMs: 30_000 });
+    const walk = walkChain(cluster, entries, o.publicKey, keyId, prefix);
+    for (const name of [...hidden].sort()) problems.push({ cluster, detail: `${name}: its current version is an S3 delete marker (the digest is hidden; a locked version survives)` });
+    for (const p of walk.problems) problems.push({ cluster, detail: p });
+    const regular = walk.periods;
+    const last = regular[regular.length - 1];
+    const lastEnd = last ? Date.parse(last.periodEnd) : undefined;
+    const periodMs = last ? Date.parse(last.periodEnd) - Date.parse(last.periodStart) : o.periodMs;
+    const toMs = o.toMs ?? lastEnd ?? o.fromMs;
+    for (const p of regular) {
+      const s = Date.parse(p.periodStart);
+      const e = Date.parse(p.periodEnd);
+      if (e <= o.fromMs || s >= toMs) continue;
+      periods.push(await judge(o, p));
+    }
+    // Past the chain's end: every period up to `to` lacks a digest.
+    if (toMs > (lastEnd ?? o.fromMs) && periodMs) {
+      const sealedThrough = o.store ? await sealedThroughMs(o.store, cluster, o.settleMs ?? 0) : undefined;
+      let s = lastEnd ?? Math.floor(o.fromMs / periodMs) * periodMs;
+      if (s < o.fromMs) s += Math.floor((o.fromMs - s) / periodMs) * periodMs;
+      for (; s < toMs; s += periodMs) {
+        const e = s + periodMs;
+        const base = { cluster, periodStart: new Date(s).toISOString(), periodEnd: new Date(e).toISOString(), superseded: [] };
+        if (sealedThrough !== undefined && e > sealedThrough) periods.push({ ...base, status: 'unsealed', problems: [] });
+        else periods.push({ ...base, status: 'fail', problems: [`no digest${sealedThrough !== undefined ? ', though the period is sealed' : ''} (removed from the end of the chain, or the digest worker is behind)`] });
+      }
+    } else if (!periodMs && o.toMs !== undefined) {
+      problems.push({ cluster, detail: 'no digest at all for this cluster' });
+    }
+  }
+  const failing = periods.find((p) => p.status === 'fail');
+  const firstFailure = failing
+    ? { cluster: failing.cluster, periodStart: failing.periodStart, detail: failing.problems.join('; ') }
+    : problems[0]
+      ? { cluster: problems[0].cluster, periodStart: '(chain)', detail: problems[0].detail }
+      : undefined;
+  return { ok: !failing && problems.length === 0, periods, problems, firstFailure };
+}
+
+async function judge(o: DigestVerifyOptions, p: PeriodVerdict): Promise<PeriodResult> {
+  const problems = [...p.problems];
+  const d = p.digest;
+  if (d && problems.length === 0) {
+    problems.push(...(await historyProblems(o.s3, d)));
+    if (o.store) problems.push(...(await eventProblems(o.store, d)));
+  }
+  if (!d && problems.length === 0) problems.push('no digest');
+  return { cluster: p.cluster, periodStart: p.periodStart, periodEnd: p.periodEnd, status: problems.length ? 'fail' : 'ok', seq: d?.seq, events: d?.events.count, superseded: p.superseded, problems };
+}
+
+/** The end of the last sealed period's settle bound: the newest captured /sys/clock write minus settle. */
+async function sealedThroughMs(store: AuditStore, cluster: string, settleMs: number): Promise<number> {
+  const [row] = await store.rows<{ clocks: string; newestMs: string }>(loadSql('exporters/sql/digest_clock.sql').text, { cluster, sinceMs: 0 });
+  return row && row.clocks !== '0' ? Number(row.newestMs) - settleMs : 0;
+}
+
+/** One line per period, then the first failure. */
+export function formatVerifyResult(r: DigestVerifyResult): string[] {
+  const lines: string[] = [];
+  for (const p of r.periods) {
+    const head = `${p.status === 'ok' ? 'ok  ' : p.status === 'unsealed' ? 'open' : 'FAIL'}  ${p.cluster} ${p.periodStart}..${p.periodEnd}`;
+    const seq = p.seq !== undefined ? ` seq ${p.seq}` : '';
+    const sup = p.superseded.length ? ` (supersedes seq ${p.superseded.join(', ')}: changed after sealing)` : '';
+    if (p.status === 'ok') lines.push(`${head}${seq} events ${p.events}${sup}`);
+    else if (p.status === 'unsealed') lines.push(`${head} not sealed yet`);
+    else lines.push(`${head}${seq}: ${p.problems.join('; ')}`);
+  }
+  for (const p of r.problems) lines.push(`FAIL  ${p.cluster} chain: ${p.detail}`);
+  if (r.firstFailure) lines.push(`first failing period: ${r.firstFailure.cluster} ${r.firstFailure.periodStart}: ${r.firstFailure.detail}`);
+  else lines.push(`verified ${r.periods.filter((p) => p.status === 'ok').length} period(s): chain intact, signatures valid`);
+  return lines;
+}

@@ -1,0 +1,358 @@
+// The digest worker of one cluster (docs/operations.md#tamper-evident-digests): every sealed period
+// gets one signed digest in the object-locked archive bucket, chained to the
+// previous one; a digested period whose events changed since (a late replay,
+// a restore's marks, a spooled grant shipped late) gets a new digest that
+// supersedes it. Nothing is overwritten (If-None-Match, COMPLIANCE).
+//
+// Crash-safe by construction: the chain in the bucket is the only state. A
+// run starts where the last digest ended, so a worker killed at any point
+// skips no period; two workers race on the next seq's object name and the
+// loser re-reads the chain.
+//
+// Sealing: the tailer writes /sys/clock about once a second; a period
+// [start, end) is sealed once a clock write with time ≥ end + settle is
+// captured (at or below the checkpoint). Its end position is the highest
+// (timeline, revision) of a captured clock write with time < end: the
+// period holds the changes etcd committed between its bounding clock writes.
+import type { Client } from 'minio';
+import type { AuditStore } from '../../core/clickhouse.js';
+import type { DigestSigner } from '../../core/digestKey.js';
+import { LockauditError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import { alarm, alarmName } from '../../platform/alarms.js';
+import { archiveLockProblem, ARCHIVE_RETENTION_YEARS } from '../../platform/buckets.js';
+import type { HealthState } from '../../platform/health.js';
+import { loadSql } from '../../platform/sql.js';
+import { MANIFEST_SUFFIX, parseManifest } from '../manifest.js';
+import { putArchiveJson, readObjectText, withRetry } from '../objectStore.js';
+import {
+  comparePositions, DIGEST_KIND, DIGEST_OBJECT_PREFIX, DIGEST_VERSION, digestObjectName, EventsHasher, GENESIS_HASH, parseDigest, signDigest,
+  type Digest, type DigestBody, type DigestEvent, type DigestGap, type DigestHistoryObject, type DigestRestore, type Position,
+} from './format.js';
+import type { DigestMetrics } from './metrics.js';
+
+export interface DigestWorkerOptions {
+  cluster: string;
+  store: AuditStore;
+  s3: Client;
+  /** The object-locked archive bucket. */
+  bucket: string;
+  /** Where the Parquet history lives (its manifests name each file's sha256). */
+  historyBucket: string;
+  signer: DigestSigner;
+  logger: Logger;
+  health?: HealthState;
+  metrics?: DigestMetrics;
+  periodMs: number;
+  settleMs: number;
+  /** Digested periods re-checked for changes each run. */
+  lookbackPeriods: number;
+  /** Sealed periods without a digest before the alarm. */
+  alarmAfterPeriods: number;
+  pollIntervalMs?: number;
+  /** Object name prefix in the archive bucket. Default digests/ */
+  objectPrefix?: string;
+  /** Write into a bucket without object lock (tests that attack the chain). Default false: refused. */
+  allowUnlocked?: boolean;
+  /** Most periods sealed per run (bounds one run's work; the next run goes on). Default 1000. */
+  maxPeriodsPerRun?: number;
+}
+
+export interface DigestRunResult {
+  written: number;
+  superseded: number;
+  /** Sealed periods still without a digest after this run. */
+  behind: number;
+  /** End of the last digested period (ISO), or null. */
+  digestedThrough: string | null;
+}
+
+/** Revisions per read of a period's events: one revision can carry thousands of events (a lease expiry), so it bounds reads, not rows. */
+const WINDOW = 20_000n;
+const REVISION_MAX = '9223372036854775807';
+
+interface ClockStats {
+  clocks: string;
+  firstMs: string;
+  newestMs: string;
+}
+
+/** The (lo, hi) revision bounds for the primary key, and the range parameters, of a period. */
+export function rangeParams(after: Position | null, through: Position, fromMs: number, toMs: number): Record<string, string | number> {
+  const sameTimeline = after !== null && after.timeline === through.timeline;
+  return {
+    lo: sameTimeline ? (BigInt(after.revision) + 1n).toString() : '1',
+    // Rows of an earlier timeline may sit at any revision below `through`'s position.
+    hi: sameTimeline || (after === null && through.timeline === '0') ? through.revision : REVISION_MAX,
+    hasAfter: after ? 1 : 0,
+    afterTimeline: after?.timeline ?? '0',
+    afterRevision: after?.revision ?? '0',
+    throughTimeline: through.timeline,
+    throughRevision: through.revision,
+    fromMs,
+    toMs,
+  };
+}
+
+/** Hashes a period's events as they are in ClickHouse now (the worker's and the verifier's one way), a window of revisions at a time. */
+export async function hashPeriodEvents(store: AuditStore, cluster: string, range: { after: Position | null; through: Position; fromMs: number; toMs: number }): Promise<ReturnType<EventsHasher['digest']>> {
+  const sql = loadSql('exporters/sql/digest_events.sql').text;
+  const hasher = new EventsHasher();
+  const rp = rangeParams(range.after, range.through, range.fromMs, range.toMs);
+  const params = { cluster, ...rp };
+  const window = async (winLo: bigint, winHi: bigint): Promise<void> => {
+    for (const r of await store.rows<DigestEvent & { ingestedAtMs: string }>(sql, { ...params, winLo: winLo.toString(), winHi: winHi.toString() })) hasher.add(r, r.ingestedAtMs);
+  };
+  await window(0n, 0n); // spooled grants (revision 0) sort first
+  const [span] = await store.rows<{ n: string; low: string; high: string }>(loadSql('exporters/sql/digest_span.sql').text, { cluster, lo: rp.lo, hi: rp.hi });
+  if (span && span.n !== '0') {
+    for (let lo = BigInt(span.low), high = BigInt(span.high); lo <= high; lo += WINDOW) await window(lo, lo + WINDOW - 1n < high ? lo + WINDOW - 1n : high);
+  }
+  return hasher.digest({ after: range.after, through: range.through });
+}
+
+export async function readChain(s3: Client, bucket: string, cluster: string, prefix = DIGEST_OBJECT_PREFIX): Promise<Array<{ object: string; digest?: Digest; error?: string }>> {
+  const names: string[] = [];
+  await withRetry(async () => {
+    names.length = 0;
+    for await (const item of s3.listObjectsV2(bucket, `${prefix}${cluster}/`, true)) if (item.name) names.push(item.name);
+  }, { deadlineMs: 30_000 });
+  names.sort();
+  const out: Array<{ object: string; digest?: Digest; error?: string }> = [];
+  for (const object of names) {
+    const parsed = parseDigest(await withRetry(() => readObjectText(s3, bucket, object), { deadlineMs: 30_000 }));
+    out.push(typeof parsed === 'string' ? { object, error: parsed } : { object, digest: parsed });
+  }
+  return out;
+}
+
+export class DigestWorker {
+  readonly #o: Required<Omit<DigestWorkerOptions, 'health' | 'metrics'>> & Pick<DigestWorkerOptions, 'health' | 'metrics'>;
+  /** Every digest of the chain by seq (as read, then as written). */
+  #chain: Map<number, Digest> | undefined;
+  #locked: boolean | undefined;
+  #loop: Promise<void> | undefined;
+  #wake: (() => void) | undefined;
+  #closing = false;
+  #closed: Promise<void> | undefined;
+
+  constructor(options: DigestWorkerOptions) {
+    this.#o = { pollIntervalMs: 10_000, objectPrefix: DIGEST_OBJECT_PREFIX, allowUnlocked: false, maxPeriodsPerRun: 1_000, ...options };
+  }
+
+  get cluster(): string {
+    return this.#o.cluster;
+  }
+
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#closing) {
+      await this.tick().catch(() => undefined);
+      if (this.#closing) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.#o.pollIntervalMs);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wake = undefined;
+    }
+  }
+
+  async #loadChain(): Promise<Map<number, Digest>> {
+    const chain = new Map<number, Digest>();
+    for (const e of await readChain(this.#o.s3, this.#o.bucket, this.cluster, this.#o.objectPrefix)) if (e.digest && e.digest.cluster === this.cluster) chain.set(e.digest.seq, e.digest);
+    this.#chain = chain;
+    return chain;
+  }
+
+  async #checkLock(): Promise<void> {
+    if (this.#locked !== undefined) return;
+    const problem = await archiveLockProblem(this.#o.s3, this.#o.bucket);
+    if (problem && !this.#o.allowUnlocked) throw new LockauditError('LOCKAUDIT_ERR_ARCHIVE_UNLOCKED', problem);
+    this.#locked = problem === undefined;
+  }
+
+  /** The head, the last regular (not superseding) digest, and the digest in force per period start. */
+  #state(chain: Map<number, Digest>): { head?: Digest; regular?: Digest; effective: Map<string, Digest>; named: Set<string> } {
+    let head: Digest | undefined;
+    let regular: Digest | undefined;
+    const effective = new Map<string, Digest>();
+    const named = new Set<string>();
+    for (const seq of [...chain.keys()].sort((a, b) => a - b)) {
+      const d = chain.get(seq) as Digest;
+      head = d;
+      if (!d.supersedes) regular = d;
+      effective.set(d.periodStart, d);
+      for (const h of d.history) named.add(`${h.bucket}/${h.object}`);
+    }
+    return { head, regular, effective, named };
+  }
+
+  /** One run: seal every sealed period after the last digest, then supersede changed recent ones. */
+  async tick(): Promise<DigestRunResult> {
+    const started = Date.now();
+    try {
+      await this.#checkLock();
+      const chain = this.#chain ?? (await this.#loadChain());
+      let { head, regular, effective, named } = this.#state(chain);
+      const P = this.#o.periodMs;
+      const since = regular ? Date.parse(regular.periodEnd) : 0;
+      const [clock] = await this.#o.store.rows<ClockStats>(loadSql('exporters/sql/digest_clock.sql').text, { cluster: this.cluster, sinceMs: since });
+      const newestMs = clock && BigInt(clock.clocks) > 0n ? Number(clock.newestMs) : undefined;
+      let start = regular ? Date.parse(regular.periodEnd) : clock && BigInt(clock.clocks) > 0n ? Math.floor(Number(clock.firstMs) / P) * P : undefined;
+      let written = 0;
+      let superseded = 0;
+      if (start !== undefined && newestMs !== undefined) {
+        let pendingHistory: DigestHistoryObject[] | undefined;
+        while (start + P + this.#o.settleMs <= newestMs && written < this.#o.maxPeriodsPerRun && !this.#closing) {
+          pendingHistory ??= await this.#newHistory(named);
+          const body = await this.#periodBody(head, regular, start, start + P, pendingHistory, null);
+          const digest = signDigest(body, this.#o.signer);
+          if (!(await this.#put(digest))) {
+            ({ head, regular, effective, named } = this.#state(await this.#loadChain()));
+            start = regular ? Date.parse(regular.periodEnd) : start;
+            pendingHistory = undefined;
+            continue;
+          }
+          chain.set(digest.seq, digest);
+          for (const h of digest.history) named.add(`${h.bucket}/${h.object}`);
+          pendingHistory = [];
+          head = digest;
+          regular = digest;
+          effective.set(digest.periodStart, digest);
+          written++;
+          this.#o.metrics?.written.inc({ cluster: this.cluster, kind: 'period' });
+          start += P;
+        }
+      }
+      // Late changes: the latest lookbackPeriods digested periods, re-counted, re-hashed when they moved.
+      const recent = [...effective.values()].sort((a, b) => Date.parse(b.periodStart) - Date.parse(a.periodStart)).slice(0, this.#o.lookbackPeriods);
+      for (const d of recent.reverse()) {
+        if (this.#closing) break;
+        const fromMs = Date.parse(d.periodStart);
+        const toMs = Date.parse(d.periodEnd);
+        const [now] = await this.#o.store.rows<{ count: string; ingestedThroughMs: string }>(loadSql('exporters/sql/digest_stats.sql').text, {
+          cluster: this.cluster, ...rangeParams(d.events.after, d.events.through, fromMs, toMs),
+        });
+        const count = now?.count ?? '0';
+        const through = count === '0' ? null : (now?.ingestedThroughMs ?? null);
+        if (count === d.events.count && through === d.events.ingestedThroughMs) continue;
+        const events = await hashPeriodEvents(this.#o.store, this.cluster, { after: d.events.after, through: d.events.through, fromMs, toMs });
+        if (events.sha256 === d.events.sha256 && events.count === d.events.count) continue;
+        const body: DigestBody = { ...(await this.#periodBody(head, regular, fromMs, toMs, [], { seq: d.seq, hash: d.hash }, d.events)), events };
+        const digest = signDigest(body, this.#o.signer);
+        if (!(await this.#put(digest))) {
+          await this.#loadChain();
+          break; // another worker wrote that seq: the next run starts from the chain it left
+        }
+        chain.set(digest.seq, digest);
+        head = digest;
+        effective.set(digest.periodStart, digest);
+        superseded++;
+        this.#o.metrics?.written.inc({ cluster: this.cluster, kind: 'supersede' });
+        this.#o.logger.warn({ cluster: this.cluster, period: d.periodStart, supersedes: d.seq, seq: digest.seq, countBefore: d.events.count, countNow: events.count }, 'digest: a sealed period changed; superseding digest written');
+      }
+      const digestedThrough = regular?.periodEnd ?? null;
+      const behind = newestMs === undefined || start === undefined ? 0 : Math.max(0, Math.floor((newestMs - this.#o.settleMs - start) / P));
+      this.#report(behind, digestedThrough, 'ok');
+      this.#o.metrics?.runs.inc({ cluster: this.cluster, outcome: 'ok' });
+      this.#o.metrics?.lastSuccess.set({ cluster: this.cluster }, Date.now() / 1000);
+      this.#o.metrics?.runSeconds.observe({ cluster: this.cluster }, (Date.now() - started) / 1000);
+      return { written, superseded, behind, digestedThrough };
+    } catch (err) {
+      this.#o.metrics?.runs.inc({ cluster: this.cluster, outcome: 'failed' });
+      this.#o.logger.warn({ cluster: this.cluster, err: (err as Error).message }, 'digest run failed, will retry');
+      const regular = this.#chain ? this.#state(this.#chain).regular : undefined;
+      const behind = regular ? Math.max(0, Math.floor((Date.now() - this.#o.settleMs - Date.parse(regular.periodEnd)) / this.#o.periodMs)) : 0;
+      this.#report(behind, regular?.periodEnd ?? null, `failed: ${(err as Error).message}`.slice(0, 200));
+      throw err;
+    }
+  }
+
+  #report(behind: number, digestedThrough: string | null, lastRun: string): void {
+    this.#o.metrics?.behind.set({ cluster: this.cluster }, behind);
+    if (behind > this.#o.alarmAfterPeriods) {
+      this.#o.health?.raise(alarm('LOCKAUDIT_ALARM_DIGEST_BEHIND', { cluster: this.cluster }, { behind, digestedThrough: digestedThrough ?? 'nothing yet', lastRun }));
+    } else {
+      this.#o.health?.clear(alarmName('LOCKAUDIT_ALARM_DIGEST_BEHIND', { cluster: this.cluster }));
+    }
+  }
+
+  async #put(d: Digest): Promise<boolean> {
+    const name = digestObjectName(this.cluster, d.seq, this.#o.objectPrefix);
+    return withRetry(() => putArchiveJson(this.#o.s3, this.#o.bucket, name, d, this.#locked ? ARCHIVE_RETENTION_YEARS : undefined), { deadlineMs: 60_000 });
+  }
+
+  async #periodBody(
+    head: Digest | undefined,
+    regular: Digest | undefined,
+    fromMs: number,
+    toMs: number,
+    history: DigestHistoryObject[],
+    supersedes: { seq: number; hash: string } | null,
+    known?: Digest['events'],
+  ): Promise<DigestBody> {
+    const params = { cluster: this.cluster, fromMs, toMs };
+    let events = known;
+    if (!events) {
+      const after = regular?.events.through ?? null;
+      const [clock] = await this.#o.store.rows<Position>(loadSql('exporters/sql/digest_boundary.sql').text, { cluster: this.cluster, sinceMs: fromMs, beforeMs: toMs });
+      let through = clock ?? after;
+      if (after && through && comparePositions(through, after) < 0) through = after;
+      if (!through) throw new Error(`no /sys/clock write of ${this.cluster} in its first period ${new Date(fromMs).toISOString()}`);
+      events = await hashPeriodEvents(this.#o.store, this.cluster, { after, through, fromMs, toMs });
+    }
+    const gaps = await this.#o.store.rows<Omit<DigestGap, 'detectedAt'> & { detectedAtMs: string }>(loadSql('exporters/sql/digest_gaps.sql').text, params);
+    const restores = await this.#o.store.rows<Omit<DigestRestore, 'detectedAt'> & { detectedAtMs: string }>(loadSql('exporters/sql/digest_restores.sql').text, params);
+    const iso = (ms: string): string => new Date(Number(ms)).toISOString();
+    return {
+      v: DIGEST_VERSION,
+      kind: DIGEST_KIND,
+      cluster: this.cluster,
+      seq: (head?.seq ?? 0) + 1,
+      periodStart: new Date(fromMs).toISOString(),
+      periodEnd: new Date(toMs).toISOString(),
+      events,
+      history,
+      gaps: gaps.map(({ detectedAtMs, ...g }) => ({ ...g, detectedAt: iso(detectedAtMs) })),
+      restores: restores.map(({ detectedAtMs, ...r }) => ({ ...r, detectedAt: iso(detectedAtMs) })),
+      supersedes,
+      prevHash: head?.hash ?? GENESIS_HASH,
+      createdAt: new Date().toISOString(),
+      keyId: this.#o.signer.keyId,
+    };
+  }
+
+  /** History files of this cluster complete (manifest written) and not yet named by a digest. */
+  async #newHistory(named: Set<string>): Promise<DigestHistoryObject[]> {
+    const out: DigestHistoryObject[] = [];
+    const bucket = this.#o.historyBucket;
+    if (!(await this.#o.s3.bucketExists(bucket))) return out;
+    for (const dataset of ['grants', 'events']) {
+      const manifests: string[] = [];
+      for await (const item of this.#o.s3.listObjectsV2(bucket, `${dataset}/cluster=${this.cluster}/`, true)) if (item.name?.endsWith(MANIFEST_SUFFIX)) manifests.push(item.name);
+      for (const name of manifests.sort()) {
+        const object = name.slice(0, -MANIFEST_SUFFIX.length);
+        if (named.has(`${bucket}/${object}`)) continue;
+        const m = parseManifest(await readObjectText(this.#o.s3, bucket, name));
+        if (!m || m.object !== object) continue;
+        out.push({ bucket, object, sha256: m.sha256, bytes: m.bytes, rows: m.rows, dataset: m.dataset, date: m.date ?? '' });
+      }
+    }
+    return out;
+  }
+
+  close(): Promise<void> {
+    this.#closed ??= (async () => {
+      this.#closing = true;
+      this.#wake?.();
+      await this.#loop?.catch(() => undefined);
+    })();
+    return this.#closed;
+  }
+}

@@ -1,0 +1,20 @@
+-- A digest period's events (digest_range.sql) within one window of revisions
+-- [winLo, winHi] (the primary key: each window reads only its own granules),
+-- in the digest's order (revision, key, timeline), every field the events
+-- hash covers as a string (exporters/digests/format.ts EVENT_FIELDS), and
+-- ingested_at (not hashed). The caller walks the windows in order: revision 0
+-- (spooled grants) first, then upwards.
+-- Parameters: {db:Identifier} {cluster:String} {winLo:UInt64} {winHi:UInt64}
+SELECT cluster, toString(timeline) AS timeline, toString(revision) AS revision, key, toString(event_type) AS eventType, toString(op) AS op,
+       toString(origin) AS origin, toString(namespace) AS namespace, lock_path AS lockPath, toString(class) AS class, holder, session,
+       toString(token) AS token, toString(epoch) AS epoch, toString(grant_revision) AS grantRevision, toString(wait_ms) AS waitMs,
+       toString(toUnixTimestamp64Milli(wall_time)) AS wallTimeMs, toString(time_estimated) AS timeEstimated, toString(time_error_ms) AS timeErrorMs,
+       toString(create_revision) AS createRevision, toString(mod_revision) AS modRevision, toString(version) AS version, lease, value,
+       prev_value AS prevValue, toString(unprotected) AS unprotected, toString(rolled_back_by) AS rolledBackBy, toString(superseded_by) AS supersededBy,
+       toString(toUnixTimestamp64Milli(ingested_at)) AS ingestedAtMs
+FROM {db:Identifier}.events FINAL
+PREWHERE cluster = {cluster:String} AND revision >= {winLo:UInt64} AND revision <= {winHi:UInt64}
+WHERE
+-- @include exporters/sql/digest_range.sql
+ORDER BY revision, key, timeline
+SETTINGS prefer_column_name_to_alias = 1

@@ -1,0 +1,7 @@
+-- The lowest and highest revision (above 0) a digest period's rows can have
+-- within the primary-key bounds {lo, hi}: where the windows of
+-- digest_events.sql start and stop. Key columns only: no FINAL needed.
+-- Parameters: {db:Identifier} {cluster:String} {lo:UInt64} {hi:UInt64}
+SELECT toString(count()) AS n, toString(min(revision)) AS low, toString(max(revision)) AS high
+FROM {db:Identifier}.events
+WHERE cluster = {cluster:String} AND revision >= {lo:UInt64} AND revision <= {hi:UInt64} AND revision > 0

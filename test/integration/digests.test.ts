@@ -1,0 +1,288 @@
+// Tamper-evident digests (issue 25) against real MinIO and chdb, attacked:
+// a digest removed (a delete marker in the locked bucket), two adjacent ones
+// removed, one replaced by a digest signed by another key, a Parquet history
+// object deleted, a row altered in ClickHouse, a compliance export truncated
+// — each named by the verifier at the period it sits in. A late change gets
+// a superseding digest; a worker killed with SIGKILL mid-run and run again
+// skips no period.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
+import { readFileSync, writeFileSync, truncateSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import type { AuditStore } from '../../core/clickhouse.js';
+import { generateDigestSigner, signerFromPrivateKey } from '../../core/digestKey.js';
+import { createLogger } from '../../core/logger.js';
+import { projectRoot } from '../../core/paths.js';
+import { createS3Client } from '../../core/s3.js';
+import { ExportRecords, runComplianceExport } from '../../exporters/complianceExport.js';
+import { digestObjectName, signDigest, walkChain, type Digest, type DigestBody } from '../../exporters/digests/format.js';
+import { formatVerifyResult, verifyDigests } from '../../exporters/digests/verify.js';
+import { DigestWorker, readChain } from '../../exporters/digests/worker.js';
+import { manifestName } from '../../exporters/manifest.js';
+import { readObjectText } from '../../exporters/objectStore.js';
+import { exportHistoryFile, formatDay } from '../../exporters/parquetHistory.js';
+import { ensureArchiveBucket, ensureHistoryBucket } from '../../platform/buckets.js';
+import { insertGrants } from '../support/exportData.js';
+import { CLOCK_REVISION, seedDigestRecord } from '../support/digestRecord.js';
+import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
+
+const config = testConfig();
+const s3 = createS3Client(config.s3);
+const logger = createLogger('silent');
+const signer = generateDigestSigner();
+const publicKey = createPublicKey(signer.publicKeyPem);
+// Whole seconds, an hour back, never across a UTC midnight (one history file per scenario).
+const dayMs = 86_400_000;
+const baseMs = (): number => {
+  const b = Math.floor((Date.now() - 3_600_000) / 1000) * 1000;
+  return b % dayMs > dayMs - 900_000 ? b - 900_000 : b;
+};
+
+describe('tamper-evident digests', () => {
+  let store: AuditStore;
+  let closeStore: () => Promise<void>;
+  const historyBucket = uniqueId('dghist-');
+
+  before(async () => {
+    ({ store, close: closeStore } = await tempStore());
+    await ensureHistoryBucket(s3, { ...config.s3, historyBucket });
+  });
+  after(async () => closeStore());
+
+  /** A cluster of its own with `seconds` of record, an archive bucket (locked or not) and a worker. */
+  async function scenario(seconds: number, options: { locked?: boolean; history?: boolean } = {}) {
+    const cluster = uniqueId('dg');
+    const startMs = baseMs();
+    const bucket = uniqueId('dgarch-');
+    if (options.locked) await ensureArchiveBucket(s3, bucket, config.s3.region);
+    else await s3.makeBucket(bucket, config.s3.region);
+    await seedDigestRecord(store, cluster, startMs, seconds);
+    if (options.history) await exportHistoryFile({ store, s3, bucket: historyBucket, logger }, { dataset: 'events', cluster, date: formatDay(startMs) });
+    const worker = new DigestWorker({
+      cluster, store, s3, bucket, historyBucket, signer, logger, periodMs: 1000, settleMs: 0, lookbackPeriods: 1000, alarmAfterPeriods: 2, allowUnlocked: !options.locked,
+    });
+    const verify = async (opts: { toMs?: number; db?: boolean } = {}) =>
+      verifyDigests({ s3, bucket, publicKey, clusters: [cluster], fromMs: startMs, toMs: opts.toMs, store: opts.db === false ? undefined : store, settleMs: 0, periodMs: 1000 });
+    const period = (i: number): string => new Date(startMs + i * 1000).toISOString();
+    return { cluster, startMs, bucket, worker, verify, period, object: (seq: number) => digestObjectName(cluster, seq) };
+  }
+
+  it('seals every period once into COMPLIANCE-locked objects; verify passes with one line per period; a removed digest (a delete marker) is named', async () => {
+    const sc = await scenario(12, { locked: true });
+    const first = await sc.worker.tick();
+    assert.equal(first.written, 11, 'periods 0..10 are sealed (the last clock write seals up to its second)');
+    assert.equal(first.behind, 0);
+    assert.equal((await sc.worker.tick()).written, 0, 'a second run writes nothing');
+    const stat = await s3.statObject(sc.bucket, sc.object(1));
+    const retention = (await s3.getObjectRetention(sc.bucket, sc.object(1), { versionId: stat.versionId as string })) as { mode: string };
+    assert.equal(retention.mode, 'COMPLIANCE');
+    const ok = await sc.verify();
+    assert.equal(ok.ok, true, formatVerifyResult(ok).join('\n'));
+    assert.equal(ok.periods.length, 11);
+    assert.deepEqual(ok.periods.map((p) => p.events), ['1', ...Array(10).fill('4')]);
+    assert.equal(formatVerifyResult(ok).length, 12, 'one line per period and a summary');
+
+    // Remove digest seq 5 (period 4): on a locked bucket that stacks a delete marker.
+    await s3.removeObject(sc.bucket, sc.object(5));
+    const r = await sc.verify();
+    assert.equal(r.ok, false);
+    assert.equal(r.firstFailure?.periodStart, sc.period(4));
+    assert.match(r.firstFailure?.detail ?? '', /digest seq 5 is missing/);
+    assert.ok(r.problems.some((p) => /delete marker/.test(p.detail)), 'the delete marker is named');
+    assert.deepEqual(r.periods.filter((p) => p.status === 'fail').map((p) => p.periodStart), [sc.period(4)]);
+  });
+
+  it('names two adjacent removed digests, and a removed last digest when verify is asked up to it', async () => {
+    const sc = await scenario(10);
+    await sc.worker.tick();
+    await s3.removeObject(sc.bucket, sc.object(4));
+    await s3.removeObject(sc.bucket, sc.object(5));
+    const r = await sc.verify();
+    assert.equal(r.firstFailure?.periodStart, sc.period(3));
+    assert.match(r.firstFailure?.detail ?? '', /digests seq 4–5 are missing/);
+    assert.deepEqual(r.periods.filter((p) => p.status === 'fail').map((p) => p.periodStart), [sc.period(3), sc.period(4)]);
+    // The chain's tail: nothing links after it, so the range (and the database's sealing) says it is due.
+    await s3.removeObject(sc.bucket, sc.object(9));
+    const tail = await sc.verify({ toMs: sc.startMs + 9000 });
+    const last = tail.periods.find((p) => p.periodStart === sc.period(8));
+    assert.equal(last?.status, 'fail');
+    assert.match(last?.problems.join() ?? '', /no digest, though the period is sealed/);
+  });
+
+  it('lockaudit verify prints one line per period, exits 0 on an intact chain and 1 naming the first failing period', async () => {
+    const sc = await scenario(7);
+    await sc.worker.tick();
+    const tmp = tempDir('lockaudit-verify-cli-');
+    try {
+      const keyFile = path.join(tmp.dir, 'key.pem');
+      writeFileSync(keyFile, signer.publicKeyPem);
+      const cli = () =>
+        spawnSync(process.execPath, ['bin/lockaudit.js', 'verify', '--from', new Date(sc.startMs).toISOString(), '--cluster', sc.cluster, '--public-key', keyFile, '--no-database'], {
+          cwd: projectRoot, encoding: 'utf8', env: { ...process.env, LOCKAUDIT_S3_ARCHIVE_BUCKET: sc.bucket, LOCKAUDIT_DATA_DIR: tmp.dir },
+        });
+      const good = cli();
+      assert.equal(good.status, 0, good.stdout + good.stderr);
+      const lines = good.stdout.trimEnd().split('\n');
+      assert.equal(lines.filter((l) => l.startsWith('ok  ')).length, 6, good.stdout);
+      assert.match(lines.at(-1) ?? '', /verified 6 period\(s\)/);
+      await s3.removeObject(sc.bucket, sc.object(3));
+      const bad = cli();
+      assert.equal(bad.status, 1, bad.stdout + bad.stderr);
+      assert.match(bad.stdout, new RegExp(`^FAIL  ${sc.cluster} ${sc.period(2).replace(/[.]/g, '\\.')}\\.\\.\\S+: digest seq 3 is missing`, 'm'));
+      assert.match(bad.stdout.trimEnd().split('\n').at(-1) ?? '', new RegExp(`^first failing period: ${sc.cluster} ${sc.period(2).replace(/[.]/g, '\\.')}`));
+      const flags = spawnSync(process.execPath, ['bin/lockaudit.js', 'verify', '--from', 'yesterday'], { cwd: projectRoot, encoding: 'utf8' });
+      assert.equal(flags.status, 2);
+      assert.match(flags.stderr, /--from: "yesterday" is not a date/);
+    } finally {
+      tmp.remove();
+    }
+  });
+
+  it('names a digest replaced by one signed by another key', async () => {
+    const sc = await scenario(8);
+    await sc.worker.tick();
+    const original = JSON.parse(await readObjectText(s3, sc.bucket, sc.object(3))) as Digest;
+    const other = generateDigestSigner();
+    const { hash: _h, signature: _s, ...body } = original;
+    const forged = signDigest({ ...(body as DigestBody), events: { ...original.events, count: '0' }, keyId: other.keyId }, other);
+    await s3.putObject(sc.bucket, sc.object(3), Buffer.from(JSON.stringify(forged)));
+    const r = await sc.verify({ db: false });
+    assert.equal(r.firstFailure?.periodStart, sc.period(2));
+    assert.match(r.firstFailure?.detail ?? '', /signed by another key/);
+    // The next digest's link no longer matches either.
+    assert.ok(r.periods.find((p) => p.periodStart === sc.period(3))?.problems.some((p) => /previous hash/.test(p)));
+  });
+
+  it('names a deleted Parquet history object', async () => {
+    const sc = await scenario(6, { history: true });
+    await sc.worker.tick();
+    const d1 = JSON.parse(await readObjectText(s3, sc.bucket, sc.object(1))) as Digest;
+    assert.equal(d1.history.length, 1, 'the first digest names the history file written before it');
+    const named = d1.history[0] as Digest['history'][number];
+    assert.equal(named.object, `events/cluster=${sc.cluster}/date=${formatDay(sc.startMs)}/events.parquet`);
+    assert.equal((await sc.verify()).ok, true);
+    await s3.removeObject(historyBucket, named.object);
+    const r = await sc.verify();
+    assert.equal(r.firstFailure?.periodStart, sc.period(0));
+    assert.match(r.firstFailure?.detail ?? '', /history object .*events\.parquet is missing/);
+  });
+
+  it('supersedes a period that changed after sealing (a late row), and names a row altered in ClickHouse behind its back', async () => {
+    const sc = await scenario(8);
+    await sc.worker.tick();
+    // A late row in period 3 (revisions 121..130): a new digest names the one it replaces.
+    await store.insert('events', [{ cluster: sc.cluster, revision: '125', key: '/l/ns/late', event_type: 'grant', op: 'put', wall_time: new Date(sc.startMs + 2600).toISOString().replace('T', ' ').replace('Z', ''), value: '{}' }]);
+    const run = await sc.worker.tick();
+    assert.equal(run.superseded, 1);
+    const ok = await sc.verify();
+    assert.equal(ok.ok, true, formatVerifyResult(ok).join('\n'));
+    const p3 = ok.periods.find((p) => p.periodStart === sc.period(3));
+    assert.deepEqual(p3?.superseded, [4]);
+    assert.equal(p3?.events, '5');
+    assert.match(formatVerifyResult(ok).join('\n'), /supersedes seq 4: changed after sealing/);
+
+    // An ALTER … UPDATE keeps count and ingested_at: the worker does not see it, the verifier does.
+    await store.command(`ALTER TABLE {db:Identifier}.events UPDATE holder = 'spiffe://corp/mallory' WHERE cluster = {cluster:String} AND revision = {revision:UInt64}`, { cluster: sc.cluster, revision: CLOCK_REVISION(3) + 1 }, { mutations_sync: '2' });
+    assert.equal((await sc.worker.tick()).superseded, 0);
+    const r = await sc.verify();
+    assert.equal(r.ok, false);
+    assert.equal(r.firstFailure?.periodStart, sc.period(4));
+    assert.match(r.firstFailure?.detail ?? '', /ClickHouse events no longer match the digest/);
+    assert.deepEqual(r.periods.filter((p) => p.status === 'fail').map((p) => p.periodStart), [sc.period(4)]);
+  });
+
+  it('lets an auditor check a compliance export with docs/verify-export.mjs and the public key alone; a truncated export fails', async () => {
+    const sc = await scenario(6);
+    await insertGrants(store, sc.cluster, 50, sc.startMs + 1000, 40);
+    await sc.worker.tick();
+    const records = new ExportRecords(store);
+    const state = await records.create({ format: 'csv', fromMs: sc.startMs, toMs: sc.startMs + 4000, filters: { cluster: sc.cluster }, requestedBy: 'auditor@corp' });
+    const done = await runComplianceExport({ store, s3, bucket: historyBucket, logger, digests: { signer, archiveBucket: sc.bucket, clusters: [sc.cluster] } }, state.id);
+    const tmp = tempDir('lockaudit-verify-export-');
+    try {
+      const manifestFile = path.join(tmp.dir, 'manifest.json');
+      const file = path.join(tmp.dir, 'export.csv');
+      const keyFile = path.join(tmp.dir, 'key.pem');
+      writeFileSync(manifestFile, await readObjectText(s3, historyBucket, manifestName(done.objectKey)));
+      writeFileSync(file, await readObjectText(s3, historyBucket, done.objectKey));
+      writeFileSync(keyFile, signer.publicKeyPem);
+      const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as { digests: Record<string, Digest[]> };
+      assert.deepEqual(manifest.digests[sc.cluster]?.map((d) => d.seq), [1, 2, 3, 4, 5], 'the digests of periods 0..3 (the range) and 4 (the one after it)');
+      const check = () => spawnSync(process.execPath, [path.join(projectRoot, 'docs/verify-export.mjs'), '--manifest', manifestFile, '--file', file, '--public-key', keyFile], { encoding: 'utf8' });
+      const good = check();
+      assert.equal(good.status, 0, good.stdout + good.stderr);
+      assert.match(good.stdout, /every check passed/);
+      assert.equal(good.stdout.split('\n').filter((l) => l.includes(`${sc.cluster} `)).length, 5, 'one line per period');
+
+      truncateSync(file, Buffer.byteLength(readFileSync(file, 'utf8')) - 10);
+      const cut = check();
+      assert.equal(cut.status, 1);
+      assert.match(cut.stdout, /FAIL {2}file: \d+ bytes, the manifest says \d+ \(truncated or altered\)/);
+
+      // A digest dropped from the manifest: its signature no longer holds, and the chain has a hole.
+      const m = JSON.parse(readFileSync(manifestFile, 'utf8')) as { digests: Record<string, Digest[]> };
+      m.digests[sc.cluster] = (m.digests[sc.cluster] ?? []).filter((d) => d.seq !== 3);
+      writeFileSync(manifestFile, JSON.stringify(m));
+      const holed = check();
+      assert.equal(holed.status, 1);
+      assert.match(holed.stdout, /FAIL {2}manifest: signature/);
+      assert.match(holed.stdout, /digests seq 3–3 are missing/);
+    } finally {
+      tmp.remove();
+    }
+  });
+
+  it('a worker killed with SIGKILL mid-run and run again skips no period', async () => {
+    const seconds = 300;
+    const cluster = uniqueId('dgk');
+    const bucket = uniqueId('dgarch-');
+    await s3.makeBucket(bucket, config.s3.region);
+    const ch = tempDir('lockaudit-digest-child-');
+    const privateKeyPem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const childSigner = signerFromPrivateKey(createPrivateKey(privateKeyPem));
+    const spec = { chPath: ch.dir, cluster, bucket, historyBucket, privateKeyPem, startMs: baseMs(), seconds };
+    const entry = fileURLToPath(new URL('../support/digestChild.ts', import.meta.url));
+    const start = (seed: boolean) => {
+      const proc = spawn(process.execPath, ['--import', 'tsx', entry], { env: { ...process.env, DIGEST_CHILD_SPEC: JSON.stringify({ ...spec, seed }) }, stdio: ['ignore', 'pipe', 'inherit'] });
+      const lines: string[] = [];
+      createInterface({ input: proc.stdout }).on('line', (l) => lines.push(l));
+      const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+      return { proc, lines, exited };
+    };
+    const count = async (): Promise<number> => {
+      let n = 0;
+      for await (const o of s3.listObjectsV2(bucket, `digests/${cluster}/`, true)) if (o.name) n++;
+      return n;
+    };
+    try {
+      const a = start(true);
+      const deadline = Date.now() + 240_000;
+      while ((await count()) < 20) {
+        assert.ok(Date.now() < deadline, 'the first worker wrote 20 digests in time');
+        assert.equal(a.proc.exitCode, null, 'the first worker is still running');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      process.kill(a.proc.pid as number, 'SIGKILL');
+      await a.exited;
+      const before = await count();
+      assert.ok(before < seconds - 1, `killed mid-run (${before} of ${seconds - 1} digests written)`);
+
+      const b = start(false);
+      assert.equal(await b.exited, 0);
+      const result = JSON.parse(b.lines.at(-1) as string) as { ok: boolean; periods: number; firstFailure: unknown };
+      assert.deepEqual(result, { ok: true, periods: seconds - 1, firstFailure: null });
+      const chain = await readChain(s3, bucket, cluster);
+      assert.deepEqual(chain.map((e) => e.digest?.seq), Array.from({ length: seconds - 1 }, (_, i) => i + 1), 'seqs 1..n, none twice, none missing');
+      const walk = walkChain(cluster, chain, createPublicKey(childSigner.publicKeyPem), childSigner.keyId);
+      assert.deepEqual(walk.periods.map((p) => p.periodStart), Array.from({ length: seconds - 1 }, (_, i) => new Date(spec.startMs + i * 1000).toISOString()), 'every period, in order');
+      assert.deepEqual(walk.periods.flatMap((p) => p.problems), []);
+    } finally {
+      ch.remove();
+    }
+  });
+});
+
