@@ -3,7 +3,7 @@
 -- each once, as of the checkpoint {checkpoint}: rows written for revisions
 -- above it are left out before FINAL (a grant ended above it reads as held:
 -- sealPending.sql lists it, and the report reads its end raw).
--- Parameters: {db:Identifier} {cluster:String} {hours:Array(UInt32)} {checkpoint:UInt64} {sealId:UInt64}
+-- Parameters: {db:Identifier} {sealId:UInt64} (and those of sealHourGrants.sql)
 INSERT INTO {db:Identifier}.contention_hours
     (cluster, hour, seal_id, namespace, class, grants, holders, wait, ended, hold, expiries, force_releases)
 SELECT
@@ -15,11 +15,5 @@ SELECT
     quantilesExactStateIf(0.5, 0.99)(assumeNotNull(duration_ms), duration_ms IS NOT NULL),
     countIf(end_kind = 'expiry'),
     countIf(end_kind = 'force')
-FROM {db:Identifier}.grants FINAL
-PREWHERE cluster = {cluster:String}
-    AND granted_at >= toDateTime(arrayMin({hours:Array(UInt32)}), 'UTC')
-    AND granted_at < toDateTime(arrayMax({hours:Array(UInt32)}) + 3600, 'UTC')
-    AND toUInt32(toStartOfHour(toDateTime(granted_at, 'UTC'))) IN {hours:Array(UInt32)}
-    AND grant_revision <= {checkpoint:UInt64} AND row_version <= {checkpoint:UInt64}
-WHERE (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065)
+-- @include reports/contention/sealHourGrants.sql
 GROUP BY cluster, hour, namespace, class
