@@ -101,10 +101,11 @@ async function main(out: string): Promise<void> {
     const p = { cluster };
     const eventColumns = await columnsOf('events');
     // Columns that legitimately differ between two writes of one change (when, and an expiry's estimate) are left out of "content".
-    const volatile = new Set(['ingested_at', 'term', 'wall_time', 'time_estimated', 'time_error_ms', 'cluster']);
+    // (`replace_version` is (term, ingested_at) itself, sql/110.)
+    const volatile = new Set(['ingested_at', 'term', 'replace_version', 'wall_time', 'time_estimated', 'time_error_ms', 'cluster']);
     const content = eventColumns.filter((c) => !volatile.has(c));
     const events = await rows<StoredEvent>(
-      `SELECT ${content.map((c) => `\`${c}\``).join(', ')}, ${eventColumns.includes('term') ? "toString(argMax(ingested_at, (term, ingested_at))) AS ingested_at, toString(max(term)) AS term" : 'toString(max(ingested_at)) AS ingested_at'} FROM {db:Identifier}.events WHERE cluster = {cluster:String} AND op IN ('put', 'delete') GROUP BY ${content.map((c) => `\`${c}\``).join(', ')} ORDER BY revision, key`,
+      `SELECT ${content.map((c) => `\`${c}\``).join(', ')}, ${eventColumns.includes('term') ? "toString(argMax(ingested_at, (term, ingested_at))) AS ingested_at, toString(max(term)) AS term" : 'toString(max(ingested_at)) AS ingested_at'} FROM {db:Identifier}.events WHERE cluster = {cluster:String} AND op IN ('put', 'delete') GROUP BY ${content.map((c) => `\`${c}\``).join(', ')} ORDER BY revision, key SETTINGS prefer_column_name_to_alias = 1`, // `AS term` must not shadow the column inside argMax
       p,
     );
     const rolledBackColumns = await columnsOf('rolled_back_events');
