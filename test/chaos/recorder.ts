@@ -7,9 +7,10 @@
 // chaos run announcing it) it writes a `restore` line and follows the
 // restored cluster's revisions, so the file is the real-time order of every
 // committed change across eras.
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Etcd3, type IEvent, type IWatchResponse, type Watcher } from 'etcd3';
+import { readJsonLines } from './jsonLines.js';
 
 const PREFIXES = ['/l/', '/q/', '/sys/'];
 
@@ -201,5 +202,5 @@ export class Recorder {
 }
 
 export function readRecording(file: string): RecorderLine[] {
-  return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as RecorderLine);
+  return readJsonLines<RecorderLine>(file);
 }

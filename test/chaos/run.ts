@@ -16,7 +16,7 @@ import { BACKGROUND_KINDS, FAULT_KINDS, faultSeconds, inject, takeSnapshot, type
 import { readRecording, Recorder } from './recorder.js';
 import { ChaosRng } from './rng.js';
 import { Stack } from './stack.js';
-import type { StoreDump } from './storeDump.js';
+import { EVENTS_FILE, readStoreDump, type StoreDump } from './storeDump.js';
 import { Pump } from './pump.js';
 import { Workload, type Truth } from './workload.js';
 
@@ -67,6 +67,8 @@ interface FinalState {
 }
 
 const ARTEFACTS = ['recording.jsonl', 'truth.jsonl', 'store.json', 'faults.json', 'final.json'] as const;
+/** Written by store dumps that keep their events beside store.json (storeDump.ts EVENTS_FILE). */
+const OPTIONAL_ARTEFACTS = [EVENTS_FILE] as const;
 
 /** Reads a run's artefacts from `dir` and checks them: the same check a run ends with. */
 export function checkDir(dir: string): { result: CheckResult; faults: FaultRecord[]; final: FinalState } {
@@ -77,7 +79,7 @@ export function checkDir(dir: string): { result: CheckResult; faults: FaultRecor
   const result = check({
     recording: readRecording(path.join(dir, 'recording.jsonl')),
     truth,
-    store: JSON.parse(read('store.json')) as StoreDump,
+    store: readStoreDump(dir, read('store.json')),
     faults,
     finalRevision: BigInt(final.finalRevision),
     finalHolds: new Map(Object.entries(final.finalHolds)),
@@ -324,15 +326,18 @@ export async function runChaos(options: ChaosOptions, log: (m: string) => void):
       archiveVerify = { ok: false, output: `${e.stdout ?? ''}${e.stderr ?? ''}` || e.message };
     }
     const archiveTexts = await listArchive(stack);
-    await execFileP(process.execPath, ['--import', 'tsx', path.join('test', 'chaos', 'storeDump.ts'), options.dataDir], { cwd: projectRoot, env: stack.env, timeout: 300_000, maxBuffer: 64 * 1024 * 1024 });
+    // What the run knows goes to disk before the store is dumped: a dump that fails can be made again by hand
+    // (`node --import tsx test/chaos/storeDump.ts DATA_DIR`) and the run re-checked, instead of lost.
     if (!existsSync(workload.truthFile)) writeFileSync(workload.truthFile, '');
     const final: FinalState = { finalRevision: String(head), finalHolds, archiveTexts, archiveVerify, caughtUp, seed: options.seed, workloadCounts: Object.fromEntries(workload.counts) };
     writeFileSync(path.join(options.dataDir, 'faults.json'), JSON.stringify(faults, null, 1));
     writeFileSync(path.join(options.dataDir, 'final.json'), JSON.stringify(final));
+    await execFileP(process.execPath, ['--import', 'tsx', path.join('test', 'chaos', 'storeDump.ts'), options.dataDir], { cwd: projectRoot, env: stack.env, timeout: 600_000, maxBuffer: 64 * 1024 * 1024 });
     // Kept outside the data dir (the next run wipes that): re-check with `npm run chaos -- --check DIR`.
     const artefacts = path.join(projectRoot, 'test-artifacts', 'chaos', `${new Date(began).toISOString().replace(/[:.]/g, '')}-seed${options.seed}`);
     mkdirSync(artefacts, { recursive: true });
     for (const name of ARTEFACTS) copyFileSync(path.join(options.dataDir, name), path.join(artefacts, name));
+    for (const name of OPTIONAL_ARTEFACTS) if (existsSync(path.join(options.dataDir, name))) copyFileSync(path.join(options.dataDir, name), path.join(artefacts, name));
     const { result } = checkDir(artefacts);
     writeFileSync(path.join(artefacts, 'verdict.json'), verdictJson(result));
     const seconds = (Date.now() - began) / 1000;

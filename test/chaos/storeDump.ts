@@ -12,11 +12,12 @@
 // the FINAL view itself (highest term, then newest, wins) and
 // names a key whose contents differ (a flip) — under FINAL that evidence is
 // merged away before anyone can look.
-import { writeFileSync } from 'node:fs';
+import { closeSync, openSync, writeSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createClient } from '@clickhouse/client';
 import { createChdbConnection } from 'chdb/connection';
 import { loadConfig } from '../../core/config.js';
+import { readJsonLines } from './jsonLines.js';
 
 export interface StoredEvent {
   revision: string;
@@ -74,6 +75,17 @@ export interface StoredGrant {
   /** sql/065: the restore that rolled the grant back (0: none), and from which timeline on it is no longer the current account (0: it is). */
   rolled_back_by?: number;
   superseded_by?: number;
+}
+
+/** Where a dump keeps its events (one JSON line each) when store.json names it. */
+export const EVENTS_FILE = 'store-events.jsonl';
+
+/** store.json with its events: inline (older dumps, the kept fixture) or from the events file beside it, read a chunk at a time. */
+export function readStoreDump(dir: string, text: string): StoreDump {
+  const store = JSON.parse(text) as StoreDump & { eventsFile?: string };
+  if (!store.eventsFile) return store;
+  const events = readJsonLines<StoredEvent>(path.join(dir, store.eventsFile));
+  return { ...store, events };
 }
 
 export interface StoreDump {
@@ -135,7 +147,15 @@ async function main(out: string): Promise<void> {
       checkpoint: (await rows<{ r: string }>('SELECT max(revision) AS r FROM {db:Identifier}.checkpoints WHERE cluster = {cluster:String}', p))[0]?.r ?? '0',
       eventColumns,
     };
-    writeFileSync(path.join(out, 'store.json'), JSON.stringify(dump));
+    // The events one JSON line each, in a file of their own: a 30-minute run at the realistic load holds more than
+    // one JavaScript string can (JSON.stringify of the whole dump: "Invalid string length"). store.json names it.
+    const fd = openSync(path.join(out, EVENTS_FILE), 'w');
+    try {
+      for (let i = 0; i < events.length; i += 10_000) writeSync(fd, `${events.slice(i, i + 10_000).map((e) => JSON.stringify(e)).join('\n')}\n`);
+    } finally {
+      closeSync(fd);
+    }
+    writeFileSync(path.join(out, 'store.json'), JSON.stringify({ ...dump, events: [], eventsFile: EVENTS_FILE }));
   } finally {
     await client.close();
   }
