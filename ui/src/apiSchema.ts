@@ -1196,7 +1196,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The manifest (docs/digests.md) */
+            /** @description The manifest (docs/operations.md#tamper-evident-digests) */
             200: {
                 headers: {
                     [name: string]: unknown;
