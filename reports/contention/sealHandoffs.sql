@@ -7,7 +7,7 @@
 -- contention.sql's PREWHERE would drop too. The report counts a handoff when
 -- its previous grant is in the report's window (contention.sql's "both in
 -- the window"); that is exact for regular grants (sealIrregular.sql).
--- Parameters: {db:Identifier} {cluster:String} {hours:Array(UInt32)} {checkpoint:UInt64} {sealId:UInt64} {lookbackMs:Int64}
+-- Parameters: {db:Identifier} {hours:Array(UInt32)} {sealId:UInt64} (and those of sealKeyGrants.sql)
 INSERT INTO {db:Identifier}.contention_handoffs (cluster, hour, seal_id, namespace, class, pred_granted_at, gap_ms)
 SELECT cluster, toStartOfHour(toDateTime(granted_at, 'UTC')), {sealId:UInt64}, namespace, class, pred_granted_at, gap_ms
 FROM
@@ -16,17 +16,7 @@ FROM
         lagInFrame(end_kind) OVER w = 'release' AND lagInFrame(unprotected) OVER w = 0 AND unprotected = 0 AS handoff_gap,
         lagInFrame(granted_at) OVER w AS pred_granted_at,
         toUnixTimestamp64Milli(granted_at) - toUnixTimestamp64Milli(lagInFrame(assumeNotNull(ended_at)) OVER w) AS gap_ms
-    FROM {db:Identifier}.grants FINAL
-    PREWHERE cluster = {cluster:String}
-        AND granted_at >= fromUnixTimestamp64Milli({lookbackMs:Int64}, 'UTC')
-        AND key IN (
-            SELECT key FROM {db:Identifier}.grants
-            PREWHERE cluster = {cluster:String}
-                AND granted_at >= toDateTime(arrayMin({hours:Array(UInt32)}), 'UTC')
-                AND granted_at < toDateTime(arrayMax({hours:Array(UInt32)}) + 3600, 'UTC')
-        )
-        AND grant_revision <= {checkpoint:UInt64} AND row_version <= {checkpoint:UInt64}
-    WHERE (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065)
+-- @include reports/contention/sealKeyGrants.sql
     WINDOW w AS (PARTITION BY cluster, key ORDER BY grant_revision, spool_id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)
 )
 WHERE handoff_gap AND toUInt32(toStartOfHour(toDateTime(granted_at, 'UTC'))) IN {hours:Array(UInt32)}

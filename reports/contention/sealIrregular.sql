@@ -9,7 +9,7 @@
 -- irregular grant is never read from its seal (clock skew between API
 -- replicas, a foreign grant's own time): the report reads it raw.
 -- Lookback as in sealHandoffs.sql.
--- Parameters: {db:Identifier} {cluster:String} {hours:Array(UInt32)} {checkpoint:UInt64} {lookbackMs:Int64}
+-- Parameters: {hours:Array(UInt32)} (and those of sealKeyGrants.sql)
 SELECT
     toUInt32(toStartOfHour(toDateTime(granted_at, 'UTC'))) AS hour_s,
     toString(countIf(irregular)) AS irregular,
@@ -21,17 +21,7 @@ FROM
         unprotected = 0 AND row_number() OVER w > 1 AND lagInFrame(unprotected) OVER w = 0
             AND (granted_at < lagInFrame(granted_at) OVER w
                  OR lagInFrame(granted_at) OVER w < maxIf(granted_at, unprotected = 0) OVER before) AS irregular
-    FROM {db:Identifier}.grants FINAL
-    PREWHERE cluster = {cluster:String}
-        AND granted_at >= fromUnixTimestamp64Milli({lookbackMs:Int64}, 'UTC')
-        AND key IN (
-            SELECT key FROM {db:Identifier}.grants
-            PREWHERE cluster = {cluster:String}
-                AND granted_at >= toDateTime(arrayMin({hours:Array(UInt32)}), 'UTC')
-                AND granted_at < toDateTime(arrayMax({hours:Array(UInt32)}) + 3600, 'UTC')
-        )
-        AND grant_revision <= {checkpoint:UInt64} AND row_version <= {checkpoint:UInt64}
-    WHERE (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065)
+-- @include reports/contention/sealKeyGrants.sql
     WINDOW w AS (PARTITION BY cluster, key ORDER BY grant_revision, spool_id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW),
         before AS (PARTITION BY cluster, key ORDER BY grant_revision, spool_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 )
