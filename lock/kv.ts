@@ -4,7 +4,7 @@
 // Keys under /lockaudit/ are the API's own bookkeeping (session records,
 // pending two-person requests): outside the tailed prefixes on purpose.
 import { CompareResult, CompareTarget, SortOrder, SortTarget, type ICompare, type IKeyValue, type IRequestOp } from 'etcd3';
-import { classKey, forceKey, holdKey, markKey, PREFIX, queueKey, queuePrefix } from '../core/keyspace.js';
+import { classKey, forceKey, holdKey, markKey, PREFIX, queueKey, queuePrefix, sessionRecordKey } from '../core/keyspace.js';
 
 export class LockKeys {
   constructor(readonly root = '') {}
@@ -17,7 +17,7 @@ export class LockKeys {
   force = (id: string): string => this.root + forceKey(id);
   mark = (id: string): string => this.root + markKey(id);
   /** The owner record of a session, on the session's lease. */
-  session = (leaseId: string): string => `${this.root}/lockaudit/session/${leaseId}`;
+  session = (leaseId: string): string => this.root + sessionRecordKey(leaseId);
   /** (identity, TTL) → lease id, on the lease: one lease per pair. */
   sessionIndex = (identity: string, ttlSeconds: number): string => `${this.root}/lockaudit/session-by/${encodeURIComponent(identity)}/${ttlSeconds}`;
   /** Put by every grant txn: its mod revision is the latest grant's; a rewound etcd shows it lower. */

@@ -5,10 +5,15 @@
 // The answer is about *now*: a lease revoked or lapsed right after a hand
 // delete looks gone. The lease witness (leaseWitness.ts) fills that in for
 // holds put while the tailer followed live: a lease whose reported TTL had
-// not run out yet cannot have expired. Without such evidence (during
-// catch-up of old history) a lease gone since still reads as an expiry.
+// not run out yet cannot have expired. Without it (catch-up, or a tailer
+// lagging behind a delete and a revoke a few ms apart), etcd's own history
+// can still tell: an expiry deletes every key of the lease in one revision,
+// so the lock API's owner record of the session (on the same lease) still
+// there as of the delete's revision proves the lease outlived it. Only a
+// lease with no such witness, gone since, reads as an expiry.
 import { EtcdLeaseInvalidError, type Etcd3 } from 'etcd3';
-import { PREFIX } from '../core/keyspace.js';
+import { PREFIX, sessionRecordKey } from '../core/keyspace.js';
+import { isCompactedError } from './etcdReads.js';
 import type { RevisionChanges } from './types.js';
 
 /** '0' stands for "no lease": a key without one never expires, so its delete is always by hand. */
@@ -42,7 +47,23 @@ export async function liveLeases(client: Etcd3, rev: RevisionChanges, outlived?:
         if (!(err instanceof EtcdLeaseInvalidError)) throw err; // not found: gone
       }
       if (await outlived?.(id)) live.add(id); // gone now, but it cannot have expired yet: revoked after the delete
+      else if (await ownerRecordOutlived(client, id, rev.revision)) live.add(id);
     }),
   );
   return live;
+}
+
+/**
+ * Did the session's owner record, on lease `lease`, exist as of `revision` (after its changes)? Then the lease
+ * outlived that revision: etcd's expiry would have deleted it in the same one. Nobody can forge this: etcd refuses a
+ * put on a lease that is gone. false when the revision is compacted (nothing to tell).
+ */
+async function ownerRecordOutlived(client: Etcd3, lease: string, revision: bigint): Promise<boolean> {
+  try {
+    const res = await client.kv.range({ key: Buffer.from(sessionRecordKey(lease)), revision: revision.toString() });
+    return res.kvs.some((kv) => String(kv.lease) === lease);
+  } catch (err) {
+    if (isCompactedError(err)) return false;
+    throw err;
+  }
 }

@@ -303,7 +303,7 @@ export class TailerReplica {
     const reason =
       shared === undefined
         ? `restore: ${seen.why}; etcd shares nothing with the captured history (no key it holds matches a captured put): revisions 1..${oldEnd} (captured up to ${checkpoint}; cluster id ${seen.previousClusterId}) belong to the ended timeline, not rolled back; capture follows the new cluster (cluster id ${seen.clusterId}, head ${seen.head}) from revision ${resume + 1n}`
-        : `restore: ${seen.why}; revisions ${after + 1n}..${oldEnd} (captured up to ${checkpoint}; cluster id ${seen.previousClusterId}) were rolled back; capture follows the restored cluster (cluster id ${seen.clusterId}, head ${seen.head}) from revision ${resume + 1n}`;
+        : `restore: ${seen.why}; revisions ${after + 1n}..${oldEnd} at least (captured up to ${checkpoint}; cluster id ${seen.previousClusterId}) were rolled back — ${oldEnd} is as far as the tailer saw the old timeline go: what it committed after that, before it stopped, no reader saw and the restore erased; capture follows the restored cluster (cluster id ${seen.clusterId}, head ${seen.head}) from revision ${resume + 1n}`;
     log.error({ why: seen.why, divergedAfter: after.toString(), checkpoint: checkpoint.toString(), head: seen.head.toString(), clusterId: seen.clusterId, previousClusterId: seen.previousClusterId }, 'etcd was restored: recording the discontinuity and following the restored cluster');
     metrics?.gaps.inc(this.#labels);
     metrics?.restores.inc(this.#labels);

@@ -194,4 +194,33 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
     const alarm = health.alarms().find((a) => a.name === `foreign-write:${label}`);
     assert.ok(alarm, 'foreign-write alarm raised');
   });
+
+  it('a copied hold deleted by hand and its session closed at once, read later in catch-up (no lease witness): `deleted`; a session that lapses: `expiry`', async () => {
+    const ns = uniqueId('ns');
+    const { caller, session, acquire } = await setup(ns);
+    // The tailer is away: by the time it reads these revisions every lease involved is gone.
+    await replica?.close();
+    replica = undefined;
+    const s = await session();
+    const granted = await acquire('copied', s);
+    const value = (await client.get(`/l/${ns}/copied`).string()) as string;
+    assert.equal((await la.call('POST', '/v1/locks/release', caller, { key: `${ns}/copied`, session: s, token: granted.token })).status, 200);
+    await txn(put(`/l/${ns}/copied`, value, s));
+    await txn(del(`/l/${ns}/copied`));
+    assert.equal((await la.call('DELETE', `/v1/sessions/${s}`, caller)).status, 200); // the lease revoked right after
+    // A session of its own left to lapse while it holds a key: etcd deletes the hold and the owner record together.
+    const admin = await la.token(uniqueId('admin-'), ['admin']);
+    assert.equal((await la.call('PUT', `/v1/classes/${ns}-short`, admin, fencedClass(`${ns}-short`, ns, { ttlSeconds: 5 }))).status, 200);
+    const short = await la.call<{ id: string }>('POST', '/v1/sessions', caller, { ttlSeconds: 5 });
+    assert.equal(short.status, 201, JSON.stringify(short.body));
+    assert.equal((await la.call('POST', '/v1/locks/acquire', caller, { key: `${ns}/lapses`, session: short.body.id, class: `${ns}-short` })).status, 200);
+    await waitFor('the short session to lapse', async () => ((await client.get(`/l/${ns}/lapses`).string()) === null ? true : undefined), 30_000, 250);
+    const head = await headRevision(client);
+    replica = startReplica();
+    assert.deepEqual(await grantsOf(ns, head), [
+      ['copied', 'release', 'api'],
+      ['copied', 'deleted', 'foreign'],
+      ['lapses', 'expiry', 'api'],
+    ]);
+  });
 });

@@ -245,6 +245,32 @@ describe('chaos checker on a kept real run (test/chaos/histories/seed3-small)', 
     }), 'rolled-back-lost');
   });
 
+  it("a restore gap ends where the tailer saw the old timeline go: the old era's uncaptured rest beyond is in it, what was captured is not", () => {
+    const restore = base.faults.find((f) => f.facts?.kind === 'restore')?.facts as { checkpointBefore: string; headBefore: string; oldEraEnd: string };
+    const seen = BigInt(restore.headBefore);
+    assert.ok(BigInt(restore.oldEraEnd) > seen + 10n, 'the fixture committed more of the old era than the tailer saw');
+    // A tailer that captured nothing above its checkpoint and saw etcd's head at `headBefore`: its gap ends there.
+    const notCaptured = (i: CheckInput): void => {
+      i.store.rolledBack = i.store.rolledBack.filter((r) => BigInt(r.revision) <= BigInt(restore.checkpointBefore));
+      const gap = i.store.gaps.find((g) => g.kind === 'restore');
+      assert.ok(gap);
+      gap.to_revision = String(seen);
+    };
+    const result = mutated(notCaptured);
+    assert.deepEqual([...added(result).keys()], [], JSON.stringify(result.violations.slice(0, 3)));
+    const line = result.gaps.find((g) => g.kind === 'restore');
+    const beyond = changes(base).filter((c) => c.era === 0 && BigInt(c.revision) > seen && c.key.startsWith('/l/')).length;
+    assert.ok(beyond > 0 && (line?.excused ?? 0) >= beyond, `${line?.excused} excused, ${beyond} of them beyond the gap's recorded end`);
+    // Bounded by what the tailer had captured: a change at or below its checkpoint then (and above the compaction gap
+    // 120..153), gone from the record, is not excused.
+    const victim = base.store.rolledBack.find((r) => BigInt(r.revision) <= BigInt(restore.checkpointBefore) && BigInt(r.revision) > 153n && r.key.startsWith('/l/') && !base.store.quarantine.some((q) => q.revision === r.revision && q.key === r.key));
+    assert.ok(victim);
+    assert.ok(added(mutated((i) => {
+      notCaptured(i);
+      i.store.rolledBack = i.store.rolledBack.filter((r) => !(r.revision === victim.revision && r.key === victim.key));
+    })).has('rolled-back-lost'));
+  });
+
   it('stall the recording: the run is invalid (checker blind), exit 2', () => {
     const result = mutated((i) => {
       const lastEra = i.recording.filter((l) => l.kind === 'restore').length;

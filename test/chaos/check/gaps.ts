@@ -120,12 +120,16 @@ function provableDivergence(input: CheckInput, h: History, b: Branch, detectedMs
 
 /**
  * What a restore gap excuses: an old-era change above the snapshot that the
- * tailer had not captured before the restore; or, when the restore bumped
+ * tailer had not captured before the restore (up to that era's end: the gap's
+ * recorded `to` is only how far the tailer saw it go); or, when the restore bumped
  * revisions (the shared history is compacted and cannot be read again), a
  * shared change between the gap's start and the snapshot.
  */
 function restoreExcuses(b: Branch, from: bigint, to: bigint, era: number, revision: bigint, shared: boolean): boolean {
-  if (revision < from || revision > to) return false;
+  if (revision < from) return false;
+  // The gap's `to` is the furthest the tailer saw the old timeline go: what etcd committed after that, before it
+  // stopped, nobody but etcd ever saw, and the restore erased it. The gap says so (its end is "at least"), so it
+  // stands for the old era's changes above it too — bounded by that era's true end, which this era check is.
   if (era === b.era - 1 && revision > b.snapshot) return revision > b.capturedBefore;
-  return shared && b.bump > 0n && revision <= b.snapshot && revision > b.capturedBefore;
+  return revision <= to && shared && b.bump > 0n && revision <= b.snapshot && revision > b.capturedBefore;
 }
