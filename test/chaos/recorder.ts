@@ -114,7 +114,9 @@ export class Recorder {
 
   async #run(): Promise<void> {
     while (!this.#stopped) {
-      const client = new Etcd3({ hosts: this.#endpoints, dialTimeout: 2_000 });
+      // One revision can carry tens of thousands of events (a marker lease expiring at full throughput deleted
+      // 29 635 markers at once, ~10 MB): grpc-js refuses messages above 4 MiB by default, and the recorder stalled.
+      const client = new Etcd3({ hosts: this.#endpoints, dialTimeout: 2_000, grpcOptions: { 'grpc.max_receive_message_length': 512 * 1024 * 1024 } });
       this.#client = client;
       let watcher: Watcher | undefined;
       try {
