@@ -8,4 +8,4 @@ source scripts/ownServices.sh
 own_services "${LOCKAUDIT_TEST_DATA_DIR:-$PWD/.lockaudit-test}" "${LOCKAUDIT_TEST_PORT_BASE:-24000}"
 
 if [ "$#" -gt 0 ]; then files=("$@"); else mapfile -t files < <(find test/unit test/integration -name '*.test.ts' | sort); fi
-node --import tsx --test --test-reporter=spec --test-timeout=600000 "${files[@]}"
+node --import tsx --test --test-force-exit --test-reporter=spec --test-timeout=600000 "${files[@]}"

@@ -332,7 +332,8 @@ export async function runChaos(options: ChaosOptions, log: (m: string) => void):
     const final: FinalState = { finalRevision: String(head), finalHolds, archiveTexts, archiveVerify, caughtUp, seed: options.seed, workloadCounts: Object.fromEntries(workload.counts) };
     writeFileSync(path.join(options.dataDir, 'faults.json'), JSON.stringify(faults, null, 1));
     writeFileSync(path.join(options.dataDir, 'final.json'), JSON.stringify(final));
-    await execFileP(process.execPath, ['--import', 'tsx', path.join('test', 'chaos', 'storeDump.ts'), options.dataDir], { cwd: projectRoot, env: stack.env, timeout: 600_000, maxBuffer: 64 * 1024 * 1024 });
+    // A realistic 30-minute run's rows outgrow V8's default heap (4 GB: the dump died in JSON.parse at 3.3 M revisions).
+    await execFileP(process.execPath, ['--max-old-space-size=16384', '--import', 'tsx', path.join('test', 'chaos', 'storeDump.ts'), options.dataDir], { cwd: projectRoot, env: stack.env, timeout: 600_000, maxBuffer: 64 * 1024 * 1024 });
     // Kept outside the data dir (the next run wipes that): re-check with `npm run chaos -- --check DIR`.
     const artefacts = path.join(projectRoot, 'test-artifacts', 'chaos', `${new Date(began).toISOString().replace(/[:.]/g, '')}-seed${options.seed}`);
     mkdirSync(artefacts, { recursive: true });

@@ -28,7 +28,9 @@ async function head(client: Etcd3): Promise<bigint> {
 }
 
 function replica(label: string, endpoint: string, health: HealthState): TailerReplica {
-  return new TailerReplica({ cluster: { name: label, endpoints: [endpoint] }, store: db.store, log: log.child({ cluster: label }), health }, { electionTtlSeconds: 30, checkpointIntervalMs: 100, clockIntervalMs: 3_600_000, restoreCheckIntervalMs: 300 });
+  // A restored etcd brings back the election key of whoever led at the snapshot, its lease fresh: the next campaign
+  // waits that TTL out. 10 s (not 30) keeps a loaded machine's detection inside the waits below.
+  return new TailerReplica({ cluster: { name: label, endpoints: [endpoint] }, store: db.store, log: log.child({ cluster: label }), health }, { electionTtlSeconds: 10, checkpointIntervalMs: 100, clockIntervalMs: 3_600_000, restoreCheckIntervalMs: 300 });
 }
 
 describe('a restore to a snapshot above a checkpoint held back', { timeout: 240_000 }, () => {
@@ -94,7 +96,7 @@ describe('a restore to a snapshot above a checkpoint held back', { timeout: 240_
       // 5. The next tailer must see the restore, and keep the doomed rows, marked rolled back.
       second = replica(label, etcd.endpoint, health);
       second.start();
-      const gap = await waitFor('a restore gap', async () => (await db.store.rows<{ from_revision: string; to_revision: string; reason: string }>("SELECT from_revision, to_revision, reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'", { c: label }))[0], 60_000, 200);
+      const gap = await waitFor('a restore gap', async () => (await db.store.rows<{ from_revision: string; to_revision: string; reason: string }>("SELECT from_revision, to_revision, reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'", { c: label }))[0], 120_000, 200);
       assert.match(gap.reason, /^restore: /);
       assert.ok(BigInt(gap.from_revision) <= snapRev + 1n, `rolled back from ${gap.from_revision}: the snapshot was at ${snapRev}`);
       assert.ok(BigInt(gap.to_revision) >= doomedHead, `the gap reaches the rows captured above the checkpoint (${gap.to_revision} ≥ ${doomedHead})`);

@@ -34,7 +34,9 @@ interface GapRow {
 
 function replica(label: string, etcd: PrivateEtcd, health: HealthState): TailerReplica {
   // The tailer's own clock writes once, at election: the test places the last clock write itself.
-  return new TailerReplica({ cluster: { name: label, endpoints: [etcd.endpoint] }, store: db.store, log: log.child({ cluster: label }), health }, { electionTtlSeconds: 30, checkpointIntervalMs: 100, clockIntervalMs: 3_600_000, restoreCheckIntervalMs: 300 });
+  // A restored etcd brings back the election key of whoever led at the snapshot, its lease fresh: the next campaign
+  // waits that TTL out. 10 s (not 30) keeps a loaded machine's detection inside the waits below.
+  return new TailerReplica({ cluster: { name: label, endpoints: [etcd.endpoint] }, store: db.store, log: log.child({ cluster: label }), health }, { electionTtlSeconds: 10, checkpointIntervalMs: 100, clockIntervalMs: 3_600_000, restoreCheckIntervalMs: 300 });
 }
 
 async function head(client: Etcd3): Promise<bigint> {
@@ -61,7 +63,7 @@ async function restoreGap(label: string): Promise<GapRow> {
   return waitFor(`a restore gap for ${label}`, async () => {
     const rows = await db.store.rows<GapRow>("SELECT from_revision, to_revision, kind, reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'", { c: label });
     return rows[0];
-  }, 60_000, 200);
+  }, 120_000, 200);
 }
 
 /** Up to the last clock write and the burst after it, captured; returns the snapshot's revision and the checkpoint. */

@@ -68,10 +68,20 @@ export async function assertExactCapture(store: AuditStore, cluster: string, cli
   return rows.length;
 }
 
+/**
+ * Polls `fn` until it returns something other than undefined/false. Each check is raced against the deadline:
+ * a check that never returns (an etcd call with no deadline, a store query stuck) fails the wait at its deadline,
+ * saying so, instead of holding the test until the runner's timeout.
+ */
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000, everyMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const v = await fn();
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<'stuck'>((resolve) => {
+      timer = setTimeout(() => resolve('stuck'), Math.max(0, deadline - Date.now()) + 5_000);
+    });
+    const v = await Promise.race([Promise.resolve(fn()), stuck]).finally(() => clearTimeout(timer));
+    if (v === 'stuck') throw new Error(`timed out waiting for ${what}: its check had not returned ${timeoutMs / 1000 + 5} s after the wait began`);
     if (v !== undefined && v !== false) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, everyMs));

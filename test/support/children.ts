@@ -22,11 +22,19 @@ export interface TailerChild {
   term(): Promise<void>;
 }
 
+/** Children still running when the test process exits (a test cut by its timeout): killed by their pids. */
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const proc of live) if (proc.pid && proc.exitCode === null && proc.signalCode === null) process.kill(proc.pid, 'SIGKILL');
+});
+
 export function startTailerChild(spec: ChildSpec): TailerChild {
   const proc = spawn(process.execPath, ['--import', 'tsx', ENTRY], {
     env: { ...process.env, LOCKAUDIT_TEST_TAILER: JSON.stringify(spec) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  live.add(proc);
+  proc.once('exit', () => live.delete(proc));
   const listeners = new Set<() => void>();
   const started = Date.now();
   const child: TailerChild = {

@@ -3,6 +3,7 @@
 // uses etcdutl with the member's own name, peer URL and cluster token, so the
 // restored cluster keeps its cluster id (the case the id check alone misses).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -46,6 +47,16 @@ export interface PrivateEtcdOptions {
   defaultLimits?: boolean;
 }
 
+/**
+ * Members still running when the test process exits (a test cut by its timeout never reaches its `finally`; the
+ * runner's --test-force-exit then ends the process): killed by their pids, so no member outlives its test and
+ * holds its ports against the next file's.
+ */
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const proc of live) if (proc.pid && proc.exitCode === null && proc.signalCode === null) process.kill(proc.pid, 'SIGKILL');
+});
+
 export async function startPrivateEtcd(clientPort: number, peerPort: number, options: PrivateEtcdOptions = {}): Promise<PrivateEtcd> {
   const tmp = tempDir('lockaudit-etcd-');
   const name = `p${clientPort}`;
@@ -54,7 +65,9 @@ export async function startPrivateEtcd(clientPort: number, peerPort: number, opt
   let generation = 0;
   const dataDir = (): string => path.join(tmp.dir, `data${generation}`);
 
+  const logFile = path.join(tmp.dir, 'etcd.log');
   async function launch(endpoint = ownEndpoint): Promise<Running> {
+    const logFd = openSync(logFile, 'a');
     const proc: ChildProcess = spawn(
       ETCD,
       [
@@ -69,8 +82,12 @@ export async function startPrivateEtcd(clientPort: number, peerPort: number, opt
         '--watch-progress-notify-interval=5s',
         '--log-level=error',
       ],
-      { stdio: 'ignore' },
+      // etcd's own errors in a file of the instance: a member that does not come up says why.
+      { stdio: ['ignore', 'ignore', logFd] },
     );
+    closeSync(logFd);
+    live.add(proc);
+    proc.once('exit', () => live.delete(proc));
     const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
     const deadline = Date.now() + 20_000;
     for (;;) {
@@ -80,9 +97,9 @@ export async function startPrivateEtcd(clientPort: number, peerPort: number, opt
       } catch {
         // not up yet
       }
-      if (Date.now() > deadline) {
-        if (proc.pid) process.kill(proc.pid, 'SIGKILL');
-        throw new Error(`private etcd on ${clientPort} did not start`);
+      if (Date.now() > deadline || proc.exitCode !== null || proc.signalCode !== null) {
+        if (proc.pid && proc.exitCode === null && proc.signalCode === null) process.kill(proc.pid, 'SIGKILL');
+        throw new Error(`private etcd on ${endpoint} did not start (${proc.exitCode === null && proc.signalCode === null ? 'no health in 20 s' : `exited ${proc.exitCode ?? proc.signalCode}`}): ${readFileSync(logFile, 'utf8').slice(-1_500)}`);
       }
       await new Promise((r) => setTimeout(r, 100));
     }
