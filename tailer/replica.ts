@@ -21,7 +21,7 @@ import { closeGrantsEndedInGap, loadGaps, lostAfter, recordGap, snapshotHolds, t
 import { storeEvidenceLog } from './leaseEvidence.js';
 import { etcdTtl, LeaseWitness } from './leaseWitness.js';
 import { watchRewind } from './rewindWatch.js';
-import { RESTORE_PAGE_SIZE, detectRestore, divergence, endHistory, ensureTimeline, etcdPosition, recordTimeline, rollBack, type RestoreSeen, type Timeline } from './restores.js';
+import { RESTORE_PAGE_SIZE, detectRestore, divergence, endHistory, ensureTimeline, etcdPosition, recordTimeline, rollBack, unfinishedRestore, type RestoreSeen, type Timeline, type UnfinishedRestore } from './restores.js';
 import { SpoolShipper } from './spoolShipper.js';
 import { readCheckpoint, readFencedCheckpoint, writeCheckpoint } from './offsets.js';
 import { writeRows, type RowWriteOptions } from './rowWriter.js';
@@ -184,9 +184,14 @@ export class TailerReplica {
       const gaps = await loadGaps(store, cluster);
       const position = await etcdPosition(this.#client);
       const timeline = await ensureTimeline(store, cluster, position);
-      const restore = await detectRestore(this.#client, store, cluster, checkpoint, timeline, position);
+      // A restore recorded half-way is finished first: looking for it again would find nothing (its rows are marked).
+      const unfinished = await unfinishedRestore(store, cluster, timeline.generation);
+      const restore = unfinished
+        ? { head: position.head, clusterId: position.clusterId, previousClusterId: unfinished.previousClusterId || timeline.clusterId, captured: checkpoint, why: unfinished.why }
+        : await detectRestore(this.#client, store, cluster, checkpoint, timeline, position);
+      if (unfinished) log.warn({ generation: unfinished.generation, why: unfinished.why }, 'a restore was recorded half-way (its gap, not its timeline): finishing it');
       if (restore) {
-        await this.#handleRestore(election, term, checkpoint, restore, timeline, gaps);
+        await this.#handleRestore(election, term, checkpoint, restore, timeline, gaps, unfinished);
         // Terms are revisions of one etcd history: a rewound etcd may elect the next leader below ours. So the
         // restored timeline is captured under a leadership won in the restored etcd (a new campaign, a new term).
         log.warn({ term: term.toString() }, 'restore recorded: campaigning again in the restored etcd before capturing its timeline');
@@ -282,12 +287,13 @@ export class TailerReplica {
    * revision). The caller then campaigns again: the new timeline is captured
    * under a term of the restored etcd's own history.
    */
-  async #handleRestore(election: LeaderElection, term: bigint, checkpoint: bigint, seen: RestoreSeen, timeline: Timeline, gaps: Gap[]): Promise<void> {
+  async #handleRestore(election: LeaderElection, term: bigint, checkpoint: bigint, seen: RestoreSeen, timeline: Timeline, gaps: Gap[], unfinished?: UnfinishedRestore): Promise<void> {
     const { store, log, metrics, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
     const generation = timeline.generation + 1;
     const pageSize = this.#opts.restorePageSize ?? RESTORE_PAGE_SIZE;
-    const shared = await divergence(this.#client, store, cluster, checkpoint, pageSize);
+    // Finishing a restore recorded half-way: the divergence its gap recorded (the marked rows no longer show it).
+    const shared = unfinished ? (unfinished.newHistory ? undefined : unfinished.after) : await divergence(this.#client, store, cluster, checkpoint, pageSize);
     // Sharing nothing: a new history from revision 0, not a rollback of everything (restores.ts).
     const after = shared ?? 0n;
     const compacted = await lostAfter(this.#client, after);
@@ -299,7 +305,8 @@ export class TailerReplica {
     const seenHead = resume > checkpoint && head > resume ? resume : head;
     const known = seen.captured > checkpoint ? seen.captured : checkpoint; // rows durable above the checkpoint roll back too
     const oldEnd = seenHead > known ? seenHead : known;
-    const to = resume > oldEnd ? resume : oldEnd;
+    const recordedEnd = unfinished?.to ?? 0n; // never narrower than the gap the first try recorded
+    const to = [resume, oldEnd, recordedEnd].reduce((a, b) => (b > a ? b : a));
     const reason =
       shared === undefined
         ? `restore: ${seen.why}; etcd shares nothing with the captured history (no key it holds matches a captured put): revisions 1..${oldEnd} (captured up to ${checkpoint}; cluster id ${seen.previousClusterId}) belong to the ended timeline, not rolled back; capture follows the new cluster (cluster id ${seen.clusterId}, head ${seen.head}) from revision ${resume + 1n}`

@@ -52,6 +52,7 @@ const SQL = {
   markRolledBackGrants: loadSql('tailer/sql/markRolledBackGrants.sql'),
   carryGrants: loadSql('tailer/sql/carryGrants.sql'),
   markCarriedGrants: loadSql('tailer/sql/markCarriedGrants.sql'),
+  unfinishedRestore: loadSql('tailer/sql/unfinishedRestore.sql'),
 };
 
 /** Latest captured puts checked at each start-position check (with the latest clock write). */
@@ -125,6 +126,40 @@ export async function readPosition(store: AuditStore, cluster: string, legacy: (
 export async function etcdPosition(client: Etcd3): Promise<EtcdPosition> {
   const res = await client.kv.range({ key: Buffer.from(PREFIX.clock), count_only: true });
   return { head: BigInt(res.header.revision), clusterId: String(res.header.cluster_id) };
+}
+
+/** A restore whose gap was recorded but not its timeline: what its gap says, to finish it with. */
+export interface UnfinishedRestore {
+  generation: number;
+  /** The last revision both timelines share (the gap's from − 1). */
+  after: bigint;
+  to: bigint;
+  /** The restore shared nothing with the captured history (a new history, gap from 1). */
+  newHistory: boolean;
+  why: string;
+  previousClusterId: string;
+}
+
+/**
+ * A restore recorded half-way: its gap is written before its holds are snapshotted and its timeline last
+ * (replica.ts), and a leader that lost etcd or its leadership in between left the rows marked and the gap
+ * written but no timeline. The next start must finish it — not look for a restore again: with the rolled-back
+ * rows marked, every witness left is intact, and a bumped restore then read as a compaction (30-minute chaos
+ * run at 249 cycles/s: a compaction gap over the whole bump, the new timeline captured as the old one's).
+ */
+export async function unfinishedRestore(store: AuditStore, cluster: string, generation: number): Promise<UnfinishedRestore | undefined> {
+  const [gap] = await store.rows<{ from_revision: string; to_revision: string; reason: string; generation: number; previous_cluster_id: string }>(SQL.unfinishedRestore.text, { cluster, generation });
+  if (!gap) return undefined;
+  const reason = gap.reason.startsWith('restore: ') ? gap.reason.slice('restore: '.length) : gap.reason;
+  const end = reason.indexOf('; ');
+  return {
+    generation: Number(gap.generation),
+    after: BigInt(gap.from_revision) - 1n,
+    to: BigInt(gap.to_revision),
+    newHistory: reason.includes('etcd shares nothing with the captured history'),
+    why: end > 0 ? reason.slice(0, end) : reason,
+    previousClusterId: gap.previous_cluster_id,
+  };
 }
 
 /** Records generation 0 (the cluster id first seen) when no timeline exists yet. */

@@ -12,6 +12,7 @@ import { createLogger } from '../../core/logger.js';
 import { HealthState } from '../../platform/health.js';
 import { ClockWriter } from '../../tailer/clockWriter.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
+import { currentTimeline } from '../../tailer/restores.js';
 import { TailerPipeline } from '../../tailer/pipeline.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { waitFor } from '../support/capture.js';
@@ -43,6 +44,7 @@ describe('a restore to a snapshot above a checkpoint held back', { timeout: 240_
     const w = new Workload(client, ns);
     let first: TailerReplica | undefined;
     let second: TailerReplica | undefined;
+    let third: TailerReplica | undefined;
     try {
       // 1. Captured and checkpointed: the checkpoint C.
       first = replica(label, etcd.endpoint, new HealthState());
@@ -103,9 +105,25 @@ describe('a restore to a snapshot above a checkpoint held back', { timeout: 240_
       assert.ok(health.alarms().some((a) => a.name === `tailer-restore:${label}`), 'LOCKAUDIT_ALARM_TAILER_RESTORE raised');
       assert.equal(await doomedRows(true), 0, 'no rolled-back row is left in the current timeline');
       assert.equal(await doomedRows(false), 20, 'every one is still in the record, marked');
+      await waitFor('the restore recorded in full', async () => ((await currentTimeline(db.store, label))?.generation === 1 ? true : undefined), 60_000, 200);
+
+      // 6. The same restore recorded half-way: its gap written, its timeline not (a leader that lost its leadership
+      // during the restore's snapshot: the 30-minute chaos run's). The next leader must finish it — its rows are
+      // marked, so looking for a restore again finds nothing, and the restored cluster would be read as the old one.
+      await second.close();
+      second = undefined;
+      await db.store.command('ALTER TABLE {db:Identifier}.etcd_timelines DELETE WHERE cluster = {c:String} AND generation = 1 SETTINGS mutations_sync = 2', { c: label });
+      assert.equal((await currentTimeline(db.store, label))?.generation, 0);
+      third = replica(label, etcd.endpoint, new HealthState());
+      third.start();
+      await waitFor('the half-recorded restore finished', async () => ((await currentTimeline(db.store, label))?.generation === 1 ? true : undefined), 120_000, 200);
+      const gaps = await db.store.rows<{ kind: string; from_revision: string }>('SELECT kind, from_revision FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} ORDER BY from_revision', { c: label });
+      assert.deepEqual(gaps, [{ kind: 'restore', from_revision: gap.from_revision }], 'one restore gap, the same, and nothing read as another gap');
+      assert.equal(await doomedRows(true), 0, 'still none of the rolled-back rows in the current timeline');
     } finally {
       await first?.close();
       await second?.close();
+      await third?.close();
       client.close();
       await etcd.stop();
     }

@@ -53,7 +53,7 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
       const r = await fetch(`${base}/readyz`);
       lastReady = `${r.status} ${await r.clone().text()}`;
       return r.status === 200 ? ((await r.json()) as Record<string, unknown>) : undefined;
-    }, 30_000).catch((err: Error) => {
+    }, 120_000).catch((err: Error) => {
       throw new Error(`${err.message}; last answer ${lastReady}; stderr: ${stderr.slice(-3000)}`);
     });
     assert.deepEqual(ready, { status: 'ready' }); // no token: the status only
