@@ -55,10 +55,15 @@ export async function lostAfter(client: Etcd3, checkpoint: bigint): Promise<bigi
   return lo;
 }
 
-export async function loadGaps(store: AuditStore, cluster: string): Promise<Gap[]> {
+/**
+ * The gaps that lost history of one etcd timeline (`generation`, etcd_timelines): a grant inside one is captured
+ * with its start unknown. Another timeline's gaps say nothing about it — after a restore without a revision bump
+ * the new timeline reuses the old one's revisions, and an old compaction gap would mark its grants start unknown.
+ */
+export async function loadGaps(store: AuditStore, cluster: string, generation: number): Promise<Gap[]> {
   const rows = await store.rows<{ from_revision: string; to_revision: string }>(
-    'SELECT from_revision, to_revision FROM {db:Identifier}.gaps FINAL WHERE cluster = {cluster:String} AND history_lost = 1 ORDER BY from_revision',
-    { cluster },
+    'SELECT from_revision, to_revision FROM {db:Identifier}.gaps FINAL WHERE cluster = {cluster:String} AND history_lost = 1 AND generation = {generation:UInt32} ORDER BY from_revision',
+    { cluster, generation },
   );
   return rows.map((r) => ({ from: BigInt(r.from_revision), to: BigInt(r.to_revision) }));
 }

@@ -181,9 +181,9 @@ export class TailerReplica {
     while (!signal.aborted) {
       // Start position (STYLE.md §3): a restore first (it can rewind the checkpoint), then compaction.
       let checkpoint = await readCheckpoint(store, cluster);
-      const gaps = await loadGaps(store, cluster);
       const position = await etcdPosition(this.#client);
       const timeline = await ensureTimeline(store, cluster, position);
+      const gaps = await loadGaps(store, cluster, timeline.generation);
       // A restore recorded half-way is finished first: looking for it again would find nothing (its rows are marked).
       const unfinished = await unfinishedRestore(store, cluster, timeline.generation);
       const restore = unfinished

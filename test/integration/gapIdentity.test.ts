@@ -1,11 +1,12 @@
 // Gaps keep their own identity: a restore gap recorded from the same revision
 // as an earlier compaction gap must not replace it (sql/090). Before, the
 // compaction's lost range read as rolled back by the restore (chaos run,
-// seed 3: compaction gap 120–151 gone under a restore gap 120–1000120).
+// seed 3: compaction gap 120–151 gone under a restore gap 120–1000120). And a
+// timeline's grants are judged by its own gaps only (issue 21 item 7).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
-import { recordGap } from '../../tailer/gaps.js';
+import { loadGaps, recordGap } from '../../tailer/gaps.js';
 import { tempStore } from '../support/env.js';
 
 describe('gap records', () => {
@@ -30,5 +31,14 @@ describe('gap records', () => {
     for (let i = 0; i < 2; i++) await recordGap(store, { cluster: 'c2', from_revision: '7', to_revision: '9', detected_at: Date.now() + i, reason: 'compacted', term: '0' });
     const rows = await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.gaps FINAL WHERE cluster = 'c2'", {});
     assert.equal(rows[0]?.n, '1');
+  });
+
+  it("a timeline's grants are judged by its own gaps: an old timeline's compaction gap does not mark the new one's starts unknown", async () => {
+    // Generation 0 lost 100..200 to compaction; a restore without a bump (generation 1) reuses those revisions.
+    await recordGap(store, { cluster: 'c3', from_revision: '100', to_revision: '200', detected_at: Date.now() - 2_000, reason: 'compacted', generation: 0, term: '0' });
+    await recordGap(store, { cluster: 'c3', from_revision: '51', to_revision: '300', detected_at: Date.now() - 1_000, reason: 'restore', kind: 'restore', history_lost: 0, generation: 1, term: '0' });
+    await recordGap(store, { cluster: 'c3', from_revision: '400', to_revision: '450', detected_at: Date.now(), reason: 'compacted', generation: 1, term: '0' });
+    assert.deepEqual(await loadGaps(store, 'c3', 0), [{ from: 100n, to: 200n }]);
+    assert.deepEqual(await loadGaps(store, 'c3', 1), [{ from: 400n, to: 450n }], 'only generation 1 lost history, and only 400..450');
   });
 });
