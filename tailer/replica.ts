@@ -15,6 +15,7 @@ import type { Logger } from '../core/logger.js';
 import { alarm } from '../platform/alarms.js';
 import type { HealthState } from '../platform/health.js';
 import { LeaderElection } from '../platform/leaderElection.js';
+import { settlesWithin } from '../platform/deadline.js';
 import { Backoff, sleep } from '../platform/retry.js';
 import { ClockWriter } from './clockWriter.js';
 import { closeGrantsEndedInGap, loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
@@ -68,6 +69,9 @@ export interface ReplicaStatus {
   head: string;
 }
 
+/** How long close() waits for the run loop before it closes the etcd client under it (and once more after). */
+const CLOSE_DEADLINE_MS = 20_000;
+
 export class TailerReplica {
   readonly #deps: ReplicaDeps;
   readonly #opts: ReplicaOptions;
@@ -78,6 +82,8 @@ export class TailerReplica {
   #loop: Promise<void> | undefined;
   #closed: Promise<void> | undefined;
   #leader = false;
+  /** Where the run loop is, for a close that has to give up on it. */
+  #phase: 'campaign' | 'lead' | 'resign' | 'backoff' = 'campaign';
   #pipeline: PipelineHandle | undefined;
   #leaderAbort: AbortController | undefined;
   /** Kept across this replica's runs: a leadership lost and won again (a pause, an etcd hiccup) keeps the evidence. */
@@ -110,11 +116,20 @@ export class TailerReplica {
     this.#loop ??= this.#run().catch((err: Error) => this.#deps.log.error({ err: err.message }, 'tailer replica stopped on an unexpected error'));
   }
 
+  /**
+   * Stops reading, drains (the pipeline's own deadline), gives up leadership. Bounded: a loop still running
+   * CLOSE_DEADLINE_MS after the abort is stuck on an etcd call that will not settle — it is logged with where it
+   * was, and the etcd client is closed under it (its calls fail, the loop ends) rather than hang the caller.
+   */
   close(): Promise<void> {
     this.#closed ??= (async () => {
       this.#closing.abort();
       this.#leaderAbort?.abort();
-      await this.#loop;
+      if (this.#loop && !(await settlesWithin(this.#loop, CLOSE_DEADLINE_MS))) {
+        this.#deps.log.error({ phase: this.#phase, deadlineMs: CLOSE_DEADLINE_MS }, 'tailer replica did not stop in time: closing its etcd client under it');
+        this.#client.close();
+        await settlesWithin(this.#loop, CLOSE_DEADLINE_MS);
+      }
       await this.#leases?.close();
       this.#client.close();
     })();
@@ -131,6 +146,7 @@ export class TailerReplica {
       this.#leaderAbort = leaderAbort;
       const stopLeading = (): void => leaderAbort.abort();
       this.#closing.signal.addEventListener('abort', stopLeading, { once: true });
+      this.#phase = 'campaign';
       try {
         await election.campaign(this.#closing.signal, (err) => {
           log.error({ err: err.message }, 'election lease lost: stopping before the next checkpoint write');
@@ -140,6 +156,7 @@ export class TailerReplica {
         this.#closing.signal.removeEventListener('abort', stopLeading);
         if (this.#closing.signal.aborted) break;
         log.warn({ err: (err as Error).message }, 'campaign failed; retrying');
+        this.#phase = 'backoff';
         await sleep(backoff.next(), this.#closing.signal);
         continue;
       }
@@ -153,6 +170,7 @@ export class TailerReplica {
       try {
         clock.start();
         shipper?.start(this.#opts.spoolIntervalMs ?? 5_000);
+        this.#phase = 'lead';
         await this.#lead(election, clock, leaderAbort.signal);
       } catch (err) {
         log.error({ err: (err as Error).message }, 'tailer leader run failed');
@@ -162,6 +180,7 @@ export class TailerReplica {
         clock.stop();
         await shipper?.stop();
         this.#setLeader(false);
+        this.#phase = 'resign';
         await election.resign(); // last: a standby replica takes over only once we have stopped writing
       }
     }
@@ -204,6 +223,10 @@ export class TailerReplica {
       }
       // A restore under a running watch may leave it waiting at a future revision: watch for one and restart.
       // (A restore whose head is already past the checkpoint is found before the watch reopens: reconnectCheck.)
+      // Closed or deposed during the start-position checks above: an abort that already happened fires no
+      // listener, and the run below would tail on with nobody to stop it (close() hung in CI: a bumped restore's
+      // compaction check was under way when the test closed the replica).
+      if (signal.aborted) return;
       const run = new AbortController();
       const stopRun = (): void => run.abort();
       signal.addEventListener('abort', stopRun, { once: true });
