@@ -11,6 +11,7 @@ import { createMetricsRegistry } from '../core/metrics.js';
 import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
 import { ensureBuckets } from './buckets.js';
+import { settlesWithin } from './deadline.js';
 import { HealthState } from './health.js';
 
 export interface Runtime {
@@ -42,6 +43,9 @@ export async function openRuntime(options: { migrate?: boolean; buckets?: boolea
   const metrics = createMetricsRegistry();
   return { config, logger, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics };
 }
+
+/** How long a shutdown past its deadline still waits for the store to close (see runUntilSignal). */
+const STORE_CLOSE_AT_DEADLINE_MS = 2_000;
 
 /**
  * Runs roles until SIGINT/SIGTERM, then closes them in reverse order, then the store — within
@@ -75,6 +79,9 @@ export async function runUntilSignal(runtime: Runtime, roles: RoleHandle[]): Pro
   const why = outcome === 'deadline' ? `shutdown did not finish within ${deadlineMs} ms (shutdownTimeoutMs)` : 'a second signal arrived during shutdown';
   const stuck = `${progress.closing ? `still closing ${progress.closing}` : 'still closing'}${progress.left.length ? `; not closed: ${progress.left.join(', ')}` : ''}`;
   runtime.logger.error({ closing: progress.closing, notClosed: progress.left, deadlineMs }, `${why}: ${stuck}`);
+  // The store still closes, briefly bounded, before the process exits: an embedded engine left running crashes the
+  // exit itself (libchdb's background threads against its static destructors — a segfault, not exit 1: seen in CI).
+  await settlesWithin(runtime.store.close(), STORE_CLOSE_AT_DEADLINE_MS);
   throw new LockauditError('LOCKAUDIT_ERR_SHUTDOWN_TIMEOUT', `${why}; exiting anyway: ${stuck}`);
 }
 

@@ -112,7 +112,7 @@ describe('lockaudit start: busy port and shutdown deadline', { timeout: 240_000 
     first.child.kill('SIGTERM');
     const code = await exited(first.child);
     const lines = first.stderr().trim().split('\n');
-    assert.equal(code, 1, first.stderr());
+    assert.equal(code, 1, `exit code ${code}, signal ${first.child.signalCode}: ${first.stderr()}`);
     assert.match(lines.at(-1) ?? '', new RegExp(`^lockaudit: shutdown did not finish within ${SHUTDOWN_TIMEOUT_MS} ms \\(shutdownTimeoutMs\\); exiting anyway: still closing \\w+`));
     // Every client's errors go through the logger (JSON lines), none as ioredis' own warning.
     assert.ok(!first.stderr().includes('[ioredis] Unhandled error event'), first.stderr());
