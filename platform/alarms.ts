@@ -56,6 +56,12 @@ export const alarmCatalog = {
     action:
       'The digest worker (worker role) is not sealing periods: check its log (lockaudit_digest_* metrics), MinIO and the archive bucket\'s object lock, and the signing key. Nothing is skipped: the next run digests every period from the last digest on. Cleared once at most alarmAfterPeriods sealed periods wait.',
   },
+  LOCKAUDIT_ALARM_DIGEST_CHAIN_INVALID: {
+    instance: 'digest-chain-invalid:{cluster}',
+    message: 'the digest chain of {cluster} in the archive bucket holds {count} object(s) that are not valid digests of this deployment (first: {problem}); sealing of {cluster} is stopped',
+    action:
+      'Someone with write access to the archive bucket added or replaced a digest object (unsigned, signed by another key, altered, or not linking to the one before), or the signing key changed. The worker will not build on it. Run lockaudit verify for the cluster, find who wrote the object (bucket access logs), and restore the bucket\'s integrity; the worker resumes on its next run once every object checks. Cleared then.',
+  },
   LOCKAUDIT_ALARM_FOREIGN_WRITE: {
     instance: 'foreign-write:{cluster}',
     message: 'a {what} not made by the lock API was written into {cluster} ({key} at revision {revision}); see grant history, origin=foreign',

@@ -14,6 +14,7 @@
 // captured (at or below the checkpoint). Its end position is the highest
 // (timeline, revision) of a captured clock write with time < end: the
 // period holds the changes etcd committed between its bounding clock writes.
+import { createPublicKey, type KeyObject } from 'node:crypto';
 import type { Client } from 'minio';
 import type { AuditStore } from '../../core/clickhouse.js';
 import type { DigestSigner } from '../../core/digestKey.js';
@@ -26,7 +27,7 @@ import { loadSql } from '../../platform/sql.js';
 import { MANIFEST_SUFFIX, parseManifest } from '../manifest.js';
 import { putArchiveJson, readObjectText, withRetry } from '../objectStore.js';
 import {
-  comparePositions, DIGEST_KIND, DIGEST_OBJECT_PREFIX, DIGEST_VERSION, digestObjectName, EventsHasher, GENESIS_HASH, parseDigest, signDigest,
+  comparePositions, DIGEST_KIND, digestProblem, DIGEST_OBJECT_PREFIX, DIGEST_VERSION, digestObjectName, EventsHasher, GENESIS_HASH, parseDigest, signDigest,
   type Digest, type DigestBody, type DigestEvent, type DigestGap, type DigestHistoryObject, type DigestRestore, type Position,
 } from './format.js';
 import type { DigestMetrics } from './metrics.js';
@@ -135,9 +136,11 @@ export class DigestWorker {
   #wake: (() => void) | undefined;
   #closing = false;
   #closed: Promise<void> | undefined;
+  readonly #publicKey: KeyObject;
 
   constructor(options: DigestWorkerOptions) {
     this.#o = { pollIntervalMs: 10_000, objectPrefix: DIGEST_OBJECT_PREFIX, allowUnlocked: false, maxPeriodsPerRun: 1_000, ...options };
+    this.#publicKey = createPublicKey(options.signer.publicKeyPem);
   }
 
   get cluster(): string {
@@ -163,9 +166,40 @@ export class DigestWorker {
     }
   }
 
+  /**
+   * The chain as stored, every object checked the way verify checks it (hash,
+   * signature under our own key, object name, link to the digest before):
+   * anyone who can write the bucket can add a new name, so a digest is only
+   * built on once it is proven ours. On any bad object the chain is not
+   * adopted, the alarm is raised and this cluster stops sealing (each run
+   * re-reads and fails again) rather than extend a forged chain.
+   */
   async #loadChain(): Promise<Map<number, Digest>> {
     const chain = new Map<number, Digest>();
-    for (const e of await readChain(this.#o.s3, this.#o.bucket, this.cluster, this.#o.objectPrefix)) if (e.digest && e.digest.cluster === this.cluster) chain.set(e.digest.seq, e.digest);
+    const problems: string[] = [];
+    for (const e of await readChain(this.#o.s3, this.#o.bucket, this.cluster, this.#o.objectPrefix)) {
+      if (!e.digest) {
+        problems.push(`${e.object}: unreadable (${e.error ?? 'unknown'})`);
+        continue;
+      }
+      const problem = e.digest.cluster === this.cluster ? digestProblem(e.digest, this.#publicKey, this.#o.signer.keyId, e.object, this.#o.objectPrefix) : `names cluster ${e.digest.cluster}`;
+      if (problem) problems.push(`${e.object}: ${problem}`);
+      else if (chain.has(e.digest.seq)) problems.push(`${e.object}: a second digest claims seq ${e.digest.seq}`);
+      else chain.set(e.digest.seq, e.digest);
+    }
+    for (const [seq, d] of chain) {
+      const prev = seq === 1 ? undefined : chain.get(seq - 1);
+      // A removed digest (seq - 1 absent) is verify's to name; the worker can still build on what is proven.
+      if (seq === 1 ? d.prevHash !== GENESIS_HASH : prev !== undefined && d.prevHash !== prev.hash) problems.push(`${digestObjectName(this.cluster, seq, this.#o.objectPrefix)}: does not link to the digest before it`);
+    }
+    if (problems.length) {
+      problems.sort();
+      this.#chain = undefined;
+      this.#o.health?.raise(alarm('LOCKAUDIT_ALARM_DIGEST_CHAIN_INVALID', { cluster: this.cluster }, { problem: problems[0] as string, count: problems.length }));
+      this.#o.logger.error({ cluster: this.cluster, problems }, 'digest: the stored chain holds an object that is not a valid digest of ours; not sealing this cluster until it is explained');
+      throw new Error(`digest chain of ${this.cluster} is invalid (${problems.length} problem(s)), not sealing: ${problems[0] as string}`);
+    }
+    this.#o.health?.clear(alarmName('LOCKAUDIT_ALARM_DIGEST_CHAIN_INVALID', { cluster: this.cluster }));
     this.#chain = chain;
     return chain;
   }

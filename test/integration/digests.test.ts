@@ -26,6 +26,7 @@ import { manifestName } from '../../exporters/manifest.js';
 import { readObjectText } from '../../exporters/objectStore.js';
 import { exportHistoryFile, formatDay } from '../../exporters/parquetHistory.js';
 import { ensureArchiveBucket, ensureHistoryBucket } from '../../platform/buckets.js';
+import { HealthState } from '../../platform/health.js';
 import { insertGrants } from '../support/exportData.js';
 import { CLOCK_REVISION, seedDigestRecord } from '../support/digestRecord.js';
 import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
@@ -54,7 +55,7 @@ describe('tamper-evident digests', () => {
   after(async () => closeStore());
 
   /** A cluster of its own with `seconds` of record, an archive bucket (locked or not) and a worker. */
-  async function scenario(seconds: number, options: { locked?: boolean; history?: boolean } = {}) {
+  async function scenario(seconds: number, options: { locked?: boolean; history?: boolean; health?: HealthState; maxPeriodsPerRun?: number } = {}) {
     const cluster = uniqueId('dg');
     const startMs = baseMs();
     const bucket = uniqueId('dgarch-');
@@ -64,6 +65,7 @@ describe('tamper-evident digests', () => {
     if (options.history) await exportHistoryFile({ store, s3, bucket: historyBucket, logger }, { dataset: 'events', cluster, date: formatDay(startMs) });
     const worker = new DigestWorker({
       cluster, store, s3, bucket, historyBucket, signer, logger, periodMs: 1000, settleMs: 0, lookbackPeriods: 1000, alarmAfterPeriods: 2, allowUnlocked: !options.locked,
+      health: options.health, ...(options.maxPeriodsPerRun ? { maxPeriodsPerRun: options.maxPeriodsPerRun } : {}),
     });
     const verify = async (opts: { toMs?: number; db?: boolean } = {}) =>
       verifyDigests({ s3, bucket, publicKey, clusters: [cluster], fromMs: startMs, toMs: opts.toMs, store: opts.db === false ? undefined : store, settleMs: 0, periodMs: 1000 });
@@ -155,6 +157,26 @@ describe('tamper-evident digests', () => {
     assert.match(r.firstFailure?.detail ?? '', /signed by another key/);
     // The next digest's link no longer matches either.
     assert.ok(r.periods.find((p) => p.periodStart === sc.period(3))?.problems.some((p) => /previous hash/.test(p)));
+  });
+
+  it('the worker does not build on a forged next digest put into the bucket: it raises LOCKAUDIT_ALARM_DIGEST_CHAIN_INVALID and stops sealing the cluster', async () => {
+    const health = new HealthState();
+    const sc = await scenario(8, { health, maxPeriodsPerRun: 3 });
+    assert.equal((await sc.worker.tick()).written, 3);
+    const head = JSON.parse(await readObjectText(s3, sc.bucket, sc.object(3))) as Digest;
+    // An attacker with bucket write access takes the next name first: linked to the real head, covering until 2100, signed by a key of their own.
+    const mallory = generateDigestSigner();
+    const { hash: _h, signature: _s, ...body } = head;
+    const far = { timeline: '0', revision: '9000000000' };
+    const fake = signDigest({ ...(body as DigestBody), seq: 4, prevHash: head.hash, periodStart: head.periodEnd, periodEnd: '2100-01-01T00:00:00.000Z', events: { ...head.events, after: head.events.through, through: far }, keyId: mallory.keyId }, mallory);
+    await s3.putObject(sc.bucket, sc.object(4), Buffer.from(JSON.stringify(fake)));
+    // Its own write of seq 4 fails, it re-reads the chain and must refuse it rather than adopt it as head.
+    await assert.rejects(sc.worker.tick(), /digest chain of .* is invalid/);
+    const invalid = health.alarms().find((a) => a.code === 'LOCKAUDIT_ALARM_DIGEST_CHAIN_INVALID');
+    assert.match(invalid?.message ?? '', /000000000004\.json: signed by another key/);
+    // Still stopped on the next run, and nothing was written after the forgery.
+    await assert.rejects(sc.worker.tick(), /is invalid/);
+    assert.deepEqual((await readChain(s3, sc.bucket, sc.cluster)).map((e) => e.digest?.seq), [1, 2, 3, 4]);
   });
 
   it('names a deleted Parquet history object', async () => {
