@@ -119,6 +119,10 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
     } else if (!periodMs && o.toMs !== undefined) {
       problems.push({ cluster, detail: 'no digest at all for this cluster' });
     }
+    // A verifier that checked nothing proves nothing (an empty or emptied chain, a range past it): say so and fail.
+    if (!periods.some((p) => p.cluster === cluster && p.status !== 'unsealed') && !problems.some((p) => p.cluster === cluster)) {
+      problems.push({ cluster, detail: `no period verified from ${new Date(o.fromMs).toISOString()}${o.toMs !== undefined ? ` to ${new Date(o.toMs).toISOString()}` : ''}: no digest covers the range, so nothing was checked` });
+    }
   }
   const failing = periods.find((p) => p.status === 'fail');
   const firstFailure = failing

@@ -136,6 +136,15 @@ describe('tamper-evident digests', () => {
       assert.equal(bad.status, 1, bad.stdout + bad.stderr);
       assert.match(bad.stdout, new RegExp(`^FAIL  ${sc.cluster} ${sc.period(2).replace(/[.]/g, '\\.')}\\.\\.\\S+: digest seq 3 is missing`, 'm'));
       assert.match(bad.stdout.trimEnd().split('\n').at(-1) ?? '', new RegExp(`^first failing period: ${sc.cluster} ${sc.period(2).replace(/[.]/g, '\\.')}`));
+      // A cluster without a single digest in the range: nothing was checked, so it fails.
+      const empty = uniqueId('dgempty-');
+      await s3.makeBucket(empty, config.s3.region);
+      const none = spawnSync(process.execPath, ['bin/lockaudit.js', 'verify', '--from', new Date(sc.startMs).toISOString(), '--cluster', sc.cluster, '--public-key', keyFile, '--no-database'], {
+        cwd: projectRoot, encoding: 'utf8', env: { ...process.env, LOCKAUDIT_S3_ARCHIVE_BUCKET: empty, LOCKAUDIT_DATA_DIR: tmp.dir },
+      });
+      assert.equal(none.status, 1, none.stdout + none.stderr);
+      assert.match(none.stdout, new RegExp(`^FAIL  ${sc.cluster} chain: no period verified`, 'm'));
+      assert.doesNotMatch(none.stdout, /chain intact/);
       const flags = spawnSync(process.execPath, ['bin/lockaudit.js', 'verify', '--from', 'yesterday'], { cwd: projectRoot, encoding: 'utf8' });
       assert.equal(flags.status, 2);
       assert.match(flags.stderr, /--from: "yesterday" is not a date/);
