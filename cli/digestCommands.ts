@@ -20,6 +20,7 @@ interface VerifyFlags {
   publicKey?: string;
   database: boolean;
   json?: boolean;
+  maxOpen?: string;
 }
 
 function bad(message: string): never {
@@ -35,12 +36,15 @@ export function registerDigestCommands(program: Command): void {
     .option('--cluster <name>', 'only this cluster (default: every configured cluster)')
     .option('--public-key <file>', 'the Ed25519 public key (PEM) to check signatures with (default: the deployment\'s, as GET /v1/digests/public-key serves it)')
     .option('--no-database', 'do not re-hash ClickHouse\'s events (check the chain and the objects only)')
+    .option('--max-open <seconds>', 'fail a period still unsealed this long after it ended, by this machine\'s clock (default: the period plus 3 × digests.settleSeconds, at least 300)')
     .option('--json', 'print JSON')
     .action(async (flags: VerifyFlags) => {
       try {
         const fromMs = parseInstantOrUtc(flags.from) ?? bad(`--from: "${flags.from}" is not a date or date-time`);
         const toMs = flags.to === undefined ? undefined : (parseInstantOrUtc(flags.to) ?? bad(`--to: "${flags.to}" is not a date or date-time`));
         if (toMs !== undefined && toMs <= fromMs) bad('--to: must be after --from');
+        const maxOpen = flags.maxOpen === undefined ? undefined : Number(flags.maxOpen);
+        if (maxOpen !== undefined && !(Number.isFinite(maxOpen) && maxOpen >= 0)) bad(`--max-open: "${flags.maxOpen}" is not a number of seconds`);
         if (flags.cluster !== undefined && !CLUSTER_NAME.test(flags.cluster)) bad(`--cluster: "${flags.cluster}" is not a cluster name`);
         const config = loadConfig();
         let pem: string | undefined;
@@ -59,6 +63,7 @@ export function registerDigestCommands(program: Command): void {
             s3: createS3Client(config.s3), bucket: config.s3.archiveBucket, publicKey, store, fromMs, toMs,
             clusters: flags.cluster ? [flags.cluster] : config.etcd.clusters.map((c) => c.name),
             settleMs: config.digests.settleSeconds * 1000, periodMs: config.digests.periodSeconds * 1000,
+            ...(maxOpen !== undefined ? { maxOpenMs: maxOpen * 1000 } : {}),
           });
           if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
           else for (const line of formatVerifyResult(result)) process.stdout.write(`${line}\n`);

@@ -29,7 +29,19 @@ export interface DigestVerifyOptions {
   /** Period length for periods past the chain's end when the chain names none. */
   periodMs?: number;
   objectPrefix?: string;
+  /**
+   * How long after its end a period may stay unsealed before it fails: sealing
+   * halted (recent /sys/clock rows deleted, the tailer stopped) must not pass
+   * as "not sealed yet". Judged by this verifier's clock. Default
+   * defaultMaxOpenMs(periodMs, settleMs).
+   */
+  maxOpenMs?: number;
+  /** The verifier's clock (tests). Default Date.now. */
+  now?: () => number;
 }
+
+/** The default bound on an unsealed period's age past its end: the period again plus three settle windows, at least five minutes (the worker polls, runs take time). */
+export const defaultMaxOpenMs = (periodMs: number, settleMs: number): number => Math.max(5 * 60_000, periodMs + 3 * settleMs);
 
 export interface PeriodResult {
   cluster: string;
@@ -113,8 +125,12 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
       for (; s < toMs; s += periodMs) {
         const e = s + periodMs;
         const base = { cluster, periodStart: new Date(s).toISOString(), periodEnd: new Date(e).toISOString(), superseded: [] };
-        if (sealedThrough !== undefined && e > sealedThrough) periods.push({ ...base, status: 'unsealed', problems: [] });
-        else periods.push({ ...base, status: 'fail', problems: [`no digest${sealedThrough !== undefined ? ', though the period is sealed' : ''} (removed from the end of the chain, or the digest worker is behind)`] });
+        if (sealedThrough !== undefined && e > sealedThrough) {
+          const openMs = (o.now ?? Date.now)() - e;
+          const maxOpenMs = o.maxOpenMs ?? defaultMaxOpenMs(periodMs, o.settleMs ?? 0);
+          if (openMs <= maxOpenMs) periods.push({ ...base, status: 'unsealed', problems: [] });
+          else periods.push({ ...base, status: 'fail', problems: [`not sealed ${Math.round(openMs / 1000)} s after it ended (more than the ${Math.round(maxOpenMs / 1000)} s allowed): sealing is halted (the tailer's /sys/clock writes stopped or were deleted)`] });
+        } else periods.push({ ...base, status: 'fail', problems: [`no digest${sealedThrough !== undefined ? ', though the period is sealed' : ''} (removed from the end of the chain, or the digest worker is behind)`] });
       }
     } else if (!periodMs && o.toMs !== undefined) {
       problems.push({ cluster, detail: 'no digest at all for this cluster' });

@@ -188,6 +188,23 @@ describe('tamper-evident digests', () => {
     assert.deepEqual((await readChain(s3, sc.bucket, sc.cluster)).map((e) => e.digest?.seq), [1, 2, 3, 4]);
   });
 
+  it('fails a period left unsealed long after it ended (recent /sys/clock rows deleted to halt sealing), by the verifier\'s clock', async () => {
+    const sc = await scenario(10);
+    // Halt sealing before the worker runs: every clock write from second 5 on is gone.
+    await store.command(`ALTER TABLE {db:Identifier}.events DELETE WHERE cluster = {cluster:String} AND key = '/sys/clock' AND revision >= {revision:UInt64}`, { cluster: sc.cluster, revision: CLOCK_REVISION(5) }, { mutations_sync: '2' });
+    await sc.worker.tick();
+    const toMs = sc.startMs + 9000;
+    const r = await sc.verify({ toMs });
+    assert.equal(r.ok, false, formatVerifyResult(r).join('\n'));
+    const halted = r.periods.filter((p) => p.problems.some((x) => /not sealed \d+ s after it ended/.test(x)));
+    assert.ok(halted.length > 0, formatVerifyResult(r).join('\n'));
+    assert.equal(r.firstFailure?.periodStart, halted[0]?.periodStart);
+    // Judged by the verifier's clock: just after the range ended, the same periods are only open.
+    const fresh = await verifyDigests({ s3, bucket: sc.bucket, publicKey, clusters: [sc.cluster], fromMs: sc.startMs, toMs, store, settleMs: 0, periodMs: 1000, now: () => toMs + 1000 });
+    assert.equal(fresh.ok, true, formatVerifyResult(fresh).join('\n'));
+    assert.ok(fresh.periods.some((p) => p.status === 'unsealed'));
+  });
+
   it('names a deleted Parquet history object', async () => {
     const sc = await scenario(6, { history: true });
     await sc.worker.tick();
