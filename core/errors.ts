@@ -14,7 +14,7 @@ export const errorCatalog = {
   LOCKAUDIT_ERR_SERVICES_BUILD: { status: 500, description: 'A local service binary could not be installed or built.' },
   LOCKAUDIT_ERR_SERVICES_START: { status: 500, description: 'A local service did not start or did not answer in time.' },
   LOCKAUDIT_ERR_START_PORT_IN_USE: { status: 500, description: 'The API port is taken (another lockaudit start?); stop that process or choose LOCKAUDIT_PORT.' },
-  LOCKAUDIT_ERR_SHUTDOWN_TIMEOUT: { status: 500, description: 'Stopping took longer than shutdownTimeoutMs; the process exited anyway, naming what did not drain.' },
+  LOCKAUDIT_ERR_SHUTDOWN_TIMEOUT: { status: 500, description: 'Stopping took longer than shutdownTimeoutMs; the process ended anyway (SIGKILL, status 137), naming what did not drain.' },
   LOCKAUDIT_ERR_AUTH_REQUIRED: { status: 401, description: 'The request carries no valid API token.' },
   LOCKAUDIT_ERR_AUTH_FORBIDDEN: { status: 403, description: 'The caller lacks a role this route requires.' },
   LOCKAUDIT_ERR_VALIDATION: { status: 400, description: 'The request failed validation; the message names the field.' },

@@ -51,7 +51,7 @@ const STORE_CLOSE_AT_DEADLINE_MS = 2_000;
  * Runs roles until SIGINT/SIGTERM, then closes them in reverse order, then the store — within
  * config.shutdownTimeoutMs. A client stuck on a dead dependency (etcd, Redis) must not keep the
  * process alive forever: past the deadline, or at a second signal, this throws naming what did not
- * drain, and the CLI exits non-zero (bin/lockaudit.js ends the process whatever is still open).
+ * drain, and the CLI ends the process with SIGKILL (cli/main.ts), whatever is still open.
  */
 export async function runUntilSignal(runtime: Runtime, roles: RoleHandle[]): Promise<void> {
   const signals = ['SIGINT', 'SIGTERM'] as const;
@@ -79,9 +79,9 @@ export async function runUntilSignal(runtime: Runtime, roles: RoleHandle[]): Pro
   const why = outcome === 'deadline' ? `shutdown did not finish within ${deadlineMs} ms (shutdownTimeoutMs)` : 'a second signal arrived during shutdown';
   const stuck = `${progress.closing ? `still closing ${progress.closing}` : 'still closing'}${progress.left.length ? `; not closed: ${progress.left.join(', ')}` : ''}`;
   runtime.logger.error({ closing: progress.closing, notClosed: progress.left, deadlineMs }, `${why}: ${stuck}`);
-  // The store still closes, briefly bounded, before the process exits: an embedded engine left running crashes the
-  // exit itself (libchdb's background threads against its static destructors — a segfault, not exit 1: seen in CI).
-  await settlesWithin(runtime.store.close(), STORE_CLOSE_AT_DEADLINE_MS);
+  // The store still closes, briefly bounded, so the engine writes what it holds before the CLI ends the process
+  // (cli/main.ts: with SIGKILL — an engine left open crashed the ordinary exit).
+  if (!(await settlesWithin(runtime.store.close(), STORE_CLOSE_AT_DEADLINE_MS))) runtime.logger.error({ waitedMs: STORE_CLOSE_AT_DEADLINE_MS }, 'the audit store did not close in time either');
   throw new LockauditError('LOCKAUDIT_ERR_SHUTDOWN_TIMEOUT', `${why}; exiting anyway: ${stuck}`);
 }
 
