@@ -319,7 +319,12 @@ export class TailerReplica {
     const shared = unfinished ? (unfinished.newHistory ? undefined : unfinished.after) : await divergence(this.#client, store, cluster, checkpoint, pageSize);
     // Sharing nothing: a new history from revision 0, not a rollback of everything (restores.ts).
     const after = shared ?? 0n;
-    const compacted = await lostAfter(this.#client, after);
+    const lost = await lostAfter(this.#client, after);
+    // Finishing a bumped restore after etcd compacted the restored history further (the chaos run's compact fault
+    // between the two tries): the restore lost history only up to where its first try found etcd compacted; what
+    // was compacted since is the new timeline's own loss, recorded as a compaction gap by the next start.
+    const compacted = unfinished?.compactedAt !== undefined && lost !== undefined && lost > unfinished.compactedAt ? unfinished.compactedAt : lost;
+    const compactedSince = compacted !== lost;
     const resume = compacted ?? after;
     // The gap reaches as far as the rolled-back timeline is known to have gone: changes the tailer
     // saw etcd reach (the last run's head) but had not captured before the restore are lost too.
@@ -371,11 +376,12 @@ export class TailerReplica {
     }
     if (compacted !== undefined) gaps.push({ from: after + 1n, to: compacted });
     // A new history read from its revision 0 has nothing before it to snapshot: the watch captures every hold's put.
+    // (Compacted since: etcd can no longer be read at `resume`; the next start's compaction gap snapshots instead.)
     const holds =
-      shared === undefined && compacted === undefined ? 0 : await this.#snapshot(resume, after, { retry: { initialMs: 100, maxMs: 5_000 }, timeline: generation, term }, { skipPutAtRevision: compacted === undefined });
+      compactedSince || (shared === undefined && compacted === undefined) ? 0 : await this.#snapshot(resume, after, { retry: { initialMs: 100, maxMs: 5_000 }, timeline: generation, term }, { skipPutAtRevision: compacted === undefined });
     if (!(await election.stillLeader())) throw new Error('leadership lost during the restore snapshot');
     // History lost (a bumped restore): grants open at the divergence and not held now ended inside the gap.
-    if (compacted !== undefined) await closeGrantsEndedInGap(store, cluster, after, compacted, compacted, term);
+    if (compacted !== undefined && !compactedSince) await closeGrantsEndedInGap(store, cluster, after, compacted, compacted, term);
     await recordTimeline(store, { cluster, generation, seen, previousCheckpoint: checkpoint, divergedAfter: after, resumeRevision: resume, sharesHistory: shared !== undefined });
     log.warn({ holds, generation, resume: resume.toString() }, 'restore recorded; following the restored cluster');
   }

@@ -138,6 +138,8 @@ export interface UnfinishedRestore {
   newHistory: boolean;
   why: string;
   previousClusterId: string;
+  /** Where its first try resumed the restored timeline (its reason says: "from revision resume + 1"), when it did so because etcd's restored history was compacted there (a bumped restore). */
+  compactedAt: bigint | undefined;
 }
 
 /**
@@ -148,10 +150,11 @@ export interface UnfinishedRestore {
  * run at 249 cycles/s: a compaction gap over the whole bump, the new timeline captured as the old one's).
  */
 export async function unfinishedRestore(store: AuditStore, cluster: string, generation: number): Promise<UnfinishedRestore | undefined> {
-  const [gap] = await store.rows<{ from_revision: string; to_revision: string; reason: string; generation: number; previous_cluster_id: string }>(SQL.unfinishedRestore.text, { cluster, generation });
+  const [gap] = await store.rows<{ from_revision: string; to_revision: string; reason: string; generation: number; previous_cluster_id: string; history_lost: number }>(SQL.unfinishedRestore.text, { cluster, generation });
   if (!gap) return undefined;
   const reason = gap.reason.startsWith('restore: ') ? gap.reason.slice('restore: '.length) : gap.reason;
   const end = reason.indexOf('; ');
+  const from = /from revision (\d+)$/.exec(reason)?.[1];
   return {
     generation: Number(gap.generation),
     after: BigInt(gap.from_revision) - 1n,
@@ -159,6 +162,7 @@ export async function unfinishedRestore(store: AuditStore, cluster: string, gene
     newHistory: reason.includes('etcd shares nothing with the captured history'),
     why: end > 0 ? reason.slice(0, end) : reason,
     previousClusterId: gap.previous_cluster_id,
+    compactedAt: Number(gap.history_lost) === 1 && from !== undefined ? BigInt(from) - 1n : undefined,
   };
 }
 

@@ -17,7 +17,7 @@ import { waitFor } from '../support/capture.js';
 import { uniqueId } from '../support/env.js';
 import { fileStore } from '../support/fileStore.js';
 import { startPrivateEtcd } from '../support/privateEtcd.js';
-import { Workload } from '../support/workload.js';
+import { Workload, type Session } from '../support/workload.js';
 
 const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
 const db = fileStore();
@@ -26,8 +26,8 @@ async function head(client: Etcd3): Promise<bigint> {
   return BigInt((await client.kv.range({ key: Buffer.from('/sys/clock'), count_only: true })).header.revision);
 }
 
-/** The store, failing once the first statement that marks rolled-back grants (after the events were marked). */
-function failingGrantMarks(store: AuditStore): { store: AuditStore; failed: () => boolean } {
+/** The store, failing once the first statement that marks rolled-back grants (after the events were marked); `beforeFail` runs first. */
+function failingGrantMarks(store: AuditStore, beforeFail: () => Promise<void> = async () => undefined): { store: AuditStore; failed: () => boolean } {
   let failed = false;
   const wrapped = new Proxy(store, {
     get(target, prop) {
@@ -35,6 +35,7 @@ function failingGrantMarks(store: AuditStore): { store: AuditStore; failed: () =
         return async (query: string, ...rest: unknown[]) => {
           if (!failed && query.includes('AS rolled_back_by') && query.includes('.grants')) {
             failed = true;
+            await beforeFail();
             throw new Error('killed while marking the rolled-back grants (test)');
           }
           return (target.command as (...a: unknown[]) => Promise<unknown>)(query, ...rest);
@@ -53,8 +54,9 @@ describe('a bumped restore whose recording dies between the marks', { timeout: 2
     for (const r of replicas) await r.close();
   });
 
-  it('is finished by the next leader: one restore gap, the new timeline, no compaction gap', async () => {
-    const etcd = await startPrivateEtcd(19_530, 19_531);
+  /** Captured, restored with a bump, recorded once up to the grant marks (`between` runs there), then finished. */
+  async function scenario(ports: [number, number], gapsExpected: number, between: (client: Etcd3, other: Workload, session: Session) => Promise<void>): Promise<{ label: string; snapRev: bigint; gaps: Array<{ kind: string; from_revision: string; to_revision: string }> }> {
+    const etcd = await startPrivateEtcd(ports[0], ports[1]);
     const client = createEtcdClient({ name: 'own', endpoints: [etcd.endpoint] });
     const label = uniqueId('rk');
     const replica = (store: AuditStore): TailerReplica => {
@@ -69,6 +71,7 @@ describe('a bumped restore whose recording dies between the marks', { timeout: 2
       first.start();
       for (let i = 0; i < 5; i++) await w.grant(s, `kept-${i}`);
       const snapshot = await etcd.snapshot('before.db');
+      const snapRev = await head(client);
       for (let i = 0; i < 10; i++) await w.grant(s, `doomed-${i}`);
       const top = await head(client);
       await waitFor('captured', async () => ((await readCheckpoint(db.store, label)) >= top ? true : undefined), 60_000, 100);
@@ -80,16 +83,39 @@ describe('a bumped restore whose recording dies between the marks', { timeout: 2
       for (let i = 0; i < 5; i++) await other.grant(t, `after-${i}`);
 
       // The recording dies once, after the events are marked; the same replica's next run (a new leadership) goes on.
-      const failing = failingGrantMarks(db.store);
+      const failing = failingGrantMarks(db.store, () => between(client, other, t));
       replica(failing.store).start();
       await waitFor('the restore recorded in full', async () => ((await currentTimeline(db.store, label))?.generation === 1 ? true : undefined), 180_000, 200);
       assert.ok(failing.failed(), 'the first recording died between the marks');
-      const gaps = await db.store.rows<{ kind: string }>('SELECT kind FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} ORDER BY from_revision', { c: label });
-      assert.deepEqual(gaps.map((g) => g.kind), ['restore'], 'one restore gap, and the bump not read as a compaction');
+      const gaps = await waitFor('every gap', async () => {
+        const rows = await db.store.rows<{ kind: string; from_revision: string; to_revision: string }>('SELECT kind, from_revision, to_revision FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} ORDER BY from_revision', { c: label });
+        return rows.length >= gapsExpected ? rows : undefined;
+      }, 60_000, 200);
+      return { label, snapRev, gaps };
     } finally {
       for (const r of replicas.splice(0)) await r.close();
       client.close();
       await etcd.stop();
     }
+  }
+
+  it('is finished by the next leader: one restore gap, the new timeline, no compaction gap', async () => {
+    const { gaps } = await scenario([19_530, 19_531], 1, async () => undefined);
+    assert.deepEqual(gaps.map((g) => g.kind), ['restore'], 'one restore gap, and the bump not read as a compaction');
+  });
+
+  it('etcd compacted the restored history further between the two tries: the restore keeps its own range, the rest is a compaction gap', async () => {
+    let compactedAt = 0n;
+    const { snapRev, gaps } = await scenario([19_532, 19_533], 2, async (client, other, session) => {
+      for (let i = 0; i < 10; i++) await other.grant(session, `compacted-${i}`);
+      compactedAt = await head(client);
+      await client.kv.compact({ revision: compactedAt.toString(), physical: true });
+    });
+    assert.deepEqual(gaps.map((g) => g.kind), ['restore', 'compaction'], 'the later compaction is a gap of its own');
+    const [restore, compaction] = gaps as unknown as [{ to_revision: string }, { from_revision: string; to_revision: string }];
+    // The restore's own loss ends at its bump (the snapshot + 1 000 000, what etcd was compacted to at the first try).
+    assert.ok(BigInt(restore.to_revision) >= snapRev + 1_000_000n && BigInt(restore.to_revision) < compactedAt, `restore gap to ${restore.to_revision}: its bump, not the later compaction at ${compactedAt}`);
+    assert.equal(compaction.from_revision, (BigInt(restore.to_revision) + 1n).toString());
+    assert.equal(compaction.to_revision, compactedAt.toString());
   });
 });
