@@ -226,6 +226,12 @@ export interface PeriodVerdict {
   digest?: Digest;
   /** Seqs of the digests of this period replaced by later ones (changes after sealing). */
   superseded: number[];
+  /**
+   * Every history object a digest of this period named, superseded ones
+   * included: a superseding digest restates the events, not the files, so a
+   * late row must not take the files out of what is checked.
+   */
+  history: DigestHistoryObject[];
   problems: string[];
 }
 
@@ -270,7 +276,7 @@ export function walkChain(cluster: string, entries: readonly ChainEntry[], publi
   const periodOf = (start: string, end: string): PeriodVerdict => {
     let p = periods.get(start);
     if (!p) {
-      p = { cluster, periodStart: start, periodEnd: end, superseded: [], problems: [] };
+      p = { cluster, periodStart: start, periodEnd: end, superseded: [], history: [], problems: [] };
       periods.set(start, p);
       order.push(start);
     }
@@ -301,6 +307,7 @@ export function walkChain(cluster: string, entries: readonly ChainEntry[], publi
       if (target.digest && target.digest.seq === d.supersedes.seq && target.digest.hash !== d.supersedes.hash) problems.push(`${cur.object}: supersedes seq ${d.supersedes.seq} by a hash it does not have`);
       if (target.digest) target.superseded.push(target.digest.seq);
       target.digest = d;
+      target.history.push(...d.history);
       target.problems.push(...pendingMissing.map((m) => `${m} (before seq ${seq}, which supersedes this period's digest)`), ...problems);
     } else {
       // The chain's own periods: the first where it starts, then each where the last ended.
@@ -317,6 +324,7 @@ export function walkChain(cluster: string, entries: readonly ChainEntry[], publi
       }
       const p = periodOf(d.periodStart, d.periodEnd);
       p.digest = d;
+      p.history.push(...d.history);
       p.problems.push(...pendingMissing, ...problems);
       regularEnd = d.periodEnd;
     }

@@ -3,7 +3,7 @@
 // signed by the public key, the chain unbroken — then, per period in the
 // range, that each Parquet history object a digest names exists with its
 // sha256 and, given the audit store, that ClickHouse's events still hash to
-// the digest. One verdict per period; the first failing one is named.
+// the digest and its gaps and restores are the digest's. One verdict per period; the first failing one is named.
 import { createHash, type KeyObject } from 'node:crypto';
 import type { Client } from 'minio';
 import type { AuditStore } from '../../core/clickhouse.js';
@@ -11,8 +11,8 @@ import { digestKeyId } from '../../core/digestKey.js';
 import { loadSql } from '../../platform/sql.js';
 import { hiddenNames } from '../archiveVerify.js';
 import { withRetry } from '../objectStore.js';
-import { DIGEST_OBJECT_PREFIX, walkChain, type Digest, type PeriodVerdict } from './format.js';
-import { hashPeriodEvents, readChain } from './worker.js';
+import { DIGEST_OBJECT_PREFIX, walkChain, type Digest, type DigestHistoryObject, type PeriodVerdict } from './format.js';
+import { hashPeriodEvents, periodRecord, readChain, sameRecord } from './worker.js';
 
 export interface DigestVerifyOptions {
   s3: Client;
@@ -79,9 +79,12 @@ async function sha256Of(s3: Client, bucket: string, object: string): Promise<{ s
   }
 }
 
-async function historyProblems(s3: Client, d: Digest): Promise<string[]> {
+async function historyProblems(s3: Client, history: readonly DigestHistoryObject[]): Promise<string[]> {
   const problems: string[] = [];
-  for (const h of d.history) {
+  const seen = new Set<string>();
+  for (const h of history) {
+    if (seen.has(`${h.bucket}/${h.object}/${h.sha256}`)) continue;
+    seen.add(`${h.bucket}/${h.object}/${h.sha256}`);
     const got = await withRetry(() => sha256Of(s3, h.bucket, h.object), { deadlineMs: 60_000 });
     if (got === 'missing') problems.push(`history object ${h.bucket}/${h.object} is missing`);
     else if (got.sha256 !== h.sha256) problems.push(`history object ${h.bucket}/${h.object} does not match its digest (sha256 ${got.sha256.slice(0, 12)}…, ${got.bytes} bytes; digest says ${h.sha256.slice(0, 12)}…, ${h.bytes} bytes)`);
@@ -91,8 +94,16 @@ async function historyProblems(s3: Client, d: Digest): Promise<string[]> {
 
 async function eventProblems(store: AuditStore, d: Digest): Promise<string[]> {
   const now = await hashPeriodEvents(store, d.cluster, { after: d.events.after, through: d.events.through, fromMs: Date.parse(d.periodStart), toMs: Date.parse(d.periodEnd) });
-  if (now.sha256 === d.events.sha256 && now.count === d.events.count) return [];
-  return [`ClickHouse events no longer match the digest (${now.count} event(s) now, ${d.events.count} signed; sha256 ${now.sha256.slice(0, 12)}… vs ${d.events.sha256.slice(0, 12)}…)`];
+  const problems: string[] = [];
+  if (now.sha256 !== d.events.sha256 || now.count !== d.events.count) {
+    problems.push(`ClickHouse events no longer match the digest (${now.count} event(s) now, ${d.events.count} signed; sha256 ${now.sha256.slice(0, 12)}… vs ${d.events.sha256.slice(0, 12)}…)`);
+  }
+  // Gaps and restores say which history is missing or rolled back: a removed gap hides a loss, a forged one excuses one.
+  const record = await periodRecord(store, d.cluster, Date.parse(d.periodStart), Date.parse(d.periodEnd));
+  if (!sameRecord(d, record)) {
+    problems.push(`ClickHouse gaps or restores no longer match the digest (${record.gaps.length} gap(s) and ${record.restores.length} restore(s) now, ${d.gaps.length} and ${d.restores.length} signed)`);
+  }
+  return problems;
 }
 
 export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerifyResult> {
@@ -153,7 +164,7 @@ async function judge(o: DigestVerifyOptions, p: PeriodVerdict): Promise<PeriodRe
   const problems = [...p.problems];
   const d = p.digest;
   if (d && problems.length === 0) {
-    problems.push(...(await historyProblems(o.s3, d)));
+    problems.push(...(await historyProblems(o.s3, p.history)));
     if (o.store) problems.push(...(await eventProblems(o.store, d)));
   }
   if (!d && problems.length === 0) problems.push('no digest');

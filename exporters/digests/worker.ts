@@ -24,6 +24,7 @@ import { alarm, alarmName } from '../../platform/alarms.js';
 import { archiveLockProblem, ARCHIVE_RETENTION_YEARS } from '../../platform/buckets.js';
 import type { HealthState } from '../../platform/health.js';
 import { loadSql } from '../../platform/sql.js';
+import { canonicalJson } from '../hashChain.js';
 import { MANIFEST_SUFFIX, parseManifest } from '../manifest.js';
 import { putArchiveJson, readObjectText, withRetry } from '../objectStore.js';
 import {
@@ -111,6 +112,22 @@ export async function hashPeriodEvents(store: AuditStore, cluster: string, range
   }
   return hasher.digest({ after: range.after, through: range.through });
 }
+
+/** The gaps and restores the tailer recorded within a period, as a digest states them (the worker's and the verifier's one way). */
+export async function periodRecord(store: AuditStore, cluster: string, fromMs: number, toMs: number): Promise<{ gaps: DigestGap[]; restores: DigestRestore[] }> {
+  const params = { cluster, fromMs, toMs };
+  const gaps = await store.rows<Omit<DigestGap, 'detectedAt'> & { detectedAtMs: string }>(loadSql('exporters/sql/digest_gaps.sql').text, params);
+  const restores = await store.rows<Omit<DigestRestore, 'detectedAt'> & { detectedAtMs: string }>(loadSql('exporters/sql/digest_restores.sql').text, params);
+  const iso = (ms: string): string => new Date(Number(ms)).toISOString();
+  return {
+    gaps: gaps.map(({ detectedAtMs, ...g }) => ({ ...g, detectedAt: iso(detectedAtMs) })),
+    restores: restores.map(({ detectedAtMs, ...r }) => ({ ...r, detectedAt: iso(detectedAtMs) })),
+  };
+}
+
+/** Whether a digest's gaps and restores are still what ClickHouse holds for its period. */
+export const sameRecord = (d: Pick<Digest, 'gaps' | 'restores'>, now: { gaps: DigestGap[]; restores: DigestRestore[] }): boolean =>
+  canonicalJson(d.gaps) === canonicalJson(now.gaps) && canonicalJson(d.restores) === canonicalJson(now.restores);
 
 export async function readChain(s3: Client, bucket: string, cluster: string, prefix = DIGEST_OBJECT_PREFIX): Promise<Array<{ object: string; digest?: Digest; error?: string }>> {
   const names: string[] = [];
@@ -275,9 +292,14 @@ export class DigestWorker {
         });
         const count = now?.count ?? '0';
         const through = count === '0' ? null : (now?.ingestedThroughMs ?? null);
-        if (count === d.events.count && through === d.events.ingestedThroughMs) continue;
-        const events = await hashPeriodEvents(this.#o.store, this.cluster, { after: d.events.after, through: d.events.through, fromMs, toMs });
-        if (events.sha256 === d.events.sha256 && events.count === d.events.count) continue;
+        // A gap or restore recorded (or removed) after sealing changes the period as much as a late event does.
+        const recordMoved = !sameRecord(d, await periodRecord(this.#o.store, this.cluster, fromMs, toMs));
+        let events = d.events;
+        if (count !== d.events.count || through !== d.events.ingestedThroughMs) {
+          events = await hashPeriodEvents(this.#o.store, this.cluster, { after: d.events.after, through: d.events.through, fromMs, toMs });
+          if (events.sha256 === d.events.sha256 && events.count === d.events.count) events = d.events;
+        }
+        if (events === d.events && !recordMoved) continue;
         const body: DigestBody = { ...(await this.#periodBody(head, regular, fromMs, toMs, [], { seq: d.seq, hash: d.hash }, d.events)), events };
         const digest = signDigest(body, this.#o.signer);
         if (!(await this.#put(digest))) {
@@ -331,7 +353,6 @@ export class DigestWorker {
     supersedes: { seq: number; hash: string } | null,
     known?: Digest['events'],
   ): Promise<DigestBody> {
-    const params = { cluster: this.cluster, fromMs, toMs };
     let events = known;
     if (!events) {
       const after = regular?.events.through ?? null;
@@ -341,9 +362,7 @@ export class DigestWorker {
       if (!through) throw new Error(`no /sys/clock write of ${this.cluster} in its first period ${new Date(fromMs).toISOString()}`);
       events = await hashPeriodEvents(this.#o.store, this.cluster, { after, through, fromMs, toMs });
     }
-    const gaps = await this.#o.store.rows<Omit<DigestGap, 'detectedAt'> & { detectedAtMs: string }>(loadSql('exporters/sql/digest_gaps.sql').text, params);
-    const restores = await this.#o.store.rows<Omit<DigestRestore, 'detectedAt'> & { detectedAtMs: string }>(loadSql('exporters/sql/digest_restores.sql').text, params);
-    const iso = (ms: string): string => new Date(Number(ms)).toISOString();
+    const { gaps, restores } = await periodRecord(this.#o.store, this.cluster, fromMs, toMs);
     return {
       v: DIGEST_VERSION,
       kind: DIGEST_KIND,
@@ -353,8 +372,8 @@ export class DigestWorker {
       periodEnd: new Date(toMs).toISOString(),
       events,
       history,
-      gaps: gaps.map(({ detectedAtMs, ...g }) => ({ ...g, detectedAt: iso(detectedAtMs) })),
-      restores: restores.map(({ detectedAtMs, ...r }) => ({ ...r, detectedAt: iso(detectedAtMs) })),
+      gaps,
+      restores,
       supersedes,
       prevHash: head?.hash ?? GENESIS_HASH,
       createdAt: new Date().toISOString(),

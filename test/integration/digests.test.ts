@@ -243,6 +243,48 @@ describe('tamper-evident digests', () => {
     assert.deepEqual(r.periods.filter((p) => p.status === 'fail').map((p) => p.periodStart), [sc.period(4)]);
   });
 
+  it('keeps checking a period\'s history object after a late row supersedes its digest', async () => {
+    const sc = await scenario(6, { history: true });
+    await sc.worker.tick();
+    const d1 = JSON.parse(await readObjectText(s3, sc.bucket, sc.object(1))) as Digest;
+    const named = d1.history[0] as Digest['history'][number];
+    // A late row in period 0 (revisions up to its clock write at 100): the superseding digest restates the events, not the files.
+    await store.insert('events', [{ cluster: sc.cluster, revision: '99', key: '/l/ns/late', event_type: 'grant', op: 'put', wall_time: new Date(sc.startMs + 400).toISOString().replace('T', ' ').replace('Z', ''), value: '{}' }]);
+    assert.equal((await sc.worker.tick()).superseded, 1);
+    const ok = await sc.verify();
+    assert.deepEqual(ok.periods.find((p) => p.periodStart === sc.period(0))?.superseded, [1], formatVerifyResult(ok).join('\n'));
+    assert.equal(ok.ok, true);
+    await s3.removeObject(historyBucket, named.object);
+    const r = await sc.verify();
+    assert.equal(r.ok, false, formatVerifyResult(r).join('\n'));
+    assert.equal(r.firstFailure?.periodStart, sc.period(0));
+    assert.match(r.firstFailure?.detail ?? '', /history object .*events\.parquet is missing/);
+  });
+
+  it('names a gap removed from ClickHouse after sealing; a gap recorded late supersedes the period', async () => {
+    const sc = await scenario(8);
+    const gap = (s: number) => ({ cluster: sc.cluster, from_revision: String(CLOCK_REVISION(s) + 1), to_revision: String(CLOCK_REVISION(s) + 2), detected_at: sc.startMs + s * 1000 + 700, reason: 'compacted before capture (test)' });
+    await store.insert('gaps', [gap(2)]);
+    await sc.worker.tick();
+    const d3 = JSON.parse(await readObjectText(s3, sc.bucket, sc.object(3))) as Digest;
+    assert.equal(d3.gaps.length, 1, 'the digest states the period\'s gap');
+    assert.equal((await sc.verify()).ok, true);
+    // Recorded after sealing (a late detection, or a forgery the worker cannot tell apart): a new digest, shown as a change.
+    await store.insert('gaps', [gap(5)]);
+    assert.equal((await sc.worker.tick()).superseded, 1);
+    const late = await sc.verify();
+    assert.equal(late.ok, true, formatVerifyResult(late).join('\n'));
+    assert.ok((late.periods.find((p) => p.periodStart === sc.period(5))?.superseded.length ?? 0) > 0);
+    // Removed behind the worker's back (beyond its lookback: a worker that re-checks nothing): the verifier names it.
+    const blind = new DigestWorker({ cluster: sc.cluster, store, s3, bucket: sc.bucket, historyBucket, signer, logger, periodMs: 1000, settleMs: 0, lookbackPeriods: 0, alarmAfterPeriods: 2, allowUnlocked: true });
+    await store.command('ALTER TABLE {db:Identifier}.gaps DELETE WHERE cluster = {cluster:String} AND from_revision = {from:UInt64}', { cluster: sc.cluster, from: CLOCK_REVISION(2) + 1 }, { mutations_sync: '2' });
+    assert.equal((await blind.tick()).superseded, 0);
+    const r = await sc.verify();
+    assert.equal(r.ok, false);
+    assert.equal(r.firstFailure?.periodStart, sc.period(2));
+    assert.match(r.firstFailure?.detail ?? '', /gaps or restores no longer match the digest \(0 gap\(s\) and 0 restore\(s\) now, 1 and 0 signed\)/);
+  });
+
   it('lets an auditor check a compliance export with docs/verify-export.mjs and the public key alone; a truncated export fails', async () => {
     const sc = await scenario(6);
     await insertGrants(store, sc.cluster, 50, sc.startMs + 1000, 40);
