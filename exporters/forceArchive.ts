@@ -31,6 +31,7 @@ import { archiveLockProblem, ARCHIVE_RETENTION_YEARS } from '../platform/buckets
 import { archiveObjectName, chainRecord, EMPTY_HEAD, parseArchived, recordHash, type ArchivedForceRecord, type ChainHead } from './hashChain.js';
 import type { ExportMetrics } from './exportMetrics.js';
 import { putArchiveJson } from './objectStore.js';
+import { etcdText } from '../core/etcdText.js';
 
 export const ARCHIVE_OBJECT_PREFIX = 'force/';
 
@@ -152,8 +153,8 @@ export class ForceArchiver {
     const res = await this.#etcd.getAll().prefix(this.#settings.keyPrefix).exec();
     const now = Date.now();
     const kvs = res.kvs.map((kv) => {
-      const key = kv.key.toString('utf8');
-      const value = kv.value.toString('utf8');
+      const key = etcdText(kv.key);
+      const value = etcdText(kv.value);
       const record = decodeValue(ForceRecordSchema, value);
       if (!this.#firstSeen.has(key)) this.#firstSeen.set(key, now);
       const proven = record !== undefined && key.endsWith(`${PREFIX.force}${record.id}`) && hasValidForceProof(this.#settings.originSecret, record);

@@ -12,6 +12,7 @@ import { grantRow, grantSide } from './decoder.js';
 import { loadSql } from '../platform/sql.js';
 import { isReadable, headRevision } from './etcdReads.js';
 import type { RowBatch } from './types.js';
+import { etcdText } from '../core/etcdText.js';
 
 export interface GapRecord {
   cluster: string;
@@ -145,8 +146,8 @@ export async function snapshotHolds(
     const res = await client.kv.range({ key: from, range_end: end, revision: revision.toString(), limit: pageSize });
     const batch: RowBatch = { events: [], grants: [], quarantine: [] };
     for (const kv of res.kvs) {
-      const key = kv.key.toString('utf8');
-      const value = kv.value.toString('utf8');
+      const key = etcdText(kv.key);
+      const value = etcdText(kv.value);
       const kind = classifyKey(key);
       const hold = decodeValue(HoldValueSchema, value);
       if (kind.kind !== 'hold' || !hold) {

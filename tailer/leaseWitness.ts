@@ -14,6 +14,7 @@ import { PREFIX, prefixEnd } from '../core/keyspace.js';
 import type { Logger } from '../core/logger.js';
 import { NO_LEASE } from './leaseLiveness.js';
 import type { RevisionChanges } from './types.js';
+import { etcdText } from '../core/etcdText.js';
 
 /**
  * Where evidence outlives the process (tailer/leaseEvidence.ts): saved as it is heard, loaded as a run starts —
@@ -73,7 +74,7 @@ export async function currentHolds(client: Etcd3, pageSize = 5_000): Promise<Arr
   let from = Buffer.from(PREFIX.hold);
   for (;;) {
     const res = await client.kv.range({ key: from, range_end: end, keys_only: true, limit: pageSize });
-    for (const kv of res.kvs) holds.push({ key: kv.key.toString('utf8'), lease: String(kv.lease), revision: BigInt(kv.mod_revision) });
+    for (const kv of res.kvs) holds.push({ key: etcdText(kv.key), lease: String(kv.lease), revision: BigInt(kv.mod_revision) });
     if (!res.more || res.kvs.length === 0) return holds;
     from = Buffer.concat([(res.kvs.at(-1) as { key: Buffer }).key, Buffer.from([0])]);
   }

@@ -37,6 +37,7 @@ import { PREFIX } from '../core/keyspace.js';
 import { loadSql } from '../platform/sql.js';
 import { lostAfter } from './gaps.js';
 import { decideStart, readFor, type Witness, type WitnessReading } from './startDecision.js';
+import { etcdText } from '../core/etcdText.js';
 
 const SQL = {
   timeline: loadSql('tailer/sql/timeline.sql'),
@@ -220,7 +221,7 @@ async function readWitnesses(client: Etcd3, witnesses: readonly Witness[], compa
       const at = read === 'history' ? witness.revision : (compactRevision as bigint);
       const res = await client.kv.range({ key: Buffer.from(witness.key), revision: at.toString() });
       const kv = res.kvs[0];
-      return kv ? { witness, read, kv: { modRevision: BigInt(kv.mod_revision), value: kv.value.toString('utf8') } } : { witness, read };
+      return kv ? { witness, read, kv: { modRevision: BigInt(kv.mod_revision), value: etcdText(kv.value) } } : { witness, read };
     }),
   );
 }
@@ -247,7 +248,7 @@ export async function divergence(client: Etcd3, store: AuditStore, cluster: stri
         const rev = BigInt(kv.mod_revision);
         // Only a revision above what is already known to be shared can raise it.
         if (rev > checkpoint || (shared !== undefined && rev <= shared)) continue;
-        page.set(kv.key.toString('utf8'), { revision: rev, value: kv.value.toString('utf8') });
+        page.set(etcdText(kv.key), { revision: rev, value: etcdText(kv.value) });
       }
       if (page.size > 0) {
         const revisions = [...page.values()].map((p) => p.revision);

@@ -15,6 +15,7 @@ import { Backoff } from '../platform/retry.js';
 import { isCaptured } from './decoder.js';
 import type { Change, KvSnapshot, RevisionChanges } from './types.js';
 import { PREFIX, prefixEnd } from '../core/keyspace.js';
+import { etcdText } from '../core/etcdText.js';
 
 // One range covers /l/, /q/ and /sys/ (from the first prefix to the end of the last);
 // keys in between that are not under them are filtered out here.
@@ -54,8 +55,8 @@ export class WatchError extends Error {
 
 function kvOf(kv: IKeyValue): KvSnapshot {
   return {
-    key: kv.key.toString('utf8'),
-    value: kv.value ? kv.value.toString('utf8') : '',
+    key: etcdText(kv.key),
+    value: kv.value ? etcdText(kv.value) : '',
     createRevision: String(kv.create_revision ?? '0'),
     modRevision: String(kv.mod_revision ?? '0'),
     version: String(kv.version ?? '0'),
@@ -260,7 +261,7 @@ export class WatchWindow {
         current = undefined;
         count = 0;
       }
-      const key = ev.kv.key.toString('utf8');
+      const key = etcdText(ev.kv.key);
       if (!isCaptured(key)) continue;
       current ??= { revision, changes: [] };
       const change: Change = { type: ev.type === 'Delete' ? 'delete' : 'put', kv: kvOf(ev.kv) };

@@ -94,4 +94,31 @@ describe('tailer: rogue values written straight into etcd', { timeout: 120_000 }
     assert.deepEqual(raw.map((r) => [r.revision, r.event_type]), [[String(r1.header.revision), 'other'], [String(d1.header.revision), 'other']]);
     assert.equal(raw[0]?.value, rogue);
   });
+
+  it('keeps keys and values apart that differ only in bytes that are not UTF-8 (one txn, two keys an insider wrote)', async () => {
+    const label = uniqueId('c');
+    const ns = uniqueId('ns');
+    await checkpointAtHead(store, client, label);
+    await replica?.close();
+    replica = new TailerReplica({ cluster: { name: label, endpoints }, store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100 });
+    replica.start();
+    const key = (tail: number[]): Buffer => Buffer.concat([Buffer.from(`/l/${ns}/k`, 'utf8'), Buffer.from(tail)]);
+    // Before etcdText both keys read /l/<ns>/k\uFFFD: one (revision, key) row, the other change gone without a trace.
+    const txn = await client.if(key([0xff]), 'Version', '==', 0).then(
+      client.put(key([0xff])).value(Buffer.from([0x7b, 0xff])),
+      client.put(key([0xfe])).value(Buffer.from([0x7b, 0xfe])),
+      client.put(key([0xef, 0xbf, 0xbd])).value('\uFFFD'),
+    ).commit();
+    const revision = BigInt(txn.header.revision);
+    await waitFor('checkpoint past the txn', async () => ((await readCheckpoint(store, label)) >= revision ? true : undefined), 45_000, 200);
+    const rows = await store.rows<{ key: string; value: string }>(
+      `SELECT key, value FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND revision = {r:UInt64} ORDER BY key`,
+      { c: label, r: revision.toString() },
+    );
+    assert.deepEqual(rows, [
+      { key: `/l/${ns}/k\uFFFD--`, value: '\uFFFD--' },
+      { key: `/l/${ns}/k\uFFFDFE`, value: '{\uFFFDFE' },
+      { key: `/l/${ns}/k\uFFFDFF`, value: '{\uFFFDFF' },
+    ]);
+  });
 });
