@@ -56,6 +56,24 @@ export async function readObjectText(s3: Client, bucket: string, name: string): 
   return Buffer.concat(parts).toString('utf8');
 }
 
+/** The sha256 (hex) and length of an object as stored, read through; 'missing' when there is none. */
+export async function objectSha256(s3: Client, bucket: string, name: string): Promise<{ sha256: string; bytes: number } | 'missing'> {
+  try {
+    const stream = await s3.getObject(bucket, name);
+    const hash = createHash('sha256');
+    let bytes = 0;
+    for await (const c of stream) {
+      hash.update(c as Buffer);
+      bytes += (c as Buffer).length;
+    }
+    return { sha256: hash.digest('hex'), bytes };
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'NoSuchKey' || code === 'NotFound') return 'missing';
+    throw err;
+  }
+}
+
 /** Writes a small JSON object unless one of that name exists: 'exists' when another writer was first. */
 export async function putJsonIfAbsent(s3: Client, bucket: string, name: string, value: unknown, retry: RetryOptions = {}): Promise<'written' | 'exists'> {
   const body = Buffer.from(`${JSON.stringify(value, null, 2)}\n`);

@@ -62,6 +62,12 @@ export const alarmCatalog = {
     action:
       'Someone with write access to the archive bucket added or replaced a digest object (unsigned, signed by another key, altered, or not linking to the one before), or the signing key changed. The worker will not build on it. Run lockaudit verify for the cluster, find who wrote the object (bucket access logs), and restore the bucket\'s integrity; the worker resumes on its next run once every object checks. Cleared then.',
   },
+  LOCKAUDIT_ALARM_DIGEST_HISTORY_MISMATCH: {
+    instance: 'digest-history-mismatch:{cluster}',
+    message: 'the history object {object} of {cluster} does not match its manifest ({problem}); no digest names it',
+    action:
+      'The digest worker hashes each Parquet history file itself before a digest names it. This one is not the file its manifest describes: it was replaced or damaged in the history bucket after the export wrote it. Find who wrote it (bucket access logs); remove its manifest (the object name plus .manifest.json) and re-export the day (lockaudit export history --from DAY --to DAY --cluster CLUSTER), which writes file and manifest again. Cleared once every complete file matches its manifest.',
+  },
   LOCKAUDIT_ALARM_FOREIGN_WRITE: {
     instance: 'foreign-write:{cluster}',
     message: 'a {what} not made by the lock API was written into {cluster} ({key} at revision {revision}); see grant history, origin=foreign',

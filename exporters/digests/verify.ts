@@ -4,13 +4,13 @@
 // range, that each Parquet history object a digest names exists with its
 // sha256 and, given the audit store, that ClickHouse's events still hash to
 // the digest and its gaps and restores are the digest's. One verdict per period; the first failing one is named.
-import { createHash, type KeyObject } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import type { Client } from 'minio';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { digestKeyId } from '../../core/digestKey.js';
 import { loadSql } from '../../platform/sql.js';
 import { hiddenNames } from '../archiveVerify.js';
-import { withRetry } from '../objectStore.js';
+import { objectSha256, withRetry } from '../objectStore.js';
 import { DIGEST_OBJECT_PREFIX, walkChain, type Digest, type DigestHistoryObject, type PeriodVerdict } from './format.js';
 import { hashPeriodEvents, periodRecord, readChain, sameRecord } from './worker.js';
 
@@ -62,30 +62,13 @@ export interface DigestVerifyResult {
   firstFailure?: { cluster: string; periodStart: string; detail: string };
 }
 
-async function sha256Of(s3: Client, bucket: string, object: string): Promise<{ sha256: string; bytes: number } | 'missing'> {
-  try {
-    const stream = await s3.getObject(bucket, object);
-    const hash = createHash('sha256');
-    let bytes = 0;
-    for await (const c of stream) {
-      hash.update(c as Buffer);
-      bytes += (c as Buffer).length;
-    }
-    return { sha256: hash.digest('hex'), bytes };
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    if (code === 'NoSuchKey' || code === 'NotFound') return 'missing';
-    throw err;
-  }
-}
-
 async function historyProblems(s3: Client, history: readonly DigestHistoryObject[]): Promise<string[]> {
   const problems: string[] = [];
   const seen = new Set<string>();
   for (const h of history) {
     if (seen.has(`${h.bucket}/${h.object}/${h.sha256}`)) continue;
     seen.add(`${h.bucket}/${h.object}/${h.sha256}`);
-    const got = await withRetry(() => sha256Of(s3, h.bucket, h.object), { deadlineMs: 60_000 });
+    const got = await withRetry(() => objectSha256(s3, h.bucket, h.object), { deadlineMs: 60_000 });
     if (got === 'missing') problems.push(`history object ${h.bucket}/${h.object} is missing`);
     else if (got.sha256 !== h.sha256) problems.push(`history object ${h.bucket}/${h.object} does not match its digest (sha256 ${got.sha256.slice(0, 12)}…, ${got.bytes} bytes; digest says ${h.sha256.slice(0, 12)}…, ${h.bytes} bytes)`);
   }

@@ -26,7 +26,7 @@ import type { HealthState } from '../../platform/health.js';
 import { loadSql } from '../../platform/sql.js';
 import { canonicalJson } from '../hashChain.js';
 import { MANIFEST_SUFFIX, parseManifest } from '../manifest.js';
-import { putArchiveJson, readObjectText, withRetry } from '../objectStore.js';
+import { objectSha256, putArchiveJson, readObjectText, withRetry } from '../objectStore.js';
 import {
   comparePositions, DIGEST_KIND, digestProblem, DIGEST_OBJECT_PREFIX, DIGEST_VERSION, digestObjectName, EventsHasher, GENESIS_HASH, parseDigest, signDigest,
   type Digest, type DigestBody, type DigestEvent, type DigestGap, type DigestHistoryObject, type DigestRestore, type Position,
@@ -381,9 +381,16 @@ export class DigestWorker {
     };
   }
 
-  /** History files of this cluster complete (manifest written) and not yet named by a digest. */
+  /**
+   * History files of this cluster complete (manifest written) and not yet
+   * named by a digest, each hashed here: the history bucket is not locked, so
+   * a manifest's sha256 is a claim. A file that is not the one its manifest
+   * describes is not named (the alarm says which); the digest after its
+   * re-export names it.
+   */
   async #newHistory(named: Set<string>): Promise<DigestHistoryObject[]> {
     const out: DigestHistoryObject[] = [];
+    const mismatched: Array<{ object: string; problem: string }> = [];
     const bucket = this.#o.historyBucket;
     if (!(await this.#o.s3.bucketExists(bucket))) return out;
     for (const dataset of ['grants', 'events']) {
@@ -394,8 +401,18 @@ export class DigestWorker {
         if (named.has(`${bucket}/${object}`)) continue;
         const m = parseManifest(await readObjectText(this.#o.s3, bucket, name));
         if (!m || m.object !== object) continue;
-        out.push({ bucket, object, sha256: m.sha256, bytes: m.bytes, rows: m.rows, dataset: m.dataset, date: m.date ?? '' });
+        const got = await withRetry(() => objectSha256(this.#o.s3, bucket, object), { deadlineMs: 60_000 });
+        if (got === 'missing') mismatched.push({ object, problem: 'the file is missing' });
+        else if (got.sha256 !== m.sha256 || got.bytes !== m.bytes) mismatched.push({ object, problem: `sha256 ${got.sha256.slice(0, 12)}…, ${got.bytes} bytes; manifest says ${m.sha256.slice(0, 12)}…, ${m.bytes} bytes` });
+        else out.push({ bucket, object, sha256: got.sha256, bytes: got.bytes, rows: m.rows, dataset: m.dataset, date: m.date ?? '' });
       }
+    }
+    const first = mismatched[0];
+    if (first) {
+      this.#o.health?.raise(alarm('LOCKAUDIT_ALARM_DIGEST_HISTORY_MISMATCH', { cluster: this.cluster }, { object: `${bucket}/${first.object}`, problem: first.problem }));
+      this.#o.logger.error({ cluster: this.cluster, mismatched }, 'digest: history file(s) do not match their manifests; not naming them');
+    } else {
+      this.#o.health?.clear(alarmName('LOCKAUDIT_ALARM_DIGEST_HISTORY_MISMATCH', { cluster: this.cluster }));
     }
     return out;
   }

@@ -243,6 +243,31 @@ describe('tamper-evident digests', () => {
     assert.deepEqual(r.periods.filter((p) => p.status === 'fail').map((p) => p.periodStart), [sc.period(4)]);
   });
 
+  it('does not name a history file that is not the one its manifest describes (replaced before sealing): LOCKAUDIT_ALARM_DIGEST_HISTORY_MISMATCH until it is re-exported', async () => {
+    const health = new HealthState();
+    const sc = await scenario(6, { history: true, health });
+    const object = `events/cluster=${sc.cluster}/date=${formatDay(sc.startMs)}/events.parquet`;
+    // The history bucket is not locked: the file swapped behind its manifest, before any digest names it.
+    await s3.putObject(historyBucket, object, Buffer.from('PAR1 not the export PAR1'));
+    await sc.worker.tick();
+    const d1 = JSON.parse(await readObjectText(s3, sc.bucket, sc.object(1))) as Digest;
+    assert.deepEqual(d1.history, [], 'a manifest\'s sha256 is not signed on its word');
+    const raised = health.alarms().find((a) => a.code === 'LOCKAUDIT_ALARM_DIGEST_HISTORY_MISMATCH');
+    assert.ok(raised, 'the alarm is raised');
+    assert.match(raised.message, new RegExp(`${object.replace(/[.]/g, '\\.')} of ${sc.cluster} does not match its manifest \\(sha256 `));
+    // Re-exported (its manifest removed first, as the runbook says): the next digest names the file, and the alarm clears.
+    await s3.removeObject(historyBucket, manifestName(object));
+    await exportHistoryFile({ store, s3, bucket: historyBucket, logger }, { dataset: 'events', cluster: sc.cluster, date: formatDay(sc.startMs) });
+    await store.insert('events', [{ cluster: sc.cluster, revision: String(CLOCK_REVISION(7)), key: '/sys/clock', event_type: 'clock', op: 'put', wall_time: new Date(sc.startMs + 7500).toISOString().replace('T', ' ').replace('Z', ''), value: '{}' }]);
+    await store.insert('checkpoints', [{ cluster: sc.cluster, revision: String(CLOCK_REVISION(8)), leader: 'test' }]);
+    await sc.worker.tick();
+    const chain = (await readChain(s3, sc.bucket, sc.cluster)).map((e) => e.digest as Digest);
+    const naming = chain.filter((d) => d.history.some((h) => h.object === object));
+    assert.equal(naming.length, 1, 'a later digest names the re-exported file');
+    assert.equal(health.alarms().some((a) => a.code === 'LOCKAUDIT_ALARM_DIGEST_HISTORY_MISMATCH'), false);
+    assert.equal((await sc.verify()).ok, true);
+  });
+
   it('keeps checking a period\'s history object after a late row supersedes its digest', async () => {
     const sc = await scenario(6, { history: true });
     await sc.worker.tick();
