@@ -2,7 +2,8 @@
 // outsider would (docs/operations.md#tamper-evident-digests) — every digest present, unaltered and
 // signed by the public key, the chain unbroken — then, per period in the
 // range, that each Parquet history object a digest names exists with its
-// sha256 and, given the audit store, that ClickHouse's events still hash to
+// sha256 (a day's file is named after the day: those of the range's days are
+// checked wherever the chain names them) and, given the audit store, that ClickHouse's events still hash to
 // the digest and its gaps and restores are the digest's. One verdict per period; the first failing one is named.
 import type { KeyObject } from 'node:crypto';
 import type { Client } from 'minio';
@@ -54,9 +55,22 @@ export interface PeriodResult {
   problems: string[];
 }
 
+/** A history file of a day in the range that a digest after the range named (the day's file is written the next night). */
+export interface LaterHistoryResult {
+  cluster: string;
+  object: string;
+  date: string;
+  /** The digest that named it, and the period it covers. */
+  seq: number;
+  periodStart: string;
+  status: 'ok' | 'fail';
+  problems: string[];
+}
+
 export interface DigestVerifyResult {
   ok: boolean;
   periods: PeriodResult[];
+  laterHistory: LaterHistoryResult[];
   /** Problems tied to no period in the range (chain-level): each fails the run too. */
   problems: Array<{ cluster: string; detail: string }>;
   firstFailure?: { cluster: string; periodStart: string; detail: string };
@@ -93,6 +107,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
   const prefix = o.objectPrefix ?? DIGEST_OBJECT_PREFIX;
   const keyId = digestKeyId(o.publicKey);
   const periods: PeriodResult[] = [];
+  const laterHistory: LaterHistoryResult[] = [];
   const problems: DigestVerifyResult['problems'] = [];
   for (const cluster of o.clusters) {
     const entries = await readChain(o.s3, o.bucket, cluster, prefix);
@@ -110,6 +125,16 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
       const e = Date.parse(p.periodEnd);
       if (e <= o.fromMs || s >= toMs) continue;
       periods.push(await judge(o, p));
+    }
+    // A day's Parquet file is written after the day, so a digest after the range names it: check it with the range's periods.
+    for (const p of regular) {
+      if (Date.parse(p.periodStart) < toMs || !p.digest || p.problems.length) continue;
+      for (const h of p.history) {
+        const day = Date.parse(`${h.date}T00:00:00.000Z`);
+        if (!Number.isFinite(day) || day + 86_400_000 <= o.fromMs || day >= toMs) continue;
+        const found = await historyProblems(o.s3, [h]);
+        laterHistory.push({ cluster, object: `${h.bucket}/${h.object}`, date: h.date, seq: p.digest.seq, periodStart: p.periodStart, status: found.length ? 'fail' : 'ok', problems: found });
+      }
     }
     // Past the chain's end: every period up to `to` lacks a digest.
     if (toMs > (lastEnd ?? o.fromMs) && periodMs) {
@@ -135,12 +160,15 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
     }
   }
   const failing = periods.find((p) => p.status === 'fail');
+  const failingLater = laterHistory.find((h) => h.status === 'fail');
   const firstFailure = failing
     ? { cluster: failing.cluster, periodStart: failing.periodStart, detail: failing.problems.join('; ') }
-    : problems[0]
-      ? { cluster: problems[0].cluster, periodStart: '(chain)', detail: problems[0].detail }
-      : undefined;
-  return { ok: !failing && problems.length === 0, periods, problems, firstFailure };
+    : failingLater
+      ? { cluster: failingLater.cluster, periodStart: `${failingLater.date} (history file)`, detail: failingLater.problems.join('; ') }
+      : problems[0]
+        ? { cluster: problems[0].cluster, periodStart: '(chain)', detail: problems[0].detail }
+        : undefined;
+  return { ok: !failing && !failingLater && problems.length === 0, periods, laterHistory, problems, firstFailure };
 }
 
 async function judge(o: DigestVerifyOptions, p: PeriodVerdict): Promise<PeriodResult> {
@@ -170,6 +198,10 @@ export function formatVerifyResult(r: DigestVerifyResult): string[] {
     if (p.status === 'ok') lines.push(`${head}${seq} events ${p.events}${sup}`);
     else if (p.status === 'unsealed') lines.push(`${head} not sealed yet`);
     else lines.push(`${head}${seq}: ${p.problems.join('; ')}`);
+  }
+  for (const h of r.laterHistory) {
+    const head = `${h.status === 'ok' ? 'ok  ' : 'FAIL'}  ${h.cluster} history ${h.date} ${h.object} (named by seq ${h.seq}, period ${h.periodStart})`;
+    lines.push(h.status === 'ok' ? head : `${head}: ${h.problems.join('; ')}`);
   }
   for (const p of r.problems) lines.push(`FAIL  ${p.cluster} chain: ${p.detail}`);
   if (r.firstFailure) lines.push(`first failing period: ${r.firstFailure.cluster} ${r.firstFailure.periodStart}: ${r.firstFailure.detail}`);

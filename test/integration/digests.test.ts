@@ -268,6 +268,27 @@ describe('tamper-evident digests', () => {
     assert.equal((await sc.verify()).ok, true);
   });
 
+  it('checks the day\'s history file a digest after the range named (the file is written after the day)', async () => {
+    const sc = await scenario(6);
+    await sc.worker.tick();
+    const object = `events/cluster=${sc.cluster}/date=${formatDay(sc.startMs)}/events.parquet`;
+    await exportHistoryFile({ store, s3, bucket: historyBucket, logger }, { dataset: 'events', cluster: sc.cluster, date: formatDay(sc.startMs) });
+    await store.insert('events', [{ cluster: sc.cluster, revision: String(CLOCK_REVISION(7)), key: '/sys/clock', event_type: 'clock', op: 'put', wall_time: new Date(sc.startMs + 7500).toISOString().replace('T', ' ').replace('Z', ''), value: '{}' }]);
+    await store.insert('checkpoints', [{ cluster: sc.cluster, revision: String(CLOCK_REVISION(8)), leader: 'test' }]);
+    await sc.worker.tick();
+    const naming = (await readChain(s3, sc.bucket, sc.cluster)).map((e) => e.digest as Digest).find((d) => d.history.some((h) => h.object === object));
+    assert.ok(naming && Date.parse(naming.periodStart) >= sc.startMs + 3000, 'a digest after the range names the file');
+    const ok = await sc.verify({ toMs: sc.startMs + 3000 });
+    assert.equal(ok.ok, true, formatVerifyResult(ok).join('\n'));
+    assert.deepEqual(ok.laterHistory.map((h) => [h.object, h.status]), [[`${historyBucket}/${object}`, 'ok']]);
+    assert.ok(formatVerifyResult(ok).some((l) => l.startsWith(`ok    ${sc.cluster} history ${formatDay(sc.startMs)} `)));
+    await s3.removeObject(historyBucket, object);
+    const r = await sc.verify({ toMs: sc.startMs + 3000 });
+    assert.equal(r.ok, false, formatVerifyResult(r).join('\n'));
+    assert.match(r.firstFailure?.periodStart ?? '', /history file/);
+    assert.match(r.firstFailure?.detail ?? '', /events\.parquet is missing/);
+  });
+
   it('keeps checking a period\'s history object after a late row supersedes its digest', async () => {
     const sc = await scenario(6, { history: true });
     await sc.worker.tick();
