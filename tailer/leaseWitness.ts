@@ -9,7 +9,15 @@
 // whatever happened to the lease afterwards (a later "gone" takes nothing
 // back; a question etcd did not answer is asked again). A delete noticed later, or of a
 // hold the witness never saw put live, falls back to asking etcd now.
-import { EtcdLeaseInvalidError, type Etcd3 } from 'etcd3';
+//
+// The witness follows etcd on a watch of its own (follow), from the moment
+// the replica starts, not from where capture has got to: capture lags in a
+// catch-up, a slow start or while a restore is recorded, and a hold put,
+// deleted by hand and its lease revoked in that time was read as an expiry
+// (30-minute chaos run). The same watch notes by when etcd had committed each
+// revision (a watch delivers a change only after its commit), so a delete
+// read late is judged by that moment, not by the time it was read.
+import { EtcdLeaseInvalidError, type Etcd3, type IWatchResponse } from 'etcd3';
 import { PREFIX, prefixEnd } from '../core/keyspace.js';
 import type { Logger } from '../core/logger.js';
 import { NO_LEASE } from './leaseLiveness.js';
@@ -69,13 +77,25 @@ export function etcdTtl(client: Etcd3): AskTtl {
 
 /** Every hold etcd has now (keys only, paged): what a run's witness starts from. */
 export async function currentHolds(client: Etcd3, pageSize = 5_000): Promise<Array<{ key: string; lease: string; revision: bigint }>> {
+  return (await holdsNow(client, pageSize)).holds;
+}
+
+/** Evidence kept past its end: a delete committed before the end may be read much later (catch-up, a restore recorded). */
+const RETAIN_MS = 15 * 60_000;
+/** Commit-time samples kept (one per watch response). */
+const MAX_SAMPLES = 100_000;
+
+/** Every hold etcd has now (keys only, paged), and the revision the first page was read at. */
+export async function holdsNow(client: Etcd3, pageSize = 5_000): Promise<{ holds: Array<{ key: string; lease: string; revision: bigint }>; revision: bigint }> {
   const holds: Array<{ key: string; lease: string; revision: bigint }> = [];
   const end = Buffer.from(prefixEnd(PREFIX.hold));
   let from = Buffer.from(PREFIX.hold);
+  let revision: bigint | undefined;
   for (;;) {
-    const res = await client.kv.range({ key: from, range_end: end, keys_only: true, limit: pageSize });
+    const res = await client.kv.range({ key: from, range_end: end, keys_only: true, limit: pageSize, ...(revision !== undefined ? { revision: revision.toString() } : {}) });
+    revision ??= BigInt(res.header.revision);
     for (const kv of res.kvs) holds.push({ key: etcdText(kv.key), lease: String(kv.lease), revision: BigInt(kv.mod_revision) });
-    if (!res.more || res.kvs.length === 0) return holds;
+    if (!res.more || res.kvs.length === 0) return { holds, revision };
     from = Buffer.concat([(res.kvs.at(-1) as { key: Buffer }).key, Buffer.from([0])]);
   }
 }
@@ -92,6 +112,10 @@ export class LeaseWitness {
   readonly #unsaved = new Map<string, number>();
   #saving: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** By when etcd had committed each revision up to `revision` (ascending; this process's own watch). */
+  readonly #committed: Array<{ revision: bigint; at: number }> = [];
+  /** Ends the follow's current watch so it reads etcd again (after a restore). */
+  #refollow: (() => void) | undefined;
 
   constructor(ask: AskTtl, log?: Logger, options: LeaseWitnessOptions = {}) {
     this.#ask = ask;
@@ -139,19 +163,7 @@ export class LeaseWitness {
 
   /** A revision of the live window: note the leases of holds put in it (their TTL is asked once, in the background). */
   seenLive(rev: RevisionChanges): void {
-    for (const c of rev.changes) {
-      if (c.type !== 'put' || !c.kv.key.startsWith(PREFIX.hold)) continue;
-      const lease = c.kv.lease || NO_LEASE;
-      if (lease === NO_LEASE) continue;
-      let e = this.#leases.get(lease);
-      if (!e) {
-        if (this.#leases.size >= this.#max) this.#dropOldest();
-        e = { aliveUntil: 0, gone: false, grantedTtl: 0, holds: new Map() };
-        this.#leases.set(lease, e);
-        this.#refresh(lease, e);
-      }
-      e.holds.set(c.kv.key, rev.revision);
-    }
+    for (const c of rev.changes) if (c.type === 'put' && c.kv.key.startsWith(PREFIX.hold)) this.#notePut(c.kv.key, c.kv.lease || NO_LEASE, rev.revision);
     this.#timer ??= setInterval(() => this.#tick(), 1_000).unref();
   }
 
@@ -203,13 +215,117 @@ export class LeaseWitness {
     }
   }
 
-  /** True when the lease provably could not have expired yet: a delete of its hold noticed now was no expiry. */
-  async outlived(lease: string, now = Date.now()): Promise<boolean> {
+  /**
+   * True when the lease provably could not have expired yet when its hold's delete was committed: then that delete
+   * was no expiry. The commit is bounded by when this witness's watch saw etcd past `revision`; without that, by
+   * `now` (it was committed before it was read).
+   */
+  async outlived(lease: string, now = Date.now(), revision?: bigint): Promise<boolean> {
     const e = this.#leases.get(lease);
     if (!e) return false;
-    if (e.aliveUntil > now) return true; // evidence only moves forward: no need to wait for a question under way
+    const seen = revision === undefined ? undefined : this.committedBefore(revision);
+    const at = seen !== undefined && seen < now ? seen : now;
+    if (e.aliveUntil > at) return true; // evidence only moves forward: no need to wait for a question under way
     await e.asking;
-    return e.aliveUntil > now;
+    return e.aliveUntil > at;
+  }
+
+  /** etcd had committed every revision up to `revision` by `at` (a watch response's header, as it arrived). */
+  committed(revision: bigint, at = Date.now()): void {
+    const last = this.#committed.at(-1);
+    if (last && revision <= last.revision) {
+      if (revision < last.revision) this.#committed.length = 0; // revisions went back: etcd was rewound, the old times say nothing
+      else return;
+    }
+    this.#committed.push({ revision, at });
+    if (this.#committed.length > MAX_SAMPLES) this.#committed.splice(0, this.#committed.length - MAX_SAMPLES);
+  }
+
+  /** The earliest moment known by which `revision` was committed; undefined when this witness never saw that far. */
+  committedBefore(revision: bigint): number | undefined {
+    const c = this.#committed;
+    let lo = 0;
+    let hi = c.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((c[mid] as { revision: bigint }).revision < revision) lo = mid + 1;
+      else hi = mid;
+    }
+    return c[lo]?.at;
+  }
+
+  /** etcd was restored: revisions are reused, so when they were seen proves nothing now; the follow reads afresh. */
+  forgetTimes(): void {
+    this.#committed.length = 0;
+    this.#refollow?.();
+  }
+
+  /**
+   * Follows every hold put in etcd from now on, on a watch of its own: the holds etcd has are seeded, then each
+   * put is noted (its lease's TTL asked) and each watch response says by when its revision was committed. Runs
+   * until stop(); a broken watch is opened again from a fresh read (a restored etcd included).
+   */
+  follow(client: Etcd3): { stop(): Promise<void> } {
+    let stopped = false;
+    let cancel: (() => Promise<void>) | undefined;
+    let wake: (() => void) | undefined;
+    const loop = (async () => {
+      while (!stopped) {
+        try {
+          const now = await holdsNow(client);
+          this.committed(now.revision);
+          this.seed(now.holds);
+          const watcher = await client.watch().prefix(PREFIX.hold).startRevision((now.revision + 1n).toString()).watcher();
+          cancel = () => watcher.cancel();
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+            this.#refollow = resolve;
+            watcher.on('data', (res: IWatchResponse) => {
+              const at = Date.now();
+              for (const ev of res.events) {
+                const revision = BigInt(ev.kv.mod_revision);
+                this.committed(revision, at);
+                if (ev.type === 'Put') this.#notePut(etcdText(ev.kv.key), String(ev.kv.lease), revision);
+                else this.#noteDelete(etcdText(ev.kv.key), ev.prev_kv ? String(ev.prev_kv.lease) : undefined, revision);
+              }
+              this.committed(BigInt(res.header.revision), at);
+            });
+            watcher.on('error', () => resolve()); // read again, then watch again
+          });
+          await watcher.cancel().catch(() => undefined);
+        } catch (err) {
+          this.#log?.debug({ err: (err as Error).message }, 'lease witness: etcd not followed; trying again');
+        }
+        if (!stopped) await new Promise<void>((resolve) => { wake = resolve; setTimeout(resolve, 1_000).unref(); });
+      }
+    })();
+    this.#timer ??= setInterval(() => this.#tick(), 1_000).unref();
+    return {
+      stop: async () => {
+        stopped = true;
+        await cancel?.().catch(() => undefined);
+        wake?.();
+        await loop;
+      },
+    };
+  }
+
+  #notePut(key: string, lease: string, revision: bigint): void {
+    if (lease === NO_LEASE || lease === '') return;
+    let e = this.#leases.get(lease);
+    if (!e) {
+      if (this.#leases.size >= this.#max) this.#dropOldest();
+      e = { aliveUntil: 0, gone: false, grantedTtl: 0, holds: new Map() };
+      this.#leases.set(lease, e);
+      this.#refresh(lease, e);
+    }
+    e.holds.set(key, revision);
+  }
+
+  #noteDelete(key: string, lease: string | undefined, revision: bigint): void {
+    const e = lease === undefined ? undefined : this.#leases.get(lease);
+    const putAt = e?.holds.get(key);
+    if (e && putAt !== undefined && putAt <= revision) e.holds.delete(key);
   }
 
   /** Stops refreshing; what was heard and not saved yet is saved first. */
@@ -258,8 +374,9 @@ export class LeaseWitness {
     const due: Array<[string, Evidence]> = [];
     for (const [lease, e] of this.#leases) {
       // Evidence that proves nothing any more: loaded for a lease no hold of this run's view is on, or of a lease
-      // etcd no longer has (its holds' deletes may lie in a gap, never seen): kept only while it proves something.
-      if ((e.holds.size === 0 || e.gone) && e.aliveUntil <= now && !e.asking) {
+      // etcd no longer has (its holds' deletes may lie in a gap, never seen): kept while a delete committed before
+      // its end may still be read (RETAIN_MS), then dropped.
+      if ((e.holds.size === 0 || e.gone) && e.aliveUntil + RETAIN_MS <= now && !e.asking) {
         this.#leases.delete(lease);
         continue;
       }

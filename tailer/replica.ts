@@ -88,6 +88,7 @@ export class TailerReplica {
   #leaderAbort: AbortController | undefined;
   /** Kept across this replica's runs: a leadership lost and won again (a pause, an etcd hiccup) keeps the evidence. */
   readonly #leases: LeaseWitness | undefined;
+  #follow: { stop(): Promise<void> } | undefined;
 
   constructor(deps: ReplicaDeps, options: ReplicaOptions = {}) {
     this.#deps = deps;
@@ -113,6 +114,8 @@ export class TailerReplica {
   }
 
   start(): void {
+    // The witness follows etcd from now, whatever capture is doing (a slow start, a catch-up, a restore being recorded).
+    this.#follow ??= this.#leases?.follow(this.#client);
     this.#loop ??= this.#run().catch((err: Error) => this.#deps.log.error({ err: err.message }, 'tailer replica stopped on an unexpected error'));
   }
 
@@ -130,6 +133,7 @@ export class TailerReplica {
         this.#client.close();
         await settlesWithin(this.#loop, CLOSE_DEADLINE_MS);
       }
+      await this.#follow?.stop();
       await this.#leases?.close();
       this.#client.close();
     })();
@@ -210,6 +214,7 @@ export class TailerReplica {
         : await detectRestore(this.#client, store, cluster, checkpoint, timeline, position);
       if (unfinished) log.warn({ generation: unfinished.generation, why: unfinished.why }, 'a restore was recorded half-way (its gap, not its timeline): finishing it');
       if (restore) {
+        this.#leases?.forgetTimes(); // revisions of the restored etcd are not the ones its watch saw
         await this.#handleRestore(election, term, checkpoint, restore, timeline, gaps, unfinished);
         // Terms are revisions of one etcd history: a rewound etcd may elect the next leader below ours. So the
         // restored timeline is captured under a leadership won in the restored etcd (a new campaign, a new term).
@@ -238,6 +243,7 @@ export class TailerReplica {
         intervalMs: this.#opts.restoreCheckIntervalMs ?? 1_000,
         onRewound: (why) => {
           rewound ??= why;
+          this.#leases?.forgetTimes();
           if (run.signal.aborted) return;
           log.error({ why }, 'etcd was rewound under the running watch: restarting to check the start position');
           run.abort();
@@ -253,6 +259,7 @@ export class TailerReplica {
           const seen = await detectRestore(this.#client, store, cluster, await readCheckpoint(store, cluster), timeline, now);
           if (!seen) return !run.signal.aborted;
           rewound ??= seen.why;
+          this.#leases?.forgetTimes();
           log.error({ why: seen.why }, 'etcd was restored while the watch was away: restarting to record it');
           run.abort();
           return false;

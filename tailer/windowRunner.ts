@@ -154,7 +154,7 @@ export class WindowRunner {
     const slot = this.#s.watermark.track(this.#index, rev.revision);
     // Whether a marker-less hold delete is an expiry depends on its lease being gone: asked before the pure decode.
     const witness = this.#s.leases;
-    const live = await liveLeases(client, rev, witness && ((lease) => witness.outlived(lease)));
+    const live = await liveLeases(client, rev, witness && ((lease) => witness.outlived(lease, Date.now(), rev.revision)));
     if (witness) {
       witness.seenDeletes(rev);
       if (this.#spec.end === undefined) witness.seenLive(rev);

@@ -18,6 +18,7 @@ import { uniqueId } from '../support/env.js';
 import { fileStore } from '../support/fileStore.js';
 import { startPrivateEtcd } from '../support/privateEtcd.js';
 import { Workload, type Session } from '../support/workload.js';
+import { interceptStore } from '../support/interceptStore.js';
 
 const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
 const db = fileStore();
@@ -29,21 +30,13 @@ async function head(client: Etcd3): Promise<bigint> {
 /** The store, failing once the first statement that marks rolled-back grants (after the events were marked); `beforeFail` runs first. */
 function failingGrantMarks(store: AuditStore, beforeFail: () => Promise<void> = async () => undefined): { store: AuditStore; failed: () => boolean } {
   let failed = false;
-  const wrapped = new Proxy(store, {
-    get(target, prop) {
-      if (prop === 'command') {
-        return async (query: string, ...rest: unknown[]) => {
-          if (!failed && query.includes('AS rolled_back_by') && query.includes('.grants')) {
-            failed = true;
-            await beforeFail();
-            throw new Error('killed while marking the rolled-back grants (test)');
-          }
-          return (target.command as (...a: unknown[]) => Promise<unknown>)(query, ...rest);
-        };
-      }
-      const value = Reflect.get(target, prop, target) as unknown;
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
+  const wrapped = interceptStore(store, 'command', async (query, proceed) => {
+    if (!failed && query.includes('AS rolled_back_by') && query.includes('.grants')) {
+      failed = true;
+      await beforeFail();
+      throw new Error('killed while marking the rolled-back grants (test)');
+    }
+    return proceed();
   });
   return { store: wrapped, failed: () => failed };
 }

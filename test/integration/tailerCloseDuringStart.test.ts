@@ -9,35 +9,10 @@ import { createLogger } from '../../core/logger.js';
 import { settlesWithin } from '../../platform/deadline.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
+import { holdingGapsRead } from '../support/interceptStore.js';
 
 const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
 const endpoints = testConfig().etcd.clusters[0]?.endpoints ?? [];
-
-/** The store, with its first read of the gaps held until `release()`; `reached` resolves when that read begins. */
-function holdingGapsRead(store: AuditStore): { store: AuditStore; reached: Promise<void>; release: () => void } {
-  let reach!: () => void;
-  let release!: () => void;
-  const reached = new Promise<void>((resolve) => (reach = resolve));
-  const released = new Promise<void>((resolve) => (release = resolve));
-  let held = false;
-  const wrapped = new Proxy(store, {
-    get(target, prop) {
-      if (prop === 'rows') {
-        return async (query: string, ...rest: unknown[]) => {
-          if (!held && query.includes('history_lost = 1')) {
-            held = true;
-            reach();
-            await released;
-          }
-          return (target.rows as (...a: unknown[]) => Promise<unknown>)(query, ...rest);
-        };
-      }
-      const value = Reflect.get(target, prop, target) as unknown;
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-  return { store: wrapped, reached, release };
-}
 
 describe('a tailer replica closed during its start-position checks', { timeout: 120_000 }, () => {
   let store: AuditStore;

@@ -21,6 +21,26 @@ function scripted(answers: Record<string, { ttl: number; grantedTtl: number } | 
 }
 
 describe('LeaseWitness', () => {
+  it('judges a delete read late by when etcd had committed it, not by when it was read; a rewind forgets those times', async () => {
+    const { ask } = scripted({ '7': { ttl: 10, grantedTtl: 10 } });
+    const w = new LeaseWitness(ask, undefined, { marginMs: 1_500 });
+    const t0 = Date.now();
+    w.seenLive(put(10n, '/l/ns/a', '7'));
+    assert.equal(await w.outlived('7', t0), true); // the answer is in: alive until about t0 + 8.5 s
+    w.committed(20n, t0 + 1_000); // the delete at 15 was committed by t0 + 1 s
+    const late = t0 + 60_000;
+    assert.equal(await w.outlived('7', late), false, 'read a minute later without its revision: an expiry was possible by then');
+    assert.equal(await w.outlived('7', late, 15n), true, 'committed by t0 + 1 s, while the lease could not have expired');
+    assert.equal(w.committedBefore(21n), undefined, 'never seen that far: no bound');
+    assert.equal(await w.outlived('7', late, 21n), false);
+    w.committed(12n, t0 + 2_000); // revisions went back: etcd was restored, revision 15 is another change now
+    assert.equal(w.committedBefore(15n), undefined);
+    assert.equal(await w.outlived('7', late, 15n), false);
+    w.forgetTimes();
+    assert.equal(w.committedBefore(12n), undefined);
+    w.close();
+  });
+
   it('a lease seen with TTL left is outlived until that TTL (less the margin) has run, then not', async () => {
     const { ask, asked } = scripted({ '7': { ttl: 60, grantedTtl: 60 } });
     const w = new LeaseWitness(ask, undefined, { marginMs: 1_500 });
