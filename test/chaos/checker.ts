@@ -26,7 +26,7 @@ export function check(input: CheckInput): CheckResult {
   const captured = capture(h, s, gaps.earned, add);
   flips(s, add);
   const ph = phantoms(h, s, add);
-  classification(input, h, captured.rowOf, add);
+  const cls = classification(input, h, captured.rowOf, add);
   const grantsChecked = grants(input, add);
   const apiGrants = tokenOrder(input, h, add);
   const forceRecords = archive(input, h, add);
@@ -41,6 +41,7 @@ export function check(input: CheckInput): CheckResult {
     quarantined: captured.quarantined,
     inGaps: captured.inGaps,
     unverifiableTail: ph.unverifiableTail,
+    unwitnessable: cls.unwitnessable,
     phantoms: ph.phantoms,
     grantsChecked,
     forceRecords,

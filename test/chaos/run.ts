@@ -230,6 +230,7 @@ function renderReport(options: Pick<ChaosOptions, 'seed' | 'minutes' | 'foreignW
   row('flips (one change, two contents)', r.byKind.get('flip') ?? 0);
   row('phantom rows', r.phantoms);
   row('rolled-back rows above the recording (unverifiable)', r.unverifiableTail);
+  row('hand deletes no tailer could witness (put, deleted, lease revoked while none ran)', r.unwitnessable);
   row('misclassified', r.byKind.get('misclassified') ?? 0);
   row('protected grants checked', r.grantsChecked);
   row('overlapping protected grants', r.byKind.get('overlap') ?? 0);

@@ -104,6 +104,27 @@ describe('chaos checker on a kept real run (test/chaos/histories/seed3-small)', 
     }), 'misclassified');
   });
 
+  it('a hand delete read as an expiry: misclassified — excused (and counted) only when put, deleted and revoked while no tailer ran', () => {
+    /** A captured manual delete read as an expiry, its put and delete moved to `putAt` / `deleteAt` (ms into the fault). */
+    const expiryRead = (i: CheckInput, putAt?: number, deleteAt?: number): void => {
+      const t = i.truth.find((x) => x.expect === 'manual-delete' && x.revision && i.store.events.some((e) => e.revision === x.revision && e.key === x.key && e.event_type === 'deleted'));
+      assert.ok(t, 'the fixture holds a captured manual delete');
+      (i.store.events.find((e) => e.revision === t.revision && e.key === t.key) as StoredEvent).event_type = 'expiry';
+      const kill = i.faults.find((f) => f.kind === 'compact' && f.ok);
+      assert.ok(kill);
+      const put = i.truth.filter((x) => x.key === t.key && x.expect === 'foreign-grant' && x.at <= t.at).at(-1);
+      assert.ok(put);
+      if (putAt !== undefined) put.at = kill.startedAt + putAt;
+      if (deleteAt !== undefined) t.at = kill.startedAt + deleteAt;
+    };
+    assertNamedAlone(mutated((i) => expiryRead(i)), 'misclassified');
+    const excused = mutated((i) => expiryRead(i, 10, 20));
+    assert.deepEqual([...added(excused).keys()], []);
+    assert.equal(excused.unwitnessable, baseline.unwitnessable + 1);
+    // The put inside the window but the delete after it: a tailer ran when the delete happened.
+    assertNamedAlone(mutated((i) => expiryRead(i, 10, 10_000_000)), 'misclassified');
+  });
+
   it('a replay writes another end kind beside the first: flip', () => {
     assertNamedAlone(mutated((i) => {
       const row = rowAt(i, capturedRelease(i)) as StoredEvent;

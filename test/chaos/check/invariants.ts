@@ -173,7 +173,25 @@ export function readsAsForeign(row: StoredEvent): boolean {
 
 const EXACTLY_DELETED = new Set(['manual-delete', 'forged-marker-delete', 'forged-force-delete']);
 
-export function classification(input: CheckInput, h: History, rowOf: Map<RecordedChange, StoredEvent>, add: Add): void {
+/** Faults during which no tailer process ran or could hear etcd: the platform killed (compact, tailer-kill) or stopped (tailer-pause). */
+const NO_TAILER = new Set(['compact', 'tailer-kill', 'tailer-pause']);
+
+/**
+ * A hold put, deleted by hand and its lease revoked, all inside one window in which no tailer process ran: etcd
+ * keeps no lease history, so nothing anyone could read afterwards tells that delete from an expiry. Only this is
+ * excused, and counted (`unwitnessable`); a put or a delete outside such a window must read `deleted`.
+ */
+function unwitnessable(input: CheckInput, truth: Truth, truthByKey: Map<string, Truth[]>): boolean {
+  if (truth.expect !== 'manual-delete') return false;
+  const put = (truthByKey.get(truth.key) ?? []).filter((t) => t.expect === 'foreign-grant' && t.at <= truth.at).at(-1);
+  if (!put) return false;
+  return input.faults.some((f) => f.ok && NO_TAILER.has(f.kind) && f.startedAt <= put.at && truth.at <= f.endedAt);
+}
+
+export function classification(input: CheckInput, h: History, rowOf: Map<RecordedChange, StoredEvent>, add: Add): { unwitnessable: number } {
+  let unwitnessed = 0;
+  const allByKey = new Map<string, Truth[]>();
+  for (const t of input.truth) allByKey.set(t.key, [...(allByKey.get(t.key) ?? []), t]);
   const truthAt = new Map<string, Truth>();
   const truthByKey = new Map<string, Truth[]>();
   for (const t of input.truth) {
@@ -198,7 +216,8 @@ export function classification(input: CheckInput, h: History, rowOf: Map<Recorde
       continue;
     }
     if (truth && EXACTLY_DELETED.has(truth.expect)) {
-      if (row.event_type !== 'deleted') wrong(c, row, `deleted (${truth.expect}: a hand delete while its lease lived)`);
+      if (row.event_type === 'expiry' && unwitnessable(input, truth, allByKey)) unwitnessed++;
+      else if (row.event_type !== 'deleted') wrong(c, row, `deleted (${truth.expect}: a hand delete while its lease lived)`);
       continue;
     }
     if (truth?.expect === 'force') {
@@ -226,6 +245,7 @@ export function classification(input: CheckInput, h: History, rowOf: Map<Recorde
       else if ((kind === 'release' || kind === 'session-close') && row.event_type !== kind) wrong(c, row, String(kind));
     }
   }
+  return { unwitnessable: unwitnessed };
 }
 
 // ---- grants: no overlap, no ghost, tokens only grow ------------------------

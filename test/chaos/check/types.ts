@@ -79,6 +79,8 @@ export interface CheckResult {
   inGaps: number;
   /** Rows of a rolled-back era above what the recorder saw of it, up to the era's true end: counted, not verifiable. */
   unverifiableTail: number;
+  /** Hand deletes read as expiries that were put, deleted and their lease revoked while no tailer ran (invariants.ts unwitnessable). */
+  unwitnessable: number;
   phantoms: number;
   grantsChecked: number;
   forceRecords: number;
