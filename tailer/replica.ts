@@ -133,7 +133,7 @@ export class TailerReplica {
         this.#client.close();
         await settlesWithin(this.#loop, CLOSE_DEADLINE_MS);
       }
-      await this.#follow?.stop();
+      if (this.#follow) await settlesWithin(this.#follow.stop(), 5_000); // a read under way on a dead etcd is closed with the client below
       await this.#leases?.close();
       this.#client.close();
     })();
