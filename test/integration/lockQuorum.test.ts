@@ -154,7 +154,9 @@ describe('lock API: quorum loss (three-member etcd)', { timeout: 180_000 }, () =
     // Shipped: the released grant is closed at its release, the other still open.
     const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
     const lines = readSpool(spoolPath(config.dataDir, 'local')).records.length;
-    assert.equal(await new SpoolShipper(store, 'local', config.dataDir, log).shipOnce(), lines);
+    // All of it, unless the lock engine's own interval shipper took it first (a loaded machine): the rows below say it arrived either way.
+    const shippedNow = await new SpoolShipper(store, 'local', config.dataDir, log).shipOnce();
+    assert.ok(shippedNow === lines || shippedNow === 0, `shipped ${shippedNow} of ${lines} spooled records`);
     interface Row { spool_id: string; holder: string; class: string; namespace: string; lock_path: string; session: string; token: string; grant_revision: string; granted_at: string; wait_ms: string; end_kind: string; ended_at: string | null; ended_at_error_ms: number; duration_ms: string | null; unprotected: number; row_version: string }
     const rows = async (): Promise<Row[]> => store.rows<Row>(
       `SELECT spool_id, holder, class, namespace, lock_path, session, toString(token) AS token, toString(grant_revision) AS grant_revision,
