@@ -330,7 +330,12 @@ export class TailerReplica {
     // Finishing a bumped restore after etcd compacted the restored history further (the chaos run's compact fault
     // between the two tries): the restore lost history only up to where its first try found etcd compacted; what
     // was compacted since is the new timeline's own loss, recorded as a compaction gap by the next start.
-    const compacted = unfinished?.compactedAt !== undefined && lost !== undefined && lost > unfinished.compactedAt ? unfinished.compactedAt : lost;
+    // Likewise a restore whose first try found nothing compacted (a restore without a bump, the fourth chaos run):
+    // a compaction since is of the new timeline only, not the restore's — else its lost revisions hid in the restore gap.
+    const compacted =
+      unfinished && !unfinished.historyLost ? undefined
+      : unfinished?.compactedAt !== undefined && lost !== undefined && lost > unfinished.compactedAt ? unfinished.compactedAt
+      : lost;
     const compactedSince = compacted !== lost;
     const resume = compacted ?? after;
     // The gap reaches as far as the rolled-back timeline is known to have gone: changes the tailer

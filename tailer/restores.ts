@@ -141,6 +141,8 @@ export interface UnfinishedRestore {
   previousClusterId: string;
   /** Where its first try resumed the restored timeline (its reason says: "from revision resume + 1"), when it did so because etcd's restored history was compacted there (a bumped restore). */
   compactedAt: bigint | undefined;
+  /** Its first try found the restored history compacted (history_lost): false, and a compaction found now is the new timeline's own loss. */
+  historyLost: boolean;
 }
 
 /**
@@ -164,6 +166,7 @@ export async function unfinishedRestore(store: AuditStore, cluster: string, gene
     why: end > 0 ? reason.slice(0, end) : reason,
     previousClusterId: gap.previous_cluster_id,
     compactedAt: Number(gap.history_lost) === 1 && from !== undefined ? BigInt(from) - 1n : undefined,
+    historyLost: Number(gap.history_lost) === 1,
   };
 }
 

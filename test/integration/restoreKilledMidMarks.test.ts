@@ -48,7 +48,7 @@ describe('a bumped restore whose recording dies between the marks', { timeout: 2
   });
 
   /** Captured, restored with a bump, recorded once up to the grant marks (`between` runs there), then finished. */
-  async function scenario(ports: [number, number], gapsExpected: number, between: (client: Etcd3, other: Workload, session: Session) => Promise<void>): Promise<{ label: string; snapRev: bigint; gaps: Array<{ kind: string; from_revision: string; to_revision: string }> }> {
+  async function scenario(ports: [number, number], gapsExpected: number, between: (client: Etcd3, other: Workload, session: Session) => Promise<void>, bumpRevision = 1_000_000): Promise<{ label: string; snapRev: bigint; gaps: Array<{ kind: string; from_revision: string; to_revision: string }> }> {
     const etcd = await startPrivateEtcd(ports[0], ports[1]);
     const client = createEtcdClient({ name: 'own', endpoints: [etcd.endpoint] });
     const label = uniqueId('rk');
@@ -70,7 +70,7 @@ describe('a bumped restore whose recording dies between the marks', { timeout: 2
       await waitFor('captured', async () => ((await readCheckpoint(db.store, label)) >= top ? true : undefined), 60_000, 100);
       await first.close();
 
-      await etcd.restore(snapshot, { bumpRevision: 1_000_000 });
+      await etcd.restore(snapshot, bumpRevision ? { bumpRevision } : {});
       const other = new Workload(client, uniqueId('ns'));
       const t = await waitFor('a session on the restored cluster', async () => other.session().catch(() => undefined), 30_000, 200);
       for (let i = 0; i < 5; i++) await other.grant(t, `after-${i}`);
@@ -109,6 +109,22 @@ describe('a bumped restore whose recording dies between the marks', { timeout: 2
     // The restore's own loss ends at its bump (the snapshot + 1 000 000, what etcd was compacted to at the first try).
     assert.ok(BigInt(restore.to_revision) >= snapRev + 1_000_000n && BigInt(restore.to_revision) < compactedAt, `restore gap to ${restore.to_revision}: its bump, not the later compaction at ${compactedAt}`);
     assert.equal(compaction.from_revision, (BigInt(restore.to_revision) + 1n).toString());
+    assert.equal(compaction.to_revision, compactedAt.toString());
+  });
+
+  it('a restore without a bump, compacted between the two tries: the new timeline\'s compacted revisions are a compaction gap of their own', async () => {
+    let compactedAt = 0n;
+    const { snapRev, gaps } = await scenario([19_534, 19_535], 2, async (client, other, session) => {
+      for (let i = 0; i < 10; i++) await other.grant(session, `compacted-${i}`);
+      compactedAt = await head(client);
+      await client.kv.compact({ revision: compactedAt.toString(), physical: true });
+    }, 0);
+    const byKind = new Map(gaps.map((g) => [g.kind, g]));
+    assert.deepEqual([...byKind.keys()].sort(), ['compaction', 'restore'], 'before: the restore gap alone, the new timeline\'s loss hidden in it');
+    const compaction = byKind.get('compaction') as { from_revision: string; to_revision: string };
+    const restore = byKind.get('restore') as { from_revision: string };
+    assert.equal(compaction.from_revision, restore.from_revision, 'the new timeline is lost from the divergence on');
+    assert.ok(BigInt(compaction.from_revision) <= snapRev + 1n);
     assert.equal(compaction.to_revision, compactedAt.toString());
   });
 });
