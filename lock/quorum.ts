@@ -8,6 +8,10 @@ import { EtcdLeaseInvalidError, GRPCCancelledError, GRPCDeadlineExceededError, G
 export function isUnavailable(err: unknown): boolean {
   if (err instanceof EtcdLeaseInvalidError) return false;
   if (err instanceof GRPCDeadlineExceededError || err instanceof GRPCUnavailableError || err instanceof GRPCCancelledError) return true;
+  // A stream's own error (a keepalive's bidi call) comes from grpc-js unwrapped: CANCELLED when etcd3 closed the
+  // channel of a member it lost, DEADLINE_EXCEEDED, UNAVAILABLE (a chaos run's keepalives answered 500 on it).
+  const code = (err as { code?: unknown } | null)?.code;
+  if (err instanceof Error && (code === 1 || code === 4 || code === 14) && /^(1 CANCELLED|4 DEADLINE_EXCEEDED|14 UNAVAILABLE)/.test(err.message)) return true;
   // etcd3's per-host circuit breaker (cockatiel) refuses calls to members it saw failing.
   if (typeof err === 'object' && err !== null && (err as { isBrokenCircuitError?: boolean }).isBrokenCircuitError === true) return true;
   const message = err instanceof Error ? err.message : String(err);

@@ -95,6 +95,10 @@ describe('quorum failure triage', () => {
     assert.equal(isUnavailable(new GRPCDeadlineExceededError('deadline')), true);
     assert.equal(isUnavailable(new Error('etcdserver: no leader')), true);
     assert.equal(isUnavailable(Object.assign(new Error('Execution prevented because the circuit breaker is open'), { isBrokenCircuitError: true })), true);
+    // A keepalive stream's raw grpc-js error (before: unhandled, a 500 to the caller).
+    assert.equal(isUnavailable(Object.assign(new Error('1 CANCELLED: Call cancelled'), { code: 1 })), true);
+    assert.equal(isUnavailable(Object.assign(new Error('14 UNAVAILABLE: Connection dropped'), { code: 14 })), true);
+    assert.equal(isUnavailable(Object.assign(new Error('5 NOT_FOUND: x'), { code: 5 })), false);
     assert.equal(isUnavailable(new EtcdLeaseInvalidError('1')), false);
     assert.equal(isUnavailable(new Error('something else')), false);
   });
