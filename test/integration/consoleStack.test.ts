@@ -168,10 +168,18 @@ describe('console on a running stack fed by the simulator', { timeout: 240_000 }
   it('lists the unprotected grants of the outage, and an operator reconciling one changes its row', async () => {
     await page.click('nav .signout');
     await signIn(page, base, operatorToken);
-    await page.goto(`${base}/ui/#/reconcile`);
     const rows = page.locator('table.unprotected tbody tr');
-    await rows.first().waitFor();
-    const report = await api<UnprotectedReport>('/v1/reports/unprotected');
+    // The demo's spool shipper may still be shipping grants of the outage: the page and the API agree on a
+    // settled list (the same count read twice around the page load), never on whatever each caught mid-ship.
+    const report = await waitFor('the console and the API list the same unprotected grants', async () => {
+      const before = await api<UnprotectedReport>('/v1/reports/unprotected');
+      await page.goto(`${base}/ui/#/reconcile`);
+      await page.reload();
+      await rows.first().waitFor();
+      const shown = await rows.count();
+      const settled = await api<UnprotectedReport>('/v1/reports/unprotected');
+      return shown === settled.items.length && before.items.length === settled.items.length ? settled : undefined;
+    }, 60_000, 1_000);
     assert.equal(await rows.count(), report.items.length);
     const first = report.items[0];
     assert.ok(first);

@@ -51,7 +51,10 @@ async function withStore<T>(fn: (store: AuditStore) => Promise<T>): Promise<T> {
   }
 }
 
-const childOptions = { electionTtlSeconds: 3, catchUpWindows: 4, splitMinRevisions: 1_000, checkpointIntervalMs: 100 };
+// The Workload stands a lease revoke in for an expiry; a revoke before the TTL ran out is no expiry to the lease
+// witness (it was a hand intervention), so these tailers run without it, as tailer.test.ts's do. The standby replica of
+// the failover case followed etcd from its start and read the revokes as 'deleted' (CI, 5 of 5).
+const childOptions = { electionTtlSeconds: 3, catchUpWindows: 4, splitMinRevisions: 1_000, checkpointIntervalMs: 100, leaseWitness: false };
 
 describe('tailer (child processes)', () => {
   it('kill -9 at random points of a range-split catch-up, 5 times, restart each time → still exact', { timeout: 400_000 }, async (t) => {
