@@ -26,7 +26,9 @@ SELECT
     duration_ms,
     unprotected,
     start_known,
-    origin                               -- api, or foreign: put straight into etcd, not by the lock API
+    origin,                              -- api, or foreign: put straight into etcd, not by the lock API
+    timeline,                            -- the etcd timeline (generation) the grant was captured in
+    toBool(rolled_back_by > 0) AS rolled_back -- etcd later rolled it back (a restore): a real hold all the same
 FROM
 (
     -- The filter reads end_kind; the outer SELECT's `end_kind` alias (NULL while held) must not shadow it.
@@ -39,4 +41,4 @@ FROM
     WHERE
 -- @include reports/grantFilter/where.sql
 )
-ORDER BY cluster, key, grant_revision, spool_id
+ORDER BY cluster, key, grant_revision, spool_id, timeline

@@ -197,7 +197,7 @@ describe('exports', () => {
     const lines = (await readFile(csv, 'utf8')).trimEnd().split('\r\n');
     assert.equal(lines.length - 1, Number(small.rows));
     assert.equal(Number((await grantTokenChecksum(store, { cluster: 'c2', fromMs: DAY1, toMs: DAY1 + DAY })).rows) / 20, Number(small.rows));
-    assert.match(lines[0] as string, /^cluster,key,namespace,.*,origin$/);
+    assert.match(lines[0] as string, /^cluster,key,namespace,.*,origin,timeline,rolled_back$/);
     const tokenAt = (lines[0] as string).split(',').indexOf('token');
     assert.ok(BigInt((lines[1] as string).split(',')[tokenAt] as string) > 2n ** 53n);
   });
@@ -225,15 +225,62 @@ describe('exports', () => {
     };
     const all = await exportCsv('c3.csv', {});
     const header = (all[0] as string).split(',');
-    assert.equal(header.at(-1), 'origin');
+    const originAt = header.indexOf('origin');
+    assert.ok(originAt > 0, header.join(','));
     assert.equal(all.length, 3, all.join('\n'));
     const foreign = all.find((l) => l.includes('HYPERLINK')) as string;
     assert.ok(foreign.includes(`"'=HYPERLINK(""http://evil.example/?q=1"",""open me"")"`), `the formula is neutralised: ${foreign}`);
     assert.ok(foreign.includes(csvLine([hostile]).trimEnd()), 'the same cell as the API\'s CSV writes');
-    assert.ok(foreign.endsWith(',foreign'));
+    assert.ok(foreign.endsWith(',foreign,0,false'), foreign);
     assert.deepEqual((await exportCsv('c3-foreign.csv', { origin: 'foreign' })).length, 2);
-    assert.deepEqual((await exportCsv('c3-held.csv', { endKind: 'held' })).slice(1).map((l) => l.split(',').at(-1)), ['foreign']);
+    assert.deepEqual((await exportCsv('c3-held.csv', { endKind: 'held' })).slice(1).map((l) => l.split(',').at(originAt - header.length)), ['foreign']);
     assert.deepEqual((await exportCsv('c3-released.csv', { endKind: 'release', origin: 'api' })).slice(1).map((l) => l.split(',')[1]), ['ns1/k2']);
+  });
+
+  it('exports keep every timeline, each row marked: two grants at one (key, grant revision), the first rolled back by a restore, and the day\'s events file with origin and timeline (read back by an independent Parquet reader)', async () => {
+    const at = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+    const day = Date.parse('2026-03-05T00:00:00Z');
+    // Timeline 0 granted k at revision 9 and a restore (timeline 1, no bump) rolled it back; timeline 1 granted k at 9 again.
+    const grant = (timeline: number, rolledBackBy: number, holder: string, origin: string) => ({
+      cluster: 'c4', key: 'ns1/k', namespace: 'ns1', lock_path: 'k', class: 'class-1', holder, session: '7', token: (2n ** 48n * BigInt(timeline + 1) + 9n).toString(),
+      epoch: timeline + 1, grant_revision: '9', granted_at: at(day + 1_000 + timeline), wait_ms: 0, end_kind: '', end_revision: '0', ended_at: null, duration_ms: null,
+      unprotected: 0, start_known: 1, row_version: '0', origin, timeline, rolled_back_by: rolledBackBy, superseded_by: rolledBackBy,
+    });
+    await store.insert('grants', [grant(0, 1, 'spiffe://corp/old', 'api'), grant(1, 0, 'spiffe://corp/new', 'foreign')]);
+    const out = path.join(work.dir, 'c4.csv');
+    await writeGrantsExport(store, { format: 'csv', fromMs: day, toMs: day + DAY, filters: { cluster: 'c4' } }, out);
+    const [head, ...rows] = (await readFile(out, 'utf8')).split('\r\n').slice(0, -1).map((l) => l.split(','));
+    const col = (name: string) => (head as string[]).indexOf(name);
+    assert.ok(col('timeline') > 0 && col('rolled_back') > 0 && col('origin') > 0, `columns: ${head?.join(',')}`);
+    assert.deepEqual(
+      rows.map((r) => [r[col('holder')], r[col('origin')], r[col('timeline')], r[col('rolled_back')]]),
+      [['spiffe://corp/old', 'api', '0', 'true'], ['spiffe://corp/new', 'foreign', '1', 'false']],
+      'both timelines\' grants, each with its timeline and whether etcd rolled it back',
+    );
+
+    // Events: the same (revision, key) in two timelines, the first rolled back; the day's Parquet history keeps both, told apart.
+    const event = (timeline: number, rolledBackBy: number, origin: string) => ({
+      cluster: 'c4', revision: '9', key: '/l/ns1/k', event_type: 'grant', op: 'put', namespace: 'ns1', lock_path: 'k', class: 'class-1', holder: 'h', session: '7',
+      token: (2n ** 48n * BigInt(timeline + 1) + 9n).toString(), epoch: timeline + 1, grant_revision: '9', wait_ms: 0, wall_time: at(day + 1_000 + timeline), time_estimated: 0,
+      time_error_ms: 0, create_revision: '9', mod_revision: '9', version: '1', lease: '7', value: '{}', prev_value: '', unprotected: 0, origin, timeline,
+      rolled_back_by: rolledBackBy, superseded_by: rolledBackBy,
+    });
+    await store.insert('events', [event(0, 1, 'api'), event(1, 0, 'foreign')]);
+    const written = await exportHistoryFile({ store, s3, bucket: historyBucket, logger }, { dataset: 'events', cluster: 'c4', date: '2026-03-05' });
+    assert.equal(written.manifest?.rows, '2');
+    const local = path.join(work.dir, 'c4-events.parquet');
+    await s3.fGetObject(historyBucket, historyObjectName('events', 'c4', '2026-03-05'), local);
+    const parquet = (await import('@dsnp/parquetjs')).default;
+    const reader = await parquet.ParquetReader.openFile(local);
+    const got: Array<[string, number, number, number]> = [];
+    try {
+      const cursor = reader.getCursor([['origin'], ['timeline'], ['rolled_back_by'], ['superseded_by']]);
+      type Row = { origin: string | Buffer; timeline: number; rolled_back_by: number; superseded_by: number };
+      for (let r = (await cursor.next()) as Row | null; r; r = (await cursor.next()) as Row | null) got.push([String(r.origin), Number(r.timeline), Number(r.rolled_back_by), Number(r.superseded_by)]);
+    } finally {
+      await reader.close();
+    }
+    assert.deepEqual(got, [['api', 0, 1, 1], ['foreign', 1, 0, 0]]);
   });
 
   describe('API', () => {
