@@ -38,6 +38,42 @@ export interface GapRow {
   from_revision: string;
   to_revision: string;
   reason: string;
+  /** The timeline (generation) whose revisions the gap lost; absent: the first. */
+  generation?: number | string;
+}
+
+/** A timeline of the cluster's etcd and where it branched off the one before it. */
+export interface TimelineRow {
+  generation: number | string;
+  /** The last revision it shares with the timeline before it. */
+  diverged_after: string;
+  /** 0: a history that shares nothing with the one before (a rebuilt etcd). */
+  shares_history?: number | string;
+}
+
+/**
+ * The gaps that hide history of timeline `timeline`: its own, and an earlier timeline's at or below where every
+ * timeline since branched off (revisions the timelines share). An earlier timeline's gap above that point lost
+ * revisions the restored etcd reused or skipped: they say nothing of this timeline (a gap never straddles a branch
+ * point — the point is a captured revision). Another timeline's gap read as this one's marked a fully captured
+ * state incomplete after a restore without a revision bump.
+ */
+export function gapsOfTimeline(gaps: readonly GapRow[], timelines: readonly TimelineRow[], timeline: number): GapRow[] {
+  const branch = new Map(timelines.map((t) => [Number(t.generation), Number(t.shares_history ?? 1) === 0 ? 0n : BigInt(t.diverged_after)]));
+  /** The last revision timeline `g` shares with `timeline` (g < timeline): the lowest branch point on the way. */
+  const shared = (g: number): bigint => {
+    let upTo: bigint | undefined;
+    for (let t = g + 1; t <= timeline; t++) {
+      const b = branch.get(t) ?? 0n; // a timeline not recorded: nothing shared is proven
+      upTo = upTo === undefined || b < upTo ? b : upTo;
+    }
+    return upTo ?? 0n;
+  };
+  return gaps.filter((g) => {
+    const gen = Number(g.generation ?? 0);
+    if (gen === timeline) return true;
+    return gen < timeline && BigInt(g.from_revision) <= shared(gen);
+  });
 }
 
 export interface GapRef {

@@ -9,7 +9,7 @@ import { PREFIX } from '../../core/keyspace.js';
 import { loadSql } from '../../platform/sql.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { ClusterName, KeyPrefix, NullableString } from '../schemas.js';
-import { assembleState, containingGap, type ClassRow, type EntryRow, type GapRow, type KeyspaceState } from './assemble.js';
+import { assembleState, containingGap, gapsOfTimeline, type ClassRow, type EntryRow, type GapRow, type KeyspaceState, type TimelineRow } from './assemble.js';
 
 const LATEST = loadSql('reports/state/latest.sql');
 const CLASSES = loadSql('reports/state/classes.sql');
@@ -109,7 +109,7 @@ export const StateSchema = Type.Object(
     classes: Type.Array(ClassItemSchema),
     epoch: Type.Union([Type.Object({ epoch: Type.Integer(), revision: Type.String() }), Type.Null()]),
     unknown: Type.Array(UnknownItemSchema, { description: 'Keys whose state at this revision the log cannot tell, each with the gap that hides it' }),
-    gaps: Type.Array(GapRefSchema, { description: 'Recorded gaps that begin at or before this revision' }),
+    gaps: Type.Array(GapRefSchema, { description: 'Recorded gaps that lost history of this timeline and begin at or before this revision' }),
     complete: Type.Boolean({ description: 'false when the revision lies inside a gap: holds granted and ended inside it are not in the log' }),
     truncated: Type.Boolean({ description: 'More holds or queue entries than limit' }),
   },
@@ -195,11 +195,13 @@ export function classInPrefix(namespace: unknown, prefix: string | undefined): b
 /** The keyspace of `cluster` at a resolved revision, under `prefix`. */
 export async function keyspaceAt(deps: ReportDeps, cluster: string, revision: bigint, prefix: string, limit: number, timeline: number): Promise<KeyspaceState & { truncated: boolean }> {
   const rev = revision.toString();
-  const [latest, classes, gaps] = await Promise.all([
+  const [latest, classes, allGaps, timelines] = await Promise.all([
     reportRows<EntryRow>(deps, LATEST, { cluster, revision: rev, holdPrefix: `${PREFIX.hold}${prefix}`, queuePrefix: `${PREFIX.queue}${prefix}`, timeline, limit: limit + 1 }),
     reportRows<ClassRow>(deps, CLASSES, { cluster, revision: rev, classPrefix: PREFIX.class, epochKey: PREFIX.epoch, timeline }),
     reportRows<GapRow>(deps, GAPS, { cluster, revision: rev }),
+    reportRows<TimelineRow>(deps, TIMELINES, { cluster }),
   ]);
+  const gaps = gapsOfTimeline(allGaps, timelines, timeline);
   const inside = containingGap(gaps, revision);
   const snapshotAfter = inside ? await reportRows<EntryRow>(deps, SNAPSHOT, { cluster, revision: String(inside.to_revision), holdPrefix: `${PREFIX.hold}${prefix}`, timeline }) : [];
   const state = assembleState({

@@ -40,4 +40,26 @@ describe('state and diff read the current timeline\'s checkpoint', { timeout: 60
     const old = await stateAt(deps(), { at: '300', cluster, timeline: 0 });
     assert.equal(old.at.capturedThrough, '500');
   });
+
+  it('each timeline reads only the gaps that lost its own history: the old timeline\'s compaction above the branch point and a restore that lost nothing leave the new timeline complete', async () => {
+    const gap = (from: number, to: number, kind: 'compaction' | 'restore', generation: number, lost: 0 | 1) => ({
+      cluster, from_revision: String(from), to_revision: String(to), detected_at: now - 40_000, reason: `${kind} (test)`, kind, history_lost: lost, generation, identity: `${kind}:${generation}`, term: '1',
+    });
+    await store.insert('gaps', [
+      gap(40, 60, 'compaction', 0, 1), // below the branch point (100): both timelines share those revisions
+      gap(200, 250, 'compaction', 0, 1), // the old timeline's own loss, at revisions the restored etcd reused
+      gap(101, 500, 'restore', 1, 0), // the restore: its rolled-back rows are kept, nothing lost
+    ]);
+    const ranges = (s: { gaps: Array<{ fromRevision: string; toRevision: string }> }) => s.gaps.map((g) => `${g.fromRevision}-${g.toRevision}`);
+    const current = await stateAt(deps(), { at: '115', cluster });
+    assert.equal(current.complete, true, 'revision 115 of timeline 1 was captured in full');
+    assert.deepEqual(ranges(current), ['40-60']);
+    const shared = await stateAt(deps(), { at: '50', cluster });
+    assert.equal(shared.complete, false, 'revision 50 lies in a gap both timelines share');
+    const oldInside = await stateAt(deps(), { at: '220', cluster, timeline: 0 });
+    assert.equal(oldInside.complete, false);
+    const oldAfter = await stateAt(deps(), { at: '300', cluster, timeline: 0 });
+    assert.equal(oldAfter.complete, true);
+    assert.deepEqual(ranges(oldAfter), ['40-60', '200-250']);
+  });
 });

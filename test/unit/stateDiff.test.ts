@@ -2,7 +2,7 @@
 // answers, including the gap cases (inside a gap, after a gap with a snapshot).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { assembleState, type EntryRow, type GapRow } from '../../reports/state/assemble.js';
+import { assembleState, gapsOfTimeline, type EntryRow, type GapRow } from '../../reports/state/assemble.js';
 import { compareStates, fieldChanges } from '../../reports/diff/compare.js';
 import { endedBy } from '../../reports/diff/index.js';
 
@@ -65,6 +65,21 @@ describe('state assembly', () => {
     assert.equal(s.complete, true);
     assert.deepEqual(s.holds.map((h) => h.key), ['ns/kept', 'ns/new']);
     assert.deepEqual(s.unknown.map((u) => [u.kind, u.key]), [['class', 'c']]);
+  });
+});
+
+describe('gaps of a timeline', () => {
+  it('its own gaps, and an earlier timeline\'s only at or below every branch point since; a history that shares nothing inherits none', () => {
+    const gap = (from: number, to: number, generation: number): GapRow => ({ from_revision: String(from), to_revision: String(to), reason: '', generation });
+    const gaps = [gap(10, 20, 0), gap(70, 80, 0), gap(150, 160, 0), gap(60, 65, 1), gap(120, 130, 1), gap(55, 58, 2)];
+    // Timeline 1 branched off 0 after 100, timeline 2 off 1 after 50.
+    const lineage = [{ generation: 0, diverged_after: '0' }, { generation: 1, diverged_after: '100' }, { generation: 2, diverged_after: '50' }];
+    const ranges = (t: number) => gapsOfTimeline(gaps, lineage, t).map((g) => `${g.from_revision}-${g.to_revision}`);
+    assert.deepEqual(ranges(0), ['10-20', '70-80', '150-160']);
+    assert.deepEqual(ranges(1), ['10-20', '70-80', '60-65', '120-130']);
+    assert.deepEqual(ranges(2), ['10-20', '55-58']);
+    const rebuilt = [{ generation: 0, diverged_after: '0' }, { generation: 1, diverged_after: '100', shares_history: 0 }];
+    assert.deepEqual(gapsOfTimeline(gaps, rebuilt, 1).map((g) => g.from_revision), ['60', '120']);
   });
 });
 
