@@ -230,6 +230,20 @@ describe('chaos checker on a kept real run (test/chaos/histories/seed3-small)', 
     }), 'token-order');
   });
 
+  it('a token going backwards across epochs (a grant of an older epoch after a newer one, on a higher revision): token-order', () => {
+    assertNamedAlone(mutated((i) => {
+      const apiGrants = changes(i).filter((c) => c.type === 'put' && c.key.startsWith('/l/') && !c.key.startsWith('/l/chaos/') && c.version === '1' && !i.truth.some((t) => t.key === c.key));
+      const last = [...apiGrants].reverse().find((c) => Number((JSON.parse(c.value ?? '{}') as { epoch?: number }).epoch) >= 1);
+      assert.ok(last, 'the fixture holds an API grant of epoch >= 1');
+      const value = JSON.parse(last.value ?? '{}') as { epoch: number };
+      const epoch = value.epoch - 1;
+      const again: RecordedChange = { ...last, seq: 1e9, revision: String(BigInt(last.revision) + 1n), value: JSON.stringify({ ...value, epoch }) };
+      i.recording.push(again);
+      const row = rowAt(i, last) as StoredEvent;
+      i.store.events.push({ ...row, revision: again.revision, epoch, token: String((BigInt(epoch) << 48n) + BigInt(again.revision)), value: again.value ?? '' });
+    }), 'token-order');
+  });
+
   it('drop a force record from the archive: not-archived; a forged one archived: forged-archived; a failed verify: archive-verify', () => {
     assertNamedAlone(mutated((i) => {
       const id = changes(i).find((c) => c.type === 'put' && c.key.startsWith('/sys/force/') && !i.truth.some((t) => t.key === c.key))?.key.slice('/sys/force/'.length);

@@ -286,7 +286,9 @@ export function tokenOrder(input: CheckInput, h: History, add: Add): number {
     if (!v || typeof v.epoch !== 'number' || !Number.isSafeInteger(v.epoch)) continue;
     const token = (BigInt(v.epoch) << 48n) + BigInt(c.revision);
     const prev = lastToken.get(c.key);
-    if (prev && prev.epoch === v.epoch && token <= prev.token) add({ kind: 'token-order', key: c.key, revision: c.revision, era: c.era, expected: `a token above ${prev.token} (rev ${prev.revision}, era ${prev.era}) in epoch ${v.epoch}`, got: String(token) });
+    // Across epochs too: a fencing token never goes backwards on a key, whatever the epoch (an epoch that went back —
+    // a restored /sys/epoch the advance did not fence — is that very failure; within one epoch, a rewound revision).
+    if (prev && token <= prev.token) add({ kind: 'token-order', key: c.key, revision: c.revision, era: c.era, expected: `a token above ${prev.token} (rev ${prev.revision}, era ${prev.era}, epoch ${prev.epoch})`, got: `${token} (epoch ${v.epoch})` });
     lastToken.set(c.key, { epoch: v.epoch, token, revision: c.revision, era: c.era });
   }
   return apiGrants;
