@@ -21,6 +21,7 @@ import { ClockWriter } from './clockWriter.js';
 import { closeGrantsEndedInGap, loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
 import { storeEvidenceLog } from './leaseEvidence.js';
 import { etcdTtl, LeaseWitness } from './leaseWitness.js';
+import { leaderIndex, recordRaftMark, type RaftCheckDeps } from './raftMarks.js';
 import { watchRewind } from './rewindWatch.js';
 import { RESTORE_PAGE_SIZE, detectRestore, divergence, endHistory, ensureTimeline, etcdPosition, recordTimeline, rollBack, unfinishedRestore, type RestoreSeen, type Timeline, type UnfinishedRestore } from './restores.js';
 import { SpoolShipper } from './spoolShipper.js';
@@ -41,6 +42,8 @@ export interface ReplicaOptions extends PipelineOptions {
   spoolIntervalMs?: number;
   /** How often a running leader compares etcd's head and cluster id with what it captured (restore watch). Default 1000 ms. */
   restoreCheckIntervalMs?: number;
+  /** How often a running leader records etcd's raft applied index for its timeline (raftMarks.ts). Default 5000 ms. */
+  raftMarkIntervalMs?: number;
   /**
    * Keys read per etcd range and rows marked per statement by a gap or restore
    * (the snapshot, the divergence search, the rollback marks): bounds their
@@ -88,6 +91,8 @@ export class TailerReplica {
   #leaderAbort: AbortController | undefined;
   /** Kept across this replica's runs: a leadership lost and won again (a pause, an etcd hiccup) keeps the evidence. */
   readonly #leases: LeaseWitness | undefined;
+  /** The raft-log check of every restore detection: the leader's committed index, asked of each endpoint. */
+  readonly #raft: RaftCheckDeps;
   #follow: { stop(): Promise<void> } | undefined;
 
   constructor(deps: ReplicaDeps, options: ReplicaOptions = {}) {
@@ -96,6 +101,7 @@ export class TailerReplica {
     this.#replicaId = deps.replicaId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.#client = createEtcdClient(deps.cluster);
     this.#labels = { cluster: deps.cluster.name };
+    this.#raft = { ask: () => leaderIndex(deps.cluster.name, deps.cluster.endpoints) };
     this.#leases = options.leaseWitness === false ? undefined : new LeaseWitness(etcdTtl(this.#client), deps.log, { log: storeEvidenceLog(deps.store, deps.cluster.name) });
   }
 
@@ -211,7 +217,7 @@ export class TailerReplica {
       const unfinished = await unfinishedRestore(store, cluster, timeline.generation);
       const restore = unfinished
         ? { head: position.head, clusterId: position.clusterId, previousClusterId: unfinished.previousClusterId || timeline.clusterId, captured: checkpoint, why: unfinished.why }
-        : await detectRestore(this.#client, store, cluster, checkpoint, timeline, position);
+        : await detectRestore(this.#client, store, cluster, checkpoint, timeline, position, this.#raft);
       if (unfinished) log.warn({ generation: unfinished.generation, why: unfinished.why }, 'a restore was recorded half-way (its gap, not its timeline): finishing it');
       if (restore) {
         this.#leases?.forgetTimes(); // revisions of the restored etcd are not the ones its watch saw
@@ -256,7 +262,7 @@ export class TailerReplica {
       const reconnectCheck = (): Promise<boolean> => {
         checking ??= (async () => {
           const now = await etcdPosition(this.#client);
-          const seen = await detectRestore(this.#client, store, cluster, await readCheckpoint(store, cluster), timeline, now);
+          const seen = await detectRestore(this.#client, store, cluster, await readCheckpoint(store, cluster), timeline, now, this.#raft);
           if (!seen) return !run.signal.aborted;
           rewound ??= seen.why;
           this.#leases?.forgetTimes();
@@ -293,10 +299,18 @@ export class TailerReplica {
           lagAlarmRevisions: this.#opts.lagAlarmRevisions ?? Math.floor((this.#opts.compactionWindowRevisions ?? configDefaults.tailer.compactionWindowRevisions) / 2),
         },
       );
+      // How far etcd's raft log has got in this timeline, recorded as it goes: a later restart of that log is a restore.
+      const markRaft = (): void => {
+        recordRaftMark(this.#client, store, cluster, timeline.generation).catch((err: Error) => log.debug({ err: err.message }, 'raft mark not recorded; next time'));
+      };
+      markRaft();
+      const raftTimer = setInterval(markRaft, this.#opts.raftMarkIntervalMs ?? 5_000).unref();
+      run.signal.addEventListener('abort', () => clearInterval(raftTimer), { once: true });
       log.info({ checkpoint: checkpoint.toString() }, 'tailing from checkpoint');
       const handle = pipeline.start(checkpoint, run.signal);
       this.#pipeline = handle;
       const outcome = await handle.done.finally(() => {
+        clearInterval(raftTimer);
         stopRewindWatch();
         signal.removeEventListener('abort', stopRun);
       });

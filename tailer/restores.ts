@@ -38,6 +38,7 @@ import { loadSql } from '../platform/sql.js';
 import { lostAfter } from './gaps.js';
 import { decideStart, readFor, type Witness, type WitnessReading } from './startDecision.js';
 import { etcdText } from '../core/etcdText.js';
+import { raftLogRestarted, raftMark, type RaftCheckDeps } from './raftMarks.js';
 
 const SQL = {
   timeline: loadSql('tailer/sql/timeline.sql'),
@@ -187,7 +188,7 @@ export async function ensureTimeline(store: AuditStore, cluster: string, positio
  * compacted, its keyspace at the compaction revision) contradicting the put
  * the tailer captured there. A few reads, whatever the history or the load.
  */
-export async function detectRestore(client: Etcd3, store: AuditStore, cluster: string, checkpoint: bigint, timeline: Timeline, position: EtcdPosition): Promise<RestoreSeen | undefined> {
+export async function detectRestore(client: Etcd3, store: AuditStore, cluster: string, checkpoint: bigint, timeline: Timeline, position: EtcdPosition, raft?: RaftCheckDeps): Promise<RestoreSeen | undefined> {
   // Rows durable above a checkpoint held back are captured history too: a restore to a snapshot above the
   // checkpoint rolls them back while every witness at or below it is intact (30-minute chaos run, seed 7: such
   // rows stayed in the current timeline, and each later start read them as another restore).
@@ -196,6 +197,10 @@ export async function detectRestore(client: Etcd3, store: AuditStore, cluster: s
   const seen = { head: position.head, clusterId: position.clusterId, previousClusterId: timeline.clusterId, captured };
   const first = decideStart({ checkpoint, captured, timelineClusterId: timeline.clusterId, head: position.head, clusterId: position.clusterId, witnesses: [] });
   if (first.kind === 'restore') return { ...seen, why: first.why };
+  // The raft log: a proof whatever was written since (a bumped restore to a snapshot after the last clock write,
+  // fresh keys only, passes every witness read at the compaction revision).
+  const restarted = raft ? await raftLogRestarted(await raftMark(store, cluster, timeline.generation), raft) : undefined;
+  if (restarted) return { ...seen, why: restarted };
   const compactRevision = await lostAfter(client, checkpoint);
   const witnesses = await readWitnesses(client, await checkpointWitnesses(store, cluster, captured), compactRevision);
   const decision = decideStart({ checkpoint, captured, timelineClusterId: timeline.clusterId, head: position.head, clusterId: position.clusterId, compactRevision, witnesses });

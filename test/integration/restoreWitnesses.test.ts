@@ -1,5 +1,5 @@
 // Restores found without sampling (issue 21, item 3), on private etcds (ports
-// 19500-19505). The losing order for a detector that samples recent keys, made
+// 19500-19506). The losing order for a detector that samples recent keys, made
 // deterministic: the last /sys/clock write, then a burst of fresh-key grants
 // (every key put at version 1, so none of them is "back at an older version"),
 // captured; then a restore to a snapshot from before that clock write, whose
@@ -14,6 +14,7 @@ import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { HealthState } from '../../platform/health.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
+import { raftMark } from '../../tailer/raftMarks.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { waitFor } from '../support/capture.js';
 import { uniqueId } from '../support/env.js';
@@ -32,11 +33,11 @@ interface GapRow {
   reason: string;
 }
 
-function replica(label: string, etcd: PrivateEtcd, health: HealthState): TailerReplica {
+function replica(label: string, etcd: PrivateEtcd, health: HealthState, raftMarkIntervalMs?: number): TailerReplica {
   // The tailer's own clock writes once, at election: the test places the last clock write itself.
   // A restored etcd brings back the election key of whoever led at the snapshot, its lease fresh: the next campaign
   // waits that TTL out. 10 s (not 30) keeps a loaded machine's detection inside the waits below.
-  return new TailerReplica({ cluster: { name: label, endpoints: [etcd.endpoint] }, store: db.store, log: log.child({ cluster: label }), health }, { electionTtlSeconds: 10, checkpointIntervalMs: 100, clockIntervalMs: 3_600_000, restoreCheckIntervalMs: 300 });
+  return new TailerReplica({ cluster: { name: label, endpoints: [etcd.endpoint] }, store: db.store, log: log.child({ cluster: label }), health }, { electionTtlSeconds: 10, checkpointIntervalMs: 100, clockIntervalMs: 3_600_000, restoreCheckIntervalMs: 300, ...(raftMarkIntervalMs === undefined ? {} : { raftMarkIntervalMs }) });
 }
 
 async function head(client: Etcd3): Promise<bigint> {
@@ -118,6 +119,51 @@ describe('restores found without sampling: a burst of fresh-key grants after the
       assert.ok(health.alarms().some((a) => a.name === `tailer-restore:${label}`), 'LOCKAUDIT_ALARM_TAILER_RESTORE raised');
     } finally {
       await tailer.close();
+      client.close();
+      await etcd.stop();
+    }
+  });
+
+  it('--bump-revision --mark-compacted to a snapshot taken after the last clock write, fresh keys only since: the raft log restarted, a restore gap, not a compaction', async () => {
+    // The case no witness can see (each is read at the compaction revision, where a fresh key is absent and the
+    // clock write is intact): only etcd's raft log tells, its committed index back near 0.
+    const etcd = await startPrivateEtcd(19_505, 19_506);
+    const client = createEtcdClient({ name: 'own', endpoints: [etcd.endpoint] });
+    const label = uniqueId('rw');
+    const first = replica(label, etcd, new HealthState(), 200);
+    const health = new HealthState();
+    const second = replica(label, etcd, health, 200);
+    try {
+      first.start();
+      const w = new Workload(client, uniqueId('ns'));
+      await w.clock(); // the last clock write: before the snapshot
+      const s = await w.session();
+      for (let i = 0; i < 5; i++) await w.grant(s, `before-${i}`);
+      await captured(label, await head(client));
+      const snapshot = await etcd.snapshot('after-clock.db');
+      const snapRev = await head(client);
+      const { last } = await burst(w, 'fresh'); // fresh keys only after the snapshot
+      await captured(label, last);
+      const applied = BigInt((await client.maintenance.status()).raftAppliedIndex);
+      await waitFor('the raft mark of the burst', async () => ((await raftMark(db.store, label, 0)) ?? 0n) >= applied || undefined, 30_000, 100);
+      await first.close();
+
+      await etcd.restore(snapshot, { bumpRevision: 1_000_000 });
+      const other = new Workload(client, uniqueId('ns'));
+      const s2 = await waitFor('a session on the restored cluster', async () => other.session().catch(() => undefined), 30_000, 200);
+      for (let i = 0; i < 20; i++) await other.grant(s2, `after-${i}`);
+
+      second.start();
+      const gap = await restoreGap(label);
+      assert.equal(gap.kind, 'restore');
+      assert.match(gap.reason, /raft log restarted/);
+      assert.ok(BigInt(gap.from_revision) <= snapRev + 1n, `rolled back from ${gap.from_revision}: the snapshot was at ${snapRev}`);
+      assert.ok(health.alarms().some((a) => a.name === `tailer-restore:${label}`), 'LOCKAUDIT_ALARM_TAILER_RESTORE raised');
+      const compaction = await db.store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind != 'restore'", { c: label });
+      assert.equal(compaction[0]?.n, '0', 'not read as a compaction');
+    } finally {
+      await second.close();
+      await first.close();
       client.close();
       await etcd.stop();
     }
