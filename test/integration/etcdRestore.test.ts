@@ -17,6 +17,7 @@ import { createMetricsRegistry } from '../../core/metrics.js';
 import { tailerMetrics, type TailerMetrics } from '../../tailer/tailerMetrics.js';
 import { holdKey } from '../../core/keyspace.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
+import { currentTimeline } from '../../tailer/restores.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { waitFor } from '../support/capture.js';
 import { tempDir, testConfig, uniqueId } from '../support/env.js';
@@ -136,11 +137,17 @@ interface GapRow {
   reason: string;
 }
 
+/**
+ * The restore's gap, once the restore is recorded in full: the gap is written before the rolled-back rows are marked
+ * (so a leader killed between them finishes the marks), and its timeline last — the marks are judged after that.
+ */
 async function restoreGap(label: string): Promise<GapRow> {
-  return waitFor(`a restore gap for ${label}`, async () => {
+  const gap = await waitFor(`a restore gap for ${label}`, async () => {
     const rows = await db.store.rows<GapRow>("SELECT from_revision, to_revision, kind, history_lost, previous_cluster_id, cluster_id, reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'", { c: label });
     return rows[0];
   }, 60_000, 200);
+  await waitFor(`the restore of ${label} recorded in full`, async () => ((await currentTimeline(db.store, label))?.generation === 1 ? true : undefined), 60_000, 200);
+  return gap;
 }
 
 async function captured(label: string, eventType: string, revision: string): Promise<boolean> {
