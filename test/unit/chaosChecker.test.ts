@@ -11,6 +11,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { check, exitCode, type CheckInput, type CheckResult, type ViolationKind } from '../chaos/checker.js';
+import { compactionBound } from '../chaos/check/gaps.js';
 import { VIOLATION_KINDS } from '../chaos/check/types.js';
 import type { FaultRecord } from '../chaos/faults.js';
 import type { RecordedChange, RecorderLine } from '../chaos/recorder.js';
@@ -333,5 +334,20 @@ describe('chaos checker on a kept real run (test/chaos/histories/seed3-small)', 
   it('every violation kind has a mutation above that names it', () => {
     const tested: ViolationKind[] = ['lost', 'misclassified', 'flip', 'gap-too-wide', 'gap-unexplained', 'restore-unrecorded', 'gap-shared', 'phantom', 'misrecorded', 'ghost-open-grant', 'overlap', 'token-order', 'not-archived', 'forged-archived', 'archive-verify', 'rolled-back-lost'];
     assert.deepEqual([...VIOLATION_KINDS].sort(), [...tested].sort());
+  });
+});
+
+describe('chaos checker: a compaction bound in an era whose restore was not recorded yet', () => {
+  const gap = (generation: number, from: string, detected: string) => ({ from_revision: from, to_revision: '9999999', reason: 'restore (test)', detected_at: detected, kind: 'restore', generation });
+  const fault = (era: number, startedAt: number) => ({ era, startedAt, facts: { kind: 'compact', checkpointAtStop: '153067', compactRevision: '94530' } });
+  const started = Date.parse('2026-12-02T04:08:19.922Z');
+
+  it('starts at the era\'s branch point when the checkpoint read at the kill was still the previous timeline\'s (its restore gap detected after the fault began)', () => {
+    assert.deepEqual(compactionBound(fault(2, started), [gap(2, '66258', '2026-12-02 04:08:35.897')]), { lo: 66258n, hi: 94530n });
+  });
+
+  it('keeps the checkpoint read at the kill when the era\'s restore was recorded before, and in the first era', () => {
+    assert.deepEqual(compactionBound(fault(2, started), [gap(2, '66258', '2026-12-02 04:08:01.000')]), { lo: 153068n, hi: 94530n });
+    assert.deepEqual(compactionBound(fault(0, started), [gap(1, '66258', '2026-12-02 04:09:00.000')]), { lo: 153068n, hi: 94530n });
   });
 });

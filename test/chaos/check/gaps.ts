@@ -3,7 +3,8 @@
 // allows:
 //   compaction: within (checkpoint when the platform was killed, compaction
 //     revision], detected while that fault ran — it excuses the changes of the
-//     fault's era in that range;
+//     fault's era in that range (from the era's branch point when that
+//     checkpoint was still the previous timeline's: compactionBound);
 //   restore: its own gap (one per restore, by generation), from no earlier
 //     than the last revision still visible at the snapshot + 1 and no later
 //     than the snapshot + 1, up to the old era's end (or snapshot + bump) — it
@@ -75,10 +76,7 @@ export function earnGaps(input: CheckInput, h: History): { earned: EarnedGap[]; 
     const to = BigInt(g.to_revision);
     const at = ms(g.detected_at);
     const candidates = compacts.filter((f) => at >= f.startedAt && at <= f.endedAt + DETECTION_SLACK_MS);
-    const bounds = candidates.map((f) => {
-      const facts = f.facts as { checkpointAtStop: string; compactRevision: string };
-      return { f, lo: BigInt(facts.checkpointAtStop) + 1n, hi: BigInt(facts.compactRevision) };
-    });
+    const bounds = candidates.map((f) => ({ f, ...compactionBound(f, restoreGaps) }));
     const fits = bounds.filter((b) => from >= b.lo && to <= b.hi);
     const line: GapLine = { from: g.from_revision, to: g.to_revision, kind: 'compaction', width: String(to - from + 1n), fault: 'none', bound: bounds.map((b) => `${b.lo}..${b.hi}`).join(' | ') || '—', excused: 0, verdict: 'earned' };
     lines.push(line);
@@ -100,6 +98,22 @@ export function earnGaps(input: CheckInput, h: History): { earned: EarnedGap[]; 
     }
   }
   return { earned, lines, violations };
+}
+
+/**
+ * The range a compact fault may leave a gap in: (checkpoint the API reported at the kill, compaction revision].
+ * That checkpoint is the previous timeline's when the tailer had not yet recorded the restore that began the fault's
+ * era (its gap detected after the fault began: the timeline is written after it) — then nothing of this era was
+ * captured above its branch point, and the range starts at the restore gap's own start (30-minute chaos run, seed 7:
+ * a restore recorded 111 s late, a compaction 16 s into that, the old timeline's checkpoint 153068 above the new
+ * era's compaction at 94530 — an empty bound, and every change of the gap read as lost).
+ */
+export function compactionBound(f: { era: number; startedAt: number; facts?: unknown }, restoreGaps: readonly StoredGap[]): { lo: bigint; hi: bigint } {
+  const facts = f.facts as { checkpointAtStop: string; compactRevision: string };
+  const hi = BigInt(facts.compactRevision);
+  const branch = f.era >= 1 ? restoreGaps.find((g) => g.generation === f.era) : undefined;
+  if (branch && ms(branch.detected_at) > f.startedAt) return { lo: BigInt(branch.from_revision), hi };
+  return { lo: BigInt(facts.checkpointAtStop) + 1n, hi };
 }
 
 /**
