@@ -3078,7 +3078,7 @@ export interface operations {
                             epoch: number;
                             revision: string;
                         } | null;
-                        /** @description Recorded gaps that begin at or before this revision */
+                        /** @description Recorded gaps that lost history of this timeline and begin at or before this revision */
                         gaps: {
                             fromRevision: string;
                             reason: string;
