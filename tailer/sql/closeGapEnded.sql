@@ -10,18 +10,20 @@
 -- before it: the end revision is below that grant's and the end time not
 -- after its `at`, so no report shows two holders at once. Only the current
 -- timeline's grants (superseded_by = 0), each closed in its own timeline (sql/065).
--- The closed rows are the closing leader's ({term}, sql/110).
+-- The closed rows are the closing leader's ({term}, sql/110). Every column that
+-- says what the grant was is carried over — origin too: left to its default, a
+-- foreign hold closed here read 'api' (30-minute chaos run, seed 7).
 -- Parameters: {db:Identifier} {cluster:String} {holdPrefix:String} {gapTo:UInt64} {snapshotRevision:UInt64} {startMs:Int64} {nowMs:Int64} {term:UInt64}
 INSERT INTO {db:Identifier}.grants
     (cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, spool_id, granted_at, wait_ms,
-     end_kind, end_revision, ended_at, ended_at_error_ms, duration_ms, unprotected, start_known, row_version, timeline, term)
+     end_kind, end_revision, ended_at, ended_at_error_ms, duration_ms, unprotected, start_known, row_version, timeline, term, origin)
 SELECT cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, spool_id, granted_at, wait_ms,
        'unknown',
        if(next_revision = 0, {gapTo:UInt64}, least({gapTo:UInt64}, next_revision - 1)),
        fromUnixTimestamp64Milli(toInt64(lower_ms + intDiv(upper_ms - lower_ms, 2))),
        toUInt32(least(intDiv(upper_ms - lower_ms + 1, 2), 4294967295)),
        lower_ms + intDiv(upper_ms - lower_ms, 2) - toUnixTimestamp64Milli(granted_at),
-       unprotected, start_known, {gapTo:UInt64}, timeline, {term:UInt64}
+       unprotected, start_known, {gapTo:UInt64}, timeline, {term:UInt64}, origin
 FROM (
     SELECT *,
            -- Not before the grant itself (a foreign hold's own time bounds nothing past the upper bound).

@@ -75,6 +75,8 @@ export interface StoredGrant {
   /** sql/065: the restore that rolled the grant back (0: none), and from which timeline on it is no longer the current account (0: it is). */
   rolled_back_by?: number;
   superseded_by?: number;
+  /** sql/040: api, or foreign (written around the lock API), where the store keeps it. */
+  origin?: string;
 }
 
 /** Where a dump keeps its events (one JSON line each) when store.json names it. */

@@ -126,4 +126,19 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
     assert.equal(earlier?.end_kind, 'unknown', 'a grant at or below the checkpoint is closed as before');
     assert.ok(Number(earlier?.ended_ms) - (earlier?.ended_at_error_ms ?? 0) <= lastBefore + 1, 'its bound still reaches back to the last capture before the gap');
   });
+
+  it('a foreign grant closed in the gap stays foreign (the closed row carries every identity column of the open one)', async () => {
+    // 30-minute chaos run, seed 7: seven holds put by hand (origin foreign in their events and open grant rows) ended
+    // inside compaction gaps; their closed rows read origin 'api' — the column's default — in grant history and exports.
+    const label = uniqueId('g');
+    const grantedAt = Date.UTC(2026, 11, 2, 4, 0, 0);
+    const open = { cluster: label, namespace: 'chaos', class: 'c', holder: 'spiffe://rogue.example/etcdctl', session: '1', epoch: 2, spool_id: '', wait_ms: 0, start_known: 1, end_kind: '', end_revision: '0', ended_at: null, ended_at_error_ms: 0, duration_ms: null, unprotected: 0, row_version: '0' };
+    await db.store.insert('grants', [
+      { ...open, key: 'chaos/rogue', lock_path: 'rogue', token: '562949953450377', grant_revision: '900', granted_at: grantedAt, origin: 'foreign' },
+      { ...open, key: 'chaos/api', lock_path: 'api', token: '562949953450378', grant_revision: '901', granted_at: grantedAt, origin: 'api' },
+    ]);
+    await closeGrantsEndedInGap(db.store, label, 950n, 1_000n, 1_000n, 0n, grantedAt + 5_000);
+    const rows = await db.store.rows<{ key: string; origin: string; end_kind: string }>('SELECT key, origin, end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} ORDER BY key', { c: label });
+    assert.deepEqual(rows.map((r) => [r.key, r.end_kind, r.origin]), [['chaos/api', 'unknown', 'api'], ['chaos/rogue', 'unknown', 'foreign']]);
+  });
 });

@@ -218,6 +218,15 @@ describe('chaos checker on a kept real run (test/chaos/histories/seed3-small)', 
     assertNamedAlone(earlier, 'overlap');
   });
 
+  it('a foreign grant whose event reads foreign but whose grant row reads api (what grant history and exports show): misclassified', () => {
+    assertNamedAlone(mutated((i) => {
+      const foreignRow = (t: Truth) => i.store.grants.find((g) => g.key === t.key.slice(3) && g.grant_revision === t.revision && g.origin === 'foreign');
+      const truth = i.truth.find((t) => t.expect === 'foreign-grant' && t.revision !== undefined && foreignRow(t));
+      assert.ok(truth, 'the fixture holds a foreign grant read foreign in its grant row');
+      (foreignRow(truth) as NonNullable<ReturnType<typeof foreignRow>>).origin = 'api';
+    }), 'misclassified');
+  });
+
   it('a token going backwards in etcd: token-order', () => {
     assertNamedAlone(mutated((i) => {
       // The key's last API grant, granted once more right after it in real time at a revision one lower, same epoch

@@ -2,7 +2,7 @@
 // Each returns the violations it alone names; none of them excuses anything
 // the gaps module did not earn.
 import type { RecordedChange } from '../recorder.js';
-import type { StoredEvent } from '../storeDump.js';
+import type { StoredEvent, StoredGrant } from '../storeDump.js';
 import type { Truth } from '../workload.js';
 import type { EarnedGap } from './gaps.js';
 import { holds, rk, type History, type StoreIndex } from './history.js';
@@ -208,11 +208,18 @@ export function classification(input: CheckInput, h: History, rowOf: Map<Recorde
   }
   const epochPutAt = new Set(h.changes.filter((c) => c.type === 'put' && c.key === '/sys/epoch').map((c) => `${c.era} ${c.revision}`));
   const wrong = (c: RecordedChange, row: StoredEvent, expected: string): void => add({ kind: 'misclassified', key: c.key, revision: c.revision, era: c.era, expected, got: `${row.event_type}${row.origin ? ` (origin ${String(row.origin)})` : ''}` });
+  // A grant's row is what grant history and exports show: a foreign grant whose event reads foreign must not read api there.
+  const grantRows = new Map<string, StoredGrant[]>();
+  for (const g of input.store.grants) grantRows.set(`${g.grant_revision} ${g.key}`, [...(grantRows.get(`${g.grant_revision} ${g.key}`) ?? []), g]);
   for (const [c, row] of rowOf) {
     if (!c.key.startsWith('/l/')) continue;
     const truth = truthAt.get(rk(c.revision, c.key)) ?? (c.type === 'delete' ? truthByKey.get(c.key)?.find((t) => t.expect !== 'foreign-grant') : undefined);
     if (c.type === 'put') {
       if (truth?.expect === 'foreign-grant' && !readsAsForeign(row)) wrong(c, row, `a grant not made by the API${truth.note ? ` (${truth.note})` : ''}`);
+      else if (truth?.expect === 'foreign-grant') {
+        const api = (grantRows.get(`${c.revision} ${c.key.slice(3)}`) ?? []).find((g) => g.origin !== undefined && g.origin !== 'foreign');
+        if (api) add({ kind: 'misclassified', key: c.key, revision: c.revision, era: c.era, expected: 'its grant row foreign, as its grant event reads', got: `grant row origin ${api.origin} (end ${api.end_kind || 'open'}, timeline ${api.timeline ?? 0})` });
+      }
       continue;
     }
     if (truth && EXACTLY_DELETED.has(truth.expect)) {
