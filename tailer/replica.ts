@@ -101,7 +101,7 @@ export class TailerReplica {
     this.#replicaId = deps.replicaId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
     this.#client = createEtcdClient(deps.cluster);
     this.#labels = { cluster: deps.cluster.name };
-    this.#raft = { ask: () => leaderIndex(deps.cluster.name, deps.cluster.endpoints) };
+    this.#raft = { ask: (clusterId) => leaderIndex(deps.cluster.name, deps.cluster.endpoints, clusterId) };
     this.#leases = options.leaseWitness === false ? undefined : new LeaseWitness(etcdTtl(this.#client), deps.log, { log: storeEvidenceLog(deps.store, deps.cluster.name) });
   }
 
@@ -301,7 +301,7 @@ export class TailerReplica {
       );
       // How far etcd's raft log has got in this timeline, recorded as it goes: a later restart of that log is a restore.
       const markRaft = (): void => {
-        recordRaftMark(this.#client, store, cluster, timeline.generation).catch((err: Error) => log.debug({ err: err.message }, 'raft mark not recorded; next time'));
+        recordRaftMark(this.#client, store, cluster, timeline.generation, timeline.clusterId).catch((err: Error) => log.debug({ err: err.message }, 'raft mark not recorded; next time'));
       };
       markRaft();
       const raftTimer = setInterval(markRaft, this.#opts.raftMarkIntervalMs ?? 5_000).unref();

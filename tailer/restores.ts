@@ -199,7 +199,7 @@ export async function detectRestore(client: Etcd3, store: AuditStore, cluster: s
   if (first.kind === 'restore') return { ...seen, why: first.why };
   // The raft log: a proof whatever was written since (a bumped restore to a snapshot after the last clock write,
   // fresh keys only, passes every witness read at the compaction revision).
-  const restarted = raft ? await raftLogRestarted(await raftMark(store, cluster, timeline.generation), raft) : undefined;
+  const restarted = raft ? await raftLogRestarted(await raftMark(store, cluster, timeline.generation), raft, timeline.clusterId) : undefined;
   if (restarted) return { ...seen, why: restarted };
   const compactRevision = await lostAfter(client, checkpoint);
   const witnesses = await readWitnesses(client, await checkpointWitnesses(store, cluster, captured), compactRevision);

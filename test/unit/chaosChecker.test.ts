@@ -350,13 +350,15 @@ describe('chaos checker: a compaction bound in an era whose restore was not reco
   const gap = (generation: number, from: string, detected: string) => ({ from_revision: from, to_revision: '9999999', reason: 'restore (test)', detected_at: detected, kind: 'restore', generation });
   const fault = (era: number, startedAt: number) => ({ era, startedAt, facts: { kind: 'compact', checkpointAtStop: '153067', compactRevision: '94530' } });
   const started = Date.parse('2026-12-02T04:08:19.922Z');
+  const restoreEnded = Date.parse('2026-12-02T04:07:17.998Z');
 
-  it('starts at the era\'s branch point when the checkpoint read at the kill was still the previous timeline\'s (its restore gap detected after the fault began)', () => {
-    assert.deepEqual(compactionBound(fault(2, started), [gap(2, '66258', '2026-12-02 04:08:35.897')]), { lo: 66258n, hi: 94530n });
+  it('starts at the era\'s branch point when the checkpoint read at the kill was still the previous timeline\'s (its restore gap detected after the fault began, within the slack of the restore\'s end)', () => {
+    assert.deepEqual(compactionBound(fault(2, started), [gap(2, '66258', '2026-12-02 04:08:35.897')], restoreEnded), { lo: 66258n, hi: 94530n });
   });
 
-  it('keeps the checkpoint read at the kill when the era\'s restore was recorded before, and in the first era', () => {
-    assert.deepEqual(compactionBound(fault(2, started), [gap(2, '66258', '2026-12-02 04:08:01.000')]), { lo: 153068n, hi: 94530n });
-    assert.deepEqual(compactionBound(fault(0, started), [gap(1, '66258', '2026-12-02 04:09:00.000')]), { lo: 153068n, hi: 94530n });
+  it('keeps the checkpoint read at the kill when the era\'s restore was recorded before, too late, or in the first era', () => {
+    assert.deepEqual(compactionBound(fault(2, started), [gap(2, '66258', '2026-12-02 04:08:01.000')], restoreEnded), { lo: 153068n, hi: 94530n });
+    assert.deepEqual(compactionBound(fault(2, started), [gap(2, '66258', '2026-12-02 04:09:30.000')], restoreEnded), { lo: 153068n, hi: 94530n }, 'recorded 132 s after its restore ended: no excuse');
+    assert.deepEqual(compactionBound(fault(0, started), [gap(1, '66258', '2026-12-02 04:09:00.000')], restoreEnded), { lo: 153068n, hi: 94530n });
   });
 });

@@ -76,7 +76,9 @@ export function earnGaps(input: CheckInput, h: History): { earned: EarnedGap[]; 
     const to = BigInt(g.to_revision);
     const at = ms(g.detected_at);
     const candidates = compacts.filter((f) => at >= f.startedAt && at <= f.endedAt + DETECTION_SLACK_MS);
-    const bounds = candidates.map((f) => ({ f, ...compactionBound(f, restoreGaps) }));
+    // The restore that began the fault's era: a restore fault of the era before.
+    const restoreEnded = (era: number): number | undefined => input.faults.find((x) => x.kind === 'restore' && x.era === era - 1)?.endedAt;
+    const bounds = candidates.map((f) => ({ f, ...compactionBound(f, restoreGaps, restoreEnded(f.era)) }));
     const fits = bounds.filter((b) => from >= b.lo && to <= b.hi);
     const line: GapLine = { from: g.from_revision, to: g.to_revision, kind: 'compaction', width: String(to - from + 1n), fault: 'none', bound: bounds.map((b) => `${b.lo}..${b.hi}`).join(' | ') || '—', excused: 0, verdict: 'earned' };
     lines.push(line);
@@ -105,14 +107,18 @@ export function earnGaps(input: CheckInput, h: History): { earned: EarnedGap[]; 
  * That checkpoint is the previous timeline's when the tailer had not yet recorded the restore that began the fault's
  * era (its gap detected after the fault began: the timeline is written after it) — then nothing of this era was
  * captured above its branch point, and the range starts at the restore gap's own start (30-minute chaos run, seed 7:
- * a restore recorded 111 s late, a compaction 16 s into that, the old timeline's checkpoint 153068 above the new
- * era's compaction at 94530 — an empty bound, and every change of the gap read as lost).
+ * a restore recorded 78 s after its fault, a compaction 16 s before that, the old timeline's checkpoint 153068 above
+ * the new era's compaction at 94530 — an empty bound, and every change of the gap read as lost). Only while the
+ * restore was recorded within the detection slack of its fault's end: a restore found later is no excuse for what
+ * a compaction then took (the range stays the reported checkpoint's, and the gap reads too wide).
  */
-export function compactionBound(f: { era: number; startedAt: number; facts?: unknown }, restoreGaps: readonly StoredGap[]): { lo: bigint; hi: bigint } {
+export function compactionBound(f: { era: number; startedAt: number; facts?: unknown }, restoreGaps: readonly StoredGap[], restoreEndedAt?: number): { lo: bigint; hi: bigint } {
   const facts = f.facts as { checkpointAtStop: string; compactRevision: string };
   const hi = BigInt(facts.compactRevision);
   const branch = f.era >= 1 ? restoreGaps.find((g) => g.generation === f.era) : undefined;
-  if (branch && ms(branch.detected_at) > f.startedAt) return { lo: BigInt(branch.from_revision), hi };
+  const detected = branch ? ms(branch.detected_at) : undefined;
+  const inTime = detected !== undefined && restoreEndedAt !== undefined && detected <= restoreEndedAt + DETECTION_SLACK_MS;
+  if (branch && detected !== undefined && detected > f.startedAt && inTime) return { lo: BigInt(branch.from_revision), hi };
   return { lo: BigInt(facts.checkpointAtStop) + 1n, hi };
 }
 

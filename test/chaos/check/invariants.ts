@@ -217,7 +217,9 @@ export function classification(input: CheckInput, h: History, rowOf: Map<Recorde
     if (c.type === 'put') {
       if (truth?.expect === 'foreign-grant' && !readsAsForeign(row)) wrong(c, row, `a grant not made by the API${truth.note ? ` (${truth.note})` : ''}`);
       else if (truth?.expect === 'foreign-grant') {
-        const api = (grantRows.get(`${c.revision} ${c.key.slice(3)}`) ?? []).find((g) => g.origin !== undefined && g.origin !== 'foreign');
+        // This grant's rows (its own and any carried into a later timeline: the same token); after a restore without a
+        // bump another timeline may hold another grant at that (revision, key), under another epoch's token.
+        const api = (grantRows.get(`${c.revision} ${c.key.slice(3)}`) ?? []).find((g) => String(g.token) === String(row.token) && g.origin !== undefined && g.origin !== 'foreign');
         if (api) add({ kind: 'misclassified', key: c.key, revision: c.revision, era: c.era, expected: 'its grant row foreign, as its grant event reads', got: `grant row origin ${api.origin} (end ${api.end_kind || 'open'}, timeline ${api.timeline ?? 0})` });
       }
       continue;
