@@ -127,6 +127,27 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
     assert.ok(Number(earlier?.ended_ms) - (earlier?.ended_at_error_ms ?? 0) <= lastBefore + 1, 'its bound still reaches back to the last capture before the gap');
   });
 
+  it('a grant ends before the next grant of its key the store already holds, when the snapshot no longer holds that one', async () => {
+    // 30-minute chaos run, seed 7: a compaction gap's first try snapshotted a hold granted inside it (open, start
+    // unknown) and was killed before closing anything; a second compaction widened the gap, its snapshot no longer
+    // held that grant, and the key's older grant was closed at the gap's end — over the newer one: 11 overlaps.
+    const label = uniqueId('g');
+    const t0 = Date.UTC(2026, 11, 2, 4, 46, 1);
+    const open = { cluster: label, namespace: 'billing', lock_path: 'item-3', key: 'billing/item-3', class: 'c', holder: 'h', session: '1', epoch: 2, spool_id: '', wait_ms: 0, end_kind: '', end_revision: '0', ended_at: null, ended_at_error_ms: 0, duration_ms: null, unprotected: 0, row_version: '0', origin: 'api' };
+    await db.store.insert('events', [{ cluster: label, revision: '1085900', key: '/l/billing/other', event_type: 'release', op: 'delete', wall_time: t0 + 1_000 }]);
+    await db.store.insert('grants', [
+      { ...open, token: '562949954507120', grant_revision: '1085808', granted_at: t0, start_known: 1 },
+      { ...open, token: '844424931231979', epoch: 3, grant_revision: '1100011', granted_at: t0 + 335_000, start_known: 0 },
+    ]);
+    await closeGrantsEndedInGap(db.store, label, 1_086_299n, 1_132_282n, 1_132_282n, 0n, t0 + 460_000);
+    const rows = await grantsOf(label, 'billing/item-3');
+    assert.deepEqual(rows.map((r) => [r.grant_revision, r.end_kind]), [['1085808', 'unknown'], ['1100011', 'unknown']]);
+    const [older, newer] = rows as [(typeof rows)[number], (typeof rows)[number]];
+    assert.ok(BigInt(older.end_revision) < 1_100_011n, `the older grant ended before the newer one began (${older.end_revision})`);
+    assert.ok(Number(older.ended_ms) <= t0 + 335_000, 'and not after its time');
+    assert.equal(newer.end_revision, '1132282', 'the newer one ended in the gap, as far as anyone knows');
+  });
+
   it('a foreign grant closed in the gap stays foreign (the closed row carries every identity column of the open one)', async () => {
     // 30-minute chaos run, seed 7: seven holds put by hand (origin foreign in their events and open grant rows) ended
     // inside compaction gaps; their closed rows read origin 'api' — the column's default — in grant history and exports.
