@@ -27,12 +27,14 @@ export async function raftMark(store: AuditStore, cluster: string, generation: n
 /**
  * Records the applied index of whichever member answers (max-merged; a lower value changes nothing) — only when it
  * answers for `clusterId`, the timeline's cluster: a member of another cluster (an old one still reachable while
- * endpoints move to a restored one) would leave a mark the timeline's own log never reaches. Undefined: not recorded.
+ * endpoints move to a restored one) would leave a mark the timeline's own log never reaches. Undefined: not recorded
+ * (another cluster, or not above `above`, the last index written).
  */
-export async function recordRaftMark(client: Etcd3, store: AuditStore, cluster: string, generation: number, clusterId: string): Promise<bigint | undefined> {
+export async function recordRaftMark(client: Etcd3, store: AuditStore, cluster: string, generation: number, clusterId: string, above = 0n): Promise<bigint | undefined> {
   const status = await client.maintenance.status();
   if (String(status.header.cluster_id) !== clusterId) return undefined;
   const applied = BigInt(status.raftAppliedIndex);
+  if (applied <= above) return undefined; // nothing new since the last row written: no insert
   await store.insert('etcd_raft_marks', [{ cluster, generation, raft_index: applied.toString() }]);
   return applied;
 }

@@ -300,12 +300,15 @@ export class TailerReplica {
         },
       );
       // How far etcd's raft log has got in this timeline, recorded as it goes: a later restart of that log is a restore.
+      // A row only when the index moved past the last one written (an idle etcd adds no parts to the store).
+      let marked = 0n;
       const markRaft = (): void => {
-        recordRaftMark(this.#client, store, cluster, timeline.generation, timeline.clusterId).catch((err: Error) => log.debug({ err: err.message }, 'raft mark not recorded; next time'));
+        recordRaftMark(this.#client, store, cluster, timeline.generation, timeline.clusterId, marked)
+          .then((m) => { if (m !== undefined) marked = m; })
+          .catch((err: Error) => log.debug({ err: err.message }, 'raft mark not recorded; next time'));
       };
       markRaft();
       const raftTimer = setInterval(markRaft, this.#opts.raftMarkIntervalMs ?? 5_000).unref();
-      run.signal.addEventListener('abort', () => clearInterval(raftTimer), { once: true });
       log.info({ checkpoint: checkpoint.toString() }, 'tailing from checkpoint');
       const handle = pipeline.start(checkpoint, run.signal);
       this.#pipeline = handle;
