@@ -41,6 +41,16 @@ function failingGrantMarks(store: AuditStore, beforeFail: () => Promise<void> = 
   return { store: wrapped, failed: () => failed };
 }
 
+/** Between the two tries: ten grants on the restored cluster, then etcd compacted at its head (handed to `done`). */
+function compactBetweenTries(done: (at: bigint) => void) {
+  return async (client: Etcd3, other: Workload, session: Session): Promise<void> => {
+    for (let i = 0; i < 10; i++) await other.grant(session, `compacted-${i}`);
+    const at = await head(client);
+    done(at);
+    await client.kv.compact({ revision: at.toString(), physical: true });
+  };
+}
+
 describe('a bumped restore whose recording dies between the marks', { timeout: 240_000 }, () => {
   const replicas: TailerReplica[] = [];
   after(async () => {
@@ -99,11 +109,7 @@ describe('a bumped restore whose recording dies between the marks', { timeout: 2
 
   it('etcd compacted the restored history further between the two tries: the restore keeps its own range, the rest is a compaction gap', async () => {
     let compactedAt = 0n;
-    const { snapRev, gaps } = await scenario([19_532, 19_533], 2, async (client, other, session) => {
-      for (let i = 0; i < 10; i++) await other.grant(session, `compacted-${i}`);
-      compactedAt = await head(client);
-      await client.kv.compact({ revision: compactedAt.toString(), physical: true });
-    });
+    const { snapRev, gaps } = await scenario([19_532, 19_533], 2, compactBetweenTries((at) => (compactedAt = at)));
     assert.deepEqual(gaps.map((g) => g.kind), ['restore', 'compaction'], 'the later compaction is a gap of its own');
     const [restore, compaction] = gaps as unknown as [{ to_revision: string }, { from_revision: string; to_revision: string }];
     // The restore's own loss ends at its bump (the snapshot + 1 000 000, what etcd was compacted to at the first try).
@@ -114,11 +120,7 @@ describe('a bumped restore whose recording dies between the marks', { timeout: 2
 
   it('a restore without a bump, compacted between the two tries: the new timeline\'s compacted revisions are a compaction gap of their own', async () => {
     let compactedAt = 0n;
-    const { snapRev, gaps } = await scenario([19_534, 19_535], 2, async (client, other, session) => {
-      for (let i = 0; i < 10; i++) await other.grant(session, `compacted-${i}`);
-      compactedAt = await head(client);
-      await client.kv.compact({ revision: compactedAt.toString(), physical: true });
-    }, 0);
+    const { snapRev, gaps } = await scenario([19_534, 19_535], 2, compactBetweenTries((at) => (compactedAt = at)), 0);
     const byKind = new Map(gaps.map((g) => [g.kind, g]));
     assert.deepEqual([...byKind.keys()].sort(), ['compaction', 'restore'], 'before: the restore gap alone, the new timeline\'s loss hidden in it');
     const compaction = byKind.get('compaction') as { from_revision: string; to_revision: string };
