@@ -55,6 +55,7 @@ export const errorCatalog = {
   LOCKAUDIT_ERR_EXPORT_PARQUET: { status: 500, description: 'ClickHouse returned Parquet parts that cannot be joined into one file (schema differs or a part is damaged).' },
   LOCKAUDIT_ERR_EXPORT_ARROW: { status: 500, description: 'ClickHouse returned Arrow IPC chunks that cannot be joined into one stream (schema differs, a dictionary batch, or a chunk is damaged).' },
   LOCKAUDIT_ERR_EXPORT_INCOMPLETE: { status: 500, description: 'A written export or history file does not match what was expected (rows or sha256); it is not presented as complete.' },
+  LOCKAUDIT_ERR_EXPORT_UNPROVEN: { status: 409, description: 'The grants the export would hold disagree with the events they were derived from (the digests cover the events): a grant row altered, deleted, reopened or invented in ClickHouse. Nothing is written or signed; the message names the grants.' },
   LOCKAUDIT_ERR_EXPORT_QUEUE: { status: 503, description: 'The export job could not be queued (Redis unavailable).' },
   LOCKAUDIT_ERR_ARCHIVE_UNLOCKED: { status: 500, description: 'The force-release archive bucket has no object lock; records are not archived into it.' },
   LOCKAUDIT_ERR_DIGEST_KEY: { status: 500, description: 'The digest signing key (LOCKAUDIT_DIGEST_SIGNING_KEY or <dataDir>/digest-signing-key.pem), or a public key given to verify, is not an Ed25519 key.' },

@@ -15,6 +15,7 @@ import { readGrantFilters } from '../reports/grantFilter/index.js';
 import { ARROW_STREAM_TYPE } from './arrowStream.js';
 import { exportPlanToObject, runExportPlan, type ExportFormat, type ExportPlan, type ExportProgress, type WrittenFile } from './chunkedExport.js';
 import { planGrantsExport, DEFAULT_CHUNK_ROWS, type GrantFilters } from './exportPlans.js';
+import { assertGrantsMatchEvents } from './grantsCheck.js';
 import { LatestOnly } from './latestOnly.js';
 import { buildManifest, manifestName } from './manifest.js';
 import { putJsonIfAbsent, withRetry } from './objectStore.js';
@@ -241,7 +242,8 @@ export async function writeGrantsExport(
   outPath: string,
   options: { onProgress?: (p: ExportProgress) => void | Promise<void>; chunkRows?: number; signal?: AbortSignal; durable?: boolean } = {},
 ): Promise<WrittenFile> {
-  const plan = await planFor(store, request, options.chunkRows);
+  // Nothing is written of grants that disagree with the events the digests cover (grantsCheck.ts).
+  const [plan] = await Promise.all([planFor(store, request, options.chunkRows), assertGrantsMatchEvents(store, request.filters, request)]);
   return runExportPlan(store, plan, request.format, outPath, { onProgress: options.onProgress, signal: options.signal, durable: options.durable, revisionColumn: request.format === 'parquet' ? 'grant_revision' : undefined });
 }
 
@@ -255,8 +257,13 @@ export async function runComplianceExport(deps: ComplianceDeps, id: string, onPr
   if (!state) throw new LockauditError('LOCKAUDIT_ERR_EXPORT_NOT_FOUND', `no export ${id}`);
   if (state.status === 'done') return state;
   const queued = state;
-  // The plan (a scan) and the state write are independent.
-  const [running, plan] = await Promise.all([records.update(queued, { status: 'running', error: '' }), planFor(deps.store, queued, deps.chunkRows)]);
+  // The plan (a scan), the check of the grants against the events the digests cover (grantsCheck.ts: nothing is
+  // written or signed of grants that disagree) and the state write are independent.
+  const [running, plan] = await Promise.all([
+    records.update(queued, { status: 'running', error: '' }),
+    planFor(deps.store, queued, deps.chunkRows),
+    assertGrantsMatchEvents(deps.store, queued.filters, queued),
+  ]);
   state = running;
   // Progress rows are ClickHouse inserts: written beside the export, never holding up the next chunk.
   const progress = new LatestOnly<ExportProgress>(

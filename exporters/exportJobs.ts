@@ -75,11 +75,13 @@ export function complianceProcessor(runtime: Deps): Processor<ComplianceJobData>
       metrics.exportJobs.inc({ kind: 'compliance', outcome: 'done' });
       return { id, rows: state.rowsDone.toString(), object: state.objectKey };
     } catch (err) {
-      const final = isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_NOT_FOUND') || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+      // No export, or grants that disagree with their events (grantsCheck.ts): another try changes nothing.
+      const permanent = isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_NOT_FOUND') || isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_UNPROVEN');
+      const final = permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
       if (final) {
         metrics.exportJobs.inc({ kind: 'compliance', outcome: 'failed' });
         await failComplianceExport(runtime.store, id, (err as Error).message).catch(() => undefined);
-        if (isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_NOT_FOUND')) throw new UnrecoverableError(err.message);
+        if (permanent) throw new UnrecoverableError((err as Error).message);
       } else {
         metrics.exportJobs.inc({ kind: 'compliance', outcome: 'retried' });
       }

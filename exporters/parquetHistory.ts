@@ -11,6 +11,7 @@ import type { AuditStore } from '../core/clickhouse.js';
 import type { Logger } from '../core/logger.js';
 import { exportPlanToObject, type ExportProgress } from './chunkedExport.js';
 import { planEventsExport, planGrantsExport, DEFAULT_CHUNK_ROWS } from './exportPlans.js';
+import { assertGrantsMatchEvents } from './grantsCheck.js';
 import type { ExportMetrics } from './exportMetrics.js';
 import { buildManifest, manifestName, type Manifest } from './manifest.js';
 import { objectExists, putJsonIfAbsent, withRetry, type RetryOptions } from './objectStore.js';
@@ -88,6 +89,8 @@ export async function exportHistoryFile(
   }
   const range = { fromMs: start, toMs: start + DAY_MS };
   const chunkRows = deps.chunkRows ?? DEFAULT_CHUNK_ROWS;
+  // A grants file is written only of grants that agree with the events the digests cover (grantsCheck.ts).
+  if (dataset === 'grants') await assertGrantsMatchEvents(deps.store, { cluster }, range);
   const plan = dataset === 'grants' ? await planGrantsExport(deps.store, { cluster }, range, chunkRows) : await planEventsExport(deps.store, cluster, range, chunkRows);
   try {
     const file = await exportPlanToObject(deps.store, plan, 'parquet', { s3: deps.s3, bucket: deps.bucket, object, contentType: 'application/vnd.apache.parquet', retry }, { onProgress, revisionColumn: dataset === 'grants' ? 'grant_revision' : 'revision' });

@@ -1,0 +1,81 @@
+// The grants an export holds, checked against the events they were derived
+// from before anything is written or signed (issue 25 F7). Digests hash the
+// events; exports and the grants history file read the `grants` table, which
+// the tailer derives from them. Someone with write access to ClickHouse who
+// alters, deletes, reopens or invents a grant row — without also rewriting
+// the events, which the digests would name — gets the export refused, the
+// grants named, instead of the alteration signed into a manifest.
+// Both directions run over the export's own filter and range: each grant row
+// against its start and end events (grants_check.sql), and each start event
+// against its grant row (grants_check_events.sql: a row deleted, or altered
+// out of the filter's reach).
+import type { AuditStore } from '../core/clickhouse.js';
+import { LockauditError } from '../core/errors.js';
+import { PREFIX } from '../core/keyspace.js';
+import { loadSql } from '../platform/sql.js';
+import { grantFilterParams, type GrantFilters } from '../reports/grantFilter/index.js';
+import { EXPORT_WINDOW_RULE, type TimeRange } from './exportPlans.js';
+
+const SQL = {
+  rows: loadSql('exporters/sql/grants_check.sql'),
+  events: loadSql('exporters/sql/grants_check_events.sql'),
+};
+
+export interface GrantProblem {
+  cluster: string;
+  key: string;
+  grantRevision: string;
+  spoolId: string;
+  timeline: number;
+  problem: string;
+}
+
+export interface GrantsCheckOptions {
+  /** Problems reported at most (per direction). Default 20. */
+  limit?: number;
+  /**
+   * Events ingested this recently do not judge (the tailer writes a batch's events before its grants, so a grant in
+   * flight lacks its row for a moment). Default 120 000 ms.
+   */
+  settleMs?: number;
+}
+
+/** The grants (of the export's filter and range) that disagree with the events, each with what disagrees. */
+export async function checkGrantsAgainstEvents(store: AuditStore, filters: GrantFilters, range: TimeRange, options: GrantsCheckOptions = {}): Promise<GrantProblem[]> {
+  // Every end kind: a row whose end was altered must not drop out of the check by the export's endKind filter.
+  const { endKind: _endKind, ...rest } = filters;
+  const params = {
+    ...grantFilterParams(rest, { ...range, rule: EXPORT_WINDOW_RULE }, 'filters.token'),
+    holdPrefix: PREFIX.hold,
+    settleMs: options.settleMs ?? 120_000,
+    limit: options.limit ?? 20,
+  };
+  const [byRow, byEvent] = await Promise.all([store.rows<GrantProblem>(SQL.rows.text, params), store.rows<GrantProblem>(SQL.events.text, params)]);
+  const seen = new Set<string>();
+  const out: GrantProblem[] = [];
+  for (const p of [...byRow, ...byEvent]) {
+    const id = `${p.cluster}\u0000${p.key}\u0000${p.grantRevision}\u0000${p.spoolId}\u0000${p.timeline}\u0000${p.problem}`;
+    if (seen.has(id)) continue;
+    seen.add(id);
+    out.push({ cluster: p.cluster, key: p.key, grantRevision: p.grantRevision, spoolId: p.spoolId, timeline: Number(p.timeline), problem: p.problem });
+  }
+  return out;
+}
+
+/** One grant's problem as a line: cluster, lock, grant revision (or spool id), timeline. */
+export function formatGrantProblem(p: GrantProblem): string {
+  const grant = p.spoolId ? `spool line ${p.spoolId}` : `grant revision ${p.grantRevision}`;
+  return `${p.cluster} ${p.key || '(spool)'} ${grant} timeline ${p.timeline}: ${p.problem}`;
+}
+
+/** Throws LOCKAUDIT_ERR_EXPORT_UNPROVEN naming the grants when any disagrees with its events. */
+export async function assertGrantsMatchEvents(store: AuditStore, filters: GrantFilters, range: TimeRange, options: GrantsCheckOptions = {}): Promise<void> {
+  const problems = await checkGrantsAgainstEvents(store, filters, range, options);
+  if (problems.length === 0) return;
+  const first = problems.slice(0, 5).map(formatGrantProblem);
+  throw new LockauditError(
+    'LOCKAUDIT_ERR_EXPORT_UNPROVEN',
+    `the grants table disagrees with the events it is derived from (${problems.length}${problems.length >= (options.limit ?? 20) ? '+' : ''} grants): ${first.join('; ')}`,
+    { details: problems.map(formatGrantProblem) },
+  );
+}

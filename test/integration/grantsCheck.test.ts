@@ -1,0 +1,143 @@
+// Grants checked against the events they were derived from (issue 25 F7), on
+// a private etcd (ports 27470/27471) captured by a real tailer: releases, a
+// force release, a session close, an expiry, a grant that ended inside a
+// compaction gap ('unknown'), a spool grant and its end — every row agrees
+// with its events. Then someone with ClickHouse write access alters the
+// grants table (never the events the digests hash): each alteration is named
+// by the check, and an export of the range is refused, nothing written.
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { createEtcdClient } from '../../core/etcd.js';
+import { isLockauditError } from '../../core/errors.js';
+import { createLogger } from '../../core/logger.js';
+import { writeGrantsExport } from '../../exporters/complianceExport.js';
+import { checkGrantsAgainstEvents, formatGrantProblem, type GrantProblem } from '../../exporters/grantsCheck.js';
+import { readCheckpoint } from '../../tailer/offsets.js';
+import { TailerReplica } from '../../tailer/replica.js';
+import { writeRows } from '../../tailer/rowWriter.js';
+import { spoolEndRows, spoolRows } from '../../tailer/spoolShipper.js';
+import { waitFor } from '../support/capture.js';
+import { tempDir, uniqueId } from '../support/env.js';
+import { fileStore } from '../support/fileStore.js';
+import { startPrivateEtcd } from '../support/privateEtcd.js';
+import { Workload } from '../support/workload.js';
+
+const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
+const db = fileStore();
+
+describe('grants checked against their events', { timeout: 180_000 }, () => {
+  it('a captured record agrees in full; every alteration of grants alone is named, and an export of it is refused', async () => {
+    const own = await startPrivateEtcd(27_470, 27_471);
+    const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
+    const cluster = uniqueId('gc');
+    const replica = (): TailerReplica =>
+      new TailerReplica({ cluster: { name: cluster, endpoints: [own.endpoint] }, store: db.store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false });
+    const startMs = Date.now() - 1_000;
+    try {
+      const w = new Workload(etcd, uniqueId('ns'));
+      const s = await w.session();
+      for (const p of ['holder', 'kind', 'reopen', 'deleted', 'moved', 'unknown', 'kept', 'forced', 'gone']) await w.grant(s, p);
+      const closing = await w.session();
+      await w.grant(closing, 'closed');
+      const expiring = await w.session();
+      await w.grant(expiring, 'expired');
+      for (const p of ['holder', 'kind', 'reopen', 'unknown']) await w.release(s, p);
+      await w.forceRelease(s, 'forced');
+      await w.closeSession(closing);
+      await w.expire(expiring);
+      const mid = BigInt(await w.clock());
+      const first = replica();
+      first.start();
+      await waitFor('captured', async () => ((await readCheckpoint(db.store, cluster)) >= mid ? true : undefined), 60_000, 100);
+      await first.close();
+      // While the tailer is stopped: a release compacted away (closed 'unknown' inside the gap).
+      await w.release(s, 'gone');
+      const compactAt = BigInt(await w.clock());
+      await etcd.kv.compact({ revision: compactAt.toString(), physical: true });
+      const second = replica();
+      second.start();
+      try {
+        await waitFor('past the gap', async () => ((await readCheckpoint(db.store, cluster)) >= compactAt ? true : undefined), 60_000, 100);
+      } finally {
+        await second.close();
+      }
+      // A fail-open spool grant and its end, shipped as the spool shipper writes them.
+      const line = { id: uniqueId('sp'), lock: w.lock('spooled'), namespace: w.ns, path: 'spooled', holder: 'spiffe://test/spool', session: '', class: 'payments', at: Date.now() - 500, waitMs: 0, epoch: 0 };
+      const open = spoolRows(cluster, line);
+      const end = spoolEndRows(cluster, { id: uniqueId('se'), how: 'release', at: Date.now() - 100, grant: line });
+      await writeRows(db.store, { events: [open.event, end.event], grants: [open.grant, end.grant], quarantine: [] });
+      const range = { fromMs: startMs, toMs: Date.now() + 1_000 };
+      const check = (filters: Record<string, string> = {}): Promise<GrantProblem[]> => checkGrantsAgainstEvents(db.store, { cluster, ...filters }, range, { settleMs: 0, limit: 100 });
+
+      const kinds = await db.store.rows<{ key: string; end_kind: string }>(
+        'SELECT key, end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} ORDER BY key',
+        { c: cluster },
+      );
+      const kindOf = Object.fromEntries(kinds.map((k) => [k.key.slice(w.ns.length + 1), k.end_kind]));
+      assert.deepEqual(kindOf, {
+        closed: 'session-close', deleted: '', expired: 'expiry', forced: 'force', gone: 'unknown', holder: 'release', kept: '', kind: 'release',
+        moved: '', reopen: 'release', spooled: 'release', unknown: 'release',
+      });
+      assert.deepEqual((await check()).map(formatGrantProblem), [], 'the captured record agrees with its events');
+      const out = tempDir();
+      try {
+        const file = await writeGrantsExport(db.store, { format: 'csv', ...range, filters: { cluster } }, path.join(out.dir, 'ok.csv'));
+        assert.equal(file.rows, 12n, 'an export of an intact record is written');
+
+        // The insider's edits, each on its own grant, none on events.
+        const alter = (sql: string, key: string): Promise<void> =>
+          db.store.command(`ALTER TABLE {db:Identifier}.grants ${sql} WHERE cluster = {c:String} AND key = {k:String} SETTINGS mutations_sync = 2`, { c: cluster, k: w.lock(key) });
+        await alter("UPDATE holder = 'spiffe://someone-else'", 'holder');
+        await alter("UPDATE end_kind = 'expiry'", 'kind');
+        await alter('DELETE', 'deleted');
+        await alter("UPDATE namespace = 'elsewhere'", 'moved');
+        await alter("UPDATE end_kind = 'unknown'", 'unknown');
+        await alter("UPDATE holder = 'spiffe://not-the-spool'", 'spooled');
+        // Reopened: an open copy of the row written, the closed row deleted.
+        await db.store.command(
+          `INSERT INTO {db:Identifier}.grants SELECT * EXCEPT (replace_version) REPLACE ('' AS end_kind, toUInt64(0) AS end_revision, NULL AS ended_at, toUInt32(0) AS ended_at_error_ms, NULL AS duration_ms, toUInt64(0) AS row_version)
+           FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}`,
+          { c: cluster, k: w.lock('reopen') },
+        );
+        await db.store.command('ALTER TABLE {db:Identifier}.grants DELETE WHERE cluster = {c:String} AND key = {k:String} AND row_version > 0 SETTINGS mutations_sync = 2', { c: cluster, k: w.lock('reopen') });
+        // Invented: a grant no event ever started.
+        await db.store.command(
+          `INSERT INTO {db:Identifier}.grants (cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, granted_at, wait_ms, end_kind, end_revision, row_version, unprotected, start_known)
+           VALUES ({c:String}, {k:String}, {ns:String}, 'invented', 'payments', 'spiffe://ghost', '1', 7, 0, 7, fromUnixTimestamp64Milli({at:Int64}, 'UTC'), 0, '', 0, 0, 0, 1)`,
+          { c: cluster, k: w.lock('invented'), ns: w.ns, at: Date.now() },
+        );
+
+        const problems = await check();
+        const byLock = new Map<string, string[]>();
+        for (const p of problems) byLock.set(p.key.slice(w.ns.length + 1), [...(byLock.get(p.key.slice(w.ns.length + 1)) ?? []), p.problem]);
+        const named = (lock: string, re: RegExp): void => assert.ok((byLock.get(lock) ?? []).some((m) => re.test(m)), `${lock}: ${re} in ${JSON.stringify(problems.map(formatGrantProblem), null, 1)}`);
+        named('holder', /differs from its start event \(grant at revision \d+\) in holder/);
+        named('kind', /ended expiry at revision \d+: no such end event/);
+        named('deleted', /its grant at revision \d+ has no grant row/);
+        named('unknown', /ended unknown \(in a gap\) outside every recorded gap/);
+        named('spooled', /differs from its start event \(unprotected-grant at revision 0\) in holder/);
+        named('reopen', /open, but its end is in events \(release at revision \d+\)/);
+        named('invented', /no start event/);
+        // The namespace edit: out of the grant row's own reading, found from its event.
+        named('moved', /differs from its grant at revision \d+ in namespace/);
+        assert.deepEqual([...byLock.keys()].sort(), ['deleted', 'holder', 'invented', 'kind', 'moved', 'reopen', 'spooled', 'unknown'], 'the untouched grants are not named');
+        // A namespace-filtered export still sees the grant moved out of it (from its event).
+        const scoped = await check({ namespace: w.ns });
+        assert.ok(scoped.some((p) => p.key === w.lock('moved') && /in namespace/.test(p.problem)), JSON.stringify(scoped));
+
+        await assert.rejects(
+          writeGrantsExport(db.store, { format: 'csv', ...range, filters: { cluster } }, path.join(out.dir, 'refused.csv')),
+          (err: unknown) => isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_UNPROVEN') && /disagrees with the events/.test((err as Error).message),
+        );
+        assert.equal(existsSync(path.join(out.dir, 'refused.csv')), false, 'nothing written');
+      } finally {
+        out.remove();
+      }
+    } finally {
+      etcd.close();
+      await own.stop();
+    }
+  });
+});
