@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
+import { checkGrantsAgainstEvents, formatGrantProblem } from '../../exporters/grantsCheck.js';
 import { HealthState } from '../../platform/health.js';
 import { grantHistory, type GrantHistoryDeps } from '../../reports/grantHistory/index.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
@@ -121,6 +122,9 @@ describe('etcd rebuilt empty under the same name', { timeout: 240_000 }, () => {
       }, 60_000, 200);
       const [still] = await db.store.rows<Count>(grantsIn, { c: label, ns });
       assert.equal(still?.n, '20', 'the ended history\'s grants are still all there');
+      // Both histories' grants agree with their events (grantsCheck.ts: what an export checks before writing).
+      const disagree = await checkGrantsAgainstEvents(db.store, { cluster: label }, { fromMs: 0, toMs: Date.now() + 60_000 }, { settleMs: 0, limit: 50 });
+      assert.deepEqual(disagree.map(formatGrantProblem), [], 'every grant agrees with its events');
     } finally {
       await tailer.close();
       await la.close();

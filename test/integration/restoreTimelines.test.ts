@@ -13,6 +13,7 @@ import { Registry } from 'prom-client';
 import type { Etcd3 } from 'etcd3';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
+import { checkGrantsAgainstEvents, formatGrantProblem } from '../../exporters/grantsCheck.js';
 import { alertMetrics } from '../../exporters/alerts/alertMetrics.js';
 import { WebhookDelivery } from '../../exporters/alerts/webhookDelivery.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
@@ -120,6 +121,9 @@ describe('after an etcd restore with reused revisions', { timeout: 180_000 }, ()
       const [snap] = await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND event_type = 'snapshot-hold' AND timeline = 1", { c: label });
       // (A hold put at the divergence revision itself is captured by its own event, not the snapshot.)
       assert.ok(Number(snap?.n) >= HELD - 1 && Number(snap?.n) <= HELD, `the snapshot holds the ${HELD} held grants (${snap?.n})`);
+      // Carried, rolled-back and new grants all agree with their events (grantsCheck.ts: what an export checks).
+      const disagree = await checkGrantsAgainstEvents(store, { cluster: label }, { fromMs: 0, toMs: Date.now() + 60_000 }, { settleMs: 0, limit: 50 });
+      assert.deepEqual(disagree.map(formatGrantProblem), [], 'every grant agrees with its events');
     } finally {
       await tailer.close();
       await rx.close();
