@@ -4,13 +4,15 @@
 // range, that each Parquet history object a digest names exists with its
 // sha256 (a day's file is named after the day: those of the range's days are
 // checked wherever the chain names them) and, given the audit store, that ClickHouse's events still hash to
-// the digest and its gaps and restores are the digest's. One verdict per period; the first failing one is named.
+// the digest and its gaps and restores are the digest's — and that the range's grants, which exports read, agree
+// with those events (grantsCheck.ts). One verdict per period; the first failing one is named.
 import type { KeyObject } from 'node:crypto';
 import type { Client } from 'minio';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { digestKeyId } from '../../core/digestKey.js';
 import { loadSql } from '../../platform/sql.js';
 import { hiddenNames } from '../archiveVerify.js';
+import { checkGrantsAgainstEvents, formatGrantProblem } from '../grantsCheck.js';
 import { objectSha256, withRetry } from '../objectStore.js';
 import { DIGEST_OBJECT_PREFIX, walkChain, type Digest, type DigestHistoryObject, type PeriodVerdict } from './format.js';
 import { hashPeriodEvents, periodRecord, readChain, sameRecord } from './worker.js';
@@ -67,10 +69,19 @@ export interface LaterHistoryResult {
   problems: string[];
 }
 
+/** Given the audit store: the range's grants checked against the events they were derived from (grantsCheck.ts). */
+export interface GrantsResult {
+  cluster: string;
+  status: 'ok' | 'fail';
+  problems: string[];
+}
+
 export interface DigestVerifyResult {
   ok: boolean;
   periods: PeriodResult[];
   laterHistory: LaterHistoryResult[];
+  /** Per cluster, with the audit store only: exports and the grants history file are read from `grants`, which no digest hashes. */
+  grants: GrantsResult[];
   /** Problems tied to no period in the range (chain-level): each fails the run too. */
   problems: Array<{ cluster: string; detail: string }>;
   firstFailure?: { cluster: string; periodStart: string; detail: string };
@@ -109,6 +120,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
   const periods: PeriodResult[] = [];
   const laterHistory: LaterHistoryResult[] = [];
   const problems: DigestVerifyResult['problems'] = [];
+  const grants: GrantsResult[] = [];
   for (const cluster of o.clusters) {
     const entries = await readChain(o.s3, o.bucket, cluster, prefix);
     const hidden = await withRetry(() => hiddenNames(o.s3, o.bucket, `${prefix}${cluster}/`), { deadlineMs: 30_000 });
@@ -154,6 +166,11 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
     } else if (!periodMs && o.toMs !== undefined) {
       problems.push({ cluster, detail: 'no digest at all for this cluster' });
     }
+    // The digests hash the events; exports read the grants derived from them: with the store, the range's grants too.
+    if (o.store && toMs > o.fromMs) {
+      const found = await checkGrantsAgainstEvents(o.store, { cluster }, { fromMs: o.fromMs, toMs }, { limit: 20 });
+      grants.push({ cluster, status: found.length ? 'fail' : 'ok', problems: found.map(formatGrantProblem) });
+    }
     // A verifier that checked nothing proves nothing (an empty or emptied chain, a range past it): say so and fail.
     if (!periods.some((p) => p.cluster === cluster && p.status !== 'unsealed') && !problems.some((p) => p.cluster === cluster)) {
       problems.push({ cluster, detail: `no period verified from ${new Date(o.fromMs).toISOString()}${o.toMs !== undefined ? ` to ${new Date(o.toMs).toISOString()}` : ''}: no digest covers the range, so nothing was checked` });
@@ -161,14 +178,17 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
   }
   const failing = periods.find((p) => p.status === 'fail');
   const failingLater = laterHistory.find((h) => h.status === 'fail');
+  const failingGrants = grants.find((g) => g.status === 'fail');
   const firstFailure = failing
     ? { cluster: failing.cluster, periodStart: failing.periodStart, detail: failing.problems.join('; ') }
     : failingLater
       ? { cluster: failingLater.cluster, periodStart: `${failingLater.date} (history file)`, detail: failingLater.problems.join('; ') }
       : problems[0]
         ? { cluster: problems[0].cluster, periodStart: '(chain)', detail: problems[0].detail }
-        : undefined;
-  return { ok: !failing && !failingLater && problems.length === 0, periods, laterHistory, problems, firstFailure };
+        : failingGrants
+          ? { cluster: failingGrants.cluster, periodStart: '(grants)', detail: failingGrants.problems.join('; ') }
+          : undefined;
+  return { ok: !failing && !failingLater && problems.length === 0 && !failingGrants, periods, laterHistory, grants, problems, firstFailure };
 }
 
 async function judge(o: DigestVerifyOptions, p: PeriodVerdict): Promise<PeriodResult> {
@@ -202,6 +222,10 @@ export function formatVerifyResult(r: DigestVerifyResult): string[] {
   for (const h of r.laterHistory) {
     const head = `${h.status === 'ok' ? 'ok  ' : 'FAIL'}  ${h.cluster} history ${h.date} ${h.object} (named by seq ${h.seq}, period ${h.periodStart})`;
     lines.push(h.status === 'ok' ? head : `${head}: ${h.problems.join('; ')}`);
+  }
+  for (const g of r.grants) {
+    if (g.status === 'ok') lines.push(`ok    ${g.cluster} grants: every grant of the range agrees with the events it was derived from`);
+    else for (const p of g.problems) lines.push(`FAIL  ${g.cluster} grants: ${p}`);
   }
   for (const p of r.problems) lines.push(`FAIL  ${p.cluster} chain: ${p.detail}`);
   if (r.firstFailure) lines.push(`first failing period: ${r.firstFailure.cluster} ${r.firstFailure.periodStart}: ${r.firstFailure.detail}`);

@@ -17,7 +17,7 @@ const work = tempDir('lockaudit-bench-digests-');
 try {
   await insertEvents(store, 'c1', ROWS, DAY1, 10);
   heading(`digest of a period of ${ROWS.toLocaleString('en-US')} events (embedded chdb)`);
-  const through = { timeline: '0', revision: String(1_000_000 + ROWS) };
+  const through = { timeline: '0', revision: String(5_000_000 + ROWS) };
   const baselineRate = async (): Promise<number> => {
     const t0 = performance.now();
     await store.command(`INSERT INTO FUNCTION file({file:String}, 'Parquet') SELECT * FROM {db:Identifier}.events FINAL WHERE cluster = 'c1'`, { file: path.join(work.dir, `base-${Math.random().toString(36).slice(2)}.parquet`) });

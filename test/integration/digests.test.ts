@@ -86,7 +86,7 @@ describe('tamper-evident digests', () => {
     assert.equal(ok.ok, true, formatVerifyResult(ok).join('\n'));
     assert.equal(ok.periods.length, 11);
     assert.deepEqual(ok.periods.map((p) => p.events), ['1', ...Array(10).fill('4')]);
-    assert.equal(formatVerifyResult(ok).length, 12, 'one line per period and a summary');
+    assert.equal(formatVerifyResult(ok).length, 13, 'one line per period, one for the grants and a summary');
 
     // Remove digest seq 5 (period 4): on a locked bucket that stacks a delete marker.
     await s3.removeObject(sc.bucket, sc.object(5));
@@ -223,7 +223,9 @@ describe('tamper-evident digests', () => {
     const sc = await scenario(8);
     await sc.worker.tick();
     // A late row in period 3 (revisions 121..130): a new digest names the one it replaces.
-    await store.insert('events', [{ cluster: sc.cluster, revision: '125', key: '/l/ns/late', event_type: 'grant', op: 'put', wall_time: new Date(sc.startMs + 2600).toISOString().replace('T', ' ').replace('Z', ''), value: '{}' }]);
+    const lateAt = new Date(sc.startMs + 2600).toISOString().replace('T', ' ').replace('Z', '');
+    await store.insert('events', [{ cluster: sc.cluster, revision: '125', key: '/l/ns/late', event_type: 'grant', op: 'put', wall_time: lateAt, grant_revision: '125', value: '{}' }]);
+    await store.insert('grants', [{ cluster: sc.cluster, key: 'ns/late', grant_revision: '125', granted_at: lateAt, start_known: 1 }]);
     const run = await sc.worker.tick();
     assert.equal(run.superseded, 1);
     const ok = await sc.verify();
@@ -329,6 +331,28 @@ describe('tamper-evident digests', () => {
     assert.equal(r.ok, false);
     assert.equal(r.firstFailure?.periodStart, sc.period(2));
     assert.match(r.firstFailure?.detail ?? '', /gaps or restores no longer match the digest \(0 gap\(s\) and 0 restore\(s\) now, 1 and 0 signed\)/);
+  });
+
+  it('names a grant row altered in ClickHouse (the events, and so the digests, untouched) and refuses a compliance export of it', async () => {
+    const sc = await scenario(6);
+    await sc.worker.tick();
+    const ok = await sc.verify();
+    assert.equal(ok.ok, true, formatVerifyResult(ok).join('\n'));
+    assert.ok(formatVerifyResult(ok).some((l) => /^ok {4}\S+ grants: every grant of the range agrees/.test(l)), 'the grants are checked, and say so');
+    // Someone with ClickHouse write access changes who held a lock: exports and the grants history file read `grants`.
+    await store.command(`ALTER TABLE {db:Identifier}.grants UPDATE holder = 'spiffe://corp/mallory' WHERE cluster = {cluster:String} AND grant_revision = {revision:UInt64}`, { cluster: sc.cluster, revision: CLOCK_REVISION(2) + 2 }, { mutations_sync: '2' });
+    const r = await sc.verify();
+    assert.equal(r.ok, false);
+    assert.deepEqual(r.periods.filter((p) => p.status === 'fail'), [], 'every period still matches its digest: the events were not touched');
+    assert.equal(r.firstFailure?.periodStart, '(grants)');
+    assert.match(r.firstFailure?.detail ?? '', new RegExp(`ns/key-2-2 grant revision ${CLOCK_REVISION(2) + 2} timeline 0: differs from its start event \\(grant at revision ${CLOCK_REVISION(2) + 2}\\) in holder`));
+    assert.equal((await sc.verify({ db: false })).ok, true, 'without the database nothing says otherwise (the digests hash the events)');
+    const records = new ExportRecords(store);
+    const state = await records.create({ format: 'csv', fromMs: sc.startMs, toMs: sc.startMs + 5000, filters: { cluster: sc.cluster }, requestedBy: 'auditor@corp' });
+    await assert.rejects(runComplianceExport({ store, s3, bucket: historyBucket, logger, digests: { signer, archiveBucket: sc.bucket, clusters: [sc.cluster] } }, state.id), /LOCKAUDIT_ERR_EXPORT_UNPROVEN|disagrees with the events/);
+    const objects: string[] = [];
+    for await (const o of s3.listObjectsV2(historyBucket, `exports/${state.id}/`, true)) if (o.name) objects.push(o.name);
+    assert.deepEqual(objects, [], 'nothing of the export is written');
   });
 
   it('lets an auditor check a compliance export with docs/verify-export.mjs and the public key alone; a truncated export fails', async () => {

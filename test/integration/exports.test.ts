@@ -26,7 +26,7 @@ import { readObjectText } from '../../exporters/objectStore.js';
 import { exportHistoryFile, historyObjectName } from '../../exporters/parquetHistory.js';
 import { createRedis } from '../../platform/redis.js';
 import { csvLine } from '../../reports/render.js';
-import { grantTokenChecksum, insertEvents, insertGrants, parquetTokenChecksum } from '../support/exportData.js';
+import { grantTokenChecksum, insertEvents, insertGrantEvents, insertGrants, parquetTokenChecksum } from '../support/exportData.js';
 import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
 
 const DAY = 86_400_000;
@@ -93,7 +93,13 @@ describe('exports', () => {
     await s3.putObject(historyBucket, events, Buffer.from('half a file'), 11);
     const redo = await exportHistoryFile(deps, { dataset: 'events', cluster: 'c1', date });
     assert.equal(redo.status, 'written');
-    assert.equal(redo.manifest?.rows, '50000');
+    // The day's events: the 50 000 raw events and the grants' own (their puts and deletes, exportData.ts).
+    const [day] = await store.rows<{ n: string }>(
+      "SELECT toString(count()) AS n FROM {db:Identifier}.events FINAL WHERE cluster = 'c1' AND wall_time >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND wall_time < fromUnixTimestamp64Milli({to:Int64}, 'UTC')",
+      { from: DAY1, to: DAY1 + DAY },
+    );
+    assert.ok(Number(day?.n) > 50_000);
+    assert.equal(redo.manifest?.rows, day?.n);
     assert.equal((await s3.statObject(historyBucket, events)).size, redo.manifest?.bytes);
 
     // An empty day is written too (explicitly empty, not missing).
@@ -216,6 +222,7 @@ describe('exports', () => {
       // Granted before the range, held into it: the API's window (overlapping) shows it; an export's (granted in [from, to)) does not.
       grant(3, { holder: 'spiffe://corp/w', origin: 'api', grantedMs: DAY1 - 1_000, endedMs: DAY1 + 5_000 }),
     ]);
+    await insertGrantEvents(store, 'c3');
     const exportCsv = async (name: string, filters: Record<string, string>): Promise<string[]> => {
       const out = path.join(work.dir, name);
       const file = await writeGrantsExport(store, { format: 'csv', fromMs: DAY1, toMs: DAY1 + DAY, filters: { cluster: 'c3', ...filters } }, out);
@@ -247,6 +254,7 @@ describe('exports', () => {
       unprotected: 0, start_known: 1, row_version: '0', origin, timeline, rolled_back_by: rolledBackBy, superseded_by: rolledBackBy,
     });
     await store.insert('grants', [grant(0, 1, 'spiffe://corp/old', 'api'), grant(1, 0, 'spiffe://corp/new', 'foreign')]);
+    await insertGrantEvents(store, 'c4');
     const out = path.join(work.dir, 'c4.csv');
     await writeGrantsExport(store, { format: 'csv', fromMs: day, toMs: day + DAY, filters: { cluster: 'c4' } }, out);
     const [head, ...rows] = (await readFile(out, 'utf8')).split('\r\n').slice(0, -1).map((l) => l.split(','));

@@ -20,17 +20,48 @@ export async function insertGrants(store: AuditStore, cluster: string, n: number
      FROM numbers({n:UInt64})`,
     { cluster, n, start: startMs, step: stepMs },
   );
+  await insertGrantEvents(store, cluster, { from: 1_000_000, to: 1_000_000 + n });
 }
 
-/** `n` raw events of `cluster`, one every `stepMs` from `startMs`. */
+/**
+ * The events the grants of `cluster` were derived from, as the tailer writes them: each grant's hold put (or spool
+ * line) and, when it ended, the hold's delete (or the spool's end line) carrying the grant — so that exports, which
+ * check every grant against its events (exporters/grantsCheck.ts), take grants written straight into the table.
+ * Grants closed 'unknown' (in a gap) have no end event. Call after inserting grant rows by hand; `revisions` limits it
+ * to the grants of those grant revisions ([from, to)).
+ */
+export async function insertGrantEvents(store: AuditStore, cluster: string, revisions: { from: number | string; to: number | string } = { from: 0, to: '18446744073709551615' }): Promise<void> {
+  const columns = `cluster, revision, key, event_type, op, namespace, lock_path, class, holder, session, token, epoch, grant_revision,
+       wait_ms, wall_time, time_estimated, time_error_ms, create_revision, mod_revision, version, lease, value, prev_value, unprotected, origin, timeline`;
+  const line = "toJSONString(map('id', spool_id, 'lock', key))";
+  await store.command(
+    `INSERT INTO {db:Identifier}.events (${columns})
+     SELECT cluster, grant_revision, if(spool_id = '', concat('/l/', key), concat('/spool/', spool_id)), if(spool_id = '', 'grant', 'unprotected-grant'),
+       if(spool_id = '', 'put', 'spool'), namespace, lock_path, class, holder, session, token, epoch, grant_revision, wait_ms, granted_at, 0, 0,
+       grant_revision, grant_revision, 1, session, if(spool_id = '', '{}', ${line}), '', unprotected, origin, timeline
+     FROM {db:Identifier}.grants FINAL WHERE cluster = {cluster:String} AND grant_revision >= {from:UInt64} AND grant_revision < {to:UInt64}`,
+    { cluster, ...revisions },
+  );
+  await store.command(
+    `INSERT INTO {db:Identifier}.events (${columns})
+     SELECT cluster, end_revision, if(spool_id = '', concat('/l/', key), concat('/spool/', spool_id, '-end')),
+       transform(end_kind, ['release', 'expiry', 'force', 'session-close', 'epoch-advance', 'deleted'], ['release', 'expiry', 'force-release', 'session-close', 'epoch-release', 'deleted'], ''),
+       if(spool_id = '', 'delete', 'spool'), namespace, lock_path, class, holder, session, token, epoch, grant_revision, wait_ms, assumeNotNull(ended_at), 0, ended_at_error_ms,
+       grant_revision, grant_revision, 1, session, if(spool_id = '', '', toJSONString(map('grantId', spool_id))), if(spool_id = '', '{}', ${line}), unprotected, origin, timeline
+     FROM {db:Identifier}.grants FINAL WHERE cluster = {cluster:String} AND grant_revision >= {from:UInt64} AND grant_revision < {to:UInt64} AND end_kind NOT IN ('', 'unknown')`,
+    { cluster, ...revisions },
+  );
+}
+
+/** `n` raw events of `cluster`, one every `stepMs` from `startMs` (revisions from 5 000 000: apart from insertGrants' own). */
 export async function insertEvents(store: AuditStore, cluster: string, n: number, startMs: number, stepMs = 10): Promise<void> {
   await store.command(
     `INSERT INTO {db:Identifier}.events (cluster, revision, key, event_type, op, namespace, lock_path, class, holder, session, token, epoch, grant_revision,
        wait_ms, wall_time, time_estimated, time_error_ms, create_revision, mod_revision, version, lease, value, prev_value, unprotected)
-     SELECT {cluster:String}, 1000000 + number, concat('/l/ns', toString(number % 20), '/key-', toString(number % 5000)), if(number % 2 = 1, 'release', 'grant'),
+     SELECT {cluster:String}, 5000000 + number, concat('/l/ns', toString(number % 20), '/key-', toString(number % 5000)), if(number % 2 = 1, 'release', 'grant'),
        if(number % 2 = 1, 'delete', 'put'), concat('ns', toString(number % 20)), concat('key-', toString(number % 5000)), 'class-1',
-       'spiffe://corp/worker', '7587862000', 40 * 281474976710656 + 1000000 + number, 40, 1000000 + number, 0,
-       fromUnixTimestamp64Milli(toInt64({start:Int64} + number * {step:Int64}), 'UTC'), 0, 0, 1000000 + number, 1000000 + number, 1, '0', '{}', '', 0
+       'spiffe://corp/worker', '7587862000', 40 * 281474976710656 + 5000000 + number, 40, 5000000 + number, 0,
+       fromUnixTimestamp64Milli(toInt64({start:Int64} + number * {step:Int64}), 'UTC'), 0, 0, 5000000 + number, 5000000 + number, 1, '0', '{}', '', 0
      FROM numbers({n:UInt64})`,
     { cluster, n, start: startMs, step: stepMs },
   );
