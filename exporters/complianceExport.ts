@@ -296,6 +296,7 @@ export async function runComplianceExport(deps: ComplianceDeps, id: string, onPr
     from: new Date(running.fromMs).toISOString(),
     to: new Date(running.toMs).toISOString(),
     filters: Object.fromEntries(Object.entries(running.filters).filter((e): e is [string, string] => typeof e[1] === 'string')),
+    grantsCheckedAgainstEvents: true,
   });
   // Signed, with the digests of the periods it covers: checkable by an auditor with the public key alone (docs/verify-export.mjs).
   const manifest = deps.digests ? signManifest({ ...built, digests: await digestsFor(deps, running) }, deps.digests.signer) : built;

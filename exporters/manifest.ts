@@ -34,6 +34,11 @@ export interface Manifest {
    * (docs/verify-export.mjs). A period not sealed when the export ran has none.
    */
   digests?: Record<string, unknown[]>;
+  /**
+   * Grants files (compliance exports, grants history): every grant the range holds was checked against the events
+   * it was derived from before the file was written (exporters/grantsCheck.ts) — the events the digests hash.
+   */
+  grantsCheckedAgainstEvents?: boolean;
   /** Ed25519 over the canonical JSON of the manifest without this field (docs/operations.md#tamper-evident-digests). */
   signature?: { algorithm: 'Ed25519'; keyId: string; value: string };
 }

@@ -94,7 +94,7 @@ export async function exportHistoryFile(
   const plan = dataset === 'grants' ? await planGrantsExport(deps.store, { cluster }, range, chunkRows) : await planEventsExport(deps.store, cluster, range, chunkRows);
   try {
     const file = await exportPlanToObject(deps.store, plan, 'parquet', { s3: deps.s3, bucket: deps.bucket, object, contentType: 'application/vnd.apache.parquet', retry }, { onProgress, revisionColumn: dataset === 'grants' ? 'grant_revision' : 'revision' });
-    const manifest = buildManifest(file, { dataset, object, cluster, date, from: new Date(range.fromMs).toISOString(), to: new Date(range.toMs).toISOString() });
+    const manifest = buildManifest(file, { dataset, object, cluster, date, from: new Date(range.fromMs).toISOString(), to: new Date(range.toMs).toISOString(), ...(dataset === 'grants' ? { grantsCheckedAgainstEvents: true } : {}) });
     // Only now is the file complete. A manifest already there means another run finished it first.
     await putJsonIfAbsent(deps.s3, deps.bucket, manifestObject, manifest, retry);
     deps.metrics?.historyFiles.inc({ dataset, outcome: 'written' });

@@ -7,10 +7,12 @@
 --     timeline or the latest one before it (a grant carried into a restored
 --     timeline was captured in the old one) — in every column the event
 --     carries (namespace, path, class, holder, session, token, epoch, wait,
---     origin, unprotected), and the event's time is the grant's time;
+--     origin, unprotected), the event's time is the grant's time, and a
+--     put or spool line was rolled back by a restore exactly when the row was;
 --   when it ended, its end event agrees: the hold's delete (or the spool's end
 --     line) at its end revision, of the kind end_kind names, with the same
---     grant columns, the end time and its error bound; an end 'unknown'
+--     grant columns, the end time and its error bound, and the duration is
+--     the end less the grant time (never negative); an end 'unknown'
 --     (closed in a gap: etcd no longer had the history) lies inside a
 --     recorded gap of its cluster;
 --   when it is open, it is: no end of its grant in the events of its timeline
@@ -35,7 +37,12 @@ SELECT g.cluster AS cluster, g.key AS key, toString(g.grant_revision) AS grantRe
        multiIf(
            s.found = 0, 'no start event (hold put, gap snapshot or spool line) in events',
            start_diff != '', concat('differs from its start event (', s.event_type, ' at revision ', toString(s.revision), ') in ', start_diff),
-           g.end_kind = '' AND (g.end_revision != 0 OR g.ended_at IS NOT NULL), 'open (no end kind) but carries an end',
+           s.event_type != 'snapshot-hold' AND g.rolled_back_by != s.rolled_back_by,
+               concat('rolled back by generation ', toString(g.rolled_back_by), ' but its start event (', s.event_type, ' at revision ', toString(s.revision), ') by ', toString(s.rolled_back_by)),
+           g.end_kind = '' AND (g.end_revision != 0 OR g.ended_at IS NOT NULL OR g.duration_ms IS NOT NULL), 'open (no end kind) but carries an end',
+           g.end_kind != '' AND (g.ended_at IS NULL OR g.duration_ms IS NULL
+                                 OR assumeNotNull(g.duration_ms) != greatest(0, toUnixTimestamp64Milli(assumeNotNull(g.ended_at)) - toUnixTimestamp64Milli(g.granted_at))),
+               'its duration is not its end time less its grant time',
            g.end_kind = '' AND o.found = 1, concat('open, but its end is in events (', o.event_type, ' at revision ', toString(o.revision), ')'),
            g.end_kind = 'unknown' AND NOT arrayExists(r -> r.1 <= g.row_version AND g.row_version <= r.2, gp.ranges),
                'ended unknown (in a gap) outside every recorded gap of its cluster',
@@ -54,7 +61,7 @@ FROM
 ASOF LEFT JOIN
 (
     -- Start events, one per grant and timeline (a put or spool line before a snapshot of the same hold).
-    SELECT cluster, lock, grant_revision, spool_id, timeline, revision, event_type, toUInt8(1) AS found,
+    SELECT cluster, lock, grant_revision, spool_id, timeline, revision, event_type, rolled_back_by, toUInt8(1) AS found,
            [namespace, lock_path, class, holder, session, toString(token), toString(epoch), toString(wait_ms), toString(origin), toString(unprotected)] AS fields,
            toUnixTimestamp64Milli(wall_time) AS at_ms
     FROM

@@ -38,12 +38,12 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
     try {
       const w = new Workload(etcd, uniqueId('ns'));
       const s = await w.session();
-      for (const p of ['holder', 'kind', 'reopen', 'deleted', 'moved', 'unknown', 'kept', 'forced', 'gone']) await w.grant(s, p);
+      for (const p of ['holder', 'kind', 'reopen', 'deleted', 'moved', 'unknown', 'kept', 'forced', 'gone', 'duration', 'rolled']) await w.grant(s, p);
       const closing = await w.session();
       await w.grant(closing, 'closed');
       const expiring = await w.session();
       await w.grant(expiring, 'expired');
-      for (const p of ['holder', 'kind', 'reopen', 'unknown']) await w.release(s, p);
+      for (const p of ['holder', 'kind', 'reopen', 'unknown', 'duration']) await w.release(s, p);
       await w.forceRelease(s, 'forced');
       await w.closeSession(closing);
       await w.expire(expiring);
@@ -77,14 +77,14 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
       );
       const kindOf = Object.fromEntries(kinds.map((k) => [k.key.slice(w.ns.length + 1), k.end_kind]));
       assert.deepEqual(kindOf, {
-        closed: 'session-close', deleted: '', expired: 'expiry', forced: 'force', gone: 'unknown', holder: 'release', kept: '', kind: 'release',
-        moved: '', reopen: 'release', spooled: 'release', unknown: 'release',
+        closed: 'session-close', deleted: '', duration: 'release', expired: 'expiry', forced: 'force', gone: 'unknown', holder: 'release', kept: '', kind: 'release',
+        moved: '', reopen: 'release', rolled: '', spooled: 'release', unknown: 'release',
       });
       assert.deepEqual((await check()).map(formatGrantProblem), [], 'the captured record agrees with its events');
       const out = tempDir();
       try {
         const file = await writeGrantsExport(db.store, { format: 'csv', ...range, filters: { cluster } }, path.join(out.dir, 'ok.csv'));
-        assert.equal(file.rows, 12n, 'an export of an intact record is written');
+        assert.equal(file.rows, 14n, 'an export of an intact record is written');
 
         // The insider's edits, each on its own grant, none on events.
         const alter = (sql: string, key: string): Promise<void> =>
@@ -95,6 +95,9 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
         await alter("UPDATE namespace = 'elsewhere'", 'moved');
         await alter("UPDATE end_kind = 'unknown'", 'unknown');
         await alter("UPDATE holder = 'spiffe://not-the-spool'", 'spooled');
+        await alter('UPDATE duration_ms = 1', 'duration');
+        // Marked rolled back by a restore that never was (exports show rolled_back true).
+        await alter('UPDATE rolled_back_by = 1, superseded_by = 1', 'rolled');
         // Reopened: an open copy of the row written, the closed row deleted.
         await db.store.command(
           `INSERT INTO {db:Identifier}.grants SELECT * EXCEPT (replace_version) REPLACE ('' AS end_kind, toUInt64(0) AS end_revision, NULL AS ended_at, toUInt32(0) AS ended_at_error_ms, NULL AS duration_ms, toUInt64(0) AS row_version)
@@ -120,9 +123,11 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
         named('spooled', /differs from its start event \(unprotected-grant at revision 0\) in holder/);
         named('reopen', /open, but its end is in events \(release at revision \d+\)/);
         named('invented', /no start event/);
+        named('duration', /its duration is not its end time less its grant time/);
+        named('rolled', /rolled back by generation 1 but its start event \(grant at revision \d+\) by 0/);
         // The namespace edit: out of the grant row's own reading, found from its event.
         named('moved', /differs from its grant at revision \d+ in namespace/);
-        assert.deepEqual([...byLock.keys()].sort(), ['deleted', 'holder', 'invented', 'kind', 'moved', 'reopen', 'spooled', 'unknown'], 'the untouched grants are not named');
+        assert.deepEqual([...byLock.keys()].sort(), ['deleted', 'duration', 'holder', 'invented', 'kind', 'moved', 'reopen', 'rolled', 'spooled', 'unknown'], 'the untouched grants are not named');
         // A namespace-filtered export still sees the grant moved out of it (from its event).
         const scoped = await check({ namespace: w.ns });
         assert.ok(scoped.some((p) => p.key === w.lock('moved') && /in namespace/.test(p.problem)), JSON.stringify(scoped));
