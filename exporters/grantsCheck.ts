@@ -17,6 +17,7 @@ import { grantFilterParams, type GrantFilters } from '../reports/grantFilter/ind
 import { EXPORT_WINDOW_RULE, type TimeRange } from './exportPlans.js';
 
 const SQL = {
+  span: loadSql('exporters/sql/grants_check_span.sql'),
   rows: loadSql('exporters/sql/grants_check.sql'),
   events: loadSql('exporters/sql/grants_check_events.sql'),
 };
@@ -53,8 +54,15 @@ export async function checkGrantsAgainstEvents(store: AuditStore, filters: Grant
   const windowMs = options.windowMs ?? 86_400_000;
   const seen = new Set<string>();
   const out: GrantProblem[] = [];
-  // Windows of the range in turn (disjoint: the 'granted' rule puts each grant and its start event in exactly one).
-  for (let from = range.fromMs; from < range.toMs && out.length < limit; from += windowMs) {
+  // Only the part of the range that holds grants or start events (an export of years over days of record).
+  const [span] = await store.rows<{ minMs: string; maxMs: string }>(SQL.span.text, { cluster: rest.cluster ?? '', fromMs: range.fromMs, toMs: range.toMs });
+  const first = Number(span?.minMs ?? 0);
+  const last = Number(span?.maxMs ?? -1);
+  if (first > last) return [];
+  // Windows of the range in turn, aligned to it (disjoint: the 'granted' rule puts each grant and its start event in
+  // exactly one).
+  const start = range.fromMs + Math.floor((first - range.fromMs) / windowMs) * windowMs;
+  for (let from = start; from <= last && from < range.toMs && out.length < limit; from += windowMs) {
     const window = { fromMs: from, toMs: Math.min(range.toMs, from + windowMs) };
     const params = {
       ...grantFilterParams(rest, { ...window, rule: EXPORT_WINDOW_RULE }, 'filters.token'),

@@ -29,7 +29,10 @@ FROM
         -- The event's grant as the grant filter reads a grant row: the lock as `key`, the event's time as `granted_at`.
         SELECT cluster, if(op = 'spool', JSONExtractString(if(event_type = 'unprotected-grant', value, prev_value), 'lock'), substring(key, length({holdPrefix:String}) + 1)) AS key, grant_revision,
                if(op = 'spool', substring(events.key, 8), '') AS spool_id, timeline, revision, event_type, namespace, lock_path, class, holder, session,
-               token, epoch, wait_ms, origin, unprotected, wall_time AS granted_at, if(op = 'spool', '', events.key) AS hold_key
+               token, epoch, wait_ms, origin, unprotected, wall_time AS granted_at, if(op = 'spool', '', events.key) AS hold_key,
+               -- What where.sql reads of a grant row's end and marks: a start event has no end, and every timeline's
+               -- events are checked (an ended history's too: its grants stay in exports).
+               CAST(NULL AS Nullable(DateTime64(3, 'UTC'))) AS ended_at, '' AS end_kind, toUInt32(0) AS superseded_by, toUInt32(0) AS rolled_back_by
         FROM {db:Identifier}.events FINAL
         PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
             AND wall_time >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND wall_time < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
@@ -39,6 +42,8 @@ FROM
     )
     WHERE
 -- @include reports/grantFilter/prewhere.sql
+        AND
+-- @include reports/grantFilter/where.sql
 ) AS s
 ASOF LEFT JOIN
 (

@@ -61,6 +61,7 @@ interface FinalState {
   finalHolds: Record<string, string>;
   archiveTexts: string[];
   archiveVerify: { ok: boolean; output: string };
+  grantsExport?: { ok: boolean; output: string };
   caughtUp: boolean;
   seed: number;
   workloadCounts: Record<string, number>;
@@ -85,6 +86,7 @@ export function checkDir(dir: string): { result: CheckResult; faults: FaultRecor
     finalHolds: new Map(Object.entries(final.finalHolds)),
     archiveTexts: final.archiveTexts,
     archiveVerify: final.archiveVerify,
+    grantsExport: final.grantsExport,
     caughtUp: final.caughtUp,
   });
   return { result, faults, final };
@@ -240,6 +242,7 @@ function renderReport(options: Pick<ChaosOptions, 'seed' | 'minutes' | 'foreignW
   row('forged force records archived as genuine', r.byKind.get('forged-archived') ?? 0);
   row('gaps unexplained / too wide / shared', `${r.byKind.get('gap-unexplained') ?? 0} / ${r.byKind.get('gap-too-wide') ?? 0} / ${r.byKind.get('gap-shared') ?? 0}`);
   row('archive verify', r.byKind.has('archive-verify') ? 'FAILED' : 'ok');
+  row('grants export (every grant checked against its events)', r.byKind.has('grants-export') ? 'REFUSED' : 'ok');
   row('tailer caught up at the end', caughtUp ? 'yes' : 'NO');
   lines.push(...gapTable(r));
   if (r.violations.length) {
@@ -326,11 +329,22 @@ export async function runChaos(options: ChaosOptions, log: (m: string) => void):
       const e = err as { stdout?: string; stderr?: string; message: string };
       archiveVerify = { ok: false, output: `${e.stdout ?? ''}${e.stderr ?? ''}` || e.message };
     }
+    // The run's grants exported as an auditor would: the export checks every grant against its events (grantsCheck.ts).
+    let grantsExport: { ok: boolean; output: string };
+    try {
+      const range = ['--from', new Date(began - 3_600_000).toISOString(), '--to', new Date(Date.now() + 60_000).toISOString()];
+      const out = await stack.cli(['export', 'grants', ...range, '--format', 'csv', '--out', path.join(options.dataDir, 'grants.csv')], 600_000);
+      grantsExport = { ok: true, output: out.stdout };
+    } catch (err) {
+      const e = err as { stdout?: string; stderr?: string; message: string };
+      grantsExport = { ok: false, output: `${e.stdout ?? ''}${e.stderr ?? ''}` || e.message };
+    }
+    stamp(`grants export: ${grantsExport.ok ? 'written' : `REFUSED: ${grantsExport.output.slice(0, 300)}`}`);
     const archiveTexts = await listArchive(stack);
     // What the run knows goes to disk before the store is dumped: a dump that fails can be made again by hand
     // (`node --import tsx test/chaos/storeDump.ts DATA_DIR`) and the run re-checked, instead of lost.
     if (!existsSync(workload.truthFile)) writeFileSync(workload.truthFile, '');
-    const final: FinalState = { finalRevision: String(head), finalHolds, archiveTexts, archiveVerify, caughtUp, seed: options.seed, workloadCounts: Object.fromEntries(workload.counts) };
+    const final: FinalState = { finalRevision: String(head), finalHolds, archiveTexts, archiveVerify, grantsExport, caughtUp, seed: options.seed, workloadCounts: Object.fromEntries(workload.counts) };
     writeFileSync(path.join(options.dataDir, 'faults.json'), JSON.stringify(faults, null, 1));
     writeFileSync(path.join(options.dataDir, 'final.json'), JSON.stringify(final));
     // A realistic 30-minute run's rows outgrow V8's default heap (4 GB: the dump died in JSON.parse at 3.3 M revisions).

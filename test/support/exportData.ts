@@ -27,18 +27,19 @@ export async function insertGrants(store: AuditStore, cluster: string, n: number
  * The events the grants of `cluster` were derived from, as the tailer writes them: each grant's hold put (or spool
  * line) and, when it ended, the hold's delete (or the spool's end line) carrying the grant — so that exports, which
  * check every grant against its events (exporters/grantsCheck.ts), take grants written straight into the table.
- * Grants closed 'unknown' (in a gap) have no end event. Call after inserting grant rows by hand; `revisions` limits it
+ * Grants closed 'unknown' (in a gap) have no end event; a grant a restore rolled back has its events rolled back too. Call after inserting grant rows by hand; `revisions` limits it
  * to the grants of those grant revisions ([from, to)).
  */
 export async function insertGrantEvents(store: AuditStore, cluster: string, revisions: { from: number | string; to: number | string } = { from: 0, to: '18446744073709551615' }): Promise<void> {
   const columns = `cluster, revision, key, event_type, op, namespace, lock_path, class, holder, session, token, epoch, grant_revision,
-       wait_ms, wall_time, time_estimated, time_error_ms, create_revision, mod_revision, version, lease, value, prev_value, unprotected, origin, timeline`;
+       wait_ms, wall_time, time_estimated, time_error_ms, create_revision, mod_revision, version, lease, value, prev_value, unprotected, origin, timeline,
+       rolled_back_by, superseded_by`;
   const line = "toJSONString(map('id', spool_id, 'lock', key))";
   await store.command(
     `INSERT INTO {db:Identifier}.events (${columns})
      SELECT cluster, grant_revision, if(spool_id = '', concat('/l/', key), concat('/spool/', spool_id)), if(spool_id = '', 'grant', 'unprotected-grant'),
        if(spool_id = '', 'put', 'spool'), namespace, lock_path, class, holder, session, token, epoch, grant_revision, wait_ms, granted_at, 0, 0,
-       grant_revision, grant_revision, 1, session, if(spool_id = '', '{}', ${line}), '', unprotected, origin, timeline
+       grant_revision, grant_revision, 1, session, if(spool_id = '', '{}', ${line}), '', unprotected, origin, timeline, rolled_back_by, rolled_back_by
      FROM {db:Identifier}.grants FINAL WHERE cluster = {cluster:String} AND grant_revision >= {from:UInt64} AND grant_revision < {to:UInt64}`,
     { cluster, ...revisions },
   );
@@ -47,7 +48,8 @@ export async function insertGrantEvents(store: AuditStore, cluster: string, revi
      SELECT cluster, end_revision, if(spool_id = '', concat('/l/', key), concat('/spool/', spool_id, '-end')),
        transform(end_kind, ['release', 'expiry', 'force', 'session-close', 'epoch-advance', 'deleted'], ['release', 'expiry', 'force-release', 'session-close', 'epoch-release', 'deleted'], ''),
        if(spool_id = '', 'delete', 'spool'), namespace, lock_path, class, holder, session, token, epoch, grant_revision, wait_ms, assumeNotNull(ended_at), 0, ended_at_error_ms,
-       grant_revision, grant_revision, 1, session, if(spool_id = '', '', toJSONString(map('grantId', spool_id))), if(spool_id = '', '{}', ${line}), unprotected, origin, timeline
+       grant_revision, grant_revision, 1, session, if(spool_id = '', '', toJSONString(map('grantId', spool_id))), if(spool_id = '', '{}', ${line}), unprotected, origin, timeline,
+       rolled_back_by, rolled_back_by
      FROM {db:Identifier}.grants FINAL WHERE cluster = {cluster:String} AND grant_revision >= {from:UInt64} AND grant_revision < {to:UInt64} AND end_kind NOT IN ('', 'unknown')`,
     { cluster, ...revisions },
   );

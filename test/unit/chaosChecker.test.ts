@@ -273,6 +273,9 @@ describe('chaos checker on a kept real run (test/chaos/histories/seed3-small)', 
     assertNamedAlone(mutated((i) => {
       i.archiveVerify = { ok: false, output: 'FAIL local: record 3 altered' };
     }), 'archive-verify');
+    assertNamedAlone(mutated((i) => {
+      i.grantsExport = { ok: false, output: 'lockaudit: LOCKAUDIT_ERR_EXPORT_UNPROVEN: the grants table disagrees with the events it is derived from (1 grants): c ns/k grant revision 9 timeline 0: differs from its start event (grant at revision 9) in holder' };
+    }), 'grants-export');
   });
 
   it('lose a change the tailer captured before a restore: rolled-back-lost', () => {
@@ -341,7 +344,7 @@ describe('chaos checker on a kept real run (test/chaos/histories/seed3-small)', 
   });
 
   it('every violation kind has a mutation above that names it', () => {
-    const tested: ViolationKind[] = ['lost', 'misclassified', 'flip', 'gap-too-wide', 'gap-unexplained', 'restore-unrecorded', 'gap-shared', 'phantom', 'misrecorded', 'ghost-open-grant', 'overlap', 'token-order', 'not-archived', 'forged-archived', 'archive-verify', 'rolled-back-lost'];
+    const tested: ViolationKind[] = ['lost', 'misclassified', 'flip', 'gap-too-wide', 'gap-unexplained', 'restore-unrecorded', 'gap-shared', 'phantom', 'misrecorded', 'ghost-open-grant', 'overlap', 'token-order', 'not-archived', 'forged-archived', 'archive-verify', 'grants-export', 'rolled-back-lost'];
     assert.deepEqual([...VIOLATION_KINDS].sort(), [...tested].sort());
   });
 });

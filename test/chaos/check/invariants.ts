@@ -318,6 +318,7 @@ export function archive(input: CheckInput, h: History, add: Add): number {
     genuine++;
     if (!archived) add({ kind: 'not-archived', key: `/sys/force/${id}`, revision: '', era: -1, expected: 'in an archive object', got: 'in none' });
   }
+  if (input.grantsExport && !input.grantsExport.ok) add({ kind: 'grants-export', key: '', revision: '', era: -1, expected: 'lockaudit export grants: written (every grant agrees with its events)', got: short(input.grantsExport.output.trim().split('\n').slice(0, 4).join(' | '), 300) });
   if (!input.archiveVerify.ok) add({ kind: 'archive-verify', key: '', revision: '', era: -1, expected: 'lockaudit archive verify: ok', got: short(input.archiveVerify.output.trim().split('\n').slice(0, 4).join(' | '), 300) });
   return genuine;
 }

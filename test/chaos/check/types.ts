@@ -19,6 +19,7 @@ export const VIOLATION_KINDS = [
   'not-archived', // a genuine force record in no archive object
   'forged-archived', // a force record nobody approved, archived as genuine
   'archive-verify', // `lockaudit archive verify` failed
+  'grants-export', // `lockaudit export grants` of the run refused: a grant row disagrees with the events it was derived from
   'restore-unrecorded', // a restore with no gap of its own naming it
   'gap-unexplained', // a gap no injected fault explains
   'gap-too-wide', // a gap wider than the fault that explains it allows
@@ -51,6 +52,8 @@ export interface CheckInput {
   /** Texts of every object in the force archive. */
   archiveTexts: string[];
   archiveVerify: { ok: boolean; output: string };
+  /** `lockaudit export grants` over the run's range, which checks every grant against its events (absent in older runs). */
+  grantsExport?: { ok: boolean; output: string };
   /** The tailer's checkpoint reached finalRevision in time. */
   caughtUp: boolean;
   cluster?: string;
