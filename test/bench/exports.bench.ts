@@ -1,7 +1,8 @@
 // Exports and the force archive, each beside the plain way in the same run:
-// - a compliance export (plan, chunked ClickHouse Parquet, stitched, uploaded
-//   to MinIO with its manifest) beside ClickHouse writing the same rows to a
-//   local Parquet file in one statement;
+// - a compliance export (plan, the grants checked against their events,
+//   chunked ClickHouse Parquet, stitched, uploaded to MinIO with its
+//   manifest) beside ClickHouse writing the same rows to a local Parquet file
+//   in one statement; the check alone beside the same baseline;
 // - archive latency, force-release commit in etcd → archived object in the
 //   locked bucket, beside a plain put of the same object.
 import { createHash } from 'node:crypto';
@@ -16,6 +17,7 @@ import { ExportRecords, runComplianceExport, writeGrantsExport } from '../../exp
 import { loadSql } from '../../platform/sql.js';
 import { grantFilterParams } from '../../reports/grantFilter/index.js';
 import { EXPORT_WINDOW_RULE } from '../../exporters/exportPlans.js';
+import { checkGrantsAgainstEvents, formatGrantProblem } from '../../exporters/grantsCheck.js';
 import { STITCHABLE_PARQUET_SETTINGS } from '../../exporters/parquet/stitch.js';
 import { ForceArchiver } from '../../exporters/forceArchive.js';
 import { insertGrants } from '../support/exportData.js';
@@ -63,17 +65,27 @@ async function exportsBench(): Promise<void> {
       await writeGrantsExport(store, { format: 'parquet', ...range, filters: { cluster: 'c1' } }, path.join(work.dir, `local-${uniqueId()}.parquet`));
       return ROWS / ((performance.now() - t0) / 1000);
     };
+    // The check every grants export runs before writing (grantsCheck.ts): each grant against its events, both ways.
+    const checkOnly = async (): Promise<number> => {
+      const t0 = performance.now();
+      const problems = await checkGrantsAgainstEvents(store, { cluster: 'c1' }, range, { settleMs: 0 });
+      if (problems.length) throw new Error(`the bench's grants disagree with their events: ${problems.map(formatGrantProblem).join('; ')}`);
+      return ROWS / ((performance.now() - t0) / 1000);
+    };
     // Interleaved, best of three each: this machine is shared and noisy.
     const base: number[] = [];
     const e2e: number[] = [];
     const local: number[] = [];
+    const check: number[] = [];
     await baselineRate(); // warm-up (caches, first Parquet writer)
     for (let i = 0; i < 3; i++) {
       base.push(await baselineRate());
+      check.push(await checkOnly());
       local.push(await localOnly());
       e2e.push(await endToEnd());
     }
     const best = (xs: number[]): number => Math.max(...xs);
+    report({ name: 'grants checked against their events, rows/s (part of every export)', value: best(check), unit: 'rows/s', baselineName: 'ClickHouse → local Parquet file', baseline: best(base), higherIsBetter: true });
     report({ name: 'export rows/s, to MinIO with manifest', value: best(e2e), unit: 'rows/s', baselineName: 'ClickHouse → local Parquet file', baseline: best(base), higherIsBetter: true });
     report({ name: 'export rows/s, local file (CLI path)', value: best(local), unit: 'rows/s', baselineName: 'ClickHouse → local Parquet file', baseline: best(base), higherIsBetter: true });
   } finally {
