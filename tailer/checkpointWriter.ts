@@ -1,5 +1,6 @@
 // The pipeline's checkpoint writer: on a timer, writes the watermark as the
 // checkpoint (offsets.ts: fenced, never below what is stored) when it moved,
+// records each catch-up window's durable stretch beyond it (catchUpSegments.ts),
 // then publishes lag (metrics, the lag alarm) and, about once a second, the
 // tailer's status row. The watermark only ever covers rows the sink
 // acknowledged, so a checkpoint is never ahead of the data.
@@ -7,6 +8,7 @@ import type { AuditStore } from '../core/clickhouse.js';
 import type { Logger } from '../core/logger.js';
 import { alarm as alarmOf, alarmName } from '../platform/alarms.js';
 import type { HealthState } from '../platform/health.js';
+import { writeDurable, type Durable } from './catchUpSegments.js';
 import { writeCheckpoint } from './offsets.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 
@@ -31,6 +33,8 @@ export interface CheckpointWriterDeps {
   /** Re-checks leadership in etcd; a rejection (etcd did not answer) → no checkpoint this time, asked again on the next. */
   fence: () => Promise<boolean>;
   position: () => RunPosition;
+  /** Each catch-up window's durable stretch above the watermark (Watermark.durable), recorded beside the checkpoint (catchUpSegments.ts). */
+  durable?: () => Durable[];
   /** For the status row ('' when unknown). */
   clusterId: string;
   metrics?: TailerMetrics;
@@ -62,6 +66,8 @@ export class CheckpointWriter {
   #compact = 0n;
   #timer: NodeJS.Timeout | undefined;
   #chain: Promise<void> = Promise.resolve();
+  /** Window start → the durable floor last recorded for it. */
+  readonly #durable = new Map<string, bigint>();
 
   constructor(deps: CheckpointWriterDeps, checkpoint: bigint) {
     this.#d = deps;
@@ -98,6 +104,7 @@ export class CheckpointWriter {
   async tick(): Promise<TickResult> {
     const pos = this.#d.position();
     if (pos.watermark > this.#written && (await this.#advance(pos.watermark)) === 'leadership-lost') return 'leadership-lost';
+    if ((await this.#recordDurable()) === 'leadership-lost') return 'leadership-lost';
     const lagRevisions = pos.head > this.#written ? pos.head - this.#written : 0n;
     this.#publishLag(pos, lagRevisions);
     if (Date.now() - this.#lastStatus >= STATUS_INTERVAL_MS) {
@@ -130,6 +137,25 @@ export class CheckpointWriter {
     }
     this.#written = value;
     this.#d.onCheckpoint?.(value);
+    return 'ok';
+  }
+
+  /**
+   * Records the windows' durable stretches that grew since the last tick, after the same fence as a checkpoint: a
+   * restart then watches only the holes between them (catchUpSegments.ts). A failed write is retried next tick.
+   */
+  async #recordDurable(): Promise<TickResult> {
+    const grown = (this.#d.durable?.() ?? []).filter((d) => (this.#durable.get(d.from.toString()) ?? -1n) < d.through);
+    if (grown.length === 0) return 'ok';
+    const leads = await this.#d.fence().catch(() => undefined);
+    if (leads === undefined) return 'ok'; // etcd did not answer: asked again next tick
+    if (!leads) return 'leadership-lost';
+    try {
+      await writeDurable(this.#d.store, { cluster: this.#d.cluster, timeline: this.#d.timeline, term: this.#d.term }, grown);
+      for (const d of grown) this.#durable.set(d.from.toString(), d.through);
+    } catch (err) {
+      this.#d.log.warn({ err: (err as Error).message }, 'durable catch-up intervals not recorded; will retry');
+    }
     return 'ok';
   }
 

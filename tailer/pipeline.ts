@@ -19,6 +19,7 @@ import { compactRevision, headRevision } from './etcdReads.js';
 import { CheckpointWriter, type CheckpointWriterDeps } from './checkpointWriter.js';
 import type { ClockWriter } from './clockWriter.js';
 import type { Gap } from './gaps.js';
+import { readDurable, type Durable } from './catchUpSegments.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import { Watermark, type WindowSpec } from './watermark.js';
 import { ReplayCheck, type Replay } from './replays.js';
@@ -150,6 +151,74 @@ export function planWindows(
   return specs;
 }
 
+/** A run's windows: `done[i]` when window i is already durable (an earlier run's, catchUpSegments.ts): not watched. */
+export interface WindowPlan {
+  specs: WindowSpec[];
+  done: boolean[];
+}
+
+/**
+ * Splits (checkpoint, head] around what earlier runs already made durable (`durable`: sorted, disjoint, above the
+ * checkpoint): each durable interval is a window that is done from the start, and the holes between are watched —
+ * in windowsForLag windows over their total size, shared in proportion to each hole's, at least one each; the last
+ * window is open-ended (live). Without durable intervals: planWindows.
+ */
+export function planResumeWindows(
+  checkpoint: bigint,
+  head: bigint,
+  durable: readonly Durable[],
+  maxWindows: number = configDefaults.tailer.catchUpWindows,
+  revisionsPerWindow: bigint = REVISIONS_PER_WINDOW,
+): WindowPlan {
+  const below = durable.filter((d) => d.from > checkpoint && d.from <= head);
+  if (below.length === 0) {
+    const specs = planWindows(checkpoint, head, maxWindows, revisionsPerWindow);
+    return { specs, done: specs.map(() => false) };
+  }
+  // Holes: [start, end) closed ones between the intervals, then the live one from after the last interval.
+  const holes: Array<{ start: bigint; end?: bigint }> = [];
+  let cursor = checkpoint + 1n;
+  for (const d of below) {
+    if (d.from > cursor) holes.push({ start: cursor, end: d.from });
+    cursor = d.through + 1n;
+  }
+  const liveStart = cursor;
+  const size = (h: { start: bigint; end?: bigint }): bigint => (h.end ?? (head >= h.start ? head + 1n : h.start)) - h.start;
+  const total = holes.reduce((n, h) => n + size(h), 0n) + size({ start: liveStart });
+  const k = BigInt(windowsForLag(total, maxWindows, revisionsPerWindow));
+  const pieces = (h: { start: bigint; end?: bigint }): bigint => {
+    const n = total > 0n ? (k * size(h)) / total : 1n;
+    const most = size(h) > 0n ? size(h) : 1n;
+    return n < 1n ? 1n : n > most ? most : n;
+  };
+  const specs: WindowSpec[] = [];
+  const done: boolean[] = [];
+  const split = (h: { start: bigint; end?: bigint }): void => {
+    const n = pieces(h);
+    const step = size(h) / n;
+    let start = h.start;
+    for (let i = 1n; i < n; i += 1n) {
+      specs.push({ start, end: start + step });
+      done.push(false);
+      start += step;
+    }
+    specs.push(h.end === undefined ? { start } : { start, end: h.end });
+    done.push(false);
+  };
+  let h = 0;
+  for (const d of below) {
+    const hole = holes[h];
+    if (hole && hole.end === d.from) {
+      split(hole);
+      h += 1;
+    }
+    specs.push({ start: d.from, end: d.through + 1n });
+    done.push(true);
+  }
+  split({ start: liveStart });
+  return { specs, done };
+}
+
 export class TailerPipeline {
   readonly #deps: PipelineDeps;
   readonly #opts: PipelineOptions;
@@ -191,9 +260,18 @@ export class TailerPipeline {
     // A clock write now guarantees every catch-up window ends on a captured change and every expiry has a clock after it.
     const head = await this.#deps.clock.tick();
     if (head > state.head) state.head = head;
-    const specs = planWindows(checkpoint, head, this.#opts.catchUpWindows ?? configDefaults.tailer.catchUpWindows, BigInt(this.#opts.splitMinRevisions ?? REVISIONS_PER_WINDOW));
-    if (specs.length > 1) log.info({ windows: specs.length, from: (checkpoint + 1n).toString(), head: head.toString() }, 'catching up in revision windows');
+    // What earlier runs made durable above the checkpoint is not watched again (catchUpSegments.ts).
+    const durable = await readDurable(this.#deps.store, this.#deps.cluster, this.#deps.timeline ?? 0, checkpoint).catch((err: Error) => {
+      log.warn({ err: err.message }, 'durable catch-up intervals not read; this run watches everything above the checkpoint');
+      return [];
+    });
+    const { specs, done } = planResumeWindows(checkpoint, head, durable, this.#opts.catchUpWindows ?? configDefaults.tailer.catchUpWindows, BigInt(this.#opts.splitMinRevisions ?? REVISIONS_PER_WINDOW));
+    if (specs.length > 1) {
+      const skipped = durable.reduce((n, d) => n + (d.through - d.from + 1n), 0n);
+      log.info({ windows: done.filter((d) => !d).length, from: (checkpoint + 1n).toString(), head: head.toString(), durableRevisions: skipped.toString() }, 'catching up in revision windows');
+    }
     const watermark = new Watermark(checkpoint, specs);
+    done.forEach((d, i) => (d ? watermark.complete(i) : undefined));
     const clocks = new RecentClocks();
     // With the origin secret, a copy of a real grant's value put back by hand reads foreign (replays.ts).
     const replays = this.#opts.originSecret ? new ReplayCheck(this.#deps.store, this.#deps.cluster, (r) => this.#replayed(r)) : undefined;
@@ -206,7 +284,7 @@ export class TailerPipeline {
       onRetry: () => metrics?.sinkRetries.inc(this.#labels),
       onQuarantine: (rows) => metrics?.quarantined.inc(this.#labels, rows),
     });
-    const writer = new CheckpointWriter(await this.#writerDeps(state, clocks), checkpoint);
+    const writer = new CheckpointWriter(await this.#writerDeps(state, clocks, watermark), checkpoint);
     writer.start(this.#opts.checkpointIntervalMs ?? 250, () => stopWith('leadership-lost'));
 
     const leases = this.#deps.leases;
@@ -216,8 +294,9 @@ export class TailerPipeline {
       await leases.restore().catch((err: Error) => log.warn({ err: err.message }, 'saved lease evidence not loaded; this run starts from what it hears'));
       leases.seed(await currentHolds(this.#deps.client).catch(() => []));
     }
-    const shared = this.#windowShared(state, specs.length, { sink, watermark, clocks, leases });
-    await this.#runWindows(shared, specs, inner.signal, stopWith);
+    const shared = this.#windowShared(state, done.filter((d) => !d).length, { sink, watermark, clocks, leases });
+    this.#observe(watermark, state); // a durable interval right above the checkpoint moves it at once
+    await this.#runWindows(shared, specs, done, inner.signal, stopWith);
     inner.abort(); // all windows are done: nothing else reads
 
     // A deposed leader writes nothing more: its rows would lose to its successor's anyway (sql/110).
@@ -271,7 +350,7 @@ export class TailerPipeline {
     };
   }
 
-  async #writerDeps(state: RunState, clocks: RecentClocks): Promise<CheckpointWriterDeps> {
+  async #writerDeps(state: RunState, clocks: RecentClocks, watermark: Watermark): Promise<CheckpointWriterDeps> {
     const d = this.#deps;
     return {
       store: d.store,
@@ -282,6 +361,7 @@ export class TailerPipeline {
       log: d.log,
       fence: d.fence,
       position: () => ({ watermark: state.watermark, head: state.head, lagSeconds: clocks.lagSeconds(state.watermark, state.head) }),
+      durable: () => watermark.durable(),
       clusterId: await this.#clusterId().catch(() => ''), // status only
       metrics: d.metrics,
       alarm: d.alarm,
@@ -295,7 +375,7 @@ export class TailerPipeline {
   }
 
   /** Runs every window to its end; the first that fails stops them all (the run restarts from the checkpoint). */
-  async #runWindows(shared: WindowShared, specs: readonly WindowSpec[], signal: AbortSignal, stopWith: (reason: StopReason, error?: Error) => void): Promise<void> {
+  async #runWindows(shared: WindowShared, specs: readonly WindowSpec[], done: readonly boolean[], signal: AbortSignal, stopWith: (reason: StopReason, error?: Error) => void): Promise<void> {
     // Each window waits on a signal of its own (its watch, a full sink, a clock lookup: at most three
     // listeners at once), and the run's signal carries one listener for all windows. Sharing the run's
     // signal instead put 2-3 listeners per window on it (MaxListenersExceededWarning at 8 windows).
@@ -308,7 +388,7 @@ export class TailerPipeline {
     try {
       await Promise.allSettled(
         specs.map((spec, i) =>
-          new WindowRunner(shared, i, spec, (windowStops[i] as AbortController).signal).run().catch((err: Error) => {
+          done[i] ? Promise.resolve() : new WindowRunner(shared, i, spec, (windowStops[i] as AbortController).signal).run().catch((err: Error) => {
             if (!signal.aborted) this.#deps.log.warn({ err: err.message, window: i }, 'watch window failed; the run restarts from the checkpoint');
             stopWith(err.name === 'WatchError' ? 'watch-error' : 'sink-error', err);
           }),

@@ -4,7 +4,11 @@
 // (its watch reached the next window's start) and all its revisions are
 // durable — it advances over the contiguous prefix only, never the highest
 // revision seen. Pure state machine, no I/O; the tailer writes `value` to the
-// checkpoints table after the sink acknowledged the rows.
+// checkpoints table after the sink acknowledged the rows, and each window's
+// own durable stretch (`durable`) beside it. A window a restart already knows
+// durable (catchUpSegments.ts) is `complete` from the start.
+
+import type { Durable } from './catchUpSegments.js';
 
 export interface WindowSpec {
   start: bigint;
@@ -79,6 +83,18 @@ export class Watermark {
     this.#recompute();
   }
 
+  /**
+   * Each window's durable stretch above the watermark: [its start, its floor] (catchUpSegments.ts records them, so
+   * a restart after a kill watches only what lies between). Windows the watermark has crossed are left out.
+   */
+  durable(): Durable[] {
+    const out: Durable[] = [];
+    for (const win of this.#windows) {
+      if (win.floor >= win.spec.start && win.floor > this.#value) out.push({ from: win.spec.start, through: win.floor });
+    }
+    return out;
+  }
+
   isComplete(w: number): boolean {
     return this.#window(w).complete;
   }
@@ -91,6 +107,8 @@ export class Watermark {
 
   #recompute(): void {
     let value = this.#value;
+    // Every window's floor is kept current (durable() reports them); the value crosses the contiguous prefix only.
+    let contiguous = true;
     for (const win of this.#windows) {
       while (win.head < win.slots.length && (win.slots[win.head] as Slot).done) {
         win.floor = (win.slots[win.head] as Slot).revision;
@@ -104,8 +122,8 @@ export class Watermark {
       // Everything before the first pending slot was received and had nothing else to write.
       const floor = pending ? pending.revision - 1n : win.heard;
       if (floor > win.floor) win.floor = floor;
-      if (win.floor > value) value = win.floor;
-      if (!(win.complete && !pending && win.spec.end !== undefined && win.floor >= win.spec.end - 1n)) break;
+      if (contiguous && win.floor > value) value = win.floor;
+      if (!(win.complete && !pending && win.spec.end !== undefined && win.floor >= win.spec.end - 1n)) contiguous = false;
     }
     this.#value = value;
   }
