@@ -87,6 +87,11 @@ if (file.length !== manifest.bytes) line(false, `file: ${file.length} bytes, the
 else if (sha256(file) !== manifest.sha256) line(false, `file: sha256 ${sha256(file)} differs from the manifest's ${manifest.sha256} (altered)`);
 else line(true, `file: ${file.length} bytes, sha256 ${manifest.sha256}, ${manifest.rows} rows`);
 
+// The rows: lockaudit checked every grant against the events the digests hash before writing them (signed above).
+line(manifest.grantsCheckedAgainstEvents === true, manifest.grantsCheckedAgainstEvents === true
+  ? 'rows: every grant was checked against the events it was derived from before the file was written'
+  : 'rows: the manifest does not say its grants were checked against the events (written before that check existed?)');
+
 // 3. The digests, per cluster.
 const fromMs = Date.parse(manifest.from);
 const toMs = Date.parse(manifest.to);

@@ -18,6 +18,7 @@ import { EXPORT_WINDOW_RULE, type TimeRange } from './exportPlans.js';
 
 const SQL = {
   span: loadSql('exporters/sql/grants_check_span.sql'),
+  detail: loadSql('exporters/sql/grants_check_detail.sql'),
   rows: loadSql('exporters/sql/grants_check.sql'),
   events: loadSql('exporters/sql/grants_check_events.sql'),
 };
@@ -29,6 +30,32 @@ export interface GrantProblem {
   spoolId: string;
   timeline: number;
   problem: string;
+}
+
+/** A problem row as the queries return it: `compare` names the event a hash disagreed with (start | end). */
+interface FoundRow extends GrantProblem {
+  compare: '' | 'start' | 'end';
+  eventRevision: string;
+  eventKey: string;
+  eventTimeline: number;
+}
+
+// grants_check_detail.sql's columns, in order: the grant's start columns, then its end time and error bound.
+const DETAIL = ['namespace', 'lock_path', 'class', 'holder', 'session', 'token', 'epoch', 'wait_ms', 'origin', 'unprotected', 'granted_at', 'ended_at', 'ended_at_error_ms'];
+const START_COLUMNS = new Set(DETAIL.slice(0, 11));
+const END_COLUMNS = new Set([...DETAIL.slice(0, 10), 'ended_at', 'ended_at_error_ms']);
+
+/** Names the columns in which a grant row and its event differ (the queries compare hashes). */
+async function named(store: AuditStore, p: FoundRow): Promise<string> {
+  if (p.compare === '') return p.problem;
+  const [row] = await store.rows<{ grantFields: string[]; eventFields: string[] }>(SQL.detail.text, {
+    cluster: p.cluster, key: p.key, grantRevision: p.grantRevision, spoolId: p.spoolId, timeline: p.timeline,
+    eventRevision: p.eventRevision, eventKey: p.eventKey, eventTimeline: p.eventTimeline,
+  });
+  if (!row) return p.problem;
+  const columns = p.compare === 'start' ? START_COLUMNS : END_COLUMNS;
+  const differ = DETAIL.filter((c, i) => columns.has(c) && row.grantFields[i] !== row.eventFields[i]);
+  return differ.length ? `${p.problem} in ${differ.join(', ')}` : p.problem;
 }
 
 export interface GrantsCheckOptions {
@@ -70,12 +97,12 @@ export async function checkGrantsAgainstEvents(store: AuditStore, filters: Grant
       settleMs: options.settleMs ?? 120_000,
       limit,
     };
-    const [byRow, byEvent] = await Promise.all([store.rows<GrantProblem>(SQL.rows.text, params), store.rows<GrantProblem>(SQL.events.text, params)]);
+    const [byRow, byEvent] = await Promise.all([store.rows<FoundRow>(SQL.rows.text, params), store.rows<FoundRow>(SQL.events.text, params)]);
     for (const p of [...byRow, ...byEvent]) {
       const id = `${p.cluster}\u0000${p.key}\u0000${p.grantRevision}\u0000${p.spoolId}\u0000${p.timeline}\u0000${p.problem}`;
-      if (seen.has(id)) continue;
+      if (seen.has(id) || out.length >= limit) continue;
       seen.add(id);
-      out.push({ cluster: p.cluster, key: p.key, grantRevision: p.grantRevision, spoolId: p.spoolId, timeline: Number(p.timeline), problem: p.problem });
+      out.push({ cluster: p.cluster, key: p.key, grantRevision: p.grantRevision, spoolId: p.spoolId, timeline: Number(p.timeline), problem: await named(store, p) });
     }
   }
   return out.slice(0, limit);

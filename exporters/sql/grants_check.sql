@@ -1,131 +1,186 @@
 -- The grants an export holds, each checked against the events it was derived
 -- from (issue 25 F7: digests hash `events`; the tailer derives `grants` from
 -- them, and exports read `grants`). A row is vouched for only when:
---   its start event agrees — the hold's put (event 'grant'), the gap snapshot
---     that saw it ('snapshot-hold') or the spool line ('unprotected-grant') of
---     the same (cluster, lock, grant revision, spool id), in the row's
---     timeline or the latest one before it (a grant carried into a restored
---     timeline was captured in the old one) — in every column the event
---     carries (namespace, path, class, holder, session, token, epoch, wait,
---     origin, unprotected), the event's time is the grant's time, and a
---     put or spool line was rolled back by a restore exactly when the row was;
---   when it ended, its end event agrees: the hold's delete (or the spool's end
---     line) at its end revision, of the kind end_kind names, with the same
---     grant columns, the end time and its error bound, and the duration is
---     the end less the grant time (never negative); an end 'unknown'
---     (closed in a gap: etcd no longer had the history) lies inside a
---     recorded gap of its cluster;
---   when it is open, it is: no end of its grant in the events of its timeline
---     or before that a restore did not roll back, and no end columns.
--- The export's own filter picks the rows (its endKind is bound '' by the
--- caller: a row whose end was altered must not slip out of the check); the
--- window rule is 'granted', so the start events are those timed in
--- [from, to). One row per problem, at most {limit}. An end event ingested in
--- the last {settleMs} ms does not judge an open row: the tailer writes a
--- batch's events before its grants.
+--   it has its start event, of its own timeline — or of an earlier one whose
+--     grant the row's timeline carried (a restore that shares history,
+--     diverging at or above the grant revision): the hold's put or spool line
+--     when its start is known, a gap snapshot holding it when not (a put is
+--     preferred over a snapshot of the same grant, in any timeline);
+--   it agrees with that event in every column the event carries (namespace,
+--     path, class, holder, session, token, epoch, wait, origin, unprotected:
+--     compared by hash here, named by grantsCheck.ts) and in its grant time,
+--     and in its rollback mark (a snapshot-started row may be unmarked);
+--   no other row of the export has the same start event (one grant, one row);
+--   when it ended, its end event — the hold's delete or the spool's end line
+--     at its end revision, of its end kind, in its own timeline and rolled
+--     back with it — agrees in those columns, the end time and its error
+--     bound; when it ended 'unknown' (closed in a gap), its end revision lies
+--     between its grant and a recorded gap's end (the row's version), and the
+--     gap's snapshot does not hold it; its duration is its end less its grant
+--     time (never negative, but for an 'unknown' end estimated before a
+--     future-dated grant time);
+--   when it is open or ended 'unknown', no end of it is in the events of its
+--     timeline, rolled back as it is (an end ingested in the last {settleMs}
+--     ms does not judge yet: the tailer writes a batch's events before its
+--     grants).
+-- The export's own filter picks the rows (its endKind bound '' by the caller:
+-- a row whose end was altered must not slip out of the check); the window rule
+-- is 'granted', so the start events are those timed in [from, to). One row per
+-- problem, at most {limit}; `compare` says which event a hash disagreed with
+-- (start | end), named by `eventRevision`, `eventKey` and `eventTimeline`.
+-- Joins go by a 64-bit hash of the grant's identity (cluster, lock, grant
+-- revision, spool id): string keys made the check 15 s over 1 M grants.
 -- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {holdPrefix:String} {settleMs:Int64} {limit:UInt32}
-WITH ['namespace', 'lock_path', 'class', 'holder', 'session', 'token', 'epoch', 'wait_ms', 'origin', 'unprotected'] AS names
-SELECT g.cluster AS cluster, g.key AS key, toString(g.grant_revision) AS grantRevision, g.spool_id AS spoolId, g.timeline AS timeline,
-       [g.namespace, g.lock_path, g.class, g.holder, g.session, toString(g.token), toString(g.epoch), toString(g.wait_ms), toString(g.origin), toString(g.unprotected)] AS mine,
-       arrayStringConcat(arrayConcat(
-           arrayFilter((n, a, b) -> a != b, names, mine, arrayResize(s.fields, 10, '')),
-           if(toUnixTimestamp64Milli(g.granted_at) != s.at_ms, ['granted_at'], [])), ', ') AS start_diff,
-       arrayStringConcat(arrayConcat(
-           arrayFilter((n, a, b) -> a != b, names, mine, arrayResize(e.fields, 10, '')),
-           if(toUnixTimestamp64Milli(assumeNotNull(g.ended_at)) != e.at_ms, ['ended_at'], []),
-           if(g.ended_at_error_ms != e.error_ms, ['ended_at_error_ms'], [])), ', ') AS end_diff,
-       multiIf(
-           s.found = 0, 'no start event (hold put, gap snapshot or spool line) in events',
-           start_diff != '', concat('differs from its start event (', s.event_type, ' at revision ', toString(s.revision), ') in ', start_diff),
-           s.event_type != 'snapshot-hold' AND g.rolled_back_by != s.rolled_back_by,
-               concat('rolled back by generation ', toString(g.rolled_back_by), ' but its start event (', s.event_type, ' at revision ', toString(s.revision), ') by ', toString(s.rolled_back_by)),
-           g.end_kind = '' AND (g.end_revision != 0 OR g.ended_at IS NOT NULL OR g.duration_ms IS NOT NULL), 'open (no end kind) but carries an end',
-           g.end_kind != '' AND (g.ended_at IS NULL OR g.duration_ms IS NULL
-                                 OR assumeNotNull(g.duration_ms) != greatest(0, toUnixTimestamp64Milli(assumeNotNull(g.ended_at)) - toUnixTimestamp64Milli(g.granted_at))),
-               'its duration is not its end time less its grant time',
-           g.end_kind = '' AND o.found = 1, concat('open, but its end is in events (', o.event_type, ' at revision ', toString(o.revision), ')'),
-           g.end_kind = 'unknown' AND NOT arrayExists(r -> r.1 <= g.row_version AND g.row_version <= r.2, gp.ranges),
-               'ended unknown (in a gap) outside every recorded gap of its cluster',
-           g.end_kind NOT IN ('', 'unknown') AND e.found = 0, concat('ended ', g.end_kind, ' at revision ', toString(g.end_revision), ': no such end event in events'),
-           g.end_kind NOT IN ('', 'unknown') AND end_diff != '', concat('differs from its end event (', e.event_type, ' at revision ', toString(e.revision), ') in ', end_diff),
-           '') AS problem
+WITH (
+    SELECT (ifNull(minOrNull(grant_revision), 18446744073709551615), max(end_revision), ifNull(minOrNull(grant_revision), 18446744073709551615), max(grant_revision))
+    FROM {db:Identifier}.grants
+    PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
+        AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+) AS ends
+SELECT cluster, key, grantRevision, spoolId, timeline, problem, compare, eventRevision, eventKey, eventTimeline
 FROM
 (
-    SELECT *
-    FROM {db:Identifier}.grants FINAL
-    PREWHERE
+    SELECT g.cluster AS cluster, g.key AS key, toString(g.grant_revision) AS grantRevision, g.spool_id AS spoolId, g.timeline AS timeline,
+           -- The start: the put of the row's timeline or the latest before it, else the first snapshot of the latest
+           -- timeline up to the row's that has one.
+           arrayFilter(x -> x.1 <= g.timeline, st.puts) AS put_candidates,
+           arrayFilter(x -> x.1 <= g.timeline, st.snaps) AS snap_candidates,
+           length(put_candidates) > 0 AS by_put,
+           if(by_put, put_candidates[-1], arrayFirst(x -> x.1 = snap_candidates[-1].1, snap_candidates)) AS chosen,
+           multiIf(NOT by_put, 'snapshot-hold', g.spool_id = '', 'grant', 'unprotected-grant') AS st_type,
+           chosen.2 AS st_revision,
+           chosen.1 AS st_timeline,
+           if(g.spool_id = '' OR NOT by_put, concat({holdPrefix:String}, g.key), concat('/spool/', g.spool_id)) AS st_key,
+           chosen.5 AS st_h,
+           chosen.4 AS st_at_ms,
+           chosen.3 AS st_marked,
+           toUnixTimestamp64Milli(g.granted_at) AS granted_ms,
+           toUnixTimestamp64Milli(assumeNotNull(g.ended_at)) AS ended_ms,
+           -- Rows sharing one start event: one grant shown twice (a forged copy in another timeline).
+           count() OVER (PARTITION BY g.k, st_timeline) AS rows_of_start,
+           multiIf(
+               empty(put_candidates) AND empty(snap_candidates), 'no start event (hold put, gap snapshot or spool line) in events',
+               g.start_known = 1 AND NOT by_put, 'start known, but no hold put or spool line of it in events (only a gap snapshot)',
+               g.start_known = 0 AND empty(snap_candidates), 'start unknown, but no gap snapshot in events holds it',
+               st_timeline != g.timeline AND NOT (tl.found = 1 AND tl.shares_history = 1 AND g.grant_revision <= tl.diverged_after),
+                   concat('in timeline ', toString(g.timeline), ', but its start event is of timeline ', toString(st_timeline), ' and no restore carried it there'),
+               st_h != g.h OR st_at_ms != granted_ms, concat('differs from its start event (', st_type, ' at revision ', toString(st_revision), ')'),
+               g.rolled_back_by != st_marked AND (by_put OR g.rolled_back_by > 0),
+                   concat('rolled back by generation ', toString(g.rolled_back_by), ' but its start event (', st_type, ' at revision ', toString(st_revision), ') by ', toString(st_marked)),
+               rows_of_start > 1, concat('shown ', toString(rows_of_start), ' times: other rows of the export have the same start event (', st_type, ' at revision ', toString(st_revision), ', timeline ', toString(st_timeline), ')'),
+               g.end_kind = '' AND (g.end_revision != 0 OR g.ended_at IS NOT NULL OR g.duration_ms IS NOT NULL), 'open (no end kind) but carries an end',
+               g.end_kind IN ('', 'unknown') AND o.found = 1,
+                   concat(if(g.end_kind = '', 'open', 'ended unknown'), ', but its end is in events (at revision ', toString(o.first_end), ')'),
+               g.end_kind = 'unknown' AND NOT arrayExists(r -> r.1 <= g.row_version AND g.row_version <= r.2, gp.ranges),
+                   'ended unknown (in a gap) outside every recorded gap of its cluster',
+               g.end_kind = 'unknown' AND (g.end_revision < g.grant_revision OR g.end_revision > g.row_version),
+                   concat('ended unknown at revision ', toString(g.end_revision), ', outside its grant revision .. its gap''s end ', toString(g.row_version)),
+               g.end_kind = 'unknown' AND arrayExists(x -> x.1 = g.timeline AND x.2 = g.row_version, st.snaps),
+                   concat('ended unknown in the gap ending at ', toString(g.row_version), ', but that gap''s snapshot holds it'),
+               g.end_kind != '' AND (g.ended_at IS NULL OR g.duration_ms IS NULL
+                   OR NOT (assumeNotNull(g.duration_ms) = greatest(0, ended_ms - granted_ms) OR g.end_kind = 'unknown' AND assumeNotNull(g.duration_ms) = ended_ms - granted_ms)),
+                   'its duration is not its end time less its grant time',
+               g.end_kind NOT IN ('', 'unknown') AND e.found = 0,
+                   concat('ended ', g.end_kind, ' at revision ', toString(g.end_revision), ': no such end event of its timeline in events'),
+               g.end_kind NOT IN ('', 'unknown') AND (e.h != g.h OR e.at_ms != ended_ms OR e.error_ms != g.ended_at_error_ms),
+                   concat('differs from its end event (', g.end_kind, ' at revision ', toString(g.end_revision), ')'),
+               '') AS problem,
+           multiIf(problem LIKE 'differs from its start event%', 'start', problem LIKE 'differs from its end event%', 'end', '') AS compare,
+           toString(if(compare = 'end', e.revision, st_revision)) AS eventRevision,
+           -- A spool end line's key is its own id: '' lets grants_check_detail.sql find it by the grant's.
+           if(compare = 'end', if(g.spool_id = '', concat({holdPrefix:String}, g.key), ''), st_key) AS eventKey,
+           if(compare = 'end', e.timeline, st_timeline) AS eventTimeline
+    FROM
+    (
+        SELECT cluster, key, grant_revision, spool_id, timeline, start_known, rolled_back_by, granted_at, end_kind, end_revision, ended_at,
+               ended_at_error_ms, duration_ms, row_version,
+               cityHash64(namespace, lock_path, class, holder, session, token, epoch, wait_ms, origin, unprotected) AS h,
+               cityHash64(cluster, key, grant_revision, spool_id) AS k
+        FROM
+        (
+            SELECT *
+            FROM {db:Identifier}.grants FINAL
+            PREWHERE
 -- @include reports/grantFilter/prewhere.sql
-    WHERE
+            WHERE
 -- @include reports/grantFilter/where.sql
-) AS g
-ASOF LEFT JOIN
-(
-    -- Start events, one per grant and timeline (a put or spool line before a snapshot of the same hold).
-    SELECT cluster, lock, grant_revision, spool_id, timeline, revision, event_type, rolled_back_by, toUInt8(1) AS found,
-           [namespace, lock_path, class, holder, session, toString(token), toString(epoch), toString(wait_ms), toString(origin), toString(unprotected)] AS fields,
-           toUnixTimestamp64Milli(wall_time) AS at_ms
-    FROM
+        )
+    ) AS g
+    LEFT JOIN
     (
-        SELECT *, if(op = 'spool', JSONExtractString(if(event_type = 'unprotected-grant', value, prev_value), 'lock'), substring(key, length({holdPrefix:String}) + 1)) AS lock, if(op = 'spool', substring(key, 8), '') AS spool_id
-        FROM {db:Identifier}.events FINAL
-        PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
-            AND wall_time >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND wall_time < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
-            AND event_type IN ('grant', 'snapshot-hold', 'unprotected-grant')
-        WHERE (event_type = 'grant' AND op = 'put') OR (event_type = 'snapshot-hold' AND op = 'snapshot') OR (event_type = 'unprotected-grant' AND op = 'spool')
-        ORDER BY event_type = 'snapshot-hold', revision
-        LIMIT 1 BY cluster, lock, grant_revision, spool_id, timeline
-    )
-) AS s ON s.cluster = g.cluster AND s.lock = g.key AND s.grant_revision = g.grant_revision AND s.spool_id = g.spool_id AND g.timeline >= s.timeline
-ASOF LEFT JOIN
-(
-    -- End events of the rows that ended: hold deletes at their end revisions, spool end lines (revision 0).
-    SELECT cluster, lock, grant_revision, spool_id, revision, timeline, event_type, toUInt8(1) AS found,
-           [namespace, lock_path, class, holder, session, toString(token), toString(epoch), toString(wait_ms), toString(origin), toString(unprotected)] AS fields,
-           toUnixTimestamp64Milli(wall_time) AS at_ms, time_error_ms AS error_ms,
-           transform(event_type, ['release', 'expiry', 'force-release', 'session-close', 'epoch-release', 'deleted'],
-                     ['release', 'expiry', 'force', 'session-close', 'epoch-advance', 'deleted'], '') AS kind
-    FROM
+        -- Start events per grant, every timeline's: puts and spool lines, and gap snapshots holding it, each as
+        -- (timeline, revision, rollback mark, time, hash of its columns), sorted by timeline (then revision).
+        SELECT k,
+               arraySort(x -> (x.1, x.2), groupArrayIf((timeline, revision, rolled_back_by, at_ms, eh), op != 'snapshot')) AS puts,
+               arraySort(x -> (x.1, x.2), groupArrayIf((timeline, revision, rolled_back_by, at_ms, eh), op = 'snapshot')) AS snaps
+        FROM
+        (
+            SELECT op, timeline, revision, rolled_back_by, toUnixTimestamp64Milli(wall_time) AS at_ms,
+                   cityHash64(cluster, if(op = 'spool', JSONExtractString(value, 'lock'), substring(key, length({holdPrefix:String}) + 1)), grant_revision,
+                              if(op = 'spool', substring(key, 8), '')) AS k,
+                   cityHash64(namespace, lock_path, class, holder, session, token, epoch, wait_ms, origin, unprotected) AS eh
+            FROM {db:Identifier}.events FINAL
+            PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
+                AND wall_time >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND wall_time < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+                AND event_type IN ('grant', 'snapshot-hold', 'unprotected-grant')
+            WHERE (event_type = 'grant' AND op = 'put') OR (event_type = 'snapshot-hold' AND op = 'snapshot') OR (event_type = 'unprotected-grant' AND op = 'spool')
+        )
+        GROUP BY k
+    ) AS st ON st.k = g.k
+    LEFT JOIN
     (
-        SELECT *, if(op = 'spool', JSONExtractString(if(event_type = 'unprotected-grant', value, prev_value), 'lock'), substring(key, length({holdPrefix:String}) + 1)) AS lock,
-               if(op = 'spool', JSONExtractString(value, 'grantId'), '') AS spool_id
+        -- The restores that started each timeline (timeline = generation since sql/065).
+        SELECT cluster, timeline, argMax(diverged_after, generation) AS diverged_after, argMax(shares_history, generation) AS shares_history, toUInt8(1) AS found
+        FROM {db:Identifier}.etcd_timelines FINAL
+        WHERE generation > 0
+        GROUP BY cluster, timeline
+    ) AS tl ON tl.cluster = g.cluster AND tl.timeline = g.timeline
+    LEFT JOIN
+    (
+        -- End events of the rows that ended: hold deletes at their end revisions, spool end lines (revision 0).
+        SELECT cityHash64(cluster, if(op = 'spool', JSONExtractString(prev_value, 'lock'), substring(key, length({holdPrefix:String}) + 1)), grant_revision,
+                          if(op = 'spool', JSONExtractString(value, 'grantId'), '')) AS k, revision, timeline, rolled_back_by,
+               -- The end kind it names (core/events.ts END_KIND_BY_EVENT), as a number: strings made the join slow.
+               cityHash64(transform(event_type, ['release', 'expiry', 'force-release', 'session-close', 'epoch-release', 'deleted'],
+                                    ['release', 'expiry', 'force', 'session-close', 'epoch-advance', 'deleted'], '')) AS kind,
+               toUnixTimestamp64Milli(wall_time) AS at_ms, time_error_ms AS error_ms,
+               cityHash64(namespace, lock_path, class, holder, session, token, epoch, wait_ms, origin, unprotected) AS h, toUInt8(1) AS found
         FROM {db:Identifier}.events FINAL
+        -- Ranges, not sets (a set of every end revision made this the check's slowest part): the revisions from the
+        -- window's first grant to its last end, the grant revisions of the window's grants.
         PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
-            AND (revision = 0 OR (cluster, revision) IN (
-                SELECT cluster, end_revision FROM {db:Identifier}.grants
-                PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
-                    AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
-                WHERE end_revision > 0))
+            AND (revision = 0 OR revision BETWEEN ends.1 AND ends.2 AND grant_revision BETWEEN ends.3 AND ends.4)
         WHERE (op = 'delete' AND startsWith(key, {holdPrefix:String})) OR (op = 'spool' AND event_type != 'unprotected-grant')
-    )
-) AS e ON e.cluster = g.cluster AND e.lock = g.key AND e.grant_revision = g.grant_revision AND e.spool_id = g.spool_id
-      AND e.revision = g.end_revision AND e.kind = g.end_kind AND g.timeline >= e.timeline
-ASOF LEFT JOIN
-(
-    -- Ends of the open rows' grants that a restore did not roll back (settled: see the header).
-    SELECT cluster, if(op = 'spool', JSONExtractString(if(event_type = 'unprotected-grant', value, prev_value), 'lock'), substring(key, length({holdPrefix:String}) + 1)) AS lock, grant_revision,
-           if(op = 'spool', JSONExtractString(value, 'grantId'), '') AS spool_id, timeline, revision, event_type, toUInt8(1) AS found
-    FROM {db:Identifier}.events FINAL
-    PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
-        AND (revision = 0 OR (revision >= (
-                -- No open row: no revision (an empty min would be 0, every revision).
-                SELECT ifNull(minOrNull(grant_revision), 18446744073709551615) FROM {db:Identifier}.grants FINAL
-                PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
-                    AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
-                WHERE end_kind = '' AND grant_revision > 0)
-            AND key IN (
-                SELECT concat({holdPrefix:String}, key) FROM {db:Identifier}.grants FINAL
-                PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
-                    AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
-                WHERE end_kind = '' AND grant_revision > 0)))
-    WHERE ((op = 'delete' AND startsWith(key, {holdPrefix:String}) AND event_type IN ('release', 'expiry', 'force-release', 'session-close', 'epoch-release', 'deleted'))
-           OR (op = 'spool' AND event_type != 'unprotected-grant'))
-        AND rolled_back_by = 0
-        AND ingested_at < now64(3) - toIntervalMillisecond({settleMs:Int64})
-) AS o ON o.cluster = g.cluster AND o.lock = g.key AND o.grant_revision = g.grant_revision AND o.spool_id = g.spool_id AND g.timeline >= o.timeline
-LEFT JOIN
-(
-    SELECT cluster, groupArray((from_revision, to_revision)) AS ranges FROM {db:Identifier}.gaps FINAL GROUP BY cluster
-) AS gp ON gp.cluster = g.cluster
+    ) AS e ON e.k = g.k AND e.revision = g.end_revision AND e.kind = cityHash64(g.end_kind) AND e.timeline = g.timeline AND e.rolled_back_by = g.rolled_back_by
+    LEFT JOIN
+    (
+        -- Ends of the open (or 'unknown') rows' grants, settled (see the header).
+        SELECT cityHash64(cluster, if(op = 'spool', JSONExtractString(prev_value, 'lock'), substring(key, length({holdPrefix:String}) + 1)), grant_revision,
+                          if(op = 'spool', JSONExtractString(value, 'grantId'), '')) AS k, timeline, rolled_back_by,
+               min(revision) AS first_end, toUInt8(1) AS found
+        FROM {db:Identifier}.events FINAL
+        PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
+            AND (revision = 0 OR (revision >= (
+                    -- No such row: no revision (an empty min would be 0, every revision).
+                    SELECT ifNull(minOrNull(grant_revision), 18446744073709551615) FROM {db:Identifier}.grants FINAL
+                    PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
+                        AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+                    WHERE end_kind IN ('', 'unknown') AND grant_revision > 0)
+                AND key IN (
+                    SELECT concat({holdPrefix:String}, key) FROM {db:Identifier}.grants FINAL
+                    PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
+                        AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+                    WHERE end_kind IN ('', 'unknown') AND grant_revision > 0)))
+        WHERE ((op = 'delete' AND startsWith(key, {holdPrefix:String}) AND event_type IN ('release', 'expiry', 'force-release', 'session-close', 'epoch-release', 'deleted'))
+               OR (op = 'spool' AND event_type != 'unprotected-grant'))
+            AND ingested_at < now64(3) - toIntervalMillisecond({settleMs:Int64})
+        GROUP BY k, timeline, rolled_back_by
+    ) AS o ON o.k = g.k AND o.timeline = g.timeline AND o.rolled_back_by = g.rolled_back_by
+    LEFT JOIN
+    (
+        SELECT cluster, groupArray((from_revision, to_revision)) AS ranges FROM {db:Identifier}.gaps FINAL GROUP BY cluster
+    ) AS gp ON gp.cluster = g.cluster
+)
 WHERE problem != ''
-ORDER BY cluster, key, g.grant_revision, spoolId, timeline
+ORDER BY cluster, key, toUInt64(grantRevision), spoolId, timeline
 LIMIT {limit:UInt32}

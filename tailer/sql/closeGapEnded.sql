@@ -26,7 +26,8 @@ SELECT cluster, key, namespace, lock_path, class, holder, session, token, epoch,
        if(next_revision = 0, {gapTo:UInt64}, least({gapTo:UInt64}, next_revision - 1)),
        fromUnixTimestamp64Milli(toInt64(lower_ms + intDiv(upper_ms - lower_ms, 2))),
        toUInt32(least(intDiv(upper_ms - lower_ms + 1, 2), 4294967295)),
-       lower_ms + intDiv(upper_ms - lower_ms, 2) - toUnixTimestamp64Milli(granted_at),
+       -- Never negative: a hold whose own time is ahead of the tailer's clock (a skewed API host) ends at its grant time or after.
+       greatest(0, lower_ms + intDiv(upper_ms - lower_ms, 2) - toUnixTimestamp64Milli(granted_at)),
        unprotected, start_known, {gapTo:UInt64}, timeline, {term:UInt64}, origin
 FROM (
     SELECT *,

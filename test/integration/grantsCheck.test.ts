@@ -11,6 +11,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { createEtcdClient } from '../../core/etcd.js';
 import { isLockauditError } from '../../core/errors.js';
+import { holdKey } from '../../core/keyspace.js';
 import { createLogger } from '../../core/logger.js';
 import { writeGrantsExport } from '../../exporters/complianceExport.js';
 import { checkGrantsAgainstEvents, formatGrantProblem, type GrantProblem } from '../../exporters/grantsCheck.js';
@@ -109,7 +110,7 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
         await db.store.command(
           `INSERT INTO {db:Identifier}.grants (cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, granted_at, wait_ms, end_kind, end_revision, row_version, unprotected, start_known)
            VALUES ({c:String}, {k:String}, {ns:String}, 'invented', 'payments', 'spiffe://ghost', '1', 7, 0, 7, fromUnixTimestamp64Milli({at:Int64}, 'UTC'), 0, '', 0, 0, 0, 1)`,
-          { c: cluster, k: w.lock('invented'), ns: w.ns, at: Date.now() },
+          { c: cluster, k: w.lock('invented'), ns: w.ns, at: startMs + 500 }, // inside the range
         );
 
         const problems = await check();
@@ -119,9 +120,9 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
         named('holder', /differs from its start event \(grant at revision \d+\) in holder/);
         named('kind', /ended expiry at revision \d+: no such end event/);
         named('deleted', /its grant at revision \d+ has no grant row/);
-        named('unknown', /ended unknown \(in a gap\) outside every recorded gap/);
+        named('unknown', /ended unknown, but its end is in events \(at revision \d+\)/);
         named('spooled', /differs from its start event \(unprotected-grant at revision 0\) in holder/);
-        named('reopen', /open, but its end is in events \(release at revision \d+\)/);
+        named('reopen', /open, but its end is in events \(at revision \d+\)/);
         named('invented', /no start event/);
         named('duration', /its duration is not its end time less its grant time/);
         named('rolled', /rolled back by generation 1 but its start event \(grant at revision \d+\) by 0/);
@@ -140,6 +141,116 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
       } finally {
         out.remove();
       }
+    } finally {
+      etcd.close();
+      await own.stop();
+    }
+  });
+  it('a second insider (review): a hiding mark, a flipped start, forged timelines, forged unknown ends and rollback marks are named; a future-dated hold closed in a gap is not', async () => {
+    const own = await startPrivateEtcd(27_472, 27_473);
+    const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
+    const cluster = uniqueId('gr');
+    const replica = (): TailerReplica =>
+      new TailerReplica({ cluster: { name: cluster, endpoints: [own.endpoint] }, store: db.store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false });
+    const startMs = Date.now() - 1_000;
+    try {
+      const w = new Workload(etcd, uniqueId('ns'));
+      const s = await w.session();
+      for (const p of ['hide', 'skn', 'tl', 'dup', 'unk', 'gone', 'kept']) await w.grant(s, p);
+      for (const p of ['hide', 'skn', 'tl', 'dup', 'unk']) await w.release(s, p);
+      // A hold whose own time is 30 s ahead of the tailer's clock (a skewed API host, a foreign put), deleted in the gap.
+      const skewed = await w.session();
+      const futureKey = holdKey(w.lock('future'));
+      await etcd.put(futureKey).value(JSON.stringify({ holder: 'spiffe://test/skewed', session: skewed.id, class: 'payments', epoch: 0, waitMs: 0, at: Date.now() + 30_000 })).lease(skewed.id);
+      const mid = BigInt(await w.clock());
+      const first = replica();
+      first.start();
+      await waitFor('captured', async () => ((await readCheckpoint(db.store, cluster)) >= mid ? true : undefined), 60_000, 100);
+      await first.close();
+      // Tailer stopped: 'gone' released, 'ingap' granted inside the gap (a snapshot start), the future hold deleted; compacted.
+      await w.release(s, 'gone');
+      await w.grant(s, 'ingap');
+      await etcd.delete().key(futureKey);
+      const compactAt = BigInt(await w.clock());
+      await etcd.kv.compact({ revision: compactAt.toString(), physical: true });
+      const second = replica();
+      second.start();
+      try {
+        await waitFor('past the gap', async () => ((await readCheckpoint(db.store, cluster)) >= compactAt ? true : undefined), 60_000, 100);
+      } finally {
+        await second.close();
+      }
+      const range = { fromMs: startMs, toMs: Date.now() + 120_000 };
+      const check = (): Promise<GrantProblem[]> => checkGrantsAgainstEvents(db.store, { cluster }, range, { settleMs: 0, limit: 100 });
+      assert.deepEqual((await check()).map(formatGrantProblem), [], 'the record passes, the future-dated hold closed in the gap too');
+      const [gap] = await db.store.rows<{ to: string }>('SELECT toString(max(to_revision)) AS to FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String}', { c: cluster });
+      const gapTo = (gap as { to: string }).to;
+      const cmd = (sql: string, p: string): Promise<void> => db.store.command(sql, { c: cluster, k: w.lock(p), gapTo });
+      const copy = (replace: string, p: string): Promise<void> =>
+        cmd(`INSERT INTO {db:Identifier}.grants SELECT * EXCEPT (replace_version) REPLACE (${replace}) FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}`, p);
+      const alter = (sql: string, p: string): Promise<void> => cmd(`ALTER TABLE {db:Identifier}.grants ${sql} WHERE cluster = {c:String} AND key = {k:String} SETTINGS mutations_sync = 2`, p);
+      await alter('UPDATE superseded_by = 3', 'hide'); // hidden from exports by a restore mark no restore wrote
+      await alter('UPDATE start_known = 0', 'skn');
+      await copy('toUInt32(99) AS timeline', 'tl'); // moved into a timeline that never was
+      await cmd('ALTER TABLE {db:Identifier}.grants DELETE WHERE cluster = {c:String} AND key = {k:String} AND timeline != 99 SETTINGS mutations_sync = 2', 'tl');
+      await copy('toUInt32(98) AS timeline', 'dup'); // shown twice
+      // A release rewritten as ended in the gap, 1 ms after its grant; a grant still held closed in the gap.
+      const unknown = (ms: number): string =>
+        `'unknown' AS end_kind, toUInt64({gapTo:String}) AS end_revision, toUInt64({gapTo:String}) AS row_version, granted_at + toIntervalMillisecond(${ms}) AS ended_at, toUInt32(0) AS ended_at_error_ms, toNullable(toInt64(${ms})) AS duration_ms`;
+      await copy(unknown(1), 'unk');
+      await copy(unknown(10), 'kept');
+      await alter('UPDATE rolled_back_by = 5', 'ingap'); // a snapshot-started grant marked rolled back
+
+      const byLock = new Map<string, string[]>();
+      for (const p of await check()) byLock.set(p.key.slice(w.ns.length + 1), [...(byLock.get(p.key.slice(w.ns.length + 1)) ?? []), p.problem]);
+      const named = (lock: string, re: RegExp): void => assert.ok((byLock.get(lock) ?? []).some((m) => re.test(m)), `${lock}: ${re} in ${JSON.stringify(Object.fromEntries(byLock), null, 1)}`);
+      named('hide', /its grant at revision \d+ has no grant row in the export/);
+      named('skn', /start unknown, but no gap snapshot in events holds it/);
+      named('tl', /in timeline 99, but its start event is of timeline 0 and no restore carried it there/);
+      named('dup', /in timeline 98, but its start event is of timeline 0|shown 2 times/);
+      named('unk', /ended unknown, but its end is in events/);
+      named('kept', /ended unknown in the gap ending at \d+, but that gap's snapshot holds it/);
+      named('ingap', /rolled back by generation 5 but its start event \(snapshot-hold at revision \d+\) by 0/);
+      assert.deepEqual([...byLock.keys()].sort(), ['dup', 'hide', 'ingap', 'kept', 'skn', 'tl', 'unk'], 'the untouched grants are not named');
+    } finally {
+      etcd.close();
+      await own.stop();
+    }
+  });
+
+  it('a rebuilt etcd whose new history holds a lock at the revision the ended history released it is not a disagreement', async () => {
+    const own = await startPrivateEtcd(27_474, 27_475);
+    const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
+    const cluster = uniqueId('gb');
+    const replica = (): TailerReplica =>
+      new TailerReplica({ cluster: { name: cluster, endpoints: [own.endpoint] }, store: db.store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false });
+    const startMs = Date.now() - 1_000;
+    try {
+      const ns = uniqueId('ns');
+      const w = new Workload(etcd, ns);
+      const s = await w.session();
+      const before = await w.grant(s, 'x');
+      await w.release(s, 'x');
+      const mid = BigInt(await w.clock());
+      const first = replica();
+      first.start();
+      await waitFor('captured', async () => ((await readCheckpoint(db.store, cluster)) >= mid ? true : undefined), 60_000, 100);
+      await first.close();
+      await own.rebuild();
+      const again = new Workload(etcd, ns);
+      assert.equal(await again.grant(await again.session(), 'x'), before, 'the new history reuses the revision');
+      const second = replica();
+      second.start();
+      try {
+        await waitFor('the new history captured', async () => {
+          const rows = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND timeline > 0', { c: cluster });
+          return rows[0]?.n !== '0' ? true : undefined;
+        }, 60_000, 200);
+      } finally {
+        await second.close();
+      }
+      const problems = await checkGrantsAgainstEvents(db.store, { cluster }, { fromMs: startMs, toMs: Date.now() + 1_000 }, { settleMs: 0, limit: 100 });
+      assert.deepEqual(problems.map(formatGrantProblem), []);
     } finally {
       etcd.close();
       await own.stop();
