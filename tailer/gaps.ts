@@ -74,6 +74,7 @@ export function inGap(gaps: readonly Gap[], revision: bigint): boolean {
 }
 
 const SQL = {
+  grantRowsFromEvents: loadSql('tailer/sql/grantRowsFromEvents.sql'),
   closeGapEnded: loadSql('tailer/sql/closeGapEnded.sql'),
   lastCapturedTime: loadSql('tailer/sql/lastCapturedTime.sql'),
 };
@@ -99,6 +100,17 @@ export async function closeGrantsEndedInGap(store: AuditStore, cluster: string, 
     nowMs,
     term: term.toString(),
   });
+}
+
+/**
+ * History after `checkpoint` is lost (a gap, a restore): the grant and end events of timeline `timeline` already
+ * durable in (checkpoint, upTo] get their grant rows, derived from the events as the decoder would. A run killed
+ * between its events and its grants insert left them without, and no replay can write them now
+ * (tailer/sql/grantRowsFromEvents.sql). Idempotent.
+ */
+export async function completeGrantRows(store: AuditStore, cluster: string, timeline: number, checkpoint: bigint, upTo: bigint, term: bigint): Promise<void> {
+  if (upTo <= checkpoint) return;
+  await store.command(SQL.grantRowsFromEvents.text, { cluster, timeline, checkpoint: checkpoint.toString(), upTo: upTo.toString(), holdPrefix: PREFIX.hold, term: term.toString() });
 }
 
 /** Records a gap; its identity (kind and generation) keeps it apart from any other gap starting at the same revision (sql/090). */

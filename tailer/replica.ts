@@ -18,7 +18,7 @@ import { LeaderElection } from '../platform/leaderElection.js';
 import { settlesWithin } from '../platform/deadline.js';
 import { Backoff, sleep } from '../platform/retry.js';
 import { ClockWriter } from './clockWriter.js';
-import { closeGrantsEndedInGap, loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
+import { closeGrantsEndedInGap, completeGrantRows, loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
 import { storeEvidenceLog } from './leaseEvidence.js';
 import { etcdTtl, LeaseWitness } from './leaseWitness.js';
 import { leaderIndex, recordRaftMark, type RaftCheckDeps } from './raftMarks.js';
@@ -396,6 +396,8 @@ export class TailerReplica {
       cluster_id: seen.clusterId,
       term: term.toString(),
     });
+    // Events a killed run made durable above the checkpoint without their grant rows: no replay writes those now.
+    await completeGrantRows(store, cluster, timeline.timeline, checkpoint, known, term);
     if (shared === undefined) {
       // The ended history's open grants: etcd no longer has them, when they ended is unknown (inside the restore gap).
       await closeGrantsEndedInGap(store, cluster, checkpoint, oldEnd, oldEnd, term);
@@ -461,6 +463,8 @@ export class TailerReplica {
     // Recorded with its timeline's generation: it belongs to that timeline (an alert sink delivers it there, sql/120).
     await recordGap(store, { cluster, from_revision: from.toString(), to_revision: compacted.toString(), detected_at: Date.now(), reason, generation: current.generation, term: term.toString() });
     gaps.push({ from, to: compacted });
+    // Events a killed run made durable above the checkpoint without their grant rows: no replay writes those now.
+    await completeGrantRows(store, cluster, timeline, checkpoint, compacted, term);
     const holds = await this.#snapshot(compacted, checkpoint, { retry: { initialMs: 100, maxMs: 5_000, signal }, timeline, term });
     if (!(await election.stillLeader())) throw new Error('leadership lost during the snapshot');
     await closeGrantsEndedInGap(store, cluster, checkpoint, compacted, compacted, term);

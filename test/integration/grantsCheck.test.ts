@@ -28,13 +28,27 @@ import { Workload } from '../support/workload.js';
 const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
 const db = fileStore();
 
+/** A private etcd (ports `client`, `client + 1`) and a tailer run until the store's checkpoint reaches a revision. */
+async function captured(client: number, prefix: string) {
+  const own = await startPrivateEtcd(client, client + 1);
+  const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
+  const cluster = uniqueId(prefix);
+  /** Runs a tailer until `done` says so (default: the checkpoint reached `revision`), then stops it. */
+  const captureTo = async (revision: bigint, done?: () => Promise<boolean>): Promise<void> => {
+    const tailer = new TailerReplica({ cluster: { name: cluster, endpoints: [own.endpoint] }, store: db.store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false });
+    tailer.start();
+    try {
+      await waitFor(`captured to ${revision}`, async () => ((done ? await done() : (await readCheckpoint(db.store, cluster)) >= revision) ? true : undefined), 60_000, 100);
+    } finally {
+      await tailer.close();
+    }
+  };
+  return { own, etcd, cluster, captureTo, stop: async () => (etcd.close(), await own.stop()) };
+}
+
 describe('grants checked against their events', { timeout: 180_000 }, () => {
   it('a captured record agrees in full; every alteration of grants alone is named, and an export of it is refused', async () => {
-    const own = await startPrivateEtcd(27_470, 27_471);
-    const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
-    const cluster = uniqueId('gc');
-    const replica = (): TailerReplica =>
-      new TailerReplica({ cluster: { name: cluster, endpoints: [own.endpoint] }, store: db.store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false });
+    const { etcd, cluster, captureTo, stop } = await captured(27_470, 'gc');
     const startMs = Date.now() - 1_000;
     try {
       const w = new Workload(etcd, uniqueId('ns'));
@@ -49,21 +63,12 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
       await w.closeSession(closing);
       await w.expire(expiring);
       const mid = BigInt(await w.clock());
-      const first = replica();
-      first.start();
-      await waitFor('captured', async () => ((await readCheckpoint(db.store, cluster)) >= mid ? true : undefined), 60_000, 100);
-      await first.close();
+      await captureTo(mid);
       // While the tailer is stopped: a release compacted away (closed 'unknown' inside the gap).
       await w.release(s, 'gone');
       const compactAt = BigInt(await w.clock());
       await etcd.kv.compact({ revision: compactAt.toString(), physical: true });
-      const second = replica();
-      second.start();
-      try {
-        await waitFor('past the gap', async () => ((await readCheckpoint(db.store, cluster)) >= compactAt ? true : undefined), 60_000, 100);
-      } finally {
-        await second.close();
-      }
+      await captureTo(compactAt);
       // A fail-open spool grant and its end, shipped as the spool shipper writes them.
       const line = { id: uniqueId('sp'), lock: w.lock('spooled'), namespace: w.ns, path: 'spooled', holder: 'spiffe://test/spool', session: '', class: 'payments', at: Date.now() - 500, waitMs: 0, epoch: 0 };
       const open = spoolRows(cluster, line);
@@ -142,16 +147,11 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
         out.remove();
       }
     } finally {
-      etcd.close();
-      await own.stop();
+      await stop();
     }
   });
   it('a second insider (review): a hiding mark, a flipped start, forged timelines, forged unknown ends and rollback marks are named; a future-dated hold closed in a gap is not', async () => {
-    const own = await startPrivateEtcd(27_472, 27_473);
-    const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
-    const cluster = uniqueId('gr');
-    const replica = (): TailerReplica =>
-      new TailerReplica({ cluster: { name: cluster, endpoints: [own.endpoint] }, store: db.store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false });
+    const { etcd, cluster, captureTo, stop } = await captured(27_472, 'gr');
     const startMs = Date.now() - 1_000;
     try {
       const w = new Workload(etcd, uniqueId('ns'));
@@ -163,23 +163,14 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
       const futureKey = holdKey(w.lock('future'));
       await etcd.put(futureKey).value(JSON.stringify({ holder: 'spiffe://test/skewed', session: skewed.id, class: 'payments', epoch: 0, waitMs: 0, at: Date.now() + 30_000 })).lease(skewed.id);
       const mid = BigInt(await w.clock());
-      const first = replica();
-      first.start();
-      await waitFor('captured', async () => ((await readCheckpoint(db.store, cluster)) >= mid ? true : undefined), 60_000, 100);
-      await first.close();
+      await captureTo(mid);
       // Tailer stopped: 'gone' released, 'ingap' granted inside the gap (a snapshot start), the future hold deleted; compacted.
       await w.release(s, 'gone');
       await w.grant(s, 'ingap');
       await etcd.delete().key(futureKey);
       const compactAt = BigInt(await w.clock());
       await etcd.kv.compact({ revision: compactAt.toString(), physical: true });
-      const second = replica();
-      second.start();
-      try {
-        await waitFor('past the gap', async () => ((await readCheckpoint(db.store, cluster)) >= compactAt ? true : undefined), 60_000, 100);
-      } finally {
-        await second.close();
-      }
+      await captureTo(compactAt);
       const range = { fromMs: startMs, toMs: Date.now() + 120_000 };
       const check = (): Promise<GrantProblem[]> => checkGrantsAgainstEvents(db.store, { cluster }, range, { settleMs: 0, limit: 100 });
       assert.deepEqual((await check()).map(formatGrantProblem), [], 'the record passes, the future-dated hold closed in the gap too');
@@ -213,17 +204,12 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
       named('ingap', /rolled back by generation 5 but its start event \(snapshot-hold at revision \d+\) by 0/);
       assert.deepEqual([...byLock.keys()].sort(), ['dup', 'hide', 'ingap', 'kept', 'skn', 'tl', 'unk'], 'the untouched grants are not named');
     } finally {
-      etcd.close();
-      await own.stop();
+      await stop();
     }
   });
 
   it('a rebuilt etcd whose new history holds a lock at the revision the ended history released it is not a disagreement', async () => {
-    const own = await startPrivateEtcd(27_474, 27_475);
-    const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
-    const cluster = uniqueId('gb');
-    const replica = (): TailerReplica =>
-      new TailerReplica({ cluster: { name: cluster, endpoints: [own.endpoint] }, store: db.store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false });
+    const { own, etcd, cluster, captureTo, stop } = await captured(27_474, 'gb');
     const startMs = Date.now() - 1_000;
     try {
       const ns = uniqueId('ns');
@@ -232,28 +218,19 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
       const before = await w.grant(s, 'x');
       await w.release(s, 'x');
       const mid = BigInt(await w.clock());
-      const first = replica();
-      first.start();
-      await waitFor('captured', async () => ((await readCheckpoint(db.store, cluster)) >= mid ? true : undefined), 60_000, 100);
-      await first.close();
+      await captureTo(mid);
       await own.rebuild();
       const again = new Workload(etcd, ns);
       assert.equal(await again.grant(await again.session(), 'x'), before, 'the new history reuses the revision');
-      const second = replica();
-      second.start();
-      try {
-        await waitFor('the new history captured', async () => {
-          const rows = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND timeline > 0', { c: cluster });
-          return rows[0]?.n !== '0' ? true : undefined;
-        }, 60_000, 200);
-      } finally {
-        await second.close();
-      }
+      // The new history captured: a grant of timeline 1 stored.
+      await captureTo(0n, async () => {
+        const rows = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND timeline > 0', { c: cluster });
+        return rows[0]?.n !== '0';
+      });
       const problems = await checkGrantsAgainstEvents(db.store, { cluster }, { fromMs: startMs, toMs: Date.now() + 1_000 }, { settleMs: 0, limit: 100 });
       assert.deepEqual(problems.map(formatGrantProblem), []);
     } finally {
-      etcd.close();
-      await own.stop();
+      await stop();
     }
   });
 });

@@ -7,9 +7,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
+import { checkGrantsAgainstEvents, formatGrantProblem } from '../../exporters/grantsCheck.js';
+import { decodeRevision, finishRevision } from '../../tailer/decoder.js';
 import { closeGrantsEndedInGap } from '../../tailer/gaps.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
+import { writeRows } from '../../tailer/rowWriter.js';
+import { WatchWindow } from '../../tailer/watchWindow.js';
 import { waitFor } from '../support/capture.js';
 import { uniqueId } from '../support/env.js';
 import { fileStore } from '../support/fileStore.js';
@@ -161,5 +165,53 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
     await closeGrantsEndedInGap(db.store, label, 950n, 1_000n, 1_000n, 0n, grantedAt + 5_000);
     const rows = await db.store.rows<{ key: string; origin: string; end_kind: string }>('SELECT key, origin, end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} ORDER BY key', { c: label });
     assert.deepEqual(rows.map((r) => [r.key, r.end_kind, r.origin]), [['chaos/api', 'unknown', 'api'], ['chaos/rogue', 'unknown', 'foreign']]);
+  });
+  it('grant and end events a killed run made durable above the checkpoint without their grant rows get them when the gap is recorded', async () => {
+    const own = await startPrivateEtcd(27_406, 27_407);
+    const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
+    const label = uniqueId('gk');
+    const replica = (): TailerReplica => new TailerReplica({ cluster: { name: label, endpoints: [own.endpoint] }, store: db.store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100 });
+    const startMs = Date.now() - 1_000;
+    try {
+      const w = new Workload(etcd, uniqueId('ns'));
+      const s = await w.session();
+      await w.grant(s, 'before');
+      const mid = BigInt(await w.clock());
+      const first = replica();
+      first.start();
+      await waitFor('captured', async () => ((await readCheckpoint(db.store, label)) >= mid ? true : undefined), 60_000, 100);
+      await first.close();
+      const checkpoint = await readCheckpoint(db.store, label);
+      // While the tailer is stopped: a grant released, one still held.
+      await w.grant(s, 'done');
+      await w.release(s, 'done');
+      await w.grant(s, 'held');
+      const end = BigInt(await w.clock());
+      // A run that decoded them and was killed after its events insert, before its grants insert (rowWriter.ts).
+      const abort = new AbortController();
+      for await (const item of new WatchWindow(etcd, { start: checkpoint + 1n, end: end + 1n, log }).items(abort.signal)) {
+        if (item.kind === 'end') break;
+        if (item.kind !== 'revision') continue;
+        const batch = finishRevision(decodeRevision({ cluster: label, startKnown: () => true }, item.changes), undefined);
+        await writeRows(db.store, { ...batch, grants: [] });
+      }
+      // Then etcd compacted past them: nothing replays them.
+      const compactAt = BigInt(await w.clock());
+      await etcd.kv.compact({ revision: compactAt.toString(), physical: true });
+      const second = replica();
+      second.start();
+      try {
+        await waitFor('capture past the gap', async () => ((await readCheckpoint(db.store, label)) >= compactAt ? true : undefined), 60_000, 100);
+      } finally {
+        await second.close();
+      }
+      assert.equal((await grant(label, w.lock('done')))?.end_kind, 'release', 'its release, from the durable event: not unknown, not missing');
+      assert.equal((await grant(label, w.lock('held')))?.end_kind, '', 'held');
+      const problems = await checkGrantsAgainstEvents(db.store, { cluster: label }, { fromMs: startMs, toMs: Date.now() + 1_000 }, { settleMs: 0 });
+      assert.deepEqual(problems.map(formatGrantProblem), [], 'every grant agrees with its events');
+    } finally {
+      etcd.close();
+      await own.stop();
+    }
   });
 });

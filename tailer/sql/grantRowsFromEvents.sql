@@ -1,0 +1,38 @@
+-- The grant rows of grant and end events already durable above the
+-- checkpoint when history after it is lost (a gap or a restore from
+-- {checkpoint}). The sink writes a batch's events, then its grants: a run
+-- killed between the two left events without their grant rows, which the
+-- next run rewrites by replaying from the checkpoint — unless etcd compacted
+-- (or lost) that history first. Then nothing replays them and the grants
+-- stayed missing for good (30-minute chaos run, seed 7: 482 grants of one
+-- batch, killed mid-write before a compaction; found by the export's grants
+-- check). Each row is the decoder's (tailer/decoder.ts grantRow) from the
+-- event's own columns: a put opens its grant (its time is the grant's), a
+-- hold's delete closes it (the grant's time from the previous value; start
+-- known when the grant's put is in the store or at or below the checkpoint).
+-- Rows that exist are written again identical (ReplacingMergeTree: one row).
+-- Only timeline {timeline}'s events in ({checkpoint}, {upTo}]; each row the
+-- repairing leader's ({term}, sql/110).
+-- Parameters: {db:Identifier} {cluster:String} {timeline:UInt32} {checkpoint:UInt64} {upTo:UInt64} {holdPrefix:String} {term:UInt64}
+INSERT INTO {db:Identifier}.grants
+    (cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, spool_id, granted_at, wait_ms,
+     end_kind, end_revision, ended_at, ended_at_error_ms, duration_ms, unprotected, start_known, row_version, timeline, term, origin)
+SELECT cluster, substring(key, length({holdPrefix:String}) + 1), namespace, lock_path, class, holder, session, token, epoch, grant_revision, '',
+       granted, wait_ms, kind, if(is_end, revision, 0), if(is_end, wall_time, NULL), if(is_end, time_error_ms, 0),
+       if(is_end, greatest(0, toUnixTimestamp64Milli(wall_time) - toUnixTimestamp64Milli(granted)), NULL), unprotected,
+       if(NOT is_end OR grant_revision <= {checkpoint:UInt64} OR (key, grant_revision) IN (
+           SELECT key, revision FROM {db:Identifier}.events
+           WHERE cluster = {cluster:String} AND timeline = {timeline:UInt32} AND revision > {checkpoint:UInt64} AND revision <= {upTo:UInt64}
+             AND event_type = 'grant' AND op = 'put'), 1, 0),
+       if(is_end, revision, 0), timeline, {term:UInt64}, origin
+FROM
+(
+    SELECT *, op = 'delete' AS is_end,
+           transform(event_type, ['release', 'expiry', 'force-release', 'session-close', 'epoch-release', 'deleted'],
+                     ['release', 'expiry', 'force', 'session-close', 'epoch-advance', 'deleted'], '') AS kind,
+           if(op = 'delete', fromUnixTimestamp64Milli(JSONExtractInt(prev_value, 'at'), 'UTC'), wall_time) AS granted
+    FROM {db:Identifier}.events FINAL
+    WHERE cluster = {cluster:String} AND timeline = {timeline:UInt32} AND revision > {checkpoint:UInt64} AND revision <= {upTo:UInt64}
+      AND startsWith(key, {holdPrefix:String})
+      AND ((event_type = 'grant' AND op = 'put') OR (op = 'delete' AND grant_revision > 0 AND event_type IN ('release', 'expiry', 'force-release', 'session-close', 'epoch-release', 'deleted')))
+)
