@@ -45,6 +45,16 @@ async function grantsOf(label: string, lock: string): Promise<Array<GrantRow & {
   );
 }
 
+/** Runs `tailer` until the store's checkpoint for `label` reaches `revision`, then closes it. */
+async function runUntil(tailer: TailerReplica, label: string, revision: bigint): Promise<void> {
+  tailer.start();
+  try {
+    await waitFor(`captured to ${revision}`, async () => ((await readCheckpoint(db.store, label)) >= revision ? true : undefined), 60_000, 100);
+  } finally {
+    await tailer.close();
+  }
+}
+
 describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
   it('are closed as unknown, their end bounded by the gap; a grant still held stays open', async () => {
     const own = await startPrivateEtcd(27_404, 27_405);
@@ -58,10 +68,7 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
       await w.grant(s, 'stays');
       await w.grant(s, 'regranted');
       const mid = BigInt(await w.clock());
-      const first = replica();
-      first.start();
-      await waitFor('the grants captured', async () => ((await readCheckpoint(db.store, label)) >= mid ? true : undefined), 60_000, 100);
-      await first.close();
+      await runUntil(replica(), label, mid);
       assert.equal((await grant(label, w.lock('gone')))?.end_kind, '', 'captured open');
       const stoppedAt = Date.now();
 
@@ -177,10 +184,7 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
       const s = await w.session();
       await w.grant(s, 'before');
       const mid = BigInt(await w.clock());
-      const first = replica();
-      first.start();
-      await waitFor('captured', async () => ((await readCheckpoint(db.store, label)) >= mid ? true : undefined), 60_000, 100);
-      await first.close();
+      await runUntil(replica(), label, mid);
       const checkpoint = await readCheckpoint(db.store, label);
       // While the tailer is stopped: a grant released, one still held.
       await w.grant(s, 'done');
@@ -198,13 +202,7 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
       // Then etcd compacted past them: nothing replays them.
       const compactAt = BigInt(await w.clock());
       await etcd.kv.compact({ revision: compactAt.toString(), physical: true });
-      const second = replica();
-      second.start();
-      try {
-        await waitFor('capture past the gap', async () => ((await readCheckpoint(db.store, label)) >= compactAt ? true : undefined), 60_000, 100);
-      } finally {
-        await second.close();
-      }
+      await runUntil(replica(), label, compactAt);
       assert.equal((await grant(label, w.lock('done')))?.end_kind, 'release', 'its release, from the durable event: not unknown, not missing');
       assert.equal((await grant(label, w.lock('held')))?.end_kind, '', 'held');
       const problems = await checkGrantsAgainstEvents(db.store, { cluster: label }, { fromMs: startMs, toMs: Date.now() + 1_000 }, { settleMs: 0 });
