@@ -5,7 +5,7 @@
 --     grant the row's timeline carried (a restore that shares history,
 --     diverging at or above the grant revision): the hold's put or spool line
 --     when its start is known, a gap snapshot holding it when not (a put is
---     preferred over a snapshot of the same grant, in any timeline);
+--     preferred over a snapshot of the same grant);
 --   it agrees with that event in every column the event carries (namespace,
 --     path, class, holder, session, token, epoch, wait, origin, unprotected:
 --     compared by hash here, named by grantsCheck.ts) and in its grant time,
@@ -43,8 +43,13 @@ FROM
     SELECT g.cluster AS cluster, g.key AS key, toString(g.grant_revision) AS grantRevision, g.spool_id AS spoolId, g.timeline AS timeline,
            -- The start: the put of the row's timeline or the latest before it, else the first snapshot of the latest
            -- timeline up to the row's that has one.
-           arrayFilter(x -> x.1 <= g.timeline, st.puts) AS put_candidates,
-           arrayFilter(x -> x.1 <= g.timeline, st.snaps) AS snap_candidates,
+           -- Only the row's own timeline's events count, or an earlier timeline's whose grant the row's timeline carried
+           -- (a restore sharing history, diverging at or above the grant): a grant a restore rolled back that the
+           -- restored etcd still held starts again, unknown, in the new timeline's snapshot.
+           tl.found = 1 AND tl.shares_history = 1 AND g.grant_revision <= tl.diverged_after AS carried,
+           arrayFilter(x -> x.1 <= g.timeline, arrayConcat(st.puts, st.snaps)) AS candidates,
+           arrayFilter(x -> x.1 = g.timeline OR x.1 < g.timeline AND carried, st.puts) AS put_candidates,
+           arrayFilter(x -> x.1 = g.timeline OR x.1 < g.timeline AND carried, st.snaps) AS snap_candidates,
            length(put_candidates) > 0 AS by_put,
            if(by_put, put_candidates[-1], arrayFirst(x -> x.1 = snap_candidates[-1].1, snap_candidates)) AS chosen,
            multiIf(NOT by_put, 'snapshot-hold', g.spool_id = '', 'grant', 'unprotected-grant') AS st_type,
@@ -59,11 +64,11 @@ FROM
            -- Rows sharing one start event: one grant shown twice (a forged copy in another timeline).
            count() OVER (PARTITION BY g.k, st_timeline) AS rows_of_start,
            multiIf(
-               empty(put_candidates) AND empty(snap_candidates), 'no start event (hold put, gap snapshot or spool line) in events',
+               empty(candidates), 'no start event (hold put, gap snapshot or spool line) in events',
+               empty(put_candidates) AND empty(snap_candidates),
+                   concat('in timeline ', toString(g.timeline), ', but its start event is of timeline ', toString(arrayMax(x -> x.1, candidates)), ' and no restore carried it there'),
                g.start_known = 1 AND NOT by_put, 'start known, but no hold put or spool line of it in events (only a gap snapshot)',
                g.start_known = 0 AND empty(snap_candidates), 'start unknown, but no gap snapshot in events holds it',
-               st_timeline != g.timeline AND NOT (tl.found = 1 AND tl.shares_history = 1 AND g.grant_revision <= tl.diverged_after),
-                   concat('in timeline ', toString(g.timeline), ', but its start event is of timeline ', toString(st_timeline), ' and no restore carried it there'),
                st_h != g.h OR st_at_ms != granted_ms, concat('differs from its start event (', st_type, ' at revision ', toString(st_revision), ')'),
                g.rolled_back_by != st_marked AND (by_put OR g.rolled_back_by > 0),
                    concat('rolled back by generation ', toString(g.rolled_back_by), ' but its start event (', st_type, ' at revision ', toString(st_revision), ') by ', toString(st_marked)),

@@ -40,5 +40,14 @@ describe('gap records', () => {
     await recordGap(store, { cluster: 'c3', from_revision: '400', to_revision: '450', detected_at: Date.now(), reason: 'compacted', generation: 1, term: '0' });
     assert.deepEqual(await loadGaps(store, 'c3', 0), [{ from: 100n, to: 200n }]);
     assert.deepEqual(await loadGaps(store, 'c3', 1), [{ from: 400n, to: 450n }], 'only generation 1 lost history, and only 400..450');
+    // Within the history both share (generation 1 diverged after 50): generation 0's loss below it is generation 1's too.
+    await recordGap(store, { cluster: 'c3', from_revision: '10', to_revision: '20', detected_at: Date.now() - 3_000, reason: 'compacted', generation: 0, term: '0' });
+    await recordGap(store, { cluster: 'c3', from_revision: '40', to_revision: '60', detected_at: Date.now() - 3_000, reason: 'compacted', generation: 0, term: '0' });
+    await store.insert('etcd_timelines', [{ cluster: 'c3', generation: 1, timeline: 1, diverged_after: '50', shares_history: 1, resume_revision: '50' }]);
+    assert.deepEqual(await loadGaps(store, 'c3', 1), [{ from: 10n, to: 20n }, { from: 40n, to: 50n }, { from: 400n, to: 450n }], 'generation 0\'s losses at or below the divergence, clipped to it');
+    await store.insert('etcd_timelines', [{ cluster: 'c3', generation: 2, timeline: 2, diverged_after: '15', shares_history: 1, resume_revision: '15' }]);
+    assert.deepEqual(await loadGaps(store, 'c3', 2), [{ from: 10n, to: 15n }], 'every divergence since bounds it; generation 1\'s 400..450 lies above generation 2\'s');
+    await store.insert('etcd_timelines', [{ cluster: 'c3', generation: 3, timeline: 3, diverged_after: '0', shares_history: 0, resume_revision: '0' }]);
+    assert.deepEqual(await loadGaps(store, 'c3', 3), [], 'a new history shares nothing');
   });
 });
