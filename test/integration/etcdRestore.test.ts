@@ -235,6 +235,9 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       // The tailer captures the advance and the grant after it, in the restored cluster's own revisions.
       await waitFor('the epoch advance captured', async () => ((await captured(r.label, 'epoch-advance', advanced.revision as string)) ? true : undefined), 60_000, 200);
       await waitFor('the grant after the advance captured', async () => ((await captured(r.label, 'grant', granted.body.revision as string)) ? true : undefined), 60_000, 200);
+      // Its grant row is durable with the checkpoint, not with the event: the sink writes a batch's events, then its
+      // grants (a CI dry run under load read between the two).
+      await waitFor('the checkpoint past the grant', async () => ((await readCheckpoint(db.store, r.label)) >= BigInt(granted.body.revision as string) ? true : undefined), 60_000, 200);
       const [g] = await db.store.rows<{ token: string; start_known: number }>('SELECT toString(token) AS token, start_known FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision = {r:UInt64} AND superseded_by = 0', {
         c: r.label,
         r: granted.body.revision as string,
