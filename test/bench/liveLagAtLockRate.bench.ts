@@ -126,12 +126,17 @@ async function main(): Promise<void> {
     const seenAt = new Map<string, number>();
     const watchLags: number[] = [];
     let watermarkAt = 0;
-    const usage: Array<{ cpuMs: number; rssBytes: number; heapBytes: number; externalBytes: number; at: number }> = [];
+    const usage: Array<{ cpuMs: number; rssBytes: number; heapBytes: number; heapTotalBytes: number; externalBytes: number; anonBytes: number; fileBytes: number; at: number }> = [];
+    let purged: (p: { before: number; after: number }) => void = () => undefined;
+    const purge = new Promise<{ before: number; after: number }>((r) => (purged = r));
+    const engine: Array<{ metrics: Record<string, number>; at: number }> = [];
     let watermark = 0n;
     let closed: () => void = () => undefined;
     const isClosed = new Promise<void>((r) => (closed = r));
     started.messages((m) => {
       if (m.type === 'usage') usage.push(m);
+      else if (m.type === 'engine') engine.push(m);
+      else if (m.type === 'purged') purged(m);
       else if (m.type === 'closed') closed();
       else if (m.type === 'watermark') {
         watermark = BigInt(m.revision);
@@ -187,6 +192,8 @@ async function main(): Promise<void> {
     const last = pending.reduce((m, p) => (p.revision > m ? p.revision : m), 0n);
     while (watermark < last) await new Promise((r) => setTimeout(r, 50));
     await watcher.cancel();
+    tailer.send({ type: 'purge' });
+    const afterPurge = await purge;
     tailer.send({ type: 'stop' });
     await isClosed;
     tailer = undefined;
@@ -211,14 +218,28 @@ async function main(): Promise<void> {
     const mib = (b: number): string => (b / 1024 / 1024).toFixed(0);
     const warm = inside.find((u) => u.at >= t0 + 60_000);
     for (const u of inside.filter((x, i) => i === 0 || Math.floor((x.at - t0) / 60_000) !== Math.floor((inside[i - 1]!.at - t0) / 60_000))) {
-      process.stdout.write(`   t+${Math.round((u.at - t0) / 1000)} s: RSS ${mib(u.rssBytes)} MiB = V8 heap ${mib(u.heapBytes)} + external ${mib(u.externalBytes)} + native ${mib(u.rssBytes - u.heapBytes - u.externalBytes)}\n`);
+      process.stdout.write(`   t+${Math.round((u.at - t0) / 1000)} s: RSS ${mib(u.rssBytes)} MiB = V8 heap ${mib(u.heapBytes)} (committed ${mib(u.heapTotalBytes)}) + external ${mib(u.externalBytes)} + native ${mib(u.rssBytes - u.heapBytes - u.externalBytes)}; anonymous ${mib(u.anonBytes)} + file-backed ${mib(u.fileBytes)}\n`);
+      // The engine's own account of the native side at that moment (its memory tracker; caches inside it).
+      const e = engine.filter((x) => x.at <= u.at + 1_000).at(-1);
+      if (e) process.stdout.write(`      ClickHouse: ${Object.entries(e.metrics).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${mib(v)}`).join(', ')} MiB\n`);
     }
     if (warm) {
       report({ name: 'tailer RSS, end', value: lastUsage.rssBytes / 1024 / 1024, baselineName: 'RSS after one minute (warm)', baseline: warm.rssBytes / 1024 / 1024, unit: 'MiB', higherIsBetter: false });
       report({ name: 'tailer V8 heap, end', value: lastUsage.heapBytes / 1024 / 1024, baselineName: 'V8 heap after one minute', baseline: warm.heapBytes / 1024 / 1024, unit: 'MiB', higherIsBetter: false });
       const native = (u: { rssBytes: number; heapBytes: number; externalBytes: number }): number => (u.rssBytes - u.heapBytes - u.externalBytes) / 1024 / 1024;
       report({ name: 'tailer native memory (RSS − V8), end', value: native(lastUsage), baselineName: 'native after one minute', baseline: native(warm), unit: 'MiB', higherIsBetter: false });
+      report({ name: 'tailer V8 heap committed, end', value: lastUsage.heapTotalBytes / 1024 / 1024, baselineName: 'committed after one minute', baseline: warm.heapTotalBytes / 1024 / 1024, unit: 'MiB', higherIsBetter: false });
+      // Anonymous memory outside V8's committed heap and the buffers it tracks: the engine, gRPC's native side, stacks.
+      const outside = (u: typeof lastUsage): number => (u.anonBytes - u.heapTotalBytes - u.externalBytes) / 1024 / 1024;
+      report({ name: 'tailer anonymous RSS outside V8, end', value: outside(lastUsage), baselineName: 'the same after one minute', baseline: outside(warm), unit: 'MiB', higherIsBetter: false });
+      report({ name: 'tailer anonymous RSS, end', value: lastUsage.anonBytes / 1024 / 1024, baselineName: 'anonymous after one minute', baseline: warm.anonBytes / 1024 / 1024, unit: 'MiB', higherIsBetter: false });
+      // Flat or growing: the second half's samples against the first half's (after warm-up), mean against mean.
+      const settled = inside.filter((u) => u.at >= warm.at);
+      const half = Math.floor(settled.length / 2);
+      const mean = (xs: typeof settled): number => xs.reduce((a, u) => a + u.rssBytes, 0) / xs.length / 1024 / 1024;
+      if (half > 0) report({ name: 'tailer RSS, mean of the second half', value: mean(settled.slice(half)), baselineName: 'mean of the first half after warm-up', baseline: mean(settled.slice(0, half)), unit: 'MiB', higherIsBetter: false });
     }
+    report({ name: 'tailer anonymous RSS after SYSTEM JEMALLOC PURGE', value: afterPurge.after / 1024 / 1024, baselineName: 'just before it, load over', baseline: afterPurge.before / 1024 / 1024, unit: 'MiB', higherIsBetter: false });
   } finally {
     stopKeepalive?.();
     tailer?.kill();

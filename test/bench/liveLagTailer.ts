@@ -4,6 +4,7 @@
 // durable watermark (with the time it became durable) and, every second, its
 // CPU time, RSS and V8 heap. A `stop` message closes it.
 import { createLogger } from '../../core/logger.js';
+import { readFileSync } from 'node:fs';
 import { TailerReplica } from '../../tailer/replica.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
@@ -11,7 +12,9 @@ import { tempStore, testConfig, uniqueId } from '../support/env.js';
 export type TailerMessage =
   | { type: 'ready' }
   | { type: 'watermark'; revision: string; at: number }
-  | { type: 'usage'; cpuMs: number; rssBytes: number; heapBytes: number; externalBytes: number; at: number }
+  | { type: 'usage'; cpuMs: number; rssBytes: number; heapBytes: number; heapTotalBytes: number; externalBytes: number; anonBytes: number; fileBytes: number; at: number }
+  | { type: 'purged'; before: number; after: number }
+  | { type: 'engine'; metrics: Record<string, number>; at: number }
   | { type: 'closed' };
 
 const send = (m: TailerMessage): void => {
@@ -30,17 +33,51 @@ const replica = new TailerReplica(
   { electionTtlSeconds: 5, checkpointIntervalMs: 250, sink: { maxDelayMs: 50 } },
 );
 replica.start();
+/** Resident anonymous and file-backed bytes (/proc/self/status): mapped code (libchdb) is file-backed and shared. */
+const resident = (): { anonBytes: number; fileBytes: number } => {
+  let status = '';
+  try {
+    status = readFileSync('/proc/self/status', 'utf8');
+  } catch {
+    return { anonBytes: 0, fileBytes: 0 };
+  }
+  const kb = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
+  return { anonBytes: kb('RssAnon'), fileBytes: kb('RssFile') };
+};
 const usage = (): void => {
   const cpu = process.cpuUsage();
   // RSS split: V8's heap and the buffers it tracks (external, array buffers) against the rest, which is native
   // (embedded ClickHouse's caches and merges, gRPC): which side grows says where to look.
   const m = process.memoryUsage();
-  send({ type: 'usage', cpuMs: (cpu.user + cpu.system) / 1000, rssBytes: m.rss, heapBytes: m.heapUsed, externalBytes: m.external + m.arrayBuffers, at: Date.now() });
+  send({ type: 'usage', cpuMs: (cpu.user + cpu.system) / 1000, rssBytes: m.rss, heapBytes: m.heapUsed, heapTotalBytes: m.heapTotal, externalBytes: m.external + m.arrayBuffers, ...resident(), at: Date.now() });
 };
-const sampler = setInterval(usage, 1_000);
+// What embedded ClickHouse says it holds (its memory tracker, caches, merges): the native side, named.
+const ENGINE_METRICS = ['MemoryTracking', 'MergesMutationsMemoryTracking', 'MarkCacheBytes', 'PrimaryIndexCacheBytes', 'UncompressedCacheBytes', 'QueryConditionCacheBytes', 'PageCacheBytes', 'CompiledExpressionCacheBytes'];
+const engine = async (): Promise<void> => {
+  const rows = await store.rows<{ metric: string; value: string }>('SELECT metric, toString(value) AS value FROM system.metrics WHERE metric IN {names:Array(String)}', { names: ENGINE_METRICS });
+  send({ type: 'engine', metrics: Object.fromEntries(rows.map((r) => [r.metric, Number(r.value)])), at: Date.now() });
+};
+let engineBusy = false;
+let ticks = 0;
+const sampler = setInterval(() => {
+  usage();
+  // Every 5 s: a query on the tailer's own engine, kept rare beside its inserts.
+  if (engineBusy || ticks++ % 5 !== 0) return;
+  engineBusy = true;
+  engine().catch(() => undefined).finally(() => (engineBusy = false));
+}, 1_000);
 usage();
 send({ type: 'ready' });
 process.on('message', (m: { type?: string }) => {
+  if (m.type === 'purge') {
+    // What of the native side is memory the engine's allocator keeps for reuse (jemalloc's dirty pages), not held.
+    void (async () => {
+      const before = resident().anonBytes;
+      await store.command('SYSTEM JEMALLOC PURGE');
+      send({ type: 'purged', before, after: resident().anonBytes });
+    })();
+    return;
+  }
   if (m.type !== 'stop') return;
   clearInterval(sampler);
   void (async () => {
