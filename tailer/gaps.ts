@@ -13,6 +13,7 @@ import { loadSql } from '../platform/sql.js';
 import { isReadable, headRevision } from './etcdReads.js';
 import type { RowBatch } from './types.js';
 import { etcdText } from '../core/etcdText.js';
+import { sharedRevision, type TimelineBranch } from '../core/timelineLineage.js';
 
 export interface GapRecord {
   cluster: string;
@@ -70,23 +71,11 @@ export async function loadGaps(store: AuditStore, cluster: string, generation: n
       'SELECT from_revision, to_revision, generation FROM {db:Identifier}.gaps FINAL WHERE cluster = {cluster:String} AND history_lost = 1 AND generation <= {generation:UInt32} ORDER BY from_revision',
       { cluster, generation },
     ),
-    store.rows<{ generation: number; diverged_after: string; shares_history: number }>(
+    store.rows<TimelineBranch>(
       'SELECT generation, diverged_after, shares_history FROM {db:Identifier}.etcd_timelines FINAL WHERE cluster = {cluster:String} AND generation > 0 AND generation <= {generation:UInt32}',
       { cluster, generation },
     ),
   ]);
-  const restores = new Map(timelines.map((t) => [Number(t.generation), t]));
-  /** How far generation `from`'s history is still `generation`'s: every restore since shares it up to its divergence. */
-  const sharedUpTo = (from: number): bigint | undefined => {
-    let bound: bigint | undefined;
-    for (let g = from + 1; g <= generation; g++) {
-      const t = restores.get(g);
-      if (!t || Number(t.shares_history) !== 1) return undefined;
-      const d = BigInt(t.diverged_after);
-      if (bound === undefined || d < bound) bound = d;
-    }
-    return bound;
-  };
   const out: Gap[] = [];
   for (const r of rows) {
     const from = BigInt(r.from_revision);
@@ -95,8 +84,8 @@ export async function loadGaps(store: AuditStore, cluster: string, generation: n
       out.push({ from, to });
       continue;
     }
-    const bound = sharedUpTo(Number(r.generation));
-    if (bound !== undefined && from <= bound) out.push({ from, to: to < bound ? to : bound });
+    const bound = sharedRevision(timelines, Number(r.generation), generation);
+    if (bound > 0n && from <= bound) out.push({ from, to: to < bound ? to : bound });
   }
   return out;
 }

@@ -11,6 +11,7 @@
 //   ended inside it (absent at R). Queue entries and classes are not
 //   snapshotted: one last seen before such a gap is unknown.
 import { PREFIX } from '../../core/keyspace.js';
+import { sharedRevision, type TimelineBranch } from '../../core/timelineLineage.js';
 
 export interface EntryRow {
   key: string;
@@ -43,13 +44,7 @@ export interface GapRow {
 }
 
 /** A timeline of the cluster's etcd and where it branched off the one before it. */
-export interface TimelineRow {
-  generation: number | string;
-  /** The last revision it shares with the timeline before it. */
-  diverged_after: string;
-  /** 0: a history that shares nothing with the one before (a rebuilt etcd). */
-  shares_history?: number | string;
-}
+export type TimelineRow = TimelineBranch;
 
 /**
  * The gaps that hide history of timeline `timeline`: its own, and an earlier timeline's at or below where every
@@ -59,20 +54,10 @@ export interface TimelineRow {
  * state incomplete after a restore without a revision bump.
  */
 export function gapsOfTimeline(gaps: readonly GapRow[], timelines: readonly TimelineRow[], timeline: number): GapRow[] {
-  const branch = new Map(timelines.map((t) => [Number(t.generation), Number(t.shares_history ?? 1) === 0 ? 0n : BigInt(t.diverged_after)]));
-  /** The last revision timeline `g` shares with `timeline` (g < timeline): the lowest branch point on the way. */
-  const shared = (g: number): bigint => {
-    let upTo: bigint | undefined;
-    for (let t = g + 1; t <= timeline; t++) {
-      const b = branch.get(t) ?? 0n; // a timeline not recorded: nothing shared is proven
-      upTo = upTo === undefined || b < upTo ? b : upTo;
-    }
-    return upTo ?? 0n;
-  };
   return gaps.filter((g) => {
     const gen = Number(g.generation ?? 0);
     if (gen === timeline) return true;
-    return gen < timeline && BigInt(g.from_revision) <= shared(gen);
+    return gen < timeline && BigInt(g.from_revision) <= sharedRevision(timelines, gen, timeline);
   });
 }
 
