@@ -46,32 +46,43 @@ const GRANT_EXPR = `
   cityHash64(g, 1) % 2000 AS wait,
   toInt64(50 + cityHash64(g, 2) % 30000) AS dur,
   cityHash64(g, 3) % 100 AS h,
-  multiIf(g >= {n:UInt64} - 500, '', h < 82, 'release', h < 92, 'expiry', h < 97, 'session-close', 'force') AS ek,
-  1000 + 5 * g + 4 AS end_rev`;
+  multiIf(g >= {n:UInt64} - 500, '', h < 82, 'release', h < 92, 'expiry', h < 97, 'session-close', 'force') AS ek0,
+  -- A fail-open grant ends by its spool's end line: released or expired, nothing else.
+  if(unprot AND ek0 NOT IN ('', 'expiry'), 'release', ek0) AS ek,
+  1000 + 5 * g + 4 AS end_rev,
+  concat('spool-', toString(g)) AS spool,
+  concat('{"id":"', spool, '","lock":"', lock, '"}') AS spool_line`;
 
 const GRANTS_SQL = `INSERT INTO {db:Identifier}.grants
   (cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, spool_id, granted_at, wait_ms,
    end_kind, end_revision, ended_at, ended_at_error_ms, duration_ms, unprotected, start_known, row_version)
 SELECT 'bench', lock, ns, path, cls, who, toString(7587862000000 + g % 10000), tok, 40, if(unprot, 0, rev),
-  if(unprot, concat('spool-', toString(g)), ''), fromUnixTimestamp64Milli(granted_ms, 'UTC'), wait,
-  if(closed, ek, ''), if(closed, end_rev, 0), if(closed, fromUnixTimestamp64Milli(granted_ms + dur, 'UTC'), NULL),
-  if(closed AND ek = 'expiry', 500, 0), if(closed, dur, NULL), unprot, 1, if(closed, end_rev, 0)
+  if(unprot, spool, ''), fromUnixTimestamp64Milli(granted_ms, 'UTC'), wait,
+  if(closed, ek, ''), if(closed AND NOT unprot, end_rev, 0), if(closed, fromUnixTimestamp64Milli(granted_ms + dur, 'UTC'), NULL),
+  if(closed AND ek = 'expiry' AND NOT unprot, 500, 0), if(closed, dur, NULL), unprot, 1, if(closed, if(unprot, 1, end_rev), 0)
 FROM (SELECT ${GRANT_EXPR}, {closed:UInt8} = 1 AS closed FROM numbers({rows:UInt64}))
 WHERE NOT closed OR ek != ''`;
 
 const EVENTS_SQL = `INSERT INTO {db:Identifier}.events
   (cluster, revision, key, event_type, op, namespace, lock_path, class, holder, session, token, epoch, grant_revision, wait_ms,
    wall_time, time_estimated, time_error_ms, create_revision, mod_revision, version, lease, value, prev_value, unprotected)
-SELECT 'bench', 1000 + 5 * g + j,
-  multiIf(j IN (0, 2), concat('/q/', lock, '/', session), j = 3, multiIf(ek = 'expiry' OR ek = '', '/sys/clock', ek = 'force', concat('/sys/force/f', toString(g)), concat('/sys/mark/m', toString(g))), j = 4 AND ek = '', '/sys/clock', concat('/l/', lock)),
+SELECT 'bench', if(spooled, 0, 1000 + 5 * g + j),
+  multiIf(spooled AND j = 1, concat('/spool/', spool), spooled, concat('/spool/end-', toString(g)),
+          j IN (0, 2), concat('/q/', lock, '/', session), j = 3, multiIf(ek = 'expiry' OR ek = '', '/sys/clock', ek = 'force', concat('/sys/force/f', toString(g)), concat('/sys/mark/m', toString(g))), j = 4 AND ek = '', '/sys/clock', concat('/l/', lock)),
   multiIf(j = 0, 'queue-enter', j = 1, if(unprot, 'unprotected-grant', 'grant'), j = 2, 'queue-leave',
           j = 3, multiIf(ek = 'expiry' OR ek = '', 'clock', ek = 'force', 'force-record', 'marker'),
           ek = '', 'clock', ek = 'force', 'force-release', ek),
-  if(j = 4 AND ek != '', 'delete', if(unprot AND j = 1, 'spool', 'put')), ns, path, cls, who, session, if(j IN (1, 4), tok, 0), 40,
-  if(j = 4 AND ek != '', rev, 0), if(j = 1, wait, 0),
-  fromUnixTimestamp64Milli(granted_ms + multiIf(j = 0, -20, j = 1, 0, j = 2, 1, dur), 'UTC'), j = 4 AND ek = 'expiry', if(j = 4 AND ek = 'expiry', 500, 0),
-  rev, 1000 + 5 * g + j, 1, toString(7587862000000 + g % 10000), if(j = 1, '{"holder":"x"}', ''), if(j = 4, '{"holder":"x"}', ''), unprot
-FROM (SELECT ${GRANT_EXPR}, number % 5 AS j, toString(7587862000000 + g % 10000) AS session FROM numbers({rows:UInt64}))`;
+  multiIf(spooled, 'spool', j = 4 AND ek != '', 'delete', 'put'), ns, path, cls, who, session, if(j IN (1, 4), tok, 0), 40,
+  -- As the tailer writes them: a grant and its end carry the grant's revision, wait and session; a fail-open
+  -- grant's start and end are spool lines (revision 0, the grant in the value and, on its end, the previous value).
+  if(j = 1 OR (j = 4 AND ek != ''), if(unprot, 0, rev), 0), if(j = 1 OR (j = 4 AND ek != ''), wait, 0),
+  fromUnixTimestamp64Milli(granted_ms + multiIf(j = 0, -20, j = 1, 0, j = 2, 1, dur), 'UTC'), j = 4 AND ek = 'expiry' AND NOT unprot, if(j = 4 AND ek = 'expiry' AND NOT unprot, 500, 0),
+  if(spooled, 0, rev), if(spooled, 0, 1000 + 5 * g + j), if(spooled, 0, 1), toString(7587862000000 + g % 10000),
+  multiIf(spooled AND j = 1, spool_line, spooled, concat('{"grantId":"', spool, '"}'), j = 1, '{"holder":"x"}', ''),
+  multiIf(spooled AND j = 4, spool_line, j = 4, '{"holder":"x"}', ''), unprot
+FROM (SELECT ${GRANT_EXPR}, number % 5 AS j, toString(7587862000000 + g % 10000) AS session,
+             unprot AND (j = 1 OR (j = 4 AND ek != '')) AS spooled
+      FROM numbers({rows:UInt64}))`;
 
 // INSERT … SELECT sorts, compresses and indexes on one thread unless told otherwise.
 const INSERT_SETTINGS = { max_insert_threads: '2' };
