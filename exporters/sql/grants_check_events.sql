@@ -40,6 +40,8 @@ FROM
         PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
             AND wall_time >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND wall_time < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
             AND event_type IN ('grant', 'snapshot-hold', 'unprotected-grant')
+            AND
+-- @include reports/grantFilter/events.sql
         WHERE ((event_type = 'grant' AND op = 'put') OR (event_type = 'snapshot-hold' AND op = 'snapshot') OR (event_type = 'unprotected-grant' AND op = 'spool'))
             AND ingested_at < now64(3) - toIntervalMillisecond({settleMs:Int64})
     )
@@ -59,7 +61,10 @@ ASOF LEFT JOIN
             SELECT grant_revision FROM {db:Identifier}.events
             PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
                 AND wall_time >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND wall_time < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
-                AND event_type IN ('grant', 'snapshot-hold', 'unprotected-grant'))
+                AND event_type IN ('grant', 'snapshot-hold', 'unprotected-grant')
+                AND
+-- @include reports/grantFilter/events.sql
+            )
     WHERE superseded_by = 0 OR rolled_back_by > 0
 ) AS g ON g.k = s.k AND s.timeline <= g.timeline
 LEFT JOIN

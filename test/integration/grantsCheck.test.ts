@@ -87,6 +87,9 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
         moved: '', reopen: 'release', rolled: '', spooled: 'release', unknown: 'release',
       });
       assert.deepEqual((await check()).map(formatGrantProblem), [], 'the captured record agrees with its events');
+      // Filtered checks read only the filter's events (reports/grantFilter/events.sql) and find nothing either.
+      assert.deepEqual((await check({ namespace: w.ns })).map(formatGrantProblem), [], 'a namespace-filtered check of the intact record');
+      assert.deepEqual((await check({ namespace: 'elsewhere' })).map(formatGrantProblem), [], 'a check of a namespace with no grants');
       const out = tempDir();
       try {
         const file = await writeGrantsExport(db.store, { format: 'csv', ...range, filters: { cluster } }, path.join(out.dir, 'ok.csv'));
@@ -137,6 +140,11 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
         // A namespace-filtered export still sees the grant moved out of it (from its event).
         const scoped = await check({ namespace: w.ns });
         assert.ok(scoped.some((p) => p.key === w.lock('moved') && /in namespace/.test(p.problem)), JSON.stringify(scoped));
+        const scopedLocks = new Set(scoped.map((p) => p.key.slice(w.ns.length + 1)));
+        for (const l of ['deleted', 'duration', 'holder', 'invented', 'kind', 'reopen', 'rolled', 'spooled', 'unknown']) assert.ok(scopedLocks.has(l), `${l} named by the namespace's check: ${JSON.stringify(scoped)}`);
+        // A grant edited into a filter finds none of its events under that filter (they hold the old holder): named.
+        const into = await check({ holder: 'spiffe://someone-else' });
+        assert.ok(into.some((p) => p.key === w.lock('holder') && /no start event/.test(p.problem)), JSON.stringify(into));
 
         await assert.rejects(
           writeGrantsExport(db.store, { format: 'csv', ...range, filters: { cluster } }, path.join(out.dir, 'refused.csv')),

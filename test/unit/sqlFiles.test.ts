@@ -68,7 +68,8 @@ describe('SQL files', () => {
     for (const f of grantQueries) assert.deepEqual(loadSql(f).includes.filter((i) => grantFilter.has(i)).sort(), [...grantFilter].sort(), `${f} includes ${[...grantFilter].join(' and ')}`);
     // The filter's conditions stand in the fragments only: a query that restates one (in its own lines) has drifted.
     const conditions = [/startsWith\(key, \{keyPrefix:String\}\)/, /holder = \{holder:String\}/, /origin = \{origin:String\}/, /end_kind = if\(\{endKind:String\}/];
-    for (const f of [...QUERY_DIRS.flatMap((d) => filesUnder(d, '.sql'))].filter((x) => !grantFilter.has(x))) {
+    // (reports/grantFilter/events.sql is the same filter as events read it: a fragment of the filter's own.)
+    for (const f of [...QUERY_DIRS.flatMap((d) => filesUnder(d, '.sql'))].filter((x) => !x.startsWith('reports/grantFilter/'))) {
       const own = readFileSync(path.join(projectRoot, f), 'utf8');
       for (const c of conditions) assert.ok(!c.test(own), `${f} restates the grant filter (${c.source}); include reports/grantFilter/ instead`);
     }
