@@ -75,13 +75,13 @@ SELECT 'bench', if(spooled, 0, 1000 + 5 * g + j),
   multiIf(spooled, 'spool', j = 4 AND ek != '', 'delete', 'put'), ns, path, cls, who, session, if(j IN (1, 4), tok, 0), 40,
   -- As the tailer writes them: a grant and its end carry the grant's revision, wait and session; a fail-open
   -- grant's start and end are spool lines (revision 0, the grant in the value and, on its end, the previous value).
-  if(j = 1 OR (j = 4 AND ek != ''), if(unprot, 0, rev), 0), if(j = 1 OR (j = 4 AND ek != ''), wait, 0),
+  if(of_grant, if(unprot, 0, rev), 0), if(of_grant, wait, 0),
   fromUnixTimestamp64Milli(granted_ms + multiIf(j = 0, -20, j = 1, 0, j = 2, 1, dur), 'UTC'), j = 4 AND ek = 'expiry' AND NOT unprot, if(j = 4 AND ek = 'expiry' AND NOT unprot, 500, 0),
   if(spooled, 0, rev), if(spooled, 0, 1000 + 5 * g + j), if(spooled, 0, 1), toString(7587862000000 + g % 10000),
   multiIf(spooled AND j = 1, spool_line, spooled, concat('{"grantId":"', spool, '"}'), j = 1, '{"holder":"x"}', ''),
   multiIf(spooled AND j = 4, spool_line, j = 4, '{"holder":"x"}', ''), unprot
 FROM (SELECT ${GRANT_EXPR}, number % 5 AS j, toString(7587862000000 + g % 10000) AS session,
-             unprot AND (j = 1 OR (j = 4 AND ek != '')) AS spooled
+             j = 1 OR (j = 4 AND ek != '') AS of_grant, unprot AND of_grant AS spooled
       FROM numbers({rows:UInt64}))`;
 
 // INSERT … SELECT sorts, compresses and indexes on one thread unless told otherwise.
