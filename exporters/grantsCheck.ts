@@ -18,6 +18,7 @@ import { EXPORT_WINDOW_RULE, type TimeRange } from './exportPlans.js';
 
 const SQL = {
   span: loadSql('exporters/sql/grants_check_span.sql'),
+  steps: loadSql('exporters/sql/grants_check_steps.sql'),
   detail: loadSql('exporters/sql/grants_check_detail.sql'),
   rows: loadSql('exporters/sql/grants_check.sql'),
   events: loadSql('exporters/sql/grants_check_events.sql'),
@@ -67,10 +68,37 @@ export interface GrantsCheckOptions {
    */
   settleMs?: number;
   /**
-   * The range is checked this much wall time at a time (each step's joins hold one window's start events in memory).
-   * Default one day.
+   * The range is checked a window at a time, each of about this many start events (hold puts, gap snapshots, spool
+   * lines; a window's joins hold its start events in memory). Default 1 000 000.
    */
-  windowMs?: number;
+  windowStartEvents?: number;
+  /** Windows begin and end on steps of this much wall time from the range's start. Default one hour. */
+  stepMs?: number;
+}
+
+interface Window {
+  fromMs: number;
+  toMs: number;
+}
+
+/**
+ * The windows the check walks: consecutive steps of the range joined while they hold at most `budget` start events
+ * (a step holding more is a window of its own), from the step of the span's first grant or start event to the range's
+ * end. Disjoint and without holes: the 'granted' rule puts each grant and its start event in exactly one, and a grant
+ * row far from any event (a forged one) still falls in some window.
+ */
+export function checkWindows(range: Window, first: number, steps: ReadonlyArray<{ step: number; starts: number }>, stepMs: number, budget: number): Window[] {
+  const starts = [range.fromMs + Math.floor((first - range.fromMs) / stepMs) * stepMs];
+  let held = 0;
+  for (const s of steps) {
+    const at = range.fromMs + s.step * stepMs;
+    if (held > 0 && held + s.starts > budget && at > starts[starts.length - 1]!) {
+      starts.push(at);
+      held = 0;
+    }
+    held += s.starts;
+  }
+  return starts.map((fromMs, i) => ({ fromMs, toMs: starts[i + 1] ?? range.toMs }));
 }
 
 /** The grants (of the export's filter and range) that disagree with the events, each with what disagrees. */
@@ -78,7 +106,7 @@ export async function checkGrantsAgainstEvents(store: AuditStore, filters: Grant
   // Every end kind: a row whose end was altered must not drop out of the check by the export's endKind filter.
   const { endKind: _endKind, ...rest } = filters;
   const limit = options.limit ?? 20;
-  const windowMs = options.windowMs ?? 86_400_000;
+  const stepMs = options.stepMs ?? 3_600_000;
   const seen = new Set<string>();
   const out: GrantProblem[] = [];
   // Only the part of the range that holds grants or start events (an export of years over days of record).
@@ -86,11 +114,12 @@ export async function checkGrantsAgainstEvents(store: AuditStore, filters: Grant
   const first = Number(span?.minMs ?? 0);
   const last = Number(span?.maxMs ?? -1);
   if (first > last) return [];
-  // Windows of the range in turn, aligned to it (disjoint: the 'granted' rule puts each grant and its start event in
-  // exactly one).
-  const start = range.fromMs + Math.floor((first - range.fromMs) / windowMs) * windowMs;
-  for (let from = start; from <= last && from < range.toMs && out.length < limit; from += windowMs) {
-    const window = { fromMs: from, toMs: Math.min(range.toMs, from + windowMs) };
+  // Windows sized by the start events they hold, not by wall time: each window's queries read the whole grants table.
+  const filterParams = grantFilterParams(rest, { ...range, rule: EXPORT_WINDOW_RULE }, 'filters.token');
+  const steps = await store.rows<{ step: string; starts: string }>(SQL.steps.text, { ...filterParams, stepMs });
+  const windows = checkWindows(range, first, steps.map((s) => ({ step: Number(s.step), starts: Number(s.starts) })), stepMs, options.windowStartEvents ?? 1_000_000);
+  for (const window of windows) {
+    if (out.length >= limit) break;
     const params = {
       ...grantFilterParams(rest, { ...window, rule: EXPORT_WINDOW_RULE }, 'filters.token'),
       holdPrefix: PREFIX.hold,
