@@ -4,11 +4,13 @@
 -- force-releases counted by end time; foreign grants (put straight into etcd,
 -- not by the lock API) by grant time, holds deleted by hand (no marker, the
 -- lease outlived them) by end time. grants FINAL: exact under replays.
--- The second PREWHERE line drops, before FINAL merges, closed rows of grants
--- granted and ended before the 30 days (most of a 90-day store): such a
--- grant's open row (ended_at NULL) survives alone and WHERE drops it, so the
--- answer is the same and far fewer rows are merged (issue 14: the register
--- over 100 M events).
+-- The second PREWHERE line is WHERE's 30-day condition, applied before FINAL
+-- merges (issue 14, issue 22: the register over 100 M events): it drops the
+-- rows of grants granted before the 30 days that did not end in them, closed
+-- rows and open rows alike (most of a 90-day store, and every unmerged open
+-- row of it). The answer is the same: such a row never passes WHERE, and
+-- dropping an open row never lets an older row win FINAL (a grant's closed
+-- rows carry its end revision as their version, its open rows 0).
 -- Parameters: {db:Identifier} {classes:Array(String)} {asOfMs:Int64}
 WITH
     fromUnixTimestamp64Milli({asOfMs:Int64}, 'UTC') AS as_of,
@@ -36,7 +38,7 @@ SELECT
     countIf(end_kind = 'deleted' AND ended_30) AS deleted_30d
 FROM {db:Identifier}.grants FINAL
 PREWHERE class IN {classes:Array(String)} AND granted_at <= as_of
-    AND (granted_at > d30 OR ended_at IS NULL OR ended_at > d30)
+    AND (granted_at > d30 OR ended_at > d30)
 WHERE (granted_at > d30 OR ended_at > d30)
     AND (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065)
 GROUP BY class

@@ -55,6 +55,8 @@ const F: Record<string, GrantSpec> = {
   // counted) — their open rows are older than 30 days either way, so the register must not filter on them alone.
   f5: { key: 'cfg/c', class: 'flags', holder: 'h-h', rev: 408, at: NOW - 35 * DAY, end: { kind: 'deleted', at: NOW - 2 * DAY, rev: 409 } },
   f6: { key: 'cfg/d', class: 'flags', holder: 'h-h', rev: 410, at: NOW - 45 * DAY, end: { kind: 'deleted', at: NOW - 35 * DAY, rev: 411 } },
+  // Still held since before the 30 days: no count of the register (its open row is dropped before FINAL: usage.sql).
+  f7: { key: 'cfg/e', class: 'flags', holder: 'h-h', rev: 412, at: NOW - 40 * DAY },
 };
 const TODAY = dateInZone(NOW, 'UTC');
 
