@@ -31,12 +31,15 @@ FROM
         if(kind = 'group', assumeNotNull(grp_n), '') AS grp, if(kind = 'key', assumeNotNull(key_n), '') AS key,
         if(kind = 'bucket', toUnixTimestamp(assumeNotNull(bucket)) * 1000, 0) AS bucket_ms,
         sum(p_grants) AS grants,
-        uniqExactMerge(p_holders) AS holders,
+        -- each state merged only into the sets whose rows show it (index.ts): a series point has no distinct
+        -- holders and no handoff gap, a hottest key no hold time and no handoff gap (merging the holders' sets
+        -- once more per bucket was a quarter of this query at 100 M events)
+        uniqExactMergeIf(p_holders, kind != 'bucket') AS holders,
         quantilesExactMerge(0.5, 0.95, 0.99)(p_wait) AS wait,
         sum(p_ended) AS ended,
-        quantilesExactMerge(0.5, 0.99)(p_hold) AS hold,
+        quantilesExactMergeIf(0.5, 0.99)(p_hold, kind != 'key') AS hold,
         sum(p_handoffs) AS handoffs,
-        quantilesExactMerge(0.5, 0.95)(p_handoff) AS handoff,
+        quantilesExactMergeIf(0.5, 0.95)(p_handoff, kind = 'group') AS handoff,
         sum(p_expiries) AS expiries,
         sum(p_force_releases) AS force_releases
     FROM

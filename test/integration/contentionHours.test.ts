@@ -49,6 +49,12 @@ const FIXTURE: GrantSpec[] = [
   { key: 'cat/sku-2', class: 'cache', holder: 'h-i', rev: 140, at: H(8, 50_000), waitMs: 2, end: { kind: 'release', at: H(8, 51_000), rev: 141 } },
   { key: 'cat/sku-2', class: 'cache', holder: 'h-j', rev: 142, at: H(8, 40_000), waitMs: 6, end: { kind: 'release', at: H(8, 52_000), rev: 143 } },
   { key: 'cat/sku-2', class: 'cache', holder: 'h-i', rev: 144, at: H(7, 1000), waitMs: 7, end: { kind: 'release', at: H(7, 2000), rev: 145 } },
+  // inv/item-1: a clock-skewed raw grant (hour 11) whose grant before, by revision, is in a sealed hour after it (hour 6),
+  // with another sealed hour of the key before it (hour 12): the handoff into it is from hour 6's release (the grant
+  // before it in hour 12 expired: no handoff)
+  { key: 'inv/item-1', class: 'stock', holder: 'h-m', rev: 160, at: H(12, 0), waitMs: 2, end: { kind: 'expiry', at: H(12, 500), rev: 161 } },
+  { key: 'inv/item-1', class: 'stock', holder: 'h-n', rev: 162, at: H(6, 1000), waitMs: 3, end: { kind: 'release', at: H(6, 2000), rev: 163 } },
+  { key: 'inv/item-1', class: 'stock', holder: 'h-m', rev: 164, at: H(11, 5000), waitMs: 4, end: { kind: 'release', at: H(11, 6000), rev: 165 } },
   // another cluster, same key names
   { cluster: 'c2', key: 'pay/acct-1', class: 'ledger', holder: 'h-z', rev: 50, at: H(30, 30_000), waitMs: 40, end: { kind: 'release', at: H(30, 31_000), rev: 51 } },
   { cluster: 'c2', key: 'pay/acct-1', class: 'ledger', holder: 'h-y', rev: 52, at: H(30, 32_000), waitMs: 41, end: { kind: 'expiry', at: H(30, 40_000), rev: 53 } },
@@ -116,6 +122,9 @@ describe('contention from sealed hours: the raw query\'s answer', () => {
     const pay = raw.groups.find((g) => g.group === 'pay');
     assert.ok(pay && pay.handoffs >= 3 && pay.expiries >= 2 && pay.forceReleases === 1, JSON.stringify(pay));
     assert.ok(raw.groups.some((g) => g.group === 'cat' && g.grants === 8 && g.handoffs === 3), JSON.stringify(raw.groups));
+    // the clock-skewed raw grant's handoff: from hour 6's release, 5 hours after its own (skewed) grant time
+    const inv = raw.groups.find((g) => g.group === 'inv');
+    assert.ok(inv && inv.handoffs === 1 && (inv.handoffGapMs.p50 ?? 0) < 0, JSON.stringify(inv));
     assert.equal(raw.bucketSeconds, 3600);
   });
 
@@ -123,7 +132,7 @@ describe('contention from sealed hours: the raw query\'s answer', () => {
     const sealed = await sealContentionHours(deps);
     const c1 = sealed.find((r) => r.cluster === 'c1');
     assert.ok(c1 && c1.hours >= 8, JSON.stringify(sealed));
-    assert.equal(c1.irregularHours, 2, 'the clock-skewed grant\'s hour, and the next one (its previous grant is before one earlier still)');
+    assert.equal(c1.irregularHours, 3, 'cat/sku-2\'s clock-skewed grant\'s hour, and the next one (its previous grant is before one earlier still); inv/item-1\'s');
     assert.ok((await coveredHours(CASES[0]!.p)) >= 9, 'hours are read from seals');
     await assertSame('sealed');
     // Sealing again finds nothing to do.
