@@ -9,7 +9,10 @@
 // one statement at a time: a catch-up's inserts queued every report behind
 // them (/v1/grants p99 10–100× idle). A parameter-free statement on a
 // connection of its own runs beside the reports; the identifiers it names are
-// checked (IDENTIFIER) and the file name is ours (SAFE_PATH).
+// checked (IDENTIFIER) and the file name is ours (SAFE_PATH). Likewise the
+// operators' status reads (statusRows: /v1/tailers), whose queries bind
+// nothing but the database: on a third connection they answer while a report
+// or the tailer's own reads hold chdb's parameter queue.
 import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
 type ClientOptions = NonNullable<Parameters<typeof createClient>[0]>;
 import { createChdbConnection } from 'chdb/connection';
@@ -56,6 +59,12 @@ export interface StoreOptions {
    * `priority` by the catchUpProgress bench, docs/performance.md).
    */
   ingestSettings?: ClickHouseSettings;
+  /**
+   * Embedded only: run statusRows on a connection of their own without bound
+   * parameters (see the header). Default true; false runs them in line with
+   * every other query (the catchUpProgress bench's same-run baseline).
+   */
+  statusConnection?: boolean;
 }
 
 /**
@@ -83,6 +92,8 @@ export class AuditStore {
   /** Embedded: the connection binary inserts run on (StoreOptions.ingestConnection), or undefined to use `client`. */
   readonly #ingest: ClickHouseClient | undefined;
   readonly #ingestSettings: ClickHouseSettings | undefined;
+  /** Embedded: the connection statusRows run on (StoreOptions.statusConnection), or undefined to use `client`. */
+  readonly #status: ClickHouseClient | undefined;
 
   constructor(target: ClickHouseTarget, options: StoreOptions = {}) {
     this.target = target;
@@ -94,8 +105,11 @@ export class AuditStore {
       // @clickhouse/client 1.23 vendors as its own copy: same shape, two types.
       const connect = () => createChdbConnection({ path: target.path }) as unknown as NonNullable<ClientOptions['connection']>;
       this.client = createClient({ connection: connect(), clickhouse_settings: SETTINGS });
-      if (options.ingestConnection ?? true) {
+      if ((options.ingestConnection ?? true) || (options.statusConnection ?? true)) {
         if (!IDENTIFIER.test(target.database)) throw new Error(`clickhouse.database: ${JSON.stringify(target.database)} is not a plain identifier`);
+      }
+      if (options.statusConnection ?? true) this.#status = createClient({ connection: connect(), clickhouse_settings: SETTINGS });
+      if (options.ingestConnection ?? true) {
         this.#ingest = createClient({ connection: connect(), clickhouse_settings: SETTINGS });
       }
     } else {
@@ -116,6 +130,21 @@ export class AuditStore {
   /** Runs a query and returns its rows (JSONEachRow; 64-bit integers as strings). */
   async rows<T>(query: string, params?: Params, settings?: ClickHouseSettings): Promise<T[]> {
     const result = await this.client.query({ query, query_params: this.#params(params), format: 'JSONEachRow', clickhouse_settings: settings });
+    return result.json<T>();
+  }
+
+  /**
+   * Runs a query that binds nothing but `{db:Identifier}` (an operator's
+   * status read) and returns its rows like `rows`. Embedded, on the status
+   * connection with the checked database name written in and nothing bound,
+   * so it does not wait in chdb's parameter queue (see the header). Any other
+   * placeholder in the query is refused: it would be bound nowhere.
+   */
+  async statusRows<T>(query: string, settings?: ClickHouseSettings): Promise<T[]> {
+    const rest = query.replaceAll('{db:Identifier}', '');
+    if (/\{[A-Za-z_][A-Za-z0-9_]*:/.test(rest)) throw new Error('statusRows: the query binds a parameter other than {db:Identifier}');
+    if (!this.#status) return this.rows<T>(query, {}, settings);
+    const result = await this.#status.query({ query: query.replaceAll('{db:Identifier}', `\`${this.database}\``), format: 'JSONEachRow', clickhouse_settings: settings });
     return result.json<T>();
   }
 
@@ -183,7 +212,7 @@ export class AuditStore {
 
   /** Idempotent. */
   close(): Promise<void> {
-    this.#closed ??= Promise.all([this.client.close(), this.#ingest?.close()]).then(() => undefined).finally(() => {
+    this.#closed ??= Promise.all([this.client.close(), this.#ingest?.close(), this.#status?.close()]).then(() => undefined).finally(() => {
       if (this.#insertDir) rmSync(this.#insertDir, { recursive: true, force: true });
     });
     return this.#closed;

@@ -30,6 +30,21 @@ export async function reportRows<T>(deps: ReportDeps, sql: SqlFile, params: Reco
   }
 }
 
+/**
+ * Runs `sql`, which binds nothing but `db`, as an operator's status read
+ * (AuditStore.statusRows: it does not queue behind reports and the tailer's
+ * reads). Rows as reportRows gives them.
+ */
+export async function statusRows<T>(deps: ReportDeps, sql: SqlFile): Promise<T[]> {
+  const bound = sql.params.filter((p) => p !== 'db');
+  if (bound.length) throw new Error(`${sql.name}: a status read binds nothing but db, not ${bound.join(', ')}`);
+  try {
+    return await deps.store.statusRows<T>(sql.text, { max_execution_time: deps.limits.queryTimeoutMs / 1000 });
+  } catch (err) {
+    throw asLimitError(deps, err);
+  }
+}
+
 /** ClickHouse's timeout as the 400 that names the limit; any other error unchanged. */
 export function asLimitError(deps: Pick<ReportDeps, 'limits'>, err: unknown): unknown {
   if (!isTimeout(err)) return err;

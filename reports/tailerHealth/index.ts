@@ -6,7 +6,7 @@
 // the tailer's code.
 import Type, { type Static } from 'typebox';
 import { loadSql } from '../../platform/sql.js';
-import { reportRows, type ReportDeps } from '../query.js';
+import { reportRows, statusRows, type ReportDeps } from '../query.js';
 import { ClusterName } from '../schemas.js';
 
 const STATUS = loadSql('reports/tailerHealth/status.sql');
@@ -66,9 +66,10 @@ const iso = (ms: string | number): string => new Date(typeof ms === 'number' ? m
 
 /** One row per configured cluster, and per cluster that ever checkpointed. */
 export async function tailerHealth(deps: ReportDeps, configuredClusters: readonly string[]): Promise<Tailer[]> {
-  const status = await reportRows<StatusRow>(deps, STATUS, {});
-  const checkpoints = new Map((await reportRows<{ cluster: string; revision: string }>(deps, CHECKPOINTS, {})).map((r) => [r.cluster, { revision: BigInt(r.revision) }]));
-  const gaps = await reportRows<{ cluster: string; n: string }>(deps, GAP_COUNTS, {});
+  // Status reads (nothing bound): they answer while reports or a catch-up hold the store's query queue.
+  const status = await statusRows<StatusRow>(deps, STATUS);
+  const checkpoints = new Map((await statusRows<{ cluster: string; revision: string }>(deps, CHECKPOINTS)).map((r) => [r.cluster, { revision: BigInt(r.revision) }]));
+  const gaps = await statusRows<{ cluster: string; n: string }>(deps, GAP_COUNTS);
   const names = new Set<string>([...configuredClusters, ...checkpoints.keys()]);
   return [...names].sort().map((cluster) => {
     const s = status.find((r) => r.cluster === cluster);

@@ -17,6 +17,10 @@
 // comma-separated names of VARIANTS below; default all), each catch-up of the
 // same history under a label of its own, each beside the same requests on the
 // same store idle right after it (the store grows by one copy per variant).
+// One variant serves the API from a store whose status reads (/v1/tailers)
+// bind their parameters and so queue with every other query, as before the
+// status connection (AuditStore.statusRows): its /v1/tailers figures are the
+// baseline of the kept variant's.
 import { Registry } from 'prom-client';
 import { buildApp, type App } from '../../api/app.js';
 import { grantRoutes } from '../../api/routes/grants.js';
@@ -47,11 +51,13 @@ const { store, close } = await tempStore();
 const storePath = store.target.mode === 'embedded' ? store.target.path : '';
 // How the tailer's store meets the reports' one (the API's store is `store`, as in one platform process).
 // "in line": the tailer's inserts bound parameters and so ran one at a time with every report query (before issue 22).
-const VARIANTS: Record<string, StoreOptions | 'api store'> = {
+// { apiStore }: the API (and the tailer with it) on a store of these options instead of `store`.
+const VARIANTS: Record<string, StoreOptions | 'api store' | { apiStore: StoreOptions }> = {
   'inserts in line with reports': { ingestConnection: false },
   'own insert connection, default threads': { ingestSettings: {} },
   'own insert connection, inserts 1 thread (the API process\'s store: the default)': 'api store',
   'own insert connection, inserts priority 10': { ingestSettings: { priority: '10' } },
+  'own insert connection, inserts 1 thread, status reads in line with reports (before the status connection)': { apiStore: { statusConnection: false } },
 };
 const chosen = (process.env.BENCH_PROGRESS_VARIANTS ?? '').split(',').map((v) => v.trim()).filter(Boolean);
 const variants = Object.entries(VARIANTS).filter(([name]) => chosen.length === 0 || chosen.some((c) => name.includes(c)));
@@ -103,7 +109,9 @@ const grantsUrl = `/v1/grants?namespace=${w.ns}&limit=100`;
 let uninterrupted = { seconds: NaN, events: NaN };
 for (const [variant, opts] of variants) {
   heading(`reports during catch-up: ${variant}`);
-  const tailerStore = opts === 'api store' ? store : new AuditStore({ mode: 'embedded', path: storePath, database: store.database }, opts);
+  const apiStore = typeof opts === 'object' && 'apiStore' in opts ? new AuditStore({ mode: 'embedded', path: storePath, database: store.database }, opts.apiStore) : store;
+  const api = apiStore === store ? app : await buildApp({ config, logger: createLogger('silent'), store: apiStore, verifier: new ApiTokenVerifier(apiStore), health: new HealthState(), metrics: createMetricsRegistry() }, [grantRoutes, tailerRoutes]);
+  const tailerStore = opts === 'api store' || apiStore !== store ? apiStore : new AuditStore({ mode: 'embedded', path: storePath, database: store.database }, opts as StoreOptions);
   const label = uniqueId('bench');
   await store.insert('checkpoints', [{ cluster: label, revision: (from - 1n).toString(), leader: 'bench' }]);
   const metrics = tailerMetrics(new Registry());
@@ -114,11 +122,11 @@ for (const [variant, opts] of variants) {
   const samples: bigint[] = [];
   const sampler = setInterval(() => samples.push(checkpoint), 1_000);
   const caughtUp = (): boolean => checkpoint >= to;
-  const [grants, tailers] = await Promise.all([latencies(app, token, grantsUrl, caughtUp), latencies(app, token, '/v1/tailers', caughtUp), waitUntil(caughtUp)]);
+  const [grants, tailers] = await Promise.all([latencies(api, token, grantsUrl, caughtUp), latencies(api, token, '/v1/tailers', caughtUp), waitUntil(caughtUp)]);
   const seconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
   await replica.close();
-  if (tailerStore !== store) await tailerStore.close();
+  if (tailerStore !== store && tailerStore !== apiStore) await tailerStore.close();
   const busy = { grants, tailers };
   let advanced = 0;
   let stall = 0;
@@ -141,9 +149,11 @@ for (const [variant, opts] of variants) {
   const n = Math.max(busy.grants.length, busy.tailers.length, 100);
   let count = 0;
   const enough = (): boolean => ++count > n;
-  const idleGrants = await latencies(app, token, grantsUrl, enough);
+  const idleGrants = await latencies(api, token, grantsUrl, enough);
   count = 0;
-  const idleTailers = await latencies(app, token, '/v1/tailers', enough);
+  const idleTailers = await latencies(api, token, '/v1/tailers', enough);
+  if (api !== app) await api.close();
+  if (apiStore !== store) await apiStore.close();
   process.stdout.write(`requests: /v1/grants ${busy.grants.length} during catch-up, ${idleGrants.length} idle; /v1/tailers ${busy.tailers.length} during, ${idleTailers.length} idle\n`);
   for (const p of [50, 99]) {
     report({ name: `${variant}: GET /v1/grants p${p} during catch-up`, value: percentile(busy.grants, p), baselineName: `same, idle store`, baseline: percentile(idleGrants, p), unit: 'ms', higherIsBetter: false });

@@ -142,4 +142,25 @@ describe('audit store (embedded chdb)', () => {
     assert.deepEqual(order, ['query', 'insert'], 'the query answered while the insert ran, not after it');
     assert.deepEqual(await store.rows('SELECT x FROM {db:Identifier}.slow_out'), [{ x: '1' }]);
   });
+
+  it('a status read (/v1/tailers) answers while a query that binds parameters runs, which another such query waits for', async () => {
+    // 2.5 s inside ClickHouse, with a bound parameter: it holds chdb's parameter queue while it runs.
+    const slow = () => store.rows('SELECT sleepEachRow(0.5) AS s FROM numbers(5) WHERE {x:UInt8} = 0', { x: 0 });
+    const order: string[] = [];
+    let running = slow().then(() => order.push('slow'));
+    await new Promise((r) => setTimeout(r, 500));
+    await store.rows('SELECT count() AS n FROM {db:Identifier}.grants WHERE key = {key:String}', { key: 'ns/k' });
+    order.push('bound query');
+    await running;
+    assert.deepEqual(order, ['slow', 'bound query'], 'the premise: a query binding parameters waits for the slow one');
+    order.length = 0;
+    running = slow().then(() => order.push('slow'));
+    await new Promise((r) => setTimeout(r, 500));
+    const [row] = await store.statusRows<{ n: string }>('SELECT toString(count()) AS n FROM {db:Identifier}.grants');
+    order.push('status read');
+    await running;
+    assert.deepEqual(order, ['status read', 'slow'], 'the status read answered while the slow query ran');
+    assert.deepEqual([row], await store.rows('SELECT toString(count()) AS n FROM {db:Identifier}.grants'), 'the same answer as on the main connection');
+    await assert.rejects(store.statusRows("SELECT {x:String}"), /binds a parameter other than/);
+  });
 });
