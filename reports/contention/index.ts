@@ -5,7 +5,7 @@ import Type, { type Static } from 'typebox';
 import { ClassName, Instant, Namespace, NullableNumber } from '../schemas.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { num } from '../render.js';
-import { loadSql } from '../../platform/sql.js';
+import { loadSql, type SqlFile } from '../../platform/sql.js';
 import { bucketFor, bucketStarts, resolveWindow } from '../window.js';
 
 const CONTENTION = loadSql('reports/contention/contention.sql');
@@ -104,6 +104,8 @@ export interface ContentionOptions {
    * which the known-answer tests and the bench compare against.
    */
   preaggregated?: boolean;
+  /** Told each query's name and time (ms) as it ends: the reports bench's stage breakdown. */
+  onStage?: (name: string, ms: number) => void;
 }
 
 interface PendingRow {
@@ -136,24 +138,30 @@ export function coveredRuns(covered: ReadonlyArray<{ cluster: string; hour_s: nu
 }
 
 /** The report's rows: from the sealed hours where it can (hours.sql), else raw (contention.sql) — the same rows either way. */
-async function contentionRows(deps: ReportDeps, params: Record<string, string | number>, bucketSeconds: number, preaggregated: boolean): Promise<Row[]> {
-  if (preaggregated && bucketSeconds % 3600 === 0) {
-    const covered = await reportRows<CoveredRow>(deps, COVERED, { fromMs: params.fromMs, toMs: params.toMs, lookbackDays: deps.limits.maxWindowDays });
+async function contentionRows(deps: ReportDeps, params: Record<string, string | number>, bucketSeconds: number, opts: ContentionOptions): Promise<Row[]> {
+  const timed = async <T>(sql: SqlFile, p: Record<string, unknown>): Promise<T[]> => {
+    const t0 = performance.now();
+    const rows = await reportRows<T>(deps, sql, p);
+    opts.onStage?.(sql.name, performance.now() - t0);
+    return rows;
+  };
+  if ((opts.preaggregated ?? true) && bucketSeconds % 3600 === 0) {
+    const covered = await timed<CoveredRow>(COVERED, { fromMs: params.fromMs, toMs: params.toMs, lookbackDays: deps.limits.maxWindowDays });
     if (covered.length > 0) {
       const seals = coveredRuns(covered);
       // Each its own query, once: a WITH subquery is run again at every place that names it.
       const [top, pending] = await Promise.all([
-        reportRows<{ key: string }>(deps, HOURS_TOP_KEYS, { ...seals, fromMs: params.fromMs, toMs: params.toMs, namespace: params.namespace, class: params.class, top: params.top }),
-        reportRows<PendingRow>(deps, HOURS_PENDING, seals),
+        timed<{ key: string }>(HOURS_TOP_KEYS, { ...seals, fromMs: params.fromMs, toMs: params.toMs, namespace: params.namespace, class: params.class, top: params.top }),
+        timed<PendingRow>(HOURS_PENDING, seals),
       ]);
-      return reportRows<Row>(deps, HOURS, {
+      return timed<Row>(HOURS, {
         ...params, ...seals, topKeys: top.map((t) => t.key),
         pendingClusters: pending.map((p) => p.cluster), pendingKeys: pending.map((p) => p.key), pendingRevisions: pending.map((p) => p.grant_revision),
         pendingSpools: pending.map((p) => p.spool_id), pendingTimelines: pending.map((p) => Number(p.timeline)),
       });
     }
   }
-  return reportRows<Row>(deps, CONTENTION, params);
+  return timed<Row>(CONTENTION, params);
 }
 
 export async function contention(deps: ReportDeps, p: ContentionParams, nowMs: number, opts: ContentionOptions = {}): Promise<Contention> {
@@ -163,7 +171,7 @@ export async function contention(deps: ReportDeps, p: ContentionParams, nowMs: n
   const bucketSeconds = bucketFor(toMs - fromMs);
   const rows = await contentionRows(deps, {
     by, fromMs, toMs, namespace: p.namespace ?? '', class: p.class ?? '', groupLimit: by === 'key' ? top : 10_000, top, bucketSeconds,
-  }, bucketSeconds, opts.preaggregated ?? true);
+  }, bucketSeconds, opts);
   const buckets = new Map(rows.filter((r) => r.kind === 'bucket').map((r) => [n0(r.bucket_ms), r]));
   // Every bucket of the window: an empty one has zero counts and no percentiles.
   const series: Contention['series'] = bucketStarts(fromMs, toMs, bucketSeconds).map((at) => {

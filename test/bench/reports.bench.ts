@@ -9,7 +9,9 @@
 // register < 2 s (issue 22: ≤ 1 s; key history p95 < 100 ms at 100 M events,
 // beside the same page before sql/140); contention through the API reads the
 // hours sealed right after generation (issue 22 item 1) beside the raw query
-// bare, and the sealing's one-off time is printed; a compliance export of one namespace over the span is timed
+// bare, its queries are then timed one by one, and the sealing's one-off time
+// is printed; BENCH_REPORTS_STORE=<dir> keeps the generated store there for
+// later runs of the same size; a compliance export of one namespace over the span is timed
 // through writeGrantsExport (the export job's own writer, to a local file)
 // beside ClickHouse writing the same rows as one Parquet query.
 import { buildApp } from '../../api/app.js';
@@ -27,8 +29,11 @@ import { historySettings } from '../../reports/grantHistory/index.js';
 import { testConfig, tempStore } from '../support/env.js';
 import { writeGrantsExport } from '../../exporters/complianceExport.js';
 import { sealContentionHours } from '../../reports/contention/seal.js';
-import { benchKey, generateReportData, HOLDERS, HOT_KEYS, NAMESPACES } from './reportsData.js';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { contention as contentionReport } from '../../reports/contention/index.js';
+import { benchKey, generateReportData, HOLDERS, HOT_KEYS, NAMESPACES, type GeneratedData } from './reportsData.js';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { AuditStore } from '../../core/clickhouse.js';
+import { migrate } from '../../core/migrations.js';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { heading, percentile, report } from './report.js';
@@ -39,23 +44,44 @@ const ITER = Number(process.env.BENCH_REPORTS_ITER ?? 20);
 const ITER_REPORTS = Number(process.env.BENCH_REPORTS_ITER_REPORTS ?? Math.max(3, Math.ceil(ITER / 3)));
 // Warm-up runs per figure (at 100 M events one contention run takes a minute).
 const WARMUP = Number(process.env.BENCH_REPORTS_WARMUP ?? 2);
+// A store kept at this path: generated (and sealed) on the first run and kept; a later run with the
+// same BENCH_REPORTS_EVENTS and BENCH_REPORTS_DAYS measures it again without the 15 minutes that
+// generating 100 M events takes. Empty (the default): a throw-away store.
+const KEEP = process.env.BENCH_REPORTS_STORE ?? '';
+
+/** The throw-away store, or the kept one with what was generated into it before (undefined: nothing yet). */
+async function openStore(): Promise<{ store: AuditStore; close: () => Promise<void>; kept?: GeneratedData }> {
+  if (!KEEP) return tempStore();
+  const store = new AuditStore({ mode: 'embedded', path: KEEP, database: 'lockaudit' });
+  await migrate(store);
+  const file = path.join(KEEP, 'bench-generated.json');
+  let kept: GeneratedData | undefined;
+  if (existsSync(file)) {
+    const saved = JSON.parse(readFileSync(file, 'utf8')) as { asked: number; days: number; data: GeneratedData };
+    if (saved.asked !== EVENTS || saved.days !== DAYS) throw new Error(`BENCH_REPORTS_STORE ${KEEP} holds ${saved.asked} events over ${saved.days} days, not ${EVENTS} over ${DAYS}`);
+    kept = saved.data;
+  }
+  return { store, close: () => store.close(), kept };
+}
 
 async function main(): Promise<void> {
-  const { store, close } = await tempStore();
+  const { store, close, kept } = await openStore();
   const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '1000000', LOCKAUDIT_QUERY_TIMEOUT_MS: '900000', LOCKAUDIT_MAX_WINDOW_DAYS: String(Math.max(DAYS + 1, 31)) });
   const app = await buildApp({ config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() }, [grantRoutes, reportRoutes]);
   try {
-    const endMs = Date.now();
+    const endMs = kept?.toMs ?? Date.now();
     heading(`Reports on ${EVENTS.toLocaleString('en-US')} generated events`);
     const t0 = performance.now();
-    const data = await generateReportData(store, EVENTS, endMs, DAYS);
-    process.stdout.write(`generated ${data.events.toLocaleString('en-US')} events, ${data.grants.toLocaleString('en-US')} grants (${DAYS} days) in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+    const data = kept ?? (await generateReportData(store, EVENTS, endMs, DAYS));
+    if (kept) process.stdout.write(`reused the store at ${KEEP}: ${data.events.toLocaleString('en-US')} events, ${data.grants.toLocaleString('en-US')} grants (${DAYS} days) generated before\n`);
+    else process.stdout.write(`generated ${data.events.toLocaleString('en-US')} events, ${data.grants.toLocaleString('en-US')} grants (${DAYS} days) in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+    if (KEEP && !kept) writeFileSync(path.join(KEEP, 'bench-generated.json'), JSON.stringify({ asked: EVENTS, days: DAYS, data }));
     // Seal every whole hour before now (issue 22 item 1): the generator writes no checkpoint,
     // so the seal is as of a checkpoint above every generated revision, up to now.
     const tSeal = performance.now();
     const sealed = await sealContentionHours({ store, limits: config.reports }, { cluster: 'bench', checkpoint: 10n ** 15n, sealBeforeMs: endMs });
     const sealMs = performance.now() - tSeal;
-    process.stdout.write(`sealed ${sealed[0]?.hours ?? 0} contention hours (${sealed[0]?.irregularHours ?? 0} irregular) in ${(sealMs / 1000).toFixed(1)} s\n`);
+    process.stdout.write(`sealed ${sealed[0]?.hours ?? 0} contention hours (${sealed[0]?.irregularHours ?? 0} irregular) in ${(sealMs / 1000).toFixed(1)} s${kept ? ' (a reused store: the hours its first run sealed stay sealed, and this time is not that of a backfill)' : ''}\n`);
     await printLayout(store, data.events);
     const exportDir = mkdtempSync(path.join(tmpdir(), 'lockaudit-bench-export-'));
 
@@ -191,6 +217,16 @@ async function main(): Promise<void> {
         report({ name: `${c.name} p${p}`, value: percentile(api, p), unit: 'ms', baselineName: `bare SQL p${p}`, baseline: percentile(bare, p), higherIsBetter: false });
       }
     }
+    if (contentionRawP50 !== undefined) {
+      // Where the sealed-hours path's time goes, query by query (top keys and pending run together).
+      heading(`contention ${DAYS} d from sealed hours: where the time goes (three runs, ms per query; top keys and pending are asked together and chdb runs them one after the other, so pending's time includes that wait)`);
+      const stages = new Map<string, number[]>();
+      const window = { from: new Date(fromSpan).toISOString(), to: new Date(endMs).toISOString(), by: 'namespace' as const, top: 10 };
+      for (let i = 0; i < 3; i++) {
+        await contentionReport({ store, limits: config.reports }, window, endMs, { onStage: (name, ms) => stages.set(name, [...(stages.get(name) ?? []), ms]) });
+      }
+      for (const [name, ms] of stages) process.stdout.write(`${name.padEnd(46)} ${ms.map((m) => Math.round(m).toLocaleString('en-US')).join(' / ').padStart(26)}\n`);
+    }
     // Where contention's time goes: the same window read plain, read with FINAL,
     // and with FINAL plus the per-key window (the report adds the GROUPING SETS).
     if (only.length > 0) { rmSync(exportDir, { recursive: true, force: true }); return; }
@@ -206,7 +242,7 @@ async function main(): Promise<void> {
       await store.rows(sql, windowParams, settings);
       process.stdout.write(`${name.padEnd(46)} ${Math.round(performance.now() - t).toLocaleString('en-US').padStart(8)} ms\n`);
     }
-    report({ name: 'contention: sealing every hour once (backfill)', value: sealMs, unit: 'ms', baselineName: 'contention raw query p50', baseline: contentionRawP50 ?? sealMs, higherIsBetter: false });
+    if (!kept) report({ name: 'contention: sealing every hour once (backfill)', value: sealMs, unit: 'ms', baselineName: 'contention raw query p50', baseline: contentionRawP50 ?? sealMs, higherIsBetter: false });
     if (exportN > 0) process.stdout.write(`compliance export: ${(Number(exportRows) / exportN).toFixed(0)} rows, ${(exportBytes / exportN / 1e6).toFixed(1)} MB per export on average\n`);
     rmSync(exportDir, { recursive: true, force: true });
   } finally {
