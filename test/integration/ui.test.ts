@@ -305,6 +305,25 @@ describe('web console', () => {
     await shot('tailers');
   });
 
+  it('draws the tailer lag chart when the page is still waiting for its quarantine section after building the chart', async () => {
+    // The page builds the chart, then awaits its quarantine section before it is shown: a chart box observed while
+    // not yet in the page must still draw once it is (it used to take the first resize callback, made while
+    // detached, for the page having been replaced, and never drew).
+    await page.route('**/v1/quarantine?*', async (route) => {
+      await new Promise((r) => setTimeout(r, 400));
+      await route.continue();
+    });
+    try {
+      await page.goto(`${base}/ui/#/`);
+      await page.goto(`${base}/ui/#/tailers`);
+      await page.locator('table.tailers tbody tr', { hasText: 'replica-a' }).waitFor();
+      await chartRendered(page, 'tailer-lag');
+      assert.deepEqual(await chartLines(page, 'tailer-lag'), { 'c1 lag (s)': [1.5], 'c1 lag (revisions)': [20] });
+    } finally {
+      await page.unroute('**/v1/quarantine?*');
+    }
+  });
+
   it('shows quarantined changes on the tailer page: escaped, long values cut with the whole value a click away, a page at a time', async () => {
     const markup = '<img src=x onerror="window.__pwned=1">';
     const long = `{"holder":"${'x'.repeat(300)}","waitMs":1e21}`;

@@ -37,14 +37,19 @@ window.lockaudit = { charts };
 export function chartBox(name: string, option: EChartsOption, height: number, setup?: (chart: Chart) => void): HTMLElement {
   const box = h('div', { class: 'chart', 'data-chart': name, style: `height: ${height}px` });
   let chart: Chart | undefined;
+  let shown = false;
   const observer = new ResizeObserver(() => {
     if (!box.isConnected) {
+      // Built but not in the page yet (a page may await more of itself after building its charts): the callback
+      // comes again when the box is laid out.
+      if (!shown) return;
       // The page was replaced: free the chart.
       observer.disconnect();
       if (chart && charts.get(name) === chart) charts.delete(name);
       chart?.dispose();
       return;
     }
+    shown = true;
     if (box.clientWidth === 0) return;
     if (!chart) {
       charts.get(name)?.dispose();
