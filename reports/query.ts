@@ -23,23 +23,22 @@ export function isTimeout(err: unknown): boolean {
 export async function reportRows<T>(deps: ReportDeps, sql: SqlFile, params: Record<string, unknown>, settings: ClickHouseSettings = {}): Promise<T[]> {
   const missing = sql.params.filter((p) => p !== 'db' && !(p in params));
   if (missing.length) throw new Error(`${sql.name}: parameters not given: ${missing.join(', ')}`);
-  try {
-    return await deps.store.rows<T>(sql.text, params, { max_execution_time: deps.limits.queryTimeoutMs / 1000, ...settings });
-  } catch (err) {
-    throw asLimitError(deps, err);
-  }
+  return limited(deps, () => deps.store.rows<T>(sql.text, params, { max_execution_time: deps.limits.queryTimeoutMs / 1000, ...settings }));
 }
 
 /**
- * Runs `sql`, which binds nothing but `db`, as an operator's status read
- * (AuditStore.statusRows: it does not queue behind reports and the tailer's
- * reads). Rows as reportRows gives them.
+ * Runs `sql` as an operator's status read (AuditStore.statusRows, which
+ * refuses any parameter but `db`: it does not queue behind reports and the
+ * tailer's reads). Rows as reportRows gives them.
  */
 export async function statusRows<T>(deps: ReportDeps, sql: SqlFile): Promise<T[]> {
-  const bound = sql.params.filter((p) => p !== 'db');
-  if (bound.length) throw new Error(`${sql.name}: a status read binds nothing but db, not ${bound.join(', ')}`);
+  return limited(deps, () => deps.store.statusRows<T>(sql.text, { max_execution_time: deps.limits.queryTimeoutMs / 1000 }));
+}
+
+/** The query's rows, its timeout as the 400 that names the limit. */
+async function limited<T>(deps: ReportDeps, run: () => Promise<T[]>): Promise<T[]> {
   try {
-    return await deps.store.statusRows<T>(sql.text, { max_execution_time: deps.limits.queryTimeoutMs / 1000 });
+    return await run();
   } catch (err) {
     throw asLimitError(deps, err);
   }
