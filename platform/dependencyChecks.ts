@@ -4,6 +4,7 @@
 // (deep) and /readyz (shallow, cached).
 import { createHash, randomUUID } from 'node:crypto';
 import { Queue, QueueEvents, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
 import type { Config } from '../core/config.js';
 import type { AuditStore } from '../core/clickhouse.js';
 import { createEtcdClient } from '../core/etcd.js';
@@ -131,27 +132,41 @@ export function checkRedis(config: Config, options: CheckOptions): Promise<Check
     try {
       const pong = await withTimeout(connection.ping(), 3_000, 'PING');
       if (!options.deep) return `PING ${pong}`;
-      const queueName = `doctor-${randomUUID()}`;
-      const opts = { connection, prefix: config.queuePrefix };
-      const queue = new Queue(queueName, opts);
-      const events = new QueueEvents(queueName, { connection: createRedis(config.redis.url, 'check', options.logger), prefix: config.queuePrefix });
-      const worker = new Worker(queueName, async (job) => ({ echoed: (job.data as { n: number }).n }), { connection: createRedis(config.redis.url, 'check', options.logger), prefix: config.queuePrefix });
-      try {
-        await events.waitUntilReady();
-        const job = await queue.add('probe', { n: 42 }, { removeOnComplete: true, removeOnFail: true });
-        const result = (await withTimeout(job.waitUntilFinished(events, 10_000), 12_000, 'job')) as { echoed: number };
-        if (result.echoed !== 42) throw new Error('the probe job returned the wrong result');
-        return 'a job went through the queue (BullMQ)';
-      } finally {
-        await worker.close();
-        await events.close();
-        await queue.obliterate({ force: true }).catch(() => undefined);
-        await queue.close();
-      }
+      await queueProbe(config, options.logger, connection);
+      return 'a job went through the queue (BullMQ)';
     } finally {
       connection.disconnect();
     }
   });
+}
+
+/**
+ * One job through a queue of its own, answered by a worker. The job is kept
+ * once finished (the whole queue is obliterated after): waitUntilFinished
+ * polls the job after subscribing, and a job removed on completion before
+ * that poll reads as "Missing key for job" — a loaded machine made doctor
+ * fail that way. `beforeWait` lets a test widen that window.
+ */
+export async function queueProbe(config: Config, logger: Logger, connection: Redis, beforeWait?: () => Promise<void>): Promise<void> {
+  const queueName = `doctor-${randomUUID()}`;
+  const queue = new Queue(queueName, { connection, prefix: config.queuePrefix });
+  const events = new QueueEvents(queueName, { connection: createRedis(config.redis.url, 'check', logger), prefix: config.queuePrefix });
+  const worker = new Worker(queueName, async (job) => ({ echoed: (job.data as { n: number }).n }), {
+    connection: createRedis(config.redis.url, 'check', logger),
+    prefix: config.queuePrefix,
+  });
+  try {
+    await events.waitUntilReady();
+    const job = await queue.add('probe', { n: 42 });
+    await beforeWait?.();
+    const result = (await withTimeout(job.waitUntilFinished(events, 10_000), 12_000, 'job')) as { echoed: number };
+    if (result.echoed !== 42) throw new Error('the probe job returned the wrong result');
+  } finally {
+    await worker.close();
+    await events.close();
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+  }
 }
 
 export async function checkAll(config: Config, store: AuditStore | undefined, options: CheckOptions): Promise<CheckResult[]> {
