@@ -3,7 +3,7 @@
 // into it), a job through Redis (deep) or a PING. Used by `lockaudit doctor`
 // (deep) and /readyz (shallow, cached).
 import { createHash, randomUUID } from 'node:crypto';
-import { Queue, QueueEvents, Worker } from 'bullmq';
+import { type Job, Queue, QueueEvents, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config } from '../core/config.js';
 import type { AuditStore } from '../core/clickhouse.js';
@@ -145,9 +145,10 @@ export function checkRedis(config: Config, options: CheckOptions): Promise<Check
  * once finished (the whole queue is obliterated after): waitUntilFinished
  * polls the job after subscribing, and a job removed on completion before
  * that poll reads as "Missing key for job" — a loaded machine made doctor
- * fail that way. `beforeWait` lets a test widen that window.
+ * fail that way. `beforeWait` (given the job) lets a test hold that window
+ * open until the worker has finished it.
  */
-export async function queueProbe(config: Config, logger: Logger, connection: Redis, beforeWait?: () => Promise<void>): Promise<void> {
+export async function queueProbe(config: Config, logger: Logger, connection: Redis, beforeWait?: (job: Job) => Promise<void>): Promise<void> {
   const queueName = `doctor-${randomUUID()}`;
   const queue = new Queue(queueName, { connection, prefix: config.queuePrefix });
   const events = new QueueEvents(queueName, { connection: createRedis(config.redis.url, 'check', logger), prefix: config.queuePrefix });
@@ -158,7 +159,7 @@ export async function queueProbe(config: Config, logger: Logger, connection: Red
   try {
     await events.waitUntilReady();
     const job = await queue.add('probe', { n: 42 });
-    await beforeWait?.();
+    await beforeWait?.(job);
     const result = (await withTimeout(job.waitUntilFinished(events, 10_000), 12_000, 'job')) as { echoed: number };
     if (result.echoed !== 42) throw new Error('the probe job returned the wrong result');
   } finally {

@@ -1,7 +1,7 @@
 // doctor's deep Redis check puts one job through a queue of its own. CI saw it
 // fail on a loaded machine with "Missing key for job … isFinished": the worker
 // had finished the job, and removed it, before waitUntilFinished polled it.
-// Real Redis; the window between the add and the wait held wide open.
+// Real Redis; the wait begins only after the worker has finished the job.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -17,12 +17,18 @@ describe("doctor's queue probe", () => {
   it('answers when the worker finished the job before the wait began', async () => {
     const connection = createRedis(config.redis.url, 'check', logger);
     try {
-      let waitedAfterAdd = false;
-      await queueProbe(config, logger, connection, async () => {
-        await sleep(500);
-        waitedAfterAdd = true;
+      // The wait begins only once the worker has finished the job (and, before
+      // the fix, removed it: its state then reads "unknown").
+      let stateAtWait = '';
+      await queueProbe(config, logger, connection, async (job) => {
+        const deadline = Date.now() + 10_000;
+        do {
+          stateAtWait = await job.getState();
+          if (stateAtWait === 'completed' || stateAtWait === 'unknown') break;
+          await sleep(20);
+        } while (Date.now() < deadline);
       });
-      assert.equal(waitedAfterAdd, true);
+      assert.equal(stateAtWait, 'completed');
       // Nothing is left behind under the probe's prefix.
       assert.deepEqual(await connection.keys(`${config.queuePrefix}:doctor-*`), []);
     } finally {
