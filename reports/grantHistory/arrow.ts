@@ -8,7 +8,7 @@ import type { ClickHouseSettings } from '@clickhouse/client';
 import { END_KINDS } from '../../core/events.js';
 import { loadSql } from '../../platform/sql.js';
 import { asLimitError, reportRows } from '../query.js';
-import { cursorAfter, historySettings, resolvePage, type GrantHistoryDeps, type GrantHistoryParams, type PagePosition } from './index.js';
+import { cursorAfter, historySettings, planPage, type GrantHistoryDeps, type GrantHistoryParams, type PagePosition } from './index.js';
 
 const PAGE_END = loadSql('reports/grantHistory/pageEnd.sql');
 const HISTORY_ARROW = loadSql('reports/grantHistory/historyArrow.sql');
@@ -29,7 +29,7 @@ export interface ArrowPage {
 
 /** One page of grant history as Arrow IPC: the same filters, limits, window and cursors as the JSON page. */
 export async function grantHistoryArrow(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number): Promise<ArrowPage> {
-  const page = resolvePage(deps, p, nowMs);
+  const page = await planPage(deps, p, nowMs);
   const sourceSettings = historySettings(String(page.params.source));
   const ends = await reportRows<PagePosition>(deps, PAGE_END, { ...page.params, offset: page.limit - 1 }, sourceSettings);
   // Two rows: the page's last and one more, so another page follows. Fewer: this is the last page.
