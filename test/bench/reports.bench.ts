@@ -118,6 +118,12 @@ async function main(): Promise<void> {
     let exportBytes = 0;
     let exportN = 0;
 
+    const tokenKeys = loadSql('reports/grantHistory/tokenKeys.sql');
+    const tokenLookupRouted = async (token: string) => {
+      const keys = await store.rows<{ key: string }>(tokenKeys.text, { token, cluster: '' }, settings);
+      if (keys.length !== 1) throw new Error(`token ${token} names ${keys.length} keys in grant_tokens`);
+      return store.rows(history.text, { ...baseParams, source: 'grants_by_key', key: keys[0]?.key ?? '', hasToken: 1, token }, { ...settings, ...historySettings('grants_by_key') });
+    };
     interface Case { name: string; iter: number; api: () => Promise<number>; bare: () => Promise<unknown> }
     const cases: Case[] = [
       {
@@ -149,9 +155,16 @@ async function main(): Promise<void> {
         bare: () => store.rows(history.text, { ...baseParams, source: 'grants_by_holder', holder: holder(), fromMs: fromSpan, toMs: endMs }, settings),
       },
       {
+        // Bare: the API's two queries (the token's key from grant_tokens, sql/170; that key's range of grants_by_key).
         name: 'token lookup', iter: ITER,
         api: async () => (await app.inject({ method: 'GET', url: `/v1/grants?token=${grantToken()}`, headers: auth(investigator) })).statusCode,
-        bare: () => store.rows(history.text, { ...baseParams, hasToken: 1, token: grantToken() }, settings),
+        bare: () => tokenLookupRouted(grantToken()),
+      },
+      {
+        // Before sql/170: the same lookup on `grants` through its bloom-filter skip index, beside the routed one.
+        name: 'token lookup on grants, no 170 (bare)', iter: ITER,
+        api: async () => { await store.rows(history.text, { ...baseParams, hasToken: 1, token: grantToken() }, { ...settings, ...historySettings('grants') }); return 200; },
+        bare: () => tokenLookupRouted(grantToken()),
       },
       {
         name: 'risk register (build + store)', iter: ITER_REPORTS,
@@ -254,7 +267,7 @@ async function main(): Promise<void> {
 async function printLayout(store: Awaited<ReturnType<typeof tempStore>>['store'], events: number): Promise<void> {
   heading('physical layout');
   const tables = await store.rows<{ name: string; engine: string; sorting_key: string; primary_key: string; create_table_query: string }>(
-    "SELECT name, engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = {db:String} AND name IN ('grants', 'grants_by_key', 'grants_by_holder', 'events', 'risk_register', 'risk_register_runs', 'grant_history_reads', 'unprotected_reconciliations', 'contention_seals', 'contention_hours', 'contention_handoffs', 'contention_key_hours', 'contention_pending') ORDER BY name",
+    "SELECT name, engine, sorting_key, primary_key, create_table_query FROM system.tables WHERE database = {db:String} AND name IN ('grants', 'grants_by_key', 'grants_by_holder', 'grant_tokens', 'events', 'risk_register', 'risk_register_runs', 'grant_history_reads', 'unprotected_reconciliations', 'contention_seals', 'contention_hours', 'contention_handoffs', 'contention_key_hours', 'contention_pending') ORDER BY name",
     { db: store.database },
   );
   const parts = await store.rows<{ table: string; parts: string; rows: string; bytes: string; raw: string }>(
