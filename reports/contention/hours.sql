@@ -14,8 +14,9 @@
 -- Buckets are whole hours (bucketSeconds a multiple of 3600; index.ts uses
 -- this file only then). The covered hours come in as runs, cluster i's hours
 -- [runFrom[i], runTo[i]) (unix seconds), each read from its newest seal
--- (contention_seals FINAL): a few numbers, not one per hour (a long literal
--- array costs every query that binds it; covered.sql checked each hour).
+-- (contention_seals FINAL: its seal_id and attempt, sql/180): a few numbers,
+-- not one per hour (a long literal array costs every query that binds it;
+-- covered.sql checked each hour).
 -- Parameters: {db:Identifier} {by:String} {fromMs:Int64} {toMs:Int64} {namespace:String} {class:String} {groupLimit:UInt32} {top:UInt32} {bucketSeconds:UInt32} {clusters:Array(String)} {runFrom:Array(UInt32)} {runTo:Array(UInt32)} {topKeys:Array(String)} {pendingClusters:Array(String)} {pendingKeys:Array(String)} {pendingRevisions:Array(String)} {pendingSpools:Array(String)} {pendingTimelines:Array(UInt32)}
 SELECT kind, grp, key, bucket_ms, grants, holders, wait, ended, hold, handoffs, handoff, expiries, force_releases
 FROM
@@ -54,8 +55,8 @@ FROM
             arrayReduce('quantilesExactState(0.5, 0.95)', CAST([], 'Array(Int64)')) AS p_handoff,
             expiries AS p_expiries, force_releases AS p_force_releases
         FROM {db:Identifier}.contention_hours
-        WHERE (cluster, toUInt32(hour), seal_id) IN (
-            SELECT cluster, toUInt32(hour), seal_id FROM {db:Identifier}.contention_seals FINAL
+        WHERE (cluster, toUInt32(hour), seal_id, attempt) IN (
+            SELECT cluster, toUInt32(hour), seal_id, attempt FROM {db:Identifier}.contention_seals FINAL
             WHERE arrayExists((c, f, t) -> c = cluster AND f <= toUInt32(hour) AND toUInt32(hour) < t, {clusters:Array(String)}, {runFrom:Array(UInt32)}, {runTo:Array(UInt32)}))
             AND ({namespace:String} = '' OR namespace = {namespace:String})
             AND ({class:String} = '' OR class = {class:String})
@@ -101,8 +102,8 @@ FROM
             toUInt64(0) AS p_expiries,
             toUInt64(0) AS p_force_releases
         FROM {db:Identifier}.contention_handoffs
-        WHERE (cluster, toUInt32(hour), seal_id) IN (
-            SELECT cluster, toUInt32(hour), seal_id FROM {db:Identifier}.contention_seals FINAL
+        WHERE (cluster, toUInt32(hour), seal_id, attempt) IN (
+            SELECT cluster, toUInt32(hour), seal_id, attempt FROM {db:Identifier}.contention_seals FINAL
             WHERE arrayExists((c, f, t) -> c = cluster AND f <= toUInt32(hour) AND toUInt32(hour) < t, {clusters:Array(String)}, {runFrom:Array(UInt32)}, {runTo:Array(UInt32)}))
             AND pred_granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
             AND pred_granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')

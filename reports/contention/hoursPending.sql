@@ -3,6 +3,6 @@
 -- Parameters: {db:Identifier} {clusters:Array(String)} {runFrom:Array(UInt32)} {runTo:Array(UInt32)}
 SELECT cluster, key, toString(grant_revision) AS grant_revision, spool_id, timeline
 FROM {db:Identifier}.contention_pending
-WHERE (cluster, toUInt32(hour), seal_id) IN (
-    SELECT cluster, toUInt32(hour), seal_id FROM {db:Identifier}.contention_seals FINAL
+WHERE (cluster, toUInt32(hour), seal_id, attempt) IN (
+    SELECT cluster, toUInt32(hour), seal_id, attempt FROM {db:Identifier}.contention_seals FINAL
     WHERE arrayExists((c, f, t) -> c = cluster AND f <= toUInt32(hour) AND toUInt32(hour) < t, {clusters:Array(String)}, {runFrom:Array(UInt32)}, {runTo:Array(UInt32)}))

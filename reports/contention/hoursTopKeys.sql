@@ -8,8 +8,8 @@ FROM
 (
     SELECT key, grants
     FROM {db:Identifier}.contention_key_hours
-    WHERE (cluster, toUInt32(hour), seal_id) IN (
-            SELECT cluster, toUInt32(hour), seal_id FROM {db:Identifier}.contention_seals FINAL
+    WHERE (cluster, toUInt32(hour), seal_id, attempt) IN (
+            SELECT cluster, toUInt32(hour), seal_id, attempt FROM {db:Identifier}.contention_seals FINAL
             WHERE arrayExists((c, f, t) -> c = cluster AND f <= toUInt32(hour) AND toUInt32(hour) < t, {clusters:Array(String)}, {runFrom:Array(UInt32)}, {runTo:Array(UInt32)}))
         AND ({namespace:String} = '' OR namespace = {namespace:String})
         AND ({class:String} = '' OR class = {class:String})

@@ -8,6 +8,7 @@
 // attempt that died half-way is never read. Every read of a seal is bounded
 // by the checkpoint it was taken at: rows for later revisions are left out
 // before FINAL, so the seal's parts agree with each other.
+import { randomUUID } from 'node:crypto';
 import type { ReportDeps } from '../query.js';
 import { loadSql } from '../../platform/sql.js';
 
@@ -35,6 +36,8 @@ export interface SealOptions {
   hours?: number[];
   /** Hours per batch (each batch reads its keys' grants over the lookback once). Default 24 × 92. */
   batchHours?: number;
+  /** Where each attempt's seal id comes from (tests: two attempts with one id). Default: the clock (nextSealId). */
+  sealIds?: () => bigint;
 }
 
 export interface SealResult {
@@ -45,7 +48,12 @@ export interface SealResult {
 }
 
 let lastSealId = 0n;
-/** Increasing per attempt, also across processes (the clock's microseconds), never repeated in one. */
+/**
+ * Increasing per attempt, also across processes (the clock's microseconds),
+ * never repeated in one — but two processes in one millisecond can take the
+ * same id: each attempt's rows also carry its random `attempt` (sql/180),
+ * which readers match with the id.
+ */
 function nextSealId(): bigint {
   const now = BigInt(Date.now()) * 1000n;
   lastSealId = now > lastSealId ? now : lastSealId + 1n;
@@ -74,7 +82,7 @@ export async function sealContentionHours(deps: ReportDeps, opts: SealOptions = 
     const batch = opts.batchHours ?? 24 * 92;
     for (let i = 0; i < candidates.length; i += batch) {
       const hours = candidates.slice(i, i + batch);
-      const sealed = await sealBatch(deps, { cluster, hours, checkpoint, generation, lookbackDays });
+      const sealed = await sealBatch(deps, { cluster, hours, checkpoint, generation, lookbackDays, sealId: (opts.sealIds ?? nextSealId)() });
       result.hours += sealed.hours;
       result.irregularHours += sealed.irregularHours;
     }
@@ -84,9 +92,10 @@ export async function sealContentionHours(deps: ReportDeps, opts: SealOptions = 
 
 async function sealBatch(
   deps: ReportDeps,
-  b: { cluster: string; hours: number[]; checkpoint: bigint; generation: number; lookbackDays: number },
+  b: { cluster: string; hours: number[]; checkpoint: bigint; generation: number; lookbackDays: number; sealId: bigint },
 ): Promise<{ hours: number; irregularHours: number }> {
-  const sealId = nextSealId().toString();
+  const sealId = b.sealId.toString();
+  const attempt = randomUUID();
   const checkpoint = b.checkpoint.toString();
   const base = { cluster: b.cluster, hours: b.hours, checkpoint };
   const lookbackMs = Math.min(...b.hours) * 1000 - b.lookbackDays * DAY_MS - HOUR_MS;
@@ -94,15 +103,15 @@ async function sealBatch(
   const irregular = new Map(
     (await deps.store.rows<{ hour_s: number; irregular: string; grants: string; pending: string }>(IRREGULAR.text, { ...base, lookbackMs })).map((r) => [Number(r.hour_s), r]),
   );
-  await deps.store.command(STATES.text, { ...base, sealId });
-  await deps.store.command(PENDING.text, { ...base, sealId });
-  await deps.store.command(HANDOFFS.text, { ...base, sealId, lookbackMs });
-  await deps.store.command(KEYS.text, { ...base, sealId });
+  await deps.store.command(STATES.text, { ...base, sealId, attempt });
+  await deps.store.command(PENDING.text, { ...base, sealId, attempt });
+  await deps.store.command(HANDOFFS.text, { ...base, sealId, attempt, lookbackMs });
+  await deps.store.command(KEYS.text, { ...base, sealId, attempt });
   // Last: the seal rows, which make the rows above the hours' figures.
   const seals = fingerprints.map((f) => {
     const i = irregular.get(Number(f.hour_s));
     return {
-      cluster: b.cluster, hour: Number(f.hour_s), seal_id: sealId, max_revision: f.max_revision, spool_grants: f.spool_grants, generation: b.generation,
+      cluster: b.cluster, hour: Number(f.hour_s), seal_id: sealId, attempt, max_revision: f.max_revision, spool_grants: f.spool_grants, generation: b.generation,
       lookback_days: b.lookbackDays, irregular: i?.irregular ?? '0', grants: i?.grants ?? '0', pending: i?.pending ?? '0', checkpoint,
     };
   });

@@ -7,9 +7,9 @@
 -- contention.sql's PREWHERE would drop too. The report counts a handoff when
 -- its previous grant is in the report's window (contention.sql's "both in
 -- the window"); that is exact for regular grants (sealIrregular.sql).
--- Parameters: {db:Identifier} {hours:Array(UInt32)} {sealId:UInt64} (and those of sealKeyGrants.sql)
-INSERT INTO {db:Identifier}.contention_handoffs (cluster, hour, seal_id, namespace, class, pred_granted_at, gap_ms)
-SELECT cluster, toStartOfHour(toDateTime(granted_at, 'UTC')), {sealId:UInt64}, namespace, class, pred_granted_at, gap_ms
+-- Parameters: {db:Identifier} {hours:Array(UInt32)} {sealId:UInt64} {attempt:UUID} (and those of sealKeyGrants.sql)
+INSERT INTO {db:Identifier}.contention_handoffs (cluster, hour, seal_id, attempt, namespace, class, pred_granted_at, gap_ms)
+SELECT cluster, toStartOfHour(toDateTime(granted_at, 'UTC')), {sealId:UInt64}, {attempt:UUID}, namespace, class, pred_granted_at, gap_ms
 FROM
 (
     SELECT cluster, namespace, class, granted_at,

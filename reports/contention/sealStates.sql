@@ -3,11 +3,11 @@
 -- each once, as of the checkpoint {checkpoint}: rows written for revisions
 -- above it are left out before FINAL (a grant ended above it reads as held:
 -- sealPending.sql lists it, and the report reads its end raw).
--- Parameters: {db:Identifier} {sealId:UInt64} (and those of sealHourGrants.sql)
+-- Parameters: {db:Identifier} {sealId:UInt64} {attempt:UUID} (and those of sealHourGrants.sql)
 INSERT INTO {db:Identifier}.contention_hours
-    (cluster, hour, seal_id, namespace, class, grants, holders, wait, ended, hold, expiries, force_releases)
+    (cluster, hour, seal_id, attempt, namespace, class, grants, holders, wait, ended, hold, expiries, force_releases)
 SELECT
-    cluster, toStartOfHour(toDateTime(granted_at, 'UTC')) AS hour, {sealId:UInt64}, namespace, class,
+    cluster, toStartOfHour(toDateTime(granted_at, 'UTC')) AS hour, {sealId:UInt64}, {attempt:UUID}, namespace, class,
     count(),
     uniqExactState(holder),
     quantilesExactState(0.5, 0.95, 0.99)(wait_ms),

@@ -162,6 +162,20 @@ describe('contention from sealed hours: the raw query\'s answer', () => {
     await assertSame('sealed three times');
   });
 
+  it('two attempts that take one seal id (two workers sealing in one millisecond) count each hour once', async () => {
+    const seals = await store.rows<{ hour_s: number }>(`SELECT toUInt32(hour) AS hour_s FROM {db:Identifier}.contention_seals FINAL WHERE cluster = 'c1' ORDER BY hour_s`);
+    const hours = seals.map((s) => Number(s.hour_s));
+    await new Promise((r) => setTimeout(r, 5));
+    // The clock's id now: above every seal so far (earlier milliseconds), below those of the tests after this one.
+    const id = BigInt(Date.now()) * 1000n;
+    for (let i = 0; i < 2; i++) assert.equal((await sealContentionHours(deps, { cluster: 'c1', hours, sealIds: () => id }))[0]!.hours, hours.length);
+    const attempts = await store.rows<{ n: string; newest: string }>(
+      `SELECT toString(uniqExact(attempt)) AS n, toString((SELECT max(seal_id) FROM {db:Identifier}.contention_seals FINAL WHERE cluster = 'c1')) AS newest
+       FROM {db:Identifier}.contention_hours WHERE cluster = 'c1' AND seal_id = {id:UInt64}`, { id: id.toString() });
+    assert.deepEqual(attempts, [{ n: '2', newest: id.toString() }], 'both attempts stored their rows under the one id, which is the newest seal');
+    await assertSame('two attempts with one seal id');
+  });
+
   it('a restore makes every seal of the cluster stale until sealed again', async () => {
     await store.insert('etcd_timelines', [{ cluster: 'c1', generation: 1, cluster_id: 'new', previous_cluster_id: 'old', previous_checkpoint: '400', restored_head: '120', diverged_after: '120', resume_revision: '121', reason: 'restore' }]);
     // The restore marks pay/acct-2's end rolled back and the grant carried into timeline 1 as held.
