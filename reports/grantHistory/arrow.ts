@@ -45,6 +45,7 @@ export async function grantHistoryArrow(deps: GrantHistoryDeps, p: GrantHistoryP
       endKey: end?.key ?? '',
       endRevision: end?.grant_revision ?? '0',
       endSpool: end?.spool_id ?? '',
+      endTimeline: Number(end?.timeline ?? 0),
     }, settings);
     return { stream, nextCursor: end ? cursorAfter(deps, page, end) : null };
   } catch (err) {

@@ -1,6 +1,6 @@
 -- Grant history: one row per grant (grants FINAL: exact under replays), every
 -- grant whose hold overlaps [from, to], after the cursor, in the order
--- (granted_at, cluster, key, grant_revision, spool_id). The filters and the
+-- (granted_at, cluster, key, grant_revision, spool_id, timeline). The filters and the
 -- window rule (overlapping) are the grant filter's (reports/grantFilter/:
 -- PREWHERE for columns a grant never changes, WHERE for ended_at and end_kind);
 -- source, filter and cursor: pageSource.sql. Columns: columns.sql (the
@@ -11,5 +11,5 @@ SELECT
 -- @include reports/grantHistory/pageSource.sql
 WHERE
 -- @include reports/grantFilter/where.sql
-ORDER BY granted_at, cluster, key, grant_revision, spool_id
+ORDER BY granted_at, cluster, key, grant_revision, spool_id, timeline
 LIMIT {limit:UInt32}

@@ -7,7 +7,7 @@
 -- UInt64 (Arrow uint64), times are Arrow timestamp[ms, UTC]; LowCardinality
 -- columns come as plain strings (ClickHouse's default for Arrow output).
 -- endKinds: core/events.ts END_KINDS (any other end_kind, '' included, is null).
--- Parameters: {endKinds:Array(String)} {hasEnd:UInt8} {endMs:Int64} {endCluster:String} {endKey:String} {endRevision:UInt64} {endSpool:String}
+-- Parameters: {endKinds:Array(String)} {hasEnd:UInt8} {endMs:Int64} {endCluster:String} {endKey:String} {endRevision:UInt64} {endSpool:String} {endTimeline:UInt32}
 SELECT
     cluster,
     key,
@@ -28,8 +28,8 @@ SELECT
     toBool(rolled_back_by > 0) AS rolledBack
 -- @include reports/grantHistory/pageSource.sql
     AND ({hasEnd:UInt8} = 0
-         OR (granted_at, cluster, key, grant_revision, spool_id)
-            <= (fromUnixTimestamp64Milli({endMs:Int64}, 'UTC'), {endCluster:String}, {endKey:String}, {endRevision:UInt64}, {endSpool:String}))
+         OR (granted_at, cluster, key, grant_revision, spool_id, timeline)
+            <= (fromUnixTimestamp64Milli({endMs:Int64}, 'UTC'), {endCluster:String}, {endKey:String}, {endRevision:UInt64}, {endSpool:String}, {endTimeline:UInt32}))
 WHERE
 -- @include reports/grantFilter/where.sql
-ORDER BY granted_at, cluster, key, grant_revision, spool_id
+ORDER BY granted_at, cluster, key, grant_revision, spool_id, timeline

@@ -173,7 +173,10 @@ export function historySettings(source: string): ClickHouseSettings {
  * and its cursor is bound to the request's filters, not the routed key.
  * undefined when the table names no key (a token no grant has, or one just
  * written) or more than one (a token granted on two keys: two clusters, or an
- * insider's copy): the page reads `grants`, which is always right.
+ * insider's copy): the page reads `grants`, which is always right. Two
+ * queries, not one read: a second key that gets the token between them (its
+ * grant written in those milliseconds) is missed by this page and found by the
+ * next request, as a grant written just after a page is.
  */
 export async function tokenKey(deps: ReportDeps, p: GrantHistoryParams): Promise<string | undefined> {
   if (p.token === undefined || p.key !== undefined) return undefined;
@@ -218,6 +221,7 @@ export function resolvePage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs
     afterKey: cursor?.after.key ?? '',
     afterRevision: cursor?.after.grantRevision ?? '0',
     afterSpool: cursor?.after.spoolId ?? '',
+    afterTimeline: cursor?.after.timeline ?? 0,
   };
   return { limit, digest, window, params };
 }
@@ -229,12 +233,14 @@ export interface PagePosition {
   key: string;
   grant_revision: string;
   spool_id: string;
+  /** Absent from a row that reads no timeline: 0. */
+  timeline?: number | string;
 }
 
 /** The cursor of the page whose last row is `last`. */
 export function cursorAfter(deps: GrantHistoryDeps, page: ResolvedPage, last: PagePosition): string {
   return encodeCursor({
-    after: { grantedAtMs: Number(last.granted_at_ms), cluster: last.cluster, key: last.key, grantRevision: String(last.grant_revision), spoolId: last.spool_id },
+    after: { grantedAtMs: Number(last.granted_at_ms), cluster: last.cluster, key: last.key, grantRevision: String(last.grant_revision), spoolId: last.spool_id, timeline: Number(last.timeline ?? 0) },
     toMs: page.window.toMs,
     filters: page.digest,
   }, deps.cursorKey);

@@ -8,9 +8,10 @@ SELECT
     cluster,
     key,
     grant_revision,
-    spool_id
+    spool_id,
+    timeline
 -- @include reports/grantHistory/pageSource.sql
 WHERE
 -- @include reports/grantFilter/where.sql
-ORDER BY granted_at, cluster, key, grant_revision, spool_id
+ORDER BY granted_at, cluster, key, grant_revision, spool_id, timeline
 LIMIT 2 OFFSET {offset:UInt32}

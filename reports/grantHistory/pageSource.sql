@@ -2,7 +2,7 @@
 -- historyArrow.sql) reads from: {source} FINAL, the grant filter's PREWHERE
 -- part (reports/grantFilter/prewhere.sql), and the keyset cursor — rows after
 -- the cursor's position in the order (granted_at, cluster, key,
--- grant_revision, spool_id), columns a grant never changes, so it is in
+-- grant_revision, spool_id, timeline), columns a grant never changes, so it is in
 -- PREWHERE too and a grant that ends between two pages keeps its place
 -- (hasCursor 0: the first page). The includer may add PREWHERE conditions
 -- (AND …), then its WHERE with reports/grantFilter/where.sql.
@@ -12,11 +12,11 @@
 -- historySource(). The cursor's granted_at is repeated alone (implied by the
 -- tuple) because the primary key can use it: on grants_by_key a later page
 -- starts at its cursor instead of reading the key's earlier grants again.
--- Parameters: {db:Identifier} {source:Identifier} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String}
+-- Parameters: {db:Identifier} {source:Identifier} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {afterTimeline:UInt32}
 FROM {db:Identifier}.{source:Identifier} FINAL
 PREWHERE
 -- @include reports/grantFilter/prewhere.sql
     AND ({hasCursor:UInt8} = 0 OR granted_at >= fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC'))
     AND ({hasCursor:UInt8} = 0
-         OR (granted_at, cluster, key, grant_revision, spool_id)
-            > (fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC'), {afterCluster:String}, {afterKey:String}, {afterRevision:UInt64}, {afterSpool:String}))
+         OR (granted_at, cluster, key, grant_revision, spool_id, timeline)
+            > (fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC'), {afterCluster:String}, {afterKey:String}, {afterRevision:UInt64}, {afterSpool:String}, {afterTimeline:UInt32}))

@@ -102,13 +102,13 @@ async function main(): Promise<void> {
     const historyBefore = history.text.replace(keyLine, "({key:String} = '' OR key = {key:String})");
     if (historyBefore === history.text) throw new Error('history.sql: the key line to compare against is not there');
     const settings = { max_execution_time: 900 };
-    const baseParams = { source: 'grants', cluster: '', window: 'overlapping', key: '', keyPrefix: '', holder: '', class: '', namespace: '', endKind: '', origin: '', hasToken: 0, token: '0', fromMs: 0, toMs: endMs + 1, hasCursor: 0, afterMs: 0, afterCluster: '', afterKey: '', afterRevision: '0', afterSpool: '', limit: 101 };
+    const baseParams = { source: 'grants', cluster: '', window: 'overlapping', key: '', keyPrefix: '', holder: '', class: '', namespace: '', endKind: '', origin: '', hasToken: 0, token: '0', fromMs: 0, toMs: endMs + 1, hasCursor: 0, afterMs: 0, afterCluster: '', afterKey: '', afterRevision: '0', afterSpool: '', afterTimeline: 0, limit: 101 };
     const rnd = (n: number) => Math.floor(Math.random() * n);
     const hotKey = () => benchKey(rnd(HOT_KEYS));
     const holder = () => `spiffe://corp/worker-${rnd(HOLDERS)}`;
     const grantToken = () => { let g = rnd(data.grants); if (g % 1000 === 999) g -= 1; return makeToken(40, BigInt(1000 + 5 * g + 1)).toString(); };
     const fromSpan = endMs - DAYS * 86_400_000;
-    const midCursor = () => ({ hasCursor: 1, afterMs: fromSpan + Math.floor((endMs - fromSpan) / 2), afterCluster: 'bench', afterKey: '', afterRevision: '0', afterSpool: '' });
+    const midCursor = () => ({ hasCursor: 1, afterMs: fromSpan + Math.floor((endMs - fromSpan) / 2), afterCluster: 'bench', afterKey: '', afterRevision: '0', afterSpool: '', afterTimeline: 0 });
     const namespace = () => `ns${rnd(NAMESPACES)}`;
     const exportParams = (ns: string) => ({
       cluster: '', key: '', keyPrefix: '', holder: '', class: '', namespace: ns, hasToken: 0, token: '0', origin: '', endKind: '', window: 'granted', fromMs: fromSpan, toMs: endMs + 1,

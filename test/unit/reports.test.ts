@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isLockauditError } from '../../core/errors.js';
 import { decodeCursor, encodeCursor, filterDigest } from '../../reports/grantHistory/cursor.js';
+import { sealCursor } from '../../reports/cursor.js';
 import { decodeQuarantineCursor, encodeQuarantineCursor } from '../../reports/quarantine/index.js';
 import { grantsCsv, type GrantItem } from '../../reports/grantHistory/index.js';
 import { isTimeout } from '../../reports/query.js';
@@ -19,7 +20,7 @@ const code = (c: string) => (err: unknown) => isLockauditError(err) && err.code 
 describe('grant-history cursor', () => {
   const filters = filterDigest({ key: 'a/b', from: undefined });
   const secret = Buffer.from('k'.repeat(32));
-  const cursor = { after: { grantedAtMs: 1_764_400_000_123, cluster: 'c1', key: 'pay/acct-1', grantRevision: '18446744073709551615', spoolId: '' }, toMs: 1_764_400_999_000, filters };
+  const cursor = { after: { grantedAtMs: 1_764_400_000_123, cluster: 'c1', key: 'pay/acct-1', grantRevision: '18446744073709551615', spoolId: '', timeline: 4 }, toMs: 1_764_400_999_000, filters };
 
   it('round-trips, 64-bit revisions exact', () => {
     assert.deepEqual(decodeCursor(encodeCursor(cursor, secret), filters, secret), cursor);
@@ -36,6 +37,16 @@ describe('grant-history cursor', () => {
       forged([1, 0, 'c', 'k', '18446744073709551616', '', 0, filters]), forged([1, 0, 'c', 'k', '01', '', 0, filters]), forged([1, 0.5, 'c', 'k', '1', '', 0, filters])]) {
       assert.throws(() => decodeCursor(text, filters, secret), code('LOCKAUDIT_ERR_REPORT_CURSOR'), text);
     }
+    // Signed, but a timeline that is no UInt32, or a field too many.
+    for (const timeline of [-1, 0.5, 4_294_967_296, '1', null]) {
+      const text = sealCursor('grants/2', [1, 'c', 'k', '1', '', 2, filters, timeline], secret);
+      assert.throws(() => decodeCursor(text, filters, secret), code('LOCKAUDIT_ERR_REPORT_CURSOR'), String(timeline));
+    }
+    assert.throws(() => decodeCursor(sealCursor('grants/2', [1, 'c', 'k', '1', '', 2, filters, 0, 0], secret), filters, secret), code('LOCKAUDIT_ERR_REPORT_CURSOR'));
+  });
+  it('reads a cursor issued before the timeline joined the position as after every timeline there (how it paged then)', () => {
+    const old = sealCursor('grants/2', [cursor.after.grantedAtMs, 'c1', 'pay/acct-1', '7', '', cursor.toMs, filters], secret);
+    assert.deepEqual(decodeCursor(old, filters, secret).after, { grantedAtMs: cursor.after.grantedAtMs, cluster: 'c1', key: 'pay/acct-1', grantRevision: '7', spoolId: '', timeline: 4_294_967_295 });
   });
   it('refuses a cursor whose values were edited, or signed with another secret (toMs 9e15 never reaches a Date)', () => {
     const issued = encodeCursor(cursor, secret);
@@ -62,7 +73,7 @@ describe('quarantine cursor (signed like the grant-history cursor: reports/curso
     for (const [text, f] of [[widened, filters], [encodeQuarantineCursor(q, Buffer.from('x'.repeat(32))), filters], [issued, filterDigest({ cluster: 'qb' })]] as const) {
       assert.throws(() => decodeQuarantineCursor(text, f, secret), code('LOCKAUDIT_ERR_REPORT_CURSOR'));
     }
-    const grantCursor = encodeCursor({ after: { grantedAtMs: 1, cluster: 'qa', key: 'k', grantRevision: '1', spoolId: '' }, toMs: 2, filters }, secret);
+    const grantCursor = encodeCursor({ after: { grantedAtMs: 1, cluster: 'qa', key: 'k', grantRevision: '1', spoolId: '', timeline: 0 }, toMs: 2, filters }, secret);
     assert.throws(() => decodeQuarantineCursor(grantCursor, filters, secret), /not a cursor of this report/);
     assert.throws(() => decodeCursor(issued, filters, secret), /not a cursor of this report/);
   });
