@@ -12,7 +12,7 @@
 --   overlapping: grants whose hold overlaps [from, to] (granted at or before
 --                to, and — where.sql — still held at or after from);
 --   granted:     grants granted in [from, to) (disjoint ranges never share a grant).
--- Parameters: {cluster:String} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {origin:String} {window:String} {fromMs:Int64} {toMs:Int64}
+-- Parameters: {cluster:String} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {window:String} {fromMs:Int64} {toMs:Int64}
 ({cluster:String} = '' OR cluster = {cluster:String})
     AND key = if({key:String} = '', key, {key:String})
     AND ({keyPrefix:String} = '' OR startsWith(key, {keyPrefix:String}))
@@ -20,7 +20,6 @@
     AND ({class:String} = '' OR class = {class:String})
     AND ({namespace:String} = '' OR namespace = {namespace:String})
     AND ({hasToken:UInt8} = 0 OR token = {token:UInt64})
-    AND ({origin:String} = '' OR origin = {origin:String})
     AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
     AND ({window:String} = 'overlapping'
          OR ({window:String} = 'granted'

@@ -1,6 +1,9 @@
 -- The grant filter, part 2 of 2 (part 1: prewhere.sql): the conditions on
--- columns that change when a grant ends (ended_at, end_kind), for the WHERE
--- (after FINAL) of every grant query. endKind 'held' means still held
+-- columns that change when a grant ends (ended_at, end_kind) or later (origin:
+-- a hand-put copy of a hold value stored before its original keeps `api` on
+-- its open row and is `foreign` from its closed row on, tailer/replays.ts; in
+-- PREWHERE, origin=api kept the open row alone and showed the copy as still
+-- held), for the WHERE (after FINAL) of every grant query. endKind 'held' means still held
 -- (end_kind ''); an empty endKind means "no filter". The window rule is
 -- prewhere.sql's: overlapping also needs the hold to last until `from`.
 -- ClickHouse reads a name as the SELECT's alias before the column: a query
@@ -9,7 +12,8 @@
 -- timeline's grants, each once: the current timeline's and those a restore
 -- rolled back (a grant carried into a later timeline shows as that timeline's
 -- row only) — sql/065.
--- Parameters: {window:String} {fromMs:Int64} {endKind:String}
+-- Parameters: {window:String} {fromMs:Int64} {endKind:String} {origin:String}
 ({window:String} = 'granted' OR ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC'))
     AND ({endKind:String} = '' OR end_kind = if({endKind:String} = 'held', '', {endKind:String}))
+    AND ({origin:String} = '' OR origin = {origin:String})
     AND (superseded_by = 0 OR rolled_back_by > 0)  -- every etcd timeline's grants, each once (sql/065)

@@ -74,3 +74,34 @@ describe('grant history pages to every timeline of a grant position', () => {
     assert.deepEqual([...sources].sort(), ['grants', 'grants_by_holder', 'grants_by_key']);
   });
 });
+
+// A hand-put copy of a hold value that reached the store before its original
+// (tailer/replays.ts: concurrent catch-up windows) keeps `api` on its open row
+// and is `foreign` from its closed row on. The origin filter stood in PREWHERE,
+// before FINAL: origin=api kept the open row alone and served the ended copy
+// as still held. It is read after FINAL now: the grant's last row decides.
+describe('the origin filter reads a grant\'s last row', () => {
+  let store: AuditStore;
+  let close: () => Promise<void>;
+  let deps: GrantHistoryDeps;
+  const copy = grantRows({ key: 'ns0/b', class: 'c1', holder: 'spiffe://corp/h2', rev: 2000, at: T0, end: { kind: 'release', at: T0 + 5000, rev: 2005 } });
+
+  before(async () => {
+    ({ store, close } = await tempStore());
+    deps = { store, limits: testConfig().reports, cursorKey: randomBytes(32) };
+    await store.insert('grants', [copy.open]);
+    await store.insert('grants', [{ ...copy.closed!, origin: 'foreign' }]);
+  });
+  after(async () => close?.());
+
+  it('serves the copy under origin=foreign, ended, and not under origin=api', async () => {
+    const now = T0 + 3_600_000;
+    for (const q of [{ key: 'ns0/b' }, { token: copy.open.token }, { holder: 'spiffe://corp/h2' }, { keyPrefix: 'ns0/', from: new Date(T0 - 60_000).toISOString(), to: new Date(T0 + 60_000).toISOString() }]) {
+      const label = JSON.stringify(q);
+      const foreign = await grantHistory(deps, { ...q, origin: 'foreign' }, now);
+      assert.deepEqual(foreign.items.map((g) => `${g.origin}:${g.endKind ?? 'held'}`), ['foreign:release'], label);
+      assert.deepEqual((await grantHistory(deps, { ...q, origin: 'api' }, now)).items, [], label);
+      assert.deepEqual((await grantHistory(deps, { ...q, origin: 'api', endKind: 'held' }, now)).items, [], label);
+    }
+  });
+});
