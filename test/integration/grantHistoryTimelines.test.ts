@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { grantHistory, planPage, type GrantHistoryDeps, type GrantHistoryParams, type GrantItem } from '../../reports/grantHistory/index.js';
-import { grantHistoryArrow } from '../../reports/grantHistory/arrow.js';
+import { allPages, arrowPageCount } from '../support/grantPages.js';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { tempStore, testConfig } from '../support/env.js';
 import { grantRows } from '../support/grants.js';
@@ -53,23 +53,8 @@ describe('grant history pages to every timeline of a grant position', () => {
       const whole = await grantHistory(deps, { ...q, limit: 100 }, now);
       const shown = (items: GrantItem[]) => items.map((g) => `${g.key}@${g.grantRevision}/t${g.timeline}${g.rolledBack ? '/rolled-back' : ''}`);
       assert.deepEqual(shown(whole.items), ['ns0/a@1000/t0/rolled-back', 'ns0/a@1000/t1'], label);
-      const paged: GrantItem[] = [];
-      let cursor: string | undefined;
-      do {
-        const p = await grantHistory(deps, { ...q, limit: 1, ...(cursor ? { cursor } : {}) }, now);
-        paged.push(...p.items);
-        cursor = p.nextCursor ?? undefined;
-      } while (cursor);
-      assert.deepEqual(shown(paged), shown(whole.items), label);
-      let arrowPages = 0;
-      cursor = undefined;
-      do {
-        const p = await grantHistoryArrow(deps, { ...q, limit: 1, format: 'arrow', ...(cursor ? { cursor } : {}) }, now);
-        p.stream.resume();
-        arrowPages += 1;
-        cursor = p.nextCursor ?? undefined;
-      } while (cursor);
-      assert.equal(arrowPages, 2, label);
+      assert.deepEqual(shown(await allPages(deps, q, 1, now)), shown(whole.items), label);
+      assert.equal(await arrowPageCount(deps, q, 1, now), 2, label);
     }
     assert.deepEqual([...sources].sort(), ['grants', 'grants_by_holder', 'grants_by_key']);
   });

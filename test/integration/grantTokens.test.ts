@@ -17,8 +17,8 @@ import { sqlDir } from '../../core/paths.js';
 import { makeToken } from '../../core/token.js';
 import { loadSql } from '../../platform/sql.js';
 import { reportRows } from '../../reports/query.js';
-import { grantHistory, planPage, resolvePage, tokenKey, type GrantHistoryDeps, type GrantHistoryParams, type GrantItem } from '../../reports/grantHistory/index.js';
-import { grantHistoryArrow } from '../../reports/grantHistory/arrow.js';
+import { planPage, resolvePage, tokenKey, type GrantHistoryDeps, type GrantHistoryParams } from '../../reports/grantHistory/index.js';
+import { allPages, arrowPageCount } from '../support/grantPages.js';
 import { tempDir, testConfig } from '../support/env.js';
 import { grantRows, tokenOf, type GrantSpec } from '../support/grants.js';
 
@@ -121,23 +121,9 @@ describe('grant_tokens routes a token lookup to its key, with the base table\'s 
       const fromBase = await reportRows<{ cluster: string; key: string; grant_revision: string; spool_id: string; token: string }>(
         deps, history, { ...resolvePage(deps, { ...q, limit: 1000 }, now).params, source: 'grants', limit: 1000 });
       assert.equal(fromBase.length, grants, label);
-      const served: GrantItem[] = [];
-      let cursor: string | undefined;
-      do {
-        const p = await grantHistory(deps, { ...q, limit: 1, ...(cursor ? { cursor } : {}) }, now);
-        served.push(...p.items);
-        cursor = p.nextCursor ?? undefined;
-      } while (cursor);
+      const served = await allPages(deps, q, 1, now);
       assert.deepEqual(served.map((g) => `${g.cluster}:${g.key}@${g.grantRevision}:${g.token}`), fromBase.map((r) => `${r.cluster}:${r.key}@${r.grant_revision}:${r.token}`), label);
-      let arrowPages = 0;
-      cursor = undefined;
-      do {
-        const p = await grantHistoryArrow(deps, { ...q, limit: 1, format: 'arrow', ...(cursor ? { cursor } : {}) }, now);
-        p.stream.resume();
-        arrowPages += 1;
-        cursor = p.nextCursor ?? undefined;
-      } while (cursor);
-      assert.equal(arrowPages, Math.max(1, grants), label);
+      assert.equal(await arrowPageCount(deps, q, 1, now), Math.max(1, grants), label);
     }
   });
 
