@@ -186,9 +186,15 @@ export async function tokenKey(deps: ReportDeps, p: GrantHistoryParams): Promise
   return keys.length === 1 ? keys[0]?.key : undefined;
 }
 
-/** resolvePage, a token lookup routed to its key's range by tokenKey(). */
+/**
+ * resolvePage, a token lookup routed to its key's range by tokenKey(). The
+ * request is checked first (limit, cursor, token): a bad one is a 400 before
+ * any query.
+ */
 export async function planPage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number): Promise<ResolvedPage> {
-  return resolvePage(deps, p, nowMs, await tokenKey(deps, p));
+  const page = resolvePage(deps, p, nowMs);
+  const routedKey = await tokenKey(deps, p);
+  return routedKey === undefined ? page : resolvePage(deps, p, nowMs, routedKey);
 }
 
 /**

@@ -6,7 +6,7 @@ import { isLockauditError } from '../../core/errors.js';
 import { decodeCursor, encodeCursor, filterDigest } from '../../reports/grantHistory/cursor.js';
 import { sealCursor } from '../../reports/cursor.js';
 import { decodeQuarantineCursor, encodeQuarantineCursor } from '../../reports/quarantine/index.js';
-import { grantsCsv, type GrantItem } from '../../reports/grantHistory/index.js';
+import { grantsCsv, planPage, type GrantHistoryDeps, type GrantItem } from '../../reports/grantHistory/index.js';
 import { isTimeout } from '../../reports/query.js';
 import { csvCell, escapeHtml, toCsv } from '../../reports/render.js';
 import { registerHtml } from '../../reports/riskRegister/index.js';
@@ -57,6 +57,16 @@ describe('grant-history cursor', () => {
     assert.throws(() => decodeCursor(edited, filters, secret), message);
     assert.throws(() => decodeCursor(encodeCursor(cursor, Buffer.from('x'.repeat(32))), filters, secret), message);
     assert.throws(() => decodeCursor(encodeCursor({ ...cursor, toMs: 9e15 }, secret), filters, secret), message);
+  });
+});
+
+describe('a token lookup\'s plan', () => {
+  it('checks the request (page size, cursor) before it asks the store for the token\'s key', async () => {
+    const store = { rows: () => Promise.reject(new Error('the store was asked')) };
+    const deps = { store, limits: { maxPageSize: 1000, maxWindowDays: 31, queryTimeoutMs: 1000, maxConcurrentQueries: 1 }, cursorKey: Buffer.from('k'.repeat(32)) } as unknown as GrantHistoryDeps;
+    await assert.rejects(planPage(deps, { token: '5', limit: 1001 }, Date.now()), code('LOCKAUDIT_ERR_LIMIT_PAGE_SIZE'));
+    await assert.rejects(planPage(deps, { token: '5', cursor: 'AAAA' }, Date.now()), code('LOCKAUDIT_ERR_REPORT_CURSOR'));
+    await assert.rejects(planPage(deps, { token: '5' }, Date.now()), /the store was asked/);
   });
 });
 
