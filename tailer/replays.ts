@@ -23,7 +23,10 @@
 // (cluster, key): no etcd round trip, nothing on the acquire path.
 // Limit: catch-up windows run concurrently, so a copy and its original
 // captured in the same catch-up run can reach the sink in either order; the
-// copy is then alarmed (and logged) when the original arrives, but its rows keep `api`.
+// copy is then alarmed (and logged) when the original arrives, but its rows
+// and events keep `api` to its end: its put event is already stored (and
+// hashed into the digests) as `api`, and a grant row that disagreed with it
+// would fail every export's grants check of that range.
 import type { AuditStore } from '../core/clickhouse.js';
 import { PREFIX } from '../core/keyspace.js';
 import { loadSql } from '../platform/sql.js';
@@ -44,6 +47,8 @@ interface StoredFirst {
   wait_ms: number | string;
   granted_at_ms: number | string;
   first_revision: string;
+  /** Grant revisions of this signed value stored with an `api` row. */
+  api_revisions: string[];
 }
 
 export interface Replay {
@@ -80,6 +85,8 @@ export class ReplayCheck {
     const ats = [...new Set(candidates.map((g) => Number(g.granted_at)))];
     const stored = await this.#store.rows<StoredFirst>(REPLAYED.text, { cluster: this.#cluster, keys, ats });
     const inBatch = new Map(first);
+    // A copy stored as `api` before its original (the limit above): its later rows stay `api`.
+    const storedAsApi = new Set<string>();
     const replays: Replay[] = [];
     for (const r of stored) {
       const k = signed({ key: r.key, holder: r.holder, session: r.session, class: r.class, epoch: Number(r.epoch), wait_ms: Number(r.wait_ms), granted_at: Number(r.granted_at_ms) });
@@ -87,13 +94,15 @@ export class ReplayCheck {
       // Stored first at a higher revision than a grant of this batch: that stored grant was a copy that came first.
       if (mine !== undefined && BigInt(r.first_revision) > mine) replays.push({ key: r.key, grantRevision: r.first_revision, firstRevision: mine.toString(10), recordedAsApi: true });
       lower(k, BigInt(r.first_revision));
+      for (const rev of r.api_revisions) storedAsApi.add(`${r.key}@${rev}`);
     }
     const copied = new Set<string>();
     for (const g of candidates) {
       const firstRevision = first.get(signed(g)) as bigint;
       if (firstRevision >= BigInt(g.grant_revision)) continue;
-      g.origin = 'foreign';
       const id = `${g.key}@${g.grant_revision}`;
+      if (storedAsApi.has(id)) continue;
+      g.origin = 'foreign';
       if (copied.has(id)) continue;
       copied.add(id);
       replays.push({ key: g.key, grantRevision: g.grant_revision, firstRevision: firstRevision.toString(10), recordedAsApi: false });
