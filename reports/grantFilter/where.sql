@@ -1,7 +1,7 @@
 -- The grant filter, part 2 of 2 (part 1: prewhere.sql): the conditions on
--- columns that change when a grant ends (ended_at, end_kind) or later (origin:
--- a hand-put copy of a hold value stored before its original keeps `api` on
--- its open row and is `foreign` from its closed row on, tailer/replays.ts; in
+-- columns that change when a grant ends (ended_at, end_kind) or may have
+-- (origin: before 0b25a57 the replay check made a copy stored ahead of its
+-- original `foreign` from its closed row on, its open row kept `api`; read in
 -- PREWHERE, origin=api kept the open row alone and showed the copy as still
 -- held), for the WHERE (after FINAL) of every grant query. endKind 'held' means still held
 -- (end_kind ''); an empty endKind means "no filter". The window rule is

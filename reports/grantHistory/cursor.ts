@@ -42,13 +42,13 @@ export function encodeCursor(c: Cursor, secret: Uint8Array): string {
 
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 && v <= INSTANT_MAX_MS;
 const isStr = (v: unknown, max = 1024): v is string => typeof v === 'string' && v.length <= max;
+const isTimeline = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= TIMELINE_MAX;
 
 /** Decodes a cursor and checks it belongs to `filters`; every failure is a 400 naming the cursor. */
 export function decodeCursor(text: string, filters: string, secret: Uint8Array): Cursor {
   const fields = openCursor(text, KIND, secret);
   // 8 fields; 7 from a cursor issued before the timeline joined the position.
   const [grantedAtMs, cluster, key, grantRevision, spoolId, toMs, digest, timeline = TIMELINE_MAX] = fields;
-  const isTimeline = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= TIMELINE_MAX;
   if ((fields.length !== 7 && fields.length !== 8) || !isTimeline(timeline) || !isInt(grantedAtMs) || !isStr(cluster, 64) || !isStr(key, 512) || !isStr(grantRevision, 20) || parseToken(grantRevision) === undefined || !isStr(spoolId, 256) || !isInt(toMs) || !isStr(digest, 64)) {
     throw cursorError('is not a cursor this API issued');
   }

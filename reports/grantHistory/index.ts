@@ -168,7 +168,7 @@ export function historySettings(source: string): ClickHouseSettings {
  * The one key a token lookup (a token and no key) was granted on, from
  * grant_tokens (sql/170: sorted by token, one granule), so that the page reads
  * that key's range of grants_by_key instead of every granule's bloom filter in
- * `grants` (100 M events: p95 113 → 61 ms, docs/performance.md). The key only
+ * `grants` (100 M events: API p95 113 → 79 ms, docs/performance.md). The key only
  * routes: the page keeps every filter of the request, the token's included,
  * and its cursor is bound to the request's filters, not the routed key.
  * undefined when the table names no key (a token no grant has, or one just
@@ -194,15 +194,12 @@ export async function tokenKey(deps: ReportDeps, p: GrantHistoryParams): Promise
 export async function planPage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number): Promise<ResolvedPage> {
   const page = resolvePage(deps, p, nowMs);
   const routedKey = await tokenKey(deps, p);
-  return routedKey === undefined ? page : resolvePage(deps, p, nowMs, routedKey);
+  // The key the token implies, as a filter the request did not give; the cursor's digest stays the request's own.
+  return routedKey === undefined ? page : { ...page, params: { ...page.params, key: routedKey, source: historySource({ ...p, key: routedKey }) } };
 }
 
-/**
- * Checks a request's limits and cursor and pins its window (the first page
- * fixes `to`; `nowMs` is "now"). `routedKey` (tokenKey()) adds a key filter the
- * request implies but did not give; the cursor's digest is the request's own.
- */
-export function resolvePage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number, routedKey?: string): ResolvedPage {
+/** Checks a request's limits and cursor and pins its window (the first page fixes `to`; `nowMs` is "now"). */
+export function resolvePage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number): ResolvedPage {
   const limit = p.limit ?? 100;
   if (limit > deps.limits.maxPageSize) {
     throw new LockauditError('LOCKAUDIT_ERR_LIMIT_PAGE_SIZE', `querystring.limit: ${limit} is more than LOCKAUDIT_MAX_PAGE_SIZE (${deps.limits.maxPageSize})`);
@@ -217,10 +214,9 @@ export function resolvePage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs
   const window = narrow && p.from === undefined && p.to === undefined
     ? { fromMs: 0, toMs: pinnedTo }
     : resolveWindow({ from: p.from, to: p.to ?? new Date(pinnedTo).toISOString() }, deps.limits.maxWindowDays, nowMs);
-  const routed = routedKey === undefined || p.key !== undefined ? filters : { ...filters, key: routedKey };
   const params = {
-    source: historySource(routed),
-    ...grantFilterParams(routed, { ...window, rule: 'overlapping' }),
+    source: historySource(p),
+    ...grantFilterParams(filters, { ...window, rule: 'overlapping' }),
     hasCursor: cursor ? 1 : 0,
     afterMs: cursor?.after.grantedAtMs ?? 0,
     afterCluster: cursor?.after.cluster ?? '',
