@@ -33,6 +33,10 @@
 // boundaries and rotated spool files do not matter.
 // Grants in a spool carry token 0 (DESIGN.md §2). A line that does not fit is
 // quarantined (revision 0, key '/spool/<file>@<byte offset>') with the reason.
+// So is a line that contradicts what was shipped (ShippedIds below): an id
+// names one record for good — a `seq` that restarted, or an end whose copy of
+// its grant differs from the grant line, would otherwise replace the grant
+// shipped under that id, silently.
 // A last line without a newline is being written: it waits for the next pass.
 import { closeSync, openSync, readSync, renameSync, statSync, writeFileSync, readFileSync, fsyncSync } from 'node:fs';
 import path from 'node:path';
@@ -41,6 +45,7 @@ import type { AuditEventRow } from '../core/events.js';
 import { PREFIX, parseLockName } from '../core/keyspace.js';
 import type { Logger } from '../core/logger.js';
 import { checkSpoolEnd, type SpoolEndHow } from '../core/spool.js';
+import { loadSql } from '../platform/sql.js';
 import { writeRows } from './rowWriter.js';
 import type { GrantRow, QuarantineRow } from './types.js';
 
@@ -73,6 +78,96 @@ export type SpoolEntry = { kind: 'grant'; grant: SpoolLine } | { kind: 'end'; en
  * re-shipping is idempotent.
  */
 export const SPOOL_END_ROW_VERSION = '1';
+
+const SHIPPED = loadSql('tailer/sql/spoolShipped.sql');
+
+const spoolKey = (id: string): string => `/spool/${id}`;
+
+/** A spool record as shipped: its event row's key, type and value (spoolRows / spoolEndRows). */
+export interface StoredSpoolRecord {
+  key: string;
+  event_type: string;
+  value: string;
+}
+
+/** What one spool id names: a grant (its columns) or an end (of which grant, how, when). */
+type Named = { kind: 'grant'; grant: SpoolLine } | { kind: 'end'; grantId: string; how: string; at: number };
+
+const GRANT_FIELDS = ['lock', 'holder', 'session', 'class', 'at', 'waitMs', 'epoch'] as const;
+
+function namedOf(r: StoredSpoolRecord): Named | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(r.value);
+  } catch {
+    return undefined;
+  }
+  if (typeof v !== 'object' || v === null) return undefined;
+  const o = v as Record<string, unknown>;
+  if (r.event_type === 'unprotected-grant') return { kind: 'grant', grant: o as unknown as SpoolLine };
+  return { kind: 'end', grantId: String(o.grantId), how: String(o.how), at: Number(o.at) };
+}
+
+/** The first field in which two descriptions of one grant differ (undefined: the same grant). */
+function grantDiff(shipped: SpoolLine, line: SpoolLine): string | undefined {
+  return GRANT_FIELDS.find((f) => shipped[f] !== undefined && shipped[f] !== line[f]);
+}
+
+/**
+ * A spool id names one record for good: the shipper's rows are keyed by it
+ * (the event '/spool/<id>', the grant (key, 0, id)), so a second, different
+ * record under the same id — a writer whose `seq` restarted, an end record
+ * carrying another copy of its grant — would silently replace what was
+ * shipped, or leave the grant twice in the tables sorted by grant time or
+ * holder. Each line is checked against what its ids named when first shipped
+ * (the store, then earlier lines of the same pass); a line that contradicts
+ * them is quarantined with the reason, and what was shipped stands.
+ */
+export class ShippedIds {
+  readonly #named = new Map<string, Named>();
+
+  constructor(stored: readonly StoredSpoolRecord[]) {
+    for (const r of stored) {
+      const n = namedOf(r);
+      if (n && !this.#named.has(r.key)) this.#named.set(r.key, n);
+    }
+  }
+
+  /** Records the line, or says why it contradicts what its ids already name. */
+  admit(line: SpoolEntry): string | undefined {
+    if (line.kind === 'grant') {
+      const g = line.grant;
+      const before = this.#named.get(spoolKey(g.id));
+      if (before?.kind === 'end') return `grant id "${g.id}" is already the id of an end record: a spool id names one record`;
+      if (before?.kind === 'grant') {
+        const diff = grantDiff(before.grant, g);
+        if (diff) return `grant id "${g.id}" was shipped before as a different grant (${diff} differs): a spool id names one grant`;
+        return undefined;
+      }
+      this.#named.set(spoolKey(g.id), { kind: 'grant', grant: g });
+      return undefined;
+    }
+    const e = line.end;
+    const own = this.#named.get(spoolKey(e.id));
+    if (own?.kind === 'grant') return `end id "${e.id}" is already the id of a grant record: a spool id names one record`;
+    if (own?.kind === 'end' && (own.grantId !== e.grant.id || own.how !== e.how || own.at !== e.at)) {
+      return `end id "${e.id}" was shipped before as a different end: a spool id names one record`;
+    }
+    const grant = this.#named.get(spoolKey(e.grant.id));
+    if (grant?.kind === 'end') return `end record's grantId "${e.grant.id}" is the id of an end record, not of a grant`;
+    if (grant?.kind === 'grant') {
+      const diff = grantDiff(grant.grant, e.grant);
+      if (diff) return `end record's copy of grant "${e.grant.id}" differs from the grant as shipped (${diff} differs)`;
+    } else {
+      // No grant line shipped or earlier in this pass: the end's copy is what that id names for the rest of
+      // the pass. (An end shipped in an earlier pass, before its grant line, is not looked up again: its
+      // rows are keyed by the end's own id. The lock API writes a grant before its end, always.)
+      this.#named.set(spoolKey(e.grant.id), { kind: 'grant', grant: e.grant });
+    }
+    this.#named.set(spoolKey(e.id), { kind: 'end', grantId: e.grant.id, how: e.how, at: e.at });
+    return undefined;
+  }
+}
 
 export const spoolFile = (dataDir: string, cluster: string): string => path.join(dataDir, 'spool', `${cluster}.jsonl`);
 
@@ -266,6 +361,10 @@ export class SpoolShipper {
       const events: AuditEventRow[] = [];
       const grants: GrantRow[] = [];
       const quarantine: QuarantineRow[] = [];
+      const quarantineLine = (at: number, text: string, reason: string): void => {
+        quarantine.push({ cluster: this.#cluster, revision: '0', key: `/spool/${path.basename(this.#file)}@${at}`, op: 'spool', value: text.slice(0, 65_536), reason: `spool line: ${reason}` });
+      };
+      const parsed: { at: number; text: string; line: SpoolEntry }[] = [];
       let lineStart = 0;
       while (lineStart <= lastNewline) {
         const nl = buf.indexOf(0x0a, lineStart);
@@ -274,8 +373,14 @@ export class SpoolShipper {
         lineStart = nl + 1;
         if (text.length === 0) continue;
         const line = parseSpoolLine(text);
-        if (typeof line === 'string') {
-          quarantine.push({ cluster: this.#cluster, revision: '0', key: `/spool/${path.basename(this.#file)}@${at}`, op: 'spool', value: text.slice(0, 65_536), reason: `spool line: ${line}` });
+        if (typeof line === 'string') quarantineLine(at, text, line);
+        else parsed.push({ at, text, line });
+      }
+      const named = new ShippedIds(await this.#shipped(parsed.map((p) => p.line)));
+      for (const { at, text, line } of parsed) {
+        const conflict = named.admit(line);
+        if (conflict !== undefined) {
+          quarantineLine(at, text, conflict);
           continue;
         }
         const rows = line.kind === 'grant' ? spoolRows(this.#cluster, line.grant) : spoolEndRows(this.#cluster, line.end);
@@ -286,7 +391,7 @@ export class SpoolShipper {
       }
       // Bounded: the next tick ships from the same mark again.
       await writeRows(this.#store, { events, grants, quarantine }, { retry: { initialMs: 100, maxMs: 2_000, maxAttempts: 5, signal: this.#stopping.signal } });
-      if (quarantine.length > 0) this.#log.error({ lines: quarantine.length, file: this.#file }, 'spool lines could not be read; quarantined');
+      if (quarantine.length > 0) this.#log.error({ lines: quarantine.length, file: this.#file }, 'spool lines that do not fit or contradict what was shipped; quarantined');
       offset += lastNewline + 1;
       this.#writeMark({ offset, ino: st.ino });
     }
@@ -296,6 +401,17 @@ export class SpoolShipper {
       this.#log.info({ grants: granted, ends: ended }, 'shipped unprotected grants and their ends from the fail-open spool');
     }
     return shipped;
+  }
+
+  /** What the event keys these lines name ('/spool/<id>': their own, and an end's grant) held when first shipped. */
+  async #shipped(lines: readonly SpoolEntry[]): Promise<StoredSpoolRecord[]> {
+    const keys = new Set<string>();
+    for (const l of lines) {
+      if (l.kind === 'grant') keys.add(spoolKey(l.grant.id));
+      else keys.add(spoolKey(l.end.id)).add(spoolKey(l.end.grant.id));
+    }
+    if (keys.size === 0) return [];
+    return this.#store.rows<StoredSpoolRecord>(SHIPPED.text, { cluster: this.#cluster, keys: [...keys] });
   }
 
   #readMark(): ShippedMark | undefined {

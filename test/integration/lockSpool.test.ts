@@ -6,7 +6,7 @@
 // grant in an embedded ClickHouse of this file's own, idempotently.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFileSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FailOpenGrants } from '../../lock/failOpen.js';
@@ -184,6 +184,66 @@ describe('fail-open spool: ends of unprotected holds', () => {
       assert.deepEqual(await grantRowsOf(cluster), [closedRow(g, e)]);
     } finally {
       await grants.close();
+      tmp.remove();
+    }
+  });
+  it('a spool id names one record: a restarted seq and an end carrying another copy of its grant are quarantined, and what was shipped stands', async () => {
+    const tmp = tempDir('lockaudit-spool-');
+    const cluster = uniqueId('c');
+    const file = spoolPath(tmp.dir, cluster);
+    try {
+      const T = Date.UTC(2026, 0, 5, 10, 0, 0);
+      const append = (...records: object[]): void => appendFileSync(file, records.map((r) => `${JSON.stringify(r)}\n`).join(''));
+      const v1 = (id: string, key: string, holder: string, at: number): SpoolGrantRecord => ({ v: 1, kind: 'grant', id, cluster, key, namespace: 'ns', class: 'cache', holder, session: '5', token: '0', waitMs: 3, at, epoch: 7 });
+      const end = (id: string, grant: SpoolGrantRecord, at: number): SpoolEndRecord => ({ v: 1, kind: 'end', id, grantId: grant.id, cluster, key: grant.key, how: 'release', at, grant });
+      mkdirSync(path.dirname(file), { recursive: true });
+      // A third-party writer's grant by `seq` (its id is "1"), and a lock-API grant "g".
+      const g = v1('g', 'ns/b', 'h-b', T);
+      append({ seq: 1, key: 'ns/a', holder: 'h1', session: '1', class: 'cache', at: T }, g);
+      const shipper = new SpoolShipper(store, cluster, tmp.dir, log);
+      assert.equal(await shipper.shipOnce(), 2);
+      // The writer restarts and its seq with it: another grant as "1". An end of "g" whose copy of it has another
+      // grant time. In one pass: a grant "h" and an end whose copy names another holder, and an end reusing the id "g".
+      const h = v1('h', 'ns/c', 'h-c', T + 10);
+      append(
+        { seq: 1, key: 'ns/a', holder: 'h2', session: '2', class: 'cache', at: T + 60_000 },
+        end('e-g', { ...g, at: T + 5 }, T + 1_000),
+        h,
+        end('e-h', { ...h, holder: 'someone else' }, T + 2_000),
+        end('g', h, T + 3_000),
+      );
+      assert.equal(await shipper.shipOnce(), 1, 'only the grant "h" is shipped');
+      const reasons = (await store.rows<{ reason: string }>(
+        "SELECT reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'spool' ORDER BY key", { c: cluster },
+      )).map((r) => r.reason).sort();
+      assert.deepEqual(reasons, [
+        'spool line: end id "g" is already the id of a grant record: a spool id names one record',
+        'spool line: end record\'s copy of grant "g" differs from the grant as shipped (at differs)',
+        'spool line: end record\'s copy of grant "h" differs from the grant as shipped (holder differs)',
+        'spool line: grant id "1" was shipped before as a different grant (holder differs): a spool id names one grant',
+      ]);
+      // What was shipped stands: the first "1" (h1), "g" and "h" still open, each once in every copy of the grants.
+      const open = await grantRowsOf(cluster);
+      assert.deepEqual(open.map((r) => [r.key, r.spool_id, r.holder, r.granted_at, r.end_kind]), [
+        ['ns/a', '1', 'h1', String(T), ''],
+        ['ns/b', 'g', 'h-b', String(T), ''],
+        ['ns/c', 'h', 'h-c', String(T + 10), ''],
+      ]);
+      for (const table of ['grants_by_key', 'grants_by_holder']) {
+        const [n] = await store.rows<{ n: string }>(`SELECT toString(count()) AS n FROM {db:Identifier}.${table} FINAL WHERE cluster = {c:String}`, { c: cluster });
+        assert.equal(n?.n, '3', table);
+      }
+      const [ev] = await store.rows<{ value: string }>("SELECT value FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = '/spool/1'", { c: cluster });
+      assert.equal((JSON.parse(ev?.value ?? '{}') as { holder?: string }).holder, 'h1', 'the event of "1" is the first grant\'s');
+      // The ends as the grants were shipped close them; shipping everything again (sidecar lost) adds nothing.
+      append(end('e-g2', g, T + 1_000), end('e-h2', h, T + 2_000));
+      assert.equal(await shipper.shipOnce(), 2);
+      rmSync(`${file}.shipped`);
+      assert.equal(await new SpoolShipper(store, cluster, tmp.dir, log).shipOnce(), 5);
+      assert.deepEqual((await grantRowsOf(cluster)).map((r) => [r.spool_id, r.end_kind]), [['1', ''], ['g', 'release'], ['h', 'release']]);
+      const [q] = await store.rows<{ n: string }>("SELECT toString(count()) AS n FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'spool'", { c: cluster });
+      assert.equal(q?.n, '4', 'the same four lines, quarantined again under the same keys');
+    } finally {
       tmp.remove();
     }
   });
