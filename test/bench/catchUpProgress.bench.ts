@@ -21,6 +21,7 @@
 // bind their parameters and so queue with every other query, as before the
 // status connection (AuditStore.statusRows): its /v1/tailers figures are the
 // baseline of the kept variant's.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Registry } from 'prom-client';
 import { buildApp, type App } from '../../api/app.js';
 import { grantRoutes } from '../../api/routes/grants.js';
@@ -37,6 +38,7 @@ import { tailerMetrics, type TailerMetrics } from '../../tailer/tailerMetrics.js
 import { assertExactCapture, headRevision } from '../support/capture.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { Workload } from '../support/workload.js';
+import { profiled } from './cpuProfile.js';
 import { heading, percentile, report } from './report.js';
 
 const REVISIONS = Number(process.env.BENCH_PROGRESS_REVISIONS ?? 60_000);
@@ -117,13 +119,17 @@ for (const [variant, opts] of variants) {
   const metrics = tailerMetrics(new Registry());
   let checkpoint = from - 1n;
   const replica = new TailerReplica({ cluster: { name: label, endpoints }, store: tailerStore, log, metrics, onCheckpoint: (r) => (checkpoint = r) }, options);
+  // How long the event loop (the API's and the tailer's, one process as in `lockaudit start`) was held: what a request waits for besides ClickHouse.
+  const loopBusy = monitorEventLoopDelay({ resolution: 10 });
+  loopBusy.enable();
   const started = performance.now();
   replica.start();
   const samples: bigint[] = [];
   const sampler = setInterval(() => samples.push(checkpoint), 1_000);
   const caughtUp = (): boolean => checkpoint >= to;
-  const [grants, tailers] = await Promise.all([latencies(api, token, grantsUrl, caughtUp), latencies(api, token, '/v1/tailers', caughtUp), waitUntil(caughtUp)]);
+  const { result: [grants, tailers] } = await profiled(`catchUp-${label}`, () => Promise.all([latencies(api, token, grantsUrl, caughtUp), latencies(api, token, '/v1/tailers', caughtUp), waitUntil(caughtUp)]));
   const seconds = (performance.now() - started) / 1000;
+  loopBusy.disable();
   clearInterval(sampler);
   await replica.close();
   if (tailerStore !== store && tailerStore !== apiStore) await tailerStore.close();
@@ -149,9 +155,12 @@ for (const [variant, opts] of variants) {
   const n = Math.max(busy.grants.length, busy.tailers.length, 100);
   let count = 0;
   const enough = (): boolean => ++count > n;
+  const loopIdle = monitorEventLoopDelay({ resolution: 10 });
+  loopIdle.enable();
   const idleGrants = await latencies(api, token, grantsUrl, enough);
   count = 0;
   const idleTailers = await latencies(api, token, '/v1/tailers', enough);
+  loopIdle.disable();
   if (api !== app) await api.close();
   if (apiStore !== store) await apiStore.close();
   process.stdout.write(`requests: /v1/grants ${busy.grants.length} during catch-up, ${idleGrants.length} idle; /v1/tailers ${busy.tailers.length} during, ${idleTailers.length} idle\n`);
@@ -159,6 +168,10 @@ for (const [variant, opts] of variants) {
     report({ name: `${variant}: GET /v1/grants p${p} during catch-up`, value: percentile(busy.grants, p), baselineName: `same, idle store`, baseline: percentile(idleGrants, p), unit: 'ms', higherIsBetter: false });
     report({ name: `${variant}: GET /v1/tailers p${p} during catch-up`, value: percentile(busy.tailers, p), baselineName: `same, idle store`, baseline: percentile(idleTailers, p), unit: 'ms', higherIsBetter: false });
   }
+  for (const p of [50, 99]) {
+    report({ name: `${variant}: event loop delay p${p} during catch-up`, value: loopBusy.percentile(p) / 1e6, baselineName: 'same, idle store', baseline: loopIdle.percentile(p) / 1e6, unit: 'ms', higherIsBetter: false });
+  }
+  report({ name: `${variant}: event loop delay max during catch-up`, value: loopBusy.max / 1e6, baselineName: 'same, idle store', baseline: loopIdle.max / 1e6, unit: 'ms', higherIsBetter: false });
   report({ name: `${variant}: GET /v1/tailers max during catch-up`, value: busy.tailers.at(-1) ?? NaN, baselineName: 'same, idle store', baseline: idleTailers.at(-1) ?? NaN, unit: 'ms', higherIsBetter: false });
 }
 
