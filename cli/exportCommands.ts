@@ -15,7 +15,7 @@ import { expectedFromAuditLog, verifyArchive } from '../exporters/archiveVerify.
 import { archiveLockProblem, ensureHistoryBucket } from '../platform/buckets.js';
 import { EXPORT_FORMATS, ExportRecords, parseExportInput, writeGrantsExport } from '../exporters/complianceExport.js';
 import type { ExportFormat } from '../exporters/chunkedExport.js';
-import { daysBetween, dayStartMs, exportHistoryFile, HISTORY_DATASETS, type HistoryDataset } from '../exporters/parquetHistory.js';
+import { daysBetween, dayStartMs, exportHistoryFile, HISTORY_DATASETS, historyDayNotOver, type HistoryDataset } from '../exporters/parquetHistory.js';
 import type { GrantFilters } from '../exporters/exportPlans.js';
 
 const CLUSTER_NAME = new RegExp(CLUSTER_NAME_PATTERN);
@@ -75,7 +75,7 @@ export function registerExportCommands(program: Command): void {
 
   exp
     .command('history')
-    .description('backfill the Parquet history (grants and raw events per cluster and UTC day) into the history bucket; complete days are skipped, so re-running is safe')
+    .description('backfill the Parquet history (grants and raw events per cluster and UTC day) into the history bucket; complete days are skipped, so re-running is safe; a day whose end its cluster\'s tailer has not captured yet is refused (it would stay short)')
     .requiredOption('--from <date>', 'first day, YYYY-MM-DD (UTC)')
     .requiredOption('--to <date>', 'last day, YYYY-MM-DD (UTC), included')
     .option('--cluster <name...>', 'only these clusters (default: every configured cluster)')
@@ -106,6 +106,12 @@ export function registerExportCommands(program: Command): void {
             for (const cluster of clusters) {
               for (const dataset of datasets) {
                 progress.update({ detail: `${dataset} ${cluster} ${date}` });
+                const notOver = await historyDayNotOver(store, cluster, date);
+                if (notOver !== undefined) {
+                  failed.push(`${dataset} ${cluster} ${date}: ${notOver}`);
+                  progress.increment();
+                  continue;
+                }
                 try {
                   const r = await exportHistoryFile(deps, { dataset, cluster, date });
                   if (r.status === 'complete') skipped++;

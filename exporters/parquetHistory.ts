@@ -5,7 +5,9 @@
 // A day is complete when its manifest exists; re-running a day skips complete
 // files and rewrites only a file whose manifest never appeared (write, then
 // manifest), so repeating a run is safe. The file is streamed into the bucket
-// as ClickHouse writes it (multipart; visible only once complete).
+// as ClickHouse writes it (multipart; visible only once complete). Because a
+// complete day is never written again, a day is written only once the
+// cluster's capture has passed its end (historyDayOver).
 import type { Client } from 'minio';
 import type { AuditStore } from '../core/clickhouse.js';
 import type { Logger } from '../core/logger.js';
@@ -15,6 +17,9 @@ import { assertGrantsMatchEvents } from './grantsCheck.js';
 import type { ExportMetrics } from './exportMetrics.js';
 import { buildManifest, manifestName, type Manifest } from './manifest.js';
 import { objectExists, putJsonIfAbsent, withRetry, type RetryOptions } from './objectStore.js';
+import { loadSql } from '../platform/sql.js';
+
+const PASSED = loadSql('exporters/sql/history_passed.sql');
 
 export const HISTORY_DATASETS = ['grants', 'events'] as const;
 export type HistoryDataset = (typeof HISTORY_DATASETS)[number];
@@ -106,9 +111,42 @@ export async function exportHistoryFile(
   }
 }
 
-/** Every dataset of every cluster for one day. */
+/**
+ * Why `date` cannot be written for `cluster` yet (undefined: it can): the
+ * cluster's capture has not passed the day's end — the day is today or later,
+ * or the tailer lags, or no tailer ever captured a cluster of that name. A
+ * day written early would be complete, and short, for good.
+ */
+export async function historyDayNotOver(store: AuditStore, cluster: string, date: string): Promise<string | undefined> {
+  const start = dayStartMs(date);
+  if (start === undefined) return `not a date: ${date}`;
+  const [pos] = await store.rows<{ checkpoint: string; passed_ms: string }>(PASSED.text, { cluster });
+  if (!pos || pos.checkpoint === '0') return `cluster "${cluster}" has no checkpoint: no tailer has captured a cluster of that name`;
+  const passed = Number(pos.passed_ms);
+  if (passed < start + DAY_MS) {
+    const at = passed > 0 ? new Date(passed).toISOString() : 'unknown';
+    return `${date} of cluster "${cluster}" is not over for its tailer yet (captured up to ${at}): a history day is written once, after its end is captured`;
+  }
+  return undefined;
+}
+
+/** Every dataset of every cluster for one day; a cluster whose capture has not passed the day's end is left for later (throws once the others are written). */
 export async function exportHistoryDay(deps: HistoryDeps, date: string, clusters: readonly string[], datasets: readonly HistoryDataset[] = HISTORY_DATASETS): Promise<HistoryFileResult[]> {
   const results: HistoryFileResult[] = [];
-  for (const cluster of clusters) for (const dataset of datasets) results.push(await exportHistoryFile(deps, { dataset, cluster, date }));
+  const notOver: string[] = [];
+  for (const cluster of clusters) {
+    const why = await historyDayNotOver(deps.store, cluster, date);
+    if (why) {
+      notOver.push(why);
+      continue;
+    }
+    for (const dataset of datasets) results.push(await exportHistoryFile(deps, { dataset, cluster, date }));
+  }
+  if (notOver.length > 0) throw new HistoryDayNotOverError(notOver.join('; '));
   return results;
+}
+
+/** A history day asked before its end was captured: worth retrying later (the tailer catches up). */
+export class HistoryDayNotOverError extends Error {
+  override name = 'HistoryDayNotOverError';
 }

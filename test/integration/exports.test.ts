@@ -22,7 +22,7 @@ import { ensureHistoryBucket, HISTORY_EXPIRY_DAYS } from '../../platform/buckets
 import { ExportRecords, runComplianceExport, writeGrantsExport } from '../../exporters/complianceExport.js';
 import { COMPLIANCE_QUEUE, complianceProcessor, historyProcessor, HISTORY_QUEUE } from '../../exporters/exportJobs.js';
 import { manifestName, parseManifest } from '../../exporters/manifest.js';
-import { readObjectText } from '../../exporters/objectStore.js';
+import { objectExists, readObjectText } from '../../exporters/objectStore.js';
 import { exportHistoryFile, historyObjectName } from '../../exporters/parquetHistory.js';
 import { createRedis } from '../../platform/redis.js';
 import { csvLine } from '../../reports/render.js';
@@ -174,6 +174,17 @@ describe('exports', () => {
       // A connection we pass in stays ours to close (BullMQ closes only what it creates).
       const queue = new Queue(HISTORY_QUEUE, { connection, prefix: queuePrefix });
       const job = await queue.add('history-day', { date: '2026-03-02', clusters: ['c2'], datasets: ['grants'] });
+      // No tailer has captured c2 past that day yet (no checkpoint at all): the day is not written, so it is not complete, short, for good.
+      await assert.rejects(processor(job, 'token'), { name: 'HistoryDayNotOverError', message: /cluster "c2" has no checkpoint/ });
+      // Captured up to the last instant of the day: still not over.
+      const capturedUpTo = async (revision: number, ms: number): Promise<void> => {
+        await store.insert('events', [{ cluster: 'c2', revision: String(revision), key: '/sys/clock', event_type: 'clock', op: 'put', wall_time: new Date(ms).toISOString().replace('T', ' ').replace('Z', ''), value: '{}' }]);
+        await store.insert('checkpoints', [{ cluster: 'c2', revision: String(revision), leader: 'test' }]);
+      };
+      await capturedUpTo(9_000_000, DAY1 + 2 * DAY - 1);
+      await assert.rejects(processor(job, 'token'), { name: 'HistoryDayNotOverError', message: /2026-03-02 of cluster "c2" is not over for its tailer yet \(captured up to 2026-03-02T23:59:59.999Z\)/ });
+      assert.equal(await objectExists(s3, historyBucket, manifestName(historyObjectName('grants', 'c2', '2026-03-02'))), false, 'nothing written');
+      await capturedUpTo(9_000_001, DAY1 + 2 * DAY);
       const result = (await processor(job, 'token')) as { date: string; files: Array<{ status: string; rows?: string }> };
       assert.equal(result.date, '2026-03-02');
       assert.deepEqual(result.files.map((f) => f.status), ['written']);
