@@ -17,12 +17,13 @@ import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@c
 type ClientOptions = NonNullable<Parameters<typeof createClient>[0]>;
 import { createChdbConnection } from 'chdb/connection';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { ClickHouseTarget } from './config.js';
+import { LockauditError } from './errors.js';
 import { rowBinaryEncoder, type ColumnSpec, type RowBinaryEncoder } from './rowBinary.js';
 
 type Params = Record<string, unknown>;
@@ -101,6 +102,7 @@ export class AuditStore {
     this.#ingestSettings = options.ingestSettings ?? INGEST_SETTINGS;
     if (target.mode === 'embedded') {
       mkdirSync(target.path, { recursive: true });
+      assertNotHeld(target.path);
       // chdb types its connection against @clickhouse/client-common, which
       // @clickhouse/client 1.23 vendors as its own copy: same shape, two types.
       const connect = () => createChdbConnection({ path: target.path }) as unknown as NonNullable<ClientOptions['connection']>;
@@ -217,4 +219,43 @@ export class AuditStore {
     });
     return this.#closed;
   }
+}
+
+/**
+ * Embedded ClickHouse lets one process open a data dir (it locks `status`, in
+ * which it writes its pid). Asked before opening, so that a second process —
+ * a CLI command while the platform runs — fails with one line naming the
+ * process that holds it, instead of chdb's own lock error and stack trace.
+ */
+function assertNotHeld(dataPath: string): void {
+  const pid = embeddedHolder(dataPath);
+  if (pid === undefined) return;
+  throw new LockauditError(
+    'LOCKAUDIT_ERR_STORE_BUSY',
+    `the running process pid ${pid} holds the embedded ClickHouse in ${dataPath} (one process at a time): stop it first, or ask it through its API (lockaudit grants, state, diff … with --url and --token; token … with --admin-token; GET /readyz for its health)`,
+  );
+}
+
+/** The pid of another live process that holds the embedded data dir, from chdb's status file; undefined when none. */
+export function embeddedHolder(dataPath: string): number | undefined {
+  let pid: number;
+  try {
+    pid = Number(/PID:\s*(\d+)/.exec(readFileSync(path.join(dataPath, 'status'), 'utf8'))?.[1] ?? NaN);
+  } catch {
+    return undefined;
+  }
+  if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return undefined; // gone: a stale file
+  }
+  // A pid reused by an unrelated program since the holder died: not ours (Linux; elsewhere the pid alone decides).
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    if (!/node|lockaudit|chdb/i.test(cmdline)) return undefined;
+  } catch {
+    // no /proc: keep the answer of kill(0)
+  }
+  return pid;
 }

@@ -124,6 +124,14 @@ describe('token CLI', () => {
       assert.ok(refused, 'the CLI must not succeed without the store or a token');
       assert.equal(refused.trim().split('\n').length, 1, refused);
       assert.match(refused, new RegExp(`pid ${holder.pid}.*--admin-token or LOCKAUDIT_ADMIN_TOKEN`));
+      // Every other command that opens the store says the same in one line (before: chdb's lock error and a stack trace).
+      for (const args of [['doctor'], ['migrate'], ['export', 'history', '--from', '2026-01-01', '--to', '2026-01-01']]) {
+        const failed = await run('node', [cli, ...args], { env }).then(() => undefined, (err: { stderr: string; code: number }) => err);
+        assert.ok(failed, `${args.join(' ')} must not succeed`);
+        assert.equal(failed.code, 1, args.join(' '));
+        assert.equal(failed.stderr.trim().split('\n').length, 1, `${args.join(' ')}: ${failed.stderr}`);
+        assert.match(failed.stderr, new RegExp(`^lockaudit: the running process pid ${holder.pid} holds the embedded ClickHouse in `), args.join(' '));
+      }
 
       await api.listen({ host: '127.0.0.1', port });
       const adminToken = (await createApiToken(temp.store, 'root@corp', ['admin'])).token;
