@@ -3,11 +3,9 @@
 // (chdb) lets one process open its data dir: while the platform runs, the CLI
 // goes through that process's API with an admin token (--admin-token or
 // LOCKAUDIT_ADMIN_TOKEN), or says in one line which pid holds it and what to do.
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { createApiToken, listApiTokens, parseExpiresIn, parseRoles, revokeApiToken, type Role, type TokenInfo } from '../core/apiTokens.js';
-import { AuditStore } from '../core/clickhouse.js';
+import { AuditStore, embeddedHolder } from '../core/clickhouse.js';
 import { loadConfig, type Config } from '../core/config.js';
 import { LockauditError } from '../core/errors.js';
 import { migrate } from '../core/migrations.js';
@@ -16,35 +14,17 @@ const progress = (message: string): void => void process.stderr.write(`lockaudit
 
 type Via = { kind: 'store'; store: AuditStore } | { kind: 'api'; url: string; adminToken: string };
 
-/** The pid chdb wrote in its status file, when another process holds the data dir. */
-function holderPid(dataPath: string): string | undefined {
-  try {
-    return /PID:\s*(\d+)/.exec(readFileSync(path.join(dataPath, 'status'), 'utf8'))?.[1];
-  } catch {
-    return undefined;
-  }
-}
-
 function apiUrl(config: Config): string {
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   return `http://${host.includes(':') ? `[${host}]` : host}:${config.port}`;
-}
-
-function alive(pid: string): boolean {
-  try {
-    process.kill(Number(pid), 0);
-    return Number(pid) !== process.pid;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 async function open(config: Config, adminToken: string | undefined): Promise<Via> {
   const target = config.clickhouse;
   if (target.mode === 'embedded' && adminToken) return { kind: 'api', url: apiUrl(config), adminToken };
   // Asked before opening: chdb would print its own lock error to stderr first.
-  const pid = target.mode === 'embedded' ? holderPid(target.path) : undefined;
-  if (target.mode === 'embedded' && pid && alive(pid)) {
+  const pid = target.mode === 'embedded' ? embeddedHolder(target.path) : undefined;
+  if (target.mode === 'embedded' && pid !== undefined) {
     throw new LockauditError(
       'LOCKAUDIT_ERR_TOKEN_INVALID',
       `the running lockaudit process (pid ${pid}) holds the embedded ClickHouse in ${target.path}: give an admin token (--admin-token or LOCKAUDIT_ADMIN_TOKEN) to go through its API at ${apiUrl(config)}, or stop it first`,
