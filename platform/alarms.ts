@@ -70,9 +70,9 @@ export const alarmCatalog = {
   },
   LOCKAUDIT_ALARM_FOREIGN_WRITE: {
     instance: 'foreign-write:{cluster}',
-    message: 'a {what} not made by the lock API was written into {cluster} ({key} at revision {revision}); see grant history, origin=foreign',
+    message: 'a {what} not made by the lock API was written into {cluster} ({key} at revision {revision}); see {where}',
     action:
-      'Someone wrote around the lock API (etcdctl, a misbehaving client): a hold without the API\'s proof, a copy of a real hold put back (a replay), or a reason marker or force record without the API\'s proof (it explains nothing: the delete beside it reads `deleted`, and a forged force record is never archived). Find who from the value and the etcd audit trail, and remove the write path. Held until the process restarts; grant history lists every such grant (origin=foreign), the event log every such marker and record.',
+      'Someone wrote around the lock API (etcdctl, a misbehaving client): a hold without the API\'s proof, a copy of a real hold put back (a replay), or a reason marker or force record without the API\'s proof (it explains nothing: the delete beside it reads `deleted`, and a forged force record is never archived). Find who from the value and the etcd audit trail, and remove the write path. A value under the hold prefix that is no hold at all (not even its shape) is no grant: it is quarantined (GET /v1/quarantine), and while it stands no acquire of that key succeeds and force-release finds nothing to release; remove it by hand (`etcdctl del <key>`: the delete is captured and quarantined too) once you know who wrote it. Held until the process restarts, and raised again at start while the write is still in etcd (a forged force record stays until `etcdctl del /sys/force/<id>`); grant history lists every such grant (origin=foreign), the event log every such marker and record, GET /v1/quarantine every unreadable value.',
   },
 } as const satisfies Record<string, AlarmSpec>;
 

@@ -429,7 +429,7 @@ export class TailerPipeline {
   #replayed(r: Replay): void {
     const key = `${PREFIX.hold}${r.key}`;
     this.#deps.log.error({ key, grantRevision: r.grantRevision, firstRevision: r.firstRevision, recordedAsApi: r.recordedAsApi }, 'a copy of a real grant\'s hold value was put back by hand (replay): recorded foreign');
-    this.#deps.alarm?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster: this.#deps.cluster }, { what: 'copy of a real hold (replay)', key, revision: r.grantRevision }));
+    this.#deps.alarm?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster: this.#deps.cluster }, { what: 'copy of a real hold (replay)', key, revision: r.grantRevision, where: 'grant history, origin=foreign' }));
   }
 
   #observe(watermark: Watermark, state: RunState): void {

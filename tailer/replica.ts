@@ -431,7 +431,7 @@ export class TailerReplica {
       ? new ReplayCheck(store, cluster, (r) => {
           const key = `${PREFIX.hold}${r.key}`;
           log.error({ key, grantRevision: r.grantRevision, firstRevision: r.firstRevision }, 'a copy of a real grant\'s hold value, seen in a snapshot: recorded foreign');
-          health?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster }, { what: 'copy of a real hold (replay)', key, revision: r.grantRevision }));
+          health?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster }, { what: 'copy of a real hold (replay)', key, revision: r.grantRevision, where: 'grant history, origin=foreign' }));
         })
       : undefined;
     const write = async (batch: RowBatch): Promise<void> => {
@@ -443,7 +443,7 @@ export class TailerReplica {
       const first = seen.foreign[0] as { key: string; grantRevision: string };
       log.error({ foreign: seen.foreign.length, key: `${PREFIX.hold}${first.key}`, grantRevision: first.grantRevision }, 'holds not made by the lock API, written while no tailer watched: recorded foreign');
       metrics?.bypass.inc({ cluster, kind: 'foreign-grant' }, seen.foreign.length);
-      health?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster }, { what: 'hold (seen only in a snapshot)', key: `${PREFIX.hold}${first.key}`, revision: first.grantRevision }));
+      health?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster }, { what: 'hold (seen only in a snapshot)', key: `${PREFIX.hold}${first.key}`, revision: first.grantRevision, where: 'grant history, origin=foreign' }));
     }
     return seen.holds;
   }

@@ -5,6 +5,7 @@
 // when it is stopped (live); it never writes a checkpoint.
 import type { Etcd3 } from 'etcd3';
 import { createEtcdClient } from '../core/etcd.js';
+import { PREFIX } from '../core/keyspace.js';
 import type { Logger } from '../core/logger.js';
 import { alarm } from '../platform/alarms.js';
 import type { HealthState } from '../platform/health.js';
@@ -21,7 +22,13 @@ import type { Slot, Watermark, WindowSpec } from './watermark.js';
 import { WatchWindow } from './watchWindow.js';
 
 /** The writes around the API that are alarmed, by event type (a foreign hold's end is alarmed at its grant). */
-const FOREIGN_WHAT: Partial<Record<string, string>> = { grant: 'hold', marker: 'reason marker', 'force-record': 'force record' };
+const FOREIGN_WHAT: Partial<Record<string, { what: string; where: string }>> = {
+  grant: { what: 'hold', where: 'grant history, origin=foreign' },
+  marker: { what: 'reason marker', where: 'the event log' },
+  'force-record': { what: 'force record', where: 'the event log' },
+};
+/** Prefixes under which the lock API writes only values of its own shapes: anything unreadable there was written around it. */
+const API_ONLY_PREFIXES = [PREFIX.hold, PREFIX.mark, PREFIX.force];
 
 /** The last clock writes seen (at most 64), for lag in seconds. */
 export class RecentClocks {
@@ -113,9 +120,17 @@ export class WindowRunner {
   /** A hold, marker or force record written around the lock API is an incident: alarm it (the rows say which). */
   #alarmForeign(decoded: DecodedRevision): void {
     const foreign = decoded.events.find((e) => e.row.origin === 'foreign' && FOREIGN_WHAT[e.row.event_type] !== undefined);
-    if (!foreign) return;
-    const what = FOREIGN_WHAT[foreign.row.event_type] as string;
-    this.#s.alarm?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster: this.#s.cluster }, { what, key: foreign.row.key, revision: decoded.revision }));
+    if (foreign) {
+      const { what, where } = FOREIGN_WHAT[foreign.row.event_type] as { what: string; where: string };
+      this.#s.alarm?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster: this.#s.cluster }, { what, key: foreign.row.key, revision: decoded.revision, where }));
+      return;
+    }
+    // A put there that is not even of the API's shapes (a hold key holding "hello" blocks the lock for good): quarantined, and alarmed too.
+    const unreadable = decoded.quarantine.find((q) => q.op === 'put' && API_ONLY_PREFIXES.some((p) => q.key.startsWith(p)));
+    if (unreadable) {
+      const what = unreadable.key.startsWith(PREFIX.hold) ? 'value that is not a hold' : 'value of no shape the lock API writes';
+      this.#s.alarm?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster: this.#s.cluster }, { what, key: unreadable.key, revision: decoded.revision, where: 'GET /v1/quarantine' }));
+    }
   }
 
   async #watch(client: Etcd3): Promise<void> {

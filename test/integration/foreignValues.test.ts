@@ -1,0 +1,67 @@
+// Values in the lock keyspace of no shape the lock API writes (operator review):
+// "hello" put by hand on a hold key blocks that lock for good and is no grant,
+// so grant history never shows it. It is quarantined with its reason, and now
+// alarmed as a write around the API, the alarm saying where to look
+// (GET /v1/quarantine); a value under an ordinary key raises nothing. A
+// real tailer on the test etcd and a real embedded ClickHouse.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Etcd3 } from 'etcd3';
+import type { AuditStore } from '../../core/clickhouse.js';
+import { createEtcdClient } from '../../core/etcd.js';
+import { createLogger } from '../../core/logger.js';
+import { HealthState } from '../../platform/health.js';
+import { readCheckpoint } from '../../tailer/offsets.js';
+import { TailerReplica } from '../../tailer/replica.js';
+import { checkpointAtHead, waitFor } from '../support/capture.js';
+import { tempStore, testConfig, uniqueId } from '../support/env.js';
+
+const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
+const endpoints = testConfig().etcd.clusters[0]?.endpoints ?? [];
+
+describe('values of no shape the lock API writes', () => {
+  let store: AuditStore;
+  let closeStore: () => Promise<void>;
+  let client: Etcd3;
+  before(async () => {
+    ({ store, close: closeStore } = await tempStore());
+    client = createEtcdClient({ name: 'test', endpoints });
+  });
+  after(async () => {
+    client.close();
+    await closeStore();
+  });
+
+  it('a hold key holding "hello" is quarantined and alarmed, pointing at GET /v1/quarantine; a plain key is neither', async () => {
+    const label = uniqueId('fv');
+    const ns = uniqueId('ns');
+    const health = new HealthState();
+    await checkpointAtHead(store, client, label);
+    const replica = new TailerReplica({ cluster: { name: label, endpoints }, store, log, health }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false });
+    replica.start();
+    const junk = `/l/${ns}/junk`;
+    try {
+      const plain = BigInt((await client.put(`/${ns}/not-the-lock-keyspace`).value('hello').exec()).header.revision);
+      await waitFor('the plain put captured', async () => ((await readCheckpoint(store, label)) >= plain ? true : undefined), 60_000, 100);
+      assert.deepEqual(health.alarms(), [], 'a value outside the hold, marker and force prefixes is no write around the API');
+
+      const put = BigInt((await client.put(junk).value('hello').exec()).header.revision);
+      await waitFor('the junk put captured', async () => ((await readCheckpoint(store, label)) >= put ? true : undefined), 60_000, 100);
+      const quarantined = await store.rows<{ key: string; value: string; reason: string }>(
+        'SELECT key, value, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} ORDER BY revision',
+        { c: label },
+      );
+      assert.deepEqual(quarantined.map((q) => [q.key, q.value]), [[junk, 'hello']]);
+      assert.match(quarantined[0]?.reason ?? '', /hold value/);
+      const [grants] = await store.rows<{ n: string }>('SELECT toString(count()) AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String}', { c: label });
+      assert.equal(grants?.n, '0', 'no grant: the value names no holder');
+      const raised = health.alarms().find((a) => a.name === `foreign-write:${label}`);
+      assert.ok(raised, 'LOCKAUDIT_ALARM_FOREIGN_WRITE raised');
+      assert.equal(raised.message, `a value that is not a hold not made by the lock API was written into ${label} (${junk} at revision ${put}); see GET /v1/quarantine`);
+    } finally {
+      await replica.close();
+      await client.delete().key(junk).exec();
+      await client.delete().key(`/${ns}/not-the-lock-keyspace`).exec();
+    }
+  });
+});
