@@ -12,11 +12,17 @@ export function isAddressInUse(err: unknown): boolean {
   return (err as NodeJS.ErrnoException | undefined)?.code === 'EADDRINUSE';
 }
 
+/** Any other listen error (a host that does not resolve, an address not on this machine): one line naming the setting. */
+function cannotListen(host: string, port: number, err: Error): LockauditError {
+  const code = (err as NodeJS.ErrnoException).code ?? err.message;
+  return new LockauditError('LOCKAUDIT_ERR_CONFIG_INVALID', `invalid configuration:\n  - LOCKAUDIT_HOST (host): cannot listen on ${host}:${port} (${code})`, { cause: err, details: [`LOCKAUDIT_HOST (host): cannot listen on ${host}:${port} (${code})`] });
+}
+
 /** Resolves when host:port can be listened on (it is released again at once). */
 export function assertPortFree(host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const server = createServer();
-    server.once('error', (err) => reject(isAddressInUse(err) ? portInUse(host, port, err) : err));
+    server.once('error', (err) => reject(isAddressInUse(err) ? portInUse(host, port, err) : cannotListen(host, port, err)));
     server.listen({ host, port, exclusive: true }, () => server.close(() => resolve()));
   });
 }

@@ -2,6 +2,8 @@
 // precedence first: defaults, the YAML file named by LOCKAUDIT_CONFIG, then
 // LOCKAUDIT_* environment variables. Unknown keys in either source are
 // rejected, and every problem names its key.
+import { isIP } from 'node:net';
+import { CronExpressionParser } from 'cron-parser';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import Type, { type Static } from 'typebox';
@@ -447,12 +449,28 @@ export function loadConfig(options: LoadOptions = {}): Config {
   // A time zone is checked against the runtime's zone database, which a pattern cannot do.
   const tz = (raw as FileConfig).reports?.riskRegisterTz;
   if (problems.length === 0 && tz !== undefined && !isTimeZone(tz)) problems.push(`${keyName('/reports/riskRegisterTz', envByPath)}: unknown time zone "${tz}"`);
+  // A cron pattern is parsed by the parser the scheduler (BullMQ) uses: six fields of any text pass the pattern above.
+  const cron = (raw as FileConfig).reports?.riskRegisterCron;
+  if (problems.length === 0 && cron !== undefined) {
+    try {
+      CronExpressionParser.parse(cron, { tz: tz ?? 'UTC' });
+    } catch (err) {
+      problems.push(`${keyName('/reports/riskRegisterCron', envByPath)}: not a cron pattern "${cron}" (${(err as Error).message})`);
+    }
+  }
+  const host = (raw as FileConfig).host;
+  if (problems.length === 0 && host !== undefined && isIP(host) === 0 && !HOSTNAME.test(host)) {
+    problems.push(`${keyName('/host', envByPath)}: "${host}" is neither an IP address nor a host name`);
+  }
   const unique = [...new Set(problems)];
   if (unique.length > 0) {
     throw new LockauditError('LOCKAUDIT_ERR_CONFIG_INVALID', `invalid configuration:\n  - ${unique.join('\n  - ')}`, { details: unique });
   }
   return resolve(raw as FileConfig, cwd);
 }
+
+// RFC 1123 host names: dot-separated labels of letters, digits and inner hyphens.
+const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
 
 function isTimeZone(tz: string): boolean {
   try {

@@ -192,6 +192,13 @@ describe('report configuration', () => {
   it('rejects an unknown time zone, a cron that is not one, and limits out of range, naming the variable', () => {
     assert.match(problems({ LOCKAUDIT_RISK_REGISTER_TZ: 'Mars/Olympus' }), /LOCKAUDIT_RISK_REGISTER_TZ \(reports\.riskRegisterTz\): unknown time zone/);
     assert.match(problems({ LOCKAUDIT_RISK_REGISTER_CRON: 'nightly' }), /LOCKAUDIT_RISK_REGISTER_CRON \(reports\.riskRegisterCron\)/);
+    // Five fields that are no cron (the pattern alone passed them; `start` then died in the scheduler with a stack).
+    assert.match(problems({ LOCKAUDIT_RISK_REGISTER_CRON: '99 99 * * *' }), /LOCKAUDIT_RISK_REGISTER_CRON \(reports\.riskRegisterCron\): not a cron pattern "99 99 \* \* \*" \(Constraint error/);
+    assert.match(problems({ LOCKAUDIT_RISK_REGISTER_CRON: '0 0 31 2 *' }), /LOCKAUDIT_RISK_REGISTER_CRON \(reports\.riskRegisterCron\): not a cron pattern/);
+    assert.equal(loadConfig({ env: { LOCKAUDIT_RISK_REGISTER_CRON: '*/5 * * * * *' }, cwd: '/srv' }).reports.riskRegisterCron, '*/5 * * * * *');
+    // A listen address that is no address (before: `start` died in getaddrinfo with a stack).
+    assert.match(problems({ LOCKAUDIT_HOST: 'not a host!' }), /LOCKAUDIT_HOST \(host\): "not a host!" is neither an IP address nor a host name/);
+    for (const host of ['0.0.0.0', '::', '127.0.0.1', 'localhost', 'api.internal.example.com']) assert.equal(loadConfig({ env: { LOCKAUDIT_HOST: host }, cwd: '/srv' }).host, host);
     assert.match(problems({ LOCKAUDIT_QUERY_TIMEOUT_MS: '5' }), /LOCKAUDIT_QUERY_TIMEOUT_MS \(reports\.queryTimeoutMs\): must be >= 100/);
     assert.match(problems({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: 'lots' }), /LOCKAUDIT_RATE_LIMIT_PER_MINUTE: must be an integer/);
   });
