@@ -1,6 +1,7 @@
 // `lockaudit export history|grants` and `lockaudit archive verify`.
 // Flags are validated before anything opens; bad input exits 2 naming the
 // flag, a failed run or a damaged archive exits 1.
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import { SingleBar, Presets } from 'cli-progress';
@@ -153,6 +154,15 @@ export function registerExportCommands(program: Command): void {
           { from: '--from', to: '--to', filter: (n) => `--${n.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}` },
         );
         const out = path.resolve(flags.out);
+        // Asked before anything is read: the file is written beside itself first, and a missing directory was an ENOENT stack at the end.
+        const dir = path.dirname(out);
+        if (!existsSync(dir) || !statSync(dir).isDirectory()) badInput(`--out: the directory ${dir} does not exist`);
+        if (existsSync(out) && statSync(out).isDirectory()) badInput(`--out: ${out} is a directory; name the file to write`);
+        try {
+          accessSync(dir, constants.W_OK);
+        } catch {
+          badInput(`--out: the directory ${dir} is not writable`);
+        }
         const config = loadConfig();
         await withStore(config, async (store) => {
           const records = new ExportRecords(store);

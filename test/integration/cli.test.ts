@@ -47,6 +47,10 @@ describe('lockaudit CLI', () => {
     const only = await cli(['services', 'up', '--only', 'etcd,postgres']);
     assert.equal(only.code, 2);
     assert.match(only.stderr, /--only.*expected a comma-separated list of etcd, redis, minio/);
+    // Before: an ENOENT stack trace once the export had run.
+    const nowhere = await cli(['export', 'grants', '--from', '2026-12-01', '--to', '2026-12-02', '--out', '/nonexistent-dir/x.parquet']);
+    assert.equal(nowhere.code, 2);
+    assert.equal(nowhere.stderr.trim(), 'lockaudit: --out: the directory /nonexistent-dir does not exist');
     const missing = await cli(['token', 'create', '--roles', 'client']);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /required option '--identity <name>' not specified/);
