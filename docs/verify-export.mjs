@@ -64,12 +64,32 @@ const signedBy = (key, text, signature) => {
   }
 };
 
+/** A file's contents, or a one-line usage error naming the argument (a missing file is bad input, not a crash). */
+function read(name, encoding) {
+  try {
+    return readFileSync(opts[name], encoding);
+  } catch (err) {
+    return usage(`--${name}: cannot read ${opts[name]} (${err.code ?? err.message})`);
+  }
+}
+
 const opts = args(process.argv.slice(2));
-const key = createPublicKey(readFileSync(opts['public-key'], 'utf8'));
+let key;
+try {
+  key = createPublicKey(read('public-key', 'utf8'));
+} catch {
+  usage(`--public-key: ${opts['public-key']} is not a public key (PEM)`);
+}
 if (key.asymmetricKeyType !== 'ed25519') usage('--public-key: not an Ed25519 public key');
 const keyId = sha256(key.export({ type: 'spki', format: 'der' })).slice(0, 16);
-const manifest = JSON.parse(readFileSync(opts.manifest, 'utf8'));
-const file = readFileSync(opts.file);
+let manifest;
+try {
+  manifest = JSON.parse(read('manifest', 'utf8'));
+} catch {
+  usage(`--manifest: ${opts.manifest} is not JSON (give the export's manifest, GET /v1/exports/<id>/manifest)`);
+}
+if (typeof manifest !== 'object' || manifest === null || Array.isArray(manifest)) usage(`--manifest: ${opts.manifest} is not a manifest object`);
+const file = read('file');
 let failures = 0;
 const line = (ok, text) => {
   if (!ok) failures++;

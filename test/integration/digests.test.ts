@@ -379,6 +379,19 @@ describe('tamper-evident digests', () => {
       assert.match(good.stdout, /ok {4}rows: every grant was checked against the events it was derived from/);
       assert.equal(good.stdout.split('\n').filter((l) => l.includes(`${sc.cluster} `)).length, 5, 'one line per period');
 
+      // Bad arguments (a missing manifest, the export given as the manifest, a manifest given as the key): exit 2 and
+      // one line naming the argument (before: a stack trace).
+      for (const [args, said] of [
+        [['--manifest', path.join(tmp.dir, 'nope.json'), '--file', file, '--public-key', keyFile], /^verify-export: --manifest: cannot read .*nope\.json \(ENOENT\)$/],
+        [['--manifest', file, '--file', file, '--public-key', keyFile], /^verify-export: --manifest: .* is not JSON/],
+        [['--manifest', manifestFile, '--file', file, '--public-key', manifestFile], /^verify-export: --public-key: .* is not a public key \(PEM\)$/],
+      ] as const) {
+        const bad = spawnSync(process.execPath, [path.join(projectRoot, 'docs/verify-export.mjs'), ...args], { encoding: 'utf8' });
+        assert.equal(bad.status, 2, bad.stderr);
+        assert.match(bad.stderr.split('\n')[0] ?? '', said);
+        assert.doesNotMatch(bad.stderr, /\n\s+at /, 'no stack trace');
+      }
+
       truncateSync(file, Buffer.byteLength(readFileSync(file, 'utf8')) - 10);
       const cut = check();
       assert.equal(cut.status, 1);
