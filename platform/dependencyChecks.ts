@@ -21,13 +21,16 @@ export interface CheckResult {
   ms: number;
 }
 
-async function timed(name: string, fix: string, fn: () => Promise<string>): Promise<CheckResult> {
+/** The fix to print: fixed text, or chosen by what went wrong. */
+type Fix = string | ((err: unknown) => string);
+
+async function timed(name: string, fix: Fix, fn: () => Promise<string>): Promise<CheckResult> {
   const started = Date.now();
   try {
     const detail = await fn();
     return { name, ok: true, detail, ms: Date.now() - started };
   } catch (err) {
-    return { name, ok: false, detail: describe(err), fix, ms: Date.now() - started };
+    return { name, ok: false, detail: describe(err), fix: typeof fix === 'string' ? fix : fix(err), ms: Date.now() - started };
   }
 }
 
@@ -45,8 +48,25 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
-function localFix(config: Config, local: boolean, remote: string): string {
-  return local ? `start the local services: lockaudit services up (data dir ${config.dataDir})` : remote;
+/**
+ * A local service that does not answer is started with `services up`; one that answers and refuses
+ * (credentials, a missing bucket) is not fixed by starting it again: then the remote hint applies.
+ */
+function localFix(config: Config, local: boolean, remote: string): Fix {
+  return (err) => (local && notAnswering(err) ? `start the local services: lockaudit services up (data dir ${config.dataDir})` : remote);
+}
+
+const NOT_ANSWERING = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE']);
+
+/** Nobody answered (refused, unreachable, timed out), as opposed to an answer that refused. */
+function notAnswering(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && NOT_ANSWERING.has(code)) return true;
+    const errors = (e as { errors?: unknown }).errors;
+    if (Array.isArray(errors) && errors.some(notAnswering)) return true;
+  }
+  return /timed out|timeout|ECONNREFUSED|connect /i.test(describe(err));
 }
 
 export async function checkEtcd(config: Config): Promise<CheckResult[]> {
@@ -85,7 +105,7 @@ export function checkClickHouse(config: Config, store: AuditStore): Promise<Chec
 }
 
 export function checkS3(config: Config, options: { deep: boolean }): Promise<CheckResult> {
-  return timed('s3', localFix(config, config.s3.local, `check ${config.s3.endpoint}, its credentials, and that ${config.s3.archiveBucket} has object lock`), async () => {
+  return timed('s3', localFix(config, config.s3.local, `check ${config.s3.endpoint}, its credentials (LOCKAUDIT_S3_ACCESS_KEY, LOCKAUDIT_S3_SECRET_KEY), and that ${config.s3.archiveBucket} has object lock (lockaudit migrate creates the buckets)`), async () => {
     const s3 = createS3Client(config.s3);
     const problem = await withTimeout(archiveLockProblem(s3, config.s3.archiveBucket), 10_000, 'object lock');
     if (problem) throw new Error(problem);
