@@ -130,7 +130,12 @@ function grantsTable(items: readonly GrantItem[]): string {
   const header = ['GRANTED AT', ...(clusters.size > 1 ? ['CLUSTER'] : []), 'KEY', 'HOLDER', 'TOKEN', 'END', 'ENDED AT', 'HELD', 'WAITED', 'CLASS', 'NOTE'];
   const rows = items.map((g) => [
     g.grantedAt, ...(clusters.size > 1 ? [g.cluster] : []), g.key, g.holder, g.token, g.endKind ?? 'held', g.endedAt ?? '', duration(g.durationMs), duration(g.waitMs), g.class,
-    [g.origin === 'foreign' ? 'foreign (not granted by the API)' : '', g.unprotected ? 'unprotected (no quorum)' : ''].filter(Boolean).join(', '),
+    [
+      g.origin === 'foreign' ? 'foreign (not granted by the API)' : '',
+      g.unprotected ? 'unprotected (no quorum)' : '',
+      g.rolledBack ? 'rolled back by an etcd restore' : '',
+      g.timeline > 0 ? `timeline ${g.timeline}` : '',
+    ].filter(Boolean).join(', '),
   ]);
   return renderTable(header, rows);
 }
@@ -145,6 +150,7 @@ interface StateFlags extends ApiFlags {
   at: string;
   prefix?: string;
   cluster?: string;
+  timeline?: number;
   limit?: number;
   format: 'table' | 'json';
 }
@@ -154,19 +160,27 @@ interface DiffFlags extends ApiFlags {
   to: string;
   prefix?: string;
   cluster?: string;
+  timeline?: number;
   limit?: number;
   format: 'table' | 'json';
 }
 
-const STATE_FIELDS = { at: '--at', prefix: '--prefix', cluster: '--cluster', limit: '--limit' } as const;
-const DIFF_FIELDS = { from: '--from', to: '--to', prefix: '--prefix', cluster: '--cluster', limit: '--limit' } as const;
+const STATE_FIELDS = { at: '--at', prefix: '--prefix', cluster: '--cluster', timeline: '--timeline', limit: '--limit' } as const;
+const DIFF_FIELDS = { from: '--from', to: '--to', prefix: '--prefix', cluster: '--cluster', timeline: '--timeline', limit: '--limit' } as const;
 
 type Gap = StateResponse['gaps'][number];
 const gapText = (g: Gap): string => `${g.fromRevision}–${g.toRevision} (${cellText(g.reason)})`;
 
+/** Revisions of a later timeline are not the same holds as the same revisions before a restore: the header says which. */
+function timelineNote(timeline: number): string {
+  return `timeline ${timeline}: etcd was restored ${timeline === 1 ? 'once' : `${timeline} times`} since capture began; --timeline ${timeline - 1} answers for the history the last restore rolled back`;
+}
+
 function stateText(s: StateResponse): string {
   const lines: string[] = [];
   lines.push(`cluster ${cellText(s.cluster)} at revision ${s.at.revision} (asked for ${cellText(s.at.requested)}; captured through ${s.at.capturedThrough})`);
+  // After an etcd restore the same revisions may mean other holds on another timeline: say which one this is.
+  if (s.at.timeline > 0) lines.push(timelineNote(s.at.timeline));
   if (!s.complete) lines.push(`INCOMPLETE: this revision lies inside a recorded gap; holds granted and ended inside it are not in the log`);
   if (s.truncated) lines.push(`TRUNCATED: more holds or queue entries than --limit; narrow --prefix or raise --limit`);
   lines.push(s.epoch ? `epoch ${s.epoch.epoch} (since revision ${s.epoch.revision})` : 'epoch: none recorded');
@@ -182,6 +196,7 @@ function stateText(s: StateResponse): string {
 function diffText(d: DiffResponse): string {
   const lines: string[] = [];
   lines.push(`cluster ${cellText(d.cluster)} from revision ${d.from.revision} (asked for ${cellText(d.from.requested)}) to revision ${d.to.revision} (asked for ${cellText(d.to.requested)})`);
+  if (d.to.timeline > 0) lines.push(timelineNote(d.to.timeline));
   if (!d.complete) lines.push(`INCOMPLETE: a recorded gap lies inside or across the window (${d.gaps.map(gapText).join(', ')}); history there is missing`);
   if (d.truncated) lines.push('TRUNCATED: more holds or events than --limit; narrow --prefix or raise --limit');
   const { appeared, ended, changedHolder } = d.holds;
@@ -217,6 +232,8 @@ function grantRecord(g: GrantItem): string {
     ['origin', g.origin === 'foreign' ? 'foreign: written straight into etcd, not granted by the lock API' : 'the lock API'],
   ];
   if (g.unprotected) rows.push(['unprotected', 'granted without quorum (fail-open, token 0)']);
+  if (g.timeline > 0) rows.push(['timeline', `${g.timeline} (granted after etcd was restored ${g.timeline === 1 ? 'once' : `${g.timeline} times`})`]);
+  if (g.rolledBack) rows.push(['rolled back', 'yes: a later etcd restore rolled this grant back (it was a real hold, but the restored cluster never had it)']);
   return rows.map(([k, v]) => `${k.padEnd(12)}${cellText(v)}\n`).join('');
 }
 
@@ -271,11 +288,12 @@ export function registerInvestigateCommands(program: Command): void {
       .requiredOption('--at <time|revision>', 'an etcd revision, or an RFC 3339 time (the newest captured revision at or before it)', moment('--at'))
       .option('--prefix <prefix>', 'only lock names starting with this, e.g. payments/')
       .option('--cluster <name>', 'the etcd cluster (default the platform\'s first)')
+      .addOption(new Option('--timeline <n>', 'the etcd timeline (0 the first; each restore the tailer recorded starts the next; default the current one)').argParser(integer('--timeline', 0, 4_294_967_295)))
       .addOption(new Option('--limit <n>', 'at most this many holds and queue entries').argParser(integer('--limit', 1, 100_000)))
       .addOption(formatOption(['table', 'json'])),
   ).action((flags: StateFlags) =>
     run(flags, STATE_FIELDS, async (client) => {
-      const state = await client.getJson<StateResponse>('/v1/state', { at: flags.at, prefix: flags.prefix, cluster: flags.cluster, limit: flags.limit });
+      const state = await client.getJson<StateResponse>('/v1/state', { at: flags.at, prefix: flags.prefix, cluster: flags.cluster, timeline: flags.timeline, limit: flags.limit });
       out(flags.format === 'json' ? `${JSON.stringify(state, null, 2)}\n` : stateText(state));
     }),
   );
@@ -288,11 +306,12 @@ export function registerInvestigateCommands(program: Command): void {
       .requiredOption('--to <time|revision>', 'the later moment: an etcd revision or an RFC 3339 time', moment('--to'))
       .option('--prefix <prefix>', 'only lock names starting with this, e.g. payments/')
       .option('--cluster <name>', 'the etcd cluster (default the platform\'s first)')
+      .addOption(new Option('--timeline <n>', 'the etcd timeline (0 the first; each restore the tailer recorded starts the next; default the current one)').argParser(integer('--timeline', 0, 4_294_967_295)))
       .addOption(new Option('--limit <n>', 'at most this many holds per moment and events in the window').argParser(integer('--limit', 1, 100_000)))
       .addOption(formatOption(['table', 'json'])),
   ).action((flags: DiffFlags) =>
     run(flags, DIFF_FIELDS, async (client) => {
-      const changes = await client.getJson<DiffResponse>('/v1/diff', { from: flags.from, to: flags.to, prefix: flags.prefix, cluster: flags.cluster, limit: flags.limit });
+      const changes = await client.getJson<DiffResponse>('/v1/diff', { from: flags.from, to: flags.to, prefix: flags.prefix, cluster: flags.cluster, timeline: flags.timeline, limit: flags.limit });
       out(flags.format === 'json' ? `${JSON.stringify(changes, null, 2)}\n` : diffText(changes));
     }),
   );

@@ -86,6 +86,13 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
       holdEvent(`${ns}/acct-1`, 1005, T0 + 5000, 'spiffe://corp/alice', 'delete'),
       holdEvent(`${ns}/acct-2`, 1006, T0 + 6000, 'spiffe://corp/bob', 'put'),
     ]);
+    // One grant revision on two timelines: etcd granted it, a restore rolled it back (marked on timeline 0), and the
+    // restored etcd granted it again (timeline 1).
+    const restored: GrantSpec = { cluster, key: `${ns}-r/restored`, class: 'ledger', holder: 'spiffe://corp/carol', rev: 1200, at: T0 + 20_000 };
+    await store.insert('grants', [
+      { ...grantRows(restored).open, timeline: 0, rolled_back_by: 1, row_version: '1' },
+      { ...grantRows({ ...restored, holder: 'spiffe://corp/dave', at: T0 + 21_000 }).open, timeline: 1 },
+    ]);
     await store.insert('checkpoints', [{ cluster, revision: '1010', leader: 'test' }]);
     investigator = (await createApiToken(store, 'ivy@corp', ['investigator'])).token;
     client = (await createApiToken(store, 'spiffe://corp/app', ['client'])).token;
@@ -126,6 +133,21 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
     assert.ok(!r.stdout.includes('decoy'), r.stdout);
     const json = JSON.parse((await cli(['token-of', token, '--format', 'json'])).stdout) as Array<{ token: unknown; key: string }>;
     assert.deepEqual(json.map((g) => [g.token, g.key]), [[token, `${ns}/acct-1`]]);
+
+    // A token two timelines carried: each grant says which, and the one a restore rolled back says so (before: both
+    // printed as ordinary grants; only --format json told them apart).
+    const twice = await cli(['token-of', tokenAt(1200)]);
+    assert.equal(twice.code, 0, twice.stderr);
+    const records = twice.stdout.split('\n\n');
+    assert.equal(records.length, 2, twice.stdout);
+    assert.match(records.find((r) => r.includes('carol')) ?? '', /^rolled back\s+yes: a later etcd restore rolled this grant back/m);
+    assert.doesNotMatch(records.find((r) => r.includes('carol')) ?? '', /^timeline/m);
+    assert.match(records.find((r) => r.includes('dave')) ?? '', /^timeline\s+1 \(granted after etcd was restored once\)$/m);
+    assert.doesNotMatch(records.find((r) => r.includes('dave')) ?? '', /^rolled back/m);
+    const table = await cli(['grants', '--key', `${ns}-r/restored`]);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, /spiffe:\/\/corp\/carol.*rolled back by an etcd restore/);
+    assert.match(table.stdout, /spiffe:\/\/corp\/dave.*timeline 1/);
 
     const none = await cli(['token-of', tokenAt(1003)]);
     assert.equal(none.code, 1);
@@ -173,6 +195,16 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
     const byTime = JSON.parse((await cli(['state', '--at', '2026-03-02T10:00:07Z', '--prefix', `${ns}/`, '--format', 'json'])).stdout) as { at: { revision: string }; holds: Array<{ key: string; token: string }> };
     assert.equal(byTime.at.revision, '1006');
     assert.deepEqual(byTime.holds.map((h) => [h.key, h.token]), [[`${ns}/acct-2`, tokenAt(1006)]]);
+
+    // --timeline reaches the API (before: "unknown option"): this cluster never had a timeline 3.
+    for (const cmd of [['state', '--at', '1003'], ['diff', '--from', '1003', '--to', '1006']]) {
+      const asked = await cli([...cmd, '--timeline', '3']);
+      assert.equal(asked.code, 2, asked.stderr);
+      assert.match(asked.stderr, /--timeline: .* has timelines 0\.\.0/);
+    }
+    const zero = await cli(['state', '--at', '1003', '--prefix', `${ns}/`, '--timeline', '0']);
+    assert.equal(zero.code, 0, zero.stderr);
+    assert.match(zero.stdout, /^HOLDS \(1\)$/m);
 
     const d = await cli(['diff', '--from', '1003', '--to', '2026-03-02T10:00:07Z', '--prefix', `${ns}/`]);
     assert.equal(d.code, 0, d.stderr);
