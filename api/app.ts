@@ -50,9 +50,10 @@ export async function buildApp(ctx: AppContext, routes: readonly RoutePlugin[] =
       const body: ErrorBody = { error: err.code, message: err.message, ...(err.details.length ? { details: [...err.details] } : {}) };
       return reply.status(err.status).send(body);
     }
-    // Fastify's own client errors (bad JSON, wrong content type, body too large) keep their 4xx.
+    // Fastify's own client errors (bad JSON, an empty JSON body, wrong content type, body too large) keep their 4xx
+    // but speak the one catalog: its FST_ERR_* codes are no contract of ours. The message names the body.
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
-      return reply.status(err.statusCode).send({ error: err.code ?? 'LOCKAUDIT_ERR_VALIDATION', message: err.message } satisfies ErrorBody);
+      return reply.status(err.statusCode).send({ error: 'LOCKAUDIT_ERR_VALIDATION', message: `body: ${err.message}` } satisfies ErrorBody);
     }
     request.log.error({ err }, 'unhandled error');
     return reply.status(500).send({ error: 'LOCKAUDIT_ERR_INTERNAL', message: 'internal error' } satisfies ErrorBody);

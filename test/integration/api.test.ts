@@ -167,6 +167,15 @@ describe('api skeleton', () => {
     }
     const badJson = await app.inject({ method: 'POST', url: '/v1/probe', headers: { authorization: `Bearer ${tokens.client}`, 'content-type': 'application/json' }, payload: '{"n":' });
     assert.equal(badJson.statusCode, 400);
+    // Fastify's own body errors speak the one catalog (before: FST_ERR_CTP_INVALID_JSON_BODY, FST_ERR_CTP_EMPTY_JSON_BODY).
+    assert.equal(badJson.json().error, 'LOCKAUDIT_ERR_VALIDATION');
+    assert.match(badJson.json().message, /^body: /);
+    const empty = await app.inject({ method: 'POST', url: '/v1/probe', headers: { authorization: `Bearer ${tokens.client}`, 'content-type': 'application/json' } });
+    assert.equal(empty.statusCode, 400);
+    assert.deepEqual([empty.json().error, /^body: /.test(empty.json().message)], ['LOCKAUDIT_ERR_VALIDATION', true]);
+    const wrongType = await app.inject({ method: 'POST', url: '/v1/probe', headers: { authorization: `Bearer ${tokens.client}`, 'content-type': 'application/x-unknown' }, payload: 'n=1' });
+    assert.equal(wrongType.statusCode, 415);
+    assert.equal(wrongType.json().error, 'LOCKAUDIT_ERR_VALIDATION');
     const q = await get('/v1/probe/abc?limit=99', tokens.investigator);
     assert.equal(q.statusCode, 400);
     assert.match(q.json().message, /querystring\.limit: must be <= 10/);
