@@ -3,6 +3,7 @@
 // (chdb) lets one process open its data dir: while the platform runs, the CLI
 // goes through that process's API with an admin token (--admin-token or
 // LOCKAUDIT_ADMIN_TOKEN), or says in one line which pid holds it and what to do.
+import { userInfo } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { createApiToken, listApiTokens, parseExpiresIn, parseRoles, revokeApiToken, type Role, type TokenInfo } from '../core/apiTokens.js';
 import { AuditStore, embeddedHolder } from '../core/clickhouse.js';
@@ -13,6 +14,19 @@ import { migrate } from '../core/migrations.js';
 const progress = (message: string): void => void process.stderr.write(`lockaudit: ${message}\n`);
 
 type Via = { kind: 'store'; store: AuditStore } | { kind: 'api'; url: string; adminToken: string };
+
+/** Who ran the command, for the token audit: the OS account (USER is unset under cron, sudo -i, containers). */
+function cliActor(): string {
+  let name = process.env.USER ?? process.env.LOGNAME;
+  if (!name) {
+    try {
+      name = userInfo().username;
+    } catch {
+      name = `uid ${process.getuid?.() ?? 'unknown'}`;
+    }
+  }
+  return `cli:${name}`;
+}
 
 function apiUrl(config: Config): string {
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
@@ -93,7 +107,7 @@ export function registerTokenCommands(program: Command): void {
     .action(async (opts: { identity: string; roles: Role[]; expiresIn?: number; adminToken?: string }) => {
       const created = await withVia(opts.adminToken, (via) =>
         via.kind === 'store'
-          ? createApiToken(via.store, opts.identity, opts.roles, { expiresInSeconds: opts.expiresIn, issuedBy: `cli:${process.env.USER ?? 'unknown'}` })
+          ? createApiToken(via.store, opts.identity, opts.roles, { expiresInSeconds: opts.expiresIn, issuedBy: cliActor() })
           : call<{ token: string; tokenId: string; expiresAt: string | null }>(via, 'POST', '/v1/tokens', { identity: opts.identity, roles: opts.roles, ...(opts.expiresIn ? { expiresInSeconds: opts.expiresIn } : {}) }),
       );
       progress(`token ${created.tokenId} for ${opts.identity} (${opts.roles.join(', ')}), ${created.expiresAt ? `expires ${created.expiresAt}` : 'never expires'}; it is shown once:`);
@@ -121,7 +135,7 @@ export function registerTokenCommands(program: Command): void {
     .addOption(adminTokenOption())
     .action(async (id: string, opts: { adminToken?: string }) => {
       const revoked = await withVia(opts.adminToken, async (via) =>
-        via.kind === 'store' ? revokeApiToken(via.store, id, `cli:${process.env.USER ?? 'unknown'}`) : call<TokenInfo>(via, 'DELETE', `/v1/tokens/${id}`).catch((err: Error) => (/ 404:/.test(err.message) ? undefined : Promise.reject(err))),
+        via.kind === 'store' ? revokeApiToken(via.store, id, cliActor()) : call<TokenInfo>(via, 'DELETE', `/v1/tokens/${id}`).catch((err: Error) => (/ 404:/.test(err.message) ? undefined : Promise.reject(err))),
       );
       if (!revoked) throw new LockauditError('LOCKAUDIT_ERR_NOT_FOUND', `no token has the id ${id} (see \`lockaudit token list\`)`);
       progress(`token ${id} of ${revoked.identity} revoked at ${revoked.revokedAt ?? 'now'}`);

@@ -3,6 +3,7 @@
 // its 4 s cache life — and each step recorded in token_audit.
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
+import { userInfo } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
@@ -90,7 +91,9 @@ describe('token CLI', () => {
   const cli = path.join(projectRoot, 'bin', 'lockaudit.js');
   it('creates, lists and revokes with the store when no platform runs', async () => {
     const data = tempDir('lockaudit-cli-tokens-');
-    const env = { ...process.env, LOCKAUDIT_DATA_DIR: data.dir };
+    // No USER or LOGNAME (cron, containers, sudo -i): the audit still names the OS account (before: "cli:unknown").
+    const { USER: _user, LOGNAME: _logname, ...rest } = process.env;
+    const env = { ...rest, LOCKAUDIT_DATA_DIR: data.dir };
     try {
       const created = await run('node', [cli, 'token', 'create', '--identity', 'ivy@corp', '--roles', 'investigator', '--expires-in', '12h'], { env });
       const token = created.stdout.trim();
@@ -101,6 +104,7 @@ describe('token CLI', () => {
       await run('node', [cli, 'token', 'revoke', id], { env });
       const listed = JSON.parse((await run('node', [cli, 'token', 'list', '--json'], { env })).stdout) as Array<{ tokenId: string; revoked: boolean }>;
       assert.equal(listed.find((t) => t.tokenId === id)?.revoked, true);
+      assert.equal((listed.find((t) => t.tokenId === id) as { issuedBy?: string } | undefined)?.issuedBy, `cli:${userInfo().username}`);
       await assert.rejects(run('node', [cli, 'token', 'create', '--identity', 'x', '--roles', 'client', '--expires-in', 'soon'], { env }), /--expires-in|expires-in/);
     } finally {
       data.remove();
