@@ -2,12 +2,14 @@
 // rate limit, the read audit, then the report module.
 import { QuarantinePageSchema, QuarantineQuery, quarantinePage, recordQuarantineRead } from '../../reports/quarantine/index.js';
 import { cursorKey } from '../../reports/cursor.js';
+import { pickCluster } from '../../reports/state/index.js';
 import type { App, RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';
 
 export async function quarantineRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
   const deps = { store: ctx.store, limits: ctx.config.reports, cursorKey: cursorKey(ctx.config.api.cursorSecret) };
+  const clusters = ctx.config.etcd.clusters.map((c) => c.name);
   app.get(
     '/v1/quarantine',
     {
@@ -26,6 +28,8 @@ export async function quarantineRoutes(app: App, { ctx }: RouteOptions): Promise
       const params = request.query;
       const who = request.identity;
       const now = Date.now();
+      // A cluster no tailer ever captured (a typo) is a 400, not an empty page that reads as "nothing quarantined".
+      if (params.cluster !== undefined) await pickCluster({ ...deps, clusters }, params.cluster);
       if (who) await recordQuarantineRead(deps, { identity: who.identity, tokenId: who.tokenId, params, requestId: String(request.id), atMs: now });
       return quarantinePage(deps, params, now);
     },

@@ -3,6 +3,7 @@
 import Type, { type Static } from 'typebox';
 import { TailerLagQuery, TailerLagSchema, tailerLag } from '../../reports/tailerLag/index.js';
 import { GapSchema, GapsQuery, historyGaps, tailerHealth, TailerSchema } from '../../reports/tailerHealth/index.js';
+import { pickCluster } from '../../reports/state/index.js';
 import { requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';
 import type { App, RouteOptions } from '../types.js';
@@ -41,6 +42,12 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
       preValidation: guard,
       schema: { tags: ['tailer'], summary: 'History ranges lost before capture', querystring: GapsQuery, response: { 200: Type.Object({ items: Type.Array(GapSchema) }) } },
     },
-    async (request) => ({ items: await historyGaps({ store: ctx.store, limits: ctx.config.reports }, request.query as Static<typeof GapsQuery>) }),
+    async (request) => {
+      const query = request.query as Static<typeof GapsQuery>;
+      const deps = { store: ctx.store, limits: ctx.config.reports };
+      // A cluster no tailer ever captured (a typo) is a 400, not an empty list that reads as "no gaps".
+      if (query.cluster !== undefined) await pickCluster({ ...deps, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, query.cluster);
+      return { items: await historyGaps(deps, query) };
+    },
   );
 }

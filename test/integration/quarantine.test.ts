@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { buildApp, type App } from '../../api/app.js';
 import { quarantineRoutes } from '../../api/routes/quarantine.js';
+import { tailerRoutes } from '../../api/routes/tailers.js';
 import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { createLogger } from '../../core/logger.js';
@@ -26,7 +27,9 @@ before(async () => {
     { cluster: 'qa', revision: '12', key: '/l/pay/acct-2', op: 'put', value: 'not json', reason: 'decode: not JSON', at: T0 + 1_000 },
     { cluster: 'qb', revision: '7', key: '/l/pay/acct-3', op: 'put', value: '{}', reason: 'decode: missing holder', at: T0 + 2_000 },
   ]);
-  app = await buildApp({ config: testConfig(), logger: createLogger('warn'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: new Registry() }, [quarantineRoutes]);
+  // Captured clusters (a tailer wrote their checkpoints): a filter naming any other is a 400.
+  await store.insert('checkpoints', [{ cluster: 'qa', revision: '20', leader: 't' }, { cluster: 'qb', revision: '20', leader: 't' }]);
+  app = await buildApp({ config: testConfig(), logger: createLogger('warn'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: new Registry() }, [quarantineRoutes, tailerRoutes]);
   for (const [name, roles] of [['auditor', ['auditor']], ['investigator', ['investigator']], ['client', ['client']], ['operator', ['lock-operator']]] as const) {
     tokens[name] = (await createApiToken(store, `${name}@q`, [...roles])).token;
   }
@@ -90,6 +93,13 @@ describe('GET /v1/quarantine', () => {
     assert.equal(bad.statusCode, 400);
     assert.match(bad.body, /limit/);
     assert.equal((await get('/v1/quarantine?cursor=AAAA', 'auditor')).statusCode, 400);
+    // A cluster no tailer captured (a typo) is named, not answered with an empty page that reads as "nothing" (before: 200, []).
+    for (const route of ['/v1/quarantine', '/v1/gaps']) {
+      const typo = await get(`${route}?cluster=qz`, 'auditor');
+      assert.equal(typo.statusCode, 400, `${route}: ${typo.body}`);
+      assert.match(typo.json().message, /querystring\.cluster: no etcd cluster named "qz" is configured or captured/);
+      assert.equal((await get(`${route}?cluster=qa`, 'auditor')).statusCode, 200, route);
+    }
     const reads = await store.rows<{ identity: string; format: string }>("SELECT identity, format FROM {db:Identifier}.grant_history_reads WHERE format = 'quarantine'");
     assert.ok(reads.some((r) => r.identity === 'auditor@q'));
     assert.ok(reads.some((r) => r.identity === 'investigator@q'));
