@@ -20,6 +20,13 @@ import { objectExists, putJsonIfAbsent, withRetry, type RetryOptions } from './o
 import { loadSql } from '../platform/sql.js';
 
 const PASSED = loadSql('exporters/sql/history_passed.sql');
+/**
+ * How far past a day's end capture must be before the day is written: grant
+ * times are the lock API hosts' clocks, so a revision just above the
+ * checkpoint may still carry a time before midnight (the nightly job runs at
+ * 01:30, well past it).
+ */
+export const HISTORY_SETTLE_MS = 15 * 60_000;
 
 export const HISTORY_DATASETS = ['grants', 'events'] as const;
 export type HistoryDataset = (typeof HISTORY_DATASETS)[number];
@@ -121,11 +128,11 @@ export async function historyDayNotOver(store: AuditStore, cluster: string, date
   const start = dayStartMs(date);
   if (start === undefined) return `not a date: ${date}`;
   const [pos] = await store.rows<{ checkpoint: string; passed_ms: string }>(PASSED.text, { cluster });
-  if (!pos || pos.checkpoint === '0') return `cluster "${cluster}" has no checkpoint: no tailer has captured a cluster of that name`;
+  if (!pos || pos.checkpoint === '0') return `cluster "${cluster}" has no tailer checkpoint: no tailer has captured a cluster of that name`;
   const passed = Number(pos.passed_ms);
-  if (passed < start + DAY_MS) {
+  if (passed < start + DAY_MS + HISTORY_SETTLE_MS) {
     const at = passed > 0 ? new Date(passed).toISOString() : 'unknown';
-    return `${date} of cluster "${cluster}" is not over for its tailer yet (captured up to ${at}): a history day is written once, after its end is captured`;
+    return `${date} of cluster "${cluster}" is not over for its tailer yet (captured up to ${at}; a day is written once capture is ${HISTORY_SETTLE_MS / 60_000} min past its end): a history day is written once, after its end is captured`;
   }
   return undefined;
 }

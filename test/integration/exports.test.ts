@@ -23,7 +23,7 @@ import { ExportRecords, runComplianceExport, writeGrantsExport } from '../../exp
 import { COMPLIANCE_QUEUE, complianceProcessor, historyProcessor, HISTORY_QUEUE } from '../../exporters/exportJobs.js';
 import { manifestName, parseManifest } from '../../exporters/manifest.js';
 import { objectExists, readObjectText } from '../../exporters/objectStore.js';
-import { exportHistoryFile, historyObjectName } from '../../exporters/parquetHistory.js';
+import { exportHistoryFile, historyObjectName, HISTORY_SETTLE_MS } from '../../exporters/parquetHistory.js';
 import { createRedis } from '../../platform/redis.js';
 import { csvLine } from '../../reports/render.js';
 import { grantTokenChecksum, insertEvents, insertGrantEvents, insertGrants, parquetTokenChecksum } from '../support/exportData.js';
@@ -174,17 +174,26 @@ describe('exports', () => {
       // A connection we pass in stays ours to close (BullMQ closes only what it creates).
       const queue = new Queue(HISTORY_QUEUE, { connection, prefix: queuePrefix });
       const job = await queue.add('history-day', { date: '2026-03-02', clusters: ['c2'], datasets: ['grants'] });
-      // No tailer has captured c2 past that day yet (no checkpoint at all): the day is not written, so it is not complete, short, for good.
-      await assert.rejects(processor(job, 'token'), { name: 'HistoryDayNotOverError', message: /cluster "c2" has no checkpoint/ });
-      // Captured up to the last instant of the day: still not over.
+      // No tailer has captured c2 past that day yet (none ever ran): the day is not written, so it is not complete, short, for good.
+      await assert.rejects(processor(job, 'token'), { name: 'HistoryDayNotOverError', message: /cluster "c2" has no tailer checkpoint/ });
+      const wall = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+      /** The tailer's leader captured c2 up to `revision`, the newest event there at `ms` (and published it, as checkpointWriter does). */
       const capturedUpTo = async (revision: number, ms: number): Promise<void> => {
-        await store.insert('events', [{ cluster: 'c2', revision: String(revision), key: '/sys/clock', event_type: 'clock', op: 'put', wall_time: new Date(ms).toISOString().replace('T', ' ').replace('Z', ''), value: '{}' }]);
-        await store.insert('checkpoints', [{ cluster: 'c2', revision: String(revision), leader: 'test' }]);
+        await store.insert('events', [{ cluster: 'c2', revision: String(revision), key: '/sys/clock', event_type: 'clock', op: 'put', wall_time: wall(ms), value: '{}' }]);
+        await store.insert('tailer_status', [{ cluster: 'c2', cluster_id: 'x', leader: 'test', checkpoint: String(revision), head_revision: String(revision), compact_revision: '0', lag_revisions: '0', lag_seconds: 0, updated_at: Date.now() }]);
       };
-      await capturedUpTo(9_000_000, DAY1 + 2 * DAY - 1);
-      await assert.rejects(processor(job, 'token'), { name: 'HistoryDayNotOverError', message: /2026-03-02 of cluster "c2" is not over for its tailer yet \(captured up to 2026-03-02T23:59:59.999Z\)/ });
+      const dayEnd = DAY1 + 2 * DAY;
+      await capturedUpTo(9_000_000, dayEnd + HISTORY_SETTLE_MS - 1);
+      await assert.rejects(processor(job, 'token'), { name: 'HistoryDayNotOverError', message: /2026-03-02 of cluster "c2" is not over for its tailer yet \(captured up to 2026-03-03T00:14:59.999Z;/ });
+      // An insider's hold with a far-future `at`, and a spool grant stamped likewise, say nothing of what was captured
+      // (reviewer: either made any day read as over): still refused.
+      await store.insert('events', [
+        { cluster: 'c2', revision: '9000000', key: '/l/ns/forged', event_type: 'grant', op: 'put', wall_time: wall(Date.UTC(2299, 0, 1)), value: '{}', origin: 'foreign' },
+        { cluster: 'c2', revision: '0', key: '/spool/far', event_type: 'unprotected-grant', op: 'spool', wall_time: wall(Date.UTC(2299, 0, 1)), value: '{}' },
+      ]);
+      await assert.rejects(processor(job, 'token'), { name: 'HistoryDayNotOverError', message: /captured up to 2026-03-03T00:14:59.999Z/ });
       assert.equal(await objectExists(s3, historyBucket, manifestName(historyObjectName('grants', 'c2', '2026-03-02'))), false, 'nothing written');
-      await capturedUpTo(9_000_001, DAY1 + 2 * DAY);
+      await capturedUpTo(9_000_001, dayEnd + HISTORY_SETTLE_MS);
       const result = (await processor(job, 'token')) as { date: string; files: Array<{ status: string; rows?: string }> };
       assert.equal(result.date, '2026-03-02');
       assert.deepEqual(result.files.map((f) => f.status), ['written']);
