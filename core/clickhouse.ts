@@ -17,7 +17,7 @@ import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@c
 type ClientOptions = NonNullable<Parameters<typeof createClient>[0]>;
 import { createChdbConnection } from 'chdb/connection';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -236,26 +236,47 @@ function assertNotHeld(dataPath: string): void {
   );
 }
 
-/** The pid of another live process that holds the embedded data dir, from chdb's status file; undefined when none. */
+/**
+ * The pid of another process that holds the embedded data dir, undefined when none. On Linux it is the
+ * owner of chdb's lock on `status` as /proc/locks lists it: the status file and its pid outlive a killed
+ * process (SIGKILL, a shutdown past its deadline), and that pid may belong to any process since. Elsewhere,
+ * the pid chdb wrote there if that process is alive.
+ */
 export function embeddedHolder(dataPath: string): number | undefined {
-  let pid: number;
+  const file = path.join(dataPath, 'status');
+  let text: string;
+  let ino: number;
+  let dev: number;
   try {
-    pid = Number(/PID:\s*(\d+)/.exec(readFileSync(path.join(dataPath, 'status'), 'utf8'))?.[1] ?? NaN);
+    text = readFileSync(file, 'utf8');
+    ({ ino, dev } = statSync(file));
   } catch {
-    return undefined;
+    return undefined; // no status file: nobody opened it, or the last one closed cleanly
   }
+  let locks: string | undefined;
+  try {
+    locks = readFileSync('/proc/locks', 'utf8');
+  } catch {
+    locks = undefined;
+  }
+  if (locks !== undefined) {
+    // "1: FLOCK  ADVISORY  WRITE 20206 fe:00:10027441 0 EOF": pid, then major:minor:inode (hex, hex, decimal).
+    const major = ((dev >> 8) & 0xfff).toString(16).padStart(2, '0');
+    const minor = (dev & 0xff).toString(16).padStart(2, '0');
+    for (const line of locks.split('\n')) {
+      const m = /^\d+:\s+\S+\s+\S+\s+\S+\s+(\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/.exec(line);
+      if (!m || Number(m[4]) !== ino || m[2]?.padStart(2, '0') !== major || m[3]?.padStart(2, '0') !== minor) continue;
+      const pid = Number(m[1]);
+      return pid === process.pid ? undefined : pid;
+    }
+    return undefined; // the file is there but nobody holds its lock: left by a process that died
+  }
+  const pid = Number(/PID:\s*(\d+)/.exec(text)?.[1] ?? NaN);
   if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
   try {
     process.kill(pid, 0);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EPERM') return undefined; // gone: a stale file
-  }
-  // A pid reused by an unrelated program since the holder died: not ours (Linux; elsewhere the pid alone decides).
-  try {
-    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    if (!/node|lockaudit|chdb/i.test(cmdline)) return undefined;
-  } catch {
-    // no /proc: keep the answer of kill(0)
   }
   return pid;
 }

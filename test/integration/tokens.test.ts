@@ -3,13 +3,14 @@
 // its 4 s cache life — and each step recorded in token_audit.
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { buildApp, type App } from '../../api/app.js';
 import { ApiTokenVerifier, createApiToken, listApiTokens, TOKEN_CACHE_TTL_MS } from '../../core/apiTokens.js';
-import type { AuditStore } from '../../core/clickhouse.js';
+import { embeddedHolder, type AuditStore } from '../../core/clickhouse.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { projectRoot } from '../../core/paths.js';
@@ -107,6 +108,25 @@ describe('token CLI', () => {
       assert.equal((listed.find((t) => t.tokenId === id) as { issuedBy?: string } | undefined)?.issuedBy, `cli:${userInfo().username}`);
       await assert.rejects(run('node', [cli, 'token', 'create', '--identity', 'x', '--roles', 'client', '--expires-in', 'soon'], { env }), /--expires-in|expires-in/);
     } finally {
+      data.remove();
+    }
+  });
+
+  it('a status file left by a killed process is no holder, even when its pid now names a live node process (reviewer)', async () => {
+    const data = tempDir('lockaudit-cli-stale-');
+    const config = testConfig({ LOCKAUDIT_DATA_DIR: data.dir });
+    const chPath = config.clickhouse.mode === 'embedded' ? config.clickhouse.path : '';
+    const sleeper = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    try {
+      // What chdb leaves after SIGKILL (or a shutdown past its deadline): the status file, its lock gone.
+      mkdirSync(chPath, { recursive: true });
+      writeFileSync(path.join(chPath, 'status'), `PID: ${sleeper.pid}\nStarted at: 2026-12-03 00:00:00\nRevision: 0\n`);
+      assert.equal(embeddedHolder(chPath), undefined);
+      // Exits 0 (run rejects otherwise): before, STORE_BUSY naming the sleeper.
+      const migrated = await run('node', [cli, 'migrate'], { env: { ...process.env, LOCKAUDIT_DATA_DIR: data.dir } });
+      assert.doesNotMatch(migrated.stderr, /holds the embedded ClickHouse/);
+    } finally {
+      sleeper.kill();
       data.remove();
     }
   });
