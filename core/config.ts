@@ -469,8 +469,9 @@ export function loadConfig(options: LoadOptions = {}): Config {
   return resolve(raw as FileConfig, cwd);
 }
 
-// RFC 1123 host names: dot-separated labels of letters, digits and inner hyphens.
-const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+// Host names as resolvers take them: dot-separated labels of letters, digits, inner hyphens and underscores
+// (RFC 1123 has no underscore, but /etc/hosts and container service names do).
+const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/;
 
 function isTimeZone(tz: string): boolean {
   try {

@@ -198,7 +198,7 @@ describe('report configuration', () => {
     assert.equal(loadConfig({ env: { LOCKAUDIT_RISK_REGISTER_CRON: '*/5 * * * * *' }, cwd: '/srv' }).reports.riskRegisterCron, '*/5 * * * * *');
     // A listen address that is no address (before: `start` died in getaddrinfo with a stack).
     assert.match(problems({ LOCKAUDIT_HOST: 'not a host!' }), /LOCKAUDIT_HOST \(host\): "not a host!" is neither an IP address nor a host name/);
-    for (const host of ['0.0.0.0', '::', '127.0.0.1', 'localhost', 'api.internal.example.com']) assert.equal(loadConfig({ env: { LOCKAUDIT_HOST: host }, cwd: '/srv' }).host, host);
+    for (const host of ['0.0.0.0', '::', '127.0.0.1', 'fe80::1%lo', 'localhost', 'localhost.', 'my_host', 'api.internal.example.com']) assert.equal(loadConfig({ env: { LOCKAUDIT_HOST: host }, cwd: '/srv' }).host, host);
     assert.match(problems({ LOCKAUDIT_QUERY_TIMEOUT_MS: '5' }), /LOCKAUDIT_QUERY_TIMEOUT_MS \(reports\.queryTimeoutMs\): must be >= 100/);
     assert.match(problems({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: 'lots' }), /LOCKAUDIT_RATE_LIMIT_PER_MINUTE: must be an integer/);
   });
