@@ -34,9 +34,9 @@
 // Grants in a spool carry token 0 (DESIGN.md §2). A line that does not fit is
 // quarantined (revision 0, key '/spool/<file>@<byte offset>') with the reason.
 // So is a line that contradicts what was shipped (ShippedIds below): an id
-// names one record for good — a `seq` that restarted, or an end whose copy of
-// its grant differs from the grant line, would otherwise replace the grant
-// shipped under that id, silently.
+// names one record for good and a grant ends once — a `seq` that restarted, an
+// end whose copy of its grant differs from the grant line, or a second end of
+// an ended grant would otherwise replace what was shipped, silently.
 // A last line without a newline is being written: it waits for the next pass.
 import { closeSync, openSync, readSync, renameSync, statSync, writeFileSync, readFileSync, fsyncSync } from 'node:fs';
 import path from 'node:path';
@@ -82,30 +82,37 @@ export const SPOOL_END_ROW_VERSION = '1';
 const SHIPPED = loadSql('tailer/sql/spoolShipped.sql');
 
 const spoolKey = (id: string): string => `/spool/${id}`;
+const LOOKUP_IDS = 1_000;
 
-/** A spool record as shipped: its event row's key, type and value (spoolRows / spoolEndRows). */
+/** A spool record as shipped: its event row's key, type, value and previous value (spoolRows / spoolEndRows). */
 export interface StoredSpoolRecord {
   key: string;
   event_type: string;
   value: string;
+  /** An end's: its copy of the grant line it ends. */
+  prev_value: string;
 }
 
 /** What one spool id names: a grant (its columns) or an end (of which grant, how, when). */
-type Named = { kind: 'grant'; grant: SpoolLine } | { kind: 'end'; grantId: string; how: string; at: number };
+type Named = { kind: 'grant'; grant: SpoolLine } | End;
+type End = { kind: 'end'; id: string; grantId: string; how: string; at: number };
 
 const GRANT_FIELDS = ['lock', 'holder', 'session', 'class', 'at', 'waitMs', 'epoch'] as const;
 
-function namedOf(r: StoredSpoolRecord): Named | undefined {
-  let v: unknown;
+function objectOf(text: string): Record<string, unknown> | undefined {
   try {
-    v = JSON.parse(r.value);
+    const v: unknown = JSON.parse(text);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }
-  if (typeof v !== 'object' || v === null) return undefined;
-  const o = v as Record<string, unknown>;
+}
+
+function namedOf(r: StoredSpoolRecord): Named | undefined {
+  const o = objectOf(r.value);
+  if (!o) return undefined;
   if (r.event_type === 'unprotected-grant') return { kind: 'grant', grant: o as unknown as SpoolLine };
-  return { kind: 'end', grantId: String(o.grantId), how: String(o.how), at: Number(o.at) };
+  return { kind: 'end', id: String(o.id), grantId: String(o.grantId), how: String(o.how), at: Number(o.at) };
 }
 
 /** The first field in which two descriptions of one grant differ (undefined: the same grant). */
@@ -125,11 +132,22 @@ function grantDiff(shipped: SpoolLine, line: SpoolLine): string | undefined {
  */
 export class ShippedIds {
   readonly #named = new Map<string, Named>();
+  /** Per grant id, the end shipped for it: a grant ends once. */
+  readonly #endOf = new Map<string, End>();
 
   constructor(stored: readonly StoredSpoolRecord[]) {
+    const ends: Array<{ r: StoredSpoolRecord; end: End }> = [];
     for (const r of stored) {
       const n = namedOf(r);
-      if (n && !this.#named.has(r.key)) this.#named.set(r.key, n);
+      if (!n || this.#named.has(r.key)) continue;
+      this.#named.set(r.key, n);
+      if (n.kind === 'end') ends.push({ r, end: n });
+    }
+    for (const { r, end } of ends) {
+      if (!this.#endOf.has(end.grantId)) this.#endOf.set(end.grantId, end);
+      // An end shipped before its grant line: its copy is what the grant's id names (a later grant line must match it).
+      const copy = objectOf(r.prev_value);
+      if (copy && !this.#named.has(spoolKey(end.grantId))) this.#named.set(spoolKey(end.grantId), { kind: 'grant', grant: copy as unknown as SpoolLine });
     }
   }
 
@@ -158,13 +176,19 @@ export class ShippedIds {
     if (grant?.kind === 'grant') {
       const diff = grantDiff(grant.grant, e.grant);
       if (diff) return `end record's copy of grant "${e.grant.id}" differs from the grant as shipped (${diff} differs)`;
-    } else {
-      // No grant line shipped or earlier in this pass: the end's copy is what that id names for the rest of
-      // the pass. (An end shipped in an earlier pass, before its grant line, is not looked up again: its
-      // rows are keyed by the end's own id. The lock API writes a grant before its end, always.)
+    }
+    const ended = this.#endOf.get(e.grant.id);
+    if (ended && ended.id !== e.id) {
+      return `grant "${e.grant.id}" already ended (${ended.how} at ${new Date(ended.at).toISOString()}, end "${ended.id}"): a grant ends once`;
+    }
+    if (grant === undefined) {
+      // No grant line shipped or earlier in this pass: the end's copy is what that id names from now on
+      // (a later pass finds it again through the end's grantId and prev_value).
       this.#named.set(spoolKey(e.grant.id), { kind: 'grant', grant: e.grant });
     }
-    this.#named.set(spoolKey(e.id), { kind: 'end', grantId: e.grant.id, how: e.how, at: e.at });
+    const end: End = { kind: 'end', id: e.id, grantId: e.grant.id, how: e.how, at: e.at };
+    this.#named.set(spoolKey(e.id), end);
+    this.#endOf.set(e.grant.id, end);
     return undefined;
   }
 }
@@ -403,15 +427,24 @@ export class SpoolShipper {
     return shipped;
   }
 
-  /** What the event keys these lines name ('/spool/<id>': their own, and an end's grant) held when first shipped. */
+  /**
+   * What was shipped that these lines touch: the records under their ids ('/spool/<id>': their own, an end's
+   * grant) and the ends shipped for their grants. Asked LOOKUP_IDS ids at a time: a query's parameters travel
+   * in the URL of a ClickHouse server, which takes 1 MiB, and a pass after a long fail-open spell has tens of
+   * thousands of lines.
+   */
   async #shipped(lines: readonly SpoolEntry[]): Promise<StoredSpoolRecord[]> {
-    const keys = new Set<string>();
-    for (const l of lines) {
-      if (l.kind === 'grant') keys.add(spoolKey(l.grant.id));
-      else keys.add(spoolKey(l.end.id)).add(spoolKey(l.end.grant.id));
+    const grantIds = [...new Set(lines.map((l) => (l.kind === 'grant' ? l.grant.id : l.end.grant.id)))];
+    const endIds = lines.flatMap((l) => (l.kind === 'end' ? [l.end.id] : []));
+    const out: StoredSpoolRecord[] = [];
+    for (let i = 0; i < grantIds.length; i += LOOKUP_IDS) {
+      const batch = grantIds.slice(i, i + LOOKUP_IDS);
+      out.push(...(await this.#store.rows<StoredSpoolRecord>(SHIPPED.text, { cluster: this.#cluster, keys: batch.map(spoolKey), grantIds: batch })));
     }
-    if (keys.size === 0) return [];
-    return this.#store.rows<StoredSpoolRecord>(SHIPPED.text, { cluster: this.#cluster, keys: [...keys] });
+    for (let i = 0; i < endIds.length; i += LOOKUP_IDS) {
+      out.push(...(await this.#store.rows<StoredSpoolRecord>(SHIPPED.text, { cluster: this.#cluster, keys: endIds.slice(i, i + LOOKUP_IDS).map(spoolKey), grantIds: [] })));
+    }
+    return out;
   }
 
   #readMark(): ShippedMark | undefined {

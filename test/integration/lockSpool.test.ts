@@ -247,4 +247,71 @@ describe('fail-open spool: ends of unprotected holds', () => {
       tmp.remove();
     }
   });
+  it('a grant ends once, and an end shipped before its grant line names that grant: a second end and a contradicting grant line are quarantined (reviewer)', async () => {
+    const tmp = tempDir('lockaudit-spool-');
+    const cluster = uniqueId('c');
+    const file = spoolPath(tmp.dir, cluster);
+    try {
+      const T = Date.UTC(2026, 0, 6, 10, 0, 0);
+      const append = (...records: object[]): void => appendFileSync(file, records.map((r) => `${JSON.stringify(r)}\n`).join(''));
+      const v1 = (id: string, key: string, holder: string, at: number): SpoolGrantRecord => ({ v: 1, kind: 'grant', id, cluster, key, namespace: 'ns', class: 'cache', holder, session: '5', token: '0', waitMs: 0, at, epoch: 7 });
+      const end = (id: string, grant: SpoolGrantRecord, how: 'release' | 'expiry', at: number): SpoolEndRecord => ({ v: 1, kind: 'end', id, grantId: grant.id, cluster, key: grant.key, how, at, grant });
+      mkdirSync(path.dirname(file), { recursive: true });
+      const g = v1('g', 'ns/a', 'alice', T);
+      const x = v1('x', 'ns/x', 'xena', T);
+      // Pass 1: g and its release; and the end of x alone (its grant line not shipped yet).
+      append(g, end('e1', g, 'release', T + 1_000), end('ex', x, 'release', T + 2_000));
+      const shipper = new SpoolShipper(store, cluster, tmp.dir, log);
+      assert.equal(await shipper.shipOnce(), 3);
+      // Pass 2: a second end of g with an identical copy (it rewrote the grant's end: release → expiry an hour later),
+      // and a grant line for x that is not the grant its end named (it became a second grant under the id "x").
+      append(end('e2', g, 'expiry', T + 3_600_000), v1('x', 'ns/y', 'mallory', T));
+      assert.equal(await shipper.shipOnce(), 0);
+      const reasons = (await store.rows<{ reason: string }>(
+        "SELECT reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'spool'", { c: cluster },
+      )).map((r) => r.reason).sort();
+      assert.deepEqual(reasons, [
+        'spool line: grant "g" already ended (release at 2026-01-06T10:00:01.000Z, end "e1"): a grant ends once',
+        'spool line: grant id "x" was shipped before as a different grant (lock differs): a spool id names one grant',
+      ]);
+      assert.deepEqual((await grantRowsOf(cluster)).map((r) => [r.key, r.spool_id, r.holder, r.end_kind, r.ended_at]), [
+        ['ns/a', 'g', 'alice', 'release', String(T + 1_000)],
+        ['ns/x', 'x', 'xena', 'release', String(T + 2_000)],
+      ]);
+      for (const table of ['grants_by_key', 'grants_by_holder']) {
+        const [n] = await store.rows<{ n: string }>(`SELECT toString(count()) AS n FROM {db:Identifier}.${table} FINAL WHERE cluster = {c:String}`, { c: cluster });
+        assert.equal(n?.n, '2', table);
+      }
+      // x's own grant line, as its end named it, ships and changes nothing.
+      append(x);
+      assert.equal(await shipper.shipOnce(), 1);
+      assert.deepEqual((await grantRowsOf(cluster)).map((r) => [r.spool_id, r.end_kind]), [['g', 'release'], ['x', 'release']]);
+    } finally {
+      tmp.remove();
+    }
+  });
+  it('a pass of more ids than one lookup asks ships every line once and quarantines none, also shipped again', async () => {
+    const tmp = tempDir('lockaudit-spool-');
+    const cluster = uniqueId('c');
+    const file = spoolPath(tmp.dir, cluster);
+    try {
+      const T = Date.UTC(2026, 0, 7, 10, 0, 0);
+      mkdirSync(path.dirname(file), { recursive: true });
+      const lines: object[] = [];
+      for (let i = 0; i < 1_200; i++) {
+        const grant: SpoolGrantRecord = { v: 1, kind: 'grant', id: `n:${i}`, cluster, key: `ns/k${i % 50}`, namespace: 'ns', class: 'cache', holder: `h${i}`, session: '5', token: '0', waitMs: 0, at: T + i, epoch: 7 };
+        lines.push(grant, { v: 1, kind: 'end', id: `n:${i}:end`, grantId: grant.id, cluster, key: grant.key, how: 'release', at: T + i + 500, grant } satisfies SpoolEndRecord);
+      }
+      appendFileSync(file, lines.map((r) => `${JSON.stringify(r)}\n`).join(''));
+      assert.equal(await new SpoolShipper(store, cluster, tmp.dir, log).shipOnce(), 2_400);
+      rmSync(`${file}.shipped`);
+      assert.equal(await new SpoolShipper(store, cluster, tmp.dir, log).shipOnce(), 2_400, 'shipped again: every line is what it was');
+      const [q] = await store.rows<{ n: string }>("SELECT toString(count()) AS n FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String}", { c: cluster });
+      assert.equal(q?.n, '0');
+      const [ended] = await store.rows<{ n: string }>("SELECT toString(countIf(end_kind = 'release')) AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String}", { c: cluster });
+      assert.equal(ended?.n, '1200');
+    } finally {
+      tmp.remove();
+    }
+  });
 });
