@@ -5,7 +5,7 @@ import { AuditStore } from '../core/clickhouse.js';
 import { loadConfig, maskedConfig, type Config } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
 import { checkAll } from '../platform/dependencyChecks.js';
-import { isLockauditError } from '../core/errors.js';
+import { isLockauditError, LockauditError } from '../core/errors.js';
 import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
 import { ensureBuckets } from '../platform/buckets.js';
@@ -103,6 +103,28 @@ export function buildCli(): Command {
         await ensureBuckets(createS3Client(config.s3), config.s3);
         progress(`buckets ready: ${config.s3.historyBucket} (365-day lifecycle), ${config.s3.archiveBucket} (object lock, COMPLIANCE 7 years)`);
       }
+    });
+
+  program
+    .command('sql')
+    .description('run one SQL statement on the audit store, for the runbook\'s hand procedures (operations.md): rows as JSON lines; tables are in the configured database, written {db:Identifier}.<table> or <database>.<table>. With embedded ClickHouse, stop the platform first (one process opens it)')
+    .argument('<statement>', 'the statement, e.g. "SHOW CREATE TABLE {db:Identifier}.events"')
+    .action(async (statement: string) => {
+      const config = loadConfig();
+      await withStore(config, async (store) => {
+        // A statement that answers rows prints them; any other (ALTER, INSERT, OPTIMIZE) runs as a command.
+        try {
+          if (/^\s*(SELECT|WITH|SHOW|DESCRIBE|DESC|EXPLAIN|EXISTS)\b/i.test(statement)) {
+            for (const row of await store.rows<Record<string, unknown>>(statement)) process.stdout.write(`${JSON.stringify(row)}\n`);
+          } else {
+            await store.command(statement);
+            progress('done');
+          }
+        } catch (err) {
+          if (isLockauditError(err)) throw err;
+          throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `sql: ${((err as Error).message ?? String(err)).split('\n')[0]}`);
+        }
+      });
     });
 
   const services = program.command('services').description('manage the local servers (etcd, Redis, MinIO) on the project\'s own ports');

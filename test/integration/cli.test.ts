@@ -5,6 +5,7 @@ import { execFile } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { projectRoot } from '../../core/paths.js';
+import { tempDir } from '../support/env.js';
 
 const run = promisify(execFile);
 
@@ -54,6 +55,28 @@ describe('lockaudit CLI', () => {
     const missing = await cli(['token', 'create', '--roles', 'client']);
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /required option '--identity <name>' not specified/);
+  });
+
+  it('runs the runbook\'s SQL on the embedded store: rows as JSON lines, {db:Identifier} bound, a bad statement in one line', async () => {
+    const data = tempDir('lockaudit-cli-sql-');
+    try {
+      const env = { LOCKAUDIT_DATA_DIR: data.dir };
+      assert.equal((await cli(['migrate', '--no-buckets'], env)).code, 0);
+      const made = await cli(['sql', 'CREATE TABLE {db:Identifier}.runbook_probe (x UInt8) ENGINE = MergeTree ORDER BY x'], env);
+      assert.equal(made.code, 0, made.stderr);
+      assert.equal((await cli(['sql', 'INSERT INTO {db:Identifier}.runbook_probe VALUES (7), (9)'], env)).code, 0);
+      const rows = await cli(['sql', 'SELECT x FROM {db:Identifier}.runbook_probe ORDER BY x'], env);
+      assert.equal(rows.code, 0, rows.stderr);
+      assert.equal(rows.stdout, '{"x":7}\n{"x":9}\n');
+      const shown = await cli(['sql', 'SHOW CREATE TABLE {db:Identifier}.events'], env);
+      assert.match(shown.stdout, /ReplacingMergeTree/);
+      const bad = await cli(['sql', 'SELEC 1'], env);
+      assert.equal(bad.code, 1);
+      assert.equal(bad.stderr.trim().split('\n').length, 1, bad.stderr);
+      assert.match(bad.stderr, /^lockaudit: sql: .*Syntax error/);
+    } finally {
+      data.remove();
+    }
   });
 
   it('refuses a bad configuration naming the variable, before doing anything', async () => {
