@@ -32,7 +32,7 @@
 // without reading the grant line or the store back: arrival order, batch
 // boundaries and rotated spool files do not matter.
 // Grants in a spool carry token 0 (DESIGN.md §2). A line that does not fit is
-// quarantined (revision 0, key '/spool/<file>@<byte offset>') with the reason.
+// quarantined (revision 0, key '/spool/<file>@<inode>:<byte offset>') with the reason.
 // So is a line that contradicts what was shipped (ShippedIds below): an id
 // names one record for good and a grant ends once — a `seq` that restarted, an
 // end whose copy of its grant differs from the grant line, or a second end of
@@ -386,7 +386,8 @@ export class SpoolShipper {
       const grants: GrantRow[] = [];
       const quarantine: QuarantineRow[] = [];
       const quarantineLine = (at: number, text: string, reason: string): void => {
-        quarantine.push({ cluster: this.#cluster, revision: '0', key: `/spool/${path.basename(this.#file)}@${at}`, op: 'spool', value: text.slice(0, 65_536), reason: `spool line: ${reason}` });
+        // The file's inode too: a rotated file starts at offset 0 again, and one key keeps only its newest row.
+        quarantine.push({ cluster: this.#cluster, revision: '0', key: `/spool/${path.basename(this.#file)}@${st.ino}:${at}`, op: 'spool', value: text.slice(0, 65_536), reason: `spool line: ${reason}` });
       };
       const parsed: { at: number; text: string; line: SpoolEntry }[] = [];
       let lineStart = 0;

@@ -6,7 +6,7 @@
 // grant in an embedded ClickHouse of this file's own, idempotently.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FailOpenGrants } from '../../lock/failOpen.js';
@@ -310,6 +310,24 @@ describe('fail-open spool: ends of unprotected holds', () => {
       assert.equal(q?.n, '0');
       const [ended] = await store.rows<{ n: string }>("SELECT toString(countIf(end_kind = 'release')) AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String}", { c: cluster });
       assert.equal(ended?.n, '1200');
+    } finally {
+      tmp.remove();
+    }
+  });
+  it('a rotated spool keeps every quarantined line: the same byte offset in the next file is another line (reviewer)', async () => {
+    const tmp = tempDir('lockaudit-spool-');
+    const cluster = uniqueId('c');
+    const file = spoolPath(tmp.dir, cluster);
+    try {
+      mkdirSync(path.dirname(file), { recursive: true });
+      appendFileSync(file, 'not json, first file\n');
+      const shipper = new SpoolShipper(store, cluster, tmp.dir, log);
+      assert.equal(await shipper.shipOnce(), 0);
+      renameSync(file, `${file}.1`); // rotated away; the writer starts a new file
+      appendFileSync(file, 'not json either, second file\n');
+      assert.equal(await shipper.shipOnce(), 0);
+      const rows = await store.rows<{ value: string }>("SELECT value FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'spool' ORDER BY value", { c: cluster });
+      assert.deepEqual(rows.map((r) => r.value), ['not json either, second file', 'not json, first file']);
     } finally {
       tmp.remove();
     }
