@@ -10,6 +10,7 @@ import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { createS3Client } from '../../core/s3.js';
 import { INSTANT_OR_UTC_PATTERN } from '../../core/instant.js';
+import { pickCluster } from '../../reports/state/index.js';
 import { ExportRecords, parseExportInput, type ExportState } from '../../exporters/complianceExport.js';
 import { grantFilterProperties } from '../../reports/grantFilter/index.js';
 import { COMPLIANCE_QUEUE, enqueueComplianceExport, type ComplianceJobData } from '../../exporters/exportJobs.js';
@@ -150,6 +151,10 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
           { from: body.from, to: body.to, filters: body.filters },
           { from: 'body.from', to: 'body.to', filter: (n) => `body.filters.${n}` },
         );
+        // A cluster no tailer captured (a typo) is a 400, not an export that runs and signs zero rows.
+        if (parsed.filters.cluster !== undefined) {
+          await pickCluster({ store: ctx.store, limits: ctx.config.reports, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, parsed.filters.cluster, 'body.filters.cluster');
+        }
         const who = request.identity?.identity ?? 'unknown';
         const state = await records.create({ format: body.format ?? 'parquet', ...parsed, requestedBy: who });
         try {

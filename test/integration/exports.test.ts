@@ -49,6 +49,8 @@ describe('exports', () => {
     await insertGrants(store, 'c1', 1_200_000, DAY1, 50);
     await insertGrants(store, 'c2', 30_000, DAY1 + 1_000, 2_000);
     await insertEvents(store, 'c1', 50_000, DAY1, 1_000);
+    // Captured clusters (a tailer's checkpoints): an export naming any other cluster is refused.
+    await store.insert('checkpoints', [{ cluster: 'c1', revision: '9000000', leader: 'test' }, { cluster: 'c2', revision: '9000000', leader: 'test' }]);
   });
   after(async () => {
     await closeStore();
@@ -345,6 +347,8 @@ describe('exports', () => {
         [{ from: '2026-03-01', to: '2026-03-02', filters: { endKind: 'vanished' } }, /body\.filters\.endKind/],
         [{ from: '2026-03-01', to: '2026-03-02', extra: 1 }, /body\.extra: is not a known field/],
         [{ to: '2026-03-02' }, /body\.from: is required/],
+        // A typo'd cluster (before: 202, then an export of 0 rows, signed).
+        [{ from: '2026-03-01', to: '2026-03-02', filters: { cluster: 'nope' } }, /body\.filters\.cluster: no etcd cluster named "nope" is configured or captured/],
       ];
       for (const [body, message] of cases) {
         const r = await call('POST', '/v1/exports', body);
