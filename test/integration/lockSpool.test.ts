@@ -97,6 +97,13 @@ describe('fail-open spool: ends of unprotected holds', () => {
     granted_at: String(g.at), wait_ms: String(g.waitMs), end_kind: e.how, ended_at: String(e.at), ended_at_error_ms: 0, duration_ms: String(e.at - g.at), row_version: '1',
   });
 
+  // Spool records as the lock API's writer (or a hand) puts them in the file.
+  const appendRecords = (file: string, ...records: object[]): void => appendFileSync(file, records.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  const grantRecord = (cluster: string, id: string, key: string, holder: string, at: number, waitMs = 0): SpoolGrantRecord =>
+    ({ v: 1, kind: 'grant', id, cluster, key, namespace: 'ns', class: 'cache', holder, session: '5', token: '0', waitMs, at, epoch: 7 });
+  const endRecord = (cluster: string, id: string, grant: SpoolGrantRecord, at: number, how: 'release' | 'expiry' = 'release'): SpoolEndRecord =>
+    ({ v: 1, kind: 'end', id, grantId: grant.id, cluster, key: grant.key, how, at, grant });
+
   it('spools a release before answering it and a lapse at grant at + TTL untouched; shipping closes both grants, and again adds nothing', async () => {
     const tmp = tempDir('lockaudit-spool-');
     const cluster = uniqueId('c');
@@ -187,15 +194,16 @@ describe('fail-open spool: ends of unprotected holds', () => {
       tmp.remove();
     }
   });
+
   it('a spool id names one record: a restarted seq and an end carrying another copy of its grant are quarantined, and what was shipped stands', async () => {
     const tmp = tempDir('lockaudit-spool-');
     const cluster = uniqueId('c');
     const file = spoolPath(tmp.dir, cluster);
     try {
       const T = Date.UTC(2026, 0, 5, 10, 0, 0);
-      const append = (...records: object[]): void => appendFileSync(file, records.map((r) => `${JSON.stringify(r)}\n`).join(''));
-      const v1 = (id: string, key: string, holder: string, at: number): SpoolGrantRecord => ({ v: 1, kind: 'grant', id, cluster, key, namespace: 'ns', class: 'cache', holder, session: '5', token: '0', waitMs: 3, at, epoch: 7 });
-      const end = (id: string, grant: SpoolGrantRecord, at: number): SpoolEndRecord => ({ v: 1, kind: 'end', id, grantId: grant.id, cluster, key: grant.key, how: 'release', at, grant });
+      const append = (...records: object[]): void => appendRecords(file, ...records);
+      const v1 = (id: string, key: string, holder: string, at: number): SpoolGrantRecord => grantRecord(cluster, id, key, holder, at, 3);
+      const end = (id: string, grant: SpoolGrantRecord, at: number): SpoolEndRecord => endRecord(cluster, id, grant, at);
       mkdirSync(path.dirname(file), { recursive: true });
       // A third-party writer's grant by `seq` (its id is "1"), and a lock-API grant "g".
       const g = v1('g', 'ns/b', 'h-b', T);
@@ -247,15 +255,16 @@ describe('fail-open spool: ends of unprotected holds', () => {
       tmp.remove();
     }
   });
+
   it('a grant ends once, and an end shipped before its grant line names that grant: a second end and a contradicting grant line are quarantined (reviewer)', async () => {
     const tmp = tempDir('lockaudit-spool-');
     const cluster = uniqueId('c');
     const file = spoolPath(tmp.dir, cluster);
     try {
       const T = Date.UTC(2026, 0, 6, 10, 0, 0);
-      const append = (...records: object[]): void => appendFileSync(file, records.map((r) => `${JSON.stringify(r)}\n`).join(''));
-      const v1 = (id: string, key: string, holder: string, at: number): SpoolGrantRecord => ({ v: 1, kind: 'grant', id, cluster, key, namespace: 'ns', class: 'cache', holder, session: '5', token: '0', waitMs: 0, at, epoch: 7 });
-      const end = (id: string, grant: SpoolGrantRecord, how: 'release' | 'expiry', at: number): SpoolEndRecord => ({ v: 1, kind: 'end', id, grantId: grant.id, cluster, key: grant.key, how, at, grant });
+      const append = (...records: object[]): void => appendRecords(file, ...records);
+      const v1 = (id: string, key: string, holder: string, at: number): SpoolGrantRecord => grantRecord(cluster, id, key, holder, at);
+      const end = (id: string, grant: SpoolGrantRecord, how: 'release' | 'expiry', at: number): SpoolEndRecord => endRecord(cluster, id, grant, at, how);
       mkdirSync(path.dirname(file), { recursive: true });
       const g = v1('g', 'ns/a', 'alice', T);
       const x = v1('x', 'ns/x', 'xena', T);
@@ -290,6 +299,7 @@ describe('fail-open spool: ends of unprotected holds', () => {
       tmp.remove();
     }
   });
+
   it('a pass of more ids than one lookup asks ships every line once and quarantines none, also shipped again', async () => {
     const tmp = tempDir('lockaudit-spool-');
     const cluster = uniqueId('c');
@@ -299,10 +309,10 @@ describe('fail-open spool: ends of unprotected holds', () => {
       mkdirSync(path.dirname(file), { recursive: true });
       const lines: object[] = [];
       for (let i = 0; i < 1_200; i++) {
-        const grant: SpoolGrantRecord = { v: 1, kind: 'grant', id: `n:${i}`, cluster, key: `ns/k${i % 50}`, namespace: 'ns', class: 'cache', holder: `h${i}`, session: '5', token: '0', waitMs: 0, at: T + i, epoch: 7 };
-        lines.push(grant, { v: 1, kind: 'end', id: `n:${i}:end`, grantId: grant.id, cluster, key: grant.key, how: 'release', at: T + i + 500, grant } satisfies SpoolEndRecord);
+        const grant = grantRecord(cluster, `n:${i}`, `ns/k${i % 50}`, `h${i}`, T + i);
+        lines.push(grant, endRecord(cluster, `n:${i}:end`, grant, T + i + 500));
       }
-      appendFileSync(file, lines.map((r) => `${JSON.stringify(r)}\n`).join(''));
+      appendRecords(file, ...lines);
       assert.equal(await new SpoolShipper(store, cluster, tmp.dir, log).shipOnce(), 2_400);
       rmSync(`${file}.shipped`);
       assert.equal(await new SpoolShipper(store, cluster, tmp.dir, log).shipOnce(), 2_400, 'shipped again: every line is what it was');
@@ -314,6 +324,7 @@ describe('fail-open spool: ends of unprotected holds', () => {
       tmp.remove();
     }
   });
+
   it('a rotated spool keeps every quarantined line: the same byte offset in the next file is another line (reviewer)', async () => {
     const tmp = tempDir('lockaudit-spool-');
     const cluster = uniqueId('c');
