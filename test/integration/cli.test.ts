@@ -70,6 +70,11 @@ describe('lockaudit CLI', () => {
       assert.equal(rows.stdout, '{"x":7}\n{"x":9}\n');
       const shown = await cli(['sql', 'SHOW CREATE TABLE {db:Identifier}.events'], env);
       assert.match(shown.stdout, /ReplacingMergeTree/);
+      // An export naming a cluster no tailer captured is refused before anything is written (before: a file of 0 rows).
+      const out = `${data.dir}/none.parquet`;
+      const typo = await cli(['export', 'grants', '--from', '2026-12-01', '--to', '2026-12-02', '--cluster', 'nope', '--out', out], env);
+      assert.equal(typo.code, 2, typo.stderr);
+      assert.equal(typo.stderr.trim(), 'lockaudit: --cluster: no etcd cluster named "nope" is configured or captured');
       const bad = await cli(['sql', 'SELEC 1'], env);
       assert.equal(bad.code, 1);
       assert.equal(bad.stderr.trim().split('\n').length, 1, bad.stderr);
