@@ -66,7 +66,8 @@ function notAnswering(err: unknown): boolean {
     const errors = (e as { errors?: unknown }).errors;
     if (Array.isArray(errors) && errors.some(notAnswering)) return true;
   }
-  return /timed out|timeout|ECONNREFUSED|connect /i.test(describe(err));
+  // Clients that say it in words only: ioredis ("Connection is closed."), grpc ("14 UNAVAILABLE: No connection established").
+  return /timed out|timeout|ECONNREFUSED|connect |connection is closed|UNAVAILABLE|no connection established|socket hang up/i.test(describe(err));
 }
 
 export async function checkEtcd(config: Config): Promise<CheckResult[]> {
