@@ -106,9 +106,10 @@ export function registerExportCommands(program: Command): void {
           let skipped = 0;
           for (const date of days) {
             for (const cluster of clusters) {
+              // Asked once per cluster and day, not per dataset: both files wait for the same capture.
+              const notOver = await historyDayNotOver(store, cluster, date);
               for (const dataset of datasets) {
                 progress.update({ detail: `${dataset} ${cluster} ${date}` });
-                const notOver = await historyDayNotOver(store, cluster, date);
                 if (notOver !== undefined) {
                   failed.push(`${dataset} ${cluster} ${date}: ${notOver}`);
                   progress.increment();

@@ -7,7 +7,7 @@
 // manifest), so repeating a run is safe. The file is streamed into the bucket
 // as ClickHouse writes it (multipart; visible only once complete). Because a
 // complete day is never written again, a day is written only once the
-// cluster's capture has passed its end (historyDayOver).
+// cluster's capture has passed its end (historyDayNotOver).
 import type { Client } from 'minio';
 import type { AuditStore } from '../core/clickhouse.js';
 import type { Logger } from '../core/logger.js';
