@@ -18,8 +18,12 @@
 //   replaced (the same txn must move /sys/epoch from exactly there).
 // - a force record: every field, among them the lock, the session and the
 //   token (whose low 48 bits are the grant revision of the hold it ends).
+// - a /sys/clock write (the elected tailer's, tailer/clockWriter.ts): its time
+//   and the key's create revision and version the put makes — one put in
+//   etcd's history, so a copy put back later (a version on) or after the key
+//   was deleted and made again (another create revision) proves nothing.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { ForceRecord, HoldValue, MarkValue } from './keyspace.js';
+import type { ClockValue, ForceRecord, HoldValue, MarkValue } from './keyspace.js';
 
 type SignedHold = Omit<HoldValue, 'mac'>;
 type SignedMark = Omit<MarkValue, 'mac'>;
@@ -84,4 +88,18 @@ export function forceMac(secret: Buffer, record: SignedForce): string {
 /** true when the force record carries the API's MAC over every field. */
 export function hasValidForceProof(secret: Buffer, record: ForceRecord): boolean {
   return same(record.mac, forceMac(secret, record));
+}
+
+function clockMessage(at: number, createRevision: string, version: string): string {
+  return JSON.stringify(['clock/v1', at, createRevision, version]);
+}
+
+/** The MAC of a clock write of `at` that makes /sys/clock's version `version` in the key's life that began at `createRevision`. */
+export function clockMac(secret: Buffer, at: number, createRevision: string, version: string): string {
+  return mac(secret, clockMessage(at, createRevision, version));
+}
+
+/** true when the clock value carries the MAC of its time for this very put (the kv's create revision and version). */
+export function hasValidClockProof(secret: Buffer, clock: ClockValue, kv: { createRevision: string; version: string }): boolean {
+  return same(clock.mac, clockMac(secret, clock.at, kv.createRevision, kv.version));
 }

@@ -96,7 +96,8 @@ export const EpochValueSchema = Type.Object({
 });
 export type EpochValue = Static<typeof EpochValueSchema>;
 
-export const ClockValueSchema = Type.Object({ at: WallTimeMs });
+/** `mac`: the elected tailer's proof (core/holdProof.ts clockMac), bound to the put's create revision and version. */
+export const ClockValueSchema = Type.Object({ at: WallTimeMs, mac: Type.Optional(Type.String({ maxLength: 64 })) });
 export type ClockValue = Static<typeof ClockValueSchema>;
 
 /**

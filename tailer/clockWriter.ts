@@ -1,28 +1,63 @@
-// The leader writes /sys/clock { at } about once a second: the time anchors
-// that bracket the commit time of events without a wall time of their own
-// (expiries). Only the elected tailer runs one.
+// The leader writes /sys/clock { at, mac } about once a second: the time
+// anchors that bracket the commit time of events without a wall time of their
+// own (expiries). Only the elected tailer runs one. The MAC (core/holdProof.ts
+// clockMac) binds the time to the one put that makes the key's next version,
+// so anyone with etcdctl can neither forge a time nor copy a proven one back;
+// the tailer takes only proven writes as anchors (tailer/decoder.ts,
+// tailer/etcdReads.ts).
 import type { Etcd3 } from 'etcd3';
 import { PREFIX } from '../core/keyspace.js';
+import { clockMac } from '../core/holdProof.js';
 import type { Logger } from '../core/logger.js';
+
+const CLOCK = Buffer.from(PREFIX.clock);
+
+/**
+ * One clock write of now; resolves with its revision. With a secret: the put is made only while /sys/clock
+ * is still at the version read (a txn), signed for the version it makes. When the key is missing (a new
+ * cluster, or deleted by hand) it is first created with an unsigned value, which is no anchor: its
+ * create revision is that put's own, unknown before it is made.
+ */
+export async function writeClock(client: Etcd3, secret: Buffer | undefined): Promise<bigint> {
+  if (!secret) return BigInt((await client.put(PREFIX.clock).value(JSON.stringify({ at: Date.now() })).exec()).header.revision);
+  for (let attempt = 0; ; attempt += 1) {
+    const [kv] = (await client.kv.range({ key: CLOCK })).kvs;
+    if (!kv) {
+      await client.if(PREFIX.clock, 'Create', '==', 0).then(client.put(PREFIX.clock).value(JSON.stringify({ at: Date.now() }))).commit();
+      continue;
+    }
+    const at = Date.now();
+    const next = (BigInt(kv.version) + 1n).toString();
+    const res = await client
+      .if(PREFIX.clock, 'Create', '==', kv.create_revision)
+      .and(PREFIX.clock, 'Version', '==', kv.version)
+      .then(client.put(PREFIX.clock).value(JSON.stringify({ at, mac: clockMac(secret, at, kv.create_revision, next) })))
+      .commit();
+    if (res.succeeded) return BigInt(res.header.revision);
+    // Someone else wrote the key between the read and the txn: read again (bounded, so a writer in a loop cannot hold us).
+    if (attempt >= 4) throw new Error('/sys/clock changed under every attempt to write it');
+  }
+}
 
 export class ClockWriter {
   readonly #client: Etcd3;
+  readonly #secret: Buffer | undefined;
   readonly #intervalMs: number;
   readonly #log: Logger;
   #timer: NodeJS.Timeout | undefined;
   #running = false;
   #failures = 0;
 
-  constructor(client: Etcd3, log: Logger, intervalMs = 1_000) {
+  constructor(client: Etcd3, log: Logger, intervalMs = 1_000, secret?: Buffer) {
     this.#client = client;
+    this.#secret = secret;
     this.#log = log;
     this.#intervalMs = intervalMs;
   }
 
   /** Writes the clock now; resolves with the revision of the write. */
   async tick(): Promise<bigint> {
-    const res = await this.#client.put(PREFIX.clock).value(JSON.stringify({ at: Date.now() })).exec();
-    return BigInt(res.header.revision);
+    return writeClock(this.#client, this.#secret);
   }
 
   start(): void {

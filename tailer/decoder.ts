@@ -10,7 +10,7 @@
 // only for the delete they are bound to (the grant, the session, the epoch
 // move); an unproven one is itself recorded foreign and explains nothing.
 import { END_KIND_BY_EVENT, type AuditEventRow, type EndKind, type EventType, type Origin } from '../core/events.js';
-import { hasValidForceProof, hasValidMarkProof, holdOrigin } from '../core/holdProof.js';
+import { hasValidClockProof, hasValidForceProof, hasValidMarkProof, holdOrigin } from '../core/holdProof.js';
 import {
   ClockValueSchema,
   EpochValueSchema,
@@ -312,6 +312,13 @@ function decodeClock(s: Step): Reason {
   }
   const v = decodeChecked(ClockValueSchema, s.c.kv.value);
   if (!v.ok) return misfit('clock value', v.reason);
+  if (s.ctx.originSecret && !hasValidClockProof(s.ctx.originSecret, v.value, s.c.kv)) {
+    // No anchor: its time is bracketed like an expiry's. The writer's own unsigned first put of the key
+    // (version 1, no MAC: clockWriter.ts) is no anchor either, but nobody forged it; anything else is.
+    s.ev.row.event_type = 'clock';
+    if (s.c.kv.version !== '1' || v.value.mac !== undefined) s.ev.row.origin = 'foreign';
+    return undefined;
+  }
   timed(s.ev, 'clock', v.value.at);
   s.out.clockAt = v.value.at;
   return undefined;

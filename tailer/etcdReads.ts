@@ -3,6 +3,7 @@
 // revision, and the head.
 import type { Etcd3, IKeyValue } from 'etcd3';
 import { ClockValueSchema, PREFIX, decodeValue } from '../core/keyspace.js';
+import { hasValidClockProof } from '../core/holdProof.js';
 import type { ClockPoint } from './clockBracket.js';
 import { sleep } from '../platform/retry.js';
 
@@ -52,17 +53,27 @@ async function clockAt(client: Etcd3, revision?: bigint): Promise<IKeyValue | un
   return res.kvs[0];
 }
 
-function point(kv: IKeyValue): ClockPoint | undefined {
+/** A clock write as an anchor: with a secret only a proven one (core/holdProof.ts hasValidClockProof), as the decoder takes them. */
+function point(kv: IKeyValue, secret: Buffer | undefined): ClockPoint | undefined {
   const v = decodeValue(ClockValueSchema, kv.value.toString('utf8'));
-  return v ? { revision: BigInt(kv.mod_revision), at: v.at } : undefined;
+  if (!v || (secret && !hasValidClockProof(secret, v, { createRevision: kv.create_revision, version: kv.version }))) return undefined;
+  return { revision: BigInt(kv.mod_revision), at: v.at };
 }
 
-/** The last clock write at or before `revision`; undefined when none or compacted. */
-export async function clockAtOrBefore(client: Etcd3, revision: bigint): Promise<ClockPoint | undefined> {
-  if (revision < 1n) return undefined;
+/** Unproven clock writes stepped over looking back, at most: an anchor further back is only a looser bound, and none is allowed. */
+const STEP_BACK = 8;
+
+/** The last proven clock write at or before `revision`; undefined when none (within STEP_BACK writes) or compacted. */
+export async function clockAtOrBefore(client: Etcd3, revision: bigint, secret?: Buffer): Promise<ClockPoint | undefined> {
   try {
-    const kv = await clockAt(client, revision);
-    return kv ? point(kv) : undefined;
+    for (let at = revision, step = 0; at >= 1n && step < STEP_BACK; step += 1) {
+      const kv = await clockAt(client, at);
+      if (!kv) return undefined;
+      const p = point(kv, secret);
+      if (p) return p;
+      at = BigInt(kv.mod_revision) - 1n;
+    }
+    return undefined;
   } catch (err) {
     if (isCompactedError(err)) return undefined;
     throw err;
@@ -74,19 +85,20 @@ export async function clockAtOrBefore(client: Etcd3, revision: bigint): Promise<
  * then binary-searches history for the earliest. If that history was
  * compacted, the current clock is still a valid (looser) upper bound.
  */
-export async function firstClockAfter(client: Etcd3, revision: bigint, signal: AbortSignal): Promise<ClockPoint | undefined> {
+export async function firstClockAfter(client: Etcd3, revision: bigint, signal: AbortSignal, secret?: Buffer): Promise<ClockPoint | undefined> {
   for (;;) {
     if (signal.aborted) return undefined;
-    const found = await clockAfterNow(client, revision);
+    const found = await clockAfterNow(client, revision, secret);
     if (found) return found;
     await sleep(250, signal);
   }
 }
 
 /** The first clock write after `revision` if etcd already holds one (never waits for one); undefined when none yet. */
-export async function clockAfterNow(client: Etcd3, revision: bigint): Promise<ClockPoint | undefined> {
+export async function clockAfterNow(client: Etcd3, revision: bigint, secret?: Buffer): Promise<ClockPoint | undefined> {
   const now = await clockAt(client);
-  const current = now ? point(now) : undefined;
+  // An unproven current write: none yet (the writer's next one, a second on, will be).
+  const current = now ? point(now, secret) : undefined;
   if (!current || current.revision <= revision) return undefined;
   let lo = revision + 1n;
   let hi = current.revision;
@@ -99,7 +111,8 @@ export async function clockAfterNow(client: Etcd3, revision: bigint): Promise<Cl
       else lo = mid + 1n;
     }
     const kv = await clockAt(client, hi);
-    return (kv && point(kv)) ?? current;
+    // The earliest write after `revision` unproven: the current one still bounds it, more loosely.
+    return (kv && point(kv, secret)) ?? current;
   } catch (err) {
     if (isCompactedError(err)) return current;
     throw err;

@@ -26,6 +26,7 @@ const FOREIGN_WHAT: Partial<Record<string, { what: string; where: string }>> = {
   grant: { what: 'hold', where: 'grant history, origin=foreign' },
   marker: { what: 'reason marker', where: 'the event log' },
   'force-record': { what: 'force record', where: 'the event log' },
+  clock: { what: '/sys/clock write without the tailer\'s proof (no time anchor)', where: 'the event log' },
 };
 /** Prefixes under which the lock API writes only values of its own shapes: anything unreadable there was written around it. */
 const API_ONLY_PREFIXES = [PREFIX.hold, PREFIX.mark, PREFIX.force];
@@ -134,7 +135,7 @@ export class WindowRunner {
   }
 
   async #watch(client: Etcd3): Promise<void> {
-    const bracket = new ClockBracket<PendingRevision>(await clockAtOrBefore(client, this.#spec.start - 1n));
+    const bracket = new ClockBracket<PendingRevision>(await clockAtOrBefore(client, this.#spec.start - 1n, this.#ctx.originSecret));
     const window = new WatchWindow(client, {
       start: this.#spec.start,
       end: this.#spec.end,
@@ -206,7 +207,7 @@ export class WindowRunner {
   async #settle(client: Etcd3, bracket: ClockBracket<PendingRevision>): Promise<void> {
     const newest = bracket.newestPending;
     if (newest === undefined) return;
-    if (!this.#lookedUp || this.#lookedUp.revision <= newest) this.#lookedUp = (await clockAfterNow(client, newest)) ?? this.#lookedUp;
+    if (!this.#lookedUp || this.#lookedUp.revision <= newest) this.#lookedUp = (await clockAfterNow(client, newest, this.#ctx.originSecret)) ?? this.#lookedUp;
     const next = this.#lookedUp && this.#lookedUp.revision > newest ? this.#lookedUp : undefined;
     const resolved = bracket.settle(next);
     const first = resolved[0];

@@ -9,6 +9,8 @@
 //   of the same key: that grant reads `deleted`;
 // - a real grant's value put back by hand after its release, on the same key
 //   and live lease, or on no lease: `foreign`, also after the tailer restarted.
+// - a /sys/clock write with no proof (claiming 2299), or the tailer's own
+//   copied back: foreign, alarmed, and no time anchor.
 // The API's own release, force-release and session close still read as such.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -40,8 +42,8 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
   let replica: TailerReplica | undefined;
   const health = new HealthState();
   const label = uniqueId('c');
-  const startReplica = (): TailerReplica => {
-    const r = new TailerReplica({ cluster: { name: label, endpoints }, store, log, health }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, originSecret: originSecret(config) });
+  const startReplica = (h: HealthState = health): TailerReplica => {
+    const r = new TailerReplica({ cluster: { name: label, endpoints }, store, log, health: h }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, originSecret: originSecret(config) });
     r.start();
     return r;
   };
@@ -158,6 +160,54 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
     const alarm = health.alarms().find((a) => a.name === `foreign-write:${label}`);
     assert.ok(alarm, 'foreign-write alarm raised');
     assert.match(alarm.message, /reason marker|force record/);
+  });
+
+  it('a forged /sys/clock write, or the tailer\'s own copied back, times nothing: the hold deleted beside it keeps a time bracketed by proven writes; the write is foreign and alarmed', async () => {
+    // A tailer of its own health: an alarm keeps the message it was first raised with (the markers' above).
+    await replica?.close();
+    const clockHealth = new HealthState();
+    replica = startReplica(clockHealth);
+    const ns = uniqueId('ns');
+    const { session, acquire } = await setup(ns);
+    const s1 = await session();
+    for (const k of ['beside-forged', 'beside-copy']) await acquire(k, s1);
+    const future = Date.parse('2299-01-01T00:00:00Z');
+    // 1. A clock value with no proof, claiming 2299, in the txn that deletes a hold by hand (the delete has no time of its own).
+    const t0 = Date.now();
+    const forgedRev = await txn(put('/sys/clock', JSON.stringify({ at: future })), del(`/l/${ns}/beside-forged`));
+    // 2. The tailer's own proven clock value, copied back after later ones were written.
+    const current = await waitFor('a proven clock write after the forgery', async () => {
+      const [kv] = (await client.kv.range({ key: Buffer.from('/sys/clock') })).kvs;
+      return kv && BigInt(kv.mod_revision) > forgedRev && 'mac' in JSON.parse(kv.value.toString()) ? kv : undefined;
+    }, 20_000, 100);
+    // Proven writes after it (the new leader's, a second apart), so the copy's neighbours are later than the copied time.
+    await waitFor('two more clock writes', async () => {
+      const [kv] = (await client.kv.range({ key: Buffer.from('/sys/clock') })).kvs;
+      return kv && BigInt(kv.version) >= BigInt(current.version) + 2n && kv.create_revision === current.create_revision ? true : undefined;
+    }, 20_000, 100);
+    const copyRev = await txn(put('/sys/clock', current.value.toString()), del(`/l/${ns}/beside-copy`));
+    const t1 = Date.now();
+    await grantsOf(ns, await headRevision(client));
+    const rows = await store.rows<{ revision: string; key: string; event_type: string; origin: string; wall: string }>(
+      `SELECT toString(revision) AS revision, key, event_type, origin, toString(toUnixTimestamp64Milli(wall_time)) AS wall FROM {db:Identifier}.events FINAL
+       WHERE cluster = {c:String} AND revision IN ({a:UInt64}, {b:UInt64}) ORDER BY revision, key`,
+      { c: label, a: forgedRev.toString(), b: copyRev.toString() },
+    );
+    assert.deepEqual(rows.map((r) => [r.key.startsWith('/l/') ? 'hold' : r.key, r.event_type, r.origin]), [
+      ['hold', 'deleted', 'api'],
+      ['/sys/clock', 'clock', 'foreign'],
+      ['hold', 'deleted', 'api'],
+      ['/sys/clock', 'clock', 'foreign'],
+    ]);
+    // Before the clock's proof the delete beside the forgery was stamped 2299, and the one beside the copy with the copied (older) time.
+    for (const r of rows) {
+      const wall = Number(r.wall);
+      assert.ok(wall >= t0 - 5_000 && wall <= t1 + 5_000, `${r.key} at ${r.revision} timed ${new Date(wall).toISOString()}, not between the proven writes around it`);
+    }
+    const copied = rows.find((r) => r.revision === copyRev.toString() && r.key.startsWith('/l/'));
+    assert.ok(Number(copied?.wall) > Number(JSON.parse(current.value.toString()).at), 'the delete beside the copy is after the copied write');
+    const alarm = clockHealth.alarms().find((a) => a.name === `foreign-write:${label}`);
+    assert.match(alarm?.message ?? '', /\/sys\/clock/);
   });
 
   it('a real grant\'s value put back by hand after its release reads foreign — on its lease, on none, and after the tailer restarted', async () => {

@@ -6,6 +6,9 @@ import assert from 'node:assert/strict';
 import type { Etcd3, IWatchResponse } from 'etcd3';
 import type { AuditStore } from '../../core/clickhouse.js';
 import type { ExpectedEvent } from './workload.js';
+import { writeClock } from '../../tailer/clockWriter.js';
+import { originSecret } from '../../core/originSecret.js';
+import { testConfig } from './env.js';
 
 const CAPTURED = ['/l/', '/q/', '/sys/'];
 
@@ -13,8 +16,8 @@ const CAPTURED = ['/l/', '/q/', '/sys/'];
 export async function etcdHistory(client: Etcd3, from: bigint, to: bigint): Promise<Set<string>> {
   const seen = new Set<string>();
   // A put after `to` ends the read: the watch delivers in order, so seeing it means everything before it arrived.
-  const sentinel = await client.put('/sys/clock').value(JSON.stringify({ at: Date.now() })).exec();
-  const stopAt = BigInt(sentinel.header.revision);
+  // Signed as the tailer leader signs it: an unsigned one would be a foreign write to a tailer watching.
+  const stopAt = await writeClock(client, originSecret(testConfig()));
   if (stopAt <= to) throw new Error('sentinel must be after the range');
   const watcher = client.watch().inRange({ start: '/l/', end: '/sys0' }).startRevision(from.toString()).watcher();
   try {

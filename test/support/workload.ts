@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import type { Etcd3 } from 'etcd3';
 import type { EventType } from '../../core/events.js';
 import { forceMac, markMac } from '../../core/holdProof.js';
+import { writeClock } from '../../tailer/clockWriter.js';
 import { PREFIX, classKey, forceKey, holdKey, markKey, queueKey, type ForceRecord, type MarkValue } from '../../core/keyspace.js';
 import { originSecret } from '../../core/originSecret.js';
 import { testConfig } from './env.js';
@@ -196,10 +197,9 @@ export class Workload {
     return rev;
   }
 
-  /** A clock write (what the tailer leader does): a revision every watch sees. */
+  /** A clock write as the tailer leader makes it (signed, tailer/clockWriter.ts): a revision every watch sees. */
   async clock(): Promise<string> {
-    const res = await this.client.put(PREFIX.clock).value(JSON.stringify({ at: Date.now() })).exec();
-    return String(res.header.revision);
+    return String(await writeClock(this.client, this.#secret));
   }
 
   /**

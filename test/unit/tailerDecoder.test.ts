@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { forceMac, holdMac, markMac } from '../../core/holdProof.js';
+import { clockMac, forceMac, holdMac, markMac } from '../../core/holdProof.js';
 import { makeToken } from '../../core/token.js';
 import { leasesToCheck } from '../../tailer/leaseLiveness.js';
 import { bracketFor, decodeRevision, finishRevision, knownTime, UNKNOWN_ERROR_MS, type DecodeContext } from '../../tailer/decoder.js';
@@ -193,6 +193,34 @@ describe('decoder', () => {
     const signed = (key: string) => JSON.stringify({ ...fields, mac: holdMac(secret, key, fields) });
     // As the API writes it: on the session's lease.
     const onLease = (c: Change, lease = '77'): Change => ({ ...c, kv: { ...c.kv, lease } });
+
+    it('a /sys/clock write is a time anchor only with the tailer\'s proof for that very put: forged, copied a version on, or into a new life of the key, it is foreign and bounds nothing', () => {
+      const clockKv = (value: string, create: string, version: string): Change => ({ type: 'put', kv: { key: '/sys/clock', value, createRevision: create, modRevision: '60', version, lease: '0' } });
+      const proven = (at: number, create: string, version: string) => JSON.stringify({ at, mac: clockMac(secret, at, create, version) });
+      const decode = (c: Change) => decodeRevision(octx, { revision: 60n, changes: [c] });
+      const ok = decode(clockKv(proven(3_000, '4', '9'), '4', '9'));
+      assert.equal(ok.clockAt, 3_000);
+      assert.notEqual(ok.events[0]?.row.origin, 'foreign');
+      assert.equal(knownTime(ok, Number.MAX_SAFE_INTEGER), 3_000);
+      const cases: Array<[string, Change, string]> = [
+        ['no proof', clockKv(JSON.stringify({ at: 9_000_000 }), '4', '10'), 'foreign'],
+        ['a forged proof', clockKv(JSON.stringify({ at: 9_000_000, mac: clockMac(Buffer.from('not-the-secret-0123456789abcdef-xyz'), 9_000_000, '4', '10') }), '4', '10'), 'foreign'],
+        ['a proven value copied back a version later', clockKv(proven(3_000, '4', '9'), '4', '10'), 'foreign'],
+        ['a proven value copied into the key made again', clockKv(proven(3_000, '4', '9'), '57', '9'), 'foreign'],
+        ['a proven value with its time changed', clockKv(JSON.stringify({ at: 9_000_000, mac: clockMac(secret, 3_000, '4', '9') }), '4', '9'), 'foreign'],
+        // The writer's own first put of the key (clockWriter.ts): unsigned, no anchor, not forged.
+        ['the unsigned first put of the key', clockKv(JSON.stringify({ at: 9_000_000 }), '60', '1'), 'api'],
+      ];
+      for (const [what, change, origin] of cases) {
+        const d = decode(change);
+        assert.equal(d.clockAt, undefined, what);
+        assert.equal(d.events[0]?.row.event_type, 'clock', what);
+        assert.equal(d.events[0]?.row.origin === 'foreign' ? 'foreign' : 'api', origin, what);
+        assert.equal(d.events[0]?.timeless, true, what);
+        assert.equal(knownTime(d, Number.MAX_SAFE_INTEGER), undefined, what);
+        assert.deepEqual(d.quarantine, [], what);
+      }
+    });
 
     it('a hold with the API\'s proof of origin is an api grant; without it, or with a wrong one, foreign', () => {
       const d = decodeRevision(octx, {
