@@ -205,6 +205,16 @@ describe('tamper-evident digests', () => {
     assert.ok(fresh.periods.some((p) => p.status === 'unsealed'));
   });
 
+  it('a /sys/clock row written around the tailer (origin foreign, claiming 2299) seals nothing', async () => {
+    const sc = await scenario(10);
+    // The tailer's own clock writes stop at second 5; an insider's unproven one follows (tailer/decoder.ts records it foreign).
+    await store.command(`ALTER TABLE {db:Identifier}.events DELETE WHERE cluster = {cluster:String} AND key = '/sys/clock' AND revision >= {revision:UInt64}`, { cluster: sc.cluster, revision: CLOCK_REVISION(5) }, { mutations_sync: '2' });
+    await store.insert('events', [{ cluster: sc.cluster, revision: String(CLOCK_REVISION(5)), key: '/sys/clock', event_type: 'clock', op: 'put', origin: 'foreign', wall_time: '2299-01-01 00:00:00.000', value: '{"at":10445875200000}' }]);
+    const r = await sc.worker.tick();
+    // Sealed only up to the last proven write (second 4); counted, the forged row sealed all ten periods and more.
+    assert.equal(r.written, 4, 'periods 0..3 are sealed, as with no clock row after second 4');
+  });
+
   it('names a deleted Parquet history object', async () => {
     const sc = await scenario(6, { history: true });
     await sc.worker.tick();
