@@ -101,14 +101,19 @@ const sig = manifest.signature;
 if (!sig) line(false, 'manifest: not signed');
 else if (sig.keyId !== keyId) line(false, `manifest: signed by another key (key id ${sig.keyId}, expected ${keyId})`);
 else line(signedBy(key, canonicalJson(without(manifest, 'signature')), sig.value), `manifest: signature under key ${keyId}`);
+// The file's size and hash and the rows' check are the manifest's word: without its signature they vouch for
+// nothing (the digests below carry signatures of their own and are still checked).
+const manifestSigned = failures === 0;
 
 // 2. The file.
-if (file.length !== manifest.bytes) line(false, `file: ${file.length} bytes, the manifest says ${manifest.bytes} (truncated or altered)`);
+if (!manifestSigned) line(false, 'file: not checked: the size and sha256 it would be checked against are in a manifest this key did not sign');
+else if (file.length !== manifest.bytes) line(false, `file: ${file.length} bytes, the manifest says ${manifest.bytes} (truncated or altered)`);
 else if (sha256(file) !== manifest.sha256) line(false, `file: sha256 ${sha256(file)} differs from the manifest's ${manifest.sha256} (altered)`);
 else line(true, `file: ${file.length} bytes, sha256 ${manifest.sha256}, ${manifest.rows} rows`);
 
 // The rows: lockaudit checked every grant against the events the digests hash before writing them (signed above).
-line(manifest.grantsCheckedAgainstEvents === true, manifest.grantsCheckedAgainstEvents === true
+if (!manifestSigned) line(false, 'rows: not vouched for: the manifest that says they were checked is not signed by this key');
+else line(manifest.grantsCheckedAgainstEvents === true, manifest.grantsCheckedAgainstEvents === true
   ? 'rows: every grant was checked against the events it was derived from before the file was written'
   : 'rows: the manifest does not say its grants were checked against the events (written before that check existed?)');
 

@@ -402,6 +402,18 @@ describe('tamper-evident digests', () => {
         assert.doesNotMatch(bad.stderr, /\n\s+at /, 'no stack trace');
       }
 
+      // A manifest altered after signing (its row count raised): nothing read from it is reported ok (before:
+      // "ok rows: every grant was checked…" after "FAIL manifest: signature").
+      const original = readFileSync(manifestFile, 'utf8');
+      writeFileSync(manifestFile, JSON.stringify({ ...JSON.parse(original), rows: 999_999 }));
+      const altered = check();
+      assert.equal(altered.status, 1, altered.stdout);
+      assert.match(altered.stdout, /^FAIL {2}manifest: signature under key/m);
+      assert.match(altered.stdout, /^FAIL {2}file: not checked: .* a manifest this key did not sign$/m);
+      assert.match(altered.stdout, /^FAIL {2}rows: not vouched for/m);
+      assert.doesNotMatch(altered.stdout, /^ok {4}(file|rows):/m, altered.stdout);
+      writeFileSync(manifestFile, original);
+
       truncateSync(file, Buffer.byteLength(readFileSync(file, 'utf8')) - 10);
       const cut = check();
       assert.equal(cut.status, 1);
