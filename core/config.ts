@@ -10,6 +10,7 @@ import Type, { type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { parse as parseYaml } from 'yaml';
 import { LockauditError } from './errors.js';
+import { digestSigningKeyProblem } from './digestKey.js';
 
 /** An etcd cluster's name as configured: it labels every row and metric of that cluster. */
 export const CLUSTER_NAME_PATTERN = '^[a-z0-9][a-z0-9_-]{0,62}$';
@@ -458,6 +459,10 @@ export function loadConfig(options: LoadOptions = {}): Config {
       problems.push(`${keyName('/reports/riskRegisterCron', envByPath)}: not a cron pattern "${cron}" (${(err as Error).message})`);
     }
   }
+  // The signing key is parsed here too, so `lockaudit config` says it is unusable, not only the worker at start.
+  const signingKey = (raw as FileConfig).digestSigningKey;
+  const keyProblem = problems.length === 0 && signingKey ? digestSigningKeyProblem(signingKey) : undefined;
+  if (keyProblem) problems.push(`${keyName('/digestSigningKey', envByPath)}: ${keyProblem}`);
   const host = (raw as FileConfig).host;
   if (problems.length === 0 && host !== undefined && isIP(host) === 0 && !HOSTNAME.test(host)) {
     problems.push(`${keyName('/host', envByPath)}: "${host}" is neither an IP address nor a host name`);

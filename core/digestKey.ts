@@ -9,10 +9,15 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Config } from './config.js';
 import { LockauditError } from './errors.js';
 
 export const DIGEST_KEY_FILE = 'digest-signing-key.pem';
+
+/** What of the configuration the key comes from (config.ts checks a configured key with digestSigningKeyProblem, so it cannot import the Config type back). */
+interface KeySource {
+  dataDir: string;
+  digestSigningKey?: string | undefined;
+}
 
 export interface DigestSigner {
   /** Key id: sha256(SPKI DER) hex, first 16 digits. */
@@ -59,6 +64,16 @@ export function signerFromPrivateKey(privateKey: KeyObject): DigestSigner {
   };
 }
 
+/** Why a configured signing key cannot sign digests (not PKCS#8, not Ed25519), or undefined: what `lockaudit config` checks. */
+export function digestSigningKeyProblem(text: string): string | undefined {
+  try {
+    const key = parsePrivateKey(text, 'key');
+    return key.asymmetricKeyType === 'ed25519' ? undefined : `an ${key.asymmetricKeyType} key, expected Ed25519`;
+  } catch {
+    return 'not a PKCS#8 private key (PEM, or DER in base64)';
+  }
+}
+
 function parsePrivateKey(text: string, what: string): KeyObject {
   const trimmed = text.trim();
   try {
@@ -76,7 +91,7 @@ export function generateDigestSigner(): DigestSigner {
 }
 
 /** The deployment's digest signer: the configured key, or the one generated into the data dir. */
-export function digestSigner(config: Pick<Config, 'dataDir' | 'digestSigningKey'>): DigestSigner {
+export function digestSigner(config: KeySource): DigestSigner {
   if (config.digestSigningKey) return signerFromPrivateKey(parsePrivateKey(config.digestSigningKey, 'LOCKAUDIT_DIGEST_SIGNING_KEY'));
   const file = path.join(config.dataDir, DIGEST_KEY_FILE);
   try {
@@ -96,7 +111,7 @@ export function digestSigner(config: Pick<Config, 'dataDir' | 'digestSigningKey'
 }
 
 /** The deployment's public key without creating one: the configured key's, or the data dir's; undefined when there is none yet. */
-export function existingDigestPublicKeyPem(config: Pick<Config, 'dataDir' | 'digestSigningKey'>): string | undefined {
+export function existingDigestPublicKeyPem(config: KeySource): string | undefined {
   if (config.digestSigningKey) return signerFromPrivateKey(parsePrivateKey(config.digestSigningKey, 'LOCKAUDIT_DIGEST_SIGNING_KEY')).publicKeyPem;
   const file = path.join(config.dataDir, DIGEST_KEY_FILE);
   let text: string;

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -201,5 +202,13 @@ describe('report configuration', () => {
     for (const host of ['0.0.0.0', '::', '127.0.0.1', 'fe80::1%lo', 'localhost', 'localhost.', 'my_host', 'api.internal.example.com']) assert.equal(loadConfig({ env: { LOCKAUDIT_HOST: host }, cwd: '/srv' }).host, host);
     assert.match(problems({ LOCKAUDIT_QUERY_TIMEOUT_MS: '5' }), /LOCKAUDIT_QUERY_TIMEOUT_MS \(reports\.queryTimeoutMs\): must be >= 100/);
     assert.match(problems({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: 'lots' }), /LOCKAUDIT_RATE_LIMIT_PER_MINUTE: must be an integer/);
+    // A digest signing key that cannot sign (before: `lockaudit config` passed it, and only the worker said so, at start).
+    assert.match(problems({ LOCKAUDIT_DIGEST_SIGNING_KEY: 'not-a-key-'.repeat(6) }), /LOCKAUDIT_DIGEST_SIGNING_KEY \(digestSigningKey\): not a PKCS#8 private key/);
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    assert.match(problems({ LOCKAUDIT_DIGEST_SIGNING_KEY: rsa }), /LOCKAUDIT_DIGEST_SIGNING_KEY \(digestSigningKey\): an rsa key, expected Ed25519/);
+    const ed = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    assert.equal(loadConfig({ env: { LOCKAUDIT_DIGEST_SIGNING_KEY: ed }, cwd: '/srv' }).digestSigningKey, ed);
+    // The message names the setting, never the key.
+    assert.doesNotMatch(problems({ LOCKAUDIT_DIGEST_SIGNING_KEY: rsa }), /BEGIN/);
   });
 });
