@@ -176,6 +176,8 @@ export async function resolveMoment(deps: StateDeps, cluster: string, at: string
     // The project's one reading of an instant (core/instant.ts): Date.parse would read 2099-02-30 as 2 March and 2301 as a year we cannot store.
     const ms = parseInstant(at);
     if (ms === undefined) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: is neither a revision nor ${INSTANT_RULE}`);
+    // A moment not yet lived is not captured either (as a revision past the checkpoint): before, the current state answered it.
+    if (ms > Date.now()) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: ${at} is in the future; it is not captured yet`);
     const [row] = await reportRows<{ revision: string | null }>(deps, AT_TIME, { cluster, atMs: ms, timeline: timeline.timeline });
     revision = BigInt(row?.revision ?? 0);
     if (revision > capturedThrough) revision = capturedThrough;
