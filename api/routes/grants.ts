@@ -4,6 +4,7 @@ import Type from 'typebox';
 import { GrantHistoryQuery, GrantPageSchema, grantHistory, grantsCsv, recordGrantRead, GRANT_EXAMPLE, CSV_HEADER } from '../../reports/grantHistory/index.js';
 import { ARROW_STREAM_TYPE, grantHistoryArrow } from '../../reports/grantHistory/arrow.js';
 import { cursorKey } from '../../reports/cursor.js';
+import { pickCluster } from '../../reports/state/index.js';
 import { ErrorResponse } from '../types.js';
 import type { App, RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
@@ -51,6 +52,8 @@ export async function grantRoutes(app: App, { ctx }: RouteOptions): Promise<void
       const params = request.query;
       const who = request.identity;
       const now = Date.now();
+      // A cluster no tailer ever captured (a typo) is a 400 naming it, as on /v1/state, not an empty page.
+      if (params.cluster !== undefined) await pickCluster({ ...deps, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, params.cluster);
       // The read audit is written beside the query, not before it: nothing is sent until both are done (a read
       // that cannot be audited fails), and the page no longer waits for the insert first (issue 14: key history).
       const audited = who ? recordGrantRead(deps, { identity: who.identity, tokenId: who.tokenId, params, requestId: String(request.id), atMs: now }) : Promise.resolve();

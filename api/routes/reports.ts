@@ -6,6 +6,7 @@ import Type from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { ContentionQuery, ContentionSchema, contention } from '../../reports/contention/index.js';
 import { recordRead } from '../../reports/grantHistory/index.js';
+import { pickCluster } from '../../reports/state/index.js';
 import { REGISTER_CSV_HEADER, RegisterSchema, RiskRegisterQuery, registerCsv, registerHtml, runRegister, storedRegister } from '../../reports/riskRegister/index.js';
 import { TimelineQuery, TimelineSchema, timeline } from '../../reports/timeline/index.js';
 import { ReconcileBody, ReconcileParams, ReconciliationSchema, UnprotectedQuery, UnprotectedReportSchema, reconcile, unprotectedReport } from '../../reports/unprotected/index.js';
@@ -105,6 +106,7 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
       const who = request.identity;
       const now = Date.now();
       const { maxBars: _bars, ...filters } = request.query;
+      if (request.query.cluster !== undefined) await pickCluster({ ...deps, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, request.query.cluster);
       if (who) await recordRead(deps, { identity: who.identity, tokenId: who.tokenId, filters, format: 'timeline', paged: false, requestId: String(request.id), atMs: now });
       return timeline(deps, request.query, now);
     },

@@ -33,7 +33,12 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
         response: { 200: { ...TailerLagSchema, description: 'Lag series per cluster' }, ...errorResponses },
       },
     },
-    async (request) => tailerLag({ store: ctx.store, limits: ctx.config.reports }, request.query as Static<typeof TailerLagQuery>, Date.now()),
+    async (request) => {
+      const query = request.query as Static<typeof TailerLagQuery>;
+      const deps = { store: ctx.store, limits: ctx.config.reports };
+      if (query.cluster !== undefined) await pickCluster({ ...deps, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, query.cluster);
+      return tailerLag(deps, query, Date.now());
+    },
   );
 
   app.get(

@@ -7,6 +7,8 @@ import { Registry } from 'prom-client';
 import { buildApp, type App } from '../../api/app.js';
 import { quarantineRoutes } from '../../api/routes/quarantine.js';
 import { tailerRoutes } from '../../api/routes/tailers.js';
+import { grantRoutes } from '../../api/routes/grants.js';
+import { reportRoutes } from '../../api/routes/reports.js';
 import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { createLogger } from '../../core/logger.js';
@@ -29,7 +31,7 @@ before(async () => {
   ]);
   // Captured clusters (a tailer wrote their checkpoints): a filter naming any other is a 400.
   await store.insert('checkpoints', [{ cluster: 'qa', revision: '20', leader: 't' }, { cluster: 'qb', revision: '20', leader: 't' }]);
-  app = await buildApp({ config: testConfig(), logger: createLogger('warn'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: new Registry() }, [quarantineRoutes, tailerRoutes]);
+  app = await buildApp({ config: testConfig(), logger: createLogger('warn'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: new Registry() }, [quarantineRoutes, tailerRoutes, grantRoutes, reportRoutes]);
   for (const [name, roles] of [['auditor', ['auditor']], ['investigator', ['investigator']], ['client', ['client']], ['operator', ['lock-operator']]] as const) {
     tokens[name] = (await createApiToken(store, `${name}@q`, [...roles])).token;
   }
@@ -99,6 +101,13 @@ describe('GET /v1/quarantine', () => {
       assert.equal(typo.statusCode, 400, `${route}: ${typo.body}`);
       assert.match(typo.json().message, /querystring\.cluster: no etcd cluster named "qz" is configured or captured/);
       assert.equal((await get(`${route}?cluster=qa`, 'auditor')).statusCode, 200, route);
+    }
+    // And on grant history, the key timeline and the tailer lag (before: 200 and an empty answer; investigator review).
+    for (const route of ['/v1/grants?key=pay/acct-1&', '/v1/reports/timeline?key=pay/acct-1&', '/v1/tailers/lag?']) {
+      const typo = await get(`${route}cluster=qz`, 'investigator');
+      assert.equal(typo.statusCode, 400, `${route}: ${typo.body}`);
+      assert.match(typo.json().message, /querystring\.cluster: no etcd cluster named "qz" is configured or captured/);
+      assert.equal((await get(`${route}cluster=qa`, 'investigator')).statusCode, 200, route);
     }
     const reads = await store.rows<{ identity: string; format: string }>("SELECT identity, format FROM {db:Identifier}.grant_history_reads WHERE format = 'quarantine'");
     assert.ok(reads.some((r) => r.identity === 'auditor@q'));
