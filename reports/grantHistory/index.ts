@@ -207,11 +207,12 @@ export function resolvePage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs
   const filters = pickGrantFilters(p);
   const digest = filterDigest(filtersOf(p));
   const cursor: Cursor | undefined = p.cursor === undefined ? undefined : decodeCursor(p.cursor, digest, deps.cursorKey);
-  // A key or token bounds the query by itself: without from/to it searches all
-  // time. Anything broader gets the widest window allowed, ending now.
+  // A key or token bounds the query by itself: without `from` it searches all
+  // time up to `to` (before: `to` alone narrowed it to the 31 days before it,
+  // unsaid). Anything broader gets the widest window allowed, ending now.
   const narrow = p.key !== undefined || p.token !== undefined;
   const pinnedTo = cursor?.toMs ?? (p.to !== undefined ? (parseInstant(p.to) ?? nowMs) : nowMs);
-  const window = narrow && p.from === undefined && p.to === undefined
+  const window = narrow && p.from === undefined && (p.to === undefined || parseInstant(p.to) !== undefined)
     ? { fromMs: 0, toMs: pinnedTo }
     : resolveWindow({ from: p.from, to: p.to ?? new Date(pinnedTo).toISOString() }, deps.limits.maxWindowDays, nowMs);
   const params = {

@@ -6,7 +6,7 @@ import { isLockauditError } from '../../core/errors.js';
 import { decodeCursor, encodeCursor, filterDigest } from '../../reports/grantHistory/cursor.js';
 import { sealCursor } from '../../reports/cursor.js';
 import { decodeQuarantineCursor, encodeQuarantineCursor } from '../../reports/quarantine/index.js';
-import { grantsCsv, planPage, type GrantHistoryDeps, type GrantItem } from '../../reports/grantHistory/index.js';
+import { grantsCsv, planPage, resolvePage, type GrantHistoryDeps, type GrantItem } from '../../reports/grantHistory/index.js';
 import { isTimeout } from '../../reports/query.js';
 import { csvCell, escapeHtml, toCsv } from '../../reports/render.js';
 import { registerHtml } from '../../reports/riskRegister/index.js';
@@ -67,6 +67,18 @@ describe('a token lookup\'s plan', () => {
     await assert.rejects(planPage(deps, { token: '5', limit: 1001 }, Date.now()), code('LOCKAUDIT_ERR_LIMIT_PAGE_SIZE'));
     await assert.rejects(planPage(deps, { token: '5', cursor: 'AAAA' }, Date.now()), code('LOCKAUDIT_ERR_REPORT_CURSOR'));
     await assert.rejects(planPage(deps, { token: '5' }, Date.now()), /the store was asked/);
+  });
+});
+
+describe('a key\'s page window', () => {
+  it('a key or token with `to` and no `from` searches all time up to `to`, not the 31 days before it (investigator review)', () => {
+    const deps = { limits: { maxPageSize: 1000, maxWindowDays: 31, queryTimeoutMs: 1000, maxConcurrentQueries: 1 }, cursorKey: Buffer.from('k'.repeat(32)) } as unknown as GrantHistoryDeps;
+    const to = '2026-06-01T00:00:00.000Z';
+    assert.deepEqual(resolvePage(deps, { key: 'ns/a', to }, Date.now()).window, { fromMs: 0, toMs: Date.parse(to) });
+    assert.deepEqual(resolvePage(deps, { token: '5', to }, Date.now()).window, { fromMs: 0, toMs: Date.parse(to) });
+    // Broader filters keep the widest window allowed; a `from` is taken as given.
+    assert.equal(resolvePage(deps, { keyPrefix: 'ns/', to }, Date.now()).window.fromMs, Date.parse(to) - 31 * 86_400_000);
+    assert.equal(resolvePage(deps, { key: 'ns/a', from: '2026-05-01T00:00:00.000Z', to }, Date.now()).window.fromMs, Date.parse('2026-05-01T00:00:00.000Z'));
   });
 });
 
