@@ -232,7 +232,7 @@ function assertNotHeld(dataPath: string): void {
   if (pid === undefined) return;
   throw new LockauditError(
     'LOCKAUDIT_ERR_STORE_BUSY',
-    `the running process pid ${pid} holds the embedded ClickHouse in ${dataPath} (one process at a time): stop it first, or ask it through its API (lockaudit grants, state, diff … with --url and --token; token … with --admin-token; GET /readyz for its health)`,
+    `the running process pid ${pid} holds the embedded ClickHouse in ${dataPath} (one process at a time): stop it first, or ask it through its API (lockaudit grants, state, diff … with --url and --api-token; token … with --admin-token; GET /readyz for its health)`,
   );
 }
 
