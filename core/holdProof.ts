@@ -21,7 +21,13 @@
 // - a /sys/clock write (the elected tailer's, tailer/clockWriter.ts): its time
 //   and the key's create revision and version the put makes — one put in
 //   etcd's history, so a copy put back later (a version on) or after the key
-//   was deleted and made again (another create revision) proves nothing.
+//   was deleted and made again (another create revision) proves nothing. A
+//   restore repeats versions, and another cluster's key may reach the same
+//   ones: such a copy carries an older time than the anchors before it, and
+//   the tailer takes no anchor that runs backwards (tailer/clockBracket.ts
+//   accepts). Not bound to the cluster's name: test suites run several
+//   tailers of different names over one etcd, and a copy of another
+//   cluster's fresh value carries about the right time anyway.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { ClockValue, ForceRecord, HoldValue, MarkValue } from './keyspace.js';
 

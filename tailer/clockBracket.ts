@@ -116,12 +116,18 @@ export class ClockBracket<T> {
    * then it is ignored.
    */
   known(revision: bigint, at: number): Resolved<T>[] {
-    if (this.#prev && at < this.#prev.at) return [];
+    if (!this.accepts(at)) return [];
     return this.clock(revision, at);
+  }
+
+  /** Whether `at` may end a bracket: not before the last known time (a later commit is never earlier). */
+  accepts(at: number): boolean {
+    return !this.#prev || at >= this.#prev.at;
   }
 
   /** The first clock write after the newest waiting revision, found out of band. */
   resolveWith(next: ClockPoint): Resolved<T>[] {
+    if (!this.accepts(next.at)) return [];
     this.#next = next;
     return this.#resolveBefore(next);
   }
@@ -134,7 +140,7 @@ export class ClockBracket<T> {
   settle(next?: ClockPoint): Resolved<T>[] {
     const newest = this.newestPending;
     if (newest === undefined) return [];
-    return this.#resolveBefore(undefined, next && next.revision > newest ? next.at : undefined);
+    return this.#resolveBefore(undefined, next && next.revision > newest && this.accepts(next.at) ? next.at : undefined);
   }
 
   /** Resolves every waiting revision before `next` (all of them when undefined, bounded by `capMs` if given and by their read times). */

@@ -55,6 +55,8 @@ export interface DecodeContext {
   startKnown: (grantRevision: bigint) => boolean;
   /** Key of the lock API's proof of origin; without it no hold is judged foreign. */
   originSecret?: Buffer;
+  /** Grant revision → grant time of the foreign holds the revision puts or deletes (foreignGrantTimes.ts); absent: their claimed `at`. */
+  foreignGrantTimes?: ReadonlyMap<string, number>;
   /**
    * Leases still alive when the revision was decoded, asked of etcd beforehand
    * for the marker-less hold deletes (leaseLiveness.ts; '0' = no lease, never
@@ -225,8 +227,11 @@ function decodeHold(s: Step, kind: HoldKind): Reason {
     if (!hold.ok) return misfit('hold value', hold.reason);
     const g = grantSide(kind, hold.value, s.revision, true);
     g.origin = originOf(s.ctx, c.kv.key, hold.value, c.kv.lease);
+    const foreignAt = g.origin === 'foreign' ? s.ctx.foreignGrantTimes?.get(s.revision) : undefined;
+    if (foreignAt !== undefined) g.granted_at = foreignAt; // not the time its writer claimed
     applyGrant(row, g);
-    timed(ev, 'grant', hold.value.at);
+    timed(ev, 'grant', g.granted_at);
+    if (foreignAt !== undefined) row.time_estimated = 1;
     ev.grant = g;
     return undefined;
   }
@@ -236,9 +241,12 @@ function decodeHold(s: Step, kind: HoldKind): Reason {
   const grantRevision = c.prev.modRevision;
   const g = grantSide(kind, hold.value, grantRevision, s.ctx.startKnown(BigInt(grantRevision)));
   g.origin = originOf(s.ctx, c.kv.key, hold.value, c.prev.lease);
+  // A foreign hold names the grant time its put was given (the same one, or the grant would read twice by key).
+  const foreignAt = g.origin === 'foreign' ? s.ctx.foreignGrantTimes?.get(grantRevision) : undefined;
+  if (foreignAt !== undefined) g.granted_at = foreignAt;
   applyGrant(row, g);
   ev.grant = g;
-  classifyHoldEnd(s, kind.lock, hold.value, c.prev);
+  classifyHoldEnd(s, kind.lock, hold.value, c.prev, g.origin === 'foreign' ? foreignAt : hold.value.at);
   ev.endKind = END_KIND_BY_EVENT[row.event_type];
   return undefined;
 }
@@ -259,7 +267,7 @@ function tokenRevision(token: string): string | undefined {
  * lease expiry, or `deleted` when its lease lived or the revision is a txn someone wrote (it carries a put:
  * etcd's own expiry only deletes) — a forged marker beside a hand delete explains nothing.
  */
-function classifyHoldEnd(s: Step, lock: string, hold: HoldValue, prev: KvSnapshot): void {
+function classifyHoldEnd(s: Step, lock: string, hold: HoldValue, prev: KvSnapshot, grantedAt: number | undefined): void {
   const { marks, ev } = s;
   const strict = s.ctx.originSecret !== undefined;
   const grant = prev.createRevision;
@@ -272,7 +280,8 @@ function classifyHoldEnd(s: Step, lock: string, hold: HoldValue, prev: KvSnapsho
   else if (marks.epochAdvance) timed(ev, 'epoch-release', marks.epochAdvance.at);
   else {
     ev.row.event_type = marks.anyPut || s.ctx.liveLeases?.has(prev.lease || '0') ? 'deleted' : 'expiry';
-    ev.lowerBoundMs = hold.at;
+    // The grant's time bounds its end from below: a foreign hold's claimed `at` bounds nothing (it would push the end anywhere).
+    if (grantedAt !== undefined) ev.lowerBoundMs = grantedAt;
   }
 }
 
@@ -307,7 +316,9 @@ function decodeEpoch(s: Step): Reason {
 
 function decodeClock(s: Step): Reason {
   if (s.c.type === 'delete') {
+    // The tailer never deletes its clock: whoever did wrote around it (with a secret to judge by).
     s.ev.row.event_type = 'clock';
+    if (s.ctx.originSecret) s.ev.row.origin = 'foreign';
     return undefined;
   }
   const v = decodeChecked(ClockValueSchema, s.c.kv.value);
@@ -437,12 +448,19 @@ export const UNKNOWN_ERROR_MS = 4_294_967_295; // UInt32 max: the lower bound is
 export function knownTime(decoded: DecodedRevision, notAfter: number): number | undefined {
   let at: number | undefined;
   for (const e of decoded.events) {
-    // A hold written around the API carries whatever time its writer chose: it bounds nothing.
+    // A hold written around the API carries whatever time its writer chose: it bounds nothing. Nor does a time
+    // the API's proof does not bind to this revision's change: a queue value carries no proof, and a marker or
+    // force record can be a copy of a genuine one (it then explains nothing; one that explains a delete times
+    // that delete, which counts).
+    if (!PROVEN_TIME.has(e.row.event_type)) continue;
     if (e.timeless || e.row.origin === 'foreign' || e.row.wall_time <= 0 || e.row.wall_time > notAfter) continue;
     if (at === undefined || e.row.wall_time > at) at = e.row.wall_time;
   }
   return at;
 }
+
+/** Events whose time is the API's proven time of this very change: a proven hold's put, a delete its proven marker or record explains. */
+const PROVEN_TIME: ReadonlySet<string> = new Set(['grant', 'release', 'session-close', 'force-release', 'epoch-release']);
 
 /** Fills in the time of timeless events and derives the grant rows. */
 export function finishRevision(decoded: DecodedRevision, time: TimeEstimate | undefined): RowBatch {

@@ -10,6 +10,7 @@
 // timer); this file plans the windows and wires them.
 import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../core/clickhouse.js';
+import { ForeignGrantClock } from './foreignGrantTimes.js';
 import { configDefaults } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
 import type { HealthState } from '../platform/health.js';
@@ -330,6 +331,7 @@ export class TailerPipeline {
       log: this.#deps.log,
       gaps: this.#deps.gaps,
       originSecret: this.#opts.originSecret,
+      foreignGrants: this.#opts.originSecret && new ForeignGrantClock(this.#deps.client, this.#deps.store, this.#deps.cluster, this.#opts.originSecret),
       alarm: this.#deps.alarm,
       metrics,
       highWaterEvents: this.#opts.highWaterEvents ?? Math.max(2_000, Math.floor(40_000 / windows)),

@@ -15,6 +15,7 @@ import { decodeRevision, finishRevision, knownTime, type DecodeContext, type Dec
 import { clockAfterNow, clockAtOrBefore } from './etcdReads.js';
 import { inGap, type Gap } from './gaps.js';
 import { liveLeases } from './leaseLiveness.js';
+import type { ForeignGrantClock } from './foreignGrantTimes.js';
 import type { LeaseWitness } from './leaseWitness.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import type { RevisionChanges } from './types.js';
@@ -59,6 +60,8 @@ export interface WindowShared {
   gaps: readonly Gap[];
   /** Key of the lock API's proof of origin; holds without it are recorded as foreign. */
   originSecret?: Buffer;
+  /** The grant times of foreign holds (foreignGrantTimes.ts); absent without a secret. */
+  foreignGrants?: ForeignGrantClock;
   /** Where a foreign write is alarmed (runtime.health). */
   alarm?: Pick<HealthState, 'raise'>;
   sink: BatchSink;
@@ -175,19 +178,29 @@ export class WindowRunner {
       witness.seenDeletes(rev);
       if (this.#spec.end === undefined) witness.seenLive(rev);
     }
-    const decoded = decodeRevision({ ...this.#ctx, liveLeases: live }, rev);
+    let decoded = decodeRevision({ ...this.#ctx, liveLeases: live }, rev);
+    // A hold written around the API gets the grant time etcd's history gives it, not the one it claims: asked,
+    // then decoded again (rare; the decoder is pure).
+    const foreign = decoded.events.filter((e) => e.grant?.origin === 'foreign').map((e) => ({ key: e.row.key, grantRevision: e.grant?.grant_revision ?? '0' }));
+    if (foreign.length > 0 && this.#s.foreignGrants) {
+      decoded = decodeRevision({ ...this.#ctx, liveLeases: live, foreignGrantTimes: await this.#s.foreignGrants.of(foreign) }, rev);
+    }
     this.#alarmForeign(decoded);
     const p: PendingRevision = { decoded, slot };
-    const known = decoded.clockAt === undefined ? knownTime(decoded, Date.now() + FUTURE_SLACK_MS) : undefined;
+    // A time running backwards against the last anchor is none (clockBracket.ts accepts): a proven clock value
+    // replayed where a restore repeated its version, a writer's skewed clock. The revision is then bracketed.
+    const clockAt = decoded.clockAt !== undefined && bracket.accepts(decoded.clockAt) ? decoded.clockAt : undefined;
+    if (clockAt === undefined) decoded.clockAt = undefined; // nor does it time the revision's own timeless events (finishRevision)
+    const knownAt = clockAt === undefined ? knownTime(decoded, Date.now() + FUTURE_SLACK_MS) : undefined;
+    const known = knownAt !== undefined && bracket.accepts(knownAt) ? knownAt : undefined;
     const rows = decoded.events.length;
-    if (decoded.clockAt !== undefined) {
-      this.#s.clocks.add({ revision: rev.revision, at: decoded.clockAt });
-      for (const r of bracket.clock(rev.revision, decoded.clockAt)) await this.#emit(r.item, r.time);
+    if (clockAt !== undefined) {
+      this.#s.clocks.add({ revision: rev.revision, at: clockAt });
+      for (const r of bracket.clock(rev.revision, clockAt)) await this.#emit(r.item, r.time);
       await this.#emit(p, undefined);
     } else if (known !== undefined) {
       // A revision with a wall time of its own closes the brackets before it; its own timeless events share its commit instant.
       for (const r of bracket.known(rev.revision, known)) await this.#emit(r.item, r.time);
-      bracket.passed(rows); // a known time running backwards closed nothing: still held behind what waits
       await this.#emit(p, decoded.events.some((e) => e.timeless) ? { lowerMs: known, upperMs: known } : undefined);
     } else if (decoded.events.some((e) => e.timeless)) {
       const time = bracket.place(rev.revision, p, rows, readAt);

@@ -10,7 +10,9 @@
 // - a real grant's value put back by hand after its release, on the same key
 //   and live lease, or on no lease: `foreign`, also after the tailer restarted.
 // - a /sys/clock write with no proof (claiming 2299), or the tailer's own
-//   copied back: foreign, alarmed, and no time anchor.
+//   copied back: foreign, alarmed, and no time anchor; nor does a queue value
+//   time the hand delete beside it, and hand puts racing the clock writer do
+//   not stop it.
 // The API's own release, force-release and session close still read as such.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -23,6 +25,7 @@ import { originSecret } from '../../core/originSecret.js';
 import { HealthState } from '../../platform/health.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
+import { writeClock } from '../../tailer/clockWriter.js';
 import { checkpointAtHead, headRevision, waitFor } from '../support/capture.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { fencedClass, lockApp, type LockApp } from '../support/lockApp.js';
@@ -170,7 +173,7 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
     const ns = uniqueId('ns');
     const { session, acquire } = await setup(ns);
     const s1 = await session();
-    for (const k of ['beside-forged', 'beside-copy']) await acquire(k, s1);
+    for (const k of ['beside-forged', 'beside-copy', 'beside-queue']) await acquire(k, s1);
     const future = Date.parse('2299-01-01T00:00:00Z');
     // 1. A clock value with no proof, claiming 2299, in the txn that deletes a hold by hand (the delete has no time of its own).
     const t0 = Date.now();
@@ -186,18 +189,21 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
       return kv && BigInt(kv.version) >= BigInt(current.version) + 2n && kv.create_revision === current.create_revision ? true : undefined;
     }, 20_000, 100);
     const copyRev = await txn(put('/sys/clock', current.value.toString()), del(`/l/${ns}/beside-copy`));
+    // 3. A queue value (which carries no proof) claiming 55 s ahead, in the txn of a hand delete (helper review).
+    const queueRev = await txn(put(`/q/${ns}/beside-queue/999`, JSON.stringify({ holder: 'spiffe://x/q', session: '999', class: `${ns}-fenced`, at: Date.now() + 55_000 })), del(`/l/${ns}/beside-queue`));
     const t1 = Date.now();
     await grantsOf(ns, await headRevision(client));
     const rows = await store.rows<{ revision: string; key: string; event_type: string; origin: string; wall: string }>(
       `SELECT toString(revision) AS revision, key, event_type, origin, toString(toUnixTimestamp64Milli(wall_time)) AS wall FROM {db:Identifier}.events FINAL
-       WHERE cluster = {c:String} AND revision IN ({a:UInt64}, {b:UInt64}) ORDER BY revision, key`,
-      { c: label, a: forgedRev.toString(), b: copyRev.toString() },
+       WHERE cluster = {c:String} AND revision IN ({a:UInt64}, {b:UInt64}, {q:UInt64}) AND NOT startsWith(key, '/q/') ORDER BY revision, key`,
+      { c: label, a: forgedRev.toString(), b: copyRev.toString(), q: queueRev.toString() },
     );
     assert.deepEqual(rows.map((r) => [r.key.startsWith('/l/') ? 'hold' : r.key, r.event_type, r.origin]), [
       ['hold', 'deleted', 'api'],
       ['/sys/clock', 'clock', 'foreign'],
       ['hold', 'deleted', 'api'],
       ['/sys/clock', 'clock', 'foreign'],
+      ['hold', 'deleted', 'api'],
     ]);
     // Before the clock's proof the delete beside the forgery was stamped 2299, and the one beside the copy with the copied (older) time.
     for (const r of rows) {
@@ -208,6 +214,57 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
     assert.ok(Number(copied?.wall) > Number(JSON.parse(current.value.toString()).at), 'the delete beside the copy is after the copied write');
     const alarm = clockHealth.alarms().find((a) => a.name === `foreign-write:${label}`);
     assert.match(alarm?.message ?? '', /\/sys\/clock/);
+  });
+
+  it('a hold written by hand claiming 2286 or 2020 is granted when etcd\'s history says (the proven clock before it), at its put and at its delete alike', async () => {
+    const ns = uniqueId('ns');
+    const t0 = Date.now();
+    const hold = (at: number) => JSON.stringify({ holder: 'spiffe://attacker/x', session: '0', class: 'payments', epoch: 1, waitMs: 0, at });
+    await txn(put(`/l/${ns}/future`, hold(Date.parse('2286-11-20T00:00:00Z'))));
+    await txn(put(`/l/${ns}/backdated`, hold(Date.parse('2020-01-01T00:00:00Z'))));
+    const opened = await grantsOf(ns, await headRevision(client));
+    assert.deepEqual(opened, [['backdated', '', 'foreign'], ['future', '', 'foreign']]);
+    await new Promise((r) => setTimeout(r, 1_200)); // a proven clock write between the puts and the deletes
+    await txn(del(`/l/${ns}/future`));
+    await txn(del(`/l/${ns}/backdated`));
+    const t1 = Date.now();
+    assert.deepEqual(await grantsOf(ns, await headRevision(client)), [['backdated', 'deleted', 'foreign'], ['future', 'deleted', 'foreign']]);
+    for (const table of ['grants', 'grants_by_key']) {
+      const rows = await store.rows<{ key: string; granted: string; ended: string; n: string }>(
+        `SELECT key, toString(toUnixTimestamp64Milli(any(granted_at))) AS granted, toString(toUnixTimestamp64Milli(any(ended_at))) AS ended, toString(count()) AS n
+         FROM {db:Identifier}.${table} FINAL WHERE cluster = {c:String} AND namespace = {ns:String} GROUP BY key ORDER BY key`,
+        { c: label, ns },
+      );
+      assert.deepEqual(rows.map((r) => [r.key.slice(ns.length + 1), r.n]), [['backdated', '1'], ['future', '1']], `${table}: one row a grant (the delete named the put's grant time)`);
+      for (const r of rows) {
+        // Before: granted 2286-11-20 (invisible to every search up to now) and 2020-01-01 (in a day long exported).
+        assert.ok(Number(r.granted) >= t0 - 3_000 && Number(r.granted) <= t1, `${table} ${r.key} granted ${new Date(Number(r.granted)).toISOString()}`);
+        assert.ok(Number(r.ended) >= Number(r.granted) && Number(r.ended) <= t1 + 2_000, `${table} ${r.key} ended ${new Date(Number(r.ended)).toISOString()}`);
+      }
+    }
+  });
+
+  it('hand puts racing the tailer\'s clock writes: each write still ends, on its own put or on theirs (no throw, no endless loop)', async () => {
+    const stop = AbortSignal.timeout(3_000);
+    const flood = async (): Promise<number> => {
+      let n = 0;
+      while (!stop.aborted) {
+        await client.put('/sys/clock').value(JSON.stringify({ at: Date.now() })).exec();
+        n += 1;
+      }
+      return n;
+    };
+    const writers = [flood(), flood(), flood()];
+    const secret = originSecret(config);
+    let wrote = 0;
+    while (!stop.aborted) {
+      const before = await headRevision(client);
+      const revision = await writeClock(client, secret);
+      assert.ok(revision >= before, `a clock write ends on a revision at or after ${before} (${revision})`);
+      wrote += 1;
+    }
+    assert.ok((await Promise.all(writers)).every((n) => n > 10), 'the hand puts ran');
+    assert.ok(wrote > 3, `${wrote} clock writes ended within 3 s`);
   });
 
   it('a real grant\'s value put back by hand after its release reads foreign — on its lease, on none, and after the tailer restarted', async () => {

@@ -5,6 +5,7 @@ import { makeToken } from '../../core/token.js';
 import { leasesToCheck } from '../../tailer/leaseLiveness.js';
 import { bracketFor, decodeRevision, finishRevision, knownTime, UNKNOWN_ERROR_MS, type DecodeContext } from '../../tailer/decoder.js';
 import type { Change, KvSnapshot } from '../../tailer/types.js';
+import { ClockBracket } from '../../tailer/clockBracket.js';
 
 const ctx: DecodeContext = { cluster: 'c1', startKnown: () => true };
 const hold = (session: string, at = 1_000, epoch = 0) => JSON.stringify({ holder: 'spiffe://x/a', session, class: 'payments', epoch, waitMs: 7, at });
@@ -201,7 +202,6 @@ describe('decoder', () => {
       const ok = decode(clockKv(proven(3_000, '4', '9'), '4', '9'));
       assert.equal(ok.clockAt, 3_000);
       assert.notEqual(ok.events[0]?.row.origin, 'foreign');
-      assert.equal(knownTime(ok, Number.MAX_SAFE_INTEGER), 3_000);
       const cases: Array<[string, Change, string]> = [
         ['no proof', clockKv(JSON.stringify({ at: 9_000_000 }), '4', '10'), 'foreign'],
         ['a forged proof', clockKv(JSON.stringify({ at: 9_000_000, mac: clockMac(Buffer.from('not-the-secret-0123456789abcdef-xyz'), 9_000_000, '4', '10') }), '4', '10'), 'foreign'],
@@ -314,5 +314,34 @@ describe('decoder', () => {
       changes: [{ ...put('/l/ns/api', JSON.stringify({ ...f, mac: holdMac(secret, '/l/ns/api', f) }), '32'), kv: { ...kv('/l/ns/api', JSON.stringify({ ...f, mac: holdMac(secret, '/l/ns/api', f) }), '32'), lease: '77' } }, put('/l/ns/rogue', JSON.stringify({ ...f, at: 9_000 }), '32')],
     });
     assert.equal(knownTime(mixed, 10_000), 2_000, 'the foreign hold\'s later time is not taken');
+    // Nor a time the API's proof does not bind to this revision's change (helper review): a queue value (no proof)
+    // or a genuine marker copied beside a hand delete (it explains nothing). The delete is then bracketed.
+    const mark = { kind: 'release' as const, by: 'alice', at: 9_000, key: 'ns/old', session: '5', grant: '3' };
+    const stamped = decodeRevision({ ...ctx, originSecret: secret, liveLeases: new Set(['77']) }, {
+      revision: 33n,
+      changes: [
+        { type: 'delete', kv: { key: '/l/ns/api', value: '', createRevision: '0', modRevision: '33', version: '0', lease: '0' }, prev: { ...kv('/l/ns/api', JSON.stringify({ ...f, mac: holdMac(secret, '/l/ns/api', f) }), '32'), lease: '77' } },
+        put('/q/ns/api/99', JSON.stringify({ holder: 'spiffe://x/a', session: '99', class: 'payments', at: 9_500 }), '33'),
+        put('/sys/mark/copied', JSON.stringify({ ...mark, mac: markMac(secret, mark) }), '33'),
+      ],
+    });
+    assert.deepEqual(stamped.events.map((e) => e.row.event_type), ['deleted', 'queue-enter', 'marker']);
+    assert.equal(knownTime(stamped, 10_000), undefined, 'neither the queue value\'s nor the copied marker\'s time times the hand delete');
+    // A /sys/clock delete: the tailer never makes one.
+    const clockDelete = decodeRevision({ ...ctx, originSecret: secret }, { revision: 34n, changes: [del('/sys/clock', '34')] });
+    assert.equal(clockDelete.events[0]?.row.origin, 'foreign');
+  });
+});
+
+describe('clock bracket: no anchor runs backwards', () => {
+  it('a known time, a clock found out of band or a settle bound earlier than the last anchor is not taken', () => {
+    const b = new ClockBracket<string>({ revision: 10n, at: 5_000 });
+    assert.equal(b.accepts(4_999), false);
+    assert.equal(b.accepts(5_000), true);
+    assert.deepEqual(b.place(11n, 'r11', 1, 9_000), undefined);
+    assert.deepEqual(b.known(12n, 1_000), [], 'a replayed (older) time closes nothing');
+    assert.deepEqual(b.resolveWith({ revision: 13n, at: 2_000 }), [], 'an older clock found out of band closes nothing');
+    const settled = b.settle({ revision: 14n, at: 3_000 });
+    assert.deepEqual(settled.map((r) => [r.item, r.time.lowerMs, r.time.upperMs]), [['r11', 5_000, 9_000]], 'bounded by its read time, not by the older clock');
   });
 });
