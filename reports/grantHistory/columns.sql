@@ -19,4 +19,6 @@
     spool_id,
     origin,                              -- foreign: put straight into etcd, not by the lock API
     timeline,                            -- the etcd timeline that captured it (sql/065)
-    rolled_back_by                       -- > 0: a restore rolled it back (it was still a real hold)
+    rolled_back_by,                      -- > 0: a restore rolled it back (it was still a real hold)
+    start_known,                         -- 0: granted inside a recorded gap; granted_at is when it was first seen
+    ended_at_error_ms                    -- the end time's error bound (an estimated end: an expiry, a hand delete)

@@ -25,7 +25,9 @@ SELECT
     toBool(unprotected) AS unprotected,
     if(origin = 'foreign', 'foreign', 'api') AS origin,
     timeline,
-    toBool(rolled_back_by > 0) AS rolledBack
+    toBool(rolled_back_by > 0) AS rolledBack,
+    toBool(start_known) AS startKnown,
+    if(endKind IS NULL, NULL, ended_at_error_ms) AS endedAtErrorMs
 -- @include reports/grantHistory/pageSource.sql
     AND ({hasEnd:UInt8} = 0
          OR (granted_at, cluster, key, grant_revision, spool_id, timeline)

@@ -52,13 +52,15 @@ export const GrantItemSchema = Type.Object({
   origin: Type.Union([Type.Literal('api'), Type.Literal('foreign')], { description: 'foreign: a hold put straight into etcd without the lock API\'s proof of origin (not made by the API)' }),
   timeline: Type.Integer({ minimum: 0, description: 'The etcd timeline the grant was captured in (0 until the cluster\'s first restore recorded by this version; each restore starts the next). A grant held across a restore shows once, as the later timeline\'s' }),
   rolledBack: Type.Boolean({ description: 'etcd later rolled this grant back (a restore to before it): it was a real hold, but the restored cluster never had it' }),
+  startKnown: Type.Boolean({ description: 'false: granted while history was lost (a recorded gap); grantedAt is then when capture first saw it held, not its grant' }),
+  endedAtErrorMs: NullableNumber('How far endedAt may be off, ms (0: the end carries its own time; an expiry or hand delete is bracketed between clock writes); null while still held'),
 });
 export type GrantItem = Static<typeof GrantItemSchema>;
 
 export const GRANT_EXAMPLE: GrantItem = {
   cluster: 'local', key: 'payments/acct-42', grantRevision: '1734', token: '11258999068428022', holder: 'spiffe://corp/payments-worker',
   class: 'ledger-entry', namespace: 'payments', grantedAt: '2025-11-29T03:11:58.120Z', endedAt: '2025-11-29T03:12:31.004Z', endKind: 'expiry',
-  endRevision: '1790', waitMs: 12, durationMs: 32884, unprotected: false, origin: 'api', timeline: 0, rolledBack: false,
+  endRevision: '1790', waitMs: 12, durationMs: 32884, unprotected: false, origin: 'api', timeline: 0, rolledBack: false, startKnown: true, endedAtErrorMs: 480,
 };
 
 export const GrantPageSchema = Type.Object(
@@ -90,6 +92,8 @@ interface HistoryRow {
   /** sql/065; absent from queries that read no timeline (read as 0). */
   timeline?: number | string;
   rolled_back_by?: number | string;
+  start_known?: number | string;
+  ended_at_error_ms?: number | string;
 }
 
 /** The filters a cursor is bound to (everything but cursor, limit and format). */
@@ -117,6 +121,8 @@ export function toItem(r: HistoryRow): GrantItem {
     origin: r.origin === 'foreign' ? 'foreign' : 'api',
     timeline: Number(r.timeline ?? 0),
     rolledBack: Number(r.rolled_back_by ?? 0) > 0,
+    startKnown: Number(r.start_known ?? 1) === 1,
+    endedAtErrorMs: endKind === null ? null : (num(r.ended_at_error_ms ?? 0) ?? 0),
   };
 }
 
@@ -263,7 +269,7 @@ export async function grantHistory(deps: GrantHistoryDeps, p: GrantHistoryParams
   return { items: served.map(toItem), nextCursor };
 }
 
-export const CSV_HEADER = ['cluster', 'key', 'grantRevision', 'token', 'holder', 'class', 'namespace', 'grantedAt', 'endedAt', 'endKind', 'endRevision', 'waitMs', 'durationMs', 'unprotected', 'origin', 'timeline', 'rolledBack'] as const;
+export const CSV_HEADER = ['cluster', 'key', 'grantRevision', 'token', 'holder', 'class', 'namespace', 'grantedAt', 'endedAt', 'endKind', 'endRevision', 'waitMs', 'durationMs', 'unprotected', 'origin', 'timeline', 'rolledBack', 'startKnown', 'endedAtErrorMs'] as const;
 
 /** CSV of one page; 64-bit values stay decimal text. */
 export function grantsCsv(items: readonly GrantItem[]): string {

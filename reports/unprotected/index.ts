@@ -73,7 +73,7 @@ export const UnprotectedReportSchema = Type.Object(
           id: '5f1d0c9a8e2b4d7f9a3c6e1b2d4f8a0c', cluster: 'local', key: 'catalog/sku-9', holder: 'spiffe://corp/indexer', class: 'cache-refresh', namespace: 'catalog',
           spoolId: 'node-3:000042', grantedAt: '2025-11-28T10:00:01.000Z', endedAt: '2025-11-28T10:00:31.000Z', durationMs: 30000,
           // Typed: an example the compiler checks cannot lack a field its schema requires (test/integration/openapiExamples.test.ts checks them all).
-          overlapping: [{ cluster: 'local', key: 'catalog/sku-9', grantRevision: '88120', token: '11258999068514424', holder: 'spiffe://corp/pricer', class: 'cache-refresh', namespace: 'catalog', grantedAt: '2025-11-28T10:00:20.000Z', endedAt: '2025-11-28T10:00:25.000Z', endKind: 'release', endRevision: '88131', waitMs: 0, durationMs: 5000, unprotected: false, origin: 'api', timeline: 0, rolledBack: false } satisfies GrantItem],
+          overlapping: [{ cluster: 'local', key: 'catalog/sku-9', grantRevision: '88120', token: '11258999068514424', holder: 'spiffe://corp/pricer', class: 'cache-refresh', namespace: 'catalog', grantedAt: '2025-11-28T10:00:20.000Z', endedAt: '2025-11-28T10:00:25.000Z', endKind: 'release', endRevision: '88131', waitMs: 0, durationMs: 5000, unprotected: false, origin: 'api', timeline: 0, rolledBack: false, startKnown: true, endedAtErrorMs: 0 } satisfies GrantItem],
           reconciliation: null,
         }],
       },

@@ -9,7 +9,7 @@ SELECT
     cluster, key, grant_revision, token, holder, class, namespace,
     toUnixTimestamp64Milli(granted_at) AS granted_at_ms,
     toUnixTimestamp64Milli(ended_at) AS ended_at_ms,
-    end_kind, end_revision, wait_ms, duration_ms, unprotected, spool_id, timeline, rolled_back_by
+    end_kind, end_revision, wait_ms, duration_ms, unprotected, spool_id, timeline, rolled_back_by, start_known, ended_at_error_ms, origin
 FROM {db:Identifier}.grants FINAL
 PREWHERE key IN {keys:Array(String)}
     AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')

@@ -122,12 +122,27 @@ describe('reporting API', () => {
       assert.deepEqual(body.items[0], {
         cluster: 'c1', key: 'pay/acct-1', grantRevision: '101', token: tokenOf(G.g1 as GrantSpec), holder: 'h-a', class: 'ledger', namespace: 'pay',
         grantedAt: iso(T0), endedAt: iso(T0 + 1000), endKind: 'release', endRevision: '105', waitMs: 10, durationMs: 1000, unprotected: false, origin: 'api', timeline: 0, rolledBack: false,
+        startKnown: true, endedAtErrorMs: 0,
       });
       assert.deepEqual(body.items.map((i: { endKind: string | null }) => i.endKind), ['release', 'expiry', 'force', null]);
       assert.deepEqual(body.items[3], {
         cluster: 'c1', key: 'pay/acct-1', grantRevision: '130', token: tokenOf(G.g4 as GrantSpec), holder: 'h-c', class: 'ledger', namespace: 'pay',
         grantedAt: iso(T0 + 9000), endedAt: null, endKind: null, endRevision: null, waitMs: 70, durationMs: null, unprotected: false, origin: 'api', timeline: 0, rolledBack: false,
+        startKnown: true, endedAtErrorMs: null,
       });
+    });
+
+    it('says when a grant\'s start was not captured and how far an estimated end may be off (investigator review: both were dropped)', async () => {
+      // A year before the fixture: outside every report window of this file (a key's history searches all time).
+      const at = T0 - 365 * 86_400_000;
+      const spec: GrantSpec = { key: 'gap/acct-1', class: 'ledger', holder: 'h-gap', rev: 7001, at, end: { kind: 'expiry', at: at + 4000, rev: 7009 } };
+      const rows = grantRows(spec);
+      await store.insert('grants', [{ ...rows.open, start_known: 0 }, { ...(rows.closed as GrantRow), start_known: 0, ended_at_error_ms: 480 }]);
+      const [item] = (await get('/v1/grants?key=gap/acct-1', 'investigator')).json().items;
+      assert.equal(item.startKnown, false);
+      assert.equal(item.endedAtErrorMs, 480);
+      const csv = (await get('/v1/grants?key=gap/acct-1&format=csv', 'investigator')).body.trim().split('\r\n');
+      assert.match(csv[1] ?? '', /,false,480$/);
     });
 
     it('answers "which grant held token T?" exactly, for tokens above 2^53, in JSON and CSV', async () => {
@@ -142,8 +157,8 @@ describe('reporting API', () => {
       assert.equal(csv.statusCode, 200);
       assert.match(String(csv.headers['content-type']), /^text\/csv/);
       const lines = csv.body.trim().split('\r\n');
-      assert.equal(lines[0], 'cluster,key,grantRevision,token,holder,class,namespace,grantedAt,endedAt,endKind,endRevision,waitMs,durationMs,unprotected,origin,timeline,rolledBack');
-      assert.equal(lines[1], `c1,pay/acct-1,120,${token},h-a,ledger,pay,${iso(T0 + 6000)},${iso(T0 + 8000)},force,125,50,2000,false,api,0,false`);
+      assert.equal(lines[0], 'cluster,key,grantRevision,token,holder,class,namespace,grantedAt,endedAt,endKind,endRevision,waitMs,durationMs,unprotected,origin,timeline,rolledBack,startKnown,endedAtErrorMs');
+      assert.equal(lines[1], `c1,pay/acct-1,120,${token},h-a,ledger,pay,${iso(T0 + 6000)},${iso(T0 + 8000)},force,125,50,2000,false,api,0,false,true,0`);
       const none = await get('/v1/grants?token=18446744073709551615', 'investigator');
       assert.deepEqual(none.json(), { items: [], nextCursor: null });
     });
@@ -236,7 +251,8 @@ describe('reporting API', () => {
           cluster: row.cluster, key: row.key, grantRevision: big(row.grantRevision), token: big(row.token), holder: row.holder, class: row.class,
           namespace: row.namespace, grantedAt: ms(row.grantedAt), endedAt: ms(row.endedAt), endKind: row.endKind, endRevision: big(row.endRevision),
           waitMs: Number(row.waitMs), durationMs: row.durationMs === null ? null : Number(row.durationMs), unprotected: row.unprotected, origin: row.origin,
-          timeline: Number(row.timeline), rolledBack: row.rolledBack,
+          timeline: Number(row.timeline), rolledBack: row.rolledBack, startKnown: row.startKnown,
+          endedAtErrorMs: row.endedAtErrorMs === null ? null : Number(row.endedAtErrorMs),
         };
       };
       for (const q of [`keyPrefix=cat/&${WINDOW}`, `keyPrefix=pay/&${WINDOW}`, `holder=h-a&${WINDOW}`]) {

@@ -116,9 +116,9 @@ describe('CSV and HTML rendering', () => {
   });
   it('writes tokens above 2^53 digit for digit', () => {
     const token = (2n ** 64n - 1n).toString();
-    const item: GrantItem = { cluster: 'c', key: 'a/b', grantRevision: '281474976710655', token, holder: 'h', class: 'k', namespace: 'a', grantedAt: '2025-01-01T00:00:00.000Z', endedAt: null, endKind: null, endRevision: null, waitMs: 0, durationMs: null, unprotected: false, origin: 'api', timeline: 0, rolledBack: false };
+    const item: GrantItem = { cluster: 'c', key: 'a/b', grantRevision: '281474976710655', token, holder: 'h', class: 'k', namespace: 'a', grantedAt: '2025-01-01T00:00:00.000Z', endedAt: null, endKind: null, endRevision: null, waitMs: 0, durationMs: null, unprotected: false, origin: 'api', timeline: 0, rolledBack: false, startKnown: false, endedAtErrorMs: null };
     const line = grantsCsv([item]).split('\r\n')[1];
-    assert.equal(line, `c,a/b,281474976710655,${token},h,k,a,2025-01-01T00:00:00.000Z,,,,0,,false,api,0,false`);
+    assert.equal(line, `c,a/b,281474976710655,${token},h,k,a,2025-01-01T00:00:00.000Z,,,,0,,false,api,0,false,false,`);
   });
   it('escapes every value in the HTML register', () => {
     assert.equal(escapeHtml(`<a href="x">'&'</a>`), '&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');

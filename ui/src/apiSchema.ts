@@ -1494,6 +1494,8 @@ export interface operations {
                             durationMs: number | null;
                             /** @description null while still held */
                             endedAt: string | null;
+                            /** @description How far endedAt may be off, ms (0: the end carries its own time; an expiry or hand delete is bracketed between clock writes); null while still held */
+                            endedAtErrorMs: number | null;
                             /** @description How the hold ended; deleted: removed with no marker while its lease was alive (by hand, not an expiry); unknown: ended inside a recorded gap; null while still held */
                             endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted" | "unknown") | null;
                             /** @description The revision of the end event (decimal string); null while still held */
@@ -1512,6 +1514,8 @@ export interface operations {
                             origin: "api" | "foreign";
                             /** @description etcd later rolled this grant back (a restore to before it): it was a real hold, but the restored cluster never had it */
                             rolledBack: boolean;
+                            /** @description false: granted while history was lost (a recorded gap); grantedAt is then when capture first saw it held, not its grant */
+                            startKnown: boolean;
                             /** @description The etcd timeline the grant was captured in (0 until the cluster's first restore recorded by this version; each restore starts the next). A grant held across a restore shows once, as the later timeline's */
                             timeline: number;
                             /**
@@ -2467,6 +2471,8 @@ export interface operations {
                             durationMs: number | null;
                             /** @description null while still held */
                             endedAt: string | null;
+                            /** @description How far endedAt may be off, ms (0: the end carries its own time; an expiry or hand delete is bracketed between clock writes); null while still held */
+                            endedAtErrorMs: number | null;
                             /** @description How the hold ended; deleted: removed with no marker while its lease was alive (by hand, not an expiry); unknown: ended inside a recorded gap; null while still held */
                             endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted" | "unknown") | null;
                             /** @description The revision of the end event (decimal string); null while still held */
@@ -2485,6 +2491,8 @@ export interface operations {
                             origin: "api" | "foreign";
                             /** @description etcd later rolled this grant back (a restore to before it): it was a real hold, but the restored cluster never had it */
                             rolledBack: boolean;
+                            /** @description false: granted while history was lost (a recorded gap); grantedAt is then when capture first saw it held, not its grant */
+                            startKnown: boolean;
                             /** @description The etcd timeline the grant was captured in (0 until the cluster's first restore recorded by this version; each restore starts the next). A grant held across a restore shows once, as the later timeline's */
                             timeline: number;
                             /**
@@ -2652,7 +2660,9 @@ export interface operations {
                      *               "unprotected": false,
                      *               "origin": "api",
                      *               "timeline": 0,
-                     *               "rolledBack": false
+                     *               "rolledBack": false,
+                     *               "startKnown": true,
+                     *               "endedAtErrorMs": 0
                      *             }
                      *           ],
                      *           "reconciliation": null
@@ -2684,6 +2694,8 @@ export interface operations {
                                 durationMs: number | null;
                                 /** @description null while still held */
                                 endedAt: string | null;
+                                /** @description How far endedAt may be off, ms (0: the end carries its own time; an expiry or hand delete is bracketed between clock writes); null while still held */
+                                endedAtErrorMs: number | null;
                                 /** @description How the hold ended; deleted: removed with no marker while its lease was alive (by hand, not an expiry); unknown: ended inside a recorded gap; null while still held */
                                 endKind: ("release" | "expiry" | "force" | "session-close" | "epoch-advance" | "deleted" | "unknown") | null;
                                 /** @description The revision of the end event (decimal string); null while still held */
@@ -2702,6 +2714,8 @@ export interface operations {
                                 origin: "api" | "foreign";
                                 /** @description etcd later rolled this grant back (a restore to before it): it was a real hold, but the restored cluster never had it */
                                 rolledBack: boolean;
+                                /** @description false: granted while history was lost (a recorded gap); grantedAt is then when capture first saw it held, not its grant */
+                                startKnown: boolean;
                                 /** @description The etcd timeline the grant was captured in (0 until the cluster's first restore recorded by this version; each restore starts the next). A grant held across a restore shows once, as the later timeline's */
                                 timeline: number;
                                 /**
