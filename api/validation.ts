@@ -31,8 +31,20 @@ interface AjvIssue {
 
 /** One readable line per problem, each naming the field: `body.key: is required`. */
 export function describeValidation(issues: readonly AjvIssue[], context: string): string[] {
-  return issues.map((issue) => {
-    const field = [context, ...issue.instancePath.split('/').filter(Boolean)].join('.');
+  const fieldOf = (issue: AjvIssue): string => [context, ...issue.instancePath.split('/').filter(Boolean)].join('.');
+  // A union of literals (format, by, …) fails once per literal and once more as anyOf: one line naming the
+  // allowed values instead (before: "must be equal to constant" three times, and never which).
+  const allowed = new Map<string, string[]>();
+  for (const issue of issues) if (issue.keyword === 'const') allowed.set(fieldOf(issue), [...(allowed.get(fieldOf(issue)) ?? []), String(issue.params.allowedValue)]);
+  const said = new Set<string>();
+  const lines = issues.map((issue): string | undefined => {
+    const field = fieldOf(issue);
+    const values = allowed.get(field);
+    if (values && (issue.keyword === 'const' || issue.keyword === 'anyOf')) {
+      if (said.has(field)) return undefined;
+      said.add(field);
+      return `${field}: must be one of ${values.join(', ')}`;
+    }
     if (issue.keyword === 'required') return `${field}.${String(issue.params.missingProperty)}: is required`;
     if (issue.keyword === 'additionalProperties') return `${field}.${String(issue.params.additionalProperty)}: is not a known field`;
     if (issue.keyword === 'format' && issue.params.format === 'date-time') return `${field}: is not ${INSTANT_RULE}`;
@@ -40,4 +52,5 @@ export function describeValidation(issues: readonly AjvIssue[], context: string)
     if (issue.keyword === 'maxLength') return `${field}: is longer than ${String(issue.params.limit)} characters`;
     return `${field}: ${issue.message ?? 'is invalid'}`;
   });
+  return lines.filter((l): l is string => l !== undefined);
 }
