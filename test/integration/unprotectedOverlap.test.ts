@@ -18,6 +18,9 @@ const specs: Record<string, GrantSpec> = {
   b: { key: 'cat/sku-1', class: 'cache', holder: 'h-b', rev: 0, at: T0 + 1_000, spool: 'n2:000001', end: { kind: 'release', at: T0 + 4_000, rev: 0 } },
   // Later on the same key, after both ended: no overlap.
   c: { key: 'cat/sku-1', class: 'cache', holder: 'h-c', rev: 0, at: T0 + 5_000, spool: 'n2:000002', end: { kind: 'release', at: T0 + 6_000, rev: 0 } },
+  // A hold put straight into etcd on cat/sku-3 while a replica granted it from memory: foreign, and shown so.
+  e: { key: 'cat/sku-3', class: 'cache', holder: 'h-e', rev: 0, at: T0, spool: 'n1:000003', end: { kind: 'release', at: T0 + 3_000, rev: 0 } },
+  f: { key: 'cat/sku-3', class: 'cache', holder: 'h-mallory', rev: 901, at: T0 + 500, origin: 'foreign', end: { kind: 'deleted', at: T0 + 2_500, rev: 905 } },
   // Another key at the same time: no overlap.
   d: { key: 'cat/sku-2', class: 'cache', holder: 'h-d', rev: 0, at: T0 + 1_000, spool: 'n1:000002', end: { kind: 'release', at: T0 + 2_000, rev: 0 } },
 };
@@ -39,6 +42,9 @@ describe('unprotected grants overlapping each other', () => {
     assert.deepEqual(by.get('n2:000001'), ['h-a'], 'and the other way round');
     assert.deepEqual(by.get('n2:000002'), [], 'after both ended: none');
     assert.deepEqual(by.get('n1:000002'), [], 'another key: none (a grant never overlaps itself)');
-    assert.ok(report.items.every((i) => i.overlapping.every((o) => o.unprotected)), 'each marked unprotected');
+    assert.ok(report.items.filter((i) => i.key !== 'cat/sku-3').every((i) => i.overlapping.every((o) => o.unprotected)), 'each marked unprotected');
+    // The overlapping grant as it was recorded: foreign, its start known, its end's error bound (before: origin always api).
+    const mallory = report.items.find((i) => i.spoolId === 'n1:000003')?.overlapping;
+    assert.deepEqual(mallory?.map((o) => [o.holder, o.origin, o.startKnown, o.endedAtErrorMs]), [['h-mallory', 'foreign', true, 0]]);
   });
 });
