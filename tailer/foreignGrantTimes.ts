@@ -12,7 +12,7 @@ import type { Etcd3 } from 'etcd3';
 import { PREFIX } from '../core/keyspace.js';
 import type { AuditStore } from '../core/clickhouse.js';
 import { loadSql } from '../platform/sql.js';
-import { clockAtOrBefore } from './etcdReads.js';
+import { clockAtOrBefore, isReadable } from './etcdReads.js';
 
 const STORED = loadSql('tailer/sql/foreignGrantTime.sql');
 /** Grant times remembered per runner (a hold put and deleted within one catch-up is asked once). */
@@ -26,7 +26,7 @@ export class ForeignGrantClock {
   readonly #store: AuditStore;
   readonly #cluster: string;
   readonly #secret: Buffer;
-  readonly #known = new Map<string, number>();
+  readonly #known = new Map<string, number | null>();
 
   constructor(client: Etcd3, store: AuditStore, cluster: string, secret: Buffer) {
     this.#client = client;
@@ -35,28 +35,29 @@ export class ForeignGrantClock {
     this.#secret = secret;
   }
 
-  /** The grant times of these foreign holds (their key under /l/ and grant revision); those with none are left out. */
-  async of(holds: ReadonlyArray<{ key: string; grantRevision: string }>): Promise<ForeignGrantTimes> {
+  /** The grant times of these foreign holds (their key under /l/, grant revision, and whether this is their end); those with none are left out. */
+  async of(holds: ReadonlyArray<{ key: string; grantRevision: string; end: boolean }>): Promise<ForeignGrantTimes> {
     const out = new Map<string, number>();
     for (const h of holds) {
-      const at = await this.#grantTime(h.key, h.grantRevision);
+      const at = await this.#grantTime(h.key, h.grantRevision, h.end);
       if (at !== undefined) out.set(h.grantRevision, at);
     }
     return out;
   }
 
-  async #grantTime(key: string, grantRevision: string): Promise<number | undefined> {
+  async #grantTime(key: string, grantRevision: string, end: boolean): Promise<number | undefined> {
     const known = this.#known.get(grantRevision);
-    if (known !== undefined) return known;
-    let at = (await clockAtOrBefore(this.#client, BigInt(grantRevision), this.#secret))?.at;
-    if (at === undefined) {
+    if (known !== undefined) return known ?? undefined;
+    const revision = BigInt(grantRevision);
+    let at = (await clockAtOrBefore(this.#client, revision, this.#secret))?.at;
+    // Only an end whose put etcd no longer holds asks the store (what the put was given then); a put with no
+    // proven clock before it keeps its claimed time, and so will its end (remembered, or asked of etcd alike).
+    if (at === undefined && end && !(await isReadable(this.#client, revision))) {
       const [row] = await this.#store.rows<{ ms: string }>(STORED.text, { cluster: this.#cluster, key: key.slice(PREFIX.hold.length), grantRevision });
       at = row ? Number(row.ms) : undefined;
     }
-    if (at !== undefined) {
-      if (this.#known.size >= REMEMBERED) this.#known.delete(this.#known.keys().next().value as string);
-      this.#known.set(grantRevision, at);
-    }
+    if (this.#known.size >= REMEMBERED) this.#known.delete(this.#known.keys().next().value as string);
+    this.#known.set(grantRevision, at ?? null);
     return at;
   }
 }
