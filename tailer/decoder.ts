@@ -241,8 +241,9 @@ function decodeHold(s: Step, kind: HoldKind): Reason {
   const grantRevision = c.prev.modRevision;
   const g = grantSide(kind, hold.value, grantRevision, s.ctx.startKnown(BigInt(grantRevision)));
   g.origin = originOf(s.ctx, c.kv.key, hold.value, c.prev.lease);
-  // A foreign hold names the grant time its put was given (the same one, or the grant would read twice by key).
-  const foreignAt = g.origin === 'foreign' ? s.ctx.foreignGrantTimes?.get(grantRevision) : undefined;
+  // A foreign hold names the grant time its put was given (the same one, or the grant would read twice by key):
+  // a watched put's; a hold whose start fell in a gap was captured from a snapshot with its claimed time, kept.
+  const foreignAt = g.origin === 'foreign' && g.start_known === 1 ? s.ctx.foreignGrantTimes?.get(grantRevision) : undefined;
   if (foreignAt !== undefined) g.granted_at = foreignAt;
   applyGrant(row, g);
   ev.grant = g;

@@ -181,7 +181,7 @@ export class WindowRunner {
     let decoded = decodeRevision({ ...this.#ctx, liveLeases: live }, rev);
     // A hold written around the API gets the grant time etcd's history gives it, not the one it claims: asked,
     // then decoded again (rare; the decoder is pure).
-    const foreign = decoded.events.filter((e) => e.grant?.origin === 'foreign').map((e) => ({ key: e.row.key, grantRevision: e.grant?.grant_revision ?? '0', end: e.endKind !== undefined }));
+    const foreign = decoded.events.filter((e) => e.grant?.origin === 'foreign' && e.grant.start_known === 1).map((e) => ({ key: e.row.key, grantRevision: e.grant?.grant_revision ?? '0', end: e.endKind !== undefined }));
     if (foreign.length > 0 && this.#s.foreignGrants) {
       decoded = decodeRevision({ ...this.#ctx, liveLeases: live, foreignGrantTimes: await this.#s.foreignGrants.of(foreign) }, rev);
     }

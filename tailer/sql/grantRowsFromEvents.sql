@@ -30,9 +30,27 @@ FROM
     SELECT *, op = 'delete' AS is_end,
            transform(event_type, ['release', 'expiry', 'force-release', 'session-close', 'epoch-release', 'deleted'],
                      ['release', 'expiry', 'force', 'session-close', 'epoch-advance', 'deleted'], '') AS kind,
-           if(op = 'delete', fromUnixTimestamp64Milli(JSONExtractInt(prev_value, 'at'), 'UTC'), wall_time) AS granted
-    FROM {db:Identifier}.events FINAL
-    WHERE cluster = {cluster:String} AND timeline = {timeline:UInt32} AND revision > {checkpoint:UInt64} AND revision <= {upTo:UInt64}
-      AND startsWith(key, {holdPrefix:String})
-      AND ((event_type = 'grant' AND op = 'put') OR (op = 'delete' AND grant_revision > 0 AND event_type IN ('release', 'expiry', 'force-release', 'session-close', 'epoch-release', 'deleted')))
+           -- An end's grant time is its put's, as captured (a foreign hold's is not the `at` it claims:
+           -- tailer/foreignGrantTimes.ts); the previous value's `at` only when the put is not in the store.
+           if(op = 'delete', if(put_found, put_at, fromUnixTimestamp64Milli(JSONExtractInt(prev_value, 'at'), 'UTC')), wall_time) AS granted
+    FROM
+    (
+        SELECT * FROM {db:Identifier}.events FINAL
+        WHERE cluster = {cluster:String} AND timeline = {timeline:UInt32} AND revision > {checkpoint:UInt64} AND revision <= {upTo:UInt64}
+          AND startsWith(key, {holdPrefix:String})
+          AND ((event_type = 'grant' AND op = 'put') OR (op = 'delete' AND grant_revision > 0 AND event_type IN ('release', 'expiry', 'force-release', 'session-close', 'epoch-release', 'deleted')))
+    ) AS e
+    LEFT JOIN
+    (
+        -- The puts of the ends' grants, on this timeline or an earlier one that shares them (the latest).
+        SELECT key AS put_key, revision AS put_revision, argMax(wall_time, timeline) AS put_at, 1 AS put_found
+        FROM {db:Identifier}.events
+        WHERE cluster = {cluster:String} AND timeline <= {timeline:UInt32} AND event_type = 'grant' AND op = 'put'
+          AND (key, revision) IN (
+              SELECT key, grant_revision FROM {db:Identifier}.events
+              WHERE cluster = {cluster:String} AND timeline = {timeline:UInt32} AND revision > {checkpoint:UInt64} AND revision <= {upTo:UInt64}
+                AND op = 'delete' AND grant_revision > 0 AND startsWith(key, {holdPrefix:String}))
+        GROUP BY key, revision
+    ) AS p ON p.put_key = e.key AND p.put_revision = e.grant_revision
 )
+SETTINGS join_use_nulls = 0

@@ -327,6 +327,14 @@ describe('decoder', () => {
     });
     assert.deepEqual(stamped.events.map((e) => e.row.event_type), ['deleted', 'queue-enter', 'marker']);
     assert.equal(knownTime(stamped, 10_000), undefined, 'neither the queue value\'s nor the copied marker\'s time times the hand delete');
+    // A foreign hold's end names the grant time its put was given (foreignGrantTimes) when its put was watched;
+    // one whose start fell in a gap was captured from a snapshot with its claimed time, which its end keeps.
+    const foreignPrev = { ...kv('/l/ns/rogue', JSON.stringify({ ...f, at: 9_000_000 }), '40'), lease: '0' };
+    const ended = (known: boolean) => decodeRevision({ ...ctx, originSecret: secret, startKnown: () => known, foreignGrantTimes: new Map([['40', 2_100]]) }, {
+      revision: 41n, changes: [{ type: 'delete', kv: { key: '/l/ns/rogue', value: '', createRevision: '0', modRevision: '41', version: '0', lease: '0' }, prev: foreignPrev }],
+    }).events[0]?.grant?.granted_at;
+    assert.equal(ended(true), 2_100);
+    assert.equal(ended(false), 9_000_000);
     // A /sys/clock delete: the tailer never makes one.
     const clockDelete = decodeRevision({ ...ctx, originSecret: secret }, { revision: 34n, changes: [del('/sys/clock', '34')] });
     assert.equal(clockDelete.events[0]?.row.origin, 'foreign');

@@ -1,0 +1,42 @@
+// Grant rows derived from durable events when the history after the
+// checkpoint is lost (tailer/gaps.ts completeGrantRows,
+// tailer/sql/grantRowsFromEvents.sql): an end's grant time is its put's as
+// captured. A hold written around the API is granted when etcd's history
+// says, not at the `at` it claims (tailer/foreignGrantTimes.ts); taking the
+// claimed time from the end's previous value rewrote such a grant's time and
+// the export's grants check refused it (the fresh-clone run's chaos check:
+// "chaos/foreign-11-4 … differs from its start event in granted_at").
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { AuditStore } from '../../core/clickhouse.js';
+import { completeGrantRows } from '../../tailer/gaps.js';
+import { classEvent } from '../support/grants.js';
+import { tempStore } from '../support/env.js';
+
+const T0 = Date.parse('2026-03-01T10:00:00Z');
+const CLAIMED = Date.parse('2286-11-20T00:00:00Z');
+
+describe('grant rows completed from events', () => {
+  let store: AuditStore;
+  let close: () => Promise<void>;
+  before(async () => {
+    ({ store, close } = await tempStore());
+  });
+  after(async () => close());
+
+  it('an end takes its put\'s captured grant time (a foreign hold\'s), not the time its previous value claims', async () => {
+    const value = JSON.stringify({ holder: 'spiffe://attacker/x', session: '0', class: 'payments', epoch: 1, waitMs: 0, at: CLAIMED });
+    const hold = { ...classEvent('x', {}, 0, 0), key: '/l/chaos/f', namespace: 'chaos', lock_path: 'f', class: 'payments', holder: 'spiffe://attacker/x', session: '0', token: '281474976710873', epoch: 1, origin: 'foreign' };
+    await store.insert('events', [
+      // Captured before the checkpoint: the put, timed by the proven clock before it.
+      { ...hold, revision: '217', event_type: 'grant', op: 'put', grant_revision: '217', wall_time: T0, time_estimated: 1, value },
+      // Durable above the checkpoint without its grant rows: the hand delete.
+      { ...hold, revision: '230', event_type: 'deleted', op: 'delete', grant_revision: '217', wall_time: T0 + 5_000, time_estimated: 1, time_error_ms: 400, value: '', prev_value: value },
+    ]);
+    await completeGrantRows(store, 'c1', 0, 220n, 300n, 1n);
+    const rows = await store.rows<{ granted: string; ended: string; kind: string; duration: string }>(
+      "SELECT toString(toUnixTimestamp64Milli(granted_at)) AS granted, toString(toUnixTimestamp64Milli(ended_at)) AS ended, end_kind AS kind, toString(duration_ms) AS duration FROM {db:Identifier}.grants FINAL WHERE cluster = 'c1' AND key = 'chaos/f'",
+    );
+    assert.deepEqual(rows, [{ granted: String(T0), ended: String(T0 + 5_000), kind: 'deleted', duration: '5000' }]);
+  });
+});
