@@ -18,8 +18,9 @@ const ATTEMPTS = 5;
 
 /**
  * One clock write of now, as the elected tailer; resolves with its revision. With a secret: the put is made only
- * while /sys/clock is still at the version read (a txn), signed for the version it makes. When the key is missing (a new cluster, or deleted by hand) it is first created with an unsigned value,
- * which is no anchor: its create revision is that put's own, unknown before it is made. When someone else writes
+ * while /sys/clock is still at the version read (a txn), signed for the version it makes. When the key is missing
+ * (a new cluster, or deleted by hand) it is first created with an unsigned value, which is no anchor: its create
+ * revision is that put's own, unknown before it is made. When someone else writes
  * the key under every attempt, resolves with the revision of their latest write instead (a change the tailer
  * captures, so a catch-up can still end on it; no anchor is written this time, and their writes are alarmed).
  */
