@@ -36,8 +36,11 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     async (request) => {
       const query = request.query as Static<typeof TailerLagQuery>;
       const deps = { store: ctx.store, limits: ctx.config.reports };
-      if (query.cluster !== undefined) await pickCluster({ ...deps, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, query.cluster);
-      return tailerLag(deps, query, Date.now());
+      const lag = await tailerLag(deps, query, Date.now());
+      // A typo (no status sample in the window, not configured, never captured) is a 400, not a series of nulls.
+      const sampled = lag.clusters.some((c) => c.series.some((p) => p.samples > 0));
+      if (query.cluster !== undefined && !sampled) await pickCluster({ ...deps, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, query.cluster);
+      return lag;
     },
   );
 
