@@ -65,17 +65,27 @@ const STEP_BACK = 8;
 
 /** The last proven clock write at or before `revision`; undefined when none (within STEP_BACK writes) or compacted. */
 export async function clockAtOrBefore(client: Etcd3, revision: bigint, secret?: Buffer): Promise<ClockPoint | undefined> {
+  return (await clockLookup(client, revision, secret)).point;
+}
+
+/** What clockAtOrBefore found, and whether etcd had compacted what it needed (an answer that a later read may not repeat). */
+export interface ClockLookup {
+  point: ClockPoint | undefined;
+  compacted: boolean;
+}
+
+export async function clockLookup(client: Etcd3, revision: bigint, secret?: Buffer): Promise<ClockLookup> {
   try {
     for (let at = revision, step = 0; at >= 1n && step < STEP_BACK; step += 1) {
       const kv = await clockAt(client, at);
-      if (!kv) return undefined;
+      if (!kv) return { point: undefined, compacted: false };
       const p = point(kv, secret);
-      if (p) return p;
+      if (p) return { point: p, compacted: false };
       at = BigInt(kv.mod_revision) - 1n;
     }
-    return undefined;
+    return { point: undefined, compacted: false };
   } catch (err) {
-    if (isCompactedError(err)) return undefined;
+    if (isCompactedError(err)) return { point: undefined, compacted: true };
     throw err;
   }
 }

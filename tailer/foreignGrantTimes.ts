@@ -13,6 +13,7 @@ import { PREFIX } from '../core/keyspace.js';
 import type { AuditStore } from '../core/clickhouse.js';
 import { loadSql } from '../platform/sql.js';
 import { clockAtOrBefore, isReadable } from './etcdReads.js';
+import type { ClockPoint } from './clockBracket.js';
 
 const STORED = loadSql('tailer/sql/foreignGrantTime.sql');
 /** Grant times remembered per runner (a hold put and deleted within one catch-up is asked once). */
@@ -35,21 +36,25 @@ export class ForeignGrantClock {
     this.#secret = secret;
   }
 
-  /** The grant times of these foreign holds (their key under /l/, grant revision, and whether this is their end); those with none are left out. */
-  async of(holds: ReadonlyArray<{ key: string; grantRevision: string; end: boolean }>): Promise<ForeignGrantTimes> {
+  /**
+   * The grant times of these foreign holds (their key under /l/, grant revision, and whether this is their end);
+   * those with none are left out. `clockAt` answers as clockAtOrBefore does (a window's streamClock.ts).
+   */
+  async of(holds: ReadonlyArray<{ key: string; grantRevision: string; end: boolean }>, clockAt?: (revision: bigint) => Promise<ClockPoint | undefined>): Promise<ForeignGrantTimes> {
     const out = new Map<string, number>();
+    const ask = clockAt ?? ((revision: bigint) => clockAtOrBefore(this.#client, revision, this.#secret));
     for (const h of holds) {
-      const at = await this.#grantTime(h.key, h.grantRevision, h.end);
+      const at = await this.#grantTime(h.key, h.grantRevision, h.end, ask);
       if (at !== undefined) out.set(h.grantRevision, at);
     }
     return out;
   }
 
-  async #grantTime(key: string, grantRevision: string, end: boolean): Promise<number | undefined> {
+  async #grantTime(key: string, grantRevision: string, end: boolean, ask: (revision: bigint) => Promise<ClockPoint | undefined>): Promise<number | undefined> {
     const known = this.#known.get(grantRevision);
     if (known !== undefined) return known ?? undefined;
     const revision = BigInt(grantRevision);
-    let at = (await clockAtOrBefore(this.#client, revision, this.#secret))?.at;
+    let at = (await ask(revision))?.at;
     // Only an end whose put etcd no longer holds asks the store (what the put was given then); a put with no
     // proven clock before it keeps its claimed time, and so will its end (remembered, or asked of etcd alike).
     if (at === undefined && end && !(await isReadable(this.#client, revision))) {

@@ -12,7 +12,8 @@ import type { HealthState } from '../platform/health.js';
 import type { BatchSink } from './clickhouseSink.js';
 import { ClockBracket, type BracketLimits, type ClockPoint } from './clockBracket.js';
 import { decodeRevision, finishRevision, knownTime, type DecodeContext, type DecodedRevision, type TimeEstimate } from './decoder.js';
-import { clockAfterNow, clockAtOrBefore } from './etcdReads.js';
+import { clockAfterNow, clockAtOrBefore, clockLookup } from './etcdReads.js';
+import { StreamClock } from './streamClock.js';
 import { inGap, type Gap } from './gaps.js';
 import { liveLeases } from './leaseLiveness.js';
 import type { ForeignGrantClock } from './foreignGrantTimes.js';
@@ -139,6 +140,7 @@ export class WindowRunner {
 
   async #watch(client: Etcd3): Promise<void> {
     const bracket = new ClockBracket<PendingRevision>(await clockAtOrBefore(client, this.#spec.start - 1n, this.#ctx.originSecret));
+    const streamClock = new StreamClock((revision) => clockLookup(client, revision, this.#ctx.originSecret));
     const window = new WatchWindow(client, {
       start: this.#spec.start,
       end: this.#spec.end,
@@ -160,7 +162,8 @@ export class WindowRunner {
         this.#s.onProgress();
         continue;
       }
-      await this.#onRevision(client, bracket, item.changes, item.readAt);
+      streamClock.seen(item.changes);
+      await this.#onRevision(client, bracket, streamClock, item.changes, item.readAt);
     }
     if (!ended || this.#stop.aborted) return;
     await this.#settle(client, bracket); // timeless events near the window's end: their next known time lies beyond it
@@ -169,7 +172,7 @@ export class WindowRunner {
     this.#s.onProgress();
   }
 
-  async #onRevision(client: Etcd3, bracket: ClockBracket<PendingRevision>, rev: RevisionChanges, readAt: number): Promise<void> {
+  async #onRevision(client: Etcd3, bracket: ClockBracket<PendingRevision>, streamClock: StreamClock, rev: RevisionChanges, readAt: number): Promise<void> {
     const slot = this.#s.watermark.track(this.#index, rev.revision);
     // Whether a marker-less hold delete is an expiry depends on its lease being gone: asked before the pure decode.
     const witness = this.#s.leases;
@@ -183,7 +186,7 @@ export class WindowRunner {
     // then decoded again (rare; the decoder is pure).
     const foreign = decoded.events.filter((e) => e.grant?.origin === 'foreign' && e.grant.start_known === 1).map((e) => ({ key: e.row.key, grantRevision: e.grant?.grant_revision ?? '0', end: e.endKind !== undefined }));
     if (foreign.length > 0 && this.#s.foreignGrants) {
-      decoded = decodeRevision({ ...this.#ctx, liveLeases: live, foreignGrantTimes: await this.#s.foreignGrants.of(foreign) }, rev);
+      decoded = decodeRevision({ ...this.#ctx, liveLeases: live, foreignGrantTimes: await this.#s.foreignGrants.of(foreign, (r) => streamClock.at(r)) }, rev);
     }
     this.#alarmForeign(decoded);
     const p: PendingRevision = { decoded, slot };
