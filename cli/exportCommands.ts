@@ -94,9 +94,12 @@ export function registerExportCommands(program: Command): void {
         const config = loadConfig();
         const clusters = flags.cluster ?? config.etcd.clusters.map((c) => c.name);
         for (const c of clusters) if (!CLUSTER_NAME.test(c)) badInput(`--cluster: "${c}" is not a cluster name`);
-        const s3 = createS3Client(config.s3);
-        await ensureHistoryBucket(s3, config.s3);
         await withStore(config, async (store) => {
+          // A typo refused once, before the bucket or any day is touched (before: every day failed on its own line).
+          const configured = config.etcd.clusters.map((c) => c.name);
+          for (const c of clusters) await pickCluster({ store, limits: config.reports, clusters: configured }, c, '--cluster').catch((err: Error) => badInput(err.message));
+          const s3 = createS3Client(config.s3);
+          await ensureHistoryBucket(s3, config.s3);
           const deps = { store, s3, bucket: config.s3.historyBucket, logger: createLogger('warn') };
           const progress = bar('history');
           const total = days.length * clusters.length * datasets.length;

@@ -75,6 +75,10 @@ describe('lockaudit CLI', () => {
       const typo = await cli(['export', 'grants', '--from', '2026-12-01', '--to', '2026-12-02', '--cluster', 'nope', '--out', out], env);
       assert.equal(typo.code, 2, typo.stderr);
       assert.equal(typo.stderr.trim(), 'lockaudit: --cluster: no etcd cluster named "nope" is configured or captured');
+      // The history backfill too: one line, exit 2, before the bucket or any day (before: one failure per day, exit 1).
+      const history = await cli(['export', 'history', '--from', '2026-11-01', '--to', '2026-11-30', '--cluster', 'nope'], env);
+      assert.equal(history.code, 2, history.stderr);
+      assert.equal(history.stderr.trim(), 'lockaudit: --cluster: no etcd cluster named "nope" is configured or captured');
       const bad = await cli(['sql', 'SELEC 1'], env);
       assert.equal(bad.code, 1);
       assert.equal(bad.stderr.trim().split('\n').length, 1, bad.stderr);
