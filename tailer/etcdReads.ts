@@ -68,24 +68,29 @@ export async function clockAtOrBefore(client: Etcd3, revision: bigint, secret?: 
   return (await clockLookup(client, revision, secret)).point;
 }
 
-/** What clockAtOrBefore found, and whether etcd had compacted what it needed (an answer that a later read may not repeat). */
+/**
+ * What clockAtOrBefore found; `settled` when it is what etcd gives at that revision for as long as the revision is
+ * readable: the write there was itself the answer, or there was none. An answer found by stepping back over unproven
+ * writes is not: a compaction past the write stepped back to turns it into none (streamClock.ts carries only settled
+ * answers).
+ */
 export interface ClockLookup {
   point: ClockPoint | undefined;
-  compacted: boolean;
+  settled: boolean;
 }
 
 export async function clockLookup(client: Etcd3, revision: bigint, secret?: Buffer): Promise<ClockLookup> {
   try {
     for (let at = revision, step = 0; at >= 1n && step < STEP_BACK; step += 1) {
       const kv = await clockAt(client, at);
-      if (!kv) return { point: undefined, compacted: false };
+      if (!kv) return { point: undefined, settled: step === 0 };
       const p = point(kv, secret);
-      if (p) return { point: p, compacted: false };
+      if (p) return { point: p, settled: step === 0 };
       at = BigInt(kv.mod_revision) - 1n;
     }
-    return { point: undefined, compacted: false };
+    return { point: undefined, settled: false };
   } catch (err) {
-    if (isCompactedError(err)) return { point: undefined, compacted: true };
+    if (isCompactedError(err)) return { point: undefined, settled: false };
     throw err;
   }
 }

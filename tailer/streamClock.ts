@@ -2,8 +2,10 @@
 // clockAtOrBefore), for lookups a window makes while it streams its revisions
 // in order. etcd's answer at revision A is etcd's answer at every later
 // revision up to the newest one the stream has shown, as long as the stream has
-// shown no change of /sys/clock since A: the key is the same there, so is the
-// chain of writes looked back over. One read per clock write then serves every
+// shown no change of /sys/clock since A: the key is the same there. Carried
+// only when the write at A was itself the answer, or there was none (a
+// "settled" answer, etcdReads.ts); one found by stepping back over unproven
+// writes is asked again each time. One read per clock write then serves every
 // hand-written hold between two writes; a catch-up of hand puts and deletes
 // with no clock write at all asked etcd once per put (catchUpKills).
 import { PREFIX } from '../core/keyspace.js';
@@ -47,9 +49,11 @@ export class StreamClock {
     if (span && span.from <= revision && revision <= span.to) return span.point;
     this.#asked += 1;
     const found = await this.#ask(revision);
-    // Only an answer at the stream's own revision can be carried forward, and only one etcd could give
-    // again: a compacted read said nothing about the key.
-    if (!found.compacted && revision === this.#streamed) this.#span = { from: revision, to: revision, point: found.point };
+    // Only an answer at the stream's own revision can be carried forward, and only a settled one (etcdReads.ts
+    // ClockLookup): a compacted read said nothing about the key, and one found by stepping back over unproven
+    // writes would read as none once etcd compacts past the write stepped back to (a put and its delete,
+    // asked apart, would then disagree).
+    if (found.settled && revision === this.#streamed) this.#span = { from: revision, to: revision, point: found.point };
     return found.point;
   }
 }
