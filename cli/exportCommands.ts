@@ -16,7 +16,7 @@ import { expectedFromAuditLog, verifyArchive } from '../exporters/archiveVerify.
 import { archiveLockProblem, ensureHistoryBucket } from '../platform/buckets.js';
 import { EXPORT_FORMATS, ExportRecords, parseExportInput, writeGrantsExport } from '../exporters/complianceExport.js';
 import type { ExportFormat } from '../exporters/chunkedExport.js';
-import { daysBetween, dayStartMs, exportHistoryFile, HISTORY_DATASETS, historyDayNotOver, type HistoryDataset } from '../exporters/parquetHistory.js';
+import { captureBegan, daysBetween, dayStartMs, exportHistoryFile, HISTORY_DATASETS, historyDayBeforeCapture, historyDayNotOver, type HistoryDataset } from '../exporters/parquetHistory.js';
 import type { GrantFilters } from '../exporters/exportPlans.js';
 import { pickCluster } from '../reports/state/index.js';
 
@@ -107,6 +107,9 @@ export function registerExportCommands(program: Command): void {
           let rows = 0n;
           const failed: string[] = [];
           let skipped = 0;
+          const began = new Map<string, number | undefined>();
+          for (const c of clusters) began.set(c, await captureBegan(store, c));
+          const beforeCapture: string[] = [];
           for (const date of days) {
             for (const cluster of clusters) {
               // Asked once per cluster and day, not per dataset: both files wait for the same capture.
@@ -115,6 +118,11 @@ export function registerExportCommands(program: Command): void {
                 progress.update({ detail: `${dataset} ${cluster} ${date}` });
                 if (notOver !== undefined) {
                   failed.push(`${dataset} ${cluster} ${date}: ${notOver}`);
+                  progress.increment();
+                  continue;
+                }
+                if (historyDayBeforeCapture(cluster, date, began.get(cluster)) !== undefined) {
+                  beforeCapture.push(`${dataset} ${cluster} ${date}`);
                   progress.increment();
                   continue;
                 }
@@ -130,7 +138,12 @@ export function registerExportCommands(program: Command): void {
             }
           }
           progress.stop();
-          say(`history: ${total - failed.length - skipped} file(s) written (${rows} rows), ${skipped} already complete, ${failed.length} failed`);
+          say(`history: ${total - failed.length - skipped - beforeCapture.length} file(s) written (${rows} rows), ${skipped} already complete, ${beforeCapture.length} before capture began (not written), ${failed.length} failed`);
+          for (const c of clusters) {
+            const first = beforeCapture.filter((b) => b.split(' ')[1] === c);
+            const at = began.get(c);
+            if (first.length > 0 && at !== undefined) say(`  ${c}: capture began ${new Date(at).toISOString()}; the ${first.length} file(s) of days before it are not written (nothing of them was captured)`);
+          }
           for (const f of failed) say(`  failed: ${f}`);
           if (failed.length) process.exitCode = 1;
         });

@@ -20,6 +20,7 @@ import { objectExists, putJsonIfAbsent, withRetry, type RetryOptions } from './o
 import { loadSql } from '../platform/sql.js';
 
 const PASSED = loadSql('exporters/sql/history_passed.sql');
+const BEGAN = loadSql('exporters/sql/history_began.sql');
 /**
  * How far past a day's end capture must be before the day is written: grant
  * times are the lock API hosts' clocks, so a revision just above the
@@ -79,7 +80,8 @@ export interface HistoryFileResult {
   cluster: string;
   date: string;
   object: string;
-  status: 'written' | 'complete';
+  /** before-capture: the day ended before anything of the cluster was captured; no file (captureBegan). */
+  status: 'written' | 'complete' | 'before-capture';
   manifest?: Manifest;
 }
 
@@ -137,6 +139,24 @@ export async function historyDayNotOver(store: AuditStore, cluster: string, date
   return undefined;
 }
 
+/**
+ * The earliest time anything of `cluster` was captured (ms; undefined when nothing was). A history day that ends
+ * before it is not written: an empty file would say no lock was granted that day, when nothing of that day was
+ * captured (a backfill from before the install wrote one such file per day).
+ */
+export async function captureBegan(store: AuditStore, cluster: string): Promise<number | undefined> {
+  const [row] = await store.rows<{ events_ms: string; grants_ms: string }>(BEGAN.text, { cluster });
+  const times = [Number(row?.events_ms ?? 0), Number(row?.grants_ms ?? 0)].filter((ms) => ms > 0);
+  return times.length === 0 ? undefined : Math.min(...times);
+}
+
+/** Why `date` has no history file for a cluster whose capture began at `began` (undefined: it may have one). */
+export function historyDayBeforeCapture(cluster: string, date: string, began: number | undefined): string | undefined {
+  const start = dayStartMs(date);
+  if (start === undefined || began === undefined || start + DAY_MS > began) return undefined;
+  return `${date} of cluster "${cluster}" ended before its capture began (the earliest captured time is ${new Date(began).toISOString()}): nothing of it was captured, so no file is written`;
+}
+
 /** Every dataset of every cluster for one day; a cluster whose capture has not passed the day's end is left for later (throws once the others are written). */
 export async function exportHistoryDay(deps: HistoryDeps, date: string, clusters: readonly string[], datasets: readonly HistoryDataset[] = HISTORY_DATASETS): Promise<HistoryFileResult[]> {
   const results: HistoryFileResult[] = [];
@@ -145,6 +165,10 @@ export async function exportHistoryDay(deps: HistoryDeps, date: string, clusters
     const why = await historyDayNotOver(deps.store, cluster, date);
     if (why) {
       notOver.push(why);
+      continue;
+    }
+    if (historyDayBeforeCapture(cluster, date, await captureBegan(deps.store, cluster)) !== undefined) {
+      for (const dataset of datasets) results.push({ dataset, cluster, date, object: historyObjectName(dataset, cluster, date), status: 'before-capture' });
       continue;
     }
     for (const dataset of datasets) results.push(await exportHistoryFile(deps, { dataset, cluster, date }));

@@ -199,6 +199,15 @@ describe('exports', () => {
       const result = (await processor(job, 'token')) as { date: string; files: Array<{ status: string; rows?: string }> };
       assert.equal(result.date, '2026-03-02');
       assert.deepEqual(result.files.map((f) => f.status), ['written']);
+      // A day that ended before anything of c2 was captured (its first grant is 2026-03-01) is not written: an
+      // empty file would say no lock was granted that day (before: written, 0 rows, complete).
+      const early = await queue.add('history-day', { date: '2026-02-20', clusters: ['c2'], datasets: ['grants', 'events'] });
+      const before = (await processor(early, 'token')) as { files: Array<{ status: string }> };
+      assert.deepEqual(before.files.map((f) => f.status), ['before-capture', 'before-capture']);
+      for (const dataset of ['grants', 'events'] as const) {
+        assert.equal(await objectExists(s3, historyBucket, historyObjectName(dataset, 'c2', '2026-02-20')), false, `no ${dataset} file`);
+        assert.equal(await objectExists(s3, historyBucket, manifestName(historyObjectName(dataset, 'c2', '2026-02-20'))), false, `no ${dataset} manifest`);
+      }
       await queue.obliterate({ force: true });
       await queue.close();
     } finally {
