@@ -73,9 +73,11 @@ export interface RunOptions {
 // CSV is not ClickHouse's: chunks come as JSON arrays (64-bit integers as
 // strings, exact) and are written by the project's one CSV writer
 // (reports/render.ts), which neutralises formulas — a foreign holder
-// `=HYPERLINK(…)` reaches a spreadsheet as text, as in the API's CSV.
+// `=HYPERLINK(…)` reaches a spreadsheet as text, as in the API's CSV. Times are
+// ISO 8601 in UTC with their zone, as the API's CSV writes them (before:
+// "2026-03-01 00:00:01.000", a time without a zone).
 const CSV_SOURCE_FORMAT = 'JSONCompactEachRowWithNames';
-const CSV_SOURCE_SETTINGS: ClickHouseSettings = { output_format_json_quote_64bit_integers: 1, output_format_json_quote_denormals: 0 };
+const CSV_SOURCE_SETTINGS: ClickHouseSettings = { output_format_json_quote_64bit_integers: 1, output_format_json_quote_denormals: 0, date_time_output_format: 'iso' };
 
 /** One chunk of JSONCompactEachRowWithNames as CSV records (the names line only when `header`), and its row count. */
 export function jsonChunkToCsv(buf: Buffer, header: boolean): { csv: Buffer; rows: number } {

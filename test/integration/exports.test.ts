@@ -237,6 +237,9 @@ describe('exports', () => {
     assert.match(lines[0] as string, /^cluster,key,namespace,.*,origin,timeline,rolled_back$/);
     const tokenAt = (lines[0] as string).split(',').indexOf('token');
     assert.ok(BigInt((lines[1] as string).split(',')[tokenAt] as string) > 2n ** 53n);
+    // Times carry their zone, as the API's CSV writes them (before: "2026-03-01 00:00:01.000").
+    const grantedAt = (lines[0] as string).split(',').indexOf('granted_at');
+    for (const line of lines.slice(1, 50)) assert.match(line.split(',')[grantedAt] as string, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   });
 
   it('exports carry each grant\'s origin, take the grant filter (origin, endKind) with the granted-in-[from, to) rule, and neutralise formulas in CSV as the API does', async () => {
