@@ -29,7 +29,7 @@ export const exportMetrics: (registry: Registry) => ExportMetrics = oncePerRegis
     unarchived: new Gauge({ name: 'lockaudit_force_unarchived_records', help: 'Force-release records in etcd not yet archived.', labelNames: ['cluster'], registers }),
     lateUnarchived: new Gauge({ name: 'lockaudit_force_unarchived_late_records', help: 'Force-release records not archived within the alarm threshold (alarm when > 0).', labelNames: ['cluster'], registers }),
     oldestUnarchivedAge: new Gauge({ name: 'lockaudit_force_unarchived_oldest_age_seconds', help: 'Age of the oldest force-release record not yet archived.', labelNames: ['cluster'], registers }),
-    historyFiles: new Counter({ name: 'lockaudit_history_files_total', help: 'Parquet history files by outcome (written, skipped as complete, failed).', labelNames: ['dataset', 'outcome'], registers }),
+    historyFiles: new Counter({ name: 'lockaudit_history_files_total', help: 'Parquet history files by outcome (written, skipped as complete, before-capture: a day that ended before its cluster was captured gets none, failed).', labelNames: ['dataset', 'outcome'], registers }),
     exportRows: new Counter({ name: 'lockaudit_export_rows_total', help: 'Rows written to exports.', labelNames: ['kind', 'format'], registers }),
     exportJobs: new Counter({ name: 'lockaudit_export_jobs_total', help: 'Export jobs by outcome.', labelNames: ['kind', 'outcome'], registers }),
 }));

@@ -146,7 +146,9 @@ export async function historyDayNotOver(store: AuditStore, cluster: string, date
  */
 export async function captureBegan(store: AuditStore, cluster: string): Promise<number | undefined> {
   const [row] = await store.rows<{ events_ms: string; grants_ms: string }>(BEGAN.text, { cluster });
-  const times = [Number(row?.events_ms ?? 0), Number(row?.grants_ms ?? 0)].filter((ms) => ms > 0);
+  // '' is "none of the cluster's rows"; 0 (1970) or a negative time is a time (review: read as none, a queue value at 0
+  // dropped the events' minimum and let the days before the first grant go unwritten).
+  const times = [row?.events_ms ?? '', row?.grants_ms ?? ''].filter((ms) => ms !== '').map(Number);
   return times.length === 0 ? undefined : Math.min(...times);
 }
 
@@ -167,8 +169,13 @@ export async function exportHistoryDay(deps: HistoryDeps, date: string, clusters
       notOver.push(why);
       continue;
     }
-    if (historyDayBeforeCapture(cluster, date, await captureBegan(deps.store, cluster)) !== undefined) {
-      for (const dataset of datasets) results.push({ dataset, cluster, date, object: historyObjectName(dataset, cluster, date), status: 'before-capture' });
+    const before = historyDayBeforeCapture(cluster, date, await captureBegan(deps.store, cluster));
+    if (before !== undefined) {
+      deps.logger.info({ cluster, date, datasets }, before);
+      for (const dataset of datasets) {
+        deps.metrics?.historyFiles.inc({ dataset, outcome: 'before-capture' });
+        results.push({ dataset, cluster, date, object: historyObjectName(dataset, cluster, date), status: 'before-capture' });
+      }
       continue;
     }
     for (const dataset of datasets) results.push(await exportHistoryFile(deps, { dataset, cluster, date }));

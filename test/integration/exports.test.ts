@@ -23,7 +23,7 @@ import { ExportRecords, runComplianceExport, writeGrantsExport } from '../../exp
 import { COMPLIANCE_QUEUE, complianceProcessor, historyProcessor, HISTORY_QUEUE } from '../../exporters/exportJobs.js';
 import { manifestName, parseManifest } from '../../exporters/manifest.js';
 import { objectExists, readObjectText } from '../../exporters/objectStore.js';
-import { exportHistoryFile, historyObjectName, HISTORY_SETTLE_MS } from '../../exporters/parquetHistory.js';
+import { captureBegan, exportHistoryFile, historyObjectName, HISTORY_SETTLE_MS } from '../../exporters/parquetHistory.js';
 import { createRedis } from '../../platform/redis.js';
 import { csvLine } from '../../reports/render.js';
 import { grantTokenChecksum, insertEvents, insertGrantEvents, insertGrants, parquetTokenChecksum } from '../support/exportData.js';
@@ -214,6 +214,19 @@ describe('exports', () => {
       await worker.close();
       connection.disconnect();
     }
+  });
+
+  it('finds when a cluster\'s capture began from events and grants alike; a time of 0 (1970) is a time, not none', async () => {
+    const wall = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+    assert.equal(await captureBegan(store, 'cz-none'), undefined, 'nothing captured');
+    // Events only (no grant row of the cluster): the events' earliest time.
+    await store.insert('events', [{ cluster: 'cz-events', revision: '5', key: '/sys/clock', event_type: 'clock', op: 'put', wall_time: wall(DAY1 + 7_000), value: '{}' }]);
+    assert.equal(await captureBegan(store, 'cz-events'), DAY1 + 7_000);
+    // Review: an insider's queue value at `at: 0` stored a 1970 wall time, which read as "no events" and moved the
+    // start to the first grant, leaving every events file before it unwritten.
+    await store.insert('events', [{ cluster: 'cz-zero', revision: '5', key: '/q/ns/k/1', event_type: 'queue-enter', op: 'put', wall_time: wall(0), value: '{}' }]);
+    await insertGrants(store, 'cz-zero', 3, DAY1 + 1_000, 2_000);
+    assert.equal(await captureBegan(store, 'cz-zero'), 0);
   });
 
   it('exports ≥ 1 M grants with the same row count and token checksum as ClickHouse (Parquet and CSV)', async () => {
