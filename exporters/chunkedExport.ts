@@ -5,9 +5,10 @@
 // stitched, hashed (once, as the bytes pass) and written or sent. A file
 // appears under its final name only when complete (written as <name>.partial,
 // fsynced, renamed); an object only when its multipart upload completes (an
-// interrupted one is aborted).
+// interrupted one is aborted). A check the output depends on (ExportGate) runs
+// beside the chunk queries; neither happens before it has passed.
 import { createHash } from 'node:crypto';
-import { open, rename, rm } from 'node:fs/promises';
+import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import type { ClickHouseSettings } from '@clickhouse/client';
 import type { Client } from 'minio';
 import type { AuditStore } from '../core/clickhouse.js';
@@ -68,6 +69,58 @@ export interface RunOptions {
   revisionColumn?: string;
   /** fsync before the rename: for files people keep (CLI --out); a staging file for upload needs none. */
   durable?: boolean;
+  /** A check the output depends on, run beside the chunk queries (ExportGate). */
+  gate?: ExportGate;
+}
+
+/**
+ * A check an export's output depends on (the grants against their events),
+ * run beside the chunk queries instead of before them: the file is renamed
+ * into place, or the upload completed, only once it has passed; when it fails
+ * the chunks stop, the partial file or upload is removed, and its error is
+ * the export's. Its outcome is taken at once (a failed check is never an
+ * unhandled rejection, whatever else fails first).
+ */
+export class ExportGate {
+  readonly #settled: Promise<void>;
+  readonly #stop = new AbortController();
+  #failure: { err: unknown } | undefined;
+
+  constructor(check: Promise<unknown>) {
+    this.#settled = check.then(
+      () => undefined,
+      (err: unknown) => {
+        this.#failure = { err };
+        this.#stop.abort(err);
+      },
+    );
+  }
+
+  /** Aborted when the check fails. */
+  get signal(): AbortSignal {
+    return this.#stop.signal;
+  }
+
+  /** Resolves once the check has passed; throws its error when it failed. */
+  async passed(): Promise<void> {
+    await this.#settled;
+    if (this.#failure) throw this.#failure.err;
+  }
+
+  /** For an export that failed otherwise: waits for the check (no query of it runs on), then throws its error or `err`. */
+  async fail(err: unknown): Promise<never> {
+    await this.#settled;
+    throw this.#failure ? this.#failure.err : err;
+  }
+}
+
+/** Throws `err`, or the gate's error once its check is over (see ExportGate.fail). */
+const failWith = (options: Omit<RunOptions, 'durable'>, err: unknown): Promise<never> => (options.gate ? options.gate.fail(err) : Promise.reject(err));
+
+/** The caller's signal and the gate's, as one. */
+function gatedSignal(options: Omit<RunOptions, 'durable'>): AbortSignal | undefined {
+  if (!options.gate) return options.signal;
+  return options.signal ? AbortSignal.any([options.signal, options.gate.signal]) : options.gate.signal;
 }
 
 // CSV is not ClickHouse's: chunks come as JSON arrays (64-bit integers as
@@ -176,15 +229,23 @@ export async function streamExportPlan(store: AuditStore, plan: ExportPlan, form
 /** Writes the plan's rows to `outPath` (complete or not at all). */
 export async function runExportPlan(store: AuditStore, plan: ExportPlan, format: ExportFormat, outPath: string, options: RunOptions = {}): Promise<WrittenFile> {
   const partial = `${outPath}.partial`;
-  const fh = await open(partial, 'w');
+  let fh: FileHandle;
+  try {
+    fh = await open(partial, 'w');
+  } catch (err) {
+    return await failWith(options, err);
+  }
   let done = false;
   try {
-    const result = await streamExportPlan(store, plan, format, fileSink(fh), options);
+    const result = await streamExportPlan(store, plan, format, fileSink(fh), { ...options, signal: gatedSignal(options) });
     if (options.durable) await fh.sync();
     await fh.close();
+    await options.gate?.passed();
     await rename(partial, outPath);
     done = true;
     return { path: outPath, ...result };
+  } catch (err) {
+    return await failWith(options, err);
   } finally {
     if (!done) {
       await fh.close().catch(() => undefined);
@@ -209,14 +270,21 @@ export interface ObjectTarget {
  * aborted and absent.
  */
 export async function exportPlanToObject(store: AuditStore, plan: ExportPlan, format: ExportFormat, target: ObjectTarget, options: Omit<RunOptions, 'durable'> = {}): Promise<WrittenObject> {
-  const upload = await MultipartUpload.start(target.s3, target.bucket, target.object, { ...target.upload, contentType: target.contentType, retry: { ...target.retry, signal: target.retry?.signal ?? options.signal } });
+  const signal = gatedSignal(options);
+  let upload: MultipartUpload;
   try {
-    const result = await streamExportPlan(store, plan, format, upload, options);
+    upload = await MultipartUpload.start(target.s3, target.bucket, target.object, { ...target.upload, contentType: target.contentType, retry: { ...target.retry, signal: target.retry?.signal ?? signal } });
+  } catch (err) {
+    return await failWith(options, err);
+  }
+  try {
+    const result = await streamExportPlan(store, plan, format, upload, { ...options, signal });
+    await options.gate?.passed();
     await upload.complete();
     return { bucket: target.bucket, object: target.object, ...result };
   } catch (err) {
     await upload.abort();
-    throw err;
+    return await failWith(options, err);
   }
 }
 

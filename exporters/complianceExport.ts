@@ -13,7 +13,7 @@ import type { Logger } from '../core/logger.js';
 import { parseInstantOrUtc } from '../core/instant.js';
 import { readGrantFilters } from '../reports/grantFilter/index.js';
 import { ARROW_STREAM_TYPE } from './arrowStream.js';
-import { exportPlanToObject, runExportPlan, type ExportFormat, type ExportPlan, type ExportProgress, type WrittenFile } from './chunkedExport.js';
+import { ExportGate, exportPlanToObject, runExportPlan, type ExportFormat, type ExportPlan, type ExportProgress, type WrittenFile } from './chunkedExport.js';
 import { planGrantsExport, DEFAULT_CHUNK_ROWS, type GrantFilters } from './exportPlans.js';
 import { assertGrantsMatchEvents } from './grantsCheck.js';
 import { LatestOnly } from './latestOnly.js';
@@ -242,9 +242,16 @@ export async function writeGrantsExport(
   outPath: string,
   options: { onProgress?: (p: ExportProgress) => void | Promise<void>; chunkRows?: number; signal?: AbortSignal; durable?: boolean } = {},
 ): Promise<WrittenFile> {
-  // Nothing is written of grants that disagree with the events the digests cover (grantsCheck.ts).
-  const [plan] = await Promise.all([planFor(store, request, options.chunkRows), assertGrantsMatchEvents(store, request.filters, request)]);
-  return runExportPlan(store, plan, request.format, outPath, { onProgress: options.onProgress, signal: options.signal, durable: options.durable, revisionColumn: request.format === 'parquet' ? 'grant_revision' : undefined });
+  // Nothing is written of grants that disagree with the events the digests cover (grantsCheck.ts): the check runs
+  // beside the plan and the chunk queries, and the file takes its name only once it has passed.
+  const gate = new ExportGate(assertGrantsMatchEvents(store, request.filters, request));
+  let plan: ExportPlan;
+  try {
+    plan = await planFor(store, request, options.chunkRows);
+  } catch (err) {
+    return await gate.fail(err);
+  }
+  return runExportPlan(store, plan, request.format, outPath, { onProgress: options.onProgress, signal: options.signal, durable: options.durable, revisionColumn: request.format === 'parquet' ? 'grant_revision' : undefined, gate });
 }
 
 /**
@@ -257,13 +264,17 @@ export async function runComplianceExport(deps: ComplianceDeps, id: string, onPr
   if (!state) throw new LockauditError('LOCKAUDIT_ERR_EXPORT_NOT_FOUND', `no export ${id}`);
   if (state.status === 'done') return state;
   const queued = state;
-  // The plan (a scan), the check of the grants against the events the digests cover (grantsCheck.ts: nothing is
-  // written or signed of grants that disagree) and the state write are independent.
-  const [running, plan] = await Promise.all([
-    records.update(queued, { status: 'running', error: '' }),
-    planFor(deps.store, queued, deps.chunkRows),
-    assertGrantsMatchEvents(deps.store, queued.filters, queued),
-  ]);
+  // The check of the grants against the events the digests cover (grantsCheck.ts: nothing is written or signed of
+  // grants that disagree) runs beside the plan (a scan), the state write and the chunk queries: the upload is
+  // completed, and the manifest signed, only once it has passed.
+  const gate = new ExportGate(assertGrantsMatchEvents(deps.store, queued.filters, queued));
+  let running: ExportState;
+  let plan: ExportPlan;
+  try {
+    [running, plan] = await Promise.all([records.update(queued, { status: 'running', error: '' }), planFor(deps.store, queued, deps.chunkRows)]);
+  } catch (err) {
+    return await gate.fail(err);
+  }
   state = running;
   // Progress rows are ClickHouse inserts: written beside the export, never holding up the next chunk.
   const progress = new LatestOnly<ExportProgress>(
@@ -285,6 +296,7 @@ export async function runComplianceExport(deps: ComplianceDeps, id: string, onPr
         // Not the start (the 'running' row says it) nor the end (the 'done' row follows): a ClickHouse insert less each, beside the chunk queries.
         onProgress: (p) => (p.chunksDone > 0 && p.chunksDone < p.chunks ? progress.push(p) : undefined),
         revisionColumn: running.format === 'parquet' ? 'grant_revision' : undefined,
+        gate,
       },
     );
   } finally {

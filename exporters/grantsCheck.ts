@@ -1,5 +1,7 @@
 // The grants an export holds, checked against the events they were derived
-// from before anything is written or signed (issue 25 F7). Digests hash the
+// from before anything is in place or signed (issue 25 F7; it runs beside the
+// export's chunk queries, and the file or object takes its name only once it
+// has passed: chunkedExport.ts ExportGate). Digests hash the
 // events; exports and the grants history file read the `grants` table, which
 // the tailer derives from them. Someone with write access to ClickHouse who
 // alters, deletes, reopens or invents a grant row — without also rewriting

@@ -97,7 +97,10 @@ export class MultipartUpload implements ByteSink {
     this.#finished = true;
     this.#gathered = [];
     await Promise.allSettled(this.#inFlight);
-    await withRetry(() => this.#s3.abortMultipartUpload(this.#bucket, this.#name, this.#uploadId), { ...this.#retry, deadlineMs: Math.min(this.#retry.deadlineMs ?? 10_000, 10_000) }).catch(() => undefined);
+    // Not under the export's signal: an export aborted by it (a cancelled job, a failed grants check) must still
+    // discard its parts (before, an aborted signal refused this request and left them).
+    const { signal: _signal, ...retry } = this.#retry;
+    await withRetry(() => this.#s3.abortMultipartUpload(this.#bucket, this.#name, this.#uploadId), { ...retry, deadlineMs: Math.min(retry.deadlineMs ?? 10_000, 10_000) }).catch(() => undefined);
   }
 
   async #sendGathered(): Promise<void> {

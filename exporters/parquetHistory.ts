@@ -11,7 +11,7 @@
 import type { Client } from 'minio';
 import type { AuditStore } from '../core/clickhouse.js';
 import type { Logger } from '../core/logger.js';
-import { exportPlanToObject, type ExportProgress } from './chunkedExport.js';
+import { ExportGate, exportPlanToObject, type ExportPlan, type ExportProgress } from './chunkedExport.js';
 import { planEventsExport, planGrantsExport, DEFAULT_CHUNK_ROWS } from './exportPlans.js';
 import { assertGrantsMatchEvents } from './grantsCheck.js';
 import type { ExportMetrics } from './exportMetrics.js';
@@ -103,11 +103,18 @@ export async function exportHistoryFile(
   }
   const range = { fromMs: start, toMs: start + DAY_MS };
   const chunkRows = deps.chunkRows ?? DEFAULT_CHUNK_ROWS;
-  // A grants file is written only of grants that agree with the events the digests cover (grantsCheck.ts).
-  if (dataset === 'grants') await assertGrantsMatchEvents(deps.store, { cluster }, range);
-  const plan = dataset === 'grants' ? await planGrantsExport(deps.store, { cluster }, range, chunkRows) : await planEventsExport(deps.store, cluster, range, chunkRows);
+  // A grants file is written only of grants that agree with the events the digests cover (grantsCheck.ts): the
+  // check runs beside the plan and the chunk queries, and the upload completes only once it has passed.
+  const gate = dataset === 'grants' ? new ExportGate(assertGrantsMatchEvents(deps.store, { cluster }, range)) : undefined;
   try {
-    const file = await exportPlanToObject(deps.store, plan, 'parquet', { s3: deps.s3, bucket: deps.bucket, object, contentType: 'application/vnd.apache.parquet', retry }, { onProgress, revisionColumn: dataset === 'grants' ? 'grant_revision' : 'revision' });
+    let plan: ExportPlan;
+    try {
+      plan = dataset === 'grants' ? await planGrantsExport(deps.store, { cluster }, range, chunkRows) : await planEventsExport(deps.store, cluster, range, chunkRows);
+    } catch (err) {
+      if (gate) await gate.fail(err);
+      throw err;
+    }
+    const file = await exportPlanToObject(deps.store, plan, 'parquet', { s3: deps.s3, bucket: deps.bucket, object, contentType: 'application/vnd.apache.parquet', retry }, { onProgress, revisionColumn: dataset === 'grants' ? 'grant_revision' : 'revision', gate });
     const manifest = buildManifest(file, { dataset, object, cluster, date, from: new Date(range.fromMs).toISOString(), to: new Date(range.toMs).toISOString(), ...(dataset === 'grants' ? { grantsCheckedAgainstEvents: true } : {}) });
     // Only now is the file complete. A manifest already there means another run finished it first.
     await putJsonIfAbsent(deps.s3, deps.bucket, manifestObject, manifest, retry);

@@ -5,6 +5,7 @@
 // audit trail and presigned download that expires.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -19,7 +20,9 @@ import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { createS3Client } from '../../core/s3.js';
 import { ensureHistoryBucket, HISTORY_EXPIRY_DAYS } from '../../platform/buckets.js';
+import { ExportGate, exportPlanToObject, runExportPlan, type ExportProgress } from '../../exporters/chunkedExport.js';
 import { ExportRecords, runComplianceExport, writeGrantsExport } from '../../exporters/complianceExport.js';
+import { planGrantsExport } from '../../exporters/exportPlans.js';
 import { COMPLIANCE_QUEUE, complianceProcessor, historyProcessor, HISTORY_QUEUE } from '../../exporters/exportJobs.js';
 import { manifestName, parseManifest } from '../../exporters/manifest.js';
 import { objectExists, readObjectText } from '../../exporters/objectStore.js';
@@ -164,6 +167,73 @@ describe('exports', () => {
     assert.equal(createHash('sha256').update(bytes).digest('hex'), manifest.sha256, 'hashed once on the way, the manifest names the stored bytes');
     const read = await parquetTokenChecksum(local);
     assert.deepEqual({ rows: read.rows, sum: read.sum, xor: read.xor }, await grantTokenChecksum(store, { cluster: 'c1', fromMs: DAY1, toMs: DAY1 + DAY }));
+  });
+
+  it('runs the grants check beside the chunk queries: nothing is in place before it passes; failing, early or after the last chunk, it leaves no object, no parts and no file', async () => {
+    const range = { fromMs: DAY1, toMs: DAY1 + DAY };
+    const plan = await planGrantsExport(store, { cluster: 'c1' }, range, 300_000);
+    assert.ok(plan.chunks.length >= 3, `chunks: ${plan.chunks.length}`);
+    const target = (object: string) => ({ s3, bucket: historyBucket, object, contentType: 'application/vnd.apache.parquet' });
+    /** A check settled by the test: `settle` runs 300 ms after the last chunk went out, once `seen` has looked. */
+    const lateCheck = (outcome: 'pass' | 'fail', seen: () => Promise<void>) => {
+      let settle!: (err?: Error) => void;
+      const gate = new ExportGate(new Promise<void>((resolve, reject) => (settle = (err) => (err ? reject(err) : resolve()))));
+      const onProgress = (p: ExportProgress): void => {
+        if (p.chunksDone !== p.chunks) return;
+        setTimeout(() => void seen().then(() => settle(outcome === 'fail' ? new Error('grants disagree (test)') : undefined)), 300);
+      };
+      return { gate, onProgress };
+    };
+
+    // Passing late: every chunk is sent, the upload waits for the check, then completes.
+    const passing = `gate/${uniqueId('pass')}.parquet`;
+    let visibleBefore: boolean | undefined;
+    const late = lateCheck('pass', async () => void (visibleBefore = await objectExists(s3, historyBucket, passing)));
+    const written = await exportPlanToObject(store, plan, 'parquet', target(passing), late);
+    assert.equal(visibleBefore, false, 'no object while the check still ran, every chunk sent');
+    assert.equal(written.rows, 1_200_000n);
+    assert.equal(await objectExists(s3, historyBucket, passing), true);
+
+    // Failing after the last chunk: the upload is aborted, the check's error is the export's.
+    const failing = `gate/${uniqueId('fail')}.parquet`;
+    let partsBefore = 0;
+    const refused = lateCheck('fail', async () => void (partsBefore = await partsStored(failing)));
+    await assert.rejects(exportPlanToObject(store, plan, 'parquet', target(failing), refused), /grants disagree \(test\)/);
+    assert.ok(partsBefore > 0, 'the chunks were sent while the check ran');
+    await assert.rejects(s3.statObject(historyBucket, failing), (err: { code?: string }) => err.code === 'NotFound', 'no object');
+    assert.deepEqual(await incompleteUploads(failing), [], 'the multipart upload was aborted');
+
+    // Failing at once: the chunk queries stop (not every chunk is fetched), nothing stays.
+    const early = `gate/${uniqueId('early')}.parquet`;
+    const chunksSeen: number[] = [];
+    const failedCheck = Promise.reject(new Error('grants disagree at once (test)'));
+    await assert.rejects(
+      exportPlanToObject(store, plan, 'parquet', target(early), { gate: new ExportGate(failedCheck), onProgress: (p) => void chunksSeen.push(p.chunksDone) }),
+      /grants disagree at once \(test\)/,
+    );
+    assert.ok(Math.max(0, ...chunksSeen) < plan.chunks.length, `stopped early: ${chunksSeen.join(',')}`);
+    await assert.rejects(s3.statObject(historyBucket, early), (err: { code?: string }) => err.code === 'NotFound');
+    assert.deepEqual(await incompleteUploads(early), []);
+
+    // Cancelled by the caller's signal after its first chunk was sent (a stopped job): the parts are discarded too
+    // (before, the aborted signal refused the abort request itself and left them).
+    const cancelled = `gate/${uniqueId('cancel')}.parquet`;
+    const stop = new AbortController();
+    const onFirst = async (p: ExportProgress): Promise<void> => {
+      if (p.chunksDone !== 1) return;
+      await partsStored(cancelled);
+      stop.abort(new Error('cancelled (test)'));
+    };
+    await assert.rejects(exportPlanToObject(store, plan, 'parquet', target(cancelled), { signal: stop.signal, onProgress: onFirst }), /cancelled \(test\)/);
+    assert.deepEqual(await incompleteUploads(cancelled), [], 'the multipart upload was aborted');
+
+    // A local file (the CLI's path): no file and no partial file.
+    const out = path.join(work.dir, 'gated.parquet');
+    const local = lateCheck('fail', async () => void (visibleBefore = existsSync(out)));
+    await assert.rejects(runExportPlan(store, plan, 'parquet', out, local), /grants disagree \(test\)/);
+    assert.equal(visibleBefore, false);
+    assert.equal(existsSync(out), false);
+    assert.equal(existsSync(`${out}.partial`), false);
   });
 
   it('runs the history job for a day through the queue (what the scheduler enqueues for yesterday)', async () => {
