@@ -2,7 +2,8 @@
 // - a compliance export (plan, the grants checked against their events,
 //   chunked ClickHouse Parquet, stitched, uploaded to MinIO with its
 //   manifest) beside ClickHouse writing the same rows to a local Parquet file
-//   in one statement; the check alone beside the same baseline;
+//   in one statement; the check alone beside the same baseline; the local
+//   export (check beside the chunk queries) beside the check run first;
 // - archive latency, force-release commit in etcd → archived object in the
 //   locked bucket, beside a plain put of the same object.
 import { createHash } from 'node:crypto';
@@ -16,7 +17,8 @@ import { ensureArchiveBucket, ensureHistoryBucket } from '../../platform/buckets
 import { ExportRecords, runComplianceExport, writeGrantsExport } from '../../exporters/complianceExport.js';
 import { loadSql } from '../../platform/sql.js';
 import { grantFilterParams } from '../../reports/grantFilter/index.js';
-import { EXPORT_WINDOW_RULE } from '../../exporters/exportPlans.js';
+import { EXPORT_WINDOW_RULE, planGrantsExport } from '../../exporters/exportPlans.js';
+import { runExportPlan } from '../../exporters/chunkedExport.js';
 import { checkGrantsAgainstEvents, formatGrantProblem } from '../../exporters/grantsCheck.js';
 import { STITCHABLE_PARQUET_SETTINGS } from '../../exporters/parquet/stitch.js';
 import { ForceArchiver } from '../../exporters/forceArchive.js';
@@ -72,15 +74,26 @@ async function exportsBench(): Promise<void> {
       if (problems.length) throw new Error(`the bench's grants disagree with their events: ${problems.map(formatGrantProblem).join('; ')}`);
       return ROWS / ((performance.now() - t0) / 1000);
     };
+    // The order before 2026-12-04, composed from the same parts: the check first, then the plan and the chunks.
+    const checkFirst = async (): Promise<number> => {
+      const t0 = performance.now();
+      const problems = await checkGrantsAgainstEvents(store, { cluster: 'c1' }, range, { settleMs: 0 });
+      if (problems.length) throw new Error(`the bench's grants disagree with their events: ${problems.map(formatGrantProblem).join('; ')}`);
+      const plan = await planGrantsExport(store, { cluster: 'c1' }, range);
+      await runExportPlan(store, plan, 'parquet', path.join(work.dir, `first-${uniqueId()}.parquet`), { revisionColumn: 'grant_revision' });
+      return ROWS / ((performance.now() - t0) / 1000);
+    };
     // Interleaved, best of three each: this machine is shared and noisy.
     const base: number[] = [];
     const e2e: number[] = [];
     const local: number[] = [];
     const check: number[] = [];
+    const first: number[] = [];
     await baselineRate(); // warm-up (caches, first Parquet writer)
     for (let i = 0; i < 3; i++) {
       base.push(await baselineRate());
       check.push(await checkOnly());
+      first.push(await checkFirst());
       local.push(await localOnly());
       e2e.push(await endToEnd());
     }
@@ -88,6 +101,7 @@ async function exportsBench(): Promise<void> {
     report({ name: 'grants checked against their events, rows/s (part of every export)', value: best(check), unit: 'rows/s', baselineName: 'ClickHouse → local Parquet file', baseline: best(base), higherIsBetter: true });
     report({ name: 'export rows/s, to MinIO with manifest', value: best(e2e), unit: 'rows/s', baselineName: 'ClickHouse → local Parquet file', baseline: best(base), higherIsBetter: true });
     report({ name: 'export rows/s, local file (CLI path)', value: best(local), unit: 'rows/s', baselineName: 'ClickHouse → local Parquet file', baseline: best(base), higherIsBetter: true });
+    report({ name: 'export rows/s, local file, check beside the chunks', value: best(local), unit: 'rows/s', baselineName: 'the check first, then the chunks (the order before)', baseline: best(first), higherIsBetter: true });
   } finally {
     await close();
     work.remove();
