@@ -241,6 +241,7 @@ export async function runExportPlan(store: AuditStore, plan: ExportPlan, format:
     if (options.durable) await fh.sync();
     await fh.close();
     await options.gate?.passed();
+    options.signal?.throwIfAborted(); // cancelled while the check still ran
     await rename(partial, outPath);
     done = true;
     return { path: outPath, ...result };
@@ -280,6 +281,7 @@ export async function exportPlanToObject(store: AuditStore, plan: ExportPlan, fo
   try {
     const result = await streamExportPlan(store, plan, format, upload, { ...options, signal });
     await options.gate?.passed();
+    options.signal?.throwIfAborted(); // cancelled while the check still ran
     await upload.complete();
     return { bucket: target.bucket, object: target.object, ...result };
   } catch (err) {

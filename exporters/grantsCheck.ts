@@ -128,7 +128,12 @@ export async function checkGrantsAgainstEvents(store: AuditStore, filters: Grant
       settleMs: options.settleMs ?? 120_000,
       limit,
     };
-    const [byRow, byEvent] = await Promise.all([store.rows<FoundRow>(SQL.rows.text, params), store.rows<FoundRow>(SQL.events.text, params)]);
+    // Both settled before either's failure is thrown: no query of a failed check runs on after it (ExportGate.fail).
+    const settled = await Promise.allSettled([store.rows<FoundRow>(SQL.rows.text, params), store.rows<FoundRow>(SQL.events.text, params)]);
+    const [byRow, byEvent] = settled.map((r) => {
+      if (r.status === 'rejected') throw r.reason;
+      return r.value;
+    }) as [FoundRow[], FoundRow[]];
     for (const p of [...byRow, ...byEvent]) {
       const id = `${p.cluster}\u0000${p.key}\u0000${p.grantRevision}\u0000${p.spoolId}\u0000${p.timeline}\u0000${p.problem}`;
       if (seen.has(id) || out.length >= limit) continue;

@@ -10,6 +10,7 @@
 // cluster's capture has passed its end (historyDayNotOver).
 import type { Client } from 'minio';
 import type { AuditStore } from '../core/clickhouse.js';
+import { isLockauditError, LockauditError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { ExportGate, exportPlanToObject, type ExportPlan, type ExportProgress } from './chunkedExport.js';
 import { planEventsExport, planGrantsExport, DEFAULT_CHUNK_ROWS } from './exportPlans.js';
@@ -170,6 +171,7 @@ export function historyDayBeforeCapture(cluster: string, date: string, began: nu
 export async function exportHistoryDay(deps: HistoryDeps, date: string, clusters: readonly string[], datasets: readonly HistoryDataset[] = HISTORY_DATASETS): Promise<HistoryFileResult[]> {
   const results: HistoryFileResult[] = [];
   const notOver: string[] = [];
+  const refused: string[] = [];
   for (const cluster of clusters) {
     const why = await historyDayNotOver(deps.store, cluster, date);
     if (why) {
@@ -185,9 +187,20 @@ export async function exportHistoryDay(deps: HistoryDeps, date: string, clusters
       }
       continue;
     }
-    for (const dataset of datasets) results.push(await exportHistoryFile(deps, { dataset, cluster, date }));
+    for (const dataset of datasets) {
+      try {
+        results.push(await exportHistoryFile(deps, { dataset, cluster, date }));
+      } catch (err) {
+        // A cluster whose grants disagree with their events stops its own grants file, not the day's other files.
+        if (!isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_UNPROVEN')) throw err;
+        deps.logger.error({ cluster, date, dataset, err: (err as Error).message }, 'history file refused: its grants disagree with their events');
+        refused.push(`${cluster} ${dataset}: ${(err as Error).message}`);
+      }
+    }
   }
-  if (notOver.length > 0) throw new HistoryDayNotOverError(notOver.join('; '));
+  if (notOver.length > 0) throw new HistoryDayNotOverError([...notOver, ...refused].join('; '));
+  // Permanent (the history job does not retry it): written again, the same grants disagree again.
+  if (refused.length > 0) throw new LockauditError('LOCKAUDIT_ERR_EXPORT_UNPROVEN', `history ${date}: ${refused.join('; ')}`);
   return results;
 }
 

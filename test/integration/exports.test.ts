@@ -10,7 +10,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { tableFromIPC } from 'apache-arrow';
-import { Worker } from 'bullmq';
+import { UnrecoverableError, Worker } from 'bullmq';
 import { buildApp, type App } from '../../api/app.js';
 import { exportRoutes } from '../../api/routes/exports.js';
 import { HealthState } from '../../platform/health.js';
@@ -180,7 +180,7 @@ describe('exports', () => {
       const gate = new ExportGate(new Promise<void>((resolve, reject) => (settle = (err) => (err ? reject(err) : resolve()))));
       const onProgress = (p: ExportProgress): void => {
         if (p.chunksDone !== p.chunks) return;
-        setTimeout(() => void seen().then(() => settle(outcome === 'fail' ? new Error('grants disagree (test)') : undefined)), 300);
+        setTimeout(() => void seen().finally(() => settle(outcome === 'fail' ? new Error('grants disagree (test)') : undefined)), 300);
       };
       return { gate, onProgress };
     };
@@ -219,13 +219,35 @@ describe('exports', () => {
     // (before, the aborted signal refused the abort request itself and left them).
     const cancelled = `gate/${uniqueId('cancel')}.parquet`;
     const stop = new AbortController();
+    let partsWhenCancelled = 0;
     const onFirst = async (p: ExportProgress): Promise<void> => {
       if (p.chunksDone !== 1) return;
-      await partsStored(cancelled);
+      partsWhenCancelled = await partsStored(cancelled);
       stop.abort(new Error('cancelled (test)'));
     };
     await assert.rejects(exportPlanToObject(store, plan, 'parquet', target(cancelled), { signal: stop.signal, onProgress: onFirst }), /cancelled \(test\)/);
+    assert.ok(partsWhenCancelled > 0, 'parts were stored when it was cancelled');
     assert.deepEqual(await incompleteUploads(cancelled), [], 'the multipart upload was aborted');
+
+    // Failing while the chunk queries still run (a local file: no upload whose own failure would stop them): they stop.
+    let failMid!: (err: Error) => void;
+    const midGate = new ExportGate(new Promise<void>((_, reject) => (failMid = reject)));
+    const midSeen: number[] = [];
+    const onMid = async (p: ExportProgress): Promise<void> => {
+      midSeen.push(p.chunksDone);
+      if (p.chunksDone === 1) failMid(new Error('grants disagree mid-way (test)'));
+    };
+    await assert.rejects(runExportPlan(store, plan, 'parquet', path.join(work.dir, 'mid.parquet'), { gate: midGate, onProgress: onMid }), /grants disagree mid-way \(test\)/);
+    assert.ok(Math.max(...midSeen) < plan.chunks.length, `the chunks stopped: ${midSeen.join(',')} of ${plan.chunks.length}`);
+    assert.equal(existsSync(path.join(work.dir, 'mid.parquet.partial')), false);
+
+    // Cancelled while waiting for a check that then passes: the cancel wins, nothing is renamed into place.
+    const waiting = path.join(work.dir, 'cancelled-waiting.parquet');
+    const stopWaiting = new AbortController();
+    const passLate = lateCheck('pass', async () => stopWaiting.abort(new Error('cancelled while the check ran (test)')));
+    await assert.rejects(runExportPlan(store, plan, 'parquet', waiting, { ...passLate, signal: stopWaiting.signal }), /cancelled while the check ran \(test\)/);
+    assert.equal(existsSync(waiting), false);
+    assert.equal(existsSync(`${waiting}.partial`), false);
 
     // A local file (the CLI's path): no file and no partial file.
     const out = path.join(work.dir, 'gated.parquet');
@@ -284,6 +306,23 @@ describe('exports', () => {
       await worker.close();
       connection.disconnect();
     }
+  });
+
+  it('refuses a day\'s grants history file whose grants disagree with their events, writes its other files, and does not retry', async () => {
+    // c9 (a cluster no other test reads): its own grants and events; one grant's holder then altered in ClickHouse (the events untouched).
+    await insertGrants(store, 'c9', 2_000, DAY1, 30_000);
+    await store.command(`ALTER TABLE {db:Identifier}.grants UPDATE holder = 'spiffe://corp/mallory' WHERE cluster = 'c9' AND grant_revision = 1000005`, {}, { mutations_sync: '2' });
+    const wall = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+    await store.insert('events', [{ cluster: 'c9', revision: '9000000', key: '/sys/clock', event_type: 'clock', op: 'put', wall_time: wall(DAY1 + DAY + HISTORY_SETTLE_MS), value: '{}' }]);
+    await store.insert('tailer_status', [{ cluster: 'c9', cluster_id: 'x', leader: 'test', checkpoint: '9000000', head_revision: '9000000', compact_revision: '0', lag_revisions: '0', lag_seconds: 0, updated_at: Date.now() }]);
+    const processor = historyProcessor({ store, config, logger, metrics: createMetricsRegistry() });
+    const job = { data: { date: '2026-03-01', clusters: ['c9'], datasets: ['grants', 'events'] }, timestamp: Date.now(), attemptsMade: 0, opts: { attempts: 10 } } as unknown as Parameters<typeof processor>[0];
+    await assert.rejects(processor(job, 'token'), (err: unknown) => err instanceof UnrecoverableError && /c9 grants: .*grant revision 1000005 timeline 0: differs from its start event \(grant at revision 1000005\) in holder/.test((err as Error).message));
+    const grantsObject = historyObjectName('grants', 'c9', '2026-03-01');
+    assert.equal(await objectExists(s3, historyBucket, grantsObject), false, 'no grants file');
+    assert.equal(await objectExists(s3, historyBucket, manifestName(grantsObject)), false, 'no grants manifest');
+    assert.deepEqual(await incompleteUploads(grantsObject), [], 'no parts left');
+    assert.equal(await objectExists(s3, historyBucket, manifestName(historyObjectName('events', 'c9', '2026-03-01'))), true, 'the events file of the day is written');
   });
 
   it('finds when a cluster\'s capture began from events and grants alike; a time of 0 (1970) is a time, not none', async () => {
