@@ -68,6 +68,7 @@ const formatOption = (formats: readonly string[]) => new Option('--format <forma
 // ---- grants ----
 
 interface GrantFlags extends ApiFlags {
+  cluster?: string;
   key?: string;
   keyPrefix?: string;
   holder?: string;
@@ -141,7 +142,7 @@ function grantsTable(items: readonly GrantItem[]): string {
 }
 
 function grantQuery(f: GrantFlags): Query {
-  return { key: f.key, keyPrefix: f.keyPrefix, holder: f.holder, class: f.class, namespace: f.namespace, token: f.token, endKind: f.endKind, origin: f.origin, from: f.from, to: f.to };
+  return { cluster: f.cluster, key: f.key, keyPrefix: f.keyPrefix, holder: f.holder, class: f.class, namespace: f.namespace, token: f.token, endKind: f.endKind, origin: f.origin, from: f.from, to: f.to };
 }
 
 // ---- state and diff ----
@@ -244,6 +245,7 @@ export function registerInvestigateCommands(program: Command): void {
     program
       .command('grants')
       .description('grant history from the running platform (GET /v1/grants): grants whose hold overlaps [--from, --to], oldest first, every page up to --limit')
+      .option('--cluster <name>', 'only this etcd cluster (default every cluster)')
       .option('--key <lock>', 'only this lock, <namespace>/<path>')
       .option('--key-prefix <prefix>', 'only lock names starting with this')
       .option('--holder <identity>', 'only this holder')

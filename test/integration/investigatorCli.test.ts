@@ -184,6 +184,16 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
 
     const empty = await cli(['grants', '--holder', 'spiffe://corp/nobody', '--format', 'json']);
     assert.equal(empty.stdout, '[]\n');
+
+    // --cluster reaches the API (before: "unknown option"); a cluster never captured is the API's 400 naming it.
+    const byCluster = await cli(['grants', '--cluster', cluster, '--key', `${ns}/page`, '--format', 'json']);
+    assert.equal(byCluster.code, 0, byCluster.stderr);
+    assert.deepEqual(JSON.parse(byCluster.stdout), all.items);
+    assert.ok(seen.some((s) => s.url.startsWith('/v1/grants') && s.url.includes(`cluster=${cluster}`)), 'the filter was sent');
+    const typo = await cli(['grants', '--cluster', 'nope', '--key', `${ns}/page`]);
+    assert.notEqual(typo.code, 0);
+    assert.match(typo.stderr, /cluster/);
+    assert.match(typo.stderr, /nope/);
   });
 
   it('state and diff answer from the captured log', async () => {
