@@ -112,6 +112,15 @@ export class ExportGate {
     await this.#settled;
     throw this.#failure ? this.#failure.err : err;
   }
+
+  /** `work`'s result; when it fails, as fail() (the work beside the check: a plan, a state write). */
+  async guard<T>(work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (err) {
+      return await this.fail(err);
+    }
+  }
 }
 
 /** Throws `err`, or the gate's error once its check is over (see ExportGate.fail). */

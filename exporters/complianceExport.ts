@@ -245,12 +245,7 @@ export async function writeGrantsExport(
   // Nothing is written of grants that disagree with the events the digests cover (grantsCheck.ts): the check runs
   // beside the plan and the chunk queries, and the file takes its name only once it has passed.
   const gate = new ExportGate(assertGrantsMatchEvents(store, request.filters, request));
-  let plan: ExportPlan;
-  try {
-    plan = await planFor(store, request, options.chunkRows);
-  } catch (err) {
-    return await gate.fail(err);
-  }
+  const plan = await gate.guard(planFor(store, request, options.chunkRows));
   return runExportPlan(store, plan, request.format, outPath, { onProgress: options.onProgress, signal: options.signal, durable: options.durable, revisionColumn: request.format === 'parquet' ? 'grant_revision' : undefined, gate });
 }
 
@@ -268,13 +263,7 @@ export async function runComplianceExport(deps: ComplianceDeps, id: string, onPr
   // grants that disagree) runs beside the plan (a scan), the state write and the chunk queries: the upload is
   // completed, and the manifest signed, only once it has passed.
   const gate = new ExportGate(assertGrantsMatchEvents(deps.store, queued.filters, queued));
-  let running: ExportState;
-  let plan: ExportPlan;
-  try {
-    [running, plan] = await Promise.all([records.update(queued, { status: 'running', error: '' }), planFor(deps.store, queued, deps.chunkRows)]);
-  } catch (err) {
-    return await gate.fail(err);
-  }
+  const [running, plan] = await gate.guard(Promise.all([records.update(queued, { status: 'running', error: '' }), planFor(deps.store, queued, deps.chunkRows)]));
   state = running;
   // Progress rows are ClickHouse inserts: written beside the export, never holding up the next chunk.
   const progress = new LatestOnly<ExportProgress>(

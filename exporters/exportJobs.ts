@@ -55,14 +55,10 @@ export function historyProcessor(runtime: Deps): Processor<HistoryJobData> {
     // The scheduled time, not the run time, names the day: a retry after midnight exports the same day.
     const date = data.date ?? yesterday(job.timestamp + (job.delay ?? 0));
     const clusters = data.clusters ?? runtime.config.etcd.clusters.map((c) => c.name);
-    let results;
-    try {
-      results = await exportHistoryDay({ store: runtime.store, s3, bucket: runtime.config.s3.historyBucket, logger: runtime.logger, metrics }, date, clusters, datasets);
-    } catch (err) {
+    const results = await exportHistoryDay({ store: runtime.store, s3, bucket: runtime.config.s3.historyBucket, logger: runtime.logger, metrics }, date, clusters, datasets).catch((err: unknown) => {
       // Grants that disagree with their events disagree again on a retry (each a full check and upload): not retried.
-      if (isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_UNPROVEN')) throw new UnrecoverableError((err as Error).message);
-      throw err;
-    }
+      throw isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_UNPROVEN') ? new UnrecoverableError((err as Error).message) : err;
+    });
     return { date, files: results.map((r) => ({ object: r.object, status: r.status, rows: r.manifest?.rows })) };
   };
 }

@@ -130,11 +130,12 @@ export async function checkGrantsAgainstEvents(store: AuditStore, filters: Grant
     };
     // Both settled before either's failure is thrown: no query of a failed check runs on after it (ExportGate.fail).
     const settled = await Promise.allSettled([store.rows<FoundRow>(SQL.rows.text, params), store.rows<FoundRow>(SQL.events.text, params)]);
-    const [byRow, byEvent] = settled.map((r) => {
+    const found: FoundRow[] = [];
+    for (const r of settled) {
       if (r.status === 'rejected') throw r.reason;
-      return r.value;
-    }) as [FoundRow[], FoundRow[]];
-    for (const p of [...byRow, ...byEvent]) {
+      found.push(...r.value);
+    }
+    for (const p of found) {
       const id = `${p.cluster}\u0000${p.key}\u0000${p.grantRevision}\u0000${p.spoolId}\u0000${p.timeline}\u0000${p.problem}`;
       if (seen.has(id) || out.length >= limit) continue;
       seen.add(id);

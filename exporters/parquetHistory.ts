@@ -12,7 +12,7 @@ import type { Client } from 'minio';
 import type { AuditStore } from '../core/clickhouse.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
-import { ExportGate, exportPlanToObject, type ExportPlan, type ExportProgress } from './chunkedExport.js';
+import { ExportGate, exportPlanToObject, type ExportProgress } from './chunkedExport.js';
 import { planEventsExport, planGrantsExport, DEFAULT_CHUNK_ROWS } from './exportPlans.js';
 import { assertGrantsMatchEvents } from './grantsCheck.js';
 import type { ExportMetrics } from './exportMetrics.js';
@@ -108,13 +108,8 @@ export async function exportHistoryFile(
   // check runs beside the plan and the chunk queries, and the upload completes only once it has passed.
   const gate = dataset === 'grants' ? new ExportGate(assertGrantsMatchEvents(deps.store, { cluster }, range)) : undefined;
   try {
-    let plan: ExportPlan;
-    try {
-      plan = dataset === 'grants' ? await planGrantsExport(deps.store, { cluster }, range, chunkRows) : await planEventsExport(deps.store, cluster, range, chunkRows);
-    } catch (err) {
-      if (gate) await gate.fail(err);
-      throw err;
-    }
+    const planning = dataset === 'grants' ? planGrantsExport(deps.store, { cluster }, range, chunkRows) : planEventsExport(deps.store, cluster, range, chunkRows);
+    const plan = await (gate ? gate.guard(planning) : planning);
     const file = await exportPlanToObject(deps.store, plan, 'parquet', { s3: deps.s3, bucket: deps.bucket, object, contentType: 'application/vnd.apache.parquet', retry }, { onProgress, revisionColumn: dataset === 'grants' ? 'grant_revision' : 'revision', gate });
     const manifest = buildManifest(file, { dataset, object, cluster, date, from: new Date(range.fromMs).toISOString(), to: new Date(range.toMs).toISOString(), ...(dataset === 'grants' ? { grantsCheckedAgainstEvents: true } : {}) });
     // Only now is the file complete. A manifest already there means another run finished it first.
