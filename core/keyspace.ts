@@ -77,7 +77,7 @@ export const HoldValueSchema = Type.Object({
   epoch: Epoch,
   waitMs: Millis,
   at: WallTimeMs, // grant wall time, ms since epoch
-  /** Proof of origin: the API's keyed MAC over key, hold and session (core/holdProof.ts); absent on foreign writes. */
+  /** Proof of origin: the API's keyed MAC over key, hold and session (core/proof.ts); absent on foreign writes. */
   mac: Type.Optional(Type.String()),
 });
 export type HoldValue = Static<typeof HoldValueSchema>;
@@ -93,10 +93,14 @@ export type QueueValue = Static<typeof QueueValueSchema>;
 export const EpochValueSchema = Type.Object({
   epoch: Epoch,
   clusterId: DecimalString,
+  /** The mod revision of the /sys/epoch value this one replaced ('0': it created the key); the writing txn compared it. */
+  from: Type.Optional(DecimalString),
+  /** The API's proof over epoch, clusterId and from (core/proof.ts); without a valid one grants stay sealed. */
+  mac: Type.Optional(Type.String()),
 });
 export type EpochValue = Static<typeof EpochValueSchema>;
 
-/** `mac`: the elected tailer's proof (core/holdProof.ts clockMac), bound to the put's create revision and version. */
+/** `mac`: the elected tailer's proof (core/proof.ts clockMac), bound to the put's create revision and version. */
 export const ClockValueSchema = Type.Object({ at: WallTimeMs, mac: Type.Optional(Type.String({ maxLength: 64 })) });
 export type ClockValue = Static<typeof ClockValueSchema>;
 
@@ -115,7 +119,7 @@ export const MarkValueSchema = Type.Object({
   grant: Type.Optional(DecimalString),
   /** `epoch-advance`: the /sys/epoch mod revision the advance replaced. */
   from: Type.Optional(DecimalString),
-  /** The API's keyed proof (core/holdProof.ts); a marker without a valid one explains nothing. */
+  /** The API's keyed proof (core/proof.ts); a marker without a valid one explains nothing. */
   mac: Type.Optional(Type.String()),
 });
 export type MarkValue = Static<typeof MarkValueSchema>;
@@ -134,7 +138,9 @@ export const ForceRecordSchema = Type.Object({
   requestedAt: WallTimeMs,
   approvedAt: WallTimeMs,
   revokedSession: Type.Boolean(),
-  /** The API's keyed proof over every field (core/holdProof.ts); a record without a valid one is forged. */
+  /** sha256 (hex) of the two-person request this record carries out, as its approver was shown it. */
+  requestHash: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
+  /** The API's keyed proof over every field (core/proof.ts); a record without a valid one is forged. */
   mac: Type.Optional(Type.String()),
 });
 export type ForceRecord = Static<typeof ForceRecordSchema>;
@@ -156,6 +162,13 @@ export const LockClassSchema = Type.Object(
   { additionalProperties: false },
 );
 export type LockClass = Static<typeof LockClassSchema>;
+
+/** A class as /sys/class/<name> holds it: the class and the API's proof (core/proof.ts), bound to the put. */
+export const StoredClassSchema = Type.Object(
+  { ...LockClassSchema.properties, mac: Type.Optional(Type.String()) },
+  { additionalProperties: false },
+);
+export type StoredClass = Static<typeof StoredClassSchema>;
 
 /** The rules of DESIGN.md §2 beyond field shapes; returns every broken rule. */
 export function classRuleViolations(c: LockClass): string[] {

@@ -1,4 +1,4 @@
-// The key of the lock API's proof of origin (core/holdProof.ts). Configured
+// The key of the lock API's proof of origin (core/proof.ts). Configured
 // (LOCKAUDIT_ORIGIN_SECRET) or generated once into <dataDir>/origin-secret,
 // so the API and the tailer of one deployment share it without setup; never
 // logged (maskedConfig hides a configured one).

@@ -10,14 +10,14 @@
 // An alarm (HealthState + gauge) is raised while a record older than
 // `alarmAfterMs` is not archived.
 //
-// Only a record carrying the lock API's proof (core/holdProof.ts: a MAC with
+// Only a record carrying the lock API's proof (core/proof.ts: a MAC with
 // the origin secret over every field, its id the one its key names) is a
 // force-release. Anyone with write access to etcd can put a /sys/force/ key
 // naming two operators who never approved anything; such a record is never
 // written into the archive (COMPLIANCE objects can never be deleted, and the
 // chain would vouch for it): it raises the foreign-write alarm, is logged,
 // and stays in the event log, where the tailer records it as foreign.
-import { hasValidForceProof } from '../core/holdProof.js';
+import { hasValidForceProof } from '../core/proof.js';
 import type { Etcd3, Watcher } from 'etcd3';
 import type { Client } from 'minio';
 import type { EtcdCluster } from '../core/config.js';

@@ -7,7 +7,7 @@
 import { EtcdLeaseInvalidError, type ITxnResponse } from 'etcd3';
 import { isLockauditError, LockauditError } from '../core/errors.js';
 import { decodeValue, HoldValueSchema, parseLockName, type HoldValue, type LockClass, type MarkValue, type QueueValue } from '../core/keyspace.js';
-import { holdMac } from '../core/holdProof.js';
+import { holdMac } from '../core/proof.js';
 import { makeToken } from '../core/token.js';
 import type { CachedClass } from './classes.js';
 import type { LockParts } from './context.js';

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../core/errors.js';
 import { decodeValue, HoldValueSchema, type ForceRecord, type LockClass } from '../core/keyspace.js';
-import { forceMac } from '../core/holdProof.js';
+import { forceMac } from '../core/proof.js';
 import { makeToken, tokenToString } from '../core/token.js';
 import type { LockParts } from './context.js';
 import { cmp, op } from './kv.js';
@@ -137,7 +137,7 @@ export async function approveForceRelease(parts: LockParts, identity: string, id
     revokedSession: request.revokeSession,
   };
   // Signed over every field (the lock, the session, the token = the grant it ends): the tailer and the
-  // archiver take only a proven record as a force-release (core/holdProof.ts).
+  // archiver take only a proven record as a force-release (core/proof.ts).
   const record: ForceRecord = { ...fields, mac: forceMac(parts.originSecret, fields) };
   const lease = await parts.etcd.leaseGrant(FORCE_RECORD_TTL_SECONDS);
   const res = await parts.etcd.txn(

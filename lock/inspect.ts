@@ -1,9 +1,9 @@
 // Inspect a key: who holds it and since when. The token goes only to the
 // holder; anyone else learns that the key is held, not how to act as its holder.
 // Who wrote the hold (origin) is judged by the tailer's own proof check
-// (core/holdProof.ts holdOrigin: the API's MAC and the lease it names): a hold
+// (core/proof.ts holdOrigin: the API's MAC and the lease it names): a hold
 // put straight into etcd reads `foreign`, as it does in the audit record.
-import { holdOrigin } from '../core/holdProof.js';
+import { holdOrigin } from '../core/proof.js';
 import { decodeValue, HoldValueSchema } from '../core/keyspace.js';
 import { makeToken, tokenToString } from '../core/token.js';
 import type { LockParts } from './context.js';

@@ -1,11 +1,11 @@
 // Reason markers (/sys/mark/<id>) ride on a short shared lease: they only
 // have to outlive the txn they explain (the tailer reads them from the log),
 // so one 60 s lease serves every marker written in a 30 s window. Every
-// marker is signed here with the origin secret (core/holdProof.ts): the
+// marker is signed here with the origin secret (core/proof.ts): the
 // tailer lets only a proven marker explain a delete, and only the delete it
 // is bound to.
 import { randomUUID } from 'node:crypto';
-import { markMac } from '../core/holdProof.js';
+import { markMac } from '../core/proof.js';
 import type { MarkValue } from '../core/keyspace.js';
 import type { IRequestOp } from 'etcd3';
 import { op, type LockKeys } from './kv.js';

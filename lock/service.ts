@@ -31,7 +31,7 @@ import { Waiters } from './waiters.js';
 export interface LockServiceOptions {
   cluster: EtcdCluster;
   dataDir: string;
-  /** Key of the proof of origin written into each hold (core/holdProof.ts). */
+  /** Key of the proof of origin written into each hold (core/proof.ts). */
   originSecret: Buffer;
   logger: Logger;
   metrics: Registry;

@@ -1,13 +1,13 @@
 // The leader writes /sys/clock { at, mac } about once a second: the time
 // anchors that bracket the commit time of events without a wall time of their
-// own (expiries). Only the elected tailer runs one. The MAC (core/holdProof.ts
+// own (expiries). Only the elected tailer runs one. The MAC (core/proof.ts
 // clockMac) binds the time to the one put that makes the key's next version,
 // so anyone with etcdctl can neither forge a time nor copy a proven one back;
 // the tailer takes only proven writes as anchors (tailer/decoder.ts,
 // tailer/etcdReads.ts).
 import type { Etcd3 } from 'etcd3';
 import { PREFIX } from '../core/keyspace.js';
-import { clockMac } from '../core/holdProof.js';
+import { clockMac } from '../core/proof.js';
 import type { Logger } from '../core/logger.js';
 import { sleep } from '../platform/retry.js';
 

@@ -5,12 +5,12 @@
 // revision (DESIGN.md §2): force record → force-release, mark → release /
 // session-close / epoch-release, nothing → expiry, or `deleted` when its
 // lease was still alive. A hold without the API's proof of origin is marked
-// foreign (core/holdProof.ts), and so is one on another lease than its
+// foreign (core/proof.ts), and so is one on another lease than its
 // session. Markers and force records count only with the API's proof and
 // only for the delete they are bound to (the grant, the session, the epoch
 // move); an unproven one is itself recorded foreign and explains nothing.
 import { END_KIND_BY_EVENT, type AuditEventRow, type EndKind, type EventType, type Origin } from '../core/events.js';
-import { hasValidClockProof, hasValidForceProof, hasValidMarkProof, holdOrigin } from '../core/holdProof.js';
+import { hasValidClockProof, hasValidForceProof, hasValidMarkProof, holdOrigin } from '../core/proof.js';
 import {
   ClockValueSchema,
   EpochValueSchema,
@@ -252,7 +252,7 @@ function decodeHold(s: Step, kind: HoldKind): Reason {
   return undefined;
 }
 
-/** The one check for every hold the tailer sees (core/holdProof.ts holdOrigin): a watched put, a deleted hold's previous value, a snapshot hold (gaps.ts). */
+/** The one check for every hold the tailer sees (core/proof.ts holdOrigin): a watched put, a deleted hold's previous value, a snapshot hold (gaps.ts). */
 function originOf(ctx: DecodeContext, key: string, hold: HoldValue, lease: string): Origin | undefined {
   return holdOrigin(ctx.originSecret, key, hold, lease);
 }

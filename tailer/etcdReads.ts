@@ -3,7 +3,7 @@
 // revision, and the head.
 import type { Etcd3, IKeyValue } from 'etcd3';
 import { ClockValueSchema, PREFIX, decodeValue } from '../core/keyspace.js';
-import { hasValidClockProof } from '../core/holdProof.js';
+import { hasValidClockProof } from '../core/proof.js';
 import type { ClockPoint } from './clockBracket.js';
 import { sleep } from '../platform/retry.js';
 
@@ -53,7 +53,7 @@ async function clockAt(client: Etcd3, revision?: bigint): Promise<IKeyValue | un
   return res.kvs[0];
 }
 
-/** A clock write as an anchor: with a secret only a proven one (core/holdProof.ts hasValidClockProof), as the decoder takes them. */
+/** A clock write as an anchor: with a secret only a proven one (core/proof.ts hasValidClockProof), as the decoder takes them. */
 function point(kv: IKeyValue, secret: Buffer | undefined): ClockPoint | undefined {
   const v = decodeValue(ClockValueSchema, kv.value.toString('utf8'));
   if (!v || (secret && !hasValidClockProof(secret, v, { createRevision: kv.create_revision, version: kv.version }))) return undefined;

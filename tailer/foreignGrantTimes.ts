@@ -3,7 +3,7 @@
 // writer chose: taken as the grant time, a hold claiming 2286 was invisible
 // to every "up to now" search and export, one claiming 2020 fell into a day
 // long exported (investigator review). Its grant time is instead the last
-// proven /sys/clock write at or before its grant revision (core/holdProof.ts):
+// proven /sys/clock write at or before its grant revision (core/proof.ts):
 // a lower bound of its commit that etcd's history gives the same whenever it is
 // asked — at the put, and again at the delete, which must name the same grant
 // time (grants_by_key is sorted by it). Compacted by the delete: the grant time

@@ -7,7 +7,7 @@ import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../core/clickhouse.js';
 import type { AuditEventRow } from '../core/events.js';
 import { HoldValueSchema, PREFIX, classifyKey, decodeValue, prefixEnd } from '../core/keyspace.js';
-import { holdOrigin } from '../core/holdProof.js';
+import { holdOrigin } from '../core/proof.js';
 import { grantRow, grantSide } from './decoder.js';
 import { loadSql } from '../platform/sql.js';
 import { isReadable, headRevision } from './etcdReads.js';
@@ -143,7 +143,7 @@ export interface SnapshotOptions {
   skipPutAtRevision?: boolean;
   /**
    * Key of the lock API's proof of origin: each hold's origin is judged by the
-   * decoder's own check (core/holdProof.ts holdOrigin: the MAC and its lease), so a hold
+   * decoder's own check (core/proof.ts holdOrigin: the MAC and its lease), so a hold
    * written by hand while no tailer ran reads `foreign`, as its watched put would.
    */
   originSecret?: Buffer;
@@ -160,7 +160,7 @@ export interface SnapshotResult {
  * Reads every hold alive at `revision` in pages and hands them to `write` as
  * 'snapshot-hold' events; holds granted after `checkpoint` (inside the gap)
  * also get an open grant row with start_known = 0. Each carries its origin,
- * from its proof exactly as a watched put's (core/holdProof.ts holdOrigin).
+ * from its proof exactly as a watched put's (core/proof.ts holdOrigin).
  */
 export async function snapshotHolds(
   client: Etcd3,

@@ -1,5 +1,5 @@
 // The replay check (DESIGN.md §2, "The insider model"): a hold's proof
-// (core/holdProof.ts) binds its key, every field and — checked by the
+// (core/proof.ts) binds its key, every field and — checked by the
 // decoder — the etcd lease it rides on (kv.lease = session). What it cannot
 // name is its own revision: the API signs before etcd assigns one. So a real
 // grant's value put back by hand after its release, on the same key and the

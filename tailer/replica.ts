@@ -419,7 +419,7 @@ export class TailerReplica {
 
   /**
    * The holds alive at `revision` as snapshot rows (gaps.ts), their origin judged as a watched put's: the
-   * proof and its lease (core/holdProof.ts holdOrigin), then the replay check (replays.ts). A foreign hold seen only
+   * proof and its lease (core/proof.ts holdOrigin), then the replay check (replays.ts). A foreign hold seen only
    * here — written while no tailer ran — is alarmed and counted like a watched foreign grant; the alert
    * sinks deliver it as a `foreign-grant` (exporters/alerts/events.sql). Returns how many holds it wrote.
    */

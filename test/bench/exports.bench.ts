@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { createEtcdClient } from '../../core/etcd.js';
-import { forceMac } from '../../core/holdProof.js';
+import { forceMac } from '../../core/proof.js';
 import type { ForceRecord } from '../../core/keyspace.js';
 import { createLogger } from '../../core/logger.js';
 import { createS3Client } from '../../core/s3.js';

@@ -11,7 +11,7 @@ import type { Etcd3, Lease } from 'etcd3';
 import { Client } from 'minio';
 import { HealthState } from '../../platform/health.js';
 import { createEtcdClient } from '../../core/etcd.js';
-import { forceMac } from '../../core/holdProof.js';
+import { forceMac } from '../../core/proof.js';
 import type { ForceRecord } from '../../core/keyspace.js';
 import { isLockauditError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';

@@ -1,7 +1,7 @@
 // Holds seen only in a gap snapshot (issue 21 item 7): a hold written by hand
 // while no tailer ran, its put compacted away before any tailer watched it,
 // must read `foreign` exactly as its watched put would (the proof and the lease
-// it names, core/holdProof.ts via decoder.ts), be alarmed and counted, and
+// it names, core/proof.ts via decoder.ts), be alarmed and counted, and
 // reach the alert sinks as a `foreign-grant`; an API hold in the same snapshot
 // stays `api`. On a private etcd (ports LOCKAUDIT_TEST_PORT_BASE + 70/71).
 import assert from 'node:assert/strict';
@@ -10,7 +10,7 @@ import { Registry } from 'prom-client';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
-import { holdMac } from '../../core/holdProof.js';
+import { holdMac } from '../../core/proof.js';
 import { originSecret } from '../../core/originSecret.js';
 import { alertMetrics } from '../../exporters/alerts/alertMetrics.js';
 import { WebhookDelivery } from '../../exporters/alerts/webhookDelivery.js';

@@ -4,13 +4,13 @@
 // force-releases with a force record in the same txn, lease expiries
 // (revoke, no marker), durable queue enter/leave, class puts, clock writes.
 // Every write records the audit events it must produce: (revision, key, type).
-// Markers and force records carry the API's proof (core/holdProof.ts) with the
+// Markers and force records carry the API's proof (core/proof.ts) with the
 // suite's origin secret, bound as the API binds them, so a tailer holding the
 // secret takes them as the API's.
 import { randomBytes } from 'node:crypto';
 import type { Etcd3 } from 'etcd3';
 import type { EventType } from '../../core/events.js';
-import { forceMac, markMac } from '../../core/holdProof.js';
+import { forceMac, markMac } from '../../core/proof.js';
 import { writeClock } from '../../tailer/clockWriter.js';
 import { PREFIX, classKey, forceKey, holdKey, markKey, queueKey, type ForceRecord, type MarkValue } from '../../core/keyspace.js';
 import { originSecret } from '../../core/originSecret.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { clockMac, forceMac, holdMac, markMac } from '../../core/holdProof.js';
+import { clockMac, forceMac, holdMac, markMac } from '../../core/proof.js';
 import { makeToken } from '../../core/token.js';
 import { leasesToCheck } from '../../tailer/leaseLiveness.js';
 import { bracketFor, decodeRevision, finishRevision, knownTime, UNKNOWN_ERROR_MS, type DecodeContext } from '../../tailer/decoder.js';

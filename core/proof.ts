@@ -1,0 +1,198 @@
+// The one envelope of every value the platform writes into etcd (docs/architecture.md, "The keyspace
+// contract"): a proof of its writer that the lock API and the tailer check before they act on the value or
+// read it as the API's. Anyone with write access to etcd can put, copy or edit a value, so each proof is a
+// keyed MAC bound to what the value explains, not only to its bytes:
+// - a hold: its key and every field (holder, session, class, epoch, waitMs, at). The session *is* the etcd
+//   lease the hold must ride on: holdOrigin also requires kv.lease = session. One grant: a copy put back on
+//   the same key and lease is caught by the tailer's replay check (tailer/replays.ts).
+// - a `release` marker: the lock and the grant revision of the one hold it ends; a `session-close` marker:
+//   the session whose holds it ends; an `epoch-advance` marker: the /sys/epoch mod revision it replaced.
+// - a force record: every field, among them the lock, the session, the token (whose low 48 bits are the
+//   grant revision of the hold it ends) and the hash of the two-person request it carries out.
+// - a /sys/clock write (the elected tailer's): its time and the put's create revision and version.
+// - /sys/epoch: the epoch, the cluster id and the mod revision of the value it replaced ('0': created), which
+//   the writing txn compares. An older proven value put back reads as /sys/epoch rolled back (lock/epoch.ts
+//   seals), and the tailer reads any put whose previous mod revision is not the bound one as foreign.
+// - /sys/class/<name>: every field, the name of its key, the key's create revision and the version the put
+//   makes (lock/classes.ts writes a class in two steps to know its create revision), so an older version
+//   put back — after a delete, or any number of puts — proves nothing.
+// - a pending two-person request (/lockaudit/…-request/<id>): every field, its id and the lease it rides
+//   on, so an edited request, one written by hand, or a copy put back after it was rejected proves nothing.
+//
+// Format: `<algorithm>.<key id>.<mac>`, today `hs256.<8 chars>.<43 chars>` (HMAC-SHA256, base64url). The
+// key id is derived from the key, so a value names the key it was proven with and a key can be rotated
+// without another format change. HMAC, not a signature: checking one costs about 3 µs beside
+// Ed25519's ~67 µs (test/bench/proofs.bench.ts), on a path that pays 55–86 µs per captured event.
+// Every message starts with a version tag and its kind, so a proof of one kind of value is never a proof of
+// another. Values written before this envelope carry a bare MAC (`legacy` below): accepted for the kinds
+// that had one (holds, markers, force records, the clock), which live at most a day, so a rolling upgrade
+// reads the values in flight as it did; epochs, classes and requests never had one and are unproven.
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type { ClockValue, EpochValue, ForceRecord, HoldValue, LockClass, MarkValue, StoredClass } from './keyspace.js';
+
+export const PROOF_ALGORITHM = 'hs256';
+/** Longest proof a value may carry: decoders bound the field by it (a proof is ~58 characters). */
+export const PROOF_MAX_LENGTH = 128;
+
+type ProofKind = 'hold' | 'mark' | 'force' | 'clock' | 'epoch' | 'class' | 'force-request' | 'epoch-request';
+
+const keyIds = new WeakMap<Buffer, string>();
+
+/** The id a proof names its key by: a hash of the key, so it names without revealing it. */
+export function proofKeyId(secret: Buffer): string {
+  let id = keyIds.get(secret);
+  if (id === undefined) {
+    id = createHash('sha256').update('lockaudit proof key id\0').update(secret).digest('base64url').slice(0, 8);
+    keyIds.set(secret, id);
+  }
+  return id;
+}
+
+const hmac = (secret: Buffer, message: string): string => createHmac('sha256', secret).update(message).digest('base64url');
+
+function same(got: string, want: string): boolean {
+  const a = Buffer.from(got, 'utf8');
+  const b = Buffer.from(want, 'utf8');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function message(kind: ProofKind, keyId: string, fields: readonly unknown[]): string {
+  return JSON.stringify(['lockaudit/proof/v2', kind, PROOF_ALGORITHM, keyId, ...fields]);
+}
+
+/** The proof of a value of `kind` whose binding is `fields`. */
+function prove(secret: Buffer, kind: ProofKind, fields: readonly unknown[]): string {
+  const keyId = proofKeyId(secret);
+  return `${PROOF_ALGORITHM}.${keyId}.${hmac(secret, message(kind, keyId, fields))}`;
+}
+
+/** true when `proof` is this key's proof of `fields` as a `kind`; `legacy`: the message a pre-envelope bare MAC covered. */
+function proven(secret: Buffer, kind: ProofKind, fields: readonly unknown[], proof: string | undefined, legacy?: () => string): boolean {
+  if (proof === undefined || proof.length > PROOF_MAX_LENGTH) return false;
+  const parts = proof.split('.');
+  if (parts.length === 1) return legacy !== undefined && same(proof, hmac(secret, legacy()));
+  const [algorithm, keyId, mac] = parts as [string, string, string];
+  if (parts.length !== 3 || algorithm !== PROOF_ALGORITHM || keyId !== proofKeyId(secret)) return false;
+  return same(mac, hmac(secret, message(kind, keyId, fields)));
+}
+
+/** What a proof says of itself, for a reader to show (never the MAC): its algorithm and key id, or why it names none. */
+export function describeProof(proof: string | undefined): { algorithm: string; keyId: string } | undefined {
+  if (proof === undefined) return undefined;
+  const parts = proof.split('.');
+  if (parts.length === 1) return { algorithm: 'hs256-legacy', keyId: '' };
+  if (parts.length !== 3) return undefined;
+  return { algorithm: parts[0] as string, keyId: parts[1] as string };
+}
+
+// ---- holds ------------------------------------------------------------
+
+type SignedHold = Omit<HoldValue, 'mac'>;
+const holdFields = (key: string, h: SignedHold): unknown[] => [key, h.holder, h.session, h.class, h.epoch, h.waitMs, h.at];
+
+export function holdMac(secret: Buffer, key: string, hold: SignedHold): string {
+  return prove(secret, 'hold', holdFields(key, hold));
+}
+
+/** true when the hold carries the API's proof for this key (the lease binding is the caller's: kv.lease = session). */
+export function hasValidProof(secret: Buffer, key: string, hold: HoldValue): boolean {
+  return proven(secret, 'hold', holdFields(key, hold), hold.mac, () => JSON.stringify(holdFields(key, hold)));
+}
+
+/**
+ * A hold's origin from its proof: 'api' only with a valid proof *and* on the etcd lease it names (the hold's
+ * session) — a copy on another lease, or on none, is 'foreign'. undefined without a secret (nothing is
+ * judged). The one check for every hold: the tailer's watched puts, deletes and gap/restore snapshots, and
+ * the lock API's own view of a key (lock/inspect.ts).
+ */
+export function holdOrigin(secret: Buffer | undefined, key: string, hold: HoldValue, lease: string): 'api' | 'foreign' | undefined {
+  if (!secret) return undefined;
+  return lease === hold.session && hasValidProof(secret, key, hold) ? 'api' : 'foreign';
+}
+
+// ---- markers, force records, the clock --------------------------------
+
+type SignedMark = Omit<MarkValue, 'mac'>;
+const markFields = (m: SignedMark): unknown[] => [m.kind, m.by, m.at, m.key ?? null, m.session ?? null, m.grant ?? null, m.from ?? null];
+
+export function markMac(secret: Buffer, mark: SignedMark): string {
+  return prove(secret, 'mark', markFields(mark));
+}
+
+/** true when the marker carries the API's proof over its fields (what it may explain is the decoder's check). */
+export function hasValidMarkProof(secret: Buffer, mark: MarkValue): boolean {
+  return proven(secret, 'mark', markFields(mark), mark.mac, () => JSON.stringify(['mark/v1', ...markFields(mark)]));
+}
+
+type SignedForce = Omit<ForceRecord, 'mac'>;
+const forceFields = (f: SignedForce): unknown[] => [
+  f.id, f.key, f.holder, f.session, f.token, f.class, f.enforcement, f.requester, f.approver, f.reason, f.requestedAt, f.approvedAt, f.revokedSession,
+];
+
+export function forceMac(secret: Buffer, record: SignedForce): string {
+  return prove(secret, 'force', [...forceFields(record), record.requestHash ?? null]);
+}
+
+/** true when the force record carries the API's proof over every field. */
+export function hasValidForceProof(secret: Buffer, record: ForceRecord): boolean {
+  // A legacy record has no request hash: its bare MAC covered the other fields only.
+  const legacy = record.requestHash === undefined ? () => JSON.stringify(['force/v1', ...forceFields(record)]) : undefined;
+  return proven(secret, 'force', [...forceFields(record), record.requestHash ?? null], record.mac, legacy);
+}
+
+/** The proof of a clock write of `at` that makes /sys/clock's version `version` in the key's life that began at `createRevision`. */
+export function clockMac(secret: Buffer, at: number, createRevision: string, version: string): string {
+  return prove(secret, 'clock', [at, createRevision, version]);
+}
+
+/** true when the clock value carries the proof of its time for this very put (the kv's create revision and version). */
+export function hasValidClockProof(secret: Buffer, clock: ClockValue, kv: { createRevision: string; version: string }): boolean {
+  return proven(secret, 'clock', [clock.at, kv.createRevision, kv.version], clock.mac, () => JSON.stringify(['clock/v1', clock.at, kv.createRevision, kv.version]));
+}
+
+// ---- /sys/epoch and classes -------------------------------------------
+
+type SignedEpoch = Omit<EpochValue, 'mac'>;
+const epochFields = (e: SignedEpoch): unknown[] => [e.epoch, e.clusterId, e.from ?? null];
+
+export function epochMac(secret: Buffer, epoch: SignedEpoch): string {
+  return prove(secret, 'epoch', epochFields(epoch));
+}
+
+/** true when /sys/epoch carries the API's proof over its epoch, cluster id and the mod revision it replaced. */
+export function hasValidEpochProof(secret: Buffer, epoch: EpochValue): boolean {
+  return epoch.from !== undefined && proven(secret, 'epoch', epochFields(epoch), epoch.mac);
+}
+
+const classFields = (c: LockClass, createRevision: string, version: string): unknown[] => [
+  c.name, c.namespace, c.purpose, c.enforcement, c.riskOwner ?? null, c.waiverExpires ?? null, c.ttlSeconds, c.tier, c.onQuorumLoss, c.fairness, c.pauseTest ?? null,
+  createRevision, version,
+];
+
+/** The proof of a class put that makes its key's version `version` in the key's life that began at `createRevision`. */
+export function classMac(secret: Buffer, c: LockClass, createRevision: string, version: string): string {
+  return prove(secret, 'class', classFields(c, createRevision, version));
+}
+
+/** true when the class at `key`'s name carries the API's proof for this very put (the kv's create revision and version). */
+export function hasValidClassProof(secret: Buffer, name: string, c: StoredClass, kv: { createRevision: string; version: string }): boolean {
+  return c.name === name && proven(secret, 'class', classFields(c, kv.createRevision, kv.version), c.mac);
+}
+
+// ---- two-person requests ----------------------------------------------
+
+/**
+ * A pending two-person request: `fields` in a fixed order (the request's own, its id first), `lease` the
+ * lease it rides on. The hash is what an approver is shown and must name; the proof binds the same message.
+ */
+export function requestHash(kind: 'force-request' | 'epoch-request', fields: readonly unknown[], lease: string): string {
+  return createHash('sha256').update(JSON.stringify(['lockaudit/request/v1', kind, ...fields, lease])).digest('hex');
+}
+
+export function requestMac(secret: Buffer, kind: 'force-request' | 'epoch-request', fields: readonly unknown[], lease: string): string {
+  return prove(secret, kind, [...fields, lease]);
+}
+
+export function hasValidRequestProof(secret: Buffer, kind: 'force-request' | 'epoch-request', fields: readonly unknown[], lease: string, proof: string | undefined): boolean {
+  return proven(secret, kind, [...fields, lease], proof);
+}
