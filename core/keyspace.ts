@@ -119,6 +119,8 @@ export const MarkValueSchema = Type.Object({
   grant: Type.Optional(DecimalString),
   /** `epoch-advance`: the /sys/epoch mod revision the advance replaced. */
   from: Type.Optional(DecimalString),
+  /** `epoch-advance`: sha256 (hex) of the two-person request it carries out. */
+  request: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
   /** The API's keyed proof (core/proof.ts); a marker without a valid one explains nothing. */
   mac: Type.Optional(Type.String()),
 });

@@ -116,12 +116,13 @@ type SignedMark = Omit<MarkValue, 'mac'>;
 const markFields = (m: SignedMark): unknown[] => [m.kind, m.by, m.at, m.key ?? null, m.session ?? null, m.grant ?? null, m.from ?? null];
 
 export function markMac(secret: Buffer, mark: SignedMark): string {
-  return prove(secret, 'mark', markFields(mark));
+  return prove(secret, 'mark', [...markFields(mark), mark.request ?? null]);
 }
 
 /** true when the marker carries the API's proof over its fields (what it may explain is the decoder's check). */
 export function hasValidMarkProof(secret: Buffer, mark: MarkValue): boolean {
-  return proven(secret, 'mark', markFields(mark), mark.mac, () => JSON.stringify(['mark/v1', ...markFields(mark)]));
+  const legacy = mark.request === undefined ? () => JSON.stringify(['mark/v1', ...markFields(mark)]) : undefined;
+  return proven(secret, 'mark', [...markFields(mark), mark.request ?? null], mark.mac, legacy);
 }
 
 type SignedForce = Omit<ForceRecord, 'mac'>;

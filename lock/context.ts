@@ -11,6 +11,11 @@ import type { MarkerLease } from './markers.js';
 import type { Sessions } from './sessions.js';
 import type { Waiters } from './waiters.js';
 
+/** What the lock service alarms on (platform/alarms.ts): a value it was about to act on and the API did not write. */
+export interface LockAlarms {
+  foreignWrite(facts: { what: string; key: string; revision: string; where: string }): void;
+}
+
 export interface LockParts {
   cluster: string;
   keys: LockKeys;
@@ -28,4 +33,6 @@ export interface LockParts {
   pollMs: number;
   /** Key of the proof of origin the acquire txn writes into each hold. */
   originSecret: Buffer;
+  /** Where refused forgeries are alarmed; absent in tests of the engine alone. */
+  alarms?: LockAlarms;
 }

@@ -16,11 +16,16 @@
 // periodically, and after etcd was unreachable (a restore needs it down):
 // never per acquire. Until that source was read once, and again after etcd
 // came back, grants are refused (LOCKAUDIT_ERR_LOCK_HIGHWATER_UNKNOWN).
+// /sys/epoch carries the API's proof (core/proof.ts) bound to the value it
+// replaced: a value without it — put by hand, or written before proofs
+// existed — seals grants until a two-person advance writes a proven one, and
+// moves nothing (no token of its epoch, no high-water rebase, no unseal).
 // Whether grants are sealed is one predicate (sealReason), judged on the
 // same evidence by a grant txn and by probe(), which GET /v1/epoch runs: so
 // /v1/epoch says sealed exactly when acquire refuses.
 import type { IResponseHeader } from 'etcd3';
 import { decodeValue, EpochValueSchema, type EpochValue } from '../core/keyspace.js';
+import { epochMac, hasValidEpochProof } from '../core/proof.js';
 import { LockauditError } from '../core/errors.js';
 import { splitToken } from '../core/token.js';
 import type { LockKeys, Kv } from './kv.js';
@@ -46,7 +51,12 @@ export interface SharedHighWater {
 export class EpochState {
   readonly #etcd: LockEtcd;
   readonly #keys: LockKeys;
+  readonly #secret: Buffer;
   #record: EpochValue | undefined;
+  /** Set while the record in force carries no valid proof: why grants are sealed. */
+  #unproven: string | undefined;
+  /** The highest epoch of a proven record taken (0: none yet). */
+  #provenEpoch = 0;
   #modRevision = '0';
   #clusterId: string | undefined;
   #loading: Promise<void> | undefined;
@@ -68,9 +78,10 @@ export class EpochState {
    * `highWater` absent: only the cluster-id check (tests of the engine without a data dir).
    * `shared` absent: only this process's own mark (a keyspace the audit store does not capture).
    */
-  constructor(etcd: LockEtcd, keys: LockKeys, onSeal: (sealed: boolean) => void = () => {}, highWater?: RevisionHighWater, shared?: SharedHighWater) {
+  constructor(etcd: LockEtcd, keys: LockKeys, originSecret: Buffer, onSeal: (sealed: boolean) => void = () => {}, highWater?: RevisionHighWater, shared?: SharedHighWater) {
     this.#etcd = etcd;
     this.#keys = keys;
+    this.#secret = originSecret;
     this.#onSeal = onSeal;
     this.#highWater = highWater;
     this.#shared = highWater ? shared : undefined;
@@ -100,6 +111,7 @@ export class EpochState {
    * LOCKAUDIT_ERR_LOCK_SEALED and GET /v1/epoch's `sealed`.
    */
   sealReason(): string | undefined {
+    if (this.#unproven !== undefined) return this.#unproven;
     if (this.#rewind !== undefined) {
       return `etcd was restored from a snapshot or otherwise rewound (${this.#rewind}); tokens would go backwards, so two lock-operators must run POST /v1/epoch/advance`;
     }
@@ -113,14 +125,15 @@ export class EpochState {
     return this.sealReason() !== undefined;
   }
 
-  /** The epoch an advance must go beyond: the record's, or a higher one seen before a rewind. */
+  /** The epoch an advance must go beyond: the highest proven record's, or a higher one seen before a rewind (never an unproven one's). */
   get highestEpoch(): number {
-    return Math.max(this.#record?.epoch ?? 0, this.#highWater?.mark.epoch ?? 0);
+    return Math.max(this.#provenEpoch, this.#highWater?.mark.epoch ?? 0);
   }
 
   observe(header: IResponseHeader): void {
     this.#clusterId = String(header.cluster_id);
-    if (this.#record && this.#rewind === undefined) this.#highWater?.see(BigInt(header.revision), this.#record.epoch);
+    // An unproven record's epoch is nobody's: it never enters the mark.
+    if (this.#record && this.#rewind === undefined && this.#unproven === undefined) this.#highWater?.see(BigInt(header.revision), this.#record.epoch);
     this.#notify();
   }
 
@@ -280,12 +293,15 @@ export class EpochState {
       const generation = this.#generation;
       const { kv, header } = await this.#etcd.get(this.#keys.epoch());
       if (kv) return void this.accept(kv, generation);
-      const created: EpochValue = { epoch: FIRST_EPOCH, clusterId: String(header.cluster_id) };
+      const unsigned = { epoch: FIRST_EPOCH, clusterId: String(header.cluster_id), from: '0' };
+      const created: EpochValue = { ...unsigned, mac: epochMac(this.#secret, unsigned) };
       const res = await this.#etcd.txn([cmp.absent(this.#keys.epoch())], [op.put(this.#keys.epoch(), created)]);
       if (res.succeeded) {
         this.#record = created;
         this.#modRevision = String(res.header.revision);
         this.#generation++;
+        this.#unproven = undefined;
+        this.#provenEpoch = Math.max(this.#provenEpoch, created.epoch);
         this.#checkEpoch(created.epoch, this.#modRevision);
         this.#notify();
         return;
@@ -306,7 +322,15 @@ export class EpochState {
     this.#record = value;
     this.#modRevision = kv.modRevision;
     this.#generation++;
-    this.#checkEpoch(value.epoch, kv.modRevision);
+    if (hasValidEpochProof(this.#secret, value)) {
+      this.#unproven = undefined;
+      this.#provenEpoch = Math.max(this.#provenEpoch, value.epoch);
+      this.#checkEpoch(value.epoch, kv.modRevision);
+    } else {
+      this.#unproven =
+        `${this.#keys.epoch()} (epoch ${value.epoch}, written at revision ${kv.modRevision}) does not carry the lock API's proof: it was put by hand, or written before proofs existed; ` +
+        'nothing of it is used, and two lock-operators must run POST /v1/epoch/advance, which writes a proven epoch above every proven one';
+    }
     this.#notify();
     return true;
   }

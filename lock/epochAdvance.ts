@@ -4,24 +4,45 @@
 // every hold (all restored, or granted under the old epoch) with an
 // `epoch-advance` marker. Tokens after it exceed every token before it,
 // since each revision is below 2^48 and the new epoch is above every epoch
-// this API has seen (a restore may have rolled /sys/epoch back).
+// this API has seen (a restore may have rolled /sys/epoch back). The new
+// /sys/epoch carries the API's proof bound to the value it replaced, and the
+// marker the hash of the request it carries out; the request itself is
+// proven and approved by its hash (lock/twoPerson.ts). An unproven
+// /sys/epoch (put by hand) counts for nothing here: the advance goes past the
+// highest proven epoch, and never past EPOCH_MAX.
 import { randomUUID } from 'node:crypto';
 import { EtcdLeaseInvalidError } from 'etcd3';
-import Type from 'typebox';
+import Type, { type Static } from 'typebox';
 import { LockauditError } from '../core/errors.js';
-import { decodeValue, type EpochValue, type MarkValue } from '../core/keyspace.js';
+import { EPOCH_MAX, type EpochValue, type MarkValue } from '../core/keyspace.js';
+import { epochMac } from '../core/proof.js';
 import type { LockParts } from './context.js';
-import { PENDING_REQUEST_TTL_SECONDS } from './forceRelease.js';
 import { cmp, op } from './kv.js';
+import { TwoPersonRequests, type PendingRequest, type Withdrawn } from './twoPerson.js';
 
 const EpochRequestSchema = Type.Object({
   id: Type.String(),
   reason: Type.String(),
   requester: Type.String(),
   requestedAt: Type.Integer(),
+  /** The epoch the advance goes beyond: the highest proven epoch this API knows (an unproven /sys/epoch counts for nothing). */
   fromEpoch: Type.Integer(),
+  /** The /sys/epoch mod revision the advance replaces ('0': absent); the approval's txn compares it. */
   epochModRevision: Type.String(),
+  /** The API's proof (core/proof.ts) over every field above, in this order, and the request's lease. */
+  mac: Type.Optional(Type.String()),
 });
+type EpochRequest = Static<typeof EpochRequestSchema>;
+
+const epochRequests = (parts: LockParts): TwoPersonRequests<typeof EpochRequestSchema> =>
+  new TwoPersonRequests(parts, {
+    kind: 'epoch-request',
+    schema: EpochRequestSchema,
+    noun: 'epoch advance',
+    notFound: 'LOCKAUDIT_ERR_EPOCH_NOT_FOUND',
+    selfApproval: 'LOCKAUDIT_ERR_EPOCH_SELF_APPROVAL',
+    fields: (r) => [r.id, r.reason, r.requester, r.requestedAt, r.fromEpoch, r.epochModRevision],
+  });
 
 export interface EpochAdvanceRequested {
   id: string;
@@ -34,6 +55,21 @@ export interface EpochAdvanceRequested {
   /** Holds the approval will delete. */
   holds: number;
   expiresAt: string;
+  /** sha256 of the request: the approver names it, so only the request they were shown is carried out. */
+  requestHash: string;
+}
+
+export interface EpochAdvancePending {
+  id: string;
+  status: 'pending';
+  fromEpoch: number;
+  nextEpoch: number;
+  reason: string;
+  requester: string;
+  requestedAt: string;
+  requestHash: string;
+  /** false: the request in etcd is not what the API wrote (edited, or written by hand); it cannot be approved. */
+  proven: boolean;
 }
 
 export interface EpochAdvanced {
@@ -43,46 +79,91 @@ export interface EpochAdvanced {
   clusterId: string;
   deletedHolds: number;
   revision: string;
+  requestHash: string;
+}
+
+/** The epoch after `from`, refused past the last one a token's 16 bits carry. */
+function nextEpoch(from: number, what: string): number {
+  if (from >= EPOCH_MAX) {
+    throw new LockauditError('LOCKAUDIT_ERR_EPOCH_EXHAUSTED', `${what}: epoch ${from} is the last one a fencing token can carry (${EPOCH_MAX}); no advance can go past it`);
+  }
+  return from + 1;
+}
+
+function pendingView(p: PendingRequest<EpochRequest>): EpochAdvancePending {
+  const r = p.value;
+  return {
+    id: p.id,
+    status: 'pending',
+    fromEpoch: r.fromEpoch,
+    nextEpoch: r.fromEpoch + 1,
+    reason: r.reason,
+    requester: r.requester,
+    requestedAt: new Date(r.requestedAt).toISOString(),
+    requestHash: p.requestHash,
+    proven: p.proven,
+  };
 }
 
 export async function requestEpochAdvance(parts: LockParts, identity: string, reason: string): Promise<EpochAdvanceRequested> {
   await parts.epoch.probe(); // `sealed` below is what acquire would do now
   const record = parts.epoch.record as EpochValue;
+  const fromEpoch = parts.epoch.highestEpoch;
+  const next = nextEpoch(fromEpoch, 'epoch advance');
   const holds = await parts.etcd.getPrefix(parts.keys.holdPrefix(), { countOnly: true });
   const id = randomUUID();
-  const requestedAt = Date.now();
-  const lease = await parts.etcd.leaseGrant(PENDING_REQUEST_TTL_SECONDS);
-  await parts.etcd.txn([], [op.put(parts.keys.epochRequest(id), { id, reason, requester: identity, requestedAt, fromEpoch: record.epoch, epochModRevision: parts.epoch.modRevision }, lease)]);
+  const request: EpochRequest = { id, reason, requester: identity, requestedAt: Date.now(), fromEpoch, epochModRevision: parts.epoch.modRevision };
+  const { requestHash, expiresAt } = await epochRequests(parts).create(request);
+  parts.logger.info({ id, fromEpoch, requester: identity, requestHash }, 'epoch advance requested');
   return {
     id,
     status: 'pending',
     epoch: record.epoch,
-    nextEpoch: record.epoch + 1,
+    nextEpoch: next,
     sealed: parts.epoch.sealed,
     recordedClusterId: record.clusterId,
     clusterId: parts.epoch.clusterId ?? record.clusterId,
     holds: holds.count,
-    expiresAt: new Date(requestedAt + PENDING_REQUEST_TTL_SECONDS * 1000).toISOString(),
+    expiresAt,
+    requestHash,
   };
 }
 
-export async function approveEpochAdvance(parts: LockParts, identity: string, id: string): Promise<EpochAdvanced> {
-  const requestKey = parts.keys.epochRequest(id);
-  const { kv, header } = await parts.etcd.get(requestKey);
-  const request = kv ? decodeValue(EpochRequestSchema, kv.value) : undefined;
-  if (!kv || !request) throw new LockauditError('LOCKAUDIT_ERR_EPOCH_NOT_FOUND', `epoch advance ${id}: no pending request with this id (approved, stale, expired after 1 h, or never made)`);
-  if (request.requester === identity) {
-    throw new LockauditError('LOCKAUDIT_ERR_EPOCH_SELF_APPROVAL', `epoch advance ${id}: you requested it; a different lock-operator must approve`);
-  }
-  // Above every epoch this API has seen: a restore can roll /sys/epoch back below one already used.
-  const next: EpochValue = { epoch: Math.max(request.fromEpoch, parts.epoch.highestEpoch) + 1, clusterId: String(header.cluster_id) };
+/** Every pending epoch-advance request, oldest first, each judged. */
+export async function listEpochRequests(parts: LockParts): Promise<{ requests: EpochAdvancePending[]; unreadable: number }> {
+  const { requests, unreadable } = await epochRequests(parts).list();
+  return { requests: requests.map(pendingView), unreadable };
+}
+
+export async function readEpochRequest(parts: LockParts, id: string): Promise<EpochAdvancePending> {
+  const found = await epochRequests(parts).read(id);
+  if (!found) throw new LockauditError('LOCKAUDIT_ERR_EPOCH_NOT_FOUND', `epoch advance ${id}: no pending request with this id`);
+  if ('unreadable' in found) throw new LockauditError('LOCKAUDIT_ERR_REQUEST_UNPROVEN', `epoch advance ${id}: the value under its key is not an epoch-advance request (written around the API)`);
+  return pendingView(found);
+}
+
+export function withdrawEpochRequest(parts: LockParts, identity: string, id: string, reason: string): Promise<Withdrawn> {
+  return epochRequests(parts).withdraw(identity, id, reason);
+}
+
+export async function approveEpochAdvance(parts: LockParts, identity: string, id: string, seenHash: string): Promise<EpochAdvanced> {
+  const requests = epochRequests(parts);
+  const pending = await requests.approvable(identity, id, seenHash);
+  const { value: request, kv } = pending;
+  const requestKey = kv.key;
+  const { header } = await parts.etcd.get(parts.keys.epoch());
+  // Above every proven epoch this API has seen: a restore can roll /sys/epoch back below one already used.
+  const epoch = nextEpoch(Math.max(request.fromEpoch, parts.epoch.highestEpoch), `epoch advance ${id}`);
+  const unsigned: Omit<EpochValue, 'mac'> = { epoch, clusterId: String(header.cluster_id), from: request.epochModRevision };
+  const next: EpochValue = { ...unsigned, mac: epochMac(parts.originSecret, unsigned) };
   // Bound to the /sys/epoch revision this advance replaces (the txn compares it): a copy explains no later delete.
-  const mark: MarkValue = { kind: 'epoch-advance', by: identity, at: Date.now(), from: request.epochModRevision };
+  const mark: MarkValue = { kind: 'epoch-advance', by: identity, at: Date.now(), from: request.epochModRevision, request: pending.requestHash };
+  const epochUnchanged = request.epochModRevision === '0' ? cmp.absent(parts.keys.epoch()) : cmp.mod(parts.keys.epoch(), request.epochModRevision);
   for (let attempt = 0; attempt < 2; attempt++) {
     let res;
     try {
       res = await parts.etcd.txn(
-        [cmp.mod(parts.keys.epoch(), request.epochModRevision), cmp.mod(requestKey, kv.modRevision)],
+        [epochUnchanged, cmp.mod(requestKey, kv.modRevision)],
         [op.put(parts.keys.epoch(), next), op.delPrefix(parts.keys.holdPrefix()), await parts.markers.put(mark), op.del(requestKey)],
       );
     } catch (err) {
@@ -95,14 +176,16 @@ export async function approveEpochAdvance(parts: LockParts, identity: string, id
     }
     if (!res.succeeded) {
       await parts.etcd.txn([cmp.mod(requestKey, kv.modRevision)], [op.del(requestKey)]).catch(() => undefined);
+      await requests.retire(pending);
       throw new LockauditError('LOCKAUDIT_ERR_EPOCH_STALE', `epoch advance ${id}: /sys/epoch changed since the request; request again`);
     }
+    await requests.retire(pending);
     await parts.epoch.reload();
     await parts.epoch.persistMark();
     for (const key of parts.waiters.keys()) parts.waiters.notify(key);
     const deleted = Number(res.responses[1]?.response_delete_range.deleted ?? 0);
-    parts.logger.info({ id, epoch: next.epoch, clusterId: next.clusterId, deletedHolds: deleted, requester: request.requester, approver: identity }, 'epoch advanced');
-    return { id, status: 'approved', epoch: next.epoch, clusterId: next.clusterId, deletedHolds: deleted, revision: String(res.header.revision) };
+    parts.logger.info({ id, epoch: next.epoch, clusterId: next.clusterId, deletedHolds: deleted, requester: request.requester, approver: identity, requestHash: pending.requestHash }, 'epoch advanced');
+    return { id, status: 'approved', epoch: next.epoch, clusterId: next.clusterId, deletedHolds: deleted, revision: String(res.header.revision), requestHash: pending.requestHash };
   }
   throw new LockauditError('LOCKAUDIT_ERR_INTERNAL', 'epoch advance: the marker lease kept vanishing');
 }

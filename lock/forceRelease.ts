@@ -3,7 +3,8 @@
 // *different* lock-operator approves. Approval is one txn: hold unchanged
 // since the request → delete it and put /sys/force/<id> (24 h lease).
 // Pending requests live in etcd (outside the tailed prefixes) on a 1 h lease,
-// so any API replica can approve them. With revokeSession the holder's
+// so any API replica can approve them, each proven and approved by its hash
+// (lock/twoPerson.ts). With revokeSession the holder's
 // session is then ended like a close (sessions.ts): its other holds deleted
 // with session-close markers, then the lease revoked.
 import { randomUUID } from 'node:crypto';
@@ -14,9 +15,9 @@ import { forceMac } from '../core/proof.js';
 import { makeToken, tokenToString } from '../core/token.js';
 import type { LockParts } from './context.js';
 import { cmp, op } from './kv.js';
+import { TwoPersonRequests, type PendingRequest, type Withdrawn } from './twoPerson.js';
 
 export const FORCE_RECORD_TTL_SECONDS = 24 * 3600;
-export const PENDING_REQUEST_TTL_SECONDS = 3600;
 
 const ForceRequestSchema = Type.Object({
   id: Type.String(),
@@ -33,8 +34,20 @@ const ForceRequestSchema = Type.Object({
   at: Type.Integer(),
   class: Type.String(),
   enforcement: Type.Union([Type.Literal('fenced'), Type.Literal('advisory')]),
+  /** The API's proof (core/proof.ts) over every field above, in this order, and the request's lease. */
+  mac: Type.Optional(Type.String()),
 });
 type ForceRequest = Static<typeof ForceRequestSchema>;
+
+const forceRequests = (parts: LockParts): TwoPersonRequests<typeof ForceRequestSchema> =>
+  new TwoPersonRequests(parts, {
+    kind: 'force-request',
+    schema: ForceRequestSchema,
+    noun: 'force-release',
+    notFound: 'LOCKAUDIT_ERR_FORCE_NOT_FOUND',
+    selfApproval: 'LOCKAUDIT_ERR_FORCE_SELF_APPROVAL',
+    fields: (r) => [r.id, r.key, r.reason, r.revokeSession, r.requester, r.requestedAt, r.holdCreateRevision, r.holdModRevision, r.holder, r.session, r.epoch, r.at, r.class, r.enforcement],
+  });
 
 export interface ForceRequested {
   id: string;
@@ -48,6 +61,27 @@ export interface ForceRequested {
   warning: string;
   revokeSession: boolean;
   expiresAt: string;
+  /** sha256 of the request: the approver names it, so only the request they were shown is carried out. */
+  requestHash: string;
+}
+
+/** A pending request as listed or read: what it would release, who asked and why, and whether the API wrote it. */
+export interface ForcePending {
+  id: string;
+  status: 'pending';
+  key: string;
+  holder: string;
+  since: string;
+  class: string;
+  enforcement: LockClass['enforcement'];
+  warning: string;
+  revokeSession: boolean;
+  reason: string;
+  requester: string;
+  requestedAt: string;
+  requestHash: string;
+  /** false: the request in etcd is not what the API wrote (edited, or written by hand); it cannot be approved. */
+  proven: boolean;
 }
 
 export interface ForceApproved {
@@ -57,6 +91,7 @@ export interface ForceApproved {
   enforcement: LockClass['enforcement'];
   revision: string;
   revokedSession: boolean;
+  requestHash: string;
 }
 
 function warningFor(enforcement: LockClass['enforcement'], revokeSession: boolean): string {
@@ -67,6 +102,26 @@ function warningFor(enforcement: LockClass['enforcement'], revokeSession: boolea
   return revokeSession ? `${base}; the holder's whole session (every hold it has) will be revoked` : base;
 }
 
+function pendingView(p: PendingRequest<ForceRequest>): ForcePending {
+  const r = p.value;
+  return {
+    id: p.id,
+    status: 'pending',
+    key: r.key,
+    holder: r.holder,
+    since: new Date(r.at).toISOString(),
+    class: r.class,
+    enforcement: r.enforcement,
+    warning: warningFor(r.enforcement, r.revokeSession),
+    revokeSession: r.revokeSession,
+    reason: r.reason,
+    requester: r.requester,
+    requestedAt: new Date(r.requestedAt).toISOString(),
+    requestHash: p.requestHash,
+    proven: p.proven,
+  };
+}
+
 export async function requestForceRelease(parts: LockParts, identity: string, input: { key: string; reason: string; revokeSession: boolean }): Promise<ForceRequested> {
   const { kv } = await parts.etcd.get(parts.keys.hold(input.key));
   const hold = kv ? decodeValue(HoldValueSchema, kv.value) : undefined;
@@ -75,7 +130,7 @@ export async function requestForceRelease(parts: LockParts, identity: string, in
   try {
     enforcement = (await parts.classes.get(hold.class)).value.enforcement;
   } catch {
-    // A hold whose class has gone is treated as unfenced: the cautious reading.
+    // A hold whose class has gone (or is unproven) is treated as unfenced: the cautious reading.
     enforcement = 'advisory';
   }
   const id = randomUUID();
@@ -95,8 +150,8 @@ export async function requestForceRelease(parts: LockParts, identity: string, in
     class: hold.class,
     enforcement,
   };
-  const lease = await parts.etcd.leaseGrant(PENDING_REQUEST_TTL_SECONDS);
-  await parts.etcd.txn([], [op.put(parts.keys.forceRequest(id), request, lease)]);
+  const { requestHash, expiresAt } = await forceRequests(parts).create(request);
+  parts.logger.info({ id, key: input.key, class: hold.class, enforcement, requester: identity, requestHash }, 'force-release requested');
   return {
     id,
     status: 'pending',
@@ -107,18 +162,33 @@ export async function requestForceRelease(parts: LockParts, identity: string, in
     enforcement,
     warning: warningFor(enforcement, input.revokeSession),
     revokeSession: input.revokeSession,
-    expiresAt: new Date(request.requestedAt + PENDING_REQUEST_TTL_SECONDS * 1000).toISOString(),
+    expiresAt,
+    requestHash,
   };
 }
 
-export async function approveForceRelease(parts: LockParts, identity: string, id: string): Promise<ForceApproved> {
-  const requestKey = parts.keys.forceRequest(id);
-  const { kv } = await parts.etcd.get(requestKey);
-  const request = kv ? decodeValue(ForceRequestSchema, kv.value) : undefined;
-  if (!kv || !request) throw new LockauditError('LOCKAUDIT_ERR_FORCE_NOT_FOUND', `force-release ${id}: no pending request with this id (approved, stale, expired after 1 h, or never made)`);
-  if (request.requester === identity) {
-    throw new LockauditError('LOCKAUDIT_ERR_FORCE_SELF_APPROVAL', `force-release ${id}: you requested it; a different lock-operator must approve`);
-  }
+/** Every pending force-release request, oldest first, each judged (an unproven one cannot be approved). */
+export async function listForceRequests(parts: LockParts): Promise<{ requests: ForcePending[]; unreadable: number }> {
+  const { requests, unreadable } = await forceRequests(parts).list();
+  return { requests: requests.map(pendingView), unreadable };
+}
+
+export async function readForceRequest(parts: LockParts, id: string): Promise<ForcePending> {
+  const found = await forceRequests(parts).read(id);
+  if (!found) throw new LockauditError('LOCKAUDIT_ERR_FORCE_NOT_FOUND', `force-release ${id}: no pending request with this id`);
+  if ('unreadable' in found) throw new LockauditError('LOCKAUDIT_ERR_REQUEST_UNPROVEN', `force-release ${id}: the value under its key is not a force-release request (written around the API)`);
+  return pendingView(found);
+}
+
+export function withdrawForceRequest(parts: LockParts, identity: string, id: string, reason: string): Promise<Withdrawn> {
+  return forceRequests(parts).withdraw(identity, id, reason);
+}
+
+export async function approveForceRelease(parts: LockParts, identity: string, id: string, seenHash: string): Promise<ForceApproved> {
+  const requests = forceRequests(parts);
+  const pending = await requests.approvable(identity, id, seenHash);
+  const { value: request, kv } = pending;
+  const requestKey = kv.key;
   const holdKey = parts.keys.hold(request.key);
   const approvedAt = Date.now();
   const fields: Omit<ForceRecord, 'mac'> = {
@@ -135,9 +205,10 @@ export async function approveForceRelease(parts: LockParts, identity: string, id
     requestedAt: request.requestedAt,
     approvedAt,
     revokedSession: request.revokeSession,
+    requestHash: pending.requestHash,
   };
-  // Signed over every field (the lock, the session, the token = the grant it ends): the tailer and the
-  // archiver take only a proven record as a force-release (core/proof.ts).
+  // Proven over every field (the lock, the session, the token = the grant it ends, the request it carries
+  // out): the tailer and the archiver take only a proven record as a force-release (core/proof.ts).
   const record: ForceRecord = { ...fields, mac: forceMac(parts.originSecret, fields) };
   const lease = await parts.etcd.leaseGrant(FORCE_RECORD_TTL_SECONDS);
   const res = await parts.etcd.txn(
@@ -148,8 +219,10 @@ export async function approveForceRelease(parts: LockParts, identity: string, id
     await parts.etcd.leaseRevoke(lease).catch(() => undefined);
     // A stale request cannot become valid again: remove it.
     await parts.etcd.txn([cmp.mod(requestKey, kv.modRevision)], [op.del(requestKey)]).catch(() => undefined);
+    await requests.retire(pending);
     throw new LockauditError('LOCKAUDIT_ERR_FORCE_STALE', `force-release ${id}: ${request.key} changed since the request (released, expired or granted again); request again if it is still needed`);
   }
+  await requests.retire(pending);
   parts.metrics.released(parts.classes.cached(request.class)?.value, approvedAt - request.at);
   parts.waiters.notify(request.key);
   let revokedSession = false;
@@ -158,6 +231,6 @@ export async function approveForceRelease(parts: LockParts, identity: string, id
     // log reads them as closed by this approval, not as lease expiries (a bare revoke leaves no marker).
     revokedSession = (await parts.sessions.end(request.session, identity)) !== undefined;
   }
-  parts.logger.info({ id, key: request.key, class: request.class, enforcement: request.enforcement, requester: request.requester, approver: identity, revokedSession }, 'force-release approved');
-  return { id, status: 'approved', key: request.key, enforcement: request.enforcement, revision: String(res.header.revision), revokedSession };
+  parts.logger.info({ id, key: request.key, class: request.class, enforcement: request.enforcement, requester: request.requester, approver: identity, revokedSession, requestHash: pending.requestHash }, 'force-release approved');
+  return { id, status: 'approved', key: request.key, enforcement: request.enforcement, revision: String(res.header.revision), revokedSession, requestHash: pending.requestHash };
 }

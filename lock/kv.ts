@@ -24,6 +24,8 @@ export class LockKeys {
   grantGuard = (): string => `${this.root}/lockaudit/grant-guard`;
   forceRequest = (id: string): string => `${this.root}/lockaudit/force-request/${id}`;
   epochRequest = (id: string): string => `${this.root}/lockaudit/epoch-request/${id}`;
+  forceRequestPrefix = (): string => `${this.root}/lockaudit/force-request/`;
+  epochRequestPrefix = (): string => `${this.root}/lockaudit/epoch-request/`;
   /** The lock name of a hold key, or undefined for a key outside this root's holds. */
   lockOf = (key: string): string | undefined => (key.startsWith(this.holdPrefix()) ? key.slice(this.holdPrefix().length) : undefined);
 }

@@ -12,9 +12,28 @@ import { acquire, type AcquireInput, type Grant } from './acquire.js';
 import { Classes, type CachedClass } from './classes.js';
 import type { LockParts } from './context.js';
 import { EpochState } from './epoch.js';
-import { approveEpochAdvance, requestEpochAdvance, type EpochAdvanced, type EpochAdvanceRequested } from './epochAdvance.js';
+import {
+  approveEpochAdvance,
+  listEpochRequests,
+  readEpochRequest,
+  requestEpochAdvance,
+  withdrawEpochRequest,
+  type EpochAdvanced,
+  type EpochAdvancePending,
+  type EpochAdvanceRequested,
+} from './epochAdvance.js';
 import { FailOpenGrants } from './failOpen.js';
-import { approveForceRelease, requestForceRelease, type ForceApproved, type ForceRequested } from './forceRelease.js';
+import {
+  approveForceRelease,
+  listForceRequests,
+  readForceRequest,
+  requestForceRelease,
+  withdrawForceRequest,
+  type ForceApproved,
+  type ForcePending,
+  type ForceRequested,
+} from './forceRelease.js';
+import type { Withdrawn } from './twoPerson.js';
 import { HintWatches } from './hints.js';
 import { inspect, type LockView } from './inspect.js';
 import { LockKeys } from './kv.js';
@@ -27,6 +46,12 @@ import { release, type Released, type ReleaseInput } from './release.js';
 import { Sessions, type ClosedSession, type SessionInfo } from './sessions.js';
 import { SpoolWriter } from './spool.js';
 import { Waiters } from './waiters.js';
+import { alarm, type RaisedAlarm } from '../platform/alarms.js';
+import type { LockAlarms } from './context.js';
+
+function lockAlarms(health: { raise(alarm: RaisedAlarm): void }, cluster: string): LockAlarms {
+  return { foreignWrite: (facts) => health.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster }, facts)) };
+}
 
 export interface LockServiceOptions {
   cluster: EtcdCluster;
@@ -53,6 +78,8 @@ export interface LockServiceOptions {
    * process's own high-water file. Only for the production keyspace (root ''), the one the tailer captures.
    */
   highWaterSource?: GrantHighWaterSource;
+  /** Where refused forgeries are alarmed (the process's readiness state); absent: logged only. */
+  health?: { raise(alarm: RaisedAlarm): void };
   /** How often the shared high-water is read again besides at start and after etcd was unreachable, ms (default 30000; 0: not periodically). */
   highWaterRefreshMs?: number;
 }
@@ -93,6 +120,7 @@ export class LockService {
     const epoch = new EpochState(
       etcd,
       keys,
+      options.originSecret,
       (sealed) => {
         metrics.sealed.set(sealed ? 1 : 0);
         if (sealed) logger.error({ clusterId: epoch.clusterId, recorded: epoch.record?.clusterId, reason: epoch.sealReason() }, 'etcd was restored or rewound: grants sealed until an epoch advance');
@@ -121,6 +149,7 @@ export class LockService {
       logger,
       pollMs: options.pollMs ?? 1_000,
       originSecret: options.originSecret,
+      alarms: options.health ? lockAlarms(options.health, options.cluster.name) : undefined,
     };
   }
 
@@ -200,16 +229,42 @@ export class LockService {
     return requestForceRelease(this.parts, identity, input);
   }
 
-  approveForceRelease(identity: string, id: string): Promise<ForceApproved> {
-    return approveForceRelease(this.parts, identity, id);
+  listForceRequests(): Promise<{ requests: ForcePending[]; unreadable: number }> {
+    return listForceRequests(this.parts);
+  }
+
+  readForceRequest(id: string): Promise<ForcePending> {
+    return readForceRequest(this.parts, id);
+  }
+
+  /** `requestHash`: the hash of the request as the approver was shown it. */
+  approveForceRelease(identity: string, id: string, requestHash: string): Promise<ForceApproved> {
+    return approveForceRelease(this.parts, identity, id, requestHash);
+  }
+
+  /** Rejects (another lock-operator) or cancels (its requester) a pending force-release. */
+  withdrawForceRequest(identity: string, id: string, reason: string): Promise<Withdrawn> {
+    return withdrawForceRequest(this.parts, identity, id, reason);
   }
 
   requestEpochAdvance(identity: string, reason: string): Promise<EpochAdvanceRequested> {
     return requestEpochAdvance(this.parts, identity, reason);
   }
 
-  approveEpochAdvance(identity: string, id: string): Promise<EpochAdvanced> {
-    return approveEpochAdvance(this.parts, identity, id);
+  listEpochRequests(): Promise<{ requests: EpochAdvancePending[]; unreadable: number }> {
+    return listEpochRequests(this.parts);
+  }
+
+  readEpochRequest(id: string): Promise<EpochAdvancePending> {
+    return readEpochRequest(this.parts, id);
+  }
+
+  approveEpochAdvance(identity: string, id: string, requestHash: string): Promise<EpochAdvanced> {
+    return approveEpochAdvance(this.parts, identity, id, requestHash);
+  }
+
+  withdrawEpochRequest(identity: string, id: string, reason: string): Promise<Withdrawn> {
+    return withdrawEpochRequest(this.parts, identity, id, reason);
   }
 
   /** Idempotent: stops watches and probes, flushes the spool, closes the high-water file and an owned client. */

@@ -39,7 +39,7 @@ export function lockCluster(config: Pick<Config, 'etcd'>): EtcdCluster {
   return only;
 }
 
-export interface LockEngineOptions extends Partial<Omit<LockServiceOptions, 'logger' | 'metrics' | 'dataDir' | 'cluster' | 'originSecret'>> {
+export interface LockEngineOptions extends Partial<Omit<LockServiceOptions, 'logger' | 'metrics' | 'dataDir' | 'cluster' | 'originSecret' | 'health'>> {
   /** The cluster to serve (see lockCluster()). */
   cluster: EtcdCluster;
   /** How often this process ships its own fail-open spool, ms (default 5000); 0: not at all. */
@@ -56,7 +56,7 @@ export async function startLockEngine(runtime: Runtime, options: LockEngineOptio
   const { config, logger, metrics, store } = runtime;
   // The shared high-water (the audit store's highest captured API grant): a new process, or one idle across a restore,
   // never grants below a token already issued (lock/sharedHighWater.ts).
-  const service = new LockService({ highWaterSource: storeHighWater(store), ...serviceOptions, cluster, dataDir: config.dataDir, originSecret: originSecret(config), logger, metrics });
+  const service = new LockService({ highWaterSource: storeHighWater(store), ...serviceOptions, cluster, dataDir: config.dataDir, originSecret: originSecret(config), logger, metrics, health: runtime.health });
   const interval = spoolShipIntervalMs ?? 5_000;
   const shipper = interval > 0 ? new SpoolShipper(store, cluster.name, config.dataDir, logger.child({ component: 'spool-shipper', cluster: cluster.name })) : undefined;
   shipper?.start(interval);

@@ -1,9 +1,11 @@
-// GET /v1/epoch, POST /v1/epoch/advance (request), POST /v1/epoch/advance/:id/approve (a different lock-operator).
+// GET /v1/epoch, POST /v1/epoch/advance (request), GET /v1/epoch/advance[/:id] (pending, with requestHash
+// and proof), POST /v1/epoch/advance/:id/approve (a different lock-operator, naming the requestHash they
+// saw), POST /v1/epoch/advance/:id/reject (another lock-operator rejects; its requester cancels).
 import Type from 'typebox';
 import { ROLES } from '../../core/apiTokens.js';
 import type { LockService } from '../../lock/service.js';
 import type { RoutePlugin } from '../types.js';
-import { callerOf, guard, IdParams, Reason } from './lockSchemas.js';
+import { ApproveBody, callerOf, guard, IdParams, Reason, WithdrawBody } from './lockSchemas.js';
 
 const AdvanceBody = Type.Object({ reason: Reason }, { additionalProperties: false });
 const EpochSchema = Type.Object({
@@ -32,10 +34,28 @@ export function epochRoutes(lock: LockService): RoutePlugin {
       async (request, reply) => reply.status(202).send(await lock.requestEpochAdvance(callerOf(request), request.body.reason)),
     );
 
+    app.get(
+      '/v1/epoch/advance',
+      { schema: { tags: ['epoch'], summary: 'Pending epoch-advance requests, oldest first, each with its requestHash and whether the lock API wrote it (proven)' }, preValidation: guard('lock-operator') },
+      async () => lock.listEpochRequests(),
+    );
+
+    app.get(
+      '/v1/epoch/advance/:id',
+      { schema: { tags: ['epoch'], summary: 'One pending epoch-advance request, its requestHash, and whether the lock API wrote it', params: IdParams }, preValidation: guard('lock-operator') },
+      async (request) => lock.readEpochRequest(request.params.id),
+    );
+
     app.post(
       '/v1/epoch/advance/:id/approve',
-      { schema: { tags: ['epoch'], summary: 'Approve a pending epoch advance (not its requester)', params: IdParams }, preValidation: guard('lock-operator') },
-      async (request) => lock.approveEpochAdvance(callerOf(request), request.params.id),
+      { schema: { tags: ['epoch'], summary: 'Approve a pending epoch advance (not its requester), naming the requestHash you were shown', params: IdParams, body: ApproveBody }, preValidation: guard('lock-operator') },
+      async (request) => lock.approveEpochAdvance(callerOf(request), request.params.id, request.body.requestHash),
+    );
+
+    app.post(
+      '/v1/epoch/advance/:id/reject',
+      { schema: { tags: ['epoch'], summary: 'Reject a pending epoch advance (another lock-operator) or cancel it (its requester)', params: IdParams, body: WithdrawBody }, preValidation: guard('lock-operator') },
+      async (request) => lock.withdrawEpochRequest(callerOf(request), request.params.id, request.body.reason),
     );
   };
 }

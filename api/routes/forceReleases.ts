@@ -1,8 +1,10 @@
-// POST /v1/force-releases (request), POST /v1/force-releases/:id/approve (a different lock-operator).
+// POST /v1/force-releases (request), GET /v1/force-releases[/:id] (pending, each with its requestHash and
+// whether the API wrote it), POST /v1/force-releases/:id/approve (a different lock-operator, naming the
+// requestHash they saw), POST /v1/force-releases/:id/reject (another lock-operator rejects; its requester cancels).
 import Type from 'typebox';
 import type { LockService } from '../../lock/service.js';
 import type { RoutePlugin } from '../types.js';
-import { callerOf, guard, IdParams, LockKey, Reason } from './lockSchemas.js';
+import { ApproveBody, callerOf, guard, IdParams, LockKey, Reason, WithdrawBody } from './lockSchemas.js';
 
 const RequestBody = Type.Object(
   { key: LockKey, reason: Reason, revokeSession: Type.Optional(Type.Boolean({ description: "Also revoke the holder's whole session. Default false" })) },
@@ -20,10 +22,31 @@ export function forceReleaseRoutes(lock: LockService): RoutePlugin {
       },
     );
 
+    app.get(
+      '/v1/force-releases',
+      { schema: { tags: ['force-release'], summary: 'Pending force-release requests, oldest first, each with its requestHash and whether the lock API wrote it (proven)' }, preValidation: guard('lock-operator') },
+      async () => lock.listForceRequests(),
+    );
+
+    app.get(
+      '/v1/force-releases/:id',
+      { schema: { tags: ['force-release'], summary: 'One pending force-release request: what approving it releases, its requestHash, and whether the lock API wrote it', params: IdParams }, preValidation: guard('lock-operator') },
+      async (request) => lock.readForceRequest(request.params.id),
+    );
+
     app.post(
       '/v1/force-releases/:id/approve',
-      { schema: { tags: ['force-release'], summary: 'Approve a pending force-release (not its requester)', params: IdParams }, preValidation: guard('lock-operator') },
-      async (request) => lock.approveForceRelease(callerOf(request), request.params.id),
+      {
+        schema: { tags: ['force-release'], summary: 'Approve a pending force-release (not its requester), naming the requestHash you were shown', params: IdParams, body: ApproveBody },
+        preValidation: guard('lock-operator'),
+      },
+      async (request) => lock.approveForceRelease(callerOf(request), request.params.id, request.body.requestHash),
+    );
+
+    app.post(
+      '/v1/force-releases/:id/reject',
+      { schema: { tags: ['force-release'], summary: 'Reject a pending force-release (another lock-operator) or cancel it (its requester)', params: IdParams, body: WithdrawBody }, preValidation: guard('lock-operator') },
+      async (request) => lock.withdrawForceRequest(callerOf(request), request.params.id, request.body.reason),
     );
   };
 }

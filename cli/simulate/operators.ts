@@ -27,11 +27,13 @@ export async function runOperators(options: { operators: [Operator, Operator]; a
       if (req.status === 202) {
         stats.inc(`force-release requests (${String(req.body.enforcement)})`);
         if (rng.chance(0.25)) {
-          const self = await api.request('POST', `/v1/force-releases/${String(req.body.id)}/approve`, requester.token);
+          const self = await api.request('POST', `/v1/force-releases/${String(req.body.id)}/approve`, requester.token, { requestHash: req.body.requestHash });
           stats.inc(self.status === 403 ? 'force-release self-approvals refused (403)' : `force-release self-approval answered ${self.status}`);
         }
         await sleep(rng.int(50, 400)); // the second person takes a moment
-        const ok = await api.request('POST', `/v1/force-releases/${String(req.body.id)}/approve`, approver.token);
+        // The approver reads the request and approves what they were shown (its hash), as a person would.
+        const shown = await api.request('GET', `/v1/force-releases/${String(req.body.id)}`, approver.token);
+        const ok = await api.request('POST', `/v1/force-releases/${String(req.body.id)}/approve`, approver.token, { requestHash: shown.body.requestHash });
         if (ok.status === 200) {
           stats.inc('force-releases approved');
           board.holds.delete(key);

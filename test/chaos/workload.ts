@@ -324,7 +324,8 @@ export class Workload {
       this.options.log(`force-release request answered ${req.status}: ${JSON.stringify(req.body).slice(0, 200)}`);
       return false;
     }
-    const ok = await this.stack.api('POST', `/v1/force-releases/${String(req.body.id)}/approve`, approver);
+    const shown = await this.stack.api('GET', `/v1/force-releases/${String(req.body.id)}`, approver); // approved as shown
+    const ok = await this.stack.api('POST', `/v1/force-releases/${String(req.body.id)}/approve`, approver, { requestHash: shown.body.requestHash });
     if (ok.status !== 200) {
       this.options.log(`force-release approval answered ${ok.status}: ${JSON.stringify(ok.body).slice(0, 200)}`);
       return false;
@@ -344,7 +345,7 @@ export class Workload {
       this.options.log(`epoch advance request answered ${req.status}: ${JSON.stringify(req.body).slice(0, 200)}`);
       return false;
     }
-    const ok = await this.stack.api('POST', `/v1/epoch/advance/${String(req.body.id)}/approve`, approver);
+    const ok = await this.stack.api('POST', `/v1/epoch/advance/${String(req.body.id)}/approve`, approver, { requestHash: req.body.requestHash });
     if (ok.status !== 200) {
       this.options.log(`epoch advance approval answered ${ok.status}: ${JSON.stringify(ok.body).slice(0, 200)}`);
       return false;

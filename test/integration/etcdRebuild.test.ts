@@ -49,7 +49,7 @@ describe('etcd rebuilt empty under the same name', { timeout: 240_000 }, () => {
       const op2 = await la.token(uniqueId('op-b-'), ['lock-operator']);
       const advance = async (): Promise<void> => {
         const req = await la.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'etcd rebuilt' });
-        if (req.status === 202) await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id as string}/approve`, op2);
+        if (req.status === 202) await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id as string}/approve`, op2, { requestHash: req.body.requestHash });
       };
       assert.equal((await la.call('PUT', `/v1/classes/${className}`, admin, fencedClass(className, ns))).status, 200);
       tailer.start();

@@ -122,7 +122,7 @@ async function advanceEpoch(r: Rig): Promise<Json> {
     const res = await r.la.call<Json>('POST', '/v1/epoch/advance', r.op1, { reason: 'etcd restored from a snapshot' });
     return res.status === 202 ? res : undefined;
   }, 30_000, 200);
-  const ok = await r.la.call<Json>('POST', `/v1/epoch/advance/${req.body.id}/approve`, r.op2);
+  const ok = await r.la.call<Json>('POST', `/v1/epoch/advance/${req.body.id}/approve`, r.op2, { requestHash: req.body.requestHash });
   assert.equal(ok.status, 200, JSON.stringify(ok.body));
   return ok.body;
 }

@@ -272,12 +272,12 @@ describe('lock API', { timeout: 120_000 }, () => {
     assert.equal(req.body.status, 'pending');
     assert.equal(req.body.enforcement, 'fenced');
     assert.equal(req.body.token, undefined, 'no token in the request view');
-    const self = await la.call<Json>('POST', `/v1/force-releases/${req.body.id}/approve`, op1);
+    const self = await la.call<Json>('POST', `/v1/force-releases/${req.body.id}/approve`, op1, { requestHash: req.body.requestHash });
     assert.equal(self.status, 403);
     assert.equal(self.body.error, 'LOCKAUDIT_ERR_FORCE_SELF_APPROVAL');
-    const clientCannot = await la.call<Json>('POST', `/v1/force-releases/${req.body.id}/approve`, client);
+    const clientCannot = await la.call<Json>('POST', `/v1/force-releases/${req.body.id}/approve`, client, { requestHash: req.body.requestHash });
     assert.equal(clientCannot.status, 403);
-    const ok = await la.call<Json>('POST', `/v1/force-releases/${req.body.id}/approve`, op2);
+    const ok = await la.call<Json>('POST', `/v1/force-releases/${req.body.id}/approve`, op2, { requestHash: req.body.requestHash });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     const tailed = (await eventsAt(cluster, ok.body.revision as string)).filter((e) => /^\/(l|q|sys)\//.test(e.key));
     assert.equal(tailed.length, 2, JSON.stringify(tailed));
@@ -306,10 +306,10 @@ describe('lock API', { timeout: 120_000 }, () => {
     assert.match(advReq.body.warning as string, /two writers/);
     await la.call('POST', '/v1/locks/release', advClient, { key: advKey, session: advSession.body.id, token: g1.body.token });
     await la.call('POST', '/v1/locks/acquire', advClient, { key: advKey, session: advSession.body.id, class: adv });
-    const stale = await la.call<Json>('POST', `/v1/force-releases/${advReq.body.id}/approve`, op2);
+    const stale = await la.call<Json>('POST', `/v1/force-releases/${advReq.body.id}/approve`, op2, { requestHash: advReq.body.requestHash });
     assert.equal(stale.status, 409);
     assert.equal(stale.body.error, 'LOCKAUDIT_ERR_FORCE_STALE');
-    const gone = await la.call<Json>('POST', `/v1/force-releases/${advReq.body.id}/approve`, op2);
+    const gone = await la.call<Json>('POST', `/v1/force-releases/${advReq.body.id}/approve`, op2, { requestHash: advReq.body.requestHash });
     assert.equal(gone.status, 404, 'a refused stale request is gone');
     // Nothing held: nothing to force.
     const none = await la.call<Json>('POST', '/v1/force-releases', op1, { key: `${ns2}/nothing`, reason: 'check' });
@@ -320,7 +320,7 @@ describe('lock API', { timeout: 120_000 }, () => {
     const { client, session, key, className } = await setup();
     await la.call('POST', '/v1/locks/acquire', client, { key, session, class: className });
     const req = await la.call<Json>('POST', '/v1/force-releases', op1, { key, reason: 'leaked holder', revokeSession: true });
-    const ok = await la.call<Json>('POST', `/v1/force-releases/${req.body.id}/approve`, op2);
+    const ok = await la.call<Json>('POST', `/v1/force-releases/${req.body.id}/approve`, op2, { requestHash: req.body.requestHash });
     assert.equal(ok.status, 200);
     assert.equal(ok.body.revokedSession, true);
     assert.equal((await la.call('POST', `/v1/sessions/${session}/keepalive`, client)).status, 404);

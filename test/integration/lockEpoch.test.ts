@@ -1,10 +1,14 @@
 // Epochs and the restore seal, on a private keyspace root of the suite's etcd
 // (so no other test sees this file's /sys/epoch): a token above 2^53 returned
-// exactly, a cluster-id mismatch sealing grants, and the two-person advance.
+// exactly, a cluster-id mismatch sealing grants, and the two-person advance;
+// a /sys/epoch put by hand (no proof) is never obeyed, and the last epoch of
+// the token space is refused with a clear error.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Etcd3 } from 'etcd3';
-import { decodeValue, EpochValueSchema, MarkValueSchema } from '../../core/keyspace.js';
+import { decodeValue, EPOCH_MAX, EpochValueSchema, MarkValueSchema, type EpochValue } from '../../core/keyspace.js';
+import { originSecret } from '../../core/originSecret.js';
+import { epochMac, hasValidEpochProof, hasValidMarkProof } from '../../core/proof.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { eventsAt, fencedClass, lockApp, type LockApp } from '../support/lockApp.js';
 
@@ -26,12 +30,17 @@ describe('lock API: epoch and seal', { timeout: 60_000 }, () => {
   let client: string;
   let session: string;
   let epoch40Token: bigint;
+  /** A /sys/epoch value as the lock API writes it (proven with this deployment's key): what a restore brings back. */
+  const proven = (epoch: number, id: string, from = '0'): string => {
+    const v = { epoch, clusterId: id, from };
+    return JSON.stringify({ ...v, mac: epochMac(originSecret(config), v) });
+  };
 
   before(async () => {
     etcd = new Etcd3({ hosts: cluster.endpoints });
     clusterId = String((await etcd.maintenance.status()).header.cluster_id);
     // This keyspace has already lived through 40 epochs.
-    await etcd.put(`${root}/sys/epoch`).value(JSON.stringify({ epoch: 40, clusterId }));
+    await etcd.put(`${root}/sys/epoch`).value(proven(40, clusterId));
     const temp = await tempStore();
     closeStore = temp.close;
     la = await lockApp(config, temp.store, { root });
@@ -65,7 +74,7 @@ describe('lock API: epoch and seal', { timeout: 60_000 }, () => {
 
   it('a cluster-id mismatch seals grants with a clear 503, and a two-person advance recovers', async () => {
     // As if this data had been restored from another cluster's backup.
-    await etcd.put(`${root}/sys/epoch`).value(JSON.stringify({ epoch: 40, clusterId: '1234567890' }));
+    await etcd.put(`${root}/sys/epoch`).value(proven(40, '1234567890'));
     const sealed = await la.call<Json>('POST', '/v1/locks/acquire', client, { key: `${ns}/b`, session, class: className });
     assert.equal(sealed.status, 503, JSON.stringify(sealed.body));
     assert.equal(sealed.body.error, 'LOCKAUDIT_ERR_LOCK_SEALED');
@@ -81,12 +90,12 @@ describe('lock API: epoch and seal', { timeout: 60_000 }, () => {
     assert.equal(req.body.sealed, true);
     assert.equal(req.body.nextEpoch, 41);
     assert.equal(req.body.holds, 1, 'the restored hold the approval will delete');
-    const self = await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id}/approve`, op1);
+    const self = await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id}/approve`, op1, { requestHash: req.body.requestHash });
     assert.equal(self.status, 403);
     assert.equal(self.body.error, 'LOCKAUDIT_ERR_EPOCH_SELF_APPROVAL');
-    assert.equal((await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id}/approve`, client)).status, 403, 'clients cannot approve');
+    assert.equal((await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id}/approve`, client, { requestHash: req.body.requestHash })).status, 403, 'clients cannot approve');
 
-    const ok = await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id}/approve`, op2);
+    const ok = await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id}/approve`, op2, { requestHash: req.body.requestHash });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assert.equal(ok.body.epoch, 41);
     assert.equal(ok.body.clusterId, clusterId);
@@ -94,10 +103,15 @@ describe('lock API: epoch and seal', { timeout: 60_000 }, () => {
     // One txn: the epoch bound to this cluster, the restored hold deleted, an epoch-advance marker.
     const events = await eventsAt(cluster, ok.body.revision as string, root);
     const epochPut = events.find((e) => e.key === `${root}/sys/epoch`);
-    assert.deepEqual(decodeValue(EpochValueSchema, epochPut?.value ?? ''), { epoch: 41, clusterId });
+    const written = decodeValue(EpochValueSchema, epochPut?.value ?? '') as EpochValue;
+    assert.deepEqual({ epoch: written.epoch, clusterId: written.clusterId }, { epoch: 41, clusterId });
+    assert.ok(hasValidEpochProof(originSecret(config), written), 'the advance writes a proven /sys/epoch');
     assert.ok(events.some((e) => e.type === 'delete' && e.key === `${root}/l/${ns}/a`));
     const mark = events.find((e) => e.key.startsWith(`${root}/sys/mark/`));
-    assert.equal(decodeValue(MarkValueSchema, mark?.value ?? '')?.kind, 'epoch-advance');
+    const markValue = decodeValue(MarkValueSchema, mark?.value ?? '');
+    assert.equal(markValue?.kind, 'epoch-advance');
+    assert.equal(markValue?.request, req.body.requestHash, 'the marker carries the hash of the request it carries out');
+    assert.ok(markValue && hasValidMarkProof(originSecret(config), markValue));
 
     const granted = await la.call<Json>('POST', '/v1/locks/acquire', client, { key: `${ns}/b`, session, class: className });
     assert.equal(granted.status, 200, JSON.stringify(granted.body));
@@ -112,9 +126,45 @@ describe('lock API: epoch and seal', { timeout: 60_000 }, () => {
   it('a stale advance request (the epoch moved since) is refused', async () => {
     const a = await la.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'first request' });
     const b = await la.call<Json>('POST', '/v1/epoch/advance', op2, { reason: 'second request' });
-    assert.equal((await la.call<Json>('POST', `/v1/epoch/advance/${a.body.id}/approve`, op2)).status, 200);
-    const stale = await la.call<Json>('POST', `/v1/epoch/advance/${b.body.id}/approve`, op1);
+    assert.equal((await la.call<Json>('POST', `/v1/epoch/advance/${a.body.id}/approve`, op2, { requestHash: a.body.requestHash })).status, 200);
+    const stale = await la.call<Json>('POST', `/v1/epoch/advance/${b.body.id}/approve`, op1, { requestHash: b.body.requestHash });
     assert.equal(stale.status, 409);
     assert.equal(stale.body.error, 'LOCKAUDIT_ERR_EPOCH_STALE');
+  });
+
+  it('a /sys/epoch put by hand (epoch + 1, or the last epoch) seals and moves no token; the advance goes past the proven epoch', async () => {
+    const before = await la.call<Json>('GET', '/v1/epoch', client);
+    assert.equal(before.body.sealed, false);
+    const provenEpoch = before.body.epoch as number;
+    for (const handPut of [provenEpoch + 1, EPOCH_MAX]) {
+      await etcd.put(`${root}/sys/epoch`).value(JSON.stringify({ epoch: handPut, clusterId }));
+      const refused = await la.call<Json>('POST', '/v1/locks/acquire', client, { key: `${ns}/hand-${handPut}`, session, class: className });
+      assert.equal(refused.status, 503, `hand-put epoch ${handPut}: ${JSON.stringify(refused.body)}`);
+      assert.equal(refused.body.error, 'LOCKAUDIT_ERR_LOCK_SEALED');
+      assert.match(refused.body.message as string, /does not carry the lock API's proof/);
+      const state = await la.call<Json>('GET', '/v1/epoch', client);
+      assert.equal(state.body.sealed, true);
+      assert.match(state.body.reason as string, /put by hand/);
+    }
+    const req = await la.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'a hand-put /sys/epoch' });
+    assert.equal(req.status, 202, JSON.stringify(req.body));
+    assert.equal(req.body.nextEpoch, provenEpoch + 1, 'above the highest proven epoch, not the hand-put one');
+    const ok = await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id}/approve`, op2, { requestHash: req.body.requestHash });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(ok.body.epoch, provenEpoch + 1);
+    const granted = await la.call<Json>('POST', '/v1/locks/acquire', client, { key: `${ns}/after-hand`, session, class: className });
+    assert.equal(granted.status, 200, JSON.stringify(granted.body));
+    assert.equal(granted.body.epoch, provenEpoch + 1);
+  });
+
+  it('an advance past the last epoch a token carries is refused with a clear error, never a crash', async () => {
+    // As if 65 535 advances had been made: a proven /sys/epoch at the end of the token space.
+    const { kv } = await la.service.parts.etcd.get(`${root}/sys/epoch`);
+    await etcd.put(`${root}/sys/epoch`).value(proven(EPOCH_MAX, clusterId, kv?.modRevision ?? '0'));
+    assert.equal((await la.call<Json>('GET', '/v1/epoch', client)).body.epoch, EPOCH_MAX);
+    const req = await la.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'one more' });
+    assert.equal(req.status, 409, JSON.stringify(req.body));
+    assert.equal(req.body.error, 'LOCKAUDIT_ERR_EPOCH_EXHAUSTED');
+    assert.match(req.body.message as string, /65535/);
   });
 });

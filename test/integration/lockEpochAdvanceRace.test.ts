@@ -73,7 +73,7 @@ describe('lock API: a read older than our own epoch advance', { timeout: 60_000 
       const probe = la.call<Json>('GET', '/v1/epoch', client);
       await sent;
       // …while the other operator's approval advances the epoch.
-      const ok = await la.call<Json>('POST', `/v1/epoch/advance/${String(req.body.id)}/approve`, op2);
+      const ok = await la.call<Json>('POST', `/v1/epoch/advance/${String(req.body.id)}/approve`, op2, { requestHash: req.body.requestHash });
       assert.equal(ok.status, 200, JSON.stringify(ok.body));
       assert.equal(ok.body.epoch, from + 1);
       release();

@@ -171,7 +171,7 @@ describe('sealing across API processes: the audit store is the shared high-water
     const fresh = await apiProcess();
     const req = await answered('an advance request', () => fresh.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'etcd restored from a snapshot' }));
     assert.equal(req.status, 202, JSON.stringify(req.body));
-    const ok = await fresh.call<Json>('POST', `/v1/epoch/advance/${req.body.id as string}/approve`, op2);
+    const ok = await fresh.call<Json>('POST', `/v1/epoch/advance/${req.body.id as string}/approve`, op2, { requestHash: req.body.requestHash });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assert.equal(ok.body.epoch, 2);
     let highest = 0n;
@@ -204,7 +204,7 @@ describe('sealing across API processes: the audit store is the shared high-water
   it('a process idle across the restore does not grant below what others granted after it last looked', async () => {
     const starter = await apiProcess();
     const req = await answered('an advance request', () => starter.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'etcd restored again' }));
-    assert.equal((await starter.call<Json>('POST', `/v1/epoch/advance/${req.body.id as string}/approve`, op2)).status, 200);
+    assert.equal((await starter.call<Json>('POST', `/v1/epoch/advance/${req.body.id as string}/approve`, op2, { requestHash: req.body.requestHash })).status, 200);
     // Started now: its seed and its own view end here, then it makes no call until after the restore.
     const idle = await apiProcess();
     assert.equal((await epochState(idle)).body.sealed, false);

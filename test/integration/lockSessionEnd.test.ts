@@ -95,9 +95,9 @@ describe('ending a session under etcd default limits', { timeout: 240_000 }, () 
     await acquireMany(caller, session, cls, keys);
     const op1 = await la.token(uniqueId('op-alice-'), ['lock-operator']);
     const op2 = await la.token(uniqueId('op-bob-'), ['lock-operator']);
-    const req = await la.call<{ id: string }>('POST', '/v1/force-releases', op1, { key: keys[0], reason: 'leaked holder', revokeSession: true });
+    const req = await la.call<{ id: string; requestHash: string }>('POST', '/v1/force-releases', op1, { key: keys[0], reason: 'leaked holder', revokeSession: true });
     assert.equal(req.status, 202, JSON.stringify(req.body));
-    const ok = await la.call<{ revision: string; revokedSession: boolean }>('POST', `/v1/force-releases/${req.body.id}/approve`, op2);
+    const ok = await la.call<{ revision: string; revokedSession: boolean }>('POST', `/v1/force-releases/${req.body.id}/approve`, op2, { requestHash: req.body.requestHash });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assert.equal(ok.body.revokedSession, true);
     assert.equal((await la.call('POST', `/v1/sessions/${session}/keepalive`, caller)).status, 404);

@@ -125,9 +125,9 @@ describe('keyspace at a moment and diff (known answers)', { timeout: 180_000 }, 
     await w.queueEnter(queued, 'k3');
     revisions.push(await head());
     // r4: k2 force-released by two operators.
-    const req = await la.call<{ id: string }>('POST', '/v1/force-releases', op1, { key: `${ns}/k2`, reason: 'wedged (test)' });
+    const req = await la.call<{ id: string; requestHash: string }>('POST', '/v1/force-releases', op1, { key: `${ns}/k2`, reason: 'wedged (test)' });
     ok(req, 202);
-    const approved = await la.call<{ revision: string }>('POST', `/v1/force-releases/${req.body.id}/approve`, op2);
+    const approved = await la.call<{ revision: string }>('POST', `/v1/force-releases/${req.body.id}/approve`, op2, { requestHash: req.body.requestHash });
     ok(approved);
     revisions.push(await head());
     // r5: a hold granted and lapsed by lease expiry (no marker), another one kept.

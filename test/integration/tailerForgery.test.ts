@@ -132,8 +132,8 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
     assert.equal((await la.call('POST', '/v1/locks/release', caller, { key: `${ns}/released`, session: s1, token: g.released?.token })).status, 200);
     const alice = await la.token(uniqueId('alice-'), ['lock-operator']);
     const bob = await la.token(uniqueId('bob-'), ['lock-operator']);
-    const fr = await la.call<{ id: string }>('POST', '/v1/force-releases', alice, { key: `${ns}/forced`, reason: 'wedged' });
-    assert.equal((await la.call('POST', `/v1/force-releases/${fr.body.id}/approve`, bob)).status, 200);
+    const fr = await la.call<{ id: string; requestHash: string }>('POST', '/v1/force-releases', alice, { key: `${ns}/forced`, reason: 'wedged' });
+    assert.equal((await la.call('POST', `/v1/force-releases/${fr.body.id}/approve`, bob, { requestHash: fr.body.requestHash })).status, 200);
     assert.equal(await session(), s1, 'one session per caller and TTL: closed last');
     await acquire('closed', s1);
     assert.equal((await la.call('DELETE', `/v1/sessions/${s1}`, caller)).status, 200);

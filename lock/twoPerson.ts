@@ -1,0 +1,163 @@
+// Pending two-person requests (force-release, epoch advance): one person requests, a different
+// lock-operator approves exactly the request they were shown. A request lives in etcd outside the tailed
+// prefixes (/lockaudit/<kind>/<id>, on its own lease of PENDING_REQUEST_TTL_SECONDS), so any API replica
+// can approve it — and so anyone with write access to etcd can edit it. Hence every request carries the
+// API's proof (core/proof.ts) over its id, every field in a fixed order and the lease it rides on, and its
+// hash (the same message, sha256) is what an approver is shown and must name:
+// - an edited request, or one written by hand (say with a colleague as requester), is refused with
+//   LOCKAUDIT_ERR_REQUEST_UNPROVEN and alarmed (LOCKAUDIT_ALARM_FOREIGN_WRITE);
+// - a request that is not the one the approver saw is refused with LOCKAUDIT_ERR_REQUEST_CHANGED;
+// - a copy put back after a rejection or approval cannot ride on the revoked lease, so proves nothing.
+// The approval's own txn then compares the request's mod revision, so nothing changes between check and act.
+import type Type from 'typebox';
+import type { Static } from 'typebox';
+import { LockauditError, type ErrorCode } from '../core/errors.js';
+import { decodeValue } from '../core/keyspace.js';
+import { hasValidRequestProof, requestHash, requestMac } from '../core/proof.js';
+import type { LockParts } from './context.js';
+import { op, type Kv } from './kv.js';
+
+export const PENDING_REQUEST_TTL_SECONDS = 3600;
+
+export type RequestKind = 'force-request' | 'epoch-request';
+
+/** What one kind of request is: its schema (the proof's field `mac` aside) and its fields in proof order. */
+export interface RequestSpec<S extends Type.TObject> {
+  kind: RequestKind;
+  /** The schema of the stored value; must allow an optional `mac`. */
+  schema: S;
+  /** The bound fields, id first, in a fixed order. */
+  fields: (r: Static<S>) => readonly unknown[];
+  /** Human name in messages, e.g. "force-release". */
+  noun: string;
+  notFound: ErrorCode;
+  selfApproval: ErrorCode;
+}
+
+/** A request as read from etcd, judged. */
+export interface PendingRequest<T> {
+  id: string;
+  value: T;
+  /** sha256 (hex) of the request as the API wrote it: what an approver names. */
+  requestHash: string;
+  /** The value carries the API's proof for every field, its id and its lease. */
+  proven: boolean;
+  requester: string;
+  lease: string;
+  kv: Kv;
+}
+
+/** A request removed without being carried out: rejected by another lock-operator, or cancelled by its requester. */
+export interface Withdrawn {
+  id: string;
+  status: 'rejected' | 'cancelled';
+  /** Absent when the value under the request's key was no request at all. */
+  requestHash?: string;
+  proven: boolean;
+}
+
+type Stored = { id: string; requester: string; mac?: string };
+
+export class TwoPersonRequests<S extends Type.TObject> {
+  readonly #parts: LockParts;
+  readonly #spec: RequestSpec<S>;
+
+  constructor(parts: LockParts, spec: RequestSpec<S>) {
+    this.#parts = parts;
+    this.#spec = spec;
+  }
+
+  #key(id: string): string {
+    return this.#spec.kind === 'force-request' ? this.#parts.keys.forceRequest(id) : this.#parts.keys.epochRequest(id);
+  }
+
+  #prefix(): string {
+    return this.#spec.kind === 'force-request' ? this.#parts.keys.forceRequestPrefix() : this.#parts.keys.epochRequestPrefix();
+  }
+
+  /** Writes a new request on a lease of its own, proven; returns its hash and when it expires. */
+  async create(value: Static<S>): Promise<{ requestHash: string; expiresAt: string }> {
+    const lease = await this.#parts.etcd.leaseGrant(PENDING_REQUEST_TTL_SECONDS);
+    const fields = this.#spec.fields(value);
+    const stored = { ...(value as object), mac: requestMac(this.#parts.originSecret, this.#spec.kind, fields, lease) };
+    await this.#parts.etcd.txn([], [op.put(this.#key((value as Stored).id), stored, lease)]);
+    return { requestHash: requestHash(this.#spec.kind, fields, lease), expiresAt: new Date(Date.now() + PENDING_REQUEST_TTL_SECONDS * 1000).toISOString() };
+  }
+
+  #judge(id: string, kv: Kv): PendingRequest<Static<S>> | undefined {
+    const value = decodeValue(this.#spec.schema, kv.value);
+    if (!value) return undefined;
+    const stored = value as Stored;
+    const fields = this.#spec.fields(value);
+    const proven = stored.id === id && hasValidRequestProof(this.#parts.originSecret, this.#spec.kind, fields, kv.lease, stored.mac);
+    return { id, value, requestHash: requestHash(this.#spec.kind, fields, kv.lease), proven, requester: stored.requester, lease: kv.lease, kv };
+  }
+
+  /** The request with this id, judged; undefined when there is none. A value that is no request at all reads unproven. */
+  async read(id: string): Promise<PendingRequest<Static<S>> | { id: string; kv: Kv; proven: false; unreadable: true } | undefined> {
+    const { kv } = await this.#parts.etcd.get(this.#key(id));
+    if (!kv) return undefined;
+    return this.#judge(id, kv) ?? { id, kv, proven: false, unreadable: true };
+  }
+
+  /** Every pending request, judged (at most `limit`, oldest first); values that are no request are counted, not shown. */
+  async list(limit = 500): Promise<{ requests: PendingRequest<Static<S>>[]; unreadable: number }> {
+    const { kvs } = await this.#parts.etcd.getPrefix(this.#prefix(), { limit });
+    const requests: PendingRequest<Static<S>>[] = [];
+    let unreadable = 0;
+    for (const kv of kvs) {
+      const judged = this.#judge(kv.key.slice(this.#prefix().length), kv);
+      if (judged) requests.push(judged);
+      else unreadable++;
+    }
+    return { requests, unreadable };
+  }
+
+  /**
+   * The request an approver may act on: present, proven, not theirs, and the very one they saw (its hash).
+   * An unproven one is alarmed before the refusal.
+   */
+  async approvable(identity: string, id: string, seenHash: string): Promise<PendingRequest<Static<S>>> {
+    const found = await this.read(id);
+    const noun = this.#spec.noun;
+    if (!found) throw new LockauditError(this.#spec.notFound, `${noun} ${id}: no pending request with this id (approved, rejected, stale, expired after 1 h, or never made)`);
+    if (!found.proven) {
+      this.#refuse(found.kv, 'approve');
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_REQUEST_UNPROVEN',
+        `${noun} ${id}: the pending request in etcd does not carry the lock API's proof for what it says (edited, or written around the API); it is refused and alarmed — request again through the API`,
+      );
+    }
+    if (found.requester === identity) throw new LockauditError(this.#spec.selfApproval, `${noun} ${id}: you requested it; a different lock-operator must approve`);
+    if (found.requestHash !== seenHash) {
+      throw new LockauditError('LOCKAUDIT_ERR_REQUEST_CHANGED', `${noun} ${id}: requestHash is not the hash of this request (${found.requestHash}); read it again (GET) and approve what it says now`);
+    }
+    return found;
+  }
+
+  /**
+   * Rejects (another lock-operator) or cancels (its requester) a pending request: deletes it and revokes its
+   * lease, so no copy of it can be put back on that lease. An unproven request is removed the same way.
+   */
+  async withdraw(identity: string, id: string, reason: string): Promise<Withdrawn> {
+    const found = await this.read(id);
+    if (!found) throw new LockauditError(this.#spec.notFound, `${this.#spec.noun} ${id}: no pending request with this id`);
+    const status: Withdrawn['status'] = 'requester' in found && found.requester === identity ? 'cancelled' : 'rejected';
+    await this.#parts.etcd.txn([], [op.del(found.kv.key)]);
+    if (found.kv.lease !== '0') await this.#parts.etcd.leaseRevoke(found.kv.lease).catch(() => undefined);
+    if (!found.proven) this.#refuse(found.kv, status);
+    const hash = 'requestHash' in found ? found.requestHash : undefined;
+    this.#parts.logger.info({ kind: this.#spec.kind, id, status, by: identity, reason, proven: found.proven, ...(hash ? { requestHash: hash } : {}) }, `${this.#spec.noun} request ${status}`);
+    return { id, status, ...(hash ? { requestHash: hash } : {}), proven: found.proven };
+  }
+
+  /** After an approval: the request's lease goes too, so a copy of it cannot be put back on it. */
+  async retire(request: PendingRequest<unknown>): Promise<void> {
+    await this.#parts.etcd.leaseRevoke(request.lease).catch(() => undefined);
+  }
+
+  #refuse(kv: Kv, action: string): void {
+    this.#parts.logger.error({ kind: this.#spec.kind, key: kv.key, modRevision: kv.modRevision, action }, `${this.#spec.noun} request without the lock API's proof: edited or written around the API`);
+    this.#parts.alarms?.foreignWrite({ what: `${this.#spec.noun} request (edited, or written around the API)`, key: kv.key, revision: kv.modRevision, where: 'the API log' });
+  }
+}

@@ -1,0 +1,165 @@
+// Two-person requests against an insider with etcd write access (real etcd, private keyspace root): a pending
+// force-release edited to name another hold, a request written by hand in a colleague's name, an approval of a
+// request other than the one shown, and a rejected request put back — each refused, nothing released, and
+// alarmed where someone wrote around the API. A genuine approval's force record carries the request's hash.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Etcd3 } from 'etcd3';
+import { decodeValue, ForceRecordSchema } from '../../core/keyspace.js';
+import { originSecret } from '../../core/originSecret.js';
+import { hasValidForceProof } from '../../core/proof.js';
+import { tempStore, testConfig, uniqueId } from '../support/env.js';
+import { fencedClass, lockApp, type LockApp } from '../support/lockApp.js';
+
+type Json = Record<string, unknown>;
+
+describe('two-person requests: proven, approved by their hash', { timeout: 60_000 }, () => {
+  const config = testConfig();
+  const cluster = config.etcd.clusters[0]!;
+  const root = `/${uniqueId('root')}`;
+  const ns = uniqueId('ns');
+  const className = `${ns}-fenced`;
+  let la: LockApp;
+  let closeStore: () => Promise<void>;
+  let etcd: Etcd3;
+  let alice: string;
+  let bob: string;
+  let client: string;
+  let session: string;
+
+  const acquire = async (key: string): Promise<Json> => {
+    const r = await la.call<Json>('POST', '/v1/locks/acquire', client, { key: `${ns}/${key}`, session, class: className });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    return r.body;
+  };
+  const held = async (key: string): Promise<boolean> => (await la.call<Json>('GET', `/v1/locks?key=${encodeURIComponent(`${ns}/${key}`)}`, client)).body.holder !== undefined;
+  const requestKey = (id: string): string => `${root}/lockaudit/force-request/${id}`;
+  const foreignAlarms = (): string[] => la.ctx.health.alarms().filter((a) => a.code === 'LOCKAUDIT_ALARM_FOREIGN_WRITE').map((a) => a.message);
+
+  before(async () => {
+    etcd = new Etcd3({ hosts: cluster.endpoints });
+    const temp = await tempStore();
+    closeStore = temp.close;
+    la = await lockApp(config, temp.store, { root });
+    const admin = await la.token(uniqueId('admin-'), ['admin']);
+    alice = await la.token(uniqueId('op-alice-'), ['lock-operator']);
+    bob = await la.token(uniqueId('op-bob-'), ['lock-operator']);
+    client = await la.token(`spiffe://test/${ns}/w`, ['client']);
+    assert.equal((await la.call('PUT', `/v1/classes/${className}`, admin, fencedClass(className, ns))).status, 200);
+    session = (await la.call<{ id: string }>('POST', '/v1/sessions', client, { ttlSeconds: 15 })).body.id;
+  });
+  after(async () => {
+    await la.close();
+    await etcd.delete().prefix(`${root}/`);
+    etcd.close();
+    await closeStore();
+  });
+
+  it('a request edited in etcd to name another hold is refused (409) and alarmed; neither hold is released', async () => {
+    await acquire('a');
+    const b = await acquire('b');
+    const req = await la.call<Json>('POST', '/v1/force-releases', alice, { key: `${ns}/a`, reason: 'wedged holder of a' });
+    assert.equal(req.status, 202, JSON.stringify(req.body));
+    const id = req.body.id as string;
+    // The insider points the pending request at hold b, keeping everything else (its proof too).
+    const raw = JSON.parse((await etcd.get(requestKey(id)).string()) as string) as Json;
+    const { kv: bKv } = await la.service.parts.etcd.get(`${root}/l/${ns}/b`);
+    const edited = { ...raw, key: `${ns}/b`, holdCreateRevision: bKv?.createRevision, holdModRevision: bKv?.modRevision };
+    const lease = (await etcd.get(requestKey(id)).exec()).kvs[0]?.lease;
+    await etcd.put(requestKey(id)).value(JSON.stringify(edited)).lease(String(lease)).exec();
+
+    const shown = await la.call<Json>('GET', `/v1/force-releases/${id}`, bob);
+    assert.equal(shown.status, 200);
+    assert.equal(shown.body.key, `${ns}/b`, 'what etcd now says');
+    assert.equal(shown.body.proven, false, 'and that the API did not write it');
+    assert.notEqual(shown.body.requestHash, req.body.requestHash);
+    for (const hash of [req.body.requestHash, shown.body.requestHash]) {
+      const approved = await la.call<Json>('POST', `/v1/force-releases/${id}/approve`, bob, { requestHash: hash });
+      assert.equal(approved.status, 409, JSON.stringify(approved.body));
+      assert.equal(approved.body.error, 'LOCKAUDIT_ERR_REQUEST_UNPROVEN');
+    }
+    assert.ok(await held('a'), 'hold a stays');
+    assert.ok(await held('b'), 'hold b stays');
+    assert.equal(b.revision, (await la.call<Json>('GET', `/v1/locks?key=${encodeURIComponent(`${ns}/b`)}`, client)).body.revision);
+    assert.ok(foreignAlarms().some((m) => m.includes('force-release request') && m.includes(requestKey(id))), JSON.stringify(foreignAlarms()));
+    const list = await la.call<{ requests: Json[] }>('GET', '/v1/force-releases', bob);
+    assert.equal(list.body.requests.find((r) => r.id === id)?.proven, false);
+    const rejected = await la.call<Json>('POST', `/v1/force-releases/${id}/reject`, bob, { reason: 'edited by hand' });
+    assert.equal(rejected.body.status, 'rejected');
+  });
+
+  it('a request written by hand in a colleague\'s name cannot be approved by its writer', async () => {
+    const genuine = await la.call<Json>('POST', '/v1/force-releases', alice, { key: `${ns}/a`, reason: 'a template to copy' });
+    const template = JSON.parse((await etcd.get(requestKey(genuine.body.id as string)).string()) as string) as Json;
+    const forgedId = '00000000-0000-4000-8000-000000000001';
+    // Bob writes a request "from alice" (with her proof copied from another request, or none) and approves it himself.
+    for (const mac of [template.mac, undefined]) {
+      const lease = await etcd.lease(60).grant();
+      await etcd.put(requestKey(forgedId)).value(JSON.stringify({ ...template, id: forgedId, requester: 'someone-else', ...(mac ? { mac } : { mac: undefined }) })).lease(lease).exec();
+      const shown = await la.call<Json>('GET', `/v1/force-releases/${forgedId}`, bob);
+      const approved = await la.call<Json>('POST', `/v1/force-releases/${forgedId}/approve`, bob, { requestHash: shown.body.requestHash });
+      assert.equal(approved.status, 409, JSON.stringify(approved.body));
+      assert.equal(approved.body.error, 'LOCKAUDIT_ERR_REQUEST_UNPROVEN');
+    }
+    assert.ok(await held('a'));
+    await la.call<Json>('POST', `/v1/force-releases/${forgedId}/reject`, alice, { reason: 'forged' });
+    const cancelled = await la.call<Json>('POST', `/v1/force-releases/${genuine.body.id as string}/reject`, alice, { reason: 'not needed' });
+    assert.equal(cancelled.body.status, 'cancelled', 'its requester cancels');
+  });
+
+  it('an approval must name the hash of the request shown; a rejected request put back proves nothing', async () => {
+    const req = await la.call<Json>('POST', '/v1/force-releases', alice, { key: `${ns}/a`, reason: 'wedged again' });
+    const id = req.body.id as string;
+    const wrong = await la.call<Json>('POST', `/v1/force-releases/${id}/approve`, bob, { requestHash: 'f'.repeat(64) });
+    assert.equal(wrong.status, 409);
+    assert.equal(wrong.body.error, 'LOCKAUDIT_ERR_REQUEST_CHANGED');
+    const missing = await la.call<Json>('POST', `/v1/force-releases/${id}/approve`, bob, {});
+    assert.equal(missing.status, 400, 'requestHash is required');
+    assert.match(JSON.stringify(missing.body), /requestHash/);
+
+    const saved = await etcd.get(requestKey(id)).exec();
+    const rejected = await la.call<Json>('POST', `/v1/force-releases/${id}/reject`, bob, { reason: 'not convinced' });
+    assert.equal(rejected.status, 200, JSON.stringify(rejected.body));
+    assert.equal(rejected.body.status, 'rejected');
+    assert.equal(await etcd.get(requestKey(id)).string(), null, 'gone');
+    // Put back as it was: its lease was revoked, so on a new lease (or none) its proof no longer holds.
+    const lease = await etcd.lease(60).grant();
+    await etcd.put(requestKey(id)).value(saved.kvs[0]!.value).lease(lease).exec();
+    const replayed = await la.call<Json>('POST', `/v1/force-releases/${id}/approve`, bob, { requestHash: req.body.requestHash });
+    assert.equal(replayed.status, 409, JSON.stringify(replayed.body));
+    assert.equal(replayed.body.error, 'LOCKAUDIT_ERR_REQUEST_UNPROVEN');
+    assert.ok(await held('a'));
+    await etcd.delete().key(requestKey(id));
+  });
+
+  it('a genuine approval names the hash shown, and its force record carries and proves it', async () => {
+    const req = await la.call<Json>('POST', '/v1/force-releases', alice, { key: `${ns}/a`, reason: 'wedged for real' });
+    const shown = await la.call<Json>('GET', `/v1/force-releases/${req.body.id as string}`, bob);
+    assert.equal(shown.body.proven, true);
+    assert.equal(shown.body.requestHash, req.body.requestHash);
+    const ok = await la.call<Json>('POST', `/v1/force-releases/${req.body.id as string}/approve`, bob, { requestHash: shown.body.requestHash });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(ok.body.requestHash, req.body.requestHash);
+    assert.equal(await held('a'), false);
+    const record = decodeValue(ForceRecordSchema, (await etcd.get(`${root}/sys/force/${req.body.id as string}`).string()) ?? '');
+    assert.ok(record, 'the force record');
+    assert.equal(record.requestHash, req.body.requestHash);
+    assert.ok(hasValidForceProof(originSecret(config), record));
+    assert.ok(!hasValidForceProof(originSecret(config), { ...record, requestHash: 'e'.repeat(64) }), 'the hash is under the proof');
+  });
+
+  it('an epoch-advance request edited or written by hand is refused the same way', async () => {
+    const req = await la.call<Json>('POST', '/v1/epoch/advance', alice, { reason: 'test advance' });
+    assert.equal(req.status, 202, JSON.stringify(req.body));
+    const key = `${root}/lockaudit/epoch-request/${req.body.id as string}`;
+    const raw = (await etcd.get(key).exec()).kvs[0]!;
+    // The insider makes the request someone else's, so that alice can approve it herself.
+    await etcd.put(key).value(JSON.stringify({ ...(JSON.parse(raw.value.toString()) as Json), requester: 'carol' })).lease(String(raw.lease)).exec();
+    const shown = await la.call<Json>('GET', `/v1/epoch/advance/${req.body.id as string}`, alice);
+    assert.equal(shown.body.proven, false);
+    const approved = await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id as string}/approve`, alice, { requestHash: shown.body.requestHash });
+    assert.equal(approved.status, 409, JSON.stringify(approved.body));
+    assert.equal(approved.body.error, 'LOCKAUDIT_ERR_REQUEST_UNPROVEN');
+    assert.equal((await la.call<Json>('GET', '/v1/epoch', client)).body.epoch, 1, 'no advance');
+  });
+});
