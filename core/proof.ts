@@ -34,7 +34,7 @@ export const PROOF_ALGORITHM = 'hs256';
 /** Longest proof a value may carry: decoders bound the field by it (a proof is ~58 characters). */
 export const PROOF_MAX_LENGTH = 128;
 
-type ProofKind = 'hold' | 'mark' | 'force' | 'clock' | 'epoch' | 'class' | 'force-request' | 'epoch-request';
+type ProofKind = 'hold' | 'mark' | 'force' | 'clock' | 'epoch' | 'class' | 'class-pending' | 'force-request' | 'epoch-request';
 
 const keyIds = new WeakMap<Buffer, string>();
 
@@ -178,6 +178,21 @@ export function classMac(secret: Buffer, c: LockClass, createRevision: string, v
 /** true when the class at `key`'s name carries the API's proof for this very put (the kv's create revision and version). */
 export function hasValidClassProof(secret: Buffer, name: string, c: StoredClass, kv: { createRevision: string; version: string }): boolean {
   return c.name === name && proven(secret, 'class', classFields(c, kv.createRevision, kv.version), c.mac);
+}
+
+/**
+ * The first put of a new class key (lock/classes.ts): the API's, but bound to no create revision yet (it is its
+ * own), so never used to grant — a copy of it put back proves nothing usable. The put after it is proven.
+ */
+export function classPendingMac(secret: Buffer, c: LockClass): string {
+  return prove(secret, 'class-pending', classFields(c, '', '1'));
+}
+
+/** How a class value reads: 'proven' (usable), 'pending' (the API's first put of the key, not usable), 'unproven'. */
+export function classProofState(secret: Buffer, name: string, c: StoredClass, kv: { createRevision: string; version: string }): 'proven' | 'pending' | 'unproven' {
+  if (hasValidClassProof(secret, name, c, kv)) return 'proven';
+  if (c.name === name && kv.version === '1' && proven(secret, 'class-pending', classFields(c, '', '1'), c.mac)) return 'pending';
+  return 'unproven';
 }
 
 // ---- two-person requests ----------------------------------------------

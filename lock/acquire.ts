@@ -48,6 +48,7 @@ const REASON_BY_CODE: Record<string, RefusalReason> = {
   LOCKAUDIT_ERR_QUORUM_LOST: 'quorum-lost',
   LOCKAUDIT_ERR_SESSION_NOT_FOUND: 'session',
   LOCKAUDIT_ERR_CLASS_NOT_FOUND: 'class',
+  LOCKAUDIT_ERR_CLASS_UNPROVEN: 'class',
   LOCKAUDIT_ERR_LOCK_CLASS_MISMATCH: 'class',
   LOCKAUDIT_ERR_LOCK_ALREADY_HELD: 'already-held',
   LOCKAUDIT_ERR_LOCK_LEAK: 'leak',
@@ -114,10 +115,12 @@ export async function acquire(parts: LockParts, input: AcquireInput): Promise<Gr
 async function failOpen(parts: LockParts, input: AcquireInput, namespace: string, started: number): Promise<Grant> {
   const lost = new Date(parts.etcd.quorum.lostSince || Date.now()).toISOString();
   let cls: CachedClass | undefined = parts.classes.cached(input.className);
-  if (!cls) {
+  if (cls) cls = parts.classes.usable(input.className); // a class without the API's proof never fails open
+  else {
     try {
       cls = await parts.classes.get(input.className);
     } catch (err) {
+      if (isLockauditError(err, 'LOCKAUDIT_ERR_CLASS_UNPROVEN')) throw err;
       throw new LockauditError('LOCKAUDIT_ERR_QUORUM_LOST', `etcd has no quorum (since ${lost}) and class "${input.className}" is not known to this API, so nothing can be granted`, { cause: err });
     }
   }
@@ -180,9 +183,7 @@ async function grantLoop(parts: LockParts, input: AcquireInput, namespace: strin
         continue;
       }
       if (attempt.kind === 'retry') {
-        const fresh = parts.classes.cached(input.className);
-        if (!fresh) throw new LockauditError('LOCKAUDIT_ERR_CLASS_NOT_FOUND', `class "${input.className}" is no longer registered`);
-        cls = fresh;
+        cls = parts.classes.usable(input.className); // a class changed by hand meanwhile is refused here
         assertFits(input.key, namespace, cls.value, session, input.session);
         continue;
       }

@@ -73,9 +73,18 @@ export interface Kv {
   value: string;
   createRevision: string;
   modRevision: string;
+  /** The key's version: puts since it was created (1 for the creating put). */
+  version: string;
   lease: string;
 }
 
 export function toKv(kv: IKeyValue): Kv {
-  return { key: kv.key.toString(), value: kv.value.toString(), createRevision: String(kv.create_revision), modRevision: String(kv.mod_revision), lease: String(kv.lease) };
+  return {
+    key: kv.key.toString(),
+    value: kv.value.toString(),
+    createRevision: String(kv.create_revision),
+    modRevision: String(kv.mod_revision),
+    version: String(kv.version),
+    lease: String(kv.lease),
+  };
 }

@@ -139,7 +139,7 @@ export class LockService {
       keys,
       etcd,
       epoch,
-      classes: new Classes(etcd, keys),
+      classes: new Classes(etcd, keys, options.originSecret),
       sessions: new Sessions(etcd, keys, markers),
       markers,
       waiters,
@@ -217,8 +217,9 @@ export class LockService {
     return inspect(this.parts, identity, key);
   }
 
+  /** The class as etcd holds it, with its proof state (an unproven class is shown, never granted under). */
   getClass(name: string): Promise<CachedClass> {
-    return this.parts.classes.get(name, { fresh: true });
+    return this.parts.classes.read(name, { fresh: true });
   }
 
   putClass(value: LockClass): Promise<CachedClass> {

@@ -10,19 +10,20 @@
 // only for the delete they are bound to (the grant, the session, the epoch
 // move); an unproven one is itself recorded foreign and explains nothing.
 import { END_KIND_BY_EVENT, type AuditEventRow, type EndKind, type EventType, type Origin } from '../core/events.js';
-import { hasValidClockProof, hasValidForceProof, hasValidMarkProof, holdOrigin } from '../core/proof.js';
+import { classProofState, hasValidClockProof, hasValidEpochProof, hasValidForceProof, hasValidMarkProof, holdOrigin } from '../core/proof.js';
 import {
   ClockValueSchema,
   EpochValueSchema,
   ForceRecordSchema,
   HoldValueSchema,
-  LockClassSchema,
   MarkValueSchema,
   PREFIX,
   QueueValueSchema,
+  StoredClassSchema,
   classifyKey,
   decodeChecked,
   decodeValue,
+  type EpochValue,
   type ForceRecord,
   type HoldValue,
   type KeyKind,
@@ -312,7 +313,18 @@ function decodeEpoch(s: Step): Reason {
   if (!e.ok) return misfit('epoch value', e.reason);
   s.ev.row.event_type = 'epoch-advance';
   s.ev.row.epoch = e.value.epoch;
+  if (s.ctx.originSecret && !epochProven(s.ctx.originSecret, e.value, s.c)) s.ev.row.origin = 'foreign'; // the lock API never obeys it (alarmed by the window)
   return undefined;
+}
+
+/**
+ * /sys/epoch as the lock API writes it: its proof, and bound to the value it replaced — the previous value's
+ * mod revision, or '0' where the put created the key. A proven value put back later replaced something else.
+ */
+function epochProven(secret: Buffer, e: EpochValue, c: Change): boolean {
+  if (!hasValidEpochProof(secret, e)) return false;
+  if (c.prev) return c.prev.modRevision === e.from;
+  return c.kv.version === '1' ? e.from === '0' : true; // no previous value to judge by (compacted): the proof alone
 }
 
 function decodeClock(s: Step): Reason {
@@ -339,8 +351,13 @@ function decodeClock(s: Step): Reason {
 function decodeClass(s: Step, kind: ClassKind): Reason {
   s.ev.row.class = kind.name;
   if (s.c.type === 'put') {
-    const cls = decodeChecked(LockClassSchema, s.c.kv.value);
+    const cls = decodeChecked(StoredClassSchema, s.c.kv.value);
     if (!cls.ok) return misfit('class value', cls.reason);
+    // Only the API's puts are its (proven for this very put, or its pending first put of a new key): the lock
+    // API grants under nothing else, and the risk register lists it as unproven.
+    if (s.ctx.originSecret && classProofState(s.ctx.originSecret, kind.name, cls.value, s.c.kv) === 'unproven') s.ev.row.origin = 'foreign';
+  } else if (s.ctx.originSecret) {
+    s.ev.row.origin = 'foreign'; // the lock API never deletes a class
   }
   s.ev.row.event_type = 'class-change';
   return undefined;

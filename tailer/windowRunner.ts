@@ -29,9 +29,11 @@ const FOREIGN_WHAT: Partial<Record<string, { what: string; where: string }>> = {
   marker: { what: 'reason marker', where: 'the event log' },
   'force-record': { what: 'force record', where: 'the event log' },
   clock: { what: '/sys/clock write without the tailer\'s proof (no time anchor)', where: 'the event log' },
+  'epoch-advance': { what: '/sys/epoch write (the lock API stays sealed until a two-person advance)', where: 'the event log and GET /v1/epoch' },
+  'class-change': { what: 'lock class change (never granted under; the risk register lists it unproven)', where: 'the event log and GET /v1/classes/<name>' },
 };
 /** Prefixes under which the lock API writes only values of its own shapes: anything unreadable there was written around it. */
-const API_ONLY_PREFIXES = [PREFIX.hold, PREFIX.mark, PREFIX.force];
+const API_ONLY_PREFIXES = [PREFIX.hold, PREFIX.mark, PREFIX.force, PREFIX.class, PREFIX.epoch];
 
 /** The last clock writes seen (at most 64), for lag in seconds. */
 export class RecentClocks {

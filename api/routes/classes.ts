@@ -1,4 +1,5 @@
-// GET /v1/classes/:name (any role), PUT /v1/classes/:name (admin).
+// GET /v1/classes/:name (any role): the class, and whether the lock API wrote it (proof); PUT /v1/classes/:name
+// (admin): writes it proven — also how a class put by hand or written before proofs is made the API's again.
 import Type from 'typebox';
 import { ROLES } from '../../core/apiTokens.js';
 import { LockauditError } from '../../core/errors.js';
@@ -18,7 +19,8 @@ export function classRoutes(lock: LockService): RoutePlugin {
       { schema: { tags: ['classes'], summary: 'A lock class', params: ClassParams }, preValidation: guard(...ROLES) },
       async (request) => {
         const cls = await lock.getClass(request.params.name);
-        return { class: cls.value, revision: cls.modRevision };
+        // proof: 'unproven' — etcd holds a class the lock API did not write (nothing is granted under it).
+        return { class: cls.value, revision: cls.modRevision, proof: cls.proof };
       },
     );
 
@@ -32,7 +34,7 @@ export function classRoutes(lock: LockService): RoutePlugin {
         }
         const value: LockClass = { ...request.body, name } as LockClass;
         const cls = await lock.putClass(value);
-        return { class: cls.value, revision: cls.modRevision };
+        return { class: cls.value, revision: cls.modRevision, proof: cls.proof };
       },
     );
   };

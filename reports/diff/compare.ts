@@ -64,7 +64,8 @@ export function compareStates(from: { holds: readonly HoldItem[]; classes: reado
   for (const c of to.classes) {
     const before = fromClasses.get(c.name);
     if (!before || before.revision === c.revision) continue;
-    const fields = fieldChanges(before.definition, c.definition);
+    // Whether the lock API wrote it is part of what changed: an insider's copy of the same fields reads foreign.
+    const fields = fieldChanges({ ...before.definition, origin: before.origin }, { ...c.definition, origin: c.origin });
     if (fields.length) classesChanged.push({ name: c.name, revision: c.revision, fields });
   }
   return { appeared, ended, changedHolder, classesCreated, classesChanged, classesDeleted };

@@ -43,7 +43,8 @@ const EndedHold = Type.Intersect([
     endedBy: NullableString('Who ended it: the releasing holder, the closer of the session, the approver of a force-release; null for a lease expiry'),
   }),
 ]);
-const ClassItem = Type.Object({ name: Type.String(), revision: Type.String(), definition: Type.Record(Type.String(), Type.Unknown()) });
+const Origin = Type.Union([Type.Literal('api'), Type.Literal('foreign')], { description: 'foreign: written around the lock API (no proof); the API does not act on it' });
+const ClassItem = Type.Object({ name: Type.String(), revision: Type.String(), definition: Type.Record(Type.String(), Type.Unknown()), origin: Origin });
 const FieldChange = Type.Object({ field: Type.String(), before: Type.Unknown(), after: Type.Unknown() });
 
 const DIFF_EXAMPLE = {
@@ -79,9 +80,9 @@ export const DiffSchema = Type.Object(
       changed: Type.Array(Type.Object({ name: Type.String(), revision: Type.String(), fields: Type.Array(FieldChange) })),
       deleted: Type.Array(ClassItem, { description: 'Classes defined at `from` and not at `to` (their last definition)' }),
     }),
-    epochAdvances: Type.Array(Type.Object({ revision: Type.String(), epoch: Type.Integer(), by: NullableString('Who approved the advance (from its marker)') })),
+    epochAdvances: Type.Array(Type.Object({ revision: Type.String(), epoch: Type.Integer(), by: NullableString('Who approved the advance (from its marker)'), origin: Origin })),
     forceReleases: Type.Array(
-      Type.Object({ revision: Type.String(), key: Type.String(), holder: Type.String(), token: Type.String(), class: Type.String(), enforcement: Type.String(), requester: Type.String(), approver: Type.String(), reason: Type.String(), revokedSession: Type.Boolean() }),
+      Type.Object({ revision: Type.String(), key: Type.String(), holder: Type.String(), token: Type.String(), class: Type.String(), enforcement: Type.String(), requester: Type.String(), approver: Type.String(), reason: Type.String(), revokedSession: Type.Boolean(), origin: Origin }),
     ),
     unknown: Type.Object({ from: Type.Array(Type.Unknown()), to: Type.Array(Type.Unknown()) }, { description: 'Keys the log cannot answer for at either end (see GET /v1/state)' }),
     gaps: Type.Array(GapRefSchema, { description: 'Recorded gaps inside or across the window: history there is missing' }),
@@ -106,6 +107,7 @@ interface EventRow {
   event_type: string;
   epoch?: number | string;
   value: string;
+  origin?: string;
 }
 
 const holdKeyOf = (lockOrKey: string): string => (lockOrKey.startsWith(PREFIX.hold) ? lockOrKey.slice(PREFIX.hold.length) : lockOrKey);
@@ -160,12 +162,12 @@ export async function diff(deps: StateDeps, p: DiffParams): Promise<DiffResponse
   for (const ev of windowEvents.slice(0, limit)) {
     if (ev.event_type === 'epoch-advance') {
       const by = markersAt(String(ev.revision)).map((m) => decodeValue(MarkValueSchema, m.value)).find((m) => m?.kind === 'epoch-advance')?.by ?? null;
-      epochAdvances.push({ revision: String(ev.revision), epoch: Number(ev.epoch ?? 0), by });
+      epochAdvances.push({ revision: String(ev.revision), epoch: Number(ev.epoch ?? 0), by, origin: ev.origin === 'foreign' ? ('foreign' as const) : ('api' as const) });
       continue;
     }
     const f = decodeValue(ForceRecordSchema, ev.value);
     if (!f || !holdKeyOf(f.key).startsWith(prefix)) continue;
-    forceReleases.push({ revision: String(ev.revision), key: holdKeyOf(f.key), holder: f.holder, token: f.token, class: f.class, enforcement: f.enforcement, requester: f.requester, approver: f.approver, reason: f.reason, revokedSession: f.revokedSession });
+    forceReleases.push({ revision: String(ev.revision), key: holdKeyOf(f.key), holder: f.holder, token: f.token, class: f.class, enforcement: f.enforcement, requester: f.requester, approver: f.approver, reason: f.reason, revokedSession: f.revokedSession, origin: ev.origin === 'foreign' ? ('foreign' as const) : ('api' as const) });
   }
 
   // Gaps that overlap (from, to]: history inside the window that is missing.

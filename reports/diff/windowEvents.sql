@@ -1,7 +1,8 @@
--- Force records and epoch advances committed in (from, to], oldest first.
+-- Force records and epoch advances committed in (from, to], oldest first;
+-- origin 'foreign': written around the lock API (no proof).
 -- Only the rows of etcd timeline {timeline} (sql/065).
 -- Parameters: {db:Identifier} {cluster:String} {fromRevision:UInt64} {toRevision:UInt64} {timeline:UInt32} {limit:UInt32}
-SELECT revision, key, event_type, epoch, value
+SELECT revision, key, event_type, epoch, value, toString(origin) AS origin
 FROM {db:Identifier}.events FINAL
 WHERE cluster = {cluster:String}
     AND revision > {fromRevision:UInt64} AND revision <= {toRevision:UInt64}

@@ -4,12 +4,12 @@
 // grants and holds deleted by hand). Built nightly by a job (job.ts) and on demand; every
 // run is kept (risk_register_runs + risk_register), served as JSON, CSV, HTML.
 import Type, { type Static } from 'typebox';
-import { LockClassSchema, PREFIX, decodeValue } from '../../core/keyspace.js';
+import { PREFIX, StoredClassSchema, decodeValue } from '../../core/keyspace.js';
 import { NullableNumber, NullableString } from '../schemas.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { escapeHtml, num, toCsv } from '../render.js';
 import { loadSql } from '../../platform/sql.js';
-import { dateInZone, waiverState, type WaiverStatus } from './status.js';
+import { dateInZone, REGISTER_STATUSES, waiverState, type RegisterStatus } from './status.js';
 
 const CLASSES = loadSql('reports/riskRegister/classes.sql');
 const USAGE = loadSql('reports/riskRegister/usage.sql');
@@ -32,7 +32,9 @@ export const RegisterRowSchema = Type.Object({
   riskOwner: Type.String(),
   waiverExpires: NullableString('YYYY-MM-DD; null when the class has none'),
   daysLeft: NullableNumber('Days from the register date to the waiver expiry; negative once expired'),
-  status: Type.Union([Type.Literal('ok'), Type.Literal('expiring'), Type.Literal('expired')], { description: 'expiring: within 30 days' }),
+  status: Type.Union([Type.Literal('ok'), Type.Literal('expiring'), Type.Literal('expired'), Type.Literal('unproven')], {
+    description: 'expiring: within 30 days; unproven: the class\'s latest definition was not written by the lock API (put by hand), so its waiver counts for nothing and nothing is granted under it',
+  }),
   grants24h: Count,
   grants30d: Count,
   distinctKeys24h: Count,
@@ -73,6 +75,8 @@ interface ClassRow {
   name: string;
   value: string;
   op: string;
+  /** 'foreign': the latest change was not the lock API's. */
+  origin: string;
 }
 type UsageRow = { class: string } & Record<string, string | number>;
 
@@ -89,14 +93,17 @@ export async function buildRegister(deps: ReportDeps, asOfMs: number, timeZone: 
   const defs = await reportRows<ClassRow>(deps, CLASSES, { asOfMs, classPrefix: PREFIX.class });
   const advisory = defs
     .filter((d) => d.op !== 'delete')
-    .map((d) => ({ name: d.name, def: decodeValue(LockClassSchema, d.value) }))
-    .filter((d) => d.def?.enforcement === 'advisory');
+    .map((d) => ({ name: d.name, def: decodeValue(StoredClassSchema, d.value), unproven: d.origin === 'foreign' }))
+    // An unproven class is listed whatever enforcement it claims: a hand edit to `fenced` must not hide it.
+    .filter((d) => d.def?.enforcement === 'advisory' || d.unproven);
   if (advisory.length === 0) return { date, classes: [] };
   const usage = await reportRows<UsageRow>(deps, USAGE, { classes: advisory.map((a) => a.name), asOfMs });
   const byClass = new Map(usage.map((u) => [u.class, u]));
-  const classes = advisory.map(({ name, def }) => {
+  const classes = advisory.map(({ name, def, unproven }) => {
     const u = byClass.get(name);
-    const { daysLeft, status } = waiverState(def?.waiverExpires, date);
+    const waiver = waiverState(def?.waiverExpires, date);
+    const daysLeft = waiver.daysLeft;
+    const status: RegisterStatus = unproven ? 'unproven' : waiver.status;
     const row: RegisterRow = {
       class: name, namespace: def?.namespace ?? '', riskOwner: def?.riskOwner ?? '', waiverExpires: def?.waiverExpires ?? null, daysLeft, status,
       grants24h: 0, grants30d: 0, distinctKeys24h: 0, distinctKeys30d: 0, expiries24h: 0, expiries30d: 0, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0, foreignGrants24h: 0, foreignGrants30d: 0, deleted24h: 0, deleted30d: 0,
@@ -157,7 +164,7 @@ export async function storedRegister(deps: ReportDeps, date?: string): Promise<R
     classes: rows.map((r) => {
       const row: RegisterRow = {
         class: r.class, namespace: r.namespace, riskOwner: r.risk_owner, waiverExpires: r.waiver_day, daysLeft: num(r.days_left),
-        status: (['ok', 'expiring', 'expired'] as const).find((s) => s === r.status) ?? ('expired' satisfies WaiverStatus),
+        status: REGISTER_STATUSES.find((s) => s === r.status) ?? 'expired',
         grants24h: 0, grants30d: 0, distinctKeys24h: 0, distinctKeys30d: 0, expiries24h: 0, expiries30d: 0, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0, foreignGrants24h: 0, foreignGrants30d: 0, deleted24h: 0, deleted30d: 0,
       };
       for (const [field, column] of USAGE_FIELDS) row[field] = num(r[column]) ?? 0;
@@ -172,7 +179,7 @@ export function registerCsv(r: Register): string {
   return toCsv(REGISTER_CSV_HEADER, r.classes.map((c) => [r.date, r.asOf, r.runId, c.class, c.namespace, c.riskOwner, c.waiverExpires, c.daysLeft, c.status, ...USAGE_FIELDS.map(([f]) => c[f])]));
 }
 
-const STATUS_COLOUR: Record<WaiverStatus, string> = { ok: '#e6f4ea', expiring: '#fff4ce', expired: '#fde7e9' };
+const STATUS_COLOUR: Record<RegisterStatus, string> = { ok: '#e6f4ea', expiring: '#fff4ce', expired: '#fde7e9', unproven: '#f3d6f7' };
 
 /** A self-contained, readable HTML page; every value is escaped. */
 export function registerHtml(r: Register): string {
@@ -183,13 +190,13 @@ export function registerHtml(r: Register): string {
       return `<tr style="background:${STATUS_COLOUR[c.status]}">${cells.map((v, i) => `<td${i >= 4 && i !== 5 ? ' class="n"' : ''}>${escapeHtml(v)}</td>`).join('')}</tr>`;
     })
     .join('\n');
-  const counts = { ok: 0, expiring: 0, expired: 0 };
+  const counts: Record<RegisterStatus, number> = { ok: 0, expiring: 0, expired: 0, unproven: 0 };
   for (const c of r.classes) counts[c.status] += 1;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Advisory risk register ${escapeHtml(r.date)}</title>
 <style>body{font:14px system-ui,sans-serif;margin:2em}table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:4px 8px}th{background:#f3f3f3;text-align:left}td.n{text-align:right}</style></head>
 <body><h1>Advisory risk register — ${escapeHtml(r.date)}</h1>
-<p>As of ${escapeHtml(r.asOf)} (${escapeHtml(r.trigger)} run by ${escapeHtml(r.requestedBy)}, id ${escapeHtml(r.runId)}). ${r.classes.length} advisory classes: ${counts.ok} ok, ${counts.expiring} expiring within 30 days, ${counts.expired} expired.</p>
+<p>As of ${escapeHtml(r.asOf)} (${escapeHtml(r.trigger)} run by ${escapeHtml(r.requestedBy)}, id ${escapeHtml(r.runId)}). ${r.classes.length} advisory classes: ${counts.ok} ok, ${counts.expiring} expiring within 30 days, ${counts.expired} expired${counts.unproven ? `, ${counts.unproven} unproven (not written by the lock API)` : ''}.</p>
 <table><thead><tr>${head.map((h) => `<th>${escapeHtml(h)}</th>`).join('')}</tr></thead>
 <tbody>
 ${body || `<tr><td colspan="${head.length}">No advisory classes.</td></tr>`}

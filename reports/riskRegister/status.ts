@@ -4,6 +4,9 @@
 // advisory class without a waiver date has no valid waiver: expired.
 
 export type WaiverStatus = 'ok' | 'expiring' | 'expired';
+/** A register row's status: its waiver's, or `unproven` when the class's latest definition is not the lock API's. */
+export type RegisterStatus = WaiverStatus | 'unproven';
+export const REGISTER_STATUSES: readonly RegisterStatus[] = ['ok', 'expiring', 'expired', 'unproven'];
 export const EXPIRING_WITHIN_DAYS = 30;
 const DAY_MS = 86_400_000;
 

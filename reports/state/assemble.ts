@@ -33,6 +33,8 @@ export interface ClassRow {
   event_type: string;
   epoch: number | string;
   value: string;
+  /** 'foreign': the change was not the lock API's (no proof). */
+  origin: string;
 }
 
 export interface GapRow {
@@ -94,6 +96,8 @@ export interface ClassItem {
   name: string;
   revision: string;
   definition: Record<string, unknown>;
+  /** 'foreign': etcd holds a definition the lock API did not write; nothing is granted under it. */
+  origin: 'api' | 'foreign';
 }
 
 export interface UnknownItem {
@@ -111,7 +115,7 @@ export interface KeyspaceState {
   holds: HoldItem[];
   queue: QueueItem[];
   classes: ClassItem[];
-  epoch: { epoch: number; revision: string } | null;
+  epoch: { epoch: number; revision: string; origin: 'api' | 'foreign' } | null;
   unknown: UnknownItem[];
   gaps: GapRef[];
   /** false when R lies inside a gap: holds granted and ended inside it are invisible to the log. */
@@ -210,7 +214,7 @@ export function assembleState(input: AssembleInput): KeyspaceState {
 
   for (const c of input.classes) {
     if (c.key === PREFIX.epoch) {
-      state.epoch = { epoch: Number(c.epoch), revision: String(c.revision) };
+      state.epoch = { epoch: Number(c.epoch), revision: String(c.revision), origin: originOf(c) };
       continue;
     }
     const rev = BigInt(c.revision);
@@ -220,15 +224,20 @@ export function assembleState(input: AssembleInput): KeyspaceState {
       state.unknown.push({ key: name, kind: 'class', reason: 'defined before a gap; a change inside the gap would be invisible', gap: gapRef(stale), lastKnownRevision: String(c.revision), lastKnownHolder: null });
       continue;
     }
-    state.classes.push({ name, revision: String(c.revision), definition: parseDefinition(c.value) });
+    state.classes.push({ name, revision: String(c.revision), definition: parseDefinition(c.value), origin: originOf(c) });
   }
   return state;
 }
 
+const originOf = (c: ClassRow): 'api' | 'foreign' => (c.origin === 'foreign' ? 'foreign' : 'api');
+
+/** The class's fields as written; its proof (`mac`) is no field of the class. */
 function parseDefinition(value: string): Record<string, unknown> {
   try {
     const v: unknown = JSON.parse(value);
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return {};
+    const { mac: _mac, ...fields } = v as Record<string, unknown>;
+    return fields;
   } catch {
     return {};
   }

@@ -1,12 +1,12 @@
 -- The last captured change at or before a revision of every lock class and
 -- of /sys/epoch; a class whose last change is a delete is dropped. Few rows:
--- classes are configuration.
+-- classes are configuration. origin 'foreign': not written by the lock API.
 -- Only the rows of etcd timeline {timeline} (sql/065).
 -- Parameters: {db:Identifier} {cluster:String} {revision:UInt64} {classPrefix:String} {epochKey:String} {timeline:UInt32}
-SELECT key, revision, event_type, epoch, value
+SELECT key, revision, event_type, epoch, value, toString(origin) AS origin
 FROM
 (
-    SELECT key, revision, op, event_type, epoch, value
+    SELECT key, revision, op, event_type, epoch, value, origin
     FROM {db:Identifier}.events FINAL
     WHERE cluster = {cluster:String}
         AND revision <= {revision:UInt64}

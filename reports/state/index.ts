@@ -70,7 +70,8 @@ export const HoldItemSchema = Type.Object({
 });
 
 const QueueItemSchema = Type.Object({ key: Type.String(), leaseId: Type.String(), holder: Type.String(), session: Type.String(), class: Type.String(), since: Type.String({ format: 'date-time' }), sinceRevision: Type.String() });
-const ClassItemSchema = Type.Object({ name: Type.String(), revision: Type.String(), definition: Type.Record(Type.String(), Type.Unknown()) });
+const Origin = Type.Union([Type.Literal('api'), Type.Literal('foreign')], { description: 'foreign: not written by the lock API (no proof): nothing is granted under it' });
+const ClassItemSchema = Type.Object({ name: Type.String(), revision: Type.String(), definition: Type.Record(Type.String(), Type.Unknown()), origin: Origin });
 const UnknownItemSchema = Type.Object({
   key: Type.String(),
   kind: Type.Union([Type.Literal('hold'), Type.Literal('queue'), Type.Literal('class')]),
@@ -92,8 +93,8 @@ const STATE_EXAMPLE = {
   at: { requested: '2025-11-29T14:03:07.250Z', revision: '1790', capturedThrough: '2210', timeline: 0 },
   holds: [{ key: 'payments/acct-7', holder: 'spiffe://corp/payments-worker', session: '7587883164012345', token: '11258999068428022', class: 'ledger-entry', epoch: 0, grantRevision: '1734', since: '2025-11-29T14:02:58.120Z', startKnown: true }],
   queue: [{ key: 'payments/acct-7', leaseId: '7587883164012399', holder: 'spiffe://corp/refunds', session: '7587883164012399', class: 'ledger-entry', since: '2025-11-29T14:03:01.000Z', sinceRevision: '1771' }],
-  classes: [{ name: 'ledger-entry', revision: '12', definition: { name: 'ledger-entry', namespace: 'payments', purpose: 'correctness', enforcement: 'fenced' } }],
-  epoch: { epoch: 0, revision: '2' },
+  classes: [{ name: 'ledger-entry', revision: '12', definition: { name: 'ledger-entry', namespace: 'payments', purpose: 'correctness', enforcement: 'fenced' }, origin: 'api' }],
+  epoch: { epoch: 0, revision: '2', origin: 'api' },
   unknown: [],
   gaps: [],
   complete: true,
@@ -107,7 +108,7 @@ export const StateSchema = Type.Object(
     holds: Type.Array(HoldItemSchema),
     queue: Type.Array(QueueItemSchema),
     classes: Type.Array(ClassItemSchema),
-    epoch: Type.Union([Type.Object({ epoch: Type.Integer(), revision: Type.String() }), Type.Null()]),
+    epoch: Type.Union([Type.Object({ epoch: Type.Integer(), revision: Type.String(), origin: Origin }), Type.Null()]),
     unknown: Type.Array(UnknownItemSchema, { description: 'Keys whose state at this revision the log cannot tell, each with the gap that hides it' }),
     gaps: Type.Array(GapRefSchema, { description: 'Recorded gaps that lost history of this timeline and begin at or before this revision' }),
     complete: Type.Boolean({ description: 'false when the revision lies inside a gap: holds granted and ended inside it are not in the log' }),

@@ -16,14 +16,21 @@ describe('state assembly', () => {
     const s = assembleState({
       revision: 50n,
       latest: [hold('ns/a', 10, 'w1'), { ...hold('ns/b', 12, 'w2'), key: '/q/ns/b/99', event_type: 'queue-enter' }],
-      classes: [{ key: '/sys/class/c', revision: '3', event_type: 'class-change', epoch: 0, value: '{"name":"c","ttlSeconds":15}' }, { key: '/sys/epoch', revision: '2', event_type: 'epoch-advance', epoch: 4, value: '' }],
+      classes: [
+        { key: '/sys/class/c', revision: '3', event_type: 'class-change', epoch: 0, value: '{"name":"c","ttlSeconds":15,"mac":"hs256.k.m"}', origin: 'api' },
+        { key: '/sys/class/d', revision: '4', event_type: 'class-change', epoch: 0, value: '{"name":"d","ttlSeconds":15}', origin: 'foreign' },
+        { key: '/sys/epoch', revision: '2', event_type: 'epoch-advance', epoch: 4, value: '', origin: 'foreign' },
+      ],
       gaps: [],
       snapshotAfter: [],
     });
     assert.deepEqual(s.holds.map((h) => [h.key, h.holder, h.grantRevision, h.token]), [['ns/a', 'w1', '10', '10']]);
     assert.deepEqual(s.queue.map((q) => [q.key, q.leaseId]), [['ns/b', '99']]);
-    assert.deepEqual(s.classes, [{ name: 'c', revision: '3', definition: { name: 'c', ttlSeconds: 15 } }]);
-    assert.deepEqual(s.epoch, { epoch: 4, revision: '2' });
+    assert.deepEqual(s.classes, [
+      { name: 'c', revision: '3', definition: { name: 'c', ttlSeconds: 15 }, origin: 'api' },
+      { name: 'd', revision: '4', definition: { name: 'd', ttlSeconds: 15 }, origin: 'foreign' },
+    ], 'the proof is no field of the class; a class not written by the API says so');
+    assert.deepEqual(s.epoch, { epoch: 4, revision: '2', origin: 'foreign' });
     assert.equal(s.complete, true);
     assert.deepEqual(s.unknown, []);
   });
@@ -58,7 +65,7 @@ describe('state assembly', () => {
     const s = assembleState({
       revision: 40n,
       latest: [hold('ns/gone', 11, 'w2'), hold('ns/kept', 30, 'w1', 'snapshot-hold', 10), hold('ns/new', 35, 'w5')],
-      classes: [{ key: '/sys/class/c', revision: '3', event_type: 'class-change', epoch: 0, value: '{}' }],
+      classes: [{ key: '/sys/class/c', revision: '3', event_type: 'class-change', epoch: 0, value: '{}', origin: 'api' }],
       gaps: [gap],
       snapshotAfter: [],
     });
@@ -87,15 +94,18 @@ describe('state diff', () => {
   const h = (key: string, grant: number, holder: string) => ({ key, holder, session: '1', token: String(grant), class: 'c', epoch: 0, grantRevision: String(grant), since: '', startKnown: true });
   it('appeared and ended are the set difference by grant; a key under a new grant is a holder change', () => {
     const d = compareStates(
-      { holds: [h('a', 1, 'w1'), h('b', 2, 'w2'), h('c', 3, 'w3')], classes: [{ name: 'x', revision: '1', definition: { ttlSeconds: 15, tier: 'entity' } }, { name: 'y', revision: '1', definition: {} }] },
-      { holds: [h('a', 1, 'w1'), h('b', 9, 'w4'), h('d', 8, 'w5')], classes: [{ name: 'x', revision: '7', definition: { ttlSeconds: 30, tier: 'entity', riskOwner: 'r' } }, { name: 'z', revision: '6', definition: {} }] },
+      { holds: [h('a', 1, 'w1'), h('b', 2, 'w2'), h('c', 3, 'w3')], classes: [{ name: 'x', revision: '1', definition: { ttlSeconds: 15, tier: 'entity' }, origin: 'api' }, { name: 'y', revision: '1', definition: {}, origin: 'api' }, { name: 'w', revision: '1', definition: { ttlSeconds: 15 }, origin: 'api' }] },
+      { holds: [h('a', 1, 'w1'), h('b', 9, 'w4'), h('d', 8, 'w5')], classes: [{ name: 'x', revision: '7', definition: { ttlSeconds: 30, tier: 'entity', riskOwner: 'r' }, origin: 'api' }, { name: 'z', revision: '6', definition: {}, origin: 'api' }, { name: 'w', revision: '8', definition: { ttlSeconds: 15 }, origin: 'foreign' }] },
     );
     assert.deepEqual(d.appeared.map((x) => x.key), ['b', 'd']);
     assert.deepEqual(d.ended.map((x) => x.key), ['b', 'c']);
     assert.deepEqual(d.changedHolder, [{ key: 'b', before: { holder: 'w2', grantRevision: '2', token: '2' }, after: { holder: 'w4', grantRevision: '9', token: '9' } }]);
     assert.deepEqual(d.classesCreated.map((c) => c.name), ['z']);
     assert.deepEqual(d.classesDeleted.map((c) => c.name), ['y']);
-    assert.deepEqual(d.classesChanged, [{ name: 'x', revision: '7', fields: [{ field: 'riskOwner', before: null, after: 'r' }, { field: 'ttlSeconds', before: 15, after: 30 }] }]);
+    assert.deepEqual(d.classesChanged, [
+      { name: 'x', revision: '7', fields: [{ field: 'riskOwner', before: null, after: 'r' }, { field: 'ttlSeconds', before: 15, after: 30 }] },
+      { name: 'w', revision: '8', fields: [{ field: 'origin', before: 'api', after: 'foreign' }] },
+    ], 'the same fields put back by hand read as a change of origin');
     assert.deepEqual(fieldChanges({ a: [1] }, { a: [1] }), []);
   });
 

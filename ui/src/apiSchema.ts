@@ -551,6 +551,8 @@ export interface operations {
                                     [key: string]: unknown;
                                 };
                                 name: string;
+                                /** @description foreign: written around the lock API (no proof); the API does not act on it */
+                                origin: "api" | "foreign";
                                 revision: string;
                             }[];
                             /** @description Classes defined at `from` and not at `to` (their last definition) */
@@ -559,6 +561,8 @@ export interface operations {
                                     [key: string]: unknown;
                                 };
                                 name: string;
+                                /** @description foreign: written around the lock API (no proof); the API does not act on it */
+                                origin: "api" | "foreign";
                                 revision: string;
                             }[];
                         };
@@ -569,6 +573,8 @@ export interface operations {
                             /** @description Who approved the advance (from its marker) */
                             by: string | null;
                             epoch: number;
+                            /** @description foreign: written around the lock API (no proof); the API does not act on it */
+                            origin: "api" | "foreign";
                             revision: string;
                         }[];
                         forceReleases: {
@@ -577,6 +583,8 @@ export interface operations {
                             enforcement: string;
                             holder: string;
                             key: string;
+                            /** @description foreign: written around the lock API (no proof); the API does not act on it */
+                            origin: "api" | "foreign";
                             reason: string;
                             requester: string;
                             revision: string;
@@ -2048,8 +2056,8 @@ export interface operations {
                             grants30d: number;
                             namespace: string;
                             riskOwner: string;
-                            /** @description expiring: within 30 days */
-                            status: "ok" | "expiring" | "expired";
+                            /** @description expiring: within 30 days; unproven: the class's latest definition was not written by the lock API (put by hand), so its waiver counts for nothing and nothing is granted under it */
+                            status: "ok" | "expiring" | "expired" | "unproven";
                             /** @description Grants issued without quorum */
                             unprotected24h: number;
                             unprotected30d: number;
@@ -2240,8 +2248,8 @@ export interface operations {
                             grants30d: number;
                             namespace: string;
                             riskOwner: string;
-                            /** @description expiring: within 30 days */
-                            status: "ok" | "expiring" | "expired";
+                            /** @description expiring: within 30 days; unproven: the class's latest definition was not written by the lock API (put by hand), so its waiver counts for nothing and nothing is granted under it */
+                            status: "ok" | "expiring" | "expired" | "unproven";
                             /** @description Grants issued without quorum */
                             unprotected24h: number;
                             unprotected30d: number;
@@ -3054,12 +3062,14 @@ export interface operations {
                      *             "namespace": "payments",
                      *             "purpose": "correctness",
                      *             "enforcement": "fenced"
-                     *           }
+                     *           },
+                     *           "origin": "api"
                      *         }
                      *       ],
                      *       "epoch": {
                      *         "epoch": 0,
-                     *         "revision": "2"
+                     *         "revision": "2",
+                     *         "origin": "api"
                      *       },
                      *       "unknown": [],
                      *       "gaps": [],
@@ -3083,6 +3093,8 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                             name: string;
+                            /** @description foreign: not written by the lock API (no proof): nothing is granted under it */
+                            origin: "api" | "foreign";
                             revision: string;
                         }[];
                         cluster: string;
@@ -3090,6 +3102,8 @@ export interface operations {
                         complete: boolean;
                         epoch: {
                             epoch: number;
+                            /** @description foreign: not written by the lock API (no proof): nothing is granted under it */
+                            origin: "api" | "foreign";
                             revision: string;
                         } | null;
                         /** @description Recorded gaps that lost history of this timeline and begin at or before this revision */

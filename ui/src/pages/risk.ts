@@ -31,7 +31,7 @@ export async function riskPage(params: URLSearchParams): Promise<Node> {
   }
   // The register's date is in the server's register time zone; compare with the local day only as a hint.
   const today = new Date().toISOString().slice(0, 10);
-  const counts = { ok: 0, expiring: 0, expired: 0 };
+  const counts = { ok: 0, expiring: 0, expired: 0, unproven: 0 };
   for (const c of reg.classes) counts[c.status] += 1;
   const rows = reg.classes.map((c) => [
     c.class, c.namespace, c.riskOwner, c.waiverExpires ?? '—', c.daysLeft ?? '—', c.status,
@@ -50,7 +50,8 @@ export async function riskPage(params: URLSearchParams): Promise<Node> {
     {},
     form,
     h('p', {}, `Register of ${reg.date}`, reg.date !== today && h('span', { class: 'muted' }, ' (not today)'), ` — as of ${fmtTime(reg.asOf)}, ${reg.trigger === 'manual' ? `built on demand by ${reg.requestedBy}` : 'nightly run'}. `,
-      h('span', { class: 'good' }, `${counts.ok} ok`), ', ', h('span', {}, `${counts.expiring} expiring`), ', ', h('span', { class: 'bad' }, `${counts.expired} expired`), '. ', build),
+      h('span', { class: 'good' }, `${counts.ok} ok`), ', ', h('span', {}, `${counts.expiring} expiring`), ', ', h('span', { class: 'bad' }, `${counts.expired} expired`),
+      counts.unproven > 0 && h('span', { class: 'bad' }, `, ${counts.unproven} unproven (not written by the lock API)`), '. ', build),
     reg.classes.length ? t : h('p', { class: 'muted' }, 'No advisory classes.'),
   );
 }
