@@ -32,7 +32,8 @@ const EpochRequestSchema = Type.Object({
   /** The API's proof (core/proof.ts) over every field above, in this order, and the request's lease. */
   mac: Type.Optional(Type.String()),
 });
-type EpochRequest = Static<typeof EpochRequestSchema>;
+export type EpochRequest = Static<typeof EpochRequestSchema>;
+export { EpochRequestSchema };
 
 const epochRequests = (parts: LockParts): TwoPersonRequests<typeof EpochRequestSchema> =>
   new TwoPersonRequests(parts, {
@@ -41,8 +42,13 @@ const epochRequests = (parts: LockParts): TwoPersonRequests<typeof EpochRequestS
     noun: 'epoch advance',
     notFound: 'LOCKAUDIT_ERR_EPOCH_NOT_FOUND',
     selfApproval: 'LOCKAUDIT_ERR_EPOCH_SELF_APPROVAL',
-    fields: (r) => [r.id, r.reason, r.requester, r.requestedAt, r.fromEpoch, r.epochModRevision],
+    fields: epochRequestFields,
   });
+
+/** What an epoch-advance request's proof binds, in order (its id first). */
+export function epochRequestFields(r: EpochRequest): readonly unknown[] {
+  return [r.id, r.reason, r.requester, r.requestedAt, r.fromEpoch, r.epochModRevision];
+}
 
 export interface EpochAdvanceRequested {
   id: string;

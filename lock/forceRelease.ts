@@ -37,7 +37,8 @@ const ForceRequestSchema = Type.Object({
   /** The API's proof (core/proof.ts) over every field above, in this order, and the request's lease. */
   mac: Type.Optional(Type.String()),
 });
-type ForceRequest = Static<typeof ForceRequestSchema>;
+export type ForceRequest = Static<typeof ForceRequestSchema>;
+export { ForceRequestSchema };
 
 const forceRequests = (parts: LockParts): TwoPersonRequests<typeof ForceRequestSchema> =>
   new TwoPersonRequests(parts, {
@@ -46,8 +47,13 @@ const forceRequests = (parts: LockParts): TwoPersonRequests<typeof ForceRequestS
     noun: 'force-release',
     notFound: 'LOCKAUDIT_ERR_FORCE_NOT_FOUND',
     selfApproval: 'LOCKAUDIT_ERR_FORCE_SELF_APPROVAL',
-    fields: (r) => [r.id, r.key, r.reason, r.revokeSession, r.requester, r.requestedAt, r.holdCreateRevision, r.holdModRevision, r.holder, r.session, r.epoch, r.at, r.class, r.enforcement],
+    fields: forceRequestFields,
   });
+
+/** What a force-release request's proof binds, in order (its id first). */
+export function forceRequestFields(r: ForceRequest): readonly unknown[] {
+  return [r.id, r.key, r.reason, r.revokeSession, r.requester, r.requestedAt, r.holdCreateRevision, r.holdModRevision, r.holder, r.session, r.epoch, r.at, r.class, r.enforcement];
+}
 
 export interface ForceRequested {
   id: string;

@@ -68,6 +68,12 @@ export const alarmCatalog = {
     action:
       'The digest worker hashes each Parquet history file itself before a digest names it. This one is not the file its manifest describes: it was replaced or damaged in the history bucket after the export wrote it. Find who wrote it (bucket access logs); remove its manifest (the object name plus .manifest.json) and re-export the day (lockaudit export history --from DAY --to DAY --cluster CLUSTER), which writes file and manifest again. Cleared once every complete file matches its manifest.',
   },
+  LOCKAUDIT_ALARM_HIGHWATER_UNEXPLAINED: {
+    instance: 'highwater-unexplained:{cluster}',
+    message: 'the highest captured grant token of {cluster} (epoch {epoch}) is explained by no grant carrying the lock API\'s proof; the lock API uses the highest proven one (epoch {usedEpoch}) instead',
+    action:
+      'Someone wrote the audit store\'s grant_high_water (or events) by hand: a token no proven grant explains is neither obeyed as a seal nor taken as the epoch to advance from. Find who wrote the store (its query log); the row stays until removed (ALTER TABLE grant_high_water DELETE WHERE …, with the platform stopped for an embedded store). Held until the process restarts.',
+  },
   LOCKAUDIT_ALARM_FOREIGN_WRITE: {
     instance: 'foreign-write:{cluster}',
     message: 'a {what} not made by the lock API was written into {cluster} ({key} at revision {revision}); see {where}',

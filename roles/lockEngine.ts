@@ -56,7 +56,17 @@ export async function startLockEngine(runtime: Runtime, options: LockEngineOptio
   const { config, logger, metrics, store } = runtime;
   // The shared high-water (the audit store's highest captured API grant): a new process, or one idle across a restore,
   // never grants below a token already issued (lock/sharedHighWater.ts).
-  const service = new LockService({ highWaterSource: storeHighWater(store), ...serviceOptions, cluster, dataDir: config.dataDir, originSecret: originSecret(config), logger, metrics, health: runtime.health });
+  const secret = originSecret(config);
+  const service = new LockService({
+    highWaterSource: storeHighWater(store, secret, runtime.health),
+    ...serviceOptions,
+    cluster,
+    dataDir: config.dataDir,
+    originSecret: secret,
+    logger,
+    metrics,
+    health: runtime.health,
+  });
   const interval = spoolShipIntervalMs ?? 5_000;
   const shipper = interval > 0 ? new SpoolShipper(store, cluster.name, config.dataDir, logger.child({ component: 'spool-shipper', cluster: cluster.name })) : undefined;
   shipper?.start(interval);

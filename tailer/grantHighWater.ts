@@ -5,23 +5,80 @@
 // materialized view on `events` keeps: one row per cluster, no scan of the
 // history. The lock engine reads it at start, periodically and after etcd
 // was unreachable, never per acquire; roles/ wires it in.
+// Whoever can write the store can write that row: one row of 2^64 − 1 would
+// seal every API process and make the recovery advance run past the last
+// epoch. So with the origin secret the token is taken only when a captured
+// grant explains it — a hold value carrying the API's proof for its key,
+// whose epoch and revision make that very token. An unexplained one is
+// reported (the caller alarms) and the highest explained token below it is
+// used instead. Not bounded: a genuine hold value copied into a store row at
+// a higher revision of its own epoch still explains a token above the real
+// ones; it can only seal (until a two-person advance), never lower a token.
 import type { AuditStore } from '../core/clickhouse.js';
+import { decodeValue, HoldValueSchema } from '../core/keyspace.js';
+import { hasValidProof } from '../core/proof.js';
+import { makeToken, splitToken } from '../core/token.js';
 import { loadSql } from '../platform/sql.js';
 
-const SQL = { grantHighWater: loadSql('tailer/sql/grantHighWater.sql') };
+const SQL = { grantHighWater: loadSql('tailer/sql/grantHighWater.sql'), candidates: loadSql('tailer/sql/grantTokenCandidates.sql') };
+/** How many of the highest captured grants below an unexplained token are tried before giving up (then: 0, only the process's own mark). */
+const FALLBACK_CANDIDATES = 50;
 
 export interface CapturedGrantHighWater {
   /** The highest token (epoch × 2^48 + revision) of an API grant captured for `cluster`; 0n when none. */
   highestGrantToken(cluster: string): Promise<bigint>;
 }
 
-export function capturedGrantHighWater(store: AuditStore): CapturedGrantHighWater {
+export interface GrantHighWaterChecks {
+  /** Key of the lock API's proofs: without it every token is taken as stored. */
+  originSecret?: Buffer;
+  /** Told when the stored high-water is explained by no proven grant (`epoch`: the claimed token's; the token itself is never told). */
+  onUnexplained?: (facts: { cluster: string; epoch: number; usedEpoch: number }) => void;
+}
+
+interface Candidate {
+  key: string;
+  value: string;
+  revision: string;
+  token: string;
+}
+
+const TOKEN = /^(0|[1-9][0-9]{0,19})$/;
+
+export function capturedGrantHighWater(store: AuditStore, checks: GrantHighWaterChecks = {}): CapturedGrantHighWater {
+  const { originSecret } = checks;
+  /** A captured grant row whose hold value the API proved for its key, and whose epoch and revision make its token. */
+  const explains = (c: Candidate): boolean => {
+    if (!originSecret || !TOKEN.test(c.token)) return false;
+    const hold = decodeValue(HoldValueSchema, c.value);
+    if (!hold || !hasValidProof(originSecret, c.key, hold)) return false;
+    try {
+      return makeToken(hold.epoch, BigInt(c.revision)) === BigInt(c.token);
+    } catch {
+      return false; // a revision beyond 48 bits makes no token
+    }
+  };
+  const candidates = (cluster: string, token: bigint, exact: boolean): Promise<Candidate[]> =>
+    store.rows<Candidate>(SQL.candidates.text, {
+      cluster,
+      token: token.toString(),
+      revision: splitToken(token).revision.toString(),
+      exact: exact ? 1 : 0,
+      limit: exact ? 10 : FALLBACK_CANDIDATES,
+    });
+
   return {
     async highestGrantToken(cluster) {
       const rows = await store.rows<{ token: string }>(SQL.grantHighWater.text, { cluster });
       const token = rows[0]?.token ?? '0';
-      if (!/^(0|[1-9][0-9]{0,19})$/.test(token)) throw new Error(`grant_high_water returned ${JSON.stringify(token)} for ${cluster}, not a token`);
-      return BigInt(token);
+      if (!TOKEN.test(token)) throw new Error(`grant_high_water returned ${JSON.stringify(token)} for ${cluster}, not a token`);
+      const claimed = BigInt(token);
+      if (claimed === 0n || !originSecret) return claimed;
+      if ((await candidates(cluster, claimed, true)).some(explains)) return claimed;
+      const below = (await candidates(cluster, claimed, false)).find(explains);
+      const used = below ? BigInt(below.token) : 0n;
+      checks.onUnexplained?.({ cluster, epoch: Number(splitToken(claimed).epoch), usedEpoch: Number(splitToken(used).epoch) });
+      return used;
     },
   };
 }
