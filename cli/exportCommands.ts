@@ -13,6 +13,7 @@ import { createLogger } from '../core/logger.js';
 import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
 import { expectedFromAuditLog, verifyArchive } from '../exporters/archiveVerify.js';
+import { existingOriginSecret } from '../core/originSecret.js';
 import { archiveLockProblem, ensureHistoryBucket } from '../platform/buckets.js';
 import { EXPORT_FORMATS, ExportRecords, parseExportInput, writeGrantsExport } from '../exporters/complianceExport.js';
 import type { ExportFormat } from '../exporters/chunkedExport.js';
@@ -211,7 +212,7 @@ export function registerExportCommands(program: Command): void {
   const archive = program.command('archive').description('the object-locked force-release archive');
   archive
     .command('verify')
-    .description('walk each cluster\'s hash chain in the archive bucket and report every missing or altered record; exits 1 when any is found')
+    .description('walk each cluster\'s hash chain in the archive bucket and report every missing, altered or unproven record, and (with the audit log) every proven force record not archived and every archived one the audit log does not hold; exits 1 when any is found')
     .option('--cluster <name>', 'only this cluster')
     .option('--no-audit-log', 'do not cross-check against the force records in the audit log (ClickHouse)')
     .option('--json', 'print JSON')
@@ -229,7 +230,10 @@ export function registerExportCommands(program: Command): void {
         // An unlocked archive is still verified (that is how a damaged one is found), but it is named.
         if (lockProblem) say(`warning: ${lockProblem}`);
         const expected = flags.auditLog ? await withStore(config, (store) => expectedFromAuditLog(store, { cluster: flags.cluster })) : undefined;
-        const result = await verifyArchive(s3, config.s3.archiveBucket, { cluster: flags.cluster, expected });
+        // Each record's own proof, with the deployment's key where this machine has it (never a new one).
+        const secret = existingOriginSecret(config);
+        if (!secret) say('warning: no origin secret here (LOCKAUDIT_ORIGIN_SECRET or <dataDir>/origin-secret): the records\' proofs are not checked');
+        const result = await verifyArchive(s3, config.s3.archiveBucket, { cluster: flags.cluster, expected, originSecret: secret });
         if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
         else {
           if (result.clusters.length === 0) process.stdout.write(`no archived force records in ${config.s3.archiveBucket}\n`);

@@ -26,3 +26,14 @@ export function originSecret(config: Pick<Config, 'dataDir' | 'originSecret'>): 
   }
   return Buffer.from(readFileSync(file, 'utf8').trim(), 'utf8');
 }
+
+/** The origin secret if this deployment has one (configured, or its file exists); never creates one — for checkers. */
+export function existingOriginSecret(config: Pick<Config, 'dataDir' | 'originSecret'>): Buffer | undefined {
+  if (config.originSecret) return Buffer.from(config.originSecret, 'utf8');
+  try {
+    return Buffer.from(readFileSync(path.join(config.dataDir, ORIGIN_SECRET_FILE), 'utf8').trim(), 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}

@@ -1,10 +1,18 @@
 // `lockaudit archive verify`: walks each cluster's hash chain in the archive
 // bucket (current versions) and reports every missing or altered record.
-// Optionally cross-checks against the force records the audit log saw (the
-// tailer's `force-record` events) — which also catches a removed last record,
-// which a chain alone cannot.
+// The chain is an unsigned sha256 chain, so whoever can write the bucket can
+// append a well-linked record after the head; hence, with the origin secret,
+// each archived record's own proof is checked (a record the lock API did not
+// write is `unproven`), and with the audit log both directions are: every
+// proven force record the tailer captured is archived (`not-archived`; this
+// also catches a removed last record, which a chain alone cannot), and every
+// archived record is one the audit log holds as proven (`not-in-audit-log`).
+// Records younger than the grace period are left out of both directions: the
+// archiver and the tailer each take a moment.
 import type { Client } from 'minio';
 import type { AuditStore } from '../core/clickhouse.js';
+import { decodeValue, ForceRecordSchema, forceKey } from '../core/keyspace.js';
+import { hasValidForceProof } from '../core/proof.js';
 import { ARCHIVE_OBJECT_PREFIX } from './forceArchive.js';
 import { loadSql } from '../platform/sql.js';
 import { archiveObjectName, parseArchived, verifyChain, type ChainEntry, type ChainProblem } from './hashChain.js';
@@ -15,6 +23,8 @@ export interface ExpectedRecord {
   key: string;
   createRevision: string;
   value: string;
+  /** Older than the grace period: the archive must hold it by now (default true). */
+  settled?: boolean;
 }
 
 export interface ClusterVerification {
@@ -32,8 +42,12 @@ export interface VerifyResult {
 export interface VerifyOptions {
   cluster?: string;
   objectPrefix?: string;
-  /** Records that must be archived (from the audit log); each absent or different one is a problem. */
+  /** The audit log's proven force records: each settled one absent or different is a problem, and each archived one not among them. */
   expected?: readonly ExpectedRecord[];
+  /** Key of the lock API's proofs: each archived record's proof is checked. */
+  originSecret?: Buffer;
+  /** Archived records approved less than this long ago are not required in the audit log yet, ms (default 300 000). */
+  graceMs?: number;
 }
 
 async function listNames(s3: Client, bucket: string, prefix: string): Promise<string[]> {
@@ -77,8 +91,29 @@ export async function verifyArchive(s3: Client, bucket: string, options: VerifyO
   for (const [cluster, entries] of [...byCluster.entries()].sort(([a], [b]) => a.localeCompare(b))) {
     const problems = verifyChain(cluster, entries, (r) => archiveObjectName(prefix, r.cluster, r.createRevision, r.key));
     const archived = new Map(entries.flatMap((e) => (e.record ? [[`${e.record.key}@${e.record.createRevision}`, e.record] as const] : [])));
+    const secret = options.originSecret;
+    if (secret) {
+      for (const e of entries) {
+        const f = e.record ? decodeValue(ForceRecordSchema, e.record.value) : undefined;
+        if (!e.record || problems.some((p) => p.object === e.object)) continue;
+        if (!f || !hasValidForceProof(secret, f) || e.record.key !== forceKey(f.id)) {
+          problems.push({ kind: 'unproven', cluster, object: e.object, seq: e.record.seq, detail: `${e.object}: the record does not carry the lock API's proof (written into the bucket by hand, or edited)` });
+        }
+      }
+    }
+    if (options.expected) {
+      const logged = new Set(options.expected.filter((x) => x.cluster === cluster).map((x) => `${x.key}@${x.createRevision}`));
+      const settledBefore = Date.now() - (options.graceMs ?? 300_000);
+      for (const e of entries) {
+        const r = e.record;
+        if (!r || logged.has(`${r.key}@${r.createRevision}`) || problems.some((p) => p.object === e.object)) continue;
+        const approvedAt = r.record?.approvedAt;
+        if (approvedAt !== undefined && approvedAt > settledBefore) continue; // the tailer may not have captured it yet
+        problems.push({ kind: 'not-in-audit-log', cluster, object: e.object, seq: r.seq, detail: `${e.object}: archived, but the audit log holds no proven force record ${r.key} at revision ${r.createRevision}` });
+      }
+    }
     for (const exp of options.expected ?? []) {
-      if (exp.cluster !== cluster) continue;
+      if (exp.cluster !== cluster || exp.settled === false) continue;
       const found = archived.get(`${exp.key}@${exp.createRevision}`);
       const object = archiveObjectName(prefix, cluster, exp.createRevision, exp.key);
       if (!found) {
@@ -100,7 +135,11 @@ export async function verifyArchive(s3: Client, bucket: string, options: VerifyO
   return { ok: clusters.every((c) => c.problems.length === 0), clusters };
 }
 
-/** The force records the audit log holds (the tailer's `force-record` puts), older than `graceMs`. */
+/** The proven force records the audit log holds (the tailer's `force-record` puts), each `settled` when older than `graceMs`. */
 export async function expectedFromAuditLog(store: AuditStore, options: { cluster?: string; graceMs?: number } = {}): Promise<ExpectedRecord[]> {
-  return store.rows<ExpectedRecord>(loadSql('exporters/sql/force_records.sql').text, { cluster: options.cluster ?? '', beforeMs: Date.now() - (options.graceMs ?? 300_000) });
+  const rows = await store.rows<Omit<ExpectedRecord, 'settled'> & { settled: number | string }>(loadSql('exporters/sql/force_records.sql').text, {
+    cluster: options.cluster ?? '',
+    beforeMs: Date.now() - (options.graceMs ?? 300_000),
+  });
+  return rows.map((r) => ({ cluster: r.cluster, key: r.key, createRevision: r.createRevision, value: r.value, settled: Number(r.settled) === 1 }));
 }

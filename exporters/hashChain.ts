@@ -81,7 +81,7 @@ export function archiveObjectName(prefix: string, cluster: string, createRevisio
   return `${prefix}${cluster}/${createRevision.padStart(20, '0')}-${id.replace(/[^A-Za-z0-9._-]/g, '_')}.json`;
 }
 
-export type ChainProblemKind = 'missing' | 'altered' | 'unreadable' | 'broken-link' | 'duplicate' | 'not-archived' | 'hidden';
+export type ChainProblemKind = 'missing' | 'altered' | 'unreadable' | 'broken-link' | 'duplicate' | 'not-archived' | 'hidden' | 'unproven' | 'not-in-audit-log';
 
 export interface ChainProblem {
   kind: ChainProblemKind;

@@ -21,7 +21,7 @@ import { verifyArchive } from '../../exporters/archiveVerify.js';
 import { ensureArchiveBucket } from '../../platform/buckets.js';
 import { exportMetrics } from '../../exporters/exportMetrics.js';
 import { alarmName, ForceArchiver } from '../../exporters/forceArchive.js';
-import { recordHash, type ArchivedForceRecord } from '../../exporters/hashChain.js';
+import { archiveObjectName, chainRecord, recordHash, type ArchivedForceRecord } from '../../exporters/hashChain.js';
 import { readObjectText } from '../../exporters/objectStore.js';
 import { projectRoot } from '../../core/paths.js';
 import { testConfig, uniqueId } from '../support/env.js';
@@ -147,6 +147,39 @@ describe('force-release archive', () => {
     const result = await verifyArchive(s3, bucket);
     assert.equal(result.ok, false, JSON.stringify(result));
     assert.deepEqual(result.clusters[0]?.problems.map((p) => [p.kind, p.object]), [['hidden', names[2]]]);
+  });
+
+  it('verify names a well-linked record appended after the head by a bucket writer: unproven, and not in the audit log', async () => {
+    const bucket = await newLockedBucket();
+    const keyPrefix = `/sys/force/${uniqueId('ap')}-`;
+    const keys = await writeRecords(keyPrefix, 2, Date.now() - 3_600_000);
+    const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, originSecret });
+    try {
+      assert.equal((await archiver.tick()).archived, 2);
+    } finally {
+      await archiver.close();
+    }
+    const names: string[] = [];
+    for await (const o of s3.listObjectsV2(bucket, 'force/', true)) if (o.name) names.push(o.name);
+    names.sort();
+    const head = JSON.parse(await readObjectText(s3, bucket, names[1] as string)) as ArchivedForceRecord;
+    // The insider has the bucket's write credentials, not the API's key: a record of their own, linked after the head.
+    const id = `${keyPrefix.split('/').pop()}forged`;
+    const fields = { ...forceFields(id, Date.now() - 3_600_000), reason: 'routine maintenance' };
+    const forged = chainRecord({ seq: head.seq, hash: head.hash }, head.cluster, { key: `${keyPrefix}forged`, value: JSON.stringify({ ...fields, mac: forceMac(Buffer.from('not-the-key'), fields) }), createRevision: String(BigInt(head.createRevision) + 5n) });
+    const name = archiveObjectName('force/', forged.cluster, forged.createRevision, forged.key);
+    const body = Buffer.from(JSON.stringify(forged));
+    await s3.putObject(bucket, name, body, body.length);
+
+    assert.equal((await verifyArchive(s3, bucket)).ok, true, 'the chain alone accepts it: that is the attack');
+    const proofs = await verifyArchive(s3, bucket, { originSecret });
+    assert.deepEqual(proofs.clusters[0]?.problems.map((p) => [p.kind, p.object]), [['unproven', name]], JSON.stringify(proofs));
+    // The audit log holds the two genuine records only: the appended one is not among them.
+    const values = await Promise.all(names.map(async (n) => JSON.parse(await readObjectText(s3, bucket, n)) as ArchivedForceRecord));
+    const expected = values.map((r) => ({ cluster: r.cluster, key: r.key, createRevision: r.createRevision, value: r.value }));
+    assert.equal(expected.length, keys.length);
+    const both = await verifyArchive(s3, bucket, { expected });
+    assert.deepEqual(both.clusters[0]?.problems.map((p) => [p.kind, p.object]), [['not-in-audit-log', name]], JSON.stringify(both));
   });
 
   it('chains records in commit order, and verify reports a removed and an altered record (unlocked bucket built the same way)', async () => {
