@@ -27,7 +27,9 @@ export type Expectation =
   | 'expiry' // deleted by etcd when its lease ran out (the mass expiry, and sessions left to lapse)
   | 'revoked' // deleted because a force-release revoked the holder's session: no expiry
   | 'force' // the forced key itself
-  | 'bad-value'; // a value the decoder cannot take: quarantined or recorded, never lost
+  | 'bad-value' // a value the decoder cannot take: quarantined or recorded, never lost
+  | 'foreign-class' // a lock class put by hand (/sys/class/<name>): its event reads origin foreign, and nothing is granted under it
+  | 'request-refused'; // a pending force-release edited by hand to name another hold (key /sys/force/<id>): never carried out
 
 export interface Truth {
   expect: Expectation;
@@ -137,7 +139,10 @@ export class Workload {
         const kinds: Array<[number, () => Promise<void>]> = [];
         if (this.options.badValues) kinds.push([3, () => this.badValue()]);
         if (this.options.foreignWrites) kinds.push([4, () => this.foreignGrant()], [3, () => this.manualDelete()]);
-        if (this.options.insiderWrites) kinds.push([1, () => this.forgedMarkerDelete()], [1, () => this.copiedHold()], [1, () => this.forgedForce()]);
+        if (this.options.insiderWrites) {
+          kinds.push([1, () => this.forgedMarkerDelete()], [1, () => this.copiedHold()], [1, () => this.forgedForce()]);
+          kinds.push([1, () => this.editedRequest()], [1, () => this.handClass()]);
+        }
         if (this.options.sessionLapses) kinds.push([1, () => this.sessionLapse()]);
         let roll = this.rng.next() * kinds.reduce((n, [w]) => n + w, 0);
         for (const [w, act] of kinds) {
@@ -264,6 +269,55 @@ export class Workload {
       await sleep(500);
       await lease.revoke().catch(() => {});
     }
+  }
+
+  /**
+   * A pending force-release of hold A edited by hand to name hold B (issue 39): the approver approves what the
+   * API shows them; the approval must be refused (409), neither hold force-released, no force record written.
+   */
+  async editedRequest(): Promise<void> {
+    const a = await this.#apiHold('req-a');
+    const b = await this.#apiHold('req-b');
+    try {
+      if (!a || !b) return;
+      const [requester, approver] = this.tokens.operators;
+      const req = await this.stack.api('POST', '/v1/force-releases', requester, { key: a.key, reason: `chaos run ${this.options.seed}: an insider edits this request` });
+      if (req.status !== 202) return;
+      const id = String(req.body.id);
+      const requestKey = `/lockaudit/force-request/${id}`;
+      const [stored, target] = await Promise.all([this.etcd.get(requestKey).exec(), this.etcd.get(`/l/${b.key}`).exec()]);
+      const kv = stored.kvs[0];
+      const bKv = target.kvs[0];
+      if (!kv || !bKv) return;
+      const edited = { ...(JSON.parse(kv.value.toString()) as Record<string, unknown>), key: b.key, holdCreateRevision: String(bKv.create_revision), holdModRevision: String(bKv.mod_revision) };
+      await this.etcd.put(requestKey).value(JSON.stringify(edited)).lease(String(kv.lease)).exec();
+      this.truth({ expect: 'request-refused', key: `/sys/force/${id}` });
+      const shown = await this.stack.api('GET', `/v1/force-releases/${id}`, approver);
+      const ok = await this.stack.api('POST', `/v1/force-releases/${id}/approve`, approver, { requestHash: shown.body.requestHash });
+      this.inc(ok.status === 409 && ok.body.error === 'LOCKAUDIT_ERR_REQUEST_UNPROVEN' ? 'insider: edited force-release requests refused (409)' : `insider: edited force-release request answered ${ok.status} ${String(ok.body.error ?? '')}`);
+      await this.stack.api('POST', `/v1/force-releases/${id}/reject`, approver, { reason: 'edited by hand' });
+    } finally {
+      for (const h of [a, b]) {
+        if (!h) continue;
+        await this.stack.api('POST', '/v1/locks/release', h.client, { key: h.key, session: h.session, token: h.token });
+        await this.stack.api('DELETE', `/v1/sessions/${h.session}`, h.client);
+      }
+    }
+  }
+
+  /** A lock class put by hand (issue 39): recorded foreign, and an acquire under it refused (409 LOCKAUDIT_ERR_CLASS_UNPROVEN). */
+  async handClass(): Promise<void> {
+    const name = `chaos-hand-${this.options.seed}-${this.#n++}`;
+    const key = `/sys/class/${name}`;
+    const cls = { name, namespace: 'chaos', purpose: 'efficiency', enforcement: 'advisory', riskOwner: 'mallory@corp.example', waiverExpires: '2099-12-31', ttlSeconds: 30, tier: 'entity', onQuorumLoss: 'open', fairness: 'memory' };
+    const put = await this.etcd.put(key).value(JSON.stringify(cls)).exec();
+    this.truth({ expect: 'foreign-class', key, revision: String(put.header.revision) });
+    const client = this.tokens.chaosClients[this.#forceClient++ % this.tokens.chaosClients.length] as string;
+    const session = await this.stack.api('POST', '/v1/sessions', client, { ttlSeconds: 30 });
+    if (session.status !== 200 && session.status !== 201) return;
+    const res = await this.stack.api('POST', '/v1/locks/acquire', client, { key: `chaos/hand-class-${this.#n++}`, session: String(session.body.id), class: name });
+    this.inc(res.status === 409 && res.body.error === 'LOCKAUDIT_ERR_CLASS_UNPROVEN' ? 'insider: acquires under a hand-put class refused (409)' : `insider: acquire under a hand-put class answered ${res.status} ${String(res.body.error ?? '')}`);
+    await this.stack.api('DELETE', `/v1/sessions/${String(session.body.id)}`, client);
   }
 
   /** An ordinary API session left to lapse while holding a key: its hold must read `expiry`. */

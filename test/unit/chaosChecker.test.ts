@@ -278,6 +278,20 @@ describe('chaos checker on a kept real run (test/chaos/histories/seed3-small)', 
     }), 'grants-export');
   });
 
+  it('an edited two-person request carried out: forged-approved; a hand-put class read as the API\'s: misclassified', () => {
+    assertNamedAlone(mutated((i) => {
+      const c = changes(i).find((x) => x.type === 'put' && x.key.startsWith('/sys/force/') && !i.truth.some((t) => t.key === x.key)) as RecordedChange;
+      assert.ok(c, 'the fixture holds a genuine force record');
+      i.truth.push({ expect: 'request-refused', key: c.key, at: 0 });
+    }), 'forged-approved');
+    assertNamedAlone(mutated((i) => {
+      const c = changes(i).find((x) => x.type === 'put' && x.key.startsWith('/sys/class/')) as RecordedChange;
+      assert.ok(c, 'the fixture holds a class put');
+      i.truth.push({ expect: 'foreign-class', key: c.key, revision: c.revision, at: 0 });
+      for (const e of i.store.events) if (e.key === c.key && e.revision === c.revision) e.origin = 'api';
+    }), 'misclassified');
+  });
+
   it('lose a change the tailer captured before a restore: rolled-back-lost', () => {
     assertNamedAlone(mutated((i) => {
       const restore = i.faults.find((f) => f.facts?.kind === 'restore')?.facts as { snapshotRevision: string; checkpointBefore: string };
@@ -344,7 +358,7 @@ describe('chaos checker on a kept real run (test/chaos/histories/seed3-small)', 
   });
 
   it('every violation kind has a mutation above that names it', () => {
-    const tested: ViolationKind[] = ['lost', 'misclassified', 'flip', 'gap-too-wide', 'gap-unexplained', 'restore-unrecorded', 'gap-shared', 'phantom', 'misrecorded', 'ghost-open-grant', 'overlap', 'token-order', 'not-archived', 'forged-archived', 'archive-verify', 'grants-export', 'rolled-back-lost'];
+    const tested: ViolationKind[] = ['forged-approved', 'lost', 'misclassified', 'flip', 'gap-too-wide', 'gap-unexplained', 'restore-unrecorded', 'gap-shared', 'phantom', 'misrecorded', 'ghost-open-grant', 'overlap', 'token-order', 'not-archived', 'forged-archived', 'archive-verify', 'grants-export', 'rolled-back-lost'];
     assert.deepEqual([...VIOLATION_KINDS].sort(), [...tested].sort());
   });
 });

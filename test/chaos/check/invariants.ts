@@ -212,6 +212,12 @@ export function classification(input: CheckInput, h: History, rowOf: Map<Recorde
   const grantRows = new Map<string, StoredGrant[]>();
   for (const g of input.store.grants) grantRows.set(`${g.grant_revision} ${g.key}`, [...(grantRows.get(`${g.grant_revision} ${g.key}`) ?? []), g]);
   for (const [c, row] of rowOf) {
+    if (c.key.startsWith('/sys/class/')) {
+      // A class put by hand must say it is not the API's (the lock API grants under nothing else).
+      const t = truthAt.get(rk(c.revision, c.key));
+      if (t?.expect === 'foreign-class' && c.type === 'put' && String(row.origin ?? '') !== 'foreign') wrong(c, row, 'a class put by hand: origin foreign');
+      continue;
+    }
     if (!c.key.startsWith('/l/')) continue;
     const truth = truthAt.get(rk(c.revision, c.key)) ?? (c.type === 'delete' ? truthByKey.get(c.key)?.find((t) => t.expect !== 'foreign-grant') : undefined);
     if (c.type === 'put') {
@@ -308,8 +314,15 @@ export function tokenOrder(input: CheckInput, h: History, add: Add): number {
 export function archive(input: CheckInput, h: History, add: Add): number {
   const forgedIds = new Set(input.truth.filter((t) => t.expect === 'forged-force').map((t) => t.key.slice('/sys/force/'.length)));
   const ids = new Set(h.changes.filter((c) => c.type === 'put' && c.key.startsWith('/sys/force/')).map((c) => c.key.slice('/sys/force/'.length)));
+  for (const t of input.truth) {
+    if (t.expect === 'request-refused' && ids.has(t.key.slice('/sys/force/'.length))) {
+      add({ kind: 'forged-approved', key: t.key, revision: '', era: -1, expected: 'a two-person request edited by hand is never carried out', got: 'a force record under its id' });
+    }
+  }
+  const refusedIds = new Set(input.truth.filter((t) => t.expect === 'request-refused').map((t) => t.key.slice('/sys/force/'.length)));
   let genuine = 0;
   for (const id of ids) {
+    if (refusedIds.has(id)) continue; // named above
     const archived = input.archiveTexts.some((t) => t.includes(id));
     if (forgedIds.has(id)) {
       if (archived) add({ kind: 'forged-archived', key: `/sys/force/${id}`, revision: '', era: -1, expected: 'a force record nobody approved is never archived as genuine', got: 'in the archive' });

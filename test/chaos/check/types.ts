@@ -8,6 +8,7 @@ import type { Truth } from '../workload.js';
 
 export const VIOLATION_KINDS = [
   'lost', // a committed change in no row, no quarantine and no gap that may excuse it
+  'forged-approved', // a two-person request edited by hand was carried out (its force record exists)
   'rolled-back-lost', // a change the tailer had captured before a restore, missing from the record after it
   'misrecorded', // the row at that (revision, key) holds another change
   'flip', // one (timeline, revision, key) written with different contents (a replay or a deposed leader)
