@@ -43,6 +43,7 @@ export const errorCatalog = {
   LOCKAUDIT_ERR_EPOCH_SELF_APPROVAL: { status: 403, description: 'An epoch advance must be approved by a different person than its requester.' },
   LOCKAUDIT_ERR_EPOCH_STALE: { status: 409, description: 'The epoch record changed since the advance was requested; request again.' },
   LOCKAUDIT_ERR_CLASS_UNPROVEN: { status: 409, description: 'The lock class in etcd does not carry the lock API\'s proof (put by hand, an older version put back, or written before proofs existed): nothing is granted under it.' },
+  LOCKAUDIT_ERR_EPOCH_ADOPT_REFUSED: { status: 409, description: 'An epoch adoption was refused: /sys/epoch is already proven, bound to another cluster, below an epoch already used, or etcd was seen rewound.' },
   LOCKAUDIT_ERR_REQUEST_UNPROVEN: { status: 409, description: 'The pending two-person request does not carry the lock API\'s proof for what it says: edited in etcd or written around the API; refused and alarmed.' },
   LOCKAUDIT_ERR_REQUEST_CHANGED: { status: 409, description: 'The approval names a requestHash that is not the pending request\'s: it is not the request the approver was shown.' },
   LOCKAUDIT_ERR_EPOCH_EXHAUSTED: { status: 409, description: 'The epoch is at the last one the 16 bits of a fencing token can carry; no advance can go past it.' },

@@ -82,6 +82,20 @@ export class Classes {
     return entry;
   }
 
+  /** Every class etcd holds (at most `limit`, by name), each with its proof state; a value that is no class at all reads `unproven` with no class. */
+  async list(limit = 1000): Promise<Array<{ name: string; entry: CachedClass | undefined; modRevision: string }>> {
+    const prefix = this.#keys.class('');
+    const { kvs } = await this.#etcd.getPrefix(prefix, { limit });
+    const out = kvs.map((kv) => {
+      const name = kv.key.slice(prefix.length);
+      const stored = decodeValue(StoredClassSchema, kv.value);
+      if (!stored) return { name, entry: undefined, modRevision: kv.modRevision };
+      const { mac: _mac, ...value } = stored;
+      return { name, entry: { value, modRevision: kv.modRevision, proof: classProofState(this.#secret, name, stored, kv) } satisfies CachedClass, modRevision: kv.modRevision };
+    });
+    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
   drop(name: string): void {
     this.#cache.delete(name);
   }

@@ -125,6 +125,16 @@ export class EpochState {
     return this.sealReason() !== undefined;
   }
 
+  /** The record in force carries no valid proof (put by hand, or written before proofs existed). */
+  get unproven(): boolean {
+    return this.#unproven !== undefined;
+  }
+
+  /** etcd was seen rewound (a latched seal only an advance clears). */
+  get rewound(): boolean {
+    return this.#rewind !== undefined;
+  }
+
   /** The epoch an advance must go beyond: the highest proven record's, or a higher one seen before a rewind (never an unproven one's). */
   get highestEpoch(): number {
     return Math.max(this.#provenEpoch, this.#highWater?.mark.epoch ?? 0);
@@ -329,7 +339,7 @@ export class EpochState {
     } else {
       this.#unproven =
         `${this.#keys.epoch()} (epoch ${value.epoch}, written at revision ${kv.modRevision}) does not carry the lock API's proof: it was put by hand, or written before proofs existed; ` +
-        'nothing of it is used, and two lock-operators must run POST /v1/epoch/advance, which writes a proven epoch above every proven one';
+        'nothing of it is used: two lock-operators check it and adopt it as it is (POST /v1/epoch/advance with adopt: true — deletes no hold), or advance past it (POST /v1/epoch/advance)';
     }
     this.#notify();
     return true;

@@ -29,6 +29,11 @@ const EpochRequestSchema = Type.Object({
   fromEpoch: Type.Integer(),
   /** The /sys/epoch mod revision the advance replaces ('0': absent); the approval's txn compares it. */
   epochModRevision: Type.String(),
+  /**
+   * Adoption (an upgrade, or an unproven /sys/epoch two people have checked): prove the epoch /sys/epoch holds,
+   * `adoptEpoch`, as it is — no hold deleted — instead of advancing past it. 0: an advance.
+   */
+  adoptEpoch: Type.Integer({ minimum: 0 }),
   /** The API's proof (core/proof.ts) over every field above, in this order, and the request's lease. */
   mac: Type.Optional(Type.String()),
 });
@@ -47,12 +52,14 @@ const epochRequests = (parts: LockParts): TwoPersonRequests<typeof EpochRequestS
 
 /** What an epoch-advance request's proof binds, in order (its id first). */
 export function epochRequestFields(r: EpochRequest): readonly unknown[] {
-  return [r.id, r.reason, r.requester, r.requestedAt, r.fromEpoch, r.epochModRevision];
+  return [r.id, r.reason, r.requester, r.requestedAt, r.fromEpoch, r.epochModRevision, r.adoptEpoch];
 }
 
 export interface EpochAdvanceRequested {
   id: string;
   status: 'pending';
+  /** An adoption: the approval proves /sys/epoch as it is (epoch stays `epoch`) and deletes no hold. */
+  adopt: boolean;
   epoch: number;
   nextEpoch: number;
   sealed: boolean;
@@ -68,6 +75,7 @@ export interface EpochAdvanceRequested {
 export interface EpochAdvancePending {
   id: string;
   status: 'pending';
+  adopt: boolean;
   fromEpoch: number;
   nextEpoch: number;
   reason: string;
@@ -101,8 +109,9 @@ function pendingView(p: PendingRequest<EpochRequest>): EpochAdvancePending {
   return {
     id: p.id,
     status: 'pending',
+    adopt: r.adoptEpoch > 0,
     fromEpoch: r.fromEpoch,
-    nextEpoch: r.fromEpoch + 1,
+    nextEpoch: r.adoptEpoch > 0 ? r.adoptEpoch : r.fromEpoch + 1,
     reason: r.reason,
     requester: r.requester,
     requestedAt: new Date(r.requestedAt).toISOString(),
@@ -111,28 +120,46 @@ function pendingView(p: PendingRequest<EpochRequest>): EpochAdvancePending {
   };
 }
 
-export async function requestEpochAdvance(parts: LockParts, identity: string, reason: string): Promise<EpochAdvanceRequested> {
+export async function requestEpochAdvance(parts: LockParts, identity: string, reason: string, options: { adopt?: boolean } = {}): Promise<EpochAdvanceRequested> {
   await parts.epoch.probe(); // `sealed` below is what acquire would do now
   const record = parts.epoch.record as EpochValue;
   const fromEpoch = parts.epoch.highestEpoch;
-  const next = nextEpoch(fromEpoch, 'epoch advance');
+  const adoptEpoch = options.adopt ? adoptable(parts, record) : 0;
+  const next = adoptEpoch > 0 ? adoptEpoch : nextEpoch(fromEpoch, 'epoch advance');
   const holds = await parts.etcd.getPrefix(parts.keys.holdPrefix(), { countOnly: true });
   const id = randomUUID();
-  const request: EpochRequest = { id, reason, requester: identity, requestedAt: Date.now(), fromEpoch, epochModRevision: parts.epoch.modRevision };
+  const request: EpochRequest = { id, reason, requester: identity, requestedAt: Date.now(), fromEpoch, epochModRevision: parts.epoch.modRevision, adoptEpoch };
   const { requestHash, expiresAt } = await epochRequests(parts).create(request);
-  parts.logger.info({ id, fromEpoch, requester: identity, requestHash }, 'epoch advance requested');
+  parts.logger.info({ id, fromEpoch, adoptEpoch, requester: identity, requestHash }, adoptEpoch > 0 ? 'epoch adoption requested' : 'epoch advance requested');
   return {
     id,
     status: 'pending',
+    adopt: adoptEpoch > 0,
     epoch: record.epoch,
     nextEpoch: next,
     sealed: parts.epoch.sealed,
     recordedClusterId: record.clusterId,
     clusterId: parts.epoch.clusterId ?? record.clusterId,
-    holds: holds.count,
+    holds: adoptEpoch > 0 ? 0 : holds.count,
     expiresAt,
     requestHash,
   };
+}
+
+/**
+ * The epoch an adoption may prove: /sys/epoch as it is, only when it is unproven, bound to the cluster etcd
+ * reports, at or above every proven epoch and high-water this API knows (an adoption never moves tokens back),
+ * and nothing else seals grants. Otherwise LOCKAUDIT_ERR_EPOCH_ADOPT_REFUSED saying why.
+ */
+function adoptable(parts: LockParts, record: EpochValue): number {
+  const refuse = (why: string): never => {
+    throw new LockauditError('LOCKAUDIT_ERR_EPOCH_ADOPT_REFUSED', `epoch adoption: ${why}; an advance (without adopt) is the way on`);
+  };
+  if (!parts.epoch.unproven) refuse(`/sys/epoch (epoch ${record.epoch}) already carries the lock API's proof`);
+  if (parts.epoch.clusterId !== undefined && record.clusterId !== parts.epoch.clusterId) refuse(`/sys/epoch is bound to cluster ${record.clusterId}, but etcd reports ${parts.epoch.clusterId}`);
+  if (record.epoch < Math.max(1, parts.epoch.highestEpoch)) refuse(`/sys/epoch says epoch ${record.epoch}, below epoch ${parts.epoch.highestEpoch} already proven or granted under`);
+  if (parts.epoch.rewound) refuse('etcd was seen rewound');
+  return record.epoch;
 }
 
 /** Every pending epoch-advance request, oldest first, each judged. */
@@ -158,8 +185,12 @@ export async function approveEpochAdvance(parts: LockParts, identity: string, id
   const { value: request, kv } = pending;
   const requestKey = kv.key;
   const { header } = await parts.etcd.get(parts.keys.epoch());
+  const adopt = request.adoptEpoch > 0;
+  if (adopt && request.adoptEpoch < parts.epoch.highestEpoch) {
+    throw new LockauditError('LOCKAUDIT_ERR_EPOCH_ADOPT_REFUSED', `epoch adoption ${id}: epoch ${request.adoptEpoch} is now below epoch ${parts.epoch.highestEpoch} already proven or granted under; an advance is the way on`);
+  }
   // Above every proven epoch this API has seen: a restore can roll /sys/epoch back below one already used.
-  const epoch = nextEpoch(Math.max(request.fromEpoch, parts.epoch.highestEpoch), `epoch advance ${id}`);
+  const epoch = adopt ? request.adoptEpoch : nextEpoch(Math.max(request.fromEpoch, parts.epoch.highestEpoch), `epoch advance ${id}`);
   const unsigned: Omit<EpochValue, 'mac'> = { epoch, clusterId: String(header.cluster_id), from: request.epochModRevision };
   const next: EpochValue = { ...unsigned, mac: epochMac(parts.originSecret, unsigned) };
   // Bound to the /sys/epoch revision this advance replaces (the txn compares it): a copy explains no later delete.
@@ -168,10 +199,9 @@ export async function approveEpochAdvance(parts: LockParts, identity: string, id
   for (let attempt = 0; attempt < 2; attempt++) {
     let res;
     try {
-      res = await parts.etcd.txn(
-        [epochUnchanged, cmp.mod(requestKey, kv.modRevision)],
-        [op.put(parts.keys.epoch(), next), op.delPrefix(parts.keys.holdPrefix()), await parts.markers.put(mark), op.del(requestKey)],
-      );
+      // An adoption proves the epoch in place (the txn still compares the value the approvers saw); it deletes no hold.
+      const ops = adopt ? [op.put(parts.keys.epoch(), next), op.del(requestKey)] : [op.put(parts.keys.epoch(), next), op.delPrefix(parts.keys.holdPrefix()), await parts.markers.put(mark), op.del(requestKey)];
+      res = await parts.etcd.txn([epochUnchanged, cmp.mod(requestKey, kv.modRevision)], ops);
     } catch (err) {
       if (err instanceof EtcdLeaseInvalidError && attempt === 0) {
         // After a restore the marker lease we knew is gone.
@@ -189,8 +219,8 @@ export async function approveEpochAdvance(parts: LockParts, identity: string, id
     await parts.epoch.reload();
     await parts.epoch.persistMark();
     for (const key of parts.waiters.keys()) parts.waiters.notify(key);
-    const deleted = Number(res.responses[1]?.response_delete_range.deleted ?? 0);
-    parts.logger.info({ id, epoch: next.epoch, clusterId: next.clusterId, deletedHolds: deleted, requester: request.requester, approver: identity, requestHash: pending.requestHash }, 'epoch advanced');
+    const deleted = adopt ? 0 : Number(res.responses[1]?.response_delete_range.deleted ?? 0);
+    parts.logger.info({ id, epoch: next.epoch, clusterId: next.clusterId, deletedHolds: deleted, requester: request.requester, approver: identity, requestHash: pending.requestHash }, adopt ? 'epoch adopted' : 'epoch advanced');
     return { id, status: 'approved', epoch: next.epoch, clusterId: next.clusterId, deletedHolds: deleted, revision: String(res.header.revision), requestHash: pending.requestHash };
   }
   throw new LockauditError('LOCKAUDIT_ERR_INTERNAL', 'epoch advance: the marker lease kept vanishing');

@@ -222,6 +222,11 @@ export class LockService {
     return this.parts.classes.read(name, { fresh: true });
   }
 
+  /** Every class etcd holds, each with its proof state (what an upgrade's adoption works through). */
+  listClasses(): Promise<Array<{ name: string; entry: CachedClass | undefined; modRevision: string }>> {
+    return this.parts.classes.list();
+  }
+
   putClass(value: LockClass): Promise<CachedClass> {
     return this.parts.classes.put(value);
   }
@@ -248,8 +253,9 @@ export class LockService {
     return withdrawForceRequest(this.parts, identity, id, reason);
   }
 
-  requestEpochAdvance(identity: string, reason: string): Promise<EpochAdvanceRequested> {
-    return requestEpochAdvance(this.parts, identity, reason);
+  /** `adopt`: prove an unproven /sys/epoch as it is (an upgrade) rather than advance past it. */
+  requestEpochAdvance(identity: string, reason: string, options: { adopt?: boolean } = {}): Promise<EpochAdvanceRequested> {
+    return requestEpochAdvance(this.parts, identity, reason, options);
   }
 
   listEpochRequests(): Promise<{ requests: EpochAdvancePending[]; unreadable: number }> {

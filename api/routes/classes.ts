@@ -1,4 +1,4 @@
-// GET /v1/classes/:name (any role): the class, and whether the lock API wrote it (proof); PUT /v1/classes/:name
+// GET /v1/classes (any role): every class with its proof state; GET /v1/classes/:name (any role): the class, and whether the lock API wrote it (proof); PUT /v1/classes/:name
 // (admin): writes it proven — also how a class put by hand or written before proofs is made the API's again.
 import Type from 'typebox';
 import { ROLES } from '../../core/apiTokens.js';
@@ -14,6 +14,14 @@ const ClassBody = Type.Object({ ...LockClassSchema.properties, name: Type.Option
 
 export function classRoutes(lock: LockService): RoutePlugin {
   return function classRoutes(app) {
+    app.get(
+      '/v1/classes',
+      { schema: { tags: ['classes'], summary: 'Every lock class, each with whether the lock API wrote it (proof); unproven ones are never granted under' }, preValidation: guard(...ROLES) },
+      async () => ({
+        classes: (await lock.listClasses()).map((c) => ({ name: c.name, class: c.entry?.value ?? null, revision: c.modRevision, proof: c.entry?.proof ?? 'unproven' })),
+      }),
+    );
+
     app.get(
       '/v1/classes/:name',
       { schema: { tags: ['classes'], summary: 'A lock class', params: ClassParams }, preValidation: guard(...ROLES) },

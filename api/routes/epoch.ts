@@ -7,7 +7,18 @@ import type { LockService } from '../../lock/service.js';
 import type { RoutePlugin } from '../types.js';
 import { ApproveBody, callerOf, guard, IdParams, Reason, WithdrawBody } from './lockSchemas.js';
 
-const AdvanceBody = Type.Object({ reason: Reason }, { additionalProperties: false });
+const AdvanceBody = Type.Object(
+  {
+    reason: Reason,
+    adopt: Type.Optional(
+      Type.Boolean({
+        description:
+          'Adopt: prove /sys/epoch as it is instead of advancing past it (no hold deleted) — for a /sys/epoch written before proofs existed (an upgrade) that both operators have checked. Only when it is unproven, bound to this cluster and not below an epoch already used. Default false',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 const EpochSchema = Type.Object({
   epoch: Type.Optional(Type.Integer({ minimum: 0, description: 'The current epoch (the high bits of every fencing token); absent before the first grant' })),
   recordedClusterId: Type.Optional(Type.String({ description: 'The etcd cluster id /sys/epoch was written for' })),
@@ -30,8 +41,8 @@ export function epochRoutes(lock: LockService): RoutePlugin {
 
     app.post(
       '/v1/epoch/advance',
-      { schema: { tags: ['epoch'], summary: 'Request an epoch advance (deletes every hold when approved)', body: AdvanceBody }, preValidation: guard('lock-operator') },
-      async (request, reply) => reply.status(202).send(await lock.requestEpochAdvance(callerOf(request), request.body.reason)),
+      { schema: { tags: ['epoch'], summary: 'Request an epoch advance (deletes every hold when approved), or the adoption of an unproven /sys/epoch', body: AdvanceBody }, preValidation: guard('lock-operator') },
+      async (request, reply) => reply.status(202).send(await lock.requestEpochAdvance(callerOf(request), request.body.reason, { adopt: request.body.adopt ?? false })),
     );
 
     app.get(

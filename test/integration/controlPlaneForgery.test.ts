@@ -101,6 +101,9 @@ describe('control-plane values written around the lock API', { timeout: 180_000 
     await client.put(`/sys/class/${name}`).value(JSON.stringify(advisoryClass(name, ns)));
     const refused = await la.call<Json>('POST', '/v1/locks/acquire', worker, { key: `${ns}/d`, session, class: name });
     assert.equal(refused.body.error, 'LOCKAUDIT_ERR_CLASS_UNPROVEN', JSON.stringify(refused.body));
+    const listed = await la.call<{ classes: Json[] }>('GET', '/v1/classes', worker);
+    assert.equal(listed.body.classes.find((c) => c.name === name)?.proof, 'unproven', 'the list an upgrade adopts from names it');
+    assert.equal(listed.body.classes.find((c) => c.name === `${ns}-expired`)?.proof, 'proven');
     await client.put(`/sys/class/${name}`).value(JSON.stringify(advisoryClass(name, ns, { enforcement: 'fenced', pauseTest: 'PT-1', onQuorumLoss: 'closed', riskOwner: undefined, waiverExpires: undefined })));
     await captured();
     assert.equal((await register()).find((c) => c.class === name)?.status, 'unproven', 'a hand edit to fenced does not drop it from the register');

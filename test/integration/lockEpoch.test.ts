@@ -157,6 +157,41 @@ describe('lock API: epoch and seal', { timeout: 60_000 }, () => {
     assert.equal(granted.body.epoch, provenEpoch + 1);
   });
 
+  it('an unproven /sys/epoch (an upgrade from before proofs) is adopted as it is by two people: no hold deleted; an adoption never goes back', async () => {
+    const proven = (await la.call<Json>('GET', '/v1/epoch', client)).body.epoch as number;
+    const adopt = await la.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'adopting a proven epoch', adopt: true });
+    assert.equal(adopt.status, 409, 'nothing to adopt while /sys/epoch is proven');
+    assert.equal(adopt.body.error, 'LOCKAUDIT_ERR_EPOCH_ADOPT_REFUSED');
+    const held = await la.call<Json>('POST', '/v1/locks/acquire', client, { key: `${ns}/kept-over-adoption`, session, class: className });
+    assert.equal(held.status, 200, JSON.stringify(held.body));
+    // The value a version without proofs wrote: epoch and cluster id only.
+    await etcd.put(`${root}/sys/epoch`).value(JSON.stringify({ epoch: proven + 5, clusterId }));
+    const sealed = await la.call<Json>('GET', '/v1/epoch', client);
+    assert.equal(sealed.body.sealed, true);
+    assert.match(sealed.body.reason as string, /adopt/);
+    // Below an epoch already used, it cannot be adopted.
+    await etcd.put(`${root}/sys/epoch`).value(JSON.stringify({ epoch: proven - 1, clusterId }));
+    const below = await la.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'upgrade', adopt: true });
+    assert.equal(below.body.error, 'LOCKAUDIT_ERR_EPOCH_ADOPT_REFUSED', JSON.stringify(below.body));
+    await etcd.put(`${root}/sys/epoch`).value(JSON.stringify({ epoch: proven + 5, clusterId }));
+    const req = await la.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'upgrade to proofs: /sys/epoch checked', adopt: true });
+    assert.equal(req.status, 202, JSON.stringify(req.body));
+    assert.equal(req.body.adopt, true);
+    assert.equal(req.body.nextEpoch, proven + 5);
+    const shown = await la.call<Json>('GET', `/v1/epoch/advance/${req.body.id as string}`, op2);
+    assert.equal(shown.body.adopt, true);
+    const ok = await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id as string}/approve`, op2, { requestHash: shown.body.requestHash });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(ok.body.epoch, proven + 5);
+    assert.equal(ok.body.deletedHolds, 0);
+    const state = await la.call<Json>('GET', '/v1/epoch', client);
+    assert.equal(state.body.sealed, false, JSON.stringify(state.body));
+    assert.equal((await la.call<Json>('GET', `/v1/locks?key=${encodeURIComponent(`${ns}/kept-over-adoption`)}`, client)).body.revision, held.body.revision, 'the hold survived the adoption');
+    const granted = await la.call<Json>('POST', '/v1/locks/acquire', client, { key: `${ns}/after-adoption`, session, class: className });
+    assert.equal(granted.status, 200, JSON.stringify(granted.body));
+    assert.equal(granted.body.epoch, proven + 5);
+  });
+
   it('an advance past the last epoch a token carries is refused with a clear error, never a crash', async () => {
     // As if 65 535 advances had been made: a proven /sys/epoch at the end of the token space.
     const { kv } = await la.service.parts.etcd.get(`${root}/sys/epoch`);
