@@ -169,10 +169,7 @@ export async function listEpochRequests(parts: LockParts): Promise<{ requests: E
 }
 
 export async function readEpochRequest(parts: LockParts, id: string): Promise<EpochAdvancePending> {
-  const found = await epochRequests(parts).read(id);
-  if (!found) throw new LockauditError('LOCKAUDIT_ERR_EPOCH_NOT_FOUND', `epoch advance ${id}: no pending request with this id`);
-  if ('unreadable' in found) throw new LockauditError('LOCKAUDIT_ERR_REQUEST_UNPROVEN', `epoch advance ${id}: the value under its key is not an epoch-advance request (written around the API)`);
-  return pendingView(found);
+  return pendingView(await epochRequests(parts).readPending(id));
 }
 
 export function withdrawEpochRequest(parts: LockParts, identity: string, id: string, reason: string): Promise<Withdrawn> {

@@ -72,20 +72,10 @@ export interface ForceRequested {
 }
 
 /** A pending request as listed or read: what it would release, who asked and why, and whether the API wrote it. */
-export interface ForcePending {
-  id: string;
-  status: 'pending';
-  key: string;
-  holder: string;
-  since: string;
-  class: string;
-  enforcement: LockClass['enforcement'];
-  warning: string;
-  revokeSession: boolean;
+export interface ForcePending extends Omit<ForceRequested, 'expiresAt'> {
   reason: string;
   requester: string;
   requestedAt: string;
-  requestHash: string;
   /** false: the request in etcd is not what the API wrote (edited, or written by hand); it cannot be approved. */
   proven: boolean;
 }
@@ -180,10 +170,7 @@ export async function listForceRequests(parts: LockParts): Promise<{ requests: F
 }
 
 export async function readForceRequest(parts: LockParts, id: string): Promise<ForcePending> {
-  const found = await forceRequests(parts).read(id);
-  if (!found) throw new LockauditError('LOCKAUDIT_ERR_FORCE_NOT_FOUND', `force-release ${id}: no pending request with this id`);
-  if ('unreadable' in found) throw new LockauditError('LOCKAUDIT_ERR_REQUEST_UNPROVEN', `force-release ${id}: the value under its key is not a force-release request (written around the API)`);
-  return pendingView(found);
+  return pendingView(await forceRequests(parts).readPending(id));
 }
 
 export function withdrawForceRequest(parts: LockParts, identity: string, id: string, reason: string): Promise<Withdrawn> {

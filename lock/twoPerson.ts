@@ -100,6 +100,15 @@ export class TwoPersonRequests<S extends Type.TObject> {
     return this.#judge(id, kv) ?? { id, kv, proven: false, unreadable: true };
   }
 
+  /** The request with this id, judged, to show: LOCKAUDIT_ERR_*_NOT_FOUND when there is none, REQUEST_UNPROVEN when its value is no request. */
+  async readPending(id: string): Promise<PendingRequest<Static<S>>> {
+    const found = await this.read(id);
+    const noun = this.#spec.noun;
+    if (!found) throw new LockauditError(this.#spec.notFound, `${noun} ${id}: no pending request with this id`);
+    if ('unreadable' in found) throw new LockauditError('LOCKAUDIT_ERR_REQUEST_UNPROVEN', `${noun} ${id}: the value under its key is not a ${noun} request (written around the API)`);
+    return found;
+  }
+
   /** Every pending request, judged (at most `limit`, oldest first); values that are no request are counted, not shown. */
   async list(limit = 500): Promise<{ requests: PendingRequest<Static<S>>[]; unreadable: number }> {
     const { kvs } = await this.#parts.etcd.getPrefix(this.#prefix(), { limit });
