@@ -58,7 +58,7 @@ const DIFF_EXAMPLE = {
   },
   classes: { created: [], changed: [{ name: 'ledger-entry', revision: '1760', fields: [{ field: 'ttlSeconds', before: 15, after: 30 }] }], deleted: [] },
   epochAdvances: [],
-  forceReleases: [{ revision: '1790', key: 'payments/acct-7', holder: 'spiffe://corp/payments-worker', token: '1734', class: 'ledger-entry', enforcement: 'fenced', requester: 'ops-a@corp', approver: 'ops-b@corp', reason: 'stuck worker', revokedSession: false }],
+  forceReleases: [{ revision: '1790', key: 'payments/acct-7', holder: 'spiffe://corp/payments-worker', token: '1734', class: 'ledger-entry', enforcement: 'fenced', requester: 'ops-a@corp', approver: 'ops-b@corp', reason: 'stuck worker', revokedSession: false, origin: 'api' }],
   unknown: { from: [], to: [] },
   gaps: [],
   complete: true,
