@@ -16,8 +16,9 @@
 // - /sys/class/<name>: every field, the name of its key, the key's create revision and the version the put
 //   makes (lock/classes.ts writes a class in two steps to know its create revision), so an older version
 //   put back — after a delete, or any number of puts — proves nothing.
-// - a pending two-person request (/lockaudit/…-request/<id>): every field, its id and the lease it rides
-//   on, so an edited request, one written by hand, or a copy put back after it was rejected proves nothing.
+// - a pending two-person request (/lockaudit/…-request/<id>): every field, its id, the lease it rides on and
+//   its key's create revision, so an edited request, one written by hand, or a copy put back after it was
+//   rejected (even on a re-granted lease of the same id) proves nothing.
 //
 // Format: `<algorithm>.<key id>.<mac>`, today `hs256.<8 chars>.<43 chars>` (HMAC-SHA256, base64url). The
 // key id is derived from the key, so a value names the key it was proven with and a key can be rotated
@@ -198,17 +199,28 @@ export function classProofState(secret: Buffer, name: string, c: StoredClass, kv
 // ---- two-person requests ----------------------------------------------
 
 /**
- * A pending two-person request: `fields` in a fixed order (the request's own, its id first), `lease` the
- * lease it rides on. The hash is what an approver is shown and must name; the proof binds the same message.
+ * Where a pending two-person request lives: the lease it rides on and its key's create revision. The lease
+ * alone is not enough — etcd lets a client grant a lease with an id of its choosing once the old one is gone,
+ * so a rejected request put back on a re-granted lease of the same id would prove again; a create revision
+ * never recurs (lock/twoPerson.ts writes a request in two steps to learn it).
  */
-export function requestHash(kind: 'force-request' | 'epoch-request', fields: readonly unknown[], lease: string): string {
-  return createHash('sha256').update(JSON.stringify(['lockaudit/request/v1', kind, ...fields, lease])).digest('hex');
+export interface RequestBinding {
+  lease: string;
+  createRevision: string;
 }
 
-export function requestMac(secret: Buffer, kind: 'force-request' | 'epoch-request', fields: readonly unknown[], lease: string): string {
-  return prove(secret, kind, [...fields, lease]);
+/**
+ * A pending two-person request: `fields` in a fixed order (the request's own, its id first), bound to where it
+ * lives. The hash is what an approver is shown and must name; the proof binds the same message.
+ */
+export function requestHash(kind: 'force-request' | 'epoch-request', fields: readonly unknown[], at: RequestBinding): string {
+  return createHash('sha256').update(JSON.stringify(['lockaudit/request/v1', kind, ...fields, at.lease, at.createRevision])).digest('hex');
 }
 
-export function hasValidRequestProof(secret: Buffer, kind: 'force-request' | 'epoch-request', fields: readonly unknown[], lease: string, proof: string | undefined): boolean {
-  return proven(secret, kind, [...fields, lease], proof);
+export function requestMac(secret: Buffer, kind: 'force-request' | 'epoch-request', fields: readonly unknown[], at: RequestBinding): string {
+  return prove(secret, kind, [...fields, at.lease, at.createRevision]);
+}
+
+export function hasValidRequestProof(secret: Buffer, kind: 'force-request' | 'epoch-request', fields: readonly unknown[], at: RequestBinding, proof: string | undefined): boolean {
+  return proven(secret, kind, [...fields, at.lease, at.createRevision], proof);
 }

@@ -87,10 +87,29 @@ export async function verifyArchive(s3: Client, bucket: string, options: VerifyO
     byCluster.set(cluster, [...(byCluster.get(cluster) ?? []), entry]);
   }
   for (const e of options.expected ?? []) if (!options.cluster || e.cluster === options.cluster) if (!byCluster.has(e.cluster)) byCluster.set(e.cluster, []);
+  // A force record is archived once: a copy of a genuine (proven) record linked into a chain again — the same one
+  // or another cluster's — is named by the object that repeats it.
+  const firstById = new Map<string, string>();
+  const repeats = new Map<string, string>();
+  for (const [, entries] of [...byCluster.entries()].sort(([a], [b]) => a.localeCompare(b))) {
+    for (const e of entries) {
+      const id = e.record?.record?.id;
+      if (id === undefined) continue;
+      const first = firstById.get(id);
+      if (first === undefined) firstById.set(id, e.object);
+      else repeats.set(e.object, first);
+    }
+  }
   const clusters: ClusterVerification[] = [];
   for (const [cluster, entries] of [...byCluster.entries()].sort(([a], [b]) => a.localeCompare(b))) {
     const problems = verifyChain(cluster, entries, (r) => archiveObjectName(prefix, r.cluster, r.createRevision, r.key));
     const archived = new Map(entries.flatMap((e) => (e.record ? [[`${e.record.key}@${e.record.createRevision}`, e.record] as const] : [])));
+    for (const e of entries) {
+      const first = repeats.get(e.object);
+      if (first !== undefined && !problems.some((p) => p.object === e.object)) {
+        problems.push({ kind: 'duplicate', cluster, object: e.object, seq: e.record?.seq, detail: `${e.object}: repeats force record ${e.record?.record?.id ?? ''}, already archived as ${first}` });
+      }
+    }
     const secret = options.originSecret;
     if (secret) {
       for (const e of entries) {

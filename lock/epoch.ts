@@ -55,6 +55,8 @@ export class EpochState {
   #record: EpochValue | undefined;
   /** Set while the record in force carries no valid proof: why grants are sealed. */
   #unproven: string | undefined;
+  /** /sys/epoch holds no epoch record at all (`record` is the last one that was). */
+  #undecodable = false;
   /** The highest epoch of a proven record taken (0: none yet). */
   #provenEpoch = 0;
   #modRevision = '0';
@@ -130,6 +132,11 @@ export class EpochState {
     return this.#unproven !== undefined;
   }
 
+  /** /sys/epoch holds a value that is no epoch record at all (only an advance gets past it). */
+  get undecodable(): boolean {
+    return this.#undecodable;
+  }
+
   /** etcd was seen rewound (a latched seal only an advance clears). */
   get rewound(): boolean {
     return this.#rewind !== undefined;
@@ -142,8 +149,9 @@ export class EpochState {
 
   observe(header: IResponseHeader): void {
     this.#clusterId = String(header.cluster_id);
-    // An unproven record's epoch is nobody's: it never enters the mark.
-    if (this.#record && this.#rewind === undefined && this.#unproven === undefined) this.#highWater?.see(BigInt(header.revision), this.#record.epoch);
+    // An unproven record's epoch is nobody's: it never enters the mark; the highest proven one keeps watching for a rewind.
+    const epoch = this.#unproven === undefined ? this.#record?.epoch : this.#provenEpoch || undefined;
+    if (epoch !== undefined && this.#rewind === undefined) this.#highWater?.see(BigInt(header.revision), epoch);
     this.#notify();
   }
 
@@ -328,10 +336,19 @@ export class EpochState {
   accept(kv: Kv, generation?: number): boolean {
     if (generation !== undefined && generation !== this.#generation) return false;
     const value = decodeValue(EpochValueSchema, kv.value);
-    if (!value) throw new LockauditError('LOCKAUDIT_ERR_INTERNAL', `${this.#keys.epoch()} holds a value that is not an epoch record`);
-    this.#record = value;
     this.#modRevision = kv.modRevision;
     this.#generation++;
+    if (!value) {
+      // Sealed with its reason, never a 500: the advance that gets past it must stay possible.
+      this.#undecodable = true;
+      this.#unproven =
+        `${this.#keys.epoch()} (written at revision ${kv.modRevision}) is not an epoch record: it was written around the API; ` +
+        'nothing is granted until two lock-operators advance past it (POST /v1/epoch/advance)';
+      this.#notify();
+      return true;
+    }
+    this.#undecodable = false;
+    this.#record = value;
     if (hasValidEpochProof(this.#secret, value)) {
       this.#unproven = undefined;
       this.#provenEpoch = Math.max(this.#provenEpoch, value.epoch);

@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { EtcdLeaseInvalidError } from 'etcd3';
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../core/errors.js';
-import { EPOCH_MAX, type EpochValue, type MarkValue } from '../core/keyspace.js';
+import { EPOCH_MAX, WALL_TIME_MAX_MS, type EpochValue, type MarkValue } from '../core/keyspace.js';
 import { epochMac } from '../core/proof.js';
 import type { LockParts } from './context.js';
 import { cmp, op } from './kv.js';
@@ -24,16 +24,18 @@ const EpochRequestSchema = Type.Object({
   id: Type.String(),
   reason: Type.String(),
   requester: Type.String(),
-  requestedAt: Type.Integer(),
+  requestedAt: Type.Integer({ minimum: 0, maximum: WALL_TIME_MAX_MS }),
   /** The epoch the advance goes beyond: the highest proven epoch this API knows (an unproven /sys/epoch counts for nothing). */
-  fromEpoch: Type.Integer(),
+  fromEpoch: Type.Integer({ minimum: 0, maximum: EPOCH_MAX }),
   /** The /sys/epoch mod revision the advance replaces ('0': absent); the approval's txn compares it. */
   epochModRevision: Type.String(),
   /**
    * Adoption (an upgrade, or an unproven /sys/epoch two people have checked): prove the epoch /sys/epoch holds,
    * `adoptEpoch`, as it is — no hold deleted — instead of advancing past it. 0: an advance.
    */
-  adoptEpoch: Type.Integer({ minimum: 0 }),
+  adoptEpoch: Type.Integer({ minimum: 0, maximum: EPOCH_MAX }),
+  /** The cluster id /sys/epoch was bound to when an adoption was requested: the approval requires etcd to report it still. */
+  clusterId: Type.String({ maxLength: 20 }),
   /** The API's proof (core/proof.ts) over every field above, in this order, and the request's lease. */
   mac: Type.Optional(Type.String()),
 });
@@ -52,7 +54,7 @@ const epochRequests = (parts: LockParts): TwoPersonRequests<typeof EpochRequestS
 
 /** What an epoch-advance request's proof binds, in order (its id first). */
 export function epochRequestFields(r: EpochRequest): readonly unknown[] {
-  return [r.id, r.reason, r.requester, r.requestedAt, r.fromEpoch, r.epochModRevision, r.adoptEpoch];
+  return [r.id, r.reason, r.requester, r.requestedAt, r.fromEpoch, r.epochModRevision, r.adoptEpoch, r.clusterId];
 }
 
 export interface EpochAdvanceRequested {
@@ -122,13 +124,14 @@ function pendingView(p: PendingRequest<EpochRequest>): EpochAdvancePending {
 
 export async function requestEpochAdvance(parts: LockParts, identity: string, reason: string, options: { adopt?: boolean } = {}): Promise<EpochAdvanceRequested> {
   await parts.epoch.probe(); // `sealed` below is what acquire would do now
-  const record = parts.epoch.record as EpochValue;
+  // Absent only when /sys/epoch held no epoch record since start: then there is nothing to show but that.
+  const record: EpochValue = parts.epoch.record ?? { epoch: 0, clusterId: '' };
   const fromEpoch = parts.epoch.highestEpoch;
   const adoptEpoch = options.adopt ? adoptable(parts, record) : 0;
   const next = adoptEpoch > 0 ? adoptEpoch : nextEpoch(fromEpoch, 'epoch advance');
   const holds = await parts.etcd.getPrefix(parts.keys.holdPrefix(), { countOnly: true });
   const id = randomUUID();
-  const request: EpochRequest = { id, reason, requester: identity, requestedAt: Date.now(), fromEpoch, epochModRevision: parts.epoch.modRevision, adoptEpoch };
+  const request: EpochRequest = { id, reason, requester: identity, requestedAt: Date.now(), fromEpoch, epochModRevision: parts.epoch.modRevision, adoptEpoch, clusterId: record.clusterId };
   const { requestHash, expiresAt } = await epochRequests(parts).create(request);
   parts.logger.info({ id, fromEpoch, adoptEpoch, requester: identity, requestHash }, adoptEpoch > 0 ? 'epoch adoption requested' : 'epoch advance requested');
   return {
@@ -151,12 +154,19 @@ export async function requestEpochAdvance(parts: LockParts, identity: string, re
  * reports, at or above every proven epoch and high-water this API knows (an adoption never moves tokens back),
  * and nothing else seals grants. Otherwise LOCKAUDIT_ERR_EPOCH_ADOPT_REFUSED saying why.
  */
+/** Advances an adopted epoch must leave before the last epoch (EPOCH_MAX). */
+const ADOPT_HEADROOM = 1000;
+
 function adoptable(parts: LockParts, record: EpochValue): number {
   const refuse = (why: string): never => {
     throw new LockauditError('LOCKAUDIT_ERR_EPOCH_ADOPT_REFUSED', `epoch adoption: ${why}; an advance (without adopt) is the way on`);
   };
   if (!parts.epoch.unproven) refuse(`/sys/epoch (epoch ${record.epoch}) already carries the lock API's proof`);
-  if (parts.epoch.clusterId !== undefined && record.clusterId !== parts.epoch.clusterId) refuse(`/sys/epoch is bound to cluster ${record.clusterId}, but etcd reports ${parts.epoch.clusterId}`);
+  if (parts.epoch.undecodable) refuse('/sys/epoch holds no epoch record at all');
+  // An adopted epoch near the end of the token space would leave no room for the advances a restore needs.
+  if (record.epoch > EPOCH_MAX - ADOPT_HEADROOM) refuse(`/sys/epoch says epoch ${record.epoch}, which leaves fewer than ${ADOPT_HEADROOM} advances before the last epoch (${EPOCH_MAX})`);
+  const clusterId = parts.epoch.clusterId;
+  if (clusterId === undefined || record.clusterId !== clusterId) refuse(`/sys/epoch is bound to cluster ${record.clusterId}, but etcd reports ${clusterId ?? 'nothing yet'}`);
   if (record.epoch < Math.max(1, parts.epoch.highestEpoch)) refuse(`/sys/epoch says epoch ${record.epoch}, below epoch ${parts.epoch.highestEpoch} already proven or granted under`);
   if (parts.epoch.rewound) refuse('etcd was seen rewound');
   return record.epoch;
@@ -183,12 +193,22 @@ export async function approveEpochAdvance(parts: LockParts, identity: string, id
   const requestKey = kv.key;
   const { header } = await parts.etcd.get(parts.keys.epoch());
   const adopt = request.adoptEpoch > 0;
-  if (adopt && request.adoptEpoch < parts.epoch.highestEpoch) {
-    throw new LockauditError('LOCKAUDIT_ERR_EPOCH_ADOPT_REFUSED', `epoch adoption ${id}: epoch ${request.adoptEpoch} is now below epoch ${parts.epoch.highestEpoch} already proven or granted under; an advance is the way on`);
+  if (adopt) {
+    // Judged again at approval: etcd may have been restored (into another cluster, or rewound) while it waited.
+    await parts.epoch.probe();
+    const why =
+      request.adoptEpoch < parts.epoch.highestEpoch
+        ? `epoch ${request.adoptEpoch} is now below epoch ${parts.epoch.highestEpoch} already proven or granted under`
+        : String(header.cluster_id) !== request.clusterId
+          ? `etcd now reports cluster ${String(header.cluster_id)}, not ${request.clusterId} the adopted /sys/epoch is bound to`
+          : parts.epoch.rewound
+            ? 'etcd was seen rewound since the request'
+            : undefined;
+    if (why) throw new LockauditError('LOCKAUDIT_ERR_EPOCH_ADOPT_REFUSED', `epoch adoption ${id}: ${why}; an advance is the way on`);
   }
   // Above every proven epoch this API has seen: a restore can roll /sys/epoch back below one already used.
   const epoch = adopt ? request.adoptEpoch : nextEpoch(Math.max(request.fromEpoch, parts.epoch.highestEpoch), `epoch advance ${id}`);
-  const unsigned: Omit<EpochValue, 'mac'> = { epoch, clusterId: String(header.cluster_id), from: request.epochModRevision };
+  const unsigned: Omit<EpochValue, 'mac'> = { epoch, clusterId: adopt ? request.clusterId : String(header.cluster_id), from: request.epochModRevision };
   const next: EpochValue = { ...unsigned, mac: epochMac(parts.originSecret, unsigned) };
   // Bound to the /sys/epoch revision this advance replaces (the txn compares it): a copy explains no later delete.
   const mark: MarkValue = { kind: 'epoch-advance', by: identity, at: Date.now(), from: request.epochModRevision, request: pending.requestHash };

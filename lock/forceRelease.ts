@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../core/errors.js';
-import { decodeValue, HoldValueSchema, type ForceRecord, type LockClass } from '../core/keyspace.js';
+import { decodeValue, EPOCH_MAX, HoldValueSchema, WALL_TIME_MAX_MS, type ForceRecord, type LockClass } from '../core/keyspace.js';
 import { forceMac } from '../core/proof.js';
 import { makeToken, tokenToString } from '../core/token.js';
 import type { LockParts } from './context.js';
@@ -19,19 +19,22 @@ import { TwoPersonRequests, type PendingRequest, type Withdrawn } from './twoPer
 
 export const FORCE_RECORD_TTL_SECONDS = 24 * 3600;
 
+const DECIMAL = '^(0|[1-9][0-9]{0,19})$';
+
 const ForceRequestSchema = Type.Object({
   id: Type.String(),
   key: Type.String(),
   reason: Type.String(),
   revokeSession: Type.Boolean(),
   requester: Type.String(),
-  requestedAt: Type.Integer(),
-  holdCreateRevision: Type.String(),
-  holdModRevision: Type.String(),
+  // Bounded as the hold's own fields are: a value shown to people must never fail to render (a 500).
+  requestedAt: Type.Integer({ minimum: 0, maximum: WALL_TIME_MAX_MS }),
+  holdCreateRevision: Type.String({ pattern: DECIMAL }),
+  holdModRevision: Type.String({ pattern: DECIMAL }),
   holder: Type.String(),
-  session: Type.String(),
-  epoch: Type.Integer(),
-  at: Type.Integer(),
+  session: Type.String({ pattern: DECIMAL }),
+  epoch: Type.Integer({ minimum: 0, maximum: EPOCH_MAX }),
+  at: Type.Integer({ minimum: 0, maximum: WALL_TIME_MAX_MS }),
   class: Type.String(),
   enforcement: Type.Union([Type.Literal('fenced'), Type.Literal('advisory')]),
   /** The API's proof (core/proof.ts) over every field above, in this order, and the request's lease. */

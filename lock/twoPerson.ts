@@ -2,12 +2,15 @@
 // lock-operator approves exactly the request they were shown. A request lives in etcd outside the tailed
 // prefixes (/lockaudit/<kind>/<id>, on its own lease of PENDING_REQUEST_TTL_SECONDS), so any API replica
 // can approve it — and so anyone with write access to etcd can edit it. Hence every request carries the
-// API's proof (core/proof.ts) over its id, every field in a fixed order and the lease it rides on, and its
-// hash (the same message, sha256) is what an approver is shown and must name:
+// API's proof (core/proof.ts) over its id, every field in a fixed order, the lease it rides on and its key's
+// create revision (a request is written in two steps to learn it: a lease id can be granted again by anyone
+// once it is gone, a create revision never recurs), and its hash (the same message, sha256) is what an
+// approver is shown and must name:
 // - an edited request, or one written by hand (say with a colleague as requester), is refused with
 //   LOCKAUDIT_ERR_REQUEST_UNPROVEN and alarmed (LOCKAUDIT_ALARM_FOREIGN_WRITE);
 // - a request that is not the one the approver saw is refused with LOCKAUDIT_ERR_REQUEST_CHANGED;
-// - a copy put back after a rejection or approval cannot ride on the revoked lease, so proves nothing.
+// - a copy put back after a rejection, an approval or its expiry is another put of the key, so proves nothing;
+//   an expired request (older than its lease's TTL) is refused whatever it carries.
 // The approval's own txn then compares the request's mod revision, so nothing changes between check and act.
 import type Type from 'typebox';
 import type { Static } from 'typebox';
@@ -15,7 +18,7 @@ import { LockauditError, type ErrorCode } from '../core/errors.js';
 import { decodeValue } from '../core/keyspace.js';
 import { hasValidRequestProof, requestHash, requestMac } from '../core/proof.js';
 import type { LockParts } from './context.js';
-import { op, type Kv } from './kv.js';
+import { cmp, op, type Kv } from './kv.js';
 
 export const PENDING_REQUEST_TTL_SECONDS = 3600;
 
@@ -43,6 +46,8 @@ export interface PendingRequest<T> {
   /** The value carries the API's proof for every field, its id and its lease. */
   proven: boolean;
   requester: string;
+  /** When it was requested, ms: older than its lease's TTL, it is expired whatever etcd still holds. */
+  requestedAt: number;
   lease: string;
   kv: Kv;
 }
@@ -56,7 +61,7 @@ export interface Withdrawn {
   proven: boolean;
 }
 
-type Stored = { id: string; requester: string; mac?: string };
+type Stored = { id: string; requester: string; requestedAt: number; mac?: string };
 
 export class TwoPersonRequests<S extends Type.TObject> {
   readonly #parts: LockParts;
@@ -75,13 +80,23 @@ export class TwoPersonRequests<S extends Type.TObject> {
     return this.#spec.kind === 'force-request' ? this.#parts.keys.forceRequestPrefix() : this.#parts.keys.epochRequestPrefix();
   }
 
-  /** Writes a new request on a lease of its own, proven; returns its hash and when it expires. */
+  /**
+   * Writes a new request on a lease of its own, proven; returns its hash and when it expires. Two steps: the
+   * first put creates the key (unproven for a moment) and tells its create revision, the second proves it.
+   */
   async create(value: Static<S>): Promise<{ requestHash: string; expiresAt: string }> {
+    const key = this.#key((value as Stored).id);
     const lease = await this.#parts.etcd.leaseGrant(PENDING_REQUEST_TTL_SECONDS);
+    const created = await this.#parts.etcd.txn([cmp.absent(key)], [op.put(key, value, lease)]);
+    const at = { lease, createRevision: String(created.header.revision) };
     const fields = this.#spec.fields(value);
-    const stored = { ...(value as object), mac: requestMac(this.#parts.originSecret, this.#spec.kind, fields, lease) };
-    await this.#parts.etcd.txn([], [op.put(this.#key((value as Stored).id), stored, lease)]);
-    return { requestHash: requestHash(this.#spec.kind, fields, lease), expiresAt: new Date(Date.now() + PENDING_REQUEST_TTL_SECONDS * 1000).toISOString() };
+    const stored = { ...(value as object), mac: requestMac(this.#parts.originSecret, this.#spec.kind, fields, at) };
+    const proven = created.succeeded && (await this.#parts.etcd.txn([cmp.mod(key, at.createRevision)], [op.put(key, stored, lease)])).succeeded;
+    if (!proven) {
+      await this.#parts.etcd.leaseRevoke(lease).catch(() => undefined);
+      throw new LockauditError('LOCKAUDIT_ERR_REQUEST_UNPROVEN', `${this.#spec.noun} request ${(value as Stored).id}: its key was written by someone else while the API wrote it; request again`);
+    }
+    return { requestHash: requestHash(this.#spec.kind, fields, at), expiresAt: new Date(Date.now() + PENDING_REQUEST_TTL_SECONDS * 1000).toISOString() };
   }
 
   #judge(id: string, kv: Kv): PendingRequest<Static<S>> | undefined {
@@ -89,8 +104,9 @@ export class TwoPersonRequests<S extends Type.TObject> {
     if (!value) return undefined;
     const stored = value as Stored;
     const fields = this.#spec.fields(value);
-    const proven = stored.id === id && hasValidRequestProof(this.#parts.originSecret, this.#spec.kind, fields, kv.lease, stored.mac);
-    return { id, value, requestHash: requestHash(this.#spec.kind, fields, kv.lease), proven, requester: stored.requester, lease: kv.lease, kv };
+    const at = { lease: kv.lease, createRevision: kv.createRevision };
+    const proven = stored.id === id && hasValidRequestProof(this.#parts.originSecret, this.#spec.kind, fields, at, stored.mac);
+    return { id, value, requestHash: requestHash(this.#spec.kind, fields, at), proven, requester: stored.requester, requestedAt: stored.requestedAt, lease: kv.lease, kv };
   }
 
   /** The request with this id, judged; undefined when there is none. A value that is no request at all reads unproven. */
@@ -137,6 +153,9 @@ export class TwoPersonRequests<S extends Type.TObject> {
         `${noun} ${id}: the pending request in etcd does not carry the lock API's proof for what it says (edited, or written around the API); it is refused and alarmed — request again through the API`,
       );
     }
+    if (Date.now() - found.requestedAt > PENDING_REQUEST_TTL_SECONDS * 1000) {
+      throw new LockauditError(this.#spec.notFound, `${noun} ${id}: the request expired (made ${new Date(found.requestedAt).toISOString()}, valid ${PENDING_REQUEST_TTL_SECONDS / 3600} h); request again`);
+    }
     if (found.requester === identity) throw new LockauditError(this.#spec.selfApproval, `${noun} ${id}: you requested it; a different lock-operator must approve`);
     if (found.requestHash !== seenHash) {
       throw new LockauditError('LOCKAUDIT_ERR_REQUEST_CHANGED', `${noun} ${id}: requestHash is not the hash of this request (${found.requestHash}); read it again (GET) and approve what it says now`);
@@ -145,15 +164,16 @@ export class TwoPersonRequests<S extends Type.TObject> {
   }
 
   /**
-   * Rejects (another lock-operator) or cancels (its requester) a pending request: deletes it and revokes its
-   * lease, so no copy of it can be put back on that lease. An unproven request is removed the same way.
+   * Rejects (another lock-operator) or cancels (its requester) a pending request: deletes it and, when it is
+   * the API's, revokes its lease. An unproven request is only deleted (its lease may be anyone's) and alarmed.
    */
   async withdraw(identity: string, id: string, reason: string): Promise<Withdrawn> {
     const found = await this.read(id);
     if (!found) throw new LockauditError(this.#spec.notFound, `${this.#spec.noun} ${id}: no pending request with this id`);
     const status: Withdrawn['status'] = 'requester' in found && found.requester === identity ? 'cancelled' : 'rejected';
     await this.#parts.etcd.txn([], [op.del(found.kv.key)]);
-    if (found.kv.lease !== '0') await this.#parts.etcd.leaseRevoke(found.kv.lease).catch(() => undefined);
+    // Only a proven request's own lease: an unproven value may ride on anyone's (a session's) lease.
+    if (found.proven && found.kv.lease !== '0') await this.#parts.etcd.leaseRevoke(found.kv.lease).catch(() => undefined);
     if (!found.proven) this.#refuse(found.kv, status);
     const hash = 'requestHash' in found ? found.requestHash : undefined;
     this.#parts.logger.info({ kind: this.#spec.kind, id, status, by: identity, reason, proven: found.proven, ...(hash ? { requestHash: hash } : {}) }, `${this.#spec.noun} request ${status}`);

@@ -11,7 +11,8 @@
 // grant explains it — a hold value carrying the API's proof for its key,
 // whose epoch and revision make that very token. An unexplained one is
 // reported (the caller alarms) and the highest explained token below it is
-// used instead. Not bounded: a genuine hold value copied into a store row at
+// used instead (0 when none is; after 2 000 unexplained rows it fails closed:
+// grants are refused until someone looks). Not bounded: a genuine hold value copied into a store row at
 // a higher revision of its own epoch still explains a token above the real
 // ones; it can only seal (until a two-person advance), never lower a token.
 import type { AuditStore } from '../core/clickhouse.js';
@@ -21,8 +22,9 @@ import { makeToken, splitToken } from '../core/token.js';
 import { loadSql } from '../platform/sql.js';
 
 const SQL = { grantHighWater: loadSql('tailer/sql/grantHighWater.sql'), candidates: loadSql('tailer/sql/grantTokenCandidates.sql') };
-/** How many of the highest captured grants below an unexplained token are tried before giving up (then: 0, only the process's own mark). */
+/** Captured grants below an unexplained token read a page at a time, and how many pages before failing closed. */
 const FALLBACK_CANDIDATES = 50;
+const FALLBACK_PAGES = 40;
 
 export interface CapturedGrantHighWater {
   /** The highest token (epoch × 2^48 + revision) of an API grant captured for `cluster`; 0n when none. */
@@ -75,9 +77,19 @@ export function capturedGrantHighWater(store: AuditStore, checks: GrantHighWater
       const claimed = BigInt(token);
       if (claimed === 0n || !originSecret) return claimed;
       if ((await candidates(cluster, claimed, true)).some(explains)) return claimed;
-      const below = (await candidates(cluster, claimed, false)).find(explains);
-      const used = below ? BigInt(below.token) : 0n;
-      checks.onUnexplained?.({ cluster, epoch: Number(splitToken(claimed).epoch), usedEpoch: Number(splitToken(used).epoch) });
+      // The highest explained token below, a page at a time; 0 only when no captured grant below explains one.
+      let below = claimed;
+      let used: bigint | undefined;
+      for (let page = 0; page < FALLBACK_PAGES && used === undefined; page++) {
+        const rows = await candidates(cluster, below, false);
+        const found = rows.find(explains);
+        if (found) used = BigInt(found.token);
+        else if (rows.length < FALLBACK_CANDIDATES) used = 0n;
+        else below = BigInt((rows.at(-1) as Candidate).token);
+      }
+      checks.onUnexplained?.({ cluster, epoch: Number(splitToken(claimed).epoch), usedEpoch: Number(splitToken(used ?? 0n).epoch) });
+      // Fail closed: so many unexplained rows that no proven one was reached (the lock API refuses grants, alarmed).
+      if (used === undefined) throw new Error(`more than ${FALLBACK_PAGES * FALLBACK_CANDIDATES} captured grants of ${cluster} below its high-water are explained by no proof`);
       return used;
     },
   };

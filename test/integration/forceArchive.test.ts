@@ -182,6 +182,28 @@ describe('force-release archive', () => {
     assert.deepEqual(both.clusters[0]?.problems.map((p) => [p.kind, p.object]), [['not-in-audit-log', name]], JSON.stringify(both));
   });
 
+  it('verify names a genuine record copied into the chain again (proof intact), without the audit log', async () => {
+    const bucket = await newLockedBucket();
+    const keyPrefix = `/sys/force/${uniqueId('cp')}-`;
+    await writeRecords(keyPrefix, 2, Date.now() - 3_600_000);
+    const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, originSecret });
+    try {
+      assert.equal((await archiver.tick()).archived, 2);
+    } finally {
+      await archiver.close();
+    }
+    const names: string[] = [];
+    for await (const o of s3.listObjectsV2(bucket, 'force/', true)) if (o.name) names.push(o.name);
+    names.sort();
+    const [first, head] = await Promise.all(names.map(async (n) => JSON.parse(await readObjectText(s3, bucket, n)) as ArchivedForceRecord));
+    const copy = chainRecord({ seq: head!.seq, hash: head!.hash }, head!.cluster, { key: first!.key, value: first!.value, createRevision: String(BigInt(head!.createRevision) + 7n) });
+    const name = archiveObjectName('force/', copy.cluster, copy.createRevision, copy.key);
+    const body = Buffer.from(JSON.stringify(copy));
+    await s3.putObject(bucket, name, body, body.length);
+    const result = await verifyArchive(s3, bucket, { originSecret });
+    assert.deepEqual(result.clusters[0]?.problems.map((p) => [p.kind, p.object]), [['duplicate', name]], JSON.stringify(result));
+  });
+
   it('chains records in commit order, and verify reports a removed and an altered record (unlocked bucket built the same way)', async () => {
     const bucket = uniqueId('unl-');
     await s3.makeBucket(bucket, config.s3.region);

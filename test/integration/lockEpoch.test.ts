@@ -169,7 +169,10 @@ describe('lock API: epoch and seal', { timeout: 60_000 }, () => {
     const sealed = await la.call<Json>('GET', '/v1/epoch', client);
     assert.equal(sealed.body.sealed, true);
     assert.match(sealed.body.reason as string, /adopt/);
-    // Below an epoch already used, it cannot be adopted.
+    // Near the last epoch, or below an epoch already used, it cannot be adopted.
+    await etcd.put(`${root}/sys/epoch`).value(JSON.stringify({ epoch: EPOCH_MAX, clusterId }));
+    const tooHigh = await la.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'upgrade', adopt: true });
+    assert.equal(tooHigh.body.error, 'LOCKAUDIT_ERR_EPOCH_ADOPT_REFUSED', JSON.stringify(tooHigh.body));
     await etcd.put(`${root}/sys/epoch`).value(JSON.stringify({ epoch: proven - 1, clusterId }));
     const below = await la.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'upgrade', adopt: true });
     assert.equal(below.body.error, 'LOCKAUDIT_ERR_EPOCH_ADOPT_REFUSED', JSON.stringify(below.body));
@@ -190,6 +193,24 @@ describe('lock API: epoch and seal', { timeout: 60_000 }, () => {
     const granted = await la.call<Json>('POST', '/v1/locks/acquire', client, { key: `${ns}/after-adoption`, session, class: className });
     assert.equal(granted.status, 200, JSON.stringify(granted.body));
     assert.equal(granted.body.epoch, proven + 5);
+  });
+
+  it('a /sys/epoch that is no epoch record at all seals with its reason (never a 500), and an advance gets past it', async () => {
+    await etcd.put(`${root}/sys/epoch`).value('{"epoch":1}');
+    const refused = await la.call<Json>('POST', '/v1/locks/acquire', client, { key: `${ns}/after-garbage`, session, class: className });
+    assert.equal(refused.status, 503, JSON.stringify(refused.body));
+    assert.match(refused.body.message as string, /not an epoch record/);
+    const state = await la.call<Json>('GET', '/v1/epoch', client);
+    assert.equal(state.status, 200);
+    assert.equal(state.body.sealed, true);
+    const adopt = await la.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'adopt garbage', adopt: true });
+    assert.equal(adopt.body.error, 'LOCKAUDIT_ERR_EPOCH_ADOPT_REFUSED', JSON.stringify(adopt.body));
+    const req = await la.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'past a garbage /sys/epoch' });
+    assert.equal(req.status, 202, JSON.stringify(req.body));
+    const ok = await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id as string}/approve`, op2, { requestHash: req.body.requestHash });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    const granted = await la.call<Json>('POST', '/v1/locks/acquire', client, { key: `${ns}/after-garbage`, session, class: className });
+    assert.equal(granted.status, 200, JSON.stringify(granted.body));
   });
 
   it('an advance past the last epoch a token carries is refused with a clear error, never a crash', async () => {

@@ -136,19 +136,24 @@ describe('every value the lock API writes into etcd carries its proof', { timeou
           break;
         }
         case 'force-request': {
+          if (p.version === '1') break; // the first of its two puts: it tells the create revision the second proves
           const r = decodeValue(ForceRequestSchema, p.value);
-          if (!r || !hasValidRequestProof(secret, 'force-request', forceRequestFields(r), p.lease, r.mac)) bad('request without its proof');
+          if (!r || !hasValidRequestProof(secret, 'force-request', forceRequestFields(r), p, r.mac)) bad('request without its proof');
           break;
         }
         case 'epoch-request': {
+          if (p.version === '1') break; // the first of its two puts (above)
           const r = decodeValue(EpochRequestSchema, p.value);
-          if (!r || !hasValidRequestProof(secret, 'epoch-request', epochRequestFields(r), p.lease, r.mac)) bad('request without its proof');
+          if (!r || !hasValidRequestProof(secret, 'epoch-request', epochRequestFields(r), p, r.mac)) bad('request without its proof');
           break;
         }
         default:
           if (!UNPROVEN_BY_DESIGN.some((re) => re.test(key))) bad('a key the keyspace contract does not list');
       }
     }
+    // Every request key was proven by its second put (the first only creates the key).
+    const requestKeys = new Set(puts.filter((p) => p.key.includes('/lockaudit/') && p.key.includes('-request/')).map((p) => p.key));
+    for (const k of requestKeys) if (!puts.some((p) => p.key === k && p.version === '2')) problems.push(`${k}: a request never proven (no second put)`);
     assert.deepEqual(problems, []);
     // The workload reached every proven kind (else this test proves nothing of it).
     for (const kind of ['hold', 'mark', 'force', 'epoch', 'class', 'force-request', 'epoch-request', 'queue']) assert.ok((seen.get(kind) ?? 0) > 0, `no ${kind} was written: ${JSON.stringify([...seen])}`);

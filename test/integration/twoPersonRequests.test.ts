@@ -132,6 +132,48 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
     await etcd.delete().key(requestKey(id));
   });
 
+  it('a rejected request put back on a lease re-granted with the same id proves nothing (its key was made again)', async () => {
+    const req = await la.call<Json>('POST', '/v1/force-releases', alice, { key: `${ns}/a`, reason: 'to be rejected, then replayed' });
+    const id = req.body.id as string;
+    const saved = (await etcd.get(requestKey(id)).exec()).kvs[0]!;
+    assert.equal((await la.call<Json>('POST', `/v1/force-releases/${id}/reject`, bob, { reason: 'not convinced' })).body.status, 'rejected');
+    // etcd lets any client grant a lease of an id of its choosing once the old one is gone.
+    const granted = await fetch(`${cluster.endpoints[0]}/v3/lease/grant`, { method: 'POST', body: JSON.stringify({ TTL: 3600, ID: String(saved.lease) }) });
+    assert.equal(granted.status, 200, await granted.text());
+    await etcd.put(requestKey(id)).value(saved.value).lease(String(saved.lease)).exec();
+    const shown = await la.call<Json>('GET', `/v1/force-releases/${id}`, bob);
+    assert.equal(shown.body.proven, false);
+    const approved = await la.call<Json>('POST', `/v1/force-releases/${id}/approve`, bob, { requestHash: req.body.requestHash });
+    assert.equal(approved.body.error, 'LOCKAUDIT_ERR_REQUEST_UNPROVEN', JSON.stringify(approved.body));
+    assert.ok(await held('a'));
+    await etcd.delete().key(requestKey(id));
+    await fetch(`${cluster.endpoints[0]}/v3/lease/revoke`, { method: 'POST', body: JSON.stringify({ ID: String(saved.lease) }) });
+  });
+
+  it('rejecting a hand-written request never revokes the lease it rides on (it may be a session\'s)', async () => {
+    const victim = (await la.call<{ id: string }>('POST', '/v1/sessions', client, { ttlSeconds: 15 })).body.id;
+    const v = await la.call<Json>('POST', '/v1/locks/acquire', client, { key: `${ns}/victim`, session: victim, class: className });
+    assert.equal(v.status, 200, JSON.stringify(v.body));
+    const id = '11111111-2222-4333-8444-555555555555';
+    await etcd.put(requestKey(id)).value('junk').lease(victim).exec();
+    const rejected = await la.call<Json>('POST', `/v1/force-releases/${id}/reject`, bob, { reason: 'cleaning up junk' });
+    assert.equal(rejected.status, 200, JSON.stringify(rejected.body));
+    assert.equal(rejected.body.proven, false);
+    assert.ok(await held('victim'), 'the session and its hold live on');
+  });
+
+  it('a request value no person could be shown (a time beyond any date) is listed as unreadable, never a 500', async () => {
+    const id = '22222222-3333-4444-8555-666666666666';
+    const template = { id, key: `${ns}/a`, reason: 'r', revokeSession: false, requester: 'x', requestedAt: 1e20, holdCreateRevision: '1', holdModRevision: '1', holder: 'h', session: '1', epoch: 1, at: 1, class: 'c', enforcement: 'fenced' };
+    await etcd.put(requestKey(id)).value(JSON.stringify(template));
+    const list = await la.call<{ requests: Json[]; unreadable: number }>('GET', '/v1/force-releases', bob);
+    assert.equal(list.status, 200, JSON.stringify(list.body));
+    assert.ok(list.body.unreadable >= 1);
+    const one = await la.call<Json>('GET', `/v1/force-releases/${id}`, bob);
+    assert.equal(one.status, 409, JSON.stringify(one.body));
+    await etcd.delete().key(requestKey(id));
+  });
+
   it('a genuine approval names the hash shown, and its force record carries and proves it', async () => {
     const req = await la.call<Json>('POST', '/v1/force-releases', alice, { key: `${ns}/a`, reason: 'wedged for real' });
     const shown = await la.call<Json>('GET', `/v1/force-releases/${req.body.id as string}`, bob);

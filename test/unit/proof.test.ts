@@ -51,13 +51,14 @@ describe('proof envelope', () => {
 
   it('a proof of one kind is never a proof of another with the same fields', () => {
     const fields = ['id-1', 'ns/a'];
-    const lease = '5';
-    const force = requestMac(secret, 'force-request', fields, lease);
-    assert.ok(hasValidRequestProof(secret, 'force-request', fields, lease, force));
-    assert.equal(hasValidRequestProof(secret, 'epoch-request', fields, lease, force), false);
-    assert.equal(hasValidRequestProof(secret, 'force-request', fields, '6', force), false, 'another lease');
-    assert.equal(hasValidRequestProof(secret, 'force-request', ['id-2', 'ns/a'], lease, force), false, 'another id');
-    assert.notEqual(requestHash('force-request', fields, lease), requestHash('force-request', fields, '6'));
+    const at = { lease: '5', createRevision: '90' };
+    const force = requestMac(secret, 'force-request', fields, at);
+    assert.ok(hasValidRequestProof(secret, 'force-request', fields, at, force));
+    assert.equal(hasValidRequestProof(secret, 'epoch-request', fields, at, force), false);
+    assert.equal(hasValidRequestProof(secret, 'force-request', fields, { ...at, lease: '6' }, force), false, 'another lease');
+    assert.equal(hasValidRequestProof(secret, 'force-request', fields, { ...at, createRevision: '95' }, force), false, 'the key made again (even on a lease of the same id)');
+    assert.equal(hasValidRequestProof(secret, 'force-request', ['id-2', 'ns/a'], at, force), false, 'another id');
+    assert.notEqual(requestHash('force-request', fields, at), requestHash('force-request', fields, { ...at, lease: '6' }));
   });
 
   it('reads a pre-envelope bare MAC for holds, clocks and force records, never for an epoch or a class', () => {

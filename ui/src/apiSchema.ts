@@ -523,7 +523,8 @@ export interface operations {
                      *           "requester": "ops-a@corp",
                      *           "approver": "ops-b@corp",
                      *           "reason": "stuck worker",
-                     *           "revokedSession": false
+                     *           "revokedSession": false,
+                     *           "origin": "api"
                      *         }
                      *       ],
                      *       "unknown": {
