@@ -16,6 +16,25 @@ export interface LockAlarms {
   foreignWrite(facts: { what: string; key: string; revision: string; where: string }): void;
 }
 
+/** One act of a two-person request's life, as the audit log keeps it (sql/200). */
+export interface TwoPersonAct {
+  kind: 'force-release' | 'epoch-advance';
+  action: 'requested' | 'approved' | 'rejected' | 'cancelled' | 'refused-unproven' | 'refused-changed' | 'refused-self' | 'refused-expired';
+  requestId: string;
+  requestHash: string;
+  actor: string;
+  requester: string;
+  key: string;
+  reason: string;
+  /** etcd revision of the act, '0' where none. */
+  revision: string;
+}
+
+/** Where the lock API records each two-person act (roles/ wires the audit store in); never throws. */
+export interface TwoPersonLog {
+  record(act: TwoPersonAct): Promise<void>;
+}
+
 export interface LockParts {
   cluster: string;
   keys: LockKeys;
@@ -35,4 +54,6 @@ export interface LockParts {
   originSecret: Buffer;
   /** Where refused forgeries are alarmed; absent in tests of the engine alone. */
   alarms?: LockAlarms;
+  /** Where two-person acts are recorded; absent in tests of the engine alone. */
+  twoPersonLog?: TwoPersonLog;
 }

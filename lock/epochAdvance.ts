@@ -233,6 +233,7 @@ export async function approveEpochAdvance(parts: LockParts, identity: string, id
       throw new LockauditError('LOCKAUDIT_ERR_EPOCH_STALE', `epoch advance ${id}: /sys/epoch changed since the request; request again`);
     }
     await requests.retire(pending);
+    await requests.approved(pending, identity, String(res.header.revision));
     await parts.epoch.reload();
     await parts.epoch.persistMark();
     for (const key of parts.waiters.keys()) parts.waiters.notify(key);

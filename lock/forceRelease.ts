@@ -219,6 +219,7 @@ export async function approveForceRelease(parts: LockParts, identity: string, id
     throw new LockauditError('LOCKAUDIT_ERR_FORCE_STALE', `force-release ${id}: ${request.key} changed since the request (released, expired or granted again); request again if it is still needed`);
   }
   await requests.retire(pending);
+  await requests.approved(pending, identity, String(res.header.revision));
   parts.metrics.released(parts.classes.cached(request.class)?.value, approvedAt - request.at);
   parts.waiters.notify(request.key);
   let revokedSession = false;

@@ -47,7 +47,7 @@ import { Sessions, type ClosedSession, type SessionInfo } from './sessions.js';
 import { SpoolWriter } from './spool.js';
 import { Waiters } from './waiters.js';
 import { alarm, type RaisedAlarm } from '../platform/alarms.js';
-import type { LockAlarms } from './context.js';
+import type { LockAlarms, TwoPersonLog } from './context.js';
 
 function lockAlarms(health: { raise(alarm: RaisedAlarm): void }, cluster: string): LockAlarms {
   return { foreignWrite: (facts) => health.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster }, facts)) };
@@ -78,6 +78,8 @@ export interface LockServiceOptions {
    * process's own high-water file. Only for the production keyspace (root ''), the one the tailer captures.
    */
   highWaterSource?: GrantHighWaterSource;
+  /** Where the life of two-person requests is recorded (the audit store's two_person_log); absent: logged only. */
+  twoPersonLog?: TwoPersonLog;
   /** Where refused forgeries are alarmed (the process's readiness state); absent: logged only. */
   health?: { raise(alarm: RaisedAlarm): void };
   /** How often the shared high-water is read again besides at start and after etcd was unreachable, ms (default 30000; 0: not periodically). */
@@ -150,6 +152,7 @@ export class LockService {
       pollMs: options.pollMs ?? 1_000,
       originSecret: options.originSecret,
       alarms: options.health ? lockAlarms(options.health, options.cluster.name) : undefined,
+      twoPersonLog: options.twoPersonLog,
     };
   }
 

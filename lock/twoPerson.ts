@@ -17,7 +17,7 @@ import type { Static } from 'typebox';
 import { LockauditError, type ErrorCode } from '../core/errors.js';
 import { decodeValue } from '../core/keyspace.js';
 import { hasValidRequestProof, requestHash, requestMac } from '../core/proof.js';
-import type { LockParts } from './context.js';
+import type { LockParts, TwoPersonAct } from './context.js';
 import { cmp, op, type Kv } from './kv.js';
 
 export const PENDING_REQUEST_TTL_SECONDS = 3600;
@@ -31,8 +31,8 @@ export interface RequestSpec<S extends Type.TObject> {
   schema: S;
   /** The bound fields, id first, in a fixed order. */
   fields: (r: Static<S>) => readonly unknown[];
-  /** Human name in messages, e.g. "force-release". */
-  noun: string;
+  /** Human name in messages, e.g. "force-release"; also the kind the audit log records (sql/200). */
+  noun: 'force-release' | 'epoch advance';
   notFound: ErrorCode;
   selfApproval: ErrorCode;
 }
@@ -61,7 +61,7 @@ export interface Withdrawn {
   proven: boolean;
 }
 
-type Stored = { id: string; requester: string; requestedAt: number; mac?: string };
+type Stored = { id: string; requester: string; requestedAt: number; reason: string; key?: string; mac?: string };
 
 export class TwoPersonRequests<S extends Type.TObject> {
   readonly #parts: LockParts;
@@ -91,12 +91,15 @@ export class TwoPersonRequests<S extends Type.TObject> {
     const at = { lease, createRevision: String(created.header.revision) };
     const fields = this.#spec.fields(value);
     const stored = { ...(value as object), mac: requestMac(this.#parts.originSecret, this.#spec.kind, fields, at) };
-    const proven = created.succeeded && (await this.#parts.etcd.txn([cmp.mod(key, at.createRevision)], [op.put(key, stored, lease)])).succeeded;
-    if (!proven) {
+    const written = created.succeeded ? await this.#parts.etcd.txn([cmp.mod(key, at.createRevision)], [op.put(key, stored, lease)]) : undefined;
+    if (!written?.succeeded) {
       await this.#parts.etcd.leaseRevoke(lease).catch(() => undefined);
       throw new LockauditError('LOCKAUDIT_ERR_REQUEST_UNPROVEN', `${this.#spec.noun} request ${(value as Stored).id}: its key was written by someone else while the API wrote it; request again`);
     }
-    return { requestHash: requestHash(this.#spec.kind, fields, at), expiresAt: new Date(Date.now() + PENDING_REQUEST_TTL_SECONDS * 1000).toISOString() };
+    const hash = requestHash(this.#spec.kind, fields, at);
+    const v = value as Stored;
+    await this.#log('requested', { id: v.id, hash, actor: v.requester, value: v, revision: String(written.header.revision) });
+    return { requestHash: hash, expiresAt: new Date(Date.now() + PENDING_REQUEST_TTL_SECONDS * 1000).toISOString() };
   }
 
   #judge(id: string, kv: Kv): PendingRequest<Static<S>> | undefined {
@@ -148,16 +151,23 @@ export class TwoPersonRequests<S extends Type.TObject> {
     if (!found) throw new LockauditError(this.#spec.notFound, `${noun} ${id}: no pending request with this id (approved, rejected, stale, expired after 1 h, or never made)`);
     if (!found.proven) {
       this.#refuse(found.kv, 'approve');
+      await this.#log('refused-unproven', { id, hash: 'requestHash' in found ? found.requestHash : '', actor: identity, value: 'value' in found ? (found.value as Stored) : undefined, revision: found.kv.modRevision });
       throw new LockauditError(
         'LOCKAUDIT_ERR_REQUEST_UNPROVEN',
         `${noun} ${id}: the pending request in etcd does not carry the lock API's proof for what it says (edited, or written around the API); it is refused and alarmed — request again through the API`,
       );
     }
+    const seen = { id, hash: found.requestHash, actor: identity, value: found.value as Stored, revision: found.kv.modRevision };
     if (Date.now() - found.requestedAt > PENDING_REQUEST_TTL_SECONDS * 1000) {
+      await this.#log('refused-expired', seen);
       throw new LockauditError(this.#spec.notFound, `${noun} ${id}: the request expired (made ${new Date(found.requestedAt).toISOString()}, valid ${PENDING_REQUEST_TTL_SECONDS / 3600} h); request again`);
     }
-    if (found.requester === identity) throw new LockauditError(this.#spec.selfApproval, `${noun} ${id}: you requested it; a different lock-operator must approve`);
+    if (found.requester === identity) {
+      await this.#log('refused-self', seen);
+      throw new LockauditError(this.#spec.selfApproval, `${noun} ${id}: you requested it; a different lock-operator must approve`);
+    }
     if (found.requestHash !== seenHash) {
+      await this.#log('refused-changed', seen);
       throw new LockauditError('LOCKAUDIT_ERR_REQUEST_CHANGED', `${noun} ${id}: requestHash is not the hash of this request (${found.requestHash}); read it again (GET) and approve what it says now`);
     }
     return found;
@@ -171,11 +181,12 @@ export class TwoPersonRequests<S extends Type.TObject> {
     const found = await this.read(id);
     if (!found) throw new LockauditError(this.#spec.notFound, `${this.#spec.noun} ${id}: no pending request with this id`);
     const status: Withdrawn['status'] = 'requester' in found && found.requester === identity ? 'cancelled' : 'rejected';
-    await this.#parts.etcd.txn([], [op.del(found.kv.key)]);
+    const deleted = await this.#parts.etcd.txn([], [op.del(found.kv.key)]);
     // Only a proven request's own lease: an unproven value may ride on anyone's (a session's) lease.
     if (found.proven && found.kv.lease !== '0') await this.#parts.etcd.leaseRevoke(found.kv.lease).catch(() => undefined);
     if (!found.proven) this.#refuse(found.kv, status);
     const hash = 'requestHash' in found ? found.requestHash : undefined;
+    await this.#log(status, { id, hash: hash ?? '', actor: identity, value: 'value' in found ? (found.value as Stored) : undefined, revision: String(deleted.header.revision), reason });
     this.#parts.logger.info({ kind: this.#spec.kind, id, status, by: identity, reason, proven: found.proven, ...(hash ? { requestHash: hash } : {}) }, `${this.#spec.noun} request ${status}`);
     return { id, status, ...(hash ? { requestHash: hash } : {}), proven: found.proven };
   }
@@ -183,6 +194,27 @@ export class TwoPersonRequests<S extends Type.TObject> {
   /** After an approval: the request's lease goes too, so a copy of it cannot be put back on it. */
   async retire(request: PendingRequest<unknown>): Promise<void> {
     await this.#parts.etcd.leaseRevoke(request.lease).catch(() => undefined);
+  }
+
+  /** Records a carried-out approval (the txn's revision) in the audit log. */
+  approved(request: PendingRequest<Static<S>>, approver: string, revision: string): Promise<void> {
+    return this.#log('approved', { id: request.id, hash: request.requestHash, actor: approver, value: request.value as Stored, revision });
+  }
+
+  #log(action: TwoPersonAct['action'], act: { id: string; hash: string; actor: string; value: Stored | undefined; revision: string; reason?: string }): Promise<void> {
+    return (
+      this.#parts.twoPersonLog?.record({
+        kind: this.#spec.noun === 'force-release' ? 'force-release' : 'epoch-advance',
+        action,
+        requestId: act.id,
+        requestHash: act.hash,
+        actor: act.actor,
+        requester: act.value?.requester ?? '',
+        key: act.value?.key ?? '',
+        reason: act.reason ?? act.value?.reason ?? '',
+        revision: act.revision,
+      }) ?? Promise.resolve()
+    );
   }
 
   #refuse(kv: Kv, action: string): void {

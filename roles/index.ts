@@ -9,6 +9,7 @@ import { startTailerRole } from './tailer.js';
 import type { LockService } from '../lock/service.js';
 import { grantRoutes } from '../api/routes/grants.js';
 import { quarantineRoutes } from '../api/routes/quarantine.js';
+import { twoPersonLogRoutes } from '../api/routes/twoPersonLog.js';
 import { reportRoutes } from '../api/routes/reports.js';
 import { stateRoutes } from '../api/routes/state.js';
 import { riskRegisterJob } from '../reports/riskRegister/job.js';
@@ -25,7 +26,7 @@ import { exportMetrics } from '../exporters/exportMetrics.js';
 import { alertMetrics } from '../exporters/alerts/alertMetrics.js';
 
 /** The api role's routes around the lock engine it serves. */
-export const apiRoutes = (lock: LockService): RoutePlugin[] => [tailerRoutes, lockApi(lock), grantRoutes, quarantineRoutes, reportRoutes, stateRoutes, exportRoutes(), digestRoutes, uiRoutes];
+export const apiRoutes = (lock: LockService): RoutePlugin[] => [tailerRoutes, lockApi(lock), grantRoutes, quarantineRoutes, twoPersonLogRoutes, reportRoutes, stateRoutes, exportRoutes(), digestRoutes, uiRoutes];
 export const jobQueues: JobQueue[] = [riskRegisterJob, contentionSealJob, ...exportJobQueues];
 /** Loops the worker role runs beside its job workers. */
 export const workerServices = [forceArchiveService(), alertService(), digestService()];

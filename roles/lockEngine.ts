@@ -12,6 +12,7 @@ import { LockService, type LockServiceOptions } from '../lock/service.js';
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
 import { SpoolShipper } from '../tailer/spoolShipper.js';
 import { storeHighWater } from './lockHighWater.js';
+import { storeTwoPersonLog } from './twoPersonLog.js';
 
 /** The configuration key that marks the cluster the lock API serves (on one entry of `etcd`). */
 export const LOCK_CLUSTER_KEY = 'etcd[].lockApi';
@@ -39,7 +40,7 @@ export function lockCluster(config: Pick<Config, 'etcd'>): EtcdCluster {
   return only;
 }
 
-export interface LockEngineOptions extends Partial<Omit<LockServiceOptions, 'logger' | 'metrics' | 'dataDir' | 'cluster' | 'originSecret' | 'health'>> {
+export interface LockEngineOptions extends Partial<Omit<LockServiceOptions, 'logger' | 'metrics' | 'dataDir' | 'cluster' | 'originSecret' | 'health' | 'twoPersonLog'>> {
   /** The cluster to serve (see lockCluster()). */
   cluster: EtcdCluster;
   /** How often this process ships its own fail-open spool, ms (default 5000); 0: not at all. */
@@ -66,6 +67,7 @@ export async function startLockEngine(runtime: Runtime, options: LockEngineOptio
     logger,
     metrics,
     health: runtime.health,
+    twoPersonLog: storeTwoPersonLog(store, cluster.name, logger),
   });
   const interval = spoolShipIntervalMs ?? 5_000;
   const shipper = interval > 0 ? new SpoolShipper(store, cluster.name, config.dataDir, logger.child({ component: 'spool-shipper', cluster: cluster.name })) : undefined;

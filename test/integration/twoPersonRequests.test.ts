@@ -7,7 +7,9 @@ import { after, before, describe, it } from 'node:test';
 import { Etcd3 } from 'etcd3';
 import { decodeValue, ForceRecordSchema } from '../../core/keyspace.js';
 import { originSecret } from '../../core/originSecret.js';
+import type { AuditStore } from '../../core/clickhouse.js';
 import { hasValidForceProof } from '../../core/proof.js';
+import { twoPersonLog } from '../../reports/twoPersonLog/index.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { fencedClass, lockApp, type LockApp } from '../support/lockApp.js';
 
@@ -21,6 +23,7 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
   const className = `${ns}-fenced`;
   let la: LockApp;
   let closeStore: () => Promise<void>;
+  let store: AuditStore;
   let etcd: Etcd3;
   let alice: string;
   let bob: string;
@@ -40,6 +43,7 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
     etcd = new Etcd3({ hosts: cluster.endpoints });
     const temp = await tempStore();
     closeStore = temp.close;
+    store = temp.store;
     la = await lockApp(config, temp.store, { root });
     const admin = await la.token(uniqueId('admin-'), ['admin']);
     alice = await la.token(uniqueId('op-alice-'), ['lock-operator']);
@@ -203,5 +207,19 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
     assert.equal(approved.status, 409, JSON.stringify(approved.body));
     assert.equal(approved.body.error, 'LOCKAUDIT_ERR_REQUEST_UNPROVEN');
     assert.equal((await la.call<Json>('GET', '/v1/epoch', client)).body.epoch, 1, 'no advance');
+  });
+
+  it('the audit log holds each request\'s life: requested, refused (and why), rejected, cancelled, approved', async () => {
+    const force = await twoPersonLog({ store, limits: config.reports }, { kind: 'force-release', limit: 1000 }, Date.now() + 1_000);
+    const actions = new Set(force.acts.map((a) => a.action));
+    for (const a of ['requested', 'refused-unproven', 'refused-changed', 'rejected', 'cancelled', 'approved']) assert.ok(actions.has(a), `${a} recorded: ${[...actions].join(', ')}`);
+    const approved = force.acts.find((a) => a.action === 'approved');
+    assert.ok(approved);
+    const requested = force.acts.find((a) => a.action === 'requested' && a.requestId === approved.requestId);
+    assert.equal(requested?.requestHash, approved.requestHash, 'the hash requested is the hash approved');
+    assert.notEqual(approved.actor, requested?.actor, 'two people');
+    assert.ok(BigInt(approved.revision) > BigInt(requested?.revision ?? '0'));
+    const epoch = await twoPersonLog({ store, limits: config.reports }, { kind: 'epoch-advance', limit: 1000 }, Date.now() + 1_000);
+    assert.deepEqual([...new Set(epoch.acts.map((a) => a.action))].sort(), ['refused-unproven', 'requested']);
   });
 });
