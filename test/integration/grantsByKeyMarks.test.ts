@@ -48,7 +48,7 @@ describe('grants_by_key gets back the restore marks its backfill lost (sql/190)'
     assert.notDeepEqual(await all('grants_by_key'), await all('grants'), 'the lost marks');
     assert.deepEqual(await shown(), ['500/t0', '510/t0', '510/t1'], 'before 190: not rolled back, and the carried grant twice');
     const applied = await migrate(store);
-    assert.deepEqual(applied.applied.map((m) => m.version), [190]);
+    assert.equal(applied.applied[0]?.version, 190, 'the marks migration is the first one applied (later ones follow it)');
     assert.deepEqual(await all('grants_by_key'), await all('grants'));
     assert.deepEqual(await shown(), ['500/t0/rolled-back', '510/t1']);
   });
