@@ -10,13 +10,9 @@ import type { Config } from './config.js';
 export const ORIGIN_SECRET_FILE = 'origin-secret';
 
 export function originSecret(config: Pick<Config, 'dataDir' | 'originSecret'>): Buffer {
-  if (config.originSecret) return Buffer.from(config.originSecret, 'utf8');
+  const existing = existingOriginSecret(config);
+  if (existing) return existing;
   const file = path.join(config.dataDir, ORIGIN_SECRET_FILE);
-  try {
-    return Buffer.from(readFileSync(file, 'utf8').trim(), 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
   mkdirSync(config.dataDir, { recursive: true });
   try {
     // 'wx': a second process creating it at the same moment keeps the first one's key.

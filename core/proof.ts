@@ -32,7 +32,7 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { ClockValue, EpochValue, ForceRecord, HoldValue, LockClass, MarkValue, StoredClass } from './keyspace.js';
 
 export const PROOF_ALGORITHM = 'hs256';
-/** Longest proof a value may carry: decoders bound the field by it (a proof is ~58 characters). */
+/** Longest proof checked (a proof is ~58 characters): a longer one is refused before any MAC is computed. */
 export const PROOF_MAX_LENGTH = 128;
 
 type ProofKind = 'hold' | 'mark' | 'force' | 'clock' | 'epoch' | 'class' | 'class-pending' | 'force-request' | 'epoch-request';
@@ -75,15 +75,6 @@ function proven(secret: Buffer, kind: ProofKind, fields: readonly unknown[], pro
   const [algorithm, keyId, mac] = parts as [string, string, string];
   if (parts.length !== 3 || algorithm !== PROOF_ALGORITHM || keyId !== proofKeyId(secret)) return false;
   return same(mac, hmac(secret, message(kind, keyId, fields)));
-}
-
-/** What a proof says of itself, for a reader to show (never the MAC): its algorithm and key id, or why it names none. */
-export function describeProof(proof: string | undefined): { algorithm: string; keyId: string } | undefined {
-  if (proof === undefined) return undefined;
-  const parts = proof.split('.');
-  if (parts.length === 1) return { algorithm: 'hs256-legacy', keyId: '' };
-  if (parts.length !== 3) return undefined;
-  return { algorithm: parts[0] as string, keyId: parts[1] as string };
 }
 
 // ---- holds ------------------------------------------------------------

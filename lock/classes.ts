@@ -71,15 +71,21 @@ export class Classes {
 
   /** Takes a freshly read class kv (e.g. from a failed grant txn) into the cache, judged. */
   accept(name: string, kv: Kv): CachedClass {
-    const stored = decodeValue(StoredClassSchema, kv.value);
-    if (!stored) {
+    const entry = this.#judge(name, kv);
+    if (!entry) {
       this.#cache.delete(name);
       throw new LockauditError('LOCKAUDIT_ERR_CLASS_UNPROVEN', `class "${name}": the value under ${kv.key} is not a lock class (written around the API); nothing is granted under it until an admin writes it (PUT /v1/classes/${name})`);
     }
-    const { mac: _mac, ...value } = stored;
-    const entry: CachedClass = { value, modRevision: kv.modRevision, proof: classProofState(this.#secret, name, stored, kv) };
     this.#cache.set(name, entry);
     return entry;
+  }
+
+  /** A class kv as the API reads it: the class without its proof, and the proof's state; undefined when it is no class. */
+  #judge(name: string, kv: Kv): CachedClass | undefined {
+    const stored = decodeValue(StoredClassSchema, kv.value);
+    if (!stored) return undefined;
+    const { mac: _mac, ...value } = stored;
+    return { value, modRevision: kv.modRevision, proof: classProofState(this.#secret, name, stored, kv) };
   }
 
   /** Every class etcd holds (at most `limit`, by name), each with its proof state; a value that is no class at all reads `unproven` with no class. */
@@ -88,10 +94,7 @@ export class Classes {
     const { kvs } = await this.#etcd.getPrefix(prefix, { limit });
     const out = kvs.map((kv) => {
       const name = kv.key.slice(prefix.length);
-      const stored = decodeValue(StoredClassSchema, kv.value);
-      if (!stored) return { name, entry: undefined, modRevision: kv.modRevision };
-      const { mac: _mac, ...value } = stored;
-      return { name, entry: { value, modRevision: kv.modRevision, proof: classProofState(this.#secret, name, stored, kv) } satisfies CachedClass, modRevision: kv.modRevision };
+      return { name, entry: this.#judge(name, kv), modRevision: kv.modRevision };
     });
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }

@@ -129,7 +129,8 @@ export async function requestEpochAdvance(parts: LockParts, identity: string, re
   const fromEpoch = parts.epoch.highestEpoch;
   const adoptEpoch = options.adopt ? adoptable(parts, record) : 0;
   const next = adoptEpoch > 0 ? adoptEpoch : nextEpoch(fromEpoch, 'epoch advance');
-  const holds = await parts.etcd.getPrefix(parts.keys.holdPrefix(), { countOnly: true });
+  // An adoption deletes no hold: only an advance needs to say how many it will.
+  const holds = adoptEpoch > 0 ? 0 : (await parts.etcd.getPrefix(parts.keys.holdPrefix(), { countOnly: true })).count;
   const id = randomUUID();
   const request: EpochRequest = { id, reason, requester: identity, requestedAt: Date.now(), fromEpoch, epochModRevision: parts.epoch.modRevision, adoptEpoch, clusterId: record.clusterId };
   const { requestHash, expiresAt } = await epochRequests(parts).create(request);
@@ -143,7 +144,7 @@ export async function requestEpochAdvance(parts: LockParts, identity: string, re
     sealed: parts.epoch.sealed,
     recordedClusterId: record.clusterId,
     clusterId: parts.epoch.clusterId ?? record.clusterId,
-    holds: adoptEpoch > 0 ? 0 : holds.count,
+    holds,
     expiresAt,
     requestHash,
   };

@@ -8,7 +8,6 @@ import type { EpochValue, LockClass } from '../../core/keyspace.js';
 import {
   classMac,
   clockMac,
-  describeProof,
   epochMac,
   forceMac,
   hasValidClassProof,
@@ -32,7 +31,7 @@ describe('proof envelope', () => {
   it('names its algorithm and key id, and the key id is the key\'s', () => {
     const mac = holdMac(secret, '/l/ns/a', hold);
     assert.match(mac, /^hs256\.[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{43}$/);
-    assert.deepEqual(describeProof(mac), { algorithm: 'hs256', keyId: proofKeyId(secret) });
+    assert.equal(mac.split('.')[1], proofKeyId(secret));
     assert.notEqual(proofKeyId(secret), proofKeyId(other));
     assert.ok(hasValidProof(secret, '/l/ns/a', { ...hold, mac }));
   });
