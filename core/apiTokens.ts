@@ -1,5 +1,5 @@
 // API tokens: `la_<id>_<secret>`; only sha256(token) is stored. A token maps
-// to an identity and roles (DESIGN.md §6).
+// to an identity and roles (docs/architecture.md, the lock service's rules).
 import { createHash, randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { AuditStore } from './clickhouse.js';

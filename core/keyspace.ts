@@ -1,4 +1,4 @@
-// The etcd keyspace (DESIGN.md §2): written by the lock API, read by the
+// The etcd keyspace (docs/architecture.md, the lock service's rules): written by the lock API, read by the
 // tailer. Both sides use only these functions, so the layout lives here once.
 import Type, { type Static } from 'typebox';
 import { Compile, type Validator } from 'typebox/compile';
@@ -172,7 +172,7 @@ export const StoredClassSchema = Type.Object(
 );
 export type StoredClass = Static<typeof StoredClassSchema>;
 
-/** The rules of DESIGN.md §2 beyond field shapes; returns every broken rule. */
+/** The class rules (docs/architecture.md, the lock service's rules) beyond field shapes; returns every broken rule. */
 export function classRuleViolations(c: LockClass): string[] {
   const broken: string[] = [];
   if (c.enforcement === 'advisory') {

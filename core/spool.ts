@@ -1,4 +1,4 @@
-// The fail-open spool (DESIGN.md §2 "Quorum loss"): what the lock API did
+// The fail-open spool (docs/architecture.md, the lock service's rules): what the lock API did
 // without quorum, one JSON line each in <dataDir>/spool/<cluster>.jsonl,
 // appended and fsync'd by the lock API before it answers, shipped by the
 // tailer as `unprotected` grants. Two kinds of record, both v1:

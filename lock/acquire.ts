@@ -1,4 +1,4 @@
-// Acquire (DESIGN.md §2): one txn — hold absent AND /sys/epoch unchanged
+// Acquire (docs/architecture.md, the lock service's rules): one txn — hold absent AND /sys/epoch unchanged
 // (AND the class unchanged AND the session alive AND the grant guard not
 // below this process's latest grant, see epoch.ts) → put the hold on the
 // session lease. The token is computed once from that txn's revision and

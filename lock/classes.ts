@@ -1,4 +1,4 @@
-// The class registry (/sys/class/<name>, DESIGN.md §2 "Lock classes").
+// The class registry (/sys/class/<name>, docs/architecture.md, the lock service's rules).
 // Reads are cached with their mod revision; every grant txn compares that
 // revision, so a stale cache costs a retry, never a grant under old rules.
 // Every class carries the API's proof (core/proof.ts) bound to its key's

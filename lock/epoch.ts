@@ -1,4 +1,4 @@
-// /sys/epoch and the restore seal (DESIGN.md §2). The record is created on
+// /sys/epoch and the restore seal (docs/architecture.md, the lock service's rules). The record is created on
 // first start, bound to the cluster id etcd reports. Every response header
 // is compared with it: a different cluster id means the data was restored
 // into another cluster, and grants stop until a two-person epoch advance

@@ -1,4 +1,4 @@
-// Grants without quorum for classes with onQuorumLoss: open (DESIGN.md §2):
+// Grants without quorum for classes with onQuorumLoss: open (docs/architecture.md, the lock service's rules):
 // from this process's memory, token 0, each one spooled (fsync) before it is
 // answered. Memory keeps these unprotected holds mutually exclusive within
 // this API only; they lapse after the class TTL unless released.

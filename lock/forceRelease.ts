@@ -1,4 +1,4 @@
-// Force-release (DESIGN.md §2): a lock-operator requests with a reason and
+// Force-release (docs/architecture.md, the lock service's rules): a lock-operator requests with a reason and
 // sees the class's enforcement first (advisory: two writers may follow); a
 // *different* lock-operator approves. Approval is one txn: hold unchanged
 // since the request → delete it and put /sys/force/<id> (24 h lease).

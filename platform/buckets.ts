@@ -1,4 +1,4 @@
-// The two buckets of DESIGN.md §5, created idempotently:
+// The two buckets (docs/architecture.md, the data path), created idempotently:
 // - history: Parquet grant history, objects expire after 365 days;
 // - archive: force-release records, object lock with a default COMPLIANCE
 //   retention of 7 years (object lock can only be chosen at bucket creation).

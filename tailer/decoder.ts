@@ -2,7 +2,7 @@
 // change becomes exactly one event row (type 'other' when not understood),
 // so the log is complete; what cannot be decoded is also quarantined with a
 // reason. A hold delete is classified by what else changed at the same
-// revision (DESIGN.md §2): force record → force-release, mark → release /
+// revision (docs/architecture.md, the lock service's rules): force record → force-release, mark → release /
 // session-close / epoch-release, nothing → expiry, or `deleted` when its
 // lease was still alive. A hold without the API's proof of origin is marked
 // foreign (core/proof.ts), and so is one on another lease than its

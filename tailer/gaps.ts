@@ -1,4 +1,4 @@
-// Lost history made explicit (STYLE.md §3, Debezium): at start and after a
+// Lost history made explicit (docs/architecture.md, where a tailer starts): at start and after a
 // watch error the tailer checks its position against etcd's compaction.
 // When history after the checkpoint is gone it records a gap (from, to),
 // snapshots the keyspace at the compaction revision (the holds then alive,

@@ -1,4 +1,4 @@
-// The replay check (DESIGN.md §2, "The insider model"): a hold's proof
+// The replay check (docs/architecture.md, the insider model): a hold's proof
 // (core/proof.ts) binds its key, every field and — checked by the
 // decoder — the etcd lease it rides on (kv.lease = session). What it cannot
 // name is its own revision: the API signs before etcd assigns one. So a real

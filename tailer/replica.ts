@@ -208,7 +208,7 @@ export class TailerReplica {
     // Stamped on every row and checkpoint of this leadership: the store keeps the highest term's (sql/110).
     const term = election.term();
     while (!signal.aborted) {
-      // Start position (STYLE.md §3): a restore first (it can rewind the checkpoint), then compaction.
+      // Start position (docs/architecture.md, where a tailer starts): a restore first (it can rewind the checkpoint), then compaction.
       let checkpoint = await readCheckpoint(store, cluster);
       const position = await etcdPosition(this.#client);
       const timeline = await ensureTimeline(store, cluster, position);

@@ -1,4 +1,4 @@
-// etcd restores seen from the tailer (DESIGN.md §3.5). A restore rewinds
+// etcd restores seen from the tailer (docs/architecture.md, the data path). A restore rewinds
 // etcd: its head may fall below the checkpoint (same cluster token), its
 // cluster id may change (new token), or its revisions may jump ahead
 // (--bump-revision) with keys quietly back at older versions. Any of these is

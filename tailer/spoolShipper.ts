@@ -31,7 +31,7 @@
 // with the same code as the open row, so it carries the grant's own columns
 // without reading the grant line or the store back: arrival order, batch
 // boundaries and rotated spool files do not matter.
-// Grants in a spool carry token 0 (DESIGN.md §2). A line that does not fit is
+// Grants in a spool carry token 0 (docs/architecture.md, the lock service's rules). A line that does not fit is
 // quarantined (revision 0, key '/spool/<file>@<inode>:<byte offset>') with the reason.
 // So is a line that contradicts what was shipped (ShippedIds below): an id
 // names one record for good and a grant ends once — a `seq` that restarted, an

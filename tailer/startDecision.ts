@@ -1,4 +1,4 @@
-// Where a tailer starts (DESIGN.md §3.1, §3.5; STYLE.md §3): resume after the
+// Where a tailer starts (docs/architecture.md, where a tailer starts): resume after the
 // checkpoint, record a compaction gap, or record a restore. Pure: the caller
 // reads etcd and the store (restores.ts) and hands the answers in.
 //

@@ -326,7 +326,7 @@ describe('lock API', { timeout: 120_000 }, () => {
     assert.equal((await la.call('POST', `/v1/sessions/${session}/keepalive`, client)).status, 404);
   });
 
-  it('classes: every rule of DESIGN.md §2, each broken rule named', async () => {
+  it('classes: every class rule, each broken rule named', async () => {
     const ns = uniqueId('ns');
     const put = (name: string, body: unknown) => la.call<Json>('PUT', `/v1/classes/${name}`, admin, body);
     assert.equal((await put(`${ns}-ok`, fencedClass(`${ns}-ok`, ns))).status, 200);

@@ -1,5 +1,5 @@
 // What an insider with write access to etcd can and cannot make the record
-// say (DESIGN.md §2, "The insider model"; issue 21 items 1 and 2). Every
+// say (docs/architecture.md, the insider model; issue 21 items 1 and 2). Every
 // forgery is made the way an insider would — raw etcd3 txns, no lock API —
 // against the suite's etcd (default limits):
 // - a hand-written `release` marker in the txn that deletes someone's hold,

@@ -1,4 +1,4 @@
-// Writes the lock keyspace exactly as the lock API does (DESIGN.md §2, core/keyspace.ts),
+// Writes the lock keyspace exactly as the lock API does (core/keyspace.ts),
 // so tailer tests need not wait for the lock API: grants by txn on a session
 // lease, releases and session closes with a mark in the same txn,
 // force-releases with a force record in the same txn, lease expiries
