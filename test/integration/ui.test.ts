@@ -50,6 +50,14 @@ const G: Record<string, GrantSpec> = {
   g13: { key: 'ops/door-1', class: 'ops', holder: 'h-f', rev: 170, at: T0 + 5000, end: { kind: 'deleted', at: T0 + 8000, rev: 171 } },
 };
 
+/** Waits until the grants table shows exactly `n` rows, every one of them of `key`. */
+async function grantRowsOf(page: Page, key: string, n: number): Promise<void> {
+  await page.waitForFunction(([k, count]) => {
+    const rows = [...document.querySelectorAll('table.grants tbody tr')];
+    return rows.length === count && rows.every((r) => (r as HTMLElement).innerText.includes(k as string));
+  }, [key, n] as const);
+}
+
 describe('web console', () => {
   let store: AuditStore;
   let closeStore: () => Promise<void>;
@@ -141,7 +149,9 @@ describe('web console', () => {
     await page.fill('input[name=key]', 'pay/acct-1');
     await page.fill('input[name=limit]', '3');
     await page.click('form.filters button[type=submit]');
-    await page.locator('table.grants tbody tr').nth(2).waitFor();
+    // The unfiltered first page may still be on screen when the search is sent, and the page is emptied while the
+    // filtered one loads: wait for the filtered result itself, not for any third row.
+    await grantRowsOf(page, 'pay/acct-1', 3);
     assert.equal(await page.locator('table.grants tbody tr').count(), 3);
     const firstRow = await page.locator('table.grants tbody tr').first().innerText();
     assert.match(firstRow, /h-a/);
@@ -159,7 +169,7 @@ describe('web console', () => {
 
   it('goes from a search result to the key timeline and a grant\'s detail', async () => {
     await page.click('a:has-text("First page")');
-    await page.locator('table.grants tbody tr').nth(2).waitFor();
+    await grantRowsOf(page, 'pay/acct-1', 3);
     await page.locator('table.grants tbody tr').first().locator('a', { hasText: 'pay/acct-1' }).click();
     await page.locator('nav a.active', { hasText: 'Key timeline' }).waitFor();
     await chartRendered(page, 'timeline');
