@@ -115,11 +115,12 @@ const AlertRuleSchema = Type.Object(
         Type.Literal('grant'), Type.Literal('release'), Type.Literal('expiry'), Type.Literal('force-release'), Type.Literal('session-close'), Type.Literal('epoch-release'),
         Type.Literal('epoch-advance'), Type.Literal('class-change'), Type.Literal('unprotected-grant'), Type.Literal('gap'),
         Type.Literal('deleted'), Type.Literal('foreign-grant'), Type.Literal('waiver-expired'), Type.Literal('waiver-expiring'),
+        Type.Literal('two-person'), Type.Literal('two-person-refused'),
       ]),
       {
         minItems: 1,
         description:
-          'Event kinds this rule matches (gap: a recorded history gap; deleted: a hold removed by hand while its lease lived; foreign-grant: a hold written around the lock API, also matched by grant; waiver-expired / waiver-expiring: a class of a stored risk-register run)',
+          'Event kinds this rule matches (gap: a recorded history gap; deleted: a hold removed by hand while its lease lived; foreign-grant: a hold written around the lock API, also matched by grant; waiver-expired / waiver-expiring: a class of a stored risk-register run; two-person: every act of a force-release or epoch-advance request — requested, approved, rejected, cancelled, refused —, two-person-refused: only the refused approvals, also matched by two-person)',
       },
     ),
     namespaces: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'Only events of these lock namespaces. Default: any' })),

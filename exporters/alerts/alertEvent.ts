@@ -9,7 +9,7 @@ export interface AlertEvent {
    * Stable: `<cluster>:<revision>:<key>` (first etcd timeline), `<cluster>:t<timeline>:<revision>:<key>` (a
    * timeline after a restore, which reuses revision numbers), `<cluster>:gap:<from>` (a compaction gap of the
    * first timeline), `<cluster>:gap:<from>:<kind>:<generation>` (any other gap), `<cluster>:spool:<key>`,
-   * `register:<runId>:<class>`.
+   * `register:<runId>:<class>`, `<cluster>:two-person:<row hash>`.
    */
   id: string;
   cluster: string;
@@ -145,5 +145,37 @@ export function fromRegisterRow(run: RegisterRunRow, r: RegisterClassRow): Alert
     id: `register:${run.run_id}:${r.class}`, cluster: '', kind: r.status === 'expired' ? 'waiver-expired' : 'waiver-expiring', revision: '0', key: '', namespace: r.namespace, class: r.class,
     holder: '', session: '', token: '0', epoch: 0, grantRevision: '0', timeMs: Number(run.as_of_ms), timeEstimated: false,
     detail: { runId: run.run_id, registerDate: run.register_day, riskOwner: r.risk_owner, waiverExpires: r.waiver_day, daysLeft: r.days_left === null ? null : Number(r.days_left), status: r.status },
+  };
+}
+
+/** A row of a cluster's two-person log as twoPersonPending.sql reads it. */
+export interface TwoPersonRow {
+  row_id: string;
+  at_ms: number | string;
+  /** force-release | epoch-advance */
+  kind: string;
+  /** requested | approved | rejected | cancelled | refused-<why> */
+  action: string;
+  request_id: string;
+  request_hash: string;
+  actor: string;
+  requester: string;
+  key: string;
+  reason: string;
+  revision: string;
+  detail: string;
+}
+
+/**
+ * One act of a two-person request: kind `two-person-refused` for an approval the API refused (edited or hand-written,
+ * changed since its approver read it, by its own requester, expired), else `two-person`. The actor is who acted, not a
+ * holder; the lock is the one a force-release names ('' for an epoch advance).
+ */
+export function fromTwoPersonRow(cluster: string, r: TwoPersonRow): AlertEvent {
+  const slash = r.key.indexOf('/');
+  return {
+    id: `${cluster}:two-person:${r.row_id}`, cluster, kind: r.action.startsWith('refused-') ? 'two-person-refused' : 'two-person', revision: String(r.revision), key: r.key,
+    namespace: slash > 0 ? r.key.slice(0, slash) : '', class: '', holder: '', session: '', token: '0', epoch: 0, grantRevision: '0', timeMs: Number(r.at_ms), timeEstimated: false,
+    detail: { request: r.kind, action: r.action, requestId: r.request_id, requestHash: r.request_hash, actor: r.actor, requester: r.requester, reason: r.reason, ...(r.detail ? { note: r.detail } : {}) },
   };
 }

@@ -17,6 +17,8 @@ const SEVERITY: Record<string, { id: number; name: string }> = {
   'waiver-expired': { id: 4, name: 'High' },
   'waiver-expiring': { id: 2, name: 'Low' },
   'class-change': { id: 2, name: 'Low' },
+  'two-person': { id: 3, name: 'Medium' },
+  'two-person-refused': { id: 4, name: 'High' },
 };
 const severity = (kind: string) => SEVERITY[kind] ?? { id: 1, name: 'Informational' };
 
@@ -34,8 +36,16 @@ const MESSAGE: Record<string, (e: AlertEvent) => string> = {
   'foreign-grant': (e) => `${e.holder} was granted ${e.key} by a write around the lock API (no proof of origin)`,
   'waiver-expired': (e) => `the risk waiver of advisory class ${e.class} expired (${String(e.detail.waiverExpires ?? 'no waiver date')}; register ${String(e.detail.registerDate)})`,
   'waiver-expiring': (e) => `the risk waiver of advisory class ${e.class} expires ${String(e.detail.waiverExpires)} (${String(e.detail.daysLeft)} days left)`,
+  'two-person': (e) => `${String(e.detail.actor)} ${String(e.detail.action)} ${twoPersonWhat(e)}`,
+  'two-person-refused': (e) => `the approval by ${String(e.detail.actor)} of ${twoPersonWhat(e)} was refused (${String(e.detail.action).slice('refused-'.length)})`,
   gap: (e) => `audit history revisions ${String(e.detail.fromRevision)}..${String(e.detail.toRevision)} were lost: ${String(e.detail.reason)}`,
 };
+
+/** "the force-release request <id> of <lock> by <requester>", or the epoch advance's. */
+function twoPersonWhat(e: AlertEvent): string {
+  const what = e.detail.request === 'epoch-advance' ? 'epoch-advance request' : `force-release request of ${e.key}`;
+  return `the ${what} ${String(e.detail.requestId)} by ${String(e.detail.requester) || 'an unknown requester'}`;
+}
 
 /** The OCSF schema version the events follow: test/unit/fixtures/ocsf-required-<version>.json holds what it requires. */
 export const OCSF_VERSION = '1.8.0';
@@ -66,6 +76,9 @@ const CLASSES: Record<OcsfClass, { uid: number; name: string; categoryUid: numbe
  *   Activity on the etcd cluster (`database`): no API call happened.
  * - History lost to compaction or a restore → Event Log Activity, Delete: our
  *   audit log lost revisions.
+ * - An act of a two-person request (requested, approved, rejected, cancelled,
+ *   or an approval refused) → API Activity: an operator called the lock API;
+ *   the operator is the actor (not a holder), the request the resource.
  * - An advisory class's waiver expired or expiring → Compliance Finding: a
  *   control (the risk waiver) is in Warning or Fail, found by the nightly register.
  */
@@ -84,7 +97,20 @@ const KINDS: Record<string, { cls: OcsfClass; activityId: number; activity: stri
   gap: { cls: 'event_log_activity', activityId: 2, activity: 'Delete' },
   'waiver-expired': { cls: 'compliance_finding', activityId: 1, activity: 'Create' },
   'waiver-expiring': { cls: 'compliance_finding', activityId: 1, activity: 'Create' },
+  // The activity follows the action (twoPersonActivity); these are the defaults for the test's one example.
+  'two-person': { cls: 'api_activity', activityId: 1, activity: 'Create' },
+  'two-person-refused': { cls: 'api_activity', activityId: 3, activity: 'Update' },
 };
+
+/** A two-person act's API Activity: the route the operator called and what it did to the request. */
+function twoPersonActivity(e: AlertEvent): { cls: OcsfClass; activityId: number; activity: string; operation: string } {
+  const base = e.detail.request === 'epoch-advance' ? '/v1/epoch/advance' : '/v1/force-releases';
+  const action = String(e.detail.action);
+  if (action === 'requested') return { cls: 'api_activity', activityId: 1, activity: 'Create', operation: `POST ${base}` };
+  if (action === 'rejected' || action === 'cancelled') return { cls: 'api_activity', activityId: 4, activity: 'Delete', operation: `POST ${base}/:id/reject` };
+  return { cls: 'api_activity', activityId: 3, activity: 'Update', operation: `POST ${base}/:id/approve` };
+}
+const isTwoPerson = (e: AlertEvent): boolean => e.kind === 'two-person' || e.kind === 'two-person-refused';
 /** Every kind an alert can carry (the config's rule kinds): the OCSF test renders each. */
 export const OCSF_KINDS: readonly string[] = Object.keys(KINDS);
 
@@ -98,15 +124,20 @@ const compact = (o: Json): Json => Object.fromEntries(Object.entries(o).filter((
 /** OCSF 1.8 event: the class per kind (KINDS), the lock fields under `unmapped`; the event id is metadata.uid. */
 export function toOcsf(e: AlertEvent): Json {
   const sev = severity(e.kind);
-  const k = KINDS[e.kind] ?? FALLBACK;
+  const k = isTwoPerson(e) ? twoPersonActivity(e) : (KINDS[e.kind] ?? FALLBACK);
   const cls = CLASSES[k.cls];
   const message = (MESSAGE[e.kind] ?? ((x: AlertEvent) => `${x.kind} on ${x.key}`))(e);
   const holder = e.holder ? compact({ name: e.holder, uid: e.holder }) : undefined;
+  const operator = isTwoPerson(e) && e.detail.actor ? compact({ name: String(e.detail.actor), uid: String(e.detail.actor) }) : undefined;
   // The lock: a resource owned by its holder (the class, for waiver findings).
   const lockResource = e.key ? compact({ uid: e.key, name: e.key, type: 'lock', namespace: e.namespace, owner: holder, group: e.class ? { name: e.class } : undefined }) : undefined;
   const classResource = !e.key && e.class ? compact({ uid: `class:${e.class}`, name: e.class, type: 'lock class', namespace: e.namespace }) : undefined;
-  const resource = lockResource ?? classResource;
-  const failed = e.kind === 'gap';
+  // A two-person act is about its request (the lock it names, if any, is the request's group).
+  const requestResource = isTwoPerson(e)
+    ? compact({ uid: `${String(e.detail.request)}:${String(e.detail.requestId)}`, name: String(e.detail.requestId), type: `${String(e.detail.request)} request`, group: e.key ? { name: e.key } : undefined })
+    : undefined;
+  const resource = requestResource ?? lockResource ?? classResource;
+  const failed = e.kind === 'gap' || e.kind === 'two-person-refused';
   const base: Json = {
     metadata: compact({
       version: OCSF_VERSION,
@@ -133,12 +164,14 @@ export function toOcsf(e: AlertEvent): Json {
     status_detail: statusDetail(e),
     unmapped: compact({ kind: e.kind, cluster: e.cluster, revision: e.revision, key: e.key, class: e.class, holder: e.holder, session: e.session, token: e.token, epoch: e.epoch, grant_revision: e.grantRevision, time_estimated: e.timeEstimated, ...e.detail }),
   };
-  const { attributes, keyAt, holderAt } = classAttributes(k.cls, k.operation, e, holder, resource);
-  // Observables: the lock (or class) as a Resource UID, the holder as a User Name, each named by where the event carries it.
-  const resourceUid = e.key || (classResource ? String(classResource.uid) : '');
+  const { attributes, keyAt, holderAt } = classAttributes(k.cls, k.operation, e, operator ?? holder, resource);
+  // Observables: the lock (or class, or request) as a Resource UID, the holder (or operator) as a User Name, each named by where the event carries it.
+  const resourceUid = requestResource ? String(requestResource.uid) : e.key || (classResource ? String(classResource.uid) : '');
+  const userName = operator ? String(operator.name) : e.holder;
   const observables = [
     ...(resourceUid ? [{ name: keyAt, type_id: 10, type: 'Resource UID', value: resourceUid }] : []),
-    ...(e.holder ? [{ name: holderAt, type_id: 4, type: 'User Name', value: e.holder }] : []),
+    ...(requestResource && e.key ? [{ name: 'resources.group.name', type_id: 10, type: 'Resource UID', value: e.key }] : []),
+    ...(userName ? [{ name: operator ? 'actor.user.name' : holderAt, type_id: 4, type: 'User Name', value: userName }] : []),
   ];
   return compact({ ...base, observables: observables.length > 0 ? observables : undefined, ...attributes });
 }
@@ -148,6 +181,7 @@ function statusDetail(e: AlertEvent): string | undefined {
   if (e.kind === 'foreign-grant') return 'no proof of origin: written around the lock API';
   if (e.kind === 'deleted') return 'deleted with no marker while its lease lived';
   if (e.kind === 'gap') return `revisions not captured: ${String(e.detail.reason ?? '')}`;
+  if (e.kind === 'two-person-refused') return `approval refused: ${String(e.detail.action).slice('refused-'.length)}`;
   return undefined;
 }
 
@@ -158,11 +192,12 @@ function classAttributes(cls: OcsfClass, operation: string | undefined, e: Alert
   switch (cls) {
     case 'api_activity':
       return { ...inResources, attributes: {
-        // The holder called the API for its own hold. The log has no client
-        // address: the source endpoint is the caller's session (an etcd lease).
+        // The holder called the API for its own hold (an operator, for a
+        // two-person act). The log has no client address: the source
+        // endpoint is the caller's session (an etcd lease), else the cluster.
         actor: compact({ user: holder ?? { name: 'unknown' }, app_name: 'lockaudit lock API' }),
         api: compact({ operation: operation ?? e.kind, service: { name: 'lockaudit lock API' } }),
-        src_endpoint: compact({ uid: e.session ? `lease:${e.session}` : `cluster:${e.cluster}`, name: e.holder }),
+        src_endpoint: compact({ uid: e.session ? `lease:${e.session}` : `cluster:${e.cluster}`, name: typeof holder?.name === 'string' ? holder.name : undefined }),
         resources: resource ? [resource] : undefined,
       } };
     case 'datastore_activity':

@@ -1,13 +1,16 @@
 // Which events a sink delivers: any rule matches (kinds AND namespaces AND
 // classes AND purposes; an absent list matches everything). A foreign grant
-// is still a grant: a 'grant' rule matches it too. Pure.
+// is still a grant: a 'grant' rule matches it too; a refused two-person
+// approval is still a two-person act: a 'two-person' rule matches it too. Pure.
 import type { AlertRule } from '../../core/config.js';
 import type { AlertEvent } from './alertEvent.js';
 
 export function matches(rules: readonly AlertRule[], e: AlertEvent, purposeOf: (cls: string) => string | undefined): boolean {
   return rules.some(
     (r) =>
-      ((r.kinds as readonly string[]).includes(e.kind) || (e.kind === 'foreign-grant' && (r.kinds as readonly string[]).includes('grant'))) &&
+      ((r.kinds as readonly string[]).includes(e.kind) ||
+        (e.kind === 'foreign-grant' && (r.kinds as readonly string[]).includes('grant')) ||
+        (e.kind === 'two-person-refused' && (r.kinds as readonly string[]).includes('two-person'))) &&
       (!r.namespaces || r.namespaces.includes(e.namespace)) &&
       (!r.classes || r.classes.includes(e.class)) &&
       (!r.purposes || (r.purposes as readonly string[]).includes(purposeOf(e.class) ?? '')),
@@ -27,3 +30,6 @@ export function waiverStatuses(rules: readonly AlertRule[]): string[] {
   const kinds = ruleKinds(rules);
   return Object.entries(WAIVER_KINDS).filter(([k]) => kinds.includes(k)).map(([, status]) => status);
 }
+
+/** The kinds read from the two-person log rather than a cluster's etcd log (twoPersonDelivery.ts). */
+export const TWO_PERSON_KINDS = ['two-person', 'two-person-refused'] as const;

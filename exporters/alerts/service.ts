@@ -1,6 +1,7 @@
 // The alert sinks as a worker-role background service: per configured
-// webhook one delivery loop per etcd cluster, plus one for risk-register
-// waivers when its rules name them. Every worker runs this; each loop works
+// webhook one delivery loop per etcd cluster (and one for its two-person
+// acts when its rules name them), plus one for risk-register waivers when
+// its rules name them. Every worker runs this; each loop works
 // only while its worker leads that loop's etcd election (sinkLeadership.ts),
 // so one worker delivers per sink. close() stops them and waits.
 import { hostname } from 'node:os';
@@ -14,6 +15,7 @@ import type { BackgroundService } from '../../platform/jobs.js';
 import { alertMetrics, type AlertMetrics } from './alertMetrics.js';
 import { RegisterDelivery } from './registerDelivery.js';
 import { runWhileElected, sinkElectionName } from './sinkLeadership.js';
+import { TwoPersonDelivery } from './twoPersonDelivery.js';
 import { WebhookDelivery } from './webhookDelivery.js';
 
 export interface AlertSinksDeps {
@@ -34,8 +36,12 @@ export function runAlertSinks(d: AlertSinksDeps, signal: AbortSignal): Promise<v
   const loops: Array<Promise<void>> = [];
   for (const sink of d.sinks) {
     for (const c of d.clusters) {
-      const delivery = new WebhookDelivery({ store: d.store, log: d.log, metrics: d.metrics, cluster: c.name, sink, fetchFn: d.fetchFn });
-      loops.push(runWhileElected(lead(c.client), sinkElectionName(sink.name, c.name), (s) => delivery.run(s), signal));
+      const deps = { store: d.store, log: d.log, metrics: d.metrics, cluster: c.name, sink, fetchFn: d.fetchFn };
+      const delivery = new WebhookDelivery(deps);
+      // The cluster's two-person acts (sql/200) are not in its etcd log: their own loop, under the same election.
+      const twoPerson = new TwoPersonDelivery(deps);
+      const run = (s: AbortSignal) => Promise.all([delivery.run(s), twoPerson.wanted ? twoPerson.run(s) : undefined]).then(() => undefined);
+      loops.push(runWhileElected(lead(c.client), sinkElectionName(sink.name, c.name), run, signal));
     }
     const register = new RegisterDelivery({ store: d.store, log: d.log, metrics: d.metrics, sink, fetchFn: d.fetchFn });
     const first = d.clusters[0];

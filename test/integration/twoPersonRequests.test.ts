@@ -10,6 +10,12 @@ import { originSecret } from '../../core/originSecret.js';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { hasValidForceProof } from '../../core/proof.js';
 import { twoPersonLog } from '../../reports/twoPersonLog/index.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Registry } from 'prom-client';
+import { createLogger } from '../../core/logger.js';
+import { alertMetrics } from '../../exporters/alerts/alertMetrics.js';
+import { TwoPersonDelivery } from '../../exporters/alerts/twoPersonDelivery.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { fencedClass, lockApp, type LockApp } from '../support/lockApp.js';
 
@@ -221,5 +227,51 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
     assert.ok(BigInt(approved.revision) > BigInt(requested?.revision ?? '0'));
     const epoch = await twoPersonLog({ store, limits: config.reports }, { kind: 'epoch-advance', limit: 1000 }, Date.now() + 1_000);
     assert.deepEqual([...new Set(epoch.acts.map((a) => a.action))].sort(), ['refused-unproven', 'requested']);
+  });
+
+  it('every act reaches the alert sinks: a two-person rule gets each one, a two-person-refused rule only the refusals; delivered once', async () => {
+    const received: Array<{ sink: string; ev: Json }> = [];
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        for (const line of Buffer.concat(chunks).toString('utf8').trimEnd().split('\n')) received.push({ sink: String(req.url).slice(1), ev: JSON.parse(line) as Json });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = (name: string) => `http://127.0.0.1:${(server.address() as AddressInfo).port}/${name}`;
+    const sink = (name: string, kinds: Array<'two-person' | 'two-person-refused'>) => ({ name, url: url(name), secret: 'test-secret-0123456789', batchSize: 3, pollIntervalMs: 20, rules: [{ kinds }] });
+    const deps = { store, log: createLogger('silent'), metrics: alertMetrics(new Registry()), cluster: cluster.name };
+    const all = new TwoPersonDelivery({ ...deps, sink: sink(uniqueId('all-'), ['two-person']) });
+    const refusals = new TwoPersonDelivery({ ...deps, sink: sink(uniqueId('refused-'), ['two-person-refused']) });
+    const signal = new AbortController().signal;
+    for (const d of [all, refusals]) while (await d.step(signal));
+    const log = await twoPersonLog({ store, limits: config.reports }, { limit: 1000 }, Date.now() + 1_000);
+    const of = (prefix: string) => received.filter((r) => r.sink.startsWith(prefix)).map((r) => r.ev);
+    const unmapped = (e: Json) => e.unmapped as Json;
+    assert.equal(of('all-').length, log.acts.length, 'one event per recorded act');
+    assert.deepEqual(of('all-').map((e) => unmapped(e).action).sort(), log.acts.map((a) => a.action).sort());
+    const refused = of('refused-');
+    assert.ok(refused.length > 0);
+    assert.deepEqual(refused.map((e) => unmapped(e).action).sort(), log.acts.filter((a) => a.action.startsWith('refused-')).map((a) => a.action).sort());
+    for (const e of refused) {
+      assert.equal(unmapped(e).kind, 'two-person-refused');
+      assert.equal(e.status, 'Failure');
+      assert.equal(e.severity, 'High');
+    }
+    // The approval names both people: the approver as the OCSF actor, the requester beside it, with the hash approved.
+    const approved = log.acts.find((a) => a.action === 'approved' && a.kind === 'force-release');
+    const event = of('all-').find((e) => unmapped(e).action === 'approved' && unmapped(e).requestId === approved?.requestId);
+    assert.ok(approved && event);
+    assert.equal(((event.actor as Json).user as Json).name, approved.actor);
+    assert.equal((event.api as Json).operation, 'POST /v1/force-releases/:id/approve');
+    assert.equal(unmapped(event).requester, approved.requester);
+    assert.equal(unmapped(event).requestHash, approved.requestHash);
+    // Delivered acts are recorded: a fresh loop (a restart) sends nothing again.
+    const before = received.length;
+    assert.equal(await new TwoPersonDelivery({ ...deps, sink: sink(String(received[0]?.sink), ['two-person']) }).step(signal), false);
+    assert.equal(received.length, before);
+    await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 });

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { FileConfigSchema } from '../../core/config.js';
-import { fromLogRow, fromRegisterRow, fromSpoolRow, type AlertEvent, type LogRow } from '../../exporters/alerts/alertEvent.js';
+import { fromLogRow, fromRegisterRow, fromSpoolRow, fromTwoPersonRow, type AlertEvent, type LogRow, type TwoPersonRow } from '../../exporters/alerts/alertEvent.js';
 import { OCSF_KINDS, OCSF_VERSION, toOcsf } from '../../exporters/alerts/formats.js';
 
 type Requirement = 'required' | 'recommended' | 'optional' | 'reserved';
@@ -127,6 +127,10 @@ const logRow = (over: Partial<LogRow>): LogRow => ({
   revision: '1734', key: '/l/payments/acct-7', event_type: 'grant', namespace: 'payments', class: 'ledger', holder: 'spiffe://corp/billing', session: '7587', token: '11258999068428022',
   epoch: 40, grant_revision: '1700', wall_ms: 1_764_000_000_000, time_estimated: 0, value: '', gap_to: '0', reason: '', origin: 'api', ...over,
 });
+const act = (over: Partial<TwoPersonRow>): TwoPersonRow => ({
+  row_id: '9f2c4e0d1b7a6c3e5f8d2a1b0c9e7d6f', at_ms: 1_764_000_000_000, kind: 'force-release', action: 'approved', request_id: 'fr-01JD7', request_hash: 'sha256:ab12',
+  actor: 'op-bob@corp', requester: 'op-alice@corp', key: 'payments/acct-7', reason: 'stuck batch', revision: '1800', detail: '', ...over,
+});
 const run = { run_id: 'repeat:risk-register-nightly:1764381600000', register_day: '2025-11-29', as_of_ms: 1_764_381_600_000 };
 const EXAMPLES: Record<string, AlertEvent> = {
   grant: fromLogRow('c1', logRow({})),
@@ -142,6 +146,8 @@ const EXAMPLES: Record<string, AlertEvent> = {
   gap: fromLogRow('c1', logRow({ event_type: 'gap', key: '', revision: '500', gap_to: '900', reason: 'compacted' })),
   'unprotected-grant': fromSpoolRow('c1', { key: 'spool-1', namespace: 'cache', lock_path: 'warm/1', class: 'warmer', holder: 'spiffe://corp/warmer', session: '12', wall_ms: 5, ingested_ms: 9, value: '' }),
   'waiver-expired': fromRegisterRow(run, { class: 'cache', namespace: 'cat', risk_owner: 'r@corp', waiver_day: '2025-11-20', days_left: -9, status: 'expired' }),
+  'two-person': fromTwoPersonRow('c1', act({})),
+  'two-person-refused': fromTwoPersonRow('c1', act({ kind: 'epoch-advance', action: 'refused-unproven', key: '', request_hash: '', revision: '1810' })),
   'waiver-expiring': fromRegisterRow(run, { class: 'warm', namespace: 'cat', risk_owner: 'r@corp', waiver_day: '2025-12-02', days_left: 3, status: 'expiring' }),
 };
 
@@ -181,6 +187,7 @@ describe('OCSF events validate against the published schema', () => {
         assert.ok(Array.isArray(at) ? at.includes(o.value) : at === o.value, `${o.name} holds ${String(o.value)}`);
       }
       if (e.holder) assert.ok(observables.some((o) => o.type_id === 4 && o.value === e.holder), 'the holder is an observable (User Name)');
+      if (e.detail.actor) assert.ok(observables.some((o) => o.type_id === 4 && o.value === e.detail.actor), 'a two-person act\'s operator is an observable (User Name)');
       const unmapped = ev.unmapped as Record<string, unknown>;
       assert.equal(unmapped.kind, kind);
       assert.equal(unmapped.cluster, e.cluster || undefined, 'the cluster (register events are about no cluster)');
