@@ -8,7 +8,7 @@
 // was blind or the run did not test what it says).
 import { earnGaps } from './check/gaps.js';
 import { indexHistory, indexStore } from './check/history.js';
-import { archive, capture, classification, flips, grants, phantoms, recordingContiguous, runValid, tokenOrder } from './check/invariants.js';
+import { archive, capture, classification, flips, grants, phantoms, recordingContiguous, runValid, sealedByHandEpoch, tokenOrder } from './check/invariants.js';
 import { type CheckInput, type CheckResult, type Violation, type ViolationKind } from './check/types.js';
 
 export type { CheckInput, CheckResult, Violation, ViolationKind } from './check/types.js';
@@ -27,6 +27,7 @@ export function check(input: CheckInput): CheckResult {
   flips(s, add);
   const ph = phantoms(h, s, add);
   const cls = classification(input, h, captured.rowOf, add);
+  const handEpochs = sealedByHandEpoch(input, h, captured.rowOf, add);
   const grantsChecked = grants(input, add);
   const apiGrants = tokenOrder(input, h, add);
   const forceRecords = archive(input, h, add);
@@ -46,6 +47,7 @@ export function check(input: CheckInput): CheckResult {
     grantsChecked,
     forceRecords,
     apiGrants,
+    handEpochs,
     eras: h.lastEra + 1,
     gaps: gaps.lines,
     violations,

@@ -221,6 +221,7 @@ function renderReport(options: Pick<ChaosOptions, 'seed' | 'minutes' | 'foreignW
   row('eras (1 + restores)', r.eras);
   row('restores without a gap of their own', r.byKind.get('restore-unrecorded') ?? 0);
   row('holds granted by the API (recorded)', r.apiGrants);
+  row('hand-put epochs (no API grant until the advance)', r.handEpochs);
   row('changes checked', r.changesChecked);
   row('  captured (current timeline)', r.captured);
   row('  captured, kept as rolled back', r.capturedRolledBack);

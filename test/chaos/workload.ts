@@ -14,6 +14,9 @@ import { HttpTransport } from '../../cli/simulate/transport.js';
 import type { ChaosRng } from './rng.js';
 import type { ChaosTokens, Stack } from './stack.js';
 
+/** The least time between two hand-put epochs (each seals the lock API until an advance). */
+const HAND_EPOCH_EVERY_MS = 150_000;
+
 /** etcd's default --max-txn-ops: the stack runs etcd with its defaults, as users do. */
 const TXN_OPS = 128;
 
@@ -29,13 +32,16 @@ export type Expectation =
   | 'force' // the forced key itself
   | 'bad-value' // a value the decoder cannot take: quarantined or recorded, never lost
   | 'foreign-class' // a lock class put by hand (/sys/class/<name>): its event reads origin foreign, and nothing is granted under it
-  | 'request-refused'; // a pending force-release edited by hand to name another hold (key /sys/force/<id>): never carried out
+  | 'request-refused' // a pending force-release edited by hand to name another hold, or written wholly by hand (key /sys/force/<id>): never carried out
+  | 'foreign-epoch'; // a /sys/epoch put by hand (key /sys/epoch, its revision): its event reads origin foreign; the API seals until a two-person advance
 
 export interface Truth {
   expect: Expectation;
   key: string;
   /** The revision of the change when known (direct writes); otherwise the key's next change of that kind. */
   revision?: string;
+  /** The exact value written, where the revision alone could name another era's change (a restore reuses revisions). */
+  value?: string;
   note?: string;
   at: number;
 }
@@ -58,6 +64,9 @@ export class Workload {
   #foreign: Array<{ key: string; lease: Lease }> = [];
   #n = 0;
   #bad = 0;
+  #lastHandEpoch = 0;
+  /** Epoch advances one at a time: a restore's and a hand-put epoch's would otherwise race for /sys/epoch. */
+  #epochTurn: Promise<unknown> = Promise.resolve();
   #forceClient = 0;
   counts = new Map<string, number>();
 
@@ -141,7 +150,9 @@ export class Workload {
         if (this.options.foreignWrites) kinds.push([4, () => this.foreignGrant()], [3, () => this.manualDelete()]);
         if (this.options.insiderWrites) {
           kinds.push([1, () => this.forgedMarkerDelete()], [1, () => this.copiedHold()], [1, () => this.forgedForce()]);
-          kinds.push([1, () => this.editedRequest()], [1, () => this.handClass()]);
+          kinds.push([1, () => this.editedRequest()], [1, () => this.handRequest()], [1, () => this.handClass()]);
+          // Each seals every grant until two operators advance: at most one every few minutes, as an incident would be.
+          if (Date.now() - this.#lastHandEpoch > HAND_EPOCH_EVERY_MS) kinds.push([1, () => this.handEpoch()]);
         }
         if (this.options.sessionLapses) kinds.push([1, () => this.sessionLapse()]);
         let roll = this.rng.next() * kinds.reduce((n, [w]) => n + w, 0);
@@ -305,6 +316,70 @@ export class Workload {
     }
   }
 
+  /**
+   * A force-release request written wholly by hand in a colleague's name (issue 39), naming a live API hold: its
+   * writer approves it as shown. Refused (409 LOCKAUDIT_ERR_REQUEST_UNPROVEN), nothing released, no force record.
+   */
+  async handRequest(): Promise<void> {
+    const a = await this.#apiHold('req-hand');
+    if (!a) return;
+    const lease = this.etcd.lease(60, { autoKeepAlive: false });
+    try {
+      const kv = (await this.etcd.get(`/l/${a.key}`).exec()).kvs[0];
+      if (!kv) return;
+      const hold = JSON.parse(kv.value.toString()) as Record<string, unknown>;
+      const id = `00000000-0000-4000-8000-${String(this.options.seed % 1e6).padStart(6, '0')}${String(this.#n++ % 1e6).padStart(6, '0')}`;
+      const approver = this.tokens.operators[1] as string; // the request names sim-alice; sim-bob wrote it and approves it himself
+      const request = {
+        id, key: a.key, reason: `chaos run ${this.options.seed}: written by hand`, revokeSession: false, requester: 'sim-alice@corp.example', requestedAt: Date.now(),
+        holdCreateRevision: String(kv.create_revision), holdModRevision: String(kv.mod_revision), holder: hold.holder, session: hold.session, epoch: hold.epoch, at: hold.at,
+        class: hold.class, enforcement: 'fenced',
+      };
+      await this.etcd.put(`/lockaudit/force-request/${id}`).value(JSON.stringify(request)).lease(await lease.grant()).exec();
+      this.truth({ expect: 'request-refused', key: `/sys/force/${id}` });
+      const shown = await this.stack.api('GET', `/v1/force-releases/${id}`, approver);
+      const ok = await this.stack.api('POST', `/v1/force-releases/${id}/approve`, approver, { requestHash: shown.body.requestHash });
+      this.inc(ok.status === 409 && ok.body.error === 'LOCKAUDIT_ERR_REQUEST_UNPROVEN' ? 'insider: hand-written force-release requests refused (409)' : `insider: hand-written force-release request answered ${ok.status} ${String(ok.body.error ?? '')}`);
+      await this.stack.api('POST', `/v1/force-releases/${id}/reject`, approver, { reason: 'written by hand' });
+    } finally {
+      await lease.revoke().catch(() => {});
+      await this.stack.api('POST', '/v1/locks/release', a.client, { key: a.key, session: a.session, token: a.token });
+      await this.stack.api('DELETE', `/v1/sessions/${a.session}`, a.client);
+    }
+  }
+
+  /**
+   * `/sys/epoch` put by hand one epoch on, its old proof copied (issue 39): the tailer records it foreign, the lock API
+   * seals every grant (LOCKAUDIT_ERR_LOCK_SEALED) and issues no token under it, until two operators advance the epoch.
+   */
+  async handEpoch(): Promise<void> {
+    this.#lastHandEpoch = Date.now();
+    await this.#oneEpochAtATime(async () => {
+      const kv = (await this.etcd.get('/sys/epoch').exec()).kvs[0];
+      const current = kv ? (JSON.parse(kv.value.toString()) as Record<string, unknown>) : {};
+      const epoch = typeof current.epoch === 'number' ? current.epoch : 1;
+      const value = JSON.stringify({ ...current, epoch: epoch + 1 });
+      const put = await this.etcd.put('/sys/epoch').value(value).exec();
+      this.truth({ expect: 'foreign-epoch', key: '/sys/epoch', revision: String(put.header.revision), value });
+      const operator = this.tokens.operators[0] as string;
+      const state = await this.stack.api('GET', '/v1/epoch', operator);
+      const hold = await this.#apiHold('hand-epoch');
+      if (hold) {
+        this.inc('insider: acquires granted under a hand-put epoch');
+        await this.stack.api('POST', '/v1/locks/release', hold.client, { key: hold.key, session: hold.session, token: hold.token });
+        await this.stack.api('DELETE', `/v1/sessions/${hold.session}`, hold.client);
+      } else if (state.body.sealed === true) this.inc('insider: hand-put epochs sealed grants');
+      if (await this.#advance('an insider put /sys/epoch by hand')) this.inc('insider: hand-put epochs ended by a two-person advance');
+    });
+  }
+
+  /** Runs `f` after every earlier epoch operation ended. */
+  #oneEpochAtATime<T>(f: () => Promise<T>): Promise<T> {
+    const turn = this.#epochTurn.then(f, f);
+    this.#epochTurn = turn.catch(() => undefined);
+    return turn;
+  }
+
   /** A lock class put by hand (issue 39): recorded foreign, and an acquire under it refused (409 LOCKAUDIT_ERR_CLASS_UNPROVEN). */
   async handClass(): Promise<void> {
     const name = `chaos-hand-${this.options.seed}-${this.#n++}`;
@@ -392,9 +467,13 @@ export class Workload {
   }
 
   /** Two operators advance the epoch (after a restore): request, then the other approves. */
-  async epochAdvance(): Promise<boolean> {
+  epochAdvance(): Promise<boolean> {
+    return this.#oneEpochAtATime(() => this.#advance('etcd restored from a snapshot'));
+  }
+
+  async #advance(why: string): Promise<boolean> {
     const [requester, approver] = this.tokens.operators;
-    const req = await this.stack.api('POST', '/v1/epoch/advance', requester, { reason: `chaos run ${this.options.seed}: etcd restored from a snapshot` });
+    const req = await this.stack.api('POST', '/v1/epoch/advance', requester, { reason: `chaos run ${this.options.seed}: ${why}` });
     if (req.status !== 202) {
       this.options.log(`epoch advance request answered ${req.status}: ${JSON.stringify(req.body).slice(0, 200)}`);
       return false;

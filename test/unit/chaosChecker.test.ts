@@ -292,6 +292,31 @@ describe('chaos checker on a kept real run (test/chaos/histories/seed3-small)', 
     }), 'misclassified');
   });
 
+  it('a hand-put epoch read as the API\'s: misclassified; an API grant before the advance that ends it: granted-while-sealed', () => {
+    // The last /sys/epoch put of the fixture (its restore's advance), and API grants after it in its era.
+    const lastEpoch = (i: CheckInput) => changes(i).filter((x) => x.type === 'put' && x.key === '/sys/epoch').at(-1) as RecordedChange;
+    assert.ok(lastEpoch(base), 'the fixture holds an epoch put');
+    assertNamedAlone(mutated((i) => {
+      const c = lastEpoch(i);
+      i.truth.push({ expect: 'foreign-epoch', key: c.key, revision: c.revision, value: c.value, at: 0 });
+      for (const e of i.store.events) if (e.key === c.key && e.revision === c.revision) e.origin = 'api';
+      // Its window's grants are foreign here, so only the reading of the epoch itself is wrong.
+      for (const x of changes(i)) if (x.era === c.era && x.seq > c.seq && x.type === 'put' && x.key.startsWith('/l/')) for (const e of i.store.events) if (e.key === x.key && e.revision === x.revision) e.origin = 'foreign';
+    }), 'misclassified');
+    const sealed = mutated((i) => {
+      const c = lastEpoch(i);
+      i.truth.push({ expect: 'foreign-epoch', key: c.key, revision: c.revision, value: c.value, at: 0 });
+      for (const e of i.store.events) if (e.key === c.key && e.revision === c.revision) e.origin = 'foreign';
+    });
+    assertNamedAlone(sealed, 'granted-while-sealed');
+    assert.equal(sealed.handEpochs, 1);
+    // The same truth naming another value (another era's put at that revision) checks nothing.
+    assert.deepEqual([...added(mutated((i) => {
+      const c = lastEpoch(i);
+      i.truth.push({ expect: 'foreign-epoch', key: c.key, revision: c.revision, value: '{"epoch":99}', at: 0 });
+    })).keys()], []);
+  });
+
   it('lose a change the tailer captured before a restore: rolled-back-lost', () => {
     assertNamedAlone(mutated((i) => {
       const restore = i.faults.find((f) => f.facts?.kind === 'restore')?.facts as { snapshotRevision: string; checkpointBefore: string };
@@ -358,7 +383,7 @@ describe('chaos checker on a kept real run (test/chaos/histories/seed3-small)', 
   });
 
   it('every violation kind has a mutation above that names it', () => {
-    const tested: ViolationKind[] = ['forged-approved', 'lost', 'misclassified', 'flip', 'gap-too-wide', 'gap-unexplained', 'restore-unrecorded', 'gap-shared', 'phantom', 'misrecorded', 'ghost-open-grant', 'overlap', 'token-order', 'not-archived', 'forged-archived', 'archive-verify', 'grants-export', 'rolled-back-lost'];
+    const tested: ViolationKind[] = ['granted-while-sealed', 'forged-approved', 'lost', 'misclassified', 'flip', 'gap-too-wide', 'gap-unexplained', 'restore-unrecorded', 'gap-shared', 'phantom', 'misrecorded', 'ghost-open-grant', 'overlap', 'token-order', 'not-archived', 'forged-archived', 'archive-verify', 'grants-export', 'rolled-back-lost'];
     assert.deepEqual([...VIOLATION_KINDS].sort(), [...tested].sort());
   });
 });

@@ -218,6 +218,12 @@ export function classification(input: CheckInput, h: History, rowOf: Map<Recorde
       if (t?.expect === 'foreign-class' && c.type === 'put' && String(row.origin ?? '') !== 'foreign') wrong(c, row, 'a class put by hand: origin foreign');
       continue;
     }
+    if (c.key === '/sys/epoch') {
+      // An epoch put by hand must say it is not the API's (the truth names the value: another era may reuse the revision).
+      const t = truthAt.get(rk(c.revision, c.key));
+      if (t?.expect === 'foreign-epoch' && c.type === 'put' && (t.value === undefined || t.value === c.value) && String(row.origin ?? '') !== 'foreign') wrong(c, row, 'an epoch put by hand: origin foreign');
+      continue;
+    }
     if (!c.key.startsWith('/l/')) continue;
     const truth = truthAt.get(rk(c.revision, c.key)) ?? (c.type === 'delete' ? truthByKey.get(c.key)?.find((t) => t.expect !== 'foreign-grant') : undefined);
     if (c.type === 'put') {
@@ -307,6 +313,33 @@ export function tokenOrder(input: CheckInput, h: History, add: Add): number {
     lastToken.set(c.key, { epoch: v.epoch, token, revision: c.revision, era: c.era });
   }
   return apiGrants;
+}
+
+/**
+ * No grant while /sys/epoch is one the API did not write: from a hand-put epoch (a `foreign-epoch` truth) to the next
+ * /sys/epoch put of its era (the two-person advance), every hold put must read as not the API's — the lock API seals,
+ * and its acquire txn compares /sys/epoch, so a grant there is the API obeying the forgery (or the tailer misreading).
+ */
+export function sealedByHandEpoch(input: CheckInput, h: History, rowOf: Map<RecordedChange, StoredEvent>, add: Add): number {
+  const hand = new Set(input.truth.filter((t) => t.expect === 'foreign-epoch').map((t) => `${t.revision ?? ''} ${t.value ?? ''}`));
+  const open = new Map<number, RecordedChange>(); // era → the hand-put epoch in force
+  let windows = 0;
+  for (const c of h.changes) {
+    if (c.key === '/sys/epoch') {
+      if (c.type === 'put' && (hand.has(`${c.revision} ${c.value}`) || hand.has(`${c.revision} `))) {
+        open.set(c.era, c);
+        windows++;
+      } else open.delete(c.era);
+      continue;
+    }
+    const since = open.get(c.era);
+    if (!since || c.type !== 'put' || !c.key.startsWith('/l/')) continue;
+    const row = rowOf.get(c);
+    if (row && !readsAsForeign(row)) {
+      add({ kind: 'granted-while-sealed', key: c.key, revision: c.revision, era: c.era, expected: `no API grant while /sys/epoch is the one put by hand at revision ${since.revision}`, got: `a grant reading ${String(row.origin ?? 'api')}` });
+    }
+  }
+  return windows;
 }
 
 // ---- the force archive ------------------------------------------------------

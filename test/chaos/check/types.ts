@@ -9,6 +9,7 @@ import type { Truth } from '../workload.js';
 export const VIOLATION_KINDS = [
   'lost', // a committed change in no row, no quarantine and no gap that may excuse it
   'forged-approved', // a two-person request edited by hand was carried out (its force record exists)
+  'granted-while-sealed', // an API grant while /sys/epoch was one put by hand (before the two-person advance)
   'rolled-back-lost', // a change the tailer had captured before a restore, missing from the record after it
   'misrecorded', // the row at that (revision, key) holds another change
   'flip', // one (timeline, revision, key) written with different contents (a replay or a deposed leader)
@@ -90,6 +91,8 @@ export interface CheckResult {
   forceRecords: number;
   /** Holds created by the API (not by the run's direct writes): how much the simulator really did. */
   apiGrants: number;
+  /** Hand-put epochs whose sealed window (until the next /sys/epoch put of their era) was checked for API grants. */
+  handEpochs: number;
   eras: number;
   gaps: GapLine[];
   violations: Violation[];
