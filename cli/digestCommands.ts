@@ -62,7 +62,7 @@ export function registerDigestCommands(program: Command): void {
           const result = await verifyDigests({
             s3: createS3Client(config.s3), bucket: config.s3.archiveBucket, publicKey, store, fromMs, toMs,
             clusters: flags.cluster ? [flags.cluster] : config.etcd.clusters.map((c) => c.name),
-            settleMs: config.digests.settleSeconds * 1000, periodMs: config.digests.periodSeconds * 1000,
+            settleMs: config.digests.settleSeconds * 1000, periodMs: config.digests.periodSeconds * 1000, clockToleranceMs: config.digests.clockToleranceSeconds * 1000,
             ...(maxOpen !== undefined ? { maxOpenMs: maxOpen * 1000 } : {}),
           });
           if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);

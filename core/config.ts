@@ -104,6 +104,9 @@ const DigestsSchema = Type.Object(
     pollIntervalMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000, default: 10_000, description: 'How often the digest worker looks for sealed periods and changed ones, ms.' })),
     lookbackPeriods: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 48, description: 'How many of the latest sealed periods are re-checked for late changes (each change gets a superseding digest).' })),
     alarmAfterPeriods: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, default: 2, description: 'Sealed periods without a digest (or a digest run failing this long) before the digest alarm.' })),
+    clockToleranceSeconds: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 300, default: 5, description: 'How far a captured /sys/clock write may be dated ahead of the digest worker\'s (or verifier\'s) own clock: no period ending later than that is sealed, and a clock write further ahead bounds nothing and raises LOCKAUDIT_ALARM_CLOCK_AHEAD.' }),
+    ),
   },
   { additionalProperties: false, default: {} },
 );
@@ -322,6 +325,7 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_DIGEST_POLL_INTERVAL_MS', path: ['digests', 'pollIntervalMs'], parse: asInteger },
   { name: 'LOCKAUDIT_DIGEST_LOOKBACK_PERIODS', path: ['digests', 'lookbackPeriods'], parse: asInteger },
   { name: 'LOCKAUDIT_DIGEST_ALARM_AFTER_PERIODS', path: ['digests', 'alarmAfterPeriods'], parse: asInteger },
+  { name: 'LOCKAUDIT_DIGEST_CLOCK_TOLERANCE_SECONDS', path: ['digests', 'clockToleranceSeconds'], parse: asInteger },
   { name: 'LOCKAUDIT_ALERT_WEBHOOKS', path: ['alerts', 'webhooks'], parse: asJson, secret: true },
   { name: 'LOCKAUDIT_QUEUE_PREFIX', path: ['queuePrefix'], parse: asString },
   { name: 'LOCKAUDIT_TAILER_ELECTION_TTL_SECONDS', path: ['tailer', 'electionTtlSeconds'], parse: asInteger },

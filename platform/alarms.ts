@@ -56,6 +56,12 @@ export const alarmCatalog = {
     action:
       'The digest worker (worker role) is not sealing periods: check its log (lockaudit_digest_* metrics), MinIO and the archive bucket\'s object lock, and the signing key. Nothing is skipped: the next run digests every period from the last digest on. Cleared once at most alarmAfterPeriods sealed periods wait.',
   },
+  LOCKAUDIT_ALARM_CLOCK_AHEAD: {
+    instance: 'clock-ahead:{cluster}',
+    message: '{count} captured /sys/clock write(s) of {cluster} are dated ahead of the digest worker\'s clock, the newest {aheadSeconds} s ahead (revision {revision}; tolerance {toleranceSeconds} s); they seal no period',
+    action:
+      'A tailer host\'s clock jumped ahead, or someone wrote a clock row into the audit store. Sealed digests never cover a period that has not ended by the worker\'s own clock, so nothing is signed early; the row is no boundary until real time reaches it. Check the clocks (NTP) of the tailer and worker hosts; if no host was wrong, find who wrote the store (its query log). Cleared once no captured clock write is ahead.',
+  },
   LOCKAUDIT_ALARM_DIGEST_CHAIN_INVALID: {
     instance: 'digest-chain-invalid:{cluster}',
     message: 'the digest chain of {cluster} in the archive bucket holds {count} object(s) that are not valid digests of this deployment (first: {problem}); sealing of {cluster} is stopped',

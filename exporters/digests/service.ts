@@ -21,7 +21,7 @@ export function digestService(options: Partial<Pick<DigestWorkerOptions, 'allowU
             cluster: cluster.name, store: runtime.store, s3, bucket: config.s3.archiveBucket, historyBucket: config.s3.historyBucket, signer,
             logger: runtime.logger.child({ service: 'digests', cluster: cluster.name }), health: runtime.health, metrics,
             periodMs: config.digests.periodSeconds * 1000, settleMs: config.digests.settleSeconds * 1000, lookbackPeriods: config.digests.lookbackPeriods,
-            alarmAfterPeriods: config.digests.alarmAfterPeriods, pollIntervalMs: config.digests.pollIntervalMs, ...options,
+            alarmAfterPeriods: config.digests.alarmAfterPeriods, pollIntervalMs: config.digests.pollIntervalMs, clockToleranceMs: config.digests.clockToleranceSeconds * 1000, ...options,
           }),
       );
       for (const w of workers) w.start();

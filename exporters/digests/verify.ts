@@ -15,7 +15,7 @@ import { hiddenNames } from '../archiveVerify.js';
 import { checkGrantsAgainstEvents, formatGrantProblem } from '../grantsCheck.js';
 import { objectSha256, withRetry } from '../objectStore.js';
 import { DIGEST_OBJECT_PREFIX, walkChain, type Digest, type DigestHistoryObject, type PeriodVerdict } from './format.js';
-import { hashPeriodEvents, periodRecord, readChain, sameRecord } from './worker.js';
+import { DEFAULT_CLOCK_TOLERANCE_MS, hashPeriodEvents, periodRecord, readChain, sameRecord } from './worker.js';
 
 export interface DigestVerifyOptions {
   s3: Client;
@@ -41,6 +41,8 @@ export interface DigestVerifyOptions {
   maxOpenMs?: number;
   /** The verifier's clock (tests). Default Date.now. */
   now?: () => number;
+  /** How far a digest may be signed before its period's end, or a period end after this verifier's clock (the worker's setting). Default 5 s. */
+  clockToleranceMs?: number;
 }
 
 /** The default bound on an unsealed period's age past its end: the period again plus three settle windows, at least five minutes (the worker polls, runs take time). */
@@ -121,6 +123,8 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
   const laterHistory: LaterHistoryResult[] = [];
   const problems: DigestVerifyResult['problems'] = [];
   const grants: GrantsResult[] = [];
+  const nowMs = (o.now ?? Date.now)();
+  const toleranceMs = o.clockToleranceMs ?? DEFAULT_CLOCK_TOLERANCE_MS;
   for (const cluster of o.clusters) {
     const entries = await readChain(o.s3, o.bucket, cluster, prefix);
     const hidden = await withRetry(() => hiddenNames(o.s3, o.bucket, `${prefix}${cluster}/`), { deadlineMs: 30_000 });
@@ -136,7 +140,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
       const s = Date.parse(p.periodStart);
       const e = Date.parse(p.periodEnd);
       if (e <= o.fromMs || s >= toMs) continue;
-      periods.push(await judge(o, p));
+      periods.push(await judge(o, p, nowMs, toleranceMs));
     }
     // A day's Parquet file is written after the day, so a digest after the range names it: check it with the range's periods.
     for (const p of regular) {
@@ -150,14 +154,14 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
     }
     // Past the chain's end: every period up to `to` lacks a digest.
     if (toMs > (lastEnd ?? o.fromMs) && periodMs) {
-      const sealedThrough = o.store ? await sealedThroughMs(o.store, cluster, o.settleMs ?? 0) : undefined;
+      const sealedThrough = o.store ? await sealedThroughMs(o.store, cluster, o.settleMs ?? 0, nowMs + toleranceMs) : undefined;
       let s = lastEnd ?? Math.floor(o.fromMs / periodMs) * periodMs;
       if (s < o.fromMs) s += Math.floor((o.fromMs - s) / periodMs) * periodMs;
       for (; s < toMs; s += periodMs) {
         const e = s + periodMs;
         const base = { cluster, periodStart: new Date(s).toISOString(), periodEnd: new Date(e).toISOString(), superseded: [] };
         if (sealedThrough !== undefined && e > sealedThrough) {
-          const openMs = (o.now ?? Date.now)() - e;
+          const openMs = nowMs - e;
           const maxOpenMs = o.maxOpenMs ?? defaultMaxOpenMs(periodMs, o.settleMs ?? 0);
           if (openMs <= maxOpenMs) periods.push({ ...base, status: 'unsealed', problems: [] });
           else periods.push({ ...base, status: 'fail', problems: [`not sealed ${Math.round(openMs / 1000)} s after it ended (more than the ${Math.round(maxOpenMs / 1000)} s allowed): sealing is halted (the tailer's /sys/clock writes stopped or were deleted)`] });
@@ -165,6 +169,20 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
       }
     } else if (!periodMs && o.toMs !== undefined) {
       problems.push({ cluster, detail: 'no digest at all for this cluster' });
+    }
+    // A chain that stopped advancing: the store's clock writes seal periods after its end that have no digest, long
+    // after they ended (by this verifier's clock). Judged whatever the range, since it is a fact of the chain.
+    if (o.store && lastEnd !== undefined && periodMs) {
+      const sealedThrough = await sealedThroughMs(o.store, cluster, o.settleMs ?? 0, nowMs + toleranceMs);
+      const sealable = Math.floor((sealedThrough - lastEnd) / periodMs);
+      const maxOpenMs = o.maxOpenMs ?? defaultMaxOpenMs(periodMs, o.settleMs ?? 0);
+      const waitedMs = nowMs - (lastEnd + periodMs);
+      if (sealable >= 1 && waitedMs > maxOpenMs) {
+        problems.push({
+          cluster,
+          detail: `the chain ends at ${new Date(lastEnd).toISOString()}, yet the store's captured clock writes seal ${sealable} period(s) after it (through ${new Date(lastEnd + sealable * periodMs).toISOString()}), the first ended ${Math.round(waitedMs / 1000)} s ago, more than the ${Math.round(maxOpenMs / 1000)} s allowed: sealing has stopped`,
+        });
+      }
     }
     // The digests hash the events; exports read the grants derived from them: with the store, the range's grants too.
     if (o.store && toMs > o.fromMs) {
@@ -191,9 +209,13 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
   return { ok: !failing && !failingLater && problems.length === 0 && !failingGrants, periods, laterHistory, grants, problems, firstFailure };
 }
 
-async function judge(o: DigestVerifyOptions, p: PeriodVerdict): Promise<PeriodResult> {
+async function judge(o: DigestVerifyOptions, p: PeriodVerdict, nowMs: number, toleranceMs: number): Promise<PeriodResult> {
   const problems = [...p.problems];
   const d = p.digest;
+  // Never sealed ahead: a period is signed only once it ended by the worker's clock, and none ends after this verifier's.
+  const endMs = Date.parse(p.periodEnd);
+  if (d && Date.parse(d.createdAt) + toleranceMs < endMs) problems.push(`signed at ${d.createdAt}, before its period ended: sealed from a clock dated ahead of the worker's`);
+  if (endMs > nowMs + toleranceMs) problems.push(`the period ends after this verifier's clock (${new Date(nowMs).toISOString()}): sealed ahead of time`);
   if (d && problems.length === 0) {
     problems.push(...(await historyProblems(o.s3, p.history)));
     if (o.store) problems.push(...(await eventProblems(o.store, d)));
@@ -203,8 +225,8 @@ async function judge(o: DigestVerifyOptions, p: PeriodVerdict): Promise<PeriodRe
 }
 
 /** The end of the last sealed period's settle bound: the newest captured /sys/clock write minus settle. */
-async function sealedThroughMs(store: AuditStore, cluster: string, settleMs: number): Promise<number> {
-  const [row] = await store.rows<{ clocks: string; newestMs: string }>(loadSql('exporters/sql/digest_clock.sql').text, { cluster, sinceMs: 0 });
+async function sealedThroughMs(store: AuditStore, cluster: string, settleMs: number, notAfterMs: number): Promise<number> {
+  const [row] = await store.rows<{ clocks: string; newestMs: string }>(loadSql('exporters/sql/digest_clock.sql').text, { cluster, sinceMs: 0, notAfterMs });
   return row && row.clocks !== '0' ? Number(row.newestMs) - settleMs : 0;
 }
 

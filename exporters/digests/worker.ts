@@ -58,6 +58,13 @@ export interface DigestWorkerOptions {
   allowUnlocked?: boolean;
   /** Most periods sealed per run (bounds one run's work; the next run goes on). Default 1000. */
   maxPeriodsPerRun?: number;
+  /**
+   * How far a captured /sys/clock write may be dated ahead of this worker's own clock and still bound a period.
+   * No period ending after now + this is sealed; a clock ahead of it raises LOCKAUDIT_ALARM_CLOCK_AHEAD. Default 5 000.
+   */
+  clockToleranceMs?: number;
+  /** This worker's clock (tests). Default Date.now. */
+  now?: () => number;
 }
 
 export interface DigestRunResult {
@@ -77,7 +84,14 @@ interface ClockStats {
   clocks: string;
   firstMs: string;
   newestMs: string;
+  /** Clock writes dated after the reader's clock plus tolerance: counted, never a boundary. */
+  aheadClocks: string;
+  aheadNewestMs: string;
+  aheadRevision: string;
 }
+
+/** The default tolerance for a clock write dated ahead of the reader's own clock. */
+export const DEFAULT_CLOCK_TOLERANCE_MS = 5_000;
 
 /** The (lo, hi) revision bounds for the primary key, and the range parameters, of a period. */
 export function rangeParams(after: Position | null, through: Position, fromMs: number, toMs: number): Record<string, string | number> {
@@ -156,7 +170,7 @@ export class DigestWorker {
   readonly #publicKey: KeyObject;
 
   constructor(options: DigestWorkerOptions) {
-    this.#o = { pollIntervalMs: 10_000, objectPrefix: DIGEST_OBJECT_PREFIX, allowUnlocked: false, maxPeriodsPerRun: 1_000, ...options };
+    this.#o = { pollIntervalMs: 10_000, objectPrefix: DIGEST_OBJECT_PREFIX, allowUnlocked: false, maxPeriodsPerRun: 1_000, clockToleranceMs: DEFAULT_CLOCK_TOLERANCE_MS, now: Date.now, ...options };
     this.#publicKey = createPublicKey(options.signer.publicKeyPem);
   }
 
@@ -253,14 +267,18 @@ export class DigestWorker {
       let { head, regular, effective, named } = this.#state(chain);
       const P = this.#o.periodMs;
       const since = regular ? Date.parse(regular.periodEnd) : 0;
-      const [clock] = await this.#o.store.rows<ClockStats>(loadSql('exporters/sql/digest_clock.sql').text, { cluster: this.cluster, sinceMs: since });
+      // Never seal the future: a clock write dated past this worker's own clock (plus tolerance) bounds nothing.
+      const nowMs = this.#o.now();
+      const notAfterMs = nowMs + this.#o.clockToleranceMs;
+      const [clock] = await this.#o.store.rows<ClockStats>(loadSql('exporters/sql/digest_clock.sql').text, { cluster: this.cluster, sinceMs: since, notAfterMs });
+      this.#clockAhead(clock, nowMs);
       const newestMs = clock && BigInt(clock.clocks) > 0n ? Number(clock.newestMs) : undefined;
       let start = regular ? Date.parse(regular.periodEnd) : clock && BigInt(clock.clocks) > 0n ? Math.floor(Number(clock.firstMs) / P) * P : undefined;
       let written = 0;
       let superseded = 0;
       if (start !== undefined && newestMs !== undefined) {
         let pendingHistory: DigestHistoryObject[] | undefined;
-        while (start + P + this.#o.settleMs <= newestMs && written < this.#o.maxPeriodsPerRun && !this.#closing) {
+        while (start + P + this.#o.settleMs <= newestMs && start + P <= notAfterMs && written < this.#o.maxPeriodsPerRun && !this.#closing) {
           pendingHistory ??= await this.#newHistory(named);
           const body = await this.#periodBody(head, regular, start, start + P, pendingHistory, null);
           const digest = signDigest(body, this.#o.signer);
@@ -328,6 +346,18 @@ export class DigestWorker {
       this.#report(behind, regular?.periodEnd ?? null, `failed: ${(err as Error).message}`.slice(0, 200));
       throw err;
     }
+  }
+
+  /** Raises LOCKAUDIT_ALARM_CLOCK_AHEAD while a captured clock write is dated past this worker's clock plus tolerance. */
+  #clockAhead(clock: ClockStats | undefined, nowMs: number): void {
+    const name = alarmName('LOCKAUDIT_ALARM_CLOCK_AHEAD', { cluster: this.cluster });
+    if (!clock || BigInt(clock.aheadClocks) === 0n) {
+      this.#o.health?.clear(name);
+      return;
+    }
+    const aheadSeconds = Math.round((Number(clock.aheadNewestMs) - nowMs) / 1000);
+    this.#o.health?.raise(alarm('LOCKAUDIT_ALARM_CLOCK_AHEAD', { cluster: this.cluster }, { count: clock.aheadClocks, revision: clock.aheadRevision, aheadSeconds, toleranceSeconds: this.#o.clockToleranceMs / 1000 }));
+    this.#o.logger.error({ cluster: this.cluster, count: clock.aheadClocks, revision: clock.aheadRevision, aheadSeconds }, 'digest: captured clock writes dated ahead of this worker\'s clock; they bound no period');
   }
 
   #report(behind: number, digestedThrough: string | null, lastRun: string): void {

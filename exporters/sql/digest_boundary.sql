@@ -2,7 +2,8 @@
 -- captured /sys/clock write whose wall time is in [sinceMs, beforeMs) (the
 -- worker takes the larger of it and the period's start position; no row:
 -- no clock write in the period). Only the tailer's proven puts count, as in
--- digest_clock.sql.
+-- digest_clock.sql; the worker asks only for periods that ended before its
+-- own clock (plus tolerance), so a clock dated ahead of it is never a bound.
 -- Parameters: {db:Identifier} {cluster:String} {sinceMs:Int64} {beforeMs:Int64}
 SELECT toString(timeline) AS timeline, toString(revision) AS revision
 FROM {db:Identifier}.events

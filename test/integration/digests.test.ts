@@ -215,6 +215,62 @@ describe('tamper-evident digests', () => {
     assert.equal(r.written, 4, 'periods 0..3 are sealed, as with no clock row after second 4');
   });
 
+  const sqlTime = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+
+  it('one clock row an hour ahead (a tailer host whose clock jumped, or a row written into the store) seals no period ahead of the worker\'s clock, and is alarmed', async () => {
+    const health = new HealthState();
+    const sc = await scenario(10, { health });
+    // A proven-looking clock put (origin api), captured below the checkpoint, dated an hour ahead.
+    await store.insert('events', [{ cluster: sc.cluster, revision: String(CLOCK_REVISION(9) + 5), key: '/sys/clock', event_type: 'clock', op: 'put', origin: 'api', wall_time: sqlTime(Date.now() + 3_600_000), value: '{}' }]);
+    const r = await sc.worker.tick();
+    // Before: the row sealed every period up to an hour ahead (1 000 a run). Now: only those the record's own clocks seal.
+    assert.equal(r.written, 9);
+    const raised = health.alarms().find((a) => a.code === 'LOCKAUDIT_ALARM_CLOCK_AHEAD');
+    assert.ok(raised, JSON.stringify(health.alarms()));
+    assert.match(raised.message, /1 captured \/sys\/clock write\(s\) of .* the newest 3[56]\d\d s ahead/);
+    assert.equal((await sc.worker.tick()).written, 0, 'the next run seals nothing more either');
+    const v = await sc.verify();
+    assert.equal(v.ok, true, formatVerifyResult(v).join('\n'));
+  });
+
+  it('verify fails a chain sealed ahead of time (by a worker whose clock ran ahead): the period ends after the verifier\'s clock, signed before it ended', async () => {
+    const cluster = uniqueId('dg');
+    const bucket = uniqueId('dgarch-');
+    await s3.makeBucket(bucket, config.s3.region);
+    const P = 600_000;
+    // The present's period Q, at least 5 s into it (so the clock written "now" is in it).
+    if (Date.now() % P < 5_000) await new Promise((resolve) => setTimeout(resolve, 5_000 - (Date.now() % P)));
+    const nowMs = Date.now();
+    const Q = Math.floor(nowMs / P) * P;
+    const startMs = Q - 2 * P;
+    await seedDigestRecord(store, cluster, startMs, 3);
+    // The tailer's heartbeat now (seals the two periods that ended), then one dated 11 minutes ahead.
+    await store.insert('events', [
+      { cluster, revision: String(CLOCK_REVISION(2) + 4), key: '/sys/clock', event_type: 'clock', op: 'put', origin: 'api', wall_time: sqlTime(nowMs), value: '{}' },
+      { cluster, revision: String(CLOCK_REVISION(2) + 5), key: '/sys/clock', event_type: 'clock', op: 'put', origin: 'api', wall_time: sqlTime(nowMs + 11 * 60_000), value: '{}' },
+    ]);
+    const worker = (clock: () => number) => new DigestWorker({ cluster, store, s3, bucket, historyBucket, signer, logger, periodMs: P, settleMs: 0, lookbackPeriods: 10, alarmAfterPeriods: 2, allowUnlocked: true, now: clock });
+    assert.equal((await worker(Date.now).tick()).written, 2, 'by its own clock the worker seals only the periods that ended');
+    const ahead = await worker(() => Date.now() + 11 * 60_000).tick();
+    assert.ok(ahead.written >= 1, 'a worker whose clock runs 11 minutes ahead seals the period holding the present');
+    const v = await verifyDigests({ s3, bucket, publicKey, clusters: [cluster], fromMs: startMs, store, settleMs: 0, periodMs: P });
+    assert.equal(v.ok, false);
+    const bad = v.periods.find((p) => p.status === 'fail');
+    assert.equal(bad?.periodStart, new Date(Q).toISOString(), formatVerifyResult(v).join('\n'));
+    assert.ok(bad?.problems.some((p) => /before its period ended/.test(p)) && bad.problems.some((p) => /ends after this verifier's clock/.test(p)), bad?.problems.join('; '));
+  });
+
+  it('verify fails a chain that stopped advancing while the store\'s clock writes seal periods after it', async () => {
+    const sc = await scenario(10, { maxPeriodsPerRun: 3 });
+    assert.equal((await sc.worker.tick()).written, 3); // then the worker stops
+    const r = await sc.verify();
+    assert.equal(r.ok, false, formatVerifyResult(r).join('\n'));
+    assert.match(r.problems.map((p) => p.detail).join('\n'), /the chain ends at .*, yet the store's captured clock writes seal 6 period\(s\) after it .* sealing has stopped/);
+    // Judged by the verifier's clock: just after those periods ended, they are not late yet.
+    const fresh = await verifyDigests({ s3, bucket: sc.bucket, publicKey, clusters: [sc.cluster], fromMs: sc.startMs, store, settleMs: 0, periodMs: 1000, now: () => sc.startMs + 10_000 });
+    assert.equal(fresh.ok, true, formatVerifyResult(fresh).join('\n'));
+  });
+
   it('names a deleted Parquet history object', async () => {
     const sc = await scenario(6, { history: true });
     await sc.worker.tick();
