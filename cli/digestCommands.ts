@@ -8,6 +8,7 @@ import { CLUSTER_NAME_PATTERN, loadConfig } from '../core/config.js';
 import { digestPublicKey, existingDigestPublicKeyPem } from '../core/digestKey.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
 import { parseInstantOrUtc } from '../core/instant.js';
+import { existingOriginSecret } from '../core/originSecret.js';
 import { createS3Client } from '../core/s3.js';
 import { formatVerifyResult, verifyDigests } from '../exporters/digests/verify.js';
 
@@ -63,6 +64,7 @@ export function registerDigestCommands(program: Command): void {
             s3: createS3Client(config.s3), bucket: config.s3.archiveBucket, publicKey, store, fromMs, toMs,
             clusters: flags.cluster ? [flags.cluster] : config.etcd.clusters.map((c) => c.name),
             settleMs: config.digests.settleSeconds * 1000, periodMs: config.digests.periodSeconds * 1000, clockToleranceMs: config.digests.clockToleranceSeconds * 1000,
+            ...(store ? { originSecret: existingOriginSecret(config) } : {}),
             ...(maxOpen !== undefined ? { maxOpenMs: maxOpen * 1000 } : {}),
           });
           if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);

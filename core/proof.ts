@@ -19,6 +19,8 @@
 // - a pending two-person request (/lockaudit/…-request/<id>): every field, its id, the lease it rides on and
 //   its key's create revision, so an edited request, one written by hand, or a copy put back after it was
 //   rejected (even on a re-granted lease of the same id) proves nothing.
+// Not an etcd value, the same envelope: a restore gap the tailer records in the audit store (every field of
+// it), the one explanation the digest worker takes for rows a restore marked rolled back after sealing.
 //
 // Format: `<algorithm>.<key id>.<mac>`, today `hs256.<8 chars>.<43 chars>` (HMAC-SHA256, base64url). The
 // key id is derived from the key, so a value names the key it was proven with and a key can be rotated
@@ -35,7 +37,7 @@ export const PROOF_ALGORITHM = 'hs256';
 /** Longest proof checked (a proof is ~58 characters): a longer one is refused before any MAC is computed. */
 export const PROOF_MAX_LENGTH = 128;
 
-type ProofKind = 'hold' | 'mark' | 'force' | 'clock' | 'epoch' | 'class' | 'class-pending' | 'force-request' | 'epoch-request';
+type ProofKind = 'hold' | 'mark' | 'force' | 'clock' | 'epoch' | 'class' | 'class-pending' | 'force-request' | 'epoch-request' | 'restore-gap';
 
 const keyIds = new WeakMap<Buffer, string>();
 
@@ -214,4 +216,28 @@ export function requestMac(secret: Buffer, kind: 'force-request' | 'epoch-reques
 
 export function hasValidRequestProof(secret: Buffer, kind: 'force-request' | 'epoch-request', fields: readonly unknown[], at: RequestBinding, proof: string | undefined): boolean {
   return proven(secret, kind, [...fields, at.lease, at.createRevision], proof);
+}
+
+// ---- restore gaps (the audit store's record of an etcd restore) ---------------
+
+/** What a restore gap's proof binds: the tailer's record of one restore, as the gaps table stores it. */
+export interface SignedRestoreGap {
+  cluster: string;
+  generation: number;
+  fromRevision: string;
+  toRevision: string;
+  detectedAtMs: number;
+  historyLost: number;
+  previousClusterId: string;
+  clusterId: string;
+}
+const restoreGapFields = (g: SignedRestoreGap): unknown[] => [g.cluster, g.generation, g.fromRevision, g.toRevision, g.detectedAtMs, g.historyLost, g.previousClusterId, g.clusterId];
+
+export function restoreGapMac(secret: Buffer, gap: SignedRestoreGap): string {
+  return prove(secret, 'restore-gap', restoreGapFields(gap));
+}
+
+/** true when a restore gap row carries the tailer's proof over every field of it. */
+export function hasValidRestoreGapProof(secret: Buffer, gap: SignedRestoreGap, proof: string | undefined): boolean {
+  return proven(secret, 'restore-gap', restoreGapFields(gap), proof);
 }

@@ -56,6 +56,12 @@ export const alarmCatalog = {
     action:
       'The digest worker (worker role) is not sealing periods: check its log (lockaudit_digest_* metrics), MinIO and the archive bucket\'s object lock, and the signing key. Nothing is skipped: the next run digests every period from the last digest on. Cleared once at most alarmAfterPeriods sealed periods wait.',
   },
+  LOCKAUDIT_ALARM_DIGEST_CHANGED: {
+    instance: 'digest-changed:{cluster}',
+    message: '{count} sealed period(s) of {cluster} changed after sealing in a way the record does not explain, the first {period}: {problem}; not re-signed',
+    action:
+      'Someone changed the audit store\'s events (or gaps) of a period that already has a signed digest, and no proven restore or late spool explains it: lockaudit verify fails the period. Run it for the cluster, find who wrote the store (its query log), and restore the rows from the Parquet history or a backup; the digest stays as signed. Cleared when the period reads as signed again, or at restart.',
+  },
   LOCKAUDIT_ALARM_CLOCK_AHEAD: {
     instance: 'clock-ahead:{cluster}',
     message: '{count} captured /sys/clock write(s) of {cluster} are dated ahead of the digest worker\'s clock, the newest {aheadSeconds} s ahead (revision {revision}; tolerance {toleranceSeconds} s); they seal no period',

@@ -30,6 +30,8 @@ export interface GapRecord {
   cluster_id?: string;
   /** The recording leader's term (sql/110). */
   term: string;
+  /** A restore gap's proof (core/proof.ts restoreGapMac, sql/220): what lets the digest worker re-sign the rows it marks. */
+  proof?: string;
 }
 
 export interface Gap {

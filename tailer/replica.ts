@@ -12,6 +12,7 @@ import { configDefaults, type EtcdCluster } from '../core/config.js';
 import { createEtcdClient } from '../core/etcd.js';
 import { PREFIX, tailerElectionName } from '../core/keyspace.js';
 import type { Logger } from '../core/logger.js';
+import { restoreGapMac } from '../core/proof.js';
 import { alarm } from '../platform/alarms.js';
 import type { HealthState } from '../platform/health.js';
 import { LeaderElection } from '../platform/leaderElection.js';
@@ -383,18 +384,23 @@ export class TailerReplica {
     // (unfinishedRestore). Marks written first and a kill before the gap (30-minute chaos run, realistic load:
     // tailer-kill during a bumped restore's marks) left the rolled-back rows hidden from the witnesses, so the next
     // start saw no restore at all and read the bump as a compaction (gap-unexplained, 289 overlaps, lost rows).
+    const detectedAt = Date.now();
+    const historyLost = compacted === undefined ? 0 : 1;
+    // Signed, so the digest worker can tell the rows this restore marks (in periods already sealed) from a rewrite.
+    const signed = { cluster, generation, fromRevision: (after + 1n).toString(), toRevision: to.toString(), detectedAtMs: detectedAt, historyLost, previousClusterId: seen.previousClusterId, clusterId: seen.clusterId };
     await recordGap(store, {
       cluster,
-      from_revision: (after + 1n).toString(),
-      to_revision: to.toString(),
-      detected_at: Date.now(),
+      from_revision: signed.fromRevision,
+      to_revision: signed.toRevision,
+      detected_at: detectedAt,
       reason,
       kind: 'restore',
-      history_lost: compacted === undefined ? 0 : 1,
+      history_lost: historyLost,
       generation,
       previous_cluster_id: seen.previousClusterId,
       cluster_id: seen.clusterId,
       term: term.toString(),
+      ...(this.#opts.originSecret ? { proof: restoreGapMac(this.#opts.originSecret, signed) } : {}),
     });
     // Events a killed run made durable above the checkpoint without their grant rows: no replay writes those now.
     await completeGrantRows(store, cluster, timeline.timeline, checkpoint, known, term);

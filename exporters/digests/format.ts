@@ -100,6 +100,12 @@ export interface DigestBody {
   restores: DigestRestore[];
   /** The digest of the same period this one replaces (the period's events changed after it was sealed). */
   supersedes: { seq: number; hash: string } | null;
+  /**
+   * Why a superseding digest was signed: what the record explains (explain.ts) — a proven restore's marks, a late
+   * spool. `verify` re-derives it from the record rather than trusting it. Absent on regular digests (and on
+   * superseding ones written before explanations existed).
+   */
+  reasons?: Array<{ kind: 'restore'; generation: number; rows: number } | { kind: 'spool'; rows: number }>;
   prevHash: string;
   createdAt: string;
   keyId: string;

@@ -15,7 +15,9 @@ import { hiddenNames } from '../archiveVerify.js';
 import { checkGrantsAgainstEvents, formatGrantProblem } from '../grantsCheck.js';
 import { objectSha256, withRetry } from '../objectStore.js';
 import { DIGEST_OBJECT_PREFIX, walkChain, type Digest, type DigestHistoryObject, type PeriodVerdict } from './format.js';
-import { DEFAULT_CLOCK_TOLERANCE_MS, hashPeriodEvents, periodRecord, readChain, sameRecord } from './worker.js';
+import { explainChange, provenRestores, type ProvenRestore } from './explain.js';
+import { hashPeriodEvents, periodRecord, sameRecord } from './periodContent.js';
+import { DEFAULT_CLOCK_TOLERANCE_MS, readChain } from './worker.js';
 
 export interface DigestVerifyOptions {
   s3: Client;
@@ -43,6 +45,12 @@ export interface DigestVerifyOptions {
   now?: () => number;
   /** How far a digest may be signed before its period's end, or a period end after this verifier's clock (the worker's setting). Default 5 s. */
   clockToleranceMs?: number;
+  /**
+   * The key the tailer proves its restore gaps with: a period re-signed after sealing passes only when the record
+   * explains the change (explain.ts), and a restore explains its marks only with its gap's proof. Without it, only
+   * late spools explain anything.
+   */
+  originSecret?: Buffer;
 }
 
 /** The default bound on an unsealed period's age past its end: the period again plus three settle windows, at least five minutes (the worker polls, runs take time). */
@@ -56,7 +64,14 @@ export interface PeriodResult {
   seq?: number;
   events?: string;
   superseded: number[];
+  /** Why the digest in force re-signed the period, as it states it (a proven restore's marks, a late spool). */
+  reasons?: string[];
   problems: string[];
+}
+
+/** A superseding digest's stated reasons, as words. */
+export function describeReasons(d: Pick<Digest, 'reasons'>): string[] {
+  return (d.reasons ?? []).map((r) => (r.kind === 'restore' ? `restore ${r.generation} marked ${r.rows} row(s) rolled back` : `late spool: ${r.rows} unprotected grant line(s)`));
 }
 
 /** A history file of a day in the range that a digest after the range named (the day's file is written the next night). */
@@ -132,6 +147,8 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
     for (const name of [...hidden].sort()) problems.push({ cluster, detail: `${name}: its current version is an S3 delete marker (the digest is hidden; a locked version survives)` });
     for (const p of walk.problems) problems.push({ cluster, detail: p });
     const regular = walk.periods;
+    const bySeq = new Map(entries.flatMap((e) => (e.digest ? [[e.digest.seq, e.digest] as const] : [])));
+    const restores = o.store ? await provenRestores(o.store, cluster, o.originSecret) : [];
     const last = regular[regular.length - 1];
     const lastEnd = last ? Date.parse(last.periodEnd) : undefined;
     const periodMs = last ? Date.parse(last.periodEnd) - Date.parse(last.periodStart) : o.periodMs;
@@ -140,7 +157,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
       const s = Date.parse(p.periodStart);
       const e = Date.parse(p.periodEnd);
       if (e <= o.fromMs || s >= toMs) continue;
-      periods.push(await judge(o, p, nowMs, toleranceMs));
+      periods.push(await judge(o, p, nowMs, toleranceMs, { bySeq, restores }));
     }
     // A day's Parquet file is written after the day, so a digest after the range names it: check it with the range's periods.
     for (const p of regular) {
@@ -209,7 +226,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
   return { ok: !failing && !failingLater && problems.length === 0 && !failingGrants, periods, laterHistory, grants, problems, firstFailure };
 }
 
-async function judge(o: DigestVerifyOptions, p: PeriodVerdict, nowMs: number, toleranceMs: number): Promise<PeriodResult> {
+async function judge(o: DigestVerifyOptions, p: PeriodVerdict, nowMs: number, toleranceMs: number, chain: { bySeq: Map<number, Digest>; restores: ProvenRestore[] }): Promise<PeriodResult> {
   const problems = [...p.problems];
   const d = p.digest;
   // Never sealed ahead: a period is signed only once it ended by the worker's clock, and none ends after this verifier's.
@@ -219,9 +236,19 @@ async function judge(o: DigestVerifyOptions, p: PeriodVerdict, nowMs: number, to
   if (d && problems.length === 0) {
     problems.push(...(await historyProblems(o.s3, p.history)));
     if (o.store) problems.push(...(await eventProblems(o.store, d)));
+    // Re-signed after sealing: only for what the record explains, checked here against the digest first signed.
+    const original = p.superseded.length ? chain.bySeq.get(Math.min(...p.superseded)) : undefined;
+    if (o.store && original && problems.length === 0) {
+      const record = await periodRecord(o.store, d.cluster, Date.parse(d.periodStart), Date.parse(d.periodEnd));
+      const why = await explainChange(o.store, original, record, chain.restores);
+      if (!why.explained) problems.push(`changed after sealing (re-signed by seq ${d.seq}) in a way the record does not explain: ${why.problem ?? 'unknown'}`);
+    }
   }
   if (!d && problems.length === 0) problems.push('no digest');
-  return { cluster: p.cluster, periodStart: p.periodStart, periodEnd: p.periodEnd, status: problems.length ? 'fail' : 'ok', seq: d?.seq, events: d?.events.count, superseded: p.superseded, problems };
+  return {
+    cluster: p.cluster, periodStart: p.periodStart, periodEnd: p.periodEnd, status: problems.length ? 'fail' : 'ok', seq: d?.seq, events: d?.events.count, superseded: p.superseded,
+    ...(d && p.superseded.length ? { reasons: describeReasons(d) } : {}), problems,
+  };
 }
 
 /** The end of the last sealed period's settle bound: the newest captured /sys/clock write minus settle. */
@@ -236,7 +263,7 @@ export function formatVerifyResult(r: DigestVerifyResult): string[] {
   for (const p of r.periods) {
     const head = `${p.status === 'ok' ? 'ok  ' : p.status === 'unsealed' ? 'open' : 'FAIL'}  ${p.cluster} ${p.periodStart}..${p.periodEnd}`;
     const seq = p.seq !== undefined ? ` seq ${p.seq}` : '';
-    const sup = p.superseded.length ? ` (supersedes seq ${p.superseded.join(', ')}: changed after sealing)` : '';
+    const sup = p.superseded.length ? ` (supersedes seq ${p.superseded.join(', ')}: changed after sealing${p.reasons?.length ? `: ${p.reasons.join('; ')}` : ''})` : '';
     if (p.status === 'ok') lines.push(`${head}${seq} events ${p.events}${sup}`);
     else if (p.status === 'unsealed') lines.push(`${head} not sealed yet`);
     else lines.push(`${head}${seq}: ${p.problems.join('; ')}`);

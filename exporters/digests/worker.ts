@@ -24,13 +24,14 @@ import { alarm, alarmName } from '../../platform/alarms.js';
 import { archiveLockProblem, ARCHIVE_RETENTION_YEARS } from '../../platform/buckets.js';
 import type { HealthState } from '../../platform/health.js';
 import { loadSql } from '../../platform/sql.js';
-import { canonicalJson } from '../hashChain.js';
 import { MANIFEST_SUFFIX, parseManifest } from '../manifest.js';
 import { objectSha256, putArchiveJson, readObjectText, withRetry } from '../objectStore.js';
 import {
-  comparePositions, DIGEST_KIND, digestProblem, DIGEST_OBJECT_PREFIX, DIGEST_VERSION, digestObjectName, EventsHasher, GENESIS_HASH, parseDigest, signDigest,
-  type Digest, type DigestBody, type DigestEvent, type DigestGap, type DigestHistoryObject, type DigestRestore, type Position,
+  comparePositions, DIGEST_KIND, digestProblem, DIGEST_OBJECT_PREFIX, DIGEST_VERSION, digestObjectName, GENESIS_HASH, parseDigest, signDigest,
+  type Digest, type DigestBody, type DigestHistoryObject, type Position,
 } from './format.js';
+import { explainChange, provenRestores, restoresAfter } from './explain.js';
+import { hashPeriodEvents, periodRecord, rangeParams, sameRecord } from './periodContent.js';
 import type { DigestMetrics } from './metrics.js';
 
 export interface DigestWorkerOptions {
@@ -65,6 +66,12 @@ export interface DigestWorkerOptions {
   clockToleranceMs?: number;
   /** This worker's clock (tests). Default Date.now. */
   now?: () => number;
+  /**
+   * The key the tailer proves its restore gaps with (core/proof.ts): a sealed period that changed is re-signed only
+   * for what the record explains (explain.ts), and the marks of a restore count only with its gap's proof. Without
+   * it, no restore explains anything.
+   */
+  originSecret?: Buffer;
 }
 
 export interface DigestRunResult {
@@ -75,10 +82,6 @@ export interface DigestRunResult {
   /** End of the last digested period (ISO), or null. */
   digestedThrough: string | null;
 }
-
-/** Revisions per read of a period's events: one revision can carry thousands of events (a lease expiry), so it bounds reads, not rows. */
-const WINDOW = 20_000n;
-const REVISION_MAX = '9223372036854775807';
 
 interface ClockStats {
   clocks: string;
@@ -92,56 +95,6 @@ interface ClockStats {
 
 /** The default tolerance for a clock write dated ahead of the reader's own clock. */
 export const DEFAULT_CLOCK_TOLERANCE_MS = 5_000;
-
-/** The (lo, hi) revision bounds for the primary key, and the range parameters, of a period. */
-export function rangeParams(after: Position | null, through: Position, fromMs: number, toMs: number): Record<string, string | number> {
-  const sameTimeline = after !== null && after.timeline === through.timeline;
-  return {
-    lo: sameTimeline ? (BigInt(after.revision) + 1n).toString() : '1',
-    // Rows of an earlier timeline may sit at any revision below `through`'s position.
-    hi: sameTimeline || (after === null && through.timeline === '0') ? through.revision : REVISION_MAX,
-    hasAfter: after ? 1 : 0,
-    afterTimeline: after?.timeline ?? '0',
-    afterRevision: after?.revision ?? '0',
-    throughTimeline: through.timeline,
-    throughRevision: through.revision,
-    fromMs,
-    toMs,
-  };
-}
-
-/** Hashes a period's events as they are in ClickHouse now (the worker's and the verifier's one way), a window of revisions at a time. */
-export async function hashPeriodEvents(store: AuditStore, cluster: string, range: { after: Position | null; through: Position; fromMs: number; toMs: number }): Promise<ReturnType<EventsHasher['digest']>> {
-  const sql = loadSql('exporters/sql/digest_events.sql').text;
-  const hasher = new EventsHasher();
-  const rp = rangeParams(range.after, range.through, range.fromMs, range.toMs);
-  const params = { cluster, ...rp };
-  const window = async (winLo: bigint, winHi: bigint): Promise<void> => {
-    for (const r of await store.rows<DigestEvent & { ingestedAtMs: string }>(sql, { ...params, winLo: winLo.toString(), winHi: winHi.toString() })) hasher.add(r, r.ingestedAtMs);
-  };
-  await window(0n, 0n); // spooled grants (revision 0) sort first
-  const [span] = await store.rows<{ n: string; low: string; high: string }>(loadSql('exporters/sql/digest_span.sql').text, { cluster, lo: rp.lo, hi: rp.hi });
-  if (span && span.n !== '0') {
-    for (let lo = BigInt(span.low), high = BigInt(span.high); lo <= high; lo += WINDOW) await window(lo, lo + WINDOW - 1n < high ? lo + WINDOW - 1n : high);
-  }
-  return hasher.digest({ after: range.after, through: range.through });
-}
-
-/** The gaps and restores the tailer recorded within a period, as a digest states them (the worker's and the verifier's one way). */
-export async function periodRecord(store: AuditStore, cluster: string, fromMs: number, toMs: number): Promise<{ gaps: DigestGap[]; restores: DigestRestore[] }> {
-  const params = { cluster, fromMs, toMs };
-  const gaps = await store.rows<Omit<DigestGap, 'detectedAt'> & { detectedAtMs: string }>(loadSql('exporters/sql/digest_gaps.sql').text, params);
-  const restores = await store.rows<Omit<DigestRestore, 'detectedAt'> & { detectedAtMs: string }>(loadSql('exporters/sql/digest_restores.sql').text, params);
-  const iso = (ms: string): string => new Date(Number(ms)).toISOString();
-  return {
-    gaps: gaps.map(({ detectedAtMs, ...g }) => ({ ...g, detectedAt: iso(detectedAtMs) })),
-    restores: restores.map(({ detectedAtMs, ...r }) => ({ ...r, detectedAt: iso(detectedAtMs) })),
-  };
-}
-
-/** Whether a digest's gaps and restores are still what ClickHouse holds for its period. */
-export const sameRecord = (d: Pick<Digest, 'gaps' | 'restores'>, now: { gaps: DigestGap[]; restores: DigestRestore[] }): boolean =>
-  canonicalJson(d.gaps) === canonicalJson(now.gaps) && canonicalJson(d.restores) === canonicalJson(now.restores);
 
 export async function readChain(s3: Client, bucket: string, cluster: string, prefix = DIGEST_OBJECT_PREFIX): Promise<Array<{ object: string; digest?: Digest; error?: string }>> {
   const names: string[] = [];
@@ -159,7 +112,9 @@ export async function readChain(s3: Client, bucket: string, cluster: string, pre
 }
 
 export class DigestWorker {
-  readonly #o: Required<Omit<DigestWorkerOptions, 'health' | 'metrics'>> & Pick<DigestWorkerOptions, 'health' | 'metrics'>;
+  readonly #o: Required<Omit<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret'>> & Pick<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret'>;
+  /** Sealed periods whose change the record does not explain, by period start: never re-signed, alarmed until explained or restart. */
+  readonly #unexplained = new Map<string, string>();
   /** Every digest of the chain by seq (as read, then as written). */
   #chain: Map<number, Digest> | undefined;
   #locked: boolean | undefined;
@@ -243,19 +198,21 @@ export class DigestWorker {
   }
 
   /** The head, the last regular (not superseding) digest, and the digest in force per period start. */
-  #state(chain: Map<number, Digest>): { head?: Digest; regular?: Digest; effective: Map<string, Digest>; named: Set<string> } {
+  #state(chain: Map<number, Digest>): { head?: Digest; regular?: Digest; effective: Map<string, Digest>; originals: Map<string, Digest>; named: Set<string> } {
     let head: Digest | undefined;
     let regular: Digest | undefined;
     const effective = new Map<string, Digest>();
+    const originals = new Map<string, Digest>();
     const named = new Set<string>();
     for (const seq of [...chain.keys()].sort((a, b) => a - b)) {
       const d = chain.get(seq) as Digest;
       head = d;
       if (!d.supersedes) regular = d;
       effective.set(d.periodStart, d);
+      if (!d.supersedes && !originals.has(d.periodStart)) originals.set(d.periodStart, d);
       for (const h of d.history) named.add(`${h.bucket}/${h.object}`);
     }
-    return { head, regular, effective, named };
+    return { head, regular, effective, originals, named };
   }
 
   /** One run: seal every sealed period after the last digest, then supersede changed recent ones. */
@@ -264,7 +221,7 @@ export class DigestWorker {
     try {
       await this.#checkLock();
       const chain = this.#chain ?? (await this.#loadChain());
-      let { head, regular, effective, named } = this.#state(chain);
+      let { head, regular, effective, originals, named } = this.#state(chain);
       const P = this.#o.periodMs;
       const since = regular ? Date.parse(regular.periodEnd) : 0;
       // Never seal the future: a clock write dated past this worker's own clock (plus tolerance) bounds nothing.
@@ -283,7 +240,7 @@ export class DigestWorker {
           const body = await this.#periodBody(head, regular, start, start + P, pendingHistory, null);
           const digest = signDigest(body, this.#o.signer);
           if (!(await this.#put(digest))) {
-            ({ head, regular, effective, named } = this.#state(await this.#loadChain()));
+            ({ head, regular, effective, originals, named } = this.#state(await this.#loadChain()));
             start = regular ? Date.parse(regular.periodEnd) : start;
             pendingHistory = undefined;
             continue;
@@ -294,14 +251,22 @@ export class DigestWorker {
           head = digest;
           regular = digest;
           effective.set(digest.periodStart, digest);
+          originals.set(digest.periodStart, digest);
           written++;
           this.#o.metrics?.written.inc({ cluster: this.cluster, kind: 'period' });
           start += P;
         }
       }
-      // Late changes: the latest lookbackPeriods digested periods, re-counted, re-hashed when they moved.
-      const recent = [...effective.values()].sort((a, b) => Date.parse(b.periodStart) - Date.parse(a.periodStart)).slice(0, this.#o.lookbackPeriods);
-      for (const d of recent.reverse()) {
+      // Late changes: the latest lookbackPeriods digested periods, re-counted, re-hashed when they moved — and, however
+      // old, every period a proven restore recorded after its digest may have marked (a restore reaching far back).
+      const restores = await provenRestores(this.#o.store, this.cluster, this.#o.originSecret);
+      const byStart = [...effective.values()].sort((a, b) => Date.parse(b.periodStart) - Date.parse(a.periodStart));
+      const recent = new Set(byStart.slice(0, this.#o.lookbackPeriods));
+      for (const d of byStart) {
+        const reach = restoresAfter(restores, Date.parse(d.createdAt)).some((r) => d.events.revisionMax !== null && BigInt(d.events.revisionMax) >= r.fromRevision);
+        if (reach) recent.add(d);
+      }
+      for (const d of [...recent].sort((a, b) => Date.parse(a.periodStart) - Date.parse(b.periodStart))) {
         if (this.#closing) break;
         const fromMs = Date.parse(d.periodStart);
         const toMs = Date.parse(d.periodEnd);
@@ -311,14 +276,27 @@ export class DigestWorker {
         const count = now?.count ?? '0';
         const through = count === '0' ? null : (now?.ingestedThroughMs ?? null);
         // A gap or restore recorded (or removed) after sealing changes the period as much as a late event does.
-        const recordMoved = !sameRecord(d, await periodRecord(this.#o.store, this.cluster, fromMs, toMs));
+        const record = await periodRecord(this.#o.store, this.cluster, fromMs, toMs);
+        const recordMoved = !sameRecord(d, record);
         let events = d.events;
         if (count !== d.events.count || through !== d.events.ingestedThroughMs) {
           events = await hashPeriodEvents(this.#o.store, this.cluster, { after: d.events.after, through: d.events.through, fromMs, toMs });
           if (events.sha256 === d.events.sha256 && events.count === d.events.count) events = d.events;
         }
-        if (events === d.events && !recordMoved) continue;
-        const body: DigestBody = { ...(await this.#periodBody(head, regular, fromMs, toMs, [], { seq: d.seq, hash: d.hash }, d.events)), events };
+        if (events === d.events && !recordMoved) {
+          this.#unexplained.delete(d.periodStart);
+          continue;
+        }
+        // Re-signed only for what the record explains, judged against the digest first signed for the period.
+        const why = await explainChange(this.#o.store, originals.get(d.periodStart) ?? d, record, restores);
+        if (!why.explained) {
+          const problem = why.problem ?? 'changed after sealing';
+          if (!this.#unexplained.has(d.periodStart)) this.#o.logger.error({ cluster: this.cluster, period: d.periodStart, seq: d.seq, problem }, 'digest: a sealed period changed and the record does not explain it; not re-signed');
+          this.#unexplained.set(d.periodStart, problem);
+          continue;
+        }
+        this.#unexplained.delete(d.periodStart);
+        const body: DigestBody = { ...(await this.#periodBody(head, regular, fromMs, toMs, [], { seq: d.seq, hash: d.hash }, d.events)), events, reasons: why.reasons };
         const digest = signDigest(body, this.#o.signer);
         if (!(await this.#put(digest))) {
           await this.#loadChain();
@@ -331,6 +309,7 @@ export class DigestWorker {
         this.#o.metrics?.written.inc({ cluster: this.cluster, kind: 'supersede' });
         this.#o.logger.warn({ cluster: this.cluster, period: d.periodStart, supersedes: d.seq, seq: digest.seq, countBefore: d.events.count, countNow: events.count }, 'digest: a sealed period changed; superseding digest written');
       }
+      this.#reportUnexplained();
       const digestedThrough = regular?.periodEnd ?? null;
       const behind = newestMs === undefined || start === undefined ? 0 : Math.max(0, Math.floor((newestMs - this.#o.settleMs - start) / P));
       this.#report(behind, digestedThrough, 'ok');
@@ -346,6 +325,18 @@ export class DigestWorker {
       this.#report(behind, regular?.periodEnd ?? null, `failed: ${(err as Error).message}`.slice(0, 200));
       throw err;
     }
+  }
+
+  /** LOCKAUDIT_ALARM_DIGEST_CHANGED while a sealed period changed in a way the record does not explain (and the gauge a rule pages on). */
+  #reportUnexplained(): void {
+    this.#o.metrics?.changed.set({ cluster: this.cluster }, this.#unexplained.size);
+    const name = alarmName('LOCKAUDIT_ALARM_DIGEST_CHANGED', { cluster: this.cluster });
+    const [first] = [...this.#unexplained].sort(([a], [b]) => a.localeCompare(b));
+    if (!first) {
+      this.#o.health?.clear(name);
+      return;
+    }
+    this.#o.health?.raise(alarm('LOCKAUDIT_ALARM_DIGEST_CHANGED', { cluster: this.cluster }, { count: this.#unexplained.size, period: first[0], problem: first[1] }));
   }
 
   /** Raises LOCKAUDIT_ALARM_CLOCK_AHEAD while a captured clock write is dated past this worker's clock plus tolerance. */

@@ -4,7 +4,7 @@
 // to a local Parquet file in one statement (what the nightly history file of
 // that period costs).
 import path from 'node:path';
-import { hashPeriodEvents } from '../../exporters/digests/worker.js';
+import { hashPeriodEvents } from '../../exporters/digests/periodContent.js';
 import { insertEvents } from '../support/exportData.js';
 import { tempDir, tempStore } from '../support/env.js';
 import { heading, report } from './report.js';

@@ -7,7 +7,7 @@
 // skips no period.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { createPrivateKey, createPublicKey, generateKeyPairSync } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync, truncateSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -22,6 +22,10 @@ import { ExportRecords, runComplianceExport } from '../../exporters/complianceEx
 import { digestObjectName, signDigest, walkChain, type Digest, type DigestBody } from '../../exporters/digests/format.js';
 import { formatVerifyResult, verifyDigests } from '../../exporters/digests/verify.js';
 import { DigestWorker, readChain } from '../../exporters/digests/worker.js';
+import { hashPeriodEvents } from '../../exporters/digests/periodContent.js';
+import { restoreGapMac } from '../../core/proof.js';
+import { recordGap } from '../../tailer/gaps.js';
+import { recordTimeline, rollBack } from '../../tailer/restores.js';
 import { manifestName } from '../../exporters/manifest.js';
 import { readObjectText } from '../../exporters/objectStore.js';
 import { exportHistoryFile, formatDay } from '../../exporters/parquetHistory.js';
@@ -42,6 +46,8 @@ const baseMs = (): number => {
   const b = Math.floor((Date.now() - 3_600_000) / 1000) * 1000;
   return b % dayMs > dayMs - 900_000 ? b - 900_000 : b;
 };
+
+const sqlTime = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
 
 describe('tamper-evident digests', () => {
   let store: AuditStore;
@@ -215,8 +221,6 @@ describe('tamper-evident digests', () => {
     assert.equal(r.written, 4, 'periods 0..3 are sealed, as with no clock row after second 4');
   });
 
-  const sqlTime = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
-
   it('one clock row an hour ahead (a tailer host whose clock jumped, or a row written into the store) seals no period ahead of the worker\'s clock, and is alarmed', async () => {
     const health = new HealthState();
     const sc = await scenario(10, { health });
@@ -285,30 +289,84 @@ describe('tamper-evident digests', () => {
     assert.match(r.firstFailure?.detail ?? '', /history object .*events\.parquet is missing/);
   });
 
-  it('supersedes a period that changed after sealing (a late row), and names a row altered in ClickHouse behind its back', async () => {
-    const sc = await scenario(8);
+  it('re-signs a period only for what the record explains (a spool shipped late); a late row is never re-signed (alarmed, verify FAILs), nor is a supersede the record does not explain', async () => {
+    const health = new HealthState();
+    const sc = await scenario(8, { health });
     await sc.worker.tick();
-    // A late row in period 3 (revisions 121..130): a new digest names the one it replaces.
-    const lateAt = new Date(sc.startMs + 2600).toISOString().replace('T', ' ').replace('Z', '');
-    await store.insert('events', [{ cluster: sc.cluster, revision: '125', key: '/l/ns/late', event_type: 'grant', op: 'put', wall_time: lateAt, grant_revision: '125', value: '{}' }]);
-    await store.insert('grants', [{ cluster: sc.cluster, key: 'ns/late', grant_revision: '125', granted_at: lateAt, start_known: 1 }]);
-    const run = await sc.worker.tick();
-    assert.equal(run.superseded, 1);
+    // An unprotected grant of period 3, shipped from a fail-open spool after the period was sealed: a new digest names why.
+    await store.insert('events', [{ cluster: sc.cluster, revision: '0', key: '/spool/n1:000009', event_type: 'unprotected-grant', op: 'spool', wall_time: sqlTime(sc.startMs + 3300), unprotected: 1, value: '{}' }]);
+    assert.equal((await sc.worker.tick()).superseded, 1);
     const ok = await sc.verify();
     assert.equal(ok.ok, true, formatVerifyResult(ok).join('\n'));
     const p3 = ok.periods.find((p) => p.periodStart === sc.period(3));
     assert.deepEqual(p3?.superseded, [4]);
     assert.equal(p3?.events, '5');
-    assert.match(formatVerifyResult(ok).join('\n'), /supersedes seq 4: changed after sealing/);
+    assert.match(formatVerifyResult(ok).join('\n'), /supersedes seq 4: changed after sealing: late spool: 1 unprotected grant line\(s\)/);
 
-    // An ALTER … UPDATE keeps count and ingested_at: the worker does not see it, the verifier does.
-    await store.command(`ALTER TABLE {db:Identifier}.events UPDATE holder = 'spiffe://corp/mallory' WHERE cluster = {cluster:String} AND revision = {revision:UInt64}`, { cluster: sc.cluster, revision: CLOCK_REVISION(3) + 1 }, { mutations_sync: '2' });
+    // A row written into period 2 after sealing (with a fresh ingested_at): nothing explains it, so nothing re-signs it.
+    await store.insert('events', [{ cluster: sc.cluster, revision: '115', key: '/l/ns/late', event_type: 'grant', op: 'put', wall_time: sqlTime(sc.startMs + 1600), grant_revision: '115', value: '{}' }]);
     assert.equal((await sc.worker.tick()).superseded, 0);
+    const changed = health.alarms().find((a) => a.code === 'LOCKAUDIT_ALARM_DIGEST_CHANGED');
+    assert.ok(changed, JSON.stringify(health.alarms()));
+    assert.match(changed.message, new RegExp(`1 sealed period\\(s\\) of ${sc.cluster} changed .* the first ${sc.period(2).replace(/[.]/g, '\\.')}`));
     const r = await sc.verify();
     assert.equal(r.ok, false);
-    assert.equal(r.firstFailure?.periodStart, sc.period(4));
+    assert.deepEqual(r.periods.filter((p) => p.status === 'fail').map((p) => p.periodStart), [sc.period(2)]);
     assert.match(r.firstFailure?.detail ?? '', /ClickHouse events no longer match the digest/);
-    assert.deepEqual(r.periods.filter((p) => p.status === 'fail').map((p) => p.periodStart), [sc.period(4)]);
+
+    // A superseding digest for it signed anyway (a worker from before this check, or whoever holds the key): verify re-derives
+    // the explanation from the record, finds none, and fails the period although its events match the new digest.
+    const chain = (await readChain(s3, sc.bucket, sc.cluster)).map((e) => e.digest as Digest);
+    const head = chain[chain.length - 1] as Digest;
+    const sealed = chain.find((d) => d.periodStart === sc.period(2)) as Digest;
+    const events = await hashPeriodEvents(store, sc.cluster, { after: sealed.events.after, through: sealed.events.through, fromMs: sc.startMs + 2000, toMs: sc.startMs + 3000 });
+    const { hash: _h, signature: _s, ...body } = sealed;
+    const resigned = signDigest({ ...(body as DigestBody), seq: head.seq + 1, events, supersedes: { seq: sealed.seq, hash: sealed.hash }, prevHash: head.hash, createdAt: new Date().toISOString() }, signer);
+    await s3.putObject(sc.bucket, sc.object(resigned.seq), JSON.stringify(resigned));
+    const re = await sc.verify();
+    assert.equal(re.ok, false);
+    const p2 = re.periods.find((p) => p.periodStart === sc.period(2));
+    assert.deepEqual(p2?.problems, [`changed after sealing (re-signed by seq ${resigned.seq}) in a way the record does not explain: its events changed in a way no proven restore or late spool explains (5 event(s) once those are undone, 4 signed)`]);
+  });
+
+  it('re-signs the periods an etcd restore marked, however old, only with the tailer\'s proof on its restore gap', async () => {
+    const secret = randomBytes(32);
+    const restoreOf = async (proven: boolean) => {
+      const health = new HealthState();
+      const sc = await scenario(8, { health });
+      await sc.worker.tick();
+      // A restore detected now, back to second 2's clock: the gap (proven as the tailer proves it), the marks, the record.
+      const after = BigInt(CLOCK_REVISION(2));
+      const detectedAt = Date.now();
+      const signed = { cluster: sc.cluster, generation: 1, fromRevision: String(after + 1n), toRevision: String(CLOCK_REVISION(8) + 5), detectedAtMs: detectedAt, historyLost: 0, previousClusterId: 'c0', clusterId: 'c0' };
+      await recordGap(store, {
+        cluster: sc.cluster, from_revision: signed.fromRevision, to_revision: signed.toRevision, detected_at: detectedAt, reason: 'restore (test)', kind: 'restore', history_lost: 0, generation: 1,
+        previous_cluster_id: 'c0', cluster_id: 'c0', term: '1', proof: proven ? restoreGapMac(secret, signed) : restoreGapMac(randomBytes(32), signed),
+      });
+      await rollBack(store, sc.cluster, after, 1, 1, 1n);
+      await recordTimeline(store, { cluster: sc.cluster, generation: 1, seen: { head: after, clusterId: 'c0', previousClusterId: 'c0', why: 'restore (test)', captured: BigInt(CLOCK_REVISION(8) + 5) }, previousCheckpoint: BigInt(CLOCK_REVISION(8) + 5), divergedAfter: after, resumeRevision: after, sharesHistory: true });
+      // Sealed periods 3..6 (revisions 121..160) hold marked rows; a look-back of two periods reaches 5 and 6 only.
+      const worker = new DigestWorker({ cluster: sc.cluster, store, s3, bucket: sc.bucket, historyBucket, signer, logger, periodMs: 1000, settleMs: 0, lookbackPeriods: 2, alarmAfterPeriods: 2, allowUnlocked: true, health, originSecret: secret });
+      return { sc, health, run: await worker.tick() };
+    };
+    const good = await restoreOf(true);
+    assert.equal(good.run.superseded, 4, 'periods 3..6, two of them past the look-back');
+    const ok = await verifyDigests({ s3, bucket: good.sc.bucket, publicKey, clusters: [good.sc.cluster], fromMs: good.sc.startMs, store, settleMs: 0, periodMs: 1000, originSecret: secret });
+    assert.equal(ok.ok, true, formatVerifyResult(ok).join('\n'));
+    assert.match(formatVerifyResult(ok).join('\n'), new RegExp(`ok    ${good.sc.cluster} ${good.sc.period(3).replace(/[.]/g, '\\.')}.*supersedes seq 4: changed after sealing: restore 1 marked 4 row\\(s\\) rolled back`));
+    assert.equal(good.health.alarms().some((a) => a.code === 'LOCKAUDIT_ALARM_DIGEST_CHANGED'), false);
+    // Without the key the proof cannot be checked: the marks are then a change nothing explains.
+    const blind = await verifyDigests({ s3, bucket: good.sc.bucket, publicKey, clusters: [good.sc.cluster], fromMs: good.sc.startMs, store, settleMs: 0, periodMs: 1000 });
+    assert.equal(blind.ok, false);
+    assert.match(blind.firstFailure?.detail ?? '', /in a way the record does not explain/);
+
+    // The same marks behind a restore gap whose proof is not the tailer's (a store row written by hand): nothing re-signed.
+    const forged = await restoreOf(false);
+    assert.equal(forged.run.superseded, 0);
+    assert.ok(forged.health.alarms().some((a) => a.code === 'LOCKAUDIT_ALARM_DIGEST_CHANGED'));
+    const r = await verifyDigests({ s3, bucket: forged.sc.bucket, publicKey, clusters: [forged.sc.cluster], fromMs: forged.sc.startMs, store, settleMs: 0, periodMs: 1000, originSecret: secret });
+    assert.equal(r.ok, false);
+    assert.deepEqual(r.periods.filter((p) => p.status === 'fail').map((p) => p.periodStart), [3, 4, 5, 6].map(forged.sc.period));
   });
 
   it('does not name a history file that is not the one its manifest describes (replaced before sealing): LOCKAUDIT_ALARM_DIGEST_HISTORY_MISMATCH until it is re-exported', async () => {
@@ -362,8 +420,8 @@ describe('tamper-evident digests', () => {
     await sc.worker.tick();
     const d1 = JSON.parse(await readObjectText(s3, sc.bucket, sc.object(1))) as Digest;
     const named = d1.history[0] as Digest['history'][number];
-    // A late row in period 0 (revisions up to its clock write at 100): the superseding digest restates the events, not the files.
-    await store.insert('events', [{ cluster: sc.cluster, revision: '99', key: '/l/ns/late', event_type: 'grant', op: 'put', wall_time: new Date(sc.startMs + 400).toISOString().replace('T', ' ').replace('Z', ''), value: '{}' }]);
+    // A spool line of period 0 shipped late: the superseding digest restates the events, not the files.
+    await store.insert('events', [{ cluster: sc.cluster, revision: '0', key: '/spool/n1:000001', event_type: 'unprotected-grant', op: 'spool', wall_time: sqlTime(sc.startMs + 400), unprotected: 1, value: '{}' }]);
     assert.equal((await sc.worker.tick()).superseded, 1);
     const ok = await sc.verify();
     assert.deepEqual(ok.periods.find((p) => p.periodStart === sc.period(0))?.superseded, [1], formatVerifyResult(ok).join('\n'));
@@ -375,7 +433,7 @@ describe('tamper-evident digests', () => {
     assert.match(r.firstFailure?.detail ?? '', /history object .*events\.parquet is missing/);
   });
 
-  it('names a gap removed from ClickHouse after sealing; a gap recorded late supersedes the period', async () => {
+  it('names a gap removed from ClickHouse after sealing, and a gap recorded late (nothing proves it: not re-signed)', async () => {
     const sc = await scenario(8);
     const gap = (s: number) => ({ cluster: sc.cluster, from_revision: String(CLOCK_REVISION(s) + 1), to_revision: String(CLOCK_REVISION(s) + 2), detected_at: sc.startMs + s * 1000 + 700, reason: 'compacted before capture (test)' });
     await store.insert('gaps', [gap(2)]);
@@ -383,12 +441,12 @@ describe('tamper-evident digests', () => {
     const d3 = JSON.parse(await readObjectText(s3, sc.bucket, sc.object(3))) as Digest;
     assert.equal(d3.gaps.length, 1, 'the digest states the period\'s gap');
     assert.equal((await sc.verify()).ok, true);
-    // Recorded after sealing (a late detection, or a forgery the worker cannot tell apart): a new digest, shown as a change.
+    // Recorded after sealing with no proof behind it (a compaction gap is never recorded into a sealed period): not re-signed.
     await store.insert('gaps', [gap(5)]);
-    assert.equal((await sc.worker.tick()).superseded, 1);
+    assert.equal((await sc.worker.tick()).superseded, 0);
     const late = await sc.verify();
-    assert.equal(late.ok, true, formatVerifyResult(late).join('\n'));
-    assert.ok((late.periods.find((p) => p.periodStart === sc.period(5))?.superseded.length ?? 0) > 0);
+    assert.deepEqual(late.periods.filter((p) => p.status === 'fail').map((p) => p.periodStart), [sc.period(5)], formatVerifyResult(late).join('\n'));
+    assert.match(late.firstFailure?.detail ?? '', /gaps or restores no longer match the digest \(1 gap\(s\) and 0 restore\(s\) now, 0 and 0 signed\)/);
     // Removed behind the worker's back (beyond its lookback: a worker that re-checks nothing): the verifier names it.
     const blind = new DigestWorker({ cluster: sc.cluster, store, s3, bucket: sc.bucket, historyBucket, signer, logger, periodMs: 1000, settleMs: 0, lookbackPeriods: 0, alarmAfterPeriods: 2, allowUnlocked: true });
     await store.command('ALTER TABLE {db:Identifier}.gaps DELETE WHERE cluster = {cluster:String} AND from_revision = {from:UInt64}', { cluster: sc.cluster, from: CLOCK_REVISION(2) + 1 }, { mutations_sync: '2' });
@@ -397,6 +455,7 @@ describe('tamper-evident digests', () => {
     assert.equal(r.ok, false);
     assert.equal(r.firstFailure?.periodStart, sc.period(2));
     assert.match(r.firstFailure?.detail ?? '', /gaps or restores no longer match the digest \(0 gap\(s\) and 0 restore\(s\) now, 1 and 0 signed\)/);
+    assert.deepEqual(r.periods.filter((p) => p.status === 'fail').map((p) => p.periodStart), [sc.period(2), sc.period(5)]);
   });
 
   it('names a grant row altered in ClickHouse (the events, and so the digests, untouched) and refuses a compliance export of it', async () => {

@@ -1,0 +1,74 @@
+// What a digest period holds in the audit store now, read one way by the
+// digest worker, `verify` and the explanation of a change (explain.ts): its
+// events hashed in the digest's order, and the gaps and restores recorded in it.
+import type { AuditStore } from '../../core/clickhouse.js';
+import { loadSql } from '../../platform/sql.js';
+import { canonicalJson } from '../hashChain.js';
+import { EventsHasher, type Digest, type DigestEvent, type DigestGap, type DigestRestore, type Position } from './format.js';
+
+/** Revisions per read of a period's events: one revision can carry thousands of events (a lease expiry), so it bounds reads, not rows. */
+const WINDOW = 20_000n;
+const REVISION_MAX = '9223372036854775807';
+
+/** The (lo, hi) revision bounds for the primary key, and the range parameters, of a period. */
+export function rangeParams(after: Position | null, through: Position, fromMs: number, toMs: number): Record<string, string | number> {
+  const sameTimeline = after !== null && after.timeline === through.timeline;
+  return {
+    lo: sameTimeline ? (BigInt(after.revision) + 1n).toString() : '1',
+    // Rows of an earlier timeline may sit at any revision below `through`'s position.
+    hi: sameTimeline || (after === null && through.timeline === '0') ? through.revision : REVISION_MAX,
+    hasAfter: after ? 1 : 0,
+    afterTimeline: after?.timeline ?? '0',
+    afterRevision: after?.revision ?? '0',
+    throughTimeline: through.timeline,
+    throughRevision: through.revision,
+    fromMs,
+    toMs,
+  };
+}
+
+/**
+ * Hashes a period's events as they are in ClickHouse now (the worker's and the verifier's one way), a window of
+ * revisions at a time. `view`, when given, is what each row is taken as (undefined: left out) — explain.ts hashes a
+ * period as it was before the changes the record explains.
+ */
+export async function hashPeriodEvents(
+  store: AuditStore,
+  cluster: string,
+  range: { after: Position | null; through: Position; fromMs: number; toMs: number },
+  view?: (row: DigestEvent, ingestedAtMs: string) => DigestEvent | undefined,
+): Promise<ReturnType<EventsHasher['digest']>> {
+  const sql = loadSql('exporters/sql/digest_events.sql').text;
+  const hasher = new EventsHasher();
+  const rp = rangeParams(range.after, range.through, range.fromMs, range.toMs);
+  const params = { cluster, ...rp };
+  const window = async (winLo: bigint, winHi: bigint): Promise<void> => {
+    for (const { ingestedAtMs, ...row } of await store.rows<DigestEvent & { ingestedAtMs: string }>(sql, { ...params, winLo: winLo.toString(), winHi: winHi.toString() })) {
+      const seen = view ? view(row, ingestedAtMs) : row;
+      if (seen) hasher.add(seen, ingestedAtMs);
+    }
+  };
+  await window(0n, 0n); // spooled grants (revision 0) sort first
+  const [span] = await store.rows<{ n: string; low: string; high: string }>(loadSql('exporters/sql/digest_span.sql').text, { cluster, lo: rp.lo, hi: rp.hi });
+  if (span && span.n !== '0') {
+    for (let lo = BigInt(span.low), high = BigInt(span.high); lo <= high; lo += WINDOW) await window(lo, lo + WINDOW - 1n < high ? lo + WINDOW - 1n : high);
+  }
+  return hasher.digest({ after: range.after, through: range.through });
+}
+
+/** The gaps and restores the tailer recorded within a period, as a digest states them (the worker's and the verifier's one way). */
+export async function periodRecord(store: AuditStore, cluster: string, fromMs: number, toMs: number): Promise<{ gaps: DigestGap[]; restores: DigestRestore[] }> {
+  const params = { cluster, fromMs, toMs };
+  const gaps = await store.rows<Omit<DigestGap, 'detectedAt'> & { detectedAtMs: string }>(loadSql('exporters/sql/digest_gaps.sql').text, params);
+  const restores = await store.rows<Omit<DigestRestore, 'detectedAt'> & { detectedAtMs: string }>(loadSql('exporters/sql/digest_restores.sql').text, params);
+  const iso = (ms: string): string => new Date(Number(ms)).toISOString();
+  return {
+    gaps: gaps.map(({ detectedAtMs, ...g }) => ({ ...g, detectedAt: iso(detectedAtMs) })),
+    restores: restores.map(({ detectedAtMs, ...r }) => ({ ...r, detectedAt: iso(detectedAtMs) })),
+  };
+}
+
+/** Whether a digest's gaps and restores are still what ClickHouse holds for its period. */
+export const sameRecord = (d: Pick<Digest, 'gaps' | 'restores'>, now: { gaps: DigestGap[]; restores: DigestRestore[] }): boolean =>
+  canonicalJson(d.gaps) === canonicalJson(now.gaps) && canonicalJson(d.restores) === canonicalJson(now.restores);
+
