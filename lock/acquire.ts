@@ -143,11 +143,11 @@ async function failOpen(parts: LockParts, input: AcquireInput, namespace: string
   if (session.identity !== input.identity) await parts.sessions.get(input.identity, input.session); // throws the usual not-found
   assertFits(input.key, namespace, lockClass, session, input.session);
   const remaining = Math.max(0, input.waitMs - (Date.now() - started));
-  const granted = await parts.failOpen.grant({ key: input.key, namespace, holder: input.identity, session: input.session, lockClass, waitMs: remaining, epoch: parts.epoch.record?.epoch ?? 0 });
+  const granted = await parts.failOpen.grant({ key: input.key, namespace, holder: input.identity, session: input.session, lockClass, waitMs: remaining, epoch: parts.epoch.provenRecord?.epoch ?? 0 });
   const waitMs = Date.now() - started;
   parts.metrics.granted(lockClass, waitMs, true);
   parts.logger.info({ key: input.key, class: lockClass.name, holder: input.identity }, 'unprotected grant without quorum (token 0, spooled)');
-  return { key: input.key, token: 0n, epoch: parts.epoch.record?.epoch ?? 0, revision: '0', enforcement: lockClass.enforcement, unprotected: true, waitMs };
+  return { key: input.key, token: 0n, epoch: parts.epoch.provenRecord?.epoch ?? 0, revision: '0', enforcement: lockClass.enforcement, unprotected: true, waitMs };
 }
 
 async function grantLoop(parts: LockParts, input: AcquireInput, namespace: string, session: SessionRecord, started: number): Promise<Grant> {
@@ -233,6 +233,9 @@ async function tryGrant(parts: LockParts, input: AcquireInput, cls: CachedClass,
       return { kind: 'wait', revision: String(head.header.revision) };
     }
   }
+  // Judged in the same synchronous step as the record and revision the txn compares: a /sys/epoch put by hand and
+  // read while this acquire waited must seal it here, never be compared (and obeyed) by the txn.
+  epoch.assertUnsealed();
   const record = epoch.record;
   if (!record) throw new LockauditError('LOCKAUDIT_ERR_INTERNAL', 'the epoch record is not loaded');
   const epochRevision = epoch.modRevision;

@@ -53,6 +53,8 @@ export class EpochState {
   readonly #keys: LockKeys;
   readonly #secret: Buffer;
   #record: EpochValue | undefined;
+  /** The last proven record taken: the epoch of every token this API has issued and still honours. */
+  #proven: EpochValue | undefined;
   /** Set while the record in force carries no valid proof: why grants are sealed. */
   #unproven: string | undefined;
   /** /sys/epoch holds no epoch record at all (`record` is the last one that was). */
@@ -93,6 +95,14 @@ export class EpochState {
   /** The cluster id of the latest response. */
   get clusterId(): string | undefined {
     return this.#clusterId;
+  }
+
+  /**
+   * The last record with the API's proof. Tokens are issued and honoured under it only: a /sys/epoch put by hand
+   * (record, unproven) seals grants and moves no token — a holder of this epoch can still release.
+   */
+  get provenRecord(): EpochValue | undefined {
+    return this.#proven;
   }
 
   get record(): EpochValue | undefined {
@@ -316,6 +326,7 @@ export class EpochState {
       const res = await this.#etcd.txn([cmp.absent(this.#keys.epoch())], [op.put(this.#keys.epoch(), created)]);
       if (res.succeeded) {
         this.#record = created;
+        this.#proven = created;
         this.#modRevision = String(res.header.revision);
         this.#generation++;
         this.#unproven = undefined;
@@ -350,6 +361,7 @@ export class EpochState {
     this.#undecodable = false;
     this.#record = value;
     if (hasValidEpochProof(this.#secret, value)) {
+      this.#proven = value;
       this.#unproven = undefined;
       this.#provenEpoch = Math.max(this.#provenEpoch, value.epoch);
       this.#checkEpoch(value.epoch, kv.modRevision);

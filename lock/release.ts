@@ -43,7 +43,8 @@ export async function release(parts: LockParts, input: ReleaseInput): Promise<Re
   await parts.epoch.ready();
   const { epoch, revision } = splitToken(input.token);
   const holdKey = parts.keys.hold(input.key);
-  if (epoch !== BigInt(parts.epoch.record?.epoch ?? -1)) {
+  // Tokens are issued under the proven record only: one put by hand changes no token (nor who may release).
+  if (epoch !== BigInt(parts.epoch.provenRecord?.epoch ?? -1)) {
     // A token of an earlier epoch: every hold of that epoch was deleted by the advance.
     parts.metrics.fenced(undefined);
     throw notHolder(input.key);

@@ -157,6 +157,38 @@ describe('lock API: epoch and seal', { timeout: 60_000 }, () => {
     assert.equal(granted.body.epoch, provenEpoch + 1);
   });
 
+  it('an acquire that waited while /sys/epoch was put by hand writes no hold under it, not even for a moment', async () => {
+    const key = `${ns}/waited`;
+    const first = await la.call<Json>('POST', '/v1/locks/acquire', client, { key, session, class: className });
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    const other = await la.token(`spiffe://test/${ns}/w2`, ['client']);
+    const waiter = (await la.call<{ id: string }>('POST', '/v1/sessions', other, { ttlSeconds: 15 })).body.id;
+    const puts: Array<Record<string, unknown>> = [];
+    const watcher = await etcd.watch().key(`${root}/l/${key}`).create();
+    watcher.on('put', (kv) => puts.push(JSON.parse(kv.value.toString()) as Record<string, unknown>));
+    try {
+      const provenEpoch = (await la.call<Json>('GET', '/v1/epoch', client)).body.epoch as number;
+      const waiting = la.call<Json>('POST', '/v1/locks/acquire', other, { key, session: waiter, class: className, waitMs: 10_000 });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Put by hand while the acquire waits; the API reads it (GET /v1/epoch reads /sys/epoch afresh), then the key frees.
+      await etcd.put(`${root}/sys/epoch`).value(JSON.stringify({ epoch: provenEpoch + 1, clusterId }));
+      assert.equal((await la.call<Json>('GET', '/v1/epoch', client)).body.sealed, true);
+      const released = await la.call<Json>('POST', '/v1/locks/release', client, { key, session, token: first.body.token });
+      assert.equal(released.status, 200, JSON.stringify(released.body));
+      const refused = await waiting;
+      assert.equal(refused.status, 503, JSON.stringify(refused.body));
+      assert.equal(refused.body.error, 'LOCKAUDIT_ERR_LOCK_SEALED');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Before: the waiter's txn compared the hand-put revision it had just read, put a hold of epoch provenEpoch + 1, then undid it.
+      assert.deepEqual(puts, [], 'no hold put while sealed');
+      const req = await la.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'a hand-put /sys/epoch while an acquire waited' });
+      const ok = await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id}/approve`, op2, { requestHash: req.body.requestHash });
+      assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    } finally {
+      await watcher.cancel();
+    }
+  });
+
   it('an unproven /sys/epoch (an upgrade from before proofs) is adopted as it is by two people: no hold deleted; an adoption never goes back', async () => {
     const proven = (await la.call<Json>('GET', '/v1/epoch', client)).body.epoch as number;
     const adopt = await la.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'adopting a proven epoch', adopt: true });
