@@ -31,7 +31,7 @@ function bad(message: string): never {
 export function registerDigestCommands(program: Command): void {
   program
     .command('verify')
-    .description('check the signed digests of the record: the chain (none missing, none altered, signatures valid), the Parquet history objects they name, and (with database access) that ClickHouse\'s events still hash to them; one line per period, exit 1 on any failure')
+    .description('check the signed digests of the record: the chain (none missing, none altered, signatures valid), the Parquet history objects they name, and (with database access) that ClickHouse\'s events still hash to them; one line per period; exit 0 ok (periods open or history expired by the lifecycle rule included), 1 tampered, 3 sealing stalled')
     .requiredOption('--from <time>', 'first period to check: ISO 8601 date or date-time (UTC unless an offset is given)')
     .option('--to <time>', 'end of the range, excluded (default: the end of the last digest); periods up to it without a digest fail')
     .option('--cluster <name>', 'only this cluster (default: every configured cluster)')
@@ -69,7 +69,7 @@ export function registerDigestCommands(program: Command): void {
           });
           if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
           else for (const line of formatVerifyResult(result)) process.stdout.write(`${line}\n`);
-          if (!result.ok) process.exitCode = 1;
+          process.exitCode = result.exitCode;
         } finally {
           await store?.close();
         }

@@ -60,8 +60,15 @@ export interface PeriodResult {
   cluster: string;
   periodStart: string;
   periodEnd: string;
-  status: 'ok' | 'fail' | 'unsealed';
+  /**
+   * ok; unsealed (open: not sealed yet, within --max-open); expired (its only finding: history files the bucket's
+   * lifecycle rule expired, `expired` says which and how old); stalled (not sealed long after it ended: sealing
+   * stopped); fail (tampered: the record or the chain is not what was signed).
+   */
+  status: 'ok' | 'fail' | 'unsealed' | 'expired' | 'stalled';
   seq?: number;
+  /** History files of the period expired by the history bucket's lifecycle rule (not a failure). */
+  expired?: string[];
   events?: string;
   superseded: number[];
   /** Why the digest in force re-signed the period, as it states it (a proven restore's marks, a late spool). */
@@ -82,7 +89,7 @@ export interface LaterHistoryResult {
   /** The digest that named it, and the period it covers. */
   seq: number;
   periodStart: string;
-  status: 'ok' | 'fail';
+  status: 'ok' | 'fail' | 'expired';
   problems: string[];
 }
 
@@ -93,28 +100,72 @@ export interface GrantsResult {
   problems: string[];
 }
 
+/**
+ * The run's verdict and exit code: ok (0: every period ok, open or expired by the lifecycle rule), tampered (1: the
+ * record or the chain is not what was signed), stalled (3: nothing tampered, but sealing stopped — periods or
+ * captured changes unsealed longer than --max-open allows). Tampered wins over stalled. (2: bad usage.)
+ */
+export type VerifyVerdict = 'ok' | 'tampered' | 'stalled';
+export const VERDICT_EXIT_CODES: Record<VerifyVerdict, number> = { ok: 0, tampered: 1, stalled: 3 };
+
 export interface DigestVerifyResult {
   ok: boolean;
+  verdict: VerifyVerdict;
+  exitCode: number;
   periods: PeriodResult[];
   laterHistory: LaterHistoryResult[];
   /** Per cluster, with the audit store only: exports and the grants history file are read from `grants`, which no digest hashes. */
   grants: GrantsResult[];
-  /** Problems tied to no period in the range (chain-level): each fails the run too. */
-  problems: Array<{ cluster: string; detail: string }>;
+  /** Problems tied to no period in the range (chain-level): each fails the run too (`stalled`: sealing stopped, nothing tampered). */
+  problems: Array<{ cluster: string; detail: string; stalled?: boolean }>;
   firstFailure?: { cluster: string; periodStart: string; detail: string };
 }
 
-async function historyProblems(s3: Client, history: readonly DigestHistoryObject[]): Promise<string[]> {
+const DAY_MS = 86_400_000;
+
+/** A bucket's expiration rule (the first enabled one with Days), or undefined: what may remove a history file legitimately. */
+type ExpiryRule = { id: string; days: number; prefix: string } | undefined;
+
+async function expiryRule(s3: Client, bucket: string, cache: Map<string, Promise<ExpiryRule>>): Promise<ExpiryRule> {
+  let rule = cache.get(bucket);
+  if (!rule) {
+    rule = (async () => {
+      const config = await s3.getBucketLifecycle(bucket).catch(() => null);
+      type Rule = { ID?: string; Status?: string; Filter?: { Prefix?: string }; Prefix?: string; Expiration?: { Days?: number | string } };
+      // The client hands back one rule as an object, several as an array.
+      const raw = (config?.Rule ?? []) as Rule | Rule[];
+      const rules = Array.isArray(raw) ? raw : [raw];
+      const r = rules.find((x) => x.Status === 'Enabled' && x.Expiration?.Days !== undefined);
+      return r ? { id: r.ID ?? '(unnamed)', days: Number(r.Expiration?.Days), prefix: r.Filter?.Prefix ?? r.Prefix ?? '' } : undefined;
+    })();
+    cache.set(bucket, rule);
+  }
+  return rule;
+}
+
+/**
+ * Each history file checked against its digest: problems (missing or altered: tampered), and those missing that the
+ * bucket's lifecycle rule expired — the file's day is at least the rule's days (less one, the rule's daily run) in
+ * the past by the verifier's clock. Nothing younger than that is excused.
+ */
+async function historyProblems(s3: Client, history: readonly DigestHistoryObject[], nowMs: number, rules: Map<string, Promise<ExpiryRule>>): Promise<{ problems: string[]; expired: string[] }> {
   const problems: string[] = [];
+  const expired: string[] = [];
   const seen = new Set<string>();
   for (const h of history) {
     if (seen.has(`${h.bucket}/${h.object}/${h.sha256}`)) continue;
     seen.add(`${h.bucket}/${h.object}/${h.sha256}`);
     const got = await withRetry(() => objectSha256(s3, h.bucket, h.object), { deadlineMs: 60_000 });
-    if (got === 'missing') problems.push(`history object ${h.bucket}/${h.object} is missing`);
-    else if (got.sha256 !== h.sha256) problems.push(`history object ${h.bucket}/${h.object} does not match its digest (sha256 ${got.sha256.slice(0, 12)}…, ${got.bytes} bytes; digest says ${h.sha256.slice(0, 12)}…, ${h.bytes} bytes)`);
+    if (got === 'missing') {
+      const rule = await expiryRule(s3, h.bucket, rules);
+      // Written the night after its day: its age counts from the end of the day.
+      const ageDays = Math.floor((nowMs - (Date.parse(`${h.date}T00:00:00.000Z`) + DAY_MS)) / DAY_MS);
+      if (rule && h.object.startsWith(rule.prefix) && Number.isFinite(ageDays) && ageDays >= rule.days - 1) {
+        expired.push(`history object ${h.bucket}/${h.object} expired under the bucket's lifecycle rule "${rule.id}" (${rule.days} days; written ${ageDays} days ago)`);
+      } else problems.push(`history object ${h.bucket}/${h.object} is missing${rule ? ` (the bucket's lifecycle rule "${rule.id}" expires files after ${rule.days} days; this one is ${ageDays} days old)` : ''}`);
+    } else if (got.sha256 !== h.sha256) problems.push(`history object ${h.bucket}/${h.object} does not match its digest (sha256 ${got.sha256.slice(0, 12)}…, ${got.bytes} bytes; digest says ${h.sha256.slice(0, 12)}…, ${h.bytes} bytes)`);
   }
-  return problems;
+  return { problems, expired };
 }
 
 async function eventProblems(store: AuditStore, d: Digest): Promise<string[]> {
@@ -140,6 +191,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
   const grants: GrantsResult[] = [];
   const nowMs = (o.now ?? Date.now)();
   const toleranceMs = o.clockToleranceMs ?? DEFAULT_CLOCK_TOLERANCE_MS;
+  const rules = new Map<string, Promise<ExpiryRule>>();
   for (const cluster of o.clusters) {
     const entries = await readChain(o.s3, o.bucket, cluster, prefix);
     const hidden = await withRetry(() => hiddenNames(o.s3, o.bucket, `${prefix}${cluster}/`), { deadlineMs: 30_000 });
@@ -157,7 +209,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
       const s = Date.parse(p.periodStart);
       const e = Date.parse(p.periodEnd);
       if (e <= o.fromMs || s >= toMs) continue;
-      periods.push(await judge(o, p, nowMs, toleranceMs, { bySeq, restores }));
+      periods.push(await judge(o, p, nowMs, toleranceMs, { bySeq, restores, rules }));
     }
     // A day's Parquet file is written after the day, so a digest after the range names it: check it with the range's periods.
     for (const p of regular) {
@@ -165,8 +217,9 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
       for (const h of p.history) {
         const day = Date.parse(`${h.date}T00:00:00.000Z`);
         if (!Number.isFinite(day) || day + 86_400_000 <= o.fromMs || day >= toMs) continue;
-        const found = await historyProblems(o.s3, [h]);
-        laterHistory.push({ cluster, object: `${h.bucket}/${h.object}`, date: h.date, seq: p.digest.seq, periodStart: p.periodStart, status: found.length ? 'fail' : 'ok', problems: found });
+        const found = await historyProblems(o.s3, [h], nowMs, rules);
+        const status = found.problems.length ? 'fail' : found.expired.length ? 'expired' : 'ok';
+        laterHistory.push({ cluster, object: `${h.bucket}/${h.object}`, date: h.date, seq: p.digest.seq, periodStart: p.periodStart, status, problems: [...found.problems, ...found.expired] });
       }
     }
     // Past the chain's end: every period up to `to` lacks a digest.
@@ -181,7 +234,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
           const openMs = nowMs - e;
           const maxOpenMs = o.maxOpenMs ?? defaultMaxOpenMs(periodMs, o.settleMs ?? 0);
           if (openMs <= maxOpenMs) periods.push({ ...base, status: 'unsealed', problems: [] });
-          else periods.push({ ...base, status: 'fail', problems: [`not sealed ${Math.round(openMs / 1000)} s after it ended (more than the ${Math.round(maxOpenMs / 1000)} s allowed): sealing is halted (the tailer's /sys/clock writes stopped or were deleted)`] });
+          else periods.push({ ...base, status: 'stalled', problems: [`not sealed ${Math.round(openMs / 1000)} s after it ended (more than the ${Math.round(maxOpenMs / 1000)} s allowed): sealing is halted (the tailer's /sys/clock writes stopped or were deleted)`] });
         } else periods.push({ ...base, status: 'fail', problems: [`no digest${sealedThrough !== undefined ? ', though the period is sealed' : ''} (removed from the end of the chain, or the digest worker is behind)`] });
       }
     } else if (!periodMs && o.toMs !== undefined) {
@@ -197,6 +250,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
       if (sealable >= 1 && waitedMs > maxOpenMs) {
         problems.push({
           cluster,
+          stalled: true,
           detail: `the chain ends at ${new Date(lastEnd).toISOString()}, yet the store's captured clock writes seal ${sealable} period(s) after it (through ${new Date(lastEnd + sealable * periodMs).toISOString()}), the first ended ${Math.round(waitedMs / 1000)} s ago, more than the ${Math.round(maxOpenMs / 1000)} s allowed: sealing has stopped`,
         });
       }
@@ -211,9 +265,11 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
       problems.push({ cluster, detail: `no period verified from ${new Date(o.fromMs).toISOString()}${o.toMs !== undefined ? ` to ${new Date(o.toMs).toISOString()}` : ''}: no digest covers the range, so nothing was checked` });
     }
   }
-  const failing = periods.find((p) => p.status === 'fail');
+  const failing = periods.find((p) => p.status === 'fail') ?? periods.find((p) => p.status === 'stalled');
   const failingLater = laterHistory.find((h) => h.status === 'fail');
   const failingGrants = grants.find((g) => g.status === 'fail');
+  const tampered = periods.some((p) => p.status === 'fail') || failingLater !== undefined || failingGrants !== undefined || problems.some((p) => !p.stalled);
+  const verdict: VerifyVerdict = tampered ? 'tampered' : failing || problems.length ? 'stalled' : 'ok';
   const firstFailure = failing
     ? { cluster: failing.cluster, periodStart: failing.periodStart, detail: failing.problems.join('; ') }
     : failingLater
@@ -223,18 +279,27 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
         : failingGrants
           ? { cluster: failingGrants.cluster, periodStart: '(grants)', detail: failingGrants.problems.join('; ') }
           : undefined;
-  return { ok: !failing && !failingLater && problems.length === 0 && !failingGrants, periods, laterHistory, grants, problems, firstFailure };
+  return { ok: verdict === 'ok', verdict, exitCode: VERDICT_EXIT_CODES[verdict], periods, laterHistory, grants, problems, firstFailure };
 }
 
-async function judge(o: DigestVerifyOptions, p: PeriodVerdict, nowMs: number, toleranceMs: number, chain: { bySeq: Map<number, Digest>; restores: ProvenRestore[] }): Promise<PeriodResult> {
+async function judge(
+  o: DigestVerifyOptions,
+  p: PeriodVerdict,
+  nowMs: number,
+  toleranceMs: number,
+  chain: { bySeq: Map<number, Digest>; restores: ProvenRestore[]; rules: Map<string, Promise<ExpiryRule>> },
+): Promise<PeriodResult> {
   const problems = [...p.problems];
   const d = p.digest;
   // Never sealed ahead: a period is signed only once it ended by the worker's clock, and none ends after this verifier's.
   const endMs = Date.parse(p.periodEnd);
   if (d && Date.parse(d.createdAt) + toleranceMs < endMs) problems.push(`signed at ${d.createdAt}, before its period ended: sealed from a clock dated ahead of the worker's`);
   if (endMs > nowMs + toleranceMs) problems.push(`the period ends after this verifier's clock (${new Date(nowMs).toISOString()}): sealed ahead of time`);
+  let expired: string[] = [];
   if (d && problems.length === 0) {
-    problems.push(...(await historyProblems(o.s3, p.history)));
+    const history = await historyProblems(o.s3, p.history, nowMs, chain.rules);
+    problems.push(...history.problems);
+    expired = history.expired;
     if (o.store) problems.push(...(await eventProblems(o.store, d)));
     // Re-signed after sealing: only for what the record explains, checked here against the digest first signed.
     const original = p.superseded.length ? chain.bySeq.get(Math.min(...p.superseded)) : undefined;
@@ -246,8 +311,8 @@ async function judge(o: DigestVerifyOptions, p: PeriodVerdict, nowMs: number, to
   }
   if (!d && problems.length === 0) problems.push('no digest');
   return {
-    cluster: p.cluster, periodStart: p.periodStart, periodEnd: p.periodEnd, status: problems.length ? 'fail' : 'ok', seq: d?.seq, events: d?.events.count, superseded: p.superseded,
-    ...(d && p.superseded.length ? { reasons: describeReasons(d) } : {}), problems,
+    cluster: p.cluster, periodStart: p.periodStart, periodEnd: p.periodEnd, status: problems.length ? 'fail' : expired.length ? 'expired' : 'ok', seq: d?.seq, events: d?.events.count, superseded: p.superseded,
+    ...(d && p.superseded.length ? { reasons: describeReasons(d) } : {}), ...(expired.length ? { expired } : {}), problems,
   };
 }
 
@@ -257,27 +322,31 @@ async function sealedThroughMs(store: AuditStore, cluster: string, settleMs: num
   return row && row.clocks !== '0' ? Number(row.newestMs) - settleMs : 0;
 }
 
+/** The word a line starts with, per status: FAIL only for what was tampered with. */
+const PERIOD_WORD: Record<PeriodResult['status'], string> = { ok: 'ok  ', unsealed: 'open', expired: 'expired', stalled: 'STALLED', fail: 'FAIL' };
+
 /** One line per period, then the first failure. */
 export function formatVerifyResult(r: DigestVerifyResult): string[] {
   const lines: string[] = [];
   for (const p of r.periods) {
-    const head = `${p.status === 'ok' ? 'ok  ' : p.status === 'unsealed' ? 'open' : 'FAIL'}  ${p.cluster} ${p.periodStart}..${p.periodEnd}`;
+    const head = `${PERIOD_WORD[p.status]}  ${p.cluster} ${p.periodStart}..${p.periodEnd}`;
     const seq = p.seq !== undefined ? ` seq ${p.seq}` : '';
     const sup = p.superseded.length ? ` (supersedes seq ${p.superseded.join(', ')}: changed after sealing${p.reasons?.length ? `: ${p.reasons.join('; ')}` : ''})` : '';
     if (p.status === 'ok') lines.push(`${head}${seq} events ${p.events}${sup}`);
+    else if (p.status === 'expired') lines.push(`${head}${seq} events ${p.events}${sup}: ${(p.expired ?? []).join('; ')}`);
     else if (p.status === 'unsealed') lines.push(`${head} not sealed yet`);
     else lines.push(`${head}${seq}: ${p.problems.join('; ')}`);
   }
   for (const h of r.laterHistory) {
-    const head = `${h.status === 'ok' ? 'ok  ' : 'FAIL'}  ${h.cluster} history ${h.date} ${h.object} (named by seq ${h.seq}, period ${h.periodStart})`;
+    const head = `${PERIOD_WORD[h.status]}  ${h.cluster} history ${h.date} ${h.object} (named by seq ${h.seq}, period ${h.periodStart})`;
     lines.push(h.status === 'ok' ? head : `${head}: ${h.problems.join('; ')}`);
   }
   for (const g of r.grants) {
     if (g.status === 'ok') lines.push(`ok    ${g.cluster} grants: every grant of the range agrees with the events it was derived from`);
     else for (const p of g.problems) lines.push(`FAIL  ${g.cluster} grants: ${p}`);
   }
-  for (const p of r.problems) lines.push(`FAIL  ${p.cluster} chain: ${p.detail}`);
+  for (const p of r.problems) lines.push(`${p.stalled ? PERIOD_WORD.stalled : PERIOD_WORD.fail}  ${p.cluster} chain: ${p.detail}`);
   if (r.firstFailure) lines.push(`first failing period: ${r.firstFailure.cluster} ${r.firstFailure.periodStart}: ${r.firstFailure.detail}`);
-  else lines.push(`verified ${r.periods.filter((p) => p.status === 'ok').length} period(s): chain intact, signatures valid`);
+  else lines.push(`verified ${r.periods.filter((p) => p.status === 'ok' || p.status === 'expired').length} period(s): chain intact, signatures valid`);
   return lines;
 }

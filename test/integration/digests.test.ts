@@ -204,6 +204,10 @@ describe('tamper-evident digests', () => {
     assert.equal(r.ok, false, formatVerifyResult(r).join('\n'));
     const halted = r.periods.filter((p) => p.problems.some((x) => /not sealed \d+ s after it ended/.test(x)));
     assert.ok(halted.length > 0, formatVerifyResult(r).join('\n'));
+    // Sealing stopped, nothing tampered: its own verdict and exit code.
+    assert.ok(halted.every((p) => p.status === 'stalled'));
+    assert.equal(r.verdict, 'stalled');
+    assert.equal(r.exitCode, 3);
     assert.equal(r.firstFailure?.periodStart, halted[0]?.periodStart);
     // Judged by the verifier's clock: just after the range ended, the same periods are only open.
     const fresh = await verifyDigests({ s3, bucket: sc.bucket, publicKey, clusters: [sc.cluster], fromMs: sc.startMs, toMs, store, settleMs: 0, periodMs: 1000, now: () => toMs + 1000 });
@@ -270,6 +274,8 @@ describe('tamper-evident digests', () => {
     const r = await sc.verify();
     assert.equal(r.ok, false, formatVerifyResult(r).join('\n'));
     assert.match(r.problems.map((p) => p.detail).join('\n'), /the chain ends at .*, yet the store's captured clock writes seal 6 period\(s\) after it .* sealing has stopped/);
+    assert.equal(r.verdict, 'stalled');
+    assert.match(formatVerifyResult(r).join('\n'), /^STALLED  .* chain: the chain ends at/m);
     // Judged by the verifier's clock: just after those periods ended, they are not late yet.
     const fresh = await verifyDigests({ s3, bucket: sc.bucket, publicKey, clusters: [sc.cluster], fromMs: sc.startMs, store, settleMs: 0, periodMs: 1000, now: () => sc.startMs + 10_000 });
     assert.equal(fresh.ok, true, formatVerifyResult(fresh).join('\n'));
@@ -286,7 +292,17 @@ describe('tamper-evident digests', () => {
     await s3.removeObject(historyBucket, named.object);
     const r = await sc.verify();
     assert.equal(r.firstFailure?.periodStart, sc.period(0));
-    assert.match(r.firstFailure?.detail ?? '', /history object .*events\.parquet is missing/);
+    assert.match(r.firstFailure?.detail ?? '', /history object .*events\.parquet is missing \(the bucket's lifecycle rule "expire-after-365-days" expires files after 365 days; this one is -?\d+ days old\)/);
+    assert.equal(r.verdict, 'tampered');
+    assert.equal(r.exitCode, 1);
+    // A year and a month on, the bucket's own lifecycle rule took it: expired, not tampered (before: FAIL forever).
+    const later = await verifyDigests({ s3, bucket: sc.bucket, publicKey, clusters: [sc.cluster], fromMs: sc.startMs, store, settleMs: 0, periodMs: 1000, now: () => Date.now() + 400 * 86_400_000 });
+    assert.equal(later.ok, true, formatVerifyResult(later).join('\n'));
+    assert.equal(later.verdict, 'ok');
+    const p0 = later.periods.find((p) => p.periodStart === sc.period(0));
+    assert.equal(p0?.status, 'expired');
+    assert.match(p0?.expired?.join() ?? '', /expired under the bucket's lifecycle rule "expire-after-365-days" \(365 days; written 40\d days ago\)/);
+    assert.match(formatVerifyResult(later).join('\n'), /^expired  .*events\.parquet expired under/m);
   });
 
   it('re-signs a period only for what the record explains (a spool shipped late); a late row is never re-signed (alarmed, verify FAILs), nor is a supersede the record does not explain', async () => {
