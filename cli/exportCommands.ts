@@ -12,7 +12,7 @@ import { isLockauditError, LockauditError } from '../core/errors.js';
 import { createLogger } from '../core/logger.js';
 import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
-import { expectedFromAuditLog, verifyArchive } from '../exporters/archiveVerify.js';
+import { expectedFromAuditLog, gapsFromAuditLog, verifyArchive } from '../exporters/archiveVerify.js';
 import { existingOriginSecret } from '../core/originSecret.js';
 import { archiveLockProblem, ensureHistoryBucket } from '../platform/buckets.js';
 import { EXPORT_FORMATS, ExportRecords, parseExportInput, writeGrantsExport } from '../exporters/complianceExport.js';
@@ -229,16 +229,19 @@ export function registerExportCommands(program: Command): void {
         }
         // An unlocked archive is still verified (that is how a damaged one is found), but it is named.
         if (lockProblem) say(`warning: ${lockProblem}`);
-        const expected = flags.auditLog ? await withStore(config, (store) => expectedFromAuditLog(store, { cluster: flags.cluster })) : undefined;
+        const fromLog = flags.auditLog
+          ? await withStore(config, async (store) => ({ expected: await expectedFromAuditLog(store, { cluster: flags.cluster }), gaps: await gapsFromAuditLog(store, { cluster: flags.cluster }) }))
+          : undefined;
         // Each record's own proof, with the deployment's key where this machine has it (never a new one).
         const secret = existingOriginSecret(config);
         if (!secret) say('warning: no origin secret here (LOCKAUDIT_ORIGIN_SECRET or <dataDir>/origin-secret): the records\' proofs are not checked');
-        const result = await verifyArchive(s3, config.s3.archiveBucket, { cluster: flags.cluster, expected, originSecret: secret });
+        const result = await verifyArchive(s3, config.s3.archiveBucket, { cluster: flags.cluster, expected: fromLog?.expected, gaps: fromLog?.gaps, originSecret: secret });
         if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
         else {
           if (result.clusters.length === 0) process.stdout.write(`no archived force records in ${config.s3.archiveBucket}\n`);
           for (const c of result.clusters) {
-            process.stdout.write(`${c.problems.length ? 'FAIL' : 'ok  '}  ${c.cluster}: ${c.records} record(s), chain to seq ${c.lastSeq}${c.problems.length ? `, ${c.problems.length} problem(s)` : ''}\n`);
+            const gapped = c.inGaps ? `, ${c.inGaps} put inside a recorded gap (not in the audit log)` : '';
+            process.stdout.write(`${c.problems.length ? 'FAIL' : 'ok  '}  ${c.cluster}: ${c.records} record(s), chain to seq ${c.lastSeq}${gapped}${c.problems.length ? `, ${c.problems.length} problem(s)` : ''}\n`);
             for (const p of c.problems) process.stdout.write(`      ${p.kind.padEnd(12)} ${p.detail}\n`);
           }
         }

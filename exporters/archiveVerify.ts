@@ -31,7 +31,16 @@ export interface ClusterVerification {
   cluster: string;
   records: number;
   lastSeq: number;
+  /** Archived records absent from the audit log because their revision lies in a recorded gap (never capturable). */
+  inGaps: number;
   problems: ChainProblem[];
+}
+
+/** A gap the tailer recorded (revisions it could never capture): an archived record inside one is not expected in the audit log. */
+export interface RecordedGap {
+  cluster: string;
+  from: bigint;
+  to: bigint;
 }
 
 export interface VerifyResult {
@@ -48,6 +57,8 @@ export interface VerifyOptions {
   originSecret?: Buffer;
   /** Archived records approved less than this long ago are not required in the audit log yet, ms (default 300 000). */
   graceMs?: number;
+  /** The audit log's recorded gaps: with `expected`, a record archived from a revision inside one is counted, not a problem. */
+  gaps?: readonly RecordedGap[];
 }
 
 async function listNames(s3: Client, bucket: string, prefix: string): Promise<string[]> {
@@ -120,6 +131,7 @@ export async function verifyArchive(s3: Client, bucket: string, options: VerifyO
         }
       }
     }
+    let inGaps = 0;
     if (options.expected) {
       const logged = new Set(options.expected.filter((x) => x.cluster === cluster).map((x) => `${x.key}@${x.createRevision}`));
       const settledBefore = Date.now() - (options.graceMs ?? 300_000);
@@ -128,6 +140,12 @@ export async function verifyArchive(s3: Client, bucket: string, options: VerifyO
         if (!r || logged.has(`${r.key}@${r.createRevision}`) || problems.some((p) => p.object === e.object)) continue;
         const approvedAt = r.record?.approvedAt;
         if (approvedAt !== undefined && approvedAt > settledBefore) continue; // the tailer may not have captured it yet
+        // Put while no tailer could capture it (a compaction gap, a restore): the audit log says so, and its proof was checked above.
+        const revision = BigInt(r.createRevision);
+        if ((options.gaps ?? []).some((g) => g.cluster === cluster && g.from <= revision && revision <= g.to)) {
+          inGaps++;
+          continue;
+        }
         problems.push({ kind: 'not-in-audit-log', cluster, object: e.object, seq: r.seq, detail: `${e.object}: archived, but the audit log holds no proven force record ${r.key} at revision ${r.createRevision}` });
       }
     }
@@ -149,7 +167,7 @@ export async function verifyArchive(s3: Client, bucket: string, options: VerifyO
       else problems.push({ kind: 'hidden', cluster, object, detail: `${object}: ${note}` });
     }
     const lastSeq = entries.reduce((m, e) => Math.max(m, e.record?.seq ?? 0), 0);
-    clusters.push({ cluster, records: entries.length, lastSeq, problems });
+    clusters.push({ cluster, records: entries.length, lastSeq, inGaps, problems });
   }
   return { ok: clusters.every((c) => c.problems.length === 0), clusters };
 }
@@ -161,4 +179,10 @@ export async function expectedFromAuditLog(store: AuditStore, options: { cluster
     beforeMs: Date.now() - (options.graceMs ?? 300_000),
   });
   return rows.map((r) => ({ cluster: r.cluster, key: r.key, createRevision: r.createRevision, value: r.value, settled: Number(r.settled) === 1 }));
+}
+
+/** The gaps the audit log recorded (compactions, restores), per cluster. */
+export async function gapsFromAuditLog(store: AuditStore, options: { cluster?: string } = {}): Promise<RecordedGap[]> {
+  const rows = await store.rows<{ cluster: string; fromRevision: string; toRevision: string }>(loadSql('exporters/sql/force_gaps.sql').text, { cluster: options.cluster ?? '' });
+  return rows.map((r) => ({ cluster: r.cluster, from: BigInt(r.fromRevision), to: BigInt(r.toRevision) }));
 }

@@ -176,6 +176,24 @@ describe('force-release archive', () => {
     assert.deepEqual(both.clusters[0]?.problems.map((p) => [p.kind, p.object]), [['not-in-audit-log', name]], JSON.stringify(both));
   });
 
+  it('verify does not expect in the audit log a genuine record put inside a recorded gap (a compaction while no tailer ran); outside every gap it is named', async () => {
+    const { bucket, names } = await archivedChain('gp', 2, Date.now() - 3_600_000);
+    const values = await Promise.all(names.map(async (n) => JSON.parse(await readObjectText(s3, bucket, n)) as ArchivedForceRecord));
+    const [captured, lost] = values as [ArchivedForceRecord, ArchivedForceRecord];
+    const expected = [{ cluster: captured.cluster, key: captured.key, createRevision: captured.createRevision, value: captured.value }];
+    const revision = BigInt(lost.createRevision);
+    const named = await verifyArchive(s3, bucket, { expected, originSecret });
+    assert.deepEqual(named.clusters[0]?.problems.map((p) => [p.kind, p.object]), [['not-in-audit-log', names[1]]], JSON.stringify(named));
+    const gaps = [{ cluster: lost.cluster, from: revision - 3n, to: revision + 3n }];
+    const excused = await verifyArchive(s3, bucket, { expected, originSecret, gaps });
+    assert.equal(excused.ok, true, JSON.stringify(excused));
+    assert.equal(excused.clusters[0]?.inGaps, 1);
+    // Another cluster's gap, or one that ends before it, excuses nothing.
+    for (const other of [[{ ...gaps[0]!, cluster: 'elsewhere' }], [{ ...gaps[0]!, to: revision - 1n }]]) {
+      assert.equal((await verifyArchive(s3, bucket, { expected, originSecret, gaps: other })).ok, false);
+    }
+  });
+
   it('verify names a genuine record copied into the chain again (proof intact), without the audit log', async () => {
     const { bucket, names } = await archivedChain('cp', 2, Date.now() - 3_600_000);
     const [first, head] = await Promise.all(names.map(async (n) => JSON.parse(await readObjectText(s3, bucket, n)) as ArchivedForceRecord));
