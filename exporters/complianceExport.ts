@@ -293,6 +293,7 @@ export async function runComplianceExport(deps: ComplianceDeps, id: string, onPr
   }
   const built = buildManifest(file, {
     dataset: 'compliance',
+    exportId: running.id,
     object,
     from: new Date(running.fromMs).toISOString(),
     to: new Date(running.toMs).toISOString(),

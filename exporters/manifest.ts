@@ -21,6 +21,8 @@ export interface Manifest {
   cluster?: string;
   /** The UTC day of a history file (YYYY-MM-DD). */
   date?: string;
+  /** A compliance export's id (the API's `/v1/exports/<id>`), so whoever checks the file knows which export it is. */
+  exportId?: string;
   /** The range the rows were selected by: [from, to). */
   from: string;
   to: string;

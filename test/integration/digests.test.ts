@@ -301,7 +301,7 @@ describe('tamper-evident digests', () => {
     assert.equal(later.verdict, 'ok');
     const p0 = later.periods.find((p) => p.periodStart === sc.period(0));
     assert.equal(p0?.status, 'expired');
-    assert.match(p0?.expired?.join() ?? '', /expired under the bucket's lifecycle rule "expire-after-365-days" \(365 days; written 40\d days ago\)/);
+    assert.match(p0?.expired?.join() ?? '', /expired under the bucket's lifecycle rule "expire-after-365-days" \(365 days; written (399|400) days ago\)/);
     assert.match(formatVerifyResult(later).join('\n'), /^expired  .*events\.parquet expired under/m);
   });
 
@@ -513,10 +513,25 @@ describe('tamper-evident digests', () => {
       writeFileSync(keyFile, signer.publicKeyPem);
       const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as { digests: Record<string, Digest[]> };
       assert.deepEqual(manifest.digests[sc.cluster]?.map((d) => d.seq), [1, 2, 3, 4, 5], 'the digests of periods 0..3 (the range) and 4 (the one after it)');
-      const check = () => spawnSync(process.execPath, [path.join(projectRoot, 'docs/verify-export.mjs'), '--manifest', manifestFile, '--file', file, '--public-key', keyFile], { encoding: 'utf8' });
+      const check = (...more: string[]) => spawnSync(process.execPath, [path.join(projectRoot, 'docs/verify-export.mjs'), '--manifest', manifestFile, '--file', file, '--public-key', keyFile, ...more], { encoding: 'utf8' });
       const good = check();
       assert.equal(good.status, 0, good.stdout + good.stderr);
       assert.match(good.stdout, /every check passed/);
+      // What the export is, from the signed manifest; and checked against what the auditor asked for.
+      const from = new Date(sc.startMs).toISOString();
+      const to = new Date(sc.startMs + 4000).toISOString();
+      assert.match(good.stdout, new RegExp(`^ok {4}export: id ${state.id}, range ${from.replace(/[.]/g, '\\.')}\\.\\.${to.replace(/[.]/g, '\\.')}, filters cluster=${sc.cluster}$`, 'm'));
+      const expected = check('--expect-id', state.id, '--expect-from', from, '--expect-to', to, '--expect-filter', `cluster=${sc.cluster}`);
+      assert.equal(expected.status, 0, expected.stdout);
+      for (const [flags, said] of [
+        [['--expect-id', 'another-export'], /^FAIL {2}export id: .*, expected another-export$/m],
+        [['--expect-to', new Date(sc.startMs + 5000).toISOString()], /^FAIL {2}export to: .*, expected /m],
+        [['--expect-filter', 'cluster=elsewhere'], /^FAIL {2}export filter cluster: .*, expected elsewhere$/m],
+      ] as const) {
+        const wrong = check(...flags);
+        assert.equal(wrong.status, 1, wrong.stdout);
+        assert.match(wrong.stdout, said);
+      }
       assert.match(good.stdout, /ok {4}rows: every grant was checked against the events it was derived from/);
       assert.equal(good.stdout.split('\n').filter((l) => l.includes(`${sc.cluster} `)).length, 5, 'one line per period');
 
@@ -558,6 +573,15 @@ describe('tamper-evident digests', () => {
       assert.equal(holed.status, 1);
       assert.match(holed.stdout, /FAIL {2}manifest: signature/);
       assert.match(holed.stdout, /digests seq 3–3 are missing/);
+
+      // An export reaching past the last sealed period: the open stretch is vouched for by nothing, so it fails (before: printed "open", exit 0).
+      const wide = await records.create({ format: 'csv', fromMs: sc.startMs, toMs: sc.startMs + 60_000, filters: { cluster: sc.cluster }, requestedBy: 'auditor@corp' });
+      const wideDone = await runComplianceExport({ store, s3, bucket: historyBucket, logger, digests: { signer, archiveBucket: sc.bucket, clusters: [sc.cluster] } }, wide.id);
+      writeFileSync(manifestFile, await readObjectText(s3, historyBucket, manifestName(wideDone.objectKey)));
+      writeFileSync(file, await readObjectText(s3, historyBucket, wideDone.objectKey));
+      const open = check();
+      assert.equal(open.status, 1, open.stdout);
+      assert.match(open.stdout, new RegExp(`^FAIL {2}${sc.cluster} .* not sealed when the export ran: no digest vouches for its rows`, 'm'));
     } finally {
       tmp.remove();
     }
