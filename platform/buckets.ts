@@ -6,12 +6,14 @@ import type { Client } from 'minio';
 import type { Config } from '../core/config.js';
 
 export const HISTORY_EXPIRY_DAYS = 365;
+/** The id of the history bucket's one lifecycle rule (`verify` names it when it excuses an expired file). */
+export const HISTORY_EXPIRY_RULE_ID = `expire-after-${HISTORY_EXPIRY_DAYS}-days`;
 export const ARCHIVE_RETENTION_YEARS = 7;
 
 export async function ensureHistoryBucket(s3: Client, config: Config['s3']): Promise<void> {
   if (!(await s3.bucketExists(config.historyBucket))) await s3.makeBucket(config.historyBucket, config.region);
   await s3.setBucketLifecycle(config.historyBucket, {
-    Rule: [{ ID: 'expire-after-365-days', Status: 'Enabled', Filter: { Prefix: '' }, Expiration: { Days: HISTORY_EXPIRY_DAYS } }],
+    Rule: [{ ID: HISTORY_EXPIRY_RULE_ID, Status: 'Enabled', Filter: { Prefix: '' }, Expiration: { Days: HISTORY_EXPIRY_DAYS } }],
   });
 }
 

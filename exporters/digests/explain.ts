@@ -30,8 +30,14 @@ const RESTORE_GAPS = loadSql('exporters/sql/digest_restore_gaps.sql');
 export interface ProvenRestore {
   generation: number;
   fromRevision: bigint;
+  toRevision: bigint;
   detectedAtMs: number;
+  /** Its timeline record is written (the tailer writes it after every mark): false while its marks are being written. */
+  recorded: boolean;
 }
+
+/** How far before a digest was signed a restore may have been recorded and still have marked its rows after (the marks are written in pages after the gap). */
+const MARKING_SLACK_MS = 3_600_000;
 
 /** What made a sealed period change, as a superseding digest names it. */
 export type ChangeReason = { kind: 'restore'; generation: number; rows: number } | { kind: 'spool'; rows: number };
@@ -46,7 +52,7 @@ export interface Explanation {
 /** The cluster's restore gaps whose proof checks under `secret` (none without a secret). */
 export async function provenRestores(store: AuditStore, cluster: string, secret: Buffer | undefined): Promise<ProvenRestore[]> {
   if (!secret) return [];
-  const rows = await store.rows<{ generation: string; fromRevision: string; toRevision: string; detectedAtMs: string; historyLost: string; previousClusterId: string; clusterId: string; proof: string }>(
+  const rows = await store.rows<{ generation: string; recorded: number | string; fromRevision: string; toRevision: string; detectedAtMs: string; historyLost: string; previousClusterId: string; clusterId: string; proof: string }>(
     RESTORE_GAPS.text,
     { cluster },
   );
@@ -58,7 +64,7 @@ export async function provenRestores(store: AuditStore, cluster: string, secret:
         r.proof,
       ),
     )
-    .map((r) => ({ generation: Number(r.generation), fromRevision: BigInt(r.fromRevision), detectedAtMs: Number(r.detectedAtMs) }));
+    .map((r) => ({ generation: Number(r.generation), fromRevision: BigInt(r.fromRevision), toRevision: BigInt(r.toRevision), detectedAtMs: Number(r.detectedAtMs), recorded: Number(r.recorded) === 1 }));
 }
 
 /** Proven restores recorded after `sealedAtMs` whose marks could reach a period whose events end at `revisionMax`. */
@@ -69,7 +75,9 @@ export function restoresAfter(restores: readonly ProvenRestore[], sealedAtMs: nu
 /**
  * Whether the period of `original` (the digest first signed for it) changed only as the record explains:
  * its events now, with the explained changes undone, hash to what was signed, and its gaps and restores differ only
- * by proven restores recorded since.
+ * by proven restore gaps recorded since. Which restores count as "since" is judged twice — recorded after the digest
+ * was signed, or within MARKING_SLACK_MS before (its marks, written in pages after its gap, may have come after) —
+ * and the change is explained when either view gives back what was signed.
  */
 export async function explainChange(
   store: AuditStore,
@@ -78,18 +86,42 @@ export async function explainChange(
   restores: readonly ProvenRestore[],
 ): Promise<Explanation> {
   const sealedAtMs = Date.parse(original.createdAt);
-  const later = restoresAfter(restores, sealedAtMs);
+  const views = [restoresAfter(restores, sealedAtMs), restoresAfter(restores, sealedAtMs - MARKING_SLACK_MS)];
+  let last: Explanation | undefined;
+  for (const [i, later] of views.entries()) {
+    if (i > 0 && later.length === views[0]?.length) break; // the same view again
+    last = await explainWith(store, original, now, later, sealedAtMs);
+    if (last.explained) return last;
+  }
+  return last as Explanation;
+}
+
+async function explainWith(
+  store: AuditStore,
+  original: Digest,
+  now: { gaps: DigestGap[]; restores: DigestRestore[] },
+  later: readonly ProvenRestore[],
+  sealedAtMs: number,
+): Promise<Explanation> {
   const byGeneration = new Map(later.map((r) => [r.generation, r]));
   const marked = new Map<number, number>();
   let spooled = 0;
+  let unmarked = 0;
   const undoMark = (row: DigestEvent, value: string): boolean => {
     const r = byGeneration.get(Number(value));
     return r !== undefined && BigInt(row.revision) >= r.fromRevision && Number(row.timeline) < r.generation;
   };
   const view = (row: DigestEvent, ingestedAtMs: string): DigestEvent | undefined => {
-    if (row.revision === '0' && row.op === 'spool' && Number(ingestedAtMs) > sealedAtMs) {
+    // A fail-open spool line shipped after sealing: an unprotected grant or its end, under its spool key.
+    if (row.revision === '0' && row.op === 'spool' && row.key.startsWith('/spool/') && Number(ingestedAtMs) > sealedAtMs) {
       spooled++;
       return undefined;
+    }
+    // A row a later restore rolled back must carry its mark (or an earlier restore's): marks removed are no restore.
+    const revision = row.revision === '0' ? undefined : BigInt(row.revision);
+    if (revision !== undefined && row.supersededBy === '0' && later.some((r) => revision >= r.fromRevision && Number(row.timeline) < r.generation)) {
+      unmarked++;
+      return row;
     }
     let out = row;
     const generations = new Set<number>();
@@ -104,10 +136,13 @@ export async function explainChange(
   };
   const before = await hashPeriodEvents(store, original.cluster, { after: original.events.after, through: original.events.through, fromMs: Date.parse(original.periodStart), toMs: Date.parse(original.periodEnd) }, view);
   const reasons: ChangeReason[] = [...[...marked].map(([generation, rows]): ChangeReason => ({ kind: 'restore', generation, rows })), ...(spooled ? [{ kind: 'spool' as const, rows: spooled }] : [])];
+  if (unmarked > 0) {
+    return { explained: false, reasons, problem: `${unmarked} row(s) a proven restore rolled back do not carry its mark (marks removed, or written by hand on other rows)` };
+  }
   if (before.sha256 !== original.events.sha256 || before.count !== original.events.count) {
     return { explained: false, reasons, problem: `its events changed in a way no proven restore or late spool explains (${before.count} event(s) once those are undone, ${original.events.count} signed)` };
   }
-  // The record: what was signed must still be there, and anything added must be a proven restore of a later generation.
+  // The record: what was signed must still be there, and anything added must be a proven restore gap, field for field.
   const key = (x: unknown): string => canonicalJson(x);
   const nowGaps = new Set(now.gaps.map(key));
   const nowRestores = new Set(now.restores.map(key));
@@ -118,8 +153,12 @@ export async function explainChange(
   const signedRestores = new Set(original.restores.map(key));
   const addedGaps = now.gaps.filter((g) => !signedGaps.has(key(g)));
   const addedRestores = now.restores.filter((r) => !signedRestores.has(key(r)));
+  const provenGap = (g: DigestGap): boolean => {
+    const r = byGeneration.get(Number(g.generation));
+    return g.kind === 'restore' && r !== undefined && BigInt(g.fromRevision) === r.fromRevision && BigInt(g.toRevision) === r.toRevision && Date.parse(g.detectedAt) === r.detectedAtMs;
+  };
   const unproven = [
-    ...addedGaps.filter((g) => g.kind !== 'restore' || !byGeneration.has(Number(g.generation))).map((g) => `gap ${g.fromRevision}..${g.toRevision}`),
+    ...addedGaps.filter((g) => !provenGap(g)).map((g) => `gap ${g.fromRevision}..${g.toRevision}`),
     ...addedRestores.filter((r) => !byGeneration.has(Number(r.generation))).map((r) => `restore ${r.generation}`),
   ];
   if (unproven.length) return { explained: false, reasons, problem: `${unproven.join(', ')} recorded after sealing without a proven restore behind it` };

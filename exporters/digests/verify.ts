@@ -10,6 +10,7 @@ import type { KeyObject } from 'node:crypto';
 import type { Client } from 'minio';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { digestKeyId } from '../../core/digestKey.js';
+import { HISTORY_EXPIRY_DAYS, HISTORY_EXPIRY_RULE_ID } from '../../platform/buckets.js';
 import { loadSql } from '../../platform/sql.js';
 import { hiddenNames } from '../archiveVerify.js';
 import { checkGrantsAgainstEvents, formatGrantProblem } from '../grantsCheck.js';
@@ -123,32 +124,14 @@ export interface DigestVerifyResult {
 
 const DAY_MS = 86_400_000;
 
-/** A bucket's expiration rule (the first enabled one with Days), or undefined: what may remove a history file legitimately. */
-type ExpiryRule = { id: string; days: number; prefix: string } | undefined;
-
-async function expiryRule(s3: Client, bucket: string, cache: Map<string, Promise<ExpiryRule>>): Promise<ExpiryRule> {
-  let rule = cache.get(bucket);
-  if (!rule) {
-    rule = (async () => {
-      const config = await s3.getBucketLifecycle(bucket).catch(() => null);
-      type Rule = { ID?: string; Status?: string; Filter?: { Prefix?: string }; Prefix?: string; Expiration?: { Days?: number | string } };
-      // The client hands back one rule as an object, several as an array.
-      const raw = (config?.Rule ?? []) as Rule | Rule[];
-      const rules = Array.isArray(raw) ? raw : [raw];
-      const r = rules.find((x) => x.Status === 'Enabled' && x.Expiration?.Days !== undefined);
-      return r ? { id: r.ID ?? '(unnamed)', days: Number(r.Expiration?.Days), prefix: r.Filter?.Prefix ?? r.Prefix ?? '' } : undefined;
-    })();
-    cache.set(bucket, rule);
-  }
-  return rule;
-}
-
 /**
  * Each history file checked against its digest: problems (missing or altered: tampered), and those missing that the
- * bucket's lifecycle rule expired — the file's day is at least the rule's days (less one, the rule's daily run) in
- * the past by the verifier's clock. Nothing younger than that is excused.
+ * deployment's own lifecycle rule expired (HISTORY_EXPIRY_DAYS, never the bucket's live configuration, which whoever
+ * can write the bucket can change): the file's day ended at least that many days ago by the verifier's clock. The
+ * file is written the night after its day and expires at the first midnight that many days after, so nothing the
+ * rule has not yet taken is excused.
  */
-async function historyProblems(s3: Client, history: readonly DigestHistoryObject[], nowMs: number, rules: Map<string, Promise<ExpiryRule>>): Promise<{ problems: string[]; expired: string[] }> {
+async function historyProblems(s3: Client, history: readonly DigestHistoryObject[], nowMs: number): Promise<{ problems: string[]; expired: string[] }> {
   const problems: string[] = [];
   const expired: string[] = [];
   const seen = new Set<string>();
@@ -157,12 +140,10 @@ async function historyProblems(s3: Client, history: readonly DigestHistoryObject
     seen.add(`${h.bucket}/${h.object}/${h.sha256}`);
     const got = await withRetry(() => objectSha256(s3, h.bucket, h.object), { deadlineMs: 60_000 });
     if (got === 'missing') {
-      const rule = await expiryRule(s3, h.bucket, rules);
-      // Written the night after its day: its age counts from the end of the day.
       const ageDays = Math.floor((nowMs - (Date.parse(`${h.date}T00:00:00.000Z`) + DAY_MS)) / DAY_MS);
-      if (rule && h.object.startsWith(rule.prefix) && Number.isFinite(ageDays) && ageDays >= rule.days - 1) {
-        expired.push(`history object ${h.bucket}/${h.object} expired under the bucket's lifecycle rule "${rule.id}" (${rule.days} days; written ${ageDays} days ago)`);
-      } else problems.push(`history object ${h.bucket}/${h.object} is missing${rule ? ` (the bucket's lifecycle rule "${rule.id}" expires files after ${rule.days} days; this one is ${ageDays} days old)` : ''}`);
+      const rule = `the history bucket's lifecycle rule "${HISTORY_EXPIRY_RULE_ID}"`;
+      if (Number.isFinite(ageDays) && ageDays >= HISTORY_EXPIRY_DAYS) expired.push(`history object ${h.bucket}/${h.object} expired under ${rule} (${HISTORY_EXPIRY_DAYS} days; written ${ageDays} days ago)`);
+      else problems.push(`history object ${h.bucket}/${h.object} is missing (${rule} takes a file only ${HISTORY_EXPIRY_DAYS} days after its day; this one is ${ageDays} days old)`);
     } else if (got.sha256 !== h.sha256) problems.push(`history object ${h.bucket}/${h.object} does not match its digest (sha256 ${got.sha256.slice(0, 12)}…, ${got.bytes} bytes; digest says ${h.sha256.slice(0, 12)}…, ${h.bytes} bytes)`);
   }
   return { problems, expired };
@@ -191,7 +172,6 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
   const grants: GrantsResult[] = [];
   const nowMs = (o.now ?? Date.now)();
   const toleranceMs = o.clockToleranceMs ?? DEFAULT_CLOCK_TOLERANCE_MS;
-  const rules = new Map<string, Promise<ExpiryRule>>();
   for (const cluster of o.clusters) {
     const entries = await readChain(o.s3, o.bucket, cluster, prefix);
     const hidden = await withRetry(() => hiddenNames(o.s3, o.bucket, `${prefix}${cluster}/`), { deadlineMs: 30_000 });
@@ -209,7 +189,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
       const s = Date.parse(p.periodStart);
       const e = Date.parse(p.periodEnd);
       if (e <= o.fromMs || s >= toMs) continue;
-      periods.push(await judge(o, p, nowMs, toleranceMs, { bySeq, restores, rules }));
+      periods.push(await judge(o, p, nowMs, toleranceMs, { bySeq, restores }));
     }
     // A day's Parquet file is written after the day, so a digest after the range names it: check it with the range's periods.
     for (const p of regular) {
@@ -217,7 +197,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
       for (const h of p.history) {
         const day = Date.parse(`${h.date}T00:00:00.000Z`);
         if (!Number.isFinite(day) || day + 86_400_000 <= o.fromMs || day >= toMs) continue;
-        const found = await historyProblems(o.s3, [h], nowMs, rules);
+        const found = await historyProblems(o.s3, [h], nowMs);
         const status = found.problems.length ? 'fail' : found.expired.length ? 'expired' : 'ok';
         laterHistory.push({ cluster, object: `${h.bucket}/${h.object}`, date: h.date, seq: p.digest.seq, periodStart: p.periodStart, status, problems: [...found.problems, ...found.expired] });
       }
@@ -287,7 +267,7 @@ async function judge(
   p: PeriodVerdict,
   nowMs: number,
   toleranceMs: number,
-  chain: { bySeq: Map<number, Digest>; restores: ProvenRestore[]; rules: Map<string, Promise<ExpiryRule>> },
+  chain: { bySeq: Map<number, Digest>; restores: ProvenRestore[] },
 ): Promise<PeriodResult> {
   const problems = [...p.problems];
   const d = p.digest;
@@ -296,8 +276,9 @@ async function judge(
   if (d && Date.parse(d.createdAt) + toleranceMs < endMs) problems.push(`signed at ${d.createdAt}, before its period ended: sealed from a clock dated ahead of the worker's`);
   if (endMs > nowMs + toleranceMs) problems.push(`the period ends after this verifier's clock (${new Date(nowMs).toISOString()}): sealed ahead of time`);
   let expired: string[] = [];
+  let stalled: string | undefined;
   if (d && problems.length === 0) {
-    const history = await historyProblems(o.s3, p.history, nowMs, chain.rules);
+    const history = await historyProblems(o.s3, p.history, nowMs);
     problems.push(...history.problems);
     expired = history.expired;
     if (o.store) problems.push(...(await eventProblems(o.store, d)));
@@ -306,13 +287,14 @@ async function judge(
     if (o.store && original && problems.length === 0) {
       const record = await periodRecord(o.store, d.cluster, Date.parse(d.periodStart), Date.parse(d.periodEnd));
       const why = await explainChange(o.store, original, record, chain.restores);
-      if (!why.explained) problems.push(`changed after sealing (re-signed by seq ${d.seq}) in a way the record does not explain: ${why.problem ?? 'unknown'}`);
+      if (!why.explained && chain.restores.some((r) => !r.recorded)) stalled = 'a proven restore is still writing its marks: verify again once its timeline is recorded';
+      else if (!why.explained) problems.push(`changed after sealing (re-signed by seq ${d.seq}) in a way the record does not explain: ${why.problem ?? 'unknown'}`);
     }
   }
   if (!d && problems.length === 0) problems.push('no digest');
   return {
-    cluster: p.cluster, periodStart: p.periodStart, periodEnd: p.periodEnd, status: problems.length ? 'fail' : expired.length ? 'expired' : 'ok', seq: d?.seq, events: d?.events.count, superseded: p.superseded,
-    ...(d && p.superseded.length ? { reasons: describeReasons(d) } : {}), ...(expired.length ? { expired } : {}), problems,
+    cluster: p.cluster, periodStart: p.periodStart, periodEnd: p.periodEnd, status: problems.length ? 'fail' : stalled ? 'stalled' : expired.length ? 'expired' : 'ok', seq: d?.seq, events: d?.events.count, superseded: p.superseded,
+    ...(d && p.superseded.length ? { reasons: describeReasons(d) } : {}), ...(expired.length ? { expired } : {}), problems: stalled && !problems.length ? [stalled] : problems,
   };
 }
 

@@ -287,6 +287,8 @@ export class DigestWorker {
           this.#unexplained.delete(d.periodStart);
           continue;
         }
+        // A restore still writing its marks (its timeline record comes last): judge the period once it is done.
+        if (restores.some((r) => !r.recorded)) continue;
         // Re-signed only for what the record explains, judged against the digest first signed for the period.
         const why = await explainChange(this.#o.store, originals.get(d.periodStart) ?? d, record, restores);
         if (!why.explained) {

@@ -292,7 +292,7 @@ describe('tamper-evident digests', () => {
     await s3.removeObject(historyBucket, named.object);
     const r = await sc.verify();
     assert.equal(r.firstFailure?.periodStart, sc.period(0));
-    assert.match(r.firstFailure?.detail ?? '', /history object .*events\.parquet is missing \(the bucket's lifecycle rule "expire-after-365-days" expires files after 365 days; this one is -?\d+ days old\)/);
+    assert.match(r.firstFailure?.detail ?? '', /history object .*events\.parquet is missing \(the history bucket's lifecycle rule "expire-after-365-days" takes a file only 365 days after its day; this one is -?\d+ days old\)/);
     assert.equal(r.verdict, 'tampered');
     assert.equal(r.exitCode, 1);
     // A year and a month on, the bucket's own lifecycle rule took it: expired, not tampered (before: FAIL forever).
@@ -301,7 +301,7 @@ describe('tamper-evident digests', () => {
     assert.equal(later.verdict, 'ok');
     const p0 = later.periods.find((p) => p.periodStart === sc.period(0));
     assert.equal(p0?.status, 'expired');
-    assert.match(p0?.expired?.join() ?? '', /expired under the bucket's lifecycle rule "expire-after-365-days" \(365 days; written (399|400) days ago\)/);
+    assert.match(p0?.expired?.join() ?? '', /expired under the history bucket's lifecycle rule "expire-after-365-days" \(365 days; written (399|400) days ago\)/);
     assert.match(formatVerifyResult(later).join('\n'), /^expired  .*events\.parquet expired under/m);
   });
 
@@ -363,7 +363,7 @@ describe('tamper-evident digests', () => {
       await recordTimeline(store, { cluster: sc.cluster, generation: 1, seen: { head: after, clusterId: 'c0', previousClusterId: 'c0', why: 'restore (test)', captured: BigInt(CLOCK_REVISION(8) + 5) }, previousCheckpoint: BigInt(CLOCK_REVISION(8) + 5), divergedAfter: after, resumeRevision: after, sharesHistory: true });
       // Sealed periods 3..6 (revisions 121..160) hold marked rows; a look-back of two periods reaches 5 and 6 only.
       const worker = new DigestWorker({ cluster: sc.cluster, store, s3, bucket: sc.bucket, historyBucket, signer, logger, periodMs: 1000, settleMs: 0, lookbackPeriods: 2, alarmAfterPeriods: 2, allowUnlocked: true, health, originSecret: secret });
-      return { sc, health, run: await worker.tick() };
+      return { sc, health, worker, run: await worker.tick() };
     };
     const good = await restoreOf(true);
     assert.equal(good.run.superseded, 4, 'periods 3..6, two of them past the look-back');
@@ -375,6 +375,22 @@ describe('tamper-evident digests', () => {
     const blind = await verifyDigests({ s3, bucket: good.sc.bucket, publicKey, clusters: [good.sc.cluster], fromMs: good.sc.startMs, store, settleMs: 0, periodMs: 1000 });
     assert.equal(blind.ok, false);
     assert.match(blind.firstFailure?.detail ?? '', /in a way the record does not explain/);
+
+    // Behind the proven restore, an insider takes the marks off period 3's rows (a higher term, a fresh ingested_at), so
+    // rolled-back rows read as current again; and adds a restore gap of the same generation to period 1. Neither is the
+    // restore's doing: nothing is re-signed (before: both were, as "explained" by generation 1).
+    await store.command(
+      `INSERT INTO {db:Identifier}.events SELECT * REPLACE (0 AS rolled_back_by, 0 AS superseded_by, term + 1 AS term, now64(3) AS ingested_at)
+       FROM {db:Identifier}.events FINAL WHERE cluster = {cluster:String} AND revision > {after:UInt64} AND revision <= {upto:UInt64} AND timeline = 0`,
+      { cluster: good.sc.cluster, after: CLOCK_REVISION(2), upto: CLOCK_REVISION(3) },
+    );
+    await store.insert('gaps', [{ cluster: good.sc.cluster, from_revision: '105', to_revision: '106', detected_at: good.sc.startMs + 1500, reason: 'restore (forged)', kind: 'restore', generation: 1, identity: 'restore:1' }]);
+    const health = new HealthState();
+    const everything = new DigestWorker({ cluster: good.sc.cluster, store, s3, bucket: good.sc.bucket, historyBucket, signer, logger, periodMs: 1000, settleMs: 0, lookbackPeriods: 1000, alarmAfterPeriods: 2, allowUnlocked: true, health, originSecret: secret });
+    assert.equal((await everything.tick()).superseded, 0);
+    assert.match(health.alarms().find((a) => a.code === 'LOCKAUDIT_ALARM_DIGEST_CHANGED')?.message ?? '', /^2 sealed period\(s\) .* the first [^:]*: a gap or restore it signed was removed|recorded after sealing without a proven restore/);
+    const undone = await verifyDigests({ s3, bucket: good.sc.bucket, publicKey, clusters: [good.sc.cluster], fromMs: good.sc.startMs, store, settleMs: 0, periodMs: 1000, originSecret: secret });
+    assert.deepEqual(undone.periods.filter((p) => p.status === 'fail').map((p) => p.periodStart), [1, 3].map(good.sc.period), formatVerifyResult(undone).join('\n'));
 
     // The same marks behind a restore gap whose proof is not the tailer's (a store row written by hand): nothing re-signed.
     const forged = await restoreOf(false);
