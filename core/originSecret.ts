@@ -6,8 +6,23 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from './config.js';
+import { LockauditError } from './errors.js';
 
 export const ORIGIN_SECRET_FILE = 'origin-secret';
+/** The shortest key taken (a configured one is held to the same by the config schema). */
+export const ORIGIN_SECRET_MIN_BYTES = 32;
+
+/** The key a file holds, refused when it is too short to be one (an empty file left by a full disk is no key). */
+function fromFile(file: string, text: string): Buffer {
+  const key = Buffer.from(text.trim(), 'utf8');
+  if (key.length < ORIGIN_SECRET_MIN_BYTES) {
+    throw new LockauditError(
+      'LOCKAUDIT_ERR_ORIGIN_SECRET',
+      `${file} holds ${key.length} byte(s), not a key (at least ${ORIGIN_SECRET_MIN_BYTES}): it was cut short or emptied. Restore it from your backup; only if this deployment never wrote a proof, delete it to have one generated`,
+    );
+  }
+  return key;
+}
 
 export function originSecret(config: Pick<Config, 'dataDir' | 'originSecret'>): Buffer {
   const existing = existingOriginSecret(config);
@@ -20,16 +35,19 @@ export function originSecret(config: Pick<Config, 'dataDir' | 'originSecret'>): 
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }
-  return Buffer.from(readFileSync(file, 'utf8').trim(), 'utf8');
+  return fromFile(file, readFileSync(file, 'utf8'));
 }
 
 /** The origin secret if this deployment has one (configured, or its file exists); never creates one — for checkers. */
 export function existingOriginSecret(config: Pick<Config, 'dataDir' | 'originSecret'>): Buffer | undefined {
   if (config.originSecret) return Buffer.from(config.originSecret, 'utf8');
+  const file = path.join(config.dataDir, ORIGIN_SECRET_FILE);
+  let text: string;
   try {
-    return Buffer.from(readFileSync(path.join(config.dataDir, ORIGIN_SECRET_FILE), 'utf8').trim(), 'utf8');
+    text = readFileSync(file, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
   }
+  return fromFile(file, text);
 }
