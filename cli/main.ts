@@ -4,7 +4,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { AuditStore } from '../core/clickhouse.js';
 import { loadConfig, maskedConfig, type Config } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
-import { checkAll } from '../platform/dependencyChecks.js';
+import { assertDependenciesAnswer, checkAll } from '../platform/dependencyChecks.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
 import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
@@ -50,6 +50,12 @@ async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: D
     const config = loadConfig();
     lockCluster(config); // an ambiguous lock cluster is refused before anything opens
     await assertPortFree(config.host, config.port);
+  }
+  {
+    // Every role campaigns or grants through etcd; the API and the worker also need S3 and Redis.
+    const config = loadConfig();
+    const others = names.some((n) => n !== 'tailer');
+    await assertDependenciesAnswer(config, { etcd: true, s3: others, redis: others }, createLogger('silent'));
   }
   const runtime = await openRuntime({ buckets: options.buckets, logFormat: options.logFormat });
   const handles: RoleHandle[] = [];

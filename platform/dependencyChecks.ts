@@ -8,6 +8,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../core/config.js';
 import type { AuditStore } from '../core/clickhouse.js';
 import { createEtcdClient } from '../core/etcd.js';
+import { LockauditError } from '../core/errors.js';
 import { createS3Client } from '../core/s3.js';
 import type { Logger } from '../core/logger.js';
 import { archiveLockProblem } from './buckets.js';
@@ -19,6 +20,8 @@ export interface CheckResult {
   detail: string;
   fix?: string;
   ms: number;
+  /** Nobody answered (refused, unreachable, timed out), as opposed to an answer that refused. */
+  unreachable?: boolean;
 }
 
 /** The fix to print: fixed text, or chosen by what went wrong. */
@@ -30,7 +33,7 @@ async function timed(name: string, fix: Fix, fn: () => Promise<string>): Promise
     const detail = await fn();
     return { name, ok: true, detail, ms: Date.now() - started };
   } catch (err) {
-    return { name, ok: false, detail: describe(err), fix: typeof fix === 'string' ? fix : fix(err), ms: Date.now() - started };
+    return { name, ok: false, detail: describe(err), fix: typeof fix === 'string' ? fix : fix(err), ms: Date.now() - started, unreachable: notAnswering(err) };
   }
 }
 
@@ -197,4 +200,36 @@ export async function checkAll(config: Config, store: AuditStore | undefined, op
     : Promise.resolve({ name: 'clickhouse', ok: false, detail: 'not opened', ms: 0 });
   const [etcd, ch, s3, redis] = await Promise.all([checkEtcd(config), clickhouse, checkS3(config, options), checkRedis(config, options)]);
   return [...etcd, ch, s3, redis];
+}
+
+/**
+ * Before a role opens anything (the store, migrations, the buckets): the services it needs answer at all. A service
+ * that does not answer is named with what to do, in one error (before: the migrations ran, then an uncaught
+ * ECONNREFUSED ended the process with a stack trace and no word of which service). An answer that refuses (a bucket
+ * without object lock, not created yet) is left to the role's own start, which says what it needs.
+ */
+export async function assertDependenciesAnswer(config: Config, needs: { etcd: boolean; s3: boolean; redis: boolean }, logger: Logger): Promise<void> {
+  // etcd: a member answering is enough (a cluster without quorum is a state the lock API serves through, fail-open).
+  const etcdAnswers = (): Promise<CheckResult[]> =>
+    Promise.all(
+      config.etcd.clusters.map((cluster) =>
+        timed(`etcd:${cluster.name}`, localFix(config, config.etcd.local, `check that ${cluster.endpoints.join(', ')} is reachable`), async () => {
+          const client = createEtcdClient(cluster, { callTimeoutMs: 3_000 });
+          try {
+            return `etcd ${(await withTimeout(client.maintenance.status(), 5_000, 'status')).version}`;
+          } finally {
+            client.close();
+          }
+        }),
+      ),
+    );
+  const checks = await Promise.all([
+    needs.etcd ? etcdAnswers() : Promise.resolve([]),
+    needs.s3 ? checkS3(config, { deep: false }).then((r) => [r]) : Promise.resolve([]),
+    needs.redis ? checkRedis(config, { deep: false, logger }).then((r) => [r]) : Promise.resolve([]),
+  ]);
+  const down = checks.flat().filter((c) => !c.ok && c.unreachable);
+  if (down.length === 0) return;
+  const fixes = [...new Set(down.map((c) => c.fix).filter((f): f is string => Boolean(f)))];
+  throw new LockauditError('LOCKAUDIT_ERR_DEPENDENCY_DOWN', `cannot start: ${down.map((c) => `${c.name} does not answer (${c.detail})`).join('; ')}. ${fixes.join('; ')}`);
 }

@@ -2,6 +2,8 @@
 // answered with a message naming what is wrong and exit code 2.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { projectRoot } from '../../core/paths.js';
@@ -83,6 +85,21 @@ describe('lockaudit CLI', () => {
       assert.equal(bad.code, 1);
       assert.equal(bad.stderr.trim().split('\n').length, 1, bad.stderr);
       assert.match(bad.stderr, /^lockaudit: sql: .*Syntax error/);
+    } finally {
+      data.remove();
+    }
+  });
+
+  it('start with its local services not running names each one and `lockaudit services up`, before opening anything (no stack trace)', async () => {
+    const data = tempDir('lockaudit-cli-down-');
+    try {
+      const r = await cli(['start'], { LOCKAUDIT_DATA_DIR: data.dir, LOCKAUDIT_PORT: '18765' });
+      assert.equal(r.code, 1, r.stdout + r.stderr);
+      const lines = r.stderr.trim().split('\n');
+      assert.equal(lines.length, 1, r.stderr);
+      assert.match(lines[0] ?? '', /^lockaudit: cannot start: etcd:local does not answer \(.*\); s3 does not answer \(.*\); redis does not answer \(.*\)\. start the local services: lockaudit services up \(data dir /);
+      assert.doesNotMatch(r.stderr, /\n\s+at /);
+      assert.equal(existsSync(path.join(data.dir, 'clickhouse')), false, 'the store was not opened, no migration applied');
     } finally {
       data.remove();
     }
