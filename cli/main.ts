@@ -52,10 +52,10 @@ async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: D
     await assertPortFree(config.host, config.port);
   }
   {
-    // Every role campaigns or grants through etcd; the API and the worker also need S3 and Redis.
+    // Every role campaigns or grants through etcd; a role that creates the buckets needs S3 at once. Redis is not
+    // asked: its clients reconnect by themselves, and a process refusing to start while it restarts would stop capture.
     const config = loadConfig();
-    const others = names.some((n) => n !== 'tailer');
-    await assertDependenciesAnswer(config, { etcd: true, s3: others, redis: others }, createLogger('silent'));
+    await assertDependenciesAnswer(config, { etcd: true, s3: options.buckets, redis: false }, createLogger('silent'));
   }
   const runtime = await openRuntime({ buckets: options.buckets, logFormat: options.logFormat });
   const handles: RoleHandle[] = [];

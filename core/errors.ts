@@ -14,7 +14,7 @@ export const errorCatalog = {
   LOCKAUDIT_ERR_SERVICES_BUILD: { status: 500, description: 'A local service binary could not be installed or built.' },
   LOCKAUDIT_ERR_SERVICES_START: { status: 500, description: 'A local service did not start or did not answer in time.' },
   LOCKAUDIT_ERR_STORE_BUSY: { status: 500, description: 'Another running process (the platform) holds the embedded ClickHouse data dir, which one process opens at a time; stop it, or ask it through its API.' },
-  LOCKAUDIT_ERR_DEPENDENCY_DOWN: { status: 500, description: 'A service a role needs (etcd, S3, Redis) does not answer at start; the error names it and what to do (lockaudit services up for the local ones).' },
+  LOCKAUDIT_ERR_DEPENDENCY_DOWN: { status: 500, description: 'A service a role needs (etcd, S3) does not answer at start; the error names it and what to do (lockaudit services up for the local ones).' },
   LOCKAUDIT_ERR_START_PORT_IN_USE: { status: 500, description: 'The API port is taken (another lockaudit start?); stop that process or choose LOCKAUDIT_PORT.' },
   LOCKAUDIT_ERR_SHUTDOWN_TIMEOUT: { status: 500, description: 'Stopping took longer than shutdownTimeoutMs; the process ended anyway (SIGKILL, status 137), naming what did not drain.' },
   LOCKAUDIT_ERR_AUTH_REQUIRED: { status: 401, description: 'The request carries no valid API token.' },

@@ -97,7 +97,7 @@ describe('lockaudit CLI', () => {
       assert.equal(r.code, 1, r.stdout + r.stderr);
       const lines = r.stderr.trim().split('\n');
       assert.equal(lines.length, 1, r.stderr);
-      assert.match(lines[0] ?? '', /^lockaudit: cannot start: etcd:local does not answer \(.*\); s3 does not answer \(.*\); redis does not answer \(.*\)\. start the local services: lockaudit services up \(data dir /);
+      assert.match(lines[0] ?? '', /^lockaudit: cannot start: etcd:local does not answer \(.*\); s3 does not answer \(.*\)\. start the local services: lockaudit services up \(data dir /);
       assert.doesNotMatch(r.stderr, /\n\s+at /);
       assert.equal(existsSync(path.join(data.dir, 'clickhouse')), false, 'the store was not opened, no migration applied');
     } finally {
