@@ -3,6 +3,7 @@
 // drop duplicates by it: delivery is at least once).
 import type { AuditEventRow } from '../../core/events.js';
 import { PREFIX } from '../../core/keyspace.js';
+import type { TwoPersonLogRow } from '../../core/twoPersonLogRow.js';
 
 export interface AlertEvent {
   /**
@@ -148,21 +149,9 @@ export function fromRegisterRow(run: RegisterRunRow, r: RegisterClassRow): Alert
   };
 }
 
-/** A row of a cluster's two-person log as twoPersonPending.sql reads it. */
-export interface TwoPersonRow {
+/** A row of a cluster's two-person log as twoPersonPending.sql reads it: with the hash that names it, without its cluster. */
+export interface TwoPersonRow extends Omit<TwoPersonLogRow, 'cluster'> {
   row_id: string;
-  at_ms: number | string;
-  /** force-release | epoch-advance */
-  kind: string;
-  /** requested | approved | rejected | cancelled | refused-<why> */
-  action: string;
-  request_id: string;
-  request_hash: string;
-  actor: string;
-  requester: string;
-  key: string;
-  reason: string;
-  revision: string;
   detail: string;
 }
 

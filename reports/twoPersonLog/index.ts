@@ -8,6 +8,7 @@ import { loadSql } from '../../platform/sql.js';
 import { reportRows, type ReportDeps } from '../query.js';
 import { Instant } from '../schemas.js';
 import { resolveWindow } from '../window.js';
+import type { TwoPersonLogRow } from '../../core/twoPersonLogRow.js';
 
 const LIST = loadSql('reports/twoPersonLog/list.sql');
 
@@ -40,23 +41,9 @@ export const TwoPersonActSchema = Type.Object({
 export const TwoPersonLogSchema = Type.Object({ acts: Type.Array(TwoPersonActSchema) });
 export type TwoPersonLogPage = Static<typeof TwoPersonLogSchema>;
 
-interface Row {
-  at_ms: string | number;
-  cluster: string;
-  kind: string;
-  action: string;
-  request_id: string;
-  request_hash: string;
-  actor: string;
-  requester: string;
-  key: string;
-  reason: string;
-  revision: string;
-}
-
 export async function twoPersonLog(deps: ReportDeps, p: TwoPersonLogParams, nowMs: number): Promise<TwoPersonLogPage> {
   const { fromMs, toMs } = resolveWindow(p, deps.limits.maxWindowDays, nowMs);
-  const rows = await reportRows<Row>(deps, LIST, { cluster: p.cluster ?? '', kind: p.kind ?? '', requestId: p.requestId ?? '', fromMs, toMs, limit: p.limit ?? 100 });
+  const rows = await reportRows<TwoPersonLogRow>(deps, LIST, { cluster: p.cluster ?? '', kind: p.kind ?? '', requestId: p.requestId ?? '', fromMs, toMs, limit: p.limit ?? 100 });
   return {
     acts: rows.map((r) => ({
       at: new Date(Number(r.at_ms)).toISOString(),
