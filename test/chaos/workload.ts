@@ -369,8 +369,21 @@ export class Workload {
         await this.stack.api('POST', '/v1/locks/release', hold.client, { key: hold.key, session: hold.session, token: hold.token });
         await this.stack.api('DELETE', `/v1/sessions/${hold.session}`, hold.client);
       } else if (state.body.sealed === true) this.inc('insider: hand-put epochs sealed grants');
-      if (await this.#advance('an insider put /sys/epoch by hand')) this.inc('insider: hand-put epochs ended by a two-person advance');
+      // Ended by two operators as an incident would be: tried again while the platform is down or etcd has no quorum
+      // (a fault of the same moment), so the seal lasts as long as the advance takes, not until some later one.
+      for (const deadline = Date.now() + 180_000; Date.now() < deadline && !this.#stopped; await sleep(2_000)) {
+        if (await this.#advance('an insider put /sys/epoch by hand')) {
+          this.inc('insider: hand-put epochs ended by a two-person advance');
+          return;
+        }
+      }
+      this.inc('insider: hand-put epochs NOT ended (the advance kept failing)');
     });
+  }
+
+  /** Resolves once no epoch operation (a hand-put epoch and the advance that ends it, a restore's advance) is under way. */
+  epochSettled(): Promise<void> {
+    return this.#epochTurn.then(() => undefined);
   }
 
   /** Runs `f` after every earlier epoch operation ended. */
@@ -436,6 +449,8 @@ export class Workload {
 
   /** One session holding `keys`; the first is force-released, with or without revoking the session. */
   async forceRelease(revokeSession: boolean): Promise<boolean> {
+    // Not while a hand-put epoch seals every grant (the workload's own insider act): its advance comes first.
+    await this.epochSettled();
     // The class's TTL (sim-payments-ledger: 15 s); a fresh identity each time.
     const client = this.tokens.chaosClients[this.#forceClient++ % this.tokens.chaosClients.length] as string;
     const session = await this.stack.api('POST', '/v1/sessions', client, { ttlSeconds: 15 });
