@@ -1,4 +1,4 @@
--- 051: etcd restores seen by the tailer (DESIGN.md §3.5), and the captured
+-- 051: etcd restores seen by the tailer (docs/architecture.md, restores), and the captured
 -- history they rolled back.
 -- Parameters: {db:Identifier}. Every statement is idempotent (IF NOT EXISTS).
 

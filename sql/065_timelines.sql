@@ -1,5 +1,5 @@
 -- 065: every timeline of a cluster's etcd stays in the record (issue 21 item 4;
--- DESIGN.md §3: "Nothing recorded is ever deleted or moved out of the record").
+-- docs/architecture.md: nothing recorded is ever deleted or moved out of the record).
 -- Until now a restore moved the captured events above the divergence to
 -- rolled_back_events (11 of their columns) and DELETEd the grant rows there,
 -- because the restored cluster reuses those revisions and `events` is keyed

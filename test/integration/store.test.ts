@@ -7,7 +7,7 @@ import { loadMigrations, migrate } from '../../core/migrations.js';
 import { RowEncodeError } from '../../core/rowBinary.js';
 import { makeToken } from '../../core/token.js';
 import { tempDir, tempStore } from '../support/env.js';
-import { writeFileSync, copyFileSync, readdirSync } from 'node:fs';
+import { writeFileSync, copyFileSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { sqlDir } from '../../core/paths.js';
 
@@ -48,6 +48,27 @@ describe('audit store (embedded chdb)', () => {
       assert.deepEqual(r.applied.map((m) => m.name), ['extra']);
       writeFileSync(path.join(tmp.dir, '001_events_checkpoints_gaps.sql'), '-- edited\nSELECT 1;\n');
       await assert.rejects(migrate(store, { dir: tmp.dir }), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_MIGRATION_CHANGED'));
+    } finally {
+      tmp.remove();
+    }
+  });
+
+  it('a deployment that applied 051 and 065 before their comments were reworded upgrades; a changed statement is still refused', async () => {
+    const s2 = store;
+    const tmp = tempDir('lockaudit-sql-');
+    try {
+      await migrate(s2);
+      // The ledger as a deployment migrated before the rewording holds it: the checksums of the files as they were.
+      const before = { 51: 'b57f873f51ffc768f8869476aba26b53f17094fec5f63f7d8839b6757f7f2d95', 65: '390a912c4241f2b2902e34323a7f91c11422685f50092e40e06e9b1622ee980e' };
+      for (const [v, checksum] of Object.entries(before)) {
+        const m = loadMigrations().find((x) => x.version === Number(v));
+        await s2.insert('schema_migrations', [{ version: Number(v), name: m?.name ?? '', checksum, applied_at: Date.now() + 1_000 }]);
+      }
+      assert.equal((await migrate(s2)).applied.length, 0);
+      for (const f of readdirSync(sqlDir)) copyFileSync(path.join(sqlDir, f), path.join(tmp.dir, f));
+      const file = readdirSync(tmp.dir).find((f) => f.startsWith('051_')) as string;
+      writeFileSync(path.join(tmp.dir, file), readFileSync(path.join(tmp.dir, file), 'utf8').replace('UInt64', 'UInt32'));
+      await assert.rejects(migrate(s2, { dir: tmp.dir }), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_MIGRATION_CHANGED'));
     } finally {
       tmp.remove();
     }
