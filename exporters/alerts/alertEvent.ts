@@ -2,7 +2,7 @@
 // grant, with an id that is the same every time it is delivered (receivers
 // drop duplicates by it: delivery is at least once).
 import type { AuditEventRow } from '../../core/events.js';
-import { PREFIX } from '../../core/keyspace.js';
+import { parseLockName, PREFIX } from '../../core/keyspace.js';
 import type { TwoPersonLogRow } from '../../core/twoPersonLogRow.js';
 
 export interface AlertEvent {
@@ -161,10 +161,9 @@ export interface TwoPersonRow extends Omit<TwoPersonLogRow, 'cluster'> {
  * holder; the lock is the one a force-release names ('' for an epoch advance).
  */
 export function fromTwoPersonRow(cluster: string, r: TwoPersonRow): AlertEvent {
-  const slash = r.key.indexOf('/');
   return {
     id: `${cluster}:two-person:${r.row_id}`, cluster, kind: r.action.startsWith('refused-') ? 'two-person-refused' : 'two-person', revision: String(r.revision), key: r.key,
-    namespace: slash > 0 ? r.key.slice(0, slash) : '', class: '', holder: '', session: '', token: '0', epoch: 0, grantRevision: '0', timeMs: Number(r.at_ms), timeEstimated: false,
+    namespace: parseLockName(r.key)?.namespace ?? '', class: '', holder: '', session: '', token: '0', epoch: 0, grantRevision: '0', timeMs: Number(r.at_ms), timeEstimated: false,
     detail: { request: r.kind, action: r.action, requestId: r.request_id, requestHash: r.request_hash, actor: r.actor, requester: r.requester, reason: r.reason, ...(r.detail ? { note: r.detail } : {}) },
   };
 }
