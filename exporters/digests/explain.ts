@@ -40,7 +40,7 @@ export interface ProvenRestore {
 const MARKING_SLACK_MS = 3_600_000;
 
 /** What made a sealed period change, as a superseding digest names it. */
-export type ChangeReason = { kind: 'restore'; generation: number; rows: number } | { kind: 'spool'; rows: number };
+export type ChangeReason = NonNullable<Digest['reasons']>[number];
 
 export interface Explanation {
   explained: boolean;
