@@ -16,7 +16,7 @@ import { BACKGROUND_KINDS, FAULT_KINDS, faultSeconds, inject, takeSnapshot, type
 import { readRecording, Recorder } from './recorder.js';
 import { ChaosRng } from './rng.js';
 import { Stack } from './stack.js';
-import { EVENTS_FILE, readStoreDump, type StoreDump } from './storeDump.js';
+import { EVENTS_FILE, GRANTS_FILE, readStoreDump, type StoreDump } from './storeDump.js';
 import { Pump } from './pump.js';
 import { Workload, type Truth } from './workload.js';
 
@@ -68,8 +68,8 @@ interface FinalState {
 }
 
 const ARTEFACTS = ['recording.jsonl', 'truth.jsonl', 'store.json', 'faults.json', 'final.json'] as const;
-/** Written by store dumps that keep their events beside store.json (storeDump.ts EVENTS_FILE). */
-const OPTIONAL_ARTEFACTS = [EVENTS_FILE] as const;
+/** Written by store dumps that keep their events and grants beside store.json (storeDump.ts). */
+const OPTIONAL_ARTEFACTS = [EVENTS_FILE, GRANTS_FILE] as const;
 
 /** Reads a run's artefacts from `dir` and checks them: the same check a run ends with. */
 export function checkDir(dir: string): { result: CheckResult; faults: FaultRecord[]; final: FinalState } {

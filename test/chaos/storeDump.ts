@@ -81,13 +81,17 @@ export interface StoredGrant {
 
 /** Where a dump keeps its events (one JSON line each) when store.json names it. */
 export const EVENTS_FILE = 'store-events.jsonl';
+/** Where a dump keeps its grants (one JSON line each) when store.json names it. */
+export const GRANTS_FILE = 'store-grants.jsonl';
+/** Revisions a dump reads per query (events by revision, grants by grant revision). */
+const EVENT_PAGE_REVISIONS = 200_000n;
 
-/** store.json with its events: inline (older dumps, the kept fixture) or from the events file beside it, read a chunk at a time. */
+/** store.json with its events and grants: inline (older dumps, the kept fixture) or from the files beside it, read a chunk at a time. */
 export function readStoreDump(dir: string, text: string): StoreDump {
-  const store = JSON.parse(text) as StoreDump & { eventsFile?: string };
-  if (!store.eventsFile) return store;
-  const events = readJsonLines<StoredEvent>(path.join(dir, store.eventsFile));
-  return { ...store, events };
+  const store = JSON.parse(text) as StoreDump & { eventsFile?: string; grantsFile?: string };
+  const events = store.eventsFile ? readJsonLines<StoredEvent>(path.join(dir, store.eventsFile)) : store.events;
+  const grants = store.grantsFile ? readJsonLines<StoredGrant>(path.join(dir, store.grantsFile)) : store.grants;
+  return { ...store, events, grants };
 }
 
 export interface StoreDump {
@@ -118,10 +122,20 @@ async function main(out: string): Promise<void> {
     // (`replace_version` is (term, ingested_at) itself, sql/110.)
     const volatile = new Set(['ingested_at', 'term', 'replace_version', 'wall_time', 'time_estimated', 'time_error_ms', 'cluster']);
     const content = eventColumns.filter((c) => !volatile.has(c));
-    const events = await rows<StoredEvent>(
-      `SELECT ${content.map((c) => `\`${c}\``).join(', ')}, ${eventColumns.includes('term') ? "toString(argMax(ingested_at, (term, ingested_at))) AS ingested_at, toString(max(term)) AS term" : 'toString(max(ingested_at)) AS ingested_at'} FROM {db:Identifier}.events WHERE cluster = {cluster:String} AND op IN ('put', 'delete') GROUP BY ${content.map((c) => `\`${c}\``).join(', ')} ORDER BY revision, key SETTINGS prefer_column_name_to_alias = 1`, // `AS term` must not shadow the column inside argMax
-      p,
-    );
+    // Read a revision range at a time and written out as it comes: one query's JSON for a 30-minute realistic run
+    // outgrew a 16 GB heap (seed 43). GROUP BY includes revision, so ranges split no group.
+    const span = (await rows<{ lo: string; hi: string }>('SELECT toString(min(revision)) AS lo, toString(max(revision)) AS hi FROM {db:Identifier}.events WHERE cluster = {cluster:String}', p))[0];
+    const eventsQuery = `SELECT ${content.map((c) => `\`${c}\``).join(', ')}, ${eventColumns.includes('term') ? "toString(argMax(ingested_at, (term, ingested_at))) AS ingested_at, toString(max(term)) AS term" : 'toString(max(ingested_at)) AS ingested_at'} FROM {db:Identifier}.events WHERE cluster = {cluster:String} AND op IN ('put', 'delete') AND revision >= {lo:UInt64} AND revision < {hi:UInt64} GROUP BY ${content.map((c) => `\`${c}\``).join(', ')} ORDER BY revision, key SETTINGS prefer_column_name_to_alias = 1`; // `AS term` must not shadow the column inside argMax
+    const fd = openSync(path.join(out, EVENTS_FILE), 'w');
+    try {
+      const last = BigInt(span?.hi ?? '0');
+      for (let lo = BigInt(span?.lo ?? '1'); lo <= last; lo += EVENT_PAGE_REVISIONS) {
+        const page = await rows<StoredEvent>(eventsQuery, { ...p, lo: lo.toString(), hi: (lo + EVENT_PAGE_REVISIONS).toString() });
+        if (page.length) writeSync(fd, `${page.map((e) => JSON.stringify(e)).join('\n')}\n`);
+      }
+    } finally {
+      closeSync(fd);
+    }
     const rolledBackColumns = await columnsOf('rolled_back_events');
     const rolledBack = rolledBackColumns.length
       ? await rows<RolledBackRow>(
@@ -138,26 +152,29 @@ async function main(out: string): Promise<void> {
     const grantColumns = await columnsOf('grants');
     const optional = ['timeline', 'rolled_back_by', 'superseded_by', 'origin'].filter((c) => grantColumns.includes(c));
     const dump: StoreDump = {
-      events,
+      events: [],
       rolledBack,
       gaps,
       quarantine: await rows('SELECT revision, key, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {cluster:String}', p),
-      grants: await rows<StoredGrant>(
-        `SELECT key, token, epoch, grant_revision, end_kind, end_revision, unprotected, start_known, toString(granted_at) AS granted_at, toString(ended_at) AS ended_at${optional.map((c) => `, ${c}`).join('')} FROM {db:Identifier}.grants FINAL WHERE cluster = {cluster:String}`,
-        p,
-      ),
+      grants: [],
       checkpoint: (await rows<{ r: string }>('SELECT max(revision) AS r FROM {db:Identifier}.checkpoints WHERE cluster = {cluster:String}', p))[0]?.r ?? '0',
       eventColumns,
     };
-    // The events one JSON line each, in a file of their own: a 30-minute run at the realistic load holds more than
-    // one JavaScript string can (JSON.stringify of the whole dump: "Invalid string length"). store.json names it.
-    const fd = openSync(path.join(out, EVENTS_FILE), 'w');
+    const grantsQuery = `SELECT key, token, epoch, grant_revision, end_kind, end_revision, unprotected, start_known, toString(granted_at) AS granted_at, toString(ended_at) AS ended_at${optional.map((c) => `, ${c}`).join('')} FROM {db:Identifier}.grants FINAL WHERE cluster = {cluster:String} AND grant_revision >= {lo:UInt64} AND grant_revision < {hi:UInt64}`;
+    const grantSpan = (await rows<{ lo: string; hi: string }>('SELECT toString(min(grant_revision)) AS lo, toString(max(grant_revision)) AS hi FROM {db:Identifier}.grants WHERE cluster = {cluster:String}', p))[0];
+    const gfd = openSync(path.join(out, GRANTS_FILE), 'w');
     try {
-      for (let i = 0; i < events.length; i += 10_000) writeSync(fd, `${events.slice(i, i + 10_000).map((e) => JSON.stringify(e)).join('\n')}\n`);
+      const last = BigInt(grantSpan?.hi ?? '0');
+      for (let lo = BigInt(grantSpan?.lo ?? '1'); lo <= last; lo += EVENT_PAGE_REVISIONS) {
+        const page = await rows<StoredGrant>(grantsQuery, { ...p, lo: lo.toString(), hi: (lo + EVENT_PAGE_REVISIONS).toString() });
+        if (page.length) writeSync(gfd, `${page.map((g) => JSON.stringify(g)).join('\n')}\n`);
+      }
     } finally {
-      closeSync(fd);
+      closeSync(gfd);
     }
-    writeFileSync(path.join(out, 'store.json'), JSON.stringify({ ...dump, events: [], eventsFile: EVENTS_FILE }));
+    // The events and grants one JSON line each, in files of their own: a 30-minute run at the realistic load holds more
+    // than one JavaScript string can (JSON.stringify of the whole dump: "Invalid string length"). store.json names them.
+    writeFileSync(path.join(out, 'store.json'), JSON.stringify({ ...dump, eventsFile: EVENTS_FILE, grantsFile: GRANTS_FILE }));
   } finally {
     await client.close();
   }
