@@ -84,7 +84,12 @@ export const EVENTS_FILE = 'store-events.jsonl';
 /** Where a dump keeps its grants (one JSON line each) when store.json names it. */
 export const GRANTS_FILE = 'store-grants.jsonl';
 /** Revisions a dump reads per query (events by revision, grants by grant revision). */
-const EVENT_PAGE_REVISIONS = 200_000n;
+const EVENT_PAGE_REVISIONS = 50_000n;
+
+/** Rows as JSON lines, 5 000 at a time: one string of a whole page outgrew V8's longest (a mass expiry's values). */
+function writeLines(fd: number, rows: readonly unknown[]): void {
+  for (let i = 0; i < rows.length; i += 5_000) writeSync(fd, `${rows.slice(i, i + 5_000).map((r) => JSON.stringify(r)).join('\n')}\n`);
+}
 
 /** store.json with its events and grants: inline (older dumps, the kept fixture) or from the files beside it, read a chunk at a time. */
 export function readStoreDump(dir: string, text: string): StoreDump {
@@ -131,7 +136,7 @@ async function main(out: string): Promise<void> {
       const last = BigInt(span?.hi ?? '0');
       for (let lo = BigInt(span?.lo ?? '1'); lo <= last; lo += EVENT_PAGE_REVISIONS) {
         const page = await rows<StoredEvent>(eventsQuery, { ...p, lo: lo.toString(), hi: (lo + EVENT_PAGE_REVISIONS).toString() });
-        if (page.length) writeSync(fd, `${page.map((e) => JSON.stringify(e)).join('\n')}\n`);
+        writeLines(fd, page);
       }
     } finally {
       closeSync(fd);
@@ -167,7 +172,7 @@ async function main(out: string): Promise<void> {
       const last = BigInt(grantSpan?.hi ?? '0');
       for (let lo = BigInt(grantSpan?.lo ?? '1'); lo <= last; lo += EVENT_PAGE_REVISIONS) {
         const page = await rows<StoredGrant>(grantsQuery, { ...p, lo: lo.toString(), hi: (lo + EVENT_PAGE_REVISIONS).toString() });
-        if (page.length) writeSync(gfd, `${page.map((g) => JSON.stringify(g)).join('\n')}\n`);
+        writeLines(gfd, page);
       }
     } finally {
       closeSync(gfd);
