@@ -20,7 +20,9 @@
 //   its key's create revision, so an edited request, one written by hand, or a copy put back after it was
 //   rejected (even on a re-granted lease of the same id) proves nothing.
 // Not an etcd value, the same envelope: a restore gap the tailer records in the audit store (every field of
-// it), the one explanation the digest worker takes for rows a restore marked rolled back after sealing.
+// it), the one explanation the digest worker takes for rows a restore marked rolled back after sealing; and the
+// tailer's resume position — each checkpoint row and each catch-up segment row (every field that says where
+// capture stands), so a forged row can make a start replay, never skip (tailer/provenPosition.ts).
 //
 // Format: `<algorithm>.<key id>.<mac>`, today `hs256.<8 chars>.<43 chars>` (HMAC-SHA256, base64url). The
 // key id is derived from the key, so a value names the key it was proven with and a key can be rotated
@@ -37,7 +39,7 @@ export const PROOF_ALGORITHM = 'hs256';
 /** Longest proof checked (a proof is ~58 characters): a longer one is refused before any MAC is computed. */
 export const PROOF_MAX_LENGTH = 128;
 
-type ProofKind = 'hold' | 'mark' | 'force' | 'clock' | 'epoch' | 'class' | 'class-pending' | 'force-request' | 'epoch-request' | 'restore-gap';
+type ProofKind = 'hold' | 'mark' | 'force' | 'clock' | 'epoch' | 'class' | 'class-pending' | 'force-request' | 'epoch-request' | 'restore-gap' | 'checkpoint' | 'durable-segment';
 
 const keyIds = new WeakMap<Buffer, string>();
 
@@ -240,4 +242,42 @@ export function restoreGapMac(secret: Buffer, gap: SignedRestoreGap): string {
 /** true when a restore gap row carries the tailer's proof over every field of it. */
 export function hasValidRestoreGapProof(secret: Buffer, gap: SignedRestoreGap, proof: string | undefined): boolean {
   return proven(secret, 'restore-gap', restoreGapFields(gap), proof);
+}
+
+// ---- the tailer's resume position (checkpoints, catch-up segments) -----------
+
+/** What a checkpoint row's proof binds: every change of `cluster`'s timeline up to `revision` is durable, said by `leader` under `term`. */
+export interface SignedCheckpoint {
+  cluster: string;
+  timeline: number;
+  term: string;
+  revision: string;
+  leader: string;
+}
+const checkpointFields = (c: SignedCheckpoint): unknown[] => [c.cluster, c.timeline, c.term, c.revision, c.leader];
+
+export function checkpointMac(secret: Buffer, c: SignedCheckpoint): string {
+  return prove(secret, 'checkpoint', checkpointFields(c));
+}
+
+export function hasValidCheckpointProof(secret: Buffer, c: SignedCheckpoint, proof: string | undefined): boolean {
+  return proven(secret, 'checkpoint', checkpointFields(c), proof);
+}
+
+/** What a catch-up segment row's proof binds: every change of [from, through] of `cluster`'s timeline is durable (sql/160). */
+export interface SignedSegment {
+  cluster: string;
+  timeline: number;
+  term: string;
+  from: string;
+  through: string;
+}
+const segmentFields = (s: SignedSegment): unknown[] => [s.cluster, s.timeline, s.term, s.from, s.through];
+
+export function segmentMac(secret: Buffer, s: SignedSegment): string {
+  return prove(secret, 'durable-segment', segmentFields(s));
+}
+
+export function hasValidSegmentProof(secret: Buffer, s: SignedSegment, proof: string | undefined): boolean {
+  return proven(secret, 'durable-segment', segmentFields(s), proof);
 }

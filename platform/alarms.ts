@@ -80,11 +80,23 @@ export const alarmCatalog = {
     action:
       'The digest worker hashes each Parquet history file itself before a digest names it. This one is not the file its manifest describes: it was replaced or damaged in the history bucket after the export wrote it. Find who wrote it (bucket access logs); remove its manifest (the object name plus .manifest.json) and re-export the day (lockaudit export history --from DAY --to DAY --cluster CLUSTER), which writes file and manifest again. Cleared once every complete file matches its manifest.',
   },
+  LOCKAUDIT_ALARM_HISTORY_UNSIGNED: {
+    instance: 'history-unsigned:{cluster}',
+    message: 'the history manifest {object} of {cluster} is not the digest key\'s ({problem}); the day is written again and no digest names what it describes',
+    action:
+      'Every history manifest the worker writes carries the digest key\'s signature. This one does not: it was placed or edited in the history bucket by whoever holds its credentials (bucket access logs say who). Nothing needs undoing: the nightly job writes the day again over it and signs its manifest, and the digest worker never names a file on an unsigned manifest\'s word. If it came from before manifests were signed, `lockaudit export history` for that day replaces it. Held until the process restarts.',
+  },
   LOCKAUDIT_ALARM_HIGHWATER_UNEXPLAINED: {
     instance: 'highwater-unexplained:{cluster}',
     message: 'the highest captured grant token of {cluster} (epoch {epoch}) is explained by no grant carrying the lock API\'s proof; the lock API uses the highest proven one (epoch {usedEpoch}) instead',
     action:
       'Someone wrote the audit store\'s grant_high_water (or events) by hand: a token no proven grant explains is neither obeyed as a seal nor taken as the epoch to advance from. Find who wrote the store (its query log); the row stays until removed (ALTER TABLE grant_high_water DELETE WHERE …, with the platform stopped for an embedded store). Held until the process restarts.',
+  },
+  LOCKAUDIT_ALARM_RESUME_UNPROVEN: {
+    instance: 'resume-unproven:{cluster}',
+    message: 'the checkpoint of {cluster} in effect (revision {claimed}, term {term}) carries no tailer proof; capture resumes from the highest proven position, revision {resume}',
+    action:
+      'Someone wrote the audit store\'s checkpoints by hand (or edited a row): a checkpoint without the tailer\'s proof is never resumed from, so the tailer captures again from its last proven position (rows it already holds are written again, nothing is skipped). Find who wrote the store (its query log) and remove the row (ALTER TABLE checkpoints DELETE WHERE proof = \'\' …, with the platform stopped for an embedded store). Held until the process restarts.',
   },
   LOCKAUDIT_ALARM_FOREIGN_WRITE: {
     instance: 'foreign-write:{cluster}',

@@ -29,6 +29,8 @@ export interface CheckpointWriterDeps {
   /** The leadership term and etcd timeline written with each checkpoint (offsets.ts). */
   term: bigint;
   timeline: number;
+  /** The tailer's key: checkpoints and durable intervals carry its proof (sql/230). */
+  secret?: Buffer;
   log: Logger;
   /** Re-checks leadership in etcd; a rejection (etcd did not answer) → no checkpoint this time, asked again on the next. */
   fence: () => Promise<boolean>;
@@ -115,10 +117,10 @@ export class CheckpointWriter {
   }
 
   async #advance(value: bigint): Promise<TickResult> {
-    const { store, cluster, replicaId, term, timeline, fence, log } = this.#d;
+    const { store, cluster, replicaId, term, timeline, fence, log, secret } = this.#d;
     // A fence that could not ask etcd (restart, network) is neither yes nor no: no checkpoint this time, the
     // next tick asks again. A lease that really lapses is reported by the election itself (onLost), which stops the run.
-    const result = await writeCheckpoint(store, { cluster, revision: value, leader: replicaId, term, timeline, fence }).catch((err: Error) => {
+    const result = await writeCheckpoint(store, { cluster, revision: value, leader: replicaId, term, timeline, fence, secret }).catch((err: Error) => {
       this.#fenceFailures += 1;
       if (this.#fenceFailures === 1 || this.#fenceFailures % 40 === 0) {
         log.warn({ err: err.message, failures: this.#fenceFailures, checkpoint: this.#written.toString() }, 'leadership check failed; checkpoint held back until etcd answers');
@@ -151,7 +153,7 @@ export class CheckpointWriter {
     if (leads === undefined) return 'ok'; // etcd did not answer: asked again next tick
     if (!leads) return 'leadership-lost';
     try {
-      await writeDurable(this.#d.store, { cluster: this.#d.cluster, timeline: this.#d.timeline, term: this.#d.term }, grown);
+      await writeDurable(this.#d.store, { cluster: this.#d.cluster, timeline: this.#d.timeline, term: this.#d.term, secret: this.#d.secret }, grown);
       for (const d of grown) this.#durable.set(d.from.toString(), d.through);
     } catch (err) {
       this.#d.log.warn({ err: (err as Error).message }, 'durable catch-up intervals not recorded; will retry');

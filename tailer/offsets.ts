@@ -10,7 +10,9 @@
 // restore (restores.ts) starts a new timeline, whose checkpoint starts again
 // at its resume revision.
 import type { AuditStore } from '../core/clickhouse.js';
+import { checkpointMac } from '../core/proof.js';
 import { loadSql } from '../platform/sql.js';
+import { provenPosition } from './provenPosition.js';
 import { readPosition, type Position } from './restores.js';
 
 const READ_ONE = loadSql('tailer/sql/checkpoint.sql');
@@ -68,6 +70,8 @@ export interface CheckpointWriteRequest {
    * did not answer) propagates: the caller decides whether to try again.
    */
   fence: () => Promise<boolean>;
+  /** The tailer's key: the row carries its proof (sql/230), and a stored row that would hold this write back counts only when proven. */
+  secret?: Buffer;
 }
 
 /**
@@ -79,10 +83,15 @@ export interface CheckpointWriteRequest {
  * take the highest term's highest row, so it never shows.
  */
 export async function writeCheckpoint(store: AuditStore, req: CheckpointWriteRequest): Promise<CheckpointWrite> {
-  const stored = await readFencedCheckpoint(store, req.cluster);
+  let stored = await readFencedCheckpoint(store, req.cluster);
+  // A row that would hold this write back is obeyed only when proven: a forged higher term would otherwise depose
+  // every leader, a forged higher revision stop the checkpoint for good (provenPosition.ts).
+  const holdsBack = stored.term > req.term || (stored.revision >= req.revision && stored.term === req.term);
+  if (holdsBack && req.secret) stored = (await provenPosition(store, req.cluster, req.secret, stored)).position;
   if (stored.term > req.term) return { kind: 'not-leader' };
   if (stored.revision >= req.revision && stored.term === req.term) return { kind: 'behind', stored: stored.revision };
   if (!(await req.fence())) return { kind: 'not-leader' };
-  await store.insert('checkpoints', [{ cluster: req.cluster, revision: req.revision.toString(), leader: req.leader, term: req.term.toString(), timeline: req.timeline }]);
+  const row = { cluster: req.cluster, revision: req.revision.toString(), leader: req.leader, term: req.term.toString(), timeline: req.timeline };
+  await store.insert('checkpoints', [{ ...row, ...(req.secret ? { proof: checkpointMac(req.secret, row) } : {}) }]);
   return { kind: 'written', revision: req.revision };
 }

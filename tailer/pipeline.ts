@@ -262,7 +262,7 @@ export class TailerPipeline {
     const head = await this.#deps.clock.tick();
     if (head > state.head) state.head = head;
     // What earlier runs made durable above the checkpoint is not watched again (catchUpSegments.ts).
-    const durable = await readDurable(this.#deps.store, this.#deps.cluster, this.#deps.timeline ?? 0, checkpoint).catch((err: Error) => {
+    const durable = await readDurable(this.#deps.store, this.#deps.cluster, this.#deps.timeline ?? 0, checkpoint, this.#opts.originSecret).catch((err: Error) => {
       log.warn({ err: err.message }, 'durable catch-up intervals not read; this run watches everything above the checkpoint');
       return [];
     });
@@ -360,6 +360,7 @@ export class TailerPipeline {
       replicaId: d.replicaId,
       term: d.term,
       timeline: d.timeline ?? 0,
+      secret: this.#opts.originSecret,
       log: d.log,
       fence: d.fence,
       position: () => ({ watermark: state.watermark, head: state.head, lagSeconds: clocks.lagSeconds(state.watermark, state.head) }),

@@ -24,9 +24,10 @@ import { storeEvidenceLog } from './leaseEvidence.js';
 import { etcdTtl, LeaseWitness } from './leaseWitness.js';
 import { leaderIndex, recordRaftMark, type RaftCheckDeps } from './raftMarks.js';
 import { watchRewind } from './rewindWatch.js';
-import { RESTORE_PAGE_SIZE, detectRestore, divergence, endHistory, ensureTimeline, etcdPosition, recordTimeline, rollBack, unfinishedRestore, type RestoreSeen, type Timeline, type UnfinishedRestore } from './restores.js';
+import { RESTORE_PAGE_SIZE, detectRestore, divergence, endHistory, ensureTimeline, etcdPosition, recordTimeline, rollBack, unfinishedRestore, type Position, type RestoreSeen, type Timeline, type UnfinishedRestore } from './restores.js';
 import { SpoolShipper } from './spoolShipper.js';
-import { readCheckpoint, readFencedCheckpoint, writeCheckpoint } from './offsets.js';
+import { readFencedCheckpoint, writeCheckpoint } from './offsets.js';
+import { provenPosition } from './provenPosition.js';
 import { writeRows, type RowWriteOptions } from './rowWriter.js';
 import { ReplayCheck } from './replays.js';
 import { TailerPipeline, type PipelineHandle, type PipelineOptions } from './pipeline.js';
@@ -79,6 +80,7 @@ const CLOSE_DEADLINE_MS = 20_000;
 export class TailerReplica {
   readonly #deps: ReplicaDeps;
   readonly #opts: ReplicaOptions;
+  #toldBeforeProofs = false;
   readonly #replicaId: string;
   readonly #client: Etcd3;
   readonly #closing = new AbortController();
@@ -210,7 +212,7 @@ export class TailerReplica {
     const term = election.term();
     while (!signal.aborted) {
       // Start position (docs/architecture.md, where a tailer starts): a restore first (it can rewind the checkpoint), then compaction.
-      let checkpoint = await readCheckpoint(store, cluster);
+      let checkpoint = (await this.#checkpointNow()).revision;
       const position = await etcdPosition(this.#client);
       const timeline = await ensureTimeline(store, cluster, position);
       const gaps = await loadGaps(store, cluster, timeline.generation);
@@ -263,7 +265,7 @@ export class TailerReplica {
       const reconnectCheck = (): Promise<boolean> => {
         checking ??= (async () => {
           const now = await etcdPosition(this.#client);
-          const seen = await detectRestore(this.#client, store, cluster, await readCheckpoint(store, cluster), timeline, now, this.#raft);
+          const seen = await detectRestore(this.#client, store, cluster, (await this.#checkpointNow()).revision, timeline, now, this.#raft);
           if (!seen) return !run.signal.aborted;
           rewound ??= seen.why;
           this.#leases?.forgetTimes();
@@ -474,10 +476,32 @@ export class TailerReplica {
     const holds = await this.#snapshot(compacted, checkpoint, { retry: { initialMs: 100, maxMs: 5_000, signal }, timeline, term });
     if (!(await election.stillLeader())) throw new Error('leadership lost during the snapshot');
     await closeGrantsEndedInGap(store, cluster, checkpoint, compacted, compacted, term);
-    const wrote = await writeCheckpoint(store, { cluster, revision: compacted, leader: this.#replicaId, term, timeline, fence: () => election.stillLeader() });
+    const wrote = await writeCheckpoint(store, { cluster, revision: compacted, leader: this.#replicaId, term, timeline, fence: () => election.stillLeader(), secret: this.#opts.originSecret });
     if (wrote.kind === 'not-leader') throw new Error('leadership lost during the snapshot');
     log.warn({ holds, revision: compacted.toString() }, 'snapshot written; resuming after it');
     return wrote.kind === 'behind' ? wrote.stored : compacted;
+  }
+
+  /**
+   * The checkpoint in effect, taken only as far as a proven row stands behind it (provenPosition.ts): with the
+   * tailer's key, an unproven one is alarmed and the highest proven position is used — a replay, never a skip.
+   */
+  async #checkpointNow(): Promise<Position> {
+    const { store, log, health } = this.#deps;
+    const cluster = this.#deps.cluster.name;
+    const inEffect = await readFencedCheckpoint(store, cluster);
+    const secret = this.#opts.originSecret;
+    if (!secret) return inEffect;
+    const checked = await provenPosition(store, cluster, secret, inEffect);
+    if (checked.unproven) {
+      const claimed = checked.unproven;
+      log.error({ claimed: claimed.revision.toString(), term: claimed.term.toString(), resume: checked.position.revision.toString() }, 'the checkpoint in effect carries no proof: resuming from the highest proven position');
+      health?.raise(alarm('LOCKAUDIT_ALARM_RESUME_UNPROVEN', { cluster }, { claimed: claimed.revision, term: claimed.term, resume: checked.position.revision }));
+    } else if (checked.beforeProofs && !this.#toldBeforeProofs) {
+      this.#toldBeforeProofs = true;
+      log.warn({ checkpoint: inEffect.revision.toString() }, 'the checkpoint was written before checkpoints carried proofs: resuming from it (the next one written carries a proof)');
+    }
+    return checked.position;
   }
 
   /**
@@ -489,7 +513,7 @@ export class TailerReplica {
    */
   async #assertCurrent(election: LeaderElection, term: bigint | undefined, checkpoint: bigint, what: string): Promise<void> {
     if (!(await election.stillLeader())) throw new Error(`leadership lost before recording a ${what}`);
-    const now = await readFencedCheckpoint(this.#deps.store, this.#deps.cluster.name);
+    const now = await this.#checkpointNow();
     if (term !== undefined && now.term > term) throw new Error(`a later leader's checkpoint (term ${now.term}, ours ${term}) is stored: no ${what} recorded from ours`);
     if (now.revision !== checkpoint) throw new Error(`the checkpoint moved from ${checkpoint} to ${now.revision}: no ${what} recorded from a stale checkpoint`);
   }
