@@ -10,6 +10,7 @@ import { createLogger, prettyDestination, resolveLogFormat, type LogFormat, type
 import { createMetricsRegistry } from '../core/metrics.js';
 import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
+import { registerAlarmMetrics } from './alarmMetrics.js';
 import { ensureBuckets } from './buckets.js';
 import { settlesWithin } from './deadline.js';
 import { HealthState } from './health.js';
@@ -41,7 +42,9 @@ export async function openRuntime(options: { migrate?: boolean; buckets?: boolea
   }
   if (options.buckets) await ensureBuckets(createS3Client(config.s3), config.s3);
   const metrics = createMetricsRegistry();
-  return { config, logger, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics };
+  const health = new HealthState();
+  registerAlarmMetrics(metrics, health);
+  return { config, logger, store, verifier: new ApiTokenVerifier(store), health, metrics };
 }
 
 /** How long a shutdown past its deadline still waits for the store to close (see runUntilSignal). */

@@ -1,5 +1,8 @@
 // /healthz (the process answers), /readyz (every dependency answers the way
-// the real path uses it, and no alarm is raised), /metrics (Prometheus).
+// the real path uses it: the process can serve), /metrics (Prometheus).
+// A raised alarm is an alert (metrics, rules, sinks), listed for admins here,
+// never a reason to take the process out of rotation: one write around the
+// lock API would otherwise make every API process unready to a load balancer.
 // Nothing for the unauthenticated beyond a status: which dependency failed,
 // and where (host:port), is for admins; /metrics can require a token.
 import { LockauditError } from '../../core/errors.js';
@@ -12,8 +15,8 @@ export async function healthRoutes(app: App, { ctx }: RouteOptions): Promise<voi
   app.get('/readyz', { schema: { hide: true } }, async (request, reply) => {
     const checks = await ctx.health.checks(() => checkAll(ctx.config, ctx.store, { deep: false, logger: ctx.logger }));
     const alarms = ctx.health.alarms();
-    const ready = checks.every((c) => c.ok) && alarms.length === 0;
-    const status = ready ? 'ready' : 'degraded';
+    const ready = checks.every((c) => c.ok);
+    const status = ready ? 'ready' : 'unready';
     if (!request.identity?.roles.includes('admin')) return reply.status(ready ? 200 : 503).send({ status });
     return reply.status(ready ? 200 : 503).send({
       status,

@@ -148,7 +148,7 @@ describe('deploy/: Prometheus rules and the Grafana dashboard', { timeout: 3_600
     const data = tempDir('lockaudit-monitoring-run-');
     // The demo as `npm run demo` runs it: on services of its own (a port block and data dir of its own), not the
     // suite's etcd, whose history other tests filled with hand-written holds and compactions — a demo tailer
-    // rightly alarms on those (LOCKAUDIT_ALARM_FOREIGN_WRITE), and a raised alarm keeps /readyz (and the banner) back.
+    // rightly alarms on those (LOCKAUDIT_ALARM_FOREIGN_WRITE), and this test reads the demo's alarms.
     const env = { ...process.env, LOCKAUDIT_DATA_DIR: data.dir, LOCKAUDIT_LOCAL_PORT_BASE: String(Number(process.env.LOCKAUDIT_LOCAL_PORT_BASE ?? 24000) + 500), LOCKAUDIT_PORT: String(PORT), LOCKAUDIT_LOG_LEVEL: 'info' };
     let child: ChildProcess | undefined;
     let stderr = '';
