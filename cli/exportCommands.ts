@@ -6,6 +6,7 @@ import { userInfo } from 'node:os';
 import path from 'node:path';
 import { SingleBar, Presets } from 'cli-progress';
 import type { Command } from 'commander';
+import { digestSigner } from '../core/digestKey.js';
 import { AuditStore } from '../core/clickhouse.js';
 import { CLUSTER_NAME_PATTERN, loadConfig, type Config } from '../core/config.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
@@ -101,7 +102,7 @@ export function registerExportCommands(program: Command): void {
           for (const c of clusters) await pickCluster({ store, limits: config.reports, clusters: configured }, c, '--cluster').catch((err: Error) => badInput(err.message));
           const s3 = createS3Client(config.s3);
           await ensureHistoryBucket(s3, config.s3);
-          const deps = { store, s3, bucket: config.s3.historyBucket, logger: createLogger('warn') };
+          const deps = { store, s3, bucket: config.s3.historyBucket, logger: createLogger('warn'), signer: digestSigner(config) };
           const progress = bar('history');
           const total = days.length * clusters.length * datasets.length;
           progress.start(total, 0, { unit: 'files', detail: '' });

@@ -203,8 +203,8 @@ export class ExportRecords {
   }
 }
 
-/** What a compliance export needs: a history export's, and the digests to carry in its signed manifest. */
-export type ComplianceDeps = HistoryDeps & {
+/** What a compliance export needs: a history export's (its own key is under `digests`), and the digests to carry in its signed manifest. */
+export type ComplianceDeps = Omit<HistoryDeps, 'signer' | 'health'> & {
   digests?: { signer: DigestSigner; archiveBucket: string; clusters: readonly string[]; objectPrefix?: string };
 };
 

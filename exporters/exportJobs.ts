@@ -42,7 +42,7 @@ export interface ComplianceJobData {
   id: string;
 }
 
-type Deps = Pick<Runtime, 'store' | 'config' | 'logger' | 'metrics'>;
+type Deps = Pick<Runtime, 'store' | 'config' | 'logger' | 'metrics'> & Partial<Pick<Runtime, 'health'>>;
 
 export function historyProcessor(runtime: Deps): Processor<HistoryJobData> {
   const s3 = createS3Client(runtime.config.s3);
@@ -55,7 +55,7 @@ export function historyProcessor(runtime: Deps): Processor<HistoryJobData> {
     // The scheduled time, not the run time, names the day: a retry after midnight exports the same day.
     const date = data.date ?? yesterday(job.timestamp + (job.delay ?? 0));
     const clusters = data.clusters ?? runtime.config.etcd.clusters.map((c) => c.name);
-    const results = await exportHistoryDay({ store: runtime.store, s3, bucket: runtime.config.s3.historyBucket, logger: runtime.logger, metrics }, date, clusters, datasets).catch((err: unknown) => {
+    const results = await exportHistoryDay({ store: runtime.store, s3, bucket: runtime.config.s3.historyBucket, logger: runtime.logger, metrics, signer: digestSigner(runtime.config), health: runtime.health }, date, clusters, datasets).catch((err: unknown) => {
       // Grants that disagree with their events disagree again on a retry (each a full check and upload): not retried.
       throw isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_UNPROVEN') ? new UnrecoverableError((err as Error).message) : err;
     });

@@ -74,6 +74,12 @@ export async function objectSha256(s3: Client, bucket: string, name: string): Pr
   }
 }
 
+/** Writes a small JSON object, over one of that name if there is one. */
+export async function putJson(s3: Client, bucket: string, name: string, value: unknown, retry: RetryOptions = {}): Promise<void> {
+  const body = Buffer.from(`${JSON.stringify(value, null, 2)}\n`);
+  await withRetry(() => s3.putObject(bucket, name, body, body.length, { 'Content-Type': 'application/json' }), retry);
+}
+
 /** Writes a small JSON object unless one of that name exists: 'exists' when another writer was first. */
 export async function putJsonIfAbsent(s3: Client, bucket: string, name: string, value: unknown, retry: RetryOptions = {}): Promise<'written' | 'exists'> {
   const body = Buffer.from(`${JSON.stringify(value, null, 2)}\n`);

@@ -2,22 +2,31 @@
 // history bucket (365-day lifecycle), Hive-style paths:
 //   grants/cluster=<c>/date=<YYYY-MM-DD>/grants.parquet  (+ .manifest.json)
 //   events/cluster=<c>/date=<YYYY-MM-DD>/events.parquet  (+ .manifest.json)
-// A day is complete when its manifest exists; re-running a day skips complete
-// files and rewrites only a file whose manifest never appeared (write, then
-// manifest), so repeating a run is safe. The file is streamed into the bucket
+// A day is complete when its manifest exists and carries the digest key's
+// signature (the worker signs every manifest it writes); re-running a day skips
+// complete files and rewrites a file whose manifest never appeared (write, then
+// manifest), so repeating a run is safe. The history bucket is not locked: a
+// manifest the worker did not sign (placed by whoever holds the bucket's
+// credentials, for a day not yet written) is alarmed and the day written
+// anew over it, never skipped on its word. The file is streamed into the bucket
 // as ClickHouse writes it (multipart; visible only once complete). Because a
 // complete day is never written again, a day is written only once the
 // cluster's capture has passed its end (historyDayNotOver).
+import { createPublicKey } from 'node:crypto';
 import type { Client } from 'minio';
 import type { AuditStore } from '../core/clickhouse.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
+import type { DigestSigner } from '../core/digestKey.js';
 import type { Logger } from '../core/logger.js';
+import { alarm } from '../platform/alarms.js';
+import type { HealthState } from '../platform/health.js';
 import { ExportGate, exportPlanToObject, type ExportProgress } from './chunkedExport.js';
 import { planEventsExport, planGrantsExport, DEFAULT_CHUNK_ROWS } from './exportPlans.js';
 import { assertGrantsMatchEvents } from './grantsCheck.js';
 import type { ExportMetrics } from './exportMetrics.js';
-import { buildManifest, manifestName, type Manifest } from './manifest.js';
-import { objectExists, putJsonIfAbsent, withRetry, type RetryOptions } from './objectStore.js';
+import { manifestSignatureProblem, signManifest } from './digests/format.js';
+import { buildManifest, manifestName, parseManifest, type Manifest } from './manifest.js';
+import { objectExists, putJson, putJsonIfAbsent, readObjectText, withRetry, type RetryOptions } from './objectStore.js';
 import { loadSql } from '../platform/sql.js';
 
 const PASSED = loadSql('exporters/sql/history_passed.sql');
@@ -74,6 +83,10 @@ export interface HistoryDeps {
   metrics?: ExportMetrics;
   retry?: RetryOptions;
   chunkRows?: number;
+  /** The digest key: every manifest is signed with it, and one it did not sign is no proof that a day was written. */
+  signer: DigestSigner;
+  /** Where an unsigned manifest is alarmed (LOCKAUDIT_ALARM_HISTORY_UNSIGNED). */
+  health?: Pick<HealthState, 'raise'>;
 }
 
 export interface HistoryFileResult {
@@ -98,9 +111,17 @@ export async function exportHistoryFile(
   const object = historyObjectName(dataset, cluster, date);
   const manifestObject = manifestName(object);
   const retry = deps.retry ?? {};
+  let replace = false;
   if (await withRetry(() => objectExists(deps.s3, deps.bucket, manifestObject), retry)) {
-    deps.metrics?.historyFiles.inc({ dataset, outcome: 'complete' });
-    return { dataset, cluster, date, object, status: 'complete' };
+    const problem = await unsignedManifest(deps, manifestObject, object);
+    if (problem === undefined) {
+      deps.metrics?.historyFiles.inc({ dataset, outcome: 'complete' });
+      return { dataset, cluster, date, object, status: 'complete' };
+    }
+    // Not the worker's: the day is written anew over it (the history bucket is not locked), and alarmed.
+    deps.health?.raise(alarm('LOCKAUDIT_ALARM_HISTORY_UNSIGNED', { cluster }, { object: `${deps.bucket}/${manifestObject}`, problem }));
+    deps.logger.error({ dataset, cluster, date, object: manifestObject, problem }, 'history manifest not signed by the digest key: writing the day again');
+    replace = true;
   }
   const range = { fromMs: start, toMs: start + DAY_MS };
   const chunkRows = deps.chunkRows ?? DEFAULT_CHUNK_ROWS;
@@ -111,9 +132,11 @@ export async function exportHistoryFile(
     const planning = dataset === 'grants' ? planGrantsExport(deps.store, { cluster }, range, chunkRows) : planEventsExport(deps.store, cluster, range, chunkRows);
     const plan = await (gate ? gate.guard(planning) : planning);
     const file = await exportPlanToObject(deps.store, plan, 'parquet', { s3: deps.s3, bucket: deps.bucket, object, contentType: 'application/vnd.apache.parquet', retry }, { onProgress, revisionColumn: dataset === 'grants' ? 'grant_revision' : 'revision', gate });
-    const manifest = buildManifest(file, { dataset, object, cluster, date, from: new Date(range.fromMs).toISOString(), to: new Date(range.toMs).toISOString(), ...(dataset === 'grants' ? { grantsCheckedAgainstEvents: true } : {}) });
-    // Only now is the file complete. A manifest already there means another run finished it first.
-    await putJsonIfAbsent(deps.s3, deps.bucket, manifestObject, manifest, retry);
+    const manifest = signManifest(buildManifest(file, { dataset, object, cluster, date, from: new Date(range.fromMs).toISOString(), to: new Date(range.toMs).toISOString(), ...(dataset === 'grants' ? { grantsCheckedAgainstEvents: true } : {}) }), deps.signer);
+    // Only now is the file complete. A manifest already there means another run finished it first (unless it is
+    // the unsigned one this run replaces).
+    if (replace) await putJson(deps.s3, deps.bucket, manifestObject, manifest, retry);
+    else await putJsonIfAbsent(deps.s3, deps.bucket, manifestObject, manifest, retry);
     deps.metrics?.historyFiles.inc({ dataset, outcome: 'written' });
     deps.logger.info({ dataset, cluster, date, rows: manifest.rows, bytes: manifest.bytes }, 'history file written');
     return { dataset, cluster, date, object, status: 'written', manifest };
@@ -160,6 +183,14 @@ export function historyDayBeforeCapture(cluster: string, date: string, began: nu
   const start = dayStartMs(date);
   if (start === undefined || began === undefined || start + DAY_MS > began) return undefined;
   return `${date} of cluster "${cluster}" ended before its capture began (the earliest captured time is ${new Date(began).toISOString()}): nothing of it was captured, so no file is written`;
+}
+
+/** Why the manifest at `name` is not the digest key's signed manifest of `object`, or undefined when it is. */
+async function unsignedManifest(deps: HistoryDeps, name: string, object: string): Promise<string | undefined> {
+  const m = parseManifest(await withRetry(() => readObjectText(deps.s3, deps.bucket, name), deps.retry ?? {}));
+  if (!m) return 'not a manifest';
+  if (m.object !== object) return `it names ${m.object}`;
+  return manifestSignatureProblem(m, deps.signer.keyId, createPublicKey(deps.signer.publicKeyPem));
 }
 
 /** Every dataset of every cluster for one day; a cluster whose capture has not passed the day's end is left for later (throws once the others are written). */

@@ -349,6 +349,20 @@ export function signManifest<T extends object>(manifest: T, signer: DigestSigner
 }
 
 /**
+ * What is wrong with a manifest's signature under the digest key (`keyId`, `publicKey`), or undefined when it
+ * is that key's signature over every other field: a history manifest the worker did not sign is never taken
+ * as a day written, nor named by a digest.
+ */
+export function manifestSignatureProblem(manifest: object, keyId: string, publicKey: KeyObject): string | undefined {
+  const { signature, ...rest } = manifest as { signature?: { algorithm?: unknown; keyId?: unknown; value?: unknown } };
+  if (!signature || typeof signature !== 'object') return 'the manifest is not signed';
+  if (signature.algorithm !== 'Ed25519' || typeof signature.value !== 'string') return 'the manifest\'s signature is not an Ed25519 one';
+  if (signature.keyId !== keyId) return `the manifest is signed by key ${String(signature.keyId)}, not the digest key ${keyId}`;
+  if (!verifyDigestSignature(publicKey, Buffer.from(canonicalJson(rest), 'utf8'), signature.value)) return 'the manifest\'s signature does not hold (edited after signing, or not the digest key\'s)';
+  return undefined;
+}
+
+/**
  * The stretch of a cluster's chain an export over [fromMs, toMs) carries:
  * every digest from the lowest to the highest seq among those whose period
  * overlaps the range or is the one right after it (a change belongs to the

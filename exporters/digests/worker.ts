@@ -27,7 +27,7 @@ import { loadSql } from '../../platform/sql.js';
 import { MANIFEST_SUFFIX, parseManifest } from '../manifest.js';
 import { objectSha256, putArchiveJson, readObjectText, withRetry } from '../objectStore.js';
 import {
-  comparePositions, DIGEST_KIND, digestProblem, DIGEST_OBJECT_PREFIX, DIGEST_VERSION, digestObjectName, GENESIS_HASH, parseDigest, signDigest,
+  comparePositions, DIGEST_KIND, digestProblem, DIGEST_OBJECT_PREFIX, DIGEST_VERSION, digestObjectName, GENESIS_HASH, manifestSignatureProblem, parseDigest, signDigest,
   type Digest, type DigestBody, type DigestHistoryObject, type Position,
 } from './format.js';
 import { explainChange, provenRestores, restoresAfter } from './explain.js';
@@ -424,6 +424,12 @@ export class DigestWorker {
         if (named.has(`${bucket}/${object}`)) continue;
         const m = parseManifest(await readObjectText(this.#o.s3, bucket, name));
         if (!m || m.object !== object) continue;
+        // Only a manifest this key signed says a file is history: one placed by the bucket's credentials is named by no digest.
+        const unsigned = manifestSignatureProblem(m, this.#o.signer.keyId, this.#publicKey);
+        if (unsigned !== undefined) {
+          mismatched.push({ object, problem: unsigned });
+          continue;
+        }
         const got = await withRetry(() => objectSha256(this.#o.s3, bucket, object), { deadlineMs: 60_000 });
         if (got === 'missing') mismatched.push({ object, problem: 'the file is missing' });
         else if (got.sha256 !== m.sha256 || got.bytes !== m.bytes) mismatched.push({ object, problem: `sha256 ${got.sha256.slice(0, 12)}…, ${got.bytes} bytes; manifest says ${m.sha256.slice(0, 12)}…, ${m.bytes} bytes` });

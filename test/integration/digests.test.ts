@@ -68,7 +68,7 @@ describe('tamper-evident digests', () => {
     if (options.locked) await ensureArchiveBucket(s3, bucket, config.s3.region);
     else await s3.makeBucket(bucket, config.s3.region);
     await seedDigestRecord(store, cluster, startMs, seconds);
-    if (options.history) await exportHistoryFile({ store, s3, bucket: historyBucket, logger }, { dataset: 'events', cluster, date: formatDay(startMs) });
+    if (options.history) await exportHistoryFile({ store, s3, bucket: historyBucket, logger, signer }, { dataset: 'events', cluster, date: formatDay(startMs) });
     const worker = new DigestWorker({
       cluster, store, s3, bucket, historyBucket, signer, logger, periodMs: 1000, settleMs: 0, lookbackPeriods: 1000, alarmAfterPeriods: 2, allowUnlocked: !options.locked,
       health: options.health, ...(options.maxPeriodsPerRun ? { maxPeriodsPerRun: options.maxPeriodsPerRun } : {}),
@@ -415,7 +415,7 @@ describe('tamper-evident digests', () => {
     assert.match(raised.message, new RegExp(`${object.replace(/[.]/g, '\\.')} of ${sc.cluster} does not match its manifest \\(sha256 `));
     // Re-exported (its manifest removed first, as the runbook says): the next digest names the file, and the alarm clears.
     await s3.removeObject(historyBucket, manifestName(object));
-    await exportHistoryFile({ store, s3, bucket: historyBucket, logger }, { dataset: 'events', cluster: sc.cluster, date: formatDay(sc.startMs) });
+    await exportHistoryFile({ store, s3, bucket: historyBucket, logger, signer }, { dataset: 'events', cluster: sc.cluster, date: formatDay(sc.startMs) });
     await store.insert('events', [{ cluster: sc.cluster, revision: String(CLOCK_REVISION(7)), key: '/sys/clock', event_type: 'clock', op: 'put', wall_time: new Date(sc.startMs + 7500).toISOString().replace('T', ' ').replace('Z', ''), value: '{}' }]);
     await store.insert('checkpoints', [{ cluster: sc.cluster, revision: String(CLOCK_REVISION(8)), leader: 'test' }]);
     await sc.worker.tick();
@@ -426,11 +426,27 @@ describe('tamper-evident digests', () => {
     assert.equal((await sc.verify()).ok, true);
   });
 
+  it('names no history file on a manifest the digest key did not sign (placed with the bucket\'s credentials): LOCKAUDIT_ALARM_DIGEST_HISTORY_MISMATCH', async () => {
+    const health = new HealthState();
+    const sc = await scenario(6, { history: true, health });
+    const object = `events/cluster=${sc.cluster}/date=${formatDay(sc.startMs)}/events.parquet`;
+    // The file is the export's; its manifest is put back without the signature (what a hand-made one looks like).
+    const { signature: _signature, ...unsigned } = JSON.parse(await readObjectText(s3, historyBucket, manifestName(object))) as Record<string, unknown>;
+    const body = Buffer.from(JSON.stringify(unsigned));
+    await s3.putObject(historyBucket, manifestName(object), body, body.length);
+    await sc.worker.tick();
+    const d1 = JSON.parse(await readObjectText(s3, sc.bucket, sc.object(1))) as Digest;
+    assert.deepEqual(d1.history, [], 'an unsigned manifest names nothing');
+    const raised = health.alarms().find((a) => a.code === 'LOCKAUDIT_ALARM_DIGEST_HISTORY_MISMATCH');
+    assert.ok(raised, 'the alarm is raised');
+    assert.match(raised.message, /the manifest is not signed/);
+  });
+
   it('checks the day\'s history file a digest after the range named (the file is written after the day)', async () => {
     const sc = await scenario(6);
     await sc.worker.tick();
     const object = `events/cluster=${sc.cluster}/date=${formatDay(sc.startMs)}/events.parquet`;
-    await exportHistoryFile({ store, s3, bucket: historyBucket, logger }, { dataset: 'events', cluster: sc.cluster, date: formatDay(sc.startMs) });
+    await exportHistoryFile({ store, s3, bucket: historyBucket, logger, signer }, { dataset: 'events', cluster: sc.cluster, date: formatDay(sc.startMs) });
     await store.insert('events', [{ cluster: sc.cluster, revision: String(CLOCK_REVISION(7)), key: '/sys/clock', event_type: 'clock', op: 'put', wall_time: new Date(sc.startMs + 7500).toISOString().replace('T', ' ').replace('Z', ''), value: '{}' }]);
     await store.insert('checkpoints', [{ cluster: sc.cluster, revision: String(CLOCK_REVISION(8)), leader: 'test' }]);
     await sc.worker.tick();

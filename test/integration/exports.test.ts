@@ -4,7 +4,7 @@
 // checksum, read back with an independent reader), the API's job, progress,
 // audit trail and presigned download that expires.
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, createPublicKey } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -16,6 +16,7 @@ import { exportRoutes } from '../../api/routes/exports.js';
 import { HealthState } from '../../platform/health.js';
 import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import type { AuditStore } from '../../core/clickhouse.js';
+import { generateDigestSigner } from '../../core/digestKey.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { createS3Client } from '../../core/s3.js';
@@ -24,6 +25,7 @@ import { ExportGate, exportPlanToObject, runExportPlan, type ExportProgress } fr
 import { ExportRecords, runComplianceExport, writeGrantsExport } from '../../exporters/complianceExport.js';
 import { planGrantsExport } from '../../exporters/exportPlans.js';
 import { COMPLIANCE_QUEUE, complianceProcessor, historyProcessor, HISTORY_QUEUE } from '../../exporters/exportJobs.js';
+import { manifestSignatureProblem, signManifest } from '../../exporters/digests/format.js';
 import { manifestName, parseManifest } from '../../exporters/manifest.js';
 import { objectExists, readObjectText } from '../../exporters/objectStore.js';
 import { captureBegan, exportHistoryFile, historyObjectName, HISTORY_SETTLE_MS } from '../../exporters/parquetHistory.js';
@@ -35,6 +37,7 @@ import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
 const DAY = 86_400_000;
 const DAY1 = Date.parse('2026-03-01T00:00:00Z');
 const logger = createLogger('silent');
+const signer = generateDigestSigner();
 
 describe('exports', () => {
   const historyBucket = uniqueId('hist-');
@@ -66,8 +69,49 @@ describe('exports', () => {
     assert.ok(rules.some((r) => r.Status === 'Enabled' && Number(r.Expiration?.Days) === HISTORY_EXPIRY_DAYS), JSON.stringify(lifecycle));
   });
 
+  it('never skips a day on a manifest the digest key did not sign: placed, edited or another key\'s, the day is written over it and alarmed', async () => {
+    const health = new HealthState();
+    const deps = { store, s3, bucket: historyBucket, logger, chunkRows: 7_000, signer, health };
+    const date = '2026-02-24';
+    const object = historyObjectName('grants', 'c2', date);
+    const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
+    // Whoever holds the bucket's credentials places a file and its manifest for a day not yet written.
+    const placed = Buffer.from('PAR1 placed by hand PAR1');
+    await s3.putObject(historyBucket, object, placed, placed.length);
+    const forged = { version: 1, dataset: 'grants', object, format: 'parquet', rows: '0', bytes: placed.length, sha256: sha(placed), revisionRange: null, cluster: 'c2', date, from: `${date}T00:00:00.000Z`, to: '2026-02-25T00:00:00.000Z', exportedAt: new Date().toISOString() };
+    const putManifest = async (m: object): Promise<void> => {
+      const body = Buffer.from(JSON.stringify(m));
+      await s3.putObject(historyBucket, manifestName(object), body, body.length);
+    };
+    await putManifest(forged);
+    const written = await exportHistoryFile(deps, { dataset: 'grants', cluster: 'c2', date });
+    assert.equal(written.status, 'written', 'not skipped on an unsigned manifest');
+    const raised = health.alarms().find((a) => a.code === 'LOCKAUDIT_ALARM_HISTORY_UNSIGNED');
+    assert.ok(raised);
+    assert.match(raised.message, /not signed/);
+    const stored = parseManifest(await readObjectText(s3, historyBucket, manifestName(object)));
+    assert.ok(stored);
+    assert.equal(manifestSignatureProblem(stored, signer.keyId, createPublicKey(signer.publicKeyPem)), undefined, 'the manifest written over it is signed');
+    const file = await s3.getObject(historyBucket, object);
+    const parts: Buffer[] = [];
+    for await (const c of file) parts.push(c as Buffer);
+    assert.equal(sha(Buffer.concat(parts)), stored.sha256, 'the file is the export\'s, not the placed one');
+    assert.equal((await exportHistoryFile(deps, { dataset: 'grants', cluster: 'c2', date })).status, 'complete', 'a signed manifest completes the day');
+
+    // A signed manifest edited afterwards, and one signed by another key, are no more the worker's.
+    for (const [what, m, problem] of [
+      ['edited', { ...stored, rows: '1' }, /does not hold/],
+      ['another key', signManifest({ ...stored }, generateDigestSigner()), /signed by key/],
+    ] as const) {
+      const fresh = new HealthState();
+      await putManifest(m);
+      assert.equal((await exportHistoryFile({ ...deps, health: fresh }, { dataset: 'grants', cluster: 'c2', date })).status, 'written', what);
+      assert.match(fresh.alarms()[0]?.message ?? '', problem, what);
+    }
+  });
+
   it('writes a day of history per cluster as Parquet with a manifest, skips it when complete, and redoes a file whose manifest never appeared', async () => {
-    const deps = { store, s3, bucket: historyBucket, logger, chunkRows: 7_000 };
+    const deps = { store, s3, bucket: historyBucket, logger, chunkRows: 7_000, signer };
     const date = '2026-03-01';
     const first = await exportHistoryFile(deps, { dataset: 'grants', cluster: 'c2', date });
     assert.equal(first.status, 'written');
@@ -132,7 +176,7 @@ describe('exports', () => {
   }
 
   it('streams a history file into the bucket while ClickHouse computes the next chunks; an interrupted one leaves no object and no parts', async () => {
-    const deps = { store, s3, bucket: historyBucket, logger, chunkRows: 300_000 };
+    const deps = { store, s3, bucket: historyBucket, logger, chunkRows: 300_000, signer };
     const target = { dataset: 'grants' as const, cluster: 'c1', date: '2026-03-01' };
     const object = historyObjectName('grants', 'c1', '2026-03-01');
 
@@ -430,7 +474,7 @@ describe('exports', () => {
       rolled_back_by: rolledBackBy, superseded_by: rolledBackBy,
     });
     await store.insert('events', [event(0, 1, 'api'), event(1, 0, 'foreign')]);
-    const written = await exportHistoryFile({ store, s3, bucket: historyBucket, logger }, { dataset: 'events', cluster: 'c4', date: '2026-03-05' });
+    const written = await exportHistoryFile({ store, s3, bucket: historyBucket, logger, signer }, { dataset: 'events', cluster: 'c4', date: '2026-03-05' });
     assert.equal(written.manifest?.rows, '2');
     const local = path.join(work.dir, 'c4-events.parquet');
     await s3.fGetObject(historyBucket, historyObjectName('events', 'c4', '2026-03-05'), local);
