@@ -85,14 +85,24 @@ export class ApiClient {
   }
 
   /** GET a route; a 429 is waited out (Retry-After, at most 60 s, a few times), any other non-2xx throws ApiCallError. */
-  async get(route: string, query: Query = {}, accept = 'application/json'): Promise<Answer> {
+  get(route: string, query: Query = {}, accept = 'application/json'): Promise<Answer> {
+    return this.#send('GET', route, query, accept);
+  }
+
+  /** POST a JSON body (what must not go in a URL, e.g. a fencing token) and read JSON back; errors as get. */
+  async postJson<T>(route: string, body: unknown): Promise<T> {
+    return this.#json<T>(route, await this.#send('POST', route, {}, 'application/json', body));
+  }
+
+  async #send(method: 'GET' | 'POST', route: string, query: Query, accept: string, body?: unknown): Promise<Answer> {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
     const href = `${this.#target.url}${route}${params.size ? `?${params.toString()}` : ''}`;
+    const headers: Record<string, string> = { authorization: `Bearer ${this.#target.token}`, accept, ...(body === undefined ? {} : { 'content-type': 'application/json' }) };
     for (let waits = 0; ; waits++) {
       let res: Response;
       try {
-        res = await fetch(href, { headers: { authorization: `Bearer ${this.#target.token}`, accept } });
+        res = await fetch(href, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
       } catch (err) {
         const cause = (err as { cause?: { code?: string; message?: string } }).cause;
         throw new ApiCallError(undefined, `the API at ${this.#target.url} did not answer (${oneLine(cause?.code ?? cause?.message ?? (err as Error).message)}); is the platform running there? (--url, LOCKAUDIT_URL or LOCKAUDIT_HOST/PORT)`, 0);
@@ -111,7 +121,10 @@ export class ApiClient {
 
   /** GET a JSON route. */
   async getJson<T>(route: string, query: Query = {}): Promise<T> {
-    const answer = await this.get(route, query);
+    return this.#json<T>(route, await this.get(route, query));
+  }
+
+  #json<T>(route: string, answer: Answer): T {
     try {
       return JSON.parse(answer.text) as T;
     } catch {

@@ -320,6 +320,18 @@ export function registerInvestigateCommands(program: Command): void {
 
   withApiOptions(
     program
+      .command('token-hash')
+      .description('the keyed hash of a fencing token (POST /v1/token-hash), as alert events carry it: what to search a SIEM for')
+      .argument('<token>', 'the fencing token, a decimal integer (tokens exceed 2^53: give it as printed)', fencingToken('<token>')),
+  ).action((token: string, flags: ApiFlags) =>
+    run(flags, { token: '<token>' }, async (client) => {
+      const { tokenHash } = await client.postJson<{ tokenHash: string }>('/v1/token-hash', { token });
+      out(`${tokenHash || '(token 0 fences nothing: unprotected grants carry no token hash)'}\n`);
+    }),
+  );
+
+  withApiOptions(
+    program
       .command('token-of')
       .description('which grant carried this fencing token? (GET /v1/grants?token=, all time); exits 1 when no captured grant did')
       .argument('<token>', 'the fencing token, a decimal integer (tokens exceed 2^53: give it as printed)', fencingToken('<token>'))

@@ -11,6 +11,7 @@ import { grantRoutes } from '../api/routes/grants.js';
 import { quarantineRoutes } from '../api/routes/quarantine.js';
 import { twoPersonLogRoutes } from '../api/routes/twoPersonLog.js';
 import { reportRoutes } from '../api/routes/reports.js';
+import { tokenHashRoutes } from '../api/routes/tokenHash.js';
 import { stateRoutes } from '../api/routes/state.js';
 import { riskRegisterJob } from '../reports/riskRegister/job.js';
 import { contentionSealJob } from '../reports/contention/job.js';
@@ -26,7 +27,7 @@ import { exportMetrics } from '../exporters/exportMetrics.js';
 import { alertMetrics } from '../exporters/alerts/alertMetrics.js';
 
 /** The api role's routes around the lock engine it serves. */
-export const apiRoutes = (lock: LockService): RoutePlugin[] => [tailerRoutes, lockApi(lock), grantRoutes, quarantineRoutes, twoPersonLogRoutes, reportRoutes, stateRoutes, exportRoutes(), digestRoutes, uiRoutes];
+export const apiRoutes = (lock: LockService): RoutePlugin[] => [tailerRoutes, lockApi(lock), grantRoutes, tokenHashRoutes, quarantineRoutes, twoPersonLogRoutes, reportRoutes, stateRoutes, exportRoutes(), digestRoutes, uiRoutes];
 export const jobQueues: JobQueue[] = [riskRegisterJob, contentionSealJob, ...exportJobQueues];
 /** Loops the worker role runs beside its job workers. */
 export const workerServices = [forceArchiveService(), alertService(), digestService()];

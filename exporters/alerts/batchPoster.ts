@@ -8,7 +8,7 @@ import type { Logger } from '../../core/logger.js';
 import { backoffDelay, sleep } from '../../platform/retry.js';
 import type { AlertEvent } from './alertEvent.js';
 import type { AlertMetrics } from './alertMetrics.js';
-import { toCef, toOcsf } from './formats.js';
+import { forSink, toCef, toOcsf } from './formats.js';
 import { SIGNATURE_HEADER, sign } from './signature.js';
 
 export interface PosterDeps {
@@ -18,6 +18,8 @@ export interface PosterDeps {
   /** '' for events of no cluster (risk-register waivers). */
   cluster: string;
   sink: AlertWebhookConfig;
+  /** The key tokens are hashed with before they leave (core/tokenHash.ts): a SIEM never receives a token. */
+  tokenKey: Buffer;
   /** Injected in tests; defaults to global fetch. */
   fetchFn?: typeof fetch;
 }
@@ -44,7 +46,10 @@ export class BatchPoster {
   }
 
   render(events: readonly AlertEvent[]): string {
-    const lines = events.map((e) => (this.#settings.format === 'cef' ? toCef(e) : JSON.stringify(toOcsf(e))));
+    const lines = events.map((event) => {
+      const e = forSink(event, this.#d.tokenKey);
+      return this.#settings.format === 'cef' ? toCef(e) : JSON.stringify(toOcsf(e));
+    });
     return `${lines.join('\n')}\n`;
   }
 

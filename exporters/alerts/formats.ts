@@ -3,7 +3,19 @@
 // what the published schema requires) and CEF, where the lock fields map onto
 // simple extension keys. One line per event.
 import { PREFIX } from '../../core/keyspace.js';
+import { hashToken } from '../../core/tokenHash.js';
 import type { AlertEvent } from './alertEvent.js';
+
+/**
+ * An alert event as it leaves for a sink: the fencing token replaced by its keyed hash (core/tokenHash.ts). A
+ * SIEM is a log, and a token in a log is a token anyone who reads it can present.
+ */
+export type SinkEvent = Omit<AlertEvent, 'token'> & { tokenHash: string };
+
+export function forSink(e: AlertEvent, tokenKey: Buffer): SinkEvent {
+  const { token, ...rest } = e;
+  return { ...rest, tokenHash: hashToken(tokenKey, token) };
+}
 
 const SEVERITY: Record<string, { id: number; name: string }> = {
   'force-release': { id: 4, name: 'High' },
@@ -22,7 +34,7 @@ const SEVERITY: Record<string, { id: number; name: string }> = {
 };
 const severity = (kind: string) => SEVERITY[kind] ?? { id: 1, name: 'Informational' };
 
-const MESSAGE: Record<string, (e: AlertEvent) => string> = {
+const MESSAGE: Record<string, (e: SinkEvent) => string> = {
   grant: (e) => `${e.holder} was granted ${e.key}`,
   release: (e) => `${e.holder} released ${e.key}`,
   expiry: (e) => `the hold of ${e.holder} on ${e.key} expired (lease lapsed)`,
@@ -42,7 +54,7 @@ const MESSAGE: Record<string, (e: AlertEvent) => string> = {
 };
 
 /** "the force-release request <id> of <lock> by <requester>", or the epoch advance's. */
-function twoPersonWhat(e: AlertEvent): string {
+function twoPersonWhat(e: SinkEvent): string {
   const what = e.detail.request === 'epoch-advance' ? 'epoch-advance request' : `force-release request of ${e.key}`;
   return `the ${what} ${String(e.detail.requestId)} by ${String(e.detail.requester) || 'an unknown requester'}`;
 }
@@ -103,14 +115,14 @@ const KINDS: Record<string, { cls: OcsfClass; activityId: number; activity: stri
 };
 
 /** A two-person act's API Activity: the route the operator called and what it did to the request. */
-function twoPersonActivity(e: AlertEvent): { cls: OcsfClass; activityId: number; activity: string; operation: string } {
+function twoPersonActivity(e: SinkEvent): { cls: OcsfClass; activityId: number; activity: string; operation: string } {
   const base = e.detail.request === 'epoch-advance' ? '/v1/epoch/advance' : '/v1/force-releases';
   const action = String(e.detail.action);
   if (action === 'requested') return { cls: 'api_activity', activityId: 1, activity: 'Create', operation: `POST ${base}` };
   if (action === 'rejected' || action === 'cancelled') return { cls: 'api_activity', activityId: 4, activity: 'Delete', operation: `POST ${base}/:id/reject` };
   return { cls: 'api_activity', activityId: 3, activity: 'Update', operation: `POST ${base}/:id/approve` };
 }
-const isTwoPerson = (e: AlertEvent): boolean => e.kind === 'two-person' || e.kind === 'two-person-refused';
+const isTwoPerson = (e: SinkEvent): boolean => e.kind === 'two-person' || e.kind === 'two-person-refused';
 /** Every kind an alert can carry (the config's rule kinds): the OCSF test renders each. */
 export const OCSF_KINDS: readonly string[] = Object.keys(KINDS);
 
@@ -122,11 +134,11 @@ type Json = Record<string, unknown>;
 const compact = (o: Json): Json => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== ''));
 
 /** OCSF 1.8 event: the class per kind (KINDS), the lock fields under `unmapped`; the event id is metadata.uid. */
-export function toOcsf(e: AlertEvent): Json {
+export function toOcsf(e: SinkEvent): Json {
   const sev = severity(e.kind);
   const k = isTwoPerson(e) ? twoPersonActivity(e) : (KINDS[e.kind] ?? FALLBACK);
   const cls = CLASSES[k.cls];
-  const message = (MESSAGE[e.kind] ?? ((x: AlertEvent) => `${x.kind} on ${x.key}`))(e);
+  const message = (MESSAGE[e.kind] ?? ((x: SinkEvent) => `${x.kind} on ${x.key}`))(e);
   const holder = e.holder ? compact({ name: e.holder, uid: e.holder }) : undefined;
   const operator = isTwoPerson(e) && e.detail.actor ? compact({ name: String(e.detail.actor), uid: String(e.detail.actor) }) : undefined;
   // The lock: a resource owned by its holder (the class, for waiver findings).
@@ -162,7 +174,7 @@ export function toOcsf(e: AlertEvent): Json {
     status_id: failed ? 2 : 1,
     status: failed ? 'Failure' : 'Success',
     status_detail: statusDetail(e),
-    unmapped: compact({ kind: e.kind, cluster: e.cluster, revision: e.revision, key: e.key, class: e.class, holder: e.holder, session: e.session, token: e.token, epoch: e.epoch, grant_revision: e.grantRevision, time_estimated: e.timeEstimated, ...e.detail }),
+    unmapped: compact({ kind: e.kind, cluster: e.cluster, revision: e.revision, key: e.key, class: e.class, holder: e.holder, session: e.session, token_hash: e.tokenHash, epoch: e.epoch, grant_revision: e.grantRevision, time_estimated: e.timeEstimated, ...e.detail }),
   };
   const { attributes, keyAt, holderAt } = classAttributes(k.cls, k.operation, e, operator ?? holder, resource);
   // Observables: the lock (or class, or request) as a Resource UID, the holder (or operator) as a User Name, each named by where the event carries it.
@@ -176,7 +188,7 @@ export function toOcsf(e: AlertEvent): Json {
   return compact({ ...base, observables: observables.length > 0 ? observables : undefined, ...attributes });
 }
 
-function statusDetail(e: AlertEvent): string | undefined {
+function statusDetail(e: SinkEvent): string | undefined {
   if (e.kind === 'unprotected-grant') return 'granted without quorum: token 0, not fenced (unprotected)';
   if (e.kind === 'foreign-grant') return 'no proof of origin: written around the lock API';
   if (e.kind === 'deleted') return 'deleted with no marker while its lease lived';
@@ -186,7 +198,7 @@ function statusDetail(e: AlertEvent): string | undefined {
 }
 
 /** The attributes the class requires (and recommends, where the event has them). */
-function classAttributes(cls: OcsfClass, operation: string | undefined, e: AlertEvent, holder: Json | undefined, resource: Json | undefined): { attributes: Json; keyAt: string; holderAt: string } {
+function classAttributes(cls: OcsfClass, operation: string | undefined, e: SinkEvent, holder: Json | undefined, resource: Json | undefined): { attributes: Json; keyAt: string; holderAt: string } {
   const inResources = { keyAt: 'resources.uid', holderAt: 'resources.owner.name' };
   const etcd = compact({ name: 'etcd', uid: e.cluster, type_id: DATABASE_OTHER, type: 'etcd key-value store' });
   switch (cls) {
@@ -240,19 +252,19 @@ function classAttributes(cls: OcsfClass, operation: string | undefined, e: Alert
   }
 }
 
-function managedEntity(e: AlertEvent, holder: Json | undefined): Json {
+function managedEntity(e: SinkEvent, holder: Json | undefined): Json {
   // uid: the class's etcd key (/sys/class/<name>), as the observable names it.
   if (e.kind === 'class-change') return compact({ uid: e.key || `class:${e.class}`, name: e.class, type: 'lock class', data: (e.detail.definition as Json | null | undefined) ?? undefined });
   if (e.kind === 'epoch-advance') return { uid: `epoch:${e.cluster}`, name: PREFIX.epoch, type: 'epoch', version: String(e.epoch) };
-  // A hold: its lock name, the grant's token as its uid, its holder.
-  return compact({ uid: `${e.key}@${e.token}`, name: e.key || e.kind, type: 'lock hold', user: holder });
+  // A hold: its lock name and the grant's token hash as its uid ('0': unfenced), its holder.
+  return compact({ uid: `${e.key}@${e.tokenHash || '0'}`, name: e.key || e.kind, type: 'lock hold', user: holder });
 }
 
 const cefHeader = (v: string): string => v.replace(/\\/g, '\\\\').replace(/\|/g, '\\|').replace(/[\r\n]+/g, ' ');
 const cefValue = (v: string): string => v.replace(/\\/g, '\\\\').replace(/=/g, '\\=').replace(/\r?\n/g, '\\n');
 
 /** CEF:0 line; the lock fields map onto standard keys (suser, cs1..cs4, cn1). */
-export function toCef(e: AlertEvent): string {
+export function toCef(e: SinkEvent): string {
   const sev = severity(e.kind);
   const ext: Array<[string, string]> = [
     ['rt', String(e.timeMs)],
@@ -265,8 +277,8 @@ export function toCef(e: AlertEvent): string {
     ['cs2', e.class],
     ['cs3Label', 'cluster'],
     ['cs3', e.cluster],
-    ['cs4Label', 'token'],
-    ['cs4', e.token],
+    ['cs4Label', 'tokenHash'],
+    ['cs4', e.tokenHash],
     ['cn1Label', 'revision'],
     ['cn1', e.revision],
   ];

@@ -11,6 +11,8 @@ import type { AuditStore } from '../../core/clickhouse.js';
 import type { AlertWebhookConfig } from '../../core/config.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import type { Logger } from '../../core/logger.js';
+import { originSecret } from '../../core/originSecret.js';
+import { tokenHashKey } from '../../core/tokenHash.js';
 import type { BackgroundService } from '../../platform/jobs.js';
 import { alertMetrics, type AlertMetrics } from './alertMetrics.js';
 import { RegisterDelivery } from './registerDelivery.js';
@@ -27,6 +29,8 @@ export interface AlertSinksDeps {
   clusters: ReadonlyArray<{ name: string; client: Etcd3 }>;
   replicaId: string;
   electionTtlSeconds: number;
+  /** Tokens leave for a sink only as this key's hash (core/tokenHash.ts). */
+  tokenKey: Buffer;
   fetchFn?: typeof fetch;
 }
 
@@ -36,14 +40,14 @@ export function runAlertSinks(d: AlertSinksDeps, signal: AbortSignal): Promise<v
   const loops: Array<Promise<void>> = [];
   for (const sink of d.sinks) {
     for (const c of d.clusters) {
-      const deps = { store: d.store, log: d.log, metrics: d.metrics, cluster: c.name, sink, fetchFn: d.fetchFn };
+      const deps = { store: d.store, log: d.log, metrics: d.metrics, cluster: c.name, sink, tokenKey: d.tokenKey, fetchFn: d.fetchFn };
       const delivery = new WebhookDelivery(deps);
       // The cluster's two-person acts (sql/200) are not in its etcd log: their own loop, under the same election.
       const twoPerson = new TwoPersonDelivery(deps);
       const run = (s: AbortSignal) => Promise.all([delivery.run(s), twoPerson.wanted ? twoPerson.run(s) : undefined]).then(() => undefined);
       loops.push(runWhileElected(lead(c.client), sinkElectionName(sink.name, c.name), run, signal));
     }
-    const register = new RegisterDelivery({ store: d.store, log: d.log, metrics: d.metrics, sink, fetchFn: d.fetchFn });
+    const register = new RegisterDelivery({ store: d.store, log: d.log, metrics: d.metrics, sink, tokenKey: d.tokenKey, fetchFn: d.fetchFn });
     const first = d.clusters[0];
     if (register.wanted && first) loops.push(runWhileElected(lead(first.client), sinkElectionName(sink.name, 'risk-register'), (s) => register.run(s), signal));
   }
@@ -61,6 +65,7 @@ export function alertService(): BackgroundService {
         {
           store: runtime.store, log: runtime.logger, metrics: alertMetrics(runtime.metrics), sinks, clusters,
           replicaId: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, electionTtlSeconds: runtime.config.tailer.electionTtlSeconds,
+          tokenKey: tokenHashKey(originSecret(runtime.config)),
         },
         abort.signal,
       );

@@ -5,6 +5,7 @@
 // payload; every delivery's signature verifies; a restart resumes from the
 // sink's own checkpoint; a receiver that never accepts ends in dead letters.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -13,6 +14,7 @@ import type { AuditStore } from '../../core/clickhouse.js';
 import type { AlertWebhookConfig } from '../../core/config.js';
 import type { AuditEventRow } from '../../core/events.js';
 import { createLogger } from '../../core/logger.js';
+import { hashToken, tokenHashKey } from '../../core/tokenHash.js';
 import { alertMetrics } from '../../exporters/alerts/alertMetrics.js';
 import { SIGNATURE_HEADER, verify } from '../../exporters/alerts/signature.js';
 import { WebhookDelivery } from '../../exporters/alerts/webhookDelivery.js';
@@ -27,6 +29,7 @@ import { tempStore, testConfig, uniqueId } from '../support/env.js';
 
 const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'silent');
 const SECRET = 'test-secret-0123456789';
+const tokenKey = tokenHashKey(randomBytes(32));
 
 /** mulberry32: a seeded PRNG, so the failure pattern is the same every run. */
 function seeded(seed: number): () => number {
@@ -179,7 +182,7 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
     const registry = new Registry();
     const metrics = alertMetrics(registry);
     const sink = sinkConfig(uniqueId('siem-'), rx.url());
-    const run = (cluster: string, signal: AbortSignal) => new WebhookDelivery({ store, log, metrics, cluster, sink }).run(signal);
+    const run = (cluster: string, signal: AbortSignal) => new WebhookDelivery({ store, log, metrics, cluster, sink, tokenKey }).run(signal);
     const expectedCount = [...seeded.values()].reduce((n, h) => n + h.expectedLog.length + h.expectedSpool.length, 0);
     const delivered = () => new Set(rx.acknowledged.map((a) => a.id)).size;
 
@@ -206,6 +209,11 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
       assert.deepEqual(mine.filter((a) => a.id.includes(':spool:')).map((a) => a.id).sort(), h.expectedSpool, `${c}: every unprotected grant`);
       assert.ok(h.expectedLog.some((id) => id.includes(':gap:')), 'the gap is among them');
     }
+    // No fencing token leaves for the SIEM (the seeded ones are 2^60 + revision): each hold's event carries its keyed hash.
+    assert.deepEqual(rx.acknowledged.filter((a) => /\d{16,}/.test(a.line)).map((a) => a.id), [], 'no token in any delivered line');
+    const holds = rx.acknowledged.map((a) => JSON.parse(a.line) as { unmapped: { revision?: string; token_hash?: string; kind: string } }).filter((e) => e.unmapped.kind === 'force-release');
+    assert.ok(holds.length > 0);
+    for (const e of holds) assert.equal(e.unmapped.token_hash, hashToken(tokenKey, String(2n ** 60n + BigInt(e.unmapped.revision ?? '0'))));
     const text = await registry.metrics();
     assert.match(text, new RegExp(`lockaudit_alert_delivery_failures_total\\{sink="${sink.name}",cluster="${clusters[0]}"\\} [1-9]`));
     assert.match(text, new RegExp(`lockaudit_alert_lag_revisions\\{sink="${sink.name}",cluster="${clusters[0]}"\\} 0`));
@@ -220,7 +228,7 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
     const registry = new Registry();
     const sink = sinkConfig(uniqueId('dead-'), rx.url(), { maxAttempts: 3, backoffMaxMs: 20, batchSize: 1000 });
     const abort = new AbortController();
-    const loop = new WebhookDelivery({ store, log, metrics: alertMetrics(registry), cluster, sink }).run(abort.signal);
+    const loop = new WebhookDelivery({ store, log, metrics: alertMetrics(registry), cluster, sink, tokenKey }).run(abort.signal);
     const h = seeded.get(cluster);
     assert.ok(h);
     const expected = [...h.expectedLog, ...h.expectedSpool].sort();
@@ -257,7 +265,7 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
     const grants = sinkConfig(uniqueId('grants-'), rx.url(), { rules: [{ kinds: ['grant'] }] });
     const abort = new AbortController();
     const metrics = alertMetrics(new Registry());
-    const loops = [security, grants].map((sink) => new WebhookDelivery({ store, log, metrics, cluster, sink }).run(abort.signal));
+    const loops = [security, grants].map((sink) => new WebhookDelivery({ store, log, metrics, cluster, sink, tokenKey }).run(abort.signal));
     await waitFor('both sinks delivered', () => (new Set(rx.acknowledged.map((a) => a.id)).size >= 4 ? true : undefined), 60_000, 20);
     await waitFor('both sinks at the checkpoint', async () => {
       const n = await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.alert_checkpoints FINAL WHERE cluster = {c:String} AND key = '~' AND revision = 20", { c: cluster });
@@ -291,7 +299,7 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
     const expected = runs.flatMap((r) => [`register:${r}:lapsed-feed waiver-expired`, `register:${r}:old-cache waiver-expired`, `register:${r}:soon-cache waiver-expiring`]);
     const delivered = () => new Set(rx.acknowledged.map((a) => a.id)).size;
     const first = new AbortController();
-    const loop = new RegisterDelivery({ store, log, metrics, sink }).run(first.signal);
+    const loop = new RegisterDelivery({ store, log, metrics, sink, tokenKey }).run(first.signal);
     await waitFor('every waiver event', () => (delivered() >= expected.length ? true : undefined), 60_000, 20);
     await waitFor('both runs recorded as delivered', async () => {
       const n = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.alert_register_deliveries FINAL WHERE sink = {s:String}', { s: sink.name });
@@ -301,7 +309,7 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
     await loop;
     const afterFirst = rx.acknowledged.length;
     // A restart: the runs are recorded as delivered, so a fresh loop sends nothing.
-    const again = new RegisterDelivery({ store, log, metrics, sink });
+    const again = new RegisterDelivery({ store, log, metrics, sink, tokenKey });
     assert.equal(await again.step(new AbortController().signal), false);
     assert.equal(rx.acknowledged.length, afterFirst);
     await rx.close();
@@ -329,7 +337,7 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
     const workers = ['worker-a', 'worker-b'].map((replicaId) => {
       const client = createEtcdClient(etcd);
       const abort = new AbortController();
-      const done = runAlertSinks({ store, log, metrics, sinks: [sink], clusters: [{ name: cluster, client }], replicaId, electionTtlSeconds: 2 }, abort.signal);
+      const done = runAlertSinks({ store, log, metrics, sinks: [sink], clusters: [{ name: cluster, client }], replicaId, electionTtlSeconds: 2, tokenKey }, abort.signal);
       return { replicaId, client, abort, done };
     });
     try {

@@ -13,6 +13,9 @@ import { after, before, describe, it } from 'node:test';
 import { buildApp, type App } from '../../api/app.js';
 import { grantRoutes } from '../../api/routes/grants.js';
 import { stateRoutes } from '../../api/routes/state.js';
+import { tokenHashRoutes } from '../../api/routes/tokenHash.js';
+import { originSecret } from '../../core/originSecret.js';
+import { hashToken, tokenHashKey } from '../../core/tokenHash.js';
 import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import type { AuditEventRow } from '../../core/events.js';
 import type { AuditStore } from '../../core/clickhouse.js';
@@ -96,7 +99,7 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
     await store.insert('checkpoints', [{ cluster, revision: '1010', leader: 'test' }]);
     investigator = (await createApiToken(store, 'ivy@corp', ['investigator'])).token;
     client = (await createApiToken(store, 'spiffe://corp/app', ['client'])).token;
-    app = await buildApp({ config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() }, [grantRoutes, stateRoutes]);
+    app = await buildApp({ config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() }, [grantRoutes, stateRoutes, tokenHashRoutes]);
     app.server.on('request', (req: { url?: string; headers: Record<string, string | string[] | undefined> }) => {
       seen.push({ url: req.url ?? '', authorization: typeof req.headers.authorization === 'string' ? req.headers.authorization : undefined });
     });
@@ -111,7 +114,7 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
 
   it('documents each command with --help', async () => {
     const top = await cli(['--help']);
-    for (const command of ['grants', 'state', 'diff', 'token-of']) assert.match(top.stdout, new RegExp(`^  ${command}\\b`, 'm'), command);
+    for (const command of ['grants', 'state', 'diff', 'token-of', 'token-hash']) assert.match(top.stdout, new RegExp(`^  ${command}\\b`, 'm'), command);
     for (const command of ['grants', 'state', 'diff', 'token-of']) {
       const r = await cli([command, '--help']);
       assert.equal(r.code, 0, command);
@@ -152,6 +155,23 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
     const none = await cli(['token-of', tokenAt(1003)]);
     assert.equal(none.code, 1);
     assert.equal(none.stderr, `lockaudit: no captured grant carried token ${tokenAt(1003)}\n`);
+  });
+
+  it('token-hash turns a token into the keyed hash alert events carry, over a POST body (never the URL); other roles and bad tokens are refused', async () => {
+    const token = tokenAt(1001);
+    const before = seen.length;
+    const r = await cli(['token-hash', token]);
+    assert.equal(r.code, 0, r.stderr);
+    const expected = hashToken(tokenHashKey(originSecret(testConfig())), token);
+    assert.match(expected, /^hmac-sha256:[0-9a-f]{64}$/);
+    assert.equal(r.stdout.trim(), expected);
+    assert.deepEqual(seen.slice(before).map((s) => s.url), ['/v1/token-hash'], 'the token is in no URL');
+    const post = (body: unknown, bearer: string) => fetch(`${url}/v1/token-hash`, { method: 'POST', headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    assert.equal((await post({ token }, client)).status, 403, 'a client token may not');
+    const bad = await post({ token: '12ab' }, investigator);
+    assert.equal(bad.status, 400);
+    assert.match(((await bad.json()) as { message: string }).message, /token/);
+    assert.deepEqual(await (await post({ token: '0' }, investigator)).json(), { tokenHash: '' });
   });
 
   it('grants follows nextCursor page by page, up to --limit, in every format', async () => {

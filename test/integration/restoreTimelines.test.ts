@@ -8,6 +8,7 @@
 //   below the keyspace and the rows it marks: every rolled-back event marked,
 //   every grant held at the divergence carried once, the snapshot complete.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import type { Etcd3 } from 'etcd3';
@@ -45,7 +46,7 @@ describe('after an etcd restore with reused revisions', { timeout: 180_000 }, ()
     );
     const rx = await alertReceiver();
     const sink = { name: uniqueId('siem-'), url: rx.url, secret: 'test-secret-0123456789', batchSize: 4, maxAttempts: 5, backoffMaxMs: 100, pollIntervalMs: 50, timeoutMs: 2_000, rules: [{ kinds: ['grant' as const, 'release' as const, 'gap' as const] }] };
-    const delivery = new WebhookDelivery({ store, log, metrics: alertMetrics(new Registry()), cluster: label, sink });
+    const delivery = new WebhookDelivery({ store, log, metrics: alertMetrics(new Registry()), cluster: label, sink, tokenKey: randomBytes(32) });
     const drain = async (): Promise<void> => {
       const abort = new AbortController();
       while (await delivery.step(abort.signal));

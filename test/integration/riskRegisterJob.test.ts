@@ -5,6 +5,7 @@
 // The worker is built here rather than by startWorkerRole, which does not
 // close the connections it duplicates (the test process would never exit).
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Queue, Worker } from 'bullmq';
 import { HealthState } from '../../platform/health.js';
@@ -131,11 +132,11 @@ describe('nightly risk register job', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const sink = { name: uniqueId('rr-'), url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, secret: 'a-test-secret-0123456789', rules: [{ kinds: ['waiver-expiring' as const] }], pollIntervalMs: 50 };
-      const delivery = new RegisterDelivery({ store, log: runtime.logger, metrics: alertMetrics(new Registry()), sink });
+      const delivery = new RegisterDelivery({ store, log: runtime.logger, metrics: alertMetrics(new Registry()), sink, tokenKey: randomBytes(32) });
       const signal = new AbortController().signal;
       while (await delivery.step(signal)) { /* one run per step */ }
       assert.deepEqual(got, runs.map((r) => `register:${r.run_id}:nightly waiver-expiring`));
-      assert.equal(await new RegisterDelivery({ store, log: runtime.logger, metrics: alertMetrics(new Registry()), sink }).step(signal), false, 'nothing left after a restart');
+      assert.equal(await new RegisterDelivery({ store, log: runtime.logger, metrics: alertMetrics(new Registry()), sink, tokenKey: randomBytes(32) }).step(signal), false, 'nothing left after a restart');
     } finally {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

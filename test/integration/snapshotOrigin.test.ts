@@ -5,6 +5,7 @@
 // reach the alert sinks as a `foreign-grant`; an API hold in the same snapshot
 // stays `api`. On a private etcd (ports LOCKAUDIT_TEST_PORT_BASE + 70/71).
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { createEtcdClient } from '../../core/etcd.js';
@@ -100,7 +101,7 @@ describe('holds seen only in a gap snapshot', { timeout: 120_000 }, () => {
 
       // An alert sink streaming foreign grants delivers it, once, as a foreign-grant seen in the snapshot.
       const sink = { name: uniqueId('siem-'), url: rx.url, secret: 'test-secret-0123456789', batchSize: 100, maxAttempts: 5, backoffMaxMs: 100, pollIntervalMs: 50, timeoutMs: 2_000, rules: [{ kinds: ['foreign-grant' as const] }] };
-      const delivery = new WebhookDelivery({ store, log, metrics: alertMetrics(new Registry()), cluster: label, sink });
+      const delivery = new WebhookDelivery({ store, log, metrics: alertMetrics(new Registry()), cluster: label, sink, tokenKey: randomBytes(32) });
       const abort = new AbortController();
       while (await delivery.step(abort.signal));
       assert.deepEqual(

@@ -8,6 +8,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { loadConfig, type EtcdCluster } from '../../core/config.js';
+import { createEtcdClient } from '../../core/etcd.js';
 import { projectRoot } from '../../core/paths.js';
 import { tempDir } from '../support/env.js';
 
@@ -32,8 +34,8 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeou
 describe('lockaudit start --demo', { timeout: 360_000 }, () => {
   const tmp = tempDir('lockaudit-start-');
   // The demo as `npm run demo` runs it: on services of its own (a port block and data dir of its own), not the
-  // suite's etcd, whose history other tests filled with hand-written holds, forged markers and compactions — the
-  // demo's tailer rightly alarms on those, and a raised alarm keeps /readyz degraded (a quiet CI run: 503 for 120 s).
+  // suite's etcd, whose history other tests filled with hand-written holds, forged markers and compactions (the
+  // demo's tailer rightly alarms on those; the test makes its own foreign write below).
   const env = { ...process.env, LOCKAUDIT_DATA_DIR: tmp.dir, LOCKAUDIT_LOCAL_PORT_BASE: String(Number(process.env.LOCKAUDIT_LOCAL_PORT_BASE ?? 24000) + 600), LOCKAUDIT_PORT: String(PORT), LOCKAUDIT_LOG_LEVEL: 'warn' };
   let child: ChildProcess | undefined;
   let stderr = '';
@@ -83,8 +85,34 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
     assert.match(items[0]?.token ?? '', /^\d+$/);
     assert.match(items[0]?.holder ?? '', /^spiffe:\/\/sim\.lockaudit\//);
 
+    // A write around the lock API and a value no decoder takes: alerts, listed for admins — never out of rotation.
+    const etcd = createEtcdClient(loadConfig({ env }).etcd.clusters[0] as EtcdCluster);
+    try {
+      await etcd.put('/l/payments/by-hand').value(JSON.stringify({ holder: 'spiffe://rogue/etcdctl', session: '1', class: 'c', epoch: 1, waitMs: 0, at: Date.now() })).exec();
+      await etcd.put('/l/payments/rogue').value(JSON.stringify({ holder: 'x', session: '1', class: 'c', epoch: 70000, waitMs: 1e21, at: 0 })).exec();
+    } finally {
+      etcd.close();
+    }
+    const alarmed = await waitFor('the foreign write alarmed', async () => {
+      const r = await fetch(`${base}/readyz`, { headers: { authorization: `Bearer ${tokens.admin}` } });
+      const body = (await r.json()) as { status: string; alarms: Array<{ code: string }> };
+      return body.alarms.some((a) => a.code === 'LOCKAUDIT_ALARM_FOREIGN_WRITE') ? { status: r.status, body } : undefined;
+    }, 60_000);
+    assert.equal(alarmed.status, 200);
+    assert.equal(alarmed.body.status, 'ready');
+    const quarantined = await waitFor('the rogue value quarantined', async () => {
+      const r = await fetch(`${base}/v1/quarantine`, { headers: { authorization: `Bearer ${tokens.investigator}` } });
+      const body = (await r.json()) as { items?: Array<{ key: string }> };
+      return body.items?.some((q) => q.key === '/l/payments/rogue') ? true : undefined;
+    }, 60_000);
+    assert.equal(quarantined, true);
+    assert.deepEqual(await (await fetch(`${base}/readyz`)).json(), { status: 'ready' });
+    assert.equal((await fetch(`${base}/readyz`)).status, 200);
+
     const exited = new Promise<number | null>((resolve) => child?.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     assert.equal(await exited, 0, stderr);
+    // A token in a log is a token anyone who reads the log can present: none of the captured grants' is in the run's log.
+    for (const item of items) if (item.token !== '0') assert.equal(stderr.includes(item.token), false, `token of ${item.holder} in the log`);
   });
 });

@@ -3,6 +3,7 @@
 // request other than the one shown, and a rejected request put back — each refused, nothing released, and
 // alarmed where someone wrote around the API. A genuine approval's force record carries the request's hash.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Etcd3 } from 'etcd3';
 import { decodeValue, ForceRecordSchema } from '../../core/keyspace.js';
@@ -242,7 +243,7 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const url = (name: string) => `http://127.0.0.1:${(server.address() as AddressInfo).port}/${name}`;
     const sink = (name: string, kinds: Array<'two-person' | 'two-person-refused'>) => ({ name, url: url(name), secret: 'test-secret-0123456789', batchSize: 3, pollIntervalMs: 20, rules: [{ kinds }] });
-    const deps = { store, log: createLogger('silent'), metrics: alertMetrics(new Registry()), cluster: cluster.name };
+    const deps = { store, log: createLogger('silent'), metrics: alertMetrics(new Registry()), cluster: cluster.name, tokenKey: randomBytes(32) };
     const all = new TwoPersonDelivery({ ...deps, sink: sink(uniqueId('all-'), ['two-person']) });
     const refusals = new TwoPersonDelivery({ ...deps, sink: sink(uniqueId('refused-'), ['two-person-refused']) });
     const signal = new AbortController().signal;

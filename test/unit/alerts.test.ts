@@ -3,12 +3,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { AlertEvent } from '../../exporters/alerts/alertEvent.js';
-import { toCef, toOcsf } from '../../exporters/alerts/formats.js';
+import { forSink as sinkEvent, toCef, toOcsf } from '../../exporters/alerts/formats.js';
+import { hashToken, tokenHashKey } from '../../core/tokenHash.js';
 import { fromLogRow, fromRegisterRow, type LogRow } from '../../exporters/alerts/alertEvent.js';
 import { matches, ruleKinds, waiverStatuses } from '../../exporters/alerts/rules.js';
 import { sign, verify } from '../../exporters/alerts/signature.js';
 import { backoffMs } from '../../exporters/alerts/webhookDelivery.js';
 
+const tokenKey = tokenHashKey(Buffer.from('unit-test-origin-secret-0123456789abcdef'));
+const forSink = (e: AlertEvent) => sinkEvent(e, tokenKey);
 const event = (over: Partial<AlertEvent> = {}): AlertEvent => ({
   id: 'c1:1734:/l/payments/acct-7', cluster: 'c1', kind: 'expiry', revision: '1734', key: 'payments/acct-7', namespace: 'payments', class: 'ledger', holder: 'spiffe://corp/w|1=x',
   session: '99', token: '11258999068428022', epoch: 40, grantRevision: '1700', timeMs: 1_764_000_000_000, timeEstimated: true, detail: {}, ...over,
@@ -44,7 +47,7 @@ describe('alert kinds beyond the log: foreign grants, hand deletions, waivers', 
     assert.equal(matches([{ kinds: ['foreign-grant'] }], api, none), false);
     assert.equal(matches([{ kinds: ['grant'] }], foreign, none), true);
     assert.equal(matches([{ kinds: ['deleted'] }], fromLogRow('c1', logRow({ event_type: 'deleted' })), none), true);
-    assert.match(String(toOcsf(fromLogRow('c1', logRow({ event_type: 'deleted' }))).message), /deleted by hand while its lease lived/);
+    assert.match(String(toOcsf(forSink(fromLogRow('c1', logRow({ event_type: 'deleted' })))).message), /deleted by hand while its lease lived/);
   });
   it('a register class is one event per run and class, its kind from the status; rules name which statuses are read', () => {
     const run = { run_id: 'repeat:risk-register-nightly:1764381600000', register_day: '2025-11-29', as_of_ms: 1_764_381_600_000 };
@@ -54,28 +57,32 @@ describe('alert kinds beyond the log: foreign grants, hand deletions, waivers', 
     assert.equal(fromRegisterRow(run, { class: 'c', namespace: 'n', risk_owner: '', waiver_day: '2025-12-01', days_left: 2, status: 'expiring' }).kind, 'waiver-expiring');
     assert.deepEqual(waiverStatuses([{ kinds: ['gap'] }]), []);
     assert.deepEqual(waiverStatuses([{ kinds: ['gap', 'waiver-expired'] }, { kinds: ['waiver-expiring'] }]), ['expired', 'expiring']);
-    assert.match(toCef(e), /\|waiver-expired\|waiver-expired\|9\|/);
+    assert.match(toCef(forSink(e)), /\|waiver-expired\|waiver-expired\|9\|/);
   });
 });
 
 describe('alert formats', () => {
-  it('OCSF: the event id is metadata.uid, the token stays a decimal string, a released lock is an API Activity resource owned by its holder', () => {
-    const o = toOcsf(event({ kind: 'release' }));
+  it('OCSF: the event id is metadata.uid, the token leaves only as its keyed hash, a released lock is an API Activity resource owned by its holder', () => {
+    const o = toOcsf(forSink(event({ kind: 'release' })));
     assert.equal((o.metadata as { uid: string }).uid, 'c1:1734:/l/payments/acct-7');
     assert.equal(o.class_uid, 6003);
     assert.equal(o.type_uid, 600304);
-    assert.equal((o.unmapped as { token: string }).token, '11258999068428022');
+    assert.equal((o.unmapped as { token_hash: string }).token_hash, hashToken(tokenKey, '11258999068428022'));
+    assert.match(hashToken(tokenKey, '11258999068428022'), /^hmac-sha256:[0-9a-f]{64}$/);
+    assert.notEqual(hashToken(tokenHashKey(Buffer.from('another-deployment-secret-0123456789')), '11258999068428022'), hashToken(tokenKey, '11258999068428022'), 'keyed: another key, another hash');
+    assert.equal(JSON.stringify(o).includes('11258999068428022'), false, 'the token is nowhere in the event');
     assert.deepEqual(o.resources, [{ uid: 'payments/acct-7', name: 'payments/acct-7', type: 'lock', namespace: 'payments', owner: { name: 'spiffe://corp/w|1=x', uid: 'spiffe://corp/w|1=x' }, group: { name: 'ledger' } }]);
-    const expiry = toOcsf(event());
+    const expiry = toOcsf(forSink(event()));
     assert.equal(expiry.class_uid, 6005, 'an expiry is what etcd did: Datastore Activity');
     assert.match(String(expiry.message), /expired/);
   });
   it('CEF: header pipes and extension = are escaped; the lock fields map to labelled keys', () => {
-    const line = toCef(event());
+    const line = toCef(forSink(event()));
     assert.match(line, /^CEF:0\|lockaudit\|lockaudit\|1\|expiry\|expiry\|7\|rt=1764000000000 /);
     assert.match(line, / suser=spiffe:\/\/corp\/w\|1\\=x /);
     assert.match(line, / cs1Label=lock cs1=payments\/acct-7 /);
-    assert.match(line, / cs4Label=token cs4=11258999068428022 /);
+    assert.ok(line.includes(` cs4Label=tokenHash cs4=${hashToken(tokenKey, '11258999068428022')} `), line);
+    assert.equal(line.includes('11258999068428022'), false, 'the token is nowhere in the line');
   });
 });
 

@@ -11,7 +11,10 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { FileConfigSchema } from '../../core/config.js';
 import { fromLogRow, fromRegisterRow, fromSpoolRow, fromTwoPersonRow, type AlertEvent, type LogRow, type TwoPersonRow } from '../../exporters/alerts/alertEvent.js';
-import { OCSF_KINDS, OCSF_VERSION, toOcsf } from '../../exporters/alerts/formats.js';
+import { forSink, OCSF_KINDS, OCSF_VERSION, toOcsf } from '../../exporters/alerts/formats.js';
+import { hashToken, tokenHashKey } from '../../core/tokenHash.js';
+
+const tokenKey = tokenHashKey(Buffer.from('ocsf-test-origin-secret-0123456789abcdef'));
 
 type Requirement = 'required' | 'recommended' | 'optional' | 'reserved';
 type AttrSpec = Requirement | [Requirement, number[]];
@@ -175,7 +178,7 @@ describe('OCSF events validate against the published schema', () => {
   for (const [kind, e] of Object.entries(EXAMPLES)) {
     it(`${kind}: required attributes, constraints, enums and types hold; status and observables present; lock fields unmapped`, () => {
       assert.equal(e.kind, kind);
-      const ev = JSON.parse(JSON.stringify(toOcsf(e))) as Record<string, unknown>;
+      const ev = JSON.parse(JSON.stringify(toOcsf(forSink(e, tokenKey)))) as Record<string, unknown>;
       assert.deepEqual(validateEvent(ev), []);
       assert.equal(ev.type_uid, Number(ev.class_uid) * 100 + Number(ev.activity_id));
       assert.ok(ev.status !== undefined && ev.status_id !== undefined, 'status (recommended)');
@@ -191,13 +194,14 @@ describe('OCSF events validate against the published schema', () => {
       const unmapped = ev.unmapped as Record<string, unknown>;
       assert.equal(unmapped.kind, kind);
       assert.equal(unmapped.cluster, e.cluster || undefined, 'the cluster (register events are about no cluster)');
-      assert.equal(unmapped.token, e.token, 'the token stays a decimal string');
+      assert.equal(unmapped.token, undefined, 'no token leaves for a SIEM');
+      assert.equal(unmapped.token_hash, hashToken(tokenKey, e.token) || undefined, 'its keyed hash instead (none for token 0)');
       assert.equal((ev.metadata as { uid: string }).uid, e.id);
     });
   }
 
   it('the check can fail: a missing required attribute, a wrong type_uid, an attribute the class lacks, a bad enum, a broken constraint', () => {
-    const good = () => JSON.parse(JSON.stringify(toOcsf(EXAMPLES.release as AlertEvent))) as Record<string, unknown>;
+    const good = () => JSON.parse(JSON.stringify(toOcsf(forSink(EXAMPLES.release as AlertEvent, tokenKey)))) as Record<string, unknown>;
     const noApi = good();
     delete noApi.api;
     assert.deepEqual(validateEvent(noApi), ['api: required, missing']);
