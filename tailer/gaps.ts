@@ -100,7 +100,23 @@ const SQL = {
   grantRowsFromEvents: loadSql('tailer/sql/grantRowsFromEvents.sql'),
   closeGapEnded: loadSql('tailer/sql/closeGapEnded.sql'),
   lastCapturedTime: loadSql('tailer/sql/lastCapturedTime.sql'),
+  capturedStarts: loadSql('tailer/sql/capturedStarts.sql'),
 };
+
+/**
+ * Of holds seen in a snapshot (etcd key, grant revision), those whose start the store already holds in `timeline`
+ * (`<key>|<revision>`): captured by a run killed above its checkpoint.
+ */
+export function capturedStarts(store: AuditStore, cluster: string, timeline: number): NonNullable<SnapshotOptions['capturedStarts']> {
+  return async (holds) => {
+    if (holds.length === 0) return new Set();
+    const revisions = holds.map((h) => BigInt(h.grantRevision));
+    const lowest = revisions.reduce((a, b) => (b < a ? b : a));
+    const highest = revisions.reduce((a, b) => (b > a ? b : a));
+    const rows = await store.rows<{ key: string; put_revision: string }>(SQL.capturedStarts.text, { cluster, timeline, keys: [...new Set(holds.map((h) => h.key))], lowest: lowest.toString(), highest: highest.toString() });
+    return new Set(rows.map((r) => `${r.key}|${r.put_revision}`));
+  };
+}
 
 /**
  * After a gap's snapshot (written at `snapshotRevision`): every grant captured
@@ -149,6 +165,12 @@ export interface SnapshotOptions {
    * written by hand while no tailer ran reads `foreign`, as its watched put would.
    */
   originSecret?: Buffer;
+  /**
+   * Which of a page's holds granted after the checkpoint had their start captured already (`<key>|<grant revision>`,
+   * capturedStarts): they keep the grant row made from that event; only holds seen nowhere else get one that says
+   * their start is unknown.
+   */
+  capturedStarts?: (holds: Array<{ key: string; grantRevision: string }>) => Promise<Set<string>>;
 }
 
 export interface SnapshotResult {
@@ -180,6 +202,8 @@ export async function snapshotHolds(
   for (;;) {
     const res = await client.kv.range({ key: from, range_end: end, revision: revision.toString(), limit: pageSize });
     const batch: RowBatch = { events: [], grants: [], quarantine: [] };
+    const after = res.kvs.filter((kv) => BigInt(String(kv.mod_revision)) > checkpoint).map((kv) => ({ key: etcdText(kv.key), grantRevision: String(kv.mod_revision) }));
+    const startCaptured = options.capturedStarts ? await options.capturedStarts(after) : new Set<string>();
     for (const kv of res.kvs) {
       const key = etcdText(kv.key);
       const value = etcdText(kv.value);
@@ -224,8 +248,10 @@ export async function snapshotHolds(
         ...(origin ? { origin } : {}),
       };
       batch.events.push(row);
-      // A grant at or before the checkpoint was captured with its start; keep that row.
-      if (BigInt(grantRevision) > checkpoint) batch.grants.push(grantRow(row, g, undefined));
+      // A grant at or before the checkpoint was captured with its start, and so was one a killed run made durable
+      // above it (seed 45: its row, made from the watched put, was replaced by one that took a foreign hold's own
+      // `at`): keep that row.
+      if (BigInt(grantRevision) > checkpoint && !startCaptured.has(`${key}|${grantRevision}`)) batch.grants.push(grantRow(row, g, undefined));
     }
     total += batch.events.length;
     await write(batch);

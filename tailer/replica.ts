@@ -19,7 +19,7 @@ import { LeaderElection } from '../platform/leaderElection.js';
 import { settlesWithin } from '../platform/deadline.js';
 import { Backoff, sleep } from '../platform/retry.js';
 import { ClockWriter } from './clockWriter.js';
-import { closeGrantsEndedInGap, completeGrantRows, loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
+import { capturedStarts, closeGrantsEndedInGap, completeGrantRows, loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
 import { storeEvidenceLog } from './leaseEvidence.js';
 import { etcdTtl, LeaseWitness } from './leaseWitness.js';
 import { leaderIndex, recordRaftMark, type RaftCheckDeps } from './raftMarks.js';
@@ -446,7 +446,11 @@ export class TailerReplica {
       await replays?.mark(batch);
       await writeRows(store, batch, writeOptions);
     };
-    const seen = await snapshotHolds(this.#client, cluster, revision, checkpoint, write, this.#opts.restorePageSize ?? RESTORE_PAGE_SIZE, { ...options, originSecret: secret });
+    const seen = await snapshotHolds(this.#client, cluster, revision, checkpoint, write, this.#opts.restorePageSize ?? RESTORE_PAGE_SIZE, {
+      ...options,
+      originSecret: secret,
+      capturedStarts: capturedStarts(store, cluster, writeOptions.timeline ?? 0),
+    });
     if (seen.foreign.length > 0) {
       const first = seen.foreign[0] as { key: string; grantRevision: string };
       log.error({ foreign: seen.foreign.length, key: `${PREFIX.hold}${first.key}`, grantRevision: first.grantRevision }, 'holds not made by the lock API, written while no tailer watched: recorded foreign');

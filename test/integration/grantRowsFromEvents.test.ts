@@ -9,9 +9,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
-import { completeGrantRows } from '../../tailer/gaps.js';
+import { createEtcdClient } from '../../core/etcd.js';
+import { capturedStarts, completeGrantRows, snapshotHolds } from '../../tailer/gaps.js';
+import { writeRows } from '../../tailer/rowWriter.js';
 import { classEvent } from '../support/grants.js';
-import { tempStore } from '../support/env.js';
+import { tempStore, testConfig, uniqueId } from '../support/env.js';
 
 const T0 = Date.parse('2026-03-01T10:00:00Z');
 const CLAIMED = Date.parse('2286-11-20T00:00:00Z');
@@ -38,5 +40,38 @@ describe('grant rows completed from events', () => {
       "SELECT toString(toUnixTimestamp64Milli(granted_at)) AS granted, toString(toUnixTimestamp64Milli(ended_at)) AS ended, end_kind AS kind, toString(duration_ms) AS duration FROM {db:Identifier}.grants FINAL WHERE cluster = 'c1' AND key = 'chaos/f'",
     );
     assert.deepEqual(rows, [{ granted: String(T0), ended: String(T0 + 5_000), kind: 'deleted', duration: '5000' }]);
+  });
+
+  it('a gap\'s snapshot keeps the grant row of a hold whose start a killed run captured above the checkpoint (seed 45)', async () => {
+    const client = createEtcdClient({ name: 'test', endpoints: testConfig().etcd.clusters[0]?.endpoints ?? [] });
+    try {
+      const ns = uniqueId('snap');
+      const cluster = uniqueId('c');
+      // A hold written around the API (foreign): its own `at` is its writer's word, bounding nothing.
+      const value = JSON.stringify({ holder: 'spiffe://attacker/x', session: '0', class: 'payments', epoch: 1, waitMs: 0, at: CLAIMED });
+      const lease = await client.lease(60, { autoKeepAlive: false }).grant();
+      const put = await client.put(`/l/${ns}/f`).value(value).lease(lease).exec();
+      const revision = BigInt(put.header.revision);
+      // A run killed above its checkpoint made the put durable (timed by the clock before it), not its grant row.
+      const hold = { ...classEvent('x', {}, 0, 0), cluster, key: `/l/${ns}/f`, namespace: ns, lock_path: 'f', class: 'payments', holder: 'spiffe://attacker/x', session: lease, token: String((1n << 48n) + revision), epoch: 1, origin: 'foreign' };
+      await store.insert('events', [{ ...hold, revision: revision.toString(), event_type: 'grant', op: 'put', grant_revision: revision.toString(), wall_time: T0, time_estimated: 1, value, lease, mod_revision: revision.toString(), create_revision: revision.toString() }]);
+      const checkpoint = revision - 1n;
+      // The gap after it: grant rows from the durable events, then the snapshot of what etcd holds.
+      await completeGrantRows(store, cluster, 0, checkpoint, revision, 1n);
+      const write = async (b: Parameters<typeof writeRows>[1]): Promise<void> => void (await writeRows(store, b, { timeline: 0, term: 1n }));
+      const row = async () =>
+        (await store.rows<{ granted: string; known: number }>(
+          'SELECT toString(toUnixTimestamp64Milli(granted_at)) AS granted, start_known AS known FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}',
+          { c: cluster, k: `${ns}/f` },
+        ));
+      await snapshotHolds(client, cluster, revision, checkpoint, write, 5_000, { capturedStarts: capturedStarts(store, cluster, 0) });
+      assert.deepEqual(await row(), [{ granted: String(T0), known: 1 }], 'the captured start stands');
+      // Without the check (as before): the snapshot's row replaced it, start unknown, timed by the hold's own claim.
+      await snapshotHolds(client, cluster, revision, checkpoint, write, 5_000);
+      assert.deepEqual(await row(), [{ granted: String(CLAIMED), known: 0 }]);
+      await client.leaseClient.leaseRevoke({ ID: lease }).catch(() => undefined);
+    } finally {
+      client.close();
+    }
   });
 });
