@@ -51,9 +51,14 @@ export function earnGaps(input: CheckInput, h: History): { earned: EarnedGap[]; 
     used.add(gap);
     const from = BigInt(gap.from_revision);
     const to = BigInt(gap.to_revision);
-    const top = b.oldEraEnd > b.snapshot + b.bump ? b.oldEraEnd : b.snapshot + b.bump;
+    const restoredTop = b.oldEraEnd > b.snapshot + b.bump ? b.oldEraEnd : b.snapshot + b.bump;
+    // A compaction of the restored etcd before the tailer found the restore (seed 45: compacted 10 s after a bumped
+    // restore, while the platform was down) took the new era's first changes with it: nobody can read where the bump
+    // ended and they began, so the restore's gap reaches that compaction — and stands for those changes.
+    const compactedFirst = newEraCompaction(input, b, ms(gap.detected_at));
+    const top = compactedFirst !== undefined && compactedFirst > restoredTop ? compactedFirst : restoredTop;
     const provable = provableDivergence(input, h, b, ms(gap.detected_at));
-    const bound = `from ${provable + 1n}..${b.snapshot + 1n}, to ≤ ${top}`;
+    const bound = `from ${provable + 1n}..${b.snapshot + 1n}, to ≤ ${top}${top !== restoredTop ? ` (compacted before the restore was found; restored etcd to ${restoredTop})` : ''}`;
     const ok = from >= provable + 1n && from <= b.snapshot + 1n && to <= top;
     const line: GapLine = { from: gap.from_revision, to: gap.to_revision, kind: 'restore', width: String(to - from + 1n), fault: `restore ${b.era}${b.fault ? ` at ${new Date(b.fault.startedAt).toISOString()}` : ''}`, bound, excused: 0, verdict: ok ? 'earned' : 'gap-too-wide' };
     lines.push(line);
@@ -61,7 +66,7 @@ export function earnGaps(input: CheckInput, h: History): { earned: EarnedGap[]; 
       v('gap-too-wide', gap, b.era - 1, `a restore gap within ${bound}`, `${from}..${to}`);
       return;
     }
-    earned.push({ from, to, line, excuses: (era, revision, shared) => restoreExcuses(b, from, to, era, revision, shared) });
+    earned.push({ from, to, line, excuses: (era, revision, shared) => restoreExcuses(b, from, to, era, revision, shared) || (era === b.era && compactedFirst !== undefined && revision > restoredTop && revision <= to && revision <= compactedFirst) });
   });
   for (const g of restoreGaps) {
     if (used.has(g)) continue;
@@ -145,6 +150,20 @@ function provableDivergence(input: CheckInput, h: History, b: Branch, detectedMs
  * revisions (the shared history is compacted and cannot be read again), a
  * shared change between the gap's start and the snapshot.
  */
+/**
+ * The compaction revision of a compact fault of the restore's own (new) era that began before the restore's gap was
+ * detected — within the detection slack of the restore fault's end, so the tailer had no chance to find the restore
+ * first — or undefined.
+ */
+function newEraCompaction(input: CheckInput, b: Branch, detectedAt: number): bigint | undefined {
+  const restoreEnded = input.faults.find((x) => x.kind === 'restore' && x.era === b.era - 1)?.endedAt;
+  if (restoreEnded === undefined || detectedAt > restoreEnded + DETECTION_SLACK_MS) return undefined;
+  const compactions = input.faults
+    .filter((f) => f.kind === 'compact' && f.era === b.era && f.facts?.kind === 'compact' && f.startedAt <= detectedAt)
+    .map((f) => BigInt((f.facts as { compactRevision: string }).compactRevision));
+  return compactions.length ? compactions.reduce((a, c) => (c > a ? c : a)) : undefined;
+}
+
 function restoreExcuses(b: Branch, from: bigint, to: bigint, era: number, revision: bigint, shared: boolean): boolean {
   if (revision < from) return false;
   // The gap's `to` is the furthest the tailer saw the old timeline go: what etcd committed after that, before it
