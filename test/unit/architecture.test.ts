@@ -4,6 +4,7 @@
 // folders it names (no sideways doors), it names every prefix of the
 // keyspace, and only core/keyspace.ts spells those prefixes out.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -128,9 +129,21 @@ describe('docs/architecture.md', () => {
     for (const file of ['core/errors.ts', 'platform/alarms.ts', 'core/config.ts', 'core/keyspace.ts']) assert.ok(doc.includes(`\`${file}\``), `names ${file}`);
   });
 
+  it('cites nothing outside the repository: the design the code relies on is in docs/, in the project\'s own words', () => {
+    const tracked = execFileSync('git', ['ls-files'], { cwd: projectRoot, encoding: 'utf8' }).split('\n').filter((f) => /\.(ts|mjs|js|sql|md|json|ya?ml|sh|html|css)$/.test(f));
+    assert.ok(tracked.length > 300, `scanned ${tracked.length} files`);
+    // Spelled apart so this file does not cite them itself.
+    const outside = [['DESIGN', '.md'], ['STYLE', '.md'], ['../', 'shared/'], ['shared/', 'seeds']].map((parts) => parts.join(''));
+    const cites = tracked.flatMap((f) => {
+      const text = readFileSync(path.join(projectRoot, f), 'utf8');
+      return outside.filter((o) => text.includes(o)).map((o) => `${f}: ${o}`);
+    });
+    assert.deepEqual(cites, []);
+  });
+
   it('is what the README links to', () => {
     const readme = readFileSync(path.join(projectRoot, 'README.md'), 'utf8');
     assert.ok(readme.includes('](docs/architecture.md)'));
-    assert.ok(!readme.includes('../shared/'), 'the README links nothing outside the project');
+    assert.ok(!readme.includes(['..', 'shared', ''].join('/')), 'the README links nothing outside the project');
   });
 });
