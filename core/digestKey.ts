@@ -94,11 +94,16 @@ export function generateDigestSigner(): DigestSigner {
 export function digestSigner(config: KeySource): DigestSigner {
   if (config.digestSigningKey) return signerFromPrivateKey(parsePrivateKey(config.digestSigningKey, 'LOCKAUDIT_DIGEST_SIGNING_KEY'));
   const file = path.join(config.dataDir, DIGEST_KEY_FILE);
+  let text: string | undefined;
   try {
-    return signerFromPrivateKey(parsePrivateKey(readFileSync(file, 'utf8'), file));
+    text = readFileSync(file, 'utf8');
   } catch (err) {
-    if ((err as { cause?: NodeJS.ErrnoException }).cause?.code !== 'ENOENT' && (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    // Unreadable is not absent: a key generated in its place would sign a chain no earlier digest links to.
+    if (code !== 'ENOENT') throw new LockauditError('LOCKAUDIT_ERR_DIGEST_KEY', `${file} cannot be read (${code ?? (err as Error).message}): give the process read access to it (or restore it from your backup)`, { cause: err });
   }
+  // An empty or cut file is refused by name (parsePrivateKey), never replaced.
+  if (text !== undefined) return signerFromPrivateKey(parsePrivateKey(text, file));
   mkdirSync(config.dataDir, { recursive: true });
   try {
     // 'wx': a second process creating it at the same moment keeps the first one's key.

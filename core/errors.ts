@@ -65,8 +65,8 @@ export const errorCatalog = {
   LOCKAUDIT_ERR_EXPORT_UNPROVEN: { status: 409, description: 'The grants the export would hold disagree with the events they were derived from (the digests cover the events): a grant row altered, deleted, reopened or invented in ClickHouse. Nothing is written or signed; the message names the grants.' },
   LOCKAUDIT_ERR_EXPORT_QUEUE: { status: 503, description: 'The export job could not be queued (Redis unavailable).' },
   LOCKAUDIT_ERR_ARCHIVE_UNLOCKED: { status: 500, description: 'The force-release archive bucket has no object lock; records are not archived into it.' },
-  LOCKAUDIT_ERR_ORIGIN_SECRET: { status: 500, description: 'The origin secret (<dataDir>/origin-secret) is shorter than 32 bytes — empty, or cut short by a full disk — and is never taken as a key anyone could compute.' },
-  LOCKAUDIT_ERR_DIGEST_KEY: { status: 500, description: 'The digest signing key (LOCKAUDIT_DIGEST_SIGNING_KEY or <dataDir>/digest-signing-key.pem), or a public key given to verify, is not an Ed25519 key.' },
+  LOCKAUDIT_ERR_ORIGIN_SECRET: { status: 500, description: 'The origin secret (<dataDir>/origin-secret) is shorter than 32 bytes — empty, or cut short by a full disk — and is never taken as a key anyone could compute; or its file cannot be read, which is never taken as absent.' },
+  LOCKAUDIT_ERR_DIGEST_KEY: { status: 500, description: 'The digest signing key (LOCKAUDIT_DIGEST_SIGNING_KEY or <dataDir>/digest-signing-key.pem), or a public key given to verify, is not an Ed25519 key, or its file cannot be read (never taken as absent and replaced).' },
   LOCKAUDIT_ERR_ARCHIVE_CHAIN: { status: 500, description: 'archive verify found missing or altered force records; each problem is listed.' },
 } as const satisfies Record<string, ErrorSpec>;
 
