@@ -21,7 +21,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { ClickHouseTarget } from './config.js';
 import { LockauditError } from './errors.js';
 import { rowBinaryEncoder, type ColumnSpec, type RowBinaryEncoder } from './rowBinary.js';
@@ -32,10 +32,10 @@ export interface InsertOptions {
   settings?: ClickHouseSettings;
   /**
    * Send the rows as RowBinaryWithDefaults (core/rowBinary.ts) instead of
-   * JSONEachRow: the same values, no JSON to build or parse. Embedded only
-   * (a server keeps JSONEachRow: the binary body needs `exec`, untested
-   * here); a table with a column type the encoder does not write also stays
-   * on JSONEachRow. A value a column cannot take throws a RowEncodeError
+   * JSONEachRow: the same values, no JSON to build or parse. Embedded, through
+   * a file; to a server or the store process (platform/storeServer.ts), as the
+   * body of an `exec` (test/integration/storeConformance.test.ts). A table with
+   * a column type the encoder does not write stays on JSONEachRow. A value a column cannot take throws a RowEncodeError
    * whose `type` is the ClickHouse error type it stands for.
    */
   binary?: boolean;
@@ -168,12 +168,18 @@ export class AuditStore {
   /** Inserts rows into `<db>.<table>`, as JSONEachRow or (options.binary) RowBinaryWithDefaults. Resolves when ClickHouse has the rows. */
   async insert<T extends object>(table: string, values: readonly T[], options: InsertOptions = {}): Promise<void> {
     if (values.length === 0) return;
-    const encoder = options.binary && this.target.mode === 'embedded' ? await this.#encoder(table) : undefined;
+    const encoder = options.binary && IDENTIFIER.test(table) ? await this.#encoder(table) : undefined;
     if (!encoder) {
       await this.client.insert({ table: `${this.database}.${table}`, values: values as T[], format: 'JSONEachRow', clickhouse_settings: options.settings });
       return;
     }
     const body = encoder.encode(values);
+    if (this.target.mode === 'server') {
+      // A server (or the store process) takes the bytes as the body, the statement in the URL: exec with values.
+      const r = await this.client.exec({ query: `INSERT INTO \`${this.database}\`.\`${table}\` FORMAT RowBinaryWithDefaults`, values: Readable.from([body]), clickhouse_settings: options.settings });
+      r.stream.destroy();
+      return;
+    }
     // chdb's connection passes an insert body as a UTF-8 string (binary bytes would be mangled), so the
     // bytes go through a file of our own that ClickHouse reads with FROM INFILE — into the table itself,
     // so "default" fields get the table's own defaults.

@@ -107,6 +107,25 @@ describe('the store process answers as chdb does (conformance)', { timeout: 300_
     assert.deepEqual(b, a);
   });
 
+  it('the tailer sink\'s RowBinary inserts (AuditStore binary) land the same through the store as into chdb', async () => {
+    const rows = [7, 8].map((i) => ({
+      cluster: 'conf-bin', revision: String(2n ** 63n + BigInt(i)), key: `/l/ns/b${i}`, event_type: 'grant', op: 'put', namespace: 'ns', lock_path: `b${i}`, class: 'c', holder: 'h ✓', session: '1',
+      token: String(2n ** 64n - BigInt(i)), epoch: 65535, grant_revision: String(i), wait_ms: 0, wall_time: Date.UTC(2026, 11, 5, 1, 2, 3, 456), time_estimated: 1, time_error_ms: 12, create_revision: '1',
+      mod_revision: '1', version: '1', lease: '0', value: 'bin\n\u0000', prev_value: '', unprotected: 0,
+    }));
+    const read = (s: AuditStore) =>
+      s.rows("SELECT toString(revision) AS r, key, holder, toString(token) AS t, epoch, toString(wall_time) AS w, time_error_ms, value FROM {db:Identifier}.events WHERE cluster = 'conf-bin' ORDER BY revision");
+    const [a, b] = await Promise.all(
+      both().map(async ([, s]) => {
+        await s.insert('events', rows, { binary: true });
+        return read(s);
+      }),
+    );
+    assert.equal(a?.length, 2);
+    assert.deepEqual(a?.[0], { r: String(2n ** 63n + 7n), key: '/l/ns/b7', holder: 'h ✓', t: String(2n ** 64n - 7n), epoch: 65535, w: '2026-12-05 01:02:03.456', time_error_ms: 12, value: 'bin\n\u0000' });
+    assert.deepEqual(b, a);
+  });
+
   it('a long result stream arrives whole', async () => {
     const counts = await Promise.all(
       both().map(async ([, s]) => {
