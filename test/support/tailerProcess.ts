@@ -13,7 +13,10 @@ import { readCheckpoint } from '../../tailer/offsets.js';
 import { tailerMetrics } from '../../tailer/tailerMetrics.js';
 
 export interface ChildSpec {
-  chdbPath: string;
+  /** The embedded store's data dir (this child then owns it), unless `store` is given. */
+  chdbPath?: string;
+  /** The store process (platform/storeServer.ts) to talk to over HTTP instead, as every role does to a shared store. */
+  store?: { url: string; password: string };
   cluster: { name: string; endpoints: string[] };
   /** Written when the store has no checkpoint for the cluster yet. */
   initialCheckpoint?: string;
@@ -29,7 +32,9 @@ const say = (o: Record<string, unknown>): void => {
 
 const spec = JSON.parse(process.env.LOCKAUDIT_TEST_TAILER ?? '{}') as ChildSpec;
 const log = createLogger(process.env.LOCKAUDIT_TEST_TAILER_LOG ?? 'warn', { child: spec.replicaId ?? process.pid });
-const store = new AuditStore({ mode: 'embedded', path: spec.chdbPath, database: 'lockaudit' });
+const store = spec.store
+  ? new AuditStore({ mode: 'server', url: spec.store.url, password: spec.store.password, user: 'lockaudit', database: 'lockaudit' })
+  : new AuditStore({ mode: 'embedded', path: spec.chdbPath ?? '', database: 'lockaudit' });
 await migrate(store);
 if (spec.initialCheckpoint !== undefined && (await readCheckpoint(store, spec.cluster.name)) === 0n) {
   await store.insert('checkpoints', [{ cluster: spec.cluster.name, revision: spec.initialCheckpoint, leader: 'test-setup' }]);
