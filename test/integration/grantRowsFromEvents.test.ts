@@ -10,7 +10,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { createEtcdClient } from '../../core/etcd.js';
-import { capturedStarts, completeGrantRows, snapshotHolds } from '../../tailer/gaps.js';
+import { checkGrantsAgainstEvents, formatGrantProblem } from '../../exporters/grantsCheck.js';
+import { capturedStarts, completeGrantRows, recordGap, snapshotHolds } from '../../tailer/gaps.js';
 import { writeRows } from '../../tailer/rowWriter.js';
 import { classEvent } from '../support/grants.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
@@ -72,6 +73,21 @@ describe('grant rows completed from events', () => {
       await client.leaseClient.leaseRevoke({ ID: lease }).catch(() => undefined);
     } finally {
       client.close();
+    }
+  });
+
+  it('a grant whose put fell in a recorded gap and whose end was captured is vouched for by its end; outside any gap it is named (seed 46)', async () => {
+    const at = Date.parse('2026-03-02T10:00:00Z');
+    for (const [cluster, gap] of [[uniqueId('g'), true], [uniqueId('n'), false]] as const) {
+      const value = JSON.stringify({ holder: 'spiffe://w/1', session: '9', class: 'payments', epoch: 1, waitMs: 0, at });
+      const hold = { ...classEvent('x', {}, 0, 0), cluster, key: '/l/billing/hot-0', namespace: 'billing', lock_path: 'hot-0', class: 'payments', holder: 'spiffe://w/1', session: '9', token: String((1n << 48n) + 1_444_437n), epoch: 1, origin: 'api' };
+      // A run killed mid catch-up made the release durable above its checkpoint, not the put; then etcd compacted past both.
+      await store.insert('events', [{ ...hold, revision: '1444833', event_type: 'release', op: 'delete', grant_revision: '1444437', wall_time: at + 2_000, time_estimated: 0, value: '', prev_value: value }]);
+      if (gap) await recordGap(store, { cluster, from_revision: '1434370', to_revision: '1478401', detected_at: at + 60_000, reason: 'compacted', term: '1' });
+      await completeGrantRows(store, cluster, 0, 1_434_369n, 1_478_401n, 1n);
+      const problems = await checkGrantsAgainstEvents(store, { cluster }, { fromMs: at - 3_600_000, toMs: at + 3_600_000 }, { settleMs: 0, limit: 10 });
+      if (gap) assert.deepEqual(problems.map(formatGrantProblem), [], 'its end vouches for it');
+      else assert.match(problems.map(formatGrantProblem).join('; '), /no start event/, 'outside a gap, a row without its start is named');
     }
   });
 });
