@@ -129,18 +129,19 @@ async function main(out: string): Promise<void> {
     const content = eventColumns.filter((c) => !volatile.has(c));
     // Read a revision range at a time and written out as it comes: one query's JSON for a 30-minute realistic run
     // outgrew a 16 GB heap (seed 43). GROUP BY includes revision, so ranges split no group.
-    const span = (await rows<{ lo: string; hi: string }>('SELECT toString(min(revision)) AS lo, toString(max(revision)) AS hi FROM {db:Identifier}.events WHERE cluster = {cluster:String}', p))[0];
     const eventsQuery = `SELECT ${content.map((c) => `\`${c}\``).join(', ')}, ${eventColumns.includes('term') ? "toString(argMax(ingested_at, (term, ingested_at))) AS ingested_at, toString(max(term)) AS term" : 'toString(max(ingested_at)) AS ingested_at'} FROM {db:Identifier}.events WHERE cluster = {cluster:String} AND op IN ('put', 'delete') AND revision >= {lo:UInt64} AND revision < {hi:UInt64} GROUP BY ${content.map((c) => `\`${c}\``).join(', ')} ORDER BY revision, key SETTINGS prefer_column_name_to_alias = 1`; // `AS term` must not shadow the column inside argMax
-    const fd = openSync(path.join(out, EVENTS_FILE), 'w');
-    try {
-      const last = BigInt(span?.hi ?? '0');
-      for (let lo = BigInt(span?.lo ?? '1'); lo <= last; lo += EVENT_PAGE_REVISIONS) {
-        const page = await rows<StoredEvent>(eventsQuery, { ...p, lo: lo.toString(), hi: (lo + EVENT_PAGE_REVISIONS).toString() });
-        writeLines(fd, page);
+    const pages = async (table: string, column: string, query: string, file: string): Promise<void> => {
+      const [span] = await rows<{ lo: string; hi: string }>(`SELECT toString(min(${column})) AS lo, toString(max(${column})) AS hi FROM {db:Identifier}.${table} WHERE cluster = {cluster:String}`, p);
+      const fd = openSync(path.join(out, file), 'w');
+      try {
+        for (let lo = BigInt(span?.lo ?? '1'); lo <= BigInt(span?.hi ?? '0'); lo += EVENT_PAGE_REVISIONS) writeLines(fd, await rows(query, { ...p, lo: lo.toString(), hi: (lo + EVENT_PAGE_REVISIONS).toString() }));
+      } finally {
+        closeSync(fd);
       }
-    } finally {
-      closeSync(fd);
-    }
+    };
+    // Read a revision range at a time and written out as it comes: one query's JSON for a 30-minute realistic run
+    // outgrew a 16 GB heap (seed 43). GROUP BY includes revision, so ranges split no group.
+    await pages('events', 'revision', eventsQuery, EVENTS_FILE);
     const rolledBackColumns = await columnsOf('rolled_back_events');
     const rolledBack = rolledBackColumns.length
       ? await rows<RolledBackRow>(
@@ -166,17 +167,7 @@ async function main(out: string): Promise<void> {
       eventColumns,
     };
     const grantsQuery = `SELECT key, token, epoch, grant_revision, end_kind, end_revision, unprotected, start_known, toString(granted_at) AS granted_at, toString(ended_at) AS ended_at${optional.map((c) => `, ${c}`).join('')} FROM {db:Identifier}.grants FINAL WHERE cluster = {cluster:String} AND grant_revision >= {lo:UInt64} AND grant_revision < {hi:UInt64}`;
-    const grantSpan = (await rows<{ lo: string; hi: string }>('SELECT toString(min(grant_revision)) AS lo, toString(max(grant_revision)) AS hi FROM {db:Identifier}.grants WHERE cluster = {cluster:String}', p))[0];
-    const gfd = openSync(path.join(out, GRANTS_FILE), 'w');
-    try {
-      const last = BigInt(grantSpan?.hi ?? '0');
-      for (let lo = BigInt(grantSpan?.lo ?? '1'); lo <= last; lo += EVENT_PAGE_REVISIONS) {
-        const page = await rows<StoredGrant>(grantsQuery, { ...p, lo: lo.toString(), hi: (lo + EVENT_PAGE_REVISIONS).toString() });
-        writeLines(gfd, page);
-      }
-    } finally {
-      closeSync(gfd);
-    }
+    await pages('grants', 'grant_revision', grantsQuery, GRANTS_FILE);
     // The events and grants one JSON line each, in files of their own: a 30-minute run at the realistic load holds more
     // than one JavaScript string can (JSON.stringify of the whole dump: "Invalid string length"). store.json names them.
     writeFileSync(path.join(out, 'store.json'), JSON.stringify({ ...dump, eventsFile: EVENTS_FILE, grantsFile: GRANTS_FILE }));

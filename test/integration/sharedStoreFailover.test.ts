@@ -4,39 +4,34 @@
 // and capture is exact — every change of etcd's history once under FINAL, none etcd lacks. (The older failover
 // test in tailerCrash.test.ts gives each replica a store of its own.) Real etcd, real chdb behind the store.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Etcd3 } from 'etcd3';
 import { AuditStore } from '../../core/clickhouse.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import { migrate } from '../../core/migrations.js';
-import { projectRoot } from '../../core/paths.js';
 import { assertExactCapture } from '../support/capture.js';
 import { startTailerChild } from '../support/children.js';
+import { startStoreProcess, type StoreProcess } from '../support/storeProcess.js';
 import { tempDir, testConfig, uniqueId } from '../support/env.js';
 import { Workload } from '../support/workload.js';
 
 const config = testConfig();
 const endpoints = config.etcd.clusters[0]?.endpoints ?? [];
-const PASSWORD = randomBytes(24).toString('base64url');
 const childOptions = { electionTtlSeconds: 3, catchUpWindows: 4, splitMinRevisions: 1_000, checkpointIntervalMs: 100, leaseWitness: false, sink: { maxRows: 250, maxDelayMs: 20 } };
 
 describe('tailer replicas in separate processes over one shared store', { timeout: 300_000 }, () => {
   const tmp = tempDir('lockaudit-shared-');
-  let storeProc: ChildProcess | undefined;
+  let storeProc: StoreProcess | undefined;
   let url = '';
+  let password = '';
   let store: AuditStore;
   let client: Etcd3;
 
   before(async () => {
-    storeProc = spawn(process.execPath, ['--import', 'tsx', path.join('test', 'support', 'storeChild.ts'), path.join(tmp.dir, 'ch')], { cwd: projectRoot, env: { ...process.env, LOCKAUDIT_STORE_PASSWORD: PASSWORD }, stdio: ['ignore', 'pipe', 'inherit'] });
-    url = await new Promise<string>((resolve, reject) => {
-      storeProc?.stdout?.once('data', (c: Buffer) => resolve(c.toString().trim()));
-      storeProc?.once('exit', (code) => reject(new Error(`store exited ${code}`)));
-    });
-    store = new AuditStore({ mode: 'server', url, user: 'lockaudit', password: PASSWORD, database: 'lockaudit' });
+    storeProc = await startStoreProcess(path.join(tmp.dir, 'ch'));
+    ({ url, password } = storeProc);
+    store = new AuditStore({ mode: 'server', url, user: 'lockaudit', password, database: 'lockaudit' });
     await migrate(store); // once, before the tailers (each migrates too, finding nothing to do)
     client = createEtcdClient({ name: 'test', endpoints });
   });
@@ -44,11 +39,7 @@ describe('tailer replicas in separate processes over one shared store', { timeou
   after(async () => {
     client?.close();
     await store?.close();
-    if (storeProc && storeProc.exitCode === null) {
-      const exited = new Promise((resolve) => storeProc?.once('exit', resolve));
-      storeProc.kill('SIGTERM');
-      await exited;
-    }
+    await storeProc?.stop();
     tmp.remove();
   });
 
@@ -60,7 +51,7 @@ describe('tailer replicas in separate processes over one shared store', { timeou
     const sessions = await Promise.all(Array.from({ length: 4 }, () => w.session()));
     for (let i = 0; i < 3_000; i += 200) await Promise.all(Array.from({ length: 200 }, (_, j) => w.grant(sessions[(i + j) % 4] as (typeof sessions)[number], `bulk/${i + j}`)));
     for (const s of sessions) await w.expire(s);
-    const spec = (replicaId: string) => ({ store: { url, password: PASSWORD }, cluster: { name: label, endpoints }, initialCheckpoint: (from - 1n).toString(), options: childOptions, replicaId });
+    const spec = (replicaId: string) => ({ store: { url, password }, cluster: { name: label, endpoints }, initialCheckpoint: (from - 1n).toString(), options: childOptions, replicaId });
     const a = startTailerChild(spec('replica-a'));
     const b = startTailerChild(spec('replica-b'));
     try {

@@ -4,36 +4,31 @@
 // migrations, JSONEachRow and RowBinary inserts, a long result stream, a cancelled query, errors with their
 // ClickHouse codes, a refused password. Two data dirs (chdb binds one per process): the store's in a child process.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { createClient } from '@clickhouse/client';
 import { AuditStore } from '../../core/clickhouse.js';
 import { migrate } from '../../core/migrations.js';
-import { projectRoot } from '../../core/paths.js';
 import { loadSql } from '../../platform/sql.js';
+import { startStoreProcess, type StoreProcess } from '../support/storeProcess.js';
 import { tempDir } from '../support/env.js';
 
-const PASSWORD = randomBytes(24).toString('base64url');
 
 describe('the store process answers as chdb does (conformance)', { timeout: 300_000 }, () => {
   const tmp = tempDir('lockaudit-store-');
-  let child: ChildProcess | undefined;
+  let storeProc: StoreProcess | undefined;
   let url = '';
+  let password = '';
   let direct: AuditStore;
   let served: AuditStore;
   const both = (): Array<[string, AuditStore]> => [['chdb', direct], ['store', served]];
 
   before(async () => {
-    child = spawn(process.execPath, ['--import', 'tsx', path.join('test', 'support', 'storeChild.ts'), path.join(tmp.dir, 'served')], { cwd: projectRoot, env: { ...process.env, LOCKAUDIT_STORE_PASSWORD: PASSWORD }, stdio: ['ignore', 'pipe', 'inherit'] });
-    url = await new Promise<string>((resolve, reject) => {
-      child?.stdout?.once('data', (c: Buffer) => resolve(c.toString().trim()));
-      child?.once('exit', (code) => reject(new Error(`store exited ${code}`)));
-    });
+    storeProc = await startStoreProcess(path.join(tmp.dir, 'served'));
+    ({ url, password } = storeProc);
     direct = new AuditStore({ mode: 'embedded', path: path.join(tmp.dir, 'direct'), database: 'lockaudit' });
-    served = new AuditStore({ mode: 'server', url, database: 'lockaudit', user: 'lockaudit', password: PASSWORD });
+    served = new AuditStore({ mode: 'server', url, database: 'lockaudit', user: 'lockaudit', password });
     // The migrations themselves: every DDL statement of the project, through both.
     await migrate(direct);
     await migrate(served);
@@ -42,11 +37,7 @@ describe('the store process answers as chdb does (conformance)', { timeout: 300_
   after(async () => {
     await served?.close();
     await direct?.close();
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child?.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await storeProc?.stop();
     tmp.remove();
   });
 
