@@ -26,7 +26,7 @@ import { assertGrantsMatchEvents } from './grantsCheck.js';
 import type { ExportMetrics } from './exportMetrics.js';
 import { manifestSignatureProblem, signManifest } from './digests/format.js';
 import { buildManifest, manifestName, parseManifest, type Manifest } from './manifest.js';
-import { objectExists, putJson, putJsonIfAbsent, readObjectText, withRetry, type RetryOptions } from './objectStore.js';
+import { objectExists, objectSha256, putJson, putJsonIfAbsent, readObjectText, withRetry, type RetryOptions } from './objectStore.js';
 import { loadSql } from '../platform/sql.js';
 
 const PASSED = loadSql('exporters/sql/history_passed.sql');
@@ -113,12 +113,12 @@ export async function exportHistoryFile(
   const retry = deps.retry ?? {};
   let replace = false;
   if (await withRetry(() => objectExists(deps.s3, deps.bucket, manifestObject), retry)) {
-    const problem = await unsignedManifest(deps, manifestObject, object);
+    const problem = await manifestProblem(deps, manifestObject, object);
     if (problem === undefined) {
       deps.metrics?.historyFiles.inc({ dataset, outcome: 'complete' });
       return { dataset, cluster, date, object, status: 'complete' };
     }
-    // Not the worker's: the day is written anew over it (the history bucket is not locked), and alarmed.
+    // Not the worker's, or not the file under it: the day is written anew over it (the history bucket is not locked), and alarmed.
     deps.health?.raise(alarm('LOCKAUDIT_ALARM_HISTORY_UNSIGNED', { cluster }, { object: `${deps.bucket}/${manifestObject}`, problem }));
     deps.logger.error({ dataset, cluster, date, object: manifestObject, problem }, 'history manifest not signed by the digest key: writing the day again');
     replace = true;
@@ -135,8 +135,15 @@ export async function exportHistoryFile(
     const manifest = signManifest(buildManifest(file, { dataset, object, cluster, date, from: new Date(range.fromMs).toISOString(), to: new Date(range.toMs).toISOString(), ...(dataset === 'grants' ? { grantsCheckedAgainstEvents: true } : {}) }), deps.signer);
     // Only now is the file complete. A manifest already there means another run finished it first (unless it is
     // the unsigned one this run replaces).
-    if (replace) await putJson(deps.s3, deps.bucket, manifestObject, manifest, retry);
-    else await putJsonIfAbsent(deps.s3, deps.bucket, manifestObject, manifest, retry);
+    if (replace || (await putJsonIfAbsent(deps.s3, deps.bucket, manifestObject, manifest, retry)) === 'exists') {
+      // A manifest put meanwhile counts only as the worker's signed manifest of the file now there (one placed during
+      // the export would otherwise stand: review); else ours goes over it.
+      const raced = replace ? undefined : await manifestProblem(deps, manifestObject, object);
+      if (replace || raced !== undefined) {
+        if (raced !== undefined) deps.health?.raise(alarm('LOCKAUDIT_ALARM_HISTORY_UNSIGNED', { cluster }, { object: `${deps.bucket}/${manifestObject}`, problem: raced }));
+        await putJson(deps.s3, deps.bucket, manifestObject, manifest, retry);
+      }
+    }
     deps.metrics?.historyFiles.inc({ dataset, outcome: 'written' });
     deps.logger.info({ dataset, cluster, date, rows: manifest.rows, bytes: manifest.bytes }, 'history file written');
     return { dataset, cluster, date, object, status: 'written', manifest };
@@ -185,12 +192,21 @@ export function historyDayBeforeCapture(cluster: string, date: string, began: nu
   return `${date} of cluster "${cluster}" ended before its capture began (the earliest captured time is ${new Date(began).toISOString()}): nothing of it was captured, so no file is written`;
 }
 
-/** Why the manifest at `name` is not the digest key's signed manifest of `object`, or undefined when it is. */
-async function unsignedManifest(deps: HistoryDeps, name: string, object: string): Promise<string | undefined> {
+/**
+ * Why the manifest at `name` does not stand for the file `object` — not a manifest, not the digest key's signature,
+ * or not the bytes now stored there — or undefined when it does. A day is complete only on such a manifest.
+ */
+async function manifestProblem(deps: HistoryDeps, name: string, object: string): Promise<string | undefined> {
   const m = parseManifest(await withRetry(() => readObjectText(deps.s3, deps.bucket, name), deps.retry ?? {}));
   if (!m) return 'not a manifest';
   if (m.object !== object) return `it names ${m.object}`;
-  return manifestSignatureProblem(m, deps.signer.keyId, createPublicKey(deps.signer.publicKeyPem));
+  const unsigned = manifestSignatureProblem(m, deps.signer.keyId, createPublicKey(deps.signer.publicKeyPem));
+  if (unsigned !== undefined) return unsigned;
+  // The history bucket is not locked: the file under a genuine manifest can be swapped.
+  const got = await withRetry(() => objectSha256(deps.s3, deps.bucket, object), deps.retry ?? {});
+  if (got === 'missing') return 'the file it describes is missing';
+  if (got.sha256 !== m.sha256 || got.bytes !== m.bytes) return `the file under it is not the one it describes (sha256 ${got.sha256.slice(0, 12)}…, ${got.bytes} bytes; it says ${m.sha256.slice(0, 12)}…, ${m.bytes} bytes)`;
+  return undefined;
 }
 
 /** Every dataset of every cluster for one day; a cluster whose capture has not passed the day's end is left for later (throws once the others are written). */

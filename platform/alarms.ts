@@ -82,9 +82,9 @@ export const alarmCatalog = {
   },
   LOCKAUDIT_ALARM_HISTORY_UNSIGNED: {
     instance: 'history-unsigned:{cluster}',
-    message: 'the history manifest {object} of {cluster} is not the digest key\'s ({problem}); the day is written again and no digest names what it describes',
+    message: 'the history manifest {object} of {cluster} does not stand for the file under it ({problem}); the day is written again and no digest names what it describes',
     action:
-      'Every history manifest the worker writes carries the digest key\'s signature. This one does not: it was placed or edited in the history bucket by whoever holds its credentials (bucket access logs say who). Nothing needs undoing: the nightly job writes the day again over it and signs its manifest, and the digest worker never names a file on an unsigned manifest\'s word. If it came from before manifests were signed, `lockaudit export history` for that day replaces it. Held until the process restarts.',
+      'Every history manifest the worker writes carries the digest key\'s signature over the file\'s sha256. This one does not, or the file under it was swapped: it was placed or edited in the history bucket by whoever holds its credentials (bucket access logs say who). Nothing needs undoing: the nightly job writes the day again over it and signs its manifest, and the digest worker never names a file on an unsigned manifest\'s word. If it came from before manifests were signed, `lockaudit export history` for that day replaces it. Held until the process restarts.',
   },
   LOCKAUDIT_ALARM_HIGHWATER_UNEXPLAINED: {
     instance: 'highwater-unexplained:{cluster}',

@@ -108,6 +108,36 @@ describe('exports', () => {
       assert.equal((await exportHistoryFile({ ...deps, health: fresh }, { dataset: 'grants', cluster: 'c2', date })).status, 'written', what);
       assert.match(fresh.alarms()[0]?.message ?? '', problem, what);
     }
+
+    // The file swapped under the genuine signed manifest: not complete; written again (review: it stayed swapped).
+    await s3.putObject(historyBucket, object, placed, placed.length);
+    const swapped = new HealthState();
+    assert.equal((await exportHistoryFile({ ...deps, health: swapped }, { dataset: 'grants', cluster: 'c2', date })).status, 'written');
+    assert.match(swapped.alarms()[0]?.message ?? '', /the file under it is not the one it describes/);
+    assert.equal((await exportHistoryFile(deps, { dataset: 'grants', cluster: 'c2', date })).status, 'complete');
+
+    // A manifest placed while the day is being written (after the job looked, before it wrote its own): not taken.
+    await s3.removeObject(historyBucket, manifestName(object));
+    const racing = new HealthState();
+    let placedDuring = false;
+    const racer = new Proxy(s3, {
+      get(target, prop, receiver) {
+        if (prop !== 'putObject') return Reflect.get(target, prop, receiver);
+        return async (...args: Parameters<typeof s3.putObject>) => {
+          if (args[1] === manifestName(object) && !placedDuring) {
+            placedDuring = true;
+            await putManifest(forged);
+          }
+          return target.putObject(...args);
+        };
+      },
+    });
+    assert.equal((await exportHistoryFile({ ...deps, s3: racer, health: racing }, { dataset: 'grants', cluster: 'c2', date })).status, 'written');
+    assert.ok(placedDuring);
+    assert.match(racing.alarms()[0]?.message ?? '', /not signed/);
+    const after = parseManifest(await readObjectText(s3, historyBucket, manifestName(object)));
+    assert.ok(after);
+    assert.equal(manifestSignatureProblem(after, signer.keyId, createPublicKey(signer.publicKeyPem)), undefined, 'the job\'s own signed manifest went over the placed one');
   });
 
   it('writes a day of history per cluster as Parquet with a manifest, skips it when complete, and redoes a file whose manifest never appeared', async () => {
