@@ -12,8 +12,10 @@
 //
 // Upgrade: a store with no proven checkpoint row at all for the cluster was
 // written before proofs; its position stands as before (the first checkpoint
-// written then carries a proof). Known limit: an insider who deletes every
-// proven row of a cluster and writes an unproven one makes it look so.
+// written then carries a proof). Known holes (docs/architecture.md, what is not
+// yet proven): `checkpoints` keeps one row per cluster once merged, so one
+// forged row with a future updated_at and a merge make a store look so; and
+// the timeline floor (etcd_timelines) is taken without a proof.
 import type { AuditStore } from '../core/clickhouse.js';
 import { hasValidCheckpointProof } from '../core/proof.js';
 import { loadSql } from '../platform/sql.js';
