@@ -13,6 +13,17 @@ import { Etcd3, type IEvent, type IWatchResponse, type Watcher } from 'etcd3';
 import { readJsonLines } from './jsonLines.js';
 
 const PREFIXES = ['/l/', '/q/', '/sys/'];
+/** The longest one etcd call of the recorder may take before it reconnects. */
+const CALL_DEADLINE_MS = 10_000;
+
+/** `p`, or a rejection once `ms` passed. */
+function within<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
 
 /** One committed change, as etcd reported it. Revisions are decimal strings (they can pass 2^53 after a bumped restore). */
 export interface RecordedChange {
@@ -109,7 +120,9 @@ export class Recorder {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#wake?.();
-    await this.#loop;
+    // Bounded: a loop stuck in a call gives up at its deadline; closing its client ends it sooner.
+    this.#client?.close();
+    await within(this.#loop ?? Promise.resolve(), 2 * CALL_DEADLINE_MS).catch(() => undefined);
   }
 
   async #run(): Promise<void> {
@@ -120,14 +133,16 @@ export class Recorder {
       this.#client = client;
       let watcher: Watcher | undefined;
       try {
-        const head = BigInt((await client.get('/sys/').exec()).header.revision);
+        // Every call under a deadline: a call to a member killed or stopped mid-call can wait forever, and the
+        // recorder then neither followed etcd nor stopped (a fresh clone's short run hung 300 s after a bumped restore).
+        const head = BigInt((await within(client.get('/sys/').exec(), CALL_DEADLINE_MS)).header.revision);
         if (this.#announcedRestore !== undefined && head >= this.#announcedRestore) {
           this.#restored(this.#announcedRestore);
           this.#announcedRestore = undefined;
         } else if (this.#announcedRestore === undefined && head < this.lastRevision) {
           this.#restored(head); // a restore nobody announced: the head went backwards
         }
-        watcher = await client.watch().prefix('/').startRevision(String(this.#next)).withPreviousKV().create();
+        watcher = await within(client.watch().prefix('/').startRevision(String(this.#next)).withPreviousKV().create(), CALL_DEADLINE_MS);
         await new Promise<void>((resolve) => {
           this.#wake = resolve;
           watcher?.on('data', (res: IWatchResponse) => this.#onData(res));
