@@ -12,10 +12,11 @@
 //
 // Upgrade: a store with no proven checkpoint row at all for the cluster was
 // written before proofs; its position stands as before (the first checkpoint
-// written then carries a proof). Known holes (docs/architecture.md, what is not
-// yet proven): `checkpoints` keeps one row per cluster once merged, so one
-// forged row with a future updated_at and a merge make a store look so; and
-// the timeline floor (etcd_timelines) is taken without a proof.
+// written then carries a proof). Proven rows are read from checkpoint_proofs,
+// which no merge of `checkpoints` empties. Known holes (docs/architecture.md,
+// what is not yet proven): deleting every row of checkpoint_proofs for a
+// cluster makes a store look so; the timeline floor (etcd_timelines) is taken
+// without a proof.
 import type { AuditStore } from '../core/clickhouse.js';
 import { hasValidCheckpointProof } from '../core/proof.js';
 import { loadSql } from '../platform/sql.js';

@@ -108,4 +108,20 @@ describe('the resume position: forged checkpoints and catch-up segments make a s
       await replica.close();
     }
   });
+
+  it('one forged row dated in the future, and a merge of `checkpoints` that keeps only it, do not make the store read as written before proofs (insider review)', async () => {
+    const ns = uniqueId('merge');
+    const missed = await puts(ns, 3);
+    const timeline = (await currentTimeline(store, label))?.timeline ?? 0;
+    await store.insert('checkpoints', [{ cluster: label, revision: (await headRevision(client)).toString(), leader: 'mallory', term: (2n ** 62n + 2n).toString(), timeline, updated_at: Date.UTC(2099, 0, 1) }]);
+    await store.command('OPTIMIZE TABLE {db:Identifier}.checkpoints FINAL');
+    const [left] = await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.checkpoints WHERE cluster = {c:String} AND proof != ''", { c: label });
+    assert.equal(left?.n, '0', 'the merge kept only the forged row');
+    const replica = start();
+    try {
+      await waitFor('the stretch below the forged checkpoint captured', async () => ((await capturedUnder(ns, missed.first, missed.last)) === 3 ? true : undefined), 60_000, 200);
+    } finally {
+      await replica.close();
+    }
+  });
 });
