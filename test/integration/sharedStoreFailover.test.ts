@@ -22,16 +22,13 @@ const childOptions = { electionTtlSeconds: 3, catchUpWindows: 4, splitMinRevisio
 
 describe('tailer replicas in separate processes over one shared store', { timeout: 300_000 }, () => {
   const tmp = tempDir('lockaudit-shared-');
-  let storeProc: StoreProcess | undefined;
-  let url = '';
-  let password = '';
+  let storeProc: StoreProcess;
   let store: AuditStore;
   let client: Etcd3;
 
   before(async () => {
     storeProc = await startStoreProcess(path.join(tmp.dir, 'ch'));
-    ({ url, password } = storeProc);
-    store = new AuditStore({ mode: 'server', url, user: 'lockaudit', password, database: 'lockaudit' });
+    store = storeProc.connect();
     await migrate(store); // once, before the tailers (each migrates too, finding nothing to do)
     client = createEtcdClient({ name: 'test', endpoints });
   });
@@ -51,7 +48,7 @@ describe('tailer replicas in separate processes over one shared store', { timeou
     const sessions = await Promise.all(Array.from({ length: 4 }, () => w.session()));
     for (let i = 0; i < 3_000; i += 200) await Promise.all(Array.from({ length: 200 }, (_, j) => w.grant(sessions[(i + j) % 4] as (typeof sessions)[number], `bulk/${i + j}`)));
     for (const s of sessions) await w.expire(s);
-    const spec = (replicaId: string) => ({ store: { url, password }, cluster: { name: label, endpoints }, initialCheckpoint: (from - 1n).toString(), options: childOptions, replicaId });
+    const spec = (replicaId: string) => ({ store: { url: storeProc.url, password: storeProc.password }, cluster: { name: label, endpoints }, initialCheckpoint: (from - 1n).toString(), options: childOptions, replicaId });
     const a = startTailerChild(spec('replica-a'));
     const b = startTailerChild(spec('replica-b'));
     try {

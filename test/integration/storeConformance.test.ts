@@ -17,18 +17,15 @@ import { tempDir } from '../support/env.js';
 
 describe('the store process answers as chdb does (conformance)', { timeout: 300_000 }, () => {
   const tmp = tempDir('lockaudit-store-');
-  let storeProc: StoreProcess | undefined;
-  let url = '';
-  let password = '';
+  let storeProc: StoreProcess;
   let direct: AuditStore;
   let served: AuditStore;
   const both = (): Array<[string, AuditStore]> => [['chdb', direct], ['store', served]];
 
   before(async () => {
     storeProc = await startStoreProcess(path.join(tmp.dir, 'served'));
-    ({ url, password } = storeProc);
     direct = new AuditStore({ mode: 'embedded', path: path.join(tmp.dir, 'direct'), database: 'lockaudit' });
-    served = new AuditStore({ mode: 'server', url, database: 'lockaudit', user: 'lockaudit', password });
+    served = storeProc.connect();
     // The migrations themselves: every DDL statement of the project, through both.
     await migrate(direct);
     await migrate(served);
@@ -141,7 +138,7 @@ describe('the store process answers as chdb does (conformance)', { timeout: 300_
       assert.equal(await code(s.rows('SELEKT 1')), '62 SYNTAX_ERROR', name);
       assert.equal(await code(s.rows('SELECT {n:UInt64}', { n: 'not a number' })).then((c) => c.split(' ')[0] !== 'ok'), true, name);
     }
-    const wrong = createClient({ url, username: 'lockaudit', password: 'not-the-password' });
+    const wrong = createClient({ url: storeProc.url, username: 'lockaudit', password: 'not-the-password' });
     try {
       assert.equal(await code(wrong.query({ query: 'SELECT 1', format: 'JSONEachRow' }).then((r) => r.json())), '516 AUTHENTICATION_FAILED');
     } finally {

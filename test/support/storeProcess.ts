@@ -3,11 +3,14 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { AuditStore } from '../../core/clickhouse.js';
 import { projectRoot } from '../../core/paths.js';
 
 export interface StoreProcess {
   url: string;
   password: string;
+  /** A store that talks to it as every role does to a ClickHouse server. */
+  connect(): AuditStore;
   stop(): Promise<void>;
 }
 
@@ -22,6 +25,7 @@ export async function startStoreProcess(dir: string): Promise<StoreProcess> {
   return {
     url,
     password,
+    connect: () => new AuditStore({ mode: 'server', url, user: 'lockaudit', password, database: 'lockaudit' }),
     stop: async () => {
       if (proc.exitCode === null && proc.signalCode === null && proc.pid) process.kill(proc.pid, 'SIGTERM');
       await exited;
