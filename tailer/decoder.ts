@@ -54,6 +54,12 @@ export interface DecodeContext {
   cluster: string;
   /** false when the grant revision lies inside a recorded gap (its start was never seen). */
   startKnown: (grantRevision: bigint) => boolean;
+  /**
+   * Holds (`<etcd key>|<grant revision>`) whose grant revision lies in a recorded gap but whose put the store holds
+   * anyway (gaps.ts capturedStarts: a run killed above its checkpoint captured it before the gap was recorded, or a
+   * restore carried it): their start is known.
+   */
+  capturedStarts?: ReadonlySet<string>;
   /** Key of the lock API's proof of origin; without it no hold is judged foreign. */
   originSecret?: Buffer;
   /** Grant revision → grant time of the foreign holds the revision puts or deletes (foreignGrantTimes.ts); absent: their claimed `at`. */
@@ -240,7 +246,7 @@ function decodeHold(s: Step, kind: HoldKind): Reason {
   const hold = decodeChecked(HoldValueSchema, c.prev.value);
   if (!hold.ok) return misfit('previous hold value', hold.reason);
   const grantRevision = c.prev.modRevision;
-  const g = grantSide(kind, hold.value, grantRevision, s.ctx.startKnown(BigInt(grantRevision)));
+  const g = grantSide(kind, hold.value, grantRevision, s.ctx.startKnown(BigInt(grantRevision)) || s.ctx.capturedStarts?.has(`${c.kv.key}|${grantRevision}`) === true);
   g.origin = originOf(s.ctx, c.kv.key, hold.value, c.prev.lease);
   // A foreign hold names the grant time its put was given (the same one, or the grant would read twice by key):
   // a watched put's; a hold whose start fell in a gap was captured from a snapshot with its claimed time, kept.

@@ -147,9 +147,18 @@ export async function closeGrantsEndedInGap(store: AuditStore, cluster: string, 
  * between its events and its grants insert left them without, and no replay can write them now
  * (tailer/sql/grantRowsFromEvents.sql). Idempotent.
  */
-export async function completeGrantRows(store: AuditStore, cluster: string, timeline: number, checkpoint: bigint, upTo: bigint, term: bigint): Promise<void> {
+export async function completeGrantRows(store: AuditStore, cluster: string, timeline: number, checkpoint: bigint, upTo: bigint, term: bigint, gaps: readonly Gap[]): Promise<void> {
   if (upTo <= checkpoint) return;
-  await store.command(SQL.grantRowsFromEvents.text, { cluster, timeline, checkpoint: checkpoint.toString(), upTo: upTo.toString(), holdPrefix: PREFIX.hold, term: term.toString() });
+  await store.command(SQL.grantRowsFromEvents.text, {
+    cluster,
+    timeline,
+    checkpoint: checkpoint.toString(),
+    upTo: upTo.toString(),
+    holdPrefix: PREFIX.hold,
+    term: term.toString(),
+    gapFrom: gaps.map((g) => g.from.toString()),
+    gapTo: gaps.map((g) => g.to.toString()),
+  });
 }
 
 /** Records a gap; its identity (kind and generation) keeps it apart from any other gap starting at the same revision (sql/090). */

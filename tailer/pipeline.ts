@@ -19,7 +19,7 @@ import { BatchSink, type SinkOptions } from './clickhouseSink.js';
 import { compactRevision, headRevision } from './etcdReads.js';
 import { CheckpointWriter, type CheckpointWriterDeps } from './checkpointWriter.js';
 import type { ClockWriter } from './clockWriter.js';
-import type { Gap } from './gaps.js';
+import { capturedStarts, type Gap } from './gaps.js';
 import { readDurable, type Durable } from './catchUpSegments.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import { Watermark, type WindowSpec } from './watermark.js';
@@ -332,6 +332,7 @@ export class TailerPipeline {
       gaps: this.#deps.gaps,
       originSecret: this.#opts.originSecret,
       foreignGrants: this.#opts.originSecret && new ForeignGrantClock(this.#deps.client, this.#deps.store, this.#deps.cluster, this.#opts.originSecret),
+      capturedStarts: capturedStarts(this.#deps.store, this.#deps.cluster, this.#deps.timeline ?? 0),
       alarm: this.#deps.alarm,
       metrics,
       highWaterEvents: this.#opts.highWaterEvents ?? Math.max(2_000, Math.floor(40_000 / windows)),

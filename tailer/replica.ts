@@ -405,7 +405,7 @@ export class TailerReplica {
       ...(this.#opts.originSecret ? { proof: restoreGapMac(this.#opts.originSecret, signed) } : {}),
     });
     // Events a killed run made durable above the checkpoint without their grant rows: no replay writes those now.
-    await completeGrantRows(store, cluster, timeline.timeline, checkpoint, known, term);
+    await completeGrantRows(store, cluster, timeline.timeline, checkpoint, known, term, gaps);
     if (shared === undefined) {
       // The ended history's open grants: etcd no longer has them, when they ended is unknown (inside the restore gap).
       await closeGrantsEndedInGap(store, cluster, checkpoint, oldEnd, oldEnd, term);
@@ -476,7 +476,7 @@ export class TailerReplica {
     await recordGap(store, { cluster, from_revision: from.toString(), to_revision: compacted.toString(), detected_at: Date.now(), reason, generation: current.generation, term: term.toString() });
     gaps.push({ from, to: compacted });
     // Events a killed run made durable above the checkpoint without their grant rows: no replay writes those now.
-    await completeGrantRows(store, cluster, timeline, checkpoint, compacted, term);
+    await completeGrantRows(store, cluster, timeline, checkpoint, compacted, term, gaps);
     const holds = await this.#snapshot(compacted, checkpoint, { retry: { initialMs: 100, maxMs: 5_000, signal }, timeline, term });
     if (!(await election.stillLeader())) throw new Error('leadership lost during the snapshot');
     await closeGrantsEndedInGap(store, cluster, checkpoint, compacted, compacted, term);

@@ -1,13 +1,24 @@
--- Which holds of one snapshot page had their start captured already: a put at
--- the hold's grant revision, of this timeline, not rolled back. A killed run
--- can leave such rows above the checkpoint; a gap's snapshot must not replace
--- their grant rows (made from those events, grantRowsFromEvents.sql) with one
--- that says its start is unknown and takes the hold's own word for its time.
+-- Which of some holds had their start captured already: a put at the hold's
+-- grant revision that the current history still holds — of this timeline, or
+-- of an earlier one of the same history that a restore carried (not rolled
+-- back). A killed run can leave such puts above its checkpoint, inside what
+-- later became a recorded gap; then
+--   - a gap's snapshot must not replace their grant rows (made from those
+--     events, grantRowsFromEvents.sql) with one that says the start is unknown
+--     and takes the hold's own word for its time (30-minute chaos run, seed 45);
+--   - the hold's delete, decoded later, names its start known, and a foreign
+--     hold's grant time is then the one its put was given (seed 46), not its
+--     claimed `at` (tailer/windowRunner.ts).
+-- FINAL: a restore marks rolled-back rows by writing them again.
 -- Parameters: {db:Identifier} {cluster:String} {timeline:UInt32} {keys:Array(String)} {lowest:UInt64} {highest:UInt64}
 SELECT DISTINCT key, toString(revision) AS put_revision
-FROM {db:Identifier}.events
+FROM {db:Identifier}.events FINAL
 WHERE cluster = {cluster:String}
-    AND timeline = {timeline:UInt32}
+    AND timeline <= {timeline:UInt32}
+    AND timeline >= (
+        -- The first timeline of the current history: a restore sharing nothing began a new one (sql/065).
+        SELECT ifNull(max(generation), 0) FROM {db:Identifier}.etcd_timelines FINAL
+        WHERE cluster = {cluster:String} AND shares_history = 0 AND generation > 0 AND generation <= {timeline:UInt32})
     AND revision >= {lowest:UInt64} AND revision <= {highest:UInt64}
     AND key IN {keys:Array(String)}
     AND op = 'put'

@@ -9,21 +9,22 @@
 -- check). Each row is the decoder's (tailer/decoder.ts grantRow) from the
 -- event's own columns: a put opens its grant (its time is the grant's), a
 -- hold's delete closes it (the grant's time from the previous value; start
--- known when the grant's put is in the store or at or below the checkpoint).
+-- known when the current history's store holds the grant's put, or when it
+-- is at or below the checkpoint outside every recorded gap ({gapFrom}, {gapTo}) of the
+-- timeline — a bumped restore's gap lies below the checkpoint: a grant in it
+-- that the restored etcd held was never captured in this timeline (seed 46)).
 -- Rows that exist are written again identical (ReplacingMergeTree: one row).
 -- Only timeline {timeline}'s events in ({checkpoint}, {upTo}]; each row the
 -- repairing leader's ({term}, sql/110).
--- Parameters: {db:Identifier} {cluster:String} {timeline:UInt32} {checkpoint:UInt64} {upTo:UInt64} {holdPrefix:String} {term:UInt64}
+-- Parameters: {db:Identifier} {cluster:String} {timeline:UInt32} {checkpoint:UInt64} {upTo:UInt64} {holdPrefix:String} {term:UInt64} {gapFrom:Array(String)} {gapTo:Array(String)} (revisions, as text)
 INSERT INTO {db:Identifier}.grants
     (cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, spool_id, granted_at, wait_ms,
      end_kind, end_revision, ended_at, ended_at_error_ms, duration_ms, unprotected, start_known, row_version, timeline, term, origin)
 SELECT cluster, substring(key, length({holdPrefix:String}) + 1), namespace, lock_path, class, holder, session, token, epoch, grant_revision, '',
        granted, wait_ms, kind, if(is_end, revision, 0), if(is_end, wall_time, NULL), if(is_end, time_error_ms, 0),
        if(is_end, greatest(0, toUnixTimestamp64Milli(wall_time) - toUnixTimestamp64Milli(granted)), NULL), unprotected,
-       if(NOT is_end OR grant_revision <= {checkpoint:UInt64} OR (key, grant_revision) IN (
-           SELECT key, revision FROM {db:Identifier}.events
-           WHERE cluster = {cluster:String} AND timeline = {timeline:UInt32} AND revision > {checkpoint:UInt64} AND revision <= {upTo:UInt64}
-             AND event_type = 'grant' AND op = 'put'), 1, 0),
+       if(NOT is_end OR put_found
+           OR (grant_revision <= {checkpoint:UInt64} AND NOT arrayExists((f, t) -> grant_revision >= toUInt64(f) AND grant_revision <= toUInt64(t), {gapFrom:Array(String)}, {gapTo:Array(String)})), 1, 0),
        if(is_end, revision, 0), timeline, {term:UInt64}, origin
 FROM
 (
@@ -42,10 +43,16 @@ FROM
     ) AS e
     LEFT JOIN
     (
-        -- The puts of the ends' grants, on this timeline or an earlier one that shares them (the latest).
+        -- The puts of the ends' grants the current history still holds: of this timeline, or of an earlier one a
+        -- restore carried them from (not rolled back; the latest). A put a restore rolled back starts nothing here.
+        -- FINAL: a restore marks rolled-back rows by writing them again.
         SELECT key AS put_key, revision AS put_revision, argMax(wall_time, timeline) AS put_at, 1 AS put_found
-        FROM {db:Identifier}.events
-        WHERE cluster = {cluster:String} AND timeline <= {timeline:UInt32} AND event_type = 'grant' AND op = 'put'
+        FROM {db:Identifier}.events FINAL
+        WHERE cluster = {cluster:String} AND timeline <= {timeline:UInt32} AND event_type = 'grant' AND op = 'put' AND rolled_back_by = 0
+          AND timeline >= (
+              -- The first timeline of the current history: a restore sharing nothing began a new one (sql/065).
+              SELECT ifNull(max(generation), 0) FROM {db:Identifier}.etcd_timelines FINAL
+              WHERE cluster = {cluster:String} AND shares_history = 0 AND generation > 0 AND generation <= {timeline:UInt32})
           AND (key, revision) IN (
               SELECT key, grant_revision FROM {db:Identifier}.events
               WHERE cluster = {cluster:String} AND timeline = {timeline:UInt32} AND revision > {checkpoint:UInt64} AND revision <= {upTo:UInt64}
