@@ -23,7 +23,7 @@ import { startDemoWorkload, type DemoOptions } from './demo.js';
 import { LOG_FORMATS, type LogFormat } from '../core/logger.js';
 import { integer } from './flags.js';
 import { assertPortFree, isAddressInUse, portInUse } from './portCheck.js';
-import { closeAll, openRuntime, runUntilSignal, type RoleHandle } from '../platform/runtime.js';
+import { closeAll, openRuntime, runUntilSignal, serveHeldStore, type RoleHandle } from '../platform/runtime.js';
 
 const progress = (message: string): void => {
   process.stderr.write(`lockaudit: ${message}\n`);
@@ -60,6 +60,9 @@ async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: D
   const runtime = await openRuntime({ buckets: options.buckets, logFormat: options.logFormat });
   const handles: RoleHandle[] = [];
   try {
+    // First, so it closes last: CLI commands and other roles reach the embedded store through this process.
+    const served = await serveHeldStore(runtime);
+    if (served) handles.push(served);
     for (const name of names) handles.push(await roleSet[name](runtime));
     const api = handles.find((h): h is RoleHandle & { url: string } => 'url' in h);
     if (options.demo && api) handles.push(await startDemoWorkload(runtime, api.url, options.demo));
@@ -96,6 +99,22 @@ export function buildCli(): Command {
   program.command('worker').description('run the job worker role (scheduled reports, exports, archiving)').action(() => runRoles(['worker'], { buckets: true }));
 
   program
+    .command('store')
+    .description('hold the embedded ClickHouse store and serve it to the other lockaudit processes (roles, CLI commands) until stopped: run it first, then `api`, `tailer` and `worker` in processes of their own')
+    .action(async () => {
+      const runtime = await openRuntime({ buckets: false });
+      const served = await serveHeldStore(runtime).catch(async (err: unknown) => {
+        await runtime.store.close();
+        throw err;
+      });
+      if (!served) {
+        await runtime.store.close();
+        throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', 'lockaudit store serves the embedded store only: this configuration names a ClickHouse server (LOCKAUDIT_CLICKHOUSE_URL), or another process serves it already');
+      }
+      await runUntilSignal(runtime, [served]);
+    });
+
+  program
     .command('migrate')
     .description('apply the ClickHouse schema migrations in sql/ (idempotent) and create the S3 buckets')
     .option('--no-buckets', 'do not create the S3 buckets')
@@ -113,7 +132,7 @@ export function buildCli(): Command {
 
   program
     .command('sql')
-    .description('run one SQL statement on the audit store, for the runbook\'s hand procedures (operations.md): rows as JSON lines; tables are in the configured database, written {db:Identifier}.<table> or <database>.<table>. With embedded ClickHouse, stop the platform first (one process opens it)')
+    .description('run one SQL statement on the audit store, for the runbook\'s hand procedures (operations.md): rows as JSON lines; tables are in the configured database, written {db:Identifier}.<table> or <database>.<table>. While the platform runs on embedded ClickHouse, it goes through the running process')
     .argument('<statement>', 'the statement, e.g. "SHOW CREATE TABLE {db:Identifier}.events"')
     .action(async (statement: string) => {
       const config = loadConfig();

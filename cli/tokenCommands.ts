@@ -1,12 +1,14 @@
 // `lockaudit token create|list|revoke`. With a ClickHouse server, or when no
 // lockaudit process runs, the CLI opens the store itself. Embedded ClickHouse
 // (chdb) lets one process open its data dir: while the platform runs, the CLI
-// goes through that process's API with an admin token (--admin-token or
-// LOCKAUDIT_ADMIN_TOKEN), or says in one line which pid holds it and what to do.
+// reaches the store through that process, which serves it (core/embeddedOwner.ts),
+// or goes through its API with an admin token (--admin-token or
+// LOCKAUDIT_ADMIN_TOKEN); a holder that serves nothing is named in one line.
 import { userInfo } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { createApiToken, listApiTokens, parseExpiresIn, parseRoles, revokeApiToken, type Role, type TokenInfo } from '../core/apiTokens.js';
-import { AuditStore, embeddedHolder } from '../core/clickhouse.js';
+import { AuditStore } from '../core/clickhouse.js';
+import { embeddedHolder, servedStore } from '../core/embeddedOwner.js';
 import { loadConfig, type Config } from '../core/config.js';
 import { LockauditError } from '../core/errors.js';
 import { migrate } from '../core/migrations.js';
@@ -36,8 +38,9 @@ function apiUrl(config: Config): string {
 async function open(config: Config, adminToken: string | undefined): Promise<Via> {
   const target = config.clickhouse;
   if (target.mode === 'embedded' && adminToken) return { kind: 'api', url: apiUrl(config), adminToken };
-  // Asked before opening: chdb would print its own lock error to stderr first.
-  const pid = target.mode === 'embedded' ? embeddedHolder(target.path) : undefined;
+  // Asked before opening: chdb would print its own lock error to stderr first. A holder that serves the store
+  // (core/embeddedOwner.ts) is gone through instead.
+  const pid = target.mode === 'embedded' && !servedStore(target.path) ? embeddedHolder(target.path) : undefined;
   if (target.mode === 'embedded' && pid !== undefined) {
     throw new LockauditError(
       'LOCKAUDIT_ERR_TOKEN_INVALID',

@@ -17,12 +17,13 @@ import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@c
 type ClientOptions = NonNullable<Parameters<typeof createClient>[0]>;
 import { createChdbConnection } from 'chdb/connection';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { ClickHouseTarget } from './config.js';
+import { embeddedHolder, servedStore } from './embeddedOwner.js';
 import { LockauditError } from './errors.js';
 import { rowBinaryEncoder, type ColumnSpec, type RowBinaryEncoder } from './rowBinary.js';
 
@@ -96,7 +97,10 @@ export class AuditStore {
   /** Embedded: the connection statusRows run on (StoreOptions.statusConnection), or undefined to use `client`. */
   readonly #status: ClickHouseClient | undefined;
 
-  constructor(target: ClickHouseTarget, options: StoreOptions = {}) {
+  constructor(configured: ClickHouseTarget, options: StoreOptions = {}) {
+    // An embedded store another process holds and serves (core/embeddedOwner.ts): through that process, as a server.
+    const served = configured.mode === 'embedded' ? servedStore(configured.path) : undefined;
+    const target: ClickHouseTarget = served ? { mode: 'server', url: served.url, database: configured.database, user: 'default', password: served.password } : configured;
     this.target = target;
     this.database = target.database;
     this.#ingestSettings = options.ingestSettings ?? INGEST_SETTINGS;
@@ -242,47 +246,3 @@ function assertNotHeld(dataPath: string): void {
   );
 }
 
-/**
- * The pid of another process that holds the embedded data dir, undefined when none. On Linux it is the
- * owner of chdb's lock on `status` as /proc/locks lists it: the status file and its pid outlive a killed
- * process (SIGKILL, a shutdown past its deadline), and that pid may belong to any process since. Elsewhere,
- * the pid chdb wrote there if that process is alive.
- */
-export function embeddedHolder(dataPath: string): number | undefined {
-  const file = path.join(dataPath, 'status');
-  let text: string;
-  let ino: number;
-  let dev: number;
-  try {
-    text = readFileSync(file, 'utf8');
-    ({ ino, dev } = statSync(file));
-  } catch {
-    return undefined; // no status file: nobody opened it, or the last one closed cleanly
-  }
-  let locks: string | undefined;
-  try {
-    locks = readFileSync('/proc/locks', 'utf8');
-  } catch {
-    locks = undefined;
-  }
-  if (locks !== undefined) {
-    // "1: FLOCK  ADVISORY  WRITE 20206 fe:00:10027441 0 EOF": pid, then major:minor:inode (hex, hex, decimal).
-    const major = ((dev >> 8) & 0xfff).toString(16).padStart(2, '0');
-    const minor = (dev & 0xff).toString(16).padStart(2, '0');
-    for (const line of locks.split('\n')) {
-      const m = /^\d+:\s+\S+\s+\S+\s+\S+\s+(\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/.exec(line);
-      if (!m || Number(m[4]) !== ino || m[2]?.padStart(2, '0') !== major || m[3]?.padStart(2, '0') !== minor) continue;
-      const pid = Number(m[1]);
-      return pid === process.pid ? undefined : pid;
-    }
-    return undefined; // the file is there but nobody holds its lock: left by a process that died
-  }
-  const pid = Number(/PID:\s*(\d+)/.exec(text)?.[1] ?? NaN);
-  if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return undefined; // gone: a stale file
-  }
-  return pid;
-}

@@ -3,6 +3,7 @@
 // checkpoints before clients close; leadership is given up last).
 import type { Registry } from 'prom-client';
 import { ApiTokenVerifier } from '../core/apiTokens.js';
+import { randomBytes } from 'node:crypto';
 import { AuditStore } from '../core/clickhouse.js';
 import { loadConfig, maskedConfig, type Config } from '../core/config.js';
 import { LockauditError } from '../core/errors.js';
@@ -10,10 +11,12 @@ import { createLogger, prettyDestination, resolveLogFormat, type LogFormat, type
 import { createMetricsRegistry } from '../core/metrics.js';
 import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
+import { removeStoreEndpoint, writeStoreEndpoint } from '../core/embeddedOwner.js';
 import { registerAlarmMetrics } from './alarmMetrics.js';
 import { ensureBuckets } from './buckets.js';
 import { settlesWithin } from './deadline.js';
 import { HealthState } from './health.js';
+import { startStoreServer } from './storeServer.js';
 
 export interface Runtime {
   config: Config;
@@ -45,6 +48,29 @@ export async function openRuntime(options: { migrate?: boolean; buckets?: boolea
   const health = new HealthState();
   registerAlarmMetrics(metrics, health);
   return { config, logger, store, verifier: new ApiTokenVerifier(store), health, metrics };
+}
+
+/**
+ * This process holds the embedded store (chdb: one process a data dir): it serves it to the other lockaudit
+ * processes while it runs — a CLI command (verify, export, doctor, migrate, token) or another role finds it by
+ * the endpoint file and talks to it as to a ClickHouse server (core/embeddedOwner.ts, storeServer.ts). On loopback,
+ * any free port, a fresh password each start. Undefined when the store is a server, or served by another process.
+ * Closed after every other role of the process (push it first).
+ */
+export async function serveHeldStore(runtime: Runtime): Promise<RoleHandle | undefined> {
+  const target = runtime.store.target;
+  if (target.mode !== 'embedded') return undefined;
+  const password = randomBytes(24).toString('base64url');
+  const server = await startStoreServer({ path: target.path, password, listen: { port: 0 } });
+  writeStoreEndpoint(target.path, { url: server.address, password, pid: process.pid });
+  runtime.logger.info({ url: server.address }, 'serving the embedded store to other lockaudit processes (CLI commands, roles) on loopback');
+  return {
+    name: 'store-server',
+    close: async () => {
+      removeStoreEndpoint(target.path);
+      await server.close();
+    },
+  };
 }
 
 /** How long a shutdown past its deadline still waits for the store to close (see runUntilSignal). */

@@ -36,7 +36,9 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
   // The demo as `npm run demo` runs it: on services of its own (a port block and data dir of its own), not the
   // suite's etcd, whose history other tests filled with hand-written holds, forged markers and compactions (the
   // demo's tailer rightly alarms on those; the test makes its own foreign write below).
-  const env = { ...process.env, LOCKAUDIT_DATA_DIR: tmp.dir, LOCKAUDIT_LOCAL_PORT_BASE: String(Number(process.env.LOCKAUDIT_LOCAL_PORT_BASE ?? 24000) + 600), LOCKAUDIT_PORT: String(PORT), LOCKAUDIT_LOG_LEVEL: 'warn' };
+  const env = { ...process.env, LOCKAUDIT_DATA_DIR: tmp.dir, LOCKAUDIT_LOCAL_PORT_BASE: String(Number(process.env.LOCKAUDIT_LOCAL_PORT_BASE ?? 24000) + 600), LOCKAUDIT_PORT: String(PORT), LOCKAUDIT_LOG_LEVEL: 'warn',
+    // Digests sealed every 5 s, so `verify` has periods to check while the platform runs.
+    LOCKAUDIT_DIGEST_PERIOD_SECONDS: '5', LOCKAUDIT_DIGEST_SETTLE_SECONDS: '2', LOCKAUDIT_DIGEST_POLL_INTERVAL_MS: '1000' };
   let child: ChildProcess | undefined;
   let stderr = '';
   before(async () => {
@@ -50,6 +52,7 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
   });
 
   it('serves health, readiness and grant history from the demo workload, then stops on SIGTERM', async () => {
+    const startedAt = Date.now();
     child = spawn(process.execPath, ['bin/lockaudit.js', 'start', '--demo', '--demo-workers', '4', '--demo-rate', '4'], {
       cwd: projectRoot,
       env,
@@ -108,6 +111,43 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
     assert.equal(quarantined, true);
     assert.deepEqual(await (await fetch(`${base}/readyz`)).json(), { status: 'ready' });
     assert.equal((await fetch(`${base}/readyz`)).status, 200);
+
+    // The store commands while the platform runs (issue 41 item 3): through the process that holds the embedded
+    // store, which serves it on loopback (core/embeddedOwner.ts) — before, each refused with the data dir's lock.
+    const cli = async (args: string[]): Promise<{ stdout: string; stderr: string }> => {
+      try {
+        return await run(process.execPath, ['bin/lockaudit.js', ...args], { cwd: projectRoot, env, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 });
+      } catch (err) {
+        const e = err as { stdout?: string; stderr?: string; message: string };
+        throw new Error(`lockaudit ${args.join(' ')} failed: ${e.stderr ?? ''}${e.stdout ?? ''}${e.message}`);
+      }
+    };
+    assert.match((await cli(['migrate', '--no-buckets'])).stderr, /schema up to date \(0 applied/);
+    assert.match((await cli(['doctor'])).stdout, /clickhouse/i);
+    const csv = path.join(tmp.dir, 'grants.csv');
+    const from = new Date(Date.now() - 3_600_000).toISOString();
+    const to = new Date(Date.now() + 60_000).toISOString();
+    await cli(['export', 'grants', '--from', from, '--to', to, '--format', 'csv', '--out', csv]);
+    const exported = readFileSync(csv, 'utf8').trim().split('\n');
+    assert.ok(exported.length >= 2, `the captured grants exported: ${exported.length - 1} rows`);
+    assert.ok(exported.some((line) => line.includes(items[0]?.holder ?? '?')), 'a grant the API serves is in the export');
+    const made = (await cli(['token', 'create', '--identity', 'ivy@corp', '--roles', 'investigator'])).stdout.trim();
+    assert.match((await cli(['token', 'list'])).stdout, new RegExp(`${made.slice(3, 15)}\\s+ivy@corp`));
+    // verify with database access, once the worker sealed a digest after the start (5 s periods here).
+    const sealedFrom = new Date(Math.ceil(startedAt / 5_000) * 5_000 + 5_000).toISOString();
+    let lastVerify = '';
+    const verified = await waitFor('a period verified while running', async () => {
+      const r = await run(process.execPath, ['bin/lockaudit.js', 'verify', '--from', sealedFrom], { cwd: projectRoot, env, timeout: 180_000 }).then(
+        (o) => ({ code: 0, out: o.stdout + o.stderr }),
+        (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, out: err.stdout + err.stderr }),
+      );
+      lastVerify = r.out;
+      assert.doesNotMatch(r.out, /holds the embedded ClickHouse/, r.out);
+      return r.code === 0 ? r.out : undefined;
+    }, 120_000).catch((err: Error) => {
+      throw new Error(`${err.message}; last: ${lastVerify}`);
+    });
+    assert.match(verified, /^ok /m);
 
     const exited = new Promise<number | null>((resolve) => child?.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
