@@ -22,6 +22,7 @@ import { unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import type { ClickHouseTarget } from './config.js';
 import { embeddedHolder, servedStore } from './embeddedOwner.js';
 import { LockauditError } from './errors.js';
@@ -181,7 +182,9 @@ export class AuditStore {
     if (this.target.mode === 'server') {
       // A server (or the store process) takes the bytes as the body, the statement in the URL: exec with values.
       const r = await this.client.exec({ query: `INSERT INTO \`${this.database}\`.\`${table}\` FORMAT RowBinaryWithDefaults`, values: Readable.from([body]), clickhouse_settings: options.settings });
-      r.stream.destroy();
+      // Read to its end (empty): a response left unread closes its socket early and the client warns of ECONNRESET.
+      r.stream.resume();
+      await finished(r.stream);
       return;
     }
     // chdb's connection passes an insert body as a UTF-8 string (binary bytes would be mangled), so the

@@ -180,7 +180,10 @@ function placeholderTypes(sql: string): Map<string, string> {
 function paramValue(type: string | undefined, text: string): unknown {
   if (text === '\\N') return null; // @clickhouse/client's NULL
   if (stringLike(type)) return unescapeParam(text);
-  if (type !== undefined && /^Array\(/.test(type)) return parseArrayText(text);
+  // An array of strings is parsed (chdb's binder quotes each element itself); any other array goes as its text,
+  // which the binder hands to the engine as is — parsed, its numbers came back as strings the engine refused
+  // (`[1796451754496]` for an Array(Int64): the two-API-process test).
+  if (type !== undefined && /^Array\(/.test(type)) return stringLike(arrayElement(type)) ? parseArrayText(text) : text;
   return text;
 }
 
@@ -233,6 +236,13 @@ export function parseArrayText(text: string): unknown[] {
   skip();
   if (i !== text.length) fail();
   return out;
+}
+
+/** The element type of a (nested) array type: `Array(Array(String))` → `String`. */
+function arrayElement(type: string): string {
+  let t = type.trim();
+  while (/^Array\(.*\)$/.test(t)) t = t.slice('Array('.length, -1).trim();
+  return t;
 }
 
 /** A string type, whose HTTP parameter value comes escaped (a composite's text form carries its own quoting). */

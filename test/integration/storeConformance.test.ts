@@ -53,6 +53,14 @@ describe('the store process answers as chdb does (conformance)', { timeout: 300_
     assert.deepEqual(b, a);
   });
 
+  it('bound arrays of numbers (JS numbers, as the replay check sends) and of nested strings', async () => {
+    const params = { ats: [1796451754496, 2], nested: [['a', "b'c"], []] };
+    const q = 'SELECT 1796451754496 IN {ats:Array(Int64)} AS hit, {ats:Array(Int64)} AS ats, {nested:Array(Array(String))} AS nested';
+    const [a, b] = await Promise.all(both().map(([, s]) => s.rows(q, params)));
+    assert.deepEqual(a, [{ hit: 1, ats: ['1796451754496', '2'], nested: params.nested }]);
+    assert.deepEqual(b, a);
+  });
+
   it('settings: 64-bit integers as JSON numbers when asked', async () => {
     const q = 'SELECT toUInt64(9007199254740993) AS big';
     for (const [name, s] of both()) {
