@@ -34,6 +34,7 @@ import { HealthState } from '../../platform/health.js';
 import { insertGrants } from '../support/exportData.js';
 import { CLOCK_REVISION, seedDigestRecord } from '../support/digestRecord.js';
 import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
+import { startStoreProcess } from '../support/storeProcess.js';
 
 const config = testConfig();
 const s3 = createS3Client(config.s3);
@@ -619,7 +620,7 @@ describe('tamper-evident digests', () => {
     }
   });
 
-  it('a worker killed with SIGKILL mid-run and run again skips no period', async () => {
+  it('a worker process killed with SIGKILL mid-run over the shared store, and run again, skips no period', async () => {
     const seconds = 300;
     const cluster = uniqueId('dgk');
     const bucket = uniqueId('dgarch-');
@@ -627,7 +628,9 @@ describe('tamper-evident digests', () => {
     const ch = tempDir('lockaudit-digest-child-');
     const privateKeyPem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
     const childSigner = signerFromPrivateKey(createPrivateKey(privateKeyPem));
-    const spec = { chPath: ch.dir, cluster, bucket, historyBucket, privateKeyPem, startMs: baseMs(), seconds };
+    // The worker as one process of several over one store (issue 41 item 6): the store process outlives the kill.
+    const shared = await startStoreProcess(ch.dir);
+    const spec = { chPath: ch.dir, store: { url: shared.url, password: shared.password }, cluster, bucket, historyBucket, privateKeyPem, startMs: baseMs(), seconds };
     const entry = fileURLToPath(new URL('../support/digestChild.ts', import.meta.url));
     const start = (seed: boolean) => {
       const proc = spawn(process.execPath, ['--import', 'tsx', entry], { env: { ...process.env, DIGEST_CHILD_SPEC: JSON.stringify({ ...spec, seed }) }, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -664,6 +667,7 @@ describe('tamper-evident digests', () => {
       assert.deepEqual(walk.periods.map((p) => p.periodStart), Array.from({ length: seconds - 1 }, (_, i) => new Date(spec.startMs + i * 1000).toISOString()), 'every period, in order');
       assert.deepEqual(walk.periods.flatMap((p) => p.problems), []);
     } finally {
+      await shared.stop();
       ch.remove();
     }
   });

@@ -1,5 +1,6 @@
 // A child process for the digest crash test: opens its own embedded
-// ClickHouse (chdb binds one data dir per process), seeds the record when
+// ClickHouse (chdb binds one data dir per process), or the store process
+// every role shares (spec.store), seeds the record when
 // asked, then runs the digest worker until nothing is left to seal, and
 // prints the verifier's result as one JSON line. Killed with SIGKILL midway
 // by the test; stopped only by its own pid.
@@ -16,6 +17,8 @@ import { testConfig } from './env.js';
 
 interface Spec {
   chPath: string;
+  /** The store process to talk to instead (platform/storeServer.ts): the worker is then one process of several over one store. */
+  store?: { url: string; password: string };
   cluster: string;
   bucket: string;
   historyBucket: string;
@@ -27,7 +30,9 @@ interface Spec {
 
 const spec = JSON.parse(process.env.DIGEST_CHILD_SPEC as string) as Spec;
 const config = testConfig();
-const store = new AuditStore({ mode: 'embedded', path: spec.chPath, database: 'lockaudit' });
+const store = spec.store
+  ? new AuditStore({ mode: 'server', url: spec.store.url, password: spec.store.password, user: 'lockaudit', database: 'lockaudit' })
+  : new AuditStore({ mode: 'embedded', path: spec.chPath, database: 'lockaudit' });
 await migrate(store);
 if (spec.seed) await seedDigestRecord(store, spec.cluster, spec.startMs, spec.seconds);
 process.stdout.write('seeded\n');
