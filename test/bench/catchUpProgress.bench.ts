@@ -12,7 +12,7 @@
 // (default 60 000), BENCH_PROGRESS_WINDOWS (default 8), BENCH_PROGRESS_RUN_MS
 // (how long each stopped run leads, default 3 000), BENCH_PROGRESS_STOPS
 // (default 5; 0 skips the stopped runs).
-// Reports during catch-up (issue 22 item 3) are measured once per way of
+// Reports during catch-up (issue 22 item 3; issue 41: the tailer in a process of its own) are measured once per way of
 // isolating the tailer's inserts from the reports (BENCH_PROGRESS_VARIANTS,
 // comma-separated names of VARIANTS below; default all), each catch-up of the
 // same history under a label of its own, each beside the same requests on the
@@ -21,6 +21,7 @@
 // bind their parameters and so queue with every other query, as before the
 // status connection (AuditStore.statusRows): its /v1/tailers figures are the
 // baseline of the kept variant's.
+import { randomBytes } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Registry } from 'prom-client';
 import { buildApp, type App } from '../../api/app.js';
@@ -32,10 +33,13 @@ import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { HealthState } from '../../platform/health.js';
+import { startStoreServer, type StoreServer } from '../../platform/storeServer.js';
 import { readCheckpoint } from '../../tailer/offsets.js';
 import { TailerReplica, type ReplicaOptions } from '../../tailer/replica.js';
 import { tailerMetrics, type TailerMetrics } from '../../tailer/tailerMetrics.js';
 import { assertExactCapture, headRevision } from '../support/capture.js';
+import { startTailerChild, type TailerChild } from '../support/children.js';
+import type { ChildSpec } from '../support/tailerProcess.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { Workload } from '../support/workload.js';
 import { profiled } from './cpuProfile.js';
@@ -54,12 +58,15 @@ const storePath = store.target.mode === 'embedded' ? store.target.path : '';
 // How the tailer's store meets the reports' one (the API's store is `store`, as in one platform process).
 // "in line": the tailer's inserts bound parameters and so ran one at a time with every report query (before issue 22).
 // { apiStore }: the API (and the tailer with it) on a store of these options instead of `store`.
-const VARIANTS: Record<string, StoreOptions | 'api store' | { apiStore: StoreOptions }> = {
+// 'own process': the tailer as a process of its own (`lockaudit tailer` beside `lockaudit api`, issue 41), reaching the
+// store this process holds through its store server (platform/storeServer.ts), as a second role process does.
+const VARIANTS: Record<string, StoreOptions | 'api store' | 'own process' | { apiStore: StoreOptions }> = {
   'inserts in line with reports': { ingestConnection: false },
   'own insert connection, default threads': { ingestSettings: {} },
   'own insert connection, inserts 1 thread (the API process\'s store: the default)': 'api store',
   'own insert connection, inserts priority 10': { ingestSettings: { priority: '10' } },
   'own insert connection, inserts 1 thread, status reads in line with reports (before the status connection)': { apiStore: { statusConnection: false } },
+  'the tailer in a process of its own over the served store': 'own process',
 };
 const chosen = (process.env.BENCH_PROGRESS_VARIANTS ?? '').split(',').map((v) => v.trim()).filter(Boolean);
 const variants = Object.entries(VARIANTS).filter(([name]) => chosen.length === 0 || chosen.some((c) => name.includes(c)));
@@ -79,6 +86,30 @@ function waitUntil(pred: () => boolean, everyMs = 50): Promise<void> {
       }
     }, everyMs);
   });
+}
+
+/** A store server on the store this process holds, for the tailer of the 'own process' variant. */
+async function serve(): Promise<{ server: StoreServer; password: string }> {
+  const password = randomBytes(24).toString('base64url');
+  return { server: await startStoreServer({ path: storePath, password, listen: { port: 0 } }), password };
+}
+
+/** A tailer replica as a child process (test/support/tailerProcess.ts), started and closed as a replica is. */
+function childReplica(spec: ChildSpec, onCheckpoint: (revision: bigint) => void): { start(): void; close(): Promise<void>; events(): number } {
+  let child: TailerChild | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  return {
+    start() {
+      child = startTailerChild(spec);
+      timer = setInterval(() => child && onCheckpoint(child.checkpoint), 50);
+    },
+    async close() {
+      clearInterval(timer);
+      if (child) onCheckpoint(child.checkpoint);
+      await child?.term();
+    },
+    events: () => child?.durable ?? 0,
+  };
 }
 
 /** GET `url` in a loop until `stop()`, latencies in ms (sorted). Every answer must be 200. */
@@ -113,12 +144,16 @@ for (const [variant, opts] of variants) {
   heading(`reports during catch-up: ${variant}`);
   const apiStore = typeof opts === 'object' && 'apiStore' in opts ? new AuditStore({ mode: 'embedded', path: storePath, database: store.database }, opts.apiStore) : store;
   const api = apiStore === store ? app : await buildApp({ config, logger: createLogger('silent'), store: apiStore, verifier: new ApiTokenVerifier(apiStore), health: new HealthState(), metrics: createMetricsRegistry() }, [grantRoutes, tailerRoutes]);
-  const tailerStore = opts === 'api store' || apiStore !== store ? apiStore : new AuditStore({ mode: 'embedded', path: storePath, database: store.database }, opts as StoreOptions);
+  const ownProcess = opts === 'own process';
+  const tailerStore = opts === 'api store' || ownProcess || apiStore !== store ? apiStore : new AuditStore({ mode: 'embedded', path: storePath, database: store.database }, opts as StoreOptions);
   const label = uniqueId('bench');
   await store.insert('checkpoints', [{ cluster: label, revision: (from - 1n).toString(), leader: 'bench' }]);
   const metrics = tailerMetrics(new Registry());
   let checkpoint = from - 1n;
-  const replica = new TailerReplica({ cluster: { name: label, endpoints }, store: tailerStore, log, metrics, onCheckpoint: (r) => (checkpoint = r) }, options);
+  const served = ownProcess ? await serve() : undefined;
+  const replica = served
+    ? childReplica({ store: { url: served.server.address, password: served.password }, cluster: { name: label, endpoints }, options }, (r) => (checkpoint = r))
+    : new TailerReplica({ cluster: { name: label, endpoints }, store: tailerStore, log, metrics, onCheckpoint: (r) => (checkpoint = r) }, options);
   // How long the event loop (the API's and the tailer's, one process as in `lockaudit start`) was held: what a request waits for besides ClickHouse.
   const loopBusy = monitorEventLoopDelay({ resolution: 10 });
   loopBusy.enable();
@@ -143,7 +178,8 @@ for (const [variant, opts] of variants) {
       stall = 0;
     } else longest = Math.max(longest, (stall += 1));
   }
-  const events = await written(metrics);
+  const events = 'events' in replica ? replica.events() : await written(metrics);
+  await served?.server.close();
   if (opts === 'api store') uninterrupted = { seconds, events };
   process.stdout.write(`uninterrupted: ${seconds.toFixed(1)} s, ${events.toLocaleString()} events; checkpoint each second: ${samples.join(' ')}\n`);
   report({ name: `${variant}: catch-up events/s`, value: events / seconds, baselineName: 'events', baseline: events, unit: 'events/s', higherIsBetter: true });

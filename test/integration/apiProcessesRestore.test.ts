@@ -5,9 +5,8 @@
 // Both refuse until the two-person advance — requested at one process, approved at the other — and grant above
 // every earlier token after it.
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { AuditStore } from '../../core/clickhouse.js';
 import { loadConfig } from '../../core/config.js';
@@ -17,6 +16,7 @@ import { waitFor } from '../support/capture.js';
 import { tempDir, uniqueId } from '../support/env.js';
 import { fencedClass } from '../support/lockApp.js';
 import { startPrivateEtcd, type PrivateEtcd } from '../support/privateEtcd.js';
+import { RoleProcesses } from '../support/roleProcesses.js';
 
 type Json = Record<string, unknown>;
 const run = promisify(execFile);
@@ -27,20 +27,15 @@ describe('two API processes and a tailer process over one served store, etcd res
   const label = uniqueId('procs');
   const ns = uniqueId('ns');
   const className = `${ns}-fenced`;
-  const children: ChildProcess[] = [];
   let etcd: PrivateEtcd;
   let env: NodeJS.ProcessEnv;
+  let roles: RoleProcesses;
   let store: AuditStore;
   const urls = [`http://127.0.0.1:${BASE + 80}`, `http://127.0.0.1:${BASE + 81}`];
   const tokens: Record<'admin' | 'op1' | 'op2' | 'user', string> = { admin: '', op1: '', op2: '', user: '' };
   /** Every token either process issued, in the order granted. */
   const issued: Array<{ by: number; token: bigint }> = [];
 
-  function role(args: string[], extra: NodeJS.ProcessEnv = {}): ChildProcess {
-    const child = spawn(process.execPath, ['bin/lockaudit.js', ...args], { cwd: projectRoot, env: { ...env, ...extra }, stdio: ['ignore', 'ignore', 'inherit'] });
-    children.push(child);
-    return child;
-  }
 
   async function cli(args: string[]): Promise<string> {
     return (await run(process.execPath, ['bin/lockaudit.js', ...args], { cwd: projectRoot, env, timeout: 120_000 })).stdout.trim();
@@ -108,10 +103,11 @@ describe('two API processes and a tailer process over one served store, etcd res
       LOCKAUDIT_TAILER_ELECTION_TTL_SECONDS: '3',
       LOCKAUDIT_LOG_LEVEL: 'warn',
     };
+    roles = new RoleProcesses(env);
     const config = loadConfig({ env });
     assert.equal(config.clickhouse.mode, 'embedded');
     const chPath = config.clickhouse.mode === 'embedded' ? config.clickhouse.path : '';
-    const holder = role(['store']);
+    const holder = roles.start(['store']);
     await waitFor('the store process serving', async () => (servedStore(chPath)?.pid === holder.pid ? true : undefined), 60_000, 100);
     // This test process too goes through it (it cannot open the data dir the store process holds).
     store = new AuditStore(config.clickhouse);
@@ -120,20 +116,15 @@ describe('two API processes and a tailer process over one served store, etcd res
     tokens.op1 = await cli(['token', 'create', '--identity', uniqueId('op-a-'), '--roles', 'lock-operator']);
     tokens.op2 = await cli(['token', 'create', '--identity', uniqueId('op-b-'), '--roles', 'lock-operator']);
     tokens.user = await cli(['token', 'create', '--identity', `spiffe://test/${ns}/w`, '--roles', 'client']);
-    role(['tailer']);
-    role(['api'], { LOCKAUDIT_PORT: String(BASE + 80) });
-    role(['api'], { LOCKAUDIT_PORT: String(BASE + 81) });
+    roles.start(['tailer']);
+    roles.start(['api'], { LOCKAUDIT_PORT: String(BASE + 80) });
+    roles.start(['api'], { LOCKAUDIT_PORT: String(BASE + 81) });
     for (const url of urls) await waitFor(`${url}/healthz`, async () => ((await fetch(`${url}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined), 90_000, 200);
   });
 
   after(async () => {
     // Roles first, the store process last; each by its own pid.
-    for (const child of [...children].reverse()) {
-      if (child.exitCode !== null || child.signalCode !== null) continue;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await Promise.race([exited, sleep(20_000).then(() => child.kill('SIGKILL'))]);
-    }
+    await roles?.stopAll();
     await store?.close();
     await etcd?.stop();
     data.remove();

@@ -3,15 +3,12 @@
 // process. Nothing half-written: while the killed worker's export is unfinished no object or manifest is there,
 // and the next worker process takes the job up again (BullMQ's stalled-job check) and writes it whole.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from 'bullmq';
 import { AuditStore } from '../../core/clickhouse.js';
 import { loadConfig } from '../../core/config.js';
 import { servedStore } from '../../core/embeddedOwner.js';
 import { createLogger } from '../../core/logger.js';
-import { projectRoot } from '../../core/paths.js';
 import { createS3Client } from '../../core/s3.js';
 import { ExportRecords, type ExportState } from '../../exporters/complianceExport.js';
 import { COMPLIANCE_QUEUE, enqueueComplianceExport, type ComplianceJobData } from '../../exporters/exportJobs.js';
@@ -21,6 +18,7 @@ import { createRedis } from '../../platform/redis.js';
 import { waitFor } from '../support/capture.js';
 import { insertGrants } from '../support/exportData.js';
 import { tempDir, uniqueId } from '../support/env.js';
+import { RoleProcesses } from '../support/roleProcesses.js';
 
 const DAY1 = Date.parse('2026-03-02T00:00:00Z');
 const ROWS = 600_000;
@@ -30,20 +28,15 @@ describe('the worker process killed -9 mid-export, over the shared store', { tim
   const env: NodeJS.ProcessEnv = { ...process.env, LOCKAUDIT_DATA_DIR: data.dir, LOCKAUDIT_QUEUE_PREFIX: uniqueId('q'), LOCKAUDIT_LOG_LEVEL: 'warn' };
   const config = loadConfig({ env });
   const s3 = createS3Client(config.s3);
-  const children: ChildProcess[] = [];
+  const roles = new RoleProcesses(env);
   const connection = createRedis(config.redis.url, 'worker', createLogger('silent'));
   let queue: Queue<ComplianceJobData>;
   let store: AuditStore;
 
-  function role(args: string[]): ChildProcess {
-    const child = spawn(process.execPath, ['bin/lockaudit.js', ...args], { cwd: projectRoot, env, stdio: ['ignore', 'ignore', 'inherit'] });
-    children.push(child);
-    return child;
-  }
 
   before(async () => {
     const chPath = config.clickhouse.mode === 'embedded' ? config.clickhouse.path : '';
-    const holder = role(['store']);
+    const holder = roles.start(['store']);
     await waitFor('the store process serving', async () => (servedStore(chPath)?.pid === holder.pid ? true : undefined), 60_000, 100);
     store = new AuditStore(config.clickhouse);
     assert.equal(store.target.mode, 'server', 'this test process goes through the store process too');
@@ -53,12 +46,7 @@ describe('the worker process killed -9 mid-export, over the shared store', { tim
   });
 
   after(async () => {
-    for (const child of [...children].reverse()) {
-      if (child.exitCode !== null || child.signalCode !== null) continue;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await Promise.race([exited, sleep(20_000).then(() => child.kill('SIGKILL'))]);
-    }
+    await roles.stopAll();
     await queue?.close();
     connection.disconnect();
     await store?.close();
@@ -69,7 +57,7 @@ describe('the worker process killed -9 mid-export, over the shared store', { tim
     const records = new ExportRecords(store);
     const state = await records.create({ format: 'csv', fromMs: DAY1, toMs: DAY1 + 86_400_000, filters: { cluster: 'c1' }, requestedBy: 'audrey@corp' });
     await enqueueComplianceExport(queue, state.id);
-    const first = role(['worker']);
+    const first = roles.start(['worker']);
     const exited = new Promise((resolve) => first.once('exit', resolve));
     const mid = await waitFor('the export under way', async () => {
       const s = (await records.get(state.id)) as ExportState;
@@ -87,7 +75,7 @@ describe('the worker process killed -9 mid-export, over the shared store', { tim
       assert.equal(await objectExists(s3, config.s3.historyBucket, manifestName(key)), false, 'no manifest of it');
     }
 
-    role(['worker']);
+    roles.start(['worker']);
     const done = await waitFor('the export done by the next worker process', async () => {
       const s = (await records.get(state.id)) as ExportState;
       return s.status === 'done' || s.status === 'failed' ? s : undefined;
