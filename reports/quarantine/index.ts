@@ -15,6 +15,14 @@ import { resolveWindow } from '../window.js';
 
 const LIST = loadSql('reports/quarantine/list.sql');
 
+/**
+ * What a page answers of the values the store keeps whole (issue 42 item 1): each value's first bytes, with its
+ * size and sha256; and a page stops before it passes PAGE_BYTES (a next cursor, never a bigger response). An
+ * insider's 30 values of 1 MB under the keyspace made one 30 MB response; a page of 1 000 could reach 1.5 GB.
+ */
+export const QUARANTINE_VALUE_BYTES = 4_096;
+export const QUARANTINE_PAGE_BYTES = 1_048_576;
+
 export const QuarantineQuery = Type.Object(
   {
     cluster: Type.Optional(Type.String({ pattern: CLUSTER_NAME_PATTERN, description: 'Only this cluster; default all' })),
@@ -33,7 +41,10 @@ export const QuarantineItemSchema = Type.Object({
   key: Type.String(),
   op: Type.String({ description: 'put, delete, snapshot or spool' }),
   reason: Type.String(),
-  value: Type.String({ description: 'The raw value, as etcd (or the spool) held it' }),
+  value: Type.String({ description: `The raw value, as etcd (or the spool) held it — its first ${QUARANTINE_VALUE_BYTES} bytes when it is larger (valueTruncated)` }),
+  valueBytes: Type.Integer({ minimum: 0, description: 'The whole value\'s size in bytes' }),
+  valueSha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'sha256 of the whole value (hex)' }),
+  valueTruncated: Type.Boolean({ description: 'true when `value` is only the first bytes of it' }),
   quarantinedAt: Type.String({ format: 'date-time' }),
 });
 export type QuarantineItem = Static<typeof QuarantineItemSchema>;
@@ -49,7 +60,9 @@ interface Row {
   revision_text: string;
   key: string;
   op_text: string;
-  value: string;
+  value_prefix: string;
+  value_bytes: string | number;
+  value_sha256: string;
   reason: string;
   at_ms: string | number;
 }
@@ -108,12 +121,32 @@ export async function quarantinePage(deps: QuarantineDeps, p: QuarantineParams, 
     afterRevision: cursor?.revision ?? '0',
     afterKey: cursor?.key ?? '',
     limit: limit + 1,
+    valueBytes: QUARANTINE_VALUE_BYTES,
   });
-  const page = rows.slice(0, limit);
+  // At most `limit` rows, and no more than PAGE_BYTES of them (always one): a page cut short has a next cursor.
+  const page: Row[] = [];
+  let bytes = 0;
+  for (const r of rows.slice(0, limit)) {
+    const size = Buffer.byteLength(r.key) + Buffer.byteLength(r.value_prefix) + Buffer.byteLength(r.reason) + 256;
+    if (page.length > 0 && bytes + size > QUARANTINE_PAGE_BYTES) break;
+    page.push(r);
+    bytes += size;
+  }
   const last = page.at(-1);
   return {
-    items: page.map((r) => ({ cluster: r.cluster, revision: r.revision_text, key: r.key, op: r.op_text, reason: r.reason, value: r.value, quarantinedAt: new Date(Number(r.at_ms)).toISOString() })),
-    nextCursor: rows.length > limit && last ? encodeQuarantineCursor({ fromMs, toMs, atMs: Number(last.at_ms), cluster: last.cluster, revision: last.revision_text, key: last.key, filters: digest }, deps.cursorKey) : null,
+    items: page.map((r) => ({
+      cluster: r.cluster,
+      revision: r.revision_text,
+      key: r.key,
+      op: r.op_text,
+      reason: r.reason,
+      value: r.value_prefix,
+      valueBytes: Number(r.value_bytes),
+      valueSha256: r.value_sha256,
+      valueTruncated: Number(r.value_bytes) > QUARANTINE_VALUE_BYTES,
+      quarantinedAt: new Date(Number(r.at_ms)).toISOString(),
+    })),
+    nextCursor: rows.length > page.length && last ? encodeQuarantineCursor({ fromMs, toMs, atMs: Number(last.at_ms), cluster: last.cluster, revision: last.revision_text, key: last.key, filters: digest }, deps.cursorKey) : null,
   };
 }
 

@@ -2,8 +2,12 @@
 -- would not take: kept with the reason and the raw value, never dropped),
 -- quarantined in [from, to], optionally of one cluster (empty: all), oldest
 -- first, after a keyset cursor (at, cluster, revision, key).
--- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterRevision:UInt64} {afterKey:String} {limit:UInt32}
-SELECT cluster, toString(revision) AS revision_text, key, toString(op) AS op_text, value, reason, toUnixTimestamp64Milli(at) AS at_ms
+-- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterRevision:UInt64} {afterKey:String} {limit:UInt32} {valueBytes:UInt32}
+-- A value is answered as its first {valueBytes} bytes with its size and
+-- sha256 (etcd takes values up to 1.5 MiB: a page of 1 000 whole ones was
+-- 1.5 GB built in one process); the store keeps it whole.
+SELECT cluster, toString(revision) AS revision_text, key, toString(op) AS op_text, substring(value, 1, {valueBytes:UInt32}) AS value_prefix,
+       length(value) AS value_bytes, lower(hex(SHA256(value))) AS value_sha256, reason, toUnixTimestamp64Milli(at) AS at_ms
 FROM {db:Identifier}.quarantine FINAL
 WHERE ({cluster:String} = '' OR cluster = {cluster:String})
   AND at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')

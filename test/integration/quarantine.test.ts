@@ -2,6 +2,7 @@
 // key, reason and the raw value, by cluster and time, paged; auditor and
 // investigator only; every read recorded.
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { buildApp, type App } from '../../api/app.js';
@@ -13,6 +14,7 @@ import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { createLogger } from '../../core/logger.js';
 import { HealthState } from '../../platform/health.js';
+import { QUARANTINE_PAGE_BYTES, QUARANTINE_VALUE_BYTES } from '../../reports/quarantine/index.js';
 import { tempStore, testConfig } from '../support/env.js';
 
 const T0 = Date.now() - 60_000;
@@ -112,5 +114,52 @@ describe('GET /v1/quarantine', () => {
     const reads = await store.rows<{ identity: string; format: string }>("SELECT identity, format FROM {db:Identifier}.grant_history_reads WHERE format = 'quarantine'");
     assert.ok(reads.some((r) => r.identity === 'auditor@q'));
     assert.ok(reads.some((r) => r.identity === 'investigator@q'));
+  });
+});
+
+describe('GET /v1/quarantine: bounded whatever etcd held', () => {
+  it('answers a value\'s first bytes with its size and sha256, and shortens a page rather than growing it', async () => {
+    // 30 values of 1 MiB, as an insider can put under the keyspace (etcd takes up to 1.5 MiB): the store keeps them whole.
+    const big = (i: number): string => `${String(i).padStart(4, '0')}${'x'.repeat(1_048_576 - 4)}`;
+    for (let i = 0; i < 30; i += 1) {
+      await store.insert('quarantine', [{ cluster: 'qa', revision: String(1_000 + i), key: `/l/pay/big-${i}`, op: 'put', value: big(i), reason: 'decode: not JSON', at: T0 + 10_000 + i }]);
+    }
+    const from = new Date(T0 + 9_000).toISOString();
+    const seen: Array<{ key: string; value: string; valueBytes: number; valueSha256: string; valueTruncated: boolean }> = [];
+    let url = `/v1/quarantine?cluster=qa&from=${from}&limit=1000`;
+    let pages = 0;
+    for (;;) {
+      const res = await get(url, 'auditor');
+      assert.equal(res.statusCode, 200, res.body.slice(0, 300));
+      assert.ok(res.body.length <= QUARANTINE_PAGE_BYTES + 65_536, `a page of ${res.body.length} bytes`);
+      const body = res.json() as { items: typeof seen; nextCursor: string | null };
+      seen.push(...body.items);
+      pages += 1;
+      if (!body.nextCursor) break;
+      url = `/v1/quarantine?cluster=qa&from=${from}&limit=1000&cursor=${body.nextCursor}`;
+    }
+    assert.equal(pages, 1, 'thirty first bytes fit one page');
+    assert.deepEqual(seen.map((s) => s.key), Array.from({ length: 30 }, (_, i) => `/l/pay/big-${i}`), 'every one, once, in order');
+    for (const [i, s] of seen.entries()) {
+      assert.equal(s.valueBytes, 1_048_576);
+      assert.equal(s.valueTruncated, true);
+      assert.equal(s.value, big(i).slice(0, QUARANTINE_VALUE_BYTES));
+      assert.equal(s.valueSha256, createHash('sha256').update(big(i)).digest('hex'));
+    }
+    // 300 more of 8 KiB: their first bytes pass a page's bound, so the page stops short with a cursor.
+    await store.insert('checkpoints', [{ cluster: 'qc', revision: '20', leader: 't' }]);
+    for (let i = 0; i < 300; i += 1) {
+      await store.insert('quarantine', [{ cluster: 'qc', revision: String(5_000 + i), key: `/l/pay/mid-${i}`, op: 'put', value: 'y'.repeat(8_192), reason: 'decode: not JSON', at: T0 + 20_000 + i }]);
+    }
+    const first = await get(`/v1/quarantine?cluster=qc&from=${from}&limit=1000`, 'auditor');
+    const firstBody = first.json() as { items: typeof seen; nextCursor: string | null };
+    assert.ok(first.body.length <= QUARANTINE_PAGE_BYTES + 65_536, `a page of ${first.body.length} bytes`);
+    assert.ok(firstBody.items.length < 300 && firstBody.nextCursor, `cut short at ${firstBody.items.length} with a cursor`);
+    const rest = (await get(`/v1/quarantine?cluster=qc&from=${from}&limit=1000&cursor=${firstBody.nextCursor}`, 'auditor')).json() as { items: typeof seen; nextCursor: string | null };
+    assert.equal(firstBody.items.length + rest.items.length, 300);
+    assert.equal(rest.nextCursor, null);
+    // A small value is whole, and says so.
+    const small = (await get('/v1/quarantine?cluster=qb', 'auditor')).json() as { items: typeof seen };
+    assert.deepEqual(small.items.map((s) => [s.value, s.valueBytes, s.valueTruncated]), [['{}', 2, false]]);
   });
 });

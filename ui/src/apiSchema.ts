@@ -1668,8 +1668,14 @@ export interface operations {
                             reason: string;
                             /** @description etcd revision (decimal string); 0 for a spool line */
                             revision: string;
-                            /** @description The raw value, as etcd (or the spool) held it */
+                            /** @description The raw value, as etcd (or the spool) held it — its first 4096 bytes when it is larger (valueTruncated) */
                             value: string;
+                            /** @description The whole value's size in bytes */
+                            valueBytes: number;
+                            /** @description sha256 of the whole value (hex) */
+                            valueSha256: string;
+                            /** @description true when `value` is only the first bytes of it */
+                            valueTruncated: boolean;
                         }[];
                         /** @description Pass as cursor for the next page; null on the last page */
                         nextCursor: string | null;

@@ -44,7 +44,12 @@ export async function quarantineSection(): Promise<Node> {
 }
 
 function row(q: QuarantineItem): Child[] {
-  return [q.cluster, q.revision, q.key, q.op, q.reason, fmtTime(q.quarantinedAt), rawValue(q.value)];
+  return [q.cluster, q.revision, q.key, q.op, q.reason, fmtTime(q.quarantinedAt), q.valueTruncated ? truncatedValue(q) : rawValue(q.value)];
+}
+
+/** A value larger than the API answers: its first bytes, with its whole size and sha256 to find it by. */
+function truncatedValue(q: QuarantineItem): Node {
+  return h('div', {}, rawValue(q.value), h('div', { class: 'raw-note' }, `first bytes of ${q.valueBytes} — sha256 ${q.valueSha256}`));
 }
 
 /** A short value as it is; a long one cut, with its length, and the whole of it in a <details>. */
