@@ -70,22 +70,28 @@ const Epoch = Type.Integer({ minimum: 0, maximum: EPOCH_MAX });
 const WallTimeMs = Type.Integer({ minimum: 0, maximum: WALL_TIME_MAX_MS });
 const Millis = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
 
+// Bounds on the strings a hold or waiter carries (issue 42 item 1): the lock API writes a holder of at most 200
+// characters (a token identity) and a class name of at most 64; a value beyond these is of no shape it writes, so
+// it is quarantined whole with the field named, never a grant whose 1 MiB holder fills every history page.
+export const HOLDER_MAX_CHARS = 256;
+export const CLASS_MAX_CHARS = 128;
+
 export const HoldValueSchema = Type.Object({
-  holder: Type.String({ minLength: 1 }),
+  holder: Type.String({ minLength: 1, maxLength: HOLDER_MAX_CHARS }),
   session: DecimalString, // the holder's lease id
-  class: Type.String({ minLength: 1 }),
+  class: Type.String({ minLength: 1, maxLength: CLASS_MAX_CHARS }),
   epoch: Epoch,
   waitMs: Millis,
   at: WallTimeMs, // grant wall time, ms since epoch
   /** Proof of origin: the API's keyed MAC over key, hold and session (core/proof.ts); absent on foreign writes. */
-  mac: Type.Optional(Type.String()),
+  mac: Type.Optional(Type.String({ maxLength: 512 })),
 });
 export type HoldValue = Static<typeof HoldValueSchema>;
 
 export const QueueValueSchema = Type.Object({
-  holder: Type.String({ minLength: 1 }),
+  holder: Type.String({ minLength: 1, maxLength: HOLDER_MAX_CHARS }),
   session: DecimalString,
-  class: Type.String({ minLength: 1 }),
+  class: Type.String({ minLength: 1, maxLength: CLASS_MAX_CHARS }),
   at: WallTimeMs,
 });
 export type QueueValue = Static<typeof QueueValueSchema>;

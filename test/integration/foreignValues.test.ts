@@ -64,4 +64,29 @@ describe('values of no shape the lock API writes', () => {
       await client.delete().key(`/${ns}/not-the-lock-keyspace`).exec();
     }
   });
+
+  it('a hold whose holder is 1 MiB (the API writes at most 200 characters) is no grant: quarantined with the field named', async () => {
+    const label = uniqueId('fv');
+    const ns = uniqueId('ns');
+    await checkpointAtHead(store, client, label);
+    const replica = new TailerReplica({ cluster: { name: label, endpoints }, store, log, health: new HealthState() }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false });
+    replica.start();
+    const key = `/l/${ns}/huge-holder`;
+    try {
+      const value = JSON.stringify({ holder: 'h'.repeat(1_048_576), session: '0', class: 'payments', epoch: 1, waitMs: 0, at: Date.now() });
+      const put = BigInt((await client.put(key).value(value).exec()).header.revision);
+      await waitFor('the put captured', async () => ((await readCheckpoint(store, label)) >= put ? true : undefined), 60_000, 100);
+      const quarantined = await store.rows<{ key: string; bytes: string; reason: string }>(
+        'SELECT key, toString(length(value)) AS bytes, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String}',
+        { c: label },
+      );
+      assert.deepEqual(quarantined.map((q) => [q.key, q.bytes]), [[key, String(Buffer.byteLength(value))]], 'kept whole, as evidence');
+      assert.match(quarantined[0]?.reason ?? '', /holder/);
+      const [grants] = await store.rows<{ n: string; longest: string }>('SELECT toString(count()) AS n, toString(max(length(holder))) AS longest FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String}', { c: label });
+      assert.equal(grants?.n, '0', 'no grant row carries a 1 MiB holder into grant history pages');
+    } finally {
+      await replica.close();
+      await client.delete().key(key).exec();
+    }
+  });
 });
