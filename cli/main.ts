@@ -24,6 +24,9 @@ import { LOG_FORMATS, type LogFormat } from '../core/logger.js';
 import { integer } from './flags.js';
 import { assertPortFree, isAddressInUse, portInUse } from './portCheck.js';
 import { closeAll, openRuntime, runUntilSignal, serveHeldStore, type RoleHandle } from '../platform/runtime.js';
+import { reportToSupervisor } from '../platform/roleStatus.js';
+import { servedStore } from '../core/embeddedOwner.js';
+import { supervise } from './supervisor.js';
 
 const progress = (message: string): void => {
   process.stderr.write(`lockaudit: ${message}\n`);
@@ -71,7 +74,19 @@ async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: D
     // Taken between the check above and the listen: the same one line.
     throw isAddressInUse(err) ? portInUse(runtime.config.host, runtime.config.port, err) : err;
   }
-  await runUntilSignal(runtime, handles);
+  // Under `lockaudit start` (cli/supervisor.ts): its status goes to the supervisor, and it stops when the supervisor goes.
+  const stopReporting = names.includes('api') ? () => undefined : reportToSupervisor(names.join('+'), runtime.metrics, runtime.health);
+  followSupervisor();
+  try {
+    await runUntilSignal(runtime, handles);
+  } finally {
+    stopReporting();
+  }
+}
+
+/** A process started by the supervisor (an IPC channel) stops, as on SIGTERM, when its supervisor is gone. */
+function followSupervisor(): void {
+  if (typeof process.send === 'function') process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
 }
 
 export function buildCli(): Command {
@@ -83,26 +98,46 @@ export function buildCli(): Command {
     .exitOverride()
     .configureOutput({ outputError: (str, write) => write(`lockaudit: ${str}`) });
 
-  program
-    .command('start')
-    .description('run every role in one process: lock/report API, tailer (one per cluster) and worker')
-    .option('--demo', 'also drive the API with the simulator (a demo workload) until stopped', false)
-    .addOption(new Option('--demo-workers <n>', 'simulated workers for --demo').default(12).argParser(integer('--demo-workers', 1, 500)))
-    .addOption(new Option('--demo-rate <perSecond>', 'acquires per second for --demo').default(8).argParser(integer('--demo-rate', 1, 5_000)))
-    .addOption(new Option('--log-format <format>', 'auto: human-readable (pino-pretty) when stdout is a terminal, JSON lines otherwise').choices(LOG_FORMATS).default('auto'))
-    .action((opts: { demo: boolean; demoWorkers: number; demoRate: number; logFormat: LogFormat }) =>
-      runRoles(['tailer', 'api', 'worker'], { buckets: true, logFormat: opts.logFormat, demo: opts.demo ? { workers: opts.demoWorkers, rate: opts.demoRate, roundSeconds: 120 } : undefined }),
-    );
+  const demoOptions = (command: Command): Command =>
+    command
+      .option('--demo', 'also drive the API with the simulator (a demo workload) until stopped', false)
+      .addOption(new Option('--demo-workers <n>', 'simulated workers for --demo').default(12).argParser(integer('--demo-workers', 1, 500)))
+      .addOption(new Option('--demo-rate <perSecond>', 'acquires per second for --demo').default(8).argParser(integer('--demo-rate', 1, 5_000)));
+  const logFormatOption = (command: Command): Command =>
+    command.addOption(new Option('--log-format <format>', 'auto: human-readable (pino-pretty) when stdout is a terminal, JSON lines otherwise').choices(LOG_FORMATS).default('auto'));
+  type DemoFlags = { demo: boolean; demoWorkers: number; demoRate: number; logFormat: LogFormat };
+  const demoOf = (opts: DemoFlags): DemoOptions | undefined => (opts.demo ? { workers: opts.demoWorkers, rate: opts.demoRate, roundSeconds: 120 } : undefined);
 
-  program.command('api').description('run the API role (lock API, reports, exports, /metrics, /docs)').action(() => runRoles(['api'], { buckets: true }));
-  program.command('tailer').description('run one tailer replica per configured etcd cluster (it campaigns for leadership)').action(() => runRoles(['tailer'], { buckets: false }));
-  program.command('worker').description('run the job worker role (scheduled reports, exports, archiving)').action(() => runRoles(['worker'], { buckets: true }));
+  logFormatOption(demoOptions(program.command('start')))
+    .description('run the platform: the store (embedded ClickHouse), the tailer (one replica per cluster), the worker and the lock/report API, each a supervised process of its own (--one-process: all in this one)')
+    .option('--one-process', 'run every role in this one process instead (less memory; the catch-up then shares the API\'s event loop)', false)
+    .action(async (opts: DemoFlags & { oneProcess: boolean }) => {
+      if (opts.oneProcess) return runRoles(['tailer', 'api', 'worker'], { buckets: true, logFormat: opts.logFormat, demo: demoOf(opts) });
+      const config = loadConfig();
+      lockCluster(config);
+      await assertPortFree(config.host, config.port);
+      await assertDependenciesAnswer(config, { etcd: true, s3: true, redis: false }, createLogger('silent'));
+      const log = ['--log-format', opts.logFormat];
+      const demo = opts.demo ? ['--demo', '--demo-workers', String(opts.demoWorkers), '--demo-rate', String(opts.demoRate)] : [];
+      const embedded = config.clickhouse.mode === 'embedded' && !servedStore(config.clickhouse.path);
+      const roles = [...(embedded ? [{ name: 'store', args: log }] : []), { name: 'tailer', args: log }, { name: 'worker', args: log }, { name: 'api', args: [...log, ...demo] }];
+      process.exitCode = await supervise(config, roles, progress);
+    });
 
-  program
-    .command('store')
+  logFormatOption(demoOptions(program.command('api')))
+    .description('run the API role (lock API, reports, exports, /metrics, /docs)')
+    .action((opts: DemoFlags) => runRoles(['api'], { buckets: true, logFormat: opts.logFormat, demo: demoOf(opts) }));
+  logFormatOption(program.command('tailer'))
+    .description('run one tailer replica per configured etcd cluster (it campaigns for leadership)')
+    .action((opts: { logFormat: LogFormat }) => runRoles(['tailer'], { buckets: false, logFormat: opts.logFormat }));
+  logFormatOption(program.command('worker'))
+    .description('run the job worker role (scheduled reports, exports, archiving)')
+    .action((opts: { logFormat: LogFormat }) => runRoles(['worker'], { buckets: true, logFormat: opts.logFormat }));
+
+  logFormatOption(program.command('store'))
     .description('hold the embedded ClickHouse store and serve it to the other lockaudit processes (roles, CLI commands) until stopped: run it first, then `api`, `tailer` and `worker` in processes of their own')
-    .action(async () => {
-      const runtime = await openRuntime({ buckets: false });
+    .action(async (opts: { logFormat: LogFormat }) => {
+      const runtime = await openRuntime({ buckets: false, logFormat: opts.logFormat });
       const served = await serveHeldStore(runtime).catch(async (err: unknown) => {
         await runtime.store.close();
         throw err;
@@ -111,6 +146,7 @@ export function buildCli(): Command {
         await runtime.store.close();
         throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', 'lockaudit store serves the embedded store only: this configuration names a ClickHouse server (LOCKAUDIT_CLICKHOUSE_URL), or another process serves it already');
       }
+      followSupervisor();
       await runUntilSignal(runtime, [served]);
     });
 

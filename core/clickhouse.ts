@@ -15,7 +15,8 @@
 // or the tailer's own reads hold chdb's parameter queue.
 import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
 type ClientOptions = NonNullable<Parameters<typeof createClient>[0]>;
-import { createChdbConnection } from 'chdb/connection';
+import type { createChdbConnection as CreateChdbConnection } from 'chdb/connection';
+import { createRequire } from 'node:module';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { unlink, writeFile } from 'node:fs/promises';
@@ -76,6 +77,16 @@ export interface StoreOptions {
  * catch-up ÷ idle: 4.66 with the default threads, 2.77 with one, 3.63 with
  * `priority` 10; catch-up itself was not slower).
  */
+/**
+ * chdb's connection factory, loaded on first use: its engine library is hundreds of megabytes of memory in every
+ * process that imports it, and only the process that holds the embedded store needs it — a role or CLI command
+ * that reaches the store through that process (core/embeddedOwner.ts), or a ClickHouse server, never loads it.
+ */
+export function loadChdb(): typeof CreateChdbConnection {
+  const load = createRequire(import.meta.url);
+  return (load('chdb/connection') as { createChdbConnection: typeof CreateChdbConnection }).createChdbConnection;
+}
+
 export const INGEST_SETTINGS: ClickHouseSettings = { max_threads: 1, max_insert_threads: '1' };
 
 // 64-bit integers (tokens, revisions) must arrive as strings: chdb's default is bare numbers.
@@ -110,6 +121,7 @@ export class AuditStore {
       assertNotHeld(target.path);
       // chdb types its connection against @clickhouse/client-common, which
       // @clickhouse/client 1.23 vendors as its own copy: same shape, two types.
+      const createChdbConnection = loadChdb();
       const connect = () => createChdbConnection({ path: target.path }) as unknown as NonNullable<ClientOptions['connection']>;
       this.client = createClient({ connection: connect(), clickhouse_settings: SETTINGS });
       if ((options.ingestConnection ?? true) || (options.statusConnection ?? true)) {

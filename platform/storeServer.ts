@@ -25,7 +25,8 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createChdbConnection } from 'chdb/connection';
+import type { createChdbConnection } from 'chdb/connection';
+import { loadChdb } from '../core/clickhouse.js';
 
 export interface StoreServerOptions {
   /** chdb's data directory (the embedded store's). */
@@ -53,8 +54,9 @@ const AUTH_FAILED = 'Code: 516. DB::Exception: Authentication failed: password i
 export async function startStoreServer(options: StoreServerOptions): Promise<StoreServer> {
   mkdirSync(options.path, { recursive: true });
   // Queries and inserts on connections of their own: an insert never holds up a read (as in core/clickhouse.ts).
-  const queries: Connection = createChdbConnection({ path: options.path });
-  const inserts: Connection = createChdbConnection({ path: options.path });
+  const connect = loadChdb();
+  const queries: Connection = connect({ path: options.path });
+  const inserts: Connection = connect({ path: options.path });
   const spool = path.join(tmpdir(), `lockaudit-store-${process.pid}-${randomUUID().slice(0, 8)}`);
   mkdirSync(spool, { recursive: true, mode: 0o700 });
   const expected = Buffer.from(options.password, 'utf8');

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Quick start: install, start the local services, migrate, run every role in
-# one process on LOCKAUDIT_PORT (default 8080) and feed it a demo workload.
+# Quick start: install, start the local services, migrate, run the platform
+# (store, tailer, worker and API as supervised processes) with the API on
+# LOCKAUDIT_PORT (default 8080) and feed it a demo workload.
 # Ctrl-C stops the platform; `npx lockaudit services down` stops the services.
 # On a terminal the log is human-readable; `start --log-format json` keeps JSON lines.
 # Once ready it prints where to go (console URL, token file, commands): docs/monitoring.md.

@@ -7,14 +7,17 @@
 // and where (host:port), is for admins; /metrics can require a token.
 import { LockauditError } from '../../core/errors.js';
 import { checkAll } from '../../platform/dependencyChecks.js';
+import { PeerMetrics } from '../../platform/roleStatus.js';
 import type { App, RouteOptions } from '../types.js';
 
 export async function healthRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
+  // Under `lockaudit start` the other roles run as processes of their own: their metrics and alarms arrive here.
+  const peers = new PeerMetrics(ctx.health);
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
 
   app.get('/readyz', { schema: { hide: true } }, async (request, reply) => {
     const checks = await ctx.health.checks(() => checkAll(ctx.config, ctx.store, { deep: false, logger: ctx.logger }));
-    const alarms = ctx.health.alarms();
+    const alarms = ctx.health.allAlarms();
     const ready = checks.every((c) => c.ok);
     const status = ready ? 'ready' : 'unready';
     if (!request.identity?.roles.includes('admin')) return reply.status(ready ? 200 : 503).send({ status });
@@ -30,6 +33,6 @@ export async function healthRoutes(app: App, { ctx }: RouteOptions): Promise<voi
       throw new LockauditError('LOCKAUDIT_ERR_AUTH_REQUIRED', 'a valid API token is required for /metrics (LOCKAUDIT_METRICS_REQUIRE_TOKEN); send Authorization: Bearer <token>');
     }
     reply.header('content-type', ctx.metrics.contentType);
-    return ctx.metrics.metrics();
+    return peers.metrics(ctx.metrics);
   });
 }

@@ -98,7 +98,8 @@ export class Stack {
     while (Date.now() < deadline) {
       if (this.platformPid === undefined) {
         const fd = openSync(path.join(this.options.dataDir, 'logs', 'platform.log'), 'a');
-        const child = spawn(process.execPath, [...CLI, 'start'], { cwd: projectRoot, env: this.env, stdio: ['ignore', fd, fd] });
+        // One process (--one-process): the faults kill -9 the platform as the tailer's crash; the supervised topology is not yet in the chaos run.
+        const child = spawn(process.execPath, [...CLI, 'start', '--one-process'], { cwd: projectRoot, env: this.env, stdio: ['ignore', fd, fd] });
         closeSync(fd);
         this.#platform = child;
         this.#platformExit = new Promise((resolve) => child.once('exit', () => resolve()));

@@ -17,6 +17,20 @@ const run = promisify(execFile);
 const PORT = Number(process.env.LOCKAUDIT_LOCAL_PORT_BASE ?? 24000) + 90;
 const base = `http://127.0.0.1:${PORT}`;
 
+/** Running: a process that exited but that no one reaped yet (a zombie: its parent gone, init slow to reap) is not. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
 async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -149,10 +163,42 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
     });
     assert.match(verified, /^ok /m);
 
+    // Each role is a process of its own under start (cli/supervisor.ts): the tailer killed -9 is started again,
+    // and capture goes on.
+    const pids = (): Map<string, number> => new Map([...stderr.matchAll(/^lockaudit: (\w+): started \(pid (\d+)\)$/gm)].map((m) => [m[1] as string, Number(m[2])]));
+    assert.deepEqual([...pids().keys()].sort(), ['api', 'store', 'tailer', 'worker']);
+    const tailerPid = pids().get('tailer') as number;
+    const grantsNow = async (): Promise<number> => {
+      const r = await fetch(`${base}/v1/grants?namespace=payments&limit=1000`, { headers: { authorization: `Bearer ${tokens.investigator}` } });
+      return ((await r.json()) as { items: unknown[] }).items.length;
+    };
+    const before = await grantsNow();
+    process.kill(tailerPid, 'SIGKILL');
+    await waitFor('the tailer started again', async () => (pids().get('tailer') !== tailerPid ? true : undefined), 60_000);
+    assert.match(stderr, new RegExp(`tailer \\(pid ${tailerPid}\\) exited on SIGKILL after \\d+ s: starting it again in 1 s`));
+    await waitFor('capture going on after the restart', async () => ((await grantsNow()) > before ? true : undefined), 120_000);
+
     const exited = new Promise<number | null>((resolve) => child?.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     assert.equal(await exited, 0, stderr);
     // A token in a log is a token anyone who reads the log can present: none of the captured grants' is in the run's log.
     for (const item of items) if (item.token !== '0') assert.equal(stderr.includes(item.token), false, `token of ${item.holder} in the log`);
+    // Every role process ended with it.
+    for (const pid of pids().values()) assert.equal(alive(pid), false, `pid ${pid} still running`);
+  });
+
+  it('start killed -9 leaves no role process behind (each ends when its supervisor goes)', async () => {
+    let log = '';
+    const sup = spawn(process.execPath, ['bin/lockaudit.js', 'start'], { cwd: projectRoot, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    sup.stderr?.on('data', (c: Buffer) => {
+      log += c.toString();
+    });
+    await waitFor('/healthz', async () => ((await fetch(`${base}/healthz`)).status === 200 ? true : undefined), 90_000);
+    const roles = [...log.matchAll(/^lockaudit: (\w+): started \(pid (\d+)\)$/gm)].map((m) => Number(m[2]));
+    assert.equal(roles.length, 4, log);
+    const gone = new Promise((resolve) => sup.once('exit', resolve));
+    sup.kill('SIGKILL');
+    await gone;
+    await waitFor('every role process ended', async () => (roles.every((pid) => !alive(pid)) ? true : undefined), 60_000);
   });
 });

@@ -1,0 +1,120 @@
+// `lockaudit start`: the platform's roles as processes of their own (issue 41),
+// supervised. With the embedded store a store process holds it first and
+// serves it (`lockaudit store`, platform/storeServer.ts); the tailer, the
+// worker and the API then each run as `lockaudit <role>` and reach it as a
+// server. The catch-up of a tailer no longer shares an event loop with the
+// API, and `verify` or an export runs beside them. A role that exits unasked
+// is started again after a backoff (1 s, doubling to 30 s; back to 1 s once
+// it ran a minute) and the restart is logged; when the store process itself
+// ends, the roles (whose client named it) are started again after it.
+// SIGINT/SIGTERM stops the roles, newest first, then the store. Children run
+// in process groups of their own (a terminal's Ctrl-C reaches only this
+// process, which stops them in order) and end themselves when this process
+// goes (their IPC channel closes). Each role's status (metrics, alarms)
+// comes here and goes on to the API process (platform/roleStatus.ts).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { servedStore } from '../core/embeddedOwner.js';
+import type { Config } from '../core/config.js';
+import { isRoleStatus, type PeerStatuses, type RoleStatus } from '../platform/roleStatus.js';
+
+export interface SupervisedRole {
+  /** The CLI command: store, tailer, worker, api. */
+  name: string;
+  /** Its flags after the command. */
+  args: string[];
+}
+
+interface Running {
+  role: SupervisedRole;
+  child: ChildProcess;
+  startedAt: number;
+  exited: Promise<number | null>;
+}
+
+const BACKOFF_MS = { first: 1_000, max: 30_000, resetAfter: 60_000 };
+
+export async function supervise(config: Config, roles: SupervisedRole[], say: (message: string) => void): Promise<number> {
+  const running = new Map<string, Running>();
+  const backoff = new Map<string, number>();
+  const statuses = new Map<string, RoleStatus>();
+  let stopping = false;
+
+  const start = (role: SupervisedRole): Running => {
+    const child = spawn(process.execPath, [...process.execArgv, process.argv[1] as string, role.name, ...role.args], {
+      env: process.env,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      detached: true,
+    });
+    const entry: Running = { role, child, startedAt: Date.now(), exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))) };
+    running.set(role.name, entry);
+    say(`${role.name}: started (pid ${child.pid})`);
+    child.on('message', (message: unknown) => {
+      if (!isRoleStatus(message) || message.role === 'api') return;
+      statuses.set(message.role, message);
+      const api = running.get('api')?.child;
+      const forward: PeerStatuses = { type: 'lockaudit-peer-statuses', peers: [...statuses.values()] };
+      if (api?.connected) api.send(forward, undefined, {}, () => undefined);
+    });
+    child.once('exit', (code, signal) => void onExit(entry, code, signal));
+    return entry;
+  };
+
+  const onExit = async (entry: Running, code: number | null, signal: NodeJS.Signals | null): Promise<void> => {
+    if (running.get(entry.role.name) === entry) running.delete(entry.role.name);
+    statuses.delete(entry.role.name);
+    if (stopping) return;
+    const ranMs = Date.now() - entry.startedAt;
+    const wait = ranMs >= BACKOFF_MS.resetAfter ? BACKOFF_MS.first : Math.min(BACKOFF_MS.max, backoff.get(entry.role.name) ?? BACKOFF_MS.first);
+    backoff.set(entry.role.name, Math.min(BACKOFF_MS.max, wait * 2));
+    say(`${entry.role.name} (pid ${entry.child.pid}) exited ${signal ? `on ${signal}` : `with code ${code}`} after ${Math.round(ranMs / 1000)} s: starting it again in ${wait / 1000} s`);
+    await sleep(wait);
+    if (stopping) return;
+    if (entry.role.name === 'store') {
+      await startStore(entry.role);
+      // The roles' store client named the old process (its port, its password): they start again after it.
+      for (const r of [...running.values()]) r.child.kill('SIGTERM');
+      return;
+    }
+    start(entry.role);
+  };
+
+  const startStore = async (role: SupervisedRole): Promise<void> => {
+    const entry = start(role);
+    const path = config.clickhouse.mode === 'embedded' ? config.clickhouse.path : '';
+    for (;;) {
+      if (servedStore(path)?.pid === entry.child.pid) return;
+      if (entry.child.exitCode !== null || entry.child.signalCode !== null) throw new Error(`the store process exited (${entry.child.exitCode ?? entry.child.signalCode}) before it served the store`);
+      await sleep(100);
+    }
+  };
+
+  const storeRole = roles.find((r) => r.name === 'store');
+  if (storeRole) await startStore(storeRole);
+  for (const role of roles) if (role.name !== 'store') start(role);
+
+  const signal = await new Promise<string>((resolve) => {
+    const on = (s: string): void => resolve(s);
+    process.once('SIGINT', on);
+    process.once('SIGTERM', on);
+  });
+  stopping = true;
+  say(`${signal}: stopping the roles, then the store`);
+  const failed: string[] = [];
+  const order = [...roles].reverse();
+  const deadlineMs = config.shutdownTimeoutMs + 5_000;
+  for (const role of order) {
+    const entry = running.get(role.name);
+    if (!entry || entry.child.exitCode !== null || entry.child.signalCode !== null) continue;
+    entry.child.kill('SIGTERM');
+    const code = await Promise.race([entry.exited, sleep(deadlineMs).then(() => 'late' as const)]);
+    if (code === 'late') {
+      say(`${role.name} (pid ${entry.child.pid}) did not stop within ${deadlineMs / 1000} s: killed`);
+      entry.child.kill('SIGKILL');
+      await entry.exited;
+      failed.push(`${role.name} (killed)`);
+    } else if (code !== 0) failed.push(`${role.name} (${code === null ? entry.child.signalCode : `exit ${code}`})`);
+  }
+  say(failed.length === 0 ? 'stopped' : `stopped; did not stop cleanly: ${failed.join(', ')}`);
+  return failed.length === 0 ? 0 : 1;
+}
