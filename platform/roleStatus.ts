@@ -6,7 +6,7 @@
 // /metrics answers them aggregated with its own (prom-client's
 // AggregatorRegistry: counters and histograms summed across processes) and
 // whose /readyz lists their alarms for admins. A role process run on its own
-// (no IPC channel) sends nothing: scrape it as its own target.
+// (no IPC channel) sends nothing, and serves no /metrics of its own yet.
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, type Registry } from 'prom-client';
 import type { Alarm, HealthState } from './health.js';
 
