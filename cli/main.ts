@@ -49,6 +49,8 @@ async function withStore<T>(config: Config, fn: (store: AuditStore) => Promise<T
 }
 
 async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: DemoOptions; logFormat?: LogFormat }): Promise<void> {
+  // Under `lockaudit start` (cli/supervisor.ts) it stops when the supervisor goes, from the first moment.
+  followSupervisor();
   if (names.includes('api')) {
     const config = loadConfig();
     lockCluster(config); // an ambiguous lock cluster is refused before anything opens
@@ -74,9 +76,8 @@ async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: D
     // Taken between the check above and the listen: the same one line.
     throw isAddressInUse(err) ? portInUse(runtime.config.host, runtime.config.port, err) : err;
   }
-  // Under `lockaudit start` (cli/supervisor.ts): its status goes to the supervisor, and it stops when the supervisor goes.
+  // Under `lockaudit start`: its status goes to the supervisor (the API is where the statuses go).
   const stopReporting = names.includes('api') ? () => undefined : reportToSupervisor(names.join('+'), runtime.metrics, runtime.health);
-  followSupervisor();
   try {
     await runUntilSignal(runtime, handles);
   } finally {
@@ -84,9 +85,19 @@ async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: D
   }
 }
 
-/** A process started by the supervisor (an IPC channel) stops, as on SIGTERM, when its supervisor is gone. */
+/**
+ * A process started by the supervisor (an IPC channel) stops, as on SIGTERM, when its supervisor is gone — also
+ * while it is still starting (before its signal handlers: SIGTERM then ends it at once), and within a minute
+ * whatever its shutdown waits on: a role left running by a killed `start` was found an hour later.
+ */
 function followSupervisor(): void {
-  if (typeof process.send === 'function') process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
+  if (typeof process.send !== 'function') return;
+  const gone = (): void => {
+    process.kill(process.pid, 'SIGTERM');
+    setTimeout(() => process.kill(process.pid, 'SIGKILL'), 60_000).unref();
+  };
+  if (!process.connected) gone();
+  else process.once('disconnect', gone);
 }
 
 export function buildCli(): Command {
@@ -137,6 +148,7 @@ export function buildCli(): Command {
   logFormatOption(program.command('store'))
     .description('hold the embedded ClickHouse store and serve it to the other lockaudit processes (roles, CLI commands) until stopped: run it first, then `api`, `tailer` and `worker` in processes of their own')
     .action(async (opts: { logFormat: LogFormat }) => {
+      followSupervisor();
       const runtime = await openRuntime({ buckets: false, logFormat: opts.logFormat });
       const served = await serveHeldStore(runtime).catch(async (err: unknown) => {
         await runtime.store.close();
@@ -146,7 +158,6 @@ export function buildCli(): Command {
         await runtime.store.close();
         throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', 'lockaudit store serves the embedded store only: this configuration names a ClickHouse server (LOCKAUDIT_CLICKHOUSE_URL), or another process serves it already');
       }
-      followSupervisor();
       await runUntilSignal(runtime, [served]);
     });
 
