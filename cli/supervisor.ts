@@ -71,26 +71,47 @@ export async function supervise(config: Config, roles: SupervisedRole[], say: (m
     await sleep(wait);
     if (stopping) return;
     if (entry.role.name === 'store') {
-      await startStore(entry.role);
+      // Its own exit handler tries again if it ends before it serves.
+      if (!(await startStore(entry.role))) return;
       // The roles' store client named the old process (its port, its password): they start again after it.
-      for (const r of [...running.values()]) r.child.kill('SIGTERM');
+      for (const r of [...running.values()]) if (r.role.name !== 'store') r.child.kill('SIGTERM');
       return;
     }
+    // A role never starts while the store process is down: it would open the embedded store itself, and the
+    // store process could then never hold it again.
+    if (!(await storeServes())) return;
     start(entry.role);
   };
 
-  const startStore = async (role: SupervisedRole): Promise<void> => {
-    const entry = start(role);
-    const path = config.clickhouse.mode === 'embedded' ? config.clickhouse.path : '';
-    for (;;) {
-      if (servedStore(path)?.pid === entry.child.pid) return;
-      if (entry.child.exitCode !== null || entry.child.signalCode !== null) throw new Error(`the store process exited (${entry.child.exitCode ?? entry.child.signalCode}) before it served the store`);
+  const path = config.clickhouse.mode === 'embedded' ? config.clickhouse.path : '';
+  const storeRole = roles.find((r) => r.name === 'store');
+
+  /** Whether the store process serves the store (at once when there is none to wait for); false once stopping. */
+  const storeServes = async (): Promise<boolean> => {
+    while (!stopping) {
+      const store = running.get('store');
+      if (!storeRole || (store && servedStore(path)?.pid === store.child.pid)) return true;
       await sleep(100);
     }
+    return false;
   };
 
-  const storeRole = roles.find((r) => r.name === 'store');
-  if (storeRole) await startStore(storeRole);
+  /** Starts the store process and waits until it serves: false when it ended first, or on stopping. */
+  const startStore = async (role: SupervisedRole): Promise<boolean> => {
+    const entry = start(role);
+    while (!stopping) {
+      if (servedStore(path)?.pid === entry.child.pid) return true;
+      if (entry.child.exitCode !== null || entry.child.signalCode !== null) return false;
+      await sleep(100);
+    }
+    return false;
+  };
+
+  if (storeRole && !(await startStore(storeRole))) {
+    stopping = true;
+    say('the store process ended before it served the store: see its lines above');
+    return 1;
+  }
   for (const role of roles) if (role.name !== 'store') start(role);
 
   const signal = await new Promise<string>((resolve) => {

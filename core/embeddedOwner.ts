@@ -5,10 +5,12 @@
 // migrate, token) while the platform runs — then talks to the store through
 // that process exactly as to a ClickHouse server, instead of failing on the
 // data dir's lock. The file is trusted only while the process it names holds
-// the data dir's lock: a file left by a killed process points nowhere.
+// the data dir's lock and owns the socket listening on that port, and only
+// when the file is this user's and readable by nobody else: a file left by a
+// killed process, or edited to point elsewhere, points nowhere.
 // Whoever can read the data dir can read the store's files anyway; the file is
 // written 0600 all the same.
-import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export interface StoreEndpoint {
@@ -47,11 +49,47 @@ export function servedStore(dataPath: string): StoreEndpoint | undefined {
   const holder = embeddedHolder(dataPath);
   if (holder === undefined) return undefined;
   const endpoint = readEndpointFile(storeEndpointFile(dataPath));
-  return endpoint?.pid === holder ? endpoint : undefined;
+  if (endpoint?.pid !== holder) return undefined;
+  // The port must be the holder's own listening socket: a file naming the holder's pid (readable in /proc/locks)
+  // and a port of someone else's server would hand the CLI's queries and the password to that server (insider
+  // review), which could show `verify` an untouched copy of an edited store.
+  return listensOn(holder, Number(new URL(endpoint.url).port)) ? endpoint : undefined;
+}
+
+/** Whether process `pid` owns the socket listening on 127.0.0.1:`port` (Linux: /proc/net/tcp and the pid's fds). */
+export function listensOn(pid: number, port: number): boolean {
+  let table: string;
+  try {
+    table = readFileSync('/proc/net/tcp', 'utf8');
+  } catch {
+    return false; // no way to tell: not followed
+  }
+  // "sl local_address rem_address st … inode": 0100007F:<port hex> in state 0A (LISTEN).
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  const inodes = new Set<string>();
+  for (const line of table.split('\n').slice(1)) {
+    const f = line.trim().split(/\s+/);
+    if (f[1] === local && f[3] === '0A' && f[9]) inodes.add(`socket:[${f[9]}]`);
+  }
+  if (inodes.size === 0) return false;
+  try {
+    return readdirSync(`/proc/${pid}/fd`).some((fd) => {
+      try {
+        return inodes.has(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      } catch {
+        return false;
+      }
+    });
+  } catch {
+    return false;
+  }
 }
 
 function readEndpointFile(file: string): StoreEndpoint | undefined {
   try {
+    // Written by a process of this user, readable by nobody else (the password is in it).
+    const st = statSync(file);
+    if ((st.mode & 0o077) !== 0 || (typeof process.getuid === 'function' && st.uid !== process.getuid())) return undefined;
     const value = JSON.parse(readFileSync(file, 'utf8')) as Partial<StoreEndpoint>;
     if (typeof value.url !== 'string' || !/^http:\/\/127\.0\.0\.1:\d+$/.test(value.url)) return undefined;
     if (typeof value.password !== 'string' || typeof value.pid !== 'number' || !Number.isSafeInteger(value.pid)) return undefined;

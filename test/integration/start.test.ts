@@ -168,15 +168,25 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
     const pids = (): Map<string, number> => new Map([...stderr.matchAll(/^lockaudit: (\w+): started \(pid (\d+)\)$/gm)].map((m) => [m[1] as string, Number(m[2])]));
     assert.deepEqual([...pids().keys()].sort(), ['api', 'store', 'tailer', 'worker']);
     const tailerPid = pids().get('tailer') as number;
-    const grantsNow = async (): Promise<number> => {
-      const r = await fetch(`${base}/v1/grants?namespace=payments&limit=1000`, { headers: { authorization: `Bearer ${tokens.investigator}` } });
-      return ((await r.json()) as { items: unknown[] }).items.length;
+    // A grant made after `sinceMs` in grant history: capture goes on (the demo grants a few a second).
+    const capturedSince = async (sinceMs: number): Promise<true | undefined> => {
+      const r = await fetch(`${base}/v1/grants?from=${new Date(sinceMs).toISOString()}&limit=100`, { headers: { authorization: `Bearer ${tokens.investigator}` } });
+      const items = ((await r.json()) as { items?: Array<{ grantedAt: string }> }).items ?? [];
+      return items.some((i) => Date.parse(i.grantedAt) > sinceMs) ? true : undefined;
     };
-    const before = await grantsNow();
+    const tailerKilledAt = Date.now();
     process.kill(tailerPid, 'SIGKILL');
     await waitFor('the tailer started again', async () => (pids().get('tailer') !== tailerPid ? true : undefined), 60_000);
     assert.match(stderr, new RegExp(`tailer \\(pid ${tailerPid}\\) exited on SIGKILL after \\d+ s: starting it again in 1 s`));
-    await waitFor('capture going on after the restart', async () => ((await grantsNow()) > before ? true : undefined), 120_000);
+    await waitFor('capture going on after the restart', () => capturedSince(tailerKilledAt), 120_000);
+    // The store process killed -9: started again, then the roles after it (their client named the old one).
+    const storePid = pids().get('store') as number;
+    const apiPid = pids().get('api') as number;
+    const storeKilledAt = Date.now();
+    process.kill(storePid, 'SIGKILL');
+    await waitFor('the store and the roles started again', async () => (pids().get('store') !== storePid && pids().get('api') !== apiPid ? true : undefined), 120_000);
+    await waitFor('/readyz 200 after the store restart', async () => ((await fetch(`${base}/readyz`)).status === 200 ? true : undefined), 120_000);
+    await waitFor('capture going on after the store restart', () => capturedSince(storeKilledAt), 120_000);
 
     const exited = new Promise<number | null>((resolve) => child?.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
