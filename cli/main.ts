@@ -158,7 +158,12 @@ export function buildCli(): Command {
         await runtime.store.close();
         throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', 'lockaudit store serves the embedded store only: this configuration names a ClickHouse server (LOCKAUDIT_CLICKHOUSE_URL), or another process serves it already');
       }
-      await runUntilSignal(runtime, [served]);
+      const stopReporting = reportToSupervisor('store', runtime.metrics, runtime.health);
+      try {
+        await runUntilSignal(runtime, [served]);
+      } finally {
+        stopReporting();
+      }
     });
 
   program

@@ -40,6 +40,13 @@ export async function supervise(config: Config, roles: SupervisedRole[], say: (m
   const statuses = new Map<string, RoleStatus>();
   let stopping = false;
 
+  /** Every role's latest status to the API process (the whole set: an ended role's alarms go with it). */
+  const forwardStatuses = (): void => {
+    const api = running.get('api')?.child;
+    const forward: PeerStatuses = { type: 'lockaudit-peer-statuses', peers: [...statuses.values()] };
+    if (api?.connected) api.send(forward, undefined, {}, () => undefined);
+  };
+
   const start = (role: SupervisedRole): Running => {
     const child = spawn(process.execPath, [...process.execArgv, process.argv[1] as string, role.name, ...role.args], {
       env: process.env,
@@ -52,9 +59,7 @@ export async function supervise(config: Config, roles: SupervisedRole[], say: (m
     child.on('message', (message: unknown) => {
       if (!isRoleStatus(message) || message.role === 'api') return;
       statuses.set(message.role, message);
-      const api = running.get('api')?.child;
-      const forward: PeerStatuses = { type: 'lockaudit-peer-statuses', peers: [...statuses.values()] };
-      if (api?.connected) api.send(forward, undefined, {}, () => undefined);
+      forwardStatuses();
     });
     child.once('exit', (code, signal) => void onExit(entry, code, signal));
     return entry;
@@ -62,7 +67,7 @@ export async function supervise(config: Config, roles: SupervisedRole[], say: (m
 
   const onExit = async (entry: Running, code: number | null, signal: NodeJS.Signals | null): Promise<void> => {
     if (running.get(entry.role.name) === entry) running.delete(entry.role.name);
-    statuses.delete(entry.role.name);
+    if (statuses.delete(entry.role.name)) forwardStatuses();
     if (stopping) return;
     const ranMs = Date.now() - entry.startedAt;
     const wait = ranMs >= BACKOFF_MS.resetAfter ? BACKOFF_MS.first : Math.min(BACKOFF_MS.max, backoff.get(entry.role.name) ?? BACKOFF_MS.first);

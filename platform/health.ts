@@ -14,7 +14,7 @@ export interface Alarm {
 /** Readiness state shared by the roles of one process: alarms raised by the tailer and exporters degrade /readyz. */
 export class HealthState {
   readonly #alarms = new Map<string, Alarm>();
-  readonly #peerAlarms = new Map<string, Alarm[]>();
+  #peerAlarms = new Map<string, Alarm[]>();
   #cached: { at: number; checks: CheckResult[] } | undefined;
   #inflight: Promise<CheckResult[]> | undefined;
 
@@ -35,8 +35,8 @@ export class HealthState {
    * The alarms of the other role processes of one `lockaudit start` (platform/roleStatus.ts), as the supervisor
    * last forwarded them: listed beside this process's own for admins (/readyz), never counted in its metrics.
    */
-  setPeerAlarms(role: string, alarms: Alarm[]): void {
-    this.#peerAlarms.set(role, alarms);
+  setPeerAlarms(byRole: ReadonlyMap<string, Alarm[]>): void {
+    this.#peerAlarms = new Map(byRole);
   }
 
   /** This process's alarms and its peers' (each peer's named with its role). */

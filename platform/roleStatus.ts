@@ -44,10 +44,14 @@ export class PeerMetrics {
   constructor(private readonly health: HealthState) {
     if (typeof process.send !== 'function') return;
     process.on('message', (message: unknown) => {
-      if (!isPeerStatuses(message)) return;
-      this.#peers = message.peers;
-      for (const p of message.peers) this.health.setPeerAlarms(p.role, p.alarms);
+      if (isPeerStatuses(message)) this.update(message.peers);
     });
+  }
+
+  /** The peers' latest statuses, the whole set each time: a role that ended takes its alarms with it. */
+  update(peers: RoleStatus[]): void {
+    this.#peers = peers;
+    this.health.setPeerAlarms(new Map(peers.map((p) => [p.role, p.alarms])));
   }
 
   /** This process's metrics with its peers', one exposition (content type of `own`). */
