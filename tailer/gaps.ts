@@ -113,8 +113,10 @@ export function capturedStarts(store: AuditStore, cluster: string, timeline: num
     const revisions = holds.map((h) => BigInt(h.grantRevision));
     const lowest = revisions.reduce((a, b) => (b < a ? b : a));
     const highest = revisions.reduce((a, b) => (b > a ? b : a));
-    const rows = await store.rows<{ key: string; put_revision: string }>(SQL.capturedStarts.text, { cluster, timeline, keys: [...new Set(holds.map((h) => h.key))], lowest: lowest.toString(), highest: highest.toString() });
-    return new Set(rows.map((r) => `${r.key}|${r.put_revision}`));
+    const rows = await store.rows<{ key: string; put_revision: string; value: string }>(SQL.capturedStarts.text, { cluster, timeline, keys: [...new Set(holds.map((h) => h.key))], lowest: lowest.toString(), highest: highest.toString() });
+    // The put of this very hold: the same key, revision and value (not another value put there by hand).
+    const values = new Map(holds.map((h) => [`${h.key}|${h.grantRevision}`, h.value]));
+    return new Set(rows.map((r) => `${r.key}|${r.put_revision}`).filter((k, i) => values.get(k) === rows[i]?.value));
   };
 }
 
@@ -179,7 +181,7 @@ export interface SnapshotOptions {
    * capturedStarts): they keep the grant row made from that event; only holds seen nowhere else get one that says
    * their start is unknown.
    */
-  capturedStarts?: (holds: Array<{ key: string; grantRevision: string }>) => Promise<Set<string>>;
+  capturedStarts?: (holds: Array<{ key: string; grantRevision: string; value: string }>) => Promise<Set<string>>;
 }
 
 export interface SnapshotResult {
@@ -211,7 +213,7 @@ export async function snapshotHolds(
   for (;;) {
     const res = await client.kv.range({ key: from, range_end: end, revision: revision.toString(), limit: pageSize });
     const batch: RowBatch = { events: [], grants: [], quarantine: [] };
-    const after = res.kvs.filter((kv) => BigInt(String(kv.mod_revision)) > checkpoint).map((kv) => ({ key: etcdText(kv.key), grantRevision: String(kv.mod_revision) }));
+    const after = res.kvs.filter((kv) => BigInt(String(kv.mod_revision)) > checkpoint).map((kv) => ({ key: etcdText(kv.key), grantRevision: String(kv.mod_revision), value: etcdText(kv.value) }));
     const startCaptured = options.capturedStarts ? await options.capturedStarts(after) : new Set<string>();
     for (const kv of res.kvs) {
       const key = etcdText(kv.key);

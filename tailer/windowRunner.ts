@@ -66,7 +66,7 @@ export interface WindowShared {
   /** The grant times of foreign holds (foreignGrantTimes.ts); absent without a secret. */
   foreignGrants?: ForeignGrantClock;
   /** Which holds ending now, granted inside a recorded gap, had their put captured anyway (gaps.ts capturedStarts). */
-  capturedStarts?: (holds: Array<{ key: string; grantRevision: string }>) => Promise<Set<string>>;
+  capturedStarts?: (holds: Array<{ key: string; grantRevision: string; value: string }>) => Promise<Set<string>>;
   /** Where a foreign write is alarmed (runtime.health). */
   alarm?: Pick<HealthState, 'raise'>;
   sink: BatchSink;
@@ -190,7 +190,7 @@ export class WindowRunner {
     // A hold ending now whose grant revision lies in a recorded gap: its put may be in the store all the same (a run
     // killed above its checkpoint captured it before the gap was found; 30-minute chaos run, seed 46). Asked, then
     // decoded again (rare: only ends of grants inside gaps; the decoder is pure).
-    const unknown = decoded.events.filter((e) => e.endKind !== undefined && e.grant?.start_known === 0).map((e) => ({ key: e.row.key, grantRevision: e.grant?.grant_revision ?? '0' }));
+    const unknown = decoded.events.filter((e) => e.endKind !== undefined && e.grant?.start_known === 0).map((e) => ({ key: e.row.key, grantRevision: e.grant?.grant_revision ?? '0', value: e.row.prev_value }));
     if (unknown.length > 0 && this.#s.capturedStarts) {
       const captured = await this.#s.capturedStarts(unknown);
       if (unknown.some((h) => captured.has(`${h.key}|${h.grantRevision}`))) {

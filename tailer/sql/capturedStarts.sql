@@ -9,9 +9,13 @@
 --   - the hold's delete, decoded later, names its start known, and a foreign
 --     hold's grant time is then the one its put was given (seed 46), not its
 --     claimed `at` (tailer/windowRunner.ts).
+-- The caller keeps only a put whose value is the hold's own (gaps.ts). A store
+-- row is no proof: whoever can write the store could add such a put; the
+-- digests name a row added to a sealed period (docs/architecture.md, what is
+-- not yet proven).
 -- FINAL: a restore marks rolled-back rows by writing them again.
 -- Parameters: {db:Identifier} {cluster:String} {timeline:UInt32} {keys:Array(String)} {lowest:UInt64} {highest:UInt64}
-SELECT DISTINCT key, toString(revision) AS put_revision
+SELECT DISTINCT key, toString(revision) AS put_revision, value
 FROM {db:Identifier}.events FINAL
 WHERE cluster = {cluster:String}
     AND timeline <= {timeline:UInt32}
@@ -21,5 +25,5 @@ WHERE cluster = {cluster:String}
         WHERE cluster = {cluster:String} AND shares_history = 0 AND generation > 0 AND generation <= {timeline:UInt32})
     AND revision >= {lowest:UInt64} AND revision <= {highest:UInt64}
     AND key IN {keys:Array(String)}
-    AND op = 'put'
+    AND op = 'put' AND event_type = 'grant'
     AND rolled_back_by = 0

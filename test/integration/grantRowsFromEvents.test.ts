@@ -70,6 +70,10 @@ describe('grant rows completed from events', () => {
           'SELECT toString(toUnixTimestamp64Milli(granted_at)) AS granted, start_known AS known FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}',
           { c: cluster, k: `${ns}/f` },
         ));
+      // Only the put of this very hold counts: another value at that key and revision (put into the store by hand) does not.
+      const asked = capturedStarts(store, cluster, 0);
+      assert.deepEqual([...(await asked([{ key: `/l/${ns}/f`, grantRevision: revision.toString(), value }]))], [`/l/${ns}/f|${revision}`]);
+      assert.deepEqual([...(await asked([{ key: `/l/${ns}/f`, grantRevision: revision.toString(), value: value.replace('attacker', 'someone') }]))], []);
       await snapshotHolds(client, cluster, revision, checkpoint, write, 5_000, { capturedStarts: capturedStarts(store, cluster, 0) });
       assert.deepEqual(await row(), [{ granted: String(T0), known: 1 }], 'the captured start stands');
       // Without the check (as before): the snapshot's row replaced it, start unknown, timed by the hold's own claim.
