@@ -13,6 +13,7 @@ import { digestKeyId } from '../../core/digestKey.js';
 import { HISTORY_EXPIRY_DAYS, HISTORY_EXPIRY_RULE_ID } from '../../platform/buckets.js';
 import { loadSql } from '../../platform/sql.js';
 import { hiddenNames } from '../archiveVerify.js';
+import { checkCopiesAgainstGrants, formatCopyProblem } from '../copiesCheck.js';
 import { checkGrantsAgainstEvents, formatGrantProblem } from '../grantsCheck.js';
 import { objectSha256, withRetry } from '../objectStore.js';
 import { DIGEST_OBJECT_PREFIX, walkChain, type Digest, type DigestHistoryObject, type PeriodVerdict } from './format.js';
@@ -238,7 +239,10 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
     // The digests hash the events; exports read the grants derived from them: with the store, the range's grants too.
     if (o.store && toMs > o.fromMs) {
       const found = await checkGrantsAgainstEvents(o.store, { cluster }, { fromMs: o.fromMs, toMs }, { limit: 20 });
-      grants.push({ cluster, status: found.length ? 'fail' : 'ok', problems: found.map(formatGrantProblem) });
+      // Reports read copies of `grants` (key, holder, token): each must equal what was just checked.
+      const copies = await checkCopiesAgainstGrants(o.store, cluster, { fromMs: o.fromMs, toMs }, 20);
+      const all = [...found.map(formatGrantProblem), ...copies.map(formatCopyProblem)];
+      grants.push({ cluster, status: all.length ? 'fail' : 'ok', problems: all });
     }
     // A verifier that checked nothing proves nothing (an empty or emptied chain, a range past it): say so and fail.
     if (!periods.some((p) => p.cluster === cluster && p.status !== 'unsealed') && !problems.some((p) => p.cluster === cluster)) {
@@ -324,7 +328,7 @@ export function formatVerifyResult(r: DigestVerifyResult): string[] {
     lines.push(h.status === 'ok' ? head : `${head}: ${h.problems.join('; ')}`);
   }
   for (const g of r.grants) {
-    if (g.status === 'ok') lines.push(`ok    ${g.cluster} grants: every grant of the range agrees with the events it was derived from`);
+    if (g.status === 'ok') lines.push(`ok    ${g.cluster} grants: every grant of the range agrees with the events it was derived from, and its key, holder and token copies with it`);
     else for (const p of g.problems) lines.push(`FAIL  ${g.cluster} grants: ${p}`);
   }
   for (const p of r.problems) lines.push(`${p.stalled ? PERIOD_WORD.stalled : PERIOD_WORD.fail}  ${p.cluster} chain: ${p.detail}`);

@@ -529,6 +529,36 @@ describe('tamper-evident digests', () => {
     assert.deepEqual(objects, [], 'nothing of the export is written');
   });
 
+  it('names a grant edited only in a copy that reports read (key history, a holder\'s history, the token route), `grants` and the events untouched', async () => {
+    const sc = await scenario(6);
+    await sc.worker.tick();
+    const ok = await sc.verify();
+    assert.equal(ok.ok, true, formatVerifyResult(ok).join('\n'));
+    assert.ok(formatVerifyResult(ok).some((l) => /^ok {4}\S+ grants: .*key, holder and token copies/.test(l)), formatVerifyResult(ok).join('\n'));
+    const rev = (period: number): number => CLOCK_REVISION(period) + 2;
+    const edit = (sql: string, revision: number): Promise<void> => store.command(sql, { cluster: sc.cluster, revision }, { mutations_sync: '2' });
+    // Key history shows another holder; a holder's history another session; a grant gone from its holder's history.
+    await edit(`ALTER TABLE {db:Identifier}.grants_by_key UPDATE holder = 'spiffe://corp/mallory' WHERE cluster = {cluster:String} AND grant_revision = {revision:UInt64}`, rev(1));
+    await edit(`ALTER TABLE {db:Identifier}.grants_by_holder UPDATE session = 'forged' WHERE cluster = {cluster:String} AND grant_revision = {revision:UInt64}`, rev(2));
+    await edit(`ALTER TABLE {db:Identifier}.grants_by_holder DELETE WHERE cluster = {cluster:String} AND grant_revision = {revision:UInt64}`, rev(3));
+    // A token routed to another lock: its lookup reads that lock's history and finds nothing.
+    const [tok] = await store.rows<{ token: string; key: string }>('SELECT toString(token) AS token, key FROM {db:Identifier}.grants FINAL WHERE cluster = {cluster:String} AND grant_revision = {revision:UInt64}', { cluster: sc.cluster, revision: rev(4) });
+    assert.ok(tok && tok.token !== '0', 'the seeded grant carries a token');
+    await store.command('ALTER TABLE {db:Identifier}.grant_tokens DELETE WHERE cluster = {c:String} AND token = {t:UInt64}', { c: sc.cluster, t: tok.token }, { mutations_sync: '2' });
+    await store.command('INSERT INTO {db:Identifier}.grant_tokens (token, cluster, key) VALUES ({t:UInt64}, {c:String}, {k:String})', { t: tok.token, c: sc.cluster, k: 'ns/elsewhere' });
+    const r = await sc.verify();
+    assert.equal(r.verdict, 'tampered', formatVerifyResult(r).join('\n'));
+    assert.deepEqual(r.periods.filter((p) => p.status === 'fail'), [], 'every period still matches its digest');
+    assert.equal(r.firstFailure?.periodStart, '(grants)');
+    const problems = r.grants.flatMap((g) => g.problems);
+    const named = (re: RegExp): void => assert.ok(problems.some((p) => re.test(p)), `${re} in\n${problems.join('\n')}`);
+    named(new RegExp(`^grants_by_key: \\S+ \\S+ grant revision ${rev(1)} timeline 0: differs in grants_by_key`));
+    named(new RegExp(`^grants_by_holder: \\S+ \\S+ grant revision ${rev(2)} timeline 0: differs in grants_by_holder`));
+    named(new RegExp(`^grants_by_holder: \\S+ \\S+ grant revision ${rev(3)} timeline 0: missing from grants_by_holder`));
+    named(new RegExp(`^grant_tokens: \\S+ ${tok.key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} grant revision ${rev(4)} timeline 0: its token is not routed to its lock`));
+    assert.equal(problems.length, 4, problems.join('\n'));
+  });
+
   it('lets an auditor check a compliance export with docs/verify-export.mjs and the public key alone; a truncated export fails', async () => {
     const sc = await scenario(6);
     await insertGrants(store, sc.cluster, 50, sc.startMs + 1000, 40);
