@@ -102,7 +102,7 @@ export function registerExportCommands(program: Command): void {
           for (const c of clusters) await pickCluster({ store, limits: config.reports, clusters: configured }, c, '--cluster').catch((err: Error) => badInput(err.message));
           const s3 = createS3Client(config.s3);
           await ensureHistoryBucket(s3, config.s3);
-          const deps = { store, s3, bucket: config.s3.historyBucket, logger: createLogger('warn'), signer: digestSigner(config) };
+          const deps = { store, s3, bucket: config.s3.historyBucket, logger: createLogger('warn'), signer: digestSigner(config), originSecret: existingOriginSecret(config) };
           const progress = bar('history');
           const total = days.length * clusters.length * datasets.length;
           progress.start(total, 0, { unit: 'files', detail: '' });
@@ -198,6 +198,7 @@ export function registerExportCommands(program: Command): void {
           progress.start(100, 0, { unit: '%', detail: '' });
           const file = await writeGrantsExport(store, request, out, {
             durable: true,
+            originSecret: existingOriginSecret(config),
             onProgress: (p) => {
               progress.update(Math.floor(p.percent), { detail: `${p.rows} of ${p.total} rows` });
             },

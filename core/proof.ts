@@ -39,7 +39,7 @@ export const PROOF_ALGORITHM = 'hs256';
 /** Longest proof checked (a proof is ~58 characters): a longer one is refused before any MAC is computed. */
 export const PROOF_MAX_LENGTH = 128;
 
-type ProofKind = 'hold' | 'mark' | 'force' | 'clock' | 'epoch' | 'class' | 'class-pending' | 'force-request' | 'epoch-request' | 'restore-gap' | 'checkpoint' | 'durable-segment';
+type ProofKind = 'hold' | 'mark' | 'force' | 'clock' | 'epoch' | 'class' | 'class-pending' | 'force-request' | 'epoch-request' | 'restore-gap' | 'checkpoint' | 'durable-segment' | 'quarantined-grant';
 
 const keyIds = new WeakMap<Buffer, string>();
 
@@ -280,4 +280,22 @@ export function segmentMac(secret: Buffer, s: SignedSegment): string {
 
 export function hasValidSegmentProof(secret: Buffer, s: SignedSegment, proof: string | undefined): boolean {
   return proven(secret, 'durable-segment', segmentFields(s), proof);
+}
+
+// ---- grant rows the store refused (quarantine, op grants-row) ---------------
+
+/** What a quarantined grant row's proof binds: the tailer put this change's grant row in quarantine, not in `grants`. */
+export interface SignedQuarantinedGrant {
+  cluster: string;
+  revision: string;
+  key: string;
+}
+const quarantinedGrantFields = (q: SignedQuarantinedGrant): unknown[] => [q.cluster, q.revision, q.key];
+
+export function quarantinedGrantMac(secret: Buffer, q: SignedQuarantinedGrant): string {
+  return prove(secret, 'quarantined-grant', quarantinedGrantFields(q));
+}
+
+export function hasValidQuarantinedGrantProof(secret: Buffer, q: SignedQuarantinedGrant, proof: string | undefined): boolean {
+  return proven(secret, 'quarantined-grant', quarantinedGrantFields(q), proof);
 }

@@ -240,11 +240,11 @@ export async function writeGrantsExport(
   store: AuditStore,
   request: Pick<ExportRequest, 'format' | 'fromMs' | 'toMs' | 'filters'>,
   outPath: string,
-  options: { onProgress?: (p: ExportProgress) => void | Promise<void>; chunkRows?: number; signal?: AbortSignal; durable?: boolean } = {},
+  options: { onProgress?: (p: ExportProgress) => void | Promise<void>; chunkRows?: number; signal?: AbortSignal; durable?: boolean; originSecret?: Buffer } = {},
 ): Promise<WrittenFile> {
   // Nothing is written of grants that disagree with the events the digests cover (grantsCheck.ts): the check runs
   // beside the plan and the chunk queries, and the file takes its name only once it has passed.
-  const gate = new ExportGate(assertGrantsMatchEvents(store, request.filters, request));
+  const gate = new ExportGate(assertGrantsMatchEvents(store, request.filters, request, { originSecret: options.originSecret }));
   const plan = await gate.guard(planFor(store, request, options.chunkRows));
   return runExportPlan(store, plan, request.format, outPath, { onProgress: options.onProgress, signal: options.signal, durable: options.durable, revisionColumn: request.format === 'parquet' ? 'grant_revision' : undefined, gate });
 }
@@ -262,7 +262,7 @@ export async function runComplianceExport(deps: ComplianceDeps, id: string, onPr
   // The check of the grants against the events the digests cover (grantsCheck.ts: nothing is written or signed of
   // grants that disagree) runs beside the plan (a scan), the state write and the chunk queries: the upload is
   // completed, and the manifest signed, only once it has passed.
-  const gate = new ExportGate(assertGrantsMatchEvents(deps.store, queued.filters, queued));
+  const gate = new ExportGate(assertGrantsMatchEvents(deps.store, queued.filters, queued, { originSecret: deps.originSecret }));
   const [running, plan] = await gate.guard(Promise.all([records.update(queued, { status: 'running', error: '' }), planFor(deps.store, queued, deps.chunkRows)]));
   state = running;
   // Progress rows are ClickHouse inserts: written beside the export, never holding up the next chunk.

@@ -14,6 +14,7 @@
 import type { AuditStore } from '../core/clickhouse.js';
 import { LockauditError } from '../core/errors.js';
 import { PREFIX } from '../core/keyspace.js';
+import { hasValidQuarantinedGrantProof } from '../core/proof.js';
 import { loadSql } from '../platform/sql.js';
 import { grantFilterParams, type GrantFilters } from '../reports/grantFilter/index.js';
 import { EXPORT_WINDOW_RULE, type TimeRange } from './exportPlans.js';
@@ -24,7 +25,12 @@ const SQL = {
   detail: loadSql('exporters/sql/grants_check_detail.sql'),
   rows: loadSql('exporters/sql/grants_check.sql'),
   events: loadSql('exporters/sql/grants_check_events.sql'),
+  durable: loadSql('exporters/sql/grants_check_durable.sql'),
+  excused: loadSql('exporters/sql/grants_check_excused.sql'),
 };
+
+/** Proven quarantined grant rows read at most (they are what ClickHouse refused: rare). */
+const EXCUSED_MAX = 100_000;
 
 export interface GrantProblem {
   cluster: string;
@@ -76,6 +82,22 @@ export interface GrantsCheckOptions {
   windowStartEvents?: number;
   /** Windows begin and end on steps of this much wall time from the range's start. Default one hour. */
   stepMs?: number;
+  /**
+   * The tailer's key: a start event whose grant row the store refused is excused only when its quarantine row
+   * carries the tailer's proof (sql/240). Without it, nothing in quarantine excuses a missing row.
+   */
+  originSecret?: Buffer;
+}
+
+/** What every window's queries share: how far each timeline is durable, and the proven quarantined grant rows (numbers as bigint: a numeric array of strings is quoted). */
+async function checkContext(store: AuditStore, cluster: string, secret: Buffer | undefined): Promise<{ durableKeys: string[]; durableRevisions: bigint[]; excused: bigint[] }> {
+  const durable = await store.rows<{ key: string; revision: string }>(SQL.durable.text, { cluster });
+  const excused = secret
+    ? (await store.rows<{ cluster: string; revisionText: string; key: string; proof: string; id: string }>(SQL.excused.text, { cluster, limit: EXCUSED_MAX }))
+        .filter((q) => hasValidQuarantinedGrantProof(secret, { cluster: q.cluster, revision: q.revisionText, key: q.key }, q.proof))
+        .map((q) => BigInt(q.id))
+    : [];
+  return { durableKeys: durable.map((d) => d.key), durableRevisions: durable.map((d) => BigInt(d.revision)), excused };
 }
 
 interface Window {
@@ -120,12 +142,14 @@ export async function checkGrantsAgainstEvents(store: AuditStore, filters: Grant
   const filterParams = grantFilterParams(rest, { ...range, rule: EXPORT_WINDOW_RULE }, 'filters.token');
   const steps = await store.rows<{ step: string; starts: string }>(SQL.steps.text, { ...filterParams, stepMs });
   const windows = checkWindows(range, first, steps.map((s) => ({ step: Number(s.step), starts: Number(s.starts) })), stepMs, options.windowStartEvents ?? 1_000_000);
+  const context = await checkContext(store, rest.cluster ?? '', options.originSecret);
   for (const window of windows) {
     if (out.length >= limit) break;
     const params = {
       ...grantFilterParams(rest, { ...window, rule: EXPORT_WINDOW_RULE }, 'filters.token'),
       holdPrefix: PREFIX.hold,
       settleMs: options.settleMs ?? 120_000,
+      ...context,
       limit,
     };
     // Both settled before either's failure is thrown: no query of a failed check runs on after it (ExportGate.fail).

@@ -87,6 +87,8 @@ export interface HistoryDeps {
   signer: DigestSigner;
   /** Where an unsigned manifest is alarmed (LOCKAUDIT_ALARM_HISTORY_UNSIGNED). */
   health?: Pick<HealthState, 'raise'>;
+  /** The tailer's key: the grants check excuses a grant row in quarantine only on its proof (grantsCheck.ts). */
+  originSecret?: Buffer;
 }
 
 export interface HistoryFileResult {
@@ -127,7 +129,7 @@ export async function exportHistoryFile(
   const chunkRows = deps.chunkRows ?? DEFAULT_CHUNK_ROWS;
   // A grants file is written only of grants that agree with the events the digests cover (grantsCheck.ts): the
   // check runs beside the plan and the chunk queries, and the upload completes only once it has passed.
-  const gate = dataset === 'grants' ? new ExportGate(assertGrantsMatchEvents(deps.store, { cluster }, range)) : undefined;
+  const gate = dataset === 'grants' ? new ExportGate(assertGrantsMatchEvents(deps.store, { cluster }, range, { originSecret: deps.originSecret })) : undefined;
   try {
     const planning = dataset === 'grants' ? planGrantsExport(deps.store, { cluster }, range, chunkRows) : planEventsExport(deps.store, cluster, range, chunkRows);
     const plan = await (gate ? gate.guard(planning) : planning);

@@ -34,6 +34,8 @@ export interface SinkOptions {
   timeline?: number;
   /** The writer's leadership term (rowWriter.ts): its rows never replace a higher term's. */
   term?: bigint;
+  /** The tailer's key: grant rows put in quarantine carry its proof (rowWriter.ts). */
+  proofSecret?: Buffer;
 }
 
 interface Entry {
@@ -189,6 +191,7 @@ export class BatchSink {
       maxRows: this.#maxRows,
       timeline: this.#opts.timeline,
       term: this.#opts.term,
+      ...(this.#opts.proofSecret ? { proofSecret: this.#opts.proofSecret } : {}),
       retry: {
         initialMs: this.#opts.initialBackoffMs ?? 100,
         maxMs: this.#opts.maxBackoffMs ?? 5_000,

@@ -417,7 +417,7 @@ export class TailerReplica {
     // A new history read from its revision 0 has nothing before it to snapshot: the watch captures every hold's put.
     // (Compacted since: etcd can no longer be read at `resume`; the next start's compaction gap snapshots instead.)
     const holds =
-      compactedSince || (shared === undefined && compacted === undefined) ? 0 : await this.#snapshot(resume, after, { retry: { initialMs: 100, maxMs: 5_000 }, timeline: generation, term }, { skipPutAtRevision: compacted === undefined });
+      compactedSince || (shared === undefined && compacted === undefined) ? 0 : await this.#snapshot(resume, after, { retry: { initialMs: 100, maxMs: 5_000 }, timeline: generation, term, proofSecret: this.#opts.originSecret }, { skipPutAtRevision: compacted === undefined });
     if (!(await election.stillLeader())) throw new Error('leadership lost during the restore snapshot');
     // History lost (a bumped restore): grants open at the divergence and not held now ended inside the gap.
     if (compacted !== undefined && !compactedSince) await closeGrantsEndedInGap(store, cluster, after, compacted, compacted, term);
@@ -477,7 +477,7 @@ export class TailerReplica {
     gaps.push({ from, to: compacted });
     // Events a killed run made durable above the checkpoint without their grant rows: no replay writes those now.
     await completeGrantRows(store, cluster, timeline, checkpoint, compacted, term, gaps);
-    const holds = await this.#snapshot(compacted, checkpoint, { retry: { initialMs: 100, maxMs: 5_000, signal }, timeline, term });
+    const holds = await this.#snapshot(compacted, checkpoint, { retry: { initialMs: 100, maxMs: 5_000, signal }, timeline, term, proofSecret: this.#opts.originSecret });
     if (!(await election.stillLeader())) throw new Error('leadership lost during the snapshot');
     await closeGrantsEndedInGap(store, cluster, checkpoint, compacted, compacted, term);
     const wrote = await writeCheckpoint(store, { cluster, revision: compacted, leader: this.#replicaId, term, timeline, fence: () => election.stillLeader(), secret: this.#opts.originSecret });

@@ -11,6 +11,7 @@
 // build here or to parse in ClickHouse, every value exact.
 import type { AuditStore } from '../core/clickhouse.js';
 import { PREFIX } from '../core/keyspace.js';
+import { quarantinedGrantMac } from '../core/proof.js';
 import { retry, type RetryOptions, type Verdict } from '../platform/retry.js';
 import type { QuarantineRow, RowBatch } from './types.js';
 
@@ -33,6 +34,8 @@ export interface RowWriteOptions {
    * do not lead: tests, tools).
    */
   term?: bigint;
+  /** The tailer's key: a grant row put in quarantine carries its proof (sql/240), so its absence from `grants` is excused by the grants check. */
+  proofSecret?: Buffer;
 }
 
 export interface RowWriteResult {
@@ -100,7 +103,7 @@ export function outOfRange(row: object): string | undefined {
 }
 
 /** A rejected row as a quarantine row: the change it came from, the reason and the raw etcd value (`rawValue` for grant rows, which carry none). */
-function quarantineRow(table: string, row: object, reason: string, rawValue: (revision: string, key: string) => string | undefined): QuarantineRow {
+function quarantineRow(table: string, row: object, reason: string, rawValue: (revision: string, key: string) => string | undefined, secret?: Buffer): QuarantineRow {
   const r = row as Record<string, unknown>;
   const str = (v: unknown): string => (v === undefined || v === null ? '' : String(v));
   const because = `ClickHouse rejected the ${table} row: ${reason}`.slice(0, 4_096);
@@ -110,7 +113,9 @@ function quarantineRow(table: string, row: object, reason: string, rawValue: (re
   const ended = str(r.end_revision) !== '' && str(r.end_revision) !== '0';
   const revision = safeRevision(ended ? r.end_revision : r.grant_revision);
   const key = `${PREFIX.hold}${str(r.key)}`;
-  return { cluster: str(r.cluster), revision, key, op: `${table}-row`, value: (rawValue(revision, key) ?? JSON.stringify(row)).slice(0, 65_536), reason: because };
+  const cluster = str(r.cluster);
+  const proof = secret && table === 'grants' ? { proof: quarantinedGrantMac(secret, { cluster, revision, key }) } : {};
+  return { cluster, revision, key, op: `${table}-row`, value: (rawValue(revision, key) ?? JSON.stringify(row)).slice(0, 65_536), reason: because, ...proof };
 }
 
 const safeRevision = (v: unknown): string => (typeof v === 'string' && /^[0-9]{1,19}$/.test(v) ? v : typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? String(v) : '0');
@@ -133,7 +138,7 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
   };
   const seen = new Set<string>();
   const reject = (table: string, row: object, reason: string): void => {
-    const q = quarantineRow(table, row, reason, rawValue);
+    const q = quarantineRow(table, row, reason, rawValue, options.proofSecret);
     // One change rejected in events and in grants is one quarantined change (the first reason).
     if (seen.has(changeId(q.revision, q.key))) return;
     seen.add(changeId(q.revision, q.key));
@@ -144,7 +149,7 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
     for (const row of rows) {
       if (table === 'grants' && seen.size > 0) {
         // A change whose event row was quarantined is quarantined whole: its grant row is not written either.
-        const q = quarantineRow(table, row, '', rawValue);
+        const q = quarantineRow(table, row, '', rawValue, options.proofSecret);
         if (seen.has(changeId(q.revision, q.key))) continue;
       }
       const why = outOfRange(row);

@@ -64,6 +64,8 @@ export interface QuarantineRow {
   op: string;
   value: string;
   reason: string;
+  /** A grant row's (op grants-row): the tailer's proof of it (sql/240), which alone lets the grants check excuse its absence. */
+  proof?: string;
 }
 
 /** Rows the sink writes together; `events` first, the checkpoint only after all of them. */

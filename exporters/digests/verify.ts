@@ -238,7 +238,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
     }
     // The digests hash the events; exports read the grants derived from them: with the store, the range's grants too.
     if (o.store && toMs > o.fromMs) {
-      const found = await checkGrantsAgainstEvents(o.store, { cluster }, { fromMs: o.fromMs, toMs }, { limit: 20 });
+      const found = await checkGrantsAgainstEvents(o.store, { cluster }, { fromMs: o.fromMs, toMs }, { limit: 20, originSecret: o.originSecret });
       // Reports read copies of `grants` (key, holder, token): each must equal what was just checked.
       const copies = await checkCopiesAgainstGrants(o.store, cluster, { fromMs: o.fromMs, toMs }, 20);
       const all = [...found.map(formatGrantProblem), ...copies.map(formatCopyProblem)];

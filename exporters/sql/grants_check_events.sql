@@ -9,13 +9,15 @@
 -- into the next timeline). A put's or spool line's row, or the row the
 -- snapshot alone started (start_known 0), must agree with it in every column
 -- the event carries (by hash; grantsCheck.ts names them) and in its time. A
--- grant row ClickHouse rejected is in quarantine instead (rowWriter.ts), and
--- an event ingested in the last {settleMs} ms is not judged (the tailer writes
--- a batch's events before its grants). One row per problem, at most {limit}.
--- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {holdPrefix:String} {settleMs:Int64} {limit:UInt32}
+-- grant row ClickHouse rejected is in quarantine instead (rowWriter.ts): the
+-- ids in {excused}, those whose tailer's proof grantsCheck.ts verified (a
+-- quarantine row alone excuses nothing: sql/240). An event ingested in the
+-- last {settleMs} ms above the checkpoint is not judged (the tailer writes a
+-- batch's events before its grants). One row per problem, at most {limit}.
+-- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {holdPrefix:String} {settleMs:Int64} {durableKeys:Array(String)} {durableRevisions:Array(UInt64)} {excused:Array(UInt64)} {limit:UInt32}
 SELECT s.cluster AS cluster, s.key AS key, toString(s.grant_revision) AS grantRevision, s.spool_id AS spoolId, if(g.found = 1, g.timeline, s.timeline) AS timeline,
        multiIf(
-           g.found = 0 AND q.found = 0, concat('its ', s.event_type, ' at revision ', toString(s.revision), ' has no grant row in the export'),
+           g.found = 0 AND NOT has({excused:Array(UInt64)}, cityHash64(toString(s.cluster), s.grant_revision, s.event_key)), concat('its ', s.event_type, ' at revision ', toString(s.revision), ' has no grant row in the export'),
            g.found = 1 AND (s.event_type != 'snapshot-hold' OR g.start_known = 0) AND (g.h != s.h OR g.granted_ms != s.at_ms),
                concat('the grant row differs from its ', s.event_type, ' at revision ', toString(s.revision)),
            '') AS problem,
@@ -43,7 +45,10 @@ FROM
             AND
 -- @include reports/grantFilter/events.sql
         WHERE ((event_type = 'grant' AND op = 'put') OR (event_type = 'snapshot-hold' AND op = 'snapshot') OR (event_type = 'unprotected-grant' AND op = 'spool'))
-            AND ingested_at < now64(3) - toIntervalMillisecond({settleMs:Int64})
+            -- In flight only when ingested within the settle window (never a future ingested_at: no digest hashes it)
+            -- and above what the tailer's checkpoint says is durable, grant rows included (a spool line: revision 0).
+            AND NOT (ingested_at >= now64(3) - toIntervalMillisecond({settleMs:Int64}) AND ingested_at <= now64(3) + toIntervalSecond(5)
+                     AND (revision = 0 OR revision > {durableRevisions:Array(UInt64)}[indexOf({durableKeys:Array(String)}, concat(cluster, '/', toString(timeline)))]))
     )
     WHERE
 -- @include reports/grantFilter/prewhere.sql
@@ -67,12 +72,6 @@ ASOF LEFT JOIN
             )
     WHERE superseded_by = 0 OR rolled_back_by > 0
 ) AS g ON g.k = s.k AND s.timeline <= g.timeline
-LEFT JOIN
-(
-    SELECT cluster, revision, key, toUInt8(1) AS found FROM {db:Identifier}.quarantine
-    WHERE ({cluster:String} = '' OR cluster = {cluster:String}) AND op = 'grants-row'
-    GROUP BY cluster, revision, key
-) AS q ON q.cluster = s.cluster AND q.revision = s.grant_revision AND q.key = s.event_key
 WHERE problem != ''
 ORDER BY cluster, key, s.grant_revision, spoolId, timeline
 LIMIT {limit:UInt32}

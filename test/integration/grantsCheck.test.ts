@@ -11,7 +11,9 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { createEtcdClient } from '../../core/etcd.js';
 import { isLockauditError } from '../../core/errors.js';
+import { randomBytes } from 'node:crypto';
 import { holdKey } from '../../core/keyspace.js';
+import { quarantinedGrantMac } from '../../core/proof.js';
 import { createLogger } from '../../core/logger.js';
 import { writeGrantsExport } from '../../exporters/complianceExport.js';
 import { checkGrantsAgainstEvents, formatGrantProblem, type GrantProblem } from '../../exporters/grantsCheck.js';
@@ -240,6 +242,55 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
       });
       const problems = await checkGrantsAgainstEvents(db.store, { cluster }, { fromMs: startMs, toMs: Date.now() + 1_000 }, { settleMs: 0, limit: 100 });
       assert.deepEqual(problems.map(formatGrantProblem), []);
+    } finally {
+      await stop();
+    }
+  });
+  it('no ingested_at excuses an end the checkpoint says is durable, and a quarantined grant row excuses its absence only on the tailer\'s proof (issue 40)', async () => {
+    const { etcd, cluster, captureTo, stop } = await captured(27_476, 'gq');
+    const startMs = Date.now() - 1_000;
+    try {
+      const w = new Workload(etcd, uniqueId('ns'));
+      const s = await w.session();
+      for (const p of ['late', 'dropped', 'kept']) await w.grant(s, p);
+      await w.release(s, 'late');
+      await captureTo(BigInt(await w.clock()));
+      const range = { fromMs: startMs, toMs: Date.now() + 1_000 };
+      const secret = randomBytes(32);
+      // The default settle window (120 s): every event here was ingested within it.
+      const check = async (): Promise<string[]> => (await checkGrantsAgainstEvents(db.store, { cluster }, range, { limit: 100, originSecret: secret })).map(formatGrantProblem);
+      assert.deepEqual(await check(), [], 'the captured record agrees');
+      const cmd = (sql: string, p: string, extra: Record<string, string> = {}): Promise<void> => db.store.command(sql, { c: cluster, k: w.lock(p), hk: holdKey(w.lock(p)), ...extra }, { mutations_sync: '2' });
+      // Reopened, its release's ingested_at dated a day ahead: "ingested just now" for ever (no digest hashes it).
+      await cmd("ALTER TABLE {db:Identifier}.grants UPDATE end_kind = '', end_revision = 0, ended_at = NULL, ended_at_error_ms = 0, duration_ms = NULL WHERE cluster = {c:String} AND key = {k:String}", 'late');
+      // (ingested_at is part of the replacing version: a copy with the new value, the old row deleted.)
+      const ingested = async (at: string, drop: string): Promise<void> => {
+        await cmd(`INSERT INTO {db:Identifier}.events SELECT * EXCEPT (replace_version) REPLACE (${at} AS ingested_at) FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = {hk:String} AND op = 'delete'`, 'late');
+        await cmd(`ALTER TABLE {db:Identifier}.events DELETE WHERE cluster = {c:String} AND key = {hk:String} AND op = 'delete' AND ${drop}`, 'late');
+      };
+      await ingested('now64(3) + INTERVAL 1 DAY', 'ingested_at < now64(3) + INTERVAL 1 HOUR');
+      const reopened = new RegExp(`${w.lock('late')} grant revision \\d+ timeline 0: open, but its end is in events`);
+      assert.ok((await check()).some((l) => reopened.test(l)), 'an end below the checkpoint, ingested "in the future", is judged');
+      // A grant row deleted, and a quarantine row of op grants-row put in its place (the store "refused" it).
+      const [g] = await db.store.rows<{ rev: string }>('SELECT toString(grant_revision) AS rev FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}', { c: cluster, k: w.lock('dropped') });
+      const rev = (g as { rev: string }).rev;
+      await cmd('ALTER TABLE {db:Identifier}.grants DELETE WHERE cluster = {c:String} AND key = {k:String}', 'dropped');
+      const missing = new RegExp(`${w.lock('dropped')} grant revision ${rev} timeline 0: its grant at revision ${rev} has no grant row`);
+      const quarantine = (proof: string): Promise<void> =>
+        db.store.insert('quarantine', [{ cluster, revision: rev, key: holdKey(w.lock('dropped')), op: 'grants-row', value: '{}', reason: 'ClickHouse rejected the grants row: forged', proof }]);
+      await quarantine('');
+      assert.ok((await check()).some((l) => missing.test(l)), 'a quarantine row without a proof excuses nothing');
+      await quarantine(quarantinedGrantMac(randomBytes(32), { cluster, revision: rev, key: holdKey(w.lock('dropped')) }));
+      assert.ok((await check()).some((l) => missing.test(l)), "another key's proof excuses nothing");
+      await quarantine(quarantinedGrantMac(secret, { cluster, revision: rev, key: holdKey(w.lock('kept')) }));
+      assert.ok((await check()).some((l) => missing.test(l)), "the proof of another key's row excuses nothing");
+      await quarantine(quarantinedGrantMac(secret, { cluster, revision: rev, key: holdKey(w.lock('dropped')) }));
+      assert.ok(!(await check()).some((l) => missing.test(l)), "the tailer's proof of this very row excuses it");
+      // With no checkpoint at all (rows deleted), a future ingested_at still excuses nothing; one just now does (in flight).
+      for (const t of ['checkpoint_proofs', 'checkpoints_fenced']) await cmd(`ALTER TABLE {db:Identifier}.${t} DELETE WHERE cluster = {c:String}`, 'late');
+      assert.ok((await check()).some((l) => reopened.test(l)), 'a future ingested_at is never "in flight"');
+      await ingested('now64(3)', 'ingested_at > now64(3) + INTERVAL 1 HOUR');
+      assert.ok(!(await check()).some((l) => reopened.test(l)), 'an end ingested just now above every checkpoint is in flight, not judged');
     } finally {
       await stop();
     }

@@ -5,7 +5,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { AuditStore, InsertOptions } from '../../core/clickhouse.js';
 import type { AuditEventRow } from '../../core/events.js';
+import { randomBytes } from 'node:crypto';
+import { hasValidQuarantinedGrantProof } from '../../core/proof.js';
 import { classifyInsertError, outOfRange, writeRows } from '../../tailer/rowWriter.js';
+import type { GrantRow } from '../../tailer/types.js';
 import { uniqueId } from '../support/env.js';
 import { fileStore } from '../support/fileStore.js';
 
@@ -42,6 +45,21 @@ describe('row writer', () => {
     for (const r of q) assert.match(r.reason, /^ClickHouse rejected the events row: /);
     assert.match(q[2]?.reason ?? '', /out of range for DateTime64 in column wall_time/);
     assert.ok(inserts <= 2 * Math.ceil(Math.log2(40)) * 2 + 2, `bisecting took ${inserts} inserts`);
+  });
+
+  it('a grant row ClickHouse rejects goes to quarantine with the tailer\'s proof of its change (sql/240), which the grants check alone trusts', async () => {
+    const cluster = uniqueId('c');
+    const secret = randomBytes(32);
+    const e = event(cluster, 300);
+    const grant = {
+      cluster, key: 'ns/k300', namespace: 'ns', lock_path: 'k300', class: 'c', holder: 'h', session: '1', token: '300', epoch: 0, grant_revision: '300', spool_id: '',
+      granted_at: Date.now(), wait_ms: 1e21, end_kind: '', end_revision: '0', ended_at: null, ended_at_error_ms: 0, duration_ms: null, unprotected: 0, start_known: 1, row_version: '0', origin: 'api',
+    } as unknown as GrantRow;
+    const { quarantined } = await writeRows(db.store, { events: [e], grants: [grant], quarantine: [] }, { retry: fast, proofSecret: secret });
+    assert.deepEqual(quarantined.map((q) => [q.op, q.revision, q.key]), [['grants-row', '300', '/l/ns/k300']]);
+    const [q] = await db.store.rows<{ revision: string; key: string; proof: string }>("SELECT toString(revision) AS revision, key, proof FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'grants-row'", { c: cluster });
+    assert.ok(q && hasValidQuarantinedGrantProof(secret, { cluster, revision: q.revision, key: q.key }, q.proof), JSON.stringify(q));
+    assert.equal(hasValidQuarantinedGrantProof(randomBytes(32), { cluster, revision: q.revision, key: q.key }, q.proof), false, "another key's check refuses it");
   });
 
   it('retries a connection error until the insert succeeds, and does not quarantine anything', async () => {

@@ -55,12 +55,16 @@ export async function insertGrantEvents(store: AuditStore, cluster: string, revi
   );
 }
 
-/** `n` raw events of `cluster`, one every `stepMs` from `startMs` (revisions from 5 000 000: apart from insertGrants' own). */
+/**
+ * `n` raw events of `cluster`, one every `stepMs` from `startMs` (revisions from 5 000 000: apart from insertGrants' own):
+ * waiters entering and leaving queues, which no grant row is derived from (a grant put without its row is what the
+ * grants check names, once the checkpoint covers it).
+ */
 export async function insertEvents(store: AuditStore, cluster: string, n: number, startMs: number, stepMs = 10): Promise<void> {
   await store.command(
     `INSERT INTO {db:Identifier}.events (cluster, revision, key, event_type, op, namespace, lock_path, class, holder, session, token, epoch, grant_revision,
        wait_ms, wall_time, time_estimated, time_error_ms, create_revision, mod_revision, version, lease, value, prev_value, unprotected)
-     SELECT {cluster:String}, 5000000 + number, concat('/l/ns', toString(number % 20), '/key-', toString(number % 5000)), if(number % 2 = 1, 'release', 'grant'),
+     SELECT {cluster:String}, 5000000 + number, concat('/q/ns', toString(number % 20), '/key-', toString(number % 5000), '/w'), if(number % 2 = 1, 'queue-leave', 'queue-enter'),
        if(number % 2 = 1, 'delete', 'put'), concat('ns', toString(number % 20)), concat('key-', toString(number % 5000)), 'class-1',
        'spiffe://corp/worker', '7587862000', 40 * 281474976710656 + 5000000 + number, 40, 5000000 + number, 0,
        fromUnixTimestamp64Milli(toInt64({start:Int64} + number * {step:Int64}), 'UTC'), 0, 0, 5000000 + number, 5000000 + number, 1, '0', '{}', '', 0
