@@ -6,7 +6,7 @@ import { userInfo } from 'node:os';
 import path from 'node:path';
 import { SingleBar, Presets } from 'cli-progress';
 import type { Command } from 'commander';
-import { digestSigner } from '../core/digestKey.js';
+import { digestPublicKey, digestSigner, existingDigestPublicKeyPem } from '../core/digestKey.js';
 import { AuditStore } from '../core/clickhouse.js';
 import { CLUSTER_NAME_PATTERN, loadConfig, type Config } from '../core/config.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
@@ -74,6 +74,11 @@ interface GrantsFlags extends GrantFilters {
   format: string;
 }
 
+/** The grant seals a local export may rely on (exporters/grantSeals.ts): the deployment's digest key's, when it has one. */
+function grantSeals(config: Config): { seals?: { publicKey: ReturnType<typeof digestPublicKey>; periodMs: number } } {
+  const pem = existingDigestPublicKeyPem(config);
+  return pem ? { seals: { publicKey: digestPublicKey(pem), periodMs: config.digests.periodSeconds * 1000 } } : {};
+}
 export function registerExportCommands(program: Command): void {
   const exp = program.command('export').description('export grant history and raw events (Parquet, CSV)');
 
@@ -102,7 +107,7 @@ export function registerExportCommands(program: Command): void {
           for (const c of clusters) await pickCluster({ store, limits: config.reports, clusters: configured }, c, '--cluster').catch((err: Error) => badInput(err.message));
           const s3 = createS3Client(config.s3);
           await ensureHistoryBucket(s3, config.s3);
-          const deps = { store, s3, bucket: config.s3.historyBucket, logger: createLogger('warn'), signer: digestSigner(config), originSecret: existingOriginSecret(config) };
+          const deps = { store, s3, bucket: config.s3.historyBucket, logger: createLogger('warn'), signer: digestSigner(config), originSecret: existingOriginSecret(config), grantSealPeriodMs: config.digests.periodSeconds * 1000 };
           const progress = bar('history');
           const total = days.length * clusters.length * datasets.length;
           progress.start(total, 0, { unit: 'files', detail: '' });
@@ -199,6 +204,7 @@ export function registerExportCommands(program: Command): void {
           const file = await writeGrantsExport(store, request, out, {
             durable: true,
             originSecret: existingOriginSecret(config),
+            ...grantSeals(config),
             onProgress: (p) => {
               progress.update(Math.floor(p.percent), { detail: `${p.rows} of ${p.total} rows` });
             },

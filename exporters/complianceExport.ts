@@ -15,7 +15,8 @@ import { readGrantFilters } from '../reports/grantFilter/index.js';
 import { ARROW_STREAM_TYPE } from './arrowStream.js';
 import { ExportGate, exportPlanToObject, runExportPlan, type ExportFormat, type ExportPlan, type ExportProgress, type WrittenFile } from './chunkedExport.js';
 import { planGrantsExport, DEFAULT_CHUNK_ROWS, type GrantFilters } from './exportPlans.js';
-import { assertGrantsMatchEvents } from './grantsCheck.js';
+import { assertGrantsMatchEvents, type ExportCheckOptions } from './grantsCheck.js';
+import { sealKey } from './grantSeals.js';
 import { LatestOnly } from './latestOnly.js';
 import { buildManifest, manifestName } from './manifest.js';
 import { putJsonIfAbsent, withRetry } from './objectStore.js';
@@ -205,7 +206,8 @@ export class ExportRecords {
 
 /** What a compliance export needs: a history export's (its own key is under `digests`), and the digests to carry in its signed manifest. */
 export type ComplianceDeps = Omit<HistoryDeps, 'signer' | 'health'> & {
-  digests?: { signer: DigestSigner; archiveBucket: string; clusters: readonly string[]; objectPrefix?: string };
+  /** `periodMs`: the digest period, which grant seals (grantSeals.ts) cover; with it, sealed periods are not checked again. */
+  digests?: { signer: DigestSigner; archiveBucket: string; clusters: readonly string[]; objectPrefix?: string; periodMs?: number };
 };
 
 /** The digests of every cluster the export covers, over its range (the chain stretch: format.ts chainSegment). */
@@ -240,11 +242,11 @@ export async function writeGrantsExport(
   store: AuditStore,
   request: Pick<ExportRequest, 'format' | 'fromMs' | 'toMs' | 'filters'>,
   outPath: string,
-  options: { onProgress?: (p: ExportProgress) => void | Promise<void>; chunkRows?: number; signal?: AbortSignal; durable?: boolean; originSecret?: Buffer } = {},
+  options: { onProgress?: (p: ExportProgress) => void | Promise<void>; chunkRows?: number; signal?: AbortSignal; durable?: boolean; originSecret?: Buffer; seals?: ExportCheckOptions['seals'] } = {},
 ): Promise<WrittenFile> {
   // Nothing is written of grants that disagree with the events the digests cover (grantsCheck.ts): the check runs
   // beside the plan and the chunk queries, and the file takes its name only once it has passed.
-  const gate = new ExportGate(assertGrantsMatchEvents(store, request.filters, request, { originSecret: options.originSecret }));
+  const gate = new ExportGate(assertGrantsMatchEvents(store, request.filters, request, { originSecret: options.originSecret, seals: options.seals }));
   const plan = await gate.guard(planFor(store, request, options.chunkRows));
   return runExportPlan(store, plan, request.format, outPath, { onProgress: options.onProgress, signal: options.signal, durable: options.durable, revisionColumn: request.format === 'parquet' ? 'grant_revision' : undefined, gate });
 }
@@ -262,7 +264,7 @@ export async function runComplianceExport(deps: ComplianceDeps, id: string, onPr
   // The check of the grants against the events the digests cover (grantsCheck.ts: nothing is written or signed of
   // grants that disagree) runs beside the plan (a scan), the state write and the chunk queries: the upload is
   // completed, and the manifest signed, only once it has passed.
-  const gate = new ExportGate(assertGrantsMatchEvents(deps.store, queued.filters, queued, { originSecret: deps.originSecret }));
+  const gate = new ExportGate(assertGrantsMatchEvents(deps.store, queued.filters, queued, { originSecret: deps.originSecret, seals: deps.digests?.periodMs ? { publicKey: sealKey(deps.digests.signer), periodMs: deps.digests.periodMs } : undefined }));
   const [running, plan] = await gate.guard(Promise.all([records.update(queued, { status: 'running', error: '' }), planFor(deps.store, queued, deps.chunkRows)]));
   state = running;
   // Progress rows are ClickHouse inserts: written beside the export, never holding up the next chunk.

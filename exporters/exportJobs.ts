@@ -55,7 +55,7 @@ export function historyProcessor(runtime: Deps): Processor<HistoryJobData> {
     // The scheduled time, not the run time, names the day: a retry after midnight exports the same day.
     const date = data.date ?? yesterday(job.timestamp + (job.delay ?? 0));
     const clusters = data.clusters ?? runtime.config.etcd.clusters.map((c) => c.name);
-    const results = await exportHistoryDay({ store: runtime.store, s3, bucket: runtime.config.s3.historyBucket, logger: runtime.logger, metrics, signer: digestSigner(runtime.config), health: runtime.health, originSecret: originSecret(runtime.config) }, date, clusters, datasets).catch((err: unknown) => {
+    const results = await exportHistoryDay({ store: runtime.store, s3, bucket: runtime.config.s3.historyBucket, logger: runtime.logger, metrics, signer: digestSigner(runtime.config), health: runtime.health, originSecret: originSecret(runtime.config), grantSealPeriodMs: runtime.config.digests.periodSeconds * 1000 }, date, clusters, datasets).catch((err: unknown) => {
       // Grants that disagree with their events disagree again on a retry (each a full check and upload): not retried.
       throw isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_UNPROVEN') ? new UnrecoverableError((err as Error).message) : err;
     });
@@ -70,7 +70,7 @@ export function complianceProcessor(runtime: Deps): Processor<ComplianceJobData>
     const id = job.data?.id;
     if (typeof id !== 'string' || !/^exp_[0-9a-f]{32}$/.test(id)) throw new UnrecoverableError('id: not an export id');
     try {
-      const digests = { signer: digestSigner(runtime.config), archiveBucket: runtime.config.s3.archiveBucket, clusters: runtime.config.etcd.clusters.map((c) => c.name) };
+      const digests = { signer: digestSigner(runtime.config), archiveBucket: runtime.config.s3.archiveBucket, clusters: runtime.config.etcd.clusters.map((c) => c.name), periodMs: runtime.config.digests.periodSeconds * 1000 };
       const state = await runComplianceExport({ store: runtime.store, s3, bucket: runtime.config.s3.historyBucket, logger: runtime.logger, metrics, digests, originSecret: originSecret(runtime.config) }, id, async (p) => {
         // Progress in Redis is a convenience; the durable progress is in ClickHouse.
         await job.updateProgress({ rows: p.rows.toString(), total: p.total.toString(), percent: p.percent }).catch(() => undefined);

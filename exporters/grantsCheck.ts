@@ -11,6 +11,7 @@
 // against its start and end events (grants_check.sql), and each start event
 // against its grant row (grants_check_events.sql: a row deleted, or altered
 // out of the filter's reach).
+import type { KeyObject } from 'node:crypto';
 import type { AuditStore } from '../core/clickhouse.js';
 import { LockauditError } from '../core/errors.js';
 import { PREFIX } from '../core/keyspace.js';
@@ -18,6 +19,7 @@ import { hasValidQuarantinedGrantProof } from '../core/proof.js';
 import { loadSql } from '../platform/sql.js';
 import { grantFilterParams, type GrantFilters } from '../reports/grantFilter/index.js';
 import { EXPORT_WINDOW_RULE, type TimeRange } from './exportPlans.js';
+import { unsealedStretches } from './grantSeals.js';
 
 const SQL = {
   span: loadSql('exporters/sql/grants_check_span.sql'),
@@ -27,6 +29,7 @@ const SQL = {
   events: loadSql('exporters/sql/grants_check_events.sql'),
   durable: loadSql('exporters/sql/grants_check_durable.sql'),
   excused: loadSql('exporters/sql/grants_check_excused.sql'),
+  clusters: loadSql('exporters/sql/grants_check_clusters.sql'),
 };
 
 /** Proven quarantined grant rows read at most (they are what ClickHouse refused: rare). */
@@ -87,6 +90,13 @@ export interface GrantsCheckOptions {
    * carries the tailer's proof (sql/240). Without it, nothing in quarantine excuses a missing row.
    */
   originSecret?: Buffer;
+}
+
+/** An export's check: with `seals`, the periods whose grants a valid grant seal covers are not checked again. */
+export interface ExportCheckOptions extends GrantsCheckOptions {
+  seals?: { publicKey: KeyObject; periodMs: number };
+  /** Told, per cluster, what the seals covered and what was checked in full (tests, the bench). */
+  onCoverage?: (c: { cluster: string; sealedPeriods: number; checked: TimeRange[] }) => void;
 }
 
 /** What every window's queries share: how far each timeline is durable, and the proven quarantined grant rows (numbers as bigint: a numeric array of strings is quoted). */
@@ -175,9 +185,26 @@ export function formatGrantProblem(p: GrantProblem): string {
   return `${p.cluster} ${p.key || '(spool)'} ${grant} timeline ${p.timeline}: ${p.problem}`;
 }
 
+/** The export's range checked, but the periods grant seals cover (grantSeals.ts), cluster by cluster. */
+async function checkUnsealed(store: AuditStore, filters: GrantFilters, range: TimeRange, options: ExportCheckOptions & { seals: NonNullable<ExportCheckOptions['seals']> }): Promise<GrantProblem[]> {
+  const clusters = filters.cluster ? [filters.cluster] : (await store.rows<{ cluster: string }>(SQL.clusters.text, { fromMs: range.fromMs, toMs: range.toMs })).map((c) => c.cluster);
+  const limit = options.limit ?? 20;
+  const out: GrantProblem[] = [];
+  for (const cluster of clusters) {
+    const { stretches, sealedPeriods } = await unsealedStretches(store, cluster, range, options.seals);
+    options.onCoverage?.({ cluster, sealedPeriods, checked: stretches });
+    for (const stretch of stretches) {
+      if (out.length >= limit) return out;
+      out.push(...(await checkGrantsAgainstEvents(store, { ...filters, cluster }, stretch, { ...options, limit: limit - out.length })));
+    }
+  }
+  return out;
+}
+
 /** Throws LOCKAUDIT_ERR_EXPORT_UNPROVEN naming the grants when any disagrees with its events. */
-export async function assertGrantsMatchEvents(store: AuditStore, filters: GrantFilters, range: TimeRange, options: GrantsCheckOptions = {}): Promise<void> {
-  const problems = await checkGrantsAgainstEvents(store, filters, range, options);
+export async function assertGrantsMatchEvents(store: AuditStore, filters: GrantFilters, range: TimeRange, options: ExportCheckOptions = {}): Promise<void> {
+  const { seals } = options;
+  const problems = seals ? await checkUnsealed(store, filters, range, { ...options, seals }) : await checkGrantsAgainstEvents(store, filters, range, options);
   if (problems.length === 0) return;
   const first = problems.slice(0, 5).map(formatGrantProblem);
   throw new LockauditError(

@@ -23,6 +23,7 @@ import type { HealthState } from '../platform/health.js';
 import { ExportGate, exportPlanToObject, type ExportProgress } from './chunkedExport.js';
 import { planEventsExport, planGrantsExport, DEFAULT_CHUNK_ROWS } from './exportPlans.js';
 import { assertGrantsMatchEvents } from './grantsCheck.js';
+import { sealKey } from './grantSeals.js';
 import type { ExportMetrics } from './exportMetrics.js';
 import { manifestSignatureProblem, signManifest } from './digests/format.js';
 import { buildManifest, manifestName, parseManifest, type Manifest } from './manifest.js';
@@ -89,6 +90,8 @@ export interface HistoryDeps {
   health?: Pick<HealthState, 'raise'>;
   /** The tailer's key: the grants check excuses a grant row in quarantine only on its proof (grantsCheck.ts). */
   originSecret?: Buffer;
+  /** The digest period: the grants of periods a grant seal covers (grantSeals.ts) are not checked again. */
+  grantSealPeriodMs?: number;
 }
 
 export interface HistoryFileResult {
@@ -129,7 +132,7 @@ export async function exportHistoryFile(
   const chunkRows = deps.chunkRows ?? DEFAULT_CHUNK_ROWS;
   // A grants file is written only of grants that agree with the events the digests cover (grantsCheck.ts): the
   // check runs beside the plan and the chunk queries, and the upload completes only once it has passed.
-  const gate = dataset === 'grants' ? new ExportGate(assertGrantsMatchEvents(deps.store, { cluster }, range, { originSecret: deps.originSecret })) : undefined;
+  const gate = dataset === 'grants' ? new ExportGate(assertGrantsMatchEvents(deps.store, { cluster }, range, { originSecret: deps.originSecret, seals: deps.grantSealPeriodMs ? { publicKey: sealKey(deps.signer), periodMs: deps.grantSealPeriodMs } : undefined })) : undefined;
   try {
     const planning = dataset === 'grants' ? planGrantsExport(deps.store, { cluster }, range, chunkRows) : planEventsExport(deps.store, cluster, range, chunkRows);
     const plan = await (gate ? gate.guard(planning) : planning);

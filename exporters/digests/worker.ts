@@ -30,6 +30,7 @@ import {
   comparePositions, DIGEST_KIND, digestProblem, DIGEST_OBJECT_PREFIX, DIGEST_VERSION, digestObjectName, GENESIS_HASH, manifestSignatureProblem, parseDigest, signDigest,
   type Digest, type DigestBody, type DigestHistoryObject, type Position,
 } from './format.js';
+import { sealGrantPeriod } from './grantSealer.js';
 import { explainChange, provenRestores, restoresAfter } from './explain.js';
 import { hashPeriodEvents, periodRecord, rangeParams, sameRecord } from './periodContent.js';
 import type { DigestMetrics } from './metrics.js';
@@ -59,6 +60,8 @@ export interface DigestWorkerOptions {
   allowUnlocked?: boolean;
   /** Most periods sealed per run (bounds one run's work; the next run goes on). Default 1000. */
   maxPeriodsPerRun?: number;
+  /** Most digested periods whose grants a run tries to seal (grantSealer.ts; each try runs the grants check over it). Default 24. */
+  grantSealsPerRun?: number;
   /**
    * How far a captured /sys/clock write may be dated ahead of this worker's own clock and still bound a period.
    * No period ending after now + this is sealed; a clock ahead of it raises LOCKAUDIT_ALARM_CLOCK_AHEAD. Default 5 000.
@@ -115,6 +118,9 @@ export class DigestWorker {
   readonly #o: Required<Omit<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret'>> & Pick<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret'>;
   /** Sealed periods whose change the record does not explain, by period start: never re-signed, alarmed until explained or restart. */
   readonly #unexplained = new Map<string, string>();
+  /** Periods whose grants this process sealed (or found sealed), and those found open: not before the time given. */
+  readonly #grantsSealed = new Set<string>();
+  readonly #grantsOpen = new Map<string, number>();
   /** Every digest of the chain by seq (as read, then as written). */
   #chain: Map<number, Digest> | undefined;
   #locked: boolean | undefined;
@@ -125,7 +131,7 @@ export class DigestWorker {
   readonly #publicKey: KeyObject;
 
   constructor(options: DigestWorkerOptions) {
-    this.#o = { pollIntervalMs: 10_000, objectPrefix: DIGEST_OBJECT_PREFIX, allowUnlocked: false, maxPeriodsPerRun: 1_000, clockToleranceMs: DEFAULT_CLOCK_TOLERANCE_MS, now: Date.now, ...options };
+    this.#o = { pollIntervalMs: 10_000, objectPrefix: DIGEST_OBJECT_PREFIX, allowUnlocked: false, maxPeriodsPerRun: 1_000, grantSealsPerRun: 24, clockToleranceMs: DEFAULT_CLOCK_TOLERANCE_MS, now: Date.now, ...options };
     this.#publicKey = createPublicKey(options.signer.publicKeyPem);
   }
 
@@ -312,6 +318,8 @@ export class DigestWorker {
         this.#o.logger.warn({ cluster: this.cluster, period: d.periodStart, supersedes: d.seq, seq: digest.seq, countBefore: d.events.count, countNow: events.count }, 'digest: a sealed period changed; superseding digest written');
       }
       this.#reportUnexplained();
+      // A restore still writing its marks changes rows: grants are sealed once it is done.
+      if (!restores.some((r) => !r.recorded)) await this.#sealGrants(byStart);
       const digestedThrough = regular?.periodEnd ?? null;
       const behind = newestMs === undefined || start === undefined ? 0 : Math.max(0, Math.floor((newestMs - this.#o.settleMs - start) / P));
       this.#report(behind, digestedThrough, 'ok');
@@ -326,6 +334,30 @@ export class DigestWorker {
       const behind = regular ? Math.max(0, Math.floor((Date.now() - this.#o.settleMs - Date.parse(regular.periodEnd)) / this.#o.periodMs)) : 0;
       this.#report(behind, regular?.periodEnd ?? null, `failed: ${(err as Error).message}`.slice(0, 200));
       throw err;
+    }
+  }
+
+  /**
+   * Grant seals (grantSealer.ts) for digested periods whose grants are final, oldest first, at most
+   * grantSealsPerRun tries a run; a period found open is tried again an hour later (a lock held for days).
+   */
+  async #sealGrants(digested: readonly Digest[]): Promise<void> {
+    let tries = 0;
+    const now = this.#o.now();
+    for (const d of [...digested].sort((a, b) => Date.parse(a.periodStart) - Date.parse(b.periodStart))) {
+      if (this.#closing || tries >= this.#o.grantSealsPerRun) break;
+      if (this.#grantsSealed.has(d.periodStart) || this.#unexplained.has(d.periodStart) || (this.#grantsOpen.get(d.periodStart) ?? 0) > now) continue;
+      tries++;
+      const r = await sealGrantPeriod(this.#o.store, this.#o.signer, this.cluster, { fromMs: Date.parse(d.periodStart), toMs: Date.parse(d.periodEnd) }, { originSecret: this.#o.originSecret, now: this.#o.now });
+      if (r.outcome === 'open') this.#grantsOpen.set(d.periodStart, now + 3_600_000);
+      else if (r.outcome === 'unproven') {
+        // The export and verify name these grants; the period is simply checked in full by every export.
+        this.#o.logger.warn({ cluster: this.cluster, period: d.periodStart, problems: r.problems }, 'digest: grants of a sealed period disagree with its events; not sealed');
+        this.#grantsOpen.set(d.periodStart, now + 3_600_000);
+      } else {
+        this.#grantsSealed.add(d.periodStart);
+        if (r.outcome === 'sealed') this.#o.metrics?.written.inc({ cluster: this.cluster, kind: 'grant-seal' });
+      }
     }
   }
 

@@ -5,8 +5,8 @@ import type { AuditStore } from '../../core/clickhouse.js';
 
 export const EPOCH_40 = 40n * 2n ** 48n;
 
-/** `n` grants of `cluster`, granted every `stepMs` from `startMs`; every third still held. */
-export async function insertGrants(store: AuditStore, cluster: string, n: number, startMs: number, stepMs = 10): Promise<void> {
+/** `n` grants of `cluster`, granted every `stepMs` from `startMs`; every third still held (`held`: every `held`-th; 0: none). */
+export async function insertGrants(store: AuditStore, cluster: string, n: number, startMs: number, stepMs = 10, held = 3): Promise<void> {
   await store.command(
     `INSERT INTO {db:Identifier}.grants (cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, granted_at, wait_ms,
        end_kind, end_revision, ended_at, duration_ms, unprotected, start_known, row_version)
@@ -14,11 +14,11 @@ export async function insertGrants(store: AuditStore, cluster: string, n: number
        concat('key-', toString(number % 5000)), concat('class-', toString(number % 7)), concat('spiffe://corp/worker-', toString(number % 300)),
        toString(7587862000 + number % 1000), 40 * 281474976710656 + 1000000 + number, 40, 1000000 + number,
        fromUnixTimestamp64Milli(toInt64({start:Int64} + number * {step:Int64}), 'UTC'), number % 250,
-       if(number % 3 = 0, '', 'release'), if(number % 3 = 0, 0, 1000001 + number),
-       if(number % 3 = 0, NULL, fromUnixTimestamp64Milli(toInt64({start:Int64} + number * {step:Int64} + 5), 'UTC')),
-       if(number % 3 = 0, NULL, 5), 0, 1, if(number % 3 = 0, 0, 1000001 + number)
+       if({held:UInt64} > 0 AND number % greatest({held:UInt64}, 1) = 0, '', 'release'), if({held:UInt64} > 0 AND number % greatest({held:UInt64}, 1) = 0, 0, 1000001 + number),
+       if({held:UInt64} > 0 AND number % greatest({held:UInt64}, 1) = 0, NULL, fromUnixTimestamp64Milli(toInt64({start:Int64} + number * {step:Int64} + 5), 'UTC')),
+       if({held:UInt64} > 0 AND number % greatest({held:UInt64}, 1) = 0, NULL, 5), 0, 1, if({held:UInt64} > 0 AND number % greatest({held:UInt64}, 1) = 0, 0, 1000001 + number)
      FROM numbers({n:UInt64})`,
-    { cluster, n, start: startMs, step: stepMs },
+    { cluster, n, start: startMs, step: stepMs, held },
   );
   await insertGrantEvents(store, cluster, { from: 1_000_000, to: 1_000_000 + n });
 }
