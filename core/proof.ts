@@ -287,10 +287,11 @@ export function hasValidSegmentProof(secret: Buffer, s: SignedSegment, proof: st
 /** What a quarantined grant row's proof binds: the tailer put this change's grant row in quarantine, not in `grants`. */
 export interface SignedQuarantinedGrant {
   cluster: string;
+  timeline: number;
   revision: string;
   key: string;
 }
-const quarantinedGrantFields = (q: SignedQuarantinedGrant): unknown[] => [q.cluster, q.revision, q.key];
+const quarantinedGrantFields = (q: SignedQuarantinedGrant): unknown[] => [q.cluster, q.timeline, q.revision, q.key];
 
 export function quarantinedGrantMac(secret: Buffer, q: SignedQuarantinedGrant): string {
   return prove(secret, 'quarantined-grant', quarantinedGrantFields(q));

@@ -12,7 +12,7 @@ import type { TimeRange } from './exportPlans.js';
 const SQL = loadSql('exporters/sql/copies_check.sql');
 
 export interface CopyProblem {
-  copy: 'grants_by_key' | 'grants_by_holder' | 'grant_tokens';
+  copy: 'grants' | 'grants_by_key' | 'grants_by_holder' | 'grant_tokens';
   cluster: string;
   key: string;
   grantRevision: string;

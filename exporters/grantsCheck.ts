@@ -90,6 +90,8 @@ export interface GrantsCheckOptions {
    * carries the tailer's proof (sql/240). Without it, nothing in quarantine excuses a missing row.
    */
   originSecret?: Buffer;
+  /** Events timed before this (ms) are never in flight: the periods a digest sealed (verify passes its chain's end). Default 0. */
+  sealedBeforeMs?: number;
 }
 
 /** An export's check: with `seals`, the periods whose grants a valid grant seal covers are not checked again. */
@@ -103,8 +105,8 @@ export interface ExportCheckOptions extends GrantsCheckOptions {
 async function checkContext(store: AuditStore, cluster: string, secret: Buffer | undefined): Promise<{ durableKeys: string[]; durableRevisions: bigint[]; excused: bigint[] }> {
   const durable = await store.rows<{ key: string; revision: string }>(SQL.durable.text, { cluster });
   const excused = secret
-    ? (await store.rows<{ cluster: string; revisionText: string; key: string; proof: string; id: string }>(SQL.excused.text, { cluster, limit: EXCUSED_MAX }))
-        .filter((q) => hasValidQuarantinedGrantProof(secret, { cluster: q.cluster, revision: q.revisionText, key: q.key }, q.proof))
+    ? (await store.rows<{ cluster: string; timeline: number; revisionText: string; key: string; proof: string; id: string }>(SQL.excused.text, { cluster, limit: EXCUSED_MAX }))
+        .filter((q) => hasValidQuarantinedGrantProof(secret, { cluster: q.cluster, timeline: Number(q.timeline), revision: q.revisionText, key: q.key }, q.proof))
         .map((q) => BigInt(q.id))
     : [];
   return { durableKeys: durable.map((d) => d.key), durableRevisions: durable.map((d) => BigInt(d.revision)), excused };
@@ -159,6 +161,7 @@ export async function checkGrantsAgainstEvents(store: AuditStore, filters: Grant
       ...grantFilterParams(rest, { ...window, rule: EXPORT_WINDOW_RULE }, 'filters.token'),
       holdPrefix: PREFIX.hold,
       settleMs: options.settleMs ?? 120_000,
+      sealedBeforeMs: options.sealedBeforeMs ?? 0,
       ...context,
       limit,
     };

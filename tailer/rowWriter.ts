@@ -103,7 +103,7 @@ export function outOfRange(row: object): string | undefined {
 }
 
 /** A rejected row as a quarantine row: the change it came from, the reason and the raw etcd value (`rawValue` for grant rows, which carry none). */
-function quarantineRow(table: string, row: object, reason: string, rawValue: (revision: string, key: string) => string | undefined, secret?: Buffer): QuarantineRow {
+function quarantineRow(table: string, row: object, reason: string, rawValue: (revision: string, key: string) => string | undefined, secret?: Buffer, timeline = 0): QuarantineRow {
   const r = row as Record<string, unknown>;
   const str = (v: unknown): string => (v === undefined || v === null ? '' : String(v));
   const because = `ClickHouse rejected the ${table} row: ${reason}`.slice(0, 4_096);
@@ -114,7 +114,7 @@ function quarantineRow(table: string, row: object, reason: string, rawValue: (re
   const revision = safeRevision(ended ? r.end_revision : r.grant_revision);
   const key = `${PREFIX.hold}${str(r.key)}`;
   const cluster = str(r.cluster);
-  const proof = secret && table === 'grants' ? { proof: quarantinedGrantMac(secret, { cluster, revision, key }) } : {};
+  const proof = secret && table === 'grants' ? { proof: quarantinedGrantMac(secret, { cluster, timeline, revision, key }) } : {};
   return { cluster, revision, key, op: `${table}-row`, value: (rawValue(revision, key) ?? JSON.stringify(row)).slice(0, 65_536), reason: because, ...proof };
 }
 
@@ -138,7 +138,7 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
   };
   const seen = new Set<string>();
   const reject = (table: string, row: object, reason: string): void => {
-    const q = quarantineRow(table, row, reason, rawValue, options.proofSecret);
+    const q = quarantineRow(table, row, reason, rawValue, options.proofSecret, options.timeline);
     // One change rejected in events and in grants is one quarantined change (the first reason).
     if (seen.has(changeId(q.revision, q.key))) return;
     seen.add(changeId(q.revision, q.key));
@@ -149,7 +149,7 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
     for (const row of rows) {
       if (table === 'grants' && seen.size > 0) {
         // A change whose event row was quarantined is quarantined whole: its grant row is not written either.
-        const q = quarantineRow(table, row, '', rawValue, options.proofSecret);
+        const q = quarantineRow(table, row, '', rawValue, options.proofSecret, options.timeline);
         if (seen.has(changeId(q.revision, q.key))) continue;
       }
       const why = outOfRange(row);

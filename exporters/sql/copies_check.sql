@@ -13,6 +13,9 @@
 --     lock (a token whose row is gone or moved to another lock is looked up
 --     in the wrong place; a row naming a second lock only makes the lookup
 --     read `grants`, which is harmless, so extra rows are not judged).
+--   every table: no grant has rows that differ in a column reports filter on
+--     before FINAL (holder, class, namespace, token), whose older row a
+--     filtered report would show.
 -- `copy` names the table, `problem` what is wrong. At most {limit} rows.
 -- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {limit:UInt32}
 SELECT copy, cluster, key, grantRevision, spoolId, timeline, problem
@@ -27,11 +30,15 @@ FROM
                    a.h != b.h, 'differs in grants_by_key from `grants` (key history shows another row)', '') AS problem
     FROM
     (
-        SELECT cluster, key, grant_revision, spool_id, timeline, cityHash64(cluster, key, grant_revision, spool_id, timeline) AS id,
-               -- A NULL makes cityHash64 NULL (and every comparison false): the nullable end columns are hashed as text.
-               cityHash64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
-                          ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
-                          row_version, origin, rolled_back_by, superseded_by) AS h,
+        SELECT cluster, key, grant_revision, spool_id, timeline, (cityHash64(cluster, key, grant_revision, spool_id, timeline), farmFingerprint64(cluster, key, grant_revision, spool_id, timeline)) AS id,
+               -- Two hash families (an edit keeping both is a second preimage of each at once). A NULL makes either NULL (and
+               -- every comparison false): the nullable end columns are hashed as text.
+               (cityHash64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
+                           ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
+                           row_version, origin, rolled_back_by, superseded_by),
+                farmFingerprint64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
+                           ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
+                           row_version, origin, rolled_back_by, superseded_by)) AS h,
                toUInt8(1) AS found
         FROM {db:Identifier}.grants FINAL
         PREWHERE cluster = {cluster:String}
@@ -39,11 +46,15 @@ FROM
     ) AS a
     FULL OUTER JOIN
     (
-        SELECT cluster, key, grant_revision, spool_id, timeline, cityHash64(cluster, key, grant_revision, spool_id, timeline) AS id,
-               -- A NULL makes cityHash64 NULL (and every comparison false): the nullable end columns are hashed as text.
-               cityHash64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
-                          ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
-                          row_version, origin, rolled_back_by, superseded_by) AS h,
+        SELECT cluster, key, grant_revision, spool_id, timeline, (cityHash64(cluster, key, grant_revision, spool_id, timeline), farmFingerprint64(cluster, key, grant_revision, spool_id, timeline)) AS id,
+               -- Two hash families (an edit keeping both is a second preimage of each at once). A NULL makes either NULL (and
+               -- every comparison false): the nullable end columns are hashed as text.
+               (cityHash64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
+                           ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
+                           row_version, origin, rolled_back_by, superseded_by),
+                farmFingerprint64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
+                           ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
+                           row_version, origin, rolled_back_by, superseded_by)) AS h,
                toUInt8(1) AS found
         FROM {db:Identifier}.grants_by_key FINAL
         PREWHERE cluster = {cluster:String}
@@ -62,11 +73,15 @@ FROM
                    a.h != b.h, 'differs in grants_by_holder from `grants` (a holder''s history shows another row)', '') AS problem
     FROM
     (
-        SELECT cluster, key, grant_revision, spool_id, timeline, cityHash64(cluster, key, grant_revision, spool_id, timeline) AS id,
-               -- A NULL makes cityHash64 NULL (and every comparison false): the nullable end columns are hashed as text.
-               cityHash64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
-                          ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
-                          row_version, origin, rolled_back_by, superseded_by) AS h,
+        SELECT cluster, key, grant_revision, spool_id, timeline, (cityHash64(cluster, key, grant_revision, spool_id, timeline), farmFingerprint64(cluster, key, grant_revision, spool_id, timeline)) AS id,
+               -- Two hash families (an edit keeping both is a second preimage of each at once). A NULL makes either NULL (and
+               -- every comparison false): the nullable end columns are hashed as text.
+               (cityHash64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
+                           ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
+                           row_version, origin, rolled_back_by, superseded_by),
+                farmFingerprint64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
+                           ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
+                           row_version, origin, rolled_back_by, superseded_by)) AS h,
                toUInt8(1) AS found
         FROM {db:Identifier}.grants FINAL
         PREWHERE cluster = {cluster:String}
@@ -74,17 +89,60 @@ FROM
     ) AS a
     FULL OUTER JOIN
     (
-        SELECT cluster, key, grant_revision, spool_id, timeline, cityHash64(cluster, key, grant_revision, spool_id, timeline) AS id,
-               -- A NULL makes cityHash64 NULL (and every comparison false): the nullable end columns are hashed as text.
-               cityHash64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
-                          ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
-                          row_version, origin, rolled_back_by, superseded_by) AS h,
+        SELECT cluster, key, grant_revision, spool_id, timeline, (cityHash64(cluster, key, grant_revision, spool_id, timeline), farmFingerprint64(cluster, key, grant_revision, spool_id, timeline)) AS id,
+               -- Two hash families (an edit keeping both is a second preimage of each at once). A NULL makes either NULL (and
+               -- every comparison false): the nullable end columns are hashed as text.
+               (cityHash64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
+                           ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
+                           row_version, origin, rolled_back_by, superseded_by),
+                farmFingerprint64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
+                           ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
+                           row_version, origin, rolled_back_by, superseded_by)) AS h,
                toUInt8(1) AS found
         FROM {db:Identifier}.grants_by_holder FINAL
         PREWHERE cluster = {cluster:String}
             AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
     ) AS b ON a.id = b.id
     WHERE problem != ''
+
+    UNION ALL
+
+    -- Rows of one grant that differ in a column reports filter on before FINAL merges them (reports/grantFilter/
+    -- prewhere.sql): a filtered report would show an older row the merged one hides (a forged row of a lower version).
+    SELECT 'grants' AS copy, cluster, key, toString(grant_revision) AS grantRevision, spool_id AS spoolId, timeline,
+           concat('holds ', toString(uniqExact(holder, class, namespace, token)), ' versions of this grant that differ in holder, class, namespace or token ',
+                  '(a report filtered on one shows a row the merged history hides)') AS problem
+    FROM {db:Identifier}.grants
+    PREWHERE cluster = {cluster:String}
+        AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+    GROUP BY cluster, key, grant_revision, spool_id, timeline
+    HAVING uniqExact(holder, class, namespace, token) > 1
+
+    UNION ALL
+
+    -- Rows of one grant that differ in a column reports filter on before FINAL merges them (reports/grantFilter/
+    -- prewhere.sql): a filtered report would show an older row the merged one hides (a forged row of a lower version).
+    SELECT 'grants_by_key' AS copy, cluster, key, toString(grant_revision) AS grantRevision, spool_id AS spoolId, timeline,
+           concat('holds ', toString(uniqExact(holder, class, namespace, token)), ' versions of this grant that differ in holder, class, namespace or token ',
+                  '(a report filtered on one shows a row the merged history hides)') AS problem
+    FROM {db:Identifier}.grants_by_key
+    PREWHERE cluster = {cluster:String}
+        AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+    GROUP BY cluster, key, grant_revision, spool_id, timeline
+    HAVING uniqExact(holder, class, namespace, token) > 1
+
+    UNION ALL
+
+    -- Rows of one grant that differ in a column reports filter on before FINAL merges them (reports/grantFilter/
+    -- prewhere.sql): a filtered report would show an older row the merged one hides (a forged row of a lower version).
+    SELECT 'grants_by_holder' AS copy, cluster, key, toString(grant_revision) AS grantRevision, spool_id AS spoolId, timeline,
+           concat('holds ', toString(uniqExact(holder, class, namespace, token)), ' versions of this grant that differ in holder, class, namespace or token ',
+                  '(a report filtered on one shows a row the merged history hides)') AS problem
+    FROM {db:Identifier}.grants_by_holder
+    PREWHERE cluster = {cluster:String}
+        AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+    GROUP BY cluster, key, grant_revision, spool_id, timeline
+    HAVING uniqExact(holder, class, namespace, token) > 1
 
     UNION ALL
 
@@ -114,3 +172,5 @@ FROM
 )
 ORDER BY copy, cluster, key, toUInt64(grantRevision), spoolId, timeline
 LIMIT {limit:UInt32}
+-- Joins must leave a missing side's `found` 0, not NULL (a NULL problem would pass as none).
+SETTINGS join_use_nulls = 0

@@ -32,7 +32,7 @@
 -- (start | end), named by `eventRevision`, `eventKey` and `eventTimeline`.
 -- Joins go by a 64-bit hash of the grant's identity (cluster, lock, grant
 -- revision, spool id): string keys made the check 15 s over 1 M grants.
--- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {holdPrefix:String} {settleMs:Int64} {durableKeys:Array(String)} {durableRevisions:Array(UInt64)} {limit:UInt32}
+-- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {holdPrefix:String} {settleMs:Int64} {durableKeys:Array(String)} {durableRevisions:Array(UInt64)} {sealedBeforeMs:Int64} {limit:UInt32}
 WITH (
     SELECT (ifNull(minOrNull(grant_revision), 18446744073709551615), max(end_revision), ifNull(minOrNull(grant_revision), 18446744073709551615), max(grant_revision))
     FROM {db:Identifier}.grants
@@ -195,7 +195,9 @@ FROM
                OR (op = 'spool' AND event_type != 'unprotected-grant'))
             -- In flight only when ingested within the settle window (never a future ingested_at: no digest hashes it)
             -- and above what the tailer's checkpoint says is durable, grant rows included (a spool line: revision 0).
+            -- An event of a period a digest sealed is never in flight (a spool line, revision 0, has no checkpoint).
             AND NOT (ingested_at >= now64(3) - toIntervalMillisecond({settleMs:Int64}) AND ingested_at <= now64(3) + toIntervalSecond(5)
+                     AND wall_time >= fromUnixTimestamp64Milli({sealedBeforeMs:Int64}, 'UTC')
                      AND (revision = 0 OR revision > {durableRevisions:Array(UInt64)}[indexOf({durableKeys:Array(String)}, concat(cluster, '/', toString(timeline)))]))
         GROUP BY k, timeline, rolled_back_by
     ) AS o ON o.k = g.k AND o.timeline = g.timeline AND o.rolled_back_by = g.rolled_back_by

@@ -14,10 +14,10 @@
 -- quarantine row alone excuses nothing: sql/240). An event ingested in the
 -- last {settleMs} ms above the checkpoint is not judged (the tailer writes a
 -- batch's events before its grants). One row per problem, at most {limit}.
--- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {holdPrefix:String} {settleMs:Int64} {durableKeys:Array(String)} {durableRevisions:Array(UInt64)} {excused:Array(UInt64)} {limit:UInt32}
+-- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {holdPrefix:String} {settleMs:Int64} {durableKeys:Array(String)} {durableRevisions:Array(UInt64)} {sealedBeforeMs:Int64} {excused:Array(UInt64)} {limit:UInt32}
 SELECT s.cluster AS cluster, s.key AS key, toString(s.grant_revision) AS grantRevision, s.spool_id AS spoolId, if(g.found = 1, g.timeline, s.timeline) AS timeline,
        multiIf(
-           g.found = 0 AND NOT has({excused:Array(UInt64)}, cityHash64(toString(s.cluster), s.grant_revision, s.event_key)), concat('its ', s.event_type, ' at revision ', toString(s.revision), ' has no grant row in the export'),
+           g.found = 0 AND NOT has({excused:Array(UInt64)}, cityHash64(toString(s.cluster), s.timeline, s.grant_revision, s.event_key)), concat('its ', s.event_type, ' at revision ', toString(s.revision), ' has no grant row in the export'),
            g.found = 1 AND (s.event_type != 'snapshot-hold' OR g.start_known = 0) AND (g.h != s.h OR g.granted_ms != s.at_ms),
                concat('the grant row differs from its ', s.event_type, ' at revision ', toString(s.revision)),
            '') AS problem,
@@ -47,7 +47,9 @@ FROM
         WHERE ((event_type = 'grant' AND op = 'put') OR (event_type = 'snapshot-hold' AND op = 'snapshot') OR (event_type = 'unprotected-grant' AND op = 'spool'))
             -- In flight only when ingested within the settle window (never a future ingested_at: no digest hashes it)
             -- and above what the tailer's checkpoint says is durable, grant rows included (a spool line: revision 0).
+            -- An event of a period a digest sealed is never in flight (a spool line, revision 0, has no checkpoint).
             AND NOT (ingested_at >= now64(3) - toIntervalMillisecond({settleMs:Int64}) AND ingested_at <= now64(3) + toIntervalSecond(5)
+                     AND wall_time >= fromUnixTimestamp64Milli({sealedBeforeMs:Int64}, 'UTC')
                      AND (revision = 0 OR revision > {durableRevisions:Array(UInt64)}[indexOf({durableKeys:Array(String)}, concat(cluster, '/', toString(timeline)))]))
     )
     WHERE

@@ -25,6 +25,8 @@ import { DigestWorker, readChain } from '../../exporters/digests/worker.js';
 import { hashPeriodEvents } from '../../exporters/digests/periodContent.js';
 import { restoreGapMac } from '../../core/proof.js';
 import { recordGap } from '../../tailer/gaps.js';
+import { writeRows } from '../../tailer/rowWriter.js';
+import { spoolRows } from '../../tailer/spoolShipper.js';
 import { recordTimeline, rollBack } from '../../tailer/restores.js';
 import { manifestName } from '../../exporters/manifest.js';
 import { readObjectText } from '../../exporters/objectStore.js';
@@ -61,6 +63,12 @@ describe('tamper-evident digests', () => {
   });
   after(async () => closeStore());
 
+  /** A fail-open spool line shipped late, as the spool shipper writes it: its event and its grant row. */
+  async function shipLate(cluster: string, id: string, atMs: number): Promise<void> {
+    const { event, grant } = spoolRows(cluster, { id, lock: 'ns/spooled', namespace: 'ns', path: 'spooled', holder: 'spiffe://corp/spool', session: '', class: 'class-1', at: atMs, waitMs: 0, epoch: 0 });
+    await writeRows(store, { events: [event], grants: [grant], quarantine: [] });
+  }
+
   /** A cluster of its own with `seconds` of record, an archive bucket (locked or not) and a worker. */
   async function scenario(seconds: number, options: { locked?: boolean; history?: boolean; health?: HealthState; maxPeriodsPerRun?: number } = {}) {
     const cluster = uniqueId('dg');
@@ -75,7 +83,7 @@ describe('tamper-evident digests', () => {
       health: options.health, ...(options.maxPeriodsPerRun ? { maxPeriodsPerRun: options.maxPeriodsPerRun } : {}),
     });
     const verify = async (opts: { toMs?: number; db?: boolean } = {}) =>
-      verifyDigests({ s3, bucket, publicKey, clusters: [cluster], fromMs: startMs, toMs: opts.toMs, store: opts.db === false ? undefined : store, settleMs: 0, periodMs: 1000 });
+      verifyDigests({ s3, bucket, publicKey, clusters: [cluster], fromMs: startMs, toMs: opts.toMs, store: opts.db === false ? undefined : store, settleMs: 0, periodMs: 1000, recheckMs: 100 });
     const period = (i: number): string => new Date(startMs + i * 1000).toISOString();
     return { cluster, startMs, bucket, worker, verify, period, object: (seq: number) => digestObjectName(cluster, seq) };
   }
@@ -311,7 +319,7 @@ describe('tamper-evident digests', () => {
     const sc = await scenario(8, { health });
     await sc.worker.tick();
     // An unprotected grant of period 3, shipped from a fail-open spool after the period was sealed: a new digest names why.
-    await store.insert('events', [{ cluster: sc.cluster, revision: '0', key: '/spool/n1:000009', event_type: 'unprotected-grant', op: 'spool', wall_time: sqlTime(sc.startMs + 3300), unprotected: 1, value: '{}' }]);
+    await shipLate(sc.cluster, 'n1:000009', sc.startMs + 3300);
     assert.equal((await sc.worker.tick()).superseded, 1);
     const ok = await sc.verify();
     assert.equal(ok.ok, true, formatVerifyResult(ok).join('\n'));
@@ -470,7 +478,7 @@ describe('tamper-evident digests', () => {
     const d1 = JSON.parse(await readObjectText(s3, sc.bucket, sc.object(1))) as Digest;
     const named = d1.history[0] as Digest['history'][number];
     // A spool line of period 0 shipped late: the superseding digest restates the events, not the files.
-    await store.insert('events', [{ cluster: sc.cluster, revision: '0', key: '/spool/n1:000001', event_type: 'unprotected-grant', op: 'spool', wall_time: sqlTime(sc.startMs + 400), unprotected: 1, value: '{}' }]);
+    await shipLate(sc.cluster, 'n1:000001', sc.startMs + 400);
     assert.equal((await sc.worker.tick()).superseded, 1);
     const ok = await sc.verify();
     assert.deepEqual(ok.periods.find((p) => p.periodStart === sc.period(0))?.superseded, [1], formatVerifyResult(ok).join('\n'));
@@ -557,6 +565,35 @@ describe('tamper-evident digests', () => {
     named(new RegExp(`^grants_by_holder: \\S+ \\S+ grant revision ${rev(3)} timeline 0: missing from grants_by_holder`));
     named(new RegExp(`^grant_tokens: \\S+ ${tok.key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} grant revision ${rev(4)} timeline 0: its token is not routed to its lock`));
     assert.equal(problems.length, 4, problems.join('\n'));
+  });
+
+  it('names a second version of a grant that differs in a column reports filter on before merging (a filtered history would show it)', async () => {
+    const sc = await scenario(4);
+    await sc.worker.tick();
+    assert.equal((await sc.verify()).ok, true);
+    const rev = CLOCK_REVISION(1) + 1;
+    // The insider keeps merges from taking the forged row away (they can: they write the store), raises the genuine
+    // row's version, and adds a copy of a lower one naming another holder: FINAL shows the genuine row, ?holder=… the copy.
+    const tables = ['grants', 'grants_by_key', 'grants_by_holder'];
+    for (const t of tables) await store.command(`SYSTEM STOP MERGES {db:Identifier}.${t}`);
+    try {
+      const copy = (replace: string) =>
+        store.command(`INSERT INTO {db:Identifier}.grants SELECT * EXCEPT (replace_version) REPLACE (${replace}) FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision = {r:UInt64}`, { c: sc.cluster, r: rev });
+      await copy('toUInt64(9) AS term');
+      await copy("'spiffe://corp/mallory' AS holder, toUInt64(0) AS term");
+      const [shown] = await store.rows<{ holder: string }>('SELECT holder FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision = {r:UInt64}', { c: sc.cluster, r: rev });
+      assert.equal(shown?.holder, 'spiffe://corp/worker', 'the merged history shows the genuine row');
+      const [filtered] = await store.rows<{ n: string }>("SELECT toString(count()) AS n FROM {db:Identifier}.grants FINAL PREWHERE holder = 'spiffe://corp/mallory' WHERE cluster = {c:String}", { c: sc.cluster });
+      assert.equal(filtered?.n, '1', 'a history filtered on the holder before merging shows the forged row');
+      const r = await sc.verify();
+      assert.equal(r.verdict, 'tampered', formatVerifyResult(r).join('\n'));
+      const problems = r.grants.flatMap((g) => g.problems);
+      for (const table of tables) {
+        assert.ok(problems.some((p) => new RegExp(`^${table}: \\S+ \\S+ grant revision ${rev} timeline 0: holds 2 versions of this grant that differ in holder`).test(p)), `${table} in\n${problems.join('\n')}`);
+      }
+    } finally {
+      for (const t of tables) await store.command(`SYSTEM START MERGES {db:Identifier}.${t}`);
+    }
   });
 
   it('lets an auditor check a compliance export with docs/verify-export.mjs and the public key alone; a truncated export fails', async () => {

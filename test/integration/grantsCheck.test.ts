@@ -280,17 +280,22 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
         db.store.insert('quarantine', [{ cluster, revision: rev, key: holdKey(w.lock('dropped')), op: 'grants-row', value: '{}', reason: 'ClickHouse rejected the grants row: forged', proof }]);
       await quarantine('');
       assert.ok((await check()).some((l) => missing.test(l)), 'a quarantine row without a proof excuses nothing');
-      await quarantine(quarantinedGrantMac(randomBytes(32), { cluster, revision: rev, key: holdKey(w.lock('dropped')) }));
+      await quarantine(quarantinedGrantMac(randomBytes(32), { cluster, timeline: 0, revision: rev, key: holdKey(w.lock('dropped')) }));
       assert.ok((await check()).some((l) => missing.test(l)), "another key's proof excuses nothing");
-      await quarantine(quarantinedGrantMac(secret, { cluster, revision: rev, key: holdKey(w.lock('kept')) }));
+      await quarantine(quarantinedGrantMac(secret, { cluster, timeline: 0, revision: rev, key: holdKey(w.lock('kept')) }));
       assert.ok((await check()).some((l) => missing.test(l)), "the proof of another key's row excuses nothing");
-      await quarantine(quarantinedGrantMac(secret, { cluster, revision: rev, key: holdKey(w.lock('dropped')) }));
+      await quarantine(quarantinedGrantMac(secret, { cluster, timeline: 1, revision: rev, key: holdKey(w.lock('dropped')) }));
+      assert.ok((await check()).some((l) => missing.test(l)), "the proof of the same change in another timeline excuses nothing");
+      await quarantine(quarantinedGrantMac(secret, { cluster, timeline: 0, revision: rev, key: holdKey(w.lock('dropped')) }));
       assert.ok(!(await check()).some((l) => missing.test(l)), "the tailer's proof of this very row excuses it");
       // With no checkpoint at all (rows deleted), a future ingested_at still excuses nothing; one just now does (in flight).
       for (const t of ['checkpoint_proofs', 'checkpoints_fenced']) await cmd(`ALTER TABLE {db:Identifier}.${t} DELETE WHERE cluster = {c:String}`, 'late');
       assert.ok((await check()).some((l) => reopened.test(l)), 'a future ingested_at is never "in flight"');
       await ingested('now64(3)', 'ingested_at > now64(3) + INTERVAL 1 HOUR');
       assert.ok(!(await check()).some((l) => reopened.test(l)), 'an end ingested just now above every checkpoint is in flight, not judged');
+      // Unless a digest sealed its period (verify passes its chain's end): a refreshed ingested_at (a spool line has no checkpoint) excuses nothing there.
+      const sealed = await checkGrantsAgainstEvents(db.store, { cluster }, range, { limit: 100, originSecret: secret, sealedBeforeMs: Date.now() });
+      assert.ok(sealed.map(formatGrantProblem).some((l) => reopened.test(l)), 'an end in a sealed period is judged whatever its ingested_at');
     } finally {
       await stop();
     }

@@ -55,11 +55,12 @@ describe('row writer', () => {
       cluster, key: 'ns/k300', namespace: 'ns', lock_path: 'k300', class: 'c', holder: 'h', session: '1', token: '300', epoch: 0, grant_revision: '300', spool_id: '',
       granted_at: Date.now(), wait_ms: 1e21, end_kind: '', end_revision: '0', ended_at: null, ended_at_error_ms: 0, duration_ms: null, unprotected: 0, start_known: 1, row_version: '0', origin: 'api',
     } as unknown as GrantRow;
-    const { quarantined } = await writeRows(db.store, { events: [e], grants: [grant], quarantine: [] }, { retry: fast, proofSecret: secret });
+    const { quarantined } = await writeRows(db.store, { events: [e], grants: [grant], quarantine: [] }, { retry: fast, proofSecret: secret, timeline: 2 });
     assert.deepEqual(quarantined.map((q) => [q.op, q.revision, q.key]), [['grants-row', '300', '/l/ns/k300']]);
     const [q] = await db.store.rows<{ revision: string; key: string; proof: string }>("SELECT toString(revision) AS revision, key, proof FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'grants-row'", { c: cluster });
-    assert.ok(q && hasValidQuarantinedGrantProof(secret, { cluster, revision: q.revision, key: q.key }, q.proof), JSON.stringify(q));
-    assert.equal(hasValidQuarantinedGrantProof(randomBytes(32), { cluster, revision: q.revision, key: q.key }, q.proof), false, "another key's check refuses it");
+    assert.ok(q && hasValidQuarantinedGrantProof(secret, { cluster, timeline: 2, revision: q.revision, key: q.key }, q.proof), JSON.stringify(q));
+    assert.equal(hasValidQuarantinedGrantProof(secret, { cluster, timeline: 0, revision: q.revision, key: q.key }, q.proof), false, 'bound to its timeline');
+    assert.equal(hasValidQuarantinedGrantProof(randomBytes(32), { cluster, timeline: 2, revision: q.revision, key: q.key }, q.proof), false, "another key's check refuses it");
   });
 
   it('retries a connection error until the insert succeeds, and does not quarantine anything', async () => {
