@@ -7,13 +7,13 @@
 SELECT toString(least(g.lo, e.lo)) AS minMs, toString(greatest(g.hi, e.hi)) AS maxMs
 FROM
 (
-    SELECT ifNull(min(toUnixTimestamp64Milli(granted_at)), 9223372036854775807) AS lo, ifNull(max(toUnixTimestamp64Milli(granted_at)), -1) AS hi
+    SELECT ifNull(minOrNull(toUnixTimestamp64Milli(granted_at)), 9223372036854775807) AS lo, ifNull(maxOrNull(toUnixTimestamp64Milli(granted_at)), -1) AS hi
     FROM {db:Identifier}.grants
     PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
         AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
 ) AS g,
 (
-    SELECT ifNull(min(toUnixTimestamp64Milli(wall_time)), 9223372036854775807) AS lo, ifNull(max(toUnixTimestamp64Milli(wall_time)), -1) AS hi
+    SELECT ifNull(minOrNull(toUnixTimestamp64Milli(wall_time)), 9223372036854775807) AS lo, ifNull(maxOrNull(toUnixTimestamp64Milli(wall_time)), -1) AS hi
     FROM {db:Identifier}.events
     PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
         AND wall_time >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND wall_time < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
