@@ -20,6 +20,8 @@ import { grantFilterParams } from '../../reports/grantFilter/index.js';
 import { EXPORT_WINDOW_RULE, planGrantsExport } from '../../exporters/exportPlans.js';
 import { runExportPlan } from '../../exporters/chunkedExport.js';
 import { checkGrantsAgainstEvents, formatGrantProblem } from '../../exporters/grantsCheck.js';
+import { sealGrantPeriod } from '../../exporters/digests/grantSealer.js';
+import { generateDigestSigner } from '../../core/digestKey.js';
 import { STITCHABLE_PARQUET_SETTINGS } from '../../exporters/parquet/stitch.js';
 import { ForceArchiver } from '../../exporters/forceArchive.js';
 import { insertGrants } from '../support/exportData.js';
@@ -104,6 +106,46 @@ async function exportsBench(): Promise<void> {
     report({ name: 'export rows/s, to MinIO with manifest', value: best(e2e), unit: 'rows/s', baselineName: 'ClickHouse → local Parquet file', baseline: best(base), higherIsBetter: true });
     report({ name: 'export rows/s, local file (CLI path)', value: best(local), unit: 'rows/s', baselineName: 'ClickHouse → local Parquet file', baseline: best(base), higherIsBetter: true });
     report({ name: 'export rows/s, local file, check beside the chunks', value: best(local), unit: 'rows/s', baselineName: 'the check first, then the chunks (the order before)', baseline: best(first), higherIsBetter: true });
+
+    // Grant seals (exporters/grantSeals.ts): a day whose grants have all ended, every hour sealed by the digest key,
+    // exported with the seals (only what no seal covers is checked) beside the same ClickHouse baseline.
+    await insertGrants(store, 'c2', ROWS, DAY1, 50, 0);
+    const signer = generateDigestSigner();
+    const HOUR = 3_600_000;
+    const sealStart = performance.now();
+    let sealedHours = 0;
+    for (let h = 0; h < 24; h++) {
+      const r = await sealGrantPeriod(store, signer, 'c2', { fromMs: DAY1 + h * HOUR, toMs: DAY1 + (h + 1) * HOUR });
+      if (r.outcome === 'unproven') throw new Error(`the bench's sealed grants disagree with their events: ${r.problems.join('; ')}`);
+      if (r.outcome === 'sealed') sealedHours++;
+    }
+    const sealMs = performance.now() - sealStart;
+    const sealedParams = grantFilterParams({ cluster: 'c2' }, { ...range, rule: EXPORT_WINDOW_RULE });
+    const sealedBaseline = async (): Promise<number> => {
+      const t0 = performance.now();
+      await store.command(`INSERT INTO FUNCTION file({file:String}, 'Parquet') ${loadSql('exporters/sql/grants_export.sql').text}`, { file: path.join(work.dir, `base2-${uniqueId()}.parquet`), ...sealedParams, ...open }, STITCHABLE_PARQUET_SETTINGS);
+      return ROWS / ((performance.now() - t0) / 1000);
+    };
+    const sealedExport = async (seals: boolean): Promise<number> => {
+      const state = await records.create({ format: 'parquet', ...range, filters: { cluster: 'c2' }, requestedBy: 'bench' });
+      const t0 = performance.now();
+      // Both sign their manifest (no archive bucket: no digests to carry); only one relies on the seals.
+      const digests = { signer, archiveBucket: uniqueId('bench-none-'), clusters: ['c2'], ...(seals ? { periodMs: HOUR } : {}) };
+      const done = await runComplianceExport({ store, s3, bucket: config.s3.historyBucket, logger, digests }, state.id);
+      if (done.rowsDone !== BigInt(ROWS)) throw new Error(`exported ${done.rowsDone} rows, expected ${ROWS}`);
+      return ROWS / ((performance.now() - t0) / 1000);
+    };
+    const base2: number[] = [];
+    const withSeals: number[] = [];
+    const withoutSeals: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      base2.push(await sealedBaseline());
+      withSeals.push(await sealedExport(true));
+      withoutSeals.push(await sealedExport(false));
+    }
+    heading(`the same export of a day whose grants have all ended, ${sealedHours} of 24 hours sealed (sealing took ${(sealMs / 1000).toFixed(1)} s, once)`);
+    report({ name: 'export rows/s, to MinIO with manifest, sealed hours not re-checked', value: best(withSeals), unit: 'rows/s', baselineName: 'ClickHouse → local Parquet file', baseline: best(base2), higherIsBetter: true });
+    report({ name: 'export rows/s, to MinIO with manifest, sealed hours not re-checked', value: best(withSeals), unit: 'rows/s', baselineName: 'the same export checking every grant', baseline: best(withoutSeals), higherIsBetter: true });
   } finally {
     await close();
     work.remove();
