@@ -21,6 +21,7 @@ import { createS3Client } from '../../core/s3.js';
 import { ExportRecords, runComplianceExport } from '../../exporters/complianceExport.js';
 import { digestObjectName, signDigest, walkChain, type Digest, type DigestBody } from '../../exporters/digests/format.js';
 import { formatVerifyResult, verifyDigests } from '../../exporters/digests/verify.js';
+import { assertGrantsMatchEvents } from '../../exporters/grantsCheck.js';
 import { DigestWorker, readChain } from '../../exporters/digests/worker.js';
 import { hashPeriodEvents } from '../../exporters/digests/periodContent.js';
 import { restoreGapMac } from '../../core/proof.js';
@@ -594,6 +595,23 @@ describe('tamper-evident digests', () => {
     } finally {
       for (const t of tables) await store.command(`SYSTEM START MERGES {db:Identifier}.${t}`);
     }
+  });
+
+  it('seals the grants of digested periods once they have all ended, which an export then does not check again', async () => {
+    const sc = await scenario(5);
+    // The seeded grants are held for good: replaced by grants that all ended (events and rows), in periods 1 to 3.
+    for (const t of ['events', 'grants']) {
+      await store.command(`ALTER TABLE {db:Identifier}.${t} DELETE WHERE cluster = {c:String} AND ${t === 'events' ? "event_type = 'grant'" : '1'}`, { c: sc.cluster }, { mutations_sync: '2' });
+    }
+    await insertGrants(store, sc.cluster, 30, sc.startMs + 1_000, 100, 0);
+    await sc.worker.tick();
+    const seals = await store.rows<{ start: string }>("SELECT toString(toUnixTimestamp64Milli(period_start)) AS start FROM {db:Identifier}.grant_seals WHERE cluster = {c:String} ORDER BY period_start", { c: sc.cluster });
+    assert.deepEqual(seals.map((r) => (Number(r.start) - sc.startMs) / 1000), [1, 2, 3], 'the periods holding grants, each sealed once');
+    await sc.worker.tick();
+    assert.equal((await store.rows('SELECT 1 FROM {db:Identifier}.grant_seals WHERE cluster = {c:String}', { c: sc.cluster })).length, 3, 'a later run seals nothing again');
+    const covered: number[] = [];
+    await assertGrantsMatchEvents(store, { cluster: sc.cluster }, { fromMs: sc.startMs, toMs: sc.startMs + 5_000 }, { seals: { publicKey, periodMs: 1000 }, settleMs: 0, onCoverage: (c) => covered.push(c.sealedPeriods) });
+    assert.deepEqual(covered, [3]);
   });
 
   it('lets an auditor check a compliance export with docs/verify-export.mjs and the public key alone; a truncated export fails', async () => {
