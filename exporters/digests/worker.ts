@@ -268,6 +268,19 @@ export class DigestWorker {
       const restores = await provenRestores(this.#o.store, this.cluster, this.#o.originSecret);
       const byStart = [...effective.values()].sort((a, b) => Date.parse(b.periodStart) - Date.parse(a.periodStart));
       const recent = new Set(byStart.slice(0, this.#o.lookbackPeriods));
+      // And every older period a spool line shipped late reached (however late: a spool is shipped when the API is back).
+      const oldestRecent = byStart[Math.min(this.#o.lookbackPeriods, byStart.length) - 1];
+      if (oldestRecent && byStart.length > this.#o.lookbackPeriods) {
+        const since = Math.min(...[...recent].map((d) => Date.parse(d.createdAt)));
+        const late = await this.#o.store.rows<{ periodStartMs: string }>(loadSql('exporters/sql/digest_late_spools.sql').text, {
+          cluster: this.cluster, sinceMs: since, beforeMs: Date.parse(oldestRecent.periodStart), periodMs: P,
+        });
+        const byPeriod = new Map(byStart.map((d) => [Date.parse(d.periodStart), d]));
+        for (const l of late) {
+          const d = byPeriod.get(Number(l.periodStartMs));
+          if (d) recent.add(d);
+        }
+      }
       for (const d of byStart) {
         const reach = restoresAfter(restores, Date.parse(d.createdAt)).some((r) => d.events.revisionMax !== null && BigInt(d.events.revisionMax) >= r.fromRevision);
         if (reach) recent.add(d);
