@@ -39,7 +39,7 @@ export const PROOF_ALGORITHM = 'hs256';
 /** Longest proof checked (a proof is ~58 characters): a longer one is refused before any MAC is computed. */
 export const PROOF_MAX_LENGTH = 128;
 
-type ProofKind = 'hold' | 'mark' | 'force' | 'clock' | 'epoch' | 'class' | 'class-pending' | 'force-request' | 'epoch-request' | 'restore-gap' | 'checkpoint' | 'durable-segment' | 'quarantined-grant';
+type ProofKind = 'hold' | 'mark' | 'force' | 'clock' | 'epoch' | 'class' | 'class-pending' | 'force-request' | 'epoch-request' | 'restore-gap' | 'checkpoint' | 'durable-segment' | 'quarantined-grant' | 'quarantined-row';
 
 const keyIds = new WeakMap<Buffer, string>();
 
@@ -299,4 +299,27 @@ export function quarantinedGrantMac(secret: Buffer, q: SignedQuarantinedGrant): 
 
 export function hasValidQuarantinedGrantProof(secret: Buffer, q: SignedQuarantinedGrant, proof: string | undefined): boolean {
   return proven(secret, 'quarantined-grant', quarantinedGrantFields(q), proof);
+}
+
+// ---- quarantine rows the tailer or the spool shipper wrote -------------------
+
+/** What a quarantine row's proof binds: its writer quarantined this change (or line) with this value and this reason. */
+export interface SignedQuarantineRow {
+  cluster: string;
+  timeline: number;
+  revision: string;
+  key: string;
+  op: string;
+  /** sha256 (hex) of the stored value: the value can be large, the proof is not. */
+  valueSha256: string;
+  reason: string;
+}
+const quarantineRowFields = (q: SignedQuarantineRow): unknown[] => [q.cluster, q.timeline, q.revision, q.key, q.op, q.valueSha256, q.reason];
+
+export function quarantineRowMac(secret: Buffer, q: SignedQuarantineRow): string {
+  return prove(secret, 'quarantined-row', quarantineRowFields(q));
+}
+
+export function hasValidQuarantineRowProof(secret: Buffer, q: SignedQuarantineRow, proof: string | undefined): boolean {
+  return proven(secret, 'quarantined-row', quarantineRowFields(q), proof);
 }

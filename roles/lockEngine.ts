@@ -70,7 +70,7 @@ export async function startLockEngine(runtime: Runtime, options: LockEngineOptio
     twoPersonLog: storeTwoPersonLog(store, cluster.name, logger),
   });
   const interval = spoolShipIntervalMs ?? 5_000;
-  const shipper = interval > 0 ? new SpoolShipper(store, cluster.name, config.dataDir, logger.child({ component: 'spool-shipper', cluster: cluster.name })) : undefined;
+  const shipper = interval > 0 ? new SpoolShipper(store, cluster.name, config.dataDir, logger.child({ component: 'spool-shipper', cluster: cluster.name }), undefined, secret) : undefined;
   shipper?.start(interval);
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> =>

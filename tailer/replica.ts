@@ -178,7 +178,7 @@ export class TailerReplica {
       log.info({ replica: this.#replicaId, term: election.term().toString() }, 'elected tailer leader');
       const clock = new ClockWriter(this.#client, log, this.#opts.clockIntervalMs ?? 1_000, this.#opts.originSecret);
       const shipper = this.#opts.dataDir
-        ? new SpoolShipper(this.#deps.store, cluster, this.#opts.dataDir, log, (n) => metrics?.spoolShipped.inc(this.#labels, n))
+        ? new SpoolShipper(this.#deps.store, cluster, this.#opts.dataDir, log, (n) => metrics?.spoolShipped.inc(this.#labels, n), this.#opts.originSecret)
         : undefined;
       try {
         clock.start();

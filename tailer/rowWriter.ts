@@ -9,9 +9,10 @@
 // past its range saturates, a UInt32 wraps) are treated as rejected here.
 // Rows go as RowBinaryWithDefaults (store.insert's `binary`): no JSON text to
 // build here or to parse in ClickHouse, every value exact.
+import { createHash } from 'node:crypto';
 import type { AuditStore } from '../core/clickhouse.js';
 import { PREFIX } from '../core/keyspace.js';
-import { quarantinedGrantMac } from '../core/proof.js';
+import { quarantinedGrantMac, quarantineRowMac } from '../core/proof.js';
 import { retry, type RetryOptions, type Verdict } from '../platform/retry.js';
 import type { QuarantineRow, RowBatch } from './types.js';
 
@@ -162,8 +163,18 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
   }
   const quarantine = [...batch.quarantine, ...quarantined];
   if (options.timeline) stampTimeline({ events: [], grants: [], quarantine: quarantined }, options.timeline);
+  // Every other quarantine row carries its writer's proof of what it says (verify's quarantine check): one written
+  // by hand, or edited, is named. A grant row keeps the proof the grants check reads (above).
+  if (options.proofSecret) for (const q of quarantine) if (q.proof === undefined) q.proof = proveQuarantineRow(options.proofSecret, q);
   for (let i = 0; i < quarantine.length; i += maxRows) await insert('quarantine', quarantine.slice(i, i + maxRows));
   return { quarantined };
+}
+
+/** The proof of a quarantine row as stored (its timeline stamped, or 0). */
+export function proveQuarantineRow(secret: Buffer, q: QuarantineRow): string {
+  const timeline = (q as { timeline?: number }).timeline ?? 0;
+  const valueSha256 = createHash('sha256').update(q.value, 'utf8').digest('hex');
+  return quarantineRowMac(secret, { cluster: q.cluster, timeline, revision: q.revision, key: q.key, op: q.op, valueSha256, reason: q.reason });
 }
 
 /** Sets `term` on every events and grants row (in place; quarantine rows carry none). */

@@ -325,11 +325,14 @@ export class SpoolShipper {
   readonly #file: string;
   readonly #log: Logger;
   readonly #onShipped: ((n: number) => void) | undefined;
+  readonly #proofSecret: Buffer | undefined;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<unknown> = Promise.resolve();
   #stopping = new AbortController();
 
-  constructor(store: AuditStore, cluster: string, dataDir: string, log: Logger, onShipped?: (n: number) => void) {
+  /** `proofSecret`: the origin secret, whose proof a quarantined line carries (verify names an entry without one). */
+  constructor(store: AuditStore, cluster: string, dataDir: string, log: Logger, onShipped?: (n: number) => void, proofSecret?: Buffer) {
+    this.#proofSecret = proofSecret;
     this.#store = store;
     this.#cluster = cluster;
     this.#file = spoolFile(dataDir, cluster);
@@ -415,7 +418,10 @@ export class SpoolShipper {
         else ended += 1;
       }
       // Bounded: the next tick ships from the same mark again.
-      await writeRows(this.#store, { events, grants, quarantine }, { retry: { initialMs: 100, maxMs: 2_000, maxAttempts: 5, signal: this.#stopping.signal } });
+      await writeRows(this.#store, { events, grants, quarantine }, {
+        retry: { initialMs: 100, maxMs: 2_000, maxAttempts: 5, signal: this.#stopping.signal },
+        ...(this.#proofSecret ? { proofSecret: this.#proofSecret } : {}),
+      });
       if (quarantine.length > 0) this.#log.error({ lines: quarantine.length, file: this.#file }, 'spool lines that do not fit or contradict what was shipped; quarantined');
       offset += lastNewline + 1;
       this.#writeMark({ offset, ino: st.ino });

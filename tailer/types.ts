@@ -64,7 +64,10 @@ export interface QuarantineRow {
   op: string;
   value: string;
   reason: string;
-  /** A grant row's (op grants-row): the tailer's proof of it (sql/240), which alone lets the grants check excuse its absence. */
+  /**
+   * Its writer's proof (sql/240): a grant row's (op grants-row) binds the change, which alone lets the grants check
+   * excuse its absence; every other row's binds the row (core/proof.ts quarantineRowMac), checked by verify.
+   */
   proof?: string;
 }
 

@@ -14,6 +14,7 @@ import { HISTORY_EXPIRY_DAYS, HISTORY_EXPIRY_RULE_ID } from '../../platform/buck
 import { loadSql } from '../../platform/sql.js';
 import { hiddenNames } from '../archiveVerify.js';
 import { checkCopiesAgainstGrants, formatCopyProblem } from '../copiesCheck.js';
+import { checkQuarantine, formatQuarantineProblem } from '../quarantineCheck.js';
 import { checkGrantsAgainstEvents, formatGrantProblem } from '../grantsCheck.js';
 import { objectSha256, withRetry } from '../objectStore.js';
 import { DIGEST_OBJECT_PREFIX, walkChain, type Digest, type DigestHistoryObject, type PeriodVerdict } from './format.js';
@@ -251,7 +252,9 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
       };
       // Reports read copies of `grants` (key, holder, token): each must equal what was just checked.
       const copies = await checkCopiesAgainstGrants(o.store, cluster, { fromMs: o.fromMs, toMs }, 20);
-      const all = [...found.map(formatGrantProblem), ...copies.map(formatCopyProblem)];
+      // The quarantine view: each undecodable change listed as captured, each entry backed or proven.
+      const quarantine = await checkQuarantine(o.store, cluster, { fromMs: o.fromMs, toMs }, { originSecret: o.originSecret, limit: 20 });
+      const all = [...found.map(formatGrantProblem), ...copies.map(formatCopyProblem), ...quarantine.map(formatQuarantineProblem)];
       grants.push({ cluster, status: all.length ? 'fail' : 'ok', problems: all });
     }
     // A verifier that checked nothing proves nothing (an empty or emptied chain, a range past it): say so and fail.
@@ -338,7 +341,7 @@ export function formatVerifyResult(r: DigestVerifyResult): string[] {
     lines.push(h.status === 'ok' ? head : `${head}: ${h.problems.join('; ')}`);
   }
   for (const g of r.grants) {
-    if (g.status === 'ok') lines.push(`ok    ${g.cluster} grants: every grant of the range agrees with the events it was derived from, and its key, holder and token copies with it`);
+    if (g.status === 'ok') lines.push(`ok    ${g.cluster} grants: every grant of the range agrees with the events it was derived from, its key, holder and token copies with it, and the quarantine with the captured changes`);
     else for (const p of g.problems) lines.push(`FAIL  ${g.cluster} grants: ${p}`);
   }
   for (const p of r.problems) lines.push(`${p.stalled ? PERIOD_WORD.stalled : PERIOD_WORD.fail}  ${p.cluster} chain: ${p.detail}`);
