@@ -17,13 +17,16 @@ interface Bucket {
 export const MAX_BUCKETS = 50_000;
 
 export class RateLimiter {
-  readonly #perMinute: number;
+  readonly #perWindow: number;
+  readonly #windowMs: number;
   // Bounded LRU: many identities cannot grow memory without limit, and an active caller is the last to go.
   readonly #buckets = new LRUCache<string, Bucket>({ max: MAX_BUCKETS });
   readonly #now: () => number;
 
-  constructor(perMinute: number, now: () => number = Date.now) {
-    this.#perMinute = perMinute;
+  /** `perWindow` requests per `windowMs` (a minute unless given), refilled continuously. */
+  constructor(perWindow: number, now: () => number = Date.now, windowMs = 60_000) {
+    this.#perWindow = perWindow;
+    this.#windowMs = windowMs;
     this.#now = now;
   }
 
@@ -34,9 +37,9 @@ export class RateLimiter {
   /** Takes one request from `who`'s bucket; returns 0 when allowed, else the seconds until one is. */
   take(who: string): number {
     const now = this.#now();
-    const ratePerMs = this.#perMinute / 60_000;
-    const b = this.#buckets.get(who) ?? { tokens: this.#perMinute, at: now };
-    b.tokens = Math.min(this.#perMinute, b.tokens + (now - b.at) * ratePerMs);
+    const ratePerMs = this.#perWindow / this.#windowMs;
+    const b = this.#buckets.get(who) ?? { tokens: this.#perWindow, at: now };
+    b.tokens = Math.min(this.#perWindow, b.tokens + (now - b.at) * ratePerMs);
     b.at = now;
     this.#buckets.set(who, b);
     if (b.tokens >= 1) {

@@ -74,6 +74,9 @@ const ReportsSchema = Type.Object(
     maxPageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, default: 1000, description: 'Largest page of grant history.' })),
     queryTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000, default: 30_000, description: 'Longest a report query may run in ClickHouse (max_execution_time).' })),
     rateLimitPerMinute: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 120, description: 'Report requests per caller identity per minute.' })),
+    exportRequestsPerHour: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, default: 20, description: 'Compliance export requests (POST /v1/exports) per caller identity per hour.' })),
+    exportMaxActive: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000, default: 2, description: 'Compliance exports one caller identity may have queued or running at once.' })),
+    exportMaxRangeDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3_660, default: 400, description: 'Longest range of one compliance export, days.' })),
   },
   { additionalProperties: false, default: {} },
 );
@@ -340,6 +343,9 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_MAX_PAGE_SIZE', path: ['reports', 'maxPageSize'], parse: asInteger },
   { name: 'LOCKAUDIT_QUERY_TIMEOUT_MS', path: ['reports', 'queryTimeoutMs'], parse: asInteger },
   { name: 'LOCKAUDIT_RATE_LIMIT_PER_MINUTE', path: ['reports', 'rateLimitPerMinute'], parse: asInteger },
+  { name: 'LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR', path: ['reports', 'exportRequestsPerHour'], parse: asInteger },
+  { name: 'LOCKAUDIT_EXPORT_MAX_ACTIVE', path: ['reports', 'exportMaxActive'], parse: asInteger },
+  { name: 'LOCKAUDIT_EXPORT_MAX_RANGE_DAYS', path: ['reports', 'exportMaxRangeDays'], parse: asInteger },
   { name: 'LOCKAUDIT_LOCAL_ETCD_MEMBERS', path: ['local', 'etcdMembers'], parse: asInteger },
 ];
 

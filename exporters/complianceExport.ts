@@ -11,6 +11,7 @@ import type { AuditStore } from '../core/clickhouse.js';
 import { LockauditError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { parseInstantOrUtc } from '../core/instant.js';
+import { loadSql } from '../platform/sql.js';
 import { readGrantFilters } from '../reports/grantFilter/index.js';
 import { ARROW_STREAM_TYPE } from './arrowStream.js';
 import { ExportGate, exportPlanToObject, runExportPlan, type ExportFormat, type ExportPlan, type ExportProgress, type WrittenFile } from './chunkedExport.js';
@@ -27,6 +28,7 @@ import { readChain } from './digests/worker.js';
 
 export const EXPORT_FORMATS = ['parquet', 'csv', 'arrow'] as const;
 export const MAX_EXPORT_RANGE_DAYS = 400;
+const ACTIVE_SQL = loadSql('exporters/sql/exports_active.sql');
 
 export type ExportStatus = 'queued' | 'running' | 'done' | 'failed';
 
@@ -60,6 +62,7 @@ export interface ExportState extends ExportRequest {
 export function parseExportInput(
   input: { from: string; to: string; filters?: Record<string, string | undefined> },
   names: { from: string; to: string; filter: (name: string) => string } = { from: 'from', to: 'to', filter: (n) => `filters.${n}` },
+  maxRangeDays = MAX_EXPORT_RANGE_DAYS,
 ): { fromMs: number; toMs: number; filters: GrantFilters } {
   const problems: string[] = [];
   // A date or a date-time without a zone is UTC, whatever TZ the process runs in.
@@ -70,7 +73,7 @@ export function parseExportInput(
   if (Number.isNaN(toMs)) problems.push(`${names.to}: ${dateRule}`);
   if (!Number.isNaN(fromMs) && !Number.isNaN(toMs)) {
     if (toMs <= fromMs) problems.push(`${names.to}: must be after ${names.from}`);
-    else if (toMs - fromMs > MAX_EXPORT_RANGE_DAYS * 86_400_000) problems.push(`${names.to}: the range is longer than ${MAX_EXPORT_RANGE_DAYS} days`);
+    else if (toMs - fromMs > maxRangeDays * 86_400_000) problems.push(`${names.to}: the range is longer than ${maxRangeDays} days (LOCKAUDIT_EXPORT_MAX_RANGE_DAYS)`);
   }
   // The grant filter's own reading (reports/grantFilter/): an export accepts what grant history does.
   const filters = readGrantFilters(input.filters ?? {}, names.filter, problems);
@@ -160,6 +163,12 @@ export class ExportRecords {
     const next = { ...state, ...patch, updatedAt: Date.now() };
     await this.#write(next);
     return next;
+  }
+
+  /** How many exports `who` has queued or running, requested within the last day (a record a crashed job left behind stops counting then). */
+  async activeFor(who: string): Promise<number> {
+    const [r] = await this.store.rows<{ n: string }>(ACTIVE_SQL.text, { who });
+    return Number(r?.n ?? 0);
   }
 
   async get(id: string): Promise<ExportState | undefined> {

@@ -12,6 +12,7 @@ import { createS3Client } from '../../core/s3.js';
 import { INSTANT_OR_UTC_PATTERN } from '../../core/instant.js';
 import { pickCluster } from '../../reports/state/index.js';
 import { ExportRecords, parseExportInput, type ExportState } from '../../exporters/complianceExport.js';
+import { RateLimiter } from '../rateLimit.js';
 import { grantFilterProperties } from '../../reports/grantFilter/index.js';
 import { COMPLIANCE_QUEUE, enqueueComplianceExport, type ComplianceJobData } from '../../exporters/exportJobs.js';
 import { manifestName } from '../../exporters/manifest.js';
@@ -100,6 +101,9 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
   return async function exportRoutes(app: App, { ctx }: RouteOptions) {
     const presignSeconds = options.presignSeconds ?? ctx.config.api.exportDownloadSeconds;
     const records = new ExportRecords(ctx.store);
+    // Per caller: an auditor token in a loop must not starve every real export (each runs a full grants check).
+    const { exportRequestsPerHour, exportMaxActive, exportMaxRangeDays } = ctx.config.reports;
+    const requestsPerHour = new RateLimiter(exportRequestsPerHour, Date.now, 3_600_000);
     const s3 = createS3Client(ctx.config.s3);
     let queue: Queue<ComplianceJobData> | undefined;
     let connection: Redis | undefined;
@@ -134,13 +138,16 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
             'a grant held across `from` but granted before it is in the earlier range\'s export. Every row carries its origin (api or foreign). ' +
             'CSV cells that a spreadsheet would run as a formula (starting with =, +, -, @, tab or CR) are written with a leading apostrophe. ' +
             'Answers 202 with the export id at once; ' +
-            'poll GET /v1/exports/{id} for progress, then GET /v1/exports/{id}/download. Role: auditor. The request is recorded.',
+            'poll GET /v1/exports/{id} for progress, then GET /v1/exports/{id}/download. Role: auditor. The request is recorded. ' +
+            'Limits per caller: a range of at most LOCKAUDIT_EXPORT_MAX_RANGE_DAYS (400 naming body.to), at most LOCKAUDIT_EXPORT_MAX_ACTIVE exports queued or running ' +
+            '(429 LOCKAUDIT_ERR_LIMIT_EXPORTS) and LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR requests an hour (429 LOCKAUDIT_ERR_LIMIT_EXPORT_RATE with Retry-After).',
           body: ExportRequestBody,
           response: {
             202: Type.Object({ id: Type.String(), status: Type.String(), statusUrl: Type.String() }),
             400: ErrorResponse,
             401: ErrorResponse,
             403: ErrorResponse,
+            429: ErrorResponse,
             503: ErrorResponse,
           },
         },
@@ -150,12 +157,23 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
         const parsed = parseExportInput(
           { from: body.from, to: body.to, filters: body.filters },
           { from: 'body.from', to: 'body.to', filter: (n) => `body.filters.${n}` },
+          exportMaxRangeDays,
         );
         // A cluster no tailer captured (a typo) is a 400, not an export that runs and signs zero rows.
         if (parsed.filters.cluster !== undefined) {
           await pickCluster({ store: ctx.store, limits: ctx.config.reports, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, parsed.filters.cluster, 'body.filters.cluster');
         }
         const who = request.identity?.identity ?? 'unknown';
+        const active = await records.activeFor(who);
+        if (active >= exportMaxActive) {
+          throw new LockauditError('LOCKAUDIT_ERR_LIMIT_EXPORTS', `${who} has ${active} export(s) queued or running, the most LOCKAUDIT_EXPORT_MAX_ACTIVE (${exportMaxActive}) allows; wait for one to finish (GET /v1/exports/{id})`);
+        }
+        // Counted only for a request that would run: a refused one costs nothing.
+        const retryAfter = requestsPerHour.take(who);
+        if (retryAfter > 0) {
+          reply.header('retry-after', String(retryAfter));
+          throw new LockauditError('LOCKAUDIT_ERR_LIMIT_EXPORT_RATE', `more than LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR (${exportRequestsPerHour}) export requests in an hour; retry in ${retryAfter} s`);
+        }
         const state = await records.create({ format: body.format ?? 'parquet', ...parsed, requestedBy: who });
         try {
           await withTimeout(enqueueComplianceExport(getQueue(), state.id), options.enqueueTimeoutMs ?? 5_000);

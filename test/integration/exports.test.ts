@@ -569,6 +569,51 @@ describe('exports', () => {
       assert.equal((await app.inject({ method: 'GET', url: `/v1/exports/exp_${'0'.repeat(32)}` })).statusCode, 401);
     });
 
+    it('limits each caller: a range past LOCKAUDIT_EXPORT_MAX_RANGE_DAYS is 400, past LOCKAUDIT_EXPORT_MAX_ACTIVE queued or running 429, past LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR 429 with Retry-After; another caller is not held up', async () => {
+      // No worker on this queue: what is requested stays queued until the test marks it done.
+      const limited = testConfig({
+        LOCKAUDIT_S3_HISTORY_BUCKET: historyBucket, LOCKAUDIT_QUEUE_PREFIX: uniqueId('exlim'),
+        LOCKAUDIT_EXPORT_MAX_RANGE_DAYS: '2', LOCKAUDIT_EXPORT_MAX_ACTIVE: '1', LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR: '3',
+      });
+      const limitedApp = await buildApp({ config: limited, logger, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() }, [exportRoutes()]);
+      try {
+        const loop = (await createApiToken(store, uniqueId('loop@corp'), ['auditor'])).token;
+        const other = (await createApiToken(store, uniqueId('other@corp'), ['auditor'])).token;
+        const post = (body: unknown, token = loop) => limitedApp.inject({ method: 'POST', url: '/v1/exports', headers: { authorization: `Bearer ${token}` }, payload: body as object });
+        const day = { from: '2026-03-01', to: '2026-03-02' };
+        const long = await post({ from: '2026-03-01', to: '2026-03-04' });
+        assert.equal(long.statusCode, 400);
+        assert.match(long.json().message, /body\.to: the range is longer than 2 days \(LOCKAUDIT_EXPORT_MAX_RANGE_DAYS\)/);
+        const records = new ExportRecords(store);
+        const finish = async (id: string): Promise<void> => {
+          const state = await records.get(id);
+          assert.ok(state);
+          await records.update(state, { status: 'done' });
+        };
+        const first = await post(day);
+        assert.equal(first.statusCode, 202, first.body);
+        const busy = await post(day);
+        assert.equal(busy.statusCode, 429, busy.body);
+        assert.equal(busy.json().error, 'LOCKAUDIT_ERR_LIMIT_EXPORTS');
+        assert.match(busy.json().message, /has 1 export\(s\) queued or running, the most LOCKAUDIT_EXPORT_MAX_ACTIVE \(1\) allows/);
+        assert.equal((await post(day, other)).statusCode, 202, 'another caller is not held up');
+        await finish(first.json().id);
+        // Three requests an hour: the refused one above did not count.
+        for (let i = 0; i < 2; i++) {
+          const r = await post(day);
+          assert.equal(r.statusCode, 202, r.body);
+          await finish(r.json().id);
+        }
+        const flood = await post(day);
+        assert.equal(flood.statusCode, 429, flood.body);
+        assert.equal(flood.json().error, 'LOCKAUDIT_ERR_LIMIT_EXPORT_RATE');
+        assert.ok(Number(flood.headers['retry-after']) > 0, 'Retry-After says when');
+        assert.match(flood.json().message, /more than LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR \(3\) export requests in an hour/);
+      } finally {
+        await limitedApp.close();
+      }
+    });
+
     it('runs a requested export as a job with progress; download redirects to a presigned URL that works, then expires; all recorded', async () => {
       const posted = await call('POST', '/v1/exports', { from: '2026-03-01T00:00:00Z', to: '2026-03-02T00:00:00Z', format: 'parquet', filters: { cluster: 'c2' } });
       assert.equal(posted.statusCode, 202, posted.body);

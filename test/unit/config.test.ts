@@ -184,7 +184,7 @@ describe('report configuration', () => {
     return '';
   };
   it('has documented defaults', () => {
-    assert.deepEqual(loadConfig({ env: {}, cwd: '/srv' }).reports, { riskRegisterCron: '0 2 * * *', riskRegisterTz: 'UTC', maxWindowDays: 31, maxPageSize: 1000, queryTimeoutMs: 30_000, rateLimitPerMinute: 120 });
+    assert.deepEqual(loadConfig({ env: {}, cwd: '/srv' }).reports, { riskRegisterCron: '0 2 * * *', riskRegisterTz: 'UTC', maxWindowDays: 31, maxPageSize: 1000, queryTimeoutMs: 30_000, rateLimitPerMinute: 120, exportRequestsPerHour: 20, exportMaxActive: 2, exportMaxRangeDays: 400 });
     const c = loadConfig({ env: { LOCKAUDIT_RISK_REGISTER_CRON: '*/2 * * * * *', LOCKAUDIT_RISK_REGISTER_TZ: 'Europe/Zurich', LOCKAUDIT_MAX_PAGE_SIZE: '50' }, cwd: '/srv' });
     assert.equal(c.reports.riskRegisterCron, '*/2 * * * * *');
     assert.equal(c.reports.riskRegisterTz, 'Europe/Zurich');

@@ -31,7 +31,7 @@ export interface paths {
         put?: never;
         /**
          * Request a compliance export of grant history
-         * @description Grants matching the filters (those of GET /v1/grants, cluster, origin and endKind included), as one Parquet, Arrow IPC stream or CSV file. Window rule: grants GRANTED in [from, to) — from included, to excluded — whenever they ended; unlike GET /v1/grants, which returns every grant whose hold overlaps [from, to]. So exports of ranges that do not overlap never share a grant, and consecutive ranges hold each grant exactly once; a grant held across `from` but granted before it is in the earlier range's export. Every row carries its origin (api or foreign). CSV cells that a spreadsheet would run as a formula (starting with =, +, -, @, tab or CR) are written with a leading apostrophe. Answers 202 with the export id at once; poll GET /v1/exports/{id} for progress, then GET /v1/exports/{id}/download. Role: auditor. The request is recorded.
+         * @description Grants matching the filters (those of GET /v1/grants, cluster, origin and endKind included), as one Parquet, Arrow IPC stream or CSV file. Window rule: grants GRANTED in [from, to) — from included, to excluded — whenever they ended; unlike GET /v1/grants, which returns every grant whose hold overlaps [from, to]. So exports of ranges that do not overlap never share a grant, and consecutive ranges hold each grant exactly once; a grant held across `from` but granted before it is in the earlier range's export. Every row carries its origin (api or foreign). CSV cells that a spreadsheet would run as a formula (starting with =, +, -, @, tab or CR) are written with a leading apostrophe. Answers 202 with the export id at once; poll GET /v1/exports/{id} for progress, then GET /v1/exports/{id}/download. Role: auditor. The request is recorded. Limits per caller: a range of at most LOCKAUDIT_EXPORT_MAX_RANGE_DAYS (400 naming body.to), at most LOCKAUDIT_EXPORT_MAX_ACTIVE exports queued or running (429 LOCKAUDIT_ERR_LIMIT_EXPORTS) and LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR requests an hour (429 LOCKAUDIT_ERR_LIMIT_EXPORT_RATE with Retry-After).
          */
         post: operations["postV1Exports"];
         delete?: never;
@@ -903,6 +903,26 @@ export interface operations {
             };
             /** @description Default Response */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": "LOCKAUDIT_ERR_VALIDATION",
+                     *       "message": "querystring.key: must match pattern"
+                     *     }
+                     */
+                    "application/json": {
+                        details?: string[];
+                        /** @description The error code (docs/operations.md: Error codes) */
+                        error: string;
+                        message: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
