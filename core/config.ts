@@ -88,6 +88,10 @@ const ApiSchema = Type.Object(
     ),
     metricsRequireToken: Type.Optional(Type.Boolean({ default: false, description: '/metrics answers only with a valid API token (any role).' })),
     exportDownloadSeconds: Type.Optional(Type.Integer({ minimum: 10, maximum: 604_800, default: 300, description: 'Lifetime of a presigned export download URL, seconds.' })),
+    maxWaitersPerKey: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, default: 256, description: 'Acquires one API process lets wait (or attempt) for one lock at once; past it 429.' })),
+    maxWaiters: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 10_000, description: 'Acquires one API process lets wait (or attempt) at once in all; past it 429.' })),
+    maxPendingRequests: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 64, description: 'Pending two-person requests of one kind (force-release, epoch advance) in etcd at once; past it 429.' })),
+    maxPendingRequestsPerKey: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000, default: 4, description: 'Pending force-release requests for one lock at once; past it 429.' })),
   },
   { additionalProperties: false, default: {} },
 );
@@ -226,7 +230,14 @@ export type ClickHouseTarget =
 /** A section of the file schema with every setting present (defaults filled in). */
 type Settled<T> = Required<NonNullable<T>>;
 
-export type ApiSettings = Static<typeof ApiSchema> & { metricsRequireToken: boolean; exportDownloadSeconds: number };
+export type ApiSettings = Static<typeof ApiSchema> & {
+  metricsRequireToken: boolean;
+  exportDownloadSeconds: number;
+  maxWaitersPerKey: number;
+  maxWaiters: number;
+  maxPendingRequests: number;
+  maxPendingRequestsPerKey: number;
+};
 export type ArchiveSettings = Settled<Static<typeof ArchiveSchema>>;
 export type DigestSettings = Settled<Static<typeof DigestsSchema>>;
 export type TailerSettings = Settled<Static<typeof TailerSchema>>;
@@ -320,6 +331,10 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_CURSOR_SECRET', path: ['api', 'cursorSecret'], parse: asString, secret: true },
   { name: 'LOCKAUDIT_METRICS_REQUIRE_TOKEN', path: ['api', 'metricsRequireToken'], parse: asBoolean },
   { name: 'LOCKAUDIT_EXPORT_DOWNLOAD_SECONDS', path: ['api', 'exportDownloadSeconds'], parse: asInteger },
+  { name: 'LOCKAUDIT_MAX_WAITERS_PER_KEY', path: ['api', 'maxWaitersPerKey'], parse: asInteger },
+  { name: 'LOCKAUDIT_MAX_WAITERS', path: ['api', 'maxWaiters'], parse: asInteger },
+  { name: 'LOCKAUDIT_MAX_PENDING_REQUESTS', path: ['api', 'maxPendingRequests'], parse: asInteger },
+  { name: 'LOCKAUDIT_MAX_PENDING_REQUESTS_PER_KEY', path: ['api', 'maxPendingRequestsPerKey'], parse: asInteger },
   { name: 'LOCKAUDIT_ARCHIVE_ALARM_AFTER_SECONDS', path: ['archive', 'alarmAfterSeconds'], parse: asInteger },
   { name: 'LOCKAUDIT_ARCHIVE_POLL_INTERVAL_MS', path: ['archive', 'pollIntervalMs'], parse: asInteger },
   { name: 'LOCKAUDIT_DIGEST_SIGNING_KEY', path: ['digestSigningKey'], parse: asString, secret: true },

@@ -56,6 +56,8 @@ export const errorCatalog = {
   LOCKAUDIT_ERR_LIMIT_PAGE_SIZE: { status: 400, description: 'The page size (limit) is larger than LOCKAUDIT_MAX_PAGE_SIZE allows.' },
   LOCKAUDIT_ERR_LIMIT_QUERY_TIMEOUT: { status: 400, description: 'The report query ran longer than LOCKAUDIT_QUERY_TIMEOUT_MS; narrow the window or the filters.' },
   LOCKAUDIT_ERR_LIMIT_RATE: { status: 429, description: 'The caller made more report requests than LOCKAUDIT_RATE_LIMIT_PER_MINUTE allows; retry after the Retry-After seconds.' },
+  LOCKAUDIT_ERR_LIMIT_WAITERS: { status: 429, description: 'Too many acquires already wait for this lock (LOCKAUDIT_MAX_WAITERS_PER_KEY) or in this API process (LOCKAUDIT_MAX_WAITERS); retry later.' },
+  LOCKAUDIT_ERR_LIMIT_REQUESTS: { status: 429, description: 'Too many two-person requests (force-release or epoch advance) are pending, in all (LOCKAUDIT_MAX_PENDING_REQUESTS) or for this lock (LOCKAUDIT_MAX_PENDING_REQUESTS_PER_KEY); approve, reject or let some expire first.' },
   LOCKAUDIT_ERR_LIMIT_EXPORT_RATE: { status: 429, description: 'The caller requested more compliance exports than LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR allows; retry after the Retry-After seconds.' },
   LOCKAUDIT_ERR_LIMIT_EXPORTS: { status: 429, description: 'The caller already has LOCKAUDIT_EXPORT_MAX_ACTIVE compliance exports queued or running; wait for one to finish.' },
   LOCKAUDIT_ERR_EXPORT_INVALID: { status: 400, description: 'An export request is malformed (range reversed or too long, unknown filter); the message names the field.' },

@@ -56,4 +56,6 @@ export interface LockParts {
   alarms?: LockAlarms;
   /** Where two-person acts are recorded; absent in tests of the engine alone. */
   twoPersonLog?: TwoPersonLog;
+  /** Most pending two-person requests of one kind (force, epoch) at once, and of force requests for one lock. */
+  pendingRequestLimits: { total: number; perKey: number };
 }

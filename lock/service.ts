@@ -45,7 +45,7 @@ import type { GrantHighWaterSource } from './sharedHighWater.js';
 import { release, type Released, type ReleaseInput } from './release.js';
 import { Sessions, type ClosedSession, type SessionInfo } from './sessions.js';
 import { SpoolWriter } from './spool.js';
-import { Waiters } from './waiters.js';
+import { Waiters, type WaiterLimits } from './waiters.js';
 import { alarm, type RaisedAlarm } from '../platform/alarms.js';
 import type { LockAlarms, TwoPersonLog } from './context.js';
 
@@ -84,6 +84,10 @@ export interface LockServiceOptions {
   health?: { raise(alarm: RaisedAlarm): void };
   /** How often the shared high-water is read again besides at start and after etcd was unreachable, ms (default 30000; 0: not periodically). */
   highWaterRefreshMs?: number;
+  /** Acquires in flight per key and in all (lock/waiters.ts; default 256 and 10 000). */
+  waiterLimits?: WaiterLimits;
+  /** Pending two-person requests per kind, and force requests per lock (default 64 and 4). */
+  pendingRequestLimits?: { total: number; perKey: number };
 }
 
 export class LockService {
@@ -134,7 +138,7 @@ export class LockService {
     this.#shared = options.highWaterSource !== undefined && !options.root;
     this.#highWaterRefreshMs = options.highWaterRefreshMs ?? 30_000;
     const markers = new MarkerLease(etcd, keys, options.originSecret);
-    const waiters = new Waiters();
+    const waiters = new Waiters(options.waiterLimits);
     this.spoolFile = options.spoolFile ?? spoolPath(options.dataDir, options.cluster.name);
     this.parts = {
       cluster: options.cluster.name,
@@ -153,6 +157,7 @@ export class LockService {
       originSecret: options.originSecret,
       alarms: options.health ? lockAlarms(options.health, options.cluster.name) : undefined,
       twoPersonLog: options.twoPersonLog,
+      pendingRequestLimits: options.pendingRequestLimits ?? { total: 64, perKey: 4 },
     };
   }
 

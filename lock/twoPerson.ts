@@ -86,6 +86,7 @@ export class TwoPersonRequests<S extends Type.TObject> {
    */
   async create(value: Static<S>): Promise<{ requestHash: string; expiresAt: string }> {
     const key = this.#key((value as Stored).id);
+    await this.#assertRoom(value as Stored);
     const lease = await this.#parts.etcd.leaseGrant(PENDING_REQUEST_TTL_SECONDS);
     const created = await this.#parts.etcd.txn([cmp.absent(key)], [op.put(key, value, lease)]);
     const at = { lease, createRevision: String(created.header.revision) };
@@ -100,6 +101,25 @@ export class TwoPersonRequests<S extends Type.TObject> {
     const v = value as Stored;
     await this.#log('requested', { id: v.id, hash, actor: v.requester, value: v, revision: String(written.header.revision) });
     return { requestHash: hash, expiresAt: new Date(Date.now() + PENDING_REQUEST_TTL_SECONDS * 1000).toISOString() };
+  }
+
+  /**
+   * Each pending request is a lease and a key for an hour: past the limits a new one is refused with
+   * LOCKAUDIT_ERR_LIMIT_REQUESTS (429), in all and (force requests) per lock. Values written around the API count too:
+   * they take the same room in etcd. Checked before writing, so two requests at the same moment may pass one over.
+   */
+  async #assertRoom(value: Stored): Promise<void> {
+    const { total, perKey } = this.#parts.pendingRequestLimits;
+    const { count } = await this.#parts.etcd.getPrefix(this.#prefix(), { countOnly: true });
+    if (count >= total) {
+      throw new LockauditError('LOCKAUDIT_ERR_LIMIT_REQUESTS', `${count} ${this.#spec.noun} requests are pending, the most LOCKAUDIT_MAX_PENDING_REQUESTS (${total}) allows; approve, reject or let some expire first`);
+    }
+    if (value.key === undefined) return;
+    const { kvs } = await this.#parts.etcd.getPrefix(this.#prefix(), { limit: total });
+    const forKey = kvs.filter((kv) => (decodeValue(this.#spec.schema, kv.value) as Stored | undefined)?.key === value.key).length;
+    if (forKey >= perKey) {
+      throw new LockauditError('LOCKAUDIT_ERR_LIMIT_REQUESTS', `${value.key}: ${forKey} ${this.#spec.noun} requests for this lock are pending, the most LOCKAUDIT_MAX_PENDING_REQUESTS_PER_KEY (${perKey}) allows; approve or reject one first`);
+    }
   }
 
   #judge(id: string, kv: Kv): PendingRequest<Static<S>> | undefined {

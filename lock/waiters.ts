@@ -3,6 +3,8 @@
 // durable-class tickets (ordered by etcd under /q/) are all woken instead.
 // A wake-up is only a hint: the woken waiter still runs a full grant txn.
 
+import { LockauditError } from '../core/errors.js';
+
 export type WaitMode = 'fifo' | 'broadcast';
 
 interface Waker {
@@ -73,7 +75,10 @@ class KeyQueue {
   readonly fifo: Ticket[] = [];
   readonly broadcast = new Set<Ticket>();
 
-  constructor(private readonly onEmpty: () => void) {}
+  constructor(
+    private readonly onEmpty: () => void,
+    private readonly onLeave: () => void,
+  ) {}
 
   add(ticket: Ticket): void {
     if (ticket.mode === 'fifo') this.fifo.push(ticket);
@@ -84,7 +89,7 @@ class KeyQueue {
     const wasHead = this.fifo[0] === ticket;
     const i = this.fifo.indexOf(ticket);
     if (i >= 0) this.fifo.splice(i, 1);
-    this.broadcast.delete(ticket);
+    if (i >= 0 || this.broadcast.delete(ticket)) this.onLeave();
     // The next in line attempts at once: the key may be free now.
     if (wasHead) this.fifo[0]?.wake();
     if (this.fifo.length === 0 && this.broadcast.size === 0) this.onEmpty();
@@ -100,19 +105,46 @@ class KeyQueue {
   }
 }
 
+/** How many acquires may be in flight (waiting, or attempting) at once: per key, and in this process. */
+export interface WaiterLimits {
+  perKey: number;
+  total: number;
+}
+
+export const DEFAULT_WAITER_LIMITS: WaiterLimits = { perKey: 256, total: 10_000 };
+
 export class Waiters {
   readonly #queues = new Map<string, KeyQueue>();
+  readonly #limits: WaiterLimits;
+  #total = 0;
 
-  /** Joins the key's queue; the caller must `leave()` the ticket when done. */
+  constructor(limits: WaiterLimits = DEFAULT_WAITER_LIMITS) {
+    this.#limits = limits;
+  }
+
+  /**
+   * Joins the key's queue; the caller must `leave()` the ticket when done. Past a limit it throws
+   * LOCKAUDIT_ERR_LIMIT_WAITERS (429): each acquire holds a request open up to its waitMs, and a watch.
+   */
   enter(key: string, mode: WaitMode = 'fifo'): Ticket {
     let queue = this.#queues.get(key);
+    if ((queue?.size ?? 0) >= this.#limits.perKey) {
+      throw new LockauditError('LOCKAUDIT_ERR_LIMIT_WAITERS', `${key}: ${this.#limits.perKey} acquires already wait for this lock (LOCKAUDIT_MAX_WAITERS_PER_KEY); retry later`);
+    }
+    if (this.#total >= this.#limits.total) {
+      throw new LockauditError('LOCKAUDIT_ERR_LIMIT_WAITERS', `${this.#total} acquires already wait in this API process (LOCKAUDIT_MAX_WAITERS); retry later`);
+    }
     if (!queue) {
-      const created: KeyQueue = new KeyQueue(() => {
-        if (this.#queues.get(key) === created) this.#queues.delete(key);
-      });
+      const created: KeyQueue = new KeyQueue(
+        () => {
+          if (this.#queues.get(key) === created) this.#queues.delete(key);
+        },
+        () => (this.#total -= 1),
+      );
       queue = created;
       this.#queues.set(key, queue);
     }
+    this.#total += 1;
     const ticket = new Ticket(queue, mode);
     queue.add(ticket);
     return ticket;
@@ -121,6 +153,11 @@ export class Waiters {
   /** A hint that the key may be free: wakes the head (and every durable waiter). */
   notify(key: string): void {
     this.#queues.get(key)?.notify();
+  }
+
+  /** Acquires in flight in this process. */
+  get total(): number {
+    return this.#total;
   }
 
   waiting(key: string): number {

@@ -60,6 +60,8 @@ export async function startLockEngine(runtime: Runtime, options: LockEngineOptio
   const secret = originSecret(config);
   const service = new LockService({
     highWaterSource: storeHighWater(store, secret, runtime.health),
+    waiterLimits: { perKey: config.api.maxWaitersPerKey, total: config.api.maxWaiters },
+    pendingRequestLimits: { total: config.api.maxPendingRequests, perKey: config.api.maxPendingRequestsPerKey },
     ...serviceOptions,
     cluster,
     dataDir: config.dataDir,

@@ -275,4 +275,36 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
     assert.equal(received.length, before);
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
+  it('pending requests are limited in all and per lock (429 naming the setting); a decided one frees its room', async () => {
+    const limitedRoot = `/${uniqueId('root')}`;
+    const limited = await lockApp(config, store, { root: limitedRoot, pendingRequestLimits: { total: 3, perKey: 2 } });
+    try {
+      const admin = await limited.token(uniqueId('admin-'), ['admin']);
+      const op = await limited.token(uniqueId('op-carol-'), ['lock-operator']);
+      const other = await limited.token(uniqueId('op-dave-'), ['lock-operator']);
+      const holder = await limited.token(`spiffe://test/${ns}/w`, ['client']);
+      assert.equal((await limited.call('PUT', `/v1/classes/${className}`, admin, fencedClass(className, ns))).status, 200);
+      const sess = (await limited.call<{ id: string }>('POST', '/v1/sessions', holder, { ttlSeconds: 15 })).body.id;
+      for (const k of ['x', 'y']) assert.equal((await limited.call('POST', '/v1/locks/acquire', holder, { key: `${ns}/${k}`, session: sess, class: className })).status, 200);
+      const request = (k: string) => limited.call<Json>('POST', '/v1/force-releases', op, { key: `${ns}/${k}`, reason: `wedged ${k}` });
+      const first = await request('x');
+      assert.equal(first.status, 202, JSON.stringify(first.body));
+      assert.equal((await request('x')).status, 202);
+      const perKey = await request('x');
+      assert.equal(perKey.status, 429, JSON.stringify(perKey.body));
+      assert.equal(perKey.body.error, 'LOCKAUDIT_ERR_LIMIT_REQUESTS');
+      assert.match(String(perKey.body.message), /2 force-release requests for this lock are pending, the most LOCKAUDIT_MAX_PENDING_REQUESTS_PER_KEY \(2\)/);
+      assert.equal((await request('y')).status, 202, 'another lock has room');
+      const all = await request('y');
+      assert.equal(all.status, 429);
+      assert.match(String(all.body.message), /3 force-release requests are pending, the most LOCKAUDIT_MAX_PENDING_REQUESTS \(3\) allows/);
+      // A decided request frees its room.
+      const rejected = await limited.call<Json>('POST', `/v1/force-releases/${first.body.id as string}/reject`, other, { reason: 'not needed' });
+      assert.equal(rejected.body.status, 'rejected');
+      assert.equal((await request('y')).status, 202, 'room again once one is decided');
+    } finally {
+      await limited.close();
+      await etcd.delete().prefix(`${limitedRoot}/`);
+    }
+  });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Waiters } from '../../lock/waiters.js';
+import { isLockauditError } from '../../core/errors.js';
 import { classProblems } from '../../lock/classes.js';
 import { prefixEnd } from '../../lock/kv.js';
 import { Rng } from '../../cli/simulate/rng.js';
@@ -23,6 +24,24 @@ describe('lock waiters (in memory)', () => {
     c.leave();
     assert.deepEqual(order, ['b:true', 'c:true']);
     assert.equal(w.waiting('k'), 0);
+    assert.deepEqual(w.keys(), []);
+  });
+
+  it('refuses an acquire past the per-key or the process limit (429 naming the setting), and counts a leave once', () => {
+    const w = new Waiters({ perKey: 2, total: 3 });
+    const a1 = w.enter('a');
+    const a2 = w.enter('a', 'broadcast');
+    assert.throws(() => w.enter('a'), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_LIMIT_WAITERS') && /^a: 2 acquires already wait for this lock \(LOCKAUDIT_MAX_WAITERS_PER_KEY\)/.test(err.message));
+    const b = w.enter('b');
+    assert.throws(() => w.enter('c'), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_LIMIT_WAITERS') && /3 acquires already wait in this API process \(LOCKAUDIT_MAX_WAITERS\)/.test(err.message));
+    assert.equal(w.total, 3);
+    a2.leave();
+    a2.leave(); // twice: counted once
+    assert.equal(w.total, 2);
+    const c = w.enter('c');
+    assert.equal(w.total, 3);
+    for (const t of [a1, b, c]) t.leave();
+    assert.equal(w.total, 0);
     assert.deepEqual(w.keys(), []);
   });
 
