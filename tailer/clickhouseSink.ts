@@ -20,6 +20,13 @@ export interface SinkOptions {
   maxDelayMs?: number;
   /** Rows buffered before `add` blocks. Default 3 × maxRows. */
   maxBufferedRows?: number;
+  /**
+   * The same in bytes of values (characters of the events' value and prev_value and the quarantined values): etcd
+   * takes values up to 1.5 MiB, so a row count alone let 60 000 buffered rows hold gigabytes. Defaults 16 MiB per
+   * insert and 64 MiB buffered; an entry larger than that is taken alone.
+   */
+  maxBatchBytes?: number;
+  maxBufferedBytes?: number;
   /** First retry delay; doubles up to maxBackoffMs, each with ±50 % jitter. Defaults 100 / 5 000 ms. */
   initialBackoffMs?: number;
   maxBackoffMs?: number;
@@ -41,7 +48,16 @@ export interface SinkOptions {
 interface Entry {
   batch: RowBatch;
   rows: number;
+  bytes: number;
   onDurable: () => void;
+}
+
+/** What a batch's values weigh (characters: a bound, not an exact byte count, and cheap on the hot path). */
+export function valueBytes(b: RowBatch): number {
+  let n = 0;
+  for (const e of b.events) n += e.value.length + e.prev_value.length;
+  for (const q of b.quarantine) n += q.value.length;
+  return n;
 }
 
 export class SinkAbortedError extends Error {
@@ -57,6 +73,9 @@ export class BatchSink {
   readonly #maxRows: number;
   readonly #maxDelayMs: number;
   readonly #maxBuffered: number;
+  readonly #maxBatchBytes: number;
+  readonly #maxBufferedBytes: number;
+  #bufferedBytes = 0;
   readonly #opts: SinkOptions;
   readonly #abort = new AbortController();
   #queue: Entry[] = [];
@@ -74,6 +93,12 @@ export class BatchSink {
     this.#maxRows = options.maxRows ?? configDefaults.tailer.batchMaxRows;
     this.#maxDelayMs = options.maxDelayMs ?? configDefaults.tailer.batchMaxDelayMs;
     this.#maxBuffered = options.maxBufferedRows ?? this.#maxRows * 3;
+    this.#maxBatchBytes = options.maxBatchBytes ?? 16 * 1024 * 1024;
+    this.#maxBufferedBytes = Math.max(options.maxBufferedBytes ?? 64 * 1024 * 1024, this.#maxBatchBytes);
+  }
+
+  get bufferedBytes(): number {
+    return this.#bufferedBytes;
   }
 
   get bufferedRows(): number {
@@ -91,7 +116,9 @@ export class BatchSink {
    */
   async add(batch: RowBatch, onDurable: () => void, signal?: AbortSignal): Promise<boolean> {
     if (this.#fatal) throw this.#fatal;
-    const full = (): boolean => this.#bufferedRows >= this.#maxBuffered && !this.#abort.signal.aborted && !signal?.aborted;
+    // Full by rows, or by bytes once something is queued (one entry larger than the bound still goes, alone).
+    const full = (): boolean =>
+      (this.#bufferedRows >= this.#maxBuffered || (this.#bufferedBytes >= this.#maxBufferedBytes && this.#queue.length > 0)) && !this.#abort.signal.aborted && !signal?.aborted;
     if (full()) {
       // Listens on `signal` only while waiting, and always stops listening when the wait ends.
       const wakeAll = (): void => {
@@ -107,9 +134,11 @@ export class BatchSink {
     if (this.#abort.signal.aborted) throw new SinkAbortedError();
     if (signal?.aborted) return false;
     const rows = rowCount(batch);
-    this.#queue.push({ batch, rows, onDurable });
+    const bytes = valueBytes(batch);
+    this.#queue.push({ batch, rows, bytes, onDurable });
     this.#bufferedRows += rows;
-    if (this.#bufferedRows >= this.#maxRows) this.#kick();
+    this.#bufferedBytes += bytes;
+    if (this.#bufferedRows >= this.#maxRows || this.#bufferedBytes >= this.#maxBatchBytes) this.#kick();
     else this.#timer ??= setTimeout(() => this.#kick(), this.#maxDelayMs);
     return true;
   }
@@ -148,8 +177,10 @@ export class BatchSink {
       // One splice per batch: Array#shift per entry copied the rest of a queue of thousands each time.
       let n = 0;
       let rows = 0;
-      while (n < this.#queue.length && (n === 0 || rows + (this.#queue[n] as Entry).rows <= this.#maxRows)) {
-        rows += (this.#queue[n] as Entry).rows;
+      let bytes = 0;
+      for (let e = this.#queue[0]; e !== undefined && (n === 0 || (rows + e.rows <= this.#maxRows && bytes + e.bytes <= this.#maxBatchBytes)); e = this.#queue[n]) {
+        rows += e.rows;
+        bytes += e.bytes;
         n += 1;
       }
       const taken = this.#queue.splice(0, n);
@@ -162,10 +193,11 @@ export class BatchSink {
         throw err;
       }
       this.#bufferedRows -= rows;
+      this.#bufferedBytes -= bytes;
       this.#opts.onFlush?.(rows, Number(process.hrtime.bigint() - started) / 1e9);
       for (const e of taken) e.onDurable();
       for (const w of this.#spaceWaiters.splice(0)) w();
-      if (this.#bufferedRows < this.#maxRows && this.#queue.length > 0) return; // wait for more or the timer
+      if (this.#bufferedRows < this.#maxRows && this.#bufferedBytes < this.#maxBatchBytes && this.#queue.length > 0) return; // wait for more or the timer
     }
   }
 
