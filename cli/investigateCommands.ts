@@ -79,6 +79,7 @@ interface GrantFlags extends ApiFlags {
   origin?: string;
   from?: string;
   to?: string;
+  order: 'desc' | 'asc';
   limit: number;
   pageSize: number;
   format: 'table' | 'json' | 'csv';
@@ -86,7 +87,7 @@ interface GrantFlags extends ApiFlags {
 
 const GRANT_FIELDS = {
   key: '--key', keyPrefix: '--key-prefix', holder: '--holder', class: '--class', namespace: '--namespace', token: '--token', endKind: '--end-kind',
-  origin: '--origin', from: '--from', to: '--to', 'from/to': '--from/--to', limit: '--page-size', cursor: 'the paging cursor',
+  origin: '--origin', from: '--from', to: '--to', 'from/to': '--from/--to', order: '--order', limit: '--page-size', cursor: 'the paging cursor',
 } as const;
 
 const END_KIND_CHOICES = ['release', 'expiry', 'force', 'session-close', 'epoch-advance', 'deleted', 'unknown', 'held'];
@@ -142,7 +143,7 @@ function grantsTable(items: readonly GrantItem[]): string {
 }
 
 function grantQuery(f: GrantFlags): Query {
-  return { cluster: f.cluster, key: f.key, keyPrefix: f.keyPrefix, holder: f.holder, class: f.class, namespace: f.namespace, token: f.token, endKind: f.endKind, origin: f.origin, from: f.from, to: f.to };
+  return { cluster: f.cluster, key: f.key, keyPrefix: f.keyPrefix, holder: f.holder, class: f.class, namespace: f.namespace, token: f.token, endKind: f.endKind, origin: f.origin, from: f.from, to: f.to, order: f.order };
 }
 
 // ---- state and diff ----
@@ -244,7 +245,7 @@ export function registerInvestigateCommands(program: Command): void {
   withApiOptions(
     program
       .command('grants')
-      .description('grant history from the running platform (GET /v1/grants): grants whose hold overlaps [--from, --to], oldest first, every page up to --limit')
+      .description('grant history from the running platform (GET /v1/grants): grants whose hold overlaps [--from, --to], newest first (--order asc: oldest first), every page up to --limit')
       .option('--cluster <name>', 'only this etcd cluster (default every cluster)')
       .option('--key <lock>', 'only this lock, <namespace>/<path>')
       .option('--key-prefix <prefix>', 'only lock names starting with this')
@@ -256,6 +257,7 @@ export function registerInvestigateCommands(program: Command): void {
       .addOption(new Option('--origin <origin>', 'api: granted by the lock API; foreign: written straight into etcd').choices(['api', 'foreign']))
       .option('--from <time>', 'window start, RFC 3339 with a zone (default: the widest window the API allows, or all time with --key or --token)', instant('--from'))
       .option('--to <time>', 'window end, RFC 3339 with a zone (default now)', instant('--to'))
+      .addOption(new Option('--order <order>', 'desc: newest grant first; asc: oldest first').choices(['desc', 'asc']).default('desc'))
       .addOption(new Option('--limit <n>', 'print at most this many grants; says on stderr when more exist').default(1000).argParser(integer('--limit', 1, 10_000_000)))
       .addOption(new Option('--page-size <n>', 'grants per API request (at most the API\'s LOCKAUDIT_MAX_PAGE_SIZE)').default(500).argParser(integer('--page-size', 1, 100_000)))
       .addOption(formatOption(['table', 'json', 'csv'])),

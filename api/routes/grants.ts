@@ -30,7 +30,7 @@ export async function grantRoutes(app: App, { ctx }: RouteOptions): Promise<void
         summary: 'Grant history',
         description:
           'Grants whose hold overlaps [from, to], filtered by key, key prefix, holder, class, namespace or token ("which grant held token T?"), ' +
-          'oldest first. Exact under tailer replays. Page with nextCursor: the first page fixes `to`, so grants arriving meanwhile never shift pages ' +
+          'newest first (order=asc: oldest first). Exact under tailer replays. Page with nextCursor: the first page fixes `to`, so grants arriving meanwhile never shift pages ' +
           'and every grant is served once. format=csv answers text/csv and format=arrow an Arrow IPC stream (application/vnd.apache.arrow.stream: ' +
           'tokens and revisions uint64, times timestamp[ms, UTC]; for pyarrow, polars, DuckDB), both with the next cursor in the X-Next-Cursor header. Role: investigator. ' +
           'Every read is recorded (who, filters, when).',

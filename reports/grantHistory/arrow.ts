@@ -11,7 +11,9 @@ import { asLimitError, reportRows } from '../query.js';
 import { cursorAfter, historySettings, planPage, type GrantHistoryDeps, type GrantHistoryParams, type PagePosition } from './index.js';
 
 const PAGE_END = loadSql('reports/grantHistory/pageEnd.sql');
+const PAGE_END_DESC = loadSql('reports/grantHistory/pageEndDesc.sql');
 const HISTORY_ARROW = loadSql('reports/grantHistory/historyArrow.sql');
+const HISTORY_ARROW_DESC = loadSql('reports/grantHistory/historyArrowDesc.sql');
 
 export const ARROW_STREAM_TYPE = 'application/vnd.apache.arrow.stream';
 
@@ -31,12 +33,13 @@ export interface ArrowPage {
 export async function grantHistoryArrow(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number): Promise<ArrowPage> {
   const page = await planPage(deps, p, nowMs);
   const sourceSettings = historySettings(String(page.params.source));
-  const ends = await reportRows<PagePosition>(deps, PAGE_END, { ...page.params, offset: page.limit - 1 }, sourceSettings);
+  const desc = page.params.desc === 1;
+  const ends = await reportRows<PagePosition>(deps, desc ? PAGE_END_DESC : PAGE_END, { ...page.params, offset: page.limit - 1 }, sourceSettings);
   // Two rows: the page's last and one more, so another page follows. Fewer: this is the last page.
   const end = ends.length === 2 ? ends[0] : undefined;
   const settings: ClickHouseSettings = { ...ARROW_SETTINGS, ...sourceSettings, max_execution_time: deps.limits.queryTimeoutMs / 1000 };
   try {
-    const stream = await deps.store.bytes(HISTORY_ARROW.text, 'ArrowStream', {
+    const stream = await deps.store.bytes((desc ? HISTORY_ARROW_DESC : HISTORY_ARROW).text, 'ArrowStream', {
       ...page.params,
       endKinds: [...END_KINDS],
       hasEnd: end ? 1 : 0,

@@ -15,6 +15,7 @@ import { resolveWindow } from '../window.js';
 import { decodeCursor, encodeCursor, filterDigest, type Cursor } from './cursor.js';
 
 const HISTORY = loadSql('reports/grantHistory/history.sql');
+const HISTORY_DESC = loadSql('reports/grantHistory/historyDesc.sql');
 const TOKEN_KEYS = loadSql('reports/grantHistory/tokenKeys.sql');
 
 export const GrantHistoryQuery = Type.Object(
@@ -24,6 +25,10 @@ export const GrantHistoryQuery = Type.Object(
     to: Type.Optional(Instant({ description: 'Window end: grants granted at or before this instant. Default now, fixed by the first page' })),
     cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,2048}$', description: 'nextCursor of the previous page' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, default: 100, description: 'Page size (at most LOCKAUDIT_MAX_PAGE_SIZE)' })),
+    order: Type.Optional(Type.Union([Type.Literal('desc'), Type.Literal('asc')], {
+      default: 'desc',
+      description: 'desc (the default): newest grant first, as audit logs open; asc: oldest first. By grant time, then cluster, key, grant revision. A cursor keeps the order it was issued for',
+    })),
     format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv'), Type.Literal('arrow')], {
       default: 'json',
       description: 'json, csv, or arrow: an Arrow IPC stream (application/vnd.apache.arrow.stream) with 64-bit tokens and revisions as UInt64',
@@ -96,9 +101,12 @@ interface HistoryRow {
   ended_at_error_ms?: number | string;
 }
 
-/** The filters a cursor is bound to (everything but cursor, limit and format). */
+/** The order of a page: newest first unless asked otherwise. */
+export const orderOf = (p: Pick<GrantHistoryParams, 'order'>): 'desc' | 'asc' => p.order ?? 'desc';
+
+/** The filters a cursor is bound to (everything but cursor, limit and format; the order too, so a cursor never turns back). */
 function filtersOf(p: GrantHistoryParams): Record<string, unknown> {
-  return { ...pickGrantFilters(p), from: p.from, to: p.to };
+  return { ...pickGrantFilters(p), from: p.from, to: p.to, order: orderOf(p) };
 }
 
 export function toItem(r: HistoryRow): GrantItem {
@@ -136,7 +144,7 @@ export interface ResolvedPage {
   limit: number;
   digest: string;
   window: { fromMs: number; toMs: number };
-  /** The query parameters every grant-history query binds (filters, window, cursor position), `limit` excepted. */
+  /** The query parameters every grant-history query binds (filters, window, order as `desc` 0/1, cursor position), `limit` excepted. */
   params: Record<string, string | number>;
 }
 
@@ -224,6 +232,7 @@ export function resolvePage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs
   const params = {
     source: historySource(p),
     ...grantFilterParams(filters, { ...window, rule: 'overlapping' }),
+    desc: orderOf(p) === 'desc' ? 1 : 0,
     hasCursor: cursor ? 1 : 0,
     afterMs: cursor?.after.grantedAtMs ?? 0,
     afterCluster: cursor?.after.cluster ?? '',
@@ -259,7 +268,7 @@ export function cursorAfter(deps: GrantHistoryDeps, page: ResolvedPage, last: Pa
 export async function grantHistory(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number): Promise<GrantPage> {
   const page = await planPage(deps, p, nowMs);
   const limit = page.limit;
-  const rows = await reportRows<HistoryRow>(deps, HISTORY, {
+  const rows = await reportRows<HistoryRow>(deps, page.params.desc === 1 ? HISTORY_DESC : HISTORY, {
     ...page.params,
     limit: limit + 1, // one more tells whether another page exists
   }, historySettings(String(page.params.source)));

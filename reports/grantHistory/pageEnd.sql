@@ -4,14 +4,6 @@
 -- key is read, so finding the end costs far less than serving the page.
 -- Parameters: {offset:UInt32}
 SELECT
-    toUnixTimestamp64Milli(granted_at) AS granted_at_ms,
-    cluster,
-    key,
-    grant_revision,
-    spool_id,
-    timeline
--- @include reports/grantHistory/pageSource.sql
-WHERE
--- @include reports/grantFilter/where.sql
+-- @include reports/grantHistory/pagePosition.sql
 ORDER BY granted_at, cluster, key, grant_revision, spool_id, timeline
 LIMIT 2 OFFSET {offset:UInt32}

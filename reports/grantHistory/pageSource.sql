@@ -12,11 +12,17 @@
 -- historySource(). The cursor's granted_at is repeated alone (implied by the
 -- tuple) because the primary key can use it: on grants_by_key a later page
 -- starts at its cursor instead of reading the key's earlier grants again.
--- Parameters: {db:Identifier} {source:Identifier} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {afterTimeline:UInt32}
+-- {desc} 1: the page runs newest first (the *Desc.sql queries), so "after
+-- the cursor" is below it.
+-- Parameters: {db:Identifier} {source:Identifier} {desc:UInt8} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {afterTimeline:UInt32}
 FROM {db:Identifier}.{source:Identifier} FINAL
 PREWHERE
 -- @include reports/grantFilter/prewhere.sql
-    AND ({hasCursor:UInt8} = 0 OR granted_at >= fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC'))
     AND ({hasCursor:UInt8} = 0
-         OR (granted_at, cluster, key, grant_revision, spool_id, timeline)
+         OR ({desc:UInt8} = 0 AND granted_at >= fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC'))
+         OR ({desc:UInt8} = 1 AND granted_at <= fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC')))
+    AND ({hasCursor:UInt8} = 0
+         OR ({desc:UInt8} = 0 AND (granted_at, cluster, key, grant_revision, spool_id, timeline)
             > (fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC'), {afterCluster:String}, {afterKey:String}, {afterRevision:UInt64}, {afterSpool:String}, {afterTimeline:UInt32}))
+         OR ({desc:UInt8} = 1 AND (granted_at, cluster, key, grant_revision, spool_id, timeline)
+            < (fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC'), {afterCluster:String}, {afterKey:String}, {afterRevision:UInt64}, {afterSpool:String}, {afterTimeline:UInt32})))

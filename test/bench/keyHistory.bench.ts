@@ -45,9 +45,9 @@ try {
   const nowMs = T0 + ROWS * KEYS * 1000 + 60_000;
   const key = (i: number) => `ns0/acct-${i % KEYS}`;
   const cases: Record<string, (i: number) => Record<string, string | number>> = {
-    first: (i: number) => resolvePage(deps, { key: key(i), limit: 100 }, nowMs).params,
+    first: (i: number) => resolvePage(deps, { key: key(i), order: 'asc', limit: 100 }, nowMs).params,
     // A cursor half-way through the key's grants.
-    mid: (i: number) => ({ ...resolvePage(deps, { key: key(i), limit: 100 }, nowMs).params, hasCursor: 1, afterMs: T0 + Math.floor((ROWS * KEYS) / 2) * 1000, afterCluster: 'bench' }),
+    mid: (i: number) => ({ ...resolvePage(deps, { key: key(i), order: 'asc', limit: 100 }, nowMs).params, hasCursor: 1, afterMs: T0 + Math.floor((ROWS * KEYS) / 2) * 1000, afterCluster: 'bench' }),
   };
   for (const [name, params] of Object.entries(cases)) {
     const old: number[] = [];
@@ -72,6 +72,35 @@ try {
     now.sort((x, y) => x - y);
     for (const q of [50, 95]) {
       report({ name: `key history, ${ROWS.toLocaleString('en-US')}-grant key, ${name} page p${q}: grants_by_key`, value: percentile(now, q), baselineName: `before 140 (grants) p${q}`, baseline: percentile(old, q), unit: 'ms', higherIsBetter: false });
+    }
+  }
+  // Newest first (the default since 2026-12-05) beside oldest first, both on grants_by_key: ClickHouse reads FINAL in
+  // order only forwards, so a newest-first page sorts the key's range (checked: the same grants, reversed ends).
+  const newest = loadSql('reports/grantHistory/historyDesc.sql');
+  for (const name of ['first', 'mid']) {
+    const asc: number[] = [];
+    const desc: number[] = [];
+    for (let i = -2; i < ITER; i += 1) {
+      const at = (order: 'asc' | 'desc') => ({
+        ...resolvePage(deps, { key: key(i + 2), order, limit: 100 }, nowMs).params,
+        ...(name === 'mid' ? { hasCursor: 1, afterMs: T0 + Math.floor((ROWS * KEYS) / 2) * 1000, afterCluster: 'bench', afterKey: key(i + 2) } : {}),
+      });
+      let s = performance.now();
+      const a = await reportRows<{ grant_revision: string }>(deps, history, { ...at('asc'), limit: 101 }, historySettings('grants_by_key'));
+      const da = performance.now() - s;
+      s = performance.now();
+      const d = await reportRows<{ grant_revision: string }>(deps, newest, { ...at('desc'), limit: 101 }, historySettings('grants_by_key'));
+      const dd = performance.now() - s;
+      if (a.length !== 101 || d.length !== 101) throw new Error(`${name}: a page is short (${a.length} / ${d.length} rows)`);
+      if (i >= 0) {
+        asc.push(da);
+        desc.push(dd);
+      }
+    }
+    asc.sort((x, y) => x - y);
+    desc.sort((x, y) => x - y);
+    for (const q of [50, 95]) {
+      report({ name: `key history, ${ROWS.toLocaleString('en-US')}-grant key, ${name} page p${q}: newest first`, value: percentile(desc, q), baselineName: `oldest first p${q}`, baseline: percentile(asc, q), unit: 'ms', higherIsBetter: false });
     }
   }
 } finally {

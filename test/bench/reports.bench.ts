@@ -102,7 +102,7 @@ async function main(): Promise<void> {
     const historyBefore = history.text.replace(keyLine, "({key:String} = '' OR key = {key:String})");
     if (historyBefore === history.text) throw new Error('history.sql: the key line to compare against is not there');
     const settings = { max_execution_time: 900 };
-    const baseParams = { source: 'grants', cluster: '', window: 'overlapping', key: '', keyPrefix: '', holder: '', class: '', namespace: '', endKind: '', origin: '', hasToken: 0, token: '0', fromMs: 0, toMs: endMs + 1, hasCursor: 0, afterMs: 0, afterCluster: '', afterKey: '', afterRevision: '0', afterSpool: '', afterTimeline: 0, limit: 101 };
+    const baseParams = { source: 'grants', cluster: '', window: 'overlapping', key: '', keyPrefix: '', holder: '', class: '', namespace: '', endKind: '', origin: '', hasToken: 0, token: '0', fromMs: 0, toMs: endMs + 1, desc: 0, hasCursor: 0, afterMs: 0, afterCluster: '', afterKey: '', afterRevision: '0', afterSpool: '', afterTimeline: 0, limit: 101 };
     const rnd = (n: number) => Math.floor(Math.random() * n);
     const hotKey = () => benchKey(rnd(HOT_KEYS));
     const holder = () => `spiffe://corp/worker-${rnd(HOLDERS)}`;
@@ -128,7 +128,7 @@ async function main(): Promise<void> {
     const cases: Case[] = [
       {
         name: 'key history (hot key, page 100)', iter: ITER,
-        api: async () => (await app.inject({ method: 'GET', url: `/v1/grants?key=${hotKey()}&limit=100`, headers: auth(investigator) })).statusCode,
+        api: async () => (await app.inject({ method: 'GET', url: `/v1/grants?key=${hotKey()}&limit=100&order=asc`, headers: auth(investigator) })).statusCode,
         bare: () => store.rows(history.text, { ...baseParams, source: 'grants_by_key', key: hotKey() }, { ...settings, ...historySettings('grants_by_key') }),
       },
       {
@@ -145,7 +145,7 @@ async function main(): Promise<void> {
       },
       {
         name: `holder history (${DAYS} d, page 100)`, iter: ITER,
-        api: async () => (await app.inject({ method: 'GET', url: `/v1/grants?holder=${holder()}&from=${iso(fromSpan)}&to=${iso(endMs)}&limit=100`, headers: auth(investigator) })).statusCode,
+        api: async () => (await app.inject({ method: 'GET', url: `/v1/grants?holder=${holder()}&from=${iso(fromSpan)}&to=${iso(endMs)}&limit=100&order=asc`, headers: auth(investigator) })).statusCode,
         bare: () => store.rows(history.text, { ...baseParams, source: 'grants_by_holder', holder: holder(), fromMs: fromSpan, toMs: endMs }, settings),
       },
       {
@@ -157,7 +157,7 @@ async function main(): Promise<void> {
       {
         // Bare: the API's two queries (the token's key from grant_tokens, sql/170; that key's range of grants_by_key).
         name: 'token lookup', iter: ITER,
-        api: async () => (await app.inject({ method: 'GET', url: `/v1/grants?token=${grantToken()}`, headers: auth(investigator) })).statusCode,
+        api: async () => (await app.inject({ method: 'GET', url: `/v1/grants?token=${grantToken()}&order=asc`, headers: auth(investigator) })).statusCode,
         bare: () => tokenLookupRouted(grantToken()),
       },
       {

@@ -52,7 +52,7 @@ describe('grant history pages to every timeline of a grant position', () => {
       sources.add(String((await planPage(deps, { ...q, limit: 1 }, now)).params.source));
       const whole = await grantHistory(deps, { ...q, limit: 100 }, now);
       const shown = (items: GrantItem[]) => items.map((g) => `${g.key}@${g.grantRevision}/t${g.timeline}${g.rolledBack ? '/rolled-back' : ''}`);
-      assert.deepEqual(shown(whole.items), ['ns0/a@1000/t0/rolled-back', 'ns0/a@1000/t1'], label);
+      assert.deepEqual(shown(whole.items), ['ns0/a@1000/t1', 'ns0/a@1000/t0/rolled-back'], label); // newest first: the later timeline
       assert.deepEqual(shown(await allPages(deps, q, 1, now)), shown(whole.items), label);
       assert.equal(await arrowPageCount(deps, q, 1, now), 2, label);
     }

@@ -87,7 +87,7 @@ describe('grant_tokens routes a token lookup to its key, with the base table\'s 
   });
 
   it('routes a token on one key to grants_by_key and answers like grants, page by page', async () => {
-    const history = loadSql('reports/grantHistory/history.sql');
+    const history = loadSql('reports/grantHistory/historyDesc.sql'); // the default order, newest first
     const now = T0 + 200 * MIN;
     const oneKey = all.filter((s) => !s.spool && s.cluster === 'c1' && s.rev !== 1020 && !all.some((o) => o !== s && tokenOf(o) === tokenOf(s))).slice(0, 12);
     // c2's grants reuse a c1 revision, so c1 and c2 share their tokens: on one key name, or on two.
@@ -128,7 +128,7 @@ describe('grant_tokens routes a token lookup to its key, with the base table\'s 
   });
 
   it('reads the routed key\'s range of grants_by_key, not grants', async () => {
-    const history = loadSql('reports/grantHistory/history.sql');
+    const history = loadSql('reports/grantHistory/historyDesc.sql'); // the default order, newest first
     const s = all.find((x) => !x.spool && x.cluster === 'c1') as GrantSpec;
     const page = await planPage(deps, { token: tokenOf(s), limit: 4 }, T0 + 200 * MIN);
     const plan = await store.rows<{ explain: string }>(`EXPLAIN indexes = 1 ${history.text}`, { ...page.params, limit: 5 });

@@ -74,15 +74,15 @@ describe('grants_by_holder answers like grants', () => {
   it('holder history reads grants_by_holder and pages to the same grants as the base table', async () => {
     assert.equal(historySource({ holder: HOLDERS[0] }), 'grants_by_holder');
     assert.equal(historySource({ holder: HOLDERS[0], key: 'ns0/k1' }), 'grants_by_key');
-    const history = loadSql('reports/grantHistory/history.sql');
+    const history = { desc: loadSql('reports/grantHistory/historyDesc.sql'), asc: loadSql('reports/grantHistory/history.sql') };
     const now = T0 + 90 * MIN;
     let compared = 0;
     for (const holder of HOLDERS) {
-      for (const endKind of [undefined, 'held', 'expiry'] as const) {
-        const q = { holder, from: new Date(T0 + 10 * MIN).toISOString(), to: new Date(T0 + 50 * MIN).toISOString(), ...(endKind ? { endKind } : {}) };
+      for (const [endKind, order] of [[undefined, 'desc'], ['held', 'desc'], ['expiry', 'desc'], [undefined, 'asc']] as const) {
+        const q = { holder, order, from: new Date(T0 + 10 * MIN).toISOString(), to: new Date(T0 + 50 * MIN).toISOString(), ...(endKind ? { endKind } : {}) };
         const page = resolvePage(deps, { ...q, limit: 1000 }, now);
         assert.equal(page.params.source, 'grants_by_holder');
-        const fromBase = await reportRows<{ key: string; grant_revision: string; spool_id: string; end_kind: string }>(deps, history, { ...page.params, source: 'grants', limit: 1000 });
+        const fromBase = await reportRows<{ key: string; grant_revision: string; spool_id: string; end_kind: string }>(deps, history[order], { ...page.params, source: 'grants', limit: 1000 });
         compared += fromBase.length;
         const served: GrantItem[] = [];
         let cursor: string | undefined;
@@ -94,7 +94,7 @@ describe('grants_by_holder answers like grants', () => {
         assert.deepEqual(
           served.map((g) => `${g.key}@${g.grantRevision}:${g.endKind ?? 'held'}`),
           fromBase.map((r) => `${r.key}@${r.grant_revision}:${r.end_kind || 'held'}`),
-          `${holder} ${endKind ?? ''}`,
+          `${holder} ${endKind ?? ''} ${order}`,
         );
       }
     }

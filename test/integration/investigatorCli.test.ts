@@ -187,6 +187,13 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
 
     const csv = await cli(['grants', '--key', `${ns}/page`, '--page-size', '2', '--format', 'csv']);
     assert.equal(csv.stdout, await direct('csv'), 'the API\'s own CSV, one header');
+    // Newest first unless asked: --order asc pages the same grants oldest first.
+    const oldest = await cli(['grants', '--key', `${ns}/page`, '--page-size', '2', '--format', 'json', '--order', 'asc']);
+    assert.equal(oldest.code, 0, oldest.stderr);
+    assert.deepEqual(JSON.parse(oldest.stdout), [...all.items].reverse());
+    assert.ok(all.items.every((g, i, a) => i === 0 || (g as unknown as { grantedAt: string }).grantedAt <= (a[i - 1] as unknown as { grantedAt: string }).grantedAt), 'the default is newest first');
+    const wrong = await cli(['grants', '--key', `${ns}/page`, '--order', 'sideways']);
+    assert.equal(wrong.code, 2);
 
     const limited = await cli(['grants', '--key', `${ns}/page`, '--page-size', '2', '--limit', '3', '--format', 'csv']);
     assert.equal(limited.code, 0);

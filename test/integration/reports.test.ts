@@ -114,11 +114,15 @@ describe('reporting API', () => {
 
   describe('grant history', () => {
     it('returns a key\'s grants with start, end, end kind, duration, wait and token (known answer)', async () => {
-      const r = await get('/v1/grants?key=pay/acct-1', 'investigator');
+      // Newest first unless asked (audit logs open on the newest); oldest first with order=asc.
+      const newest = await get('/v1/grants?key=pay/acct-1', 'investigator');
+      assert.deepEqual(newest.json().items.map((i: { grantRevision: string }) => i.grantRevision), ['130', '120', '110', '101']);
+      const r = await get('/v1/grants?key=pay/acct-1&order=asc', 'investigator');
       assert.equal(r.statusCode, 200, r.body);
       const body = r.json();
       assert.equal(body.nextCursor, null);
       assert.deepEqual(body.items.map((i: { grantRevision: string }) => i.grantRevision), ['101', '110', '120', '130']);
+      assert.deepEqual(body.items, [...newest.json().items].reverse());
       assert.deepEqual(body.items[0], {
         cluster: 'c1', key: 'pay/acct-1', grantRevision: '101', token: tokenOf(G.g1 as GrantSpec), holder: 'h-a', class: 'ledger', namespace: 'pay',
         grantedAt: iso(T0), endedAt: iso(T0 + 1000), endKind: 'release', endRevision: '105', waitMs: 10, durationMs: 1000, unprotected: false, origin: 'api', timeline: 0, rolledBack: false,
@@ -165,7 +169,7 @@ describe('reporting API', () => {
 
     it('filters by holder, key prefix, namespace and class within a window, and by overlap with an instant', async () => {
       const revs = async (q: string) => {
-        const r = await get(`/v1/grants?${q}`, 'investigator');
+        const r = await get(`/v1/grants?${q}&order=asc`, 'investigator');
         assert.equal(r.statusCode, 200, r.body);
         return r.json().items.map((i: { key: string; grantRevision: string; holder: string; spool?: string }) => `${i.key}#${i.grantRevision}`);
       };
@@ -291,6 +295,10 @@ describe('reporting API', () => {
       const other = await get(`/v1/grants?keyPrefix=cat/&${WINDOW}&limit=2&cursor=${first.nextCursor}`, 'investigator');
       assert.equal(other.statusCode, 400);
       assert.equal(other.json().error, 'LOCKAUDIT_ERR_REPORT_CURSOR');
+      // A cursor keeps its order: a newest-first cursor never pages oldest first (it would serve the page again).
+      const turned = await get(`/v1/grants?keyPrefix=pay/&${WINDOW}&limit=2&order=asc&cursor=${first.nextCursor}`, 'investigator');
+      assert.equal(turned.statusCode, 400);
+      assert.match(turned.json().message, /was issued for other filters/);
       const forged = Buffer.from(JSON.stringify([1, 0, 'c1', 'k', '99999999999999999999', '', 0, 'x'])).toString('base64url');
       for (const c of [forged, 'abc', Buffer.from('{"a":1}').toString('base64url')]) {
         const r = await get(`/v1/grants?keyPrefix=pay/&cursor=${c}`, 'investigator');

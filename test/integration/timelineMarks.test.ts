@@ -79,7 +79,7 @@ describe('a restore marks, never deletes or moves', () => {
 
     // Grant history: every timeline's grants, each once, each with its timeline and whether it was rolled back.
     const deps = { store: db.store, limits: testConfig().reports, clusters: [c] };
-    const page = await grantHistory({ ...deps, cursorKey: randomBytes(32) }, { namespace: 'ns', from: new Date(BASE_MS - 1).toISOString(), to: new Date(BASE_MS + 100).toISOString() }, BASE_MS + 1000);
+    const page = await grantHistory({ ...deps, cursorKey: randomBytes(32) }, { namespace: 'ns', order: 'asc', from: new Date(BASE_MS - 1).toISOString(), to: new Date(BASE_MS + 100).toISOString() }, BASE_MS + 1000);
     // (Only this run's cluster: each page size's run writes the same namespace.)
     assert.deepEqual(page.items.filter((g) => g.cluster === c).map((g) => [g.key, g.timeline, g.rolledBack, g.endKind]), [
       ['ns/k1', 0, false, 'release'],

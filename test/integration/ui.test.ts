@@ -153,18 +153,27 @@ describe('web console', () => {
     // filtered one loads: wait for the filtered result itself, not for any third row.
     await grantRowsOf(page, 'pay/acct-1', 3);
     assert.equal(await page.locator('table.grants tbody tr').count(), 3);
+    // Newest first, as audit logs open: the grant still held, then the older ones.
     const firstRow = await page.locator('table.grants tbody tr').first().innerText();
-    assert.match(firstRow, /h-a/);
-    assert.match(firstRow, new RegExp(tokenOf(G.g1 as GrantSpec)));
+    assert.match(firstRow, /h-c[\s\S]*held/);
+    assert.match(firstRow, new RegExp(tokenOf(G.g4 as GrantSpec)));
     await shot('grants');
     await page.click('a.next');
     await page.waitForFunction(() => document.querySelectorAll('table.grants tbody tr').length === 1);
-    assert.match(await page.locator('table.grants tbody tr').first().innerText(), /h-c[\s\S]*held/);
+    assert.match(await page.locator('table.grants tbody tr').first().innerText(), new RegExp(`h-a[\\s\\S]*${tokenOf(G.g1 as GrantSpec)}`));
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('text=Download CSV')]);
     assert.equal(download.suggestedFilename(), 'grants.csv');
     const csv = readFileSync(await download.path(), 'utf8');
     assert.match(csv, /pay\/acct-1/);
-    assert.match(csv, /h-c/);
+    assert.match(csv, /h-a/);
+    // Oldest first on request: the first grant heads the page.
+    await page.selectOption('select[name=order]', 'asc');
+    await page.click('form.filters button[type=submit]');
+    await page.waitForFunction((token) => document.querySelector('table.grants tbody tr')?.textContent?.includes(token) ?? false, tokenOf(G.g1 as GrantSpec));
+    assert.match(await page.locator('table.grants tbody tr').first().innerText(), /h-a/);
+    await page.click('a.next'); // the order carries over to the next page: the held grant last
+    await page.waitForFunction(() => document.querySelectorAll('table.grants tbody tr').length === 1);
+    assert.match(await page.locator('table.grants tbody tr').first().innerText(), /h-c[\s\S]*held/);
   });
 
   it('goes from a search result to the key timeline and a grant\'s detail', async () => {
@@ -382,7 +391,7 @@ describe('web console', () => {
     assert.match(diff, /holder changed\tpay\/acct-1\th-a → h-b/);
     await shot('keyspace');
     // From a grant in the search results to the keyspace at its grant revision.
-    await page.goto(`${base}/ui/#/grants?key=pay/acct-1&limit=50`);
+    await page.goto(`${base}/ui/#/grants?key=pay/acct-1&limit=50&order=asc`);
     await page.locator('table.grants a.at-grant').first().click();
     await page.locator('table.holds tbody tr').first().waitFor();
     assert.match(await page.locator('p.summary').innerText(), /c1 at revision 101/);

@@ -6,7 +6,7 @@ import { loadConfig, maskedConfig } from '../../core/config.js';
 describe('api and archive config keys', () => {
   it('have defaults', () => {
     const c = loadConfig({ env: {} });
-    assert.deepEqual(c.api, { metricsRequireToken: false, exportDownloadSeconds: 300 });
+    assert.deepEqual(c.api, { metricsRequireToken: false, exportDownloadSeconds: 300, maxWaitersPerKey: 256, maxWaiters: 10_000, maxPendingRequests: 64, maxPendingRequestsPerKey: 4 });
     assert.deepEqual(c.archive, { alarmAfterSeconds: 3600, pollIntervalMs: 2000 });
   });
   it('are set from the environment; the cursor secret is masked', () => {

@@ -123,7 +123,7 @@ export interface paths {
         };
         /**
          * Grant history
-         * @description Grants whose hold overlaps [from, to], filtered by key, key prefix, holder, class, namespace or token ("which grant held token T?"), oldest first. Exact under tailer replays. Page with nextCursor: the first page fixes `to`, so grants arriving meanwhile never shift pages and every grant is served once. format=csv answers text/csv and format=arrow an Arrow IPC stream (application/vnd.apache.arrow.stream: tokens and revisions uint64, times timestamp[ms, UTC]; for pyarrow, polars, DuckDB), both with the next cursor in the X-Next-Cursor header. Role: investigator. Every read is recorded (who, filters, when).
+         * @description Grants whose hold overlaps [from, to], filtered by key, key prefix, holder, class, namespace or token ("which grant held token T?"), newest first (order=asc: oldest first). Exact under tailer replays. Page with nextCursor: the first page fixes `to`, so grants arriving meanwhile never shift pages and every grant is served once. format=csv answers text/csv and format=arrow an Arrow IPC stream (application/vnd.apache.arrow.stream: tokens and revisions uint64, times timestamp[ms, UTC]; for pyarrow, polars, DuckDB), both with the next cursor in the X-Next-Cursor header. Role: investigator. Every read is recorded (who, filters, when).
          */
         get: operations["getV1Grants"];
         put?: never;
@@ -1490,6 +1490,8 @@ export interface operations {
                  * @example payments
                  */
                 namespace?: string;
+                /** @description desc (the default): newest grant first, as audit logs open; asc: oldest first. By grant time, then cluster, key, grant revision. A cursor keeps the order it was issued for */
+                order?: "desc" | "asc";
                 /** @description api: granted by the lock API (valid proof of origin); foreign: written straight into etcd, bypassing it */
                 origin?: "api" | "foreign";
                 /**

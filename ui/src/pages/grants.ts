@@ -16,17 +16,23 @@ const FILTERS: [string, string, string][] = [
   ['to', 'To (ISO 8601)', ''],
 ];
 
+// Newest first, as audit logs open (the API's default); a cursor keeps the order it was issued for.
+const ORDERS: [string, string][] = [['desc', 'Newest first'], ['asc', 'Oldest first']];
+
 export async function grantsPage(params: URLSearchParams): Promise<Node> {
   const limit = params.get('limit') ?? '50';
+  const order = params.get('order') === 'asc' ? 'asc' : 'desc';
   const form = h(
     'form',
     { class: 'filters', onsubmit: (ev: Event) => { ev.preventDefault(); go('grants', formParams(form)); } },
     FILTERS.map(([name, label, ph]) => field(name, label, params.get(name), ph)),
+    h('label', {}, 'Order', h('select', { name: 'order' }, ORDERS.map(([v, text]) => h('option', { value: v, selected: v === order }, text)))),
     field('limit', 'Page size', limit),
     h('button', { type: 'submit' }, 'Search'),
   );
-  // The filters alone (no cursor, limit or format): what the CSV and the pager carry over.
+  // The filters alone and the order (no cursor, limit or format): what the CSV and the pager carry over.
   const filters = new URLSearchParams([...params].filter(([k]) => FILTERS.some(([f]) => f === k)));
+  filters.set('order', order);
   const query = new URLSearchParams(filters);
   query.set('limit', limit);
   const cursor = params.get('cursor');
