@@ -25,11 +25,13 @@ const GAP_BOUNDS = loadSql('reports/timeline/gapBounds.sql');
 export const CELL_SECONDS = [1, 5, 10, 30, 60, 300, 900, 3600, 10_800, 21_600, 86_400] as const;
 export const MAX_CELL_BUCKETS = 240;
 export const MAX_LANES = 50;
+/** The default window of a timeline of every key: the last hour. */
+export const EVERY_KEY_WINDOW_MS = 3_600_000;
 const MAX_GAPS = 20;
 
 export const TimelineQuery = Type.Object(
   {
-    key: Type.Optional(LockName({ description: 'One key (give key or keyPrefix)' })),
+    key: Type.Optional(LockName({ description: 'One key (give key or keyPrefix, or neither: every key, the busiest drawn, over the last hour unless from or to is given)' })),
     keyPrefix: Type.Optional(KeyPrefix({ description: `Every key under this prefix; the ${MAX_LANES} busiest are drawn` })),
     cluster: Type.Optional(ClusterName({ description: 'Only this etcd cluster' })),
     from: Type.Optional(Instant({ description: 'Window start: grants still held at or after this instant. Default: to − LOCKAUDIT_MAX_WINDOW_DAYS' })),
@@ -101,10 +103,13 @@ const n0 = (v: Num | undefined): number => num(v ?? null) ?? 0;
 const isoOf = (ms: Num): string | null => (num(ms) === null ? null : new Date(n0(ms)).toISOString());
 
 export async function timeline(deps: ReportDeps, p: TimelineParams, nowMs: number): Promise<Timeline> {
-  if ((p.key === undefined) === (p.keyPrefix === undefined)) {
-    throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', 'querystring.key: give exactly one of key and keyPrefix');
+  if (p.key !== undefined && p.keyPrefix !== undefined) {
+    throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', 'querystring.key: give at most one of key and keyPrefix');
   }
-  const { fromMs, toMs } = resolveWindow({ from: p.from, to: p.to }, deps.limits.maxWindowDays, nowMs);
+  // Neither: every key, the busiest drawn — over the last hour unless a window is given (what the console opens on).
+  const everyKey = p.key === undefined && p.keyPrefix === undefined;
+  const from = p.from ?? (everyKey && p.to === undefined ? new Date(nowMs - EVERY_KEY_WINDOW_MS).toISOString() : undefined);
+  const { fromMs, toMs } = resolveWindow({ from, to: p.to }, deps.limits.maxWindowDays, nowMs);
   const maxBars = p.maxBars ?? 2000;
   const cluster = p.cluster ?? '';
   const laneRows = await reportRows<LaneRow>(deps, LANES, { ...grantFilterParams(pickGrantFilters(p), { fromMs, toMs, rule: 'overlapping' }), maxLanes: MAX_LANES });

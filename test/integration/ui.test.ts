@@ -377,6 +377,16 @@ describe('web console', () => {
     assert.equal(await page.locator('button.more').count(), 0);
   });
 
+  it('opens the key timeline on the busiest keys and the keyspace on the present, never on an empty page', async () => {
+    await page.goto(`${base}/ui/#/timeline`);
+    await page.locator('.timeline p.every-key').waitFor();
+    assert.match(await page.locator('.timeline p.every-key').innerText(), /^The busiest keys from /);
+    await page.goto(`${base}/ui/#/keyspace?cluster=c1`);
+    await page.locator('p.summary').waitFor();
+    assert.match(await page.locator('p.summary').innerText(), /^c1 at revision \d+ \(captured through \d+\)/);
+    assert.equal(await page.locator('input[name=slider]').count(), 1, 'the slider to move back from the present');
+  });
+
   it('shows the keyspace at a moment with a revision slider, the diff between two moments, and is linked from a grant', async () => {
     await page.goto(`${base}/ui/#/keyspace?cluster=c1&prefix=pay/&at=103`);
     await page.locator('table.holds tbody tr').nth(1).waitFor();

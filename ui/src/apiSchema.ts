@@ -2389,7 +2389,7 @@ export interface operations {
                  */
                 from?: string;
                 /**
-                 * @description One key (give key or keyPrefix)
+                 * @description One key (give key or keyPrefix, or neither: every key, the busiest drawn, over the last hour unless from or to is given)
                  * @example payments/acct-42
                  */
                 key?: string;

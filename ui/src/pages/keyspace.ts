@@ -71,8 +71,8 @@ export async function keyspacePage(params: URLSearchParams): Promise<Node> {
     field('cluster', 'Cluster', params.get('cluster'), ''),
     h('button', { type: 'submit' }, 'Show'),
   );
-  const at = params.get('at');
-  if (!at) return h('div', {}, form, h('p', { class: 'muted' }, 'Choose a moment: a revision, or a time.'));
+  // No moment chosen: the present (the newest captured revision), not an empty page.
+  const at = params.get('at') ?? new Date().toISOString();
   const q = new URLSearchParams();
   for (const k of ['prefix', 'cluster']) if (params.get(k)) q.set(k, params.get(k) as string);
   try {

@@ -37,7 +37,8 @@ export async function timelinePage(params: URLSearchParams): Promise<Node> {
     field('to', 'To (ISO 8601)', params.get('to')),
     h('button', { type: 'submit' }, 'Show'),
   );
-  if (!params.get('key') && !params.get('keyPrefix')) return h('div', {}, form, h('p', { class: 'muted' }, 'Name a key or a key prefix.'));
+  // Neither a key nor a prefix: the busiest keys of the last hour (the API's default for every key), not an empty page.
+  const everyKey = !params.get('key') && !params.get('keyPrefix');
   let timeline: Timeline;
   try {
     const query = new URLSearchParams([...params].filter(([k]) => ['key', 'keyPrefix', 'cluster', 'from', 'to'].includes(k)));
@@ -52,7 +53,8 @@ export async function timelinePage(params: URLSearchParams): Promise<Node> {
     'div',
     { class: 'timeline', 'data-mode': timeline.mode },
     form,
-    timeline.totalLanes > timeline.lanes.length && h('p', { class: 'muted' }, `Showing the ${timeline.lanes.length} busiest of ${timeline.totalLanes} keys under this prefix.`),
+    everyKey && h('p', { class: 'muted every-key' }, `The busiest keys from ${fmtTime(timeline.from)} to ${fmtTime(timeline.to)}: name a key or a prefix to look closer.`),
+    timeline.totalLanes > timeline.lanes.length && h('p', { class: 'muted' }, `Showing the ${timeline.lanes.length} busiest of ${timeline.totalLanes} keys${everyKey ? '' : ' under this prefix'}.`),
     view,
     gapList(timeline.gaps),
   );
