@@ -1,4 +1,4 @@
-// `lockaudit verify`: the tamper-evident digests (docs/operations.md#tamper-evident-digests) checked
+// `lockaudit verify`: the tamper-evident digests (docs/digests.md#tamper-evident-digests) checked
 // as an outsider would, one line per period; exit 1 on any failure, 2 on bad
 // flags. The public key: --public-key (PEM file), else the deployment's own.
 import { readFileSync } from 'node:fs';

@@ -9,7 +9,7 @@
 // Get the three from the API: GET /v1/exports/<id>/download (the file),
 // GET /v1/exports/<id>/manifest, GET /v1/digests/public-key (publicKeyPem;
 // better: the key your operator handed you out of band). What it checks
-// (docs/operations.md#tamper-evident-digests):
+// (docs/digests.md#tamper-evident-digests):
 //   1. the manifest's Ed25519 signature (over its canonical JSON without
 //      `signature`) under the public key;
 //   2. the file: its byte length and sha256 are the manifest's (a truncated or

@@ -41,7 +41,7 @@ export interface Manifest {
    * it was derived from before the file was written (exporters/grantsCheck.ts) — the events the digests hash.
    */
   grantsCheckedAgainstEvents?: boolean;
-  /** Ed25519 over the canonical JSON of the manifest without this field (docs/operations.md#tamper-evident-digests). */
+  /** Ed25519 over the canonical JSON of the manifest without this field (docs/digests.md#tamper-evident-digests). */
   signature?: { algorithm: 'Ed25519'; keyId: string; value: string };
 }
 

@@ -10,7 +10,7 @@ import type { HealthState } from './health.js';
 export function registerAlarmMetrics(registry: Registry, health: Pick<HealthState, 'alarms'>): void {
   new Gauge({
     name: 'lockaudit_alarms_raised',
-    help: 'Raised alarm instances of this process, by alarm code (docs/operations.md, Alarms); 0 when none.',
+    help: 'Raised alarm instances of this process, by alarm code (docs/runbook.md, Alarms); 0 when none.',
     labelNames: ['code'],
     registers: [registry],
     collect() {

@@ -2,7 +2,7 @@
 // its instance (one per label set, so /readyz shows one line per cluster, not
 // one per event), a message template and what an operator should do. Labels
 // are bounded (a configured cluster); measured facts go in the message only.
-// docs/operations.md has a runbook entry for each code; test/unit/catalogs.test.ts checks it does.
+// docs/runbook.md has a runbook entry for each code; test/unit/catalogs.test.ts checks it does.
 
 export interface AlarmSpec {
   /** Instance name; `{label}` placeholders are the alarm's bounded labels. */

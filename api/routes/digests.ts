@@ -1,6 +1,6 @@
 // GET /v1/digests/public-key: the Ed25519 public key that checks the
 // tamper-evident digests and signed compliance-export manifests
-// (docs/operations.md#tamper-evident-digests). Public by nature: no token needed, so an auditor can
+// (docs/digests.md#tamper-evident-digests). Public by nature: no token needed, so an auditor can
 // fetch it with nothing but the URL (and compare it with the one the
 // operator handed over out of band).
 import Type from 'typebox';

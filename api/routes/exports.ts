@@ -229,7 +229,7 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
           summary: 'The signed manifest of a finished export',
           description: 'Rows, bytes and sha256 of the file, and the signed digests of the periods it covers, signed as a whole with the digest key (GET /v1/digests/public-key); docs/verify-export.mjs checks a download against it. 409 while the export is not done.',
           params: ExportId,
-          response: { 200: Type.Object({}, { additionalProperties: true, description: 'The manifest (docs/operations.md#tamper-evident-digests)' }), 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse },
+          response: { 200: Type.Object({}, { additionalProperties: true, description: 'The manifest (docs/digests.md#tamper-evident-digests)' }), 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse },
         },
       },
       async (request) => {

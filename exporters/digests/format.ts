@@ -1,4 +1,4 @@
-// Tamper-evident digests (issue 25; docs/operations.md#tamper-evident-digests): per cluster, one signed
+// Tamper-evident digests (issue 25; docs/digests.md#tamper-evident-digests): per cluster, one signed
 // JSON object per sealed period, chained. Pure functions: the canonical
 // encoding of events, a digest's hash and signature, and the walk over a
 // cluster's chain that names every missing, altered or foreign digest.

@@ -1,5 +1,5 @@
 // `lockaudit verify`: checks the digest chain of each cluster the way an
-// outsider would (docs/operations.md#tamper-evident-digests) — every digest present, unaltered and
+// outsider would (docs/digests.md#tamper-evident-digests) — every digest present, unaltered and
 // signed by the public key, the chain unbroken — then, per period in the
 // range, that each Parquet history object a digest names exists with its
 // sha256 (a day's file is named after the day: those of the range's days are

@@ -1,4 +1,4 @@
-// The digest worker of one cluster (docs/operations.md#tamper-evident-digests): every sealed period
+// The digest worker of one cluster (docs/digests.md#tamper-evident-digests): every sealed period
 // gets one signed digest in the object-locked archive bucket, chained to the
 // previous one; a digested period whose events changed since (a late replay,
 // a restore's marks, a spooled grant shipped late) gets a new digest that

@@ -1,4 +1,4 @@
-// Every error code and every alarm has its runbook entry in docs/operations.md
+// Every error code and every alarm has its runbook entry in docs/runbook.md
 // (what it means, what to do), and the runbook has none that the code does not
 // have (fastify's habit for FST_ERR_*).
 import assert from 'node:assert/strict';
@@ -7,19 +7,19 @@ import { describe, it } from 'node:test';
 import { errorCatalog } from '../../core/errors.js';
 import { alarm, alarmCatalog, alarmName } from '../../platform/alarms.js';
 
-const runbook = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
+const runbook = readFileSync(new URL('../../docs/runbook.md', import.meta.url), 'utf8');
 
 /** The `### \`CODE\`` entries under a `## heading`, each with its `- **Field**: value` lines. */
 function entries(heading: string): Map<string, Map<string, string>> {
   const start = runbook.indexOf(`\n## ${heading}\n`);
-  assert.ok(start >= 0, `docs/operations.md has a "## ${heading}" section`);
+  assert.ok(start >= 0, `docs/runbook.md has a "## ${heading}" section`);
   const end = runbook.indexOf('\n## ', start + 1);
   const section = runbook.slice(start, end < 0 ? undefined : end);
   const found = new Map<string, Map<string, string>>();
   for (const entry of section.split('\n### ').slice(1)) {
     const [title = '', ...body] = entry.split('\n');
     const m = /^`(LOCKAUDIT_[A-Z_]+)`$/.exec(title);
-    assert.ok(m, `docs/operations.md: an entry under "${heading}" is headed by its code in backticks: ${title}`);
+    assert.ok(m, `docs/runbook.md: an entry under "${heading}" is headed by its code in backticks: ${title}`);
     assert.ok(!found.has(m[1] as string), `${m[1]}: one entry`);
     const fields = new Map<string, string>();
     for (const line of body) {
@@ -31,7 +31,7 @@ function entries(heading: string): Map<string, Map<string, string>> {
   return found;
 }
 
-describe('catalogs documented in docs/operations.md', () => {
+describe('catalogs documented in docs/runbook.md', () => {
   it('has an entry for every error code with its HTTP status, what it means and what to do, and no other', () => {
     const found = entries('Error codes');
     assert.deepEqual([...found.keys()].sort(), Object.keys(errorCatalog).sort());

@@ -704,7 +704,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -724,7 +724,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -744,7 +744,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -764,7 +764,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -875,7 +875,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -895,7 +895,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -915,7 +915,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -935,7 +935,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -955,7 +955,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1020,7 +1020,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1040,7 +1040,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1060,7 +1060,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1080,7 +1080,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1125,7 +1125,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1145,7 +1145,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1165,7 +1165,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1185,7 +1185,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1205,7 +1205,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1225,7 +1225,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The manifest (docs/operations.md#tamper-evident-digests) */
+            /** @description The manifest (docs/digests.md#tamper-evident-digests) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1250,7 +1250,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1270,7 +1270,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1290,7 +1290,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1310,7 +1310,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1330,7 +1330,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1396,7 +1396,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1416,7 +1416,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1436,7 +1436,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1579,7 +1579,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1599,7 +1599,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1619,7 +1619,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1639,7 +1639,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1718,7 +1718,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1738,7 +1738,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1758,7 +1758,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1778,7 +1778,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1971,7 +1971,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -1991,7 +1991,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2011,7 +2011,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2031,7 +2031,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2117,7 +2117,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2137,7 +2137,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2157,7 +2157,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2177,7 +2177,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2197,7 +2197,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2307,7 +2307,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2327,7 +2327,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2347,7 +2347,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2367,7 +2367,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2568,7 +2568,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2588,7 +2588,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2608,7 +2608,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2628,7 +2628,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2796,7 +2796,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2816,7 +2816,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2836,7 +2836,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2856,7 +2856,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2929,7 +2929,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2949,7 +2949,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2969,7 +2969,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -2989,7 +2989,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3009,7 +3009,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3203,7 +3203,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3223,7 +3223,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3243,7 +3243,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3263,7 +3263,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3319,7 +3319,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3339,7 +3339,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3359,7 +3359,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3460,7 +3460,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3480,7 +3480,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3500,7 +3500,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3520,7 +3520,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3575,7 +3575,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3595,7 +3595,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3615,7 +3615,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3673,7 +3673,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3693,7 +3693,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3713,7 +3713,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3769,7 +3769,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3789,7 +3789,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3809,7 +3809,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3829,7 +3829,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
@@ -3884,7 +3884,7 @@ export interface operations {
                      */
                     "application/json": {
                         details?: string[];
-                        /** @description The error code (docs/operations.md: Error codes) */
+                        /** @description The error code (docs/runbook.md: Error codes) */
                         error: string;
                         message: string;
                     };
