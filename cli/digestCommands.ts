@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { AuditStore } from '../core/clickhouse.js';
 import { CLUSTER_NAME_PATTERN, loadConfig } from '../core/config.js';
-import { digestPublicKey, existingDigestPublicKeyPem } from '../core/digestKey.js';
+import { digestPublicKey, servedDigestPublicKey } from '../core/digestKey.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
 import { parseInstantOrUtc } from '../core/instant.js';
 import { existingOriginSecret } from '../core/originSecret.js';
@@ -55,7 +55,7 @@ export function registerDigestCommands(program: Command): void {
           } catch (err) {
             bad(`--public-key: cannot read ${flags.publicKey}: ${(err as Error).message}`);
           }
-        } else pem = existingDigestPublicKeyPem(config);
+        } else pem = servedDigestPublicKey(config)?.publicKeyPem; // LOCKAUDIT_DIGEST_PUBLIC_KEY, else the existing key's half
         if (!pem) bad('--public-key: this deployment has no digest key yet; pass the public key (GET /v1/digests/public-key)');
         const publicKey = digestPublicKey(pem, '--public-key');
         const store = flags.database ? new AuditStore(config.clickhouse) : undefined;

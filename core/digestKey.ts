@@ -115,6 +115,34 @@ export function digestSigner(config: KeySource): DigestSigner {
   return signerFromPrivateKey(parsePrivateKey(readFileSync(file, 'utf8'), file));
 }
 
+/** Why a configured public key cannot be served (not an Ed25519 SPKI key, or not the configured signing key's half), or undefined. */
+export function digestPublicKeyProblem(text: string, signingKey?: string): string | undefined {
+  let key: KeyObject;
+  try {
+    key = digestPublicKey(text.trim());
+  } catch (err) {
+    return (err as Error).message.replace(/^public key: /, '');
+  }
+  if (signingKey === undefined || digestSigningKeyProblem(signingKey) !== undefined) return undefined;
+  const signer = signerFromPrivateKey(parsePrivateKey(signingKey, 'LOCKAUDIT_DIGEST_SIGNING_KEY'));
+  const id = digestKeyId(key);
+  return id === signer.keyId ? undefined : `key ${id} is not the public half of LOCKAUDIT_DIGEST_SIGNING_KEY (key ${signer.keyId}): the API would publish a key no digest is signed with`;
+}
+
+/**
+ * The public key the API serves, which never needs the private one: LOCKAUDIT_DIGEST_PUBLIC_KEY, else the public half
+ * of the deployment's existing signing key; undefined while there is none (the API never generates one: a key it
+ * generated would be one no worker signs with).
+ */
+export function servedDigestPublicKey(config: KeySource & { digestPublicKey?: string | undefined }): { keyId: string; publicKeyPem: string } | undefined {
+  if (config.digestPublicKey) {
+    const key = digestPublicKey(config.digestPublicKey.trim(), 'LOCKAUDIT_DIGEST_PUBLIC_KEY');
+    return { keyId: digestKeyId(key), publicKeyPem: key.export({ type: 'spki', format: 'pem' }).toString() };
+  }
+  const pem = existingDigestPublicKeyPem(config);
+  return pem === undefined ? undefined : { keyId: digestKeyId(createPublicKey(pem)), publicKeyPem: pem };
+}
+
 /** The deployment's public key without creating one: the configured key's, or the data dir's; undefined when there is none yet. */
 export function existingDigestPublicKeyPem(config: KeySource): string | undefined {
   if (config.digestSigningKey) return signerFromPrivateKey(parsePrivateKey(config.digestSigningKey, 'LOCKAUDIT_DIGEST_SIGNING_KEY')).publicKeyPem;

@@ -71,6 +71,7 @@ export const errorCatalog = {
   LOCKAUDIT_ERR_ARCHIVE_UNLOCKED: { status: 500, description: 'The force-release archive bucket has no object lock; records are not archived into it.' },
   LOCKAUDIT_ERR_ORIGIN_SECRET: { status: 500, description: 'The origin secret (<dataDir>/origin-secret) is shorter than 32 bytes — empty, or cut short by a full disk — and is never taken as a key anyone could compute; or its file cannot be read, which is never taken as absent.' },
   LOCKAUDIT_ERR_DIGEST_KEY: { status: 500, description: 'The digest signing key (LOCKAUDIT_DIGEST_SIGNING_KEY or <dataDir>/digest-signing-key.pem), or a public key given to verify, is not an Ed25519 key, or its file cannot be read (never taken as absent and replaced).' },
+  LOCKAUDIT_ERR_DIGEST_KEY_MISSING: { status: 503, description: 'No digest signing key exists yet to publish: the worker generates it at its first start, or LOCKAUDIT_DIGEST_PUBLIC_KEY gives the API its public half.' },
   LOCKAUDIT_ERR_ARCHIVE_CHAIN: { status: 500, description: 'archive verify found missing or altered force records; each problem is listed.' },
 } as const satisfies Record<string, ErrorSpec>;
 

@@ -4,8 +4,9 @@
 // fetch it with nothing but the URL (and compare it with the one the
 // operator handed over out of band).
 import Type from 'typebox';
-import { digestSigner } from '../../core/digestKey.js';
-import type { App, RouteOptions } from '../types.js';
+import { servedDigestPublicKey } from '../../core/digestKey.js';
+import { LockauditError } from '../../core/errors.js';
+import { ErrorResponse, type App, type RouteOptions } from '../types.js';
 
 const PublicKeySchema = Type.Object(
   {
@@ -19,18 +20,26 @@ const PublicKeySchema = Type.Object(
 );
 
 export async function digestRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
-  const signer = digestSigner(ctx.config);
-  const body = { algorithm: 'Ed25519' as const, keyId: signer.keyId, publicKeyPem: signer.publicKeyPem };
+  // The API never holds the private key for this (LOCKAUDIT_DIGEST_PUBLIC_KEY), nor generates one: a key it generated
+  // in a split deployment was one no worker signs with. Until the worker has made the key, the route says so (503).
+  let served = servedDigestPublicKey(ctx.config);
+  const body = (): { algorithm: 'Ed25519'; keyId: string; publicKeyPem: string } => {
+    served ??= servedDigestPublicKey(ctx.config);
+    if (!served) {
+      throw new LockauditError('LOCKAUDIT_ERR_DIGEST_KEY_MISSING', 'no digest signing key exists yet: the worker generates it at its first start (or set LOCKAUDIT_DIGEST_PUBLIC_KEY on the API)');
+    }
+    return { algorithm: 'Ed25519', ...served };
+  };
   app.get(
     '/v1/digests/public-key',
     {
       schema: {
         tags: ['digests'],
         summary: 'The public key of the signed digests',
-        description: 'Checks every digest (archive bucket, digests/<cluster>/) and every signed compliance-export manifest: `lockaudit verify`, docs/verify-export.mjs. No token needed.',
-        response: { 200: PublicKeySchema },
+        description: 'Checks every digest (archive bucket, digests/<cluster>/) and every signed compliance-export manifest: `lockaudit verify`, docs/verify-export.mjs. No token needed. LOCKAUDIT_DIGEST_PUBLIC_KEY when set, else the existing signing key\'s public half; 503 until a key exists.',
+        response: { 200: PublicKeySchema, 503: ErrorResponse },
       },
     },
-    async () => body,
+    async () => body(),
   );
 }

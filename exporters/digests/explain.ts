@@ -9,7 +9,7 @@
 //   the row's content is not: a restore never changes what a row says.
 // - a fail-open spool shipped late adds unprotected grants (revision 0, op
 //   spool) ingested after sealing. Spool lines carry no writer's proof yet, so
-//   this explanation rests on the store row alone (docs/operations.md says so).
+//   this explanation rests on the store row alone (docs/digests.md says so).
 // The period as it was is the current rows with exactly those changes undone;
 // the change is explained when that hashes to the digest first signed for the
 // period. Anything else — an edited row, a row added or removed, a mark with no
