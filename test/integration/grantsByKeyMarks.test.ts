@@ -44,7 +44,7 @@ describe('grants_by_key gets back the restore marks its backfill lost (sql/190)'
     await store.insert('grants_by_key', [g.closed as GrantRow, held]);
     const all = (table: string) =>
       store.rows<Record<string, unknown>>(`SELECT * FROM {db:Identifier}.{t:Identifier} FINAL ORDER BY cluster, key, grant_revision, spool_id, timeline`, { t: table });
-    const shown = async () => (await grantHistory(deps, { key: 'ns0/r' }, T0 + 3_600_000)).items.map((i) => `${i.grantRevision}/t${i.timeline}${i.rolledBack ? '/rolled-back' : ''}`);
+    const shown = async () => (await grantHistory(deps, { key: 'ns0/r', order: 'asc' }, T0 + 3_600_000)).items.map((i) => `${i.grantRevision}/t${i.timeline}${i.rolledBack ? '/rolled-back' : ''}`);
     assert.notDeepEqual(await all('grants_by_key'), await all('grants'), 'the lost marks');
     assert.deepEqual(await shown(), ['500/t0', '510/t0', '510/t1'], 'before 190: not rolled back, and the carried grant twice');
     const applied = await migrate(store);
