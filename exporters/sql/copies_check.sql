@@ -30,32 +30,14 @@ FROM
                    a.h != b.h, 'differs in grants_by_key from `grants` (key history shows another row)', '') AS problem
     FROM
     (
-        SELECT cluster, key, grant_revision, spool_id, timeline, (cityHash64(cluster, key, grant_revision, spool_id, timeline), farmFingerprint64(cluster, key, grant_revision, spool_id, timeline)) AS id,
-               -- Two hash families (an edit keeping both is a second preimage of each at once). A NULL makes either NULL (and
-               -- every comparison false): the nullable end columns are hashed as text.
-               (cityHash64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
-                           ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
-                           row_version, origin, rolled_back_by, superseded_by),
-                farmFingerprint64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
-                           ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
-                           row_version, origin, rolled_back_by, superseded_by)) AS h,
-               toUInt8(1) AS found
+-- @include exporters/sql/copies_row.sql
         FROM {db:Identifier}.grants FINAL
         PREWHERE cluster = {cluster:String}
             AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
     ) AS a
     FULL OUTER JOIN
     (
-        SELECT cluster, key, grant_revision, spool_id, timeline, (cityHash64(cluster, key, grant_revision, spool_id, timeline), farmFingerprint64(cluster, key, grant_revision, spool_id, timeline)) AS id,
-               -- Two hash families (an edit keeping both is a second preimage of each at once). A NULL makes either NULL (and
-               -- every comparison false): the nullable end columns are hashed as text.
-               (cityHash64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
-                           ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
-                           row_version, origin, rolled_back_by, superseded_by),
-                farmFingerprint64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
-                           ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
-                           row_version, origin, rolled_back_by, superseded_by)) AS h,
-               toUInt8(1) AS found
+-- @include exporters/sql/copies_row.sql
         FROM {db:Identifier}.grants_by_key FINAL
         PREWHERE cluster = {cluster:String}
             AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
@@ -73,32 +55,14 @@ FROM
                    a.h != b.h, 'differs in grants_by_holder from `grants` (a holder''s history shows another row)', '') AS problem
     FROM
     (
-        SELECT cluster, key, grant_revision, spool_id, timeline, (cityHash64(cluster, key, grant_revision, spool_id, timeline), farmFingerprint64(cluster, key, grant_revision, spool_id, timeline)) AS id,
-               -- Two hash families (an edit keeping both is a second preimage of each at once). A NULL makes either NULL (and
-               -- every comparison false): the nullable end columns are hashed as text.
-               (cityHash64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
-                           ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
-                           row_version, origin, rolled_back_by, superseded_by),
-                farmFingerprint64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
-                           ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
-                           row_version, origin, rolled_back_by, superseded_by)) AS h,
-               toUInt8(1) AS found
+-- @include exporters/sql/copies_row.sql
         FROM {db:Identifier}.grants FINAL
         PREWHERE cluster = {cluster:String}
             AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
     ) AS a
     FULL OUTER JOIN
     (
-        SELECT cluster, key, grant_revision, spool_id, timeline, (cityHash64(cluster, key, grant_revision, spool_id, timeline), farmFingerprint64(cluster, key, grant_revision, spool_id, timeline)) AS id,
-               -- Two hash families (an edit keeping both is a second preimage of each at once). A NULL makes either NULL (and
-               -- every comparison false): the nullable end columns are hashed as text.
-               (cityHash64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
-                           ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
-                           row_version, origin, rolled_back_by, superseded_by),
-                farmFingerprint64(namespace, lock_path, class, holder, session, token, epoch, granted_at, wait_ms, end_kind, end_revision,
-                           ifNull(toString(ended_at), 'NULL'), ended_at_error_ms, ifNull(toString(duration_ms), 'NULL'), unprotected, start_known,
-                           row_version, origin, rolled_back_by, superseded_by)) AS h,
-               toUInt8(1) AS found
+-- @include exporters/sql/copies_row.sql
         FROM {db:Identifier}.grants_by_holder FINAL
         PREWHERE cluster = {cluster:String}
             AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
