@@ -110,12 +110,12 @@ export class TwoPersonRequests<S extends Type.TObject> {
    */
   async #assertRoom(value: Stored): Promise<void> {
     const { total, perKey } = this.#parts.pendingRequestLimits;
-    const { count } = await this.#parts.etcd.getPrefix(this.#prefix(), { countOnly: true });
+    // One read: etcd counts every key under the prefix whatever the limit, and below the limit returns them all.
+    const { count, kvs } = await this.#parts.etcd.getPrefix(this.#prefix(), value.key === undefined ? { countOnly: true } : { limit: total });
     if (count >= total) {
       throw new LockauditError('LOCKAUDIT_ERR_LIMIT_REQUESTS', `${count} ${this.#spec.noun} requests are pending, the most LOCKAUDIT_MAX_PENDING_REQUESTS (${total}) allows; approve, reject or let some expire first`);
     }
     if (value.key === undefined) return;
-    const { kvs } = await this.#parts.etcd.getPrefix(this.#prefix(), { limit: total });
     const forKey = kvs.filter((kv) => (decodeValue(this.#spec.schema, kv.value) as Stored | undefined)?.key === value.key).length;
     if (forKey >= perKey) {
       throw new LockauditError('LOCKAUDIT_ERR_LIMIT_REQUESTS', `${value.key}: ${forKey} ${this.#spec.noun} requests for this lock are pending, the most LOCKAUDIT_MAX_PENDING_REQUESTS_PER_KEY (${perKey}) allows; approve or reject one first`);

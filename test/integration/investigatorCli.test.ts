@@ -176,7 +176,7 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
 
   it('grants follows nextCursor page by page, up to --limit, in every format', async () => {
     const direct = async (format: string) => (await fetch(`${url}/v1/grants?key=${ns}/page&limit=100&format=${format}`, { headers: { authorization: `Bearer ${investigator}` } })).text();
-    const all = JSON.parse(await direct('json')) as { items: Array<{ token: string }> };
+    const all = JSON.parse(await direct('json')) as { items: Array<{ token: string; grantedAt: string }> };
     assert.equal(all.items.length, 5);
     const before = seen.length;
     const json = await cli(['grants', '--key', `${ns}/page`, '--page-size', '2', '--format', 'json']);
@@ -191,7 +191,7 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
     const oldest = await cli(['grants', '--key', `${ns}/page`, '--page-size', '2', '--format', 'json', '--order', 'asc']);
     assert.equal(oldest.code, 0, oldest.stderr);
     assert.deepEqual(JSON.parse(oldest.stdout), [...all.items].reverse());
-    assert.ok(all.items.every((g, i, a) => i === 0 || (g as unknown as { grantedAt: string }).grantedAt <= (a[i - 1] as unknown as { grantedAt: string }).grantedAt), 'the default is newest first');
+    assert.ok(all.items.every((g, i, a) => i === 0 || g.grantedAt <= (a[i - 1]?.grantedAt ?? '')), 'the default is newest first');
     const wrong = await cli(['grants', '--key', `${ns}/page`, '--order', 'sideways']);
     assert.equal(wrong.code, 2);
 

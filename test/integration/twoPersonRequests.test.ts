@@ -277,7 +277,8 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
   });
   it('pending requests are limited in all and per lock (429 naming the setting); a decided one frees its room', async () => {
     const limitedRoot = `/${uniqueId('root')}`;
-    const limited = await lockApp(config, store, { root: limitedRoot, pendingRequestLimits: { total: 3, perKey: 2 } });
+    // Through the settings, as an operator sets them (roles/lockEngine.ts hands them to the lock service).
+    const limited = await lockApp(testConfig({ LOCKAUDIT_MAX_PENDING_REQUESTS: '3', LOCKAUDIT_MAX_PENDING_REQUESTS_PER_KEY: '2' }), store, { root: limitedRoot });
     try {
       const admin = await limited.token(uniqueId('admin-'), ['admin']);
       const op = await limited.token(uniqueId('op-carol-'), ['lock-operator']);
