@@ -17,18 +17,57 @@ const run = promisify(execFile);
 const PORT = Number(process.env.LOCKAUDIT_LOCAL_PORT_BASE ?? 24000) + 90;
 const base = `http://127.0.0.1:${PORT}`;
 
-/** Running: a process that exited but that no one reaped yet (a zombie: its parent gone, init slow to reap) is not. */
-function alive(pid: number): boolean {
+/** A process as /proc knows it: its pid and its start time (clock ticks after boot), so a reused pid is not taken for it. */
+interface ProcessRef {
+  pid: number;
+  start: string;
+}
+
+/** /proc/<pid>/stat's state and start time, or undefined when no such process (a thread's id is not a process). */
+function procStat(pid: number): { state: string; start: string } | undefined {
   try {
-    process.kill(pid, 0);
+    if (!new RegExp(`^Tgid:\\s+${pid}$`, 'm').test(readFileSync(`/proc/${pid}/status`, 'utf8'))) return undefined;
+    // The fields after the command's closing parenthesis: state is the first, start time the 20th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: fields[0] as string, start: fields[19] as string };
   } catch {
-    return false;
+    return undefined;
   }
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return false;
-  }
+}
+
+/** The running process of this pid now (taken while it is known to run). */
+function processRef(pid: number): ProcessRef {
+  const stat = procStat(pid);
+  assert.ok(stat, `pid ${pid} is not running`);
+  return { pid, start: stat.start };
+}
+
+/**
+ * Running: the same process (its start time), not yet exited. A zombie (its parent gone, init slow to reap) is not;
+ * nor is whatever got the pid after it — on a 2-core CI run the pid space (32 768, threads included) wraps in minutes.
+ */
+function alive(ref: ProcessRef): boolean {
+  const stat = procStat(ref.pid);
+  return stat !== undefined && stat.start === ref.start && stat.state !== 'Z';
+}
+
+/** What /proc says of each process still running: state, parent, command line (a failed wait names them). */
+function described(refs: ProcessRef[]): string {
+  return refs
+    .filter(alive)
+    .map((r) => {
+      let status = '';
+      let cmd = '';
+      try {
+        status = readFileSync(`/proc/${r.pid}/status`, 'utf8').split('\n').filter((l) => /^(State|PPid|SigIgn|SigCgt):/.test(l)).join(' ');
+        cmd = readFileSync(`/proc/${r.pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+      } catch {
+        // ended meanwhile
+      }
+      return `${r.pid} [${status}] ${cmd}`;
+    })
+    .join('; ');
 }
 
 async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
@@ -187,6 +226,7 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
     await waitFor('the store and the roles started again', async () => (pids().get('store') !== storePid && pids().get('api') !== apiPid ? true : undefined), 120_000);
     await waitFor('/readyz 200 after the store restart', async () => ((await fetch(`${base}/readyz`)).status === 200 ? true : undefined), 120_000);
     await waitFor('capture going on after the store restart', () => capturedSince(storeKilledAt), 120_000);
+    const running = [...pids().values()].map(processRef);
 
     const exited = new Promise<number | null>((resolve) => child?.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
@@ -194,7 +234,7 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
     // A token in a log is a token anyone who reads the log can present: none of the captured grants' is in the run's log.
     for (const item of items) if (item.token !== '0') assert.equal(stderr.includes(item.token), false, `token of ${item.holder} in the log`);
     // Every role process ended with it.
-    for (const pid of pids().values()) assert.equal(alive(pid), false, `pid ${pid} still running`);
+    assert.deepEqual(running.filter(alive), [], described(running));
   });
 
   it('start killed -9 leaves no role process behind (each ends when its supervisor goes)', async () => {
@@ -204,13 +244,15 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
       log += c.toString();
     });
     await waitFor('/healthz', async () => ((await fetch(`${base}/healthz`)).status === 200 ? true : undefined), 90_000);
-    const roles = [...log.matchAll(/^lockaudit: (\w+): started \(pid (\d+)\)$/gm)].map((m) => Number(m[2]));
+    const roles = [...log.matchAll(/^lockaudit: (\w+): started \(pid (\d+)\)$/gm)].map((m) => processRef(Number(m[2])));
     assert.equal(roles.length, 4, log);
     const gone = new Promise((resolve) => sup.once('exit', resolve));
     sup.kill('SIGKILL');
     await gone;
     // Each role stops within a minute of its supervisor's death (SIGKILL after 60 s, cli/main.ts): the wait allows that
     // minute and the time a loaded machine takes to deliver the disconnect and reap the process.
-    await waitFor(`every role process ended (${roles.join(', ')})`, async () => (roles.every((pid) => !alive(pid)) ? true : undefined), 90_000);
+    await waitFor('every role process ended', async () => (roles.some(alive) ? undefined : true), 90_000).catch((err: Error) => {
+      throw new Error(`${err.message}; still running: ${described(roles)}; log: ${log.slice(-2_000)}`);
+    });
   });
 });
