@@ -109,4 +109,3 @@ function documentRoute(route: RouteOptions): void {
   }
   route.schema = { ...schema, operationId: (schema.operationId as string | undefined) ?? operationIdOf(route.method, route.url), response };
 }
-

@@ -10,7 +10,12 @@ export interface HttpMetrics {
 }
 
 export const httpMetrics: (registry: Registry) => HttpMetrics = oncePerRegistry((registers) => ({
-  requests: new Counter({ name: 'lockaudit_http_requests_total', help: 'API requests answered, by route template, method and status class (2xx, 4xx, 5xx).', labelNames: ['method', 'route', 'code'], registers }),
+  requests: new Counter({
+    name: 'lockaudit_http_requests_total',
+    help: 'API requests answered, by route template, method and status class (2xx, 4xx, 5xx).',
+    labelNames: ['method', 'route', 'code'],
+    registers,
+  }),
   seconds: new Histogram({
     name: 'lockaudit_http_request_duration_seconds',
     help: 'Time to answer an API request, by route template and method.',

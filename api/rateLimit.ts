@@ -65,6 +65,9 @@ export function reportRateLimitHook(perMinute: number): preValidationHookHandler
     const retryAfter = limiter.take(who);
     if (retryAfter === 0) return;
     reply.header('retry-after', String(retryAfter));
-    throw new LockauditError('LOCKAUDIT_ERR_LIMIT_RATE', `more than LOCKAUDIT_RATE_LIMIT_PER_MINUTE (${perMinute}) report requests in a minute; retry in ${retryAfter} s`);
+    throw new LockauditError(
+      'LOCKAUDIT_ERR_LIMIT_RATE',
+      `more than LOCKAUDIT_RATE_LIMIT_PER_MINUTE (${perMinute}) report requests in a minute; retry in ${retryAfter} s`,
+    );
   };
 }

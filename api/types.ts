@@ -36,7 +36,11 @@ export function asPlugin(route: RoutePlugin): FastifyPluginAsync<RouteOptions> {
 
 /** The one error response: every 4xx/5xx body, as the error handler sends it and the routes document it. */
 export const ErrorResponse = Type.Object(
-  { error: Type.String({ description: 'The error code (docs/runbook.md: Error codes)' }), message: Type.String(), details: Type.Optional(Type.Array(Type.String())) },
+  {
+    error: Type.String({ description: 'The error code (docs/runbook.md: Error codes)' }),
+    message: Type.String(),
+    details: Type.Optional(Type.Array(Type.String())),
+  },
   { examples: [{ error: 'LOCKAUDIT_ERR_VALIDATION', message: 'querystring.key: must match pattern' }] },
 );
 

@@ -13,7 +13,9 @@ const base: Options = { allErrors: true, removeAdditional: false, useDefaults: t
 // date-time and date are the project's own reading (core/instant.ts), not
 // ajv-formats': a value the validator passes is one the handlers can parse.
 const strictDates = (ajv: Ajv): Ajv =>
-  ajv.addFormat('date-time', { type: 'string', validate: (s: string) => parseInstant(s) !== undefined }).addFormat('date', { type: 'string', validate: isCalendarDate });
+  ajv
+    .addFormat('date-time', { type: 'string', validate: (s: string) => parseInstant(s) !== undefined })
+    .addFormat('date', { type: 'string', validate: isCalendarDate });
 const bodyAjv = strictDates(addFormats(new Ajv({ ...base, coerceTypes: false })));
 const queryAjv = strictDates(addFormats(new Ajv({ ...base, coerceTypes: 'array' })));
 
@@ -35,7 +37,8 @@ export function describeValidation(issues: readonly AjvIssue[], context: string)
   // A union of literals (format, by, …) fails once per literal and once more as anyOf: one line naming the
   // allowed values instead (before: "must be equal to constant" three times, and never which).
   const allowed = new Map<string, string[]>();
-  for (const issue of issues) if (issue.keyword === 'const') allowed.set(fieldOf(issue), [...(allowed.get(fieldOf(issue)) ?? []), String(issue.params.allowedValue)]);
+  for (const issue of issues)
+    if (issue.keyword === 'const') allowed.set(fieldOf(issue), [...(allowed.get(fieldOf(issue)) ?? []), String(issue.params.allowedValue)]);
   const said = new Set<string>();
   const lines = issues.map((issue): string | undefined => {
     const field = fieldOf(issue);

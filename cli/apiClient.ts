@@ -35,7 +35,13 @@ export interface ApiTarget {
 /** Where and as whom: flags first, then the environment, then the configured host and port. */
 export function resolveTarget(flags: { url?: string; token?: string }, env: NodeJS.ProcessEnv = process.env): ApiTarget {
   const token = flags.token || env.LOCKAUDIT_API_TOKEN;
-  if (!token) throw new ApiCallError(undefined, 'no API token: set LOCKAUDIT_API_TOKEN (or pass --api-token) to a token with the investigator role (`lockaudit token create`)', 0, true);
+  if (!token)
+    throw new ApiCallError(
+      undefined,
+      'no API token: set LOCKAUDIT_API_TOKEN (or pass --api-token) to a token with the investigator role (`lockaudit token create`)',
+      0,
+      true,
+    );
   const raw = flags.url || env.LOCKAUDIT_URL || configuredUrl();
   let url: URL;
   try {
@@ -43,8 +49,10 @@ export function resolveTarget(flags: { url?: string; token?: string }, env: Node
   } catch {
     throw new ApiCallError(undefined, `--url / LOCKAUDIT_URL: "${raw}" is not a URL (e.g. http://127.0.0.1:8080)`, 0, true);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ApiCallError(undefined, `--url / LOCKAUDIT_URL: "${raw}" is not an http(s) URL`, 0, true);
-  if (url.username || url.password) throw new ApiCallError(undefined, '--url / LOCKAUDIT_URL: credentials do not belong in the URL; the token goes in LOCKAUDIT_API_TOKEN', 0, true);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ApiCallError(undefined, `--url / LOCKAUDIT_URL: "${raw}" is not an http(s) URL`, 0, true);
+  if (url.username || url.password)
+    throw new ApiCallError(undefined, '--url / LOCKAUDIT_URL: credentials do not belong in the URL; the token goes in LOCKAUDIT_API_TOKEN', 0, true);
   return { url: url.href.replace(/\/+$/, ''), token };
 }
 
@@ -98,14 +106,22 @@ export class ApiClient {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(query)) if (v !== undefined) params.set(k, String(v));
     const href = `${this.#target.url}${route}${params.size ? `?${params.toString()}` : ''}`;
-    const headers: Record<string, string> = { authorization: `Bearer ${this.#target.token}`, accept, ...(body === undefined ? {} : { 'content-type': 'application/json' }) };
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.#target.token}`,
+      accept,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    };
     for (let waits = 0; ; waits++) {
       let res: Response;
       try {
         res = await fetch(href, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
       } catch (err) {
         const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-        throw new ApiCallError(undefined, `the API at ${this.#target.url} did not answer (${oneLine(cause?.code ?? cause?.message ?? (err as Error).message)}); is the platform running there? (--url, LOCKAUDIT_URL or LOCKAUDIT_HOST/PORT)`, 0);
+        throw new ApiCallError(
+          undefined,
+          `the API at ${this.#target.url} did not answer (${oneLine(cause?.code ?? cause?.message ?? (err as Error).message)}); is the platform running there? (--url, LOCKAUDIT_URL or LOCKAUDIT_HOST/PORT)`,
+          0,
+        );
       }
       const text = await res.text();
       if (res.ok) return { status: res.status, headers: res.headers, text };
@@ -128,7 +144,11 @@ export class ApiClient {
     try {
       return JSON.parse(answer.text) as T;
     } catch {
-      throw new ApiCallError(undefined, `the API at ${this.#target.url} answered ${route} with something that is not JSON; is that a lockaudit API?`, answer.status);
+      throw new ApiCallError(
+        undefined,
+        `the API at ${this.#target.url} answered ${route} with something that is not JSON; is that a lockaudit API?`,
+        answer.status,
+      );
     }
   }
 }

@@ -61,13 +61,26 @@ export async function startDemoWorkload(runtime: Runtime, apiUrl: string, option
   const file = path.join(runtime.config.dataDir, 'demo-tokens.json');
   const reader = await createApiToken(runtime.store, 'demo-investigator@corp.example', ['investigator', 'auditor']);
   // The fleet's tokens too, so `lockaudit simulate --url … --tokens <this file>` can drive more load (or an outage) against the demo.
-  const contents = { admin: tokens.admin, investigator: reader.token, api: apiUrl, operators: tokens.operators.map((o) => o.token), clients: tokens.clients.map((c) => c.token) };
+  const contents = {
+    admin: tokens.admin,
+    investigator: reader.token,
+    api: apiUrl,
+    operators: tokens.operators.map((o) => o.token),
+    clients: tokens.clients.map((c) => c.token),
+  };
   writeFileSync(file, `${JSON.stringify(contents, null, 2)}\n`, { mode: 0o600 });
   process.stderr.write(`lockaudit: demo API tokens (admin, investigator) are in ${file}\n`);
   let stopped = false;
   const loop = (async () => {
     for (let round = 1; !stopped; round++) {
-      const stats = await simulate({ seed: round, durationSeconds: options.roundSeconds, workers: options.workers, rate: options.rate, api: new HttpTransport(apiUrl), tokens });
+      const stats = await simulate({
+        seed: round,
+        durationSeconds: options.roundSeconds,
+        workers: options.workers,
+        rate: options.rate,
+        api: new HttpTransport(apiUrl),
+        tokens,
+      });
       log.info({ round, summary: stats.summary() }, 'demo workload round done');
     }
   })().catch((err: Error) => {

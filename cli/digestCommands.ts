@@ -31,13 +31,18 @@ function bad(message: string): never {
 export function registerDigestCommands(program: Command): void {
   program
     .command('verify')
-    .description('check the signed digests of the record: the chain (none missing, none altered, signatures valid), the Parquet history objects they name, and (with database access) that ClickHouse\'s events still hash to them; one line per period; exit 0 ok (periods open or history expired by the lifecycle rule included), 1 tampered, 3 sealing stalled')
+    .description(
+      "check the signed digests of the record: the chain (none missing, none altered, signatures valid), the Parquet history objects they name, and (with database access) that ClickHouse's events still hash to them; one line per period; exit 0 ok (periods open or history expired by the lifecycle rule included), 1 tampered, 3 sealing stalled",
+    )
     .requiredOption('--from <time>', 'first period to check: ISO 8601 date or date-time (UTC unless an offset is given)')
     .option('--to <time>', 'end of the range, excluded (default: the end of the last digest); periods up to it without a digest fail')
     .option('--cluster <name>', 'only this cluster (default: every configured cluster)')
-    .option('--public-key <file>', 'the Ed25519 public key (PEM) to check signatures with (default: the deployment\'s, as GET /v1/digests/public-key serves it)')
-    .option('--no-database', 'do not re-hash ClickHouse\'s events (check the chain and the objects only)')
-    .option('--max-open <seconds>', 'fail a period still unsealed this long after it ended, by this machine\'s clock (default: the period plus 3 × digests.settleSeconds, at least 300)')
+    .option('--public-key <file>', "the Ed25519 public key (PEM) to check signatures with (default: the deployment's, as GET /v1/digests/public-key serves it)")
+    .option('--no-database', "do not re-hash ClickHouse's events (check the chain and the objects only)")
+    .option(
+      '--max-open <seconds>',
+      "fail a period still unsealed this long after it ended, by this machine's clock (default: the period plus 3 × digests.settleSeconds, at least 300)",
+    )
     .option('--json', 'print JSON')
     .action(async (flags: VerifyFlags) => {
       try {
@@ -61,9 +66,16 @@ export function registerDigestCommands(program: Command): void {
         const store = flags.database ? new AuditStore(config.clickhouse) : undefined;
         try {
           const result = await verifyDigests({
-            s3: createS3Client(config.s3), bucket: config.s3.archiveBucket, publicKey, store, fromMs, toMs,
+            s3: createS3Client(config.s3),
+            bucket: config.s3.archiveBucket,
+            publicKey,
+            store,
+            fromMs,
+            toMs,
             clusters: flags.cluster ? [flags.cluster] : config.etcd.clusters.map((c) => c.name),
-            settleMs: config.digests.settleSeconds * 1000, periodMs: config.digests.periodSeconds * 1000, clockToleranceMs: config.digests.clockToleranceSeconds * 1000,
+            settleMs: config.digests.settleSeconds * 1000,
+            periodMs: config.digests.periodSeconds * 1000,
+            clockToleranceMs: config.digests.clockToleranceSeconds * 1000,
             ...(store ? { originSecret: existingOriginSecret(config) } : {}),
             ...(maxOpen !== undefined ? { maxOpenMs: maxOpen * 1000 } : {}),
           });

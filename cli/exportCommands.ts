@@ -18,7 +18,16 @@ import { existingOriginSecret } from '../core/originSecret.js';
 import { archiveLockProblem, ensureHistoryBucket } from '../platform/buckets.js';
 import { EXPORT_FORMATS, ExportRecords, parseExportInput, writeGrantsExport } from '../exporters/complianceExport.js';
 import type { ExportFormat } from '../exporters/chunkedExport.js';
-import { captureBegan, daysBetween, dayStartMs, exportHistoryFile, HISTORY_DATASETS, historyDayBeforeCapture, historyDayNotOver, type HistoryDataset } from '../exporters/parquetHistory.js';
+import {
+  captureBegan,
+  daysBetween,
+  dayStartMs,
+  exportHistoryFile,
+  HISTORY_DATASETS,
+  historyDayBeforeCapture,
+  historyDayNotOver,
+  type HistoryDataset,
+} from '../exporters/parquetHistory.js';
 import type { GrantFilters } from '../exporters/exportPlans.js';
 import { pickCluster } from '../reports/state/index.js';
 
@@ -47,7 +56,10 @@ async function run(body: () => Promise<void>): Promise<void> {
 }
 
 function bar(label: string): SingleBar {
-  return new SingleBar({ format: `${label} [{bar}] {percentage}% | {value}/{total} {unit} | {detail}`, hideCursor: true, stream: process.stderr }, Presets.shades_classic);
+  return new SingleBar(
+    { format: `${label} [{bar}] {percentage}% | {value}/{total} {unit} | {detail}`, hideCursor: true, stream: process.stderr },
+    Presets.shades_classic,
+  );
 }
 
 async function withStore<T>(config: Config, fn: (store: AuditStore) => Promise<T>): Promise<T> {
@@ -84,7 +96,9 @@ export function registerExportCommands(program: Command): void {
 
   exp
     .command('history')
-    .description('backfill the Parquet history (grants and raw events per cluster and UTC day) into the history bucket; complete days are skipped, so re-running is safe; a day whose end its cluster\'s tailer has not captured yet is refused (it would stay short)')
+    .description(
+      "backfill the Parquet history (grants and raw events per cluster and UTC day) into the history bucket; complete days are skipped, so re-running is safe; a day whose end its cluster's tailer has not captured yet is refused (it would stay short)",
+    )
     .requiredOption('--from <date>', 'first day, YYYY-MM-DD (UTC)')
     .requiredOption('--to <date>', 'last day, YYYY-MM-DD (UTC), included')
     .option('--cluster <name...>', 'only these clusters (default: every configured cluster)')
@@ -104,10 +118,19 @@ export function registerExportCommands(program: Command): void {
         await withStore(config, async (store) => {
           // A typo refused once, before the bucket or any day is touched (before: every day failed on its own line).
           const configured = config.etcd.clusters.map((c) => c.name);
-          for (const c of clusters) await pickCluster({ store, limits: config.reports, clusters: configured }, c, '--cluster').catch((err: Error) => badInput(err.message));
+          for (const c of clusters)
+            await pickCluster({ store, limits: config.reports, clusters: configured }, c, '--cluster').catch((err: Error) => badInput(err.message));
           const s3 = createS3Client(config.s3);
           await ensureHistoryBucket(s3, config.s3);
-          const deps = { store, s3, bucket: config.s3.historyBucket, logger: createLogger('warn'), signer: digestSigner(config), originSecret: existingOriginSecret(config), grantSealPeriodMs: config.digests.periodSeconds * 1000 };
+          const deps = {
+            store,
+            s3,
+            bucket: config.s3.historyBucket,
+            logger: createLogger('warn'),
+            signer: digestSigner(config),
+            originSecret: existingOriginSecret(config),
+            grantSealPeriodMs: config.digests.periodSeconds * 1000,
+          };
           const progress = bar('history');
           const total = days.length * clusters.length * datasets.length;
           progress.start(total, 0, { unit: 'files', detail: '' });
@@ -145,11 +168,16 @@ export function registerExportCommands(program: Command): void {
             }
           }
           progress.stop();
-          say(`history: ${total - failed.length - skipped - beforeCapture.length} file(s) written (${rows} rows), ${skipped} already complete, ${beforeCapture.length} before capture began (not written), ${failed.length} failed`);
+          say(
+            `history: ${total - failed.length - skipped - beforeCapture.length} file(s) written (${rows} rows), ${skipped} already complete, ${beforeCapture.length} before capture began (not written), ${failed.length} failed`,
+          );
           for (const c of clusters) {
             const first = beforeCapture.filter((b) => b.split(' ')[1] === c);
             const at = began.get(c);
-            if (first.length > 0 && at !== undefined) say(`  ${c}: capture began ${new Date(at).toISOString()}; the ${first.length} file(s) of days before it are not written (nothing of them was captured)`);
+            if (first.length > 0 && at !== undefined)
+              say(
+                `  ${c}: capture began ${new Date(at).toISOString()}; the ${first.length} file(s) of days before it are not written (nothing of them was captured)`,
+              );
           }
           for (const f of failed) say(`  failed: ${f}`);
           if (failed.length) process.exitCode = 1;
@@ -159,7 +187,9 @@ export function registerExportCommands(program: Command): void {
 
   exp
     .command('grants')
-    .description('export grants granted in [--from, --to) with filters into one local Parquet, Arrow IPC or CSV file (the same export as POST /v1/exports); recorded in the export audit')
+    .description(
+      'export grants granted in [--from, --to) with filters into one local Parquet, Arrow IPC or CSV file (the same export as POST /v1/exports); recorded in the export audit',
+    )
     .requiredOption('--from <time>', 'start, ISO 8601 date or date-time (UTC unless an offset is given), included')
     .requiredOption('--to <time>', 'end, ISO 8601 date or date-time, excluded')
     .requiredOption('--out <file>', 'the file to write (appears only once complete)')
@@ -175,7 +205,19 @@ export function registerExportCommands(program: Command): void {
       run(async () => {
         if (!(EXPORT_FORMATS as readonly string[]).includes(flags.format)) badInput(`--format: must be ${EXPORT_FORMATS.join(', ')}`);
         const parsed = parseExportInput(
-          { from: flags.from, to: flags.to, filters: { cluster: flags.cluster, key: flags.key, keyPrefix: flags.keyPrefix, holder: flags.holder, class: flags.class, namespace: flags.namespace, token: flags.token } },
+          {
+            from: flags.from,
+            to: flags.to,
+            filters: {
+              cluster: flags.cluster,
+              key: flags.key,
+              keyPrefix: flags.keyPrefix,
+              holder: flags.holder,
+              class: flags.class,
+              namespace: flags.namespace,
+              token: flags.token,
+            },
+          },
           { from: '--from', to: '--to', filter: (n) => `--${n.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}` },
         );
         const out = path.resolve(flags.out);
@@ -192,13 +234,22 @@ export function registerExportCommands(program: Command): void {
         await withStore(config, async (store) => {
           // A cluster no tailer captured (a typo): refused, not written as a file of 0 rows.
           if (parsed.filters.cluster !== undefined) {
-            await pickCluster({ store, limits: config.reports, clusters: config.etcd.clusters.map((c) => c.name) }, parsed.filters.cluster, '--cluster').catch((err: Error) => badInput(err.message));
+            await pickCluster({ store, limits: config.reports, clusters: config.etcd.clusters.map((c) => c.name) }, parsed.filters.cluster, '--cluster').catch(
+              (err: Error) => badInput(err.message),
+            );
           }
           const records = new ExportRecords(store);
           const actor = `cli:${userInfo().username}`;
           const exportId = `cli_${Date.now()}`;
           const request = { format: flags.format as ExportFormat, ...parsed };
-          await records.audit(exportId, 'local-export', actor, { phase: 'request', format: request.format, from: flags.from, to: flags.to, filters: parsed.filters, out });
+          await records.audit(exportId, 'local-export', actor, {
+            phase: 'request',
+            format: request.format,
+            from: flags.from,
+            to: flags.to,
+            filters: parsed.filters,
+            out,
+          });
           const progress = bar('export');
           progress.start(100, 0, { unit: '%', detail: '' });
           const file = await writeGrantsExport(store, request, out, {
@@ -220,7 +271,9 @@ export function registerExportCommands(program: Command): void {
   const archive = program.command('archive').description('the object-locked force-release archive');
   archive
     .command('verify')
-    .description('walk each cluster\'s hash chain in the archive bucket and report every missing, altered or unproven record, and (with the audit log) every proven force record not archived and every archived one the audit log does not hold; exits 1 when any is found')
+    .description(
+      "walk each cluster's hash chain in the archive bucket and report every missing, altered or unproven record, and (with the audit log) every proven force record not archived and every archived one the audit log does not hold; exits 1 when any is found",
+    )
     .option('--cluster <name>', 'only this cluster')
     .option('--no-audit-log', 'do not cross-check against the force records in the audit log (ClickHouse)')
     .option('--json', 'print JSON')
@@ -238,18 +291,28 @@ export function registerExportCommands(program: Command): void {
         // An unlocked archive is still verified (that is how a damaged one is found), but it is named.
         if (lockProblem) say(`warning: ${lockProblem}`);
         const fromLog = flags.auditLog
-          ? await withStore(config, async (store) => ({ expected: await expectedFromAuditLog(store, { cluster: flags.cluster }), gaps: await gapsFromAuditLog(store, { cluster: flags.cluster }) }))
+          ? await withStore(config, async (store) => ({
+              expected: await expectedFromAuditLog(store, { cluster: flags.cluster }),
+              gaps: await gapsFromAuditLog(store, { cluster: flags.cluster }),
+            }))
           : undefined;
         // Each record's own proof, with the deployment's key where this machine has it (never a new one).
         const secret = existingOriginSecret(config);
-        if (!secret) say('warning: no origin secret here (LOCKAUDIT_ORIGIN_SECRET or <dataDir>/origin-secret): the records\' proofs are not checked');
-        const result = await verifyArchive(s3, config.s3.archiveBucket, { cluster: flags.cluster, expected: fromLog?.expected, gaps: fromLog?.gaps, originSecret: secret });
+        if (!secret) say("warning: no origin secret here (LOCKAUDIT_ORIGIN_SECRET or <dataDir>/origin-secret): the records' proofs are not checked");
+        const result = await verifyArchive(s3, config.s3.archiveBucket, {
+          cluster: flags.cluster,
+          expected: fromLog?.expected,
+          gaps: fromLog?.gaps,
+          originSecret: secret,
+        });
         if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
         else {
           if (result.clusters.length === 0) process.stdout.write(`no archived force records in ${config.s3.archiveBucket}\n`);
           for (const c of result.clusters) {
             const gapped = c.inGaps ? `, ${c.inGaps} put inside a recorded gap (not in the audit log)` : '';
-            process.stdout.write(`${c.problems.length ? 'FAIL' : 'ok  '}  ${c.cluster}: ${c.records} record(s), chain to seq ${c.lastSeq}${gapped}${c.problems.length ? `, ${c.problems.length} problem(s)` : ''}\n`);
+            process.stdout.write(
+              `${c.problems.length ? 'FAIL' : 'ok  '}  ${c.cluster}: ${c.records} record(s), chain to seq ${c.lastSeq}${gapped}${c.problems.length ? `, ${c.problems.length} problem(s)` : ''}\n`,
+            );
             for (const p of c.problems) process.stdout.write(`      ${p.kind.padEnd(12)} ${p.detail}\n`);
           }
         }

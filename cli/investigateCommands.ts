@@ -27,8 +27,13 @@ interface ApiFlags {
 function withApiOptions(command: Command): Command {
   return command
     .showHelpAfterError(false) // an error is one line
-    .addOption(new Option('--url <url>', 'the platform\'s API (default LOCKAUDIT_URL, else http://LOCKAUDIT_HOST:LOCKAUDIT_PORT)'))
-    .addOption(new Option('--api-token <token>', 'an API token with the investigator role (default LOCKAUDIT_API_TOKEN; prefer the variable: a flag shows in the process list)'));
+    .addOption(new Option('--url <url>', "the platform's API (default LOCKAUDIT_URL, else http://LOCKAUDIT_HOST:LOCKAUDIT_PORT)"))
+    .addOption(
+      new Option(
+        '--api-token <token>',
+        'an API token with the investigator role (default LOCKAUDIT_API_TOKEN; prefer the variable: a flag shows in the process list)',
+      ),
+    );
 }
 
 /**
@@ -47,21 +52,27 @@ async function run(flags: ApiFlags, fieldFlags: Readonly<Record<string, string>>
 
 // ---- flag parsers: each error names the flag ----
 
-const instant = (flag: string) => (value: string): string => {
-  if (parseInstant(value) === undefined) throw new InvalidArgumentError(`${flag} must be ${INSTANT_RULE}, got "${value}"`);
-  return value;
-};
+const instant =
+  (flag: string) =>
+  (value: string): string => {
+    if (parseInstant(value) === undefined) throw new InvalidArgumentError(`${flag} must be ${INSTANT_RULE}, got "${value}"`);
+    return value;
+  };
 
-const moment = (flag: string) => (value: string): string => {
-  if (/^(0|[1-9][0-9]{0,19})$/.test(value) || parseInstant(value) !== undefined) return value;
-  throw new InvalidArgumentError(`${flag} must be an etcd revision (decimal) or ${INSTANT_RULE}, got "${value}"`);
-};
+const moment =
+  (flag: string) =>
+  (value: string): string => {
+    if (/^(0|[1-9][0-9]{0,19})$/.test(value) || parseInstant(value) !== undefined) return value;
+    throw new InvalidArgumentError(`${flag} must be an etcd revision (decimal) or ${INSTANT_RULE}, got "${value}"`);
+  };
 
-const fencingToken = (flag: string) => (value: string): string => {
-  const token = parseToken(value.trim());
-  if (token === undefined) throw new InvalidArgumentError(`${flag} must be a fencing token: a decimal integer below 2^64, got "${value}"`);
-  return token.toString();
-};
+const fencingToken =
+  (flag: string) =>
+  (value: string): string => {
+    const token = parseToken(value.trim());
+    if (token === undefined) throw new InvalidArgumentError(`${flag} must be a fencing token: a decimal integer below 2^64, got "${value}"`);
+    return token.toString();
+  };
 
 const formatOption = (formats: readonly string[]) => new Option('--format <format>', 'output format').choices(formats).default('table');
 
@@ -86,8 +97,20 @@ interface GrantFlags extends ApiFlags {
 }
 
 const GRANT_FIELDS = {
-  key: '--key', keyPrefix: '--key-prefix', holder: '--holder', class: '--class', namespace: '--namespace', token: '--token', endKind: '--end-kind',
-  origin: '--origin', from: '--from', to: '--to', 'from/to': '--from/--to', order: '--order', limit: '--page-size', cursor: 'the paging cursor',
+  key: '--key',
+  keyPrefix: '--key-prefix',
+  holder: '--holder',
+  class: '--class',
+  namespace: '--namespace',
+  token: '--token',
+  endKind: '--end-kind',
+  origin: '--origin',
+  from: '--from',
+  to: '--to',
+  'from/to': '--from/--to',
+  order: '--order',
+  limit: '--page-size',
+  cursor: 'the paging cursor',
 } as const;
 
 const END_KIND_CHOICES = ['release', 'expiry', 'force', 'session-close', 'epoch-advance', 'deleted', 'unknown', 'held'];
@@ -101,7 +124,8 @@ async function pageGrants(client: ApiClient, query: Query, limit: number, pageSi
   let remaining = limit;
   for (;;) {
     const page = await client.getJson<GrantPage>('/v1/grants', { ...query, limit: Math.min(pageSize, remaining), cursor });
-    if (!Array.isArray(page.items)) throw new ApiCallError(undefined, `the API at ${client.url} answered /v1/grants without items; is that a lockaudit API?`, 200);
+    if (!Array.isArray(page.items))
+      throw new ApiCallError(undefined, `the API at ${client.url} answered /v1/grants without items; is that a lockaudit API?`, 200);
     onPage(page.items);
     remaining -= page.items.length;
     if (!page.nextCursor) return false;
@@ -131,19 +155,43 @@ function grantsTable(items: readonly GrantItem[]): string {
   const clusters = new Set(items.map((g) => g.cluster));
   const header = ['GRANTED AT', ...(clusters.size > 1 ? ['CLUSTER'] : []), 'KEY', 'HOLDER', 'TOKEN', 'END', 'ENDED AT', 'HELD', 'WAITED', 'CLASS', 'NOTE'];
   const rows = items.map((g) => [
-    g.grantedAt, ...(clusters.size > 1 ? [g.cluster] : []), g.key, g.holder, g.token, g.endKind ?? 'held', g.endedAt ?? '', duration(g.durationMs), duration(g.waitMs), g.class,
+    g.grantedAt,
+    ...(clusters.size > 1 ? [g.cluster] : []),
+    g.key,
+    g.holder,
+    g.token,
+    g.endKind ?? 'held',
+    g.endedAt ?? '',
+    duration(g.durationMs),
+    duration(g.waitMs),
+    g.class,
     [
       g.origin === 'foreign' ? 'foreign (not granted by the API)' : '',
       g.unprotected ? 'unprotected (no quorum)' : '',
       g.rolledBack ? 'rolled back by an etcd restore' : '',
       g.timeline > 0 ? `timeline ${g.timeline}` : '',
-    ].filter(Boolean).join(', '),
+    ]
+      .filter(Boolean)
+      .join(', '),
   ]);
   return renderTable(header, rows);
 }
 
 function grantQuery(f: GrantFlags): Query {
-  return { cluster: f.cluster, key: f.key, keyPrefix: f.keyPrefix, holder: f.holder, class: f.class, namespace: f.namespace, token: f.token, endKind: f.endKind, origin: f.origin, from: f.from, to: f.to, order: f.order };
+  return {
+    cluster: f.cluster,
+    key: f.key,
+    keyPrefix: f.keyPrefix,
+    holder: f.holder,
+    class: f.class,
+    namespace: f.namespace,
+    token: f.token,
+    endKind: f.endKind,
+    origin: f.origin,
+    from: f.from,
+    to: f.to,
+    order: f.order,
+  };
 }
 
 // ---- state and diff ----
@@ -187,36 +235,95 @@ function stateText(s: StateResponse): string {
   if (s.truncated) lines.push(`TRUNCATED: more holds or queue entries than --limit; narrow --prefix or raise --limit`);
   lines.push(s.epoch ? `epoch ${s.epoch.epoch} (since revision ${s.epoch.revision})` : 'epoch: none recorded');
   lines.push('', `HOLDS (${s.holds.length})`);
-  if (s.holds.length) lines.push(renderTable(['KEY', 'HOLDER', 'TOKEN', 'SINCE', 'GRANT REV', 'CLASS', 'SESSION'], s.holds.map((h) => [h.key, h.holder, h.token, h.startKnown ? h.since : `${h.since} (start not captured)`, h.grantRevision, h.class, h.session])).trimEnd());
-  if (s.queue.length) lines.push('', `QUEUE (${s.queue.length})`, renderTable(['KEY', 'HOLDER', 'LEASE', 'SINCE', 'CLASS'], s.queue.map((q) => [q.key, q.holder, q.leaseId, q.since, q.class])).trimEnd());
+  if (s.holds.length)
+    lines.push(
+      renderTable(
+        ['KEY', 'HOLDER', 'TOKEN', 'SINCE', 'GRANT REV', 'CLASS', 'SESSION'],
+        s.holds.map((h) => [h.key, h.holder, h.token, h.startKnown ? h.since : `${h.since} (start not captured)`, h.grantRevision, h.class, h.session]),
+      ).trimEnd(),
+    );
+  if (s.queue.length)
+    lines.push(
+      '',
+      `QUEUE (${s.queue.length})`,
+      renderTable(
+        ['KEY', 'HOLDER', 'LEASE', 'SINCE', 'CLASS'],
+        s.queue.map((q) => [q.key, q.holder, q.leaseId, q.since, q.class]),
+      ).trimEnd(),
+    );
   if (s.classes.length) lines.push('', `CLASSES (${s.classes.length}): ${s.classes.map((c) => cellText(c.name)).join(', ')}`);
-  if (s.unknown.length) lines.push('', `UNKNOWN (${s.unknown.length}): state the log cannot tell`, renderTable(['KEY', 'KIND', 'REASON', 'GAP', 'LAST KNOWN HOLDER'], s.unknown.map((u) => [u.key, u.kind, u.reason, u.gap ? gapText(u.gap) : '', u.lastKnownHolder])).trimEnd());
+  if (s.unknown.length)
+    lines.push(
+      '',
+      `UNKNOWN (${s.unknown.length}): state the log cannot tell`,
+      renderTable(
+        ['KEY', 'KIND', 'REASON', 'GAP', 'LAST KNOWN HOLDER'],
+        s.unknown.map((u) => [u.key, u.kind, u.reason, u.gap ? gapText(u.gap) : '', u.lastKnownHolder]),
+      ).trimEnd(),
+    );
   if (s.gaps.length) lines.push('', `GAPS at or before this revision: ${s.gaps.map(gapText).join(', ')}`);
   return `${lines.join('\n')}\n`;
 }
 
 function diffText(d: DiffResponse): string {
   const lines: string[] = [];
-  lines.push(`cluster ${cellText(d.cluster)} from revision ${d.from.revision} (asked for ${cellText(d.from.requested)}) to revision ${d.to.revision} (asked for ${cellText(d.to.requested)})`);
+  lines.push(
+    `cluster ${cellText(d.cluster)} from revision ${d.from.revision} (asked for ${cellText(d.from.requested)}) to revision ${d.to.revision} (asked for ${cellText(d.to.requested)})`,
+  );
   if (d.to.timeline > 0) lines.push(timelineNote(d.to.timeline));
   if (!d.complete) lines.push(`INCOMPLETE: a recorded gap lies inside or across the window (${d.gaps.map(gapText).join(', ')}); history there is missing`);
   if (d.truncated) lines.push('TRUNCATED: more holds or events than --limit; narrow --prefix or raise --limit');
   const { appeared, ended, changedHolder } = d.holds;
   lines.push('', `APPEARED (${appeared.length})`);
-  if (appeared.length) lines.push(renderTable(['KEY', 'HOLDER', 'TOKEN', 'SINCE', 'GRANT REV', 'CLASS'], appeared.map((h) => [h.key, h.holder, h.token, h.since, h.grantRevision, h.class])).trimEnd());
+  if (appeared.length)
+    lines.push(
+      renderTable(
+        ['KEY', 'HOLDER', 'TOKEN', 'SINCE', 'GRANT REV', 'CLASS'],
+        appeared.map((h) => [h.key, h.holder, h.token, h.since, h.grantRevision, h.class]),
+      ).trimEnd(),
+    );
   lines.push('', `ENDED (${ended.length})`);
-  if (ended.length) lines.push(renderTable(['KEY', 'HOLDER', 'TOKEN', 'END', 'END REV', 'ENDED AT', 'BY'], ended.map((h) => [h.key, h.holder, h.token, h.endKind, h.endRevision, h.endedAt, h.endedBy])).trimEnd());
-  if (changedHolder.length) lines.push('', `CHANGED HOLDER (${changedHolder.length})`, renderTable(['KEY', 'BEFORE', 'TOKEN BEFORE', 'AFTER', 'TOKEN AFTER'], changedHolder.map((c) => [c.key, c.before.holder, c.before.token, c.after.holder, c.after.token])).trimEnd());
+  if (ended.length)
+    lines.push(
+      renderTable(
+        ['KEY', 'HOLDER', 'TOKEN', 'END', 'END REV', 'ENDED AT', 'BY'],
+        ended.map((h) => [h.key, h.holder, h.token, h.endKind, h.endRevision, h.endedAt, h.endedBy]),
+      ).trimEnd(),
+    );
+  if (changedHolder.length)
+    lines.push(
+      '',
+      `CHANGED HOLDER (${changedHolder.length})`,
+      renderTable(
+        ['KEY', 'BEFORE', 'TOKEN BEFORE', 'AFTER', 'TOKEN AFTER'],
+        changedHolder.map((c) => [c.key, c.before.holder, c.before.token, c.after.holder, c.after.token]),
+      ).trimEnd(),
+    );
   const { created, changed, deleted } = d.classes;
   if (created.length + changed.length + deleted.length) {
     lines.push('', 'CLASSES');
     for (const c of created) lines.push(`  created ${cellText(c.name)} at revision ${c.revision}`);
-    for (const c of changed) lines.push(`  changed ${cellText(c.name)} at revision ${c.revision}: ${c.fields.map((f) => `${cellText(f.field)} ${cellText(JSON.stringify(f.before))} → ${cellText(JSON.stringify(f.after))}`).join('; ')}`);
+    for (const c of changed)
+      lines.push(
+        `  changed ${cellText(c.name)} at revision ${c.revision}: ${c.fields.map((f) => `${cellText(f.field)} ${cellText(JSON.stringify(f.before))} → ${cellText(JSON.stringify(f.after))}`).join('; ')}`,
+      );
     for (const c of deleted) lines.push(`  deleted ${cellText(c.name)}`);
   }
-  if (d.epochAdvances.length) lines.push('', 'EPOCH ADVANCES', ...d.epochAdvances.map((e) => `  epoch ${e.epoch} at revision ${e.revision}${e.by ? ` approved by ${cellText(e.by)}` : ''}`));
+  if (d.epochAdvances.length)
+    lines.push(
+      '',
+      'EPOCH ADVANCES',
+      ...d.epochAdvances.map((e) => `  epoch ${e.epoch} at revision ${e.revision}${e.by ? ` approved by ${cellText(e.by)}` : ''}`),
+    );
   if (d.forceReleases.length) {
-    lines.push('', `FORCE-RELEASES (${d.forceReleases.length})`, renderTable(['REV', 'KEY', 'HOLDER', 'TOKEN', 'ENFORCEMENT', 'REQUESTER', 'APPROVER', 'REASON'], d.forceReleases.map((f) => [f.revision, f.key, f.holder, f.token, f.enforcement, f.requester, f.approver, f.reason])).trimEnd());
+    lines.push(
+      '',
+      `FORCE-RELEASES (${d.forceReleases.length})`,
+      renderTable(
+        ['REV', 'KEY', 'HOLDER', 'TOKEN', 'ENFORCEMENT', 'REQUESTER', 'APPROVER', 'REASON'],
+        d.forceReleases.map((f) => [f.revision, f.key, f.holder, f.token, f.enforcement, f.requester, f.approver, f.reason]),
+      ).trimEnd(),
+    );
   }
   return `${lines.join('\n')}\n`;
 }
@@ -230,7 +337,12 @@ function grantRecord(g: GrantItem): string {
     ['holder', g.holder],
     ['class', g.class],
     ['granted at', `${g.grantedAt} (revision ${g.grantRevision}${g.waitMs ? `, after waiting ${duration(g.waitMs)}` : ''})`],
-    ['ended', g.endKind === null ? 'still held' : `${g.endKind} at ${g.endedAt ?? 'an unknown time'} (revision ${g.endRevision ?? '?'}, held ${duration(g.durationMs)})`],
+    [
+      'ended',
+      g.endKind === null
+        ? 'still held'
+        : `${g.endKind} at ${g.endedAt ?? 'an unknown time'} (revision ${g.endRevision ?? '?'}, held ${duration(g.durationMs)})`,
+    ],
     ['origin', g.origin === 'foreign' ? 'foreign: written straight into etcd, not granted by the lock API' : 'the lock API'],
   ];
   if (g.unprotected) rows.push(['unprotected', 'granted without quorum (fail-open, token 0)']);
@@ -245,7 +357,9 @@ export function registerInvestigateCommands(program: Command): void {
   withApiOptions(
     program
       .command('grants')
-      .description('grant history from the running platform (GET /v1/grants): grants whose hold overlaps [--from, --to], newest first (--order asc: oldest first), every page up to --limit')
+      .description(
+        'grant history from the running platform (GET /v1/grants): grants whose hold overlaps [--from, --to], newest first (--order asc: oldest first), every page up to --limit',
+      )
       .option('--cluster <name>', 'only this etcd cluster (default every cluster)')
       .option('--key <lock>', 'only this lock, <namespace>/<path>')
       .option('--key-prefix <prefix>', 'only lock names starting with this')
@@ -255,11 +369,21 @@ export function registerInvestigateCommands(program: Command): void {
       .option('--token <token>', 'only the grant with this fencing token (decimal; see also `lockaudit token-of`)', fencingToken('--token'))
       .addOption(new Option('--end-kind <kind>', 'only grants that ended this way (held: still held)').choices(END_KIND_CHOICES))
       .addOption(new Option('--origin <origin>', 'api: granted by the lock API; foreign: written straight into etcd').choices(['api', 'foreign']))
-      .option('--from <time>', 'window start, RFC 3339 with a zone (default: the widest window the API allows, or all time with --key or --token)', instant('--from'))
+      .option(
+        '--from <time>',
+        'window start, RFC 3339 with a zone (default: the widest window the API allows, or all time with --key or --token)',
+        instant('--from'),
+      )
       .option('--to <time>', 'window end, RFC 3339 with a zone (default now)', instant('--to'))
       .addOption(new Option('--order <order>', 'desc: newest grant first; asc: oldest first').choices(['desc', 'asc']).default('desc'))
-      .addOption(new Option('--limit <n>', 'print at most this many grants; says on stderr when more exist').default(1000).argParser(integer('--limit', 1, 10_000_000)))
-      .addOption(new Option('--page-size <n>', 'grants per API request (at most the API\'s LOCKAUDIT_MAX_PAGE_SIZE)').default(500).argParser(integer('--page-size', 1, 100_000)))
+      .addOption(
+        new Option('--limit <n>', 'print at most this many grants; says on stderr when more exist').default(1000).argParser(integer('--limit', 1, 10_000_000)),
+      )
+      .addOption(
+        new Option('--page-size <n>', "grants per API request (at most the API's LOCKAUDIT_MAX_PAGE_SIZE)")
+          .default(500)
+          .argParser(integer('--page-size', 1, 100_000)),
+      )
       .addOption(formatOption(['table', 'json', 'csv'])),
   ).action((flags: GrantFlags) =>
     run(flags, GRANT_FIELDS, async (client) => {
@@ -291,13 +415,23 @@ export function registerInvestigateCommands(program: Command): void {
       .description('the keyspace at a moment (GET /v1/state): every hold, queue entry and class in force, from the captured log')
       .requiredOption('--at <time|revision>', 'an etcd revision, or an RFC 3339 time (the newest captured revision at or before it)', moment('--at'))
       .option('--prefix <prefix>', 'only lock names starting with this, e.g. payments/')
-      .option('--cluster <name>', 'the etcd cluster (default the platform\'s first)')
-      .addOption(new Option('--timeline <n>', 'the etcd timeline (0 the first; each restore the tailer recorded starts the next; default the current one)').argParser(integer('--timeline', 0, 4_294_967_295)))
+      .option('--cluster <name>', "the etcd cluster (default the platform's first)")
+      .addOption(
+        new Option('--timeline <n>', 'the etcd timeline (0 the first; each restore the tailer recorded starts the next; default the current one)').argParser(
+          integer('--timeline', 0, 4_294_967_295),
+        ),
+      )
       .addOption(new Option('--limit <n>', 'at most this many holds and queue entries').argParser(integer('--limit', 1, 100_000)))
       .addOption(formatOption(['table', 'json'])),
   ).action((flags: StateFlags) =>
     run(flags, STATE_FIELDS, async (client) => {
-      const state = await client.getJson<StateResponse>('/v1/state', { at: flags.at, prefix: flags.prefix, cluster: flags.cluster, timeline: flags.timeline, limit: flags.limit });
+      const state = await client.getJson<StateResponse>('/v1/state', {
+        at: flags.at,
+        prefix: flags.prefix,
+        cluster: flags.cluster,
+        timeline: flags.timeline,
+        limit: flags.limit,
+      });
       out(flags.format === 'json' ? `${JSON.stringify(state, null, 2)}\n` : stateText(state));
     }),
   );
@@ -305,17 +439,30 @@ export function registerInvestigateCommands(program: Command): void {
   withApiOptions(
     program
       .command('diff')
-      .description('what changed between two moments (GET /v1/diff): holds that appeared, ended (how, by whom) or changed holder; classes; epoch advances; force-releases')
+      .description(
+        'what changed between two moments (GET /v1/diff): holds that appeared, ended (how, by whom) or changed holder; classes; epoch advances; force-releases',
+      )
       .requiredOption('--from <time|revision>', 'the earlier moment: an etcd revision or an RFC 3339 time', moment('--from'))
       .requiredOption('--to <time|revision>', 'the later moment: an etcd revision or an RFC 3339 time', moment('--to'))
       .option('--prefix <prefix>', 'only lock names starting with this, e.g. payments/')
-      .option('--cluster <name>', 'the etcd cluster (default the platform\'s first)')
-      .addOption(new Option('--timeline <n>', 'the etcd timeline (0 the first; each restore the tailer recorded starts the next; default the current one)').argParser(integer('--timeline', 0, 4_294_967_295)))
+      .option('--cluster <name>', "the etcd cluster (default the platform's first)")
+      .addOption(
+        new Option('--timeline <n>', 'the etcd timeline (0 the first; each restore the tailer recorded starts the next; default the current one)').argParser(
+          integer('--timeline', 0, 4_294_967_295),
+        ),
+      )
       .addOption(new Option('--limit <n>', 'at most this many holds per moment and events in the window').argParser(integer('--limit', 1, 100_000)))
       .addOption(formatOption(['table', 'json'])),
   ).action((flags: DiffFlags) =>
     run(flags, DIFF_FIELDS, async (client) => {
-      const changes = await client.getJson<DiffResponse>('/v1/diff', { from: flags.from, to: flags.to, prefix: flags.prefix, cluster: flags.cluster, timeline: flags.timeline, limit: flags.limit });
+      const changes = await client.getJson<DiffResponse>('/v1/diff', {
+        from: flags.from,
+        to: flags.to,
+        prefix: flags.prefix,
+        cluster: flags.cluster,
+        timeline: flags.timeline,
+        limit: flags.limit,
+      });
       out(flags.format === 'json' ? `${JSON.stringify(changes, null, 2)}\n` : diffText(changes));
     }),
   );
@@ -337,7 +484,9 @@ export function registerInvestigateCommands(program: Command): void {
       .command('token-of')
       .description('which grant carried this fencing token? (GET /v1/grants?token=, all time); exits 1 when no captured grant did')
       .argument('<token>', 'the fencing token, a decimal integer (tokens exceed 2^53: give it as printed)', fencingToken('<token>'))
-      .addOption(new Option('--limit <n>', 'at most this many grants (token 0 is every unprotected grant\'s)').default(20).argParser(integer('--limit', 1, 100_000)))
+      .addOption(
+        new Option('--limit <n>', "at most this many grants (token 0 is every unprotected grant's)").default(20).argParser(integer('--limit', 1, 100_000)),
+      )
       .addOption(formatOption(['table', 'json'])),
   ).action((token: string, flags: ApiFlags & { limit: number; format: 'table' | 'json' }) =>
     run(flags, { token: '<token>', limit: '--limit' }, async (client) => {

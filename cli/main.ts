@@ -33,7 +33,10 @@ const progress = (message: string): void => {
 };
 
 function parseServices(value: string): ServiceName[] {
-  const names = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const names = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = names.filter((n) => !(SERVICE_NAMES as readonly string[]).includes(n));
   if (names.length === 0 || unknown.length > 0) throw new InvalidArgumentError(`expected a comma-separated list of ${SERVICE_NAMES.join(', ')}`);
   return names as ServiceName[];
@@ -102,7 +105,9 @@ function followSupervisor(): void {
 
 export function buildCli(): Command {
   const program = new Command('lockaudit')
-    .description('Audit and reporting for an etcd-backed distributed lock service.\nConfiguration: LOCKAUDIT_* environment variables and an optional YAML file (LOCKAUDIT_CONFIG); see docs/configuration.md.')
+    .description(
+      'Audit and reporting for an etcd-backed distributed lock service.\nConfiguration: LOCKAUDIT_* environment variables and an optional YAML file (LOCKAUDIT_CONFIG); see docs/configuration.md.',
+    )
     .version('0.1.0')
     .showHelpAfterError()
     // Throw instead of exiting so bad flags get exit code 2 (set in main()); inherited by every subcommand.
@@ -115,13 +120,19 @@ export function buildCli(): Command {
       .addOption(new Option('--demo-workers <n>', 'simulated workers for --demo').default(12).argParser(integer('--demo-workers', 1, 500)))
       .addOption(new Option('--demo-rate <perSecond>', 'acquires per second for --demo').default(8).argParser(integer('--demo-rate', 1, 5_000)));
   const logFormatOption = (command: Command): Command =>
-    command.addOption(new Option('--log-format <format>', 'auto: human-readable (pino-pretty) when stdout is a terminal, JSON lines otherwise').choices(LOG_FORMATS).default('auto'));
+    command.addOption(
+      new Option('--log-format <format>', 'auto: human-readable (pino-pretty) when stdout is a terminal, JSON lines otherwise')
+        .choices(LOG_FORMATS)
+        .default('auto'),
+    );
   type DemoFlags = { demo: boolean; demoWorkers: number; demoRate: number; logFormat: LogFormat };
   const demoOf = (opts: DemoFlags): DemoOptions | undefined => (opts.demo ? { workers: opts.demoWorkers, rate: opts.demoRate, roundSeconds: 120 } : undefined);
 
   logFormatOption(demoOptions(program.command('start')))
-    .description('run the platform: the store (embedded ClickHouse), the tailer (one replica per cluster), the worker and the lock/report API, each a supervised process of its own (--one-process: all in this one)')
-    .option('--one-process', 'run every role in this one process instead (less memory; the catch-up then shares the API\'s event loop)', false)
+    .description(
+      'run the platform: the store (embedded ClickHouse), the tailer (one replica per cluster), the worker and the lock/report API, each a supervised process of its own (--one-process: all in this one)',
+    )
+    .option('--one-process', "run every role in this one process instead (less memory; the catch-up then shares the API's event loop)", false)
     .action(async (opts: DemoFlags & { oneProcess: boolean }) => {
       if (opts.oneProcess) return runRoles(['tailer', 'api', 'worker'], { buckets: true, logFormat: opts.logFormat, demo: demoOf(opts) });
       const config = loadConfig();
@@ -131,7 +142,12 @@ export function buildCli(): Command {
       const log = ['--log-format', opts.logFormat];
       const demo = opts.demo ? ['--demo', '--demo-workers', String(opts.demoWorkers), '--demo-rate', String(opts.demoRate)] : [];
       const embedded = config.clickhouse.mode === 'embedded' && !servedStore(config.clickhouse.path);
-      const roles = [...(embedded ? [{ name: 'store', args: log }] : []), { name: 'tailer', args: log }, { name: 'worker', args: log }, { name: 'api', args: [...log, ...demo] }];
+      const roles = [
+        ...(embedded ? [{ name: 'store', args: log }] : []),
+        { name: 'tailer', args: log },
+        { name: 'worker', args: log },
+        { name: 'api', args: [...log, ...demo] },
+      ];
       process.exitCode = await supervise(config, roles, progress);
     });
 
@@ -146,7 +162,9 @@ export function buildCli(): Command {
     .action((opts: { logFormat: LogFormat }) => runRoles(['worker'], { buckets: true, logFormat: opts.logFormat }));
 
   logFormatOption(program.command('store'))
-    .description('hold the embedded ClickHouse store and serve it to the other lockaudit processes (roles, CLI commands) until stopped: run it first, then `api`, `tailer` and `worker` in processes of their own')
+    .description(
+      'hold the embedded ClickHouse store and serve it to the other lockaudit processes (roles, CLI commands) until stopped: run it first, then `api`, `tailer` and `worker` in processes of their own',
+    )
     .action(async (opts: { logFormat: LogFormat }) => {
       followSupervisor();
       const runtime = await openRuntime({ buckets: false, logFormat: opts.logFormat });
@@ -156,7 +174,10 @@ export function buildCli(): Command {
       });
       if (!served) {
         await runtime.store.close();
-        throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', 'lockaudit store serves the embedded store only: this configuration names a ClickHouse server (LOCKAUDIT_CLICKHOUSE_URL), or another process serves it already');
+        throw new LockauditError(
+          'LOCKAUDIT_ERR_VALIDATION',
+          'lockaudit store serves the embedded store only: this configuration names a ClickHouse server (LOCKAUDIT_CLICKHOUSE_URL), or another process serves it already',
+        );
       }
       const stopReporting = reportToSupervisor('store', runtime.metrics, runtime.health);
       try {
@@ -184,7 +205,9 @@ export function buildCli(): Command {
 
   program
     .command('sql')
-    .description('run one SQL statement on the audit store, for the runbook\'s hand procedures (operations.md): rows as JSON lines; tables are in the configured database, written {db:Identifier}.<table> or <database>.<table>. While the platform runs on embedded ClickHouse, it goes through the running process')
+    .description(
+      "run one SQL statement on the audit store, for the runbook's hand procedures (operations.md): rows as JSON lines; tables are in the configured database, written {db:Identifier}.<table> or <database>.<table>. While the platform runs on embedded ClickHouse, it goes through the running process",
+    )
     .argument('<statement>', 'the statement, e.g. "SHOW CREATE TABLE {db:Identifier}.events"')
     .action(async (statement: string) => {
       const config = loadConfig();
@@ -204,7 +227,7 @@ export function buildCli(): Command {
       });
     });
 
-  const services = program.command('services').description('manage the local servers (etcd, Redis, MinIO) on the project\'s own ports');
+  const services = program.command('services').description("manage the local servers (etcd, Redis, MinIO) on the project's own ports");
   services
     .command('install')
     .description('install what is missing: etcd and MinIO built from the Go module proxy into .tools/bin, redis-server from Debian')

@@ -5,7 +5,11 @@ import { createServer } from 'node:net';
 import { LockauditError } from '../core/errors.js';
 
 export function portInUse(host: string, port: number, cause?: unknown): LockauditError {
-  return new LockauditError('LOCKAUDIT_ERR_START_PORT_IN_USE', `${host}:${port} is already in use (another lockaudit start?); stop that process or set LOCKAUDIT_PORT`, { cause });
+  return new LockauditError(
+    'LOCKAUDIT_ERR_START_PORT_IN_USE',
+    `${host}:${port} is already in use (another lockaudit start?); stop that process or set LOCKAUDIT_PORT`,
+    { cause },
+  );
 }
 
 export function isAddressInUse(err: unknown): boolean {
@@ -15,7 +19,10 @@ export function isAddressInUse(err: unknown): boolean {
 /** Any other listen error (a host that does not resolve, an address not on this machine): one line naming the setting. */
 function cannotListen(host: string, port: number, err: Error): LockauditError {
   const code = (err as NodeJS.ErrnoException).code ?? err.message;
-  return new LockauditError('LOCKAUDIT_ERR_CONFIG_INVALID', `invalid configuration:\n  - LOCKAUDIT_HOST (host): cannot listen on ${host}:${port} (${code})`, { cause: err, details: [`LOCKAUDIT_HOST (host): cannot listen on ${host}:${port} (${code})`] });
+  return new LockauditError('LOCKAUDIT_ERR_CONFIG_INVALID', `invalid configuration:\n  - LOCKAUDIT_HOST (host): cannot listen on ${host}:${port} (${code})`, {
+    cause: err,
+    details: [`LOCKAUDIT_HOST (host): cannot listen on ${host}:${port} (${code})`],
+  });
 }
 
 /** Resolves when host:port can be listened on (it is released again at once). */

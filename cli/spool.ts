@@ -40,13 +40,17 @@ export function listSpool(config: Config, cluster?: string): string[] {
       orphanEnds.length ? `${orphanEnds.length} end(s) of grants not in this file` : '',
       l.badLines.length ? `${l.badLines.length} undecodable line(s): ${l.badLines.join(', ')}` : '',
     ].filter(Boolean);
-    lines.push(`# cluster ${l.cluster}: ${holds.length} unprotected grant(s), ${open} without an end, in ${l.file}${extra.length ? ` (${extra.join('; ')})` : ''}`);
+    lines.push(
+      `# cluster ${l.cluster}: ${holds.length} unprotected grant(s), ${open} without an end, in ${l.file}${extra.length ? ` (${extra.join('; ')})` : ''}`,
+    );
     for (const { grant: r, end } of holds) {
       lines.push(`${iso(r.at)}  ${r.key}  class=${r.class}  holder=${r.holder}  session=${r.session}  wait=${r.waitMs}ms  token=0  id=${r.id}  ${ended(end)}`);
     }
     for (const end of orphanEnds) {
       const r = end.grant;
-      lines.push(`${iso(r.at)}  ${r.key}  class=${r.class}  holder=${r.holder}  session=${r.session}  wait=${r.waitMs}ms  token=0  id=${r.id}  ${ended(end)}  (grant line not in this file)`);
+      lines.push(
+        `${iso(r.at)}  ${r.key}  class=${r.class}  holder=${r.holder}  session=${r.session}  wait=${r.waitMs}ms  token=0  id=${r.id}  ${ended(end)}  (grant line not in this file)`,
+      );
     }
   }
   return lines;
@@ -61,7 +65,9 @@ export function registerSpool(program: Command): void {
     .action((opts: { cluster?: string; json?: boolean }) => {
       const config = loadConfig();
       if (opts.cluster !== undefined && !config.etcd.clusters.some((c) => c.name === opts.cluster)) {
-        process.stderr.write(`lockaudit: --cluster: no configured cluster "${opts.cluster}" (configured: ${config.etcd.clusters.map((c) => c.name).join(', ')})\n`);
+        process.stderr.write(
+          `lockaudit: --cluster: no configured cluster "${opts.cluster}" (configured: ${config.etcd.clusters.map((c) => c.name).join(', ')})\n`,
+        );
         process.exitCode = 2;
         return;
       }

@@ -72,7 +72,9 @@ export async function supervise(config: Config, roles: SupervisedRole[], say: (m
     const ranMs = Date.now() - entry.startedAt;
     const wait = ranMs >= BACKOFF_MS.resetAfter ? BACKOFF_MS.first : Math.min(BACKOFF_MS.max, backoff.get(entry.role.name) ?? BACKOFF_MS.first);
     backoff.set(entry.role.name, Math.min(BACKOFF_MS.max, wait * 2));
-    say(`${entry.role.name} (pid ${entry.child.pid}) exited ${signal ? `on ${signal}` : `with code ${code}`} after ${Math.round(ranMs / 1000)} s: starting it again in ${wait / 1000} s`);
+    say(
+      `${entry.role.name} (pid ${entry.child.pid}) exited ${signal ? `on ${signal}` : `with code ${code}`} after ${Math.round(ranMs / 1000)} s: starting it again in ${wait / 1000} s`,
+    );
     await sleep(wait);
     if (stopping) return;
     if (entry.role.name === 'store') {

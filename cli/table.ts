@@ -14,7 +14,15 @@ export function cellText(value: TableCell): string {
 export function renderTable(header: readonly string[], rows: readonly (readonly TableCell[])[]): string {
   const text = rows.map((r) => header.map((_, i) => cellText(r[i])));
   const widths = header.map((h, i) => Math.max(h.length, ...text.map((r) => (r[i] as string).length)));
-  return [header, ...text].map((r) => `${r.map((c, i) => c.padEnd(widths[i] as number)).join('  ').trimEnd()}\n`).join('');
+  return [header, ...text]
+    .map(
+      (r) =>
+        `${r
+          .map((c, i) => c.padEnd(widths[i] as number))
+          .join('  ')
+          .trimEnd()}\n`,
+    )
+    .join('');
 }
 
 /** A duration in ms, short: 850ms, 12.3s, 4m05s, 2h07m, 3d04h. */

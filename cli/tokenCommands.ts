@@ -78,13 +78,27 @@ async function withVia<T>(adminToken: string | undefined, fn: (via: Via) => Prom
 }
 
 function printTokens(items: readonly TokenInfo[]): void {
-  const rows = items.map((t) => [t.tokenId, t.identity, t.roles.join(','), t.issuedAt, t.expiresAt ?? 'never', t.revoked ? `revoked ${t.revokedAt ?? ''}`.trim() : 'active', t.lastUsedAt ?? 'never']);
+  const rows = items.map((t) => [
+    t.tokenId,
+    t.identity,
+    t.roles.join(','),
+    t.issuedAt,
+    t.expiresAt ?? 'never',
+    t.revoked ? `revoked ${t.revokedAt ?? ''}`.trim() : 'active',
+    t.lastUsedAt ?? 'never',
+  ]);
   const header = ['ID', 'IDENTITY', 'ROLES', 'ISSUED', 'EXPIRES', 'STATE', 'LAST USED'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
-  for (const r of [header, ...rows]) process.stdout.write(`${r.map((c, i) => c.padEnd(widths[i] as number)).join('  ').trimEnd()}\n`);
+  for (const r of [header, ...rows])
+    process.stdout.write(
+      `${r
+        .map((c, i) => c.padEnd(widths[i] as number))
+        .join('  ')
+        .trimEnd()}\n`,
+    );
 }
 
-const adminTokenOption = () => new Option('--admin-token <token>', 'an admin API token: go through the running platform\'s API (default LOCKAUDIT_ADMIN_TOKEN)');
+const adminTokenOption = () => new Option('--admin-token <token>', "an admin API token: go through the running platform's API (default LOCKAUDIT_ADMIN_TOKEN)");
 
 export function registerTokenCommands(program: Command): void {
   const token = program.command('token').description('API tokens: create, list, revoke');
@@ -92,28 +106,38 @@ export function registerTokenCommands(program: Command): void {
     .command('create')
     .description('create an API token for an identity with roles; the token is printed once and stored hashed')
     .requiredOption('--identity <name>', 'the caller identity, e.g. spiffe://corp/payments-worker or alice@corp')
-    .addOption(new Option('--roles <roles>', 'comma-separated: client, investigator, auditor, lock-operator, admin').makeOptionMandatory().argParser((v) => {
-      try {
-        return parseRoles(v);
-      } catch (err) {
-        throw new InvalidArgumentError((err as Error).message);
-      }
-    }))
-    .addOption(new Option('--expires-in <duration>', 'lifetime: 3600s, 30m, 12h, 90d (default: never expires)').argParser((v) => {
-      try {
-        return parseExpiresIn(v);
-      } catch (err) {
-        throw new InvalidArgumentError((err as Error).message);
-      }
-    }))
+    .addOption(
+      new Option('--roles <roles>', 'comma-separated: client, investigator, auditor, lock-operator, admin').makeOptionMandatory().argParser((v) => {
+        try {
+          return parseRoles(v);
+        } catch (err) {
+          throw new InvalidArgumentError((err as Error).message);
+        }
+      }),
+    )
+    .addOption(
+      new Option('--expires-in <duration>', 'lifetime: 3600s, 30m, 12h, 90d (default: never expires)').argParser((v) => {
+        try {
+          return parseExpiresIn(v);
+        } catch (err) {
+          throw new InvalidArgumentError((err as Error).message);
+        }
+      }),
+    )
     .addOption(adminTokenOption())
     .action(async (opts: { identity: string; roles: Role[]; expiresIn?: number; adminToken?: string }) => {
       const created = await withVia(opts.adminToken, (via) =>
         via.kind === 'store'
           ? createApiToken(via.store, opts.identity, opts.roles, { expiresInSeconds: opts.expiresIn, issuedBy: cliActor() })
-          : call<{ token: string; tokenId: string; expiresAt: string | null }>(via, 'POST', '/v1/tokens', { identity: opts.identity, roles: opts.roles, ...(opts.expiresIn ? { expiresInSeconds: opts.expiresIn } : {}) }),
+          : call<{ token: string; tokenId: string; expiresAt: string | null }>(via, 'POST', '/v1/tokens', {
+              identity: opts.identity,
+              roles: opts.roles,
+              ...(opts.expiresIn ? { expiresInSeconds: opts.expiresIn } : {}),
+            }),
       );
-      progress(`token ${created.tokenId} for ${opts.identity} (${opts.roles.join(', ')}), ${created.expiresAt ? `expires ${created.expiresAt}` : 'never expires'}; it is shown once:`);
+      progress(
+        `token ${created.tokenId} for ${opts.identity} (${opts.roles.join(', ')}), ${created.expiresAt ? `expires ${created.expiresAt}` : 'never expires'}; it is shown once:`,
+      );
       process.stdout.write(`${created.token}\n`);
     });
 
@@ -123,7 +147,9 @@ export function registerTokenCommands(program: Command): void {
     .option('--json', 'print JSON')
     .addOption(adminTokenOption())
     .action(async (opts: { json?: boolean; adminToken?: string }) => {
-      const items = await withVia(opts.adminToken, async (via) => (via.kind === 'store' ? listApiTokens(via.store) : (await call<{ items: TokenInfo[] }>(via, 'GET', '/v1/tokens')).items));
+      const items = await withVia(opts.adminToken, async (via) =>
+        via.kind === 'store' ? listApiTokens(via.store) : (await call<{ items: TokenInfo[] }>(via, 'GET', '/v1/tokens')).items,
+      );
       if (opts.json) process.stdout.write(`${JSON.stringify(items, null, 2)}\n`);
       else printTokens(items);
     });
@@ -138,7 +164,9 @@ export function registerTokenCommands(program: Command): void {
     .addOption(adminTokenOption())
     .action(async (id: string, opts: { adminToken?: string }) => {
       const revoked = await withVia(opts.adminToken, async (via) =>
-        via.kind === 'store' ? revokeApiToken(via.store, id, cliActor()) : call<TokenInfo>(via, 'DELETE', `/v1/tokens/${id}`).catch((err: Error) => (/ 404:/.test(err.message) ? undefined : Promise.reject(err))),
+        via.kind === 'store'
+          ? revokeApiToken(via.store, id, cliActor())
+          : call<TokenInfo>(via, 'DELETE', `/v1/tokens/${id}`).catch((err: Error) => (/ 404:/.test(err.message) ? undefined : Promise.reject(err))),
       );
       if (!revoked) throw new LockauditError('LOCKAUDIT_ERR_NOT_FOUND', `no token has the id ${id} (see \`lockaudit token list\`)`);
       progress(`token ${id} of ${revoked.identity} revoked at ${revoked.revokedAt ?? 'now'}`);

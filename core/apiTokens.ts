@@ -23,10 +23,14 @@ export function hashToken(token: string): string {
 }
 
 export function parseRoles(text: string): Role[] {
-  const roles = text.split(',').map((r) => r.trim()).filter(Boolean);
+  const roles = text
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean);
   if (roles.length === 0) throw new LockauditError('LOCKAUDIT_ERR_TOKEN_INVALID', `roles: give at least one of ${ROLES.join(', ')}`);
   const unknown = roles.filter((r) => !(ROLES as readonly string[]).includes(r));
-  if (unknown.length > 0) throw new LockauditError('LOCKAUDIT_ERR_TOKEN_INVALID', `roles: unknown role ${unknown.map((r) => `"${r}"`).join(', ')} (known: ${ROLES.join(', ')})`);
+  if (unknown.length > 0)
+    throw new LockauditError('LOCKAUDIT_ERR_TOKEN_INVALID', `roles: unknown role ${unknown.map((r) => `"${r}"`).join(', ')} (known: ${ROLES.join(', ')})`);
   return [...new Set(roles)] as Role[];
 }
 
@@ -52,12 +56,22 @@ export function parseExpiresIn(text: string): number {
   const unit = { '': 1, s: 1, m: 60, h: 3_600, d: 86_400 }[m?.[2] ?? ''] ?? 1;
   const seconds = m ? Number(m[1]) * unit : NaN;
   if (!Number.isSafeInteger(seconds) || seconds > MAX_EXPIRES_IN_SECONDS) {
-    throw new LockauditError('LOCKAUDIT_ERR_TOKEN_INVALID', `expires-in: give a duration such as 3600s, 30m, 12h or 90d, at most ${MAX_EXPIRES_IN_SECONDS / 86_400} days`);
+    throw new LockauditError(
+      'LOCKAUDIT_ERR_TOKEN_INVALID',
+      `expires-in: give a duration such as 3600s, 30m, 12h or 90d, at most ${MAX_EXPIRES_IN_SECONDS / 86_400} days`,
+    );
   }
   return seconds;
 }
 
-async function audit(store: AuditStore, action: 'create' | 'revoke' | 'use', tokenId: string, identity: string, actor: string, detail: Record<string, unknown> = {}): Promise<void> {
+async function audit(
+  store: AuditStore,
+  action: 'create' | 'revoke' | 'use',
+  tokenId: string,
+  identity: string,
+  actor: string,
+  detail: Record<string, unknown> = {},
+): Promise<void> {
   await store.insert('token_audit', [{ action, token_id: tokenId, identity, actor, detail: JSON.stringify(detail) }]);
 }
 
@@ -67,14 +81,17 @@ export async function createApiToken(
   roles: Role[],
   options: { expiresInSeconds?: number; issuedBy?: string; nowMs?: number } = {},
 ): Promise<{ token: string; tokenId: string; expiresAt: string | null }> {
-  if (!IDENTITY.test(identity)) throw new LockauditError('LOCKAUDIT_ERR_TOKEN_INVALID', 'identity: 1-200 characters: letters, digits and . _ : / @ -, starting with a letter or digit');
+  if (!IDENTITY.test(identity))
+    throw new LockauditError('LOCKAUDIT_ERR_TOKEN_INVALID', 'identity: 1-200 characters: letters, digits and . _ : / @ -, starting with a letter or digit');
   if (roles.length === 0) throw new LockauditError('LOCKAUDIT_ERR_TOKEN_INVALID', 'roles: give at least one role');
   const now = options.nowMs ?? Date.now();
   const expiresAtMs = options.expiresInSeconds === undefined ? 0 : now + options.expiresInSeconds * 1000;
   const tokenId = randomBytes(6).toString('hex');
   const token = `la_${tokenId}_${randomBytes(32).toString('base64url')}`;
   const issuedBy = options.issuedBy ?? 'cli';
-  await store.insert('api_tokens', [{ token_hash: hashToken(token), token_id: tokenId, identity, roles, revoked: 0, expires_at_ms: expiresAtMs, issued_at_ms: now, issued_by: issuedBy }]);
+  await store.insert('api_tokens', [
+    { token_hash: hashToken(token), token_id: tokenId, identity, roles, revoked: 0, expires_at_ms: expiresAtMs, issued_at_ms: now, issued_by: issuedBy },
+  ]);
   await audit(store, 'create', tokenId, identity, issuedBy, { roles, expiresAtMs });
   return { token, tokenId, expiresAt: expiresAtMs ? new Date(expiresAtMs).toISOString() : null };
 }
@@ -98,7 +115,8 @@ LEFT JOIN (SELECT token_id, toUnixTimestamp64Milli(max(at)) AS last_used_ms FROM
 WHERE {tokenId:String} = '' OR t.token_id = {tokenId:String}
 ORDER BY t.issued_at_ms, t.token_id`;
 
-const iso = (ms: string | number | null | undefined): string | null => (ms === null || ms === undefined || Number(ms) <= 0 ? null : new Date(Number(ms)).toISOString());
+const iso = (ms: string | number | null | undefined): string | null =>
+  ms === null || ms === undefined || Number(ms) <= 0 ? null : new Date(Number(ms)).toISOString();
 
 function info(r: TokenRow): TokenInfo {
   const revoked = Number(r.revoked) === 1;
@@ -129,7 +147,18 @@ export async function revokeApiToken(store: AuditStore, tokenId: string, by: str
   if (!row) return undefined;
   if (Number(row.revoked) === 0) {
     // A newer row replaces the old one (ReplacingMergeTree on created_at): created_at becomes the revocation time.
-    await store.insert('api_tokens', [{ token_hash: row.token_hash, token_id: row.token_id, identity: row.identity, roles: row.roles, revoked: 1, expires_at_ms: row.expires_at_ms, issued_at_ms: row.issued_at_ms, issued_by: row.issued_by }]);
+    await store.insert('api_tokens', [
+      {
+        token_hash: row.token_hash,
+        token_id: row.token_id,
+        identity: row.identity,
+        roles: row.roles,
+        revoked: 1,
+        expires_at_ms: row.expires_at_ms,
+        issued_at_ms: row.issued_at_ms,
+        issued_by: row.issued_by,
+      },
+    ]);
     await audit(store, 'revoke', row.token_id, row.identity, by);
   }
   return (await listApiTokens(store, tokenId))[0];

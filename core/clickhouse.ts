@@ -112,7 +112,9 @@ export class AuditStore {
   constructor(configured: ClickHouseTarget, options: StoreOptions = {}) {
     // An embedded store another process holds and serves (core/embeddedOwner.ts): through that process, as a server.
     const served = configured.mode === 'embedded' ? servedStore(configured.path) : undefined;
-    const target: ClickHouseTarget = served ? { mode: 'server', url: served.url, database: configured.database, user: 'default', password: served.password } : configured;
+    const target: ClickHouseTarget = served
+      ? { mode: 'server', url: served.url, database: configured.database, user: 'default', password: served.password }
+      : configured;
     this.target = target;
     this.database = target.database;
     this.#ingestSettings = options.ingestSettings ?? INGEST_SETTINGS;
@@ -163,7 +165,11 @@ export class AuditStore {
     const rest = query.replaceAll('{db:Identifier}', '');
     if (/\{[A-Za-z_][A-Za-z0-9_]*:/.test(rest)) throw new Error('statusRows: the query binds a parameter other than {db:Identifier}');
     if (!this.#status) return this.rows<T>(query, {}, settings);
-    const result = await this.#status.query({ query: query.replaceAll('{db:Identifier}', `\`${this.database}\``), format: 'JSONEachRow', clickhouse_settings: settings });
+    const result = await this.#status.query({
+      query: query.replaceAll('{db:Identifier}', `\`${this.database}\``),
+      format: 'JSONEachRow',
+      clickhouse_settings: settings,
+    });
     return result.json<T>();
   }
 
@@ -193,7 +199,11 @@ export class AuditStore {
     const body = encoder.encode(values);
     if (this.target.mode === 'server') {
       // A server (or the store process) takes the bytes as the body, the statement in the URL: exec with values.
-      const r = await this.client.exec({ query: `INSERT INTO \`${this.database}\`.\`${table}\` FORMAT RowBinaryWithDefaults`, values: Readable.from([body]), clickhouse_settings: options.settings });
+      const r = await this.client.exec({
+        query: `INSERT INTO \`${this.database}\`.\`${table}\` FORMAT RowBinaryWithDefaults`,
+        values: Readable.from([body]),
+        clickhouse_settings: options.settings,
+      });
       // Read to its end (empty): a response left unread closes its socket early and the client warns of ECONNRESET.
       r.stream.resume();
       await finished(r.stream);
@@ -210,7 +220,10 @@ export class AuditStore {
       if (this.#ingest && IDENTIFIER.test(table)) {
         // No bound parameters: chdb would run it in line with every other query (see the header).
         const settings = { ...this.#ingestSettings, ...options.settings };
-        await this.#ingest.command({ query: `INSERT INTO \`${this.database}\`.\`${table}\` FROM INFILE '${file}' FORMAT RowBinaryWithDefaults`, clickhouse_settings: settings });
+        await this.#ingest.command({
+          query: `INSERT INTO \`${this.database}\`.\`${table}\` FROM INFILE '${file}' FORMAT RowBinaryWithDefaults`,
+          clickhouse_settings: settings,
+        });
       } else {
         await this.command(`INSERT INTO {db:Identifier}.{table:Identifier} FROM INFILE '${file}' FORMAT RowBinaryWithDefaults`, { table }, options.settings);
       }
@@ -239,9 +252,11 @@ export class AuditStore {
 
   /** Idempotent. */
   close(): Promise<void> {
-    this.#closed ??= Promise.all([this.client.close(), this.#ingest?.close(), this.#status?.close()]).then(() => undefined).finally(() => {
-      if (this.#insertDir) rmSync(this.#insertDir, { recursive: true, force: true });
-    });
+    this.#closed ??= Promise.all([this.client.close(), this.#ingest?.close(), this.#status?.close()])
+      .then(() => undefined)
+      .finally(() => {
+        if (this.#insertDir) rmSync(this.#insertDir, { recursive: true, force: true });
+      });
     return this.#closed;
   }
 }
@@ -260,4 +275,3 @@ function assertNotHeld(dataPath: string): void {
     `the running process pid ${pid} holds the embedded ClickHouse in ${dataPath} (one process at a time): stop it first, or ask it through its API (lockaudit grants, state, diff … with --url and --api-token; token … with --admin-token; GET /readyz for its health)`,
   );
 }
-

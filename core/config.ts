@@ -19,15 +19,30 @@ const EtcdClusterSchema = Type.Object(
   {
     name: Type.String({ pattern: CLUSTER_NAME_PATTERN, description: 'Cluster name: lowercase letters, digits, - and _.' }),
     endpoints: Type.Array(Type.String({ pattern: '^https?://[^\\s,;]+$' }), { minItems: 1 }),
-    lockApi: Type.Optional(Type.Boolean({ description: 'The cluster the embedded lock API serves: required on one when several are configured (roles/lockEngine.ts); absent, the only one.' })),
+    lockApi: Type.Optional(
+      Type.Boolean({
+        description: 'The cluster the embedded lock API serves: required on one when several are configured (roles/lockEngine.ts); absent, the only one.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 
-const LogLevelSchema = Type.Union([Type.Literal('fatal'), Type.Literal('error'), Type.Literal('warn'), Type.Literal('info'), Type.Literal('debug'), Type.Literal('trace'), Type.Literal('silent')], {
-  default: 'info',
-  description: 'fatal error warn info debug trace silent',
-});
+const LogLevelSchema = Type.Union(
+  [
+    Type.Literal('fatal'),
+    Type.Literal('error'),
+    Type.Literal('warn'),
+    Type.Literal('info'),
+    Type.Literal('debug'),
+    Type.Literal('trace'),
+    Type.Literal('silent'),
+  ],
+  {
+    default: 'info',
+    description: 'fatal error warn info debug trace silent',
+  },
+);
 
 // Each default is written once, here, as the schema's `default`; resolve() fills
 // them in, docs/configuration.md's settings table is checked against them
@@ -38,7 +53,9 @@ const ClickHouseSchema = Type.Object(
     database: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$', default: 'lockaudit', description: 'Database name.' })),
     user: Type.Optional(Type.String({ description: 'Server user.' })),
     password: Type.Optional(Type.String({ description: 'Server password (masked).' })),
-    cluster: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$', description: 'ClickHouse cluster name: migrations run ON CLUSTER with Replicated engines.' })),
+    cluster: Type.Optional(
+      Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$', description: 'ClickHouse cluster name: migrations run ON CLUSTER with Replicated engines.' }),
+    ),
   },
   { additionalProperties: false, default: {} },
 );
@@ -46,20 +63,43 @@ const ClickHouseSchema = Type.Object(
 const S3Schema = Type.Object(
   {
     endpoint: Type.Optional(Type.String({ pattern: '^https?://', description: 'S3/MinIO endpoint; absent means the local MinIO.' })),
-    accessKey: Type.Optional(Type.String({ minLength: 3, description: 'Access key; the local MinIO\'s when the endpoint is absent.' })),
-    secretKey: Type.Optional(Type.String({ minLength: 8, description: 'Secret key (masked); the local MinIO\'s when the endpoint is absent.' })),
+    accessKey: Type.Optional(Type.String({ minLength: 3, description: "Access key; the local MinIO's when the endpoint is absent." })),
+    secretKey: Type.Optional(Type.String({ minLength: 8, description: "Secret key (masked); the local MinIO's when the endpoint is absent." })),
     region: Type.Optional(Type.String({ minLength: 1, default: 'us-east-1', description: 'Region.' })),
-    historyBucket: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9.-]{2,62}$', default: 'lockaudit-history', description: 'Parquet history, 365-day lifecycle.' })),
-    archiveBucket: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9.-]{2,62}$', default: 'lockaudit-force-archive', description: 'Force-release archive: object lock, COMPLIANCE 7 years.' })),
+    historyBucket: Type.Optional(
+      Type.String({ pattern: '^[a-z0-9][a-z0-9.-]{2,62}$', default: 'lockaudit-history', description: 'Parquet history, 365-day lifecycle.' }),
+    ),
+    archiveBucket: Type.Optional(
+      Type.String({
+        pattern: '^[a-z0-9][a-z0-9.-]{2,62}$',
+        default: 'lockaudit-force-archive',
+        description: 'Force-release archive: object lock, COMPLIANCE 7 years.',
+      }),
+    ),
   },
   { additionalProperties: false, default: {} },
 );
 
 const TailerSchema = Type.Object(
   {
-    electionTtlSeconds: Type.Optional(Type.Integer({ minimum: 2, maximum: 300, default: 5, description: 'Election lease TTL: a dead leader is replaced after about this long.' })),
-    compactionWindowRevisions: Type.Optional(Type.Integer({ minimum: 1, default: 1_000_000, description: "How many revisions etcd keeps before compacting (the operator's setting); the lag alarm fires at half." })),
-    catchUpWindows: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, default: 16, description: 'Most revision windows watched concurrently when catching up; how many follows the lag (one per 5 000 revisions behind).' })),
+    electionTtlSeconds: Type.Optional(
+      Type.Integer({ minimum: 2, maximum: 300, default: 5, description: 'Election lease TTL: a dead leader is replaced after about this long.' }),
+    ),
+    compactionWindowRevisions: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        default: 1_000_000,
+        description: "How many revisions etcd keeps before compacting (the operator's setting); the lag alarm fires at half.",
+      }),
+    ),
+    catchUpWindows: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 64,
+        default: 16,
+        description: 'Most revision windows watched concurrently when catching up; how many follows the lag (one per 5 000 revisions behind).',
+      }),
+    ),
     batchMaxRows: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 20_000, description: 'Rows per ClickHouse insert.' })),
     batchMaxDelayMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 60_000, default: 200, description: 'Longest a row waits for its batch.' })),
   },
@@ -68,14 +108,30 @@ const TailerSchema = Type.Object(
 
 const ReportsSchema = Type.Object(
   {
-    riskRegisterCron: Type.Optional(Type.String({ pattern: '^\\S+( \\S+){4,5}$', default: '0 2 * * *', description: 'Cron pattern of the nightly advisory risk register (5 fields, or 6 with seconds).' })),
-    riskRegisterTz: Type.Optional(Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_+/-]{0,63}$', default: 'UTC', description: 'IANA time zone of that cron and of the register date.' })),
+    riskRegisterCron: Type.Optional(
+      Type.String({
+        pattern: '^\\S+( \\S+){4,5}$',
+        default: '0 2 * * *',
+        description: 'Cron pattern of the nightly advisory risk register (5 fields, or 6 with seconds).',
+      }),
+    ),
+    riskRegisterTz: Type.Optional(
+      Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_+/-]{0,63}$', default: 'UTC', description: 'IANA time zone of that cron and of the register date.' }),
+    ),
     maxWindowDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3660, default: 31, description: 'Longest from–to window a report accepts, in days.' })),
     maxPageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, default: 1000, description: 'Largest page of grant history.' })),
-    queryTimeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000, default: 30_000, description: 'Longest a report query may run in ClickHouse (max_execution_time).' })),
-    rateLimitPerMinute: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 120, description: 'Report requests per caller identity per minute.' })),
-    exportRequestsPerHour: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, default: 20, description: 'Compliance export requests (POST /v1/exports) per caller identity per hour.' })),
-    exportMaxActive: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000, default: 2, description: 'Compliance exports one caller identity may have queued or running at once.' })),
+    queryTimeoutMs: Type.Optional(
+      Type.Integer({ minimum: 100, maximum: 3_600_000, default: 30_000, description: 'Longest a report query may run in ClickHouse (max_execution_time).' }),
+    ),
+    rateLimitPerMinute: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1_000_000, default: 120, description: 'Report requests per caller identity per minute.' }),
+    ),
+    exportRequestsPerHour: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 100_000, default: 20, description: 'Compliance export requests (POST /v1/exports) per caller identity per hour.' }),
+    ),
+    exportMaxActive: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1_000, default: 2, description: 'Compliance exports one caller identity may have queued or running at once.' }),
+    ),
     exportMaxRangeDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3_660, default: 400, description: 'Longest range of one compliance export, days.' })),
   },
   { additionalProperties: false, default: {} },
@@ -84,35 +140,109 @@ const ReportsSchema = Type.Object(
 const ApiSchema = Type.Object(
   {
     cursorSecret: Type.Optional(
-      Type.String({ minLength: 32, description: 'Secret that signs grant-history cursors; give every API process the same one so a cursor pages on any of them. Absent: a random one per process (masked).' }),
+      Type.String({
+        minLength: 32,
+        description:
+          'Secret that signs grant-history cursors; give every API process the same one so a cursor pages on any of them. Absent: a random one per process (masked).',
+      }),
     ),
     metricsRequireToken: Type.Optional(Type.Boolean({ default: false, description: '/metrics answers only with a valid API token (any role).' })),
-    exportDownloadSeconds: Type.Optional(Type.Integer({ minimum: 10, maximum: 604_800, default: 300, description: 'Lifetime of a presigned export download URL, seconds.' })),
-    maxWaitersPerKey: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, default: 256, description: 'Acquires one API process lets wait (or attempt) for one lock at once; past it 429.' })),
-    maxWaiters: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 10_000, description: 'Acquires one API process lets wait (or attempt) at once in all; past it 429.' })),
-    maxPendingRequests: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 64, description: 'Pending two-person requests of one kind (force-release, epoch advance) in etcd at once; past it 429.' })),
-    maxPendingRequestsPerKey: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000, default: 4, description: 'Pending force-release requests for one lock at once; past it 429.' })),
+    exportDownloadSeconds: Type.Optional(
+      Type.Integer({ minimum: 10, maximum: 604_800, default: 300, description: 'Lifetime of a presigned export download URL, seconds.' }),
+    ),
+    maxWaitersPerKey: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 100_000,
+        default: 256,
+        description: 'Acquires one API process lets wait (or attempt) for one lock at once; past it 429.',
+      }),
+    ),
+    maxWaiters: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1_000_000,
+        default: 10_000,
+        description: 'Acquires one API process lets wait (or attempt) at once in all; past it 429.',
+      }),
+    ),
+    maxPendingRequests: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 10_000,
+        default: 64,
+        description: 'Pending two-person requests of one kind (force-release, epoch advance) in etcd at once; past it 429.',
+      }),
+    ),
+    maxPendingRequestsPerKey: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1_000, default: 4, description: 'Pending force-release requests for one lock at once; past it 429.' }),
+    ),
   },
   { additionalProperties: false, default: {} },
 );
 
 const ArchiveSchema = Type.Object(
   {
-    alarmAfterSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 604_800, default: 3600, description: 'A force-release record not archived this long after its approval raises the alarm.' })),
-    pollIntervalMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000, default: 2000, description: 'How often the force archiver re-reads etcd besides its watch, ms.' })),
+    alarmAfterSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 604_800,
+        default: 3600,
+        description: 'A force-release record not archived this long after its approval raises the alarm.',
+      }),
+    ),
+    pollIntervalMs: Type.Optional(
+      Type.Integer({ minimum: 100, maximum: 3_600_000, default: 2000, description: 'How often the force archiver re-reads etcd besides its watch, ms.' }),
+    ),
   },
   { additionalProperties: false, default: {} },
 );
 
 const DigestsSchema = Type.Object(
   {
-    periodSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400, default: 3600, description: 'Length of a digest period (UTC-aligned); tests use seconds.' })),
-    settleSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600, default: 5, description: 'A period is sealed once the tailer has captured a change at least this long after its end.' })),
-    pollIntervalMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 3_600_000, default: 10_000, description: 'How often the digest worker looks for sealed periods and changed ones, ms.' })),
-    lookbackPeriods: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 48, description: 'How many of the latest sealed periods are re-checked for late changes (each change gets a superseding digest).' })),
-    alarmAfterPeriods: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000, default: 2, description: 'Sealed periods without a digest (or a digest run failing this long) before the digest alarm.' })),
+    periodSeconds: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 86_400, default: 3600, description: 'Length of a digest period (UTC-aligned); tests use seconds.' }),
+    ),
+    settleSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 3600,
+        default: 5,
+        description: 'A period is sealed once the tailer has captured a change at least this long after its end.',
+      }),
+    ),
+    pollIntervalMs: Type.Optional(
+      Type.Integer({
+        minimum: 100,
+        maximum: 3_600_000,
+        default: 10_000,
+        description: 'How often the digest worker looks for sealed periods and changed ones, ms.',
+      }),
+    ),
+    lookbackPeriods: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 100_000,
+        default: 48,
+        description: 'How many of the latest sealed periods are re-checked for late changes (each change gets a superseding digest).',
+      }),
+    ),
+    alarmAfterPeriods: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 100_000,
+        default: 2,
+        description: 'Sealed periods without a digest (or a digest run failing this long) before the digest alarm.',
+      }),
+    ),
     clockToleranceSeconds: Type.Optional(
-      Type.Integer({ minimum: 0, maximum: 300, default: 5, description: 'How far a captured /sys/clock write may be dated ahead of the digest worker\'s (or verifier\'s) own clock: no period ending later than that is sealed, and a clock write further ahead bounds nothing and raises LOCKAUDIT_ALARM_CLOCK_AHEAD.' }),
+      Type.Integer({
+        minimum: 0,
+        maximum: 300,
+        default: 5,
+        description:
+          "How far a captured /sys/clock write may be dated ahead of the digest worker's (or verifier's) own clock: no period ending later than that is sealed, and a clock write further ahead bounds nothing and raises LOCKAUDIT_ALARM_CLOCK_AHEAD.",
+      }),
     ),
   },
   { additionalProperties: false, default: {} },
@@ -122,10 +252,22 @@ const AlertRuleSchema = Type.Object(
   {
     kinds: Type.Array(
       Type.Union([
-        Type.Literal('grant'), Type.Literal('release'), Type.Literal('expiry'), Type.Literal('force-release'), Type.Literal('session-close'), Type.Literal('epoch-release'),
-        Type.Literal('epoch-advance'), Type.Literal('class-change'), Type.Literal('unprotected-grant'), Type.Literal('gap'),
-        Type.Literal('deleted'), Type.Literal('foreign-grant'), Type.Literal('waiver-expired'), Type.Literal('waiver-expiring'),
-        Type.Literal('two-person'), Type.Literal('two-person-refused'),
+        Type.Literal('grant'),
+        Type.Literal('release'),
+        Type.Literal('expiry'),
+        Type.Literal('force-release'),
+        Type.Literal('session-close'),
+        Type.Literal('epoch-release'),
+        Type.Literal('epoch-advance'),
+        Type.Literal('class-change'),
+        Type.Literal('unprotected-grant'),
+        Type.Literal('gap'),
+        Type.Literal('deleted'),
+        Type.Literal('foreign-grant'),
+        Type.Literal('waiver-expired'),
+        Type.Literal('waiver-expiring'),
+        Type.Literal('two-person'),
+        Type.Literal('two-person-refused'),
       ]),
       {
         minItems: 1,
@@ -135,7 +277,11 @@ const AlertRuleSchema = Type.Object(
     ),
     namespaces: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'Only events of these lock namespaces. Default: any' })),
     classes: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'Only events of these lock classes. Default: any' })),
-    purposes: Type.Optional(Type.Array(Type.Union([Type.Literal('correctness'), Type.Literal('efficiency')]), { description: "Only events whose class has this purpose (e.g. every expiry of a correctness class). Default: any" })),
+    purposes: Type.Optional(
+      Type.Array(Type.Union([Type.Literal('correctness'), Type.Literal('efficiency')]), {
+        description: 'Only events whose class has this purpose (e.g. every expiry of a correctness class). Default: any',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -144,12 +290,21 @@ const AlertWebhookSchema = Type.Object(
   {
     name: Type.String({ pattern: '^[a-z0-9][a-z0-9_-]{0,62}$', description: 'Names the sink in its checkpoint, dead letters and metrics' }),
     url: Type.String({ pattern: '^https?://', description: 'The endpoint: receives POSTs of JSON lines (or CEF lines)' }),
-    secret: Type.String({ minLength: 16, description: 'HMAC-SHA256 key: each delivery carries X-Lockaudit-Signature: t=<ms>,v1=<hex of HMAC(t + "." + body)>' }),
+    secret: Type.String({
+      minLength: 16,
+      description: 'HMAC-SHA256 key: each delivery carries X-Lockaudit-Signature: t=<ms>,v1=<hex of HMAC(t + "." + body)>',
+    }),
     format: Type.Optional(Type.Union([Type.Literal('ocsf'), Type.Literal('cef')], { description: 'ocsf (JSON lines, default) or cef (CEF lines)' })),
     rules: Type.Array(AlertRuleSchema, { minItems: 1, description: 'An event is delivered when any rule matches' }),
-    batchSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000, description: 'Events read and delivered per request, which bounds memory. Default 200' })),
-    maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'Failed attempts before a batch goes to the dead-letter table. Default 20' })),
-    backoffMaxMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 600000, description: 'Longest wait between retries (exponential from 100 ms, jittered). Default 30000' })),
+    batchSize: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 10000, description: 'Events read and delivered per request, which bounds memory. Default 200' }),
+    ),
+    maxAttempts: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1000, description: 'Failed attempts before a batch goes to the dead-letter table. Default 20' }),
+    ),
+    backoffMaxMs: Type.Optional(
+      Type.Integer({ minimum: 10, maximum: 600000, description: 'Longest wait between retries (exponential from 100 ms, jittered). Default 30000' }),
+    ),
     pollIntervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 600000, description: 'Wait when caught up. Default 1000' })),
     timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600000, description: 'Per request. Default 10000' })),
   },
@@ -161,19 +316,30 @@ export type AlertWebhookConfig = Static<typeof AlertWebhookSchema>;
 
 const LocalSchema = Type.Object(
   {
-    portBase: Type.Optional(Type.Integer({ minimum: 1024, maximum: 65000, default: 23000, description: 'First port of the local services block (etcd, Redis, MinIO).' })),
-    etcdMembers: Type.Optional(Type.Union([Type.Literal(1), Type.Literal(3)], { default: 1, description: 'Local etcd: one member or a three-member cluster on loopback.' })),
+    portBase: Type.Optional(
+      Type.Integer({ minimum: 1024, maximum: 65000, default: 23000, description: 'First port of the local services block (etcd, Redis, MinIO).' }),
+    ),
+    etcdMembers: Type.Optional(
+      Type.Union([Type.Literal(1), Type.Literal(3)], { default: 1, description: 'Local etcd: one member or a three-member cluster on loopback.' }),
+    ),
   },
   { additionalProperties: false, default: {} },
 );
 
 export const FileConfigSchema = Type.Object(
   {
-    dataDir: Type.Optional(Type.String({ minLength: 1, default: './.lockaudit', description: 'Where local data lives (embedded ClickHouse, service data, spools).' })),
+    dataDir: Type.Optional(
+      Type.String({ minLength: 1, default: './.lockaudit', description: 'Where local data lives (embedded ClickHouse, service data, spools).' }),
+    ),
     host: Type.Optional(Type.String({ minLength: 1, default: '127.0.0.1', description: 'API listen address.' })),
     port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, default: 8080, description: 'API port.' })),
     shutdownTimeoutMs: Type.Optional(
-      Type.Integer({ minimum: 100, maximum: 600_000, default: 20_000, description: 'How long a stopping process waits for its roles to drain before it exits non-zero, naming what did not.' }),
+      Type.Integer({
+        minimum: 100,
+        maximum: 600_000,
+        default: 20_000,
+        description: 'How long a stopping process waits for its roles to drain before it exits non-zero, naming what did not.',
+      }),
     ),
     logLevel: Type.Optional(LogLevelSchema),
     etcd: Type.Optional(Type.Array(EtcdClusterSchema, { minItems: 1, description: 'etcd clusters to serve and tail; absent means the local one.' })),
@@ -199,7 +365,7 @@ export const FileConfigSchema = Type.Object(
       Type.String({
         minLength: 40,
         description:
-          'The public half of the digest signing key (SPKI PEM): what the API publishes at GET /v1/digests/public-key, so an API process never needs the private key. Absent: the public half of the deployment\'s existing signing key (never generated by the API).',
+          "The public half of the digest signing key (SPKI PEM): what the API publishes at GET /v1/digests/public-key, so an API process never needs the private key. Absent: the public half of the deployment's existing signing key (never generated by the API).",
       }),
     ),
     api: Type.Optional(ApiSchema),
@@ -231,8 +397,7 @@ export interface LocalPorts {
 }
 
 export type ClickHouseTarget =
-  | { mode: 'embedded'; path: string; database: string }
-  | { mode: 'server'; url: string; database: string; user?: string; password?: string; cluster?: string };
+  { mode: 'embedded'; path: string; database: string } | { mode: 'server'; url: string; database: string; user?: string; password?: string; cluster?: string };
 
 /** A section of the file schema with every setting present (defaults filled in). */
 type Settled<T> = Required<NonNullable<T>>;
@@ -379,7 +544,10 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
 const NON_CONFIG_ENV = new Set(['LOCKAUDIT_CONFIG', 'LOCKAUDIT_ADMIN_TOKEN', 'LOCKAUDIT_API_TOKEN', 'LOCKAUDIT_URL']);
 
 class ConfigProblem extends Error {
-  constructor(readonly key: string, readonly problem: string) {
+  constructor(
+    readonly key: string,
+    readonly problem: string,
+  ) {
     super(`${key}: ${problem}`);
   }
 }
@@ -387,11 +555,18 @@ class ConfigProblem extends Error {
 /** Parses `name=url[,url…][;name=url…]`. */
 export function parseEtcdClusters(raw: string, name = 'LOCKAUDIT_ETCD'): EtcdCluster[] {
   const clusters: EtcdCluster[] = [];
-  for (const part of raw.split(';').map((s) => s.trim()).filter(Boolean)) {
+  for (const part of raw
+    .split(';')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const eq = part.indexOf('=');
     if (eq <= 0) throw new ConfigProblem(name, `"${part}" is not name=url[,url…]`);
     const clusterName = part.slice(0, eq).trim();
-    const endpoints = part.slice(eq + 1).split(',').map((s) => s.trim()).filter(Boolean);
+    const endpoints = part
+      .slice(eq + 1)
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     if (endpoints.length === 0) throw new ConfigProblem(name, `cluster "${clusterName}" has no endpoints`);
     if (clusters.some((c) => c.name === clusterName)) throw new ConfigProblem(name, `cluster "${clusterName}" is named twice`);
     clusters.push({ name: clusterName, endpoints });
@@ -485,7 +660,8 @@ export function loadConfig(options: LoadOptions = {}): Config {
   }
   // A time zone is checked against the runtime's zone database, which a pattern cannot do.
   const tz = (raw as FileConfig).reports?.riskRegisterTz;
-  if (problems.length === 0 && tz !== undefined && !isTimeZone(tz)) problems.push(`${keyName('/reports/riskRegisterTz', envByPath)}: unknown time zone "${tz}"`);
+  if (problems.length === 0 && tz !== undefined && !isTimeZone(tz))
+    problems.push(`${keyName('/reports/riskRegisterTz', envByPath)}: unknown time zone "${tz}"`);
   // A cron pattern is parsed by the parser the scheduler (BullMQ) uses: six fields of any text pass the pattern above.
   const cron = (raw as FileConfig).reports?.riskRegisterCron;
   if (problems.length === 0 && cron !== undefined) {

@@ -30,7 +30,10 @@ export interface DigestSigner {
 
 /** The key id of a public key. */
 export function digestKeyId(publicKey: KeyObject): string {
-  return createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(publicKey.export({ type: 'spki', format: 'der' }))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 /** A public key from SPKI PEM; throws a validation error naming `what` when it is not an Ed25519 key. */
@@ -55,7 +58,8 @@ export function verifyDigestSignature(publicKey: KeyObject, data: Buffer, signat
 }
 
 export function signerFromPrivateKey(privateKey: KeyObject): DigestSigner {
-  if (privateKey.asymmetricKeyType !== 'ed25519') throw new LockauditError('LOCKAUDIT_ERR_DIGEST_KEY', `digestSigningKey: an ${privateKey.asymmetricKeyType} key, expected Ed25519`);
+  if (privateKey.asymmetricKeyType !== 'ed25519')
+    throw new LockauditError('LOCKAUDIT_ERR_DIGEST_KEY', `digestSigningKey: an ${privateKey.asymmetricKeyType} key, expected Ed25519`);
   const publicKey = createPublicKey(privateKey);
   return {
     keyId: digestKeyId(publicKey),
@@ -100,7 +104,12 @@ export function digestSigner(config: KeySource): DigestSigner {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // Unreadable is not absent: a key generated in its place would sign a chain no earlier digest links to.
-    if (code !== 'ENOENT') throw new LockauditError('LOCKAUDIT_ERR_DIGEST_KEY', `${file} cannot be read (${code ?? (err as Error).message}): give the process read access to it (or restore it from your backup)`, { cause: err });
+    if (code !== 'ENOENT')
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_DIGEST_KEY',
+        `${file} cannot be read (${code ?? (err as Error).message}): give the process read access to it (or restore it from your backup)`,
+        { cause: err },
+      );
   }
   // An empty or cut file is refused by name (parsePrivateKey), never replaced.
   if (text !== undefined) return signerFromPrivateKey(parsePrivateKey(text, file));
@@ -126,7 +135,9 @@ export function digestPublicKeyProblem(text: string, signingKey?: string): strin
   if (signingKey === undefined || digestSigningKeyProblem(signingKey) !== undefined) return undefined;
   const signer = signerFromPrivateKey(parsePrivateKey(signingKey, 'LOCKAUDIT_DIGEST_SIGNING_KEY'));
   const id = digestKeyId(key);
-  return id === signer.keyId ? undefined : `key ${id} is not the public half of LOCKAUDIT_DIGEST_SIGNING_KEY (key ${signer.keyId}): the API would publish a key no digest is signed with`;
+  return id === signer.keyId
+    ? undefined
+    : `key ${id} is not the public half of LOCKAUDIT_DIGEST_SIGNING_KEY (key ${signer.keyId}): the API would publish a key no digest is signed with`;
 }
 
 /**

@@ -41,7 +41,7 @@ export function etcdText(bytes: Uint8Array): string {
   if (isUtf8(buf) && !buf.includes('\uFFFD', 0, 'utf8')) return buf.toString('utf8');
   let out = '';
   let run = 0; // start of the current run of valid bytes without U+FFFD
-  for (let i = 0; i < buf.length; ) {
+  for (let i = 0; i < buf.length;) {
     const n = sequenceAt(buf, i);
     const isFffd = n === 3 && buf[i] === 0xef && buf[i + 1] === 0xbf && buf[i + 2] === 0xbd;
     if (n > 0 && !isFffd) {

@@ -172,10 +172,7 @@ export const LockClassSchema = Type.Object(
 export type LockClass = Static<typeof LockClassSchema>;
 
 /** A class as /sys/class/<name> holds it: the class and the API's proof (core/proof.ts), bound to the put. */
-export const StoredClassSchema = Type.Object(
-  { ...LockClassSchema.properties, mac: Type.Optional(Type.String()) },
-  { additionalProperties: false },
-);
+export const StoredClassSchema = Type.Object({ ...LockClassSchema.properties, mac: Type.Optional(Type.String()) }, { additionalProperties: false });
 export type StoredClass = Static<typeof StoredClassSchema>;
 
 /** The class rules (docs/architecture.md, the lock service's rules) beyond field shapes; returns every broken rule. */

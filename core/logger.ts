@@ -4,7 +4,18 @@ import { pino, type Logger } from 'pino';
 
 export type { Logger };
 
-const REDACT = ['token', '*.token', '*.*.token', 'secretKey', '*.secretKey', 'password', '*.password', 'authorization', '*.authorization', 'req.headers.authorization'];
+const REDACT = [
+  'token',
+  '*.token',
+  '*.*.token',
+  'secretKey',
+  '*.secretKey',
+  'password',
+  '*.password',
+  'authorization',
+  '*.authorization',
+  'req.headers.authorization',
+];
 
 // A fencing token can travel in a query string (GET /v1/grants?token=…), and
 // fastify logs every request URL: the value is cut out of logged URLs.
@@ -35,7 +46,10 @@ export function resolveLogFormat(setting: LogFormat, stdoutIsTty: boolean): 'jso
  * Redaction runs before it, as for JSON.
  */
 export function prettyDestination(): pino.DestinationStream {
-  return pino.transport({ target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname,app', singleLine: true } }) as pino.DestinationStream;
+  return pino.transport({
+    target: 'pino-pretty',
+    options: { colorize: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname,app', singleLine: true },
+  }) as pino.DestinationStream;
 }
 
 export function createLogger(level: string, bindings: Record<string, unknown> = {}, destination?: pino.DestinationStream): Logger {
@@ -45,7 +59,15 @@ export function createLogger(level: string, bindings: Record<string, unknown> = 
       base: { app: 'lockaudit', ...bindings },
       redact: { paths: REDACT, censor: '[redacted]' },
       // Replaces fastify's request serializer (fastify merges a logger's own serializers over its defaults).
-      serializers: { req: (req: LoggedRequest) => ({ method: req.method, url: redactUrl(String(req.url ?? '')), host: req.host, remoteAddress: req.ip, remotePort: req.socket?.remotePort }) },
+      serializers: {
+        req: (req: LoggedRequest) => ({
+          method: req.method,
+          url: redactUrl(String(req.url ?? '')),
+          host: req.host,
+          remoteAddress: req.ip,
+          remotePort: req.socket?.remotePort,
+        }),
+      },
     },
     destination,
   );

@@ -38,18 +38,24 @@ export function forCluster(statement: string, cluster: string): string {
     .replace(/^(CREATE\s+(?:DATABASE|TABLE|VIEW|MATERIALIZED\s+VIEW)\s+IF\s+NOT\s+EXISTS\s+\S+)/i, `$1 ON CLUSTER ${cluster}`)
     .replace(/^(ALTER\s+TABLE\s+\S+)/i, `$1 ON CLUSTER ${cluster}`)
     .replace(/^(RENAME\s+TABLE\s[\s\S]*)$/i, `$1 ON CLUSTER ${cluster}`)
-    .replace(/ENGINE\s*=\s*(Replacing|Summing|Aggregating|Collapsing)?MergeTree/g, (_m, kind: string | undefined) => `ENGINE = Replicated${kind ?? ''}MergeTree`);
+    .replace(
+      /ENGINE\s*=\s*(Replacing|Summing|Aggregating|Collapsing)?MergeTree/g,
+      (_m, kind: string | undefined) => `ENGINE = Replicated${kind ?? ''}MergeTree`,
+    );
 }
 
 export function loadMigrations(dir = sqlDir): Migration[] {
-  const files = readdirSync(dir).filter((f) => f.endsWith('.sql')).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.sql'))
+    .sort();
   const migrations: Migration[] = [];
   for (const file of files) {
     const match = FILE_PATTERN.exec(file);
     if (!match) throw new LockauditError('LOCKAUDIT_ERR_MIGRATION_FAILED', `sql/${file}: migration files are named NNN_name.sql`);
     const text = readFileSync(path.join(dir, file), 'utf8');
     const version = Number(match[1]);
-    if (migrations.some((m) => m.version === version)) throw new LockauditError('LOCKAUDIT_ERR_MIGRATION_FAILED', `sql/${file}: version ${version} is used twice`);
+    if (migrations.some((m) => m.version === version))
+      throw new LockauditError('LOCKAUDIT_ERR_MIGRATION_FAILED', `sql/${file}: version ${version} is used twice`);
     migrations.push({ version, name: match[2] as string, checksum: createHash('sha256').update(text).digest('hex'), statements: splitStatements(text) });
   }
   return migrations;
@@ -61,8 +67,14 @@ export function loadMigrations(dir = sqlDir): Migration[] {
  * are exactly these. Any change to a statement still fails as LOCKAUDIT_ERR_MIGRATION_CHANGED.
  */
 const COMMENTS_REWORDED: Record<number, { before: string; statements: string }> = {
-  51: { before: 'b57f873f51ffc768f8869476aba26b53f17094fec5f63f7d8839b6757f7f2d95', statements: 'ad1d22b40f5df98e5613f910ffe654f102795894c84942feb6dec3976c79eb1b' },
-  65: { before: '390a912c4241f2b2902e34323a7f91c11422685f50092e40e06e9b1622ee980e', statements: 'd39e73897af99c5d18cb8bf21468b89f0da9bafa1859e11072e8af07de31551e' },
+  51: {
+    before: 'b57f873f51ffc768f8869476aba26b53f17094fec5f63f7d8839b6757f7f2d95',
+    statements: 'ad1d22b40f5df98e5613f910ffe654f102795894c84942feb6dec3976c79eb1b',
+  },
+  65: {
+    before: '390a912c4241f2b2902e34323a7f91c11422685f50092e40e06e9b1622ee980e',
+    statements: 'd39e73897af99c5d18cb8bf21468b89f0da9bafa1859e11072e8af07de31551e',
+  },
 };
 
 const LEDGER_DDL = `CREATE TABLE IF NOT EXISTS {db:Identifier}.schema_migrations
@@ -84,7 +96,8 @@ const DATABASE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
  */
 export function inlineDatabase(statement: string, database: string): string {
   if (!statement.includes('{db:Name}')) return statement;
-  if (!DATABASE_NAME.test(database)) throw new LockauditError('LOCKAUDIT_ERR_MIGRATION_FAILED', `database name ${JSON.stringify(database)} cannot be spelled into a statement`);
+  if (!DATABASE_NAME.test(database))
+    throw new LockauditError('LOCKAUDIT_ERR_MIGRATION_FAILED', `database name ${JSON.stringify(database)} cannot be spelled into a statement`);
   return statement.replaceAll('{db:Name}', `\`${database}\``);
 }
 
@@ -105,7 +118,10 @@ export async function migrate(store: AuditStore, options: { dir?: string; onAppl
       const reworded = COMMENTS_REWORDED[m.version];
       const sameStatements = reworded !== undefined && previous === reworded.before && statementsHash(m) === reworded.statements;
       if (previous !== m.checksum && !sameStatements) {
-        throw new LockauditError('LOCKAUDIT_ERR_MIGRATION_CHANGED', `migration ${m.version}_${m.name} was changed after it was applied; add a new migration instead`);
+        throw new LockauditError(
+          'LOCKAUDIT_ERR_MIGRATION_CHANGED',
+          `migration ${m.version}_${m.name} was changed after it was applied; add a new migration instead`,
+        );
       }
       result.alreadyApplied += 1;
       continue;

@@ -49,7 +49,11 @@ export function existingOriginSecret(config: Pick<Config, 'dataDir' | 'originSec
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return undefined;
     // Unreadable is not absent: a key generated in its place would read every proof written so far as foreign.
-    throw new LockauditError('LOCKAUDIT_ERR_ORIGIN_SECRET', `${file} cannot be read (${code ?? (err as Error).message}): give the process read access to it (or restore it from your backup)`, { cause: err });
+    throw new LockauditError(
+      'LOCKAUDIT_ERR_ORIGIN_SECRET',
+      `${file} cannot be read (${code ?? (err as Error).message}): give the process read access to it (or restore it from your backup)`,
+      { cause: err },
+    );
   }
   return fromFile(file, text);
 }

@@ -39,7 +39,21 @@ export const PROOF_ALGORITHM = 'hs256';
 /** Longest proof checked (a proof is ~58 characters): a longer one is refused before any MAC is computed. */
 export const PROOF_MAX_LENGTH = 128;
 
-type ProofKind = 'hold' | 'mark' | 'force' | 'clock' | 'epoch' | 'class' | 'class-pending' | 'force-request' | 'epoch-request' | 'restore-gap' | 'checkpoint' | 'durable-segment' | 'quarantined-grant' | 'quarantined-row';
+type ProofKind =
+  | 'hold'
+  | 'mark'
+  | 'force'
+  | 'clock'
+  | 'epoch'
+  | 'class'
+  | 'class-pending'
+  | 'force-request'
+  | 'epoch-request'
+  | 'restore-gap'
+  | 'checkpoint'
+  | 'durable-segment'
+  | 'quarantined-grant'
+  | 'quarantined-row';
 
 const keyIds = new WeakMap<Buffer, string>();
 
@@ -123,7 +137,19 @@ export function hasValidMarkProof(secret: Buffer, mark: MarkValue): boolean {
 
 type SignedForce = Omit<ForceRecord, 'mac'>;
 const forceFields = (f: SignedForce): unknown[] => [
-  f.id, f.key, f.holder, f.session, f.token, f.class, f.enforcement, f.requester, f.approver, f.reason, f.requestedAt, f.approvedAt, f.revokedSession,
+  f.id,
+  f.key,
+  f.holder,
+  f.session,
+  f.token,
+  f.class,
+  f.enforcement,
+  f.requester,
+  f.approver,
+  f.reason,
+  f.requestedAt,
+  f.approvedAt,
+  f.revokedSession,
 ];
 
 export function forceMac(secret: Buffer, record: SignedForce): string {
@@ -144,7 +170,9 @@ export function clockMac(secret: Buffer, at: number, createRevision: string, ver
 
 /** true when the clock value carries the proof of its time for this very put (the kv's create revision and version). */
 export function hasValidClockProof(secret: Buffer, clock: ClockValue, kv: { createRevision: string; version: string }): boolean {
-  return proven(secret, 'clock', [clock.at, kv.createRevision, kv.version], clock.mac, () => JSON.stringify(['clock/v1', clock.at, kv.createRevision, kv.version]));
+  return proven(secret, 'clock', [clock.at, kv.createRevision, kv.version], clock.mac, () =>
+    JSON.stringify(['clock/v1', clock.at, kv.createRevision, kv.version]),
+  );
 }
 
 // ---- /sys/epoch and classes -------------------------------------------
@@ -162,8 +190,19 @@ export function hasValidEpochProof(secret: Buffer, epoch: EpochValue): boolean {
 }
 
 const classFields = (c: LockClass, createRevision: string, version: string): unknown[] => [
-  c.name, c.namespace, c.purpose, c.enforcement, c.riskOwner ?? null, c.waiverExpires ?? null, c.ttlSeconds, c.tier, c.onQuorumLoss, c.fairness, c.pauseTest ?? null,
-  createRevision, version,
+  c.name,
+  c.namespace,
+  c.purpose,
+  c.enforcement,
+  c.riskOwner ?? null,
+  c.waiverExpires ?? null,
+  c.ttlSeconds,
+  c.tier,
+  c.onQuorumLoss,
+  c.fairness,
+  c.pauseTest ?? null,
+  createRevision,
+  version,
 ];
 
 /** The proof of a class put that makes its key's version `version` in the key's life that began at `createRevision`. */
@@ -185,7 +224,12 @@ export function classPendingMac(secret: Buffer, c: LockClass): string {
 }
 
 /** How a class value reads: 'proven' (usable), 'pending' (the API's first put of the key, not usable), 'unproven'. */
-export function classProofState(secret: Buffer, name: string, c: StoredClass, kv: { createRevision: string; version: string }): 'proven' | 'pending' | 'unproven' {
+export function classProofState(
+  secret: Buffer,
+  name: string,
+  c: StoredClass,
+  kv: { createRevision: string; version: string },
+): 'proven' | 'pending' | 'unproven' {
   if (hasValidClassProof(secret, name, c, kv)) return 'proven';
   if (c.name === name && kv.version === '1' && proven(secret, 'class-pending', classFields(c, '', '1'), c.mac)) return 'pending';
   return 'unproven';
@@ -209,14 +253,22 @@ export interface RequestBinding {
  * lives. The hash is what an approver is shown and must name; the proof binds the same message.
  */
 export function requestHash(kind: 'force-request' | 'epoch-request', fields: readonly unknown[], at: RequestBinding): string {
-  return createHash('sha256').update(JSON.stringify(['lockaudit/request/v1', kind, ...fields, at.lease, at.createRevision])).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify(['lockaudit/request/v1', kind, ...fields, at.lease, at.createRevision]))
+    .digest('hex');
 }
 
 export function requestMac(secret: Buffer, kind: 'force-request' | 'epoch-request', fields: readonly unknown[], at: RequestBinding): string {
   return prove(secret, kind, [...fields, at.lease, at.createRevision]);
 }
 
-export function hasValidRequestProof(secret: Buffer, kind: 'force-request' | 'epoch-request', fields: readonly unknown[], at: RequestBinding, proof: string | undefined): boolean {
+export function hasValidRequestProof(
+  secret: Buffer,
+  kind: 'force-request' | 'epoch-request',
+  fields: readonly unknown[],
+  at: RequestBinding,
+  proof: string | undefined,
+): boolean {
   return proven(secret, kind, [...fields, at.lease, at.createRevision], proof);
 }
 
@@ -233,7 +285,16 @@ export interface SignedRestoreGap {
   previousClusterId: string;
   clusterId: string;
 }
-const restoreGapFields = (g: SignedRestoreGap): unknown[] => [g.cluster, g.generation, g.fromRevision, g.toRevision, g.detectedAtMs, g.historyLost, g.previousClusterId, g.clusterId];
+const restoreGapFields = (g: SignedRestoreGap): unknown[] => [
+  g.cluster,
+  g.generation,
+  g.fromRevision,
+  g.toRevision,
+  g.detectedAtMs,
+  g.historyLost,
+  g.previousClusterId,
+  g.clusterId,
+];
 
 export function restoreGapMac(secret: Buffer, gap: SignedRestoreGap): string {
   return prove(secret, 'restore-gap', restoreGapFields(gap));

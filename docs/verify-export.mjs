@@ -32,7 +32,8 @@ function args(argv) {
   const out = { filters: {} };
   for (let i = 0; i < argv.length; i += 2) {
     const name = argv[i];
-    if (!['--manifest', '--file', '--public-key', '--expect-id', '--expect-from', '--expect-to', '--expect-filter'].includes(name) || argv[i + 1] === undefined) usage(`unknown or incomplete argument ${name}`);
+    if (!['--manifest', '--file', '--public-key', '--expect-id', '--expect-from', '--expect-to', '--expect-filter'].includes(name) || argv[i + 1] === undefined)
+      usage(`unknown or incomplete argument ${name}`);
     if (name === '--expect-filter') {
       const eq = argv[i + 1].indexOf('=');
       if (eq < 1) usage(`--expect-filter: "${argv[i + 1]}" is not name=value`);
@@ -40,12 +41,15 @@ function args(argv) {
     } else out[name.slice(2)] = argv[i + 1];
   }
   for (const need of ['manifest', 'file', 'public-key']) if (!out[need]) usage(`--${need} is required`);
-  for (const t of ['expect-from', 'expect-to']) if (out[t] !== undefined && !Number.isFinite(Date.parse(out[t]))) usage(`--${t}: "${out[t]}" is not a time (ISO 8601)`);
+  for (const t of ['expect-from', 'expect-to'])
+    if (out[t] !== undefined && !Number.isFinite(Date.parse(out[t]))) usage(`--${t}: "${out[t]}" is not a time (ISO 8601)`);
   return out;
 }
 
 function usage(problem) {
-  process.stderr.write(`verify-export: ${problem}\nusage: node verify-export.mjs --manifest <manifest.json> --file <export file> --public-key <public key PEM> [--expect-id ID] [--expect-from TIME] [--expect-to TIME] [--expect-filter NAME=VALUE ...]\n`);
+  process.stderr.write(
+    `verify-export: ${problem}\nusage: node verify-export.mjs --manifest <manifest.json> --file <export file> --public-key <public key PEM> [--expect-id ID] [--expect-from TIME] [--expect-to TIME] [--expect-filter NAME=VALUE ...]\n`,
+  );
   process.exit(2);
 }
 
@@ -118,17 +122,33 @@ const manifestSigned = failures === 0;
 // What the export is, as the signed manifest says it; and what the caller expects it to be.
 const exportId = manifest.exportId ?? /^exports\/([^/]+)\//.exec(String(manifest.object ?? ''))?.[1] ?? '(none)';
 const filters = manifest.filters ?? {};
-const filterText = Object.keys(filters).sort().map((k) => `${k}=${filters[k]}`).join(', ') || 'none';
-line(manifestSigned, `export: id ${exportId}, range ${manifest.from}..${manifest.to}, filters ${filterText}${manifestSigned ? '' : ' (the manifest saying so is not signed by this key)'}`);
-if (opts['expect-id'] !== undefined) line(exportId === opts['expect-id'], `export id: ${exportId}${exportId === opts['expect-id'] ? '' : `, expected ${opts['expect-id']}`}`);
-for (const [name, want] of [['from', opts['expect-from']], ['to', opts['expect-to']]]) {
+const filterText =
+  Object.keys(filters)
+    .sort()
+    .map((k) => `${k}=${filters[k]}`)
+    .join(', ') || 'none';
+line(
+  manifestSigned,
+  `export: id ${exportId}, range ${manifest.from}..${manifest.to}, filters ${filterText}${manifestSigned ? '' : ' (the manifest saying so is not signed by this key)'}`,
+);
+if (opts['expect-id'] !== undefined)
+  line(exportId === opts['expect-id'], `export id: ${exportId}${exportId === opts['expect-id'] ? '' : `, expected ${opts['expect-id']}`}`);
+for (const [name, want] of [
+  ['from', opts['expect-from']],
+  ['to', opts['expect-to']],
+]) {
   if (want === undefined) continue;
   const same = Date.parse(manifest[name]) === Date.parse(want);
   line(same, `export ${name}: ${manifest[name]}${same ? '' : `, expected ${want}`}`);
 }
-for (const [name, want] of Object.entries(opts.filters)) line(filters[name] === want, `export filter ${name}: ${filters[name] ?? '(none)'}${filters[name] === want ? '' : `, expected ${want}`}`);
+for (const [name, want] of Object.entries(opts.filters))
+  line(filters[name] === want, `export filter ${name}: ${filters[name] ?? '(none)'}${filters[name] === want ? '' : `, expected ${want}`}`);
 const unexpected = Object.keys(opts.filters).length ? Object.keys(filters).filter((k) => !(k in opts.filters)) : [];
-if (unexpected.length) line(false, `export filters: also ${unexpected.map((k) => `${k}=${filters[k]}`).join(', ')}, which were not expected (the file holds fewer rows than asked for)`);
+if (unexpected.length)
+  line(
+    false,
+    `export filters: also ${unexpected.map((k) => `${k}=${filters[k]}`).join(', ')}, which were not expected (the file holds fewer rows than asked for)`,
+  );
 
 // 2. The file.
 if (!manifestSigned) line(false, 'file: not checked: the size and sha256 it would be checked against are in a manifest this key did not sign');
@@ -138,9 +158,13 @@ else line(true, `file: ${file.length} bytes, sha256 ${manifest.sha256}, ${manife
 
 // The rows: lockaudit checked every grant against the events the digests hash before writing them (signed above).
 if (!manifestSigned) line(false, 'rows: not vouched for: the manifest that says they were checked is not signed by this key');
-else line(manifest.grantsCheckedAgainstEvents === true, manifest.grantsCheckedAgainstEvents === true
-  ? 'rows: every grant was checked against the events it was derived from before the file was written'
-  : 'rows: the manifest does not say its grants were checked against the events (written before that check existed?)');
+else
+  line(
+    manifest.grantsCheckedAgainstEvents === true,
+    manifest.grantsCheckedAgainstEvents === true
+      ? 'rows: every grant was checked against the events it was derived from before the file was written'
+      : 'rows: the manifest does not say its grants were checked against the events (written before that check existed?)',
+  );
 
 // 3. The digests, per cluster.
 const fromMs = Date.parse(manifest.from);
@@ -164,7 +188,13 @@ for (const [cluster, digests] of Object.entries(manifest.digests ?? {})) {
       regularEnd = d.periodEnd;
     } else if (!periods.has(d.periodStart)) problems.push(`supersedes seq ${d.supersedes.seq}, whose period is not in the stretch`);
     const before = periods.get(d.periodStart);
-    periods.set(d.periodStart, { end: d.periodEnd, seq: d.seq, count: d.events?.count, superseded: before ? [...before.superseded, before.seq] : [], problems: [...(before?.problems ?? []), ...problems] });
+    periods.set(d.periodStart, {
+      end: d.periodEnd,
+      seq: d.seq,
+      count: d.events?.count,
+      superseded: before ? [...before.superseded, before.seq] : [],
+      problems: [...(before?.problems ?? []), ...problems],
+    });
     previous = d;
   }
   const starts = [...periods.keys()].sort((a, b) => Date.parse(a) - Date.parse(b));
@@ -180,7 +210,8 @@ for (const [cluster, digests] of Object.entries(manifest.digests ?? {})) {
     line(p.problems.length === 0, `${cluster} ${start}..${p.end} seq ${p.seq}${p.problems.length ? `: ${p.problems.join('; ')}` : ` events ${p.count}${sup}`}`);
   }
   // Rows of a period no digest sealed are vouched for by nothing: the export covers it, so the check fails.
-  if (regularEnd !== undefined && Date.parse(regularEnd) < toMs) line(false, `${cluster} ${regularEnd}..${manifest.to} not sealed when the export ran: no digest vouches for its rows (export again once it is sealed)`);
+  if (regularEnd !== undefined && Date.parse(regularEnd) < toMs)
+    line(false, `${cluster} ${regularEnd}..${manifest.to} not sealed when the export ran: no digest vouches for its rows (export again once it is sealed)`);
 }
 if (!manifest.digests || Object.keys(manifest.digests).length === 0) line(false, 'manifest: carries no digests');
 

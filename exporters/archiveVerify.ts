@@ -74,7 +74,11 @@ async function listNames(s3: Client, bucket: string, prefix: string): Promise<st
  */
 export async function hiddenNames(s3: Client, bucket: string, prefix: string): Promise<Set<string>> {
   const hidden = new Set<string>();
-  const versions = s3.listObjects(bucket, prefix, true, { IncludeVersion: true }) as AsyncIterable<{ name?: string; isLatest?: unknown; isDeleteMarker?: boolean }>;
+  const versions = s3.listObjects(bucket, prefix, true, { IncludeVersion: true }) as AsyncIterable<{
+    name?: string;
+    isLatest?: unknown;
+    isDeleteMarker?: boolean;
+  }>;
   for await (const v of versions) if (v.name && v.isDeleteMarker && String(v.isLatest) === 'true') hidden.add(v.name);
   return hidden;
 }
@@ -118,7 +122,13 @@ export async function verifyArchive(s3: Client, bucket: string, options: VerifyO
     for (const e of entries) {
       const first = repeats.get(e.object);
       if (first !== undefined && !problems.some((p) => p.object === e.object)) {
-        problems.push({ kind: 'duplicate', cluster, object: e.object, seq: e.record?.seq, detail: `${e.object}: repeats force record ${e.record?.record?.id ?? ''}, already archived as ${first}` });
+        problems.push({
+          kind: 'duplicate',
+          cluster,
+          object: e.object,
+          seq: e.record?.seq,
+          detail: `${e.object}: repeats force record ${e.record?.record?.id ?? ''}, already archived as ${first}`,
+        });
       }
     }
     const secret = options.originSecret;
@@ -127,7 +137,13 @@ export async function verifyArchive(s3: Client, bucket: string, options: VerifyO
         const f = e.record ? decodeValue(ForceRecordSchema, e.record.value) : undefined;
         if (!e.record || problems.some((p) => p.object === e.object)) continue;
         if (!f || !hasValidForceProof(secret, f) || e.record.key !== forceKey(f.id)) {
-          problems.push({ kind: 'unproven', cluster, object: e.object, seq: e.record.seq, detail: `${e.object}: the record does not carry the lock API's proof (written into the bucket by hand, or edited)` });
+          problems.push({
+            kind: 'unproven',
+            cluster,
+            object: e.object,
+            seq: e.record.seq,
+            detail: `${e.object}: the record does not carry the lock API's proof (written into the bucket by hand, or edited)`,
+          });
         }
       }
     }
@@ -146,7 +162,13 @@ export async function verifyArchive(s3: Client, bucket: string, options: VerifyO
           inGaps++;
           continue;
         }
-        problems.push({ kind: 'not-in-audit-log', cluster, object: e.object, seq: r.seq, detail: `${e.object}: archived, but the audit log holds no proven force record ${r.key} at revision ${r.createRevision}` });
+        problems.push({
+          kind: 'not-in-audit-log',
+          cluster,
+          object: e.object,
+          seq: r.seq,
+          detail: `${e.object}: archived, but the audit log holds no proven force record ${r.key} at revision ${r.createRevision}`,
+        });
       }
     }
     for (const exp of options.expected ?? []) {
@@ -155,7 +177,13 @@ export async function verifyArchive(s3: Client, bucket: string, options: VerifyO
       const object = archiveObjectName(prefix, cluster, exp.createRevision, exp.key);
       if (!found) {
         // Reported once: a record already named by the chain as missing or altered is not repeated.
-        if (!problems.some((p) => p.object === object)) problems.push({ kind: 'not-archived', cluster, object, detail: `${exp.key} (revision ${exp.createRevision}) is in the audit log but not in the archive` });
+        if (!problems.some((p) => p.object === object))
+          problems.push({
+            kind: 'not-archived',
+            cluster,
+            object,
+            detail: `${exp.key} (revision ${exp.createRevision}) is in the audit log but not in the archive`,
+          });
       } else if (found.value !== exp.value && !problems.some((p) => p.object === object)) {
         problems.push({ kind: 'altered', cluster, object, detail: `${object}: its value differs from the one the audit log recorded` });
       }
@@ -183,6 +211,8 @@ export async function expectedFromAuditLog(store: AuditStore, options: { cluster
 
 /** The gaps the audit log recorded (compactions, restores), per cluster. */
 export async function gapsFromAuditLog(store: AuditStore, options: { cluster?: string } = {}): Promise<RecordedGap[]> {
-  const rows = await store.rows<{ cluster: string; fromRevision: string; toRevision: string }>(loadSql('exporters/sql/force_gaps.sql').text, { cluster: options.cluster ?? '' });
+  const rows = await store.rows<{ cluster: string; fromRevision: string; toRevision: string }>(loadSql('exporters/sql/force_gaps.sql').text, {
+    cluster: options.cluster ?? '',
+  });
   return rows.map((r) => ({ cluster: r.cluster, from: BigInt(r.fromRevision), to: BigInt(r.toRevision) }));
 }

@@ -139,11 +139,18 @@ function gatedSignal(options: Omit<RunOptions, 'durable'>): AbortSignal | undefi
 // ISO 8601 in UTC with their zone, as the API's CSV writes them (before:
 // "2026-03-01 00:00:01.000", a time without a zone).
 const CSV_SOURCE_FORMAT = 'JSONCompactEachRowWithNames';
-const CSV_SOURCE_SETTINGS: ClickHouseSettings = { output_format_json_quote_64bit_integers: 1, output_format_json_quote_denormals: 0, date_time_output_format: 'iso' };
+const CSV_SOURCE_SETTINGS: ClickHouseSettings = {
+  output_format_json_quote_64bit_integers: 1,
+  output_format_json_quote_denormals: 0,
+  date_time_output_format: 'iso',
+};
 
 /** One chunk of JSONCompactEachRowWithNames as CSV records (the names line only when `header`), and its row count. */
 export function jsonChunkToCsv(buf: Buffer, header: boolean): { csv: Buffer; rows: number } {
-  const lines = buf.toString('utf8').split('\n').filter((l) => l !== '');
+  const lines = buf
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l !== '');
   const out: string[] = [];
   lines.forEach((line, i) => {
     if (i > 0 || header) out.push(csvLine(JSON.parse(line) as Cell[]));
@@ -186,10 +193,22 @@ function percentOf(rows: bigint, total: bigint): number {
 }
 
 /** Writes the plan's rows to a sink, in order; returns what was written (rows, bytes, sha256 of exactly those bytes). */
-export async function streamExportPlan(store: AuditStore, plan: ExportPlan, format: ExportFormat, sink: ByteSink, options: Omit<RunOptions, 'durable'> = {}): Promise<WrittenBytes> {
+export async function streamExportPlan(
+  store: AuditStore,
+  plan: ExportPlan,
+  format: ExportFormat,
+  sink: ByteSink,
+  options: Omit<RunOptions, 'durable'> = {},
+): Promise<WrittenBytes> {
   let rows = 0n;
   const report = async (chunksDone: number): Promise<void> => {
-    await options.onProgress?.({ rows, total: plan.total > rows ? plan.total : rows, percent: percentOf(rows, plan.total), chunksDone, chunks: plan.chunks.length });
+    await options.onProgress?.({
+      rows,
+      total: plan.total > rows ? plan.total : rows,
+      percent: percentOf(rows, plan.total),
+      chunksDone,
+      chunks: plan.chunks.length,
+    });
   };
   await report(0);
   // ClickHouse computes chunk i+1 while chunk i is hashed and written (or sent).
@@ -236,7 +255,13 @@ export async function streamExportPlan(store: AuditStore, plan: ExportPlan, form
 }
 
 /** Writes the plan's rows to `outPath` (complete or not at all). */
-export async function runExportPlan(store: AuditStore, plan: ExportPlan, format: ExportFormat, outPath: string, options: RunOptions = {}): Promise<WrittenFile> {
+export async function runExportPlan(
+  store: AuditStore,
+  plan: ExportPlan,
+  format: ExportFormat,
+  outPath: string,
+  options: RunOptions = {},
+): Promise<WrittenFile> {
   const partial = `${outPath}.partial`;
   let fh: FileHandle;
   try {
@@ -279,11 +304,21 @@ export interface ObjectTarget {
  * as a multipart part while ClickHouse computes the next: complete, or
  * aborted and absent.
  */
-export async function exportPlanToObject(store: AuditStore, plan: ExportPlan, format: ExportFormat, target: ObjectTarget, options: Omit<RunOptions, 'durable'> = {}): Promise<WrittenObject> {
+export async function exportPlanToObject(
+  store: AuditStore,
+  plan: ExportPlan,
+  format: ExportFormat,
+  target: ObjectTarget,
+  options: Omit<RunOptions, 'durable'> = {},
+): Promise<WrittenObject> {
   const signal = gatedSignal(options);
   let upload: MultipartUpload;
   try {
-    upload = await MultipartUpload.start(target.s3, target.bucket, target.object, { ...target.upload, contentType: target.contentType, retry: { ...target.retry, signal: target.retry?.signal ?? signal } });
+    upload = await MultipartUpload.start(target.s3, target.bucket, target.object, {
+      ...target.upload,
+      contentType: target.contentType,
+      retry: { ...target.retry, signal: target.retry?.signal ?? signal },
+    });
   } catch (err) {
     return await failWith(options, err);
   }

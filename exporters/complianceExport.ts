@@ -73,7 +73,8 @@ export function parseExportInput(
   if (Number.isNaN(toMs)) problems.push(`${names.to}: ${dateRule}`);
   if (!Number.isNaN(fromMs) && !Number.isNaN(toMs)) {
     if (toMs <= fromMs) problems.push(`${names.to}: must be after ${names.from}`);
-    else if (toMs - fromMs > maxRangeDays * 86_400_000) problems.push(`${names.to}: the range is longer than ${maxRangeDays} days (LOCKAUDIT_EXPORT_MAX_RANGE_DAYS)`);
+    else if (toMs - fromMs > maxRangeDays * 86_400_000)
+      problems.push(`${names.to}: the range is longer than ${maxRangeDays} days (LOCKAUDIT_EXPORT_MAX_RANGE_DAYS)`);
   }
   // The grant filter's own reading (reports/grantFilter/): an export accepts what grant history does.
   const filters = readGrantFilters(input.filters ?? {}, names.filter, problems);
@@ -130,7 +131,12 @@ export class ExportRecords {
       updatedAt: now,
     };
     await this.#write(state);
-    await this.audit(state.id, 'request', request.requestedBy, { format: request.format, from: new Date(request.fromMs).toISOString(), to: new Date(request.toMs).toISOString(), filters: request.filters });
+    await this.audit(state.id, 'request', request.requestedBy, {
+      format: request.format,
+      from: new Date(request.fromMs).toISOString(),
+      to: new Date(request.toMs).toISOString(),
+      filters: request.filters,
+    });
     return state;
   }
 
@@ -159,7 +165,10 @@ export class ExportRecords {
     ]);
   }
 
-  async update(state: ExportState, patch: Partial<Pick<ExportState, 'status' | 'rowsDone' | 'rowsTotal' | 'percent' | 'objectKey' | 'bytes' | 'sha256' | 'error'>>): Promise<ExportState> {
+  async update(
+    state: ExportState,
+    patch: Partial<Pick<ExportState, 'status' | 'rowsDone' | 'rowsTotal' | 'percent' | 'objectKey' | 'bytes' | 'sha256' | 'error'>>,
+  ): Promise<ExportState> {
     const next = { ...state, ...patch, updatedAt: Date.now() };
     await this.#write(next);
     return next;
@@ -201,15 +210,19 @@ export class ExportRecords {
     };
   }
 
-  async audit(exportId: string, action: 'request' | 'complete' | 'fail' | 'download' | 'local-export', actor: string, detail: Record<string, unknown> = {}): Promise<void> {
+  async audit(
+    exportId: string,
+    action: 'request' | 'complete' | 'fail' | 'download' | 'local-export',
+    actor: string,
+    detail: Record<string, unknown> = {},
+  ): Promise<void> {
     await this.store.insert('export_audit', [{ export_id: exportId, action, actor, at: Date.now(), detail: JSON.stringify(detail) }]);
   }
 
   async auditTrail(exportId: string): Promise<Array<{ action: string; actor: string; at: string; detail: string }>> {
-    return this.store.rows(
-      `SELECT action, actor, toString(at) AS at, detail FROM {db:Identifier}.export_audit WHERE export_id = {id:String} ORDER BY at`,
-      { id: exportId },
-    );
+    return this.store.rows(`SELECT action, actor, toString(at) AS at, detail FROM {db:Identifier}.export_audit WHERE export_id = {id:String} ORDER BY at`, {
+      id: exportId,
+    });
   }
 }
 
@@ -251,13 +264,26 @@ export async function writeGrantsExport(
   store: AuditStore,
   request: Pick<ExportRequest, 'format' | 'fromMs' | 'toMs' | 'filters'>,
   outPath: string,
-  options: { onProgress?: (p: ExportProgress) => void | Promise<void>; chunkRows?: number; signal?: AbortSignal; durable?: boolean; originSecret?: Buffer; seals?: ExportCheckOptions['seals'] } = {},
+  options: {
+    onProgress?: (p: ExportProgress) => void | Promise<void>;
+    chunkRows?: number;
+    signal?: AbortSignal;
+    durable?: boolean;
+    originSecret?: Buffer;
+    seals?: ExportCheckOptions['seals'];
+  } = {},
 ): Promise<WrittenFile> {
   // Nothing is written of grants that disagree with the events the digests cover (grantsCheck.ts): the check runs
   // beside the plan and the chunk queries, and the file takes its name only once it has passed.
   const gate = new ExportGate(assertGrantsMatchEvents(store, request.filters, request, { originSecret: options.originSecret, seals: options.seals }));
   const plan = await gate.guard(planFor(store, request, options.chunkRows));
-  return runExportPlan(store, plan, request.format, outPath, { onProgress: options.onProgress, signal: options.signal, durable: options.durable, revisionColumn: request.format === 'parquet' ? 'grant_revision' : undefined, gate });
+  return runExportPlan(store, plan, request.format, outPath, {
+    onProgress: options.onProgress,
+    signal: options.signal,
+    durable: options.durable,
+    revisionColumn: request.format === 'parquet' ? 'grant_revision' : undefined,
+    gate,
+  });
 }
 
 /**
@@ -273,8 +299,15 @@ export async function runComplianceExport(deps: ComplianceDeps, id: string, onPr
   // The check of the grants against the events the digests cover (grantsCheck.ts: nothing is written or signed of
   // grants that disagree) runs beside the plan (a scan), the state write and the chunk queries: the upload is
   // completed, and the manifest signed, only once it has passed.
-  const gate = new ExportGate(assertGrantsMatchEvents(deps.store, queued.filters, queued, { originSecret: deps.originSecret, seals: deps.digests?.periodMs ? { publicKey: sealKey(deps.digests.signer), periodMs: deps.digests.periodMs } : undefined }));
-  const [running, plan] = await gate.guard(Promise.all([records.update(queued, { status: 'running', error: '' }), planFor(deps.store, queued, deps.chunkRows)]));
+  const gate = new ExportGate(
+    assertGrantsMatchEvents(deps.store, queued.filters, queued, {
+      originSecret: deps.originSecret,
+      seals: deps.digests?.periodMs ? { publicKey: sealKey(deps.digests.signer), periodMs: deps.digests.periodMs } : undefined,
+    }),
+  );
+  const [running, plan] = await gate.guard(
+    Promise.all([records.update(queued, { status: 'running', error: '' }), planFor(deps.store, queued, deps.chunkRows)]),
+  );
   state = running;
   // Progress rows are ClickHouse inserts: written beside the export, never holding up the next chunk.
   const progress = new LatestOnly<ExportProgress>(
@@ -316,7 +349,15 @@ export async function runComplianceExport(deps: ComplianceDeps, id: string, onPr
   await putJsonIfAbsent(deps.s3, deps.bucket, manifestName(object), manifest, deps.retry);
   // Only now, with the object and its manifest stored, is the export done.
   [state] = await Promise.all([
-    records.update(state, { status: 'done', rowsDone: file.rows, rowsTotal: file.rows, percent: 100, objectKey: object, bytes: file.bytes, sha256: file.sha256 }),
+    records.update(state, {
+      status: 'done',
+      rowsDone: file.rows,
+      rowsTotal: file.rows,
+      percent: 100,
+      objectKey: object,
+      bytes: file.bytes,
+      sha256: file.sha256,
+    }),
     records.audit(id, 'complete', 'system', { rows: file.rows.toString(), bytes: file.bytes, sha256: file.sha256, object }),
   ]);
   deps.metrics?.exportRows.inc({ kind: 'compliance', format: state.format }, Number(file.rows));

@@ -51,11 +51,27 @@ export function historyProcessor(runtime: Deps): Processor<HistoryJobData> {
     const data = job.data ?? {};
     if (data.date !== undefined && dayStartMs(data.date) === undefined) throw new UnrecoverableError('date: must be YYYY-MM-DD');
     const datasets = data.datasets ?? [...HISTORY_DATASETS];
-    if (datasets.some((d) => !(HISTORY_DATASETS as readonly string[]).includes(d))) throw new UnrecoverableError(`datasets: must be among ${HISTORY_DATASETS.join(', ')}`);
+    if (datasets.some((d) => !(HISTORY_DATASETS as readonly string[]).includes(d)))
+      throw new UnrecoverableError(`datasets: must be among ${HISTORY_DATASETS.join(', ')}`);
     // The scheduled time, not the run time, names the day: a retry after midnight exports the same day.
     const date = data.date ?? yesterday(job.timestamp + (job.delay ?? 0));
     const clusters = data.clusters ?? runtime.config.etcd.clusters.map((c) => c.name);
-    const results = await exportHistoryDay({ store: runtime.store, s3, bucket: runtime.config.s3.historyBucket, logger: runtime.logger, metrics, signer: digestSigner(runtime.config), health: runtime.health, originSecret: originSecret(runtime.config), grantSealPeriodMs: runtime.config.digests.periodSeconds * 1000 }, date, clusters, datasets).catch((err: unknown) => {
+    const results = await exportHistoryDay(
+      {
+        store: runtime.store,
+        s3,
+        bucket: runtime.config.s3.historyBucket,
+        logger: runtime.logger,
+        metrics,
+        signer: digestSigner(runtime.config),
+        health: runtime.health,
+        originSecret: originSecret(runtime.config),
+        grantSealPeriodMs: runtime.config.digests.periodSeconds * 1000,
+      },
+      date,
+      clusters,
+      datasets,
+    ).catch((err: unknown) => {
       // Grants that disagree with their events disagree again on a retry (each a full check and upload): not retried.
       throw isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_UNPROVEN') ? new UnrecoverableError((err as Error).message) : err;
     });
@@ -70,11 +86,28 @@ export function complianceProcessor(runtime: Deps): Processor<ComplianceJobData>
     const id = job.data?.id;
     if (typeof id !== 'string' || !/^exp_[0-9a-f]{32}$/.test(id)) throw new UnrecoverableError('id: not an export id');
     try {
-      const digests = { signer: digestSigner(runtime.config), archiveBucket: runtime.config.s3.archiveBucket, clusters: runtime.config.etcd.clusters.map((c) => c.name), periodMs: runtime.config.digests.periodSeconds * 1000 };
-      const state = await runComplianceExport({ store: runtime.store, s3, bucket: runtime.config.s3.historyBucket, logger: runtime.logger, metrics, digests, originSecret: originSecret(runtime.config) }, id, async (p) => {
-        // Progress in Redis is a convenience; the durable progress is in ClickHouse.
-        await job.updateProgress({ rows: p.rows.toString(), total: p.total.toString(), percent: p.percent }).catch(() => undefined);
-      });
+      const digests = {
+        signer: digestSigner(runtime.config),
+        archiveBucket: runtime.config.s3.archiveBucket,
+        clusters: runtime.config.etcd.clusters.map((c) => c.name),
+        periodMs: runtime.config.digests.periodSeconds * 1000,
+      };
+      const state = await runComplianceExport(
+        {
+          store: runtime.store,
+          s3,
+          bucket: runtime.config.s3.historyBucket,
+          logger: runtime.logger,
+          metrics,
+          digests,
+          originSecret: originSecret(runtime.config),
+        },
+        id,
+        async (p) => {
+          // Progress in Redis is a convenience; the durable progress is in ClickHouse.
+          await job.updateProgress({ rows: p.rows.toString(), total: p.total.toString(), percent: p.percent }).catch(() => undefined);
+        },
+      );
       metrics.exportJobs.inc({ kind: 'compliance', outcome: 'done' });
       return { id, rows: state.rowsDone.toString(), object: state.objectKey };
     } catch (err) {
@@ -130,10 +163,19 @@ export function forceArchiveService(options: Partial<Pick<ForceArchiverOptions, 
       const s3 = createS3Client(runtime.config.s3);
       const metrics = exportMetrics(runtime.metrics);
       const archivers = runtime.config.etcd.clusters.map(
-        (cluster) => new ForceArchiver({
-          cluster, s3, bucket: runtime.config.s3.archiveBucket, logger: runtime.logger, health: runtime.health, metrics, originSecret: originSecret(runtime.config),
-          pollIntervalMs: runtime.config.archive.pollIntervalMs, alarmAfterMs: runtime.config.archive.alarmAfterSeconds * 1000, ...options,
-        }),
+        (cluster) =>
+          new ForceArchiver({
+            cluster,
+            s3,
+            bucket: runtime.config.s3.archiveBucket,
+            logger: runtime.logger,
+            health: runtime.health,
+            metrics,
+            originSecret: originSecret(runtime.config),
+            pollIntervalMs: runtime.config.archive.pollIntervalMs,
+            alarmAfterMs: runtime.config.archive.alarmAfterSeconds * 1000,
+            ...options,
+          }),
       );
       for (const a of archivers) a.start();
       let closing: Promise<void> | undefined;

@@ -257,8 +257,17 @@ export class ForceArchiver {
       const id = `${kv.key}@${kv.createRevision}`;
       if (this.#refused.has(id)) continue;
       this.#refused.add(id);
-      this.#settings.logger.error({ cluster: this.cluster, key: kv.key, createRevision: kv.createRevision }, 'force archiver: a force record without the lock API\'s proof (forged); not archived');
-      this.#settings.health?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster: this.cluster }, { what: 'force record', key: kv.key, revision: kv.createRevision, where: 'the event log' }));
+      this.#settings.logger.error(
+        { cluster: this.cluster, key: kv.key, createRevision: kv.createRevision },
+        "force archiver: a force record without the lock API's proof (forged); not archived",
+      );
+      this.#settings.health?.raise(
+        alarm(
+          'LOCKAUDIT_ALARM_FOREIGN_WRITE',
+          { cluster: this.cluster },
+          { what: 'force record', key: kv.key, revision: kv.createRevision, where: 'the event log' },
+        ),
+      );
     }
     if (this.#refused.size > 10_000) this.#refused.clear(); // bounded: at worst one is logged again
   }

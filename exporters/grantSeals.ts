@@ -67,8 +67,12 @@ export function readGrantSeal(text: string, signature: string, publicKey: KeyObj
   } catch {
     return undefined;
   }
-  const ok = b.v === 1 && b.kind === GRANT_SEAL_KIND && b.keyId === digestKeyId(publicKey) && canonicalJson(b) === text
-    && [b.cluster, b.periodStart, b.periodEnd, b.rows, b.sha256, b.sealedAt].every((x) => typeof x === 'string');
+  const ok =
+    b.v === 1 &&
+    b.kind === GRANT_SEAL_KIND &&
+    b.keyId === digestKeyId(publicKey) &&
+    canonicalJson(b) === text &&
+    [b.cluster, b.periodStart, b.periodEnd, b.rows, b.sha256, b.sealedAt].every((x) => typeof x === 'string');
   return ok ? (b as GrantSealBody) : undefined;
 }
 
@@ -84,7 +88,12 @@ export const sealHolds = (seal: GrantSealBody | undefined, now: PeriodGrants | u
  * periods of `periodMs` whose grants are, now, what a valid seal signed (adjacent parts merged, in order). Also says
  * how many periods a seal covered.
  */
-export async function unsealedStretches(store: AuditStore, cluster: string, range: TimeRange, o: { publicKey: KeyObject; periodMs: number }): Promise<{ stretches: TimeRange[]; sealedPeriods: number }> {
+export async function unsealedStretches(
+  store: AuditStore,
+  cluster: string,
+  range: TimeRange,
+  o: { publicKey: KeyObject; periodMs: number },
+): Promise<{ stretches: TimeRange[]; sealedPeriods: number }> {
   const P = o.periodMs;
   const from = Math.floor(range.fromMs / P) * P;
   const to = Math.ceil(range.toMs / P) * P;

@@ -53,7 +53,21 @@ interface FoundRow extends GrantProblem {
 }
 
 // grants_check_detail.sql's columns, in order: the grant's start columns, then its end time and error bound.
-const DETAIL = ['namespace', 'lock_path', 'class', 'holder', 'session', 'token', 'epoch', 'wait_ms', 'origin', 'unprotected', 'granted_at', 'ended_at', 'ended_at_error_ms'];
+const DETAIL = [
+  'namespace',
+  'lock_path',
+  'class',
+  'holder',
+  'session',
+  'token',
+  'epoch',
+  'wait_ms',
+  'origin',
+  'unprotected',
+  'granted_at',
+  'ended_at',
+  'ended_at_error_ms',
+];
 const START_COLUMNS = new Set(DETAIL.slice(0, 11));
 const END_COLUMNS = new Set([...DETAIL.slice(0, 10), 'ended_at', 'ended_at_error_ms']);
 
@@ -61,8 +75,14 @@ const END_COLUMNS = new Set([...DETAIL.slice(0, 10), 'ended_at', 'ended_at_error
 async function named(store: AuditStore, p: FoundRow): Promise<string> {
   if (p.compare === '') return p.problem;
   const [row] = await store.rows<{ grantFields: string[]; eventFields: string[] }>(SQL.detail.text, {
-    cluster: p.cluster, key: p.key, grantRevision: p.grantRevision, spoolId: p.spoolId, timeline: p.timeline,
-    eventRevision: p.eventRevision, eventKey: p.eventKey, eventTimeline: p.eventTimeline,
+    cluster: p.cluster,
+    key: p.key,
+    grantRevision: p.grantRevision,
+    spoolId: p.spoolId,
+    timeline: p.timeline,
+    eventRevision: p.eventRevision,
+    eventKey: p.eventKey,
+    eventTimeline: p.eventTimeline,
   });
   if (!row) return p.problem;
   const columns = p.compare === 'start' ? START_COLUMNS : END_COLUMNS;
@@ -102,11 +122,22 @@ export interface ExportCheckOptions extends GrantsCheckOptions {
 }
 
 /** What every window's queries share: how far each timeline is durable, and the proven quarantined grant rows (numbers as bigint: a numeric array of strings is quoted). */
-async function checkContext(store: AuditStore, cluster: string, secret: Buffer | undefined): Promise<{ durableKeys: string[]; durableRevisions: bigint[]; excused: bigint[] }> {
+async function checkContext(
+  store: AuditStore,
+  cluster: string,
+  secret: Buffer | undefined,
+): Promise<{ durableKeys: string[]; durableRevisions: bigint[]; excused: bigint[] }> {
   const durable = await store.rows<{ key: string; revision: string }>(SQL.durable.text, { cluster });
   const excused = secret
-    ? (await store.rows<{ cluster: string; timeline: number; revisionText: string; key: string; proof: string; id: string }>(SQL.excused.text, { cluster, limit: EXCUSED_MAX }))
-        .filter((q) => hasValidQuarantinedGrantProof(secret, { cluster: q.cluster, timeline: Number(q.timeline), revision: q.revisionText, key: q.key }, q.proof))
+    ? (
+        await store.rows<{ cluster: string; timeline: number; revisionText: string; key: string; proof: string; id: string }>(SQL.excused.text, {
+          cluster,
+          limit: EXCUSED_MAX,
+        })
+      )
+        .filter((q) =>
+          hasValidQuarantinedGrantProof(secret, { cluster: q.cluster, timeline: Number(q.timeline), revision: q.revisionText, key: q.key }, q.proof),
+        )
         .map((q) => BigInt(q.id))
     : [];
   return { durableKeys: durable.map((d) => d.key), durableRevisions: durable.map((d) => BigInt(d.revision)), excused };
@@ -138,7 +169,12 @@ export function checkWindows(range: Window, first: number, steps: ReadonlyArray<
 }
 
 /** The grants (of the export's filter and range) that disagree with the events, each with what disagrees. */
-export async function checkGrantsAgainstEvents(store: AuditStore, filters: GrantFilters, range: TimeRange, options: GrantsCheckOptions = {}): Promise<GrantProblem[]> {
+export async function checkGrantsAgainstEvents(
+  store: AuditStore,
+  filters: GrantFilters,
+  range: TimeRange,
+  options: GrantsCheckOptions = {},
+): Promise<GrantProblem[]> {
   // Every end kind: a row whose end was altered must not drop out of the check by the export's endKind filter.
   const { endKind: _endKind, ...rest } = filters;
   const limit = options.limit ?? 20;
@@ -153,7 +189,13 @@ export async function checkGrantsAgainstEvents(store: AuditStore, filters: Grant
   // Windows sized by the start events they hold, not by wall time: each window's queries read the whole grants table.
   const filterParams = grantFilterParams(rest, { ...range, rule: EXPORT_WINDOW_RULE }, 'filters.token');
   const steps = await store.rows<{ step: string; starts: string }>(SQL.steps.text, { ...filterParams, stepMs });
-  const windows = checkWindows(range, first, steps.map((s) => ({ step: Number(s.step), starts: Number(s.starts) })), stepMs, options.windowStartEvents ?? 1_000_000);
+  const windows = checkWindows(
+    range,
+    first,
+    steps.map((s) => ({ step: Number(s.step), starts: Number(s.starts) })),
+    stepMs,
+    options.windowStartEvents ?? 1_000_000,
+  );
   const context = await checkContext(store, rest.cluster ?? '', options.originSecret);
   for (const window of windows) {
     if (out.length >= limit) break;
@@ -176,7 +218,14 @@ export async function checkGrantsAgainstEvents(store: AuditStore, filters: Grant
       const id = `${p.cluster}\u0000${p.key}\u0000${p.grantRevision}\u0000${p.spoolId}\u0000${p.timeline}\u0000${p.problem}`;
       if (seen.has(id) || out.length >= limit) continue;
       seen.add(id);
-      out.push({ cluster: p.cluster, key: p.key, grantRevision: p.grantRevision, spoolId: p.spoolId, timeline: Number(p.timeline), problem: await named(store, p) });
+      out.push({
+        cluster: p.cluster,
+        key: p.key,
+        grantRevision: p.grantRevision,
+        spoolId: p.spoolId,
+        timeline: Number(p.timeline),
+        problem: await named(store, p),
+      });
     }
   }
   return out.slice(0, limit);
@@ -189,8 +238,15 @@ export function formatGrantProblem(p: GrantProblem): string {
 }
 
 /** The export's range checked, but the periods grant seals cover (grantSeals.ts), cluster by cluster. */
-async function checkUnsealed(store: AuditStore, filters: GrantFilters, range: TimeRange, options: ExportCheckOptions & { seals: NonNullable<ExportCheckOptions['seals']> }): Promise<GrantProblem[]> {
-  const clusters = filters.cluster ? [filters.cluster] : (await store.rows<{ cluster: string }>(SQL.clusters.text, { fromMs: range.fromMs, toMs: range.toMs })).map((c) => c.cluster);
+async function checkUnsealed(
+  store: AuditStore,
+  filters: GrantFilters,
+  range: TimeRange,
+  options: ExportCheckOptions & { seals: NonNullable<ExportCheckOptions['seals']> },
+): Promise<GrantProblem[]> {
+  const clusters = filters.cluster
+    ? [filters.cluster]
+    : (await store.rows<{ cluster: string }>(SQL.clusters.text, { fromMs: range.fromMs, toMs: range.toMs })).map((c) => c.cluster);
   const limit = options.limit ?? 20;
   const out: GrantProblem[] = [];
   for (const cluster of clusters) {

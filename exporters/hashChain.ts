@@ -103,8 +103,16 @@ export interface ChainEntry {
 function isRecordShape(x: unknown): x is ArchivedForceRecord {
   const r = x as Partial<ArchivedForceRecord>;
   return (
-    typeof r === 'object' && r !== null && r.v === ARCHIVE_FORMAT_VERSION && typeof r.cluster === 'string' && Number.isInteger(r.seq) &&
-    typeof r.createRevision === 'string' && typeof r.key === 'string' && typeof r.value === 'string' && typeof r.prevHash === 'string' && typeof r.hash === 'string'
+    typeof r === 'object' &&
+    r !== null &&
+    r.v === ARCHIVE_FORMAT_VERSION &&
+    typeof r.cluster === 'string' &&
+    Number.isInteger(r.seq) &&
+    typeof r.createRevision === 'string' &&
+    typeof r.key === 'string' &&
+    typeof r.value === 'string' &&
+    typeof r.prevHash === 'string' &&
+    typeof r.hash === 'string'
   );
 }
 
@@ -136,10 +144,22 @@ export function verifyChain(cluster: string, entries: readonly ChainEntry[], obj
     let intact = true;
     if (recordHash(r) !== r.hash) {
       intact = false;
-      problems.push({ kind: 'altered', cluster, object: e.object, seq: r.seq, detail: `${e.object}: content does not match its hash (seq ${r.seq}, revision ${r.createRevision})` });
+      problems.push({
+        kind: 'altered',
+        cluster,
+        object: e.object,
+        seq: r.seq,
+        detail: `${e.object}: content does not match its hash (seq ${r.seq}, revision ${r.createRevision})`,
+      });
     } else if (r.cluster !== cluster || objectName(r) !== e.object) {
       intact = false;
-      problems.push({ kind: 'altered', cluster, object: e.object, seq: r.seq, detail: `${e.object}: names cluster ${r.cluster} revision ${r.createRevision}, which belongs at ${objectName(r)}` });
+      problems.push({
+        kind: 'altered',
+        cluster,
+        object: e.object,
+        seq: r.seq,
+        detail: `${e.object}: names cluster ${r.cluster} revision ${r.createRevision}, which belongs at ${objectName(r)}`,
+      });
     } else {
       const decoded = chainRecord({ seq: r.seq - 1, hash: r.prevHash }, r.cluster, r);
       if (canonicalJson(decoded.record) !== canonicalJson(r.record)) {
@@ -185,7 +205,13 @@ export function verifyChain(cluster: string, entries: readonly ChainEntry[], obj
       });
     }
     if (!previous && seq === 1 && current.record.prevHash !== GENESIS_HASH) {
-      problems.push({ kind: 'broken-link', cluster, object: current.object, seq, detail: `${current.object}: the first record does not start from the genesis hash` });
+      problems.push({
+        kind: 'broken-link',
+        cluster,
+        object: current.object,
+        seq,
+        detail: `${current.object}: the first record does not start from the genesis hash`,
+      });
     }
     previous = current;
   }

@@ -47,7 +47,10 @@ export interface Manifest {
 
 export const manifestName = (object: string): string => `${object}${MANIFEST_SUFFIX}`;
 
-export function buildManifest(file: WrittenBytes, fields: Omit<Manifest, 'version' | 'rows' | 'bytes' | 'sha256' | 'revisionRange' | 'format' | 'exportedAt'>): Manifest {
+export function buildManifest(
+  file: WrittenBytes,
+  fields: Omit<Manifest, 'version' | 'rows' | 'bytes' | 'sha256' | 'revisionRange' | 'format' | 'exportedAt'>,
+): Manifest {
   return {
     version: MANIFEST_VERSION,
     ...fields,
@@ -63,7 +66,9 @@ export function buildManifest(file: WrittenBytes, fields: Omit<Manifest, 'versio
 export function parseManifest(text: string): Manifest | undefined {
   try {
     const m = JSON.parse(text) as Partial<Manifest>;
-    return m.version === MANIFEST_VERSION && typeof m.object === 'string' && typeof m.sha256 === 'string' && typeof m.rows === 'string' ? (m as Manifest) : undefined;
+    return m.version === MANIFEST_VERSION && typeof m.object === 'string' && typeof m.sha256 === 'string' && typeof m.rows === 'string'
+      ? (m as Manifest)
+      : undefined;
   } catch {
     return undefined;
   }

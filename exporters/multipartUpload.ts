@@ -87,7 +87,8 @@ export class MultipartUpload implements ByteSink {
     const done = await withRetry(() => this.#s3.completeMultipartUpload(this.#bucket, this.#name, this.#uploadId, etags), this.#retry);
     this.#finished = true;
     const stored = await withRetry(() => this.#s3.statObject(this.#bucket, this.#name), this.#retry);
-    if (stored.size !== this.#bytes) throw new LockauditError('LOCKAUDIT_ERR_EXPORT_INCOMPLETE', `${this.#name}: stored ${stored.size} bytes, wrote ${this.#bytes}`);
+    if (stored.size !== this.#bytes)
+      throw new LockauditError('LOCKAUDIT_ERR_EXPORT_INCOMPLETE', `${this.#name}: stored ${stored.size} bytes, wrote ${this.#bytes}`);
     return { bytes: this.#bytes, etag: done.etag };
   }
 
@@ -100,7 +101,10 @@ export class MultipartUpload implements ByteSink {
     // Not under the export's signal: an export aborted by it (a cancelled job, a failed grants check) must still
     // discard its parts (before, an aborted signal refused this request and left them).
     const { signal: _signal, ...retry } = this.#retry;
-    await withRetry(() => this.#s3.abortMultipartUpload(this.#bucket, this.#name, this.#uploadId), { ...retry, deadlineMs: Math.min(retry.deadlineMs ?? 10_000, 10_000) }).catch(() => undefined);
+    await withRetry(() => this.#s3.abortMultipartUpload(this.#bucket, this.#name, this.#uploadId), {
+      ...retry,
+      deadlineMs: Math.min(retry.deadlineMs ?? 10_000, 10_000),
+    }).catch(() => undefined);
   }
 
   async #sendGathered(): Promise<void> {
@@ -114,10 +118,12 @@ export class MultipartUpload implements ByteSink {
     const sending: Promise<void> = withRetry(
       () => this.#s3.uploadPart({ bucketName: this.#bucket, objectName: this.#name, uploadID: this.#uploadId, partNumber: part, headers: {} }, body),
       this.#retry,
-    ).then(
-      (r) => void this.#etags.push({ part, etag: r.etag }),
-      (error: unknown) => void (this.#failure ??= { error }),
-    ).finally(() => this.#inFlight.delete(sending));
+    )
+      .then(
+        (r) => void this.#etags.push({ part, etag: r.etag }),
+        (error: unknown) => void (this.#failure ??= { error }),
+      )
+      .finally(() => this.#inFlight.delete(sending));
     this.#inFlight.add(sending);
   }
 

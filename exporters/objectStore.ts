@@ -17,7 +17,22 @@ export interface RetryOptions {
   onRetry?: (err: unknown, attempt: number, delayMs: number) => void;
 }
 
-const PERMANENT_CODES = new Set(['AccessDenied', 'NoSuchBucket', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'PreconditionFailed', 'InvalidRequest', 'InvalidBucketName', 'NoSuchKey', 'NotFound', 'MethodNotAllowed', 'NoSuchUpload', 'EntityTooSmall', 'InvalidPart', 'InvalidPartOrder']);
+const PERMANENT_CODES = new Set([
+  'AccessDenied',
+  'NoSuchBucket',
+  'InvalidAccessKeyId',
+  'SignatureDoesNotMatch',
+  'PreconditionFailed',
+  'InvalidRequest',
+  'InvalidBucketName',
+  'NoSuchKey',
+  'NotFound',
+  'MethodNotAllowed',
+  'NoSuchUpload',
+  'EntityTooSmall',
+  'InvalidPart',
+  'InvalidPartOrder',
+]);
 
 export function isRetriable(err: unknown): boolean {
   const e = err as { code?: string; $metadata?: unknown; name?: string };

@@ -132,12 +132,38 @@ export async function exportHistoryFile(
   const chunkRows = deps.chunkRows ?? DEFAULT_CHUNK_ROWS;
   // A grants file is written only of grants that agree with the events the digests cover (grantsCheck.ts): the
   // check runs beside the plan and the chunk queries, and the upload completes only once it has passed.
-  const gate = dataset === 'grants' ? new ExportGate(assertGrantsMatchEvents(deps.store, { cluster }, range, { originSecret: deps.originSecret, seals: deps.grantSealPeriodMs ? { publicKey: sealKey(deps.signer), periodMs: deps.grantSealPeriodMs } : undefined })) : undefined;
+  const gate =
+    dataset === 'grants'
+      ? new ExportGate(
+          assertGrantsMatchEvents(deps.store, { cluster }, range, {
+            originSecret: deps.originSecret,
+            seals: deps.grantSealPeriodMs ? { publicKey: sealKey(deps.signer), periodMs: deps.grantSealPeriodMs } : undefined,
+          }),
+        )
+      : undefined;
   try {
-    const planning = dataset === 'grants' ? planGrantsExport(deps.store, { cluster }, range, chunkRows) : planEventsExport(deps.store, cluster, range, chunkRows);
+    const planning =
+      dataset === 'grants' ? planGrantsExport(deps.store, { cluster }, range, chunkRows) : planEventsExport(deps.store, cluster, range, chunkRows);
     const plan = await (gate ? gate.guard(planning) : planning);
-    const file = await exportPlanToObject(deps.store, plan, 'parquet', { s3: deps.s3, bucket: deps.bucket, object, contentType: 'application/vnd.apache.parquet', retry }, { onProgress, revisionColumn: dataset === 'grants' ? 'grant_revision' : 'revision', gate });
-    const manifest = signManifest(buildManifest(file, { dataset, object, cluster, date, from: new Date(range.fromMs).toISOString(), to: new Date(range.toMs).toISOString(), ...(dataset === 'grants' ? { grantsCheckedAgainstEvents: true } : {}) }), deps.signer);
+    const file = await exportPlanToObject(
+      deps.store,
+      plan,
+      'parquet',
+      { s3: deps.s3, bucket: deps.bucket, object, contentType: 'application/vnd.apache.parquet', retry },
+      { onProgress, revisionColumn: dataset === 'grants' ? 'grant_revision' : 'revision', gate },
+    );
+    const manifest = signManifest(
+      buildManifest(file, {
+        dataset,
+        object,
+        cluster,
+        date,
+        from: new Date(range.fromMs).toISOString(),
+        to: new Date(range.toMs).toISOString(),
+        ...(dataset === 'grants' ? { grantsCheckedAgainstEvents: true } : {}),
+      }),
+      deps.signer,
+    );
     // Only now is the file complete. A manifest already there means another run finished it first (unless it is
     // the unsigned one this run replaces).
     if (replace || (await putJsonIfAbsent(deps.s3, deps.bucket, manifestObject, manifest, retry)) === 'exists') {
@@ -145,7 +171,8 @@ export async function exportHistoryFile(
       // the export would otherwise stand: review); else ours goes over it.
       const raced = replace ? undefined : await manifestProblem(deps, manifestObject, object);
       if (replace || raced !== undefined) {
-        if (raced !== undefined) deps.health?.raise(alarm('LOCKAUDIT_ALARM_HISTORY_UNSIGNED', { cluster }, { object: `${deps.bucket}/${manifestObject}`, problem: raced }));
+        if (raced !== undefined)
+          deps.health?.raise(alarm('LOCKAUDIT_ALARM_HISTORY_UNSIGNED', { cluster }, { object: `${deps.bucket}/${manifestObject}`, problem: raced }));
         await putJson(deps.s3, deps.bucket, manifestObject, manifest, retry);
       }
     }
@@ -210,12 +237,18 @@ async function manifestProblem(deps: HistoryDeps, name: string, object: string):
   // The history bucket is not locked: the file under a genuine manifest can be swapped.
   const got = await withRetry(() => objectSha256(deps.s3, deps.bucket, object), deps.retry ?? {});
   if (got === 'missing') return 'the file it describes is missing';
-  if (got.sha256 !== m.sha256 || got.bytes !== m.bytes) return `the file under it is not the one it describes (sha256 ${got.sha256.slice(0, 12)}…, ${got.bytes} bytes; it says ${m.sha256.slice(0, 12)}…, ${m.bytes} bytes)`;
+  if (got.sha256 !== m.sha256 || got.bytes !== m.bytes)
+    return `the file under it is not the one it describes (sha256 ${got.sha256.slice(0, 12)}…, ${got.bytes} bytes; it says ${m.sha256.slice(0, 12)}…, ${m.bytes} bytes)`;
   return undefined;
 }
 
 /** Every dataset of every cluster for one day; a cluster whose capture has not passed the day's end is left for later (throws once the others are written). */
-export async function exportHistoryDay(deps: HistoryDeps, date: string, clusters: readonly string[], datasets: readonly HistoryDataset[] = HISTORY_DATASETS): Promise<HistoryFileResult[]> {
+export async function exportHistoryDay(
+  deps: HistoryDeps,
+  date: string,
+  clusters: readonly string[],
+  datasets: readonly HistoryDataset[] = HISTORY_DATASETS,
+): Promise<HistoryFileResult[]> {
   const results: HistoryFileResult[] = [];
   const notOver: string[] = [];
   const refused: string[] = [];

@@ -48,7 +48,12 @@ interface EntryRow {
 }
 
 /** The problems of one cluster's quarantine for the changes timed in the range (and spool lines quarantined in it). */
-export async function checkQuarantine(store: AuditStore, cluster: string, range: TimeRange, options: QuarantineCheckOptions = {}): Promise<QuarantineProblem[]> {
+export async function checkQuarantine(
+  store: AuditStore,
+  cluster: string,
+  range: TimeRange,
+  options: QuarantineCheckOptions = {},
+): Promise<QuarantineProblem[]> {
   const limit = options.limit ?? 20;
   const maxRows = options.maxRows ?? 1_000_000;
   const pageRows = options.pageRows ?? 10_000;
@@ -57,7 +62,11 @@ export async function checkQuarantine(store: AuditStore, cluster: string, range:
   const hi = span?.hi ?? '0';
   const problems: QuarantineProblem[] = [];
   const missing = await store.rows<{ revisionText: string; keyText: string; timelineNo: number | string; problem: string }>(MISSING.text, {
-    cluster, lo, hi, electionPrefix: PREFIX.election, limit,
+    cluster,
+    lo,
+    hi,
+    electionPrefix: PREFIX.election,
+    limit,
   });
   for (const m of missing) problems.push({ cluster, revision: m.revisionText, key: m.keyText, timeline: Number(m.timelineNo), problem: m.problem });
   // Exclusive: no entry has key '' (a spool line's key never is empty), so the first page starts at the first entry.
@@ -74,7 +83,13 @@ export async function checkQuarantine(store: AuditStore, cluster: string, range:
     const last = page.at(-1);
     if (!last || page.length < pageRows) break;
     if (read >= maxRows) {
-      problems.push({ cluster, revision: last.revisionText, key: last.keyText, timeline: Number(last.timelineNo), problem: `more than ${maxRows} quarantine entries in the range: the rest were not checked` });
+      problems.push({
+        cluster,
+        revision: last.revisionText,
+        key: last.keyText,
+        timeline: Number(last.timelineNo),
+        problem: `more than ${maxRows} quarantine entries in the range: the rest were not checked`,
+      });
       break;
     }
     after = { afterRevision: last.revisionText, afterKey: last.keyText, afterTimeline: Number(last.timelineNo) };
@@ -89,10 +104,11 @@ function judge(cluster: string, e: EntryRow, secret: Buffer | undefined): string
   if (op === 'grants-row') {
     // Its proof binds the change (the grants check excuses the missing grant row only with it).
     if (secret && hasValidQuarantinedGrantProof(secret, { cluster, timeline, revision, key }, e.proof)) return undefined;
-    return 'a refused grant row without the tailer\'s proof of it: written by hand (it excuses nothing in the grants check)';
+    return "a refused grant row without the tailer's proof of it: written by hand (it excuses nothing in the grants check)";
   }
   if (e.proof !== '') {
-    if (secret && hasValidQuarantineRowProof(secret, { cluster, timeline, revision, key, op, valueSha256: e.valueSha256, reason: e.reason }, e.proof)) return undefined;
+    if (secret && hasValidQuarantineRowProof(secret, { cluster, timeline, revision, key, op, valueSha256: e.valueSha256, reason: e.reason }, e.proof))
+      return undefined;
     if (!secret) return Number(e.backed) ? undefined : 'cannot be checked without the origin secret, and no captured change backs it';
     return 'its proof does not match: the entry was edited (value, reason, op or place) or proved with another key';
   }

@@ -67,7 +67,10 @@ function abandoned(key: string): LockauditError {
 /** The class must govern the key's namespace, and the session's TTL must be the class's (a hold lives on its session's lease). */
 function assertFits(key: string, namespace: string, lockClass: LockClass, session: SessionRecord, sessionId: string): void {
   if (lockClass.namespace !== namespace) {
-    throw new LockauditError('LOCKAUDIT_ERR_LOCK_CLASS_MISMATCH', `class: "${lockClass.name}" governs namespace "${lockClass.namespace}", not "${namespace}" (key ${key})`);
+    throw new LockauditError(
+      'LOCKAUDIT_ERR_LOCK_CLASS_MISMATCH',
+      `class: "${lockClass.name}" governs namespace "${lockClass.namespace}", not "${namespace}" (key ${key})`,
+    );
   }
   if (session.ttlSeconds !== lockClass.ttlSeconds) {
     throw new LockauditError(
@@ -115,13 +118,18 @@ export async function acquire(parts: LockParts, input: AcquireInput): Promise<Gr
 async function failOpen(parts: LockParts, input: AcquireInput, namespace: string, started: number): Promise<Grant> {
   const lost = new Date(parts.etcd.quorum.lostSince || Date.now()).toISOString();
   let cls: CachedClass | undefined = parts.classes.cached(input.className);
-  if (cls) cls = parts.classes.usable(input.className); // a class without the API's proof never fails open
+  if (cls)
+    cls = parts.classes.usable(input.className); // a class without the API's proof never fails open
   else {
     try {
       cls = await parts.classes.get(input.className);
     } catch (err) {
       if (isLockauditError(err, 'LOCKAUDIT_ERR_CLASS_UNPROVEN')) throw err;
-      throw new LockauditError('LOCKAUDIT_ERR_QUORUM_LOST', `etcd has no quorum (since ${lost}) and class "${input.className}" is not known to this API, so nothing can be granted`, { cause: err });
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_QUORUM_LOST',
+        `etcd has no quorum (since ${lost}) and class "${input.className}" is not known to this API, so nothing can be granted`,
+        { cause: err },
+      );
     }
   }
   const lockClass = cls.value;
@@ -137,17 +145,35 @@ async function failOpen(parts: LockParts, input: AcquireInput, namespace: string
       session = await parts.sessions.get(input.identity, input.session, { serializable: true });
     } catch (err) {
       if (isLockauditError(err, 'LOCKAUDIT_ERR_SESSION_NOT_FOUND')) throw err;
-      throw new LockauditError('LOCKAUDIT_ERR_QUORUM_LOST', `etcd has no quorum (since ${lost}) and session ${input.session} is not known to this API`, { cause: err });
+      throw new LockauditError('LOCKAUDIT_ERR_QUORUM_LOST', `etcd has no quorum (since ${lost}) and session ${input.session} is not known to this API`, {
+        cause: err,
+      });
     }
   }
   if (session.identity !== input.identity) await parts.sessions.get(input.identity, input.session); // throws the usual not-found
   assertFits(input.key, namespace, lockClass, session, input.session);
   const remaining = Math.max(0, input.waitMs - (Date.now() - started));
-  const granted = await parts.failOpen.grant({ key: input.key, namespace, holder: input.identity, session: input.session, lockClass, waitMs: remaining, epoch: parts.epoch.provenRecord?.epoch ?? 0 });
+  const granted = await parts.failOpen.grant({
+    key: input.key,
+    namespace,
+    holder: input.identity,
+    session: input.session,
+    lockClass,
+    waitMs: remaining,
+    epoch: parts.epoch.provenRecord?.epoch ?? 0,
+  });
   const waitMs = Date.now() - started;
   parts.metrics.granted(lockClass, waitMs, true);
   parts.logger.info({ key: input.key, class: lockClass.name, holder: input.identity }, 'unprotected grant without quorum (token 0, spooled)');
-  return { key: input.key, token: 0n, epoch: parts.epoch.provenRecord?.epoch ?? 0, revision: '0', enforcement: lockClass.enforcement, unprotected: true, waitMs };
+  return {
+    key: input.key,
+    token: 0n,
+    epoch: parts.epoch.provenRecord?.epoch ?? 0,
+    revision: '0',
+    enforcement: lockClass.enforcement,
+    unprotected: true,
+    waitMs,
+  };
 }
 
 async function grantLoop(parts: LockParts, input: AcquireInput, namespace: string, session: SessionRecord, started: number): Promise<Grant> {
@@ -192,7 +218,11 @@ async function grantLoop(parts: LockParts, input: AcquireInput, namespace: strin
         queued = await enqueue(parts, input, queueKey, cls.value.name);
         if (!queued) continue;
       }
-      unsubscribe ??= parts.hints.subscribe(input.key, { key: parts.keys.hold(input.key), prefix: durable() ? parts.keys.queuePrefix(input.key) : undefined }, String(BigInt(attempt.revision) + 1n));
+      unsubscribe ??= parts.hints.subscribe(
+        input.key,
+        { key: parts.keys.hold(input.key), prefix: durable() ? parts.keys.queuePrefix(input.key) : undefined },
+        String(BigInt(attempt.revision) + 1n),
+      );
       // Poll with jitter as well: a watch is a hint and may be lost.
       const poll = parts.pollMs * (0.75 + Math.random() * 0.5);
       await ticket.hint(Math.min(poll, Math.max(0, deadline - Date.now())));
@@ -212,15 +242,29 @@ async function grantLoop(parts: LockParts, input: AcquireInput, namespace: strin
 /** Puts this session's durable waiter key; false when the session already waits here under another request. */
 async function enqueue(parts: LockParts, input: AcquireInput, queueKey: string, className: string): Promise<boolean> {
   const value: QueueValue = { holder: input.identity, session: input.session, class: className, at: Date.now() };
-  const res = await parts.etcd.txn([cmp.absent(queueKey), cmp.exists(parts.keys.session(input.session))], [op.put(queueKey, value, input.session)], [op.get(queueKey)]);
+  const res = await parts.etcd.txn(
+    [cmp.absent(queueKey), cmp.exists(parts.keys.session(input.session))],
+    [op.put(queueKey, value, input.session)],
+    [op.get(queueKey)],
+  );
   if (res.succeeded) return true;
   const existing = res.responses[0]?.response_range.kvs[0];
   if (existing) throw new LockauditError('LOCKAUDIT_ERR_LOCK_ALREADY_HELD', `${input.key}: this session already waits for it`);
   parts.sessions.forget(input.session);
-  throw new LockauditError('LOCKAUDIT_ERR_SESSION_NOT_FOUND', `session ${input.session}: no live session of yours has this id (it expired, was closed, or never existed)`);
+  throw new LockauditError(
+    'LOCKAUDIT_ERR_SESSION_NOT_FOUND',
+    `session ${input.session}: no live session of yours has this id (it expired, was closed, or never existed)`,
+  );
 }
 
-async function tryGrant(parts: LockParts, input: AcquireInput, cls: CachedClass, session: SessionRecord, started: number, queueKey: string | undefined): Promise<Attempt> {
+async function tryGrant(
+  parts: LockParts,
+  input: AcquireInput,
+  cls: CachedClass,
+  session: SessionRecord,
+  started: number,
+  queueKey: string | undefined,
+): Promise<Attempt> {
   const { keys, epoch } = parts;
   const holdKey = keys.hold(input.key);
   const sessionKey = keys.session(input.session);
@@ -252,7 +296,13 @@ async function tryGrant(parts: LockParts, input: AcquireInput, cls: CachedClass,
   const success = [op.put(holdKey, hold, input.session), op.put(sessionKey, session, input.session), op.put(keys.grantGuard(), { epoch: record.epoch })];
   if (queueKey) success.push(op.del(queueKey));
   const floor = epoch.writeFloor();
-  const res = await parts.etcd.txn(compare, success, [op.get(holdKey), op.get(keys.epoch()), op.get(keys.class(cls.value.name)), op.get(sessionKey), op.get(keys.grantGuard())]);
+  const res = await parts.etcd.txn(compare, success, [
+    op.get(holdKey),
+    op.get(keys.epoch()),
+    op.get(keys.class(cls.value.name)),
+    op.get(sessionKey),
+    op.get(keys.grantGuard()),
+  ]);
   if (res.succeeded) {
     const revision = String(res.header.revision);
     try {
@@ -268,7 +318,10 @@ async function tryGrant(parts: LockParts, input: AcquireInput, cls: CachedClass,
     }
     // Computed once, from this txn's own revision: never re-read (ADR-002).
     const token = makeToken(record.epoch, revision);
-    return { kind: 'granted', grant: { key: input.key, token, epoch: record.epoch, revision, enforcement: cls.value.enforcement, unprotected: false, waitMs: hold.waitMs } };
+    return {
+      kind: 'granted',
+      grant: { key: input.key, token, epoch: record.epoch, revision, enforcement: cls.value.enforcement, unprotected: false, waitMs: hold.waitMs },
+    };
   }
   return classifyFailure(parts, input, res, epochRevision, generation, cls, guard);
 }
@@ -278,11 +331,22 @@ function rangeKv(res: ITxnResponse, i: number): Kv | undefined {
   return kv ? toKv(kv) : undefined;
 }
 
-function classifyFailure(parts: LockParts, input: AcquireInput, res: ITxnResponse, epochRevision: string, generation: number, cls: CachedClass, guard: bigint): Attempt {
+function classifyFailure(
+  parts: LockParts,
+  input: AcquireInput,
+  res: ITxnResponse,
+  epochRevision: string,
+  generation: number,
+  cls: CachedClass,
+  guard: bigint,
+): Attempt {
   const [hold, epochKv, classKv, sessionKv, guardKv] = [0, 1, 2, 3, 4].map((i) => rangeKv(res, i));
   if (!sessionKv) {
     parts.sessions.forget(input.session);
-    throw new LockauditError('LOCKAUDIT_ERR_SESSION_NOT_FOUND', `session ${input.session}: no live session of yours has this id (it expired, was closed, or never existed)`);
+    throw new LockauditError(
+      'LOCKAUDIT_ERR_SESSION_NOT_FOUND',
+      `session ${input.session}: no live session of yours has this id (it expired, was closed, or never existed)`,
+    );
   }
   if (epochKv && epochKv.modRevision !== epochRevision) {
     parts.epoch.accept(epochKv, generation); // ignored when an advance took a newer record meanwhile: the retry uses it
@@ -302,10 +366,16 @@ function classifyFailure(parts: LockParts, input: AcquireInput, res: ITxnRespons
   if (hold) {
     const value = decodeValue(HoldValueSchema, hold.value);
     if (value?.session === input.session || hold.lease === input.session) {
-      throw new LockauditError('LOCKAUDIT_ERR_LOCK_ALREADY_HELD', `${input.key}: this session already holds it; nested acquires are counted by the client, not granted twice`);
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_LOCK_ALREADY_HELD',
+        `${input.key}: this session already holds it; nested acquires are counted by the client, not granted twice`,
+      );
     }
     if (value?.holder === input.identity) {
-      throw new LockauditError('LOCKAUDIT_ERR_LOCK_LEAK', `${input.key}: you already hold it under session ${value.session}; a second session waiting for it would wait for itself (a leaked hold)`);
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_LOCK_LEAK',
+        `${input.key}: you already hold it under session ${value.session}; a second session waiting for it would wait for itself (a leaked hold)`,
+      );
     }
   }
   // Held by someone else, or durable waiters are ahead of us: wait.

@@ -74,7 +74,10 @@ export class Classes {
     const entry = this.#judge(name, kv);
     if (!entry) {
       this.#cache.delete(name);
-      throw new LockauditError('LOCKAUDIT_ERR_CLASS_UNPROVEN', `class "${name}": the value under ${kv.key} is not a lock class (written around the API); nothing is granted under it until an admin writes it (PUT /v1/classes/${name})`);
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_CLASS_UNPROVEN',
+        `class "${name}": the value under ${kv.key} is not a lock class (written around the API); nothing is granted under it until an admin writes it (PUT /v1/classes/${name})`,
+      );
     }
     this.#cache.set(name, entry);
     return entry;
@@ -107,7 +110,9 @@ export class Classes {
   async put(value: LockClass): Promise<CachedClass> {
     const problems = classProblems(value);
     if (problems.length > 0) {
-      throw new LockauditError('LOCKAUDIT_ERR_CLASS_INVALID', `class "${value.name}" breaks ${problems.length} rule(s): ${problems.join('; ')}`, { details: problems });
+      throw new LockauditError('LOCKAUDIT_ERR_CLASS_INVALID', `class "${value.name}" breaks ${problems.length} rule(s): ${problems.join('; ')}`, {
+        details: problems,
+      });
     }
     const key = this.#keys.class(value.name);
     for (let attempt = 0; attempt < PUT_ATTEMPTS; attempt++) {

@@ -82,7 +82,14 @@ export class EpochState {
    * `highWater` absent: only the cluster-id check (tests of the engine without a data dir).
    * `shared` absent: only this process's own mark (a keyspace the audit store does not capture).
    */
-  constructor(etcd: LockEtcd, keys: LockKeys, originSecret: Buffer, onSeal: (sealed: boolean) => void = () => {}, highWater?: RevisionHighWater, shared?: SharedHighWater) {
+  constructor(
+    etcd: LockEtcd,
+    keys: LockKeys,
+    originSecret: Buffer,
+    onSeal: (sealed: boolean) => void = () => {},
+    highWater?: RevisionHighWater,
+    shared?: SharedHighWater,
+  ) {
     this.#etcd = etcd;
     this.#keys = keys;
     this.#secret = originSecret;

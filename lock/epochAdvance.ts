@@ -101,7 +101,10 @@ export interface EpochAdvanced {
 /** The epoch after `from`, refused past the last one a token's 16 bits carry. */
 function nextEpoch(from: number, what: string): number {
   if (from >= EPOCH_MAX) {
-    throw new LockauditError('LOCKAUDIT_ERR_EPOCH_EXHAUSTED', `${what}: epoch ${from} is the last one a fencing token can carry (${EPOCH_MAX}); no advance can go past it`);
+    throw new LockauditError(
+      'LOCKAUDIT_ERR_EPOCH_EXHAUSTED',
+      `${what}: epoch ${from} is the last one a fencing token can carry (${EPOCH_MAX}); no advance can go past it`,
+    );
   }
   return from + 1;
 }
@@ -122,7 +125,12 @@ function pendingView(p: PendingRequest<EpochRequest>): EpochAdvancePending {
   };
 }
 
-export async function requestEpochAdvance(parts: LockParts, identity: string, reason: string, options: { adopt?: boolean } = {}): Promise<EpochAdvanceRequested> {
+export async function requestEpochAdvance(
+  parts: LockParts,
+  identity: string,
+  reason: string,
+  options: { adopt?: boolean } = {},
+): Promise<EpochAdvanceRequested> {
   await parts.epoch.probe(); // `sealed` below is what acquire would do now
   // Absent only when /sys/epoch held no epoch record since start: then there is nothing to show but that.
   const record: EpochValue = parts.epoch.record ?? { epoch: 0, clusterId: '' };
@@ -132,7 +140,16 @@ export async function requestEpochAdvance(parts: LockParts, identity: string, re
   // An adoption deletes no hold: only an advance needs to say how many it will.
   const holds = adoptEpoch > 0 ? 0 : (await parts.etcd.getPrefix(parts.keys.holdPrefix(), { countOnly: true })).count;
   const id = randomUUID();
-  const request: EpochRequest = { id, reason, requester: identity, requestedAt: Date.now(), fromEpoch, epochModRevision: parts.epoch.modRevision, adoptEpoch, clusterId: record.clusterId };
+  const request: EpochRequest = {
+    id,
+    reason,
+    requester: identity,
+    requestedAt: Date.now(),
+    fromEpoch,
+    epochModRevision: parts.epoch.modRevision,
+    adoptEpoch,
+    clusterId: record.clusterId,
+  };
   const { requestHash, expiresAt } = await epochRequests(parts).create(request);
   parts.logger.info({ id, fromEpoch, adoptEpoch, requester: identity, requestHash }, adoptEpoch > 0 ? 'epoch adoption requested' : 'epoch advance requested');
   return {
@@ -165,10 +182,13 @@ function adoptable(parts: LockParts, record: EpochValue): number {
   if (!parts.epoch.unproven) refuse(`/sys/epoch (epoch ${record.epoch}) already carries the lock API's proof`);
   if (parts.epoch.undecodable) refuse('/sys/epoch holds no epoch record at all');
   // An adopted epoch near the end of the token space would leave no room for the advances a restore needs.
-  if (record.epoch > EPOCH_MAX - ADOPT_HEADROOM) refuse(`/sys/epoch says epoch ${record.epoch}, which leaves fewer than ${ADOPT_HEADROOM} advances before the last epoch (${EPOCH_MAX})`);
+  if (record.epoch > EPOCH_MAX - ADOPT_HEADROOM)
+    refuse(`/sys/epoch says epoch ${record.epoch}, which leaves fewer than ${ADOPT_HEADROOM} advances before the last epoch (${EPOCH_MAX})`);
   const clusterId = parts.epoch.clusterId;
-  if (clusterId === undefined || record.clusterId !== clusterId) refuse(`/sys/epoch is bound to cluster ${record.clusterId}, but etcd reports ${clusterId ?? 'nothing yet'}`);
-  if (record.epoch < Math.max(1, parts.epoch.highestEpoch)) refuse(`/sys/epoch says epoch ${record.epoch}, below epoch ${parts.epoch.highestEpoch} already proven or granted under`);
+  if (clusterId === undefined || record.clusterId !== clusterId)
+    refuse(`/sys/epoch is bound to cluster ${record.clusterId}, but etcd reports ${clusterId ?? 'nothing yet'}`);
+  if (record.epoch < Math.max(1, parts.epoch.highestEpoch))
+    refuse(`/sys/epoch says epoch ${record.epoch}, below epoch ${parts.epoch.highestEpoch} already proven or granted under`);
   if (parts.epoch.rewound) refuse('etcd was seen rewound');
   return record.epoch;
 }
@@ -218,7 +238,9 @@ export async function approveEpochAdvance(parts: LockParts, identity: string, id
     let res;
     try {
       // An adoption proves the epoch in place (the txn still compares the value the approvers saw); it deletes no hold.
-      const ops = adopt ? [op.put(parts.keys.epoch(), next), op.del(requestKey)] : [op.put(parts.keys.epoch(), next), op.delPrefix(parts.keys.holdPrefix()), await parts.markers.put(mark), op.del(requestKey)];
+      const ops = adopt
+        ? [op.put(parts.keys.epoch(), next), op.del(requestKey)]
+        : [op.put(parts.keys.epoch(), next), op.delPrefix(parts.keys.holdPrefix()), await parts.markers.put(mark), op.del(requestKey)];
       res = await parts.etcd.txn([epochUnchanged, cmp.mod(requestKey, kv.modRevision)], ops);
     } catch (err) {
       if (err instanceof EtcdLeaseInvalidError && attempt === 0) {
@@ -239,8 +261,27 @@ export async function approveEpochAdvance(parts: LockParts, identity: string, id
     await parts.epoch.persistMark();
     for (const key of parts.waiters.keys()) parts.waiters.notify(key);
     const deleted = adopt ? 0 : Number(res.responses[1]?.response_delete_range.deleted ?? 0);
-    parts.logger.info({ id, epoch: next.epoch, clusterId: next.clusterId, deletedHolds: deleted, requester: request.requester, approver: identity, requestHash: pending.requestHash }, adopt ? 'epoch adopted' : 'epoch advanced');
-    return { id, status: 'approved', epoch: next.epoch, clusterId: next.clusterId, deletedHolds: deleted, revision: String(res.header.revision), requestHash: pending.requestHash };
+    parts.logger.info(
+      {
+        id,
+        epoch: next.epoch,
+        clusterId: next.clusterId,
+        deletedHolds: deleted,
+        requester: request.requester,
+        approver: identity,
+        requestHash: pending.requestHash,
+      },
+      adopt ? 'epoch adopted' : 'epoch advanced',
+    );
+    return {
+      id,
+      status: 'approved',
+      epoch: next.epoch,
+      clusterId: next.clusterId,
+      deletedHolds: deleted,
+      revision: String(res.header.revision),
+      requestHash: pending.requestHash,
+    };
   }
   throw new LockauditError('LOCKAUDIT_ERR_INTERNAL', 'epoch advance: the marker lease kept vanishing');
 }

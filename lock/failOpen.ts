@@ -80,7 +80,15 @@ export class FailOpenGrants {
     return hold;
   }
 
-  async grant(req: { key: string; namespace: string; holder: string; session: string; lockClass: LockClass; waitMs: number; epoch: number }): Promise<UnprotectedGrant> {
+  async grant(req: {
+    key: string;
+    namespace: string;
+    holder: string;
+    session: string;
+    lockClass: LockClass;
+    waitMs: number;
+    epoch: number;
+  }): Promise<UnprotectedGrant> {
     const started = Date.now();
     const deadline = started + req.waitMs;
     for (;;) {
@@ -129,7 +137,11 @@ export class FailOpenGrants {
       await this.#spool.append(record);
     } catch (err) {
       if (this.#holds.get(req.key) === hold) this.#holds.delete(req.key);
-      throw new LockauditError('LOCKAUDIT_ERR_SPOOL_WRITE', `${req.key}: the unprotected grant could not be spooled, so it is not granted (${(err as Error).message})`, { cause: err });
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_SPOOL_WRITE',
+        `${req.key}: the unprotected grant could not be spooled, so it is not granted (${(err as Error).message})`,
+        { cause: err },
+      );
     }
     hold.spooled = true;
     this.#arm(hold, hold.expiresAt - Date.now());
@@ -150,7 +162,11 @@ export class FailOpenGrants {
     } catch (err) {
       // Still held; if its TTL ran out meanwhile, the lapse takes over.
       if (hold.expiresAt <= Date.now()) this.#lapse(hold);
-      throw new LockauditError('LOCKAUDIT_ERR_SPOOL_WRITE', `${key}: the release of the unprotected grant could not be spooled, so it is still held until released again or its TTL runs out (${(err as Error).message})`, { cause: err });
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_SPOOL_WRITE',
+        `${key}: the release of the unprotected grant could not be spooled, so it is still held until released again or its TTL runs out (${(err as Error).message})`,
+        { cause: err },
+      );
     }
     return hold;
   }
@@ -175,7 +191,8 @@ export class FailOpenGrants {
       }
       const results = await Promise.allSettled([...due].map((hold) => hold.ending ?? this.#end(hold, 'expiry', hold.expiresAt)));
       const failed = results.filter((r) => r.status === 'rejected').length;
-      if (failed > 0) this.#log?.error({ holds: failed }, 'unprotected holds lapsed but their end could not be spooled before close; the audit shows them as still held');
+      if (failed > 0)
+        this.#log?.error({ holds: failed }, 'unprotected holds lapsed but their end could not be spooled before close; the audit shows them as still held');
       await this.#spool.close();
     })();
     return this.#closed;
@@ -184,10 +201,13 @@ export class FailOpenGrants {
   #arm(hold: HoldState, delayMs: number): void {
     if (this.#closed || hold.ended) return;
     clearTimeout(hold.timer);
-    hold.timer = setTimeout(() => {
-      hold.timer = undefined;
-      this.#lapse(hold);
-    }, Math.max(0, delayMs));
+    hold.timer = setTimeout(
+      () => {
+        hold.timer = undefined;
+        this.#lapse(hold);
+      },
+      Math.max(0, delayMs),
+    );
     hold.timer.unref();
   }
 
@@ -196,14 +216,27 @@ export class FailOpenGrants {
     if (!hold.spooled || hold.ended || hold.ending || this.#closed) return;
     this.#lapsing.add(hold);
     this.#end(hold, 'expiry', hold.expiresAt).catch((err: Error) => {
-      this.#log?.error({ key: hold.grant.key, grantId: hold.grant.id, err: err.message }, `the lapse of an unprotected hold could not be spooled; retrying in ${LAPSE_RETRY_MS} ms`);
+      this.#log?.error(
+        { key: hold.grant.key, grantId: hold.grant.id, err: err.message },
+        `the lapse of an unprotected hold could not be spooled; retrying in ${LAPSE_RETRY_MS} ms`,
+      );
       this.#arm(hold, LAPSE_RETRY_MS);
     });
   }
 
   /** Appends the one end record of a hold; once it is on disk the hold is gone. Callers check `ending` and `ended` first. */
   async #end(hold: HoldState, how: SpoolEndHow, at: number): Promise<void> {
-    const record: SpoolEndRecord = { v: 1, kind: 'end', id: randomUUID(), grantId: hold.grant.id, cluster: this.#cluster, key: hold.grant.key, how, at, grant: hold.grant };
+    const record: SpoolEndRecord = {
+      v: 1,
+      kind: 'end',
+      id: randomUUID(),
+      grantId: hold.grant.id,
+      cluster: this.#cluster,
+      key: hold.grant.key,
+      how,
+      at,
+      grant: hold.grant,
+    };
     const appended = this.#spool.append(record);
     hold.ending = appended;
     try {

@@ -55,7 +55,22 @@ const forceRequests = (parts: LockParts): TwoPersonRequests<typeof ForceRequestS
 
 /** What a force-release request's proof binds, in order (its id first). */
 export function forceRequestFields(r: ForceRequest): readonly unknown[] {
-  return [r.id, r.key, r.reason, r.revokeSession, r.requester, r.requestedAt, r.holdCreateRevision, r.holdModRevision, r.holder, r.session, r.epoch, r.at, r.class, r.enforcement];
+  return [
+    r.id,
+    r.key,
+    r.reason,
+    r.revokeSession,
+    r.requester,
+    r.requestedAt,
+    r.holdCreateRevision,
+    r.holdModRevision,
+    r.holder,
+    r.session,
+    r.epoch,
+    r.at,
+    r.class,
+    r.enforcement,
+  ];
 }
 
 export interface ForceRequested {
@@ -97,7 +112,7 @@ function warningFor(enforcement: LockClass['enforcement'], revokeSession: boolea
   const base =
     enforcement === 'advisory'
       ? 'advisory class: the resource does not check fencing tokens, so the current holder may keep writing after the force-release and two writers may act at once'
-      : 'fenced class: the resource rejects the current holder\'s token once a newer grant writes, so a force-release cannot let two writers in';
+      : "fenced class: the resource rejects the current holder's token once a newer grant writes, so a force-release cannot let two writers in";
   return revokeSession ? `${base}; the holder's whole session (every hold it has) will be revoked` : base;
 }
 
@@ -121,7 +136,11 @@ function pendingView(p: PendingRequest<ForceRequest>): ForcePending {
   };
 }
 
-export async function requestForceRelease(parts: LockParts, identity: string, input: { key: string; reason: string; revokeSession: boolean }): Promise<ForceRequested> {
+export async function requestForceRelease(
+  parts: LockParts,
+  identity: string,
+  input: { key: string; reason: string; revokeSession: boolean },
+): Promise<ForceRequested> {
   const { kv } = await parts.etcd.get(parts.keys.hold(input.key));
   const hold = kv ? decodeValue(HoldValueSchema, kv.value) : undefined;
   if (!kv || !hold) throw new LockauditError('LOCKAUDIT_ERR_LOCK_NOT_HELD', `${input.key}: nobody holds it, there is nothing to force-release`);
@@ -216,7 +235,10 @@ export async function approveForceRelease(parts: LockParts, identity: string, id
     // A stale request cannot become valid again: remove it.
     await parts.etcd.txn([cmp.mod(requestKey, kv.modRevision)], [op.del(requestKey)]).catch(() => undefined);
     await requests.retire(pending);
-    throw new LockauditError('LOCKAUDIT_ERR_FORCE_STALE', `force-release ${id}: ${request.key} changed since the request (released, expired or granted again); request again if it is still needed`);
+    throw new LockauditError(
+      'LOCKAUDIT_ERR_FORCE_STALE',
+      `force-release ${id}: ${request.key} changed since the request (released, expired or granted again); request again if it is still needed`,
+    );
   }
   await requests.retire(pending);
   await requests.approved(pending, identity, String(res.header.revision));
@@ -228,6 +250,26 @@ export async function approveForceRelease(parts: LockParts, identity: string, id
     // log reads them as closed by this approval, not as lease expiries (a bare revoke leaves no marker).
     revokedSession = (await parts.sessions.end(request.session, identity)) !== undefined;
   }
-  parts.logger.info({ id, key: request.key, class: request.class, enforcement: request.enforcement, requester: request.requester, approver: identity, revokedSession, requestHash: pending.requestHash }, 'force-release approved');
-  return { id, status: 'approved', key: request.key, enforcement: request.enforcement, revision: String(res.header.revision), revokedSession, requestHash: pending.requestHash };
+  parts.logger.info(
+    {
+      id,
+      key: request.key,
+      class: request.class,
+      enforcement: request.enforcement,
+      requester: request.requester,
+      approver: identity,
+      revokedSession,
+      requestHash: pending.requestHash,
+    },
+    'force-release approved',
+  );
+  return {
+    id,
+    status: 'approved',
+    key: request.key,
+    enforcement: request.enforcement,
+    revision: String(res.header.revision),
+    revokedSession,
+    requestHash: pending.requestHash,
+  };
 }

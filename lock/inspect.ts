@@ -33,7 +33,16 @@ export async function inspect(parts: LockParts, identity: string, key: string): 
   const memory = parts.failOpen.holding(key);
   if (parts.etcd.quorum.lost && memory) {
     const mine = memory.holder === identity;
-    return { key, held: true, holder: memory.holder, class: memory.class, since: new Date(memory.at).toISOString(), unprotected: true, origin: 'api', ...(mine ? { session: memory.session, token: '0' } : {}) };
+    return {
+      key,
+      held: true,
+      holder: memory.holder,
+      class: memory.class,
+      since: new Date(memory.at).toISOString(),
+      unprotected: true,
+      origin: 'api',
+      ...(mine ? { session: memory.session, token: '0' } : {}),
+    };
   }
   const holdKey = parts.keys.hold(key);
   const { kv } = await parts.etcd.get(holdKey, { serializable: parts.etcd.quorum.lost });

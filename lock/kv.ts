@@ -50,20 +50,44 @@ export const cmp = {
   exists: (key: string): ICompare => ({ key: buf(key), target: CompareTarget.Create, result: CompareResult.Greater, create_revision: 0 }),
   mod: (key: string, revision: string): ICompare => ({ key: buf(key), target: CompareTarget.Mod, result: CompareResult.Equal, mod_revision: revision }),
   /** The key's mod revision is at least `revision` (an absent key's is 0). */
-  modAtLeast: (key: string, revision: bigint): ICompare => ({ key: buf(key), target: CompareTarget.Mod, result: CompareResult.Greater, mod_revision: String(revision - 1n) }),
-  created: (key: string, revision: string): ICompare => ({ key: buf(key), target: CompareTarget.Create, result: CompareResult.Equal, create_revision: revision }),
+  modAtLeast: (key: string, revision: bigint): ICompare => ({
+    key: buf(key),
+    target: CompareTarget.Mod,
+    result: CompareResult.Greater,
+    mod_revision: String(revision - 1n),
+  }),
+  created: (key: string, revision: string): ICompare => ({
+    key: buf(key),
+    target: CompareTarget.Create,
+    result: CompareResult.Equal,
+    create_revision: revision,
+  }),
   lease: (key: string, leaseId: string): ICompare => ({ key: buf(key), target: CompareTarget.Lease, result: CompareResult.Equal, lease: leaseId }),
   /** True when no key under the prefix exists (etcd compares an empty range as one absent key). */
-  noneUnder: (prefix: string): ICompare => ({ key: buf(prefix), range_end: prefixEnd(prefix), target: CompareTarget.Create, result: CompareResult.Equal, create_revision: 0 }),
+  noneUnder: (prefix: string): ICompare => ({
+    key: buf(prefix),
+    range_end: prefixEnd(prefix),
+    target: CompareTarget.Create,
+    result: CompareResult.Equal,
+    create_revision: 0,
+  }),
 };
 
 export const op = {
-  put: (key: string, value: unknown, lease?: string): IRequestOp => ({ request_put: { key: buf(key), value: buf(JSON.stringify(value)), ...(lease ? { lease } : {}) } }),
+  put: (key: string, value: unknown, lease?: string): IRequestOp => ({
+    request_put: { key: buf(key), value: buf(JSON.stringify(value)), ...(lease ? { lease } : {}) },
+  }),
   del: (key: string): IRequestOp => ({ request_delete_range: { key: buf(key) } }),
   delPrefix: (prefix: string): IRequestOp => ({ request_delete_range: { key: buf(prefix), range_end: prefixEnd(prefix) } }),
   get: (key: string): IRequestOp => ({ request_range: { key: buf(key) } }),
   getPrefix: (prefix: string, options: { countOnly?: boolean } = {}): IRequestOp => ({
-    request_range: { key: buf(prefix), range_end: prefixEnd(prefix), sort_order: SortOrder.Ascend, sort_target: SortTarget.Create, ...(options.countOnly ? { count_only: true } : {}) },
+    request_range: {
+      key: buf(prefix),
+      range_end: prefixEnd(prefix),
+      sort_order: SortOrder.Ascend,
+      sort_target: SortTarget.Create,
+      ...(options.countOnly ? { count_only: true } : {}),
+    },
   }),
 };
 

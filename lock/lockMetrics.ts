@@ -3,17 +3,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { LockClass } from '../core/keyspace.js';
 
-export const REFUSAL_REASONS = [
-  'timeout',
-  'sealed',
-  'quorum-lost',
-  'session',
-  'class',
-  'already-held',
-  'leak',
-  'spool',
-  'abandoned',
-] as const;
+export const REFUSAL_REASONS = ['timeout', 'sealed', 'quorum-lost', 'session', 'class', 'already-held', 'leak', 'spool', 'abandoned'] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 
 type Labels = { namespace: string; class: string };
@@ -39,14 +29,89 @@ export class LockMetrics {
 
   constructor(registry: Registry) {
     const registers = [registry];
-    this.grants = metric(registry, 'lockaudit_lock_grants_total', () => new Counter({ name: 'lockaudit_lock_grants_total', help: 'Locks granted through etcd (fenced by a token).', labelNames: ['namespace', 'class'], registers }));
-    this.unprotected = metric(registry, 'lockaudit_lock_unprotected_grants_total', () => new Counter({ name: 'lockaudit_lock_unprotected_grants_total', help: 'Locks granted without quorum from memory (token 0, spooled).', labelNames: ['namespace', 'class'], registers }));
-    this.wait = metric(registry, 'lockaudit_lock_wait_seconds', () => new Histogram({ name: 'lockaudit_lock_wait_seconds', help: 'Time from acquire request to grant.', labelNames: ['namespace', 'class'], buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers }));
-    this.hold = metric(registry, 'lockaudit_lock_hold_seconds', () => new Histogram({ name: 'lockaudit_lock_hold_seconds', help: 'Time from grant to release or force-release.', labelNames: ['namespace', 'class'], buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 300, 1800], registers }));
-    this.refusals = metric(registry, 'lockaudit_lock_refusals_total', () => new Counter({ name: 'lockaudit_lock_refusals_total', help: 'Acquires not granted, by reason.', labelNames: ['namespace', 'class', 'reason'], registers }));
-    this.fencedOut = metric(registry, 'lockaudit_lock_fenced_out_total', () => new Counter({ name: 'lockaudit_lock_fenced_out_total', help: 'Releases presenting a token that no longer holds the key: the holder was fenced out.', labelNames: ['namespace', 'class'], registers }));
-    this.sealed = metric(registry, 'lockaudit_lock_sealed', () => new Gauge({ name: 'lockaudit_lock_sealed', help: '1 while grants are sealed (a restore into another cluster, or etcd rewound below what was granted).', registers }));
-    this.quorumLost = metric(registry, 'lockaudit_lock_quorum_lost', () => new Gauge({ name: 'lockaudit_lock_quorum_lost', help: '1 while etcd has no reachable quorum.', registers }));
+    this.grants = metric(
+      registry,
+      'lockaudit_lock_grants_total',
+      () =>
+        new Counter({
+          name: 'lockaudit_lock_grants_total',
+          help: 'Locks granted through etcd (fenced by a token).',
+          labelNames: ['namespace', 'class'],
+          registers,
+        }),
+    );
+    this.unprotected = metric(
+      registry,
+      'lockaudit_lock_unprotected_grants_total',
+      () =>
+        new Counter({
+          name: 'lockaudit_lock_unprotected_grants_total',
+          help: 'Locks granted without quorum from memory (token 0, spooled).',
+          labelNames: ['namespace', 'class'],
+          registers,
+        }),
+    );
+    this.wait = metric(
+      registry,
+      'lockaudit_lock_wait_seconds',
+      () =>
+        new Histogram({
+          name: 'lockaudit_lock_wait_seconds',
+          help: 'Time from acquire request to grant.',
+          labelNames: ['namespace', 'class'],
+          buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+          registers,
+        }),
+    );
+    this.hold = metric(
+      registry,
+      'lockaudit_lock_hold_seconds',
+      () =>
+        new Histogram({
+          name: 'lockaudit_lock_hold_seconds',
+          help: 'Time from grant to release or force-release.',
+          labelNames: ['namespace', 'class'],
+          buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 300, 1800],
+          registers,
+        }),
+    );
+    this.refusals = metric(
+      registry,
+      'lockaudit_lock_refusals_total',
+      () =>
+        new Counter({
+          name: 'lockaudit_lock_refusals_total',
+          help: 'Acquires not granted, by reason.',
+          labelNames: ['namespace', 'class', 'reason'],
+          registers,
+        }),
+    );
+    this.fencedOut = metric(
+      registry,
+      'lockaudit_lock_fenced_out_total',
+      () =>
+        new Counter({
+          name: 'lockaudit_lock_fenced_out_total',
+          help: 'Releases presenting a token that no longer holds the key: the holder was fenced out.',
+          labelNames: ['namespace', 'class'],
+          registers,
+        }),
+    );
+    this.sealed = metric(
+      registry,
+      'lockaudit_lock_sealed',
+      () =>
+        new Gauge({
+          name: 'lockaudit_lock_sealed',
+          help: '1 while grants are sealed (a restore into another cluster, or etcd rewound below what was granted).',
+          registers,
+        }),
+    );
+    this.quorumLost = metric(
+      registry,
+      'lockaudit_lock_quorum_lost',
+      () => new Gauge({ name: 'lockaudit_lock_quorum_lost', help: '1 while etcd has no reachable quorum.', registers }),
+    );
   }
 
   granted(c: LockClass, waitMs: number, unprotected: boolean): void {

@@ -23,7 +23,10 @@ export interface Released {
 }
 
 function notHolder(key: string): LockauditError {
-  return new LockauditError('LOCKAUDIT_ERR_LOCK_NOT_HOLDER', `${key}: this session and token do not hold it (it was released, expired or force-released, or the token is from an earlier grant)`);
+  return new LockauditError(
+    'LOCKAUDIT_ERR_LOCK_NOT_HOLDER',
+    `${key}: this session and token do not hold it (it was released, expired or force-released, or the token is from an earlier grant)`,
+  );
 }
 
 export async function release(parts: LockParts, input: ReleaseInput): Promise<Released> {

@@ -129,7 +129,11 @@ export class LockService {
       options.originSecret,
       (sealed) => {
         metrics.sealed.set(sealed ? 1 : 0);
-        if (sealed) logger.error({ clusterId: epoch.clusterId, recorded: epoch.record?.clusterId, reason: epoch.sealReason() }, 'etcd was restored or rewound: grants sealed until an epoch advance');
+        if (sealed)
+          logger.error(
+            { clusterId: epoch.clusterId, recorded: epoch.record?.clusterId, reason: epoch.sealReason() },
+            'etcd was restored or rewound: grants sealed until an epoch advance',
+          );
       },
       highWater,
       // The tailer captures the production keyspace only: a test root has no captured grants of its own.
@@ -188,7 +192,9 @@ export class LockService {
       });
     if (this.#highWaterRefreshMs > 0) {
       this.#refreshTimer = setInterval(() => {
-        this.parts.epoch.refreshShared().catch((err: unknown) => this.parts.logger.warn({ err: (err as Error).message }, 'shared high-water not read; the last one read stays in force'));
+        this.parts.epoch
+          .refreshShared()
+          .catch((err: unknown) => this.parts.logger.warn({ err: (err as Error).message }, 'shared high-water not read; the last one read stays in force'));
       }, this.#highWaterRefreshMs);
       this.#refreshTimer.unref();
     }

@@ -95,7 +95,10 @@ export class TwoPersonRequests<S extends Type.TObject> {
     const written = created.succeeded ? await this.#parts.etcd.txn([cmp.mod(key, at.createRevision)], [op.put(key, stored, lease)]) : undefined;
     if (!written?.succeeded) {
       await this.#parts.etcd.leaseRevoke(lease).catch(() => undefined);
-      throw new LockauditError('LOCKAUDIT_ERR_REQUEST_UNPROVEN', `${this.#spec.noun} request ${(value as Stored).id}: its key was written by someone else while the API wrote it; request again`);
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_REQUEST_UNPROVEN',
+        `${this.#spec.noun} request ${(value as Stored).id}: its key was written by someone else while the API wrote it; request again`,
+      );
     }
     const hash = requestHash(this.#spec.kind, fields, at);
     const v = value as Stored;
@@ -113,12 +116,18 @@ export class TwoPersonRequests<S extends Type.TObject> {
     // One read: etcd counts every key under the prefix whatever the limit, and below the limit returns them all.
     const { count, kvs } = await this.#parts.etcd.getPrefix(this.#prefix(), value.key === undefined ? { countOnly: true } : { limit: total });
     if (count >= total) {
-      throw new LockauditError('LOCKAUDIT_ERR_LIMIT_REQUESTS', `${count} ${this.#spec.noun} requests are pending, the most LOCKAUDIT_MAX_PENDING_REQUESTS (${total}) allows; approve, reject or let some expire first`);
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_LIMIT_REQUESTS',
+        `${count} ${this.#spec.noun} requests are pending, the most LOCKAUDIT_MAX_PENDING_REQUESTS (${total}) allows; approve, reject or let some expire first`,
+      );
     }
     if (value.key === undefined) return;
     const forKey = kvs.filter((kv) => (decodeValue(this.#spec.schema, kv.value) as Stored | undefined)?.key === value.key).length;
     if (forKey >= perKey) {
-      throw new LockauditError('LOCKAUDIT_ERR_LIMIT_REQUESTS', `${value.key}: ${forKey} ${this.#spec.noun} requests for this lock are pending, the most LOCKAUDIT_MAX_PENDING_REQUESTS_PER_KEY (${perKey}) allows; approve or reject one first`);
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_LIMIT_REQUESTS',
+        `${value.key}: ${forKey} ${this.#spec.noun} requests for this lock are pending, the most LOCKAUDIT_MAX_PENDING_REQUESTS_PER_KEY (${perKey}) allows; approve or reject one first`,
+      );
     }
   }
 
@@ -129,7 +138,16 @@ export class TwoPersonRequests<S extends Type.TObject> {
     const fields = this.#spec.fields(value);
     const at = { lease: kv.lease, createRevision: kv.createRevision };
     const proven = stored.id === id && hasValidRequestProof(this.#parts.originSecret, this.#spec.kind, fields, at, stored.mac);
-    return { id, value, requestHash: requestHash(this.#spec.kind, fields, at), proven, requester: stored.requester, requestedAt: stored.requestedAt, lease: kv.lease, kv };
+    return {
+      id,
+      value,
+      requestHash: requestHash(this.#spec.kind, fields, at),
+      proven,
+      requester: stored.requester,
+      requestedAt: stored.requestedAt,
+      lease: kv.lease,
+      kv,
+    };
   }
 
   /** The request with this id, judged; undefined when there is none. A value that is no request at all reads unproven. */
@@ -144,7 +162,8 @@ export class TwoPersonRequests<S extends Type.TObject> {
     const found = await this.read(id);
     const noun = this.#spec.noun;
     if (!found) throw new LockauditError(this.#spec.notFound, `${noun} ${id}: no pending request with this id`);
-    if ('unreadable' in found) throw new LockauditError('LOCKAUDIT_ERR_REQUEST_UNPROVEN', `${noun} ${id}: the value under its key is not a ${noun} request (written around the API)`);
+    if ('unreadable' in found)
+      throw new LockauditError('LOCKAUDIT_ERR_REQUEST_UNPROVEN', `${noun} ${id}: the value under its key is not a ${noun} request (written around the API)`);
     return found;
   }
 
@@ -168,10 +187,20 @@ export class TwoPersonRequests<S extends Type.TObject> {
   async approvable(identity: string, id: string, seenHash: string): Promise<PendingRequest<Static<S>>> {
     const found = await this.read(id);
     const noun = this.#spec.noun;
-    if (!found) throw new LockauditError(this.#spec.notFound, `${noun} ${id}: no pending request with this id (approved, rejected, stale, expired after 1 h, or never made)`);
+    if (!found)
+      throw new LockauditError(
+        this.#spec.notFound,
+        `${noun} ${id}: no pending request with this id (approved, rejected, stale, expired after 1 h, or never made)`,
+      );
     if (!found.proven) {
       this.#refuse(found.kv, 'approve');
-      await this.#log('refused-unproven', { id, hash: 'requestHash' in found ? found.requestHash : '', actor: identity, value: 'value' in found ? (found.value as Stored) : undefined, revision: found.kv.modRevision });
+      await this.#log('refused-unproven', {
+        id,
+        hash: 'requestHash' in found ? found.requestHash : '',
+        actor: identity,
+        value: 'value' in found ? (found.value as Stored) : undefined,
+        revision: found.kv.modRevision,
+      });
       throw new LockauditError(
         'LOCKAUDIT_ERR_REQUEST_UNPROVEN',
         `${noun} ${id}: the pending request in etcd does not carry the lock API's proof for what it says (edited, or written around the API); it is refused and alarmed — request again through the API`,
@@ -180,7 +209,10 @@ export class TwoPersonRequests<S extends Type.TObject> {
     const seen = { id, hash: found.requestHash, actor: identity, value: found.value as Stored, revision: found.kv.modRevision };
     if (Date.now() - found.requestedAt > PENDING_REQUEST_TTL_SECONDS * 1000) {
       await this.#log('refused-expired', seen);
-      throw new LockauditError(this.#spec.notFound, `${noun} ${id}: the request expired (made ${new Date(found.requestedAt).toISOString()}, valid ${PENDING_REQUEST_TTL_SECONDS / 3600} h); request again`);
+      throw new LockauditError(
+        this.#spec.notFound,
+        `${noun} ${id}: the request expired (made ${new Date(found.requestedAt).toISOString()}, valid ${PENDING_REQUEST_TTL_SECONDS / 3600} h); request again`,
+      );
     }
     if (found.requester === identity) {
       await this.#log('refused-self', seen);
@@ -188,7 +220,10 @@ export class TwoPersonRequests<S extends Type.TObject> {
     }
     if (found.requestHash !== seenHash) {
       await this.#log('refused-changed', seen);
-      throw new LockauditError('LOCKAUDIT_ERR_REQUEST_CHANGED', `${noun} ${id}: requestHash is not the hash of this request (${found.requestHash}); read it again (GET) and approve what it says now`);
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_REQUEST_CHANGED',
+        `${noun} ${id}: requestHash is not the hash of this request (${found.requestHash}); read it again (GET) and approve what it says now`,
+      );
     }
     return found;
   }
@@ -206,8 +241,18 @@ export class TwoPersonRequests<S extends Type.TObject> {
     if (found.proven && found.kv.lease !== '0') await this.#parts.etcd.leaseRevoke(found.kv.lease).catch(() => undefined);
     if (!found.proven) this.#refuse(found.kv, status);
     const hash = 'requestHash' in found ? found.requestHash : undefined;
-    await this.#log(status, { id, hash: hash ?? '', actor: identity, value: 'value' in found ? (found.value as Stored) : undefined, revision: String(deleted.header.revision), reason });
-    this.#parts.logger.info({ kind: this.#spec.kind, id, status, by: identity, reason, proven: found.proven, ...(hash ? { requestHash: hash } : {}) }, `${this.#spec.noun} request ${status}`);
+    await this.#log(status, {
+      id,
+      hash: hash ?? '',
+      actor: identity,
+      value: 'value' in found ? (found.value as Stored) : undefined,
+      revision: String(deleted.header.revision),
+      reason,
+    });
+    this.#parts.logger.info(
+      { kind: this.#spec.kind, id, status, by: identity, reason, proven: found.proven, ...(hash ? { requestHash: hash } : {}) },
+      `${this.#spec.noun} request ${status}`,
+    );
     return { id, status, ...(hash ? { requestHash: hash } : {}), proven: found.proven };
   }
 
@@ -221,7 +266,10 @@ export class TwoPersonRequests<S extends Type.TObject> {
     return this.#log('approved', { id: request.id, hash: request.requestHash, actor: approver, value: request.value as Stored, revision });
   }
 
-  #log(action: TwoPersonAct['action'], act: { id: string; hash: string; actor: string; value: Stored | undefined; revision: string; reason?: string }): Promise<void> {
+  #log(
+    action: TwoPersonAct['action'],
+    act: { id: string; hash: string; actor: string; value: Stored | undefined; revision: string; reason?: string },
+  ): Promise<void> {
     return (
       this.#parts.twoPersonLog?.record({
         kind: this.#spec.noun === 'force-release' ? 'force-release' : 'epoch-advance',
@@ -238,7 +286,15 @@ export class TwoPersonRequests<S extends Type.TObject> {
   }
 
   #refuse(kv: Kv, action: string): void {
-    this.#parts.logger.error({ kind: this.#spec.kind, key: kv.key, modRevision: kv.modRevision, action }, `${this.#spec.noun} request without the lock API's proof: edited or written around the API`);
-    this.#parts.alarms?.foreignWrite({ what: `${this.#spec.noun} request (edited, or written around the API)`, key: kv.key, revision: kv.modRevision, where: 'the API log' });
+    this.#parts.logger.error(
+      { kind: this.#spec.kind, key: kv.key, modRevision: kv.modRevision, action },
+      `${this.#spec.noun} request without the lock API's proof: edited or written around the API`,
+    );
+    this.#parts.alarms?.foreignWrite({
+      what: `${this.#spec.noun} request (edited, or written around the API)`,
+      key: kv.key,
+      revision: kv.modRevision,
+      where: 'the API log',
+    });
   }
 }

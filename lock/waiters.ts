@@ -129,7 +129,10 @@ export class Waiters {
   enter(key: string, mode: WaitMode = 'fifo'): Ticket {
     let queue = this.#queues.get(key);
     if ((queue?.size ?? 0) >= this.#limits.perKey) {
-      throw new LockauditError('LOCKAUDIT_ERR_LIMIT_WAITERS', `${key}: ${this.#limits.perKey} acquires already wait for this lock (LOCKAUDIT_MAX_WAITERS_PER_KEY); retry later`);
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_LIMIT_WAITERS',
+        `${key}: ${this.#limits.perKey} acquires already wait for this lock (LOCKAUDIT_MAX_WAITERS_PER_KEY); retry later`,
+      );
     }
     if (this.#total >= this.#limits.total) {
       throw new LockauditError('LOCKAUDIT_ERR_LIMIT_WAITERS', `${this.#total} acquires already wait in this API process (LOCKAUDIT_MAX_WAITERS); retry later`);

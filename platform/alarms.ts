@@ -34,7 +34,8 @@ export const alarmCatalog = {
   },
   LOCKAUDIT_ALARM_TAILER_NEW_HISTORY: {
     instance: 'tailer-new-history:{cluster}',
-    message: 'etcd of {cluster} shares nothing with the captured history ({why}): captured revisions 1..{to} belong to the ended timeline; capture follows the new cluster as timeline {generation}',
+    message:
+      'etcd of {cluster} shares nothing with the captured history ({why}): captured revisions 1..{to} belong to the ended timeline; capture follows the new cluster as timeline {generation}',
     action:
       'No key etcd holds matches what was captured: it was rebuilt empty under the same name, or the endpoints now reach another cluster. Nothing captured is rolled back or deleted; its open grants are closed as unknown. If the endpoints are wrong, stop the tailer and fix the configuration; held until the process restarts.',
   },
@@ -54,25 +55,27 @@ export const alarmCatalog = {
     instance: 'digest-behind:{cluster}',
     message: '{behind} sealed period(s) of {cluster} have no signed digest (digested through {digestedThrough}); last run: {lastRun}',
     action:
-      'The digest worker (worker role) is not sealing periods: check its log (lockaudit_digest_* metrics), MinIO and the archive bucket\'s object lock, and the signing key. Nothing is skipped: the next run digests every period from the last digest on. Cleared once at most alarmAfterPeriods sealed periods wait.',
+      "The digest worker (worker role) is not sealing periods: check its log (lockaudit_digest_* metrics), MinIO and the archive bucket's object lock, and the signing key. Nothing is skipped: the next run digests every period from the last digest on. Cleared once at most alarmAfterPeriods sealed periods wait.",
   },
   LOCKAUDIT_ALARM_DIGEST_CHANGED: {
     instance: 'digest-changed:{cluster}',
     message: '{count} sealed period(s) of {cluster} changed after sealing in a way the record does not explain, the first {period}: {problem}; not re-signed',
     action:
-      'Someone changed the audit store\'s events (or gaps) of a period that already has a signed digest, and no proven restore or late spool explains it: lockaudit verify fails the period. Run it for the cluster, find who wrote the store (its query log), and restore the rows from the Parquet history or a backup; the digest stays as signed. Cleared when the period reads as signed again, or at restart.',
+      "Someone changed the audit store's events (or gaps) of a period that already has a signed digest, and no proven restore or late spool explains it: lockaudit verify fails the period. Run it for the cluster, find who wrote the store (its query log), and restore the rows from the Parquet history or a backup; the digest stays as signed. Cleared when the period reads as signed again, or at restart.",
   },
   LOCKAUDIT_ALARM_CLOCK_AHEAD: {
     instance: 'clock-ahead:{cluster}',
-    message: '{count} captured /sys/clock write(s) of {cluster} are dated ahead of the digest worker\'s clock, the newest {aheadSeconds} s ahead (revision {revision}; tolerance {toleranceSeconds} s); they seal no period',
+    message:
+      "{count} captured /sys/clock write(s) of {cluster} are dated ahead of the digest worker's clock, the newest {aheadSeconds} s ahead (revision {revision}; tolerance {toleranceSeconds} s); they seal no period",
     action:
-      'A tailer host\'s clock jumped ahead, or someone wrote a clock row into the audit store. Sealed digests never cover a period that has not ended by the worker\'s own clock, so nothing is signed early; the row is no boundary until real time reaches it. Check the clocks (NTP) of the tailer and worker hosts; if no host was wrong, find who wrote the store (its query log). Cleared once no captured clock write is ahead.',
+      "A tailer host's clock jumped ahead, or someone wrote a clock row into the audit store. Sealed digests never cover a period that has not ended by the worker's own clock, so nothing is signed early; the row is no boundary until real time reaches it. Check the clocks (NTP) of the tailer and worker hosts; if no host was wrong, find who wrote the store (its query log). Cleared once no captured clock write is ahead.",
   },
   LOCKAUDIT_ALARM_DIGEST_CHAIN_INVALID: {
     instance: 'digest-chain-invalid:{cluster}',
-    message: 'the digest chain of {cluster} in the archive bucket holds {count} object(s) that are not valid digests of this deployment (first: {problem}); sealing of {cluster} is stopped',
+    message:
+      'the digest chain of {cluster} in the archive bucket holds {count} object(s) that are not valid digests of this deployment (first: {problem}); sealing of {cluster} is stopped',
     action:
-      'Someone with write access to the archive bucket added or replaced a digest object (unsigned, signed by another key, altered, or not linking to the one before), or the signing key changed. The worker will not build on it. Run lockaudit verify for the cluster, find who wrote the object (bucket access logs), and restore the bucket\'s integrity; the worker resumes on its next run once every object checks. Cleared then.',
+      "Someone with write access to the archive bucket added or replaced a digest object (unsigned, signed by another key, altered, or not linking to the one before), or the signing key changed. The worker will not build on it. Run lockaudit verify for the cluster, find who wrote the object (bucket access logs), and restore the bucket's integrity; the worker resumes on its next run once every object checks. Cleared then.",
   },
   LOCKAUDIT_ALARM_DIGEST_HISTORY_MISMATCH: {
     instance: 'digest-history-mismatch:{cluster}',
@@ -82,27 +85,30 @@ export const alarmCatalog = {
   },
   LOCKAUDIT_ALARM_HISTORY_UNSIGNED: {
     instance: 'history-unsigned:{cluster}',
-    message: 'the history manifest {object} of {cluster} does not stand for the file under it ({problem}); the day is written again and no digest names what it describes',
+    message:
+      'the history manifest {object} of {cluster} does not stand for the file under it ({problem}); the day is written again and no digest names what it describes',
     action:
-      'Every history manifest the worker writes carries the digest key\'s signature over the file\'s sha256. This one does not, or the file under it was swapped: it was placed or edited in the history bucket by whoever holds its credentials (bucket access logs say who). Nothing needs undoing: the nightly job writes the day again over it and signs its manifest, and the digest worker never names a file on an unsigned manifest\'s word. If it came from before manifests were signed, `lockaudit export history` for that day replaces it. Held until the process restarts.',
+      "Every history manifest the worker writes carries the digest key's signature over the file's sha256. This one does not, or the file under it was swapped: it was placed or edited in the history bucket by whoever holds its credentials (bucket access logs say who). Nothing needs undoing: the nightly job writes the day again over it and signs its manifest, and the digest worker never names a file on an unsigned manifest's word. If it came from before manifests were signed, `lockaudit export history` for that day replaces it. Held until the process restarts.",
   },
   LOCKAUDIT_ALARM_HIGHWATER_UNEXPLAINED: {
     instance: 'highwater-unexplained:{cluster}',
-    message: 'the highest captured grant token of {cluster} (epoch {epoch}) is explained by no grant carrying the lock API\'s proof; the lock API uses the highest proven one (epoch {usedEpoch}) instead',
+    message:
+      "the highest captured grant token of {cluster} (epoch {epoch}) is explained by no grant carrying the lock API's proof; the lock API uses the highest proven one (epoch {usedEpoch}) instead",
     action:
-      'Someone wrote the audit store\'s grant_high_water (or events) by hand: a token no proven grant explains is neither obeyed as a seal nor taken as the epoch to advance from. Find who wrote the store (its query log); the row stays until removed (ALTER TABLE grant_high_water DELETE WHERE …, with the platform stopped for an embedded store). Held until the process restarts.',
+      "Someone wrote the audit store's grant_high_water (or events) by hand: a token no proven grant explains is neither obeyed as a seal nor taken as the epoch to advance from. Find who wrote the store (its query log); the row stays until removed (ALTER TABLE grant_high_water DELETE WHERE …, with the platform stopped for an embedded store). Held until the process restarts.",
   },
   LOCKAUDIT_ALARM_RESUME_UNPROVEN: {
     instance: 'resume-unproven:{cluster}',
-    message: 'the checkpoint of {cluster} in effect (revision {claimed}, term {term}) carries no tailer proof; capture resumes from the highest proven position, revision {resume}',
+    message:
+      'the checkpoint of {cluster} in effect (revision {claimed}, term {term}) carries no tailer proof; capture resumes from the highest proven position, revision {resume}',
     action:
-      'Someone wrote the audit store\'s checkpoints by hand (or edited a row): a checkpoint without the tailer\'s proof is never resumed from, so the tailer captures again from its last proven position (rows it already holds are written again, nothing is skipped). Find who wrote the store (its query log) and remove the row (ALTER TABLE checkpoints DELETE WHERE proof = \'\' …, with the platform stopped for an embedded store). Held until the process restarts.',
+      "Someone wrote the audit store's checkpoints by hand (or edited a row): a checkpoint without the tailer's proof is never resumed from, so the tailer captures again from its last proven position (rows it already holds are written again, nothing is skipped). Find who wrote the store (its query log) and remove the row (ALTER TABLE checkpoints DELETE WHERE proof = '' …, with the platform stopped for an embedded store). Held until the process restarts.",
   },
   LOCKAUDIT_ALARM_FOREIGN_WRITE: {
     instance: 'foreign-write:{cluster}',
     message: 'a {what} not made by the lock API was written into {cluster} ({key} at revision {revision}); see {where}',
     action:
-      'Someone wrote around the lock API (etcdctl, a misbehaving client): a hold without the API\'s proof, a copy of a real hold put back (a replay), or a reason marker or force record without the API\'s proof (it explains nothing: the delete beside it reads `deleted`, and a forged force record is never archived). Find who from the value and the etcd audit trail, and remove the write path. A value under the hold prefix that is no hold at all (not even its shape) is no grant: it is quarantined (GET /v1/quarantine), and while it stands no acquire of that key succeeds and force-release finds nothing to release; remove it by hand (`etcdctl del <key>`: the delete is captured and quarantined too) once you know who wrote it. Held until the process restarts, and raised again at start while the write is still in etcd (a forged force record stays until `etcdctl del /sys/force/<id>`); grant history lists every such grant (origin=foreign), the event log every such marker and record, GET /v1/quarantine every unreadable value.',
+      "Someone wrote around the lock API (etcdctl, a misbehaving client): a hold without the API's proof, a copy of a real hold put back (a replay), or a reason marker or force record without the API's proof (it explains nothing: the delete beside it reads `deleted`, and a forged force record is never archived). Find who from the value and the etcd audit trail, and remove the write path. A value under the hold prefix that is no hold at all (not even its shape) is no grant: it is quarantined (GET /v1/quarantine), and while it stands no acquire of that key succeeds and force-release finds nothing to release; remove it by hand (`etcdctl del <key>`: the delete is captured and quarantined too) once you know who wrote it. Held until the process restarts, and raised again at start while the write is still in etcd (a forged force record stays until `etcdctl del /sys/force/<id>`); grant history lists every such grant (origin=foreign), the event log every such marker and record, GET /v1/quarantine every unreadable value.",
   },
 } as const satisfies Record<string, AlarmSpec>;
 

@@ -7,7 +7,13 @@ export async function settlesWithin(p: Promise<unknown>, ms: number): Promise<bo
     timer = setTimeout(() => resolve(false), ms);
     timer.unref();
   });
-  const settled = await Promise.race([p.then(() => true, () => true), deadline]);
+  const settled = await Promise.race([
+    p.then(
+      () => true,
+      () => true,
+    ),
+    deadline,
+  ]);
   clearTimeout(timer);
   return settled;
 }

@@ -76,70 +76,86 @@ function notAnswering(err: unknown): boolean {
 export async function checkEtcd(config: Config): Promise<CheckResult[]> {
   return Promise.all(
     config.etcd.clusters.map((cluster) =>
-      timed(`etcd:${cluster.name}`, localFix(config, config.etcd.local, `check that ${cluster.endpoints.join(', ')} is reachable and has a quorum`), async () => {
-        const client = createEtcdClient(cluster, { callTimeoutMs: 3_000 });
-        try {
-          // Outside the tailed prefixes (/l/, /q/, /sys/): the probe leaves no audit events.
-          const key = `/lockaudit-probe/${randomUUID()}`;
-          const res = await client.if(key, 'Create', '==', 0).then(client.put(key).value('probe')).commit();
-          await client.delete().key(key);
-          if (!res.succeeded) throw new Error('probe txn did not succeed');
-          const status = await client.maintenance.status();
-          return `txn ok at revision ${res.header.revision}, etcd ${status.version}, ${cluster.endpoints.length} endpoint(s)`;
-        } finally {
-          client.close();
-        }
-      }),
+      timed(
+        `etcd:${cluster.name}`,
+        localFix(config, config.etcd.local, `check that ${cluster.endpoints.join(', ')} is reachable and has a quorum`),
+        async () => {
+          const client = createEtcdClient(cluster, { callTimeoutMs: 3_000 });
+          try {
+            // Outside the tailed prefixes (/l/, /q/, /sys/): the probe leaves no audit events.
+            const key = `/lockaudit-probe/${randomUUID()}`;
+            const res = await client.if(key, 'Create', '==', 0).then(client.put(key).value('probe')).commit();
+            await client.delete().key(key);
+            if (!res.succeeded) throw new Error('probe txn did not succeed');
+            const status = await client.maintenance.status();
+            return `txn ok at revision ${res.header.revision}, etcd ${status.version}, ${cluster.endpoints.length} endpoint(s)`;
+          } finally {
+            client.close();
+          }
+        },
+      ),
     ),
   );
 }
 
 export function checkClickHouse(config: Config, store: AuditStore): Promise<CheckResult> {
   const remote = config.clickhouse.mode === 'server' ? `check ${config.clickhouse.url} and its credentials` : '';
-  return timed('clickhouse', config.clickhouse.mode === 'embedded' ? 'run lockaudit migrate; only one process may open the embedded data directory' : remote, async () => {
-    const probeId = randomUUID();
-    await withTimeout(store.insert('health_probe', [{ probe_id: probeId, source: 'check' }]), 10_000, 'insert');
-    const rows = await store.rows<{ n: string; v: string }>(
-      'SELECT count() AS n, version() AS v FROM {db:Identifier}.health_probe WHERE probe_id = {id:String}',
-      { id: probeId },
-    );
-    if (rows[0]?.n !== '1') throw new Error('the inserted probe row was not read back');
-    return `insert ok, ClickHouse ${rows[0].v} (${config.clickhouse.mode})`;
-  });
+  return timed(
+    'clickhouse',
+    config.clickhouse.mode === 'embedded' ? 'run lockaudit migrate; only one process may open the embedded data directory' : remote,
+    async () => {
+      const probeId = randomUUID();
+      await withTimeout(store.insert('health_probe', [{ probe_id: probeId, source: 'check' }]), 10_000, 'insert');
+      const rows = await store.rows<{ n: string; v: string }>(
+        'SELECT count() AS n, version() AS v FROM {db:Identifier}.health_probe WHERE probe_id = {id:String}',
+        { id: probeId },
+      );
+      if (rows[0]?.n !== '1') throw new Error('the inserted probe row was not read back');
+      return `insert ok, ClickHouse ${rows[0].v} (${config.clickhouse.mode})`;
+    },
+  );
 }
 
 export function checkS3(config: Config, options: { deep: boolean }): Promise<CheckResult> {
-  return timed('s3', localFix(config, config.s3.local, `check ${config.s3.endpoint}, its credentials (LOCKAUDIT_S3_ACCESS_KEY, LOCKAUDIT_S3_SECRET_KEY), and that ${config.s3.archiveBucket} has object lock (lockaudit migrate creates the buckets)`), async () => {
-    const s3 = createS3Client(config.s3);
-    const problem = await withTimeout(archiveLockProblem(s3, config.s3.archiveBucket), 10_000, 'object lock');
-    if (problem) throw new Error(problem);
-    if (!options.deep) return `${config.s3.archiveBucket}: object lock COMPLIANCE`;
-    // The probe object overrides the bucket's 7-year default with a short
-    // GOVERNANCE retention so doctor can delete it again (with bypass).
-    // minio-js's putObject turns unknown headers into user metadata, so the
-    // object-lock headers go through its signed raw request.
-    const name = `doctor/probe-${randomUUID()}`;
-    const body = Buffer.from('probe');
-    const res = await s3.makeRequestAsync(
-      {
-        method: 'PUT',
-        bucketName: config.s3.archiveBucket,
-        objectName: name,
-        headers: {
-          'content-md5': createHash('md5').update(body).digest('base64'),
-          'x-amz-object-lock-mode': 'GOVERNANCE',
-          'x-amz-object-lock-retain-until-date': new Date(Date.now() + 24 * 3600_000).toISOString(),
+  return timed(
+    's3',
+    localFix(
+      config,
+      config.s3.local,
+      `check ${config.s3.endpoint}, its credentials (LOCKAUDIT_S3_ACCESS_KEY, LOCKAUDIT_S3_SECRET_KEY), and that ${config.s3.archiveBucket} has object lock (lockaudit migrate creates the buckets)`,
+    ),
+    async () => {
+      const s3 = createS3Client(config.s3);
+      const problem = await withTimeout(archiveLockProblem(s3, config.s3.archiveBucket), 10_000, 'object lock');
+      if (problem) throw new Error(problem);
+      if (!options.deep) return `${config.s3.archiveBucket}: object lock COMPLIANCE`;
+      // The probe object overrides the bucket's 7-year default with a short
+      // GOVERNANCE retention so doctor can delete it again (with bypass).
+      // minio-js's putObject turns unknown headers into user metadata, so the
+      // object-lock headers go through its signed raw request.
+      const name = `doctor/probe-${randomUUID()}`;
+      const body = Buffer.from('probe');
+      const res = await s3.makeRequestAsync(
+        {
+          method: 'PUT',
+          bucketName: config.s3.archiveBucket,
+          objectName: name,
+          headers: {
+            'content-md5': createHash('md5').update(body).digest('base64'),
+            'x-amz-object-lock-mode': 'GOVERNANCE',
+            'x-amz-object-lock-retain-until-date': new Date(Date.now() + 24 * 3600_000).toISOString(),
+          },
         },
-      },
-      body,
-      [200],
-    );
-    res.resume();
-    const versionId = res.headers['x-amz-version-id'];
-    if (typeof versionId !== 'string') throw new Error('the put returned no version id: versioning (object lock) is off');
-    await s3.removeObject(config.s3.archiveBucket, name, { versionId, governanceBypass: true });
-    return `put into ${config.s3.archiveBucket} ok (object lock COMPLIANCE)`;
-  });
+        body,
+        [200],
+      );
+      res.resume();
+      const versionId = res.headers['x-amz-version-id'];
+      if (typeof versionId !== 'string') throw new Error('the put returned no version id: versioning (object lock) is off');
+      await s3.removeObject(config.s3.archiveBucket, name, { versionId, governanceBypass: true });
+      return `put into ${config.s3.archiveBucket} ok (object lock COMPLIANCE)`;
+    },
+  );
 }
 
 export interface CheckOptions {
@@ -231,5 +247,8 @@ export async function assertDependenciesAnswer(config: Config, needs: { etcd: bo
   const down = checks.flat().filter((c) => !c.ok && c.unreachable);
   if (down.length === 0) return;
   const fixes = [...new Set(down.map((c) => c.fix).filter((f): f is string => Boolean(f)))];
-  throw new LockauditError('LOCKAUDIT_ERR_DEPENDENCY_DOWN', `cannot start: ${down.map((c) => `${c.name} does not answer (${c.detail})`).join('; ')}. ${fixes.join('; ')}`);
+  throw new LockauditError(
+    'LOCKAUDIT_ERR_DEPENDENCY_DOWN',
+    `cannot start: ${down.map((c) => `${c.name} does not answer (${c.detail})`).join('; ')}. ${fixes.join('; ')}`,
+  );
 }

@@ -28,7 +28,13 @@ export function reportToSupervisor(role: string, metrics: Registry, health: Heal
   if (typeof process.send !== 'function') return () => undefined;
   const send = async (): Promise<void> => {
     if (!process.connected) return;
-    const status: RoleStatus = { type: 'lockaudit-role-status', role, pid: process.pid, metrics: (await metrics.getMetricsAsJSON()) as RoleStatus['metrics'], alarms: health.alarms() };
+    const status: RoleStatus = {
+      type: 'lockaudit-role-status',
+      role,
+      pid: process.pid,
+      metrics: (await metrics.getMetricsAsJSON()) as RoleStatus['metrics'],
+      alarms: health.alarms(),
+    };
     process.send?.(status, undefined, {}, () => undefined);
   };
   void send();
@@ -63,9 +69,19 @@ export class PeerMetrics {
 }
 
 function isPeerStatuses(message: unknown): message is PeerStatuses {
-  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === 'lockaudit-peer-statuses' && Array.isArray((message as { peers?: unknown }).peers);
+  return (
+    typeof message === 'object' &&
+    message !== null &&
+    (message as { type?: unknown }).type === 'lockaudit-peer-statuses' &&
+    Array.isArray((message as { peers?: unknown }).peers)
+  );
 }
 
 export function isRoleStatus(message: unknown): message is RoleStatus {
-  return typeof message === 'object' && message !== null && (message as { type?: unknown }).type === 'lockaudit-role-status' && typeof (message as { role?: unknown }).role === 'string';
+  return (
+    typeof message === 'object' &&
+    message !== null &&
+    (message as { type?: unknown }).type === 'lockaudit-role-status' &&
+    typeof (message as { role?: unknown }).role === 'string'
+  );
 }

@@ -32,7 +32,9 @@ export interface RoleHandle {
   close(): Promise<void>;
 }
 
-export async function openRuntime(options: { migrate?: boolean; buckets?: boolean; logEffectiveConfig?: boolean; logFormat?: LogFormat } = {}): Promise<Runtime> {
+export async function openRuntime(
+  options: { migrate?: boolean; buckets?: boolean; logEffectiveConfig?: boolean; logFormat?: LogFormat } = {},
+): Promise<Runtime> {
   const config = loadConfig();
   // JSON unless asked (lockaudit start: auto, pretty on a terminal).
   const pretty = resolveLogFormat(options.logFormat ?? 'json', process.stdout.isTTY === true) === 'pretty';
@@ -110,7 +112,8 @@ export async function runUntilSignal(runtime: Runtime, roles: RoleHandle[]): Pro
   runtime.logger.error({ closing: progress.closing, notClosed: progress.left, deadlineMs }, `${why}: ${stuck}`);
   // The store still closes, briefly bounded, so the engine writes what it holds before the CLI ends the process
   // (cli/main.ts: with SIGKILL — an engine left open crashed the ordinary exit).
-  if (!(await settlesWithin(runtime.store.close(), STORE_CLOSE_AT_DEADLINE_MS))) runtime.logger.error({ waitedMs: STORE_CLOSE_AT_DEADLINE_MS }, 'the audit store did not close in time either');
+  if (!(await settlesWithin(runtime.store.close(), STORE_CLOSE_AT_DEADLINE_MS)))
+    runtime.logger.error({ waitedMs: STORE_CLOSE_AT_DEADLINE_MS }, 'the audit store did not close in time either');
   throw new LockauditError('LOCKAUDIT_ERR_SHUTDOWN_TIMEOUT', `${why}; exiting anyway: ${stuck}`);
 }
 

@@ -52,7 +52,12 @@ function placeholders(name: string, where: string, text: string): Map<string, st
  * body disagree. `include` loads the files its `-- @include` lines name
  * (default: loadSql; `seen` guards against include cycles).
  */
-export function parseSql(name: string, text: string, include: (rel: string, seen: readonly string[]) => SqlFile = loadIncluded, seen: readonly string[] = []): SqlFile {
+export function parseSql(
+  name: string,
+  text: string,
+  include: (rel: string, seen: readonly string[]) => SqlFile = loadIncluded,
+  seen: readonly string[] = [],
+): SqlFile {
   const lines = text.split('\n');
   const header: string[] = [];
   for (const line of lines) {

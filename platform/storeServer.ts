@@ -46,7 +46,20 @@ export interface StoreServer {
 type Connection = ReturnType<typeof createChdbConnection>;
 
 /** URL parameters of @clickhouse/client that are no setting of the engine. */
-const CLIENT_PARAMS = new Set(['query', 'database', 'query_id', 'default_format', 'session_id', 'session_timeout', 'session_check', 'compress', 'decompress', 'role', 'user', 'password']);
+const CLIENT_PARAMS = new Set([
+  'query',
+  'database',
+  'query_id',
+  'default_format',
+  'session_id',
+  'session_timeout',
+  'session_check',
+  'compress',
+  'decompress',
+  'role',
+  'user',
+  'password',
+]);
 const INSERT = /^\s*(INSERT\s+INTO\s+[\s\S]+?)\s+FORMAT\s+([A-Za-z][A-Za-z0-9]*)\s*$/i;
 /** A login failure, as ClickHouse answers it (code 516, AUTHENTICATION_FAILED). */
 const AUTH_FAILED = 'Code: 516. DB::Exception: Authentication failed: password is incorrect, or there is no user with such name. (AUTHENTICATION_FAILED)';
@@ -68,7 +81,8 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://store');
     if (req.method === 'GET' && url.pathname === '/ping') return void res.writeHead(200, { 'content-type': 'text/plain; charset=UTF-8' }).end('Ok.\n');
-    if (!authorized(req, url, expected)) return void res.writeHead(403, { 'x-clickhouse-exception-code': '516', 'content-type': 'text/plain; charset=UTF-8' }).end(`${AUTH_FAILED}\n`);
+    if (!authorized(req, url, expected))
+      return void res.writeHead(403, { 'x-clickhouse-exception-code': '516', 'content-type': 'text/plain; charset=UTF-8' }).end(`${AUTH_FAILED}\n`);
     if (req.method !== 'POST' && req.method !== 'GET') return void res.writeHead(405).end();
     const body = await readBody(req);
     const abort = new AbortController();
@@ -93,11 +107,20 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
     if (isInsert) {
       // An insert: the statement in the URL, the data in the body — through a file, so binary formats stay bytes.
       const m = INSERT.exec(sql);
-      if (!m) throw Object.assign(new Error(`Code: 62. DB::Exception: the store takes data in the body only for INSERT INTO … FORMAT …. (SYNTAX_ERROR)`), { clickhouseCode: 62 });
+      if (!m)
+        throw Object.assign(new Error(`Code: 62. DB::Exception: the store takes data in the body only for INSERT INTO … FORMAT …. (SYNTAX_ERROR)`), {
+          clickhouseCode: 62,
+        });
       const file = path.join(spool, `${randomUUID()}.bin`);
       writeFileSync(file, body, { mode: 0o600 });
       try {
-        const r = await inserts.command({ query: `${m[1]} FROM INFILE '${file}' FORMAT ${m[2]}`, query_id: queryId, query_params, clickhouse_settings, abort_signal: abort.signal });
+        const r = await inserts.command({
+          query: `${m[1]} FROM INFILE '${file}' FORMAT ${m[2]}`,
+          query_id: queryId,
+          query_params,
+          clickhouse_settings,
+          abort_signal: abort.signal,
+        });
         res.writeHead(200, { ...headers, 'x-clickhouse-summary': JSON.stringify(r.summary ?? {}) }).end();
       } finally {
         rmSync(file, { force: true });
@@ -107,7 +130,9 @@ export async function startStoreServer(options: StoreServerOptions): Promise<Sto
     const r = await queries.exec({ query: sql, query_id: queryId, query_params, clickhouse_settings, abort_signal: abort.signal });
     const chunks: Buffer[] = [];
     for await (const c of r.stream) chunks.push(c as Buffer);
-    res.writeHead(200, { ...headers, 'x-clickhouse-summary': JSON.stringify(r.summary ?? {}), ...(format ? { 'x-clickhouse-format': format } : {}) }).end(Buffer.concat(chunks));
+    res
+      .writeHead(200, { ...headers, 'x-clickhouse-summary': JSON.stringify(r.summary ?? {}), ...(format ? { 'x-clickhouse-format': format } : {}) })
+      .end(Buffer.concat(chunks));
   }
 
   if ('socket' in options.listen) {
@@ -193,7 +218,10 @@ function paramValue(type: string | undefined, text: string): unknown {
 export function parseArrayText(text: string): unknown[] {
   let i = 0;
   const fail = (): never => {
-    throw Object.assign(new Error(`Cannot read array from text: ${JSON.stringify(text.slice(0, 80))}`), { clickhouseCode: 130, type: 'CANNOT_READ_ARRAY_FROM_TEXT' });
+    throw Object.assign(new Error(`Cannot read array from text: ${JSON.stringify(text.slice(0, 80))}`), {
+      clickhouseCode: 130,
+      type: 'CANNOT_READ_ARRAY_FROM_TEXT',
+    });
   };
   const skip = (): void => {
     while (text[i] === ' ') i += 1;

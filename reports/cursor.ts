@@ -23,7 +23,11 @@ export function cursorKey(secret: string | undefined): Uint8Array {
 
 /** A short digest of the filters a cursor belongs to (key order does not matter; undefined is null). */
 export function filterDigest(filters: Record<string, unknown>): string {
-  const canonical = JSON.stringify(Object.keys(filters).sort().map((k) => [k, filters[k] ?? null]));
+  const canonical = JSON.stringify(
+    Object.keys(filters)
+      .sort()
+      .map((k) => [k, filters[k] ?? null]),
+  );
   return createHash('sha256').update(canonical).digest('base64url').slice(0, 16);
 }
 

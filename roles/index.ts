@@ -27,7 +27,19 @@ import { exportMetrics } from '../exporters/exportMetrics.js';
 import { alertMetrics } from '../exporters/alerts/alertMetrics.js';
 
 /** The api role's routes around the lock engine it serves. */
-export const apiRoutes = (lock: LockService): RoutePlugin[] => [tailerRoutes, lockApi(lock), grantRoutes, tokenHashRoutes, quarantineRoutes, twoPersonLogRoutes, reportRoutes, stateRoutes, exportRoutes(), digestRoutes, uiRoutes];
+export const apiRoutes = (lock: LockService): RoutePlugin[] => [
+  tailerRoutes,
+  lockApi(lock),
+  grantRoutes,
+  tokenHashRoutes,
+  quarantineRoutes,
+  twoPersonLogRoutes,
+  reportRoutes,
+  stateRoutes,
+  exportRoutes(),
+  digestRoutes,
+  uiRoutes,
+];
 export const jobQueues: JobQueue[] = [riskRegisterJob, contentionSealJob, ...exportJobQueues];
 /** Loops the worker role runs beside its job workers. */
 export const workerServices = [forceArchiveService(), alertService(), digestService()];

@@ -26,7 +26,11 @@ export function lockCluster(config: Pick<Config, 'etcd'>): EtcdCluster {
   const clusters = config.etcd.clusters;
   const names = (list: readonly EtcdCluster[]): string => list.map((c) => c.name).join(', ');
   const marked = clusters.filter((c) => c.lockApi === true);
-  if (marked.length > 1) throw new LockauditError('LOCKAUDIT_ERR_CONFIG_INVALID', `${LOCK_CLUSTER_KEY}: set on ${marked.length} clusters (${names(marked)}); the lock API serves one`);
+  if (marked.length > 1)
+    throw new LockauditError(
+      'LOCKAUDIT_ERR_CONFIG_INVALID',
+      `${LOCK_CLUSTER_KEY}: set on ${marked.length} clusters (${names(marked)}); the lock API serves one`,
+    );
   const [chosen] = marked;
   if (chosen) return chosen;
   const [only, ...more] = clusters;
@@ -40,7 +44,9 @@ export function lockCluster(config: Pick<Config, 'etcd'>): EtcdCluster {
   return only;
 }
 
-export interface LockEngineOptions extends Partial<Omit<LockServiceOptions, 'logger' | 'metrics' | 'dataDir' | 'cluster' | 'originSecret' | 'health' | 'twoPersonLog'>> {
+export interface LockEngineOptions extends Partial<
+  Omit<LockServiceOptions, 'logger' | 'metrics' | 'dataDir' | 'cluster' | 'originSecret' | 'health' | 'twoPersonLog'>
+> {
   /** The cluster to serve (see lockCluster()). */
   cluster: EtcdCluster;
   /** How often this process ships its own fail-open spool, ms (default 5000); 0: not at all. */
@@ -72,7 +78,10 @@ export async function startLockEngine(runtime: Runtime, options: LockEngineOptio
     twoPersonLog: storeTwoPersonLog(store, cluster.name, logger),
   });
   const interval = spoolShipIntervalMs ?? 5_000;
-  const shipper = interval > 0 ? new SpoolShipper(store, cluster.name, config.dataDir, logger.child({ component: 'spool-shipper', cluster: cluster.name }), undefined, secret) : undefined;
+  const shipper =
+    interval > 0
+      ? new SpoolShipper(store, cluster.name, config.dataDir, logger.child({ component: 'spool-shipper', cluster: cluster.name }), undefined, secret)
+      : undefined;
   shipper?.start(interval);
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> =>

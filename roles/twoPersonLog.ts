@@ -9,10 +9,24 @@ export function storeTwoPersonLog(store: AuditStore, cluster: string, logger: Lo
     async record(act) {
       try {
         await store.insert('two_person_log', [
-          { cluster, kind: act.kind, action: act.action, request_id: act.requestId, request_hash: act.requestHash, actor: act.actor, requester: act.requester, key: act.key, reason: act.reason, revision: act.revision },
+          {
+            cluster,
+            kind: act.kind,
+            action: act.action,
+            request_id: act.requestId,
+            request_hash: act.requestHash,
+            actor: act.actor,
+            requester: act.requester,
+            key: act.key,
+            reason: act.reason,
+            revision: act.revision,
+          },
         ]);
       } catch (err) {
-        logger.error({ err: (err as Error).message, kind: act.kind, action: act.action, requestId: act.requestId }, 'two-person act not recorded in the audit log');
+        logger.error(
+          { err: (err as Error).message, kind: act.kind, action: act.action, requestId: act.requestId },
+          'two-person act not recorded in the audit log',
+        );
       }
     },
   };

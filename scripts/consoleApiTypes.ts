@@ -28,7 +28,14 @@ export async function consoleOpenApi(): Promise<OpenAPI3> {
   const config = loadConfig({ env: {}, cwd: projectRoot });
   // A client of a server nobody calls: building the app runs no query.
   const store = new AuditStore({ mode: 'server', url: 'http://127.0.0.1:9', database: config.clickhouse.database });
-  const ctx = { config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() };
+  const ctx = {
+    config,
+    logger: createLogger('silent'),
+    store,
+    verifier: new ApiTokenVerifier(store),
+    health: new HealthState(),
+    metrics: createMetricsRegistry(),
+  };
   const app = await buildApp(ctx, [tailerRoutes, quarantineRoutes, grantRoutes, reportRoutes, stateRoutes, exportRoutes()]);
   try {
     await app.ready();

@@ -15,7 +15,13 @@ if (!gitDir || !commit) {
   process.exit(2);
 }
 /** The classes lockaudit maps its alert kinds to (exporters/alerts/formats.ts). */
-const CLASSES = ['application/api_activity', 'application/datastore_activity', 'iam/entity_management', 'system/event_log_activity', 'findings/compliance_finding'];
+const CLASSES = [
+  'application/api_activity',
+  'application/datastore_activity',
+  'iam/entity_management',
+  'system/event_log_activity',
+  'findings/compliance_finding',
+];
 
 const show = (file) => JSON.parse(execFileSync('git', ['--git-dir', gitDir, 'show', `${commit}:${file}`], { encoding: 'utf8', maxBuffer: 64 << 20 }));
 const version = show('version.json').version;
@@ -36,7 +42,8 @@ function ownAttributes(def) {
 function mergeAttrs(parent, child) {
   const out = { ...parent };
   // A child's enum adds to (or re-captions) its parent's: OCSF merges enums.
-  for (const [k, v] of Object.entries(child)) out[k] = { ...(parent[k] ?? {}), ...v, ...(parent[k]?.enum || v.enum ? { enum: { ...(parent[k]?.enum ?? {}), ...(v.enum ?? {}) } } : {}) };
+  for (const [k, v] of Object.entries(child))
+    out[k] = { ...(parent[k] ?? {}), ...v, ...(parent[k]?.enum || v.enum ? { enum: { ...(parent[k]?.enum ?? {}), ...(v.enum ?? {}) } } : {}) };
   return out;
 }
 
@@ -70,7 +77,10 @@ function resolveEvent(path) {
     attrs = mergeAttrs(attrs, ownAttributes(d));
     constraints = { ...constraints, ...(d.constraints ?? {}) };
   }
-  const category = chain.map((d) => d.category).filter((c) => c && c !== 'other').pop();
+  const category = chain
+    .map((d) => d.category)
+    .filter((c) => c && c !== 'other')
+    .pop();
   return { def, attrs, constraints, category };
 }
 
@@ -95,7 +105,17 @@ function attributeTable(attrs) {
       .map(([k, v]) => {
         const r = v.requirement ?? 'optional';
         const e = v.enum ?? dictionary.attributes[k]?.enum;
-        return [k, e && !['class_uid', 'category_uid', 'type_uid'].includes(k) ? [r, Object.keys(e).map(Number).sort((a, b) => a - b)] : r];
+        return [
+          k,
+          e && !['class_uid', 'category_uid', 'type_uid'].includes(k)
+            ? [
+                r,
+                Object.keys(e)
+                  .map(Number)
+                  .sort((a, b) => a - b),
+              ]
+            : r,
+        ];
       })
       .sort(([a], [b]) => (a < b ? -1 : 1)),
   );
@@ -142,8 +162,21 @@ for (const f of execFileSync('git', ['--git-dir', gitDir, 'ls-tree', '--name-onl
 }
 // observable.type_id's enum is these ids (the object file lists only 0 and 99).
 const obsTypeId = objects.observable?.attributes.type_id;
-if (Array.isArray(obsTypeId)) obsTypeId[1] = Object.keys(observableTypeIds).map(Number).sort((a, b) => a - b);
+if (Array.isArray(obsTypeId))
+  obsTypeId[1] = Object.keys(observableTypeIds)
+    .map(Number)
+    .sort((a, b) => a - b);
 const primitive = Object.fromEntries(Object.entries(dictionary.types.attributes).map(([k, v]) => [k, v.type ?? k]));
 
-const out = { source: 'https://github.com/ocsf/ocsf-schema', version, commit: execFileSync('git', ['--git-dir', gitDir, 'rev-parse', commit], { encoding: 'utf8' }).trim(), generatedBy: 'scripts/ocsfRequired.mjs', classes, objects, types, primitive, observableTypeIds };
+const out = {
+  source: 'https://github.com/ocsf/ocsf-schema',
+  version,
+  commit: execFileSync('git', ['--git-dir', gitDir, 'rev-parse', commit], { encoding: 'utf8' }).trim(),
+  generatedBy: 'scripts/ocsfRequired.mjs',
+  classes,
+  objects,
+  types,
+  primitive,
+  observableTypeIds,
+};
 process.stdout.write(JSON.stringify(out, null, 1) + '\n');

@@ -111,7 +111,10 @@ export async function ensureRedis(progress: Progress = () => {}): Promise<string
   progress('installing redis-server from Debian packages…');
   try {
     await run('apt-get', ['update'], { maxBuffer: 64 * 1024 * 1024 });
-    await run('apt-get', ['install', '-y', '--no-install-recommends', 'redis-server'], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, maxBuffer: 64 * 1024 * 1024 });
+    await run('apt-get', ['install', '-y', '--no-install-recommends', 'redis-server'], {
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+      maxBuffer: 64 * 1024 * 1024,
+    });
   } catch (err) {
     throw new LockauditError('LOCKAUDIT_ERR_SERVICES_BUILD', `apt-get install redis-server failed: ${(err as Error).message}`, { cause: err });
   }

@@ -49,7 +49,11 @@ const serviceDir = (config: Config, name: string): string => path.join(config.da
 
 function etcdSpecs(config: Config): ProcessSpec[] {
   const { ports, etcdMembers } = config.local;
-  const members = Array.from({ length: etcdMembers }, (_, i) => ({ name: `m${i + 1}`, client: ports.etcdClient[i] as number, peer: ports.etcdPeer[i] as number }));
+  const members = Array.from({ length: etcdMembers }, (_, i) => ({
+    name: `m${i + 1}`,
+    client: ports.etcdClient[i] as number,
+    peer: ports.etcdPeer[i] as number,
+  }));
   const initialCluster = members.map((m) => `${m.name}=http://127.0.0.1:${m.peer}`).join(',');
   return members.map((m, i) => ({
     instance: `etcd-${i + 1}`,
@@ -84,7 +88,24 @@ async function redisSpec(config: Config, redisServer: string): Promise<ProcessSp
   return {
     instance: 'redis',
     command: redisServer,
-    args: ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no', '--save', '60 1000', '--appendonly', 'no', '--protected-mode', 'yes', '--logfile', ''],
+    args: [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--daemonize',
+      'no',
+      '--save',
+      '60 1000',
+      '--appendonly',
+      'no',
+      '--protected-mode',
+      'yes',
+      '--logfile',
+      '',
+    ],
     ready: () => redisPing(port),
   };
 }

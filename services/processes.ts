@@ -77,11 +77,17 @@ async function waitReady(spec: ProcessSpec, pid: number, logFile: string, logOff
     }
     // A server that could not bind its port may stay alive without serving (MinIO does): fail fast.
     if (/address already in use/i.test(logSince(logFile, logOffset))) {
-      throw new LockauditError('LOCKAUDIT_ERR_SERVICES_START', `${spec.instance} could not bind its port (address already in use); see ${logFile}:\n${tail(logFile)}`);
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_SERVICES_START',
+        `${spec.instance} could not bind its port (address already in use); see ${logFile}:\n${tail(logFile)}`,
+      );
     }
     await sleep(200);
   }
-  throw new LockauditError('LOCKAUDIT_ERR_SERVICES_START', `${spec.instance} did not answer within ${(spec.readyTimeoutMs ?? 30_000) / 1000} s; see ${logFile}:\n${tail(logFile)}`);
+  throw new LockauditError(
+    'LOCKAUDIT_ERR_SERVICES_START',
+    `${spec.instance} did not answer within ${(spec.readyTimeoutMs ?? 30_000) / 1000} s; see ${logFile}:\n${tail(logFile)}`,
+  );
 }
 
 function logSize(file: string): number {
@@ -147,7 +153,9 @@ async function startOnce(dataDir: string, spec: ProcessSpec, options: { waitRead
   closeSync(fd);
   const pid = await new Promise<number>((resolve, reject) => {
     child.once('spawn', () => resolve(child.pid as number));
-    child.once('error', (err) => reject(new LockauditError('LOCKAUDIT_ERR_SERVICES_START', `cannot start ${spec.instance} (${spec.command}): ${err.message}`, { cause: err })));
+    child.once('error', (err) =>
+      reject(new LockauditError('LOCKAUDIT_ERR_SERVICES_START', `cannot start ${spec.instance} (${spec.command}): ${err.message}`, { cause: err })),
+    );
   });
   child.unref();
   const entry: PidFile = { pid, command: spec.command, startedAt: new Date().toISOString() };

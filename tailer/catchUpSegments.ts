@@ -25,9 +25,18 @@ const SQL = { read: loadSql('tailer/sql/catchUpSegments.sql') };
 
 /** The recorded durable intervals above `checkpoint` (with `secret`: the proven ones), clipped to it, merged (sorted, disjoint, none adjacent). */
 export async function readDurable(store: AuditStore, cluster: string, timeline: number, checkpoint: bigint, secret?: Buffer): Promise<Durable[]> {
-  const rows = await store.rows<{ start: string; floor: string; term_of: string; proof: string }>(SQL.read.text, { cluster, timeline, checkpoint: checkpoint.toString() });
-  const proven = secret ? rows.filter((r) => hasValidSegmentProof(secret, { cluster, timeline, term: r.term_of, from: r.start, through: r.floor }, r.proof)) : rows;
-  return mergeDurable(proven.map((r) => ({ from: BigInt(r.start), through: BigInt(r.floor) })), checkpoint);
+  const rows = await store.rows<{ start: string; floor: string; term_of: string; proof: string }>(SQL.read.text, {
+    cluster,
+    timeline,
+    checkpoint: checkpoint.toString(),
+  });
+  const proven = secret
+    ? rows.filter((r) => hasValidSegmentProof(secret, { cluster, timeline, term: r.term_of, from: r.start, through: r.floor }, r.proof))
+    : rows;
+  return mergeDurable(
+    proven.map((r) => ({ from: BigInt(r.start), through: BigInt(r.floor) })),
+    checkpoint,
+  );
 }
 
 /** Clips intervals to above `checkpoint` and merges overlapping and adjacent ones. */
@@ -47,14 +56,26 @@ export function mergeDurable(intervals: readonly Durable[], checkpoint: bigint):
 }
 
 /** Records windows' durable intervals (one row each; the highest `through` per start wins, sql/160). */
-export async function writeDurable(store: AuditStore, at: { cluster: string; timeline: number; term: bigint; secret?: Buffer }, intervals: readonly Durable[]): Promise<void> {
+export async function writeDurable(
+  store: AuditStore,
+  at: { cluster: string; timeline: number; term: bigint; secret?: Buffer },
+  intervals: readonly Durable[],
+): Promise<void> {
   if (intervals.length === 0) return;
   const { secret } = at;
   await store.insert(
     'catchup_segments',
     intervals.map((d) => {
       const signed = { cluster: at.cluster, timeline: at.timeline, term: at.term.toString(), from: d.from.toString(), through: d.through.toString() };
-      return { cluster: at.cluster, timeline: at.timeline, from_revision: signed.from, through: signed.through, term: signed.term, updated_at: Date.now(), ...(secret ? { proof: segmentMac(secret, signed) } : {}) };
+      return {
+        cluster: at.cluster,
+        timeline: at.timeline,
+        from_revision: signed.from,
+        through: signed.through,
+        term: signed.term,
+        updated_at: Date.now(),
+        ...(secret ? { proof: segmentMac(secret, signed) } : {}),
+      };
     }),
   );
 }

@@ -123,7 +123,10 @@ export class CheckpointWriter {
     const result = await writeCheckpoint(store, { cluster, revision: value, leader: replicaId, term, timeline, fence, secret }).catch((err: Error) => {
       this.#fenceFailures += 1;
       if (this.#fenceFailures === 1 || this.#fenceFailures % 40 === 0) {
-        log.warn({ err: err.message, failures: this.#fenceFailures, checkpoint: this.#written.toString() }, 'leadership check failed; checkpoint held back until etcd answers');
+        log.warn(
+          { err: err.message, failures: this.#fenceFailures, checkpoint: this.#written.toString() },
+          'leadership check failed; checkpoint held back until etcd answers',
+        );
       }
       return undefined;
     });

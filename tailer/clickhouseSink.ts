@@ -118,7 +118,9 @@ export class BatchSink {
     if (this.#fatal) throw this.#fatal;
     // Full by rows, or by bytes once something is queued (one entry larger than the bound still goes, alone).
     const full = (): boolean =>
-      (this.#bufferedRows >= this.#maxBuffered || (this.#bufferedBytes >= this.#maxBufferedBytes && this.#queue.length > 0)) && !this.#abort.signal.aborted && !signal?.aborted;
+      (this.#bufferedRows >= this.#maxBuffered || (this.#bufferedBytes >= this.#maxBufferedBytes && this.#queue.length > 0)) &&
+      !this.#abort.signal.aborted &&
+      !signal?.aborted;
     if (full()) {
       // Listens on `signal` only while waiting, and always stops listening when the wait ends.
       const wakeAll = (): void => {
@@ -178,7 +180,11 @@ export class BatchSink {
       let n = 0;
       let rows = 0;
       let bytes = 0;
-      for (let e = this.#queue[0]; e !== undefined && (n === 0 || (rows + e.rows <= this.#maxRows && bytes + e.bytes <= this.#maxBatchBytes)); e = this.#queue[n]) {
+      for (
+        let e = this.#queue[0];
+        e !== undefined && (n === 0 || (rows + e.rows <= this.#maxRows && bytes + e.bytes <= this.#maxBatchBytes));
+        e = this.#queue[n]
+      ) {
         rows += e.rows;
         bytes += e.bytes;
         n += 1;
@@ -214,7 +220,8 @@ export class BatchSink {
       onRetry: (err: unknown, attempt: number) => {
         this.#failing = true;
         this.#opts.onRetry?.(err as Error, attempt);
-        if (attempt === 1 || attempt % 10 === 0) this.#log.error({ err: (err as Error).message, attempt }, 'ClickHouse read before insert failed; retrying (checkpoint unchanged)');
+        if (attempt === 1 || attempt % 10 === 0)
+          this.#log.error({ err: (err as Error).message, attempt }, 'ClickHouse read before insert failed; retrying (checkpoint unchanged)');
       },
     };
     const before = this.#opts.beforeWrite;
@@ -231,14 +238,18 @@ export class BatchSink {
         onRetry: (err, attempt) => {
           this.#failing = true;
           this.#opts.onRetry?.(err as Error, attempt);
-          if (attempt === 1 || attempt % 10 === 0) this.#log.error({ err: (err as Error).message, attempt }, 'ClickHouse insert failed; retrying (checkpoint unchanged)');
+          if (attempt === 1 || attempt % 10 === 0)
+            this.#log.error({ err: (err as Error).message, attempt }, 'ClickHouse insert failed; retrying (checkpoint unchanged)');
         },
       },
     });
     if (this.#failing) this.#log.warn('ClickHouse insert succeeded again');
     this.#failing = false;
     if (quarantined.length > 0) {
-      this.#log.error({ rows: quarantined.length, revisions: [...new Set(quarantined.map((q) => q.revision))].slice(0, 10), reason: quarantined[0]?.reason }, 'ClickHouse rejected rows; quarantined them and went on');
+      this.#log.error(
+        { rows: quarantined.length, revisions: [...new Set(quarantined.map((q) => q.revision))].slice(0, 10), reason: quarantined[0]?.reason },
+        'ClickHouse rejected rows; quarantined them and went on',
+      );
       this.#opts.onQuarantine?.(quarantined.length);
     }
   }

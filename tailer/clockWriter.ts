@@ -25,13 +25,24 @@ const ATTEMPTS = 5;
  * captures, so a catch-up can still end on it; no anchor is written this time, and their writes are alarmed).
  */
 export async function writeClock(client: Etcd3, secret: Buffer | undefined): Promise<bigint> {
-  if (!secret) return BigInt((await client.put(PREFIX.clock).value(JSON.stringify({ at: Date.now() })).exec()).header.revision);
+  if (!secret)
+    return BigInt(
+      (
+        await client
+          .put(PREFIX.clock)
+          .value(JSON.stringify({ at: Date.now() }))
+          .exec()
+      ).header.revision,
+    );
   let seen = 0n;
   for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
     if (attempt > 0) await sleep(5 + Math.floor(Math.random() * 20 * attempt));
     const [kv] = (await client.kv.range({ key: CLOCK })).kvs;
     if (!kv) {
-      const res = await client.if(PREFIX.clock, 'Create', '==', 0).then(client.put(PREFIX.clock).value(JSON.stringify({ at: Date.now() }))).commit();
+      const res = await client
+        .if(PREFIX.clock, 'Create', '==', 0)
+        .then(client.put(PREFIX.clock).value(JSON.stringify({ at: Date.now() })))
+        .commit();
       seen = BigInt(res.header.revision);
       continue;
     }

@@ -155,7 +155,8 @@ function collectMarks(ctx: DecodeContext, changes: readonly Change[]): RevisionM
       if (!m || !markProven(ctx, m)) continue;
       if (m.kind === 'release' && m.key) push(marks.releaseByLock, lockOf(m.key), m);
       else if (m.kind === 'session-close' && (m.session !== undefined || !ctx.originSecret)) marks.sessionClose.push(m);
-      else if (m.kind === 'epoch-advance' && (!ctx.originSecret || (epochMove && m.from !== undefined && epochMove.prev?.modRevision === m.from))) marks.epochAdvance = m;
+      else if (m.kind === 'epoch-advance' && (!ctx.originSecret || (epochMove && m.from !== undefined && epochMove.prev?.modRevision === m.from)))
+        marks.epochAdvance = m;
     }
   }
   return marks;
@@ -246,7 +247,12 @@ function decodeHold(s: Step, kind: HoldKind): Reason {
   const hold = decodeChecked(HoldValueSchema, c.prev.value);
   if (!hold.ok) return misfit('previous hold value', hold.reason);
   const grantRevision = c.prev.modRevision;
-  const g = grantSide(kind, hold.value, grantRevision, s.ctx.startKnown(BigInt(grantRevision)) || s.ctx.capturedStarts?.has(`${c.kv.key}|${grantRevision}`) === true);
+  const g = grantSide(
+    kind,
+    hold.value,
+    grantRevision,
+    s.ctx.startKnown(BigInt(grantRevision)) || s.ctx.capturedStarts?.has(`${c.kv.key}|${grantRevision}`) === true,
+  );
   g.origin = originOf(s.ctx, c.kv.key, hold.value, c.prev.lease);
   // A foreign hold names the grant time its put was given (the same one, or the grant would read twice by key):
   // a watched put's; a hold whose start fell in a gap was captured from a snapshot with its claimed time, kept.
@@ -281,7 +287,9 @@ function classifyHoldEnd(s: Step, lock: string, hold: HoldValue, prev: KvSnapsho
   const grant = prev.createRevision;
   const force = marks.forceByLock.get(lock)?.find((f) => !strict || (f.session === hold.session && tokenRevision(f.token) === grant));
   const release = marks.releaseByLock.get(lock)?.find((m) => !strict || m.grant === grant);
-  const close = marks.sessionClose.find((m) => (strict ? m.session === hold.session && prev.lease === m.session : m.session === undefined || m.session === hold.session));
+  const close = marks.sessionClose.find((m) =>
+    strict ? m.session === hold.session && prev.lease === m.session : m.session === undefined || m.session === hold.session,
+  );
   if (force) timed(ev, 'force-release', force.approvedAt);
   else if (release) timed(ev, 'release', release.at);
   else if (close) timed(ev, 'session-close', close.at);

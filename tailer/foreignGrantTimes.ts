@@ -40,7 +40,10 @@ export class ForeignGrantClock {
    * The grant times of these foreign holds (their key under /l/, grant revision, and whether this is their end);
    * those with none are left out. `clockAt` answers as clockAtOrBefore does (a window's streamClock.ts).
    */
-  async of(holds: ReadonlyArray<{ key: string; grantRevision: string; end: boolean }>, clockAt?: (revision: bigint) => Promise<ClockPoint | undefined>): Promise<ForeignGrantTimes> {
+  async of(
+    holds: ReadonlyArray<{ key: string; grantRevision: string; end: boolean }>,
+    clockAt?: (revision: bigint) => Promise<ClockPoint | undefined>,
+  ): Promise<ForeignGrantTimes> {
     const out = new Map<string, number>();
     const ask = clockAt ?? ((revision: bigint) => clockAtOrBefore(this.#client, revision, this.#secret));
     for (const h of holds) {

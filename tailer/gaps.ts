@@ -113,7 +113,13 @@ export function capturedStarts(store: AuditStore, cluster: string, timeline: num
     const revisions = holds.map((h) => BigInt(h.grantRevision));
     const lowest = revisions.reduce((a, b) => (b < a ? b : a));
     const highest = revisions.reduce((a, b) => (b > a ? b : a));
-    const rows = await store.rows<{ key: string; put_revision: string; value: string }>(SQL.capturedStarts.text, { cluster, timeline, keys: [...new Set(holds.map((h) => h.key))], lowest: lowest.toString(), highest: highest.toString() });
+    const rows = await store.rows<{ key: string; put_revision: string; value: string }>(SQL.capturedStarts.text, {
+      cluster,
+      timeline,
+      keys: [...new Set(holds.map((h) => h.key))],
+      lowest: lowest.toString(),
+      highest: highest.toString(),
+    });
     // The put of this very hold: the same key, revision and value (not another value put there by hand).
     const values = new Map(holds.map((h) => [`${h.key}|${h.grantRevision}`, h.value]));
     return new Set(rows.map((r) => `${r.key}|${r.put_revision}`).filter((k, i) => values.get(k) === rows[i]?.value));
@@ -128,7 +134,15 @@ export function capturedStarts(store: AuditStore, cluster: string, timeline: num
  * gap (or its own grant time, when later) and `nowMs`, and before a later
  * grant of the same key that the snapshot holds. Without this it would read as held forever.
  */
-export async function closeGrantsEndedInGap(store: AuditStore, cluster: string, checkpoint: bigint, gapTo: bigint, snapshotRevision: bigint, term: bigint, nowMs = Date.now()): Promise<void> {
+export async function closeGrantsEndedInGap(
+  store: AuditStore,
+  cluster: string,
+  checkpoint: bigint,
+  gapTo: bigint,
+  snapshotRevision: bigint,
+  term: bigint,
+  nowMs = Date.now(),
+): Promise<void> {
   const from = checkpoint > 10_000n ? checkpoint - 10_000n : 0n;
   const [last] = await store.rows<{ ms: string; n: string }>(SQL.lastCapturedTime.text, { cluster, from: from.toString(), upTo: checkpoint.toString() });
   const startMs = last && last.n !== '0' ? Math.min(Number(last.ms), nowMs) : nowMs;
@@ -149,7 +163,15 @@ export async function closeGrantsEndedInGap(store: AuditStore, cluster: string, 
  * between its events and its grants insert left them without, and no replay can write them now
  * (tailer/sql/grantRowsFromEvents.sql). Idempotent.
  */
-export async function completeGrantRows(store: AuditStore, cluster: string, timeline: number, checkpoint: bigint, upTo: bigint, term: bigint, gaps: readonly Gap[]): Promise<void> {
+export async function completeGrantRows(
+  store: AuditStore,
+  cluster: string,
+  timeline: number,
+  checkpoint: bigint,
+  upTo: bigint,
+  term: bigint,
+  gaps: readonly Gap[],
+): Promise<void> {
   if (upTo <= checkpoint) return;
   await store.command(SQL.grantRowsFromEvents.text, {
     cluster,
@@ -213,7 +235,9 @@ export async function snapshotHolds(
   for (;;) {
     const res = await client.kv.range({ key: from, range_end: end, revision: revision.toString(), limit: pageSize });
     const batch: RowBatch = { events: [], grants: [], quarantine: [] };
-    const after = res.kvs.filter((kv) => BigInt(String(kv.mod_revision)) > checkpoint).map((kv) => ({ key: etcdText(kv.key), grantRevision: String(kv.mod_revision), value: etcdText(kv.value) }));
+    const after = res.kvs
+      .filter((kv) => BigInt(String(kv.mod_revision)) > checkpoint)
+      .map((kv) => ({ key: etcdText(kv.key), grantRevision: String(kv.mod_revision), value: etcdText(kv.value) }));
     const startCaptured = options.capturedStarts ? await options.capturedStarts(after) : new Set<string>();
     for (const kv of res.kvs) {
       const key = etcdText(kv.key);

@@ -89,7 +89,8 @@ export function capturedGrantHighWater(store: AuditStore, checks: GrantHighWater
       }
       checks.onUnexplained?.({ cluster, epoch: Number(splitToken(claimed).epoch), usedEpoch: Number(splitToken(used ?? 0n).epoch) });
       // Fail closed: so many unexplained rows that no proven one was reached (the lock API refuses grants, alarmed).
-      if (used === undefined) throw new Error(`more than ${FALLBACK_PAGES * FALLBACK_CANDIDATES} captured grants of ${cluster} below its high-water are explained by no proof`);
+      if (used === undefined)
+        throw new Error(`more than ${FALLBACK_PAGES * FALLBACK_CANDIDATES} captured grants of ${cluster} below its high-water are explained by no proof`);
       return used;
     },
   };

@@ -16,7 +16,10 @@ export function storeEvidenceLog(store: AuditStore, cluster: string): EvidenceLo
       return rows.map((r) => ({ lease: r.lease, aliveUntil: Number(r.until_ms) }));
     },
     async save(rows) {
-      await store.insert('lease_evidence', rows.map((r) => ({ cluster, lease: r.lease, alive_until_ms: r.aliveUntil })));
+      await store.insert(
+        'lease_evidence',
+        rows.map((r) => ({ cluster, lease: r.lease, alive_until_ms: r.aliveUntil })),
+      );
     },
   };
 }

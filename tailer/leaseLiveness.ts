@@ -46,7 +46,8 @@ export async function liveLeases(client: Etcd3, rev: RevisionChanges, outlived?:
       } catch (err) {
         if (!(err instanceof EtcdLeaseInvalidError)) throw err; // not found: gone
       }
-      if (await outlived?.(id)) live.add(id); // gone now, but it cannot have expired yet: revoked after the delete
+      if (await outlived?.(id))
+        live.add(id); // gone now, but it cannot have expired yet: revoked after the delete
       else if (await ownerRecordOutlived(client, id, rev.revision)) live.add(id);
     }),
   );

@@ -92,7 +92,13 @@ export async function holdsNow(client: Etcd3, pageSize = 5_000): Promise<{ holds
   let from = Buffer.from(PREFIX.hold);
   let revision: bigint | undefined;
   for (;;) {
-    const res = await client.kv.range({ key: from, range_end: end, keys_only: true, limit: pageSize, ...(revision !== undefined ? { revision: revision.toString() } : {}) });
+    const res = await client.kv.range({
+      key: from,
+      range_end: end,
+      keys_only: true,
+      limit: pageSize,
+      ...(revision !== undefined ? { revision: revision.toString() } : {}),
+    });
     revision ??= BigInt(res.header.revision);
     for (const kv of res.kvs) holds.push({ key: etcdText(kv.key), lease: String(kv.lease), revision: BigInt(kv.mod_revision) });
     if (!res.more || res.kvs.length === 0) return { holds, revision };
@@ -234,7 +240,8 @@ export class LeaseWitness {
   committed(revision: bigint, at = Date.now()): void {
     const last = this.#committed.at(-1);
     if (last && revision <= last.revision) {
-      if (revision < last.revision) this.#committed.length = 0; // revisions went back: etcd was rewound, the old times say nothing
+      if (revision < last.revision)
+        this.#committed.length = 0; // revisions went back: etcd was rewound, the old times say nothing
       else return;
     }
     this.#committed.push({ revision, at });
@@ -275,7 +282,11 @@ export class LeaseWitness {
           const now = await holdsNow(client);
           this.committed(now.revision);
           this.seed(now.holds);
-          const watcher = await client.watch().prefix(PREFIX.hold).startRevision((now.revision + 1n).toString()).watcher();
+          const watcher = await client
+            .watch()
+            .prefix(PREFIX.hold)
+            .startRevision((now.revision + 1n).toString())
+            .watcher();
           cancel = () => watcher.cancel();
           await new Promise<void>((resolve) => {
             wake = resolve;
@@ -296,7 +307,11 @@ export class LeaseWitness {
         } catch (err) {
           this.#log?.debug({ err: (err as Error).message }, 'lease witness: etcd not followed; trying again');
         }
-        if (!stopped) await new Promise<void>((resolve) => { wake = resolve; setTimeout(resolve, 1_000).unref(); });
+        if (!stopped)
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+            setTimeout(resolve, 1_000).unref();
+          });
       }
     })();
     this.#timer ??= setInterval(() => this.#tick(), 1_000).unref();

@@ -262,14 +262,25 @@ export class TailerPipeline {
     const head = await this.#deps.clock.tick();
     if (head > state.head) state.head = head;
     // What earlier runs made durable above the checkpoint is not watched again (catchUpSegments.ts).
-    const durable = await readDurable(this.#deps.store, this.#deps.cluster, this.#deps.timeline ?? 0, checkpoint, this.#opts.originSecret).catch((err: Error) => {
-      log.warn({ err: err.message }, 'durable catch-up intervals not read; this run watches everything above the checkpoint');
-      return [];
-    });
-    const { specs, done } = planResumeWindows(checkpoint, head, durable, this.#opts.catchUpWindows ?? configDefaults.tailer.catchUpWindows, BigInt(this.#opts.splitMinRevisions ?? REVISIONS_PER_WINDOW));
+    const durable = await readDurable(this.#deps.store, this.#deps.cluster, this.#deps.timeline ?? 0, checkpoint, this.#opts.originSecret).catch(
+      (err: Error) => {
+        log.warn({ err: err.message }, 'durable catch-up intervals not read; this run watches everything above the checkpoint');
+        return [];
+      },
+    );
+    const { specs, done } = planResumeWindows(
+      checkpoint,
+      head,
+      durable,
+      this.#opts.catchUpWindows ?? configDefaults.tailer.catchUpWindows,
+      BigInt(this.#opts.splitMinRevisions ?? REVISIONS_PER_WINDOW),
+    );
     if (specs.length > 1) {
       const skipped = durable.reduce((n, d) => n + (d.through - d.from + 1n), 0n);
-      log.info({ windows: done.filter((d) => !d).length, from: (checkpoint + 1n).toString(), head: head.toString(), durableRevisions: skipped.toString() }, 'catching up in revision windows');
+      log.info(
+        { windows: done.filter((d) => !d).length, from: (checkpoint + 1n).toString(), head: head.toString(), durableRevisions: skipped.toString() },
+        'catching up in revision windows',
+      );
     }
     const watermark = new Watermark(checkpoint, specs);
     done.forEach((d, i) => (d ? watermark.complete(i) : undefined));
@@ -380,7 +391,13 @@ export class TailerPipeline {
   }
 
   /** Runs every window to its end; the first that fails stops them all (the run restarts from the checkpoint). */
-  async #runWindows(shared: WindowShared, specs: readonly WindowSpec[], done: readonly boolean[], signal: AbortSignal, stopWith: (reason: StopReason, error?: Error) => void): Promise<void> {
+  async #runWindows(
+    shared: WindowShared,
+    specs: readonly WindowSpec[],
+    done: readonly boolean[],
+    signal: AbortSignal,
+    stopWith: (reason: StopReason, error?: Error) => void,
+  ): Promise<void> {
     // Each window waits on a signal of its own (its watch, a full sink, a clock lookup: at most three
     // listeners at once), and the run's signal carries one listener for all windows. Sharing the run's
     // signal instead put 2-3 listeners per window on it (MaxListenersExceededWarning at 8 windows).
@@ -393,10 +410,12 @@ export class TailerPipeline {
     try {
       await Promise.allSettled(
         specs.map((spec, i) =>
-          done[i] ? Promise.resolve() : new WindowRunner(shared, i, spec, (windowStops[i] as AbortController).signal).run().catch((err: Error) => {
-            if (!signal.aborted) this.#deps.log.warn({ err: err.message, window: i }, 'watch window failed; the run restarts from the checkpoint');
-            stopWith(err.name === 'WatchError' ? 'watch-error' : 'sink-error', err);
-          }),
+          done[i]
+            ? Promise.resolve()
+            : new WindowRunner(shared, i, spec, (windowStops[i] as AbortController).signal).run().catch((err: Error) => {
+                if (!signal.aborted) this.#deps.log.warn({ err: err.message, window: i }, 'watch window failed; the run restarts from the checkpoint');
+                stopWith(err.name === 'WatchError' ? 'watch-error' : 'sink-error', err);
+              }),
         ),
       );
     } finally {
@@ -407,7 +426,13 @@ export class TailerPipeline {
   /** The fence says we no longer lead. An etcd that does not answer (in 2 s) is no answer: not deposed, the drain goes on. */
   async #deposed(): Promise<boolean> {
     const timer = new AbortController();
-    const leads = await Promise.race([this.#deps.fence().catch(() => true), sleep(2_000, timer.signal).then(() => true, () => true)]);
+    const leads = await Promise.race([
+      this.#deps.fence().catch(() => true),
+      sleep(2_000, timer.signal).then(
+        () => true,
+        () => true,
+      ),
+    ]);
     timer.abort();
     return !leads;
   }
@@ -433,8 +458,17 @@ export class TailerPipeline {
   /** A copy of a real grant's hold value put back by hand: an incident, like any write around the API. */
   #replayed(r: Replay): void {
     const key = `${PREFIX.hold}${r.key}`;
-    this.#deps.log.error({ key, grantRevision: r.grantRevision, firstRevision: r.firstRevision, recordedAsApi: r.recordedAsApi }, 'a copy of a real grant\'s hold value was put back by hand (replay): recorded foreign');
-    this.#deps.alarm?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster: this.#deps.cluster }, { what: 'copy of a real hold (replay)', key, revision: r.grantRevision, where: 'grant history, origin=foreign' }));
+    this.#deps.log.error(
+      { key, grantRevision: r.grantRevision, firstRevision: r.firstRevision, recordedAsApi: r.recordedAsApi },
+      "a copy of a real grant's hold value was put back by hand (replay): recorded foreign",
+    );
+    this.#deps.alarm?.raise(
+      alarm(
+        'LOCKAUDIT_ALARM_FOREIGN_WRITE',
+        { cluster: this.#deps.cluster },
+        { what: 'copy of a real hold (replay)', key, revision: r.grantRevision, where: 'grant history, origin=foreign' },
+      ),
+    );
   }
 
   #observe(watermark: Watermark, state: RunState): void {

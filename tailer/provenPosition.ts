@@ -43,9 +43,15 @@ export async function provenPosition(store: AuditStore, cluster: string, secret:
   // A restored timeline starts at its resume revision: a position there claims nothing captured in it.
   const floor = timeline && timeline.generation > 0 ? timeline.resumeRevision : 0n;
   if (inEffect.revision <= floor) return { position: inEffect };
-  const rows = await store.rows<{ rev: string; term_of: string; leader: string; timeline: number; proof: string }>(SQL.text, { cluster, timeline: t, limit: CANDIDATES });
+  const rows = await store.rows<{ rev: string; term_of: string; leader: string; timeline: number; proof: string }>(SQL.text, {
+    cluster,
+    timeline: t,
+    limit: CANDIDATES,
+  });
   if (rows.length === 0) return { position: inEffect, beforeProofs: true };
-  const found = rows.find((r) => Number(r.timeline) === t && hasValidCheckpointProof(secret, { cluster, timeline: t, term: r.term_of, revision: r.rev, leader: r.leader }, r.proof));
+  const found = rows.find(
+    (r) => Number(r.timeline) === t && hasValidCheckpointProof(secret, { cluster, timeline: t, term: r.term_of, revision: r.rev, leader: r.leader }, r.proof),
+  );
   const best = found && { revision: BigInt(found.rev), term: BigInt(found.term_of), leader: found.leader };
   if (best && best.revision === inEffect.revision && best.term === inEffect.term) return { position: inEffect };
   // A position of a row written before sql/110 (term 0) that a proven one has passed: the proven one, no alarm.

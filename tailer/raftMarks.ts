@@ -30,7 +30,14 @@ export async function raftMark(store: AuditStore, cluster: string, generation: n
  * endpoints move to a restored one) would leave a mark the timeline's own log never reaches. Undefined: not recorded
  * (another cluster, or not above `above`, the last index written).
  */
-export async function recordRaftMark(client: Etcd3, store: AuditStore, cluster: string, generation: number, clusterId: string, above = 0n): Promise<bigint | undefined> {
+export async function recordRaftMark(
+  client: Etcd3,
+  store: AuditStore,
+  cluster: string,
+  generation: number,
+  clusterId: string,
+  above = 0n,
+): Promise<bigint | undefined> {
   const status = await client.maintenance.status();
   if (String(status.header.cluster_id) !== clusterId) return undefined;
   const applied = BigInt(status.raftAppliedIndex);
@@ -86,7 +93,14 @@ export async function leaderIndex(name: string, endpoints: readonly string[], cl
         const s = await client.maintenance.status();
         const members = await client.cluster.memberList({ linearizable: false });
         const voters = members.members.filter((m) => !m.isLearner).length;
-        return { member: String(s.header.member_id), clusterId: String(s.header.cluster_id), leader: String(s.leader), term: BigInt(s.raftTerm), committed: BigInt(s.raftIndex), voters };
+        return {
+          member: String(s.header.member_id),
+          clusterId: String(s.header.cluster_id),
+          leader: String(s.leader),
+          term: BigInt(s.raftTerm),
+          committed: BigInt(s.raftIndex),
+          voters,
+        };
       } catch {
         return undefined; // unreachable or no answer in time: the others may still make a majority
       } finally {
@@ -94,7 +108,10 @@ export async function leaderIndex(name: string, endpoints: readonly string[], cl
       }
     }),
   );
-  return agreedLeader(answers.filter((a): a is MemberAnswer => a !== undefined), clusterId);
+  return agreedLeader(
+    answers.filter((a): a is MemberAnswer => a !== undefined),
+    clusterId,
+  );
 }
 
 export interface RaftCheckDeps {

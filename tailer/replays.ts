@@ -89,10 +89,19 @@ export class ReplayCheck {
     const storedAsApi = new Set<string>();
     const replays: Replay[] = [];
     for (const r of stored) {
-      const k = signed({ key: r.key, holder: r.holder, session: r.session, class: r.class, epoch: Number(r.epoch), wait_ms: Number(r.wait_ms), granted_at: Number(r.granted_at_ms) });
+      const k = signed({
+        key: r.key,
+        holder: r.holder,
+        session: r.session,
+        class: r.class,
+        epoch: Number(r.epoch),
+        wait_ms: Number(r.wait_ms),
+        granted_at: Number(r.granted_at_ms),
+      });
       const mine = inBatch.get(k);
       // Stored first at a higher revision than a grant of this batch: that stored grant was a copy that came first.
-      if (mine !== undefined && BigInt(r.first_revision) > mine) replays.push({ key: r.key, grantRevision: r.first_revision, firstRevision: mine.toString(10), recordedAsApi: true });
+      if (mine !== undefined && BigInt(r.first_revision) > mine)
+        replays.push({ key: r.key, grantRevision: r.first_revision, firstRevision: mine.toString(10), recordedAsApi: true });
       lower(k, BigInt(r.first_revision));
       for (const rev of r.api_revisions) storedAsApi.add(`${r.key}@${rev}`);
     }

@@ -24,7 +24,21 @@ import { storeEvidenceLog } from './leaseEvidence.js';
 import { etcdTtl, LeaseWitness } from './leaseWitness.js';
 import { leaderIndex, recordRaftMark, type RaftCheckDeps } from './raftMarks.js';
 import { watchRewind } from './rewindWatch.js';
-import { RESTORE_PAGE_SIZE, detectRestore, divergence, endHistory, ensureTimeline, etcdPosition, recordTimeline, rollBack, unfinishedRestore, type Position, type RestoreSeen, type Timeline, type UnfinishedRestore } from './restores.js';
+import {
+  RESTORE_PAGE_SIZE,
+  detectRestore,
+  divergence,
+  endHistory,
+  ensureTimeline,
+  etcdPosition,
+  recordTimeline,
+  rollBack,
+  unfinishedRestore,
+  type Position,
+  type RestoreSeen,
+  type Timeline,
+  type UnfinishedRestore,
+} from './restores.js';
 import { SpoolShipper } from './spoolShipper.js';
 import { readFencedCheckpoint, writeCheckpoint } from './offsets.js';
 import { provenPosition } from './provenPosition.js';
@@ -105,7 +119,8 @@ export class TailerReplica {
     this.#client = createEtcdClient(deps.cluster);
     this.#labels = { cluster: deps.cluster.name };
     this.#raft = { ask: (clusterId) => leaderIndex(deps.cluster.name, deps.cluster.endpoints, clusterId) };
-    this.#leases = options.leaseWitness === false ? undefined : new LeaseWitness(etcdTtl(this.#client), deps.log, { log: storeEvidenceLog(deps.store, deps.cluster.name) });
+    this.#leases =
+      options.leaseWitness === false ? undefined : new LeaseWitness(etcdTtl(this.#client), deps.log, { log: storeEvidenceLog(deps.store, deps.cluster.name) });
   }
 
   get replicaId(): string {
@@ -154,7 +169,12 @@ export class TailerReplica {
     const cluster = this.#deps.cluster.name;
     const backoff = new Backoff({ initialMs: 500, maxMs: 10_000 });
     while (!this.#closing.signal.aborted) {
-      const election = new LeaderElection(this.#client, tailerElectionName(cluster), this.#replicaId, this.#opts.electionTtlSeconds ?? configDefaults.tailer.electionTtlSeconds);
+      const election = new LeaderElection(
+        this.#client,
+        tailerElectionName(cluster),
+        this.#replicaId,
+        this.#opts.electionTtlSeconds ?? configDefaults.tailer.electionTtlSeconds,
+      );
       const leaderAbort = new AbortController();
       this.#leaderAbort = leaderAbort;
       const stopLeading = (): void => leaderAbort.abort();
@@ -219,9 +239,16 @@ export class TailerReplica {
       // A restore recorded half-way is finished first: looking for it again would find nothing (its rows are marked).
       const unfinished = await unfinishedRestore(store, cluster, timeline.generation);
       const restore = unfinished
-        ? { head: position.head, clusterId: position.clusterId, previousClusterId: unfinished.previousClusterId || timeline.clusterId, captured: checkpoint, why: unfinished.why }
+        ? {
+            head: position.head,
+            clusterId: position.clusterId,
+            previousClusterId: unfinished.previousClusterId || timeline.clusterId,
+            captured: checkpoint,
+            why: unfinished.why,
+          }
         : await detectRestore(this.#client, store, cluster, checkpoint, timeline, position, this.#raft);
-      if (unfinished) log.warn({ generation: unfinished.generation, why: unfinished.why }, 'a restore was recorded half-way (its gap, not its timeline): finishing it');
+      if (unfinished)
+        log.warn({ generation: unfinished.generation, why: unfinished.why }, 'a restore was recorded half-way (its gap, not its timeline): finishing it');
       if (restore) {
         this.#leases?.forgetTimes(); // revisions of the restored etcd are not the ones its watch saw
         await this.#handleRestore(election, term, checkpoint, restore, timeline, gaps, unfinished);
@@ -299,7 +326,8 @@ export class TailerReplica {
         },
         {
           ...this.#opts,
-          lagAlarmRevisions: this.#opts.lagAlarmRevisions ?? Math.floor((this.#opts.compactionWindowRevisions ?? configDefaults.tailer.compactionWindowRevisions) / 2),
+          lagAlarmRevisions:
+            this.#opts.lagAlarmRevisions ?? Math.floor((this.#opts.compactionWindowRevisions ?? configDefaults.tailer.compactionWindowRevisions) / 2),
         },
       );
       // How far etcd's raft log has got in this timeline, recorded as it goes: a later restart of that log is a restore.
@@ -307,7 +335,9 @@ export class TailerReplica {
       let marked = 0n;
       const markRaft = (): void => {
         recordRaftMark(this.#client, store, cluster, timeline.generation, timeline.clusterId, marked)
-          .then((m) => { if (m !== undefined) marked = m; })
+          .then((m) => {
+            if (m !== undefined) marked = m;
+          })
           .catch((err: Error) => log.debug({ err: err.message }, 'raft mark not recorded; next time'));
       };
       markRaft();
@@ -322,7 +352,10 @@ export class TailerReplica {
       });
       if (rewound !== undefined && !signal.aborted) continue;
       if (outcome.reason === 'stopped' || outcome.reason === 'leadership-lost') return;
-      log.warn({ reason: outcome.reason, err: outcome.error?.message, checkpoint: outcome.checkpoint.toString() }, 'tailer run ended; checking compaction and restarting from the checkpoint');
+      log.warn(
+        { reason: outcome.reason, err: outcome.error?.message, checkpoint: outcome.checkpoint.toString() },
+        'tailer run ended; checking compaction and restarting from the checkpoint',
+      );
       await sleep(500, signal);
     }
   }
@@ -337,7 +370,15 @@ export class TailerReplica {
    * revision). The caller then campaigns again: the new timeline is captured
    * under a term of the restored etcd's own history.
    */
-  async #handleRestore(election: LeaderElection, term: bigint, checkpoint: bigint, seen: RestoreSeen, timeline: Timeline, gaps: Gap[], unfinished?: UnfinishedRestore): Promise<void> {
+  async #handleRestore(
+    election: LeaderElection,
+    term: bigint,
+    checkpoint: bigint,
+    seen: RestoreSeen,
+    timeline: Timeline,
+    gaps: Gap[],
+    unfinished?: UnfinishedRestore,
+  ): Promise<void> {
     const { store, log, metrics, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
     const generation = timeline.generation + 1;
@@ -353,9 +394,11 @@ export class TailerReplica {
     // Likewise a restore whose first try found nothing compacted (a restore without a bump, the fourth chaos run):
     // a compaction since is of the new timeline only, not the restore's — else its lost revisions hid in the restore gap.
     const compacted =
-      unfinished && !unfinished.historyLost ? undefined
-      : unfinished?.compactedAt !== undefined && lost !== undefined && lost > unfinished.compactedAt ? unfinished.compactedAt
-      : lost;
+      unfinished && !unfinished.historyLost
+        ? undefined
+        : unfinished?.compactedAt !== undefined && lost !== undefined && lost > unfinished.compactedAt
+          ? unfinished.compactedAt
+          : lost;
     const compactedSince = compacted !== lost;
     const resume = compacted ?? after;
     // The gap reaches as far as the rolled-back timeline is known to have gone: changes the tailer
@@ -371,11 +414,24 @@ export class TailerReplica {
       shared === undefined
         ? `restore: ${seen.why}; etcd shares nothing with the captured history (no key it holds matches a captured put): revisions 1..${oldEnd} (captured up to ${checkpoint}; cluster id ${seen.previousClusterId}) belong to the ended timeline, not rolled back; capture follows the new cluster (cluster id ${seen.clusterId}, head ${seen.head}) from revision ${resume + 1n}`
         : `restore: ${seen.why}; revisions ${after + 1n}..${oldEnd} at least (captured up to ${checkpoint}; cluster id ${seen.previousClusterId}) were rolled back — ${oldEnd} is as far as the tailer saw the old timeline go: what it committed after that, before it stopped, no reader saw and the restore erased; capture follows the restored cluster (cluster id ${seen.clusterId}, head ${seen.head}) from revision ${resume + 1n}`;
-    log.error({ why: seen.why, divergedAfter: after.toString(), checkpoint: checkpoint.toString(), head: seen.head.toString(), clusterId: seen.clusterId, previousClusterId: seen.previousClusterId }, 'etcd was restored: recording the discontinuity and following the restored cluster');
+    log.error(
+      {
+        why: seen.why,
+        divergedAfter: after.toString(),
+        checkpoint: checkpoint.toString(),
+        head: seen.head.toString(),
+        clusterId: seen.clusterId,
+        previousClusterId: seen.previousClusterId,
+      },
+      'etcd was restored: recording the discontinuity and following the restored cluster',
+    );
     metrics?.gaps.inc(this.#labels);
     metrics?.restores.inc(this.#labels);
     if (shared === undefined) {
-      log.error({ why: seen.why, checkpoint: checkpoint.toString(), generation }, 'etcd shares nothing with the captured history: a new history, the captured one ended (nothing rolled back)');
+      log.error(
+        { why: seen.why, checkpoint: checkpoint.toString(), generation },
+        'etcd shares nothing with the captured history: a new history, the captured one ended (nothing rolled back)',
+      );
       health?.raise(alarm('LOCKAUDIT_ALARM_TAILER_NEW_HISTORY', { cluster }, { why: seen.why, to: oldEnd, generation }));
     } else {
       health?.raise(alarm('LOCKAUDIT_ALARM_TAILER_RESTORE', { cluster }, { why: seen.why, from: after + 1n, to: checkpoint }));
@@ -389,7 +445,16 @@ export class TailerReplica {
     const detectedAt = Date.now();
     const historyLost = compacted === undefined ? 0 : 1;
     // Signed, so the digest worker can tell the rows this restore marks (in periods already sealed) from a rewrite.
-    const signed = { cluster, generation, fromRevision: (after + 1n).toString(), toRevision: to.toString(), detectedAtMs: detectedAt, historyLost, previousClusterId: seen.previousClusterId, clusterId: seen.clusterId };
+    const signed = {
+      cluster,
+      generation,
+      fromRevision: (after + 1n).toString(),
+      toRevision: to.toString(),
+      detectedAtMs: detectedAt,
+      historyLost,
+      previousClusterId: seen.previousClusterId,
+      clusterId: seen.clusterId,
+    };
     await recordGap(store, {
       cluster,
       from_revision: signed.fromRevision,
@@ -417,11 +482,26 @@ export class TailerReplica {
     // A new history read from its revision 0 has nothing before it to snapshot: the watch captures every hold's put.
     // (Compacted since: etcd can no longer be read at `resume`; the next start's compaction gap snapshots instead.)
     const holds =
-      compactedSince || (shared === undefined && compacted === undefined) ? 0 : await this.#snapshot(resume, after, { retry: { initialMs: 100, maxMs: 5_000 }, timeline: generation, term, proofSecret: this.#opts.originSecret }, { skipPutAtRevision: compacted === undefined });
+      compactedSince || (shared === undefined && compacted === undefined)
+        ? 0
+        : await this.#snapshot(
+            resume,
+            after,
+            { retry: { initialMs: 100, maxMs: 5_000 }, timeline: generation, term, proofSecret: this.#opts.originSecret },
+            { skipPutAtRevision: compacted === undefined },
+          );
     if (!(await election.stillLeader())) throw new Error('leadership lost during the restore snapshot');
     // History lost (a bumped restore): grants open at the divergence and not held now ended inside the gap.
     if (compacted !== undefined && !compactedSince) await closeGrantsEndedInGap(store, cluster, after, compacted, compacted, term);
-    await recordTimeline(store, { cluster, generation, seen, previousCheckpoint: checkpoint, divergedAfter: after, resumeRevision: resume, sharesHistory: shared !== undefined });
+    await recordTimeline(store, {
+      cluster,
+      generation,
+      seen,
+      previousCheckpoint: checkpoint,
+      divergedAfter: after,
+      resumeRevision: resume,
+      sharesHistory: shared !== undefined,
+    });
     log.warn({ holds, generation, resume: resume.toString() }, 'restore recorded; following the restored cluster');
   }
 
@@ -438,8 +518,17 @@ export class TailerReplica {
     const replays = secret
       ? new ReplayCheck(store, cluster, (r) => {
           const key = `${PREFIX.hold}${r.key}`;
-          log.error({ key, grantRevision: r.grantRevision, firstRevision: r.firstRevision }, 'a copy of a real grant\'s hold value, seen in a snapshot: recorded foreign');
-          health?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster }, { what: 'copy of a real hold (replay)', key, revision: r.grantRevision, where: 'grant history, origin=foreign' }));
+          log.error(
+            { key, grantRevision: r.grantRevision, firstRevision: r.firstRevision },
+            "a copy of a real grant's hold value, seen in a snapshot: recorded foreign",
+          );
+          health?.raise(
+            alarm(
+              'LOCKAUDIT_ALARM_FOREIGN_WRITE',
+              { cluster },
+              { what: 'copy of a real hold (replay)', key, revision: r.grantRevision, where: 'grant history, origin=foreign' },
+            ),
+          );
         })
       : undefined;
     const write = async (batch: RowBatch): Promise<void> => {
@@ -453,15 +542,32 @@ export class TailerReplica {
     });
     if (seen.foreign.length > 0) {
       const first = seen.foreign[0] as { key: string; grantRevision: string };
-      log.error({ foreign: seen.foreign.length, key: `${PREFIX.hold}${first.key}`, grantRevision: first.grantRevision }, 'holds not made by the lock API, written while no tailer watched: recorded foreign');
+      log.error(
+        { foreign: seen.foreign.length, key: `${PREFIX.hold}${first.key}`, grantRevision: first.grantRevision },
+        'holds not made by the lock API, written while no tailer watched: recorded foreign',
+      );
       metrics?.bypass.inc({ cluster, kind: 'foreign-grant' }, seen.foreign.length);
-      health?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster }, { what: 'hold (seen only in a snapshot)', key: `${PREFIX.hold}${first.key}`, revision: first.grantRevision, where: 'grant history, origin=foreign' }));
+      health?.raise(
+        alarm(
+          'LOCKAUDIT_ALARM_FOREIGN_WRITE',
+          { cluster },
+          { what: 'hold (seen only in a snapshot)', key: `${PREFIX.hold}${first.key}`, revision: first.grantRevision, where: 'grant history, origin=foreign' },
+        ),
+      );
     }
     return seen.holds;
   }
 
   /** Gap record, alarm, snapshot at the compaction revision, checkpoint there. Returns the new checkpoint. */
-  async #handleGap(election: LeaderElection, term: bigint, checkpoint: bigint, compacted: bigint, gaps: Gap[], signal: AbortSignal, current: Timeline): Promise<bigint> {
+  async #handleGap(
+    election: LeaderElection,
+    term: bigint,
+    checkpoint: bigint,
+    compacted: bigint,
+    gaps: Gap[],
+    signal: AbortSignal,
+    current: Timeline,
+  ): Promise<bigint> {
     const timeline = current.timeline;
     const { store, log, metrics, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
@@ -473,14 +579,35 @@ export class TailerReplica {
     metrics?.gaps.inc(this.#labels);
     health?.raise(alarm('LOCKAUDIT_ALARM_TAILER_GAP', { cluster }, { from, to: compacted }));
     // Recorded with its timeline's generation: it belongs to that timeline (an alert sink delivers it there, sql/120).
-    await recordGap(store, { cluster, from_revision: from.toString(), to_revision: compacted.toString(), detected_at: Date.now(), reason, generation: current.generation, term: term.toString() });
+    await recordGap(store, {
+      cluster,
+      from_revision: from.toString(),
+      to_revision: compacted.toString(),
+      detected_at: Date.now(),
+      reason,
+      generation: current.generation,
+      term: term.toString(),
+    });
     gaps.push({ from, to: compacted });
     // Events a killed run made durable above the checkpoint without their grant rows: no replay writes those now.
     await completeGrantRows(store, cluster, timeline, checkpoint, compacted, term, gaps);
-    const holds = await this.#snapshot(compacted, checkpoint, { retry: { initialMs: 100, maxMs: 5_000, signal }, timeline, term, proofSecret: this.#opts.originSecret });
+    const holds = await this.#snapshot(compacted, checkpoint, {
+      retry: { initialMs: 100, maxMs: 5_000, signal },
+      timeline,
+      term,
+      proofSecret: this.#opts.originSecret,
+    });
     if (!(await election.stillLeader())) throw new Error('leadership lost during the snapshot');
     await closeGrantsEndedInGap(store, cluster, checkpoint, compacted, compacted, term);
-    const wrote = await writeCheckpoint(store, { cluster, revision: compacted, leader: this.#replicaId, term, timeline, fence: () => election.stillLeader(), secret: this.#opts.originSecret });
+    const wrote = await writeCheckpoint(store, {
+      cluster,
+      revision: compacted,
+      leader: this.#replicaId,
+      term,
+      timeline,
+      fence: () => election.stillLeader(),
+      secret: this.#opts.originSecret,
+    });
     if (wrote.kind === 'not-leader') throw new Error('leadership lost during the snapshot');
     log.warn({ holds, revision: compacted.toString() }, 'snapshot written; resuming after it');
     return wrote.kind === 'behind' ? wrote.stored : compacted;
@@ -499,11 +626,19 @@ export class TailerReplica {
     const checked = await provenPosition(store, cluster, secret, inEffect);
     if (checked.unproven) {
       const claimed = checked.unproven;
-      log.error({ claimed: claimed.revision.toString(), term: claimed.term.toString(), resume: checked.position.revision.toString() }, 'the checkpoint in effect carries no proof: resuming from the highest proven position');
-      health?.raise(alarm('LOCKAUDIT_ALARM_RESUME_UNPROVEN', { cluster }, { claimed: claimed.revision, term: claimed.term, resume: checked.position.revision }));
+      log.error(
+        { claimed: claimed.revision.toString(), term: claimed.term.toString(), resume: checked.position.revision.toString() },
+        'the checkpoint in effect carries no proof: resuming from the highest proven position',
+      );
+      health?.raise(
+        alarm('LOCKAUDIT_ALARM_RESUME_UNPROVEN', { cluster }, { claimed: claimed.revision, term: claimed.term, resume: checked.position.revision }),
+      );
     } else if (checked.beforeProofs && !this.#toldBeforeProofs) {
       this.#toldBeforeProofs = true;
-      log.warn({ checkpoint: inEffect.revision.toString() }, 'the checkpoint was written before checkpoints carried proofs: resuming from it (the next one written carries a proof)');
+      log.warn(
+        { checkpoint: inEffect.revision.toString() },
+        'the checkpoint was written before checkpoints carried proofs: resuming from it (the next one written carries a proof)',
+      );
     }
     return checked.position;
   }
@@ -518,7 +653,8 @@ export class TailerReplica {
   async #assertCurrent(election: LeaderElection, term: bigint | undefined, checkpoint: bigint, what: string): Promise<void> {
     if (!(await election.stillLeader())) throw new Error(`leadership lost before recording a ${what}`);
     const now = await this.#checkpointNow();
-    if (term !== undefined && now.term > term) throw new Error(`a later leader's checkpoint (term ${now.term}, ours ${term}) is stored: no ${what} recorded from ours`);
+    if (term !== undefined && now.term > term)
+      throw new Error(`a later leader's checkpoint (term ${now.term}, ours ${term}) is stored: no ${what} recorded from ours`);
     if (now.revision !== checkpoint) throw new Error(`the checkpoint moved from ${checkpoint} to ${now.revision}: no ${what} recorded from a stale checkpoint`);
   }
 }

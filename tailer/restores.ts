@@ -88,9 +88,19 @@ export interface RestoreSeen {
 }
 
 export async function currentTimeline(store: AuditStore, cluster: string): Promise<Timeline | undefined> {
-  const rows = await store.rows<{ generation: number; timeline: number; cluster_id: string; resume_revision: string; detected_ms: string }>(SQL.timeline.text, { cluster });
+  const rows = await store.rows<{ generation: number; timeline: number; cluster_id: string; resume_revision: string; detected_ms: string }>(SQL.timeline.text, {
+    cluster,
+  });
   const r = rows[0];
-  return r ? { generation: Number(r.generation), timeline: Number(r.timeline), clusterId: r.cluster_id, resumeRevision: BigInt(r.resume_revision), detectedMs: Number(r.detected_ms) } : undefined;
+  return r
+    ? {
+        generation: Number(r.generation),
+        timeline: Number(r.timeline),
+        clusterId: r.cluster_id,
+        resumeRevision: BigInt(r.resume_revision),
+        detectedMs: Number(r.detected_ms),
+      }
+    : undefined;
 }
 
 /** The checkpoint in effect, its writer's leadership term (0: written before sql/110) and writer. */
@@ -114,13 +124,21 @@ export interface Position {
 export async function readPosition(store: AuditStore, cluster: string, legacy: () => Promise<Position>): Promise<Position> {
   const timeline = await currentTimeline(store, cluster);
   const generation = timeline?.generation ?? 0;
-  const floor = (p: Position): Position => (timeline && generation > 0 && p.revision < timeline.resumeRevision ? { ...p, revision: timeline.resumeRevision } : p);
+  const floor = (p: Position): Position =>
+    timeline && generation > 0 && p.revision < timeline.resumeRevision ? { ...p, revision: timeline.resumeRevision } : p;
   const since = async (unfencedOnly: boolean): Promise<Position> => {
-    const rows = await store.rows<{ revision: string; n: string }>(SQL.checkpointSince.text, { cluster, sinceMs: (timeline as Timeline).detectedMs, unfencedOnly: unfencedOnly ? 1 : 0 });
+    const rows = await store.rows<{ revision: string; n: string }>(SQL.checkpointSince.text, {
+      cluster,
+      sinceMs: (timeline as Timeline).detectedMs,
+      unfencedOnly: unfencedOnly ? 1 : 0,
+    });
     return floor({ revision: rows[0] && rows[0].n !== '0' ? BigInt(rows[0].revision) : 0n, term: 0n, leader: '' });
   };
   if (timeline && generation > 0 && timeline.timeline === 0) return since(false);
-  const [fenced] = await store.rows<{ revision: string; term: string; leader: string; n: string }>(SQL.checkpointFenced.text, { cluster, timeline: timeline?.timeline ?? 0 });
+  const [fenced] = await store.rows<{ revision: string; term: string; leader: string; n: string }>(SQL.checkpointFenced.text, {
+    cluster,
+    timeline: timeline?.timeline ?? 0,
+  });
   if (fenced && fenced.n !== '0') return floor({ revision: BigInt(fenced.revision), term: BigInt(fenced.term), leader: fenced.leader });
   return generation > 0 ? since(true) : legacy();
 }
@@ -154,7 +172,14 @@ export interface UnfinishedRestore {
  * run at 249 cycles/s: a compaction gap over the whole bump, the new timeline captured as the old one's).
  */
 export async function unfinishedRestore(store: AuditStore, cluster: string, generation: number): Promise<UnfinishedRestore | undefined> {
-  const [gap] = await store.rows<{ from_revision: string; to_revision: string; reason: string; generation: number; previous_cluster_id: string; history_lost: number }>(SQL.unfinishedRestore.text, { cluster, generation });
+  const [gap] = await store.rows<{
+    from_revision: string;
+    to_revision: string;
+    reason: string;
+    generation: number;
+    previous_cluster_id: string;
+    history_lost: number;
+  }>(SQL.unfinishedRestore.text, { cluster, generation });
   if (!gap) return undefined;
   const reason = gap.reason.startsWith('restore: ') ? gap.reason.slice('restore: '.length) : gap.reason;
   const end = reason.indexOf('; ');
@@ -176,7 +201,17 @@ export async function ensureTimeline(store: AuditStore, cluster: string, positio
   const existing = await currentTimeline(store, cluster);
   if (existing) return existing;
   await store.insert('etcd_timelines', [
-    { cluster, generation: 0, cluster_id: position.clusterId, previous_cluster_id: '', previous_checkpoint: '0', restored_head: '0', diverged_after: '0', resume_revision: '0', reason: 'first start' },
+    {
+      cluster,
+      generation: 0,
+      cluster_id: position.clusterId,
+      previous_cluster_id: '',
+      previous_checkpoint: '0',
+      restored_head: '0',
+      diverged_after: '0',
+      resume_revision: '0',
+      reason: 'first start',
+    },
   ]);
   return (await currentTimeline(store, cluster)) as Timeline;
 }
@@ -188,7 +223,15 @@ export async function ensureTimeline(store: AuditStore, cluster: string, positio
  * compacted, its keyspace at the compaction revision) contradicting the put
  * the tailer captured there. A few reads, whatever the history or the load.
  */
-export async function detectRestore(client: Etcd3, store: AuditStore, cluster: string, checkpoint: bigint, timeline: Timeline, position: EtcdPosition, raft?: RaftCheckDeps): Promise<RestoreSeen | undefined> {
+export async function detectRestore(
+  client: Etcd3,
+  store: AuditStore,
+  cluster: string,
+  checkpoint: bigint,
+  timeline: Timeline,
+  position: EtcdPosition,
+  raft?: RaftCheckDeps,
+): Promise<RestoreSeen | undefined> {
   // Rows durable above a checkpoint held back are captured history too: a restore to a snapshot above the
   // checkpoint rolls them back while every witness at or below it is intact (30-minute chaos run, seed 7: such
   // rows stayed in the current timeline, and each later start read them as another restore).
@@ -203,7 +246,15 @@ export async function detectRestore(client: Etcd3, store: AuditStore, cluster: s
   if (restarted) return { ...seen, why: restarted };
   const compactRevision = await lostAfter(client, checkpoint);
   const witnesses = await readWitnesses(client, await checkpointWitnesses(store, cluster, captured), compactRevision);
-  const decision = decideStart({ checkpoint, captured, timelineClusterId: timeline.clusterId, head: position.head, clusterId: position.clusterId, compactRevision, witnesses });
+  const decision = decideStart({
+    checkpoint,
+    captured,
+    timelineClusterId: timeline.clusterId,
+    head: position.head,
+    clusterId: position.clusterId,
+    compactRevision,
+    witnesses,
+  });
   return decision.kind === 'restore' ? { ...seen, why: decision.why } : undefined;
 }
 
@@ -243,7 +294,13 @@ async function readWitnesses(client: Etcd3, witnesses: readonly Witness[], compa
  * history, not a rollback of everything). Reads etcd a page of `pageSize`
  * keys at a time and asks the store once per page: memory stays one page.
  */
-export async function divergence(client: Etcd3, store: AuditStore, cluster: string, checkpoint: bigint, pageSize = RESTORE_PAGE_SIZE): Promise<bigint | undefined> {
+export async function divergence(
+  client: Etcd3,
+  store: AuditStore,
+  cluster: string,
+  checkpoint: bigint,
+  pageSize = RESTORE_PAGE_SIZE,
+): Promise<bigint | undefined> {
   let shared: bigint | undefined;
   for (const prefix of [PREFIX.hold, PREFIX.queue, PREFIX.sys]) {
     let from = Buffer.from(prefix);
@@ -262,7 +319,12 @@ export async function divergence(client: Etcd3, store: AuditStore, cluster: stri
         const revisions = [...page.values()].map((p) => p.revision);
         const lowest = revisions.reduce((a, b) => (b < a ? b : a));
         const highest = revisions.reduce((a, b) => (b > a ? b : a));
-        const captured = await store.rows<{ key: string; put_revision: string; value: string }>(SQL.capturedPuts.text, { cluster, keys: [...page.keys()], lowest: lowest.toString(), highest: highest.toString() });
+        const captured = await store.rows<{ key: string; put_revision: string; value: string }>(SQL.capturedPuts.text, {
+          cluster,
+          keys: [...page.keys()],
+          lowest: lowest.toString(),
+          highest: highest.toString(),
+        });
         for (const c of captured) {
           const now = page.get(c.key);
           const rev = BigInt(c.put_revision);
@@ -277,7 +339,14 @@ export async function divergence(client: Etcd3, store: AuditStore, cluster: stri
 }
 
 /** Runs `mark` over ({start}, end] in pages: each page's end from `pageEnd` (n = 0: done). */
-async function inPages(store: AuditStore, pageEnd: { text: string }, params: Record<string, unknown>, start: bigint, pageSize: number, mark: (from: bigint, upTo: bigint) => Promise<void>): Promise<void> {
+async function inPages(
+  store: AuditStore,
+  pageEnd: { text: string },
+  params: Record<string, unknown>,
+  start: bigint,
+  pageSize: number,
+  mark: (from: bigint, upTo: bigint) => Promise<void>,
+): Promise<void> {
   let from = start;
   for (;;) {
     const [page] = await store.rows<{ revision: string | null; n: string }>(pageEnd.text, { ...params, from: from.toString(), limit: pageSize });
@@ -302,7 +371,15 @@ function prefixEnd(prefix: string): Buffer {
  * statement marks one page of about `pageSize` rows. `term`: the marking
  * leader's (its marks win under FINAL, sql/110).
  */
-export async function rollBack(store: AuditStore, cluster: string, after: bigint, generation: number, timeline: number, term: bigint, pageSize = RESTORE_PAGE_SIZE): Promise<void> {
+export async function rollBack(
+  store: AuditStore,
+  cluster: string,
+  after: bigint,
+  generation: number,
+  timeline: number,
+  term: bigint,
+  pageSize = RESTORE_PAGE_SIZE,
+): Promise<void> {
   const t = term.toString();
   await markEventsAbove(store, cluster, after, generation, generation, term, pageSize);
   await inPages(store, SQL.rolledBackGrantsPageEnd, { cluster }, after, pageSize, (from, upTo) =>
@@ -318,7 +395,15 @@ export async function rollBack(store: AuditStore, cluster: string, after: bigint
 }
 
 /** The current timeline's events above `after`, marked (rolled back by, superseded by) one page at a time. */
-async function markEventsAbove(store: AuditStore, cluster: string, after: bigint, rolledBackBy: number, supersededBy: number, term: bigint, pageSize: number): Promise<void> {
+async function markEventsAbove(
+  store: AuditStore,
+  cluster: string,
+  after: bigint,
+  rolledBackBy: number,
+  supersededBy: number,
+  term: bigint,
+  pageSize: number,
+): Promise<void> {
   await inPages(store, SQL.eventsPageEnd, { cluster }, after, pageSize, (from, upTo) =>
     store.command(SQL.markEvents.text, { cluster, after: from.toString(), upTo: upTo.toString(), rolledBackBy, supersededBy, term: term.toString() }),
   );

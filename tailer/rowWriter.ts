@@ -104,12 +104,26 @@ export function outOfRange(row: object): string | undefined {
 }
 
 /** A rejected row as a quarantine row: the change it came from, the reason and the raw etcd value (`rawValue` for grant rows, which carry none). */
-function quarantineRow(table: string, row: object, reason: string, rawValue: (revision: string, key: string) => string | undefined, secret?: Buffer, timeline = 0): QuarantineRow {
+function quarantineRow(
+  table: string,
+  row: object,
+  reason: string,
+  rawValue: (revision: string, key: string) => string | undefined,
+  secret?: Buffer,
+  timeline = 0,
+): QuarantineRow {
   const r = row as Record<string, unknown>;
   const str = (v: unknown): string => (v === undefined || v === null ? '' : String(v));
   const because = `ClickHouse rejected the ${table} row: ${reason}`.slice(0, 4_096);
   if (table === 'events') {
-    return { cluster: str(r.cluster), revision: safeRevision(r.revision), key: str(r.key), op: str(r.op), value: str(r.value).slice(0, 65_536), reason: because };
+    return {
+      cluster: str(r.cluster),
+      revision: safeRevision(r.revision),
+      key: str(r.key),
+      op: str(r.op),
+      value: str(r.value).slice(0, 65_536),
+      reason: because,
+    };
   }
   const ended = str(r.end_revision) !== '' && str(r.end_revision) !== '0';
   const revision = safeRevision(ended ? r.end_revision : r.grant_revision);
@@ -119,7 +133,8 @@ function quarantineRow(table: string, row: object, reason: string, rawValue: (re
   return { cluster, revision, key, op: `${table}-row`, value: (rawValue(revision, key) ?? JSON.stringify(row)).slice(0, 65_536), reason: because, ...proof };
 }
 
-const safeRevision = (v: unknown): string => (typeof v === 'string' && /^[0-9]{1,19}$/.test(v) ? v : typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? String(v) : '0');
+const safeRevision = (v: unknown): string =>
+  typeof v === 'string' && /^[0-9]{1,19}$/.test(v) ? v : typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? String(v) : '0';
 
 /** Writes the batch's three tables in order; rows ClickHouse rejects go to quarantine instead. */
 export async function writeRows(store: AuditStore, batch: RowBatch, options: RowWriteOptions = {}): Promise<RowWriteResult> {
@@ -145,7 +160,10 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
     seen.add(changeId(q.revision, q.key));
     quarantined.push(q);
   };
-  for (const [table, rows] of [['events', batch.events], ['grants', batch.grants]] as const) {
+  for (const [table, rows] of [
+    ['events', batch.events],
+    ['grants', batch.grants],
+  ] as const) {
     const fit: object[] = [];
     for (const row of rows) {
       if (table === 'grants' && seen.size > 0) {

@@ -218,7 +218,8 @@ export function parseSpoolLine(text: string): SpoolEntry | string {
 }
 
 function parseGrant(o: Record<string, unknown>): SpoolLine | string {
-  const str = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined);
+  const str = (v: unknown): string | undefined =>
+    typeof v === 'string' && v.length > 0 ? v : typeof v === 'number' && Number.isFinite(v) ? String(v) : undefined;
   let id = str(o.id);
   if (!id && typeof o.seq === 'number') id = o.node !== undefined ? `${str(o.node) ?? ''}:${o.seq}` : String(o.seq);
   if (!id) return 'no id (or seq)';
@@ -234,7 +235,18 @@ function parseGrant(o: Record<string, unknown>): SpoolLine | string {
   if (!Number.isFinite(at) || at < 0) return 'no valid at/grantedAt';
   const waitMs = typeof o.waitMs === 'number' && o.waitMs >= 0 ? Math.floor(o.waitMs) : 0;
   const epoch = typeof o.epoch === 'number' && o.epoch >= 0 ? Math.floor(o.epoch) : 0;
-  return { id, lock, namespace: name.namespace, path: name.path, holder, session: str(o.session) ?? '', class: str(o.class) ?? '', at: Math.floor(at), waitMs, epoch };
+  return {
+    id,
+    lock,
+    namespace: name.namespace,
+    path: name.path,
+    holder,
+    session: str(o.session) ?? '',
+    class: str(o.class) ?? '',
+    at: Math.floor(at),
+    waitMs,
+    epoch,
+  };
 }
 
 export function spoolRows(cluster: string, line: SpoolLine): { event: AuditEventRow; grant: GrantRow } {
@@ -390,7 +402,14 @@ export class SpoolShipper {
       const quarantine: QuarantineRow[] = [];
       const quarantineLine = (at: number, text: string, reason: string): void => {
         // The file's inode too: a rotated file starts at offset 0 again, and one key keeps only its newest row.
-        quarantine.push({ cluster: this.#cluster, revision: '0', key: `/spool/${path.basename(this.#file)}@${st.ino}:${at}`, op: 'spool', value: text.slice(0, 65_536), reason: `spool line: ${reason}` });
+        quarantine.push({
+          cluster: this.#cluster,
+          revision: '0',
+          key: `/spool/${path.basename(this.#file)}@${st.ino}:${at}`,
+          op: 'spool',
+          value: text.slice(0, 65_536),
+          reason: `spool line: ${reason}`,
+        });
       };
       const parsed: { at: number; text: string; line: SpoolEntry }[] = [];
       let lineStart = 0;
@@ -418,11 +437,16 @@ export class SpoolShipper {
         else ended += 1;
       }
       // Bounded: the next tick ships from the same mark again.
-      await writeRows(this.#store, { events, grants, quarantine }, {
-        retry: { initialMs: 100, maxMs: 2_000, maxAttempts: 5, signal: this.#stopping.signal },
-        ...(this.#proofSecret ? { proofSecret: this.#proofSecret } : {}),
-      });
-      if (quarantine.length > 0) this.#log.error({ lines: quarantine.length, file: this.#file }, 'spool lines that do not fit or contradict what was shipped; quarantined');
+      await writeRows(
+        this.#store,
+        { events, grants, quarantine },
+        {
+          retry: { initialMs: 100, maxMs: 2_000, maxAttempts: 5, signal: this.#stopping.signal },
+          ...(this.#proofSecret ? { proofSecret: this.#proofSecret } : {}),
+        },
+      );
+      if (quarantine.length > 0)
+        this.#log.error({ lines: quarantine.length, file: this.#file }, 'spool lines that do not fit or contradict what was shipped; quarantined');
       offset += lastNewline + 1;
       this.#writeMark({ offset, ino: st.ino });
     }
@@ -449,7 +473,13 @@ export class SpoolShipper {
       out.push(...(await this.#store.rows<StoredSpoolRecord>(SHIPPED.text, { cluster: this.#cluster, keys: batch.map(spoolKey), grantIds: batch })));
     }
     for (let i = 0; i < endIds.length; i += LOOKUP_IDS) {
-      out.push(...(await this.#store.rows<StoredSpoolRecord>(SHIPPED.text, { cluster: this.#cluster, keys: endIds.slice(i, i + LOOKUP_IDS).map(spoolKey), grantIds: [] })));
+      out.push(
+        ...(await this.#store.rows<StoredSpoolRecord>(SHIPPED.text, {
+          cluster: this.#cluster,
+          keys: endIds.slice(i, i + LOOKUP_IDS).map(spoolKey),
+          grantIds: [],
+        })),
+      );
     }
     return out;
   }

@@ -55,10 +55,7 @@ export interface StartInput {
   witnesses: readonly WitnessReading[];
 }
 
-export type StartDecision =
-  | { kind: 'resume'; from: bigint }
-  | { kind: 'gap'; from: bigint; to: bigint }
-  | { kind: 'restore'; why: string };
+export type StartDecision = { kind: 'resume'; from: bigint } | { kind: 'gap'; from: bigint; to: bigint } | { kind: 'restore'; why: string };
 
 /** Which read a witness needs: at its own revision, unless etcd compacted it. */
 export function readFor(witness: Witness, compactRevision: bigint | undefined): 'history' | 'at-compaction' {
@@ -71,7 +68,8 @@ export function decideStart(input: StartInput): StartDecision {
   if (clusterId !== timelineClusterId) return { kind: 'restore', why: `etcd's cluster id changed from ${timelineClusterId} to ${clusterId}` };
   if (head < checkpoint) return { kind: 'restore', why: `etcd's head revision ${head} is below the checkpoint ${checkpoint}` };
   const captured = input.captured !== undefined && input.captured > checkpoint ? input.captured : checkpoint;
-  if (head < captured) return { kind: 'restore', why: `etcd's head revision ${head} is below revision ${captured}, captured above the checkpoint ${checkpoint}` };
+  if (head < captured)
+    return { kind: 'restore', why: `etcd's head revision ${head} is below revision ${captured}, captured above the checkpoint ${checkpoint}` };
   for (const r of input.witnesses) {
     const contradiction = contradicts(r, captured);
     if (contradiction) return { kind: 'restore', why: contradiction };
@@ -87,7 +85,8 @@ export function contradicts(r: WitnessReading, checkpoint: bigint): string | und
   const kv = r.kv;
   if (r.read === 'history') {
     if (!kv) return `${w.key} was captured put at revision ${w.revision} but etcd's revision ${w.revision} has no such key`;
-    if (kv.modRevision !== w.revision) return `${w.key} was captured put at revision ${w.revision} but etcd's history there has it last put at revision ${kv.modRevision}`;
+    if (kv.modRevision !== w.revision)
+      return `${w.key} was captured put at revision ${w.revision} but etcd's history there has it last put at revision ${kv.modRevision}`;
     if (kv.value !== w.value) return `${w.key} was captured put at revision ${w.revision} with another value than etcd holds there`;
     return undefined;
   }

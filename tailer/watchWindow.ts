@@ -23,9 +23,7 @@ export const WATCH_RANGE = { start: PREFIX.hold, end: prefixEnd(PREFIX.sys) } as
 
 export type WatchItem =
   /** `readAt`: when the response that delivered the revision was read (ms, this process's clock): after its commit. */
-  | { kind: 'revision'; changes: RevisionChanges; readAt: number }
-  | { kind: 'progress'; revision: bigint }
-  | { kind: 'end' };
+  { kind: 'revision'; changes: RevisionChanges; readAt: number } | { kind: 'progress'; revision: bigint } | { kind: 'end' };
 
 export interface WatchWindowOptions {
   start: bigint;

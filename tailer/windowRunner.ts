@@ -28,7 +28,7 @@ const FOREIGN_WHAT: Partial<Record<string, { what: string; where: string }>> = {
   grant: { what: 'hold', where: 'grant history, origin=foreign' },
   marker: { what: 'reason marker', where: 'the event log' },
   'force-record': { what: 'force record', where: 'the event log' },
-  clock: { what: '/sys/clock write without the tailer\'s proof (no time anchor)', where: 'the event log' },
+  clock: { what: "/sys/clock write without the tailer's proof (no time anchor)", where: 'the event log' },
   'epoch-advance': { what: '/sys/epoch write (the lock API stays sealed until a two-person advance)', where: 'the event log and GET /v1/epoch' },
   'class-change': { what: 'lock class change (never granted under; the risk register lists it unproven)', where: 'the event log and GET /v1/classes/<name>' },
 };
@@ -131,14 +131,22 @@ export class WindowRunner {
     const foreign = decoded.events.find((e) => e.row.origin === 'foreign' && FOREIGN_WHAT[e.row.event_type] !== undefined);
     if (foreign) {
       const { what, where } = FOREIGN_WHAT[foreign.row.event_type] as { what: string; where: string };
-      this.#s.alarm?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster: this.#s.cluster }, { what, key: foreign.row.key, revision: decoded.revision, where }));
+      this.#s.alarm?.raise(
+        alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster: this.#s.cluster }, { what, key: foreign.row.key, revision: decoded.revision, where }),
+      );
       return;
     }
     // A put there that is not even of the API's shapes (a hold key holding "hello" blocks the lock for good): quarantined, and alarmed too.
     const unreadable = decoded.quarantine.find((q) => q.op === 'put' && API_ONLY_PREFIXES.some((p) => q.key.startsWith(p)));
     if (unreadable) {
       const what = unreadable.key.startsWith(PREFIX.hold) ? 'value that is not a hold' : 'value of no shape the lock API writes';
-      this.#s.alarm?.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster: this.#s.cluster }, { what, key: unreadable.key, revision: decoded.revision, where: 'GET /v1/quarantine' }));
+      this.#s.alarm?.raise(
+        alarm(
+          'LOCKAUDIT_ALARM_FOREIGN_WRITE',
+          { cluster: this.#s.cluster },
+          { what, key: unreadable.key, revision: decoded.revision, where: 'GET /v1/quarantine' },
+        ),
+      );
     }
   }
 
@@ -190,7 +198,9 @@ export class WindowRunner {
     // A hold ending now whose grant revision lies in a recorded gap: its put may be in the store all the same (a run
     // killed above its checkpoint captured it before the gap was found; 30-minute chaos run, seed 46). Asked, then
     // decoded again (rare: only ends of grants inside gaps; the decoder is pure).
-    const unknown = decoded.events.filter((e) => e.endKind !== undefined && e.grant?.start_known === 0).map((e) => ({ key: e.row.key, grantRevision: e.grant?.grant_revision ?? '0', value: e.row.prev_value }));
+    const unknown = decoded.events
+      .filter((e) => e.endKind !== undefined && e.grant?.start_known === 0)
+      .map((e) => ({ key: e.row.key, grantRevision: e.grant?.grant_revision ?? '0', value: e.row.prev_value }));
     if (unknown.length > 0 && this.#s.capturedStarts) {
       const captured = await this.#s.capturedStarts(unknown);
       if (unknown.some((h) => captured.has(`${h.key}|${h.grantRevision}`))) {
@@ -200,7 +210,9 @@ export class WindowRunner {
     }
     // A hold written around the API gets the grant time etcd's history gives it, not the one it claims: asked,
     // then decoded again (rare; the decoder is pure).
-    const foreign = decoded.events.filter((e) => e.grant?.origin === 'foreign' && e.grant.start_known === 1).map((e) => ({ key: e.row.key, grantRevision: e.grant?.grant_revision ?? '0', end: e.endKind !== undefined }));
+    const foreign = decoded.events
+      .filter((e) => e.grant?.origin === 'foreign' && e.grant.start_known === 1)
+      .map((e) => ({ key: e.row.key, grantRevision: e.grant?.grant_revision ?? '0', end: e.endKind !== undefined }));
     if (foreign.length > 0 && this.#s.foreignGrants) {
       decoded = decodeRevision({ ...ctx, foreignGrantTimes: await this.#s.foreignGrants.of(foreign, (r) => streamClock.at(r)) }, rev);
     }
@@ -246,7 +258,13 @@ export class WindowRunner {
     const widthMs = first?.time.lowerMs === undefined ? undefined : first.time.upperMs - first.time.lowerMs;
     if (first && (widthMs === undefined || widthMs > WIDE_BRACKET_MS)) {
       this.#s.log.info(
-        { window: this.#index, revisions: resolved.length, upTo: newest.toString(), by: next ? 'clock write' : 'read time', widthMs: widthMs ?? 'unbounded below' },
+        {
+          window: this.#index,
+          revisions: resolved.length,
+          upTo: newest.toString(),
+          by: next ? 'clock write' : 'read time',
+          widthMs: widthMs ?? 'unbounded below',
+        },
         'timeless events bracketed by a distant known time: their times are this wide',
       );
     }

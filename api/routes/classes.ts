@@ -16,9 +16,17 @@ export function classRoutes(lock: LockService): RoutePlugin {
   return function classRoutes(app) {
     app.get(
       '/v1/classes',
-      { schema: { tags: ['classes'], summary: 'Every lock class, each with whether the lock API wrote it (proof); unproven ones are never granted under' }, preValidation: guard(...ROLES) },
+      {
+        schema: { tags: ['classes'], summary: 'Every lock class, each with whether the lock API wrote it (proof); unproven ones are never granted under' },
+        preValidation: guard(...ROLES),
+      },
       async () => ({
-        classes: (await lock.listClasses()).map((c) => ({ name: c.name, class: c.entry?.value ?? null, revision: c.modRevision, proof: c.entry?.proof ?? 'unproven' })),
+        classes: (await lock.listClasses()).map((c) => ({
+          name: c.name,
+          class: c.entry?.value ?? null,
+          revision: c.modRevision,
+          proof: c.entry?.proof ?? 'unproven',
+        })),
       }),
     );
 
@@ -34,11 +42,21 @@ export function classRoutes(lock: LockService): RoutePlugin {
 
     app.put(
       '/v1/classes/:name',
-      { schema: { tags: ['classes'], summary: 'Create or replace a lock class; a rejected class names every broken rule', params: ClassParams, body: ClassBody }, preValidation: guard('admin') },
+      {
+        schema: {
+          tags: ['classes'],
+          summary: 'Create or replace a lock class; a rejected class names every broken rule',
+          params: ClassParams,
+          body: ClassBody,
+        },
+        preValidation: guard('admin'),
+      },
       async (request) => {
         const { name } = request.params;
         if (request.body.name !== undefined && request.body.name !== name) {
-          throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `body.name: "${request.body.name}" differs from the path's "${name}"`, { details: [`body.name: differs from the path's "${name}"`] });
+          throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `body.name: "${request.body.name}" differs from the path's "${name}"`, {
+            details: [`body.name: differs from the path's "${name}"`],
+          });
         }
         const value: LockClass = { ...request.body, name } as LockClass;
         const cls = await lock.putClass(value);

@@ -11,11 +11,20 @@ import { ErrorResponse, type App, type RouteOptions } from '../types.js';
 const PublicKeySchema = Type.Object(
   {
     algorithm: Type.Literal('Ed25519'),
-    keyId: Type.String({ pattern: '^[0-9a-f]{16}$', description: 'sha256 of the key (SPKI DER), first 16 hex digits: every digest names the key that signed it' }),
+    keyId: Type.String({
+      pattern: '^[0-9a-f]{16}$',
+      description: 'sha256 of the key (SPKI DER), first 16 hex digits: every digest names the key that signed it',
+    }),
     publicKeyPem: Type.String({ description: 'SPKI PEM' }),
   },
   {
-    examples: [{ algorithm: 'Ed25519', keyId: '3f1c9a0b5e7d2c41', publicKeyPem: '-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----\n' }],
+    examples: [
+      {
+        algorithm: 'Ed25519',
+        keyId: '3f1c9a0b5e7d2c41',
+        publicKeyPem: '-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----\n',
+      },
+    ],
   },
 );
 
@@ -26,7 +35,10 @@ export async function digestRoutes(app: App, { ctx }: RouteOptions): Promise<voi
   const body = (): { algorithm: 'Ed25519'; keyId: string; publicKeyPem: string } => {
     served ??= servedDigestPublicKey(ctx.config);
     if (!served) {
-      throw new LockauditError('LOCKAUDIT_ERR_DIGEST_KEY_MISSING', 'no digest signing key exists yet: the worker generates it at its first start (or set LOCKAUDIT_DIGEST_PUBLIC_KEY on the API)');
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_DIGEST_KEY_MISSING',
+        'no digest signing key exists yet: the worker generates it at its first start (or set LOCKAUDIT_DIGEST_PUBLIC_KEY on the API)',
+      );
     }
     return { algorithm: 'Ed25519', ...served };
   };
@@ -36,7 +48,8 @@ export async function digestRoutes(app: App, { ctx }: RouteOptions): Promise<voi
       schema: {
         tags: ['digests'],
         summary: 'The public key of the signed digests',
-        description: 'Checks every digest (archive bucket, digests/<cluster>/) and every signed compliance-export manifest: `lockaudit verify`, docs/verify-export.mjs. No token needed. LOCKAUDIT_DIGEST_PUBLIC_KEY when set, else the existing signing key\'s public half; 503 until a key exists.',
+        description:
+          "Checks every digest (archive bucket, digests/<cluster>/) and every signed compliance-export manifest: `lockaudit verify`, docs/verify-export.mjs. No token needed. LOCKAUDIT_DIGEST_PUBLIC_KEY when set, else the existing signing key's public half; 503 until a key exists.",
         response: { 200: PublicKeySchema, 503: ErrorResponse },
       },
     },

@@ -30,7 +30,7 @@ export interface ExportRouteOptions {
 const DateText = Type.String({
   pattern: INSTANT_OR_UTC_PATTERN,
   maxLength: 40,
-  description: 'A date (YYYY-MM-DD) or an RFC 3339 date-time; without a zone it is read as UTC (never the server\'s local time)',
+  description: "A date (YYYY-MM-DD) or an RFC 3339 date-time; without a zone it is read as UTC (never the server's local time)",
   examples: ['2026-01-01T00:00:00Z'],
 });
 const Decimal64 = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$', description: 'a 64-bit token as a decimal string' });
@@ -45,7 +45,8 @@ export const ExportRequestBody = Type.Object(
     format: Type.Optional(
       Type.Union([Type.Literal('parquet'), Type.Literal('csv'), Type.Literal('arrow')], {
         default: 'parquet',
-        description: 'parquet; csv; or arrow: an Arrow IPC stream (application/vnd.apache.arrow.stream; tokens and revisions uint64, exact) for pyarrow, polars, DuckDB',
+        description:
+          'parquet; csv; or arrow: an Arrow IPC stream (application/vnd.apache.arrow.stream; tokens and revisions uint64, exact) for pyarrow, polars, DuckDB',
       }),
     ),
     filters: Type.Optional(ExportFilters),
@@ -135,7 +136,7 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
             'Grants matching the filters (those of GET /v1/grants, cluster, origin and endKind included), as one Parquet, Arrow IPC stream or CSV file. ' +
             'Window rule: grants GRANTED in [from, to) — from included, to excluded — whenever they ended; unlike GET /v1/grants, which returns every grant ' +
             'whose hold overlaps [from, to]. So exports of ranges that do not overlap never share a grant, and consecutive ranges hold each grant exactly once; ' +
-            'a grant held across `from` but granted before it is in the earlier range\'s export. Every row carries its origin (api or foreign). ' +
+            "a grant held across `from` but granted before it is in the earlier range's export. Every row carries its origin (api or foreign). " +
             'CSV cells that a spreadsheet would run as a formula (starting with =, +, -, @, tab or CR) are written with a leading apostrophe. ' +
             'Answers 202 with the export id at once; ' +
             'poll GET /v1/exports/{id} for progress, then GET /v1/exports/{id}/download. Role: auditor. The request is recorded. ' +
@@ -161,25 +162,37 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
         );
         // A cluster no tailer captured (a typo) is a 400, not an export that runs and signs zero rows.
         if (parsed.filters.cluster !== undefined) {
-          await pickCluster({ store: ctx.store, limits: ctx.config.reports, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, parsed.filters.cluster, 'body.filters.cluster');
+          await pickCluster(
+            { store: ctx.store, limits: ctx.config.reports, clusters: ctx.config.etcd.clusters.map((c) => c.name) },
+            parsed.filters.cluster,
+            'body.filters.cluster',
+          );
         }
         const who = request.identity?.identity ?? 'unknown';
         const active = await records.activeFor(who);
         if (active >= exportMaxActive) {
-          throw new LockauditError('LOCKAUDIT_ERR_LIMIT_EXPORTS', `${who} has ${active} export(s) queued or running, the most LOCKAUDIT_EXPORT_MAX_ACTIVE (${exportMaxActive}) allows; wait for one to finish (GET /v1/exports/{id})`);
+          throw new LockauditError(
+            'LOCKAUDIT_ERR_LIMIT_EXPORTS',
+            `${who} has ${active} export(s) queued or running, the most LOCKAUDIT_EXPORT_MAX_ACTIVE (${exportMaxActive}) allows; wait for one to finish (GET /v1/exports/{id})`,
+          );
         }
         // Counted only for a request that would run: a refused one costs nothing.
         const retryAfter = requestsPerHour.take(who);
         if (retryAfter > 0) {
           reply.header('retry-after', String(retryAfter));
-          throw new LockauditError('LOCKAUDIT_ERR_LIMIT_EXPORT_RATE', `more than LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR (${exportRequestsPerHour}) export requests in an hour; retry in ${retryAfter} s`);
+          throw new LockauditError(
+            'LOCKAUDIT_ERR_LIMIT_EXPORT_RATE',
+            `more than LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR (${exportRequestsPerHour}) export requests in an hour; retry in ${retryAfter} s`,
+          );
         }
         const state = await records.create({ format: body.format ?? 'parquet', ...parsed, requestedBy: who });
         try {
           await withTimeout(enqueueComplianceExport(getQueue(), state.id), options.enqueueTimeoutMs ?? 5_000);
         } catch (err) {
           await records.update(state, { status: 'failed', error: 'the job queue (Redis) was unavailable; request again' });
-          throw isQueueError(err) ? err : new LockauditError('LOCKAUDIT_ERR_EXPORT_QUEUE', `the export could not be queued: ${(err as Error).message}`, { cause: err });
+          throw isQueueError(err)
+            ? err
+            : new LockauditError('LOCKAUDIT_ERR_EXPORT_QUEUE', `the export could not be queued: ${(err as Error).message}`, { cause: err });
         }
         return reply.status(202).send({ id: state.id, status: state.status, statusUrl: `/v1/exports/${state.id}` });
       },
@@ -213,9 +226,18 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
       },
       async (request, reply) => {
         const state = await load(request.params.id);
-        if (state.status !== 'done') throw new LockauditError('LOCKAUDIT_ERR_EXPORT_NOT_READY', `export ${state.id} is ${state.status}${state.status === 'failed' ? `: ${state.error}` : ''}`);
+        if (state.status !== 'done')
+          throw new LockauditError(
+            'LOCKAUDIT_ERR_EXPORT_NOT_READY',
+            `export ${state.id} is ${state.status}${state.status === 'failed' ? `: ${state.error}` : ''}`,
+          );
         const url = await s3.presignedGetObject(ctx.config.s3.historyBucket, state.objectKey, presignSeconds);
-        await records.audit(state.id, 'download', request.identity?.identity ?? 'unknown', { tokenId: request.identity?.tokenId, ip: request.ip, expiresSeconds: presignSeconds, object: state.objectKey });
+        await records.audit(state.id, 'download', request.identity?.identity ?? 'unknown', {
+          tokenId: request.identity?.tokenId,
+          ip: request.ip,
+          expiresSeconds: presignSeconds,
+          object: state.objectKey,
+        });
         return reply.redirect(url, 302);
       },
     );
@@ -227,14 +249,26 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
         schema: {
           tags: ['exports'],
           summary: 'The signed manifest of a finished export',
-          description: 'Rows, bytes and sha256 of the file, and the signed digests of the periods it covers, signed as a whole with the digest key (GET /v1/digests/public-key); docs/verify-export.mjs checks a download against it. 409 while the export is not done.',
+          description:
+            'Rows, bytes and sha256 of the file, and the signed digests of the periods it covers, signed as a whole with the digest key (GET /v1/digests/public-key); docs/verify-export.mjs checks a download against it. 409 while the export is not done.',
           params: ExportId,
-          response: { 200: Type.Object({}, { additionalProperties: true, description: 'The manifest (docs/digests.md#tamper-evident-digests)' }), 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse },
+          response: {
+            200: Type.Object({}, { additionalProperties: true, description: 'The manifest (docs/digests.md#tamper-evident-digests)' }),
+            400: ErrorResponse,
+            401: ErrorResponse,
+            403: ErrorResponse,
+            404: ErrorResponse,
+            409: ErrorResponse,
+          },
         },
       },
       async (request) => {
         const state = await load(request.params.id);
-        if (state.status !== 'done') throw new LockauditError('LOCKAUDIT_ERR_EXPORT_NOT_READY', `export ${state.id} is ${state.status}${state.status === 'failed' ? `: ${state.error}` : ''}`);
+        if (state.status !== 'done')
+          throw new LockauditError(
+            'LOCKAUDIT_ERR_EXPORT_NOT_READY',
+            `export ${state.id} is ${state.status}${state.status === 'failed' ? `: ${state.error}` : ''}`,
+          );
         return JSON.parse(await readObjectText(s3, ctx.config.s3.historyBucket, manifestName(state.objectKey))) as Record<string, unknown>;
       },
     );

@@ -15,29 +15,54 @@ export function forceReleaseRoutes(lock: LockService): RoutePlugin {
   return function forceReleaseRoutes(app) {
     app.post(
       '/v1/force-releases',
-      { schema: { tags: ['force-release'], summary: "Request a force-release; shows the class's enforcement first", body: RequestBody }, preValidation: guard('lock-operator') },
+      {
+        schema: { tags: ['force-release'], summary: "Request a force-release; shows the class's enforcement first", body: RequestBody },
+        preValidation: guard('lock-operator'),
+      },
       async (request, reply) => {
-        const requested = await lock.requestForceRelease(callerOf(request), { key: request.body.key, reason: request.body.reason, revokeSession: request.body.revokeSession ?? false });
+        const requested = await lock.requestForceRelease(callerOf(request), {
+          key: request.body.key,
+          reason: request.body.reason,
+          revokeSession: request.body.revokeSession ?? false,
+        });
         return reply.status(202).send(requested);
       },
     );
 
     app.get(
       '/v1/force-releases',
-      { schema: { tags: ['force-release'], summary: 'Pending force-release requests, oldest first, each with its requestHash and whether the lock API wrote it (proven)' }, preValidation: guard('lock-operator') },
+      {
+        schema: {
+          tags: ['force-release'],
+          summary: 'Pending force-release requests, oldest first, each with its requestHash and whether the lock API wrote it (proven)',
+        },
+        preValidation: guard('lock-operator'),
+      },
       async () => lock.listForceRequests(),
     );
 
     app.get(
       '/v1/force-releases/:id',
-      { schema: { tags: ['force-release'], summary: 'One pending force-release request: what approving it releases, its requestHash, and whether the lock API wrote it', params: IdParams }, preValidation: guard('lock-operator') },
+      {
+        schema: {
+          tags: ['force-release'],
+          summary: 'One pending force-release request: what approving it releases, its requestHash, and whether the lock API wrote it',
+          params: IdParams,
+        },
+        preValidation: guard('lock-operator'),
+      },
       async (request) => lock.readForceRequest(request.params.id),
     );
 
     app.post(
       '/v1/force-releases/:id/approve',
       {
-        schema: { tags: ['force-release'], summary: 'Approve a pending force-release (not its requester), naming the requestHash you were shown', params: IdParams, body: ApproveBody },
+        schema: {
+          tags: ['force-release'],
+          summary: 'Approve a pending force-release (not its requester), naming the requestHash you were shown',
+          params: IdParams,
+          body: ApproveBody,
+        },
         preValidation: guard('lock-operator'),
       },
       async (request) => lock.approveForceRelease(callerOf(request), request.params.id, request.body.requestHash),
@@ -45,7 +70,15 @@ export function forceReleaseRoutes(lock: LockService): RoutePlugin {
 
     app.post(
       '/v1/force-releases/:id/reject',
-      { schema: { tags: ['force-release'], summary: 'Reject a pending force-release (another lock-operator) or cancel it (its requester)', params: IdParams, body: WithdrawBody }, preValidation: guard('lock-operator') },
+      {
+        schema: {
+          tags: ['force-release'],
+          summary: 'Reject a pending force-release (another lock-operator) or cancel it (its requester)',
+          params: IdParams,
+          body: WithdrawBody,
+        },
+        preValidation: guard('lock-operator'),
+      },
       async (request) => lock.withdrawForceRequest(callerOf(request), request.params.id, request.body.reason),
     );
   };

@@ -56,7 +56,9 @@ export async function grantRoutes(app: App, { ctx }: RouteOptions): Promise<void
       if (params.cluster !== undefined) await pickCluster({ ...deps, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, params.cluster);
       // The read audit is written beside the query, not before it: nothing is sent until both are done (a read
       // that cannot be audited fails), and the page no longer waits for the insert first (issue 14: key history).
-      const audited = who ? recordGrantRead(deps, { identity: who.identity, tokenId: who.tokenId, params, requestId: String(request.id), atMs: now }) : Promise.resolve();
+      const audited = who
+        ? recordGrantRead(deps, { identity: who.identity, tokenId: who.tokenId, params, requestId: String(request.id), atMs: now })
+        : Promise.resolve();
       if (params.format === 'arrow') {
         await audited; // an Arrow page is a stream: opened only once the read is audited, so a failed audit leaves none open
         const arrow = await grantHistoryArrow(deps, params, now);

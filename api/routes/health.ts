@@ -30,7 +30,10 @@ export async function healthRoutes(app: App, { ctx }: RouteOptions): Promise<voi
 
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
     if (ctx.config.api.metricsRequireToken && !request.identity) {
-      throw new LockauditError('LOCKAUDIT_ERR_AUTH_REQUIRED', 'a valid API token is required for /metrics (LOCKAUDIT_METRICS_REQUIRE_TOKEN); send Authorization: Bearer <token>');
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_AUTH_REQUIRED',
+        'a valid API token is required for /metrics (LOCKAUDIT_METRICS_REQUIRE_TOKEN); send Authorization: Bearer <token>',
+      );
     }
     reply.header('content-type', ctx.metrics.contentType);
     return peers.metrics(ctx.metrics);

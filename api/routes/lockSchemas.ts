@@ -14,11 +14,17 @@ export const DecimalToken = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$', max
 export const RequestId = Type.String({ pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$', description: 'Request id (uuid)' });
 export const Reason = Type.String({ minLength: 3, maxLength: 2000, description: 'Why; kept in the audit record' });
 
-export const RequestHash = Type.String({ pattern: '^[0-9a-f]{64}$', description: "sha256 (hex) of the pending request as the approver was shown it (its requestHash): only that request is carried out" });
+export const RequestHash = Type.String({
+  pattern: '^[0-9a-f]{64}$',
+  description: 'sha256 (hex) of the pending request as the approver was shown it (its requestHash): only that request is carried out',
+});
 /** The body of an approval: the hash of the request the approver saw. */
 export const ApproveBody = Type.Object({ requestHash: RequestHash }, { additionalProperties: false });
 /** The body of a rejection or cancellation. */
-export const WithdrawBody = Type.Object({ reason: Type.String({ minLength: 3, maxLength: 2000, description: 'Why; kept in the API log' }) }, { additionalProperties: false });
+export const WithdrawBody = Type.Object(
+  { reason: Type.String({ minLength: 3, maxLength: 2000, description: 'Why; kept in the API log' }) },
+  { additionalProperties: false },
+);
 
 export const SessionParams = Type.Object({ id: LeaseId }, { additionalProperties: false });
 export const IdParams = Type.Object({ id: RequestId }, { additionalProperties: false });

@@ -49,8 +49,30 @@ const LockViewSchema = Type.Object(
   {
     additionalProperties: false,
     examples: [
-      { key: 'payments/acct-42', held: true, holder: 'spiffe://corp/payments-worker', class: 'ledger-entry', since: '2025-11-29T14:02:58.120Z', epoch: 0, waitMs: 12, revision: '1734', unprotected: false, origin: 'api' },
-      { key: 'payments/acct-43', held: true, holder: 'spiffe://intruder', class: 'ledger-entry', since: '2025-11-29T14:03:00.000Z', epoch: 0, waitMs: 0, revision: '1740', unprotected: false, origin: 'foreign' },
+      {
+        key: 'payments/acct-42',
+        held: true,
+        holder: 'spiffe://corp/payments-worker',
+        class: 'ledger-entry',
+        since: '2025-11-29T14:02:58.120Z',
+        epoch: 0,
+        waitMs: 12,
+        revision: '1734',
+        unprotected: false,
+        origin: 'api',
+      },
+      {
+        key: 'payments/acct-43',
+        held: true,
+        holder: 'spiffe://intruder',
+        class: 'ledger-entry',
+        since: '2025-11-29T14:03:00.000Z',
+        epoch: 0,
+        waitMs: 0,
+        revision: '1740',
+        unprotected: false,
+        origin: 'foreign',
+      },
       { key: 'payments/acct-44', held: false },
     ],
   },
@@ -72,7 +94,11 @@ export function lockRoutes(lock: LockService): RoutePlugin {
   return function lockRoutes(app) {
     app.post(
       '/v1/locks/acquire',
-      { ...SMALL_ANSWER, schema: { tags: ['locks'], summary: 'Acquire a lock; 409 when not granted within waitMs', body: AcquireBody }, preValidation: guard('client') },
+      {
+        ...SMALL_ANSWER,
+        schema: { tags: ['locks'], summary: 'Acquire a lock; 409 when not granted within waitMs', body: AcquireBody },
+        preValidation: guard('client'),
+      },
       async (request, reply) => {
         const { key, session, waitMs } = request.body;
         // The response closing before it was written means the caller left: its wait ends, ungranted.
@@ -82,7 +108,9 @@ export function lockRoutes(lock: LockService): RoutePlugin {
         };
         reply.raw.once('close', onClose);
         try {
-          return await acquired(await lock.acquire({ identity: callerOf(request), key, session, className: request.body.class, waitMs: waitMs ?? 0, signal: left.signal }));
+          return await acquired(
+            await lock.acquire({ identity: callerOf(request), key, session, className: request.body.class, waitMs: waitMs ?? 0, signal: left.signal }),
+          );
         } finally {
           reply.raw.off('close', onClose);
         }
@@ -91,17 +119,32 @@ export function lockRoutes(lock: LockService): RoutePlugin {
 
     app.post(
       '/v1/locks/release',
-      { ...SMALL_ANSWER, schema: { tags: ['locks'], summary: 'Release a lock: only its holder, with its token', body: ReleaseBody }, preValidation: guard('client') },
+      {
+        ...SMALL_ANSWER,
+        schema: { tags: ['locks'], summary: 'Release a lock: only its holder, with its token', body: ReleaseBody },
+        preValidation: guard('client'),
+      },
       async (request) => {
         const token = parseToken(request.body.token);
-        if (token === undefined) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', 'body.token: is not a 64-bit decimal token', { details: ['body.token: is not a 64-bit decimal token'] });
+        if (token === undefined)
+          throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', 'body.token: is not a 64-bit decimal token', {
+            details: ['body.token: is not a 64-bit decimal token'],
+          });
         return lock.release({ identity: callerOf(request), key: request.body.key, session: request.body.session, token });
       },
     );
 
     app.get(
       '/v1/locks',
-      { schema: { tags: ['locks'], summary: 'Who holds a key, since when and whether the lock API wrote the hold (the token only to its holder)', querystring: InspectQuery, response: { 200: LockViewSchema } }, preValidation: guard('client') },
+      {
+        schema: {
+          tags: ['locks'],
+          summary: 'Who holds a key, since when and whether the lock API wrote the hold (the token only to its holder)',
+          querystring: InspectQuery,
+          response: { 200: LockViewSchema },
+        },
+        preValidation: guard('client'),
+      },
       async (request) => lock.inspect(callerOf(request), request.query.key),
     );
   };

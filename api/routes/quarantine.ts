@@ -21,7 +21,10 @@ export async function quarantineRoutes(app: App, { ctx }: RouteOptions): Promise
           'Changes the tailer could not decode or store, set aside so capture went on: revision, key, reason and the raw value, ' +
           'oldest first, by cluster and time; page with nextCursor. Roles: auditor, investigator. Every read is recorded (who, filters, when).',
         querystring: QuarantineQuery,
-        response: { 200: { description: 'One page of quarantined changes', content: { 'application/json': { schema: QuarantinePageSchema } } }, ...errorResponses },
+        response: {
+          200: { description: 'One page of quarantined changes', content: { 'application/json': { schema: QuarantinePageSchema } } },
+          ...errorResponses,
+        },
       },
     },
     async (request) => {

@@ -7,9 +7,25 @@ import { LockauditError } from '../../core/errors.js';
 import { ContentionQuery, ContentionSchema, contention } from '../../reports/contention/index.js';
 import { recordRead } from '../../reports/grantHistory/index.js';
 import { pickCluster } from '../../reports/state/index.js';
-import { REGISTER_CSV_HEADER, RegisterSchema, RiskRegisterQuery, registerCsv, registerHtml, runRegister, storedRegister } from '../../reports/riskRegister/index.js';
+import {
+  REGISTER_CSV_HEADER,
+  RegisterSchema,
+  RiskRegisterQuery,
+  registerCsv,
+  registerHtml,
+  runRegister,
+  storedRegister,
+} from '../../reports/riskRegister/index.js';
 import { TimelineQuery, TimelineSchema, timeline } from '../../reports/timeline/index.js';
-import { ReconcileBody, ReconcileParams, ReconciliationSchema, UnprotectedQuery, UnprotectedReportSchema, reconcile, unprotectedReport } from '../../reports/unprotected/index.js';
+import {
+  ReconcileBody,
+  ReconcileParams,
+  ReconciliationSchema,
+  UnprotectedQuery,
+  UnprotectedReportSchema,
+  reconcile,
+  unprotectedReport,
+} from '../../reports/unprotected/index.js';
 import type { App, RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';
@@ -27,18 +43,29 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
       schema: {
         tags: ['reports'],
         summary: 'Advisory risk register',
-        description: 'The stored register of a day (its newest run), or the newest register. One row per advisory class: owner, waiver expiry, days left, status (ok, expiring within 30 days, expired) and use over 24 h and 30 d. JSON, CSV or a readable HTML page. Role: auditor.',
+        description:
+          'The stored register of a day (its newest run), or the newest register. One row per advisory class: owner, waiver expiry, days left, status (ok, expiring within 30 days, expired) and use over 24 h and 30 d. JSON, CSV or a readable HTML page. Role: auditor.',
         querystring: RiskRegisterQuery,
         response: {
           200: {
             description: 'The register',
             content: {
               'application/json': { schema: RegisterSchema },
-              'text/csv': { schema: Type.String({ examples: [`${REGISTER_CSV_HEADER.join(',')}\r\n2025-11-29,2025-11-29T02:00:00.000Z,repeat:risk-register-nightly:1764381600000,cache-refresh,catalog,risk-team@corp,2025-12-20,21,expiring,1840,51022,312,2210,3,71,0,2,0,14,0,3,0,1\r\n`] }) },
+              'text/csv': {
+                schema: Type.String({
+                  examples: [
+                    `${REGISTER_CSV_HEADER.join(',')}\r\n2025-11-29,2025-11-29T02:00:00.000Z,repeat:risk-register-nightly:1764381600000,cache-refresh,catalog,risk-team@corp,2025-12-20,21,expiring,1840,51022,312,2210,3,71,0,2,0,14,0,3,0,1\r\n`,
+                  ],
+                }),
+              },
               'text/html': { schema: Type.String({ examples: ['<!doctype html><html>…<table>…</table></html>'] }) },
             },
           },
-          404: { ...errorResponses[401], description: 'No register of that date (or none yet)', examples: [{ error: 'LOCKAUDIT_ERR_REPORT_NOT_FOUND', message: 'no risk register for 2025-11-29' }] },
+          404: {
+            ...errorResponses[401],
+            description: 'No register of that date (or none yet)',
+            examples: [{ error: 'LOCKAUDIT_ERR_REPORT_NOT_FOUND', message: 'no risk register for 2025-11-29' }],
+          },
           ...errorResponses,
         },
       },
@@ -46,7 +73,11 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     async (request, reply) => {
       const { date, format } = request.query;
       const register = await storedRegister(deps, date);
-      if (!register) throw new LockauditError('LOCKAUDIT_ERR_REPORT_NOT_FOUND', date ? `no risk register for ${date}` : 'no risk register has been built yet; POST /v1/reports/risk-register/run builds one');
+      if (!register)
+        throw new LockauditError(
+          'LOCKAUDIT_ERR_REPORT_NOT_FOUND',
+          date ? `no risk register for ${date}` : 'no risk register has been built yet; POST /v1/reports/risk-register/run builds one',
+        );
       if (format === 'csv') return reply.type('text/csv; charset=utf-8').send(registerCsv(register));
       if (format === 'html') return reply.type('text/html; charset=utf-8').send(registerHtml(register));
       return register;
@@ -60,13 +91,20 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
       schema: {
         tags: ['reports'],
         summary: 'Build the risk register now',
-        description: 'Builds the advisory risk register as of now (the nightly job does the same on its schedule), stores it beside the nightly ones and returns it. Role: auditor.',
+        description:
+          'Builds the advisory risk register as of now (the nightly job does the same on its schedule), stores it beside the nightly ones and returns it. Role: auditor.',
         response: { 201: { ...RegisterSchema, description: 'The register just built and stored' }, ...errorResponses },
       },
     },
     async (request, reply) => {
       const who = request.identity?.identity ?? 'unknown';
-      const register = await runRegister(deps, { runId: `manual-${randomUUID()}`, asOfMs: Date.now(), timeZone: ctx.config.reports.riskRegisterTz, trigger: 'manual', requestedBy: who });
+      const register = await runRegister(deps, {
+        runId: `manual-${randomUUID()}`,
+        asOfMs: Date.now(),
+        timeZone: ctx.config.reports.riskRegisterTz,
+        trigger: 'manual',
+        requestedBy: who,
+      });
       return reply.status(201).send(register);
     },
   );
@@ -78,7 +116,8 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
       schema: {
         tags: ['reports'],
         summary: 'Contention',
-        description: 'Per namespace, class or key over a window: grants, distinct holders, wait p50/p95/p99, hold p50/p99, handoff gap (release → next grant on the key), expiry ratio, force-releases; the hottest keys; and a time series of grants, wait p50/p95/p99, hold p50/p99, expiries and force-releases per bucket (bucketSeconds chosen for at most 240 bucket widths: 241 points when the window is not aligned to bucket edges). Percentiles: the value at rank floor(p·n) of the sorted values. Role: investigator.',
+        description:
+          'Per namespace, class or key over a window: grants, distinct holders, wait p50/p95/p99, hold p50/p99, handoff gap (release → next grant on the key), expiry ratio, force-releases; the hottest keys; and a time series of grants, wait p50/p95/p99, hold p50/p99, expiries and force-releases per bucket (bucketSeconds chosen for at most 240 bucket widths: 241 points when the window is not aligned to bucket edges). Percentiles: the value at rank floor(p·n) of the sorted values. Role: investigator.',
         querystring: ContentionQuery,
         response: { 200: { ...ContentionSchema, description: 'The contention report' }, ...errorResponses },
       },
@@ -107,7 +146,16 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
       const now = Date.now();
       const { maxBars: _bars, ...filters } = request.query;
       if (request.query.cluster !== undefined) await pickCluster({ ...deps, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, request.query.cluster);
-      if (who) await recordRead(deps, { identity: who.identity, tokenId: who.tokenId, filters, format: 'timeline', paged: false, requestId: String(request.id), atMs: now });
+      if (who)
+        await recordRead(deps, {
+          identity: who.identity,
+          tokenId: who.tokenId,
+          filters,
+          format: 'timeline',
+          paged: false,
+          requestId: String(request.id),
+          atMs: now,
+        });
       return timeline(deps, request.query, now);
     },
   );
@@ -119,7 +167,8 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
       schema: {
         tags: ['reports'],
         summary: 'Unprotected grants to reconcile',
-        description: 'Grants issued without quorum (fail-open, token 0) in the window, each with the protected grants that overlapped it on the same key — possible double holders — and its latest reconcile note. Roles: lock-operator, investigator.',
+        description:
+          'Grants issued without quorum (fail-open, token 0) in the window, each with the protected grants that overlapped it on the same key — possible double holders — and its latest reconcile note. Roles: lock-operator, investigator.',
         querystring: UnprotectedQuery,
         response: { 200: { ...UnprotectedReportSchema, description: 'The unprotected grants' }, ...errorResponses },
       },
@@ -138,8 +187,24 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
         params: ReconcileParams,
         body: ReconcileBody,
         response: {
-          201: { ...ReconciliationSchema, description: 'The recorded note', examples: [{ id: '5f1d0c9a8e2b4d7f9a3c6e1b2d4f8a0c', note: 'Both writers touched sku-9; cache rebuilt', reconciledBy: 'ops@corp', reconciledAt: '2025-11-29T09:30:00.000Z', notes: 1 }] },
-          404: { ...errorResponses[401], description: 'No unprotected grant has this id', examples: [{ error: 'LOCKAUDIT_ERR_REPORT_NOT_FOUND', message: 'params.id: no unprotected grant has the id …' }] },
+          201: {
+            ...ReconciliationSchema,
+            description: 'The recorded note',
+            examples: [
+              {
+                id: '5f1d0c9a8e2b4d7f9a3c6e1b2d4f8a0c',
+                note: 'Both writers touched sku-9; cache rebuilt',
+                reconciledBy: 'ops@corp',
+                reconciledAt: '2025-11-29T09:30:00.000Z',
+                notes: 1,
+              },
+            ],
+          },
+          404: {
+            ...errorResponses[401],
+            description: 'No unprotected grant has this id',
+            examples: [{ error: 'LOCKAUDIT_ERR_REPORT_NOT_FOUND', message: 'params.id: no unprotected grant has the id …' }],
+          },
           ...errorResponses,
         },
       },

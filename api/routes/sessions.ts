@@ -6,7 +6,15 @@ import type { RoutePlugin } from '../types.js';
 import { callerOf, guard, SessionParams } from './lockSchemas.js';
 
 const CreateBody = Type.Object(
-  { ttlSeconds: Type.Optional(Type.Integer({ minimum: SESSION_TTL_MIN, maximum: SESSION_TTL_MAX, description: `Lease TTL; must equal the class TTL of the holds it carries. Default ${SESSION_TTL_DEFAULT}` })) },
+  {
+    ttlSeconds: Type.Optional(
+      Type.Integer({
+        minimum: SESSION_TTL_MIN,
+        maximum: SESSION_TTL_MAX,
+        description: `Lease TTL; must equal the class TTL of the holds it carries. Default ${SESSION_TTL_DEFAULT}`,
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -33,7 +41,14 @@ export function sessionRoutes(lock: LockService): RoutePlugin {
 
     app.delete(
       '/v1/sessions/:id',
-      { schema: { tags: ['locks'], summary: 'Close a session: its holds are deleted with a session-close marker, then the lease is revoked', params: SessionParams }, preValidation: guard('client') },
+      {
+        schema: {
+          tags: ['locks'],
+          summary: 'Close a session: its holds are deleted with a session-close marker, then the lease is revoked',
+          params: SessionParams,
+        },
+        preValidation: guard('client'),
+      },
       async (request) => {
         const closed = await lock.closeSession(callerOf(request), request.params.id);
         return { ...closed, closed: true };

@@ -30,7 +30,16 @@ export async function stateRoutes(app: App, { ctx }: RouteOptions): Promise<void
     },
     async (request) => {
       const who = request.identity;
-      if (who) await recordRead(deps, { identity: who.identity, tokenId: who.tokenId, filters: { ...request.query }, format: 'state', paged: false, requestId: String(request.id), atMs: Date.now() });
+      if (who)
+        await recordRead(deps, {
+          identity: who.identity,
+          tokenId: who.tokenId,
+          filters: { ...request.query },
+          format: 'state',
+          paged: false,
+          requestId: String(request.id),
+          atMs: Date.now(),
+        });
       return stateAt(deps, request.query);
     },
   );
@@ -52,7 +61,16 @@ export async function stateRoutes(app: App, { ctx }: RouteOptions): Promise<void
     },
     async (request) => {
       const who = request.identity;
-      if (who) await recordRead(deps, { identity: who.identity, tokenId: who.tokenId, filters: { ...request.query }, format: 'diff', paged: false, requestId: String(request.id), atMs: Date.now() });
+      if (who)
+        await recordRead(deps, {
+          identity: who.identity,
+          tokenId: who.tokenId,
+          filters: { ...request.query },
+          format: 'diff',
+          paged: false,
+          requestId: String(request.id),
+          atMs: Date.now(),
+        });
       return diff(deps, request.query);
     },
   );

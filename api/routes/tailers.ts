@@ -18,7 +18,12 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
       preValidation: guard,
       schema: { tags: ['tailer'], summary: 'Tailer health per etcd cluster', response: { 200: Type.Object({ items: Type.Array(TailerSchema) }) } },
     },
-    async () => ({ items: await tailerHealth({ store: ctx.store, limits: ctx.config.reports }, ctx.config.etcd.clusters.map((c) => c.name)) }),
+    async () => ({
+      items: await tailerHealth(
+        { store: ctx.store, limits: ctx.config.reports },
+        ctx.config.etcd.clusters.map((c) => c.name),
+      ),
+    }),
   );
 
   app.get(
@@ -28,7 +33,8 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
       schema: {
         tags: ['tailer'],
         summary: 'Tailer lag over time',
-        description: 'Per cluster and time bucket (at most 241 a cluster: 240 bucket widths, and a window not aligned to bucket edges touches one more): the worst lag behind etcd in seconds and revisions, the newest checkpoint and the number of status samples (0: no tailer published status). Default window: the last 24 h. Roles: investigator, auditor, admin.',
+        description:
+          'Per cluster and time bucket (at most 241 a cluster: 240 bucket widths, and a window not aligned to bucket edges touches one more): the worst lag behind etcd in seconds and revisions, the newest checkpoint and the number of status samples (0: no tailer published status). Default window: the last 24 h. Roles: investigator, auditor, admin.',
         querystring: TailerLagQuery,
         response: { 200: { ...TailerLagSchema, description: 'Lag series per cluster' }, ...errorResponses },
       },
@@ -48,7 +54,12 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     '/v1/gaps',
     {
       preValidation: guard,
-      schema: { tags: ['tailer'], summary: 'History ranges lost before capture', querystring: GapsQuery, response: { 200: Type.Object({ items: Type.Array(GapSchema) }) } },
+      schema: {
+        tags: ['tailer'],
+        summary: 'History ranges lost before capture',
+        querystring: GapsQuery,
+        response: { 200: Type.Object({ items: Type.Array(GapSchema) }) },
+      },
     },
     async (request) => {
       const query = request.query as Static<typeof GapsQuery>;

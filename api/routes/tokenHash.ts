@@ -11,7 +11,11 @@ import { DecimalToken } from './lockSchemas.js';
 
 const TokenHashBody = Type.Object({ token: DecimalToken }, { additionalProperties: false, examples: [{ token: '11258999068428022' }] });
 const TokenHashSchema = Type.Object(
-  { tokenHash: Type.String({ description: '`hmac-sha256:<64 hex>`, as the alert sinks carry it (`unmapped.token_hash` in OCSF, `cs4` in CEF); "" for token 0, which fences nothing' }) },
+  {
+    tokenHash: Type.String({
+      description: '`hmac-sha256:<64 hex>`, as the alert sinks carry it (`unmapped.token_hash` in OCSF, `cs4` in CEF); "" for token 0, which fences nothing',
+    }),
+  },
   { examples: [{ tokenHash: 'hmac-sha256:4f1c0d3a9b7e2f6051c8a4d2e9b0f3a7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1' }] },
 );
 

@@ -40,7 +40,14 @@ export async function tokenRoutes(app: App, { ctx }: RouteOptions): Promise<void
 
   app.get(
     '/v1/tokens',
-    { preValidation: admin, schema: { tags: ['auth'], summary: 'Every API token (never the secret): roles, expiry, revocation, last use. Role: admin.', response: { 200: Type.Object({ items: Type.Array(TokenInfoSchema) }), ...errors } } },
+    {
+      preValidation: admin,
+      schema: {
+        tags: ['auth'],
+        summary: 'Every API token (never the secret): roles, expiry, revocation, last use. Role: admin.',
+        response: { 200: Type.Object({ items: Type.Array(TokenInfoSchema) }), ...errors },
+      },
+    },
     async () => ({ items: await listApiTokens(ctx.store) }),
   );
 
@@ -57,7 +64,10 @@ export async function tokenRoutes(app: App, { ctx }: RouteOptions): Promise<void
     },
     async (request, reply) => {
       const by = request.identity?.identity ?? 'unknown';
-      const created = await createApiToken(ctx.store, request.body.identity, request.body.roles as Role[], { expiresInSeconds: request.body.expiresInSeconds, issuedBy: by });
+      const created = await createApiToken(ctx.store, request.body.identity, request.body.roles as Role[], {
+        expiresInSeconds: request.body.expiresInSeconds,
+        issuedBy: by,
+      });
       return reply.status(201).send(created);
     },
   );

@@ -22,7 +22,7 @@ export async function whoamiRoutes(app: App, _options: RouteOptions): Promise<vo
     {
       schema: {
         tags: ['auth'],
-        summary: 'The caller\'s identity and roles',
+        summary: "The caller's identity and roles",
         description: 'The identity, roles and public token id behind the Bearer token. Any valid token.',
         response: { 200: { ...WhoamiSchema, description: 'The caller' }, 401: errorResponses[401] },
       },

@@ -33,7 +33,6 @@ interface SimulateFlags {
   json: boolean;
 }
 
-
 function parseUrl(value: string): string {
   try {
     const url = new URL(value);
@@ -50,7 +49,10 @@ const progress = (message: string): void => {
 
 function outageControl(config: Config): OutageControl {
   if (!config.etcd.local || config.local.etcdMembers !== 3) {
-    throw new LockauditError('LOCKAUDIT_ERR_SIMULATE_SETUP', '--outage needs the local three-member etcd: set LOCKAUDIT_LOCAL_ETCD_MEMBERS=3 and run lockaudit services up');
+    throw new LockauditError(
+      'LOCKAUDIT_ERR_SIMULATE_SETUP',
+      '--outage needs the local three-member etcd: set LOCKAUDIT_LOCAL_ETCD_MEMBERS=3 and run lockaudit services up',
+    );
   }
   return {
     stop: async () => {
@@ -74,10 +76,20 @@ function readTokens(file: string, workers: number): SimTokens {
   const t = parsed as { admin?: unknown; operators?: unknown; clients?: unknown };
   const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
   if (typeof t.admin !== 'string' || !strings(t.operators) || t.operators.length !== 2 || !strings(t.clients) || t.clients.length < workers) {
-    throw new LockauditError('LOCKAUDIT_ERR_SIMULATE_SETUP', `--tokens: ${file} must be {"admin": "...", "operators": ["...", "..."], "clients": [at least --workers (${workers}) tokens, one per distinct identity]}`);
+    throw new LockauditError(
+      'LOCKAUDIT_ERR_SIMULATE_SETUP',
+      `--tokens: ${file} must be {"admin": "...", "operators": ["...", "..."], "clients": [at least --workers (${workers}) tokens, one per distinct identity]}`,
+    );
   }
   const [a, b] = t.operators as [string, string];
-  return { admin: t.admin, operators: [{ identity: 'operator-1', token: a }, { identity: 'operator-2', token: b }], clients: t.clients.map((token, i) => ({ identity: workerIdentity(i), token })) };
+  return {
+    admin: t.admin,
+    operators: [
+      { identity: 'operator-1', token: a },
+      { identity: 'operator-2', token: b },
+    ],
+    clients: t.clients.map((token, i) => ({ identity: workerIdentity(i), token })),
+  };
 }
 
 async function run(flags: SimulateFlags): Promise<void> {
@@ -85,8 +97,21 @@ async function run(flags: SimulateFlags): Promise<void> {
   const outage = flags.outage ? outageControl(config) : undefined;
   let stats;
   if (flags.url) {
-    if (!flags.tokens) throw new LockauditError('LOCKAUDIT_ERR_SIMULATE_SETUP', '--url needs --tokens FILE: the fleet\'s API tokens (the remote API\'s store is not this process\'s)');
-    stats = await simulate({ seed: flags.seed, durationSeconds: flags.duration, workers: flags.workers, rate: flags.rate, api: new HttpTransport(flags.url), tokens: readTokens(flags.tokens, flags.workers), outage, progress });
+    if (!flags.tokens)
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_SIMULATE_SETUP',
+        "--url needs --tokens FILE: the fleet's API tokens (the remote API's store is not this process's)",
+      );
+    stats = await simulate({
+      seed: flags.seed,
+      durationSeconds: flags.duration,
+      workers: flags.workers,
+      rate: flags.rate,
+      api: new HttpTransport(flags.url),
+      tokens: readTokens(flags.tokens, flags.workers),
+      outage,
+      progress,
+    });
   } else {
     // In-process: the lock API on the configured etcd, in this process.
     const logger = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ? config.logLevel : 'warn');
@@ -105,7 +130,16 @@ async function run(flags: SimulateFlags): Promise<void> {
       roles.push(engine);
       const app = await buildApp(runtime, [lockApi(engine.service)]);
       roles.push({ name: 'api', close: () => app.close() });
-      stats = await simulate({ seed: flags.seed, durationSeconds: flags.duration, workers: flags.workers, rate: flags.rate, api: new InjectTransport(app), tokens, outage, progress });
+      stats = await simulate({
+        seed: flags.seed,
+        durationSeconds: flags.duration,
+        workers: flags.workers,
+        rate: flags.rate,
+        api: new InjectTransport(app),
+        tokens,
+        outage,
+        progress,
+      });
     } finally {
       for (const role of roles.reverse()) await role.close().catch((err: Error) => progress(`${role.name} did not close cleanly: ${err.message}`));
       await store.close();

@@ -12,6 +12,8 @@ export async function createFleetTokens(store: AuditStore, workers: number): Pro
       { identity: 'sim-alice@corp.example', token: await make('sim-alice@corp.example', ['lock-operator']) },
       { identity: 'sim-bob@corp.example', token: await make('sim-bob@corp.example', ['lock-operator']) },
     ],
-    clients: await Promise.all(Array.from({ length: workers }, async (_, i) => ({ identity: workerIdentity(i), token: await make(workerIdentity(i), ['client']) }))),
+    clients: await Promise.all(
+      Array.from({ length: workers }, async (_, i) => ({ identity: workerIdentity(i), token: await make(workerIdentity(i), ['client']) })),
+    ),
   };
 }

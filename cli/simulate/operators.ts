@@ -13,7 +13,15 @@ export interface Operator {
   token: string;
 }
 
-export async function runOperators(options: { operators: [Operator, Operator]; api: Transport; board: HoldBoard; rng: Rng; stats: SimStats; until: number; meanGapMs: number }): Promise<void> {
+export async function runOperators(options: {
+  operators: [Operator, Operator];
+  api: Transport;
+  board: HoldBoard;
+  rng: Rng;
+  stats: SimStats;
+  until: number;
+  meanGapMs: number;
+}): Promise<void> {
   const { api, board, rng, stats, until } = options;
   let turn = 0;
   await sleep(Math.min(5_000, options.meanGapMs));

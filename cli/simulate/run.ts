@@ -48,13 +48,16 @@ export async function simulate(options: SimulateOptions): Promise<SimStats> {
   for (const ns of namespaces) {
     for (const { lockClass } of ns.classes) {
       const res = await options.api.request('PUT', `/v1/classes/${lockClass.name}`, options.tokens.admin, lockClass);
-      if (res.status !== 200) throw new LockauditError('LOCKAUDIT_ERR_SIMULATE_SETUP', `class ${lockClass.name}: the API answered ${res.status}: ${String(res.body.message ?? '')}`);
+      if (res.status !== 200)
+        throw new LockauditError('LOCKAUDIT_ERR_SIMULATE_SETUP', `class ${lockClass.name}: the API answered ${res.status}: ${String(res.body.message ?? '')}`);
     }
   }
   if (options.tokens.clients.length < options.workers) {
     throw new LockauditError('LOCKAUDIT_ERR_SIMULATE_SETUP', `--workers ${options.workers} needs as many client tokens; got ${options.tokens.clients.length}`);
   }
-  progress(`${namespaces.reduce((n, ns) => n + ns.classes.length, 0)} classes in ${namespaces.length} namespaces; ${options.workers} workers, ~${options.rate} acquires/s for ${options.durationSeconds} s (seed ${options.seed})${options.outage ? '; etcd outage in the middle third' : ''}`);
+  progress(
+    `${namespaces.reduce((n, ns) => n + ns.classes.length, 0)} classes in ${namespaces.length} namespaces; ${options.workers} workers, ~${options.rate} acquires/s for ${options.durationSeconds} s (seed ${options.seed})${options.outage ? '; etcd outage in the middle third' : ''}`,
+  );
 
   const stats = new SimStats();
   const board = new HoldBoard();
@@ -63,12 +66,31 @@ export async function simulate(options: SimulateOptions): Promise<SimStats> {
   const tasks: Promise<void>[] = [];
   for (let i = 0; i < options.workers; i++) {
     const client = options.tokens.clients[i] as { identity: string; token: string };
-    const worker = new SimWorker({ index: i, identity: client.identity, token: client.token, ns: namespaces[i % namespaces.length]!, rng: Rng.derive(options.seed, i), api: options.api, stats, board, meanGapMs, until });
+    const worker = new SimWorker({
+      index: i,
+      identity: client.identity,
+      token: client.token,
+      ns: namespaces[i % namespaces.length]!,
+      rng: Rng.derive(options.seed, i),
+      api: options.api,
+      stats,
+      board,
+      meanGapMs,
+      until,
+    });
     tasks.push(worker.run());
   }
-  tasks.push(runOperators({ operators: options.tokens.operators, api: options.api, board, rng: Rng.derive(options.seed, 10_000), stats, until, meanGapMs: 8_000 }));
+  tasks.push(
+    runOperators({ operators: options.tokens.operators, api: options.api, board, rng: Rng.derive(options.seed, 10_000), stats, until, meanGapMs: 8_000 }),
+  );
   if (options.outage) tasks.push(outageTimeline(options.outage, options.durationSeconds, stats, progress));
-  const ticker = setInterval(() => progress(`${Math.round((Date.now() - stats.startedAt) / 1000)} s: ${stats.get('grants')} grants, ${stats.get('grants unprotected (token 0)')} unprotected, ${stats.get('not granted in time (409)')} timeouts`), 10_000);
+  const ticker = setInterval(
+    () =>
+      progress(
+        `${Math.round((Date.now() - stats.startedAt) / 1000)} s: ${stats.get('grants')} grants, ${stats.get('grants unprotected (token 0)')} unprotected, ${stats.get('not granted in time (409)')} timeouts`,
+      ),
+    10_000,
+  );
   ticker.unref();
   try {
     const results = await Promise.allSettled(tasks);

@@ -35,10 +35,21 @@ export class SimStats {
   }
 
   render(): string {
-    const s = this.summary() as { seconds: number; counts: Record<string, number>; perMinute: Record<string, number>; acquireLatencyMs: { p50: number; p99: number; n: number }; grantsByClass: Record<string, { protected: number; unprotected: number }> };
+    const s = this.summary() as {
+      seconds: number;
+      counts: Record<string, number>;
+      perMinute: Record<string, number>;
+      acquireLatencyMs: { p50: number; p99: number; n: number };
+      grantsByClass: Record<string, { protected: number; unprotected: number }>;
+    };
     const lines = [`simulation: ${s.seconds} s`, '', `${'event'.padEnd(34)} ${'total'.padStart(8)} ${'per min'.padStart(8)}`];
     for (const [k, v] of Object.entries(s.counts)) lines.push(`${k.padEnd(34)} ${String(v).padStart(8)} ${String(s.perMinute[k]).padStart(8)}`);
-    lines.push('', `acquire latency (all outcomes): p50 ${s.acquireLatencyMs.p50} ms, p99 ${s.acquireLatencyMs.p99} ms over ${s.acquireLatencyMs.n} requests`, '', `${'class'.padEnd(34)} ${'granted'.padStart(8)} ${'token 0'.padStart(8)}`);
+    lines.push(
+      '',
+      `acquire latency (all outcomes): p50 ${s.acquireLatencyMs.p50} ms, p99 ${s.acquireLatencyMs.p99} ms over ${s.acquireLatencyMs.n} requests`,
+      '',
+      `${'class'.padEnd(34)} ${'granted'.padStart(8)} ${'token 0'.padStart(8)}`,
+    );
     for (const [k, v] of Object.entries(s.grantsByClass)) lines.push(`${k.padEnd(34)} ${String(v.protected).padStart(8)} ${String(v.unprotected).padStart(8)}`);
     return lines.join('\n');
   }

@@ -19,7 +19,10 @@ function parse(text: string): Json {
 }
 
 export class HttpTransport implements Transport {
-  constructor(readonly baseUrl: string, readonly timeoutMs = 30_000) {}
+  constructor(
+    readonly baseUrl: string,
+    readonly timeoutMs = 30_000,
+  ) {}
 
   async request(method: Method, path: string, token: string, body?: unknown): Promise<{ status: number; body: Json }> {
     try {

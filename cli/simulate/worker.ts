@@ -94,9 +94,19 @@ export class SimWorker {
     const { rng, ns, api, stats, board, token } = this.#o;
     const lockClass = rng.weighted(ns.classes.map((c) => [c.lockClass, c.weight] as const));
     const key = pickKey(rng, ns);
-    const waitMs = rng.weighted([[0, 2], [250, 3], [1_000, 3], [3_000, lockClass.fairness === 'durable' ? 4 : 1]] as const);
+    const waitMs = rng.weighted([
+      [0, 2],
+      [250, 3],
+      [1_000, 3],
+      [3_000, lockClass.fairness === 'durable' ? 4 : 1],
+    ] as const);
     const holdMs = Math.round(rng.exp(150)) + 10;
-    const ending = rng.weighted([['release', 87], ['crash', 2], ['close', 4], ['linger', 7]] as const);
+    const ending = rng.weighted([
+      ['release', 87],
+      ['crash', 2],
+      ['close', 4],
+      ['linger', 7],
+    ] as const);
     const session = await this.#session(lockClass);
     if (!session) return;
 

@@ -82,8 +82,21 @@ export function fromLogRow(cluster: string, r: LogRow): AlertEvent {
     // The first timeline's compaction gaps keep the id they always had; a restore gap may start where one did.
     const first = gapKind === 'compaction' && generation === '0';
     return {
-      id: first ? `${cluster}:gap:${revision}` : `${cluster}:gap:${revision}:${identity}`, cluster, kind: 'gap', revision, key: '', namespace: '', class: '', holder: '', session: '', token: '0', epoch: 0, grantRevision: '0',
-      timeMs: Number(r.wall_ms), timeEstimated: false, detail: { fromRevision: revision, toRevision: String(r.gap_to), reason: r.reason, gapKind, generation: Number(generation) },
+      id: first ? `${cluster}:gap:${revision}` : `${cluster}:gap:${revision}:${identity}`,
+      cluster,
+      kind: 'gap',
+      revision,
+      key: '',
+      namespace: '',
+      class: '',
+      holder: '',
+      session: '',
+      token: '0',
+      epoch: 0,
+      grantRevision: '0',
+      timeMs: Number(r.wall_ms),
+      timeEstimated: false,
+      detail: { fromRevision: revision, toRevision: String(r.gap_to), reason: r.reason, gapKind, generation: Number(generation) },
     };
   }
   const detail: Record<string, unknown> = {};
@@ -119,8 +132,21 @@ export function fromLogRow(cluster: string, r: LogRow): AlertEvent {
 export function fromSpoolRow(cluster: string, r: SpoolRow): AlertEvent {
   const key = r.lock_path ? `${r.namespace}/${r.lock_path}` : '';
   return {
-    id: `${cluster}:spool:${r.key}`, cluster, kind: 'unprotected-grant', revision: '0', key, namespace: r.namespace, class: r.class, holder: r.holder, session: r.session,
-    token: '0', epoch: 0, grantRevision: '0', timeMs: Number(r.wall_ms), timeEstimated: false, detail: { spoolId: r.key },
+    id: `${cluster}:spool:${r.key}`,
+    cluster,
+    kind: 'unprotected-grant',
+    revision: '0',
+    key,
+    namespace: r.namespace,
+    class: r.class,
+    holder: r.holder,
+    session: r.session,
+    token: '0',
+    epoch: 0,
+    grantRevision: '0',
+    timeMs: Number(r.wall_ms),
+    timeEstimated: false,
+    detail: { spoolId: r.key },
   };
 }
 
@@ -143,9 +169,28 @@ export interface RegisterRunRow {
 /** One event per class per register run: the id names both, so a re-delivered run carries the same ids. Not about one cluster: cluster ''. */
 export function fromRegisterRow(run: RegisterRunRow, r: RegisterClassRow): AlertEvent {
   return {
-    id: `register:${run.run_id}:${r.class}`, cluster: '', kind: r.status === 'expired' ? 'waiver-expired' : 'waiver-expiring', revision: '0', key: '', namespace: r.namespace, class: r.class,
-    holder: '', session: '', token: '0', epoch: 0, grantRevision: '0', timeMs: Number(run.as_of_ms), timeEstimated: false,
-    detail: { runId: run.run_id, registerDate: run.register_day, riskOwner: r.risk_owner, waiverExpires: r.waiver_day, daysLeft: r.days_left === null ? null : Number(r.days_left), status: r.status },
+    id: `register:${run.run_id}:${r.class}`,
+    cluster: '',
+    kind: r.status === 'expired' ? 'waiver-expired' : 'waiver-expiring',
+    revision: '0',
+    key: '',
+    namespace: r.namespace,
+    class: r.class,
+    holder: '',
+    session: '',
+    token: '0',
+    epoch: 0,
+    grantRevision: '0',
+    timeMs: Number(run.as_of_ms),
+    timeEstimated: false,
+    detail: {
+      runId: run.run_id,
+      registerDate: run.register_day,
+      riskOwner: r.risk_owner,
+      waiverExpires: r.waiver_day,
+      daysLeft: r.days_left === null ? null : Number(r.days_left),
+      status: r.status,
+    },
   };
 }
 
@@ -162,8 +207,29 @@ export interface TwoPersonRow extends Omit<TwoPersonLogRow, 'cluster'> {
  */
 export function fromTwoPersonRow(cluster: string, r: TwoPersonRow): AlertEvent {
   return {
-    id: `${cluster}:two-person:${r.row_id}`, cluster, kind: r.action.startsWith('refused-') ? 'two-person-refused' : 'two-person', revision: String(r.revision), key: r.key,
-    namespace: parseLockName(r.key)?.namespace ?? '', class: '', holder: '', session: '', token: '0', epoch: 0, grantRevision: '0', timeMs: Number(r.at_ms), timeEstimated: false,
-    detail: { request: r.kind, action: r.action, requestId: r.request_id, requestHash: r.request_hash, actor: r.actor, requester: r.requester, reason: r.reason, ...(r.detail ? { note: r.detail } : {}) },
+    id: `${cluster}:two-person:${r.row_id}`,
+    cluster,
+    kind: r.action.startsWith('refused-') ? 'two-person-refused' : 'two-person',
+    revision: String(r.revision),
+    key: r.key,
+    namespace: parseLockName(r.key)?.namespace ?? '',
+    class: '',
+    holder: '',
+    session: '',
+    token: '0',
+    epoch: 0,
+    grantRevision: '0',
+    timeMs: Number(r.at_ms),
+    timeEstimated: false,
+    detail: {
+      request: r.kind,
+      action: r.action,
+      requestId: r.request_id,
+      requestHash: r.request_hash,
+      actor: r.actor,
+      requester: r.requester,
+      reason: r.reason,
+      ...(r.detail ? { note: r.detail } : {}),
+    },
   };
 }

@@ -25,14 +25,20 @@ export interface PosterDeps {
 }
 
 export function sinkSettings(s: AlertWebhookConfig) {
-  return { batchSize: s.batchSize ?? 200, maxAttempts: s.maxAttempts ?? 20, backoffMaxMs: s.backoffMaxMs ?? 30_000, pollIntervalMs: s.pollIntervalMs ?? 1_000, timeoutMs: s.timeoutMs ?? 10_000, format: s.format ?? 'ocsf' };
+  return {
+    batchSize: s.batchSize ?? 200,
+    maxAttempts: s.maxAttempts ?? 20,
+    backoffMaxMs: s.backoffMaxMs ?? 30_000,
+    pollIntervalMs: s.pollIntervalMs ?? 1_000,
+    timeoutMs: s.timeoutMs ?? 10_000,
+    format: s.format ?? 'ocsf',
+  };
 }
 
 /** The project's backoff from 100 ms; `backoffMaxMs` is the longest wait, jitter included. */
 export function backoffMs(attempt: number, capMs: number, random: () => number = Math.random): number {
   return Math.min(capMs, backoffDelay({ initialMs: 100, maxMs: capMs }, attempt, random));
 }
-
 
 export class BatchPoster {
   readonly #d: PosterDeps;
@@ -91,10 +97,21 @@ export class BatchPoster {
     const lines = body.trimEnd().split('\n');
     await this.#d.store.insert(
       'alert_dead_letters',
-      events.map((e, i) => ({ sink: this.#d.sink.name, cluster: this.#d.cluster, event_id: e.id, payload: lines[i] ?? '', attempts: this.#settings.maxAttempts, last_error: lastError.slice(0, 1000), at: Date.now() })),
+      events.map((e, i) => ({
+        sink: this.#d.sink.name,
+        cluster: this.#d.cluster,
+        event_id: e.id,
+        payload: lines[i] ?? '',
+        attempts: this.#settings.maxAttempts,
+        last_error: lastError.slice(0, 1000),
+        at: Date.now(),
+      })),
     );
     this.#d.metrics.deadLetters.inc(this.#labels, events.length);
-    this.#d.log.error({ sink: this.#d.sink.name, cluster: this.#d.cluster, events: events.length, err: lastError }, 'alert delivery gave up: events recorded in alert_dead_letters');
+    this.#d.log.error(
+      { sink: this.#d.sink.name, cluster: this.#d.cluster, events: events.length, err: lastError },
+      'alert delivery gave up: events recorded in alert_dead_letters',
+    );
     return true;
   }
 }
@@ -103,7 +120,12 @@ export class BatchPoster {
  * A sink stream's loop: passes back to back while a pass says more is waiting, else a poll-interval pause;
  * a failed pass (the store away) is reported and tried again after the pause. Ends when `signal` aborts.
  */
-export async function runPasses(step: (signal: AbortSignal) => Promise<boolean>, pollIntervalMs: number, signal: AbortSignal, onError: (err: Error) => void): Promise<void> {
+export async function runPasses(
+  step: (signal: AbortSignal) => Promise<boolean>,
+  pollIntervalMs: number,
+  signal: AbortSignal,
+  onError: (err: Error) => void,
+): Promise<void> {
   while (!signal.aborted) {
     let more = false;
     try {

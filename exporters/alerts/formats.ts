@@ -46,10 +46,12 @@ const MESSAGE: Record<string, (e: SinkEvent) => string> = {
   'unprotected-grant': (e) => `${e.holder} was granted ${e.key} without quorum (unprotected, token 0)`,
   deleted: (e) => `the hold of ${e.holder} on ${e.key} was deleted by hand while its lease lived (not through the lock API)`,
   'foreign-grant': (e) => `${e.holder} was granted ${e.key} by a write around the lock API (no proof of origin)`,
-  'waiver-expired': (e) => `the risk waiver of advisory class ${e.class} expired (${String(e.detail.waiverExpires ?? 'no waiver date')}; register ${String(e.detail.registerDate)})`,
+  'waiver-expired': (e) =>
+    `the risk waiver of advisory class ${e.class} expired (${String(e.detail.waiverExpires ?? 'no waiver date')}; register ${String(e.detail.registerDate)})`,
   'waiver-expiring': (e) => `the risk waiver of advisory class ${e.class} expires ${String(e.detail.waiverExpires)} (${String(e.detail.daysLeft)} days left)`,
   'two-person': (e) => `${String(e.detail.actor)} ${String(e.detail.action)} ${twoPersonWhat(e)}`,
-  'two-person-refused': (e) => `the approval by ${String(e.detail.actor)} of ${twoPersonWhat(e)} was refused (${String(e.detail.action).slice('refused-'.length)})`,
+  'two-person-refused': (e) =>
+    `the approval by ${String(e.detail.actor)} of ${twoPersonWhat(e)} was refused (${String(e.detail.action).slice('refused-'.length)})`,
   gap: (e) => `audit history revisions ${String(e.detail.fromRevision)}..${String(e.detail.toRevision)} were lost: ${String(e.detail.reason)}`,
 };
 
@@ -142,11 +144,18 @@ export function toOcsf(e: SinkEvent): Json {
   const holder = e.holder ? compact({ name: e.holder, uid: e.holder }) : undefined;
   const operator = isTwoPerson(e) && e.detail.actor ? compact({ name: String(e.detail.actor), uid: String(e.detail.actor) }) : undefined;
   // The lock: a resource owned by its holder (the class, for waiver findings).
-  const lockResource = e.key ? compact({ uid: e.key, name: e.key, type: 'lock', namespace: e.namespace, owner: holder, group: e.class ? { name: e.class } : undefined }) : undefined;
+  const lockResource = e.key
+    ? compact({ uid: e.key, name: e.key, type: 'lock', namespace: e.namespace, owner: holder, group: e.class ? { name: e.class } : undefined })
+    : undefined;
   const classResource = !e.key && e.class ? compact({ uid: `class:${e.class}`, name: e.class, type: 'lock class', namespace: e.namespace }) : undefined;
   // A two-person act is about its request (the lock it names, if any, is the request's group).
   const requestResource = isTwoPerson(e)
-    ? compact({ uid: `${String(e.detail.request)}:${String(e.detail.requestId)}`, name: String(e.detail.requestId), type: `${String(e.detail.request)} request`, group: e.key ? { name: e.key } : undefined })
+    ? compact({
+        uid: `${String(e.detail.request)}:${String(e.detail.requestId)}`,
+        name: String(e.detail.requestId),
+        type: `${String(e.detail.request)} request`,
+        group: e.key ? { name: e.key } : undefined,
+      })
     : undefined;
   const resource = requestResource ?? lockResource ?? classResource;
   const failed = e.kind === 'gap' || e.kind === 'two-person-refused';
@@ -174,7 +183,20 @@ export function toOcsf(e: SinkEvent): Json {
     status_id: failed ? 2 : 1,
     status: failed ? 'Failure' : 'Success',
     status_detail: statusDetail(e),
-    unmapped: compact({ kind: e.kind, cluster: e.cluster, revision: e.revision, key: e.key, class: e.class, holder: e.holder, session: e.session, token_hash: e.tokenHash, epoch: e.epoch, grant_revision: e.grantRevision, time_estimated: e.timeEstimated, ...e.detail }),
+    unmapped: compact({
+      kind: e.kind,
+      cluster: e.cluster,
+      revision: e.revision,
+      key: e.key,
+      class: e.class,
+      holder: e.holder,
+      session: e.session,
+      token_hash: e.tokenHash,
+      epoch: e.epoch,
+      grant_revision: e.grantRevision,
+      time_estimated: e.timeEstimated,
+      ...e.detail,
+    }),
   };
   const { attributes, keyAt, holderAt } = classAttributes(k.cls, k.operation, e, operator ?? holder, resource);
   // Observables: the lock (or class, or request) as a Resource UID, the holder (or operator) as a User Name, each named by where the event carries it.
@@ -198,69 +220,105 @@ function statusDetail(e: SinkEvent): string | undefined {
 }
 
 /** The attributes the class requires (and recommends, where the event has them). */
-function classAttributes(cls: OcsfClass, operation: string | undefined, e: SinkEvent, holder: Json | undefined, resource: Json | undefined): { attributes: Json; keyAt: string; holderAt: string } {
+function classAttributes(
+  cls: OcsfClass,
+  operation: string | undefined,
+  e: SinkEvent,
+  holder: Json | undefined,
+  resource: Json | undefined,
+): { attributes: Json; keyAt: string; holderAt: string } {
   const inResources = { keyAt: 'resources.uid', holderAt: 'resources.owner.name' };
   const etcd = compact({ name: 'etcd', uid: e.cluster, type_id: DATABASE_OTHER, type: 'etcd key-value store' });
   switch (cls) {
     case 'api_activity':
-      return { ...inResources, attributes: {
-        // The holder called the API for its own hold (an operator, for a
-        // two-person act). The log has no client address: the source
-        // endpoint is the caller's session (an etcd lease), else the cluster.
-        actor: compact({ user: holder ?? { name: 'unknown' }, app_name: 'lockaudit lock API' }),
-        api: compact({ operation: operation ?? e.kind, service: { name: 'lockaudit lock API' } }),
-        src_endpoint: compact({ uid: e.session ? `lease:${e.session}` : `cluster:${e.cluster}`, name: typeof holder?.name === 'string' ? holder.name : undefined }),
-        resources: resource ? [resource] : undefined,
-      } };
+      return {
+        ...inResources,
+        attributes: {
+          // The holder called the API for its own hold (an operator, for a
+          // two-person act). The log has no client address: the source
+          // endpoint is the caller's session (an etcd lease), else the cluster.
+          actor: compact({ user: holder ?? { name: 'unknown' }, app_name: 'lockaudit lock API' }),
+          api: compact({ operation: operation ?? e.kind, service: { name: 'lockaudit lock API' } }),
+          src_endpoint: compact({
+            uid: e.session ? `lease:${e.session}` : `cluster:${e.cluster}`,
+            name: typeof holder?.name === 'string' ? holder.name : undefined,
+          }),
+          resources: resource ? [resource] : undefined,
+        },
+      };
     case 'datastore_activity':
       // The class has no resources: the lock and its holder stay under unmapped.
-      return { keyAt: 'unmapped.key', holderAt: 'unmapped.holder', attributes: {
-        // Nobody called the API: etcd's lessor (expiry) or a client of etcd
-        // itself (hand delete, foreign grant). etcd records no client address:
-        // the source is the cluster the change was committed on.
-        actor: { app_name: e.kind === 'expiry' ? 'etcd (lease expiry)' : 'etcd client outside the lock API' },
-        src_endpoint: { svc_name: 'etcd', uid: `cluster:${e.cluster}` },
-        database: etcd,
-        type_id: 1,
-        type: 'Database',
-      } };
+      return {
+        keyAt: 'unmapped.key',
+        holderAt: 'unmapped.holder',
+        attributes: {
+          // Nobody called the API: etcd's lessor (expiry) or a client of etcd
+          // itself (hand delete, foreign grant). etcd records no client address:
+          // the source is the cluster the change was committed on.
+          actor: { app_name: e.kind === 'expiry' ? 'etcd (lease expiry)' : 'etcd client outside the lock API' },
+          src_endpoint: { svc_name: 'etcd', uid: `cluster:${e.cluster}` },
+          database: etcd,
+          type_id: 1,
+          type: 'Database',
+        },
+      };
     case 'entity_management':
-      return { keyAt: e.kind === 'class-change' ? 'entity.uid' : 'entity.name', holderAt: 'entity.user.name', attributes: { entity: managedEntity(e, holder) } };
+      return {
+        keyAt: e.kind === 'class-change' ? 'entity.uid' : 'entity.name',
+        holderAt: 'entity.user.name',
+        attributes: { entity: managedEntity(e, holder) },
+      };
     case 'event_log_activity':
-      return { ...inResources, attributes: {
-        log_name: 'lockaudit events',
-        log_provider: 'lockaudit tailer',
-        log_type: 'audit',
-        log_type_id: 2,
-        src_endpoint: { svc_name: 'etcd', uid: `cluster:${e.cluster}` },
-      } };
+      return {
+        ...inResources,
+        attributes: {
+          log_name: 'lockaudit events',
+          log_provider: 'lockaudit tailer',
+          log_type: 'audit',
+          log_type_id: 2,
+          src_endpoint: { svc_name: 'etcd', uid: `cluster:${e.cluster}` },
+        },
+      };
     case 'compliance_finding':
-      return { ...inResources, attributes: {
-        finding_info: { uid: e.id, title: (MESSAGE[e.kind] ?? (() => e.kind))(e), types: ['advisory lock class risk waiver'] },
-        compliance: compact({
-          control: 'advisory lock class: risk owner and unexpired waiver',
-          standards: ['lockaudit advisory risk register'],
-          status_id: e.kind === 'waiver-expired' ? 3 : 2,
-          status: e.kind === 'waiver-expired' ? 'Fail' : 'Warning',
-          status_detail: `waiver ${String(e.detail.waiverExpires ?? 'none')}; risk owner ${String(e.detail.riskOwner ?? 'none')}`,
-        }),
-        resources: resource ? [resource] : undefined,
-        // A finding's own status: New (each register run reports it afresh).
-        status_id: 1,
-        status: 'New',
-      } };
+      return {
+        ...inResources,
+        attributes: {
+          finding_info: { uid: e.id, title: (MESSAGE[e.kind] ?? (() => e.kind))(e), types: ['advisory lock class risk waiver'] },
+          compliance: compact({
+            control: 'advisory lock class: risk owner and unexpired waiver',
+            standards: ['lockaudit advisory risk register'],
+            status_id: e.kind === 'waiver-expired' ? 3 : 2,
+            status: e.kind === 'waiver-expired' ? 'Fail' : 'Warning',
+            status_detail: `waiver ${String(e.detail.waiverExpires ?? 'none')}; risk owner ${String(e.detail.riskOwner ?? 'none')}`,
+          }),
+          resources: resource ? [resource] : undefined,
+          // A finding's own status: New (each register run reports it afresh).
+          status_id: 1,
+          status: 'New',
+        },
+      };
   }
 }
 
 function managedEntity(e: SinkEvent, holder: Json | undefined): Json {
   // uid: the class's etcd key (/sys/class/<name>), as the observable names it.
-  if (e.kind === 'class-change') return compact({ uid: e.key || `class:${e.class}`, name: e.class, type: 'lock class', data: (e.detail.definition as Json | null | undefined) ?? undefined });
+  if (e.kind === 'class-change')
+    return compact({
+      uid: e.key || `class:${e.class}`,
+      name: e.class,
+      type: 'lock class',
+      data: (e.detail.definition as Json | null | undefined) ?? undefined,
+    });
   if (e.kind === 'epoch-advance') return { uid: `epoch:${e.cluster}`, name: PREFIX.epoch, type: 'epoch', version: String(e.epoch) };
   // A hold: its lock name and the grant's token hash as its uid ('0': unfenced), its holder.
   return compact({ uid: `${e.key}@${e.tokenHash || '0'}`, name: e.key || e.kind, type: 'lock hold', user: holder });
 }
 
-const cefHeader = (v: string): string => v.replace(/\\/g, '\\\\').replace(/\|/g, '\\|').replace(/[\r\n]+/g, ' ');
+const cefHeader = (v: string): string =>
+  v
+    .replace(/\\/g, '\\\\')
+    .replace(/\|/g, '\\|')
+    .replace(/[\r\n]+/g, ' ');
 const cefValue = (v: string): string => v.replace(/\\/g, '\\\\').replace(/=/g, '\\=').replace(/\r?\n/g, '\\n');
 
 /** CEF:0 line; the lock fields map onto standard keys (suser, cs1..cs4, cn1). */
@@ -282,6 +340,9 @@ export function toCef(e: SinkEvent): string {
     ['cn1Label', 'revision'],
     ['cn1', e.revision],
   ];
-  const extension = ext.filter(([, v]) => v !== '').map(([k, v]) => `${k}=${cefValue(v)}`).join(' ');
+  const extension = ext
+    .filter(([, v]) => v !== '')
+    .map(([k, v]) => `${k}=${cefValue(v)}`)
+    .join(' ');
   return `CEF:0|lockaudit|lockaudit|1|${cefHeader(e.kind)}|${cefHeader(e.kind)}|${Math.min(10, sev.id * 2 + 1)}|${extension}`;
 }

@@ -47,8 +47,11 @@ export class RegisterDelivery {
 
   /** Runs until `signal` aborts; a store error is logged and retried after the poll interval. */
   run(signal: AbortSignal): Promise<void> {
-    return runPasses((sig) => this.step(sig), this.#pollIntervalMs, signal, (err) =>
-      this.#d.log.warn({ sink: this.#d.sink.name, err: err.message }, 'alert sink register pass failed; retrying'),
+    return runPasses(
+      (sig) => this.step(sig),
+      this.#pollIntervalMs,
+      signal,
+      (err) => this.#d.log.warn({ sink: this.#d.sink.name, err: err.message }, 'alert sink register pass failed; retrying'),
     );
   }
 }

@@ -28,7 +28,9 @@ export const WAIVER_KINDS = { 'waiver-expired': 'expired', 'waiver-expiring': 'e
 /** The register statuses any rule can match ([] when no rule names a waiver kind). */
 export function waiverStatuses(rules: readonly AlertRule[]): string[] {
   const kinds = ruleKinds(rules);
-  return Object.entries(WAIVER_KINDS).filter(([k]) => kinds.includes(k)).map(([, status]) => status);
+  return Object.entries(WAIVER_KINDS)
+    .filter(([k]) => kinds.includes(k))
+    .map(([, status]) => status);
 }
 
 /** The kinds read from the two-person log rather than a cluster's etcd log (twoPersonDelivery.ts). */

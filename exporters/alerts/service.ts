@@ -63,8 +63,13 @@ export function alertService(): BackgroundService {
       const clusters = sinks.length === 0 ? [] : runtime.config.etcd.clusters.map((c) => ({ name: c.name, client: createEtcdClient(c) }));
       const done = runAlertSinks(
         {
-          store: runtime.store, log: runtime.logger, metrics: alertMetrics(runtime.metrics), sinks, clusters,
-          replicaId: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, electionTtlSeconds: runtime.config.tailer.electionTtlSeconds,
+          store: runtime.store,
+          log: runtime.logger,
+          metrics: alertMetrics(runtime.metrics),
+          sinks,
+          clusters,
+          replicaId: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+          electionTtlSeconds: runtime.config.tailer.electionTtlSeconds,
           tokenKey: tokenHashKey(originSecret(runtime.config)),
         },
         abort.signal,

@@ -37,16 +37,28 @@ export class TwoPersonDelivery {
     if (rows.length === 0) return false;
     const events = rows.map((r) => fromTwoPersonRow(this.#d.cluster, r));
     // Acts are about a lock (a force-release) or the cluster (an epoch advance), never a class: a rule on purposes does not match them.
-    if (!(await this.#poster.deliver(events.filter((e) => matches(this.#d.sink.rules, e, () => undefined)), signal))) return false;
+    if (
+      !(await this.#poster.deliver(
+        events.filter((e) => matches(this.#d.sink.rules, e, () => undefined)),
+        signal,
+      ))
+    )
+      return false;
     const at = Date.now();
-    await this.#d.store.insert('alert_two_person_deliveries', rows.map((r) => ({ sink: this.#d.sink.name, cluster: this.#d.cluster, row_id: r.row_id, at })));
+    await this.#d.store.insert(
+      'alert_two_person_deliveries',
+      rows.map((r) => ({ sink: this.#d.sink.name, cluster: this.#d.cluster, row_id: r.row_id, at })),
+    );
     return rows.length === this.#settings.batchSize;
   }
 
   /** Runs until `signal` aborts; a store error is logged and retried after the poll interval. */
   run(signal: AbortSignal): Promise<void> {
-    return runPasses((sig) => this.step(sig), this.#settings.pollIntervalMs, signal, (err) =>
-      this.#d.log.warn({ sink: this.#d.sink.name, cluster: this.#d.cluster, err: err.message }, 'alert sink two-person pass failed; retrying'),
+    return runPasses(
+      (sig) => this.step(sig),
+      this.#settings.pollIntervalMs,
+      signal,
+      (err) => this.#d.log.warn({ sink: this.#d.sink.name, cluster: this.#d.cluster, err: err.message }, 'alert sink two-person pass failed; retrying'),
     );
   }
 }

@@ -60,11 +60,23 @@ export class WebhookDelivery {
   }
 
   async #position(): Promise<{ position: Position; through: bigint; timeline: number; next?: { generation: number; enterAt: bigint } }> {
-    const [row] = await this.#d.store.rows<{ generation: number | string; revision: string; key: string; spool_ms: string | number; spool_key: string }>(POSITION.text, { sink: this.#d.sink.name, cluster: this.#d.cluster });
-    const timelines = await this.#d.store.rows<{ generation: number | string; timeline: number | string; diverged_after: string; previous_checkpoint: string }>(TIMELINES.text, { cluster: this.#d.cluster });
+    const [row] = await this.#d.store.rows<{ generation: number | string; revision: string; key: string; spool_ms: string | number; spool_key: string }>(
+      POSITION.text,
+      { sink: this.#d.sink.name, cluster: this.#d.cluster },
+    );
+    const timelines = await this.#d.store.rows<{ generation: number | string; timeline: number | string; diverged_after: string; previous_checkpoint: string }>(
+      TIMELINES.text,
+      { cluster: this.#d.cluster },
+    );
     const current = Math.max(0, ...timelines.map((t) => Number(t.generation)));
     const generation = Math.min(Number(row?.generation ?? 0), current);
-    const position: Position = { generation, revision: BigInt(row?.revision ?? 0), key: row?.key ?? '', spoolMs: Number(row?.spool_ms ?? 0), spoolKey: row?.spool_key ?? '' };
+    const position: Position = {
+      generation,
+      revision: BigInt(row?.revision ?? 0),
+      key: row?.key ?? '',
+      spoolMs: Number(row?.spool_ms ?? 0),
+      spoolKey: row?.spool_key ?? '',
+    };
     const mine = timelines.find((t) => Number(t.generation) === generation);
     const timeline = mine ? Number(mine.timeline) : 0;
     if (generation === current) {
@@ -73,7 +85,12 @@ export class WebhookDelivery {
     }
     // An ended timeline: read as far as its capture went, then enter the next where both last agree.
     const next = timelines.find((t) => Number(t.generation) === generation + 1);
-    return { position, through: BigInt(next?.previous_checkpoint ?? 0), timeline, next: { generation: generation + 1, enterAt: BigInt(next?.diverged_after ?? 0) } };
+    return {
+      position,
+      through: BigInt(next?.previous_checkpoint ?? 0),
+      timeline,
+      next: { generation: generation + 1, enterAt: BigInt(next?.diverged_after ?? 0) },
+    };
   }
 
   #lastSavedMs = 0;
@@ -82,7 +99,16 @@ export class WebhookDelivery {
     // updated_at is the ReplacingMergeTree version: strictly increasing, so two saves within one millisecond still order.
     this.#lastSavedMs = Math.max(Date.now(), this.#lastSavedMs + 1);
     await this.#d.store.insert('alert_checkpoints', [
-      { sink: this.#d.sink.name, cluster: this.#d.cluster, generation: p.generation, revision: p.revision.toString(), key: p.key, spool_ms: p.spoolMs, spool_key: p.spoolKey, updated_at: this.#lastSavedMs },
+      {
+        sink: this.#d.sink.name,
+        cluster: this.#d.cluster,
+        generation: p.generation,
+        revision: p.revision.toString(),
+        key: p.key,
+        spool_ms: p.spoolMs,
+        spool_key: p.spoolKey,
+        updated_at: this.#lastSavedMs,
+      },
     ]);
   }
 
@@ -92,7 +118,10 @@ export class WebhookDelivery {
     this.#d.metrics.lagRevisions.set(this.#labels, Number(through > position.revision ? through - position.revision : 0n));
     const limit = this.#settings.batchSize;
     const purposes = new Map(
-      (await this.#d.store.rows<{ name: string; purpose: string }>(PURPOSES.text, { cluster: this.#d.cluster, classPrefix: PREFIX.class })).map((r) => [r.name, r.purpose]),
+      (await this.#d.store.rows<{ name: string; purpose: string }>(PURPOSES.text, { cluster: this.#d.cluster, classPrefix: PREFIX.class })).map((r) => [
+        r.name,
+        r.purpose,
+      ]),
     );
     const purposeOf = (c: string) => purposes.get(c);
     let more = false;
@@ -120,7 +149,13 @@ export class WebhookDelivery {
         next.key = last.key;
         more = true;
       }
-      if (!(await this.#poster.deliver(events.filter((e) => matches(this.#d.sink.rules, e, purposeOf)), signal))) return false;
+      if (
+        !(await this.#poster.deliver(
+          events.filter((e) => matches(this.#d.sink.rules, e, purposeOf)),
+          signal,
+        ))
+      )
+        return false;
       await this.#save(next);
       this.#d.metrics.lagRevisions.set(this.#labels, Number(through - next.revision));
       position.revision = next.revision;
@@ -134,10 +169,21 @@ export class WebhookDelivery {
     }
 
     if (this.#kinds.includes('unprotected-grant')) {
-      const rows = await this.#d.store.rows<SpoolRow>(UNPROTECTED.text, { cluster: this.#d.cluster, afterMs: position.spoolMs, afterKey: position.spoolKey, limit });
+      const rows = await this.#d.store.rows<SpoolRow>(UNPROTECTED.text, {
+        cluster: this.#d.cluster,
+        afterMs: position.spoolMs,
+        afterKey: position.spoolKey,
+        limit,
+      });
       if (rows.length > 0) {
         const events = rows.map((r) => fromSpoolRow(this.#d.cluster, r));
-        if (!(await this.#poster.deliver(events.filter((e) => matches(this.#d.sink.rules, e, purposeOf)), signal))) return false;
+        if (
+          !(await this.#poster.deliver(
+            events.filter((e) => matches(this.#d.sink.rules, e, purposeOf)),
+            signal,
+          ))
+        )
+          return false;
         const last = rows[rows.length - 1] as SpoolRow;
         await this.#save({ ...position, spoolMs: Number(last.ingested_ms), spoolKey: last.key });
         more ||= rows.length === limit;
@@ -148,8 +194,11 @@ export class WebhookDelivery {
 
   /** Runs until `signal` aborts; a store error is logged and retried after the poll interval. */
   run(signal: AbortSignal): Promise<void> {
-    return runPasses((sig) => this.step(sig), this.#settings.pollIntervalMs, signal, (err) =>
-      this.#d.log.warn({ sink: this.#d.sink.name, cluster: this.#d.cluster, err: err.message }, 'alert sink pass failed; retrying'),
+    return runPasses(
+      (sig) => this.step(sig),
+      this.#settings.pollIntervalMs,
+      signal,
+      (err) => this.#d.log.warn({ sink: this.#d.sink.name, cluster: this.#d.cluster, err: err.message }, 'alert sink pass failed; retrying'),
     );
   }
 }

@@ -52,19 +52,41 @@ export interface Explanation {
 /** The cluster's restore gaps whose proof checks under `secret` (none without a secret). */
 export async function provenRestores(store: AuditStore, cluster: string, secret: Buffer | undefined): Promise<ProvenRestore[]> {
   if (!secret) return [];
-  const rows = await store.rows<{ generation: string; recorded: number | string; fromRevision: string; toRevision: string; detectedAtMs: string; historyLost: string; previousClusterId: string; clusterId: string; proof: string }>(
-    RESTORE_GAPS.text,
-    { cluster },
-  );
+  const rows = await store.rows<{
+    generation: string;
+    recorded: number | string;
+    fromRevision: string;
+    toRevision: string;
+    detectedAtMs: string;
+    historyLost: string;
+    previousClusterId: string;
+    clusterId: string;
+    proof: string;
+  }>(RESTORE_GAPS.text, { cluster });
   return rows
     .filter((r) =>
       hasValidRestoreGapProof(
         secret,
-        { cluster, generation: Number(r.generation), fromRevision: r.fromRevision, toRevision: r.toRevision, detectedAtMs: Number(r.detectedAtMs), historyLost: Number(r.historyLost), previousClusterId: r.previousClusterId, clusterId: r.clusterId },
+        {
+          cluster,
+          generation: Number(r.generation),
+          fromRevision: r.fromRevision,
+          toRevision: r.toRevision,
+          detectedAtMs: Number(r.detectedAtMs),
+          historyLost: Number(r.historyLost),
+          previousClusterId: r.previousClusterId,
+          clusterId: r.clusterId,
+        },
         r.proof,
       ),
     )
-    .map((r) => ({ generation: Number(r.generation), fromRevision: BigInt(r.fromRevision), toRevision: BigInt(r.toRevision), detectedAtMs: Number(r.detectedAtMs), recorded: Number(r.recorded) === 1 }));
+    .map((r) => ({
+      generation: Number(r.generation),
+      fromRevision: BigInt(r.fromRevision),
+      toRevision: BigInt(r.toRevision),
+      detectedAtMs: Number(r.detectedAtMs),
+      recorded: Number(r.recorded) === 1,
+    }));
 }
 
 /** Proven restores recorded after `sealedAtMs` whose marks could reach a period whose events end at `revisionMax`. */
@@ -134,13 +156,29 @@ async function explainWith(
     for (const g of generations) marked.set(g, (marked.get(g) ?? 0) + 1);
     return out;
   };
-  const before = await hashPeriodEvents(store, original.cluster, { after: original.events.after, through: original.events.through, fromMs: Date.parse(original.periodStart), toMs: Date.parse(original.periodEnd) }, view);
-  const reasons: ChangeReason[] = [...[...marked].map(([generation, rows]): ChangeReason => ({ kind: 'restore', generation, rows })), ...(spooled ? [{ kind: 'spool' as const, rows: spooled }] : [])];
+  const before = await hashPeriodEvents(
+    store,
+    original.cluster,
+    { after: original.events.after, through: original.events.through, fromMs: Date.parse(original.periodStart), toMs: Date.parse(original.periodEnd) },
+    view,
+  );
+  const reasons: ChangeReason[] = [
+    ...[...marked].map(([generation, rows]): ChangeReason => ({ kind: 'restore', generation, rows })),
+    ...(spooled ? [{ kind: 'spool' as const, rows: spooled }] : []),
+  ];
   if (unmarked > 0) {
-    return { explained: false, reasons, problem: `${unmarked} row(s) a proven restore rolled back do not carry its mark (marks removed, or written by hand on other rows)` };
+    return {
+      explained: false,
+      reasons,
+      problem: `${unmarked} row(s) a proven restore rolled back do not carry its mark (marks removed, or written by hand on other rows)`,
+    };
   }
   if (before.sha256 !== original.events.sha256 || before.count !== original.events.count) {
-    return { explained: false, reasons, problem: `its events changed in a way no proven restore or late spool explains (${before.count} event(s) once those are undone, ${original.events.count} signed)` };
+    return {
+      explained: false,
+      reasons,
+      problem: `its events changed in a way no proven restore or late spool explains (${before.count} event(s) once those are undone, ${original.events.count} signed)`,
+    };
   }
   // The record: what was signed must still be there, and anything added must be a proven restore gap, field for field.
   const key = (x: unknown): string => canonicalJson(x);
@@ -155,7 +193,13 @@ async function explainWith(
   const addedRestores = now.restores.filter((r) => !signedRestores.has(key(r)));
   const provenGap = (g: DigestGap): boolean => {
     const r = byGeneration.get(Number(g.generation));
-    return g.kind === 'restore' && r !== undefined && BigInt(g.fromRevision) === r.fromRevision && BigInt(g.toRevision) === r.toRevision && Date.parse(g.detectedAt) === r.detectedAtMs;
+    return (
+      g.kind === 'restore' &&
+      r !== undefined &&
+      BigInt(g.fromRevision) === r.fromRevision &&
+      BigInt(g.toRevision) === r.toRevision &&
+      Date.parse(g.detectedAt) === r.detectedAtMs
+    );
   };
   const unproven = [
     ...addedGaps.filter((g) => !provenGap(g)).map((g) => `gap ${g.fromRevision}..${g.toRevision}`),

@@ -27,9 +27,34 @@ export { GENESIS_HASH };
 
 /** The event fields hashed, each as a decimal or plain string (exporters/sql/digest_events.sql selects them so). */
 export const EVENT_FIELDS = [
-  'cluster', 'timeline', 'revision', 'key', 'eventType', 'op', 'origin', 'namespace', 'lockPath', 'class', 'holder', 'session', 'token', 'epoch',
-  'grantRevision', 'waitMs', 'wallTimeMs', 'timeEstimated', 'timeErrorMs', 'createRevision', 'modRevision', 'version', 'lease', 'value', 'prevValue',
-  'unprotected', 'rolledBackBy', 'supersededBy',
+  'cluster',
+  'timeline',
+  'revision',
+  'key',
+  'eventType',
+  'op',
+  'origin',
+  'namespace',
+  'lockPath',
+  'class',
+  'holder',
+  'session',
+  'token',
+  'epoch',
+  'grantRevision',
+  'waitMs',
+  'wallTimeMs',
+  'timeEstimated',
+  'timeErrorMs',
+  'createRevision',
+  'modRevision',
+  'version',
+  'lease',
+  'value',
+  'prevValue',
+  'unprotected',
+  'rolledBackBy',
+  'supersededBy',
 ] as const;
 export type DigestEvent = Record<(typeof EVENT_FIELDS)[number], string>;
 
@@ -116,7 +141,8 @@ export interface Digest extends DigestBody {
   signature: string;
 }
 
-export const digestObjectName = (cluster: string, seq: number, prefix = DIGEST_OBJECT_PREFIX): string => `${prefix}${cluster}/${String(seq).padStart(12, '0')}.json`;
+export const digestObjectName = (cluster: string, seq: number, prefix = DIGEST_OBJECT_PREFIX): string =>
+  `${prefix}${cluster}/${String(seq).padStart(12, '0')}.json`;
 
 const SORTED_FIELDS = [...EVENT_FIELDS].sort();
 const FIELD_KEYS = SORTED_FIELDS.map((f) => JSON.stringify(f));
@@ -168,9 +194,11 @@ export class EventsHasher {
 
 /** Compares two positions: timeline first, then revision. */
 export function comparePositions(a: Position, b: Position): number {
-  const ta = BigInt(a.timeline), tb = BigInt(b.timeline);
+  const ta = BigInt(a.timeline),
+    tb = BigInt(b.timeline);
   if (ta !== tb) return ta < tb ? -1 : 1;
-  const ra = BigInt(a.revision), rb = BigInt(b.revision);
+  const ra = BigInt(a.revision),
+    rb = BigInt(b.revision);
   return ra === rb ? 0 : ra < rb ? -1 : 1;
 }
 
@@ -191,9 +219,23 @@ export function signDigest(body: DigestBody, signer: DigestSigner): Digest {
 function isDigestShape(x: unknown): x is Digest {
   const d = x as Partial<Digest>;
   return (
-    typeof d === 'object' && d !== null && d.v === DIGEST_VERSION && d.kind === DIGEST_KIND && typeof d.cluster === 'string' && Number.isInteger(d.seq) &&
-    typeof d.periodStart === 'string' && typeof d.periodEnd === 'string' && typeof d.events === 'object' && d.events !== null && Array.isArray(d.history) &&
-    Array.isArray(d.gaps) && Array.isArray(d.restores) && typeof d.prevHash === 'string' && typeof d.hash === 'string' && typeof d.signature === 'string' && typeof d.keyId === 'string'
+    typeof d === 'object' &&
+    d !== null &&
+    d.v === DIGEST_VERSION &&
+    d.kind === DIGEST_KIND &&
+    typeof d.cluster === 'string' &&
+    Number.isInteger(d.seq) &&
+    typeof d.periodStart === 'string' &&
+    typeof d.periodEnd === 'string' &&
+    typeof d.events === 'object' &&
+    d.events !== null &&
+    Array.isArray(d.history) &&
+    Array.isArray(d.gaps) &&
+    Array.isArray(d.restores) &&
+    typeof d.prevHash === 'string' &&
+    typeof d.hash === 'string' &&
+    typeof d.signature === 'string' &&
+    typeof d.keyId === 'string'
   );
 }
 
@@ -304,13 +346,15 @@ export function walkChain(cluster: string, entries: readonly ChainEntry[], publi
     const d = cur.digest;
     const problems: string[] = [];
     if (cur.problem) problems.push(`${cur.object}: ${cur.problem}`);
-    if (previous && d.prevHash !== previous.digest.hash) problems.push(`${cur.object}: names a previous hash that seq ${previous.digest.seq} does not have (seq ${previous.digest.seq} altered or replaced)`);
+    if (previous && d.prevHash !== previous.digest.hash)
+      problems.push(`${cur.object}: names a previous hash that seq ${previous.digest.seq} does not have (seq ${previous.digest.seq} altered or replaced)`);
     if (seq === 1 && d.prevHash !== GENESIS_HASH) problems.push(`${cur.object}: the first digest does not start from the genesis hash`);
     if (d.supersedes) {
       const p = periods.get(d.periodStart);
       if (!p) problems.push(`${cur.object}: supersedes seq ${d.supersedes.seq}, which covers no period of the chain`);
       const target = p ?? periodOf(d.periodStart, d.periodEnd);
-      if (target.digest && target.digest.seq === d.supersedes.seq && target.digest.hash !== d.supersedes.hash) problems.push(`${cur.object}: supersedes seq ${d.supersedes.seq} by a hash it does not have`);
+      if (target.digest && target.digest.seq === d.supersedes.seq && target.digest.hash !== d.supersedes.hash)
+        problems.push(`${cur.object}: supersedes seq ${d.supersedes.seq} by a hash it does not have`);
       if (target.digest) target.superseded.push(target.digest.seq);
       target.digest = d;
       target.history.push(...d.history);
@@ -356,9 +400,10 @@ export function signManifest<T extends object>(manifest: T, signer: DigestSigner
 export function manifestSignatureProblem(manifest: object, keyId: string, publicKey: KeyObject): string | undefined {
   const { signature, ...rest } = manifest as { signature?: { algorithm?: unknown; keyId?: unknown; value?: unknown } };
   if (!signature || typeof signature !== 'object') return 'the manifest is not signed';
-  if (signature.algorithm !== 'Ed25519' || typeof signature.value !== 'string') return 'the manifest\'s signature is not an Ed25519 one';
+  if (signature.algorithm !== 'Ed25519' || typeof signature.value !== 'string') return "the manifest's signature is not an Ed25519 one";
   if (signature.keyId !== keyId) return `the manifest is signed by key ${String(signature.keyId)}, not the digest key ${keyId}`;
-  if (!verifyDigestSignature(publicKey, Buffer.from(canonicalJson(rest), 'utf8'), signature.value)) return 'the manifest\'s signature does not hold (edited after signing, or not the digest key\'s)';
+  if (!verifyDigestSignature(publicKey, Buffer.from(canonicalJson(rest), 'utf8'), signature.value))
+    return "the manifest's signature does not hold (edited after signing, or not the digest key's)";
   return undefined;
 }
 

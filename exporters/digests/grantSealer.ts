@@ -25,7 +25,12 @@ export async function sealGrantPeriod(
   if (!before) return { outcome: 'empty' };
   if (before.open !== '0') return { outcome: 'open' };
   const key = sealKey(signer);
-  const stored = await store.rows<{ body: string; signature: string }>(loadSql('exporters/sql/grant_seals.sql').text, { cluster, fromMs: period.fromMs, toMs: period.toMs, limit: 100 });
+  const stored = await store.rows<{ body: string; signature: string }>(loadSql('exporters/sql/grant_seals.sql').text, {
+    cluster,
+    fromMs: period.fromMs,
+    toMs: period.toMs,
+    limit: 100,
+  });
   if (stored.some((s) => sealHolds(readGrantSeal(s.body, s.signature, key), before))) return { outcome: 'already' };
   // Settle 0: a digested period's events are durable, so nothing of it is in flight; a moment's doubt only delays the seal.
   const problems = await checkGrantsAgainstEvents(store, { cluster }, period, { originSecret: options.originSecret, limit: 5, settleMs: 0 });
@@ -35,10 +40,19 @@ export async function sealGrantPeriod(
   if (!after || after.rows !== before.rows || after.sha256 !== before.sha256 || after.open !== '0') return { outcome: 'open' };
   const sealedAt = new Date((options.now ?? Date.now)()).toISOString();
   const body: GrantSealBody = {
-    v: 1, kind: GRANT_SEAL_KIND, cluster, periodStart: new Date(period.fromMs).toISOString(), periodEnd: new Date(period.toMs).toISOString(),
-    rows: before.rows, sha256: before.sha256, sealedAt, keyId: signer.keyId,
+    v: 1,
+    kind: GRANT_SEAL_KIND,
+    cluster,
+    periodStart: new Date(period.fromMs).toISOString(),
+    periodEnd: new Date(period.toMs).toISOString(),
+    rows: before.rows,
+    sha256: before.sha256,
+    sealedAt,
+    keyId: signer.keyId,
   };
   const signed = signGrantSeal(body, signer);
-  await store.insert('grant_seals', [{ cluster, period_start: period.fromMs, period_end: period.toMs, sealed_at: Date.parse(sealedAt), body: signed.body, signature: signed.signature }]);
+  await store.insert('grant_seals', [
+    { cluster, period_start: period.fromMs, period_end: period.toMs, sealed_at: Date.parse(sealedAt), body: signed.body, signature: signed.signature },
+  ]);
   return { outcome: 'sealed' };
 }

@@ -43,7 +43,11 @@ export async function hashPeriodEvents(
   const rp = rangeParams(range.after, range.through, range.fromMs, range.toMs);
   const params = { cluster, ...rp };
   const window = async (winLo: bigint, winHi: bigint): Promise<void> => {
-    for (const { ingestedAtMs, ...row } of await store.rows<DigestEvent & { ingestedAtMs: string }>(sql, { ...params, winLo: winLo.toString(), winHi: winHi.toString() })) {
+    for (const { ingestedAtMs, ...row } of await store.rows<DigestEvent & { ingestedAtMs: string }>(sql, {
+      ...params,
+      winLo: winLo.toString(),
+      winHi: winHi.toString(),
+    })) {
       const seen = view ? view(row, ingestedAtMs) : row;
       if (seen) hasher.add(seen, ingestedAtMs);
     }
@@ -52,10 +56,14 @@ export async function hashPeriodEvents(
   const [span] = await store.rows<{ n: string; low: string; high: string }>(loadSql('exporters/sql/digest_span.sql').text, { cluster, lo: rp.lo, hi: rp.hi });
   if (span && span.n !== '0') {
     const high = BigInt(span.high);
-    for (let lo = BigInt(span.low); lo <= high; ) {
+    for (let lo = BigInt(span.low); lo <= high;) {
       await window(lo, lo + WINDOW - 1n < high ? lo + WINDOW - 1n : high);
       // The next window starts at the next revision that has a row: a stretch with none (a restore's bump) costs one read.
-      const [next] = await store.rows<{ n: string; low: string }>(loadSql('exporters/sql/digest_span.sql').text, { cluster, lo: (lo + WINDOW).toString(), hi: high.toString() });
+      const [next] = await store.rows<{ n: string; low: string }>(loadSql('exporters/sql/digest_span.sql').text, {
+        cluster,
+        lo: (lo + WINDOW).toString(),
+        hi: high.toString(),
+      });
       if (!next || next.n === '0') break;
       lo = BigInt(next.low);
     }
@@ -64,7 +72,12 @@ export async function hashPeriodEvents(
 }
 
 /** The gaps and restores the tailer recorded within a period, as a digest states them (the worker's and the verifier's one way). */
-export async function periodRecord(store: AuditStore, cluster: string, fromMs: number, toMs: number): Promise<{ gaps: DigestGap[]; restores: DigestRestore[] }> {
+export async function periodRecord(
+  store: AuditStore,
+  cluster: string,
+  fromMs: number,
+  toMs: number,
+): Promise<{ gaps: DigestGap[]; restores: DigestRestore[] }> {
   const params = { cluster, fromMs, toMs };
   const gaps = await store.rows<Omit<DigestGap, 'detectedAt'> & { detectedAtMs: string }>(loadSql('exporters/sql/digest_gaps.sql').text, params);
   const restores = await store.rows<Omit<DigestRestore, 'detectedAt'> & { detectedAtMs: string }>(loadSql('exporters/sql/digest_restores.sql').text, params);
@@ -78,4 +91,3 @@ export async function periodRecord(store: AuditStore, cluster: string, fromMs: n
 /** Whether a digest's gaps and restores are still what ClickHouse holds for its period. */
 export const sameRecord = (d: Pick<Digest, 'gaps' | 'restores'>, now: { gaps: DigestGap[]; restores: DigestRestore[] }): boolean =>
   canonicalJson(d.gaps) === canonicalJson(now.gaps) && canonicalJson(d.restores) === canonicalJson(now.restores);
-

@@ -20,14 +20,30 @@ export function digestService(options: Partial<Pick<DigestWorkerOptions, 'allowU
       const workers = config.etcd.clusters.map(
         (cluster) =>
           new DigestWorker({
-            cluster: cluster.name, store: runtime.store, s3, bucket: config.s3.archiveBucket, historyBucket: config.s3.historyBucket, signer,
-            logger: runtime.logger.child({ service: 'digests', cluster: cluster.name }), health: runtime.health, metrics,
-            periodMs: config.digests.periodSeconds * 1000, settleMs: config.digests.settleSeconds * 1000, lookbackPeriods: config.digests.lookbackPeriods,
-            alarmAfterPeriods: config.digests.alarmAfterPeriods, pollIntervalMs: config.digests.pollIntervalMs, clockToleranceMs: config.digests.clockToleranceSeconds * 1000, originSecret: secret, ...options,
+            cluster: cluster.name,
+            store: runtime.store,
+            s3,
+            bucket: config.s3.archiveBucket,
+            historyBucket: config.s3.historyBucket,
+            signer,
+            logger: runtime.logger.child({ service: 'digests', cluster: cluster.name }),
+            health: runtime.health,
+            metrics,
+            periodMs: config.digests.periodSeconds * 1000,
+            settleMs: config.digests.settleSeconds * 1000,
+            lookbackPeriods: config.digests.lookbackPeriods,
+            alarmAfterPeriods: config.digests.alarmAfterPeriods,
+            pollIntervalMs: config.digests.pollIntervalMs,
+            clockToleranceMs: config.digests.clockToleranceSeconds * 1000,
+            originSecret: secret,
+            ...options,
           }),
       );
       for (const w of workers) w.start();
-      runtime.logger.info({ clusters: workers.map((w) => w.cluster), keyId: signer.keyId, periodSeconds: config.digests.periodSeconds }, 'digest workers started');
+      runtime.logger.info(
+        { clusters: workers.map((w) => w.cluster), keyId: signer.keyId, periodSeconds: config.digests.periodSeconds },
+        'digest workers started',
+      );
       let closing: Promise<void> | undefined;
       return { name: 'digest-worker', close: () => (closing ??= Promise.allSettled(workers.map((w) => w.close())).then(() => undefined)) };
     },

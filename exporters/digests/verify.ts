@@ -83,7 +83,9 @@ export interface PeriodResult {
 
 /** A superseding digest's stated reasons, as words. */
 export function describeReasons(d: Pick<Digest, 'reasons'>): string[] {
-  return (d.reasons ?? []).map((r) => (r.kind === 'restore' ? `restore ${r.generation} marked ${r.rows} row(s) rolled back` : `late spool: ${r.rows} unprotected grant line(s)`));
+  return (d.reasons ?? []).map((r) =>
+    r.kind === 'restore' ? `restore ${r.generation} marked ${r.rows} row(s) rolled back` : `late spool: ${r.rows} unprotected grant line(s)`,
+  );
 }
 
 /** A history file of a day in the range that a digest after the range named (the day's file is written the next night). */
@@ -146,23 +148,39 @@ async function historyProblems(s3: Client, history: readonly DigestHistoryObject
     if (got === 'missing') {
       const ageDays = Math.floor((nowMs - (Date.parse(`${h.date}T00:00:00.000Z`) + DAY_MS)) / DAY_MS);
       const rule = `the history bucket's lifecycle rule "${HISTORY_EXPIRY_RULE_ID}"`;
-      if (Number.isFinite(ageDays) && ageDays >= HISTORY_EXPIRY_DAYS) expired.push(`history object ${h.bucket}/${h.object} expired under ${rule} (${HISTORY_EXPIRY_DAYS} days; written ${ageDays} days ago)`);
-      else problems.push(`history object ${h.bucket}/${h.object} is missing (${rule} takes a file only ${HISTORY_EXPIRY_DAYS} days after its day; this one is ${ageDays} days old)`);
-    } else if (got.sha256 !== h.sha256) problems.push(`history object ${h.bucket}/${h.object} does not match its digest (sha256 ${got.sha256.slice(0, 12)}…, ${got.bytes} bytes; digest says ${h.sha256.slice(0, 12)}…, ${h.bytes} bytes)`);
+      if (Number.isFinite(ageDays) && ageDays >= HISTORY_EXPIRY_DAYS)
+        expired.push(`history object ${h.bucket}/${h.object} expired under ${rule} (${HISTORY_EXPIRY_DAYS} days; written ${ageDays} days ago)`);
+      else
+        problems.push(
+          `history object ${h.bucket}/${h.object} is missing (${rule} takes a file only ${HISTORY_EXPIRY_DAYS} days after its day; this one is ${ageDays} days old)`,
+        );
+    } else if (got.sha256 !== h.sha256)
+      problems.push(
+        `history object ${h.bucket}/${h.object} does not match its digest (sha256 ${got.sha256.slice(0, 12)}…, ${got.bytes} bytes; digest says ${h.sha256.slice(0, 12)}…, ${h.bytes} bytes)`,
+      );
   }
   return { problems, expired };
 }
 
 async function eventProblems(store: AuditStore, d: Digest): Promise<string[]> {
-  const now = await hashPeriodEvents(store, d.cluster, { after: d.events.after, through: d.events.through, fromMs: Date.parse(d.periodStart), toMs: Date.parse(d.periodEnd) });
+  const now = await hashPeriodEvents(store, d.cluster, {
+    after: d.events.after,
+    through: d.events.through,
+    fromMs: Date.parse(d.periodStart),
+    toMs: Date.parse(d.periodEnd),
+  });
   const problems: string[] = [];
   if (now.sha256 !== d.events.sha256 || now.count !== d.events.count) {
-    problems.push(`ClickHouse events no longer match the digest (${now.count} event(s) now, ${d.events.count} signed; sha256 ${now.sha256.slice(0, 12)}… vs ${d.events.sha256.slice(0, 12)}…)`);
+    problems.push(
+      `ClickHouse events no longer match the digest (${now.count} event(s) now, ${d.events.count} signed; sha256 ${now.sha256.slice(0, 12)}… vs ${d.events.sha256.slice(0, 12)}…)`,
+    );
   }
   // Gaps and restores say which history is missing or rolled back: a removed gap hides a loss, a forged one excuses one.
   const record = await periodRecord(store, d.cluster, Date.parse(d.periodStart), Date.parse(d.periodEnd));
   if (!sameRecord(d, record)) {
-    problems.push(`ClickHouse gaps or restores no longer match the digest (${record.gaps.length} gap(s) and ${record.restores.length} restore(s) now, ${d.gaps.length} and ${d.restores.length} signed)`);
+    problems.push(
+      `ClickHouse gaps or restores no longer match the digest (${record.gaps.length} gap(s) and ${record.restores.length} restore(s) now, ${d.gaps.length} and ${d.restores.length} signed)`,
+    );
   }
   return problems;
 }
@@ -180,7 +198,8 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
     const entries = await readChain(o.s3, o.bucket, cluster, prefix);
     const hidden = await withRetry(() => hiddenNames(o.s3, o.bucket, `${prefix}${cluster}/`), { deadlineMs: 30_000 });
     const walk = walkChain(cluster, entries, o.publicKey, keyId, prefix);
-    for (const name of [...hidden].sort()) problems.push({ cluster, detail: `${name}: its current version is an S3 delete marker (the digest is hidden; a locked version survives)` });
+    for (const name of [...hidden].sort())
+      problems.push({ cluster, detail: `${name}: its current version is an S3 delete marker (the digest is hidden; a locked version survives)` });
     for (const p of walk.problems) problems.push({ cluster, detail: p });
     const regular = walk.periods;
     const bySeq = new Map(entries.flatMap((e) => (e.digest ? [[e.digest.seq, e.digest] as const] : [])));
@@ -203,7 +222,15 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
         if (!Number.isFinite(day) || day + 86_400_000 <= o.fromMs || day >= toMs) continue;
         const found = await historyProblems(o.s3, [h], nowMs);
         const status = found.problems.length ? 'fail' : found.expired.length ? 'expired' : 'ok';
-        laterHistory.push({ cluster, object: `${h.bucket}/${h.object}`, date: h.date, seq: p.digest.seq, periodStart: p.periodStart, status, problems: [...found.problems, ...found.expired] });
+        laterHistory.push({
+          cluster,
+          object: `${h.bucket}/${h.object}`,
+          date: h.date,
+          seq: p.digest.seq,
+          periodStart: p.periodStart,
+          status,
+          problems: [...found.problems, ...found.expired],
+        });
       }
     }
     // Past the chain's end: every period up to `to` lacks a digest.
@@ -218,8 +245,22 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
           const openMs = nowMs - e;
           const maxOpenMs = o.maxOpenMs ?? defaultMaxOpenMs(periodMs, o.settleMs ?? 0);
           if (openMs <= maxOpenMs) periods.push({ ...base, status: 'unsealed', problems: [] });
-          else periods.push({ ...base, status: 'stalled', problems: [`not sealed ${Math.round(openMs / 1000)} s after it ended (more than the ${Math.round(maxOpenMs / 1000)} s allowed): sealing is halted (the tailer's /sys/clock writes stopped or were deleted)`] });
-        } else periods.push({ ...base, status: 'fail', problems: [`no digest${sealedThrough !== undefined ? ', though the period is sealed' : ''} (removed from the end of the chain, or the digest worker is behind)`] });
+          else
+            periods.push({
+              ...base,
+              status: 'stalled',
+              problems: [
+                `not sealed ${Math.round(openMs / 1000)} s after it ended (more than the ${Math.round(maxOpenMs / 1000)} s allowed): sealing is halted (the tailer's /sys/clock writes stopped or were deleted)`,
+              ],
+            });
+        } else
+          periods.push({
+            ...base,
+            status: 'fail',
+            problems: [
+              `no digest${sealedThrough !== undefined ? ', though the period is sealed' : ''} (removed from the end of the chain, or the digest worker is behind)`,
+            ],
+          });
       }
     } else if (!periodMs && o.toMs !== undefined) {
       problems.push({ cluster, detail: 'no digest at all for this cluster' });
@@ -241,7 +282,13 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
     }
     // The digests hash the events; exports read the grants derived from them: with the store, the range's grants too.
     if (o.store && toMs > o.fromMs) {
-      const check = () => checkGrantsAgainstEvents(o.store as AuditStore, { cluster }, { fromMs: o.fromMs, toMs }, { limit: 20, originSecret: o.originSecret, sealedBeforeMs: lastEnd ?? 0 });
+      const check = () =>
+        checkGrantsAgainstEvents(
+          o.store as AuditStore,
+          { cluster },
+          { fromMs: o.fromMs, toMs },
+          { limit: 20, originSecret: o.originSecret, sealedBeforeMs: lastEnd ?? 0 },
+        );
       let found = await check();
       // A change in flight (the tailer or the spool shipper writes a batch's events, then its grants) is not tampering:
       // only what is still wrong a moment later counts. Nothing excuses it for longer (ingested_at is no evidence).
@@ -249,7 +296,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
         await new Promise((r) => setTimeout(r, o.recheckMs ?? 5_000));
         const still = new Set((await check()).map(formatGrantProblem));
         found = found.filter((p) => still.has(formatGrantProblem(p)));
-      };
+      }
       // Reports read copies of `grants` (key, holder, token): each must equal what was just checked.
       const copies = await checkCopiesAgainstGrants(o.store, cluster, { fromMs: o.fromMs, toMs }, 20);
       // The quarantine view: each undecodable change listed as captured, each entry backed or proven.
@@ -259,7 +306,10 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
     }
     // A verifier that checked nothing proves nothing (an empty or emptied chain, a range past it): say so and fail.
     if (!periods.some((p) => p.cluster === cluster && p.status !== 'unsealed') && !problems.some((p) => p.cluster === cluster)) {
-      problems.push({ cluster, detail: `no period verified from ${new Date(o.fromMs).toISOString()}${o.toMs !== undefined ? ` to ${new Date(o.toMs).toISOString()}` : ''}: no digest covers the range, so nothing was checked` });
+      problems.push({
+        cluster,
+        detail: `no period verified from ${new Date(o.fromMs).toISOString()}${o.toMs !== undefined ? ` to ${new Date(o.toMs).toISOString()}` : ''}: no digest covers the range, so nothing was checked`,
+      });
     }
   }
   const failing = periods.find((p) => p.status === 'fail') ?? periods.find((p) => p.status === 'stalled');
@@ -290,7 +340,8 @@ async function judge(
   const d = p.digest;
   // Never sealed ahead: a period is signed only once it ended by the worker's clock, and none ends after this verifier's.
   const endMs = Date.parse(p.periodEnd);
-  if (d && Date.parse(d.createdAt) + toleranceMs < endMs) problems.push(`signed at ${d.createdAt}, before its period ended: sealed from a clock dated ahead of the worker's`);
+  if (d && Date.parse(d.createdAt) + toleranceMs < endMs)
+    problems.push(`signed at ${d.createdAt}, before its period ended: sealed from a clock dated ahead of the worker's`);
   if (endMs > nowMs + toleranceMs) problems.push(`the period ends after this verifier's clock (${new Date(nowMs).toISOString()}): sealed ahead of time`);
   let expired: string[] = [];
   let stalled: string | undefined;
@@ -304,14 +355,24 @@ async function judge(
     if (o.store && original && problems.length === 0) {
       const record = await periodRecord(o.store, d.cluster, Date.parse(d.periodStart), Date.parse(d.periodEnd));
       const why = await explainChange(o.store, original, record, chain.restores);
-      if (!why.explained && chain.restores.some((r) => !r.recorded)) stalled = 'a proven restore is still writing its marks: verify again once its timeline is recorded';
-      else if (!why.explained) problems.push(`changed after sealing (re-signed by seq ${d.seq}) in a way the record does not explain: ${why.problem ?? 'unknown'}`);
+      if (!why.explained && chain.restores.some((r) => !r.recorded))
+        stalled = 'a proven restore is still writing its marks: verify again once its timeline is recorded';
+      else if (!why.explained)
+        problems.push(`changed after sealing (re-signed by seq ${d.seq}) in a way the record does not explain: ${why.problem ?? 'unknown'}`);
     }
   }
   if (!d && problems.length === 0) problems.push('no digest');
   return {
-    cluster: p.cluster, periodStart: p.periodStart, periodEnd: p.periodEnd, status: problems.length ? 'fail' : stalled ? 'stalled' : expired.length ? 'expired' : 'ok', seq: d?.seq, events: d?.events.count, superseded: p.superseded,
-    ...(d && p.superseded.length ? { reasons: describeReasons(d) } : {}), ...(expired.length ? { expired } : {}), problems: stalled && !problems.length ? [stalled] : problems,
+    cluster: p.cluster,
+    periodStart: p.periodStart,
+    periodEnd: p.periodEnd,
+    status: problems.length ? 'fail' : stalled ? 'stalled' : expired.length ? 'expired' : 'ok',
+    seq: d?.seq,
+    events: d?.events.count,
+    superseded: p.superseded,
+    ...(d && p.superseded.length ? { reasons: describeReasons(d) } : {}),
+    ...(expired.length ? { expired } : {}),
+    problems: stalled && !problems.length ? [stalled] : problems,
   };
 }
 
@@ -330,7 +391,9 @@ export function formatVerifyResult(r: DigestVerifyResult): string[] {
   for (const p of r.periods) {
     const head = `${PERIOD_WORD[p.status]}  ${p.cluster} ${p.periodStart}..${p.periodEnd}`;
     const seq = p.seq !== undefined ? ` seq ${p.seq}` : '';
-    const sup = p.superseded.length ? ` (supersedes seq ${p.superseded.join(', ')}: changed after sealing${p.reasons?.length ? `: ${p.reasons.join('; ')}` : ''})` : '';
+    const sup = p.superseded.length
+      ? ` (supersedes seq ${p.superseded.join(', ')}: changed after sealing${p.reasons?.length ? `: ${p.reasons.join('; ')}` : ''})`
+      : '';
     if (p.status === 'ok') lines.push(`${head}${seq} events ${p.events}${sup}`);
     else if (p.status === 'expired') lines.push(`${head}${seq} events ${p.events}${sup}: ${(p.expired ?? []).join('; ')}`);
     else if (p.status === 'unsealed') lines.push(`${head} not sealed yet`);
@@ -341,7 +404,10 @@ export function formatVerifyResult(r: DigestVerifyResult): string[] {
     lines.push(h.status === 'ok' ? head : `${head}: ${h.problems.join('; ')}`);
   }
   for (const g of r.grants) {
-    if (g.status === 'ok') lines.push(`ok    ${g.cluster} grants: every grant of the range agrees with the events it was derived from, its key, holder and token copies with it, and the quarantine with the captured changes`);
+    if (g.status === 'ok')
+      lines.push(
+        `ok    ${g.cluster} grants: every grant of the range agrees with the events it was derived from, its key, holder and token copies with it, and the quarantine with the captured changes`,
+      );
     else for (const p of g.problems) lines.push(`FAIL  ${g.cluster} grants: ${p}`);
   }
   for (const p of r.problems) lines.push(`${p.stalled ? PERIOD_WORD.stalled : PERIOD_WORD.fail}  ${p.cluster} chain: ${p.detail}`);

@@ -27,8 +27,20 @@ import { loadSql } from '../../platform/sql.js';
 import { MANIFEST_SUFFIX, parseManifest } from '../manifest.js';
 import { objectSha256, putArchiveJson, readObjectText, withRetry } from '../objectStore.js';
 import {
-  comparePositions, DIGEST_KIND, digestProblem, DIGEST_OBJECT_PREFIX, DIGEST_VERSION, digestObjectName, GENESIS_HASH, manifestSignatureProblem, parseDigest, signDigest,
-  type Digest, type DigestBody, type DigestHistoryObject, type Position,
+  comparePositions,
+  DIGEST_KIND,
+  digestProblem,
+  DIGEST_OBJECT_PREFIX,
+  DIGEST_VERSION,
+  digestObjectName,
+  GENESIS_HASH,
+  manifestSignatureProblem,
+  parseDigest,
+  signDigest,
+  type Digest,
+  type DigestBody,
+  type DigestHistoryObject,
+  type Position,
 } from './format.js';
 import { sealGrantPeriod } from './grantSealer.js';
 import { explainChange, provenRestores, restoresAfter } from './explain.js';
@@ -99,12 +111,20 @@ interface ClockStats {
 /** The default tolerance for a clock write dated ahead of the reader's own clock. */
 export const DEFAULT_CLOCK_TOLERANCE_MS = 5_000;
 
-export async function readChain(s3: Client, bucket: string, cluster: string, prefix = DIGEST_OBJECT_PREFIX): Promise<Array<{ object: string; digest?: Digest; error?: string }>> {
+export async function readChain(
+  s3: Client,
+  bucket: string,
+  cluster: string,
+  prefix = DIGEST_OBJECT_PREFIX,
+): Promise<Array<{ object: string; digest?: Digest; error?: string }>> {
   const names: string[] = [];
-  await withRetry(async () => {
-    names.length = 0;
-    for await (const item of s3.listObjectsV2(bucket, `${prefix}${cluster}/`, true)) if (item.name) names.push(item.name);
-  }, { deadlineMs: 30_000 });
+  await withRetry(
+    async () => {
+      names.length = 0;
+      for await (const item of s3.listObjectsV2(bucket, `${prefix}${cluster}/`, true)) if (item.name) names.push(item.name);
+    },
+    { deadlineMs: 30_000 },
+  );
   names.sort();
   const out: Array<{ object: string; digest?: Digest; error?: string }> = [];
   for (const object of names) {
@@ -131,7 +151,16 @@ export class DigestWorker {
   readonly #publicKey: KeyObject;
 
   constructor(options: DigestWorkerOptions) {
-    this.#o = { pollIntervalMs: 10_000, objectPrefix: DIGEST_OBJECT_PREFIX, allowUnlocked: false, maxPeriodsPerRun: 1_000, grantSealsPerRun: 24, clockToleranceMs: DEFAULT_CLOCK_TOLERANCE_MS, now: Date.now, ...options };
+    this.#o = {
+      pollIntervalMs: 10_000,
+      objectPrefix: DIGEST_OBJECT_PREFIX,
+      allowUnlocked: false,
+      maxPeriodsPerRun: 1_000,
+      grantSealsPerRun: 24,
+      clockToleranceMs: DEFAULT_CLOCK_TOLERANCE_MS,
+      now: Date.now,
+      ...options,
+    };
     this.#publicKey = createPublicKey(options.signer.publicKeyPem);
   }
 
@@ -174,7 +203,10 @@ export class DigestWorker {
         problems.push(`${e.object}: unreadable (${e.error ?? 'unknown'})`);
         continue;
       }
-      const problem = e.digest.cluster === this.cluster ? digestProblem(e.digest, this.#publicKey, this.#o.signer.keyId, e.object, this.#o.objectPrefix) : `names cluster ${e.digest.cluster}`;
+      const problem =
+        e.digest.cluster === this.cluster
+          ? digestProblem(e.digest, this.#publicKey, this.#o.signer.keyId, e.object, this.#o.objectPrefix)
+          : `names cluster ${e.digest.cluster}`;
       if (problem) problems.push(`${e.object}: ${problem}`);
       else if (chain.has(e.digest.seq)) problems.push(`${e.object}: a second digest claims seq ${e.digest.seq}`);
       else chain.set(e.digest.seq, e.digest);
@@ -182,13 +214,19 @@ export class DigestWorker {
     for (const [seq, d] of chain) {
       const prev = seq === 1 ? undefined : chain.get(seq - 1);
       // A removed digest (seq - 1 absent) is verify's to name; the worker can still build on what is proven.
-      if (seq === 1 ? d.prevHash !== GENESIS_HASH : prev !== undefined && d.prevHash !== prev.hash) problems.push(`${digestObjectName(this.cluster, seq, this.#o.objectPrefix)}: does not link to the digest before it`);
+      if (seq === 1 ? d.prevHash !== GENESIS_HASH : prev !== undefined && d.prevHash !== prev.hash)
+        problems.push(`${digestObjectName(this.cluster, seq, this.#o.objectPrefix)}: does not link to the digest before it`);
     }
     if (problems.length) {
       problems.sort();
       this.#chain = undefined;
-      this.#o.health?.raise(alarm('LOCKAUDIT_ALARM_DIGEST_CHAIN_INVALID', { cluster: this.cluster }, { problem: problems[0] as string, count: problems.length }));
-      this.#o.logger.error({ cluster: this.cluster, problems }, 'digest: the stored chain holds an object that is not a valid digest of ours; not sealing this cluster until it is explained');
+      this.#o.health?.raise(
+        alarm('LOCKAUDIT_ALARM_DIGEST_CHAIN_INVALID', { cluster: this.cluster }, { problem: problems[0] as string, count: problems.length }),
+      );
+      this.#o.logger.error(
+        { cluster: this.cluster, problems },
+        'digest: the stored chain holds an object that is not a valid digest of ours; not sealing this cluster until it is explained',
+      );
       throw new Error(`digest chain of ${this.cluster} is invalid (${problems.length} problem(s)), not sealing: ${problems[0] as string}`);
     }
     this.#o.health?.clear(alarmName('LOCKAUDIT_ALARM_DIGEST_CHAIN_INVALID', { cluster: this.cluster }));
@@ -233,7 +271,11 @@ export class DigestWorker {
       // Never seal the future: a clock write dated past this worker's own clock (plus tolerance) bounds nothing.
       const nowMs = this.#o.now();
       const notAfterMs = nowMs + this.#o.clockToleranceMs;
-      const [clock] = await this.#o.store.rows<ClockStats>(loadSql('exporters/sql/digest_clock.sql').text, { cluster: this.cluster, sinceMs: since, notAfterMs });
+      const [clock] = await this.#o.store.rows<ClockStats>(loadSql('exporters/sql/digest_clock.sql').text, {
+        cluster: this.cluster,
+        sinceMs: since,
+        notAfterMs,
+      });
       this.#clockAhead(clock, nowMs);
       const newestMs = clock && BigInt(clock.clocks) > 0n ? Number(clock.newestMs) : undefined;
       let start = regular ? Date.parse(regular.periodEnd) : clock && BigInt(clock.clocks) > 0n ? Math.floor(Number(clock.firstMs) / P) * P : undefined;
@@ -273,7 +315,10 @@ export class DigestWorker {
       if (oldestRecent && byStart.length > this.#o.lookbackPeriods) {
         const since = Math.min(...[...recent].map((d) => Date.parse(d.createdAt)));
         const late = await this.#o.store.rows<{ periodStartMs: string }>(loadSql('exporters/sql/digest_late_spools.sql').text, {
-          cluster: this.cluster, sinceMs: since, beforeMs: Date.parse(oldestRecent.periodStart), periodMs: P,
+          cluster: this.cluster,
+          sinceMs: since,
+          beforeMs: Date.parse(oldestRecent.periodStart),
+          periodMs: P,
         });
         const byPeriod = new Map(byStart.map((d) => [Date.parse(d.periodStart), d]));
         for (const l of late) {
@@ -282,7 +327,9 @@ export class DigestWorker {
         }
       }
       for (const d of byStart) {
-        const reach = restoresAfter(restores, Date.parse(d.createdAt)).some((r) => d.events.revisionMax !== null && BigInt(d.events.revisionMax) >= r.fromRevision);
+        const reach = restoresAfter(restores, Date.parse(d.createdAt)).some(
+          (r) => d.events.revisionMax !== null && BigInt(d.events.revisionMax) >= r.fromRevision,
+        );
         if (reach) recent.add(d);
       }
       for (const d of [...recent].sort((a, b) => Date.parse(a.periodStart) - Date.parse(b.periodStart))) {
@@ -290,7 +337,8 @@ export class DigestWorker {
         const fromMs = Date.parse(d.periodStart);
         const toMs = Date.parse(d.periodEnd);
         const [now] = await this.#o.store.rows<{ count: string; ingestedThroughMs: string }>(loadSql('exporters/sql/digest_stats.sql').text, {
-          cluster: this.cluster, ...rangeParams(d.events.after, d.events.through, fromMs, toMs),
+          cluster: this.cluster,
+          ...rangeParams(d.events.after, d.events.through, fromMs, toMs),
         });
         const count = now?.count ?? '0';
         const through = count === '0' ? null : (now?.ingestedThroughMs ?? null);
@@ -312,12 +360,20 @@ export class DigestWorker {
         const why = await explainChange(this.#o.store, originals.get(d.periodStart) ?? d, record, restores);
         if (!why.explained) {
           const problem = why.problem ?? 'changed after sealing';
-          if (!this.#unexplained.has(d.periodStart)) this.#o.logger.error({ cluster: this.cluster, period: d.periodStart, seq: d.seq, problem }, 'digest: a sealed period changed and the record does not explain it; not re-signed');
+          if (!this.#unexplained.has(d.periodStart))
+            this.#o.logger.error(
+              { cluster: this.cluster, period: d.periodStart, seq: d.seq, problem },
+              'digest: a sealed period changed and the record does not explain it; not re-signed',
+            );
           this.#unexplained.set(d.periodStart, problem);
           continue;
         }
         this.#unexplained.delete(d.periodStart);
-        const body: DigestBody = { ...(await this.#periodBody(head, regular, fromMs, toMs, [], { seq: d.seq, hash: d.hash }, d.events)), events, reasons: why.reasons };
+        const body: DigestBody = {
+          ...(await this.#periodBody(head, regular, fromMs, toMs, [], { seq: d.seq, hash: d.hash }, d.events)),
+          events,
+          reasons: why.reasons,
+        };
         const digest = signDigest(body, this.#o.signer);
         if (!(await this.#put(digest))) {
           await this.#loadChain();
@@ -328,7 +384,10 @@ export class DigestWorker {
         effective.set(digest.periodStart, digest);
         superseded++;
         this.#o.metrics?.written.inc({ cluster: this.cluster, kind: 'supersede' });
-        this.#o.logger.warn({ cluster: this.cluster, period: d.periodStart, supersedes: d.seq, seq: digest.seq, countBefore: d.events.count, countNow: events.count }, 'digest: a sealed period changed; superseding digest written');
+        this.#o.logger.warn(
+          { cluster: this.cluster, period: d.periodStart, supersedes: d.seq, seq: digest.seq, countBefore: d.events.count, countNow: events.count },
+          'digest: a sealed period changed; superseding digest written',
+        );
       }
       this.#reportUnexplained();
       // A restore still writing its marks changes rows: grants are sealed once it is done.
@@ -361,11 +420,20 @@ export class DigestWorker {
       if (this.#closing || tries >= this.#o.grantSealsPerRun) break;
       if (this.#grantsSealed.has(d.periodStart) || this.#unexplained.has(d.periodStart) || (this.#grantsOpen.get(d.periodStart) ?? 0) > now) continue;
       tries++;
-      const r = await sealGrantPeriod(this.#o.store, this.#o.signer, this.cluster, { fromMs: Date.parse(d.periodStart), toMs: Date.parse(d.periodEnd) }, { originSecret: this.#o.originSecret, now: this.#o.now });
+      const r = await sealGrantPeriod(
+        this.#o.store,
+        this.#o.signer,
+        this.cluster,
+        { fromMs: Date.parse(d.periodStart), toMs: Date.parse(d.periodEnd) },
+        { originSecret: this.#o.originSecret, now: this.#o.now },
+      );
       if (r.outcome === 'open') this.#grantsOpen.set(d.periodStart, now + 3_600_000);
       else if (r.outcome === 'unproven') {
         // The export and verify name these grants; the period is simply checked in full by every export.
-        this.#o.logger.warn({ cluster: this.cluster, period: d.periodStart, problems: r.problems }, 'digest: grants of a sealed period disagree with its events; not sealed');
+        this.#o.logger.warn(
+          { cluster: this.cluster, period: d.periodStart, problems: r.problems },
+          'digest: grants of a sealed period disagree with its events; not sealed',
+        );
         this.#grantsOpen.set(d.periodStart, now + 3_600_000);
       } else {
         this.#grantsSealed.add(d.periodStart);
@@ -383,7 +451,9 @@ export class DigestWorker {
       this.#o.health?.clear(name);
       return;
     }
-    this.#o.health?.raise(alarm('LOCKAUDIT_ALARM_DIGEST_CHANGED', { cluster: this.cluster }, { count: this.#unexplained.size, period: first[0], problem: first[1] }));
+    this.#o.health?.raise(
+      alarm('LOCKAUDIT_ALARM_DIGEST_CHANGED', { cluster: this.cluster }, { count: this.#unexplained.size, period: first[0], problem: first[1] }),
+    );
   }
 
   /** Raises LOCKAUDIT_ALARM_CLOCK_AHEAD while a captured clock write is dated past this worker's clock plus tolerance. */
@@ -394,14 +464,25 @@ export class DigestWorker {
       return;
     }
     const aheadSeconds = Math.round((Number(clock.aheadNewestMs) - nowMs) / 1000);
-    this.#o.health?.raise(alarm('LOCKAUDIT_ALARM_CLOCK_AHEAD', { cluster: this.cluster }, { count: clock.aheadClocks, revision: clock.aheadRevision, aheadSeconds, toleranceSeconds: this.#o.clockToleranceMs / 1000 }));
-    this.#o.logger.error({ cluster: this.cluster, count: clock.aheadClocks, revision: clock.aheadRevision, aheadSeconds }, 'digest: captured clock writes dated ahead of this worker\'s clock; they bound no period');
+    this.#o.health?.raise(
+      alarm(
+        'LOCKAUDIT_ALARM_CLOCK_AHEAD',
+        { cluster: this.cluster },
+        { count: clock.aheadClocks, revision: clock.aheadRevision, aheadSeconds, toleranceSeconds: this.#o.clockToleranceMs / 1000 },
+      ),
+    );
+    this.#o.logger.error(
+      { cluster: this.cluster, count: clock.aheadClocks, revision: clock.aheadRevision, aheadSeconds },
+      "digest: captured clock writes dated ahead of this worker's clock; they bound no period",
+    );
   }
 
   #report(behind: number, digestedThrough: string | null, lastRun: string): void {
     this.#o.metrics?.behind.set({ cluster: this.cluster }, behind);
     if (behind > this.#o.alarmAfterPeriods) {
-      this.#o.health?.raise(alarm('LOCKAUDIT_ALARM_DIGEST_BEHIND', { cluster: this.cluster }, { behind, digestedThrough: digestedThrough ?? 'nothing yet', lastRun }));
+      this.#o.health?.raise(
+        alarm('LOCKAUDIT_ALARM_DIGEST_BEHIND', { cluster: this.cluster }, { behind, digestedThrough: digestedThrough ?? 'nothing yet', lastRun }),
+      );
     } else {
       this.#o.health?.clear(alarmName('LOCKAUDIT_ALARM_DIGEST_BEHIND', { cluster: this.cluster }));
     }
@@ -424,7 +505,11 @@ export class DigestWorker {
     let events = known;
     if (!events) {
       const after = regular?.events.through ?? null;
-      const [clock] = await this.#o.store.rows<Position>(loadSql('exporters/sql/digest_boundary.sql').text, { cluster: this.cluster, sinceMs: fromMs, beforeMs: toMs });
+      const [clock] = await this.#o.store.rows<Position>(loadSql('exporters/sql/digest_boundary.sql').text, {
+        cluster: this.cluster,
+        sinceMs: fromMs,
+        beforeMs: toMs,
+      });
       let through = clock ?? after;
       if (after && through && comparePositions(through, after) < 0) through = after;
       if (!through) throw new Error(`no /sys/clock write of ${this.cluster} in its first period ${new Date(fromMs).toISOString()}`);
@@ -463,7 +548,8 @@ export class DigestWorker {
     if (!(await this.#o.s3.bucketExists(bucket))) return out;
     for (const dataset of ['grants', 'events']) {
       const manifests: string[] = [];
-      for await (const item of this.#o.s3.listObjectsV2(bucket, `${dataset}/cluster=${this.cluster}/`, true)) if (item.name?.endsWith(MANIFEST_SUFFIX)) manifests.push(item.name);
+      for await (const item of this.#o.s3.listObjectsV2(bucket, `${dataset}/cluster=${this.cluster}/`, true))
+        if (item.name?.endsWith(MANIFEST_SUFFIX)) manifests.push(item.name);
       for (const name of manifests.sort()) {
         const object = name.slice(0, -MANIFEST_SUFFIX.length);
         if (named.has(`${bucket}/${object}`)) continue;
@@ -477,13 +563,19 @@ export class DigestWorker {
         }
         const got = await withRetry(() => objectSha256(this.#o.s3, bucket, object), { deadlineMs: 60_000 });
         if (got === 'missing') mismatched.push({ object, problem: 'the file is missing' });
-        else if (got.sha256 !== m.sha256 || got.bytes !== m.bytes) mismatched.push({ object, problem: `sha256 ${got.sha256.slice(0, 12)}…, ${got.bytes} bytes; manifest says ${m.sha256.slice(0, 12)}…, ${m.bytes} bytes` });
+        else if (got.sha256 !== m.sha256 || got.bytes !== m.bytes)
+          mismatched.push({
+            object,
+            problem: `sha256 ${got.sha256.slice(0, 12)}…, ${got.bytes} bytes; manifest says ${m.sha256.slice(0, 12)}…, ${m.bytes} bytes`,
+          });
         else out.push({ bucket, object, sha256: got.sha256, bytes: got.bytes, rows: m.rows, dataset: m.dataset, date: m.date ?? '' });
       }
     }
     const first = mismatched[0];
     if (first) {
-      this.#o.health?.raise(alarm('LOCKAUDIT_ALARM_DIGEST_HISTORY_MISMATCH', { cluster: this.cluster }, { object: `${bucket}/${first.object}`, problem: first.problem }));
+      this.#o.health?.raise(
+        alarm('LOCKAUDIT_ALARM_DIGEST_HISTORY_MISMATCH', { cluster: this.cluster }, { object: `${bucket}/${first.object}`, problem: first.problem }),
+      );
       this.#o.logger.error({ cluster: this.cluster, mismatched }, 'digest: history file(s) do not match their manifests; not naming them');
     } else {
       this.#o.health?.clear(alarmName('LOCKAUDIT_ALARM_DIGEST_HISTORY_MISMATCH', { cluster: this.cluster }));

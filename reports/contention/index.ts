@@ -42,7 +42,14 @@ export const ContentionGroupSchema = Type.Object({
 });
 export type ContentionGroup = Static<typeof ContentionGroupSchema>;
 
-export const HotKeySchema = Type.Object({ key: Type.String(), grants: Type.Number(), distinctHolders: Type.Number(), waitP95Ms: Type.Number(), expiries: Type.Number(), forceReleases: Type.Number() });
+export const HotKeySchema = Type.Object({
+  key: Type.String(),
+  grants: Type.Number(),
+  distinctHolders: Type.Number(),
+  waitP95Ms: Type.Number(),
+  expiries: Type.Number(),
+  forceReleases: Type.Number(),
+});
 export const SeriesPointSchema = Type.Object({
   at: Type.String({ format: 'date-time' }),
   grants: Type.Number(),
@@ -66,11 +73,36 @@ export const ContentionSchema = Type.Object(
   {
     examples: [
       {
-        from: '2025-10-30T00:00:00.000Z', to: '2025-11-29T00:00:00.000Z', by: 'namespace',
-        groups: [{ group: 'payments', grants: 120443, distinctHolders: 38, waitMs: { p50: 4, p95: 180, p99: 920 }, holdMs: { p50: 35, p99: 4100 }, handoffGapMs: { p50: 2, p95: 40 }, handoffs: 90112, expiries: 61, expiryRatio: 0.0005, forceReleases: 2 }],
+        from: '2025-10-30T00:00:00.000Z',
+        to: '2025-11-29T00:00:00.000Z',
+        by: 'namespace',
+        groups: [
+          {
+            group: 'payments',
+            grants: 120443,
+            distinctHolders: 38,
+            waitMs: { p50: 4, p95: 180, p99: 920 },
+            holdMs: { p50: 35, p99: 4100 },
+            handoffGapMs: { p50: 2, p95: 40 },
+            handoffs: 90112,
+            expiries: 61,
+            expiryRatio: 0.0005,
+            forceReleases: 2,
+          },
+        ],
         hottestKeys: [{ key: 'payments/acct-42', grants: 8812, distinctHolders: 12, waitP95Ms: 640, expiries: 3, forceReleases: 0 }],
         bucketSeconds: 10800,
-        series: [{ at: '2025-10-30T00:00:00.000Z', grants: 512, waitP95Ms: 170, waitMs: { p50: 3, p95: 170, p99: 810 }, holdMs: { p50: 31, p99: 3900 }, expiries: 0, forceReleases: 0 }],
+        series: [
+          {
+            at: '2025-10-30T00:00:00.000Z',
+            grants: 512,
+            waitP95Ms: 170,
+            waitMs: { p50: 3, p95: 170, p99: 810 },
+            holdMs: { p50: 31, p99: 3900 },
+            expiries: 0,
+            forceReleases: 0,
+          },
+        ],
       },
     ],
   },
@@ -151,13 +183,25 @@ async function contentionRows(deps: ReportDeps, params: Record<string, string | 
       const seals = coveredRuns(covered);
       // Each its own query, once: a WITH subquery is run again at every place that names it.
       const [top, pending] = await Promise.all([
-        timed<{ key: string }>(HOURS_TOP_KEYS, { ...seals, fromMs: params.fromMs, toMs: params.toMs, namespace: params.namespace, class: params.class, top: params.top }),
+        timed<{ key: string }>(HOURS_TOP_KEYS, {
+          ...seals,
+          fromMs: params.fromMs,
+          toMs: params.toMs,
+          namespace: params.namespace,
+          class: params.class,
+          top: params.top,
+        }),
         timed<PendingRow>(HOURS_PENDING, seals),
       ]);
       return timed<Row>(HOURS, {
-        ...params, ...seals, topKeys: top.map((t) => t.key),
-        pendingClusters: pending.map((p) => p.cluster), pendingKeys: pending.map((p) => p.key), pendingRevisions: pending.map((p) => p.grant_revision),
-        pendingSpools: pending.map((p) => p.spool_id), pendingTimelines: pending.map((p) => Number(p.timeline)),
+        ...params,
+        ...seals,
+        topKeys: top.map((t) => t.key),
+        pendingClusters: pending.map((p) => p.cluster),
+        pendingKeys: pending.map((p) => p.key),
+        pendingRevisions: pending.map((p) => p.grant_revision),
+        pendingSpools: pending.map((p) => p.spool_id),
+        pendingTimelines: pending.map((p) => Number(p.timeline)),
       });
     }
   }
@@ -169,9 +213,21 @@ export async function contention(deps: ReportDeps, p: ContentionParams, nowMs: n
   const by = p.by ?? 'namespace';
   const top = p.top ?? 10;
   const bucketSeconds = bucketFor(toMs - fromMs);
-  const rows = await contentionRows(deps, {
-    by, fromMs, toMs, namespace: p.namespace ?? '', class: p.class ?? '', groupLimit: by === 'key' ? top : 10_000, top, bucketSeconds,
-  }, bucketSeconds, opts);
+  const rows = await contentionRows(
+    deps,
+    {
+      by,
+      fromMs,
+      toMs,
+      namespace: p.namespace ?? '',
+      class: p.class ?? '',
+      groupLimit: by === 'key' ? top : 10_000,
+      top,
+      bucketSeconds,
+    },
+    bucketSeconds,
+    opts,
+  );
   const buckets = new Map(rows.filter((r) => r.kind === 'bucket').map((r) => [n0(r.bucket_ms), r]));
   // Every bucket of the window: an empty one has zero counts and no percentiles.
   const series: Contention['series'] = bucketStarts(fromMs, toMs, bucketSeconds).map((at) => {
@@ -194,25 +250,36 @@ export async function contention(deps: ReportDeps, p: ContentionParams, nowMs: n
     from: new Date(fromMs).toISOString(),
     to: new Date(toMs).toISOString(),
     by,
-    groups: rows.filter((r) => r.kind === 'group').map((g) => {
-      const grants = n0(g.grants);
-      const ended = n0(g.ended) > 0;
-      const handoffs = n0(g.handoffs);
-      const expiries = n0(g.expiries);
-      return {
-        group: g.grp,
-        grants,
-        distinctHolders: n0(g.holders),
-        waitMs: { p50: pct(g.wait, 0, grants > 0), p95: pct(g.wait, 1, grants > 0), p99: pct(g.wait, 2, grants > 0) },
-        holdMs: { p50: pct(g.hold, 0, ended), p99: pct(g.hold, 1, ended) },
-        handoffGapMs: { p50: pct(g.handoff, 0, handoffs > 0), p95: pct(g.handoff, 1, handoffs > 0) },
-        handoffs,
-        expiries,
-        expiryRatio: grants > 0 ? expiries / grants : 0,
-        forceReleases: n0(g.force_releases),
-      };
-    }),
-    hottestKeys: rows.filter((r) => r.kind === 'key').map((h) => ({ key: h.key, grants: n0(h.grants), distinctHolders: n0(h.holders), waitP95Ms: pct(h.wait, 1, true) ?? 0, expiries: n0(h.expiries), forceReleases: n0(h.force_releases) })),
+    groups: rows
+      .filter((r) => r.kind === 'group')
+      .map((g) => {
+        const grants = n0(g.grants);
+        const ended = n0(g.ended) > 0;
+        const handoffs = n0(g.handoffs);
+        const expiries = n0(g.expiries);
+        return {
+          group: g.grp,
+          grants,
+          distinctHolders: n0(g.holders),
+          waitMs: { p50: pct(g.wait, 0, grants > 0), p95: pct(g.wait, 1, grants > 0), p99: pct(g.wait, 2, grants > 0) },
+          holdMs: { p50: pct(g.hold, 0, ended), p99: pct(g.hold, 1, ended) },
+          handoffGapMs: { p50: pct(g.handoff, 0, handoffs > 0), p95: pct(g.handoff, 1, handoffs > 0) },
+          handoffs,
+          expiries,
+          expiryRatio: grants > 0 ? expiries / grants : 0,
+          forceReleases: n0(g.force_releases),
+        };
+      }),
+    hottestKeys: rows
+      .filter((r) => r.kind === 'key')
+      .map((h) => ({
+        key: h.key,
+        grants: n0(h.grants),
+        distinctHolders: n0(h.holders),
+        waitP95Ms: pct(h.wait, 1, true) ?? 0,
+        expiries: n0(h.expiries),
+        forceReleases: n0(h.force_releases),
+      })),
     bucketSeconds,
     series,
   };

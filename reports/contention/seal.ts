@@ -78,7 +78,9 @@ export async function sealContentionHours(deps: ReportDeps, opts: SealOptions = 
     const result: SealResult = { cluster, checkpoint: checkpoint.toString(), hours: 0, irregularHours: 0 };
     results.push(result);
     if (checkpoint === 0n || sealBeforeMs <= 0) continue;
-    const candidates = opts.hours ?? (await deps.store.rows<{ hour_s: number }>(CANDIDATES.text, { cluster, sealBeforeMs, lookbackDays, generation })).map((r) => Number(r.hour_s));
+    const candidates =
+      opts.hours ??
+      (await deps.store.rows<{ hour_s: number }>(CANDIDATES.text, { cluster, sealBeforeMs, lookbackDays, generation })).map((r) => Number(r.hour_s));
     const batch = opts.batchHours ?? 24 * 92;
     for (let i = 0; i < candidates.length; i += batch) {
       const hours = candidates.slice(i, i + batch);
@@ -101,7 +103,10 @@ async function sealBatch(
   const lookbackMs = Math.min(...b.hours) * 1000 - b.lookbackDays * DAY_MS - HOUR_MS;
   const fingerprints = await deps.store.rows<{ hour_s: number; max_revision: string; spool_grants: string }>(FINGERPRINTS.text, base);
   const irregular = new Map(
-    (await deps.store.rows<{ hour_s: number; irregular: string; grants: string; pending: string }>(IRREGULAR.text, { ...base, lookbackMs })).map((r) => [Number(r.hour_s), r]),
+    (await deps.store.rows<{ hour_s: number; irregular: string; grants: string; pending: string }>(IRREGULAR.text, { ...base, lookbackMs })).map((r) => [
+      Number(r.hour_s),
+      r,
+    ]),
   );
   await deps.store.command(STATES.text, { ...base, sealId, attempt });
   await deps.store.command(PENDING.text, { ...base, sealId, attempt });
@@ -111,8 +116,18 @@ async function sealBatch(
   const seals = fingerprints.map((f) => {
     const i = irregular.get(Number(f.hour_s));
     return {
-      cluster: b.cluster, hour: Number(f.hour_s), seal_id: sealId, attempt, max_revision: f.max_revision, spool_grants: f.spool_grants, generation: b.generation,
-      lookback_days: b.lookbackDays, irregular: i?.irregular ?? '0', grants: i?.grants ?? '0', pending: i?.pending ?? '0', checkpoint,
+      cluster: b.cluster,
+      hour: Number(f.hour_s),
+      seal_id: sealId,
+      attempt,
+      max_revision: f.max_revision,
+      spool_grants: f.spool_grants,
+      generation: b.generation,
+      lookback_days: b.lookbackDays,
+      irregular: i?.irregular ?? '0',
+      grants: i?.grants ?? '0',
+      pending: i?.pending ?? '0',
+      checkpoint,
     };
   });
   await deps.store.insert('contention_seals', seals);

@@ -45,7 +45,10 @@ export function fieldChanges(before: Record<string, unknown>, after: Record<stri
   return out;
 }
 
-export function compareStates(from: { holds: readonly HoldItem[]; classes: readonly ClassItem[] }, to: { holds: readonly HoldItem[]; classes: readonly ClassItem[] }): StateDiff {
+export function compareStates(
+  from: { holds: readonly HoldItem[]; classes: readonly ClassItem[] },
+  to: { holds: readonly HoldItem[]; classes: readonly ClassItem[] },
+): StateDiff {
   const fromIds = new Set(from.holds.map(grantId));
   const toIds = new Set(to.holds.map(grantId));
   const appeared = to.holds.filter((h) => !fromIds.has(grantId(h)));
@@ -54,7 +57,12 @@ export function compareStates(from: { holds: readonly HoldItem[]; classes: reado
   const changedHolder: HolderChange[] = [];
   for (const a of appeared) {
     const b = endedByKey.get(a.key);
-    if (b) changedHolder.push({ key: a.key, before: { holder: b.holder, grantRevision: b.grantRevision, token: b.token }, after: { holder: a.holder, grantRevision: a.grantRevision, token: a.token } });
+    if (b)
+      changedHolder.push({
+        key: a.key,
+        before: { holder: b.holder, grantRevision: b.grantRevision, token: b.token },
+        after: { holder: a.holder, grantRevision: a.grantRevision, token: a.token },
+      });
   }
   const fromClasses = new Map(from.classes.map((c) => [c.name, c]));
   const toClasses = new Map(to.classes.map((c) => [c.name, c]));

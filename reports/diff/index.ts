@@ -11,7 +11,19 @@ import { loadSql } from '../../platform/sql.js';
 import { reportRows } from '../query.js';
 import { ClusterName, KeyPrefix, NullableString } from '../schemas.js';
 import type { GapRef, HoldItem } from '../state/assemble.js';
-import { HoldItemSchema, MomentSchema, Moment, TimelineParam, checkLimit, classInPrefix, keyspaceAt, pickCluster, resolveMoment, resolveTimeline, type StateDeps } from '../state/index.js';
+import {
+  HoldItemSchema,
+  MomentSchema,
+  Moment,
+  TimelineParam,
+  checkLimit,
+  classInPrefix,
+  keyspaceAt,
+  pickCluster,
+  resolveMoment,
+  resolveTimeline,
+  type StateDeps,
+} from '../state/index.js';
 import { compareStates } from './compare.js';
 
 const GRANT_ENDS = loadSql('reports/diff/grantEnds.sql');
@@ -25,7 +37,9 @@ export const DiffQuery = Type.Object(
     prefix: Type.Optional(KeyPrefix()),
     cluster: Type.Optional(ClusterName({ description: 'The etcd cluster; default the first configured' })),
     timeline: Type.Optional(TimelineParam()),
-    limit: Type.Optional(Type.Integer({ minimum: 1, default: 1000, description: 'At most this many holds per state and events in the window (at most LOCKAUDIT_MAX_PAGE_SIZE)' })),
+    limit: Type.Optional(
+      Type.Integer({ minimum: 1, default: 1000, description: 'At most this many holds per state and events in the window (at most LOCKAUDIT_MAX_PAGE_SIZE)' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -33,7 +47,10 @@ export type DiffParams = Static<typeof DiffQuery>;
 
 const GapRefSchema = Type.Object({ fromRevision: Type.String(), toRevision: Type.String(), reason: Type.String() });
 const Grant = Type.Object({ holder: Type.String(), grantRevision: Type.String(), token: Type.String() });
-const EndKind = Type.Union(END_KINDS.map((k) => Type.Literal(k)), { description: 'deleted: removed by hand while its lease lived; unknown: no end was captured (it lies in a gap)' });
+const EndKind = Type.Union(
+  END_KINDS.map((k) => Type.Literal(k)),
+  { description: 'deleted: removed by hand while its lease lived; unknown: no end was captured (it lies in a gap)' },
+);
 const EndedHold = Type.Intersect([
   HoldItemSchema,
   Type.Object({
@@ -43,7 +60,9 @@ const EndedHold = Type.Intersect([
     endedBy: NullableString('Who ended it: the releasing holder, the closer of the session, the approver of a force-release; null for a lease expiry'),
   }),
 ]);
-const Origin = Type.Union([Type.Literal('api'), Type.Literal('foreign')], { description: 'foreign: written around the lock API (no proof); the API does not act on it' });
+const Origin = Type.Union([Type.Literal('api'), Type.Literal('foreign')], {
+  description: 'foreign: written around the lock API (no proof); the API does not act on it',
+});
 const ClassItem = Type.Object({ name: Type.String(), revision: Type.String(), definition: Type.Record(Type.String(), Type.Unknown()), origin: Origin });
 const FieldChange = Type.Object({ field: Type.String(), before: Type.Unknown(), after: Type.Unknown() });
 
@@ -52,13 +71,61 @@ const DIFF_EXAMPLE = {
   from: { requested: '1700', revision: '1700', capturedThrough: '2210', timeline: 0 },
   to: { requested: '2025-11-29T14:05:00Z', revision: '1820', capturedThrough: '2210', timeline: 0 },
   holds: {
-    appeared: [{ key: 'payments/acct-7', holder: 'spiffe://corp/refunds', session: '7587883164012399', token: '1801', class: 'ledger-entry', epoch: 0, grantRevision: '1801', since: '2025-11-29T14:04:10.000Z', startKnown: true }],
-    ended: [{ key: 'payments/acct-7', holder: 'spiffe://corp/payments-worker', session: '7587883164012345', token: '1734', class: 'ledger-entry', epoch: 0, grantRevision: '1734', since: '2025-11-29T14:02:58.120Z', startKnown: true, endKind: 'force', endRevision: '1790', endedAt: '2025-11-29T14:03:30.000Z', endedBy: 'ops-b@corp' }],
-    changedHolder: [{ key: 'payments/acct-7', before: { holder: 'spiffe://corp/payments-worker', grantRevision: '1734', token: '1734' }, after: { holder: 'spiffe://corp/refunds', grantRevision: '1801', token: '1801' } }],
+    appeared: [
+      {
+        key: 'payments/acct-7',
+        holder: 'spiffe://corp/refunds',
+        session: '7587883164012399',
+        token: '1801',
+        class: 'ledger-entry',
+        epoch: 0,
+        grantRevision: '1801',
+        since: '2025-11-29T14:04:10.000Z',
+        startKnown: true,
+      },
+    ],
+    ended: [
+      {
+        key: 'payments/acct-7',
+        holder: 'spiffe://corp/payments-worker',
+        session: '7587883164012345',
+        token: '1734',
+        class: 'ledger-entry',
+        epoch: 0,
+        grantRevision: '1734',
+        since: '2025-11-29T14:02:58.120Z',
+        startKnown: true,
+        endKind: 'force',
+        endRevision: '1790',
+        endedAt: '2025-11-29T14:03:30.000Z',
+        endedBy: 'ops-b@corp',
+      },
+    ],
+    changedHolder: [
+      {
+        key: 'payments/acct-7',
+        before: { holder: 'spiffe://corp/payments-worker', grantRevision: '1734', token: '1734' },
+        after: { holder: 'spiffe://corp/refunds', grantRevision: '1801', token: '1801' },
+      },
+    ],
   },
   classes: { created: [], changed: [{ name: 'ledger-entry', revision: '1760', fields: [{ field: 'ttlSeconds', before: 15, after: 30 }] }], deleted: [] },
   epochAdvances: [],
-  forceReleases: [{ revision: '1790', key: 'payments/acct-7', holder: 'spiffe://corp/payments-worker', token: '1734', class: 'ledger-entry', enforcement: 'fenced', requester: 'ops-a@corp', approver: 'ops-b@corp', reason: 'stuck worker', revokedSession: false, origin: 'api' }],
+  forceReleases: [
+    {
+      revision: '1790',
+      key: 'payments/acct-7',
+      holder: 'spiffe://corp/payments-worker',
+      token: '1734',
+      class: 'ledger-entry',
+      enforcement: 'fenced',
+      requester: 'ops-a@corp',
+      approver: 'ops-b@corp',
+      reason: 'stuck worker',
+      revokedSession: false,
+      origin: 'api',
+    },
+  ],
   unknown: { from: [], to: [] },
   gaps: [],
   complete: true,
@@ -73,18 +140,37 @@ export const DiffSchema = Type.Object(
     holds: Type.Object({
       appeared: Type.Array(HoldItemSchema, { description: 'Grants held at `to` and not at `from`' }),
       ended: Type.Array(EndedHold, { description: 'Grants held at `from` and not at `to`, with how they ended' }),
-      changedHolder: Type.Array(Type.Object({ key: Type.String(), before: Grant, after: Grant }), { description: 'Keys held at both moments under different grants' }),
+      changedHolder: Type.Array(Type.Object({ key: Type.String(), before: Grant, after: Grant }), {
+        description: 'Keys held at both moments under different grants',
+      }),
     }),
     classes: Type.Object({
       created: Type.Array(ClassItem),
       changed: Type.Array(Type.Object({ name: Type.String(), revision: Type.String(), fields: Type.Array(FieldChange) })),
       deleted: Type.Array(ClassItem, { description: 'Classes defined at `from` and not at `to` (their last definition)' }),
     }),
-    epochAdvances: Type.Array(Type.Object({ revision: Type.String(), epoch: Type.Integer(), by: NullableString('Who approved the advance (from its marker)'), origin: Origin })),
-    forceReleases: Type.Array(
-      Type.Object({ revision: Type.String(), key: Type.String(), holder: Type.String(), token: Type.String(), class: Type.String(), enforcement: Type.String(), requester: Type.String(), approver: Type.String(), reason: Type.String(), revokedSession: Type.Boolean(), origin: Origin }),
+    epochAdvances: Type.Array(
+      Type.Object({ revision: Type.String(), epoch: Type.Integer(), by: NullableString('Who approved the advance (from its marker)'), origin: Origin }),
     ),
-    unknown: Type.Object({ from: Type.Array(Type.Unknown()), to: Type.Array(Type.Unknown()) }, { description: 'Keys the log cannot answer for at either end (see GET /v1/state)' }),
+    forceReleases: Type.Array(
+      Type.Object({
+        revision: Type.String(),
+        key: Type.String(),
+        holder: Type.String(),
+        token: Type.String(),
+        class: Type.String(),
+        enforcement: Type.String(),
+        requester: Type.String(),
+        approver: Type.String(),
+        reason: Type.String(),
+        revokedSession: Type.Boolean(),
+        origin: Origin,
+      }),
+    ),
+    unknown: Type.Object(
+      { from: Type.Array(Type.Unknown()), to: Type.Array(Type.Unknown()) },
+      { description: 'Keys the log cannot answer for at either end (see GET /v1/state)' },
+    ),
     gaps: Type.Array(GapRefSchema, { description: 'Recorded gaps inside or across the window: history there is missing' }),
     complete: Type.Boolean({ description: 'false when a gap lies inside the window or either end is inside one' }),
     truncated: Type.Boolean(),
@@ -136,17 +222,29 @@ export async function diff(deps: StateDeps, p: DiffParams): Promise<DiffResponse
   const timeline = tl.timeline;
   const from = await resolveMoment(deps, cluster, p.from, 'querystring.from', tl);
   const to = await resolveMoment(deps, cluster, p.to, 'querystring.to', tl);
-  if (from.revision > to.revision) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `querystring.from: resolves to revision ${from.revision}, after to (${to.revision})`);
+  if (from.revision > to.revision)
+    throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `querystring.from: resolves to revision ${from.revision}, after to (${to.revision})`);
   const prefix = p.prefix ?? '';
-  const [a, b] = [await keyspaceAt(deps, cluster, from.revision, prefix, limit, timeline), await keyspaceAt(deps, cluster, to.revision, prefix, limit, timeline)];
+  const [a, b] = [
+    await keyspaceAt(deps, cluster, from.revision, prefix, limit, timeline),
+    await keyspaceAt(deps, cluster, to.revision, prefix, limit, timeline),
+  ];
   const changes = compareStates(a, b);
 
   const ends = changes.ended.length
     ? await reportRows<EndRow>(deps, GRANT_ENDS, { cluster, keys: [...new Set(changes.ended.map((h) => h.key))], timeline })
     : [];
   const endOf = new Map(ends.map((e) => [`${e.key}\u0000${e.grant_revision}`, e]));
-  const windowEvents = await reportRows<EventRow>(deps, WINDOW_EVENTS, { cluster, fromRevision: from.revision.toString(), toRevision: to.revision.toString(), timeline, limit: limit + 1 });
-  const endRevisions = [...new Set([...ends.map((e) => String(e.end_revision)), ...windowEvents.filter((e) => e.event_type === 'epoch-advance').map((e) => String(e.revision))])];
+  const windowEvents = await reportRows<EventRow>(deps, WINDOW_EVENTS, {
+    cluster,
+    fromRevision: from.revision.toString(),
+    toRevision: to.revision.toString(),
+    timeline,
+    limit: limit + 1,
+  });
+  const endRevisions = [
+    ...new Set([...ends.map((e) => String(e.end_revision)), ...windowEvents.filter((e) => e.event_type === 'epoch-advance').map((e) => String(e.revision))]),
+  ];
   const markers = endRevisions.length ? await reportRows<EventRow>(deps, MARKERS, { cluster, revisions: endRevisions.map(Number), timeline }) : [];
   const markersAt = (rev: string): EventRow[] => markers.filter((m) => String(m.revision) === rev);
 
@@ -154,20 +252,46 @@ export async function diff(deps: StateDeps, p: DiffParams): Promise<DiffResponse
     const e = endOf.get(`${h.key}\u0000${h.grantRevision}`);
     if (!e) return { ...h, endKind: 'unknown', endRevision: null, endedAt: null, endedBy: null };
     const rev = String(e.end_revision);
-    return { ...h, endKind: e.end_kind, endRevision: rev, endedAt: e.ended_ms === null ? null : new Date(Number(e.ended_ms)).toISOString(), endedBy: endedBy(h, e.end_kind, markersAt(rev)) };
+    return {
+      ...h,
+      endKind: e.end_kind,
+      endRevision: rev,
+      endedAt: e.ended_ms === null ? null : new Date(Number(e.ended_ms)).toISOString(),
+      endedBy: endedBy(h, e.end_kind, markersAt(rev)),
+    };
   });
 
   const forceReleases = [];
   const epochAdvances = [];
   for (const ev of windowEvents.slice(0, limit)) {
     if (ev.event_type === 'epoch-advance') {
-      const by = markersAt(String(ev.revision)).map((m) => decodeValue(MarkValueSchema, m.value)).find((m) => m?.kind === 'epoch-advance')?.by ?? null;
-      epochAdvances.push({ revision: String(ev.revision), epoch: Number(ev.epoch ?? 0), by, origin: ev.origin === 'foreign' ? ('foreign' as const) : ('api' as const) });
+      const by =
+        markersAt(String(ev.revision))
+          .map((m) => decodeValue(MarkValueSchema, m.value))
+          .find((m) => m?.kind === 'epoch-advance')?.by ?? null;
+      epochAdvances.push({
+        revision: String(ev.revision),
+        epoch: Number(ev.epoch ?? 0),
+        by,
+        origin: ev.origin === 'foreign' ? ('foreign' as const) : ('api' as const),
+      });
       continue;
     }
     const f = decodeValue(ForceRecordSchema, ev.value);
     if (!f || !holdKeyOf(f.key).startsWith(prefix)) continue;
-    forceReleases.push({ revision: String(ev.revision), key: holdKeyOf(f.key), holder: f.holder, token: f.token, class: f.class, enforcement: f.enforcement, requester: f.requester, approver: f.approver, reason: f.reason, revokedSession: f.revokedSession, origin: ev.origin === 'foreign' ? ('foreign' as const) : ('api' as const) });
+    forceReleases.push({
+      revision: String(ev.revision),
+      key: holdKeyOf(f.key),
+      holder: f.holder,
+      token: f.token,
+      class: f.class,
+      enforcement: f.enforcement,
+      requester: f.requester,
+      approver: f.approver,
+      reason: f.reason,
+      revokedSession: f.revokedSession,
+      origin: ev.origin === 'foreign' ? ('foreign' as const) : ('api' as const),
+    });
   }
 
   // Gaps that overlap (from, to]: history inside the window that is missing.

@@ -30,7 +30,10 @@ export const GRANT_FILTER_SCHEMAS = {
   namespace: Namespace(),
   token: Decimal64({ description: 'Which grant held this fencing token? (decimal string; tokens exceed 2^53)' }),
   endKind: Type.Enum(END_KIND_FILTERS, { type: 'string', description: 'Only grants that ended this way (held: still held)' }),
-  origin: Type.Enum(ORIGINS, { type: 'string', description: 'api: granted by the lock API (valid proof of origin); foreign: written straight into etcd, bypassing it' }),
+  origin: Type.Enum(ORIGINS, {
+    type: 'string',
+    description: 'api: granted by the lock API (valid proof of origin); foreign: written straight into etcd, bypassing it',
+  }),
 };
 
 export type GrantFilterName = keyof typeof GRANT_FILTER_SCHEMAS;
@@ -38,7 +41,9 @@ export const GRANT_FILTER_NAMES = Object.keys(GRANT_FILTER_SCHEMAS) as GrantFilt
 
 /** The filters as schema properties, each optional: spread into a route's query or body schema. */
 export const grantFilterProperties = () =>
-  Object.fromEntries(GRANT_FILTER_NAMES.map((n) => [n, Type.Optional(GRANT_FILTER_SCHEMAS[n])])) as { [K in GrantFilterName]: ReturnType<typeof Type.Optional<(typeof GRANT_FILTER_SCHEMAS)[K]>> };
+  Object.fromEntries(GRANT_FILTER_NAMES.map((n) => [n, Type.Optional(GRANT_FILTER_SCHEMAS[n])])) as {
+    [K in GrantFilterName]: ReturnType<typeof Type.Optional<(typeof GRANT_FILTER_SCHEMAS)[K]>>;
+  };
 
 export type GrantFilters = { [K in GrantFilterName]?: Static<(typeof GRANT_FILTER_SCHEMAS)[K]> };
 
@@ -72,9 +77,11 @@ export function readGrantFilters(input: Record<string, string | undefined>, fiel
     if (value === '') problems.push(`${field(name)}: must not be empty`);
     else if (name === 'token' && parseToken(value) === undefined) problems.push(`${field(name)}: must be a decimal 64-bit token`);
     else if (!Value.Check(GRANT_FILTER_SCHEMAS[name as GrantFilterName], value)) {
-      problems.push(schema.enum
-        ? `${field(name)}: must be one of ${schema.enum.join(', ')}`
-        : `${field(name)}: must match ${schema.pattern ?? '.'} (at most ${schema.maxLength ?? 512} characters)`);
+      problems.push(
+        schema.enum
+          ? `${field(name)}: must be one of ${schema.enum.join(', ')}`
+          : `${field(name)}: must match ${schema.pattern ?? '.'} (at most ${schema.maxLength ?? 512} characters)`,
+      );
     } else filters[name] = value;
   }
   return filters as GrantFilters;

@@ -39,17 +39,22 @@ export async function grantHistoryArrow(deps: GrantHistoryDeps, p: GrantHistoryP
   const end = ends.length === 2 ? ends[0] : undefined;
   const settings: ClickHouseSettings = { ...ARROW_SETTINGS, ...sourceSettings, max_execution_time: deps.limits.queryTimeoutMs / 1000 };
   try {
-    const stream = await deps.store.bytes((desc ? HISTORY_ARROW_DESC : HISTORY_ARROW).text, 'ArrowStream', {
-      ...page.params,
-      endKinds: [...END_KINDS],
-      hasEnd: end ? 1 : 0,
-      endMs: end ? Number(end.granted_at_ms) : 0,
-      endCluster: end?.cluster ?? '',
-      endKey: end?.key ?? '',
-      endRevision: end?.grant_revision ?? '0',
-      endSpool: end?.spool_id ?? '',
-      endTimeline: Number(end?.timeline ?? 0),
-    }, settings);
+    const stream = await deps.store.bytes(
+      (desc ? HISTORY_ARROW_DESC : HISTORY_ARROW).text,
+      'ArrowStream',
+      {
+        ...page.params,
+        endKinds: [...END_KINDS],
+        hasEnd: end ? 1 : 0,
+        endMs: end ? Number(end.granted_at_ms) : 0,
+        endCluster: end?.cluster ?? '',
+        endKey: end?.key ?? '',
+        endRevision: end?.grant_revision ?? '0',
+        endSpool: end?.spool_id ?? '',
+        endTimeline: Number(end?.timeline ?? 0),
+      },
+      settings,
+    );
     return { stream, nextCursor: end ? cursorAfter(deps, page, end) : null };
   } catch (err) {
     throw asLimitError(deps, err);

@@ -49,7 +49,18 @@ export function decodeCursor(text: string, filters: string, secret: Uint8Array):
   const fields = openCursor(text, KIND, secret);
   // 8 fields; 7 from a cursor issued before the timeline joined the position.
   const [grantedAtMs, cluster, key, grantRevision, spoolId, toMs, digest, timeline = TIMELINE_MAX] = fields;
-  if ((fields.length !== 7 && fields.length !== 8) || !isTimeline(timeline) || !isInt(grantedAtMs) || !isStr(cluster, 64) || !isStr(key, 512) || !isStr(grantRevision, 20) || parseToken(grantRevision) === undefined || !isStr(spoolId, 256) || !isInt(toMs) || !isStr(digest, 64)) {
+  if (
+    (fields.length !== 7 && fields.length !== 8) ||
+    !isTimeline(timeline) ||
+    !isInt(grantedAtMs) ||
+    !isStr(cluster, 64) ||
+    !isStr(key, 512) ||
+    !isStr(grantRevision, 20) ||
+    parseToken(grantRevision) === undefined ||
+    !isStr(spoolId, 256) ||
+    !isInt(toMs) ||
+    !isStr(digest, 64)
+  ) {
     throw cursorError('is not a cursor this API issued');
   }
   if (digest !== filters) throw cursorError('was issued for other filters');

@@ -25,19 +25,23 @@ export const GrantHistoryQuery = Type.Object(
     to: Type.Optional(Instant({ description: 'Window end: grants granted at or before this instant. Default now, fixed by the first page' })),
     cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,2048}$', description: 'nextCursor of the previous page' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, default: 100, description: 'Page size (at most LOCKAUDIT_MAX_PAGE_SIZE)' })),
-    order: Type.Optional(Type.Union([Type.Literal('desc'), Type.Literal('asc')], {
-      default: 'desc',
-      description: 'desc (the default): newest grant first, as audit logs open; asc: oldest first. By grant time, then cluster, key, grant revision. A cursor keeps the order it was issued for',
-    })),
-    format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv'), Type.Literal('arrow')], {
-      default: 'json',
-      description: 'json, csv, or arrow: an Arrow IPC stream (application/vnd.apache.arrow.stream) with 64-bit tokens and revisions as UInt64',
-    })),
+    order: Type.Optional(
+      Type.Union([Type.Literal('desc'), Type.Literal('asc')], {
+        default: 'desc',
+        description:
+          'desc (the default): newest grant first, as audit logs open; asc: oldest first. By grant time, then cluster, key, grant revision. A cursor keeps the order it was issued for',
+      }),
+    ),
+    format: Type.Optional(
+      Type.Union([Type.Literal('json'), Type.Literal('csv'), Type.Literal('arrow')], {
+        default: 'json',
+        description: 'json, csv, or arrow: an Arrow IPC stream (application/vnd.apache.arrow.stream) with 64-bit tokens and revisions as UInt64',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 export type GrantHistoryParams = Static<typeof GrantHistoryQuery>;
-
 
 export const GrantItemSchema = Type.Object({
   cluster: Type.String(),
@@ -49,23 +53,54 @@ export const GrantItemSchema = Type.Object({
   namespace: Type.String(),
   grantedAt: Type.String({ format: 'date-time' }),
   endedAt: NullableString('null while still held'),
-  endKind: Type.Union([Type.Enum(END_KINDS), Type.Null()], { description: 'How the hold ended; deleted: removed with no marker while its lease was alive (by hand, not an expiry); unknown: ended inside a recorded gap; null while still held' }),
+  endKind: Type.Union([Type.Enum(END_KINDS), Type.Null()], {
+    description:
+      'How the hold ended; deleted: removed with no marker while its lease was alive (by hand, not an expiry); unknown: ended inside a recorded gap; null while still held',
+  }),
   endRevision: NullableString('The revision of the end event (decimal string); null while still held'),
   waitMs: Type.Number(),
   durationMs: NullableNumber('null while still held'),
   unprotected: Type.Boolean({ description: 'Granted without quorum (fail-open), token 0' }),
-  origin: Type.Union([Type.Literal('api'), Type.Literal('foreign')], { description: 'foreign: a hold put straight into etcd without the lock API\'s proof of origin (not made by the API)' }),
-  timeline: Type.Integer({ minimum: 0, description: 'The etcd timeline the grant was captured in (0 until the cluster\'s first restore recorded by this version; each restore starts the next). A grant held across a restore shows once, as the later timeline\'s' }),
-  rolledBack: Type.Boolean({ description: 'etcd later rolled this grant back (a restore to before it): it was a real hold, but the restored cluster never had it' }),
-  startKnown: Type.Boolean({ description: 'false: granted while history was lost (a recorded gap); grantedAt is then when capture first saw it held, not its grant' }),
-  endedAtErrorMs: NullableNumber('How far endedAt may be off, ms (0: the end carries its own time; an expiry or hand delete is bracketed between clock writes); null while still held'),
+  origin: Type.Union([Type.Literal('api'), Type.Literal('foreign')], {
+    description: "foreign: a hold put straight into etcd without the lock API's proof of origin (not made by the API)",
+  }),
+  timeline: Type.Integer({
+    minimum: 0,
+    description:
+      "The etcd timeline the grant was captured in (0 until the cluster's first restore recorded by this version; each restore starts the next). A grant held across a restore shows once, as the later timeline's",
+  }),
+  rolledBack: Type.Boolean({
+    description: 'etcd later rolled this grant back (a restore to before it): it was a real hold, but the restored cluster never had it',
+  }),
+  startKnown: Type.Boolean({
+    description: 'false: granted while history was lost (a recorded gap); grantedAt is then when capture first saw it held, not its grant',
+  }),
+  endedAtErrorMs: NullableNumber(
+    'How far endedAt may be off, ms (0: the end carries its own time; an expiry or hand delete is bracketed between clock writes); null while still held',
+  ),
 });
 export type GrantItem = Static<typeof GrantItemSchema>;
 
 export const GRANT_EXAMPLE: GrantItem = {
-  cluster: 'local', key: 'payments/acct-42', grantRevision: '1734', token: '11258999068428022', holder: 'spiffe://corp/payments-worker',
-  class: 'ledger-entry', namespace: 'payments', grantedAt: '2025-11-29T03:11:58.120Z', endedAt: '2025-11-29T03:12:31.004Z', endKind: 'expiry',
-  endRevision: '1790', waitMs: 12, durationMs: 32884, unprotected: false, origin: 'api', timeline: 0, rolledBack: false, startKnown: true, endedAtErrorMs: 480,
+  cluster: 'local',
+  key: 'payments/acct-42',
+  grantRevision: '1734',
+  token: '11258999068428022',
+  holder: 'spiffe://corp/payments-worker',
+  class: 'ledger-entry',
+  namespace: 'payments',
+  grantedAt: '2025-11-29T03:11:58.120Z',
+  endedAt: '2025-11-29T03:12:31.004Z',
+  endKind: 'expiry',
+  endRevision: '1790',
+  waitMs: 12,
+  durationMs: 32884,
+  unprotected: false,
+  origin: 'api',
+  timeline: 0,
+  rolledBack: false,
+  startKnown: true,
+  endedAtErrorMs: 480,
 };
 
 export const GrantPageSchema = Type.Object(
@@ -226,9 +261,10 @@ export function resolvePage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs
   // unsaid). Anything broader gets the widest window allowed, ending now.
   const narrow = p.key !== undefined || p.token !== undefined;
   const pinnedTo = cursor?.toMs ?? (p.to !== undefined ? (parseInstant(p.to) ?? nowMs) : nowMs);
-  const window = narrow && p.from === undefined && (p.to === undefined || parseInstant(p.to) !== undefined)
-    ? { fromMs: 0, toMs: pinnedTo }
-    : resolveWindow({ from: p.from, to: p.to ?? new Date(pinnedTo).toISOString() }, deps.limits.maxWindowDays, nowMs);
+  const window =
+    narrow && p.from === undefined && (p.to === undefined || parseInstant(p.to) !== undefined)
+      ? { fromMs: 0, toMs: pinnedTo }
+      : resolveWindow({ from: p.from, to: p.to ?? new Date(pinnedTo).toISOString() }, deps.limits.maxWindowDays, nowMs);
   const params = {
     source: historySource(p),
     ...grantFilterParams(filters, { ...window, rule: 'overlapping' }),
@@ -257,32 +293,70 @@ export interface PagePosition {
 
 /** The cursor of the page whose last row is `last`. */
 export function cursorAfter(deps: GrantHistoryDeps, page: ResolvedPage, last: PagePosition): string {
-  return encodeCursor({
-    after: { grantedAtMs: Number(last.granted_at_ms), cluster: last.cluster, key: last.key, grantRevision: String(last.grant_revision), spoolId: last.spool_id, timeline: Number(last.timeline ?? 0) },
-    toMs: page.window.toMs,
-    filters: page.digest,
-  }, deps.cursorKey);
+  return encodeCursor(
+    {
+      after: {
+        grantedAtMs: Number(last.granted_at_ms),
+        cluster: last.cluster,
+        key: last.key,
+        grantRevision: String(last.grant_revision),
+        spoolId: last.spool_id,
+        timeline: Number(last.timeline ?? 0),
+      },
+      toMs: page.window.toMs,
+      filters: page.digest,
+    },
+    deps.cursorKey,
+  );
 }
 
 /** One page of grant history. `nowMs` pins `to` on the first page. */
 export async function grantHistory(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number): Promise<GrantPage> {
   const page = await planPage(deps, p, nowMs);
   const limit = page.limit;
-  const rows = await reportRows<HistoryRow>(deps, page.params.desc === 1 ? HISTORY_DESC : HISTORY, {
-    ...page.params,
-    limit: limit + 1, // one more tells whether another page exists
-  }, historySettings(String(page.params.source)));
+  const rows = await reportRows<HistoryRow>(
+    deps,
+    page.params.desc === 1 ? HISTORY_DESC : HISTORY,
+    {
+      ...page.params,
+      limit: limit + 1, // one more tells whether another page exists
+    },
+    historySettings(String(page.params.source)),
+  );
   const served = rows.slice(0, limit);
   const last = served[served.length - 1];
   const nextCursor = rows.length > limit && last ? cursorAfter(deps, page, last) : null;
   return { items: served.map(toItem), nextCursor };
 }
 
-export const CSV_HEADER = ['cluster', 'key', 'grantRevision', 'token', 'holder', 'class', 'namespace', 'grantedAt', 'endedAt', 'endKind', 'endRevision', 'waitMs', 'durationMs', 'unprotected', 'origin', 'timeline', 'rolledBack', 'startKnown', 'endedAtErrorMs'] as const;
+export const CSV_HEADER = [
+  'cluster',
+  'key',
+  'grantRevision',
+  'token',
+  'holder',
+  'class',
+  'namespace',
+  'grantedAt',
+  'endedAt',
+  'endKind',
+  'endRevision',
+  'waitMs',
+  'durationMs',
+  'unprotected',
+  'origin',
+  'timeline',
+  'rolledBack',
+  'startKnown',
+  'endedAtErrorMs',
+] as const;
 
 /** CSV of one page; 64-bit values stay decimal text. */
 export function grantsCsv(items: readonly GrantItem[]): string {
-  return toCsv(CSV_HEADER, items.map((g) => CSV_HEADER.map((h) => g[h])));
+  return toCsv(
+    CSV_HEADER,
+    items.map((g) => CSV_HEADER.map((h) => g[h])),
+  );
 }
 
 /** Records a read of grant history: who asked which filters, when. */
@@ -291,7 +365,12 @@ export async function recordGrantRead(
   read: { identity: string; tokenId: string; params: GrantHistoryParams; requestId: string; atMs: number },
 ): Promise<void> {
   const { params, ...who } = read;
-  await recordRead(deps, { ...who, filters: { ...filtersOf(params), limit: params.limit }, format: params.format ?? 'json', paged: params.cursor !== undefined });
+  await recordRead(deps, {
+    ...who,
+    filters: { ...filtersOf(params), limit: params.limit },
+    format: params.format ?? 'json',
+    paged: params.cursor !== undefined,
+  });
 }
 
 /** Records a read of grants through any view (history page, timeline): who, which filters, which view or format, when. */

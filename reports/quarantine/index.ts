@@ -41,8 +41,10 @@ export const QuarantineItemSchema = Type.Object({
   key: Type.String(),
   op: Type.String({ description: 'put, delete, snapshot or spool' }),
   reason: Type.String(),
-  value: Type.String({ description: `The raw value, as etcd (or the spool) held it — its first ${QUARANTINE_VALUE_BYTES} bytes when it is larger (valueTruncated)` }),
-  valueBytes: Type.Integer({ minimum: 0, description: 'The whole value\'s size in bytes' }),
+  value: Type.String({
+    description: `The raw value, as etcd (or the spool) held it — its first ${QUARANTINE_VALUE_BYTES} bytes when it is larger (valueTruncated)`,
+  }),
+  valueBytes: Type.Integer({ minimum: 0, description: "The whole value's size in bytes" }),
   valueSha256: Type.String({ pattern: '^[0-9a-f]{64}$', description: 'sha256 of the whole value (hex)' }),
   valueTruncated: Type.Boolean({ description: 'true when `value` is only the first bytes of it' }),
   quarantinedAt: Type.String({ format: 'date-time' }),
@@ -94,7 +96,16 @@ const isMs = (v: unknown): v is number => typeof v === 'number' && Number.isSafe
 export function decodeQuarantineCursor(text: string, filters: string, secret: Uint8Array): Cursor {
   const fields = openCursor(text, KIND, secret);
   const [fromMs, toMs, atMs, cluster, revision, key, digest] = fields;
-  const ok = fields.length === 7 && isMs(fromMs) && isMs(toMs) && isMs(atMs) && typeof cluster === 'string' && typeof revision === 'string' && /^[0-9]{1,20}$/.test(revision) && typeof key === 'string' && typeof digest === 'string';
+  const ok =
+    fields.length === 7 &&
+    isMs(fromMs) &&
+    isMs(toMs) &&
+    isMs(atMs) &&
+    typeof cluster === 'string' &&
+    typeof revision === 'string' &&
+    /^[0-9]{1,20}$/.test(revision) &&
+    typeof key === 'string' &&
+    typeof digest === 'string';
   if (!ok) throw cursorError('is not a cursor this API issued');
   if (digest !== filters) throw cursorError('was issued for other filters');
   return { fromMs, toMs, atMs, cluster, revision, key, filters: digest };
@@ -146,12 +157,26 @@ export async function quarantinePage(deps: QuarantineDeps, p: QuarantineParams, 
       valueTruncated: Number(r.value_bytes) > QUARANTINE_VALUE_BYTES,
       quarantinedAt: new Date(Number(r.at_ms)).toISOString(),
     })),
-    nextCursor: rows.length > page.length && last ? encodeQuarantineCursor({ fromMs, toMs, atMs: Number(last.at_ms), cluster: last.cluster, revision: last.revision_text, key: last.key, filters: digest }, deps.cursorKey) : null,
+    nextCursor:
+      rows.length > page.length && last
+        ? encodeQuarantineCursor(
+            { fromMs, toMs, atMs: Number(last.at_ms), cluster: last.cluster, revision: last.revision_text, key: last.key, filters: digest },
+            deps.cursorKey,
+          )
+        : null,
   };
 }
 
 /** Records the read (who, filters, when) with the grant-history reads: raw values can carry what grants carry. */
-export async function recordQuarantineRead(deps: Pick<ReportDeps, 'store'>, read: { identity: string; tokenId: string; params: QuarantineParams; requestId: string; atMs: number }): Promise<void> {
+export async function recordQuarantineRead(
+  deps: Pick<ReportDeps, 'store'>,
+  read: { identity: string; tokenId: string; params: QuarantineParams; requestId: string; atMs: number },
+): Promise<void> {
   const { params, ...who } = read;
-  await recordRead(deps, { ...who, filters: { view: 'quarantine', cluster: params.cluster, from: params.from, to: params.to, limit: params.limit }, format: 'quarantine', paged: params.cursor !== undefined });
+  await recordRead(deps, {
+    ...who,
+    filters: { view: 'quarantine', cluster: params.cluster, from: params.from, to: params.to, limit: params.limit },
+    format: 'quarantine',
+    paged: params.cursor !== undefined,
+  });
 }

@@ -18,7 +18,9 @@ const RUN_ROWS = loadSql('reports/riskRegister/runRows.sql');
 
 export const RiskRegisterQuery = Type.Object(
   {
-    date: Type.Optional(Type.String({ format: 'date', description: 'The register of this day (the newest run of it); default the newest register', examples: ['2025-11-29'] })),
+    date: Type.Optional(
+      Type.String({ format: 'date', description: 'The register of this day (the newest run of it); default the newest register', examples: ['2025-11-29'] }),
+    ),
     format: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('csv'), Type.Literal('html')], { default: 'json' })),
   },
   { additionalProperties: false },
@@ -33,7 +35,8 @@ export const RegisterRowSchema = Type.Object({
   waiverExpires: NullableString('YYYY-MM-DD; null when the class has none'),
   daysLeft: NullableNumber('Days from the register date to the waiver expiry; negative once expired'),
   status: Type.Union([Type.Literal('ok'), Type.Literal('expiring'), Type.Literal('expired'), Type.Literal('unproven')], {
-    description: 'expiring: within 30 days; unproven: the class\'s latest definition was not written by the lock API (put by hand), so its waiver counts for nothing and nothing is granted under it',
+    description:
+      "expiring: within 30 days; unproven: the class's latest definition was not written by the lock API (put by hand), so its waiver counts for nothing and nothing is granted under it",
   }),
   grants24h: Count,
   grants30d: Count,
@@ -53,9 +56,26 @@ export const RegisterRowSchema = Type.Object({
 export type RegisterRow = Static<typeof RegisterRowSchema>;
 
 export const REGISTER_ROW_EXAMPLE: RegisterRow = {
-  class: 'cache-refresh', namespace: 'catalog', riskOwner: 'risk-team@corp', waiverExpires: '2025-12-20', daysLeft: 21, status: 'expiring',
-  grants24h: 1840, grants30d: 51022, distinctKeys24h: 312, distinctKeys30d: 2210, expiries24h: 3, expiries30d: 71, forceReleases24h: 0,
-  forceReleases30d: 2, unprotected24h: 0, unprotected30d: 14, foreignGrants24h: 0, foreignGrants30d: 3, deleted24h: 0, deleted30d: 1,
+  class: 'cache-refresh',
+  namespace: 'catalog',
+  riskOwner: 'risk-team@corp',
+  waiverExpires: '2025-12-20',
+  daysLeft: 21,
+  status: 'expiring',
+  grants24h: 1840,
+  grants30d: 51022,
+  distinctKeys24h: 312,
+  distinctKeys30d: 2210,
+  expiries24h: 3,
+  expiries30d: 71,
+  forceReleases24h: 0,
+  forceReleases30d: 2,
+  unprotected24h: 0,
+  unprotected30d: 14,
+  foreignGrants24h: 0,
+  foreignGrants30d: 3,
+  deleted24h: 0,
+  deleted30d: 1,
 };
 
 export const RegisterSchema = Type.Object(
@@ -67,7 +87,18 @@ export const RegisterSchema = Type.Object(
     requestedBy: Type.String(),
     classes: Type.Array(RegisterRowSchema),
   },
-  { examples: [{ runId: 'repeat:risk-register-nightly:1764381600000', date: '2025-11-29', asOf: '2025-11-29T02:00:00.000Z', trigger: 'schedule', requestedBy: 'scheduler', classes: [REGISTER_ROW_EXAMPLE] }] },
+  {
+    examples: [
+      {
+        runId: 'repeat:risk-register-nightly:1764381600000',
+        date: '2025-11-29',
+        asOf: '2025-11-29T02:00:00.000Z',
+        trigger: 'schedule',
+        requestedBy: 'scheduler',
+        classes: [REGISTER_ROW_EXAMPLE],
+      },
+    ],
+  },
 );
 export type Register = Static<typeof RegisterSchema>;
 
@@ -81,10 +112,20 @@ interface ClassRow {
 type UsageRow = { class: string } & Record<string, string | number>;
 
 const USAGE_FIELDS = [
-  ['grants24h', 'grants_24h'], ['grants30d', 'grants_30d'], ['distinctKeys24h', 'distinct_keys_24h'], ['distinctKeys30d', 'distinct_keys_30d'],
-  ['expiries24h', 'expiries_24h'], ['expiries30d', 'expiries_30d'], ['forceReleases24h', 'force_releases_24h'], ['forceReleases30d', 'force_releases_30d'],
-  ['unprotected24h', 'unprotected_24h'], ['unprotected30d', 'unprotected_30d'],
-  ['foreignGrants24h', 'foreign_grants_24h'], ['foreignGrants30d', 'foreign_grants_30d'], ['deleted24h', 'deleted_24h'], ['deleted30d', 'deleted_30d'],
+  ['grants24h', 'grants_24h'],
+  ['grants30d', 'grants_30d'],
+  ['distinctKeys24h', 'distinct_keys_24h'],
+  ['distinctKeys30d', 'distinct_keys_30d'],
+  ['expiries24h', 'expiries_24h'],
+  ['expiries30d', 'expiries_30d'],
+  ['forceReleases24h', 'force_releases_24h'],
+  ['forceReleases30d', 'force_releases_30d'],
+  ['unprotected24h', 'unprotected_24h'],
+  ['unprotected30d', 'unprotected_30d'],
+  ['foreignGrants24h', 'foreign_grants_24h'],
+  ['foreignGrants30d', 'foreign_grants_30d'],
+  ['deleted24h', 'deleted_24h'],
+  ['deleted30d', 'deleted_30d'],
 ] as const;
 
 /** Computes the register as of an instant; `timeZone` decides its date. Stores nothing. */
@@ -105,8 +146,26 @@ export async function buildRegister(deps: ReportDeps, asOfMs: number, timeZone: 
     const daysLeft = waiver.daysLeft;
     const status: RegisterStatus = unproven ? 'unproven' : waiver.status;
     const row: RegisterRow = {
-      class: name, namespace: def?.namespace ?? '', riskOwner: def?.riskOwner ?? '', waiverExpires: def?.waiverExpires ?? null, daysLeft, status,
-      grants24h: 0, grants30d: 0, distinctKeys24h: 0, distinctKeys30d: 0, expiries24h: 0, expiries30d: 0, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0, foreignGrants24h: 0, foreignGrants30d: 0, deleted24h: 0, deleted30d: 0,
+      class: name,
+      namespace: def?.namespace ?? '',
+      riskOwner: def?.riskOwner ?? '',
+      waiverExpires: def?.waiverExpires ?? null,
+      daysLeft,
+      status,
+      grants24h: 0,
+      grants30d: 0,
+      distinctKeys24h: 0,
+      distinctKeys30d: 0,
+      expiries24h: 0,
+      expiries30d: 0,
+      forceReleases24h: 0,
+      forceReleases30d: 0,
+      unprotected24h: 0,
+      unprotected30d: 0,
+      foreignGrants24h: 0,
+      foreignGrants30d: 0,
+      deleted24h: 0,
+      deleted30d: 0,
     };
     for (const [field, column] of USAGE_FIELDS) row[field] = num(u?.[column]) ?? 0;
     return row;
@@ -123,8 +182,15 @@ export async function runRegister(
   await deps.store.insert(
     'risk_register',
     classes.map((c) => ({
-      run_id: run.runId, register_date: date, as_of: run.asOfMs, class: c.class, namespace: c.namespace, risk_owner: c.riskOwner,
-      waiver_expires: c.waiverExpires, days_left: c.daysLeft, status: c.status,
+      run_id: run.runId,
+      register_date: date,
+      as_of: run.asOfMs,
+      class: c.class,
+      namespace: c.namespace,
+      risk_owner: c.riskOwner,
+      waiver_expires: c.waiverExpires,
+      days_left: c.daysLeft,
+      status: c.status,
       ...Object.fromEntries(USAGE_FIELDS.map(([field, column]) => [column, c[field]])),
     })),
   );
@@ -163,9 +229,26 @@ export async function storedRegister(deps: ReportDeps, date?: string): Promise<R
     requestedBy: run.requested_by,
     classes: rows.map((r) => {
       const row: RegisterRow = {
-        class: r.class, namespace: r.namespace, riskOwner: r.risk_owner, waiverExpires: r.waiver_day, daysLeft: num(r.days_left),
+        class: r.class,
+        namespace: r.namespace,
+        riskOwner: r.risk_owner,
+        waiverExpires: r.waiver_day,
+        daysLeft: num(r.days_left),
         status: REGISTER_STATUSES.find((s) => s === r.status) ?? 'expired',
-        grants24h: 0, grants30d: 0, distinctKeys24h: 0, distinctKeys30d: 0, expiries24h: 0, expiries30d: 0, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0, foreignGrants24h: 0, foreignGrants30d: 0, deleted24h: 0, deleted30d: 0,
+        grants24h: 0,
+        grants30d: 0,
+        distinctKeys24h: 0,
+        distinctKeys30d: 0,
+        expiries24h: 0,
+        expiries30d: 0,
+        forceReleases24h: 0,
+        forceReleases30d: 0,
+        unprotected24h: 0,
+        unprotected30d: 0,
+        foreignGrants24h: 0,
+        foreignGrants30d: 0,
+        deleted24h: 0,
+        deleted30d: 0,
       };
       for (const [field, column] of USAGE_FIELDS) row[field] = num(r[column]) ?? 0;
       return row;
@@ -173,17 +256,63 @@ export async function storedRegister(deps: ReportDeps, date?: string): Promise<R
   };
 }
 
-export const REGISTER_CSV_HEADER = ['date', 'asOf', 'runId', 'class', 'namespace', 'riskOwner', 'waiverExpires', 'daysLeft', 'status', ...USAGE_FIELDS.map(([f]) => f)] as const;
+export const REGISTER_CSV_HEADER = [
+  'date',
+  'asOf',
+  'runId',
+  'class',
+  'namespace',
+  'riskOwner',
+  'waiverExpires',
+  'daysLeft',
+  'status',
+  ...USAGE_FIELDS.map(([f]) => f),
+] as const;
 
 export function registerCsv(r: Register): string {
-  return toCsv(REGISTER_CSV_HEADER, r.classes.map((c) => [r.date, r.asOf, r.runId, c.class, c.namespace, c.riskOwner, c.waiverExpires, c.daysLeft, c.status, ...USAGE_FIELDS.map(([f]) => c[f])]));
+  return toCsv(
+    REGISTER_CSV_HEADER,
+    r.classes.map((c) => [
+      r.date,
+      r.asOf,
+      r.runId,
+      c.class,
+      c.namespace,
+      c.riskOwner,
+      c.waiverExpires,
+      c.daysLeft,
+      c.status,
+      ...USAGE_FIELDS.map(([f]) => c[f]),
+    ]),
+  );
 }
 
 const STATUS_COLOUR: Record<RegisterStatus, string> = { ok: '#e6f4ea', expiring: '#fff4ce', expired: '#fde7e9', unproven: '#f3d6f7' };
 
 /** A self-contained, readable HTML page; every value is escaped. */
 export function registerHtml(r: Register): string {
-  const head = ['Class', 'Namespace', 'Risk owner', 'Waiver expires', 'Days left', 'Status', 'Grants 24 h', 'Grants 30 d', 'Keys 24 h', 'Keys 30 d', 'Expiries 24 h', 'Expiries 30 d', 'Force-releases 24 h', 'Force-releases 30 d', 'Unprotected 24 h', 'Unprotected 30 d', 'Foreign grants 24 h', 'Foreign grants 30 d', 'Deleted by hand 24 h', 'Deleted by hand 30 d'];
+  const head = [
+    'Class',
+    'Namespace',
+    'Risk owner',
+    'Waiver expires',
+    'Days left',
+    'Status',
+    'Grants 24 h',
+    'Grants 30 d',
+    'Keys 24 h',
+    'Keys 30 d',
+    'Expiries 24 h',
+    'Expiries 30 d',
+    'Force-releases 24 h',
+    'Force-releases 30 d',
+    'Unprotected 24 h',
+    'Unprotected 30 d',
+    'Foreign grants 24 h',
+    'Foreign grants 30 d',
+    'Deleted by hand 24 h',
+    'Deleted by hand 30 d',
+  ];
   const body = r.classes
     .map((c) => {
       const cells = [c.class, c.namespace, c.riskOwner, c.waiverExpires ?? '—', c.daysLeft ?? '—', c.status, ...USAGE_FIELDS.map(([f]) => c[f])];

@@ -146,7 +146,15 @@ function holdItem(r: EntryRow): HoldItem {
 function queueItem(r: EntryRow): QueueItem {
   const rest = r.key.slice(QUEUE.length);
   const slash = rest.lastIndexOf('/');
-  return { key: rest.slice(0, slash), leaseId: rest.slice(slash + 1), holder: r.holder, session: r.session, class: r.class, since: iso(r.wall_ms), sinceRevision: String(r.revision) };
+  return {
+    key: rest.slice(0, slash),
+    leaseId: rest.slice(slash + 1),
+    holder: r.holder,
+    session: r.session,
+    class: r.class,
+    since: iso(r.wall_ms),
+    sinceRevision: String(r.revision),
+  };
 }
 
 const isHoldEvent = (r: EntryRow): boolean => r.event_type === 'grant' || r.event_type === 'snapshot-hold';
@@ -182,20 +190,43 @@ export function assembleState(input: AssembleInput): KeyspaceState {
     if (r.key.startsWith(HOLD)) {
       if (!isHoldEvent(r)) {
         // Put but not decodable (quarantined): something is there, the log cannot say what.
-        state.unknown.push({ key: r.key.slice(HOLD.length), kind: 'hold', reason: 'the value written at this key could not be decoded (quarantined)', gap: null, lastKnownRevision: String(r.revision), lastKnownHolder: null });
+        state.unknown.push({
+          key: r.key.slice(HOLD.length),
+          kind: 'hold',
+          reason: 'the value written at this key could not be decoded (quarantined)',
+          gap: null,
+          lastKnownRevision: String(r.revision),
+          lastKnownHolder: null,
+        });
         continue;
       }
       if (gapAfter(rev)) continue; // ended inside a later gap: the snapshot at its end did not see it
       if (inside && rev < BigInt(inside.from_revision)) {
         const seen = snapshotByKey.get(r.key);
         if (seen && String(seen.grant_revision) === String(r.grant_revision)) state.holds.push(holdItem(r));
-        else state.unknown.push({ key: r.key.slice(HOLD.length), kind: 'hold', reason: 'held before the gap and gone after it: ended at an unknown revision inside the gap', gap: gapRef(inside), lastKnownRevision: String(r.grant_revision), lastKnownHolder: r.holder });
+        else
+          state.unknown.push({
+            key: r.key.slice(HOLD.length),
+            kind: 'hold',
+            reason: 'held before the gap and gone after it: ended at an unknown revision inside the gap',
+            gap: gapRef(inside),
+            lastKnownRevision: String(r.grant_revision),
+            lastKnownHolder: r.holder,
+          });
         continue;
       }
       state.holds.push(holdItem(r));
     } else if (r.key.startsWith(QUEUE)) {
       const stale = (inside && rev < BigInt(inside.from_revision) ? inside : undefined) ?? gapAfter(rev);
-      if (stale) state.unknown.push({ key: r.key.slice(QUEUE.length), kind: 'queue', reason: 'queued before a gap; queue entries are not snapshotted, so whether it left inside the gap is unknown', gap: gapRef(stale), lastKnownRevision: String(r.revision), lastKnownHolder: r.holder });
+      if (stale)
+        state.unknown.push({
+          key: r.key.slice(QUEUE.length),
+          kind: 'queue',
+          reason: 'queued before a gap; queue entries are not snapshotted, so whether it left inside the gap is unknown',
+          gap: gapRef(stale),
+          lastKnownRevision: String(r.revision),
+          lastKnownHolder: r.holder,
+        });
       else state.queue.push(queueItem(r));
     }
   }
@@ -207,7 +238,15 @@ export function assembleState(input: AssembleInput): KeyspaceState {
       if (known.has(s.key)) continue;
       const granted = BigInt(s.grant_revision);
       if (granted <= R && granted >= BigInt(inside.from_revision)) state.holds.push(holdItem(s));
-      else if (granted > R) state.unknown.push({ key: s.key.slice(HOLD.length), kind: 'hold', reason: 'granted inside the gap after this revision; who held it at this revision is unknown', gap: gapRef(inside), lastKnownRevision: null, lastKnownHolder: null });
+      else if (granted > R)
+        state.unknown.push({
+          key: s.key.slice(HOLD.length),
+          kind: 'hold',
+          reason: 'granted inside the gap after this revision; who held it at this revision is unknown',
+          gap: gapRef(inside),
+          lastKnownRevision: null,
+          lastKnownHolder: null,
+        });
     }
     state.holds.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
@@ -221,7 +260,14 @@ export function assembleState(input: AssembleInput): KeyspaceState {
     const stale = (inside && rev < BigInt(inside.from_revision) ? inside : undefined) ?? gapAfter(rev);
     const name = c.key.slice(CLASS.length);
     if (stale) {
-      state.unknown.push({ key: name, kind: 'class', reason: 'defined before a gap; a change inside the gap would be invisible', gap: gapRef(stale), lastKnownRevision: String(c.revision), lastKnownHolder: null });
+      state.unknown.push({
+        key: name,
+        kind: 'class',
+        reason: 'defined before a gap; a change inside the gap would be invisible',
+        gap: gapRef(stale),
+        lastKnownRevision: String(c.revision),
+        lastKnownHolder: null,
+      });
       continue;
     }
     state.classes.push({ name, revision: String(c.revision), definition: parseDefinition(c.value), origin: originOf(c) });

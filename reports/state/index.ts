@@ -40,7 +40,8 @@ export const TimelineParam = () =>
   Type.Integer({
     minimum: 0,
     maximum: 4_294_967_295,
-    description: 'The etcd timeline (generation: 0 first, each restore the tailer recorded starts the next): revisions are read as that timeline had them. Default the current one',
+    description:
+      'The etcd timeline (generation: 0 first, each restore the tailer recorded starts the next): revisions are read as that timeline had them. Default the current one',
   });
 
 export const StateQuery = Type.Object(
@@ -49,7 +50,13 @@ export const StateQuery = Type.Object(
     prefix: Type.Optional(KeyPrefix()),
     cluster: Type.Optional(ClusterName({ description: 'The etcd cluster; default the first configured' })),
     timeline: Type.Optional(TimelineParam()),
-    limit: Type.Optional(Type.Integer({ minimum: 1, default: 1000, description: 'At most this many holds and queue entries (at most LOCKAUDIT_MAX_PAGE_SIZE); truncated says when more exist' })),
+    limit: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        default: 1000,
+        description: 'At most this many holds and queue entries (at most LOCKAUDIT_MAX_PAGE_SIZE); truncated says when more exist',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -60,7 +67,7 @@ const GapRefSchema = Type.Object({ fromRevision: Type.String(), toRevision: Type
 export const HoldItemSchema = Type.Object({
   key: Type.String(),
   holder: Type.String(),
-  session: Type.String({ description: 'The holder\'s etcd lease id (decimal)' }),
+  session: Type.String({ description: "The holder's etcd lease id (decimal)" }),
   token: Type.String({ description: 'Fencing token, decimal string (exceeds 2^53)' }),
   class: Type.String(),
   epoch: Type.Integer(),
@@ -69,8 +76,18 @@ export const HoldItemSchema = Type.Object({
   startKnown: Type.Boolean({ description: 'false when the grant was seen only in a snapshot after a gap' }),
 });
 
-const QueueItemSchema = Type.Object({ key: Type.String(), leaseId: Type.String(), holder: Type.String(), session: Type.String(), class: Type.String(), since: Type.String({ format: 'date-time' }), sinceRevision: Type.String() });
-const Origin = Type.Union([Type.Literal('api'), Type.Literal('foreign')], { description: 'foreign: not written by the lock API (no proof): nothing is granted under it' });
+const QueueItemSchema = Type.Object({
+  key: Type.String(),
+  leaseId: Type.String(),
+  holder: Type.String(),
+  session: Type.String(),
+  class: Type.String(),
+  since: Type.String({ format: 'date-time' }),
+  sinceRevision: Type.String(),
+});
+const Origin = Type.Union([Type.Literal('api'), Type.Literal('foreign')], {
+  description: 'foreign: not written by the lock API (no proof): nothing is granted under it',
+});
 const ClassItemSchema = Type.Object({ name: Type.String(), revision: Type.String(), definition: Type.Record(Type.String(), Type.Unknown()), origin: Origin });
 const UnknownItemSchema = Type.Object({
   key: Type.String(),
@@ -91,9 +108,38 @@ export const MomentSchema = Type.Object({
 const STATE_EXAMPLE = {
   cluster: 'local',
   at: { requested: '2025-11-29T14:03:07.250Z', revision: '1790', capturedThrough: '2210', timeline: 0 },
-  holds: [{ key: 'payments/acct-7', holder: 'spiffe://corp/payments-worker', session: '7587883164012345', token: '11258999068428022', class: 'ledger-entry', epoch: 0, grantRevision: '1734', since: '2025-11-29T14:02:58.120Z', startKnown: true }],
-  queue: [{ key: 'payments/acct-7', leaseId: '7587883164012399', holder: 'spiffe://corp/refunds', session: '7587883164012399', class: 'ledger-entry', since: '2025-11-29T14:03:01.000Z', sinceRevision: '1771' }],
-  classes: [{ name: 'ledger-entry', revision: '12', definition: { name: 'ledger-entry', namespace: 'payments', purpose: 'correctness', enforcement: 'fenced' }, origin: 'api' }],
+  holds: [
+    {
+      key: 'payments/acct-7',
+      holder: 'spiffe://corp/payments-worker',
+      session: '7587883164012345',
+      token: '11258999068428022',
+      class: 'ledger-entry',
+      epoch: 0,
+      grantRevision: '1734',
+      since: '2025-11-29T14:02:58.120Z',
+      startKnown: true,
+    },
+  ],
+  queue: [
+    {
+      key: 'payments/acct-7',
+      leaseId: '7587883164012399',
+      holder: 'spiffe://corp/refunds',
+      session: '7587883164012399',
+      class: 'ledger-entry',
+      since: '2025-11-29T14:03:01.000Z',
+      sinceRevision: '1771',
+    },
+  ],
+  classes: [
+    {
+      name: 'ledger-entry',
+      revision: '12',
+      definition: { name: 'ledger-entry', namespace: 'payments', purpose: 'correctness', enforcement: 'fenced' },
+      origin: 'api',
+    },
+  ],
   epoch: { epoch: 0, revision: '2', origin: 'api' },
   unknown: [],
   gaps: [],
@@ -138,7 +184,12 @@ export interface ResolvedTimeline {
  * since its restore), an ended one's is where the next restore found it.
  * 400 naming `field` for a timeline the cluster never had.
  */
-export async function resolveTimeline(deps: ReportDeps, cluster: string, timeline: number | undefined, field = 'querystring.timeline'): Promise<ResolvedTimeline> {
+export async function resolveTimeline(
+  deps: ReportDeps,
+  cluster: string,
+  timeline: number | undefined,
+  field = 'querystring.timeline',
+): Promise<ResolvedTimeline> {
   const rows = await reportRows<{ generation: number; previous_checkpoint: string }>(deps, TIMELINES, { cluster });
   const current = Math.max(0, ...rows.map((r) => Number(r.generation)));
   const t = timeline ?? current;
@@ -160,7 +211,8 @@ export async function pickCluster(deps: StateDeps, cluster: string | undefined, 
   const name = cluster ?? deps.clusters[0];
   if (name !== undefined && deps.clusters.includes(name)) return name;
   const [cp] = name === undefined ? [] : await reportRows<{ revision: string | null }>(deps, CHECKPOINT, { cluster: name });
-  if (name === undefined || BigInt(cp?.revision ?? 0) === 0n) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: no etcd cluster named "${cluster ?? ''}" is configured or captured`);
+  if (name === undefined || BigInt(cp?.revision ?? 0) === 0n)
+    throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: no etcd cluster named "${cluster ?? ''}" is configured or captured`);
   return name;
 }
 
@@ -171,7 +223,10 @@ export async function resolveMoment(deps: StateDeps, cluster: string, at: string
   if (/^\d+$/.test(at)) {
     revision = BigInt(at);
     if (revision > capturedThrough) {
-      throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: revision ${revision} is after the tailer's checkpoint ${capturedThrough} for ${cluster}; it is not captured yet`);
+      throw new LockauditError(
+        'LOCKAUDIT_ERR_VALIDATION',
+        `${field}: revision ${revision} is after the tailer's checkpoint ${capturedThrough} for ${cluster}; it is not captured yet`,
+      );
     }
   } else {
     // The project's one reading of an instant (core/instant.ts): Date.parse would read 2099-02-30 as 2 March and 2301 as a year we cannot store.
@@ -196,17 +251,33 @@ export function classInPrefix(namespace: unknown, prefix: string | undefined): b
 }
 
 /** The keyspace of `cluster` at a resolved revision, under `prefix`. */
-export async function keyspaceAt(deps: ReportDeps, cluster: string, revision: bigint, prefix: string, limit: number, timeline: number): Promise<KeyspaceState & { truncated: boolean }> {
+export async function keyspaceAt(
+  deps: ReportDeps,
+  cluster: string,
+  revision: bigint,
+  prefix: string,
+  limit: number,
+  timeline: number,
+): Promise<KeyspaceState & { truncated: boolean }> {
   const rev = revision.toString();
   const [latest, classes, allGaps, timelines] = await Promise.all([
-    reportRows<EntryRow>(deps, LATEST, { cluster, revision: rev, holdPrefix: `${PREFIX.hold}${prefix}`, queuePrefix: `${PREFIX.queue}${prefix}`, timeline, limit: limit + 1 }),
+    reportRows<EntryRow>(deps, LATEST, {
+      cluster,
+      revision: rev,
+      holdPrefix: `${PREFIX.hold}${prefix}`,
+      queuePrefix: `${PREFIX.queue}${prefix}`,
+      timeline,
+      limit: limit + 1,
+    }),
     reportRows<ClassRow>(deps, CLASSES, { cluster, revision: rev, classPrefix: PREFIX.class, epochKey: PREFIX.epoch, timeline }),
     reportRows<GapRow>(deps, GAPS, { cluster, revision: rev }),
     reportRows<TimelineRow>(deps, TIMELINES, { cluster }),
   ]);
   const gaps = gapsOfTimeline(allGaps, timelines, timeline);
   const inside = containingGap(gaps, revision);
-  const snapshotAfter = inside ? await reportRows<EntryRow>(deps, SNAPSHOT, { cluster, revision: String(inside.to_revision), holdPrefix: `${PREFIX.hold}${prefix}`, timeline }) : [];
+  const snapshotAfter = inside
+    ? await reportRows<EntryRow>(deps, SNAPSHOT, { cluster, revision: String(inside.to_revision), holdPrefix: `${PREFIX.hold}${prefix}`, timeline })
+    : [];
   const state = assembleState({
     revision,
     latest: latest.slice(0, limit),
@@ -220,7 +291,8 @@ export async function keyspaceAt(deps: ReportDeps, cluster: string, revision: bi
 
 export function checkLimit(deps: ReportDeps, limit: number | undefined): number {
   const n = limit ?? 1000;
-  if (n > deps.limits.maxPageSize) throw new LockauditError('LOCKAUDIT_ERR_LIMIT_PAGE_SIZE', `querystring.limit: ${n} is more than LOCKAUDIT_MAX_PAGE_SIZE (${deps.limits.maxPageSize})`);
+  if (n > deps.limits.maxPageSize)
+    throw new LockauditError('LOCKAUDIT_ERR_LIMIT_PAGE_SIZE', `querystring.limit: ${n} is more than LOCKAUDIT_MAX_PAGE_SIZE (${deps.limits.maxPageSize})`);
   return n;
 }
 
@@ -231,5 +303,9 @@ export async function stateAt(deps: StateDeps, p: StateParams): Promise<StateRes
   const timeline = await resolveTimeline(deps, cluster, p.timeline);
   const moment = await resolveMoment(deps, cluster, p.at, 'querystring.at', timeline);
   const state = await keyspaceAt(deps, cluster, moment.revision, p.prefix ?? '', limit, timeline.timeline);
-  return { cluster, at: { requested: moment.requested, revision: moment.revision.toString(), capturedThrough: moment.capturedThrough.toString(), timeline: moment.timeline }, ...state };
+  return {
+    cluster,
+    at: { requested: moment.requested, revision: moment.revision.toString(), capturedThrough: moment.capturedThrough.toString(), timeline: moment.timeline },
+    ...state,
+  };
 }

@@ -22,10 +22,16 @@ export const GapSchema = Type.Object({
   toRevision: Revision,
   detectedAt: Type.String({ description: 'ISO-8601' }),
   reason: Type.String(),
-  kind: Type.Union([Type.Literal('compaction'), Type.Literal('restore')], { description: 'compaction: history compacted before capture; restore: etcd rewound to a snapshot' }),
-  historyLost: Type.Boolean({ description: 'false: a restore whose restored history is all readable (the range is the rolled-back revisions of the old timeline)' }),
+  kind: Type.Union([Type.Literal('compaction'), Type.Literal('restore')], {
+    description: 'compaction: history compacted before capture; restore: etcd rewound to a snapshot',
+  }),
+  historyLost: Type.Boolean({
+    description: 'false: a restore whose restored history is all readable (the range is the rolled-back revisions of the old timeline)',
+  }),
   previousClusterId: Type.Union([Type.String(), Type.Null()], { description: "restore: etcd's cluster id before the restore (hex); null for compaction" }),
-  clusterId: Type.Union([Type.String(), Type.Null()], { description: "restore: etcd's cluster id after the restore (hex; the same id when restored with the same token); null for compaction" }),
+  clusterId: Type.Union([Type.String(), Type.Null()], {
+    description: "restore: etcd's cluster id after the restore (hex; the same id when restored with the same token); null for compaction",
+  }),
 });
 
 export const TailerSchema = Type.Object({
@@ -33,10 +39,14 @@ export const TailerSchema = Type.Object({
   clusterId: Type.Union([Type.String(), Type.Null()]),
   leader: Type.Union([Type.String(), Type.Null()]),
   checkpoint: Revision,
-  headRevision: Type.Union([Revision, Type.Null()], { description: "etcd's head as the tailer last asked, never below the checkpoint; null: no tailer published status" }),
+  headRevision: Type.Union([Revision, Type.Null()], {
+    description: "etcd's head as the tailer last asked, never below the checkpoint; null: no tailer published status",
+  }),
   lagRevisions: Type.Union([Revision, Type.Null()]),
   lagSeconds: Type.Union([Type.Number(), Type.Null()]),
-  compactRevision: Type.Union([Revision, Type.Null()], { description: "etcd's compact revision as the tailer last asked (0: never compacted); null: no tailer published status" }),
+  compactRevision: Type.Union([Revision, Type.Null()], {
+    description: "etcd's compact revision as the tailer last asked (0: never compacted); null: no tailer published status",
+  }),
   statusAt: Type.Union([Type.String(), Type.Null()]),
   gaps: Type.Integer({ minimum: 0 }),
 });
@@ -68,7 +78,9 @@ const iso = (ms: string | number): string => new Date(typeof ms === 'number' ? m
 export async function tailerHealth(deps: ReportDeps, configuredClusters: readonly string[]): Promise<Tailer[]> {
   // Status reads (nothing bound): they answer while reports or a catch-up hold the store's query queue.
   const status = await statusRows<StatusRow>(deps, STATUS);
-  const checkpoints = new Map((await statusRows<{ cluster: string; revision: string }>(deps, CHECKPOINTS)).map((r) => [r.cluster, { revision: BigInt(r.revision) }]));
+  const checkpoints = new Map(
+    (await statusRows<{ cluster: string; revision: string }>(deps, CHECKPOINTS)).map((r) => [r.cluster, { revision: BigInt(r.revision) }]),
+  );
   const gaps = await statusRows<{ cluster: string; n: string }>(deps, GAP_COUNTS);
   const names = new Set<string>([...configuredClusters, ...checkpoints.keys()]);
   return [...names].sort().map((cluster) => {

@@ -29,7 +29,9 @@ export type TailerLagParams = Static<typeof TailerLagQuery>;
 export const LagPointSchema = Type.Object({
   at: Type.String({ format: 'date-time', description: 'Bucket start' }),
   lagSecondsMax: NullableNumber('Worst lag behind etcd in the bucket, seconds; null when no tailer published status'),
-  lagRevisionsMax: Type.Union([Type.String({ pattern: '^[0-9]+$' }), Type.Null()], { description: 'Worst lag in revisions (decimal string); null when no status' }),
+  lagRevisionsMax: Type.Union([Type.String({ pattern: '^[0-9]+$' }), Type.Null()], {
+    description: 'Worst lag in revisions (decimal string); null when no status',
+  }),
   checkpoint: Type.Union([Type.String({ pattern: '^[0-9]+$' }), Type.Null()], { description: 'Newest checkpoint in the bucket (decimal string)' }),
   samples: Type.Number({ description: 'Status samples in the bucket' }),
 });
@@ -44,8 +46,12 @@ export const TailerLagSchema = Type.Object(
   {
     examples: [
       {
-        from: '2025-11-28T12:00:00.000Z', to: '2025-11-29T12:00:00.000Z', bucketSeconds: 900,
-        clusters: [{ cluster: 'local', series: [{ at: '2025-11-28T12:00:00.000Z', lagSecondsMax: 0.06, lagRevisionsMax: '3', checkpoint: '182331', samples: 900 }] }],
+        from: '2025-11-28T12:00:00.000Z',
+        to: '2025-11-29T12:00:00.000Z',
+        bucketSeconds: 900,
+        clusters: [
+          { cluster: 'local', series: [{ at: '2025-11-28T12:00:00.000Z', lagSecondsMax: 0.06, lagRevisionsMax: '3', checkpoint: '182331', samples: 900 }] },
+        ],
       },
     ],
   },
@@ -53,7 +59,14 @@ export const TailerLagSchema = Type.Object(
 export type TailerLag = Static<typeof TailerLagSchema>;
 
 type Num = string | number | null;
-interface LagRow { cluster: string; bucket_ms: Num; lag_seconds_max: Num; lag_revisions_max: Num; checkpoint: Num; samples: Num }
+interface LagRow {
+  cluster: string;
+  bucket_ms: Num;
+  lag_seconds_max: Num;
+  lag_revisions_max: Num;
+  checkpoint: Num;
+  samples: Num;
+}
 
 export async function tailerLag(deps: ReportDeps, p: TailerLagParams, nowMs: number): Promise<TailerLag> {
   // Lag is mostly looked at recently: the default window is the last 24 h (from/to are schema-checked ISO 8601).

@@ -31,12 +31,16 @@ const MAX_GAPS = 20;
 
 export const TimelineQuery = Type.Object(
   {
-    key: Type.Optional(LockName({ description: 'One key (give key or keyPrefix, or neither: every key, the busiest drawn, over the last hour unless from or to is given)' })),
+    key: Type.Optional(
+      LockName({ description: 'One key (give key or keyPrefix, or neither: every key, the busiest drawn, over the last hour unless from or to is given)' }),
+    ),
     keyPrefix: Type.Optional(KeyPrefix({ description: `Every key under this prefix; the ${MAX_LANES} busiest are drawn` })),
     cluster: Type.Optional(ClusterName({ description: 'Only this etcd cluster' })),
     from: Type.Optional(Instant({ description: 'Window start: grants still held at or after this instant. Default: to − LOCKAUDIT_MAX_WINDOW_DAYS' })),
     to: Type.Optional(Instant({ description: 'Window end: grants granted at or before this instant. Default now' })),
-    maxBars: Type.Optional(Type.Integer({ minimum: 1, maximum: 5000, default: 2000, description: 'Up to this many grants come as bars; more come as time buckets' })),
+    maxBars: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 5000, default: 2000, description: 'Up to this many grants come as bars; more come as time buckets' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -63,8 +67,12 @@ export const TimelineGapSchema = Type.Object({
   toRevision: Type.String(),
   reason: Type.String(),
   detectedAt: Type.String({ format: 'date-time' }),
-  fromTime: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'Wall time of the last captured event before the gap; null when none' }),
-  toTime: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'Wall time of the first captured event after the gap; null when none yet' }),
+  fromTime: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'Wall time of the last captured event before the gap; null when none',
+  }),
+  toTime: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'Wall time of the first captured event after the gap; null when none yet',
+  }),
 });
 export type TimelineGap = Static<typeof TimelineGapSchema>;
 
@@ -72,7 +80,9 @@ export const TimelineSchema = Type.Object(
   {
     from: Type.String({ format: 'date-time' }),
     to: Type.String({ format: 'date-time' }),
-    mode: Type.Union([Type.Literal('grants'), Type.Literal('buckets')], { description: 'grants: one bar per grant in `grants`; buckets: per-key time buckets in `cells`' }),
+    mode: Type.Union([Type.Literal('grants'), Type.Literal('buckets')], {
+      description: 'grants: one bar per grant in `grants`; buckets: per-key time buckets in `cells`',
+    }),
     lanes: Type.Array(Type.String(), { description: 'The keys drawn, busiest first' }),
     totalLanes: Type.Number({ description: 'Keys with grants in the window (more than `lanes` when the prefix has more than 50)' }),
     totalGrants: Type.Number({ description: 'Grants of the drawn lanes in the window' }),
@@ -84,9 +94,40 @@ export const TimelineSchema = Type.Object(
   {
     examples: [
       {
-        from: '2025-11-28T00:00:00.000Z', to: '2025-11-29T00:00:00.000Z', mode: 'buckets', lanes: ['payments/acct-42'], totalLanes: 1, totalGrants: 8812, bucketSeconds: 900, grants: [],
-        cells: [{ key: 'payments/acct-42', at: '2025-11-28T00:00:00.000Z', grants: 92, holders: 7, topHolder: 'spiffe://corp/payments-worker', heldMs: 612000, expiries: 1, forceReleases: 0, unprotected: 0, foreign: 0, deleted: 0 }],
-        gaps: [{ cluster: 'local', fromRevision: '1200', toRevision: '1450', reason: 'compacted', detectedAt: '2025-11-28T10:02:00.000Z', fromTime: '2025-11-28T09:58:12.400Z', toTime: '2025-11-28T10:01:59.020Z' }],
+        from: '2025-11-28T00:00:00.000Z',
+        to: '2025-11-29T00:00:00.000Z',
+        mode: 'buckets',
+        lanes: ['payments/acct-42'],
+        totalLanes: 1,
+        totalGrants: 8812,
+        bucketSeconds: 900,
+        grants: [],
+        cells: [
+          {
+            key: 'payments/acct-42',
+            at: '2025-11-28T00:00:00.000Z',
+            grants: 92,
+            holders: 7,
+            topHolder: 'spiffe://corp/payments-worker',
+            heldMs: 612000,
+            expiries: 1,
+            forceReleases: 0,
+            unprotected: 0,
+            foreign: 0,
+            deleted: 0,
+          },
+        ],
+        gaps: [
+          {
+            cluster: 'local',
+            fromRevision: '1200',
+            toRevision: '1450',
+            reason: 'compacted',
+            detectedAt: '2025-11-28T10:02:00.000Z',
+            fromTime: '2025-11-28T09:58:12.400Z',
+            toTime: '2025-11-28T10:01:59.020Z',
+          },
+        ],
       },
     ],
   },
@@ -94,10 +135,36 @@ export const TimelineSchema = Type.Object(
 export type Timeline = Static<typeof TimelineSchema>;
 
 type Num = string | number | null;
-interface LaneRow { key: string; grants: Num; lanes: Num; total: Num }
-interface CellRow { key: string; bucket_ms: Num; grants: Num; holders: Num; top_holder: string; held_ms: Num; expiries: Num; force_releases: Num; unprotected: Num; foreign_grants: Num; deleted: Num }
-interface GapRow { cluster: string; from_revision: string; to_revision: string; reason: string; detected_ms: Num }
-interface BoundsRow { before_ms: Num; after_ms: Num }
+interface LaneRow {
+  key: string;
+  grants: Num;
+  lanes: Num;
+  total: Num;
+}
+interface CellRow {
+  key: string;
+  bucket_ms: Num;
+  grants: Num;
+  holders: Num;
+  top_holder: string;
+  held_ms: Num;
+  expiries: Num;
+  force_releases: Num;
+  unprotected: Num;
+  foreign_grants: Num;
+  deleted: Num;
+}
+interface GapRow {
+  cluster: string;
+  from_revision: string;
+  to_revision: string;
+  reason: string;
+  detected_ms: Num;
+}
+interface BoundsRow {
+  before_ms: Num;
+  after_ms: Num;
+}
 
 const n0 = (v: Num | undefined): number => num(v ?? null) ?? 0;
 const isoOf = (ms: Num): string | null => (num(ms) === null ? null : new Date(n0(ms)).toISOString());
@@ -112,7 +179,10 @@ export async function timeline(deps: ReportDeps, p: TimelineParams, nowMs: numbe
   const { fromMs, toMs } = resolveWindow({ from, to: p.to }, deps.limits.maxWindowDays, nowMs);
   const maxBars = p.maxBars ?? 2000;
   const cluster = p.cluster ?? '';
-  const laneRows = await reportRows<LaneRow>(deps, LANES, { ...grantFilterParams(pickGrantFilters(p), { fromMs, toMs, rule: 'overlapping' }), maxLanes: MAX_LANES });
+  const laneRows = await reportRows<LaneRow>(deps, LANES, {
+    ...grantFilterParams(pickGrantFilters(p), { fromMs, toMs, rule: 'overlapping' }),
+    maxLanes: MAX_LANES,
+  });
   const lanes = laneRows.map((r) => r.key);
   const totalGrants = laneRows.reduce((sum, r) => sum + n0(r.grants), 0);
   const base = {
@@ -150,19 +220,23 @@ export async function timeline(deps: ReportDeps, p: TimelineParams, nowMs: numbe
 async function gapsIn(deps: ReportDeps, cluster: string, fromMs: number, toMs: number): Promise<TimelineGap[]> {
   const rows = await reportRows<GapRow>(deps, GAPS, { cluster, fromMs, limit: MAX_GAPS });
   // One index lookup per gap (at most MAX_GAPS), asked at once rather than one after another.
-  const bounds = await Promise.all(rows.map((g) => reportRows<BoundsRow>(deps, GAP_BOUNDS, { cluster: g.cluster, fromRevision: g.from_revision, toRevision: g.to_revision })));
+  const bounds = await Promise.all(
+    rows.map((g) => reportRows<BoundsRow>(deps, GAP_BOUNDS, { cluster: g.cluster, fromRevision: g.from_revision, toRevision: g.to_revision })),
+  );
   return rows.flatMap((g, i) => {
     const before = num(bounds[i]?.[0]?.before_ms ?? null);
     const after = num(bounds[i]?.[0]?.after_ms ?? null);
     if ((before ?? -Infinity) > toMs || (after ?? Infinity) < fromMs) return [];
-    return [{
-      cluster: g.cluster,
-      fromRevision: String(g.from_revision),
-      toRevision: String(g.to_revision),
-      reason: g.reason,
-      detectedAt: new Date(n0(g.detected_ms)).toISOString(),
-      fromTime: isoOf(before),
-      toTime: isoOf(after),
-    }];
+    return [
+      {
+        cluster: g.cluster,
+        fromRevision: String(g.from_revision),
+        toRevision: String(g.to_revision),
+        reason: g.reason,
+        detectedAt: new Date(n0(g.detected_ms)).toISOString(),
+        fromTime: isoOf(before),
+        toTime: isoOf(after),
+      },
+    ];
   });
 }

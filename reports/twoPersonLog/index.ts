@@ -43,7 +43,14 @@ export type TwoPersonLogPage = Static<typeof TwoPersonLogSchema>;
 
 export async function twoPersonLog(deps: ReportDeps, p: TwoPersonLogParams, nowMs: number): Promise<TwoPersonLogPage> {
   const { fromMs, toMs } = resolveWindow(p, deps.limits.maxWindowDays, nowMs);
-  const rows = await reportRows<TwoPersonLogRow>(deps, LIST, { cluster: p.cluster ?? '', kind: p.kind ?? '', requestId: p.requestId ?? '', fromMs, toMs, limit: p.limit ?? 100 });
+  const rows = await reportRows<TwoPersonLogRow>(deps, LIST, {
+    cluster: p.cluster ?? '',
+    kind: p.kind ?? '',
+    requestId: p.requestId ?? '',
+    fromMs,
+    toMs,
+    limit: p.limit ?? 100,
+  });
   return {
     acts: rows.map((r) => ({
       at: new Date(Number(r.at_ms)).toISOString(),

@@ -30,9 +30,18 @@ export const UnprotectedQuery = Type.Object(
 );
 export type UnprotectedParams = Static<typeof UnprotectedQuery>;
 
-export const ReconcileParams = Type.Object({ id: Type.String({ pattern: '^[0-9a-f]{32}$', description: 'The id of an unprotected grant in this report', examples: ['5f1d0c9a8e2b4d7f9a3c6e1b2d4f8a0c'] }) });
+export const ReconcileParams = Type.Object({
+  id: Type.String({ pattern: '^[0-9a-f]{32}$', description: 'The id of an unprotected grant in this report', examples: ['5f1d0c9a8e2b4d7f9a3c6e1b2d4f8a0c'] }),
+});
 export const ReconcileBody = Type.Object(
-  { note: Type.String({ minLength: 1, maxLength: 4000, description: 'What was checked and decided', examples: ['Both writers touched acct-42; ledger re-run by ops ticket OPS-1234'] }) },
+  {
+    note: Type.String({
+      minLength: 1,
+      maxLength: 4000,
+      description: 'What was checked and decided',
+      examples: ['Both writers touched acct-42; ledger re-run by ops ticket OPS-1234'],
+    }),
+  },
   { additionalProperties: false },
 );
 
@@ -57,7 +66,8 @@ export const UnprotectedItemSchema = Type.Object({
   endedAt: NullableString('null when its end is unknown (treated as held until now)'),
   durationMs: NullableNumber('null while open'),
   overlapping: Type.Array(GrantItemSchema, {
-    description: 'Other grants on the same key whose hold overlapped this one — protected ones, and unprotected ones (e.g. another API replica granting from memory during the same quorum loss): possible double holders',
+    description:
+      'Other grants on the same key whose hold overlapped this one — protected ones, and unprotected ones (e.g. another API replica granting from memory during the same quorum loss): possible double holders',
   }),
   reconciliation: Type.Union([ReconciliationSchema, Type.Null()], { description: 'The latest reconcile note; null until reconciled' }),
 });
@@ -68,14 +78,48 @@ export const UnprotectedReportSchema = Type.Object(
   {
     examples: [
       {
-        from: '2025-11-28T00:00:00.000Z', to: '2025-11-29T00:00:00.000Z', truncated: false,
-        items: [{
-          id: '5f1d0c9a8e2b4d7f9a3c6e1b2d4f8a0c', cluster: 'local', key: 'catalog/sku-9', holder: 'spiffe://corp/indexer', class: 'cache-refresh', namespace: 'catalog',
-          spoolId: 'node-3:000042', grantedAt: '2025-11-28T10:00:01.000Z', endedAt: '2025-11-28T10:00:31.000Z', durationMs: 30000,
-          // Typed: an example the compiler checks cannot lack a field its schema requires (test/integration/openapiExamples.test.ts checks them all).
-          overlapping: [{ cluster: 'local', key: 'catalog/sku-9', grantRevision: '88120', token: '11258999068514424', holder: 'spiffe://corp/pricer', class: 'cache-refresh', namespace: 'catalog', grantedAt: '2025-11-28T10:00:20.000Z', endedAt: '2025-11-28T10:00:25.000Z', endKind: 'release', endRevision: '88131', waitMs: 0, durationMs: 5000, unprotected: false, origin: 'api', timeline: 0, rolledBack: false, startKnown: true, endedAtErrorMs: 0 } satisfies GrantItem],
-          reconciliation: null,
-        }],
+        from: '2025-11-28T00:00:00.000Z',
+        to: '2025-11-29T00:00:00.000Z',
+        truncated: false,
+        items: [
+          {
+            id: '5f1d0c9a8e2b4d7f9a3c6e1b2d4f8a0c',
+            cluster: 'local',
+            key: 'catalog/sku-9',
+            holder: 'spiffe://corp/indexer',
+            class: 'cache-refresh',
+            namespace: 'catalog',
+            spoolId: 'node-3:000042',
+            grantedAt: '2025-11-28T10:00:01.000Z',
+            endedAt: '2025-11-28T10:00:31.000Z',
+            durationMs: 30000,
+            // Typed: an example the compiler checks cannot lack a field its schema requires (test/integration/openapiExamples.test.ts checks them all).
+            overlapping: [
+              {
+                cluster: 'local',
+                key: 'catalog/sku-9',
+                grantRevision: '88120',
+                token: '11258999068514424',
+                holder: 'spiffe://corp/pricer',
+                class: 'cache-refresh',
+                namespace: 'catalog',
+                grantedAt: '2025-11-28T10:00:20.000Z',
+                endedAt: '2025-11-28T10:00:25.000Z',
+                endKind: 'release',
+                endRevision: '88131',
+                waitMs: 0,
+                durationMs: 5000,
+                unprotected: false,
+                origin: 'api',
+                timeline: 0,
+                rolledBack: false,
+                startKnown: true,
+                endedAtErrorMs: 0,
+              } satisfies GrantItem,
+            ],
+            reconciliation: null,
+          },
+        ],
       },
     ],
   },
@@ -107,7 +151,14 @@ export async function unprotectedReport(deps: ReportDeps, p: UnprotectedParams, 
     reportRows<HistoryRow>(deps, OVERLAPS, { keys: [...new Set(list.map((r) => r.key))], fromMs: spanFrom, toMs: spanTo }),
     reportRows<NoteRow>(deps, RECONCILIATIONS, { ids: list.map((r) => r.id) }),
   ]);
-  const otherSpans = candidates.map((c) => ({ item: toItem(c), identity: grantIdentity(c), cluster: c.cluster, key: c.key, grantedAtMs: Number(c.granted_at_ms), endedAtMs: num(c.ended_at_ms) }));
+  const otherSpans = candidates.map((c) => ({
+    item: toItem(c),
+    identity: grantIdentity(c),
+    cluster: c.cluster,
+    key: c.key,
+    grantedAtMs: Number(c.granted_at_ms),
+    endedAtMs: num(c.ended_at_ms),
+  }));
   const noteById = new Map(notes.map((n) => [n.id, n]));
   return {
     ...base,
@@ -116,10 +167,26 @@ export async function unprotectedReport(deps: ReportDeps, p: UnprotectedParams, 
       const self = grantIdentity(s.row);
       const overlapping: GrantItem[] = otherSpans.filter((p) => p.identity !== self && overlaps(s, p, nowMs)).map((p) => p.item);
       return {
-        id: s.row.id, cluster: s.cluster, key: s.key, holder: s.row.holder, class: s.row.class, namespace: s.row.namespace, spoolId: s.row.spool_id,
-        grantedAt: new Date(s.grantedAtMs).toISOString(), endedAt: s.endedAtMs === null ? null : new Date(s.endedAtMs).toISOString(), durationMs: num(s.row.duration_ms),
+        id: s.row.id,
+        cluster: s.cluster,
+        key: s.key,
+        holder: s.row.holder,
+        class: s.row.class,
+        namespace: s.row.namespace,
+        spoolId: s.row.spool_id,
+        grantedAt: new Date(s.grantedAtMs).toISOString(),
+        endedAt: s.endedAtMs === null ? null : new Date(s.endedAtMs).toISOString(),
+        durationMs: num(s.row.duration_ms),
         overlapping,
-        reconciliation: n ? { id: n.id, note: n.note, reconciledBy: n.reconciled_by, reconciledAt: new Date(Number(n.reconciled_at_ms)).toISOString(), notes: num(n.notes) ?? 1 } : null,
+        reconciliation: n
+          ? {
+              id: n.id,
+              note: n.note,
+              reconciledBy: n.reconciled_by,
+              reconciledAt: new Date(Number(n.reconciled_at_ms)).toISOString(),
+              notes: num(n.notes) ?? 1,
+            }
+          : null,
       };
     }),
   };

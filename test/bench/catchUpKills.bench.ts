@@ -74,7 +74,9 @@ const from = (await headRevision(client)) + 1n;
 const writeStarted = performance.now();
 const historyEvents = await handHistory(client, ns, REVISIONS);
 const to = await headRevision(client);
-process.stdout.write(`wrote ${(to - from + 1n).toLocaleString('en-US')} revisions, ${historyEvents.toLocaleString('en-US')} events in ${((performance.now() - writeStarted) / 1000).toFixed(1)} s\n`);
+process.stdout.write(
+  `wrote ${(to - from + 1n).toLocaleString('en-US')} revisions, ${historyEvents.toLocaleString('en-US')} events in ${((performance.now() - writeStarted) / 1000).toFixed(1)} s\n`,
+);
 
 for (const windows of [...new Set([1, WINDOWS])]) {
   // The baseline: one uninterrupted catch-up.
@@ -103,15 +105,47 @@ for (const windows of [...new Set([1, WINDOWS])]) {
     const covered = after - before;
     checkpoints.push(after.toString());
     if (after > before) kept += 1;
-    process.stdout.write(`${windows} window(s), kill ${i + 1}: ${r.events.toLocaleString('en-US')} events durable, checkpoint ${before} → ${after} (+${covered.toLocaleString('en-US')} revisions)\n`);
+    process.stdout.write(
+      `${windows} window(s), kill ${i + 1}: ${r.events.toLocaleString('en-US')} events durable, checkpoint ${before} → ${after} (+${covered.toLocaleString('en-US')} revisions)\n`,
+    );
   }
   await withStore(killPath, (store) => assertExactCapture(store, label, client, from, to, []));
   const replayed = events - base.events;
-  process.stdout.write(`${windows} window(s): checkpoint after each kill ${checkpoints.join(' → ')}; ${events.toLocaleString('en-US')} events written in all, ${replayed.toLocaleString('en-US')} replayed\n`);
-  report({ name: `${windows} win: kills that advanced the checkpoint`, value: kept, baselineName: 'kills mid catch-up', baseline: KILLS, unit: 'kills', higherIsBetter: true });
-  report({ name: `${windows} win: events written, killed ${KILLS}×`, value: events, baselineName: 'uninterrupted catch-up', baseline: base.events, unit: 'events', higherIsBetter: false });
-  report({ name: `${windows} win: events replayed after ${KILLS} kills`, value: replayed, baselineName: `durable at the kills (${KILLS} × ${killAt})`, baseline: KILLS * killAt, unit: 'events', higherIsBetter: false });
-  report({ name: `${windows} win: catch-up time, killed ${KILLS}×`, value: seconds, baselineName: 'uninterrupted catch-up', baseline: base.seconds, unit: 's', higherIsBetter: false });
+  process.stdout.write(
+    `${windows} window(s): checkpoint after each kill ${checkpoints.join(' → ')}; ${events.toLocaleString('en-US')} events written in all, ${replayed.toLocaleString('en-US')} replayed\n`,
+  );
+  report({
+    name: `${windows} win: kills that advanced the checkpoint`,
+    value: kept,
+    baselineName: 'kills mid catch-up',
+    baseline: KILLS,
+    unit: 'kills',
+    higherIsBetter: true,
+  });
+  report({
+    name: `${windows} win: events written, killed ${KILLS}×`,
+    value: events,
+    baselineName: 'uninterrupted catch-up',
+    baseline: base.events,
+    unit: 'events',
+    higherIsBetter: false,
+  });
+  report({
+    name: `${windows} win: events replayed after ${KILLS} kills`,
+    value: replayed,
+    baselineName: `durable at the kills (${KILLS} × ${killAt})`,
+    baseline: KILLS * killAt,
+    unit: 'events',
+    higherIsBetter: false,
+  });
+  report({
+    name: `${windows} win: catch-up time, killed ${KILLS}×`,
+    value: seconds,
+    baselineName: 'uninterrupted catch-up',
+    baseline: base.seconds,
+    unit: 's',
+    higherIsBetter: false,
+  });
 }
 
 client.close();

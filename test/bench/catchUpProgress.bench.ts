@@ -63,12 +63,15 @@ const storePath = store.target.mode === 'embedded' ? store.target.path : '';
 const VARIANTS: Record<string, StoreOptions | 'api store' | 'own process' | { apiStore: StoreOptions }> = {
   'inserts in line with reports': { ingestConnection: false },
   'own insert connection, default threads': { ingestSettings: {} },
-  'own insert connection, inserts 1 thread (the API process\'s store: the default)': 'api store',
+  "own insert connection, inserts 1 thread (the API process's store: the default)": 'api store',
   'own insert connection, inserts priority 10': { ingestSettings: { priority: '10' } },
   'own insert connection, inserts 1 thread, status reads in line with reports (before the status connection)': { apiStore: { statusConnection: false } },
   'the tailer in a process of its own over the served store': 'own process',
 };
-const chosen = (process.env.BENCH_PROGRESS_VARIANTS ?? '').split(',').map((v) => v.trim()).filter(Boolean);
+const chosen = (process.env.BENCH_PROGRESS_VARIANTS ?? '')
+  .split(',')
+  .map((v) => v.trim())
+  .filter(Boolean);
 const variants = Object.entries(VARIANTS).filter(([name]) => chosen.length === 0 || chosen.some((c) => name.includes(c)));
 const options: ReplicaOptions = { electionTtlSeconds: 5, checkpointIntervalMs: 250, catchUpWindows: WINDOWS, splitMinRevisions: 1_000 };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -131,9 +134,14 @@ const from = (await headRevision(client)) + 1n;
 const writeStarted = Date.now();
 await w.history(REVISIONS);
 const to = await headRevision(client);
-process.stdout.write(`wrote ${(to - from + 1n).toLocaleString()} revisions, ${w.expected.length.toLocaleString()} lock events in ${((Date.now() - writeStarted) / 1000).toFixed(1)} s, no clock write\n`);
+process.stdout.write(
+  `wrote ${(to - from + 1n).toLocaleString()} revisions, ${w.expected.length.toLocaleString()} lock events in ${((Date.now() - writeStarted) / 1000).toFixed(1)} s, no clock write\n`,
+);
 
-const app = await buildApp({ config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() }, [grantRoutes, tailerRoutes]);
+const app = await buildApp(
+  { config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() },
+  [grantRoutes, tailerRoutes],
+);
 const { token } = await createApiToken(store, 'bench-investigator', ['investigator']);
 const grantsUrl = `/v1/grants?namespace=${w.ns}&limit=100`;
 
@@ -142,10 +150,27 @@ const grantsUrl = `/v1/grants?namespace=${w.ns}&limit=100`;
 let uninterrupted = { seconds: NaN, events: NaN };
 for (const [variant, opts] of variants) {
   heading(`reports during catch-up: ${variant}`);
-  const apiStore = typeof opts === 'object' && 'apiStore' in opts ? new AuditStore({ mode: 'embedded', path: storePath, database: store.database }, opts.apiStore) : store;
-  const api = apiStore === store ? app : await buildApp({ config, logger: createLogger('silent'), store: apiStore, verifier: new ApiTokenVerifier(apiStore), health: new HealthState(), metrics: createMetricsRegistry() }, [grantRoutes, tailerRoutes]);
+  const apiStore =
+    typeof opts === 'object' && 'apiStore' in opts ? new AuditStore({ mode: 'embedded', path: storePath, database: store.database }, opts.apiStore) : store;
+  const api =
+    apiStore === store
+      ? app
+      : await buildApp(
+          {
+            config,
+            logger: createLogger('silent'),
+            store: apiStore,
+            verifier: new ApiTokenVerifier(apiStore),
+            health: new HealthState(),
+            metrics: createMetricsRegistry(),
+          },
+          [grantRoutes, tailerRoutes],
+        );
   const ownProcess = opts === 'own process';
-  const tailerStore = opts === 'api store' || ownProcess || apiStore !== store ? apiStore : new AuditStore({ mode: 'embedded', path: storePath, database: store.database }, opts as StoreOptions);
+  const tailerStore =
+    opts === 'api store' || ownProcess || apiStore !== store
+      ? apiStore
+      : new AuditStore({ mode: 'embedded', path: storePath, database: store.database }, opts as StoreOptions);
   const label = uniqueId('bench');
   await store.insert('checkpoints', [{ cluster: label, revision: (from - 1n).toString(), leader: 'bench' }]);
   const metrics = tailerMetrics(new Registry());
@@ -162,7 +187,11 @@ for (const [variant, opts] of variants) {
   const samples: bigint[] = [];
   const sampler = setInterval(() => samples.push(checkpoint), 1_000);
   const caughtUp = (): boolean => checkpoint >= to;
-  const { result: [grants, tailers] } = await profiled(`catchUp-${label}`, () => Promise.all([latencies(api, token, grantsUrl, caughtUp), latencies(api, token, '/v1/tailers', caughtUp), waitUntil(caughtUp)]));
+  const {
+    result: [grants, tailers],
+  } = await profiled(`catchUp-${label}`, () =>
+    Promise.all([latencies(api, token, grantsUrl, caughtUp), latencies(api, token, '/v1/tailers', caughtUp), waitUntil(caughtUp)]),
+  );
   const seconds = (performance.now() - started) / 1000;
   loopBusy.disable();
   clearInterval(sampler);
@@ -183,8 +212,22 @@ for (const [variant, opts] of variants) {
   if (opts === 'api store') uninterrupted = { seconds, events };
   process.stdout.write(`uninterrupted: ${seconds.toFixed(1)} s, ${events.toLocaleString()} events; checkpoint each second: ${samples.join(' ')}\n`);
   report({ name: `${variant}: catch-up events/s`, value: events / seconds, baselineName: 'events', baseline: events, unit: 'events/s', higherIsBetter: true });
-  report({ name: `${variant}: checkpoint samples (1 s apart) that advanced`, value: advanced, baselineName: 'samples during the catch-up', baseline: Math.max(0, samples.length - 1), unit: 'samples', higherIsBetter: true });
-  report({ name: `${variant}: longest checkpoint stall`, value: longest, baselineName: 'catch-up duration', baseline: seconds, unit: 's', higherIsBetter: false });
+  report({
+    name: `${variant}: checkpoint samples (1 s apart) that advanced`,
+    value: advanced,
+    baselineName: 'samples during the catch-up',
+    baseline: Math.max(0, samples.length - 1),
+    unit: 'samples',
+    higherIsBetter: true,
+  });
+  report({
+    name: `${variant}: longest checkpoint stall`,
+    value: longest,
+    baselineName: 'catch-up duration',
+    baseline: seconds,
+    unit: 's',
+    higherIsBetter: false,
+  });
   await assertExactCapture(store, label, client, from, to, w.expected);
 
   // The same requests against the same store, idle (every row in, no tailer running).
@@ -199,16 +242,53 @@ for (const [variant, opts] of variants) {
   loopIdle.disable();
   if (api !== app) await api.close();
   if (apiStore !== store) await apiStore.close();
-  process.stdout.write(`requests: /v1/grants ${busy.grants.length} during catch-up, ${idleGrants.length} idle; /v1/tailers ${busy.tailers.length} during, ${idleTailers.length} idle\n`);
+  process.stdout.write(
+    `requests: /v1/grants ${busy.grants.length} during catch-up, ${idleGrants.length} idle; /v1/tailers ${busy.tailers.length} during, ${idleTailers.length} idle\n`,
+  );
   for (const p of [50, 99]) {
-    report({ name: `${variant}: GET /v1/grants p${p} during catch-up`, value: percentile(busy.grants, p), baselineName: `same, idle store`, baseline: percentile(idleGrants, p), unit: 'ms', higherIsBetter: false });
-    report({ name: `${variant}: GET /v1/tailers p${p} during catch-up`, value: percentile(busy.tailers, p), baselineName: `same, idle store`, baseline: percentile(idleTailers, p), unit: 'ms', higherIsBetter: false });
+    report({
+      name: `${variant}: GET /v1/grants p${p} during catch-up`,
+      value: percentile(busy.grants, p),
+      baselineName: `same, idle store`,
+      baseline: percentile(idleGrants, p),
+      unit: 'ms',
+      higherIsBetter: false,
+    });
+    report({
+      name: `${variant}: GET /v1/tailers p${p} during catch-up`,
+      value: percentile(busy.tailers, p),
+      baselineName: `same, idle store`,
+      baseline: percentile(idleTailers, p),
+      unit: 'ms',
+      higherIsBetter: false,
+    });
   }
   for (const p of [50, 99]) {
-    report({ name: `${variant}: event loop delay p${p} during catch-up`, value: loopBusy.percentile(p) / 1e6, baselineName: 'same, idle store', baseline: loopIdle.percentile(p) / 1e6, unit: 'ms', higherIsBetter: false });
+    report({
+      name: `${variant}: event loop delay p${p} during catch-up`,
+      value: loopBusy.percentile(p) / 1e6,
+      baselineName: 'same, idle store',
+      baseline: loopIdle.percentile(p) / 1e6,
+      unit: 'ms',
+      higherIsBetter: false,
+    });
   }
-  report({ name: `${variant}: event loop delay max during catch-up`, value: loopBusy.max / 1e6, baselineName: 'same, idle store', baseline: loopIdle.max / 1e6, unit: 'ms', higherIsBetter: false });
-  report({ name: `${variant}: GET /v1/tailers max during catch-up`, value: busy.tailers.at(-1) ?? NaN, baselineName: 'same, idle store', baseline: idleTailers.at(-1) ?? NaN, unit: 'ms', higherIsBetter: false });
+  report({
+    name: `${variant}: event loop delay max during catch-up`,
+    value: loopBusy.max / 1e6,
+    baselineName: 'same, idle store',
+    baseline: loopIdle.max / 1e6,
+    unit: 'ms',
+    higherIsBetter: false,
+  });
+  report({
+    name: `${variant}: GET /v1/tailers max during catch-up`,
+    value: busy.tailers.at(-1) ?? NaN,
+    baselineName: 'same, idle store',
+    baseline: idleTailers.at(-1) ?? NaN,
+    unit: 'ms',
+    higherIsBetter: false,
+  });
 }
 
 // 2. Stopped every RUN_MS of leadership, 5 times, then run to the end.
@@ -235,13 +315,36 @@ if (STOPS > 0) {
     await replica.close();
     const after = await readCheckpoint(store, label);
     if (!last && after > before) advancedRuns += 1;
-    process.stdout.write(`${last ? 'final run' : `stop ${i + 1}`}: checkpoint ${before} → ${after} (+${(after - before).toLocaleString()} of ${(to - from + 1n).toLocaleString()} revisions), ${((await written(metrics)) - eventsBefore).toLocaleString()} events written\n`);
+    process.stdout.write(
+      `${last ? 'final run' : `stop ${i + 1}`}: checkpoint ${before} → ${after} (+${(after - before).toLocaleString()} of ${(to - from + 1n).toLocaleString()} revisions), ${((await written(metrics)) - eventsBefore).toLocaleString()} events written\n`,
+    );
   }
   const seconds = (performance.now() - started) / 1000;
   const events = await written(metrics);
-  report({ name: `runs stopped after ${RUN_MS / 1000} s that advanced the checkpoint`, value: advancedRuns, baselineName: 'runs stopped mid catch-up', baseline: STOPS, unit: 'runs', higherIsBetter: true });
-  report({ name: `catch-up stopped ${STOPS}×: total time`, value: seconds, baselineName: 'uninterrupted catch-up', baseline: uninterrupted.seconds, unit: 's', higherIsBetter: false });
-  report({ name: `catch-up stopped ${STOPS}×: events written`, value: events, baselineName: 'uninterrupted catch-up', baseline: uninterrupted.events, unit: 'events', higherIsBetter: false });
+  report({
+    name: `runs stopped after ${RUN_MS / 1000} s that advanced the checkpoint`,
+    value: advancedRuns,
+    baselineName: 'runs stopped mid catch-up',
+    baseline: STOPS,
+    unit: 'runs',
+    higherIsBetter: true,
+  });
+  report({
+    name: `catch-up stopped ${STOPS}×: total time`,
+    value: seconds,
+    baselineName: 'uninterrupted catch-up',
+    baseline: uninterrupted.seconds,
+    unit: 's',
+    higherIsBetter: false,
+  });
+  report({
+    name: `catch-up stopped ${STOPS}×: events written`,
+    value: events,
+    baselineName: 'uninterrupted catch-up',
+    baseline: uninterrupted.events,
+    unit: 'events',
+    higherIsBetter: false,
+  });
   await assertExactCapture(store, label, client, from, to, w.expected);
 }
 

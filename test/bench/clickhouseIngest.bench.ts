@@ -26,12 +26,30 @@ const BATCHES = (process.env.BENCH_INGEST_BATCHES ?? '1000,10000,20000').split('
 function row(i: number): AuditEventRow {
   const revision = BigInt(1_000_000 + i);
   return {
-    cluster: 'bench', revision: revision.toString(), key: `/l/ns${i % 20}/key-${i % 5000}`, event_type: i % 2 ? 'release' : 'grant',
-    op: i % 2 ? 'delete' : 'put', namespace: `ns${i % 20}`, lock_path: `key-${i % 5000}`, class: `class-${i % 7}`,
-    holder: `spiffe://corp/worker-${i % 300}`, session: String(7_587_862_000 + (i % 1000)), token: makeToken(40, revision).toString(),
-    epoch: 40, grant_revision: revision.toString(), wait_ms: i % 250, wall_time: 1_764_400_000_000 + i, time_estimated: 0,
-    time_error_ms: 0, create_revision: revision.toString(), mod_revision: revision.toString(), version: '1', lease: '0',
-    value: '{"holder":"x"}', prev_value: '', unprotected: 0,
+    cluster: 'bench',
+    revision: revision.toString(),
+    key: `/l/ns${i % 20}/key-${i % 5000}`,
+    event_type: i % 2 ? 'release' : 'grant',
+    op: i % 2 ? 'delete' : 'put',
+    namespace: `ns${i % 20}`,
+    lock_path: `key-${i % 5000}`,
+    class: `class-${i % 7}`,
+    holder: `spiffe://corp/worker-${i % 300}`,
+    session: String(7_587_862_000 + (i % 1000)),
+    token: makeToken(40, revision).toString(),
+    epoch: 40,
+    grant_revision: revision.toString(),
+    wait_ms: i % 250,
+    wall_time: 1_764_400_000_000 + i,
+    time_estimated: 0,
+    time_error_ms: 0,
+    create_revision: revision.toString(),
+    mod_revision: revision.toString(),
+    version: '1',
+    lease: '0',
+    value: '{"holder":"x"}',
+    prev_value: '',
+    unprotected: 0,
   };
 }
 
@@ -52,7 +70,11 @@ const UINT64 = ['revision', 'token', 'grant_revision', 'wait_ms', 'create_revisi
 function arrowStream(rows: readonly AuditEventRow[]): Uint8Array {
   const n = rows.length;
   const cols: Record<string, Vector> = {};
-  for (const c of STRINGS) cols[c] = vectorFromArray(rows.map((r) => r[c]), new Utf8());
+  for (const c of STRINGS)
+    cols[c] = vectorFromArray(
+      rows.map((r) => r[c]),
+      new Utf8(),
+    );
   for (const c of UINT64) {
     const a = new BigUint64Array(n);
     for (let i = 0; i < n; i += 1) a[i] = BigInt((rows[i] as AuditEventRow)[c]);
@@ -120,7 +142,9 @@ async function main(): Promise<void> {
     await store.command(GENERATED, { n: TOTAL });
     const generatedRate = TOTAL / ((performance.now() - t0) / 1000);
     for (const batch of BATCHES) {
-      const batches = Array.from({ length: Math.ceil(TOTAL / batch) }, (_, b) => Array.from({ length: Math.min(batch, TOTAL - b * batch) }, (_, i) => row(b * batch + i)));
+      const batches = Array.from({ length: Math.ceil(TOTAL / batch) }, (_, b) =>
+        Array.from({ length: Math.min(batch, TOTAL - b * batch) }, (_, i) => row(b * batch + i)),
+      );
       let jsonRate = NaN;
       for (const m of methods) {
         await store.command('TRUNCATE TABLE {db:Identifier}.events');
@@ -134,9 +158,26 @@ async function main(): Promise<void> {
         const stored = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events');
         if (Number(stored[0]?.n) !== TOTAL) throw new Error(`${m.name}: ${stored[0]?.n} rows stored, ${TOTAL} inserted`);
         if (m.name === 'JSONEachRow') jsonRate = rate;
-        report({ name: `${m.name} rows/s, batch ${batch.toLocaleString('en-US')}`, value: rate, unit: 'rows/s', baselineName: 'INSERT … SELECT FROM numbers()', baseline: generatedRate, higherIsBetter: true });
-        if (m.name !== 'JSONEachRow') report({ name: `${m.name} rows/s, batch ${batch.toLocaleString('en-US')}`, value: rate, unit: 'rows/s', baselineName: `JSONEachRow, batch ${batch}`, baseline: jsonRate, higherIsBetter: true });
-        process.stdout.write(`  ${m.name}: encoding alone ${(TOTAL / encodeSeconds).toFixed(0)} rows/s (${((100 * encodeSeconds) / seconds).toFixed(0)} % of the end-to-end time)\n`);
+        report({
+          name: `${m.name} rows/s, batch ${batch.toLocaleString('en-US')}`,
+          value: rate,
+          unit: 'rows/s',
+          baselineName: 'INSERT … SELECT FROM numbers()',
+          baseline: generatedRate,
+          higherIsBetter: true,
+        });
+        if (m.name !== 'JSONEachRow')
+          report({
+            name: `${m.name} rows/s, batch ${batch.toLocaleString('en-US')}`,
+            value: rate,
+            unit: 'rows/s',
+            baselineName: `JSONEachRow, batch ${batch}`,
+            baseline: jsonRate,
+            higherIsBetter: true,
+          });
+        process.stdout.write(
+          `  ${m.name}: encoding alone ${(TOTAL / encodeSeconds).toFixed(0)} rows/s (${((100 * encodeSeconds) / seconds).toFixed(0)} % of the end-to-end time)\n`,
+        );
       }
     }
   } finally {

@@ -134,14 +134,41 @@ const PAGE_HELPERS = `window.__consoleBench = (() => {
   };
 })();`;
 
-interface Navigated { ms: number; longTasks: number[] | null }
-interface Interacted { ms: number; idleMs: number; timedOut: boolean; longTasks: number[] | null }
+interface Navigated {
+  ms: number;
+  longTasks: number[] | null;
+}
+interface Interacted {
+  ms: number;
+  idleMs: number;
+  timedOut: boolean;
+  longTasks: number[] | null;
+}
 
 type Num = string | number;
-interface LaneRow { key: string; grants: Num }
-interface TimelineBody { mode: string; lanes: string[]; totalLanes: number; totalGrants: number; bucketSeconds: number | null; grants: unknown[]; cells: unknown[] }
-interface ContentionBody { bucketSeconds: number; series: unknown[]; groups: unknown[]; hottestKeys: unknown[] }
-interface LagBody { bucketSeconds: number; clusters: { cluster: string; series: unknown[] }[] }
+interface LaneRow {
+  key: string;
+  grants: Num;
+}
+interface TimelineBody {
+  mode: string;
+  lanes: string[];
+  totalLanes: number;
+  totalGrants: number;
+  bucketSeconds: number | null;
+  grants: unknown[];
+  cells: unknown[];
+}
+interface ContentionBody {
+  bucketSeconds: number;
+  series: unknown[];
+  groups: unknown[];
+  hottestKeys: unknown[];
+}
+interface LagBody {
+  bucketSeconds: number;
+  clusters: { cluster: string; series: unknown[] }[];
+}
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
 const kB = (bytes: number) => `${(bytes / 1000).toFixed(1)} kB`;
@@ -214,7 +241,11 @@ async function printTailerTables(store: AuditStore, took: string): Promise<void>
 
 /** The bare SQL of a timeline, as reports/timeline/index.ts runs it (lanes, then bars or cells), without the gaps and the read record. */
 async function bareTimeline(store: AuditStore, sel: { key?: string; keyPrefix?: string }, fromMs: number, toMs: number): Promise<unknown[]> {
-  const lanes = await store.rows<LaneRow>(LANES.text, { key: sel.key ?? '', keyPrefix: sel.keyPrefix ?? '', cluster: '', fromMs, toMs, maxLanes: MAX_LANES }, SETTINGS);
+  const lanes = await store.rows<LaneRow>(
+    LANES.text,
+    { key: sel.key ?? '', keyPrefix: sel.keyPrefix ?? '', cluster: '', fromMs, toMs, maxLanes: MAX_LANES },
+    SETTINGS,
+  );
   const keys = lanes.map((r) => r.key);
   const total = lanes.reduce((s, r) => s + Number(r.grants), 0);
   if (total <= MAX_BARS) return keys.length ? store.rows(GRANTS.text, { lanes: keys, cluster: '', fromMs, toMs, limit: MAX_BARS }, SETTINGS) : [];
@@ -230,15 +261,25 @@ async function measureApi(app: App, store: AuditStore, token: string, from30: nu
   const auth = { authorization: `Bearer ${token}` };
   const iso = (ms: number) => encodeURIComponent(new Date(ms).toISOString());
   const rnd = (n: number) => Math.floor(Math.random() * n);
-  const hotKey = () => { const k = rnd(97); return `ns${k % 20}/acct-${k}`; };
+  const hotKey = () => {
+    const k = rnd(97);
+    return `ns${k % 20}/acct-${k}`;
+  };
   const from1h = endMs - 3_600_000;
   const window30 = `from=${iso(from30)}&to=${iso(endMs)}`;
 
-  interface Case { name: string; prepare: () => { url: string; bare: () => Promise<unknown> }; describe: (body: unknown) => string }
+  interface Case {
+    name: string;
+    prepare: () => { url: string; bare: () => Promise<unknown> };
+    describe: (body: unknown) => string;
+  }
   const cases: Case[] = [
     {
       name: 'timeline hot key 30 d',
-      prepare: () => { const key = hotKey(); return { url: `/v1/reports/timeline?key=${key}&${window30}`, bare: () => bareTimeline(store, { key }, from30, endMs) }; },
+      prepare: () => {
+        const key = hotKey();
+        return { url: `/v1/reports/timeline?key=${key}&${window30}`, bare: () => bareTimeline(store, { key }, from30, endMs) };
+      },
       describe: (b) => describeTimeline(b as TimelineBody),
     },
     {
@@ -248,16 +289,36 @@ async function measureApi(app: App, store: AuditStore, token: string, from30: nu
     },
     {
       name: 'timeline hot key 1 h',
-      prepare: () => { const key = hotKey(); return { url: `/v1/reports/timeline?key=${key}&from=${iso(from1h)}&to=${iso(endMs)}`, bare: () => bareTimeline(store, { key }, from1h, endMs) }; },
+      prepare: () => {
+        const key = hotKey();
+        return { url: `/v1/reports/timeline?key=${key}&from=${iso(from1h)}&to=${iso(endMs)}`, bare: () => bareTimeline(store, { key }, from1h, endMs) };
+      },
       describe: (b) => describeTimeline(b as TimelineBody),
     },
     {
       name: 'contention 30 d',
       prepare: () => ({
         url: `/v1/reports/contention?${window30}`,
-        bare: () => store.rows(CONTENTION.text, { by: 'namespace', fromMs: from30, toMs: endMs, namespace: '', class: '', groupLimit: 10_000, top: 10, bucketSeconds: bucketFor(endMs - from30, BUCKETS_SECONDS) }, SETTINGS),
+        bare: () =>
+          store.rows(
+            CONTENTION.text,
+            {
+              by: 'namespace',
+              fromMs: from30,
+              toMs: endMs,
+              namespace: '',
+              class: '',
+              groupLimit: 10_000,
+              top: 10,
+              bucketSeconds: bucketFor(endMs - from30, BUCKETS_SECONDS),
+            },
+            SETTINGS,
+          ),
       }),
-      describe: (b) => { const c = b as ContentionBody; return `${c.series.length} points of ${c.bucketSeconds} s, ${c.groups.length} groups, ${c.hottestKeys.length} hot keys`; },
+      describe: (b) => {
+        const c = b as ContentionBody;
+        return `${c.series.length} points of ${c.bucketSeconds} s, ${c.groups.length} groups, ${c.hottestKeys.length} hot keys`;
+      },
     },
     {
       name: 'tailer lag 30 d',
@@ -265,7 +326,10 @@ async function measureApi(app: App, store: AuditStore, token: string, from30: nu
         url: `/v1/tailers/lag?${window30}`,
         bare: () => store.rows(LAG.text, { cluster: '', fromMs: from30, toMs: endMs, bucketSeconds: bucketFor(endMs - from30, LAG_BUCKET_SECONDS) }, SETTINGS),
       }),
-      describe: (b) => { const l = b as LagBody; return `${l.clusters.reduce((s, c) => s + c.series.length, 0)} points of ${l.bucketSeconds} s (${l.clusters.length} cluster(s)) from ${SAMPLES.toLocaleString('en-US')} samples`; },
+      describe: (b) => {
+        const l = b as LagBody;
+        return `${l.clusters.reduce((s, c) => s + c.series.length, 0)} points of ${l.bucketSeconds} s (${l.clusters.length} cluster(s)) from ${SAMPLES.toLocaleString('en-US')} samples`;
+      },
     },
   ];
 
@@ -280,10 +344,18 @@ async function measureApi(app: App, store: AuditStore, token: string, from30: nu
       if (res.statusCode !== 200) throw new Error(`${c.name}: HTTP ${res.statusCode} ${res.body.slice(0, 300)}`);
       return res;
     };
-    for (let i = 0; i < 2; i++) { const p = c.prepare(); await p.bare(); await inject(p.url); } // warm-up
+    for (let i = 0; i < 2; i++) {
+      const p = c.prepare();
+      await p.bare();
+      await inject(p.url);
+    } // warm-up
     for (let i = 0; i < ITER; i++) {
       const p = c.prepare();
-      const timeBare = async () => { const t = performance.now(); await p.bare(); bare.push(performance.now() - t); };
+      const timeBare = async () => {
+        const t = performance.now();
+        await p.bare();
+        bare.push(performance.now() - t);
+      };
       // Alternate which goes first, so neither always finds the caches the other warmed.
       if (i % 2 === 0) await timeBare();
       const t = performance.now();
@@ -294,7 +366,14 @@ async function measureApi(app: App, store: AuditStore, token: string, from30: nu
       body = res.json();
     }
     for (const p of [50, 95]) {
-      report({ name: `${c.name} p${p}`, value: percentile(sorted(api), p), unit: 'ms', baselineName: `bare SQL p${p}`, baseline: percentile(sorted(bare), p), higherIsBetter: false });
+      report({
+        name: `${c.name} p${p}`,
+        value: percentile(sorted(api), p),
+        unit: 'ms',
+        baselineName: `bare SQL p${p}`,
+        baseline: percentile(sorted(bare), p),
+        higherIsBetter: false,
+      });
     }
     out(`  response: ${c.describe(body)}; ${kB(bytes)} (largest)`);
   }
@@ -313,13 +392,21 @@ async function measureBrowser(browser: Browser, base: string, token: string, fro
   const window30 = { from: new Date(from30).toISOString(), to: new Date(endMs).toISOString() };
   const hot = 'ns3/acct-3';
   const fetchAll = async (paths: string[]) => {
-    await Promise.all(paths.map(async (p) => {
-      const res = await fetch(`${base}${p}`, { headers: { authorization: `Bearer ${token}` } });
-      await res.arrayBuffer();
-      if (!res.ok) throw new Error(`${p}: HTTP ${res.status}`);
-    }));
+    await Promise.all(
+      paths.map(async (p) => {
+        const res = await fetch(`${base}${p}`, { headers: { authorization: `Bearer ${token}` } });
+        await res.arrayBuffer();
+        if (!res.ok) throw new Error(`${p}: HTTP ${res.status}`);
+      }),
+    );
   };
-  interface PageCase { name: string; hash: string; charts: string[]; requests: () => string[]; interaction: { label: string; chart: string; action: Record<string, unknown> } }
+  interface PageCase {
+    name: string;
+    hash: string;
+    charts: string[];
+    requests: () => string[];
+    interaction: { label: string; chart: string; action: Record<string, unknown> };
+  }
   const zoom = { label: 'dataZoom to 10 %', chart: 'timeline', action: { type: 'dataZoom', start: 45, end: 55 } };
   const pages: PageCase[] = [
     {
@@ -349,7 +436,11 @@ async function measureBrowser(browser: Browser, base: string, token: string, fro
       charts: ['tailer-lag'],
       requests: () => {
         const to = Date.now();
-        return ['/v1/tailers', '/v1/gaps', `/v1/tailers/lag?${new URLSearchParams({ from: new Date(to - 30 * DAY_MS).toISOString(), to: new Date(to).toISOString() })}`];
+        return [
+          '/v1/tailers',
+          '/v1/gaps',
+          `/v1/tailers/lag?${new URLSearchParams({ from: new Date(to - 30 * DAY_MS).toISOString(), to: new Date(to).toISOString() })}`,
+        ];
       },
       interaction: { label: 'hover (showTip) lag chart', chart: 'tailer-lag', action: { type: 'showTip' } },
     },
@@ -364,13 +455,20 @@ async function measureBrowser(browser: Browser, base: string, token: string, fro
     const blocking: number[] = [];
     const inter = { name: pc.name, label: pc.interaction.label, ms: [] as number[], idle: [] as number[], timedOut: 0, longest: 0 };
     let longTasksSupported = true;
-    for (let i = -1; i < PAGE_ITER; i++) { // i = -1: warm-up
+    for (let i = -1; i < PAGE_ITER; i++) {
+      // i = -1: warm-up
       let fetchMs = 0;
-      const timeFetch = async () => { const t = performance.now(); await fetchAll(pc.requests()); fetchMs = performance.now() - t; };
+      const timeFetch = async () => {
+        const t = performance.now();
+        await fetchAll(pc.requests());
+        fetchMs = performance.now() - t;
+      };
       if (i % 2 === 0) await timeFetch(); // alternate which goes first, as above
       await blank();
       const nav = (await page.evaluate(`window.__consoleBench.navigate(${JSON.stringify(pc.hash)}, ${JSON.stringify(pc.charts)}, 120000)`)) as Navigated;
-      const act = (await page.evaluate(`window.__consoleBench.interact(${JSON.stringify(pc.interaction.chart)}, ${JSON.stringify(pc.interaction.action)}, 5000)`)) as Interacted;
+      const act = (await page.evaluate(
+        `window.__consoleBench.interact(${JSON.stringify(pc.interaction.chart)}, ${JSON.stringify(pc.interaction.action)}, 5000)`,
+      )) as Interacted;
       if (i % 2 !== 0) await timeFetch();
       if (i < 0) continue;
       fetched.push(fetchMs);
@@ -385,18 +483,36 @@ async function measureBrowser(browser: Browser, base: string, token: string, fro
       inter.longest = Math.max(inter.longest, ...(act.longTasks ?? []));
     }
     for (const p of [50, 95]) {
-      report({ name: `${pc.name} p${p}`, value: percentile(sorted(browser), p), unit: 'ms', baselineName: `its API request(s) p${p}`, baseline: percentile(sorted(fetched), p), higherIsBetter: false });
+      report({
+        name: `${pc.name} p${p}`,
+        value: percentile(sorted(browser), p),
+        unit: 'ms',
+        baselineName: `its API request(s) p${p}`,
+        baseline: percentile(sorted(fetched), p),
+        higherIsBetter: false,
+      });
     }
-    out(longTasksSupported
-      ? `  main thread during render: longest task ${Math.round(Math.max(...longest))} ms (median ${Math.round(percentile(sorted(longest), 50))} ms), total blocking time median ${Math.round(percentile(sorted(blocking), 50))} ms`
-      : '  main thread during render: this chromium reports no long tasks (PerformanceObserver longtask unsupported)');
+    out(
+      longTasksSupported
+        ? `  main thread during render: longest task ${Math.round(Math.max(...longest))} ms (median ${Math.round(percentile(sorted(longest), 50))} ms), total blocking time median ${Math.round(percentile(sorted(blocking), 50))} ms`
+        : '  main thread during render: this chromium reports no long tasks (PerformanceObserver longtask unsupported)',
+    );
     interactions.push(inter);
   }
 
   heading('browser: an interaction after rendering (dispatchAction → chart redrawn) vs an idle frame');
   for (const it of interactions) {
-    report({ name: `${it.name}: ${it.label} p50`, value: percentile(sorted(it.ms), 50), unit: 'ms', baselineName: 'idle frame p50', baseline: percentile(sorted(it.idle), 50), higherIsBetter: false });
-    out(`  worst ${Math.round(Math.max(...it.ms))} ms, longest task ${Math.round(it.longest)} ms${it.timedOut ? `; ${it.timedOut} time(s) no redraw within 5 s` : ''}`);
+    report({
+      name: `${it.name}: ${it.label} p50`,
+      value: percentile(sorted(it.ms), 50),
+      unit: 'ms',
+      baselineName: 'idle frame p50',
+      baseline: percentile(sorted(it.idle), 50),
+      higherIsBetter: false,
+    });
+    out(
+      `  worst ${Math.round(Math.max(...it.ms))} ms, longest task ${Math.round(it.longest)} ms${it.timedOut ? `; ${it.timedOut} time(s) no redraw within 5 s` : ''}`,
+    );
   }
 
   heading('browser console errors');

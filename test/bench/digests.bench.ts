@@ -20,7 +20,9 @@ try {
   const through = { timeline: '0', revision: String(5_000_000 + ROWS) };
   const baselineRate = async (): Promise<number> => {
     const t0 = performance.now();
-    await store.command(`INSERT INTO FUNCTION file({file:String}, 'Parquet') SELECT * FROM {db:Identifier}.events FINAL WHERE cluster = 'c1'`, { file: path.join(work.dir, `base-${Math.random().toString(36).slice(2)}.parquet`) });
+    await store.command(`INSERT INTO FUNCTION file({file:String}, 'Parquet') SELECT * FROM {db:Identifier}.events FINAL WHERE cluster = 'c1'`, {
+      file: path.join(work.dir, `base-${Math.random().toString(36).slice(2)}.parquet`),
+    });
     return ROWS / ((performance.now() - t0) / 1000);
   };
   const digestRate = async (): Promise<number> => {
@@ -36,7 +38,14 @@ try {
     base.push(await baselineRate());
     digest.push(await digestRate());
   }
-  report({ name: 'digest: events hashed/s (one period)', value: Math.max(...digest), unit: 'events/s', baselineName: 'ClickHouse → local Parquet file', baseline: Math.max(...base), higherIsBetter: true });
+  report({
+    name: 'digest: events hashed/s (one period)',
+    value: Math.max(...digest),
+    unit: 'events/s',
+    baselineName: 'ClickHouse → local Parquet file',
+    baseline: Math.max(...base),
+    higherIsBetter: true,
+  });
 } finally {
   await close();
   work.remove();

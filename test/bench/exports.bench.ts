@@ -53,7 +53,11 @@ async function exportsBench(): Promise<void> {
     const open = { hasLo: 0, loCluster: '', loKey: '', hasHi: 0, hiCluster: '', hiKey: '' };
     const baselineRate = async (): Promise<number> => {
       const t0 = performance.now();
-      await store.command(`INSERT INTO FUNCTION file({file:String}, 'Parquet') ${loadSql('exporters/sql/grants_export.sql').text}`, { file: path.join(work.dir, `base-${uniqueId()}.parquet`), ...filterParams, ...open }, STITCHABLE_PARQUET_SETTINGS);
+      await store.command(
+        `INSERT INTO FUNCTION file({file:String}, 'Parquet') ${loadSql('exporters/sql/grants_export.sql').text}`,
+        { file: path.join(work.dir, `base-${uniqueId()}.parquet`), ...filterParams, ...open },
+        STITCHABLE_PARQUET_SETTINGS,
+      );
       return ROWS / ((performance.now() - t0) / 1000);
     };
     const records = new ExportRecords(store);
@@ -102,10 +106,38 @@ async function exportsBench(): Promise<void> {
       e2e.push(await endToEnd());
     }
     const best = (xs: number[]): number => Math.max(...xs);
-    report({ name: 'grants checked against their events, rows/s (part of every export)', value: best(checked), unit: 'rows/s', baselineName: 'ClickHouse → local Parquet file', baseline: best(base), higherIsBetter: true });
-    report({ name: 'export rows/s, to MinIO with manifest', value: best(e2e), unit: 'rows/s', baselineName: 'ClickHouse → local Parquet file', baseline: best(base), higherIsBetter: true });
-    report({ name: 'export rows/s, local file (CLI path)', value: best(local), unit: 'rows/s', baselineName: 'ClickHouse → local Parquet file', baseline: best(base), higherIsBetter: true });
-    report({ name: 'export rows/s, local file, check beside the chunks', value: best(local), unit: 'rows/s', baselineName: 'the check first, then the chunks (the order before)', baseline: best(first), higherIsBetter: true });
+    report({
+      name: 'grants checked against their events, rows/s (part of every export)',
+      value: best(checked),
+      unit: 'rows/s',
+      baselineName: 'ClickHouse → local Parquet file',
+      baseline: best(base),
+      higherIsBetter: true,
+    });
+    report({
+      name: 'export rows/s, to MinIO with manifest',
+      value: best(e2e),
+      unit: 'rows/s',
+      baselineName: 'ClickHouse → local Parquet file',
+      baseline: best(base),
+      higherIsBetter: true,
+    });
+    report({
+      name: 'export rows/s, local file (CLI path)',
+      value: best(local),
+      unit: 'rows/s',
+      baselineName: 'ClickHouse → local Parquet file',
+      baseline: best(base),
+      higherIsBetter: true,
+    });
+    report({
+      name: 'export rows/s, local file, check beside the chunks',
+      value: best(local),
+      unit: 'rows/s',
+      baselineName: 'the check first, then the chunks (the order before)',
+      baseline: best(first),
+      higherIsBetter: true,
+    });
 
     // Grant seals (exporters/grantSeals.ts): a day whose grants have all ended, every hour sealed by the digest key,
     // exported with the seals (only what no seal covers is checked) beside the same ClickHouse baseline.
@@ -123,7 +155,11 @@ async function exportsBench(): Promise<void> {
     const sealedParams = grantFilterParams({ cluster: 'c2' }, { ...range, rule: EXPORT_WINDOW_RULE });
     const sealedBaseline = async (): Promise<number> => {
       const t0 = performance.now();
-      await store.command(`INSERT INTO FUNCTION file({file:String}, 'Parquet') ${loadSql('exporters/sql/grants_export.sql').text}`, { file: path.join(work.dir, `base2-${uniqueId()}.parquet`), ...sealedParams, ...open }, STITCHABLE_PARQUET_SETTINGS);
+      await store.command(
+        `INSERT INTO FUNCTION file({file:String}, 'Parquet') ${loadSql('exporters/sql/grants_export.sql').text}`,
+        { file: path.join(work.dir, `base2-${uniqueId()}.parquet`), ...sealedParams, ...open },
+        STITCHABLE_PARQUET_SETTINGS,
+      );
       return ROWS / ((performance.now() - t0) / 1000);
     };
     const sealedExport = async (seals: boolean): Promise<number> => {
@@ -144,8 +180,22 @@ async function exportsBench(): Promise<void> {
       withoutSeals.push(await sealedExport(false));
     }
     heading(`the same export of a day whose grants have all ended, ${sealedHours} of 24 hours sealed (sealing took ${(sealMs / 1000).toFixed(1)} s, once)`);
-    report({ name: 'export rows/s, to MinIO with manifest, sealed hours not re-checked', value: best(withSeals), unit: 'rows/s', baselineName: 'ClickHouse → local Parquet file', baseline: best(base2), higherIsBetter: true });
-    report({ name: 'export rows/s, to MinIO with manifest, sealed hours not re-checked', value: best(withSeals), unit: 'rows/s', baselineName: 'the same export checking every grant', baseline: best(withoutSeals), higherIsBetter: true });
+    report({
+      name: 'export rows/s, to MinIO with manifest, sealed hours not re-checked',
+      value: best(withSeals),
+      unit: 'rows/s',
+      baselineName: 'ClickHouse → local Parquet file',
+      baseline: best(base2),
+      higherIsBetter: true,
+    });
+    report({
+      name: 'export rows/s, to MinIO with manifest, sealed hours not re-checked',
+      value: best(withSeals),
+      unit: 'rows/s',
+      baselineName: 'the same export checking every grant',
+      baseline: best(withoutSeals),
+      higherIsBetter: true,
+    });
   } finally {
     await close();
     work.remove();
@@ -172,8 +222,19 @@ async function archiveBench(): Promise<void> {
     for (let i = 0; i < ARCHIVE_RECORDS; i++) {
       const now = Date.now();
       const fields: Omit<ForceRecord, 'mac'> = {
-        id: `${keyPrefix.split('/').pop()}${i}`, key: `payments/acct-${i}`, holder: 'spiffe://corp/w', session: '7587862000', token: '11258999069426240', class: 'payments', enforcement: 'fenced',
-        requester: 'alice@corp', approver: 'bob@corp', reason: 'bench', requestedAt: now - 1_000, approvedAt: now, revokedSession: false,
+        id: `${keyPrefix.split('/').pop()}${i}`,
+        key: `payments/acct-${i}`,
+        holder: 'spiffe://corp/w',
+        session: '7587862000',
+        token: '11258999069426240',
+        class: 'payments',
+        enforcement: 'fenced',
+        requester: 'alice@corp',
+        approver: 'bob@corp',
+        reason: 'bench',
+        requestedAt: now - 1_000,
+        approvedAt: now,
+        revokedSession: false,
       };
       const value = JSON.stringify({ ...fields, mac: forceMac(BENCH_ORIGIN_SECRET, fields) }); // signed, as the lock API writes it
       const put = await lease.put(`${keyPrefix}${i}`).value(value);
@@ -193,7 +254,16 @@ async function archiveBench(): Promise<void> {
       const body = Buffer.from(value);
       const t0 = performance.now();
       const res = await s3.makeRequestAsync(
-        { method: 'PUT', bucketName: bucket, objectName: `plain/${i}.json`, headers: { 'content-md5': createHash('md5').update(body).digest('base64'), 'x-amz-object-lock-mode': 'COMPLIANCE', 'x-amz-object-lock-retain-until-date': new Date(Date.now() + 86_400_000).toISOString() } },
+        {
+          method: 'PUT',
+          bucketName: bucket,
+          objectName: `plain/${i}.json`,
+          headers: {
+            'content-md5': createHash('md5').update(body).digest('base64'),
+            'x-amz-object-lock-mode': 'COMPLIANCE',
+            'x-amz-object-lock-retain-until-date': new Date(Date.now() + 86_400_000).toISOString(),
+          },
+        },
         body,
         [200],
       );
@@ -202,8 +272,22 @@ async function archiveBench(): Promise<void> {
     }
     latencies.sort((a, b) => a - b);
     plain.sort((a, b) => a - b);
-    report({ name: 'archive latency p50 (commit → object)', value: percentile(latencies, 50), unit: 'ms', baselineName: 'one locked S3 put, p50', baseline: percentile(plain, 50), higherIsBetter: false });
-    report({ name: 'archive latency p95 (commit → object)', value: percentile(latencies, 95), unit: 'ms', baselineName: 'one locked S3 put, p95', baseline: percentile(plain, 95), higherIsBetter: false });
+    report({
+      name: 'archive latency p50 (commit → object)',
+      value: percentile(latencies, 50),
+      unit: 'ms',
+      baselineName: 'one locked S3 put, p50',
+      baseline: percentile(plain, 50),
+      higherIsBetter: false,
+    });
+    report({
+      name: 'archive latency p95 (commit → object)',
+      value: percentile(latencies, 95),
+      unit: 'ms',
+      baselineName: 'one locked S3 put, p95',
+      baseline: percentile(plain, 95),
+      higherIsBetter: false,
+    });
   } finally {
     await archiver.close();
     await lease.revoke().catch(() => undefined);

@@ -30,14 +30,27 @@ type Format = 'json' | 'csv' | 'arrow';
 
 function decode(format: Format, body: Buffer): number {
   if (format === 'json') return (JSON.parse(body.toString('utf8')) as { items: unknown[] }).items.length;
-  if (format === 'csv') return body.toString('utf8').split('\r\n').slice(1, -1).map((l) => l.split(',')).length;
+  if (format === 'csv')
+    return body
+      .toString('utf8')
+      .split('\r\n')
+      .slice(1, -1)
+      .map((l) => l.split(',')).length;
   return tableFromIPC(body).numRows;
 }
 
 async function main(): Promise<void> {
   const { store, close } = await tempStore();
-  const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '1000000', LOCKAUDIT_QUERY_TIMEOUT_MS: '120000', LOCKAUDIT_MAX_PAGE_SIZE: '100000', LOCKAUDIT_S3_HISTORY_BUCKET: uniqueId('bench-fmt-') });
-  const app = await buildApp({ config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() }, [grantRoutes]);
+  const config = testConfig({
+    LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '1000000',
+    LOCKAUDIT_QUERY_TIMEOUT_MS: '120000',
+    LOCKAUDIT_MAX_PAGE_SIZE: '100000',
+    LOCKAUDIT_S3_HISTORY_BUCKET: uniqueId('bench-fmt-'),
+  });
+  const app = await buildApp(
+    { config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() },
+    [grantRoutes],
+  );
   try {
     const endMs = Date.now();
     const data = await generateReportData(store, EVENTS, endMs);
@@ -53,7 +66,11 @@ async function main(): Promise<void> {
       const t0 = performance.now();
       do {
         pages += 1;
-        const r = await app.inject({ method: 'GET', url: `/v1/grants?${window}&limit=${PAGE}&format=${format}${cursor ? `&cursor=${cursor}` : ''}`, headers: { authorization: `Bearer ${token}` } });
+        const r = await app.inject({
+          method: 'GET',
+          url: `/v1/grants?${window}&limit=${PAGE}&format=${format}${cursor ? `&cursor=${cursor}` : ''}`,
+          headers: { authorization: `Bearer ${token}` },
+        });
         if (r.statusCode !== 200) throw new Error(`${format}: ${r.statusCode} ${r.body.slice(0, 300)}`);
         if (format === 'json' && !decodeToo) {
           // The cursor closes the body: read it there, so "served" counts no JSON parsing.
@@ -87,7 +104,14 @@ async function main(): Promise<void> {
       const what = decodeToo ? 'served + decoded' : 'served';
       const json = best.get('json') as number;
       for (const f of ['json', 'csv', 'arrow'] as Format[]) {
-        report({ name: `grant history rows/s, ${f}, ${what}`, value: best.get(f) as number, baselineName: `json, ${what}`, baseline: json, unit: 'rows/s', higherIsBetter: true });
+        report({
+          name: `grant history rows/s, ${f}, ${what}`,
+          value: best.get(f) as number,
+          baselineName: `json, ${what}`,
+          baseline: json,
+          unit: 'rows/s',
+          higherIsBetter: true,
+        });
       }
     }
 
@@ -112,7 +136,14 @@ async function main(): Promise<void> {
       }
     }
     for (const f of exportFormats) {
-      report({ name: `compliance export rows/s, ${f}`, value: bestExport.get(f) as number, baselineName: 'parquet', baseline: bestExport.get('parquet') as number, unit: 'rows/s', higherIsBetter: true });
+      report({
+        name: `compliance export rows/s, ${f}`,
+        value: bestExport.get(f) as number,
+        baselineName: 'parquet',
+        baseline: bestExport.get('parquet') as number,
+        unit: 'rows/s',
+        higherIsBetter: true,
+      });
     }
   } finally {
     await app.close();

@@ -32,7 +32,14 @@ function batch(k: number) {
   return Array.from({ length: 10_000 }, (_, i) => {
     const n = k * 10_000 + i;
     const at = T0 + n * 100;
-    return grantRows({ key: `ns${n % 20}/k${n % 5000}`, class: 'c1', holder: `spiffe://corp/h${n % 300}`, rev: 1000 + n * 5, at, end: { kind: 'release', at: at + 50, rev: 1000 + n * 5 + 2 } });
+    return grantRows({
+      key: `ns${n % 20}/k${n % 5000}`,
+      class: 'c1',
+      holder: `spiffe://corp/h${n % 300}`,
+      rev: 1000 + n * 5,
+      at,
+      end: { kind: 'release', at: at + 50, rev: 1000 + n * 5 + 2 },
+    });
   }).flatMap((r) => (r.closed ? [r.open, r.closed] : [r.open]));
 }
 
@@ -40,7 +47,10 @@ const before = await storeUpTo(160);
 const after = await storeUpTo(170);
 try {
   heading(`grant rows inserted, ${BATCHES} batches of 20 000 rows: with the token index (sql/170) and without`);
-  const times = new Map<AuditStore, number[]>([[before, []], [after, []]]);
+  const times = new Map<AuditStore, number[]>([
+    [before, []],
+    [after, []],
+  ]);
   for (let k = 0; k < BATCHES + WARMUP; k++) {
     const rows = batch(k);
     for (const store of k % 2 ? [before, after] : [after, before]) {
@@ -50,7 +60,20 @@ try {
     }
   }
   for (const q of [50, 95]) {
-    report({ name: `grants insert, 20 000 rows, with grant_tokens p${q}`, value: percentile([...(times.get(after) ?? [])].sort((a, b) => a - b), q), baselineName: `without (sql/160) p${q}`, baseline: percentile([...(times.get(before) ?? [])].sort((a, b) => a - b), q), unit: 'ms', higherIsBetter: false });
+    report({
+      name: `grants insert, 20 000 rows, with grant_tokens p${q}`,
+      value: percentile(
+        [...(times.get(after) ?? [])].sort((a, b) => a - b),
+        q,
+      ),
+      baselineName: `without (sql/160) p${q}`,
+      baseline: percentile(
+        [...(times.get(before) ?? [])].sort((a, b) => a - b),
+        q,
+      ),
+      unit: 'ms',
+      higherIsBetter: false,
+    });
   }
 } finally {
   await after.close();

@@ -47,7 +47,12 @@ try {
   const cases: Record<string, (i: number) => Record<string, string | number>> = {
     first: (i: number) => resolvePage(deps, { key: key(i), order: 'asc', limit: 100 }, nowMs).params,
     // A cursor half-way through the key's grants.
-    mid: (i: number) => ({ ...resolvePage(deps, { key: key(i), order: 'asc', limit: 100 }, nowMs).params, hasCursor: 1, afterMs: T0 + Math.floor((ROWS * KEYS) / 2) * 1000, afterCluster: 'bench' }),
+    mid: (i: number) => ({
+      ...resolvePage(deps, { key: key(i), order: 'asc', limit: 100 }, nowMs).params,
+      hasCursor: 1,
+      afterMs: T0 + Math.floor((ROWS * KEYS) / 2) * 1000,
+      afterCluster: 'bench',
+    }),
   };
   for (const [name, params] of Object.entries(cases)) {
     const old: number[] = [];
@@ -55,7 +60,11 @@ try {
     for (let i = -2; i < ITER; i += 1) {
       const p = params(i + 2);
       let s = performance.now();
-      const a = await store.rows<{ grant_revision: string; end_kind: string }>(before, { ...p, source: 'grants', limit: 101 }, { ...historySettings('grants'), max_execution_time: 900 });
+      const a = await store.rows<{ grant_revision: string; end_kind: string }>(
+        before,
+        { ...p, source: 'grants', limit: 101 },
+        { ...historySettings('grants'), max_execution_time: 900 },
+      );
       const da = performance.now() - s;
       s = performance.now();
       const b = await reportRows<{ grant_revision: string; end_kind: string }>(deps, history, { ...p, limit: 101 }, historySettings(String(p.source)));
@@ -71,7 +80,14 @@ try {
     old.sort((x, y) => x - y);
     now.sort((x, y) => x - y);
     for (const q of [50, 95]) {
-      report({ name: `key history, ${ROWS.toLocaleString('en-US')}-grant key, ${name} page p${q}: grants_by_key`, value: percentile(now, q), baselineName: `before 140 (grants) p${q}`, baseline: percentile(old, q), unit: 'ms', higherIsBetter: false });
+      report({
+        name: `key history, ${ROWS.toLocaleString('en-US')}-grant key, ${name} page p${q}: grants_by_key`,
+        value: percentile(now, q),
+        baselineName: `before 140 (grants) p${q}`,
+        baseline: percentile(old, q),
+        unit: 'ms',
+        higherIsBetter: false,
+      });
     }
   }
   // Newest first (the default since 2026-12-05) beside oldest first, both on grants_by_key: ClickHouse reads FINAL in
@@ -100,7 +116,14 @@ try {
     asc.sort((x, y) => x - y);
     desc.sort((x, y) => x - y);
     for (const q of [50, 95]) {
-      report({ name: `key history, ${ROWS.toLocaleString('en-US')}-grant key, ${name} page p${q}: newest first`, value: percentile(desc, q), baselineName: `oldest first p${q}`, baseline: percentile(asc, q), unit: 'ms', higherIsBetter: false });
+      report({
+        name: `key history, ${ROWS.toLocaleString('en-US')}-grant key, ${name} page p${q}: newest first`,
+        value: percentile(desc, q),
+        baselineName: `oldest first p${q}`,
+        baseline: percentile(asc, q),
+        unit: 'ms',
+        higherIsBetter: false,
+      });
     }
   }
 } finally {

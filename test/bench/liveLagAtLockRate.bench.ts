@@ -78,7 +78,10 @@ async function paced(s: Setup, clients: number, rate: number, seconds: number): 
 }
 
 function startTailer(): Promise<{ child: ChildProcess; messages: (on: (m: TailerMessage) => void) => void }> {
-  const child = fork(fileURLToPath(new URL('./liveLagTailer.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(fileURLToPath(new URL('./liveLagTailer.ts', import.meta.url)), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const listeners: Array<(m: TailerMessage) => void> = [];
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`the tailer process exited (${code}) before it was ready`)));
@@ -114,7 +117,9 @@ async function main(): Promise<void> {
       process.stdout.write(`   highest rate: ${c} client(s) reach ${rate.toFixed(0)} acquire+release cycles/s\n`);
       if (rate > best.rate) best = { clients: c, rate };
     }
-    process.stdout.write(`   driving ${best.rate.toFixed(0)} cycles/s (${(2 * best.rate).toFixed(0)} commits/s) on ${best.clients} client(s) for ${SECONDS} s with a tailer running (pid below)\n`);
+    process.stdout.write(
+      `   driving ${best.rate.toFixed(0)} cycles/s (${(2 * best.rate).toFixed(0)} commits/s) on ${best.clients} client(s) for ${SECONDS} s with a tailer running (pid below)\n`,
+    );
 
     const started = await startTailer();
     tailer = started.child;
@@ -126,7 +131,16 @@ async function main(): Promise<void> {
     const seenAt = new Map<string, number>();
     const watchLags: number[] = [];
     let watermarkAt = 0;
-    const usage: Array<{ cpuMs: number; rssBytes: number; heapBytes: number; heapTotalBytes: number; externalBytes: number; anonBytes: number; fileBytes: number; at: number }> = [];
+    const usage: Array<{
+      cpuMs: number;
+      rssBytes: number;
+      heapBytes: number;
+      heapTotalBytes: number;
+      externalBytes: number;
+      anonBytes: number;
+      fileBytes: number;
+      at: number;
+    }> = [];
     let purged: (p: { before: number; after: number }) => void = () => undefined;
     const purge = new Promise<{ before: number; after: number }>((r) => (purged = r));
     const engine: Array<{ metrics: Record<string, number>; at: number }> = [];
@@ -207,39 +221,139 @@ async function main(): Promise<void> {
     const cpuPerSecond = (lastUsage.cpuMs - idle.cpuMs) / (lastUsage.at - idle.at);
     const rss = inside.map((u) => u.rssBytes / 1024 / 1024);
     process.stdout.write(`   reached ${rate.toFixed(0)} cycles/s (${lags.length} commits measured, ${watchLags.length} seen by the plain watch)\n`);
-    report({ name: `live lag p50 at ${best.rate.toFixed(0)} lock cycles/s`, value: percentile(lags, 50), baselineName: 'plain watch delivery p50', baseline: percentile(watchLags, 50), unit: 'ms', higherIsBetter: false });
-    report({ name: `live lag p99 at ${best.rate.toFixed(0)} lock cycles/s`, value: percentile(lags, 99), baselineName: 'plain watch delivery p99', baseline: percentile(watchLags, 99), unit: 'ms', higherIsBetter: false });
-    report({ name: 'paced lock rate reached with the tailer', value: rate, baselineName: 'highest rate without it', baseline: best.rate, unit: 'cycles/s', higherIsBetter: true });
+    report({
+      name: `live lag p50 at ${best.rate.toFixed(0)} lock cycles/s`,
+      value: percentile(lags, 50),
+      baselineName: 'plain watch delivery p50',
+      baseline: percentile(watchLags, 50),
+      unit: 'ms',
+      higherIsBetter: false,
+    });
+    report({
+      name: `live lag p99 at ${best.rate.toFixed(0)} lock cycles/s`,
+      value: percentile(lags, 99),
+      baselineName: 'plain watch delivery p99',
+      baseline: percentile(watchLags, 99),
+      unit: 'ms',
+      higherIsBetter: false,
+    });
+    report({
+      name: 'paced lock rate reached with the tailer',
+      value: rate,
+      baselineName: 'highest rate without it',
+      baseline: best.rate,
+      unit: 'cycles/s',
+      higherIsBetter: true,
+    });
     report({ name: 'tailer process CPU', value: cpuPerSecond, baselineName: 'one core', baseline: 1, unit: 'cpu-s/s', higherIsBetter: false });
-    report({ name: 'tailer process RSS, peak', value: Math.max(...rss), baselineName: 'RSS idle, before the load', baseline: rss[0]!, unit: 'MiB', higherIsBetter: false });
-    report({ name: 'tailer process RSS, end', value: rss[rss.length - 1]!, baselineName: 'RSS idle, before the load', baseline: rss[0]!, unit: 'MiB', higherIsBetter: false });
+    report({
+      name: 'tailer process RSS, peak',
+      value: Math.max(...rss),
+      baselineName: 'RSS idle, before the load',
+      baseline: rss[0]!,
+      unit: 'MiB',
+      higherIsBetter: false,
+    });
+    report({
+      name: 'tailer process RSS, end',
+      value: rss[rss.length - 1]!,
+      baselineName: 'RSS idle, before the load',
+      baseline: rss[0]!,
+      unit: 'MiB',
+      higherIsBetter: false,
+    });
     // Flat after warm-up? The first minute is warm-up (caches, the sink's buffers, V8's heap sizing); then RSS, V8's heap
     // and the native rest (RSS − heap − external) at each minute, and the end against the one-minute mark.
     const mib = (b: number): string => (b / 1024 / 1024).toFixed(0);
     const warm = inside.find((u) => u.at >= t0 + 60_000);
     for (const u of inside.filter((x, i) => i === 0 || Math.floor((x.at - t0) / 60_000) !== Math.floor((inside[i - 1]!.at - t0) / 60_000))) {
-      process.stdout.write(`   t+${Math.round((u.at - t0) / 1000)} s: RSS ${mib(u.rssBytes)} MiB = V8 heap ${mib(u.heapBytes)} (committed ${mib(u.heapTotalBytes)}) + external ${mib(u.externalBytes)} + native ${mib(u.rssBytes - u.heapBytes - u.externalBytes)}; anonymous ${mib(u.anonBytes)} + file-backed ${mib(u.fileBytes)}\n`);
+      process.stdout.write(
+        `   t+${Math.round((u.at - t0) / 1000)} s: RSS ${mib(u.rssBytes)} MiB = V8 heap ${mib(u.heapBytes)} (committed ${mib(u.heapTotalBytes)}) + external ${mib(u.externalBytes)} + native ${mib(u.rssBytes - u.heapBytes - u.externalBytes)}; anonymous ${mib(u.anonBytes)} + file-backed ${mib(u.fileBytes)}\n`,
+      );
       // The engine's own account of the native side at that moment (its memory tracker; caches inside it).
       const e = engine.filter((x) => x.at <= u.at + 1_000).at(-1);
-      if (e) process.stdout.write(`      ClickHouse: ${Object.entries(e.metrics).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${mib(v)}`).join(', ')} MiB\n`);
+      if (e)
+        process.stdout.write(
+          `      ClickHouse: ${Object.entries(e.metrics)
+            .filter(([, v]) => v > 0)
+            .map(([k, v]) => `${k} ${mib(v)}`)
+            .join(', ')} MiB\n`,
+        );
     }
     if (warm) {
-      report({ name: 'tailer RSS, end', value: lastUsage.rssBytes / 1024 / 1024, baselineName: 'RSS after one minute (warm)', baseline: warm.rssBytes / 1024 / 1024, unit: 'MiB', higherIsBetter: false });
-      report({ name: 'tailer V8 heap, end', value: lastUsage.heapBytes / 1024 / 1024, baselineName: 'V8 heap after one minute', baseline: warm.heapBytes / 1024 / 1024, unit: 'MiB', higherIsBetter: false });
+      report({
+        name: 'tailer RSS, end',
+        value: lastUsage.rssBytes / 1024 / 1024,
+        baselineName: 'RSS after one minute (warm)',
+        baseline: warm.rssBytes / 1024 / 1024,
+        unit: 'MiB',
+        higherIsBetter: false,
+      });
+      report({
+        name: 'tailer V8 heap, end',
+        value: lastUsage.heapBytes / 1024 / 1024,
+        baselineName: 'V8 heap after one minute',
+        baseline: warm.heapBytes / 1024 / 1024,
+        unit: 'MiB',
+        higherIsBetter: false,
+      });
       const native = (u: { rssBytes: number; heapBytes: number; externalBytes: number }): number => (u.rssBytes - u.heapBytes - u.externalBytes) / 1024 / 1024;
-      report({ name: 'tailer native memory (RSS − V8), end', value: native(lastUsage), baselineName: 'native after one minute', baseline: native(warm), unit: 'MiB', higherIsBetter: false });
-      report({ name: 'tailer V8 heap committed, end', value: lastUsage.heapTotalBytes / 1024 / 1024, baselineName: 'committed after one minute', baseline: warm.heapTotalBytes / 1024 / 1024, unit: 'MiB', higherIsBetter: false });
+      report({
+        name: 'tailer native memory (RSS − V8), end',
+        value: native(lastUsage),
+        baselineName: 'native after one minute',
+        baseline: native(warm),
+        unit: 'MiB',
+        higherIsBetter: false,
+      });
+      report({
+        name: 'tailer V8 heap committed, end',
+        value: lastUsage.heapTotalBytes / 1024 / 1024,
+        baselineName: 'committed after one minute',
+        baseline: warm.heapTotalBytes / 1024 / 1024,
+        unit: 'MiB',
+        higherIsBetter: false,
+      });
       // Anonymous memory outside V8's committed heap and the buffers it tracks: the engine, gRPC's native side, stacks.
       const outside = (u: typeof lastUsage): number => (u.anonBytes - u.heapTotalBytes - u.externalBytes) / 1024 / 1024;
-      report({ name: 'tailer anonymous RSS outside V8, end', value: outside(lastUsage), baselineName: 'the same after one minute', baseline: outside(warm), unit: 'MiB', higherIsBetter: false });
-      report({ name: 'tailer anonymous RSS, end', value: lastUsage.anonBytes / 1024 / 1024, baselineName: 'anonymous after one minute', baseline: warm.anonBytes / 1024 / 1024, unit: 'MiB', higherIsBetter: false });
+      report({
+        name: 'tailer anonymous RSS outside V8, end',
+        value: outside(lastUsage),
+        baselineName: 'the same after one minute',
+        baseline: outside(warm),
+        unit: 'MiB',
+        higherIsBetter: false,
+      });
+      report({
+        name: 'tailer anonymous RSS, end',
+        value: lastUsage.anonBytes / 1024 / 1024,
+        baselineName: 'anonymous after one minute',
+        baseline: warm.anonBytes / 1024 / 1024,
+        unit: 'MiB',
+        higherIsBetter: false,
+      });
       // Flat or growing: the second half's samples against the first half's (after warm-up), mean against mean.
       const settled = inside.filter((u) => u.at >= warm.at);
       const half = Math.floor(settled.length / 2);
       const mean = (xs: typeof settled): number => xs.reduce((a, u) => a + u.rssBytes, 0) / xs.length / 1024 / 1024;
-      if (half > 0) report({ name: 'tailer RSS, mean of the second half', value: mean(settled.slice(half)), baselineName: 'mean of the first half after warm-up', baseline: mean(settled.slice(0, half)), unit: 'MiB', higherIsBetter: false });
+      if (half > 0)
+        report({
+          name: 'tailer RSS, mean of the second half',
+          value: mean(settled.slice(half)),
+          baselineName: 'mean of the first half after warm-up',
+          baseline: mean(settled.slice(0, half)),
+          unit: 'MiB',
+          higherIsBetter: false,
+        });
     }
-    report({ name: 'tailer anonymous RSS after SYSTEM JEMALLOC PURGE', value: afterPurge.after / 1024 / 1024, baselineName: 'just before it, load over', baseline: afterPurge.before / 1024 / 1024, unit: 'MiB', higherIsBetter: false });
+    report({
+      name: 'tailer anonymous RSS after SYSTEM JEMALLOC PURGE',
+      value: afterPurge.after / 1024 / 1024,
+      baselineName: 'just before it, load over',
+      baseline: afterPurge.before / 1024 / 1024,
+      unit: 'MiB',
+      higherIsBetter: false,
+    });
   } finally {
     stopKeepalive?.();
     tailer?.kill();

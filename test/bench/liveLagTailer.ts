@@ -14,7 +14,17 @@ import { tempStore, testConfig, uniqueId } from '../support/env.js';
 export type TailerMessage =
   | { type: 'ready' }
   | { type: 'watermark'; revision: string; at: number }
-  | { type: 'usage'; cpuMs: number; rssBytes: number; heapBytes: number; heapTotalBytes: number; externalBytes: number; anonBytes: number; fileBytes: number; at: number }
+  | {
+      type: 'usage';
+      cpuMs: number;
+      rssBytes: number;
+      heapBytes: number;
+      heapTotalBytes: number;
+      externalBytes: number;
+      anonBytes: number;
+      fileBytes: number;
+      at: number;
+    }
   | { type: 'purged'; before: number; after: number }
   | { type: 'engine'; metrics: Record<string, number>; at: number }
   | { type: 'closed' };
@@ -31,7 +41,12 @@ const head = (await client.kv.range({ key: Buffer.from('/sys/clock'), count_only
 client.close();
 await store.insert('checkpoints', [{ cluster: label, revision: String(head), leader: 'bench' }]);
 const replica = new TailerReplica(
-  { cluster: { name: label, endpoints }, store, log: createLogger('warn'), onWatermark: (r) => send({ type: 'watermark', revision: r.toString(), at: Date.now() }) },
+  {
+    cluster: { name: label, endpoints },
+    store,
+    log: createLogger('warn'),
+    onWatermark: (r) => send({ type: 'watermark', revision: r.toString(), at: Date.now() }),
+  },
   { electionTtlSeconds: 5, checkpointIntervalMs: 250, sink: { maxDelayMs: 50 } },
 );
 replica.start();
@@ -51,12 +66,33 @@ const usage = (): void => {
   // RSS split: V8's heap and the buffers it tracks (external, array buffers) against the rest, which is native
   // (embedded ClickHouse's caches and merges, gRPC): which side grows says where to look.
   const m = process.memoryUsage();
-  send({ type: 'usage', cpuMs: (cpu.user + cpu.system) / 1000, rssBytes: m.rss, heapBytes: m.heapUsed, heapTotalBytes: m.heapTotal, externalBytes: m.external + m.arrayBuffers, ...resident(), at: Date.now() });
+  send({
+    type: 'usage',
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    rssBytes: m.rss,
+    heapBytes: m.heapUsed,
+    heapTotalBytes: m.heapTotal,
+    externalBytes: m.external + m.arrayBuffers,
+    ...resident(),
+    at: Date.now(),
+  });
 };
 // What embedded ClickHouse says it holds (its memory tracker, caches, merges): the native side, named.
-const ENGINE_METRICS = ['MemoryTracking', 'MergesMutationsMemoryTracking', 'MarkCacheBytes', 'PrimaryIndexCacheBytes', 'UncompressedCacheBytes', 'QueryConditionCacheBytes', 'PageCacheBytes', 'CompiledExpressionCacheBytes'];
+const ENGINE_METRICS = [
+  'MemoryTracking',
+  'MergesMutationsMemoryTracking',
+  'MarkCacheBytes',
+  'PrimaryIndexCacheBytes',
+  'UncompressedCacheBytes',
+  'QueryConditionCacheBytes',
+  'PageCacheBytes',
+  'CompiledExpressionCacheBytes',
+];
 const engine = async (): Promise<void> => {
-  const rows = await store.rows<{ metric: string; value: string }>('SELECT metric, toString(value) AS value FROM system.metrics WHERE metric IN {names:Array(String)}', { names: ENGINE_METRICS });
+  const rows = await store.rows<{ metric: string; value: string }>(
+    'SELECT metric, toString(value) AS value FROM system.metrics WHERE metric IN {names:Array(String)}',
+    { names: ENGINE_METRICS },
+  );
   send({ type: 'engine', metrics: Object.fromEntries(rows.map((r) => [r.metric, Number(r.value)])), at: Date.now() });
 };
 let engineBusy = false;
@@ -66,7 +102,9 @@ const sampler = setInterval(() => {
   // Every 5 s: a query on the tailer's own engine, kept rare beside its inserts.
   if (engineBusy || ticks++ % 5 !== 0) return;
   engineBusy = true;
-  engine().catch(() => undefined).finally(() => (engineBusy = false));
+  engine()
+    .catch(() => undefined)
+    .finally(() => (engineBusy = false));
 }, 1_000);
 usage();
 send({ type: 'ready' });

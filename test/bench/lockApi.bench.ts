@@ -46,7 +46,12 @@ async function drive(concurrency: number, cycle: (client: number) => Promise<num
     }),
   );
   const used = process.cpuUsage(cpu);
-  return { acquireMs: acquireMs.sort((a, b) => a - b), cycles, seconds: (performance.now() - started) / 1000, cpuMsPerCycle: (used.user + used.system) / 1000 / cycles };
+  return {
+    acquireMs: acquireMs.sort((a, b) => a - b),
+    cycles,
+    seconds: (performance.now() - started) / 1000,
+    cpuMsPerCycle: (used.user + used.system) / 1000 / cycles,
+  };
 }
 
 /** etcd's own count of gRPC messages received, by method (a unary call is one; each keepalive on a stream is one). */
@@ -123,7 +128,12 @@ function perCycle(run: Counted): { text: string; total: number } {
  * API and bare in alternating slices (ROUNDS of each per level), so both see the same load from the
  * machine's other tenants; one round when profiling, so the profile holds only the API.
  */
-async function interleaved(endpoints: readonly string[], concurrency: number, api: (client: number) => Promise<number>, bare: (client: number) => Promise<number>): Promise<{ a: Counted; b: Counted }> {
+async function interleaved(
+  endpoints: readonly string[],
+  concurrency: number,
+  api: (client: number) => Promise<number>,
+  bare: (client: number) => Promise<number>,
+): Promise<{ a: Counted; b: Counted }> {
   const rounds = process.env.BENCH_LOCK_PROFILE ? 1 : ROUNDS;
   const as: Counted[] = [];
   const bs: Counted[] = [];
@@ -169,7 +179,10 @@ async function main(): Promise<void> {
       const t0 = performance.now();
       const res = await etcd.kv.txn({
         compare: [cmp.absent(hold), cmp.mod(keys.epoch(), epochRev), cmp.mod(keys.class(className), classRev), cmp.exists(keys.session(lease))],
-        success: [op.put(hold, { holder: 'x', session: lease, class: className, epoch: 1, waitMs: 0, at: Date.now() }, lease), op.put(keys.session(lease), {}, lease)],
+        success: [
+          op.put(hold, { holder: 'x', session: lease, class: className, epoch: 1, waitMs: 0, at: Date.now() }, lease),
+          op.put(keys.session(lease), {}, lease),
+        ],
         failure: [op.get(hold), op.get(keys.epoch()), op.get(keys.class(className)), op.get(keys.session(lease))],
       });
       const acquired = performance.now() - t0;
@@ -196,14 +209,16 @@ async function main(): Promise<void> {
     // Where an API cycle's time goes: etcd txns and the high-water persistence, timed around the service's own calls.
     const spent = { txnMs: 0, persistMs: 0 };
     const { etcd: lockEtcd, epoch } = la.service.parts;
-    const timed = <A extends unknown[], R>(fn: (...args: A) => Promise<R>, into: keyof typeof spent) => async (...args: A): Promise<R> => {
-      const t0 = performance.now();
-      try {
-        return await fn(...args);
-      } finally {
-        spent[into] += performance.now() - t0;
-      }
-    };
+    const timed =
+      <A extends unknown[], R>(fn: (...args: A) => Promise<R>, into: keyof typeof spent) =>
+      async (...args: A): Promise<R> => {
+        const t0 = performance.now();
+        try {
+          return await fn(...args);
+        } finally {
+          spent[into] += performance.now() - t0;
+        }
+      };
     lockEtcd.txn = timed(lockEtcd.txn.bind(lockEtcd), 'txnMs');
     epoch.confirmWrite = timed(epoch.confirmWrite.bind(epoch), 'persistMs');
 
@@ -221,13 +236,52 @@ async function main(): Promise<void> {
       process.stdout.write(
         `   an API cycle at ${c} client(s), mean ${cycleMs.toFixed(2)} ms: etcd txns ${(spent.txnMs / a.cycles).toFixed(2)}, high-water persistence ${(spent.persistMs / a.cycles).toFixed(2)}, the rest (HTTP, auth, validation, logic, waiting for the CPU) ${(cycleMs - (spent.txnMs + spent.persistMs) / a.cycles).toFixed(2)}; a bare pair ${bareMs.toFixed(2)} ms\n`,
       );
-      process.stdout.write(`   high-water writes at ${c} client(s): ${writes} for ${a.cycles} grants, ${(a.cycles / Math.max(1, writes)).toFixed(2)} grants per write (group commit)\n`);
-      process.stdout.write(`   etcd requests per acquire+release at ${c} client(s): API ${ar.total.toFixed(2)} (${ar.text}); bare ${br.total.toFixed(2)} (${br.text})\n`);
-      report({ name: `acquire p50, ${c} client(s)`, value: percentile(a.acquireMs, 50), baselineName: 'bare etcd txn p50', baseline: percentile(b.acquireMs, 50), unit: 'ms', higherIsBetter: false });
-      report({ name: `acquire p99, ${c} client(s)`, value: percentile(a.acquireMs, 99), baselineName: 'bare etcd txn p99', baseline: percentile(b.acquireMs, 99), unit: 'ms', higherIsBetter: false });
-      report({ name: `acquire+release cycles/s, ${c} client(s)`, value: a.cycles / a.seconds, baselineName: 'bare txn pairs/s', baseline: b.cycles / b.seconds, unit: 'ops/s', higherIsBetter: true });
-      report({ name: `process CPU per cycle, ${c} client(s)`, value: a.cpuMsPerCycle, baselineName: 'bare txn pair', baseline: b.cpuMsPerCycle, unit: 'ms', higherIsBetter: false });
-      report({ name: `etcd requests per cycle, ${c} client(s)`, value: ar.total, baselineName: 'bare txn pair', baseline: br.total, unit: 'requests', higherIsBetter: false });
+      process.stdout.write(
+        `   high-water writes at ${c} client(s): ${writes} for ${a.cycles} grants, ${(a.cycles / Math.max(1, writes)).toFixed(2)} grants per write (group commit)\n`,
+      );
+      process.stdout.write(
+        `   etcd requests per acquire+release at ${c} client(s): API ${ar.total.toFixed(2)} (${ar.text}); bare ${br.total.toFixed(2)} (${br.text})\n`,
+      );
+      report({
+        name: `acquire p50, ${c} client(s)`,
+        value: percentile(a.acquireMs, 50),
+        baselineName: 'bare etcd txn p50',
+        baseline: percentile(b.acquireMs, 50),
+        unit: 'ms',
+        higherIsBetter: false,
+      });
+      report({
+        name: `acquire p99, ${c} client(s)`,
+        value: percentile(a.acquireMs, 99),
+        baselineName: 'bare etcd txn p99',
+        baseline: percentile(b.acquireMs, 99),
+        unit: 'ms',
+        higherIsBetter: false,
+      });
+      report({
+        name: `acquire+release cycles/s, ${c} client(s)`,
+        value: a.cycles / a.seconds,
+        baselineName: 'bare txn pairs/s',
+        baseline: b.cycles / b.seconds,
+        unit: 'ops/s',
+        higherIsBetter: true,
+      });
+      report({
+        name: `process CPU per cycle, ${c} client(s)`,
+        value: a.cpuMsPerCycle,
+        baselineName: 'bare txn pair',
+        baseline: b.cpuMsPerCycle,
+        unit: 'ms',
+        higherIsBetter: false,
+      });
+      report({
+        name: `etcd requests per cycle, ${c} client(s)`,
+        value: ar.total,
+        baselineName: 'bare txn pair',
+        baseline: br.total,
+        unit: 'requests',
+        higherIsBetter: false,
+      });
       const p99 = percentile(a.acquireMs, 99);
       process.stdout.write(`   seeds' target acquire p99 ≤ 50 ms at ${c} client(s): ${p99 <= 50 ? 'met' : 'NOT met'} (${p99.toFixed(1)} ms)\n`);
     }

@@ -33,6 +33,27 @@ const hs256 = perValueMicros(() => {
 });
 const ed25519 = perValueMicros(() => decodeValue(HoldValueSchema, text) && verify(null, message, publicKey, signature));
 const hmacOnly = perValueMicros(() => createHmac('sha256', secret).update(message).digest().length);
-report({ name: 'decode + hs256 proof check', value: hs256, baselineName: 'decode only (JSON + schema)', baseline: decode, unit: 'µs/value', higherIsBetter: false });
-report({ name: 'decode + ed25519 verify', value: ed25519, baselineName: 'decode only (JSON + schema)', baseline: decode, unit: 'µs/value', higherIsBetter: false });
-report({ name: 'ed25519 verify alone', value: ed25519 - decode, baselineName: 'HMAC-SHA256 alone', baseline: hmacOnly, unit: 'µs/value', higherIsBetter: false });
+report({
+  name: 'decode + hs256 proof check',
+  value: hs256,
+  baselineName: 'decode only (JSON + schema)',
+  baseline: decode,
+  unit: 'µs/value',
+  higherIsBetter: false,
+});
+report({
+  name: 'decode + ed25519 verify',
+  value: ed25519,
+  baselineName: 'decode only (JSON + schema)',
+  baseline: decode,
+  unit: 'µs/value',
+  higherIsBetter: false,
+});
+report({
+  name: 'ed25519 verify alone',
+  value: ed25519 - decode,
+  baselineName: 'HMAC-SHA256 alone',
+  baseline: hmacOnly,
+  unit: 'µs/value',
+  higherIsBetter: false,
+});

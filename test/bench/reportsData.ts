@@ -92,9 +92,15 @@ export function benchClasses(asOfMs: number): Array<{ name: string; value: strin
   return Array.from({ length: 10 }, (_, i) => {
     const advisory = i < 5;
     const def = {
-      name: `class-${i}`, namespace: `ns${i}`, purpose: advisory ? 'efficiency' : 'correctness', enforcement: advisory ? 'advisory' : 'fenced',
+      name: `class-${i}`,
+      namespace: `ns${i}`,
+      purpose: advisory ? 'efficiency' : 'correctness',
+      enforcement: advisory ? 'advisory' : 'fenced',
       ...(advisory ? { riskOwner: `owner-${i}@corp`, waiverExpires: day([90, 20, -3, 45, 5][i] as number) } : { pauseTest: `pt-${i}` }),
-      ttlSeconds: advisory ? 30 : 15, tier: 'entity', onQuorumLoss: advisory ? 'open' : 'closed', fairness: 'memory',
+      ttlSeconds: advisory ? 30 : 15,
+      tier: 'entity',
+      onQuorumLoss: advisory ? 'open' : 'closed',
+      fairness: 'memory',
     };
     return { name: `class-${i}`, value: JSON.stringify(def) };
   });
@@ -119,11 +125,40 @@ export async function generateReportData(store: AuditStore, events: number, endM
   await store.insert(
     'events',
     benchClasses(endMs).map((c, i) => ({
-      cluster: 'bench', revision: String(100 + i), key: `/sys/class/${c.name}`, event_type: 'class-change', op: 'put', namespace: '', lock_path: '',
-      class: c.name, holder: '', session: '0', token: '0', epoch: 40, grant_revision: '0', wait_ms: 0, wall_time: t0 - 86_400_000, time_estimated: 0,
-      time_error_ms: 0, create_revision: String(100 + i), mod_revision: String(100 + i), version: '1', lease: '0', value: c.value, prev_value: '', unprotected: 0,
+      cluster: 'bench',
+      revision: String(100 + i),
+      key: `/sys/class/${c.name}`,
+      event_type: 'class-change',
+      op: 'put',
+      namespace: '',
+      lock_path: '',
+      class: c.name,
+      holder: '',
+      session: '0',
+      token: '0',
+      epoch: 40,
+      grant_revision: '0',
+      wait_ms: 0,
+      wall_time: t0 - 86_400_000,
+      time_estimated: 0,
+      time_error_ms: 0,
+      create_revision: String(100 + i),
+      mod_revision: String(100 + i),
+      version: '1',
+      lease: '0',
+      value: c.value,
+      prev_value: '',
+      unprotected: 0,
     })),
   );
   const hot = n > 0 ? 'ns0/acct-0' : '';
-  return { grants: n, events: n * 5 + 10, fromMs: t0, toMs: endMs, hotKey: hot, holder: 'spiffe://corp/worker-42', token: String(40n * 2n ** 48n + 1000n + 5n * BigInt(Math.floor(n / 2)) + 1n) };
+  return {
+    grants: n,
+    events: n * 5 + 10,
+    fromMs: t0,
+    toMs: endMs,
+    hotKey: hot,
+    holder: 'spiffe://corp/worker-42',
+    token: String(40n * 2n ** 48n + 1000n + 5n * BigInt(Math.floor(n / 2)) + 1n),
+  };
 }

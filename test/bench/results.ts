@@ -91,12 +91,30 @@ export function table(run: BenchRun): string {
   const head = `bench run ${m.startedAt}: ${m.cores} cores (${m.cpuModel}), ${m.memoryGiB} GiB, node ${m.node}, load average at start ${m.loadAverage.join(' / ')}, at end ${run.loadAverageAtEnd.join(' / ')}`;
   const rows = [['bench', 'figure', 'value', 'unit', 'baseline (same run)', 'baseline', 'ratio']];
   for (const f of run.figures) {
-    rows.push([f.bench, f.name, fmt(f.value), f.unit, f.baselineName, fmt(f.baseline), f.ratio === null ? '-' : `${f.ratio.toFixed(2)}${f.higherIsBetter ? '' : ' (lower better)'}`]);
+    rows.push([
+      f.bench,
+      f.name,
+      fmt(f.value),
+      f.unit,
+      f.baselineName,
+      fmt(f.baseline),
+      f.ratio === null ? '-' : `${f.ratio.toFixed(2)}${f.higherIsBetter ? '' : ' (lower better)'}`,
+    ]);
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  const line = (r: string[]): string => r.map((cell, c) => (c === 2 || c === 5 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join(' | ').trimEnd();
+  const line = (r: string[]): string =>
+    r
+      .map((cell, c) => (c === 2 || c === 5 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!)))
+      .join(' | ')
+      .trimEnd();
   const failed = run.benches.filter((b) => !b.ok).map((b) => b.file);
-  return [head, line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('-|-'), ...rows.slice(1).map(line), ...(failed.length ? [`FAILED (figures incomplete): ${failed.join(', ')}`] : [])].join('\n');
+  return [
+    head,
+    line(rows[0]!),
+    widths.map((w) => '-'.repeat(w)).join('-|-'),
+    ...rows.slice(1).map(line),
+    ...(failed.length ? [`FAILED (figures incomplete): ${failed.join(', ')}`] : []),
+  ].join('\n');
 }
 
 export function readMachine(path: string): MachineFacts {

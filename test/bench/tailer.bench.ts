@@ -99,7 +99,9 @@ const writeStarted = Date.now();
 await w.history(REVISIONS);
 const to = BigInt(await w.clock());
 await w.clock(); // a change after the range: it tells the plain watch the range is over
-process.stdout.write(`wrote ${(to - from + 1n).toLocaleString()} revisions, ${w.expected.length.toLocaleString()} lock events in ${((Date.now() - writeStarted) / 1000).toFixed(1)} s\n`);
+process.stdout.write(
+  `wrote ${(to - from + 1n).toLocaleString()} revisions, ${w.expected.length.toLocaleString()} lock events in ${((Date.now() - writeStarted) / 1000).toFixed(1)} s\n`,
+);
 
 const baseline = await noopWatch(from, to);
 const baseRate = baseline.events / baseline.seconds;
@@ -110,13 +112,36 @@ for (const k of WINDOWS) {
   const limit = await noopSplit(from, to, k);
   if (limit.events !== baseline.events) throw new Error(`no-op split at K=${k} saw ${limit.events} events, one watch ${baseline.events}`);
   const limitRate = limit.events / limit.seconds;
-  report({ name: `no-op consumer, ${k} range-split watches`, value: limitRate, baselineName: 'no-op consumer, one etcd watch', baseline: baseRate, unit: 'events/s', higherIsBetter: true });
-  const prof = await profiled(`tailer-catchup-K${k}`, () => tailerCatchUp(from, to, k === 1 ? { catchUpWindows: 1 } : { catchUpWindows: k, splitMinRevisions: SPLIT_MIN_REVISIONS }));
+  report({
+    name: `no-op consumer, ${k} range-split watches`,
+    value: limitRate,
+    baselineName: 'no-op consumer, one etcd watch',
+    baseline: baseRate,
+    unit: 'events/s',
+    higherIsBetter: true,
+  });
+  const prof = await profiled(`tailer-catchup-K${k}`, () =>
+    tailerCatchUp(from, to, k === 1 ? { catchUpWindows: 1 } : { catchUpWindows: k, splitMinRevisions: SPLIT_MIN_REVISIONS }),
+  );
   const run = prof.result;
   process.stdout.write(`  (K=${k}: ${prof.wallSeconds.toFixed(1)} s wall, ${prof.cpuSeconds.toFixed(1)} s CPU of this process on all threads)\n`);
   const rate = baseline.events / run.seconds;
-  report({ name: `tailer catch-up, ${k} window(s), end to end`, value: rate, baselineName: `no-op consumer, ${limit.windows} watch(es)`, baseline: limitRate, unit: 'events/s', higherIsBetter: true });
-  report({ name: `tailer catch-up, ${k} window(s), vs one watch`, value: rate, baselineName: 'no-op consumer, one etcd watch', baseline: baseRate, unit: 'events/s', higherIsBetter: true });
+  report({
+    name: `tailer catch-up, ${k} window(s), end to end`,
+    value: rate,
+    baselineName: `no-op consumer, ${limit.windows} watch(es)`,
+    baseline: limitRate,
+    unit: 'events/s',
+    higherIsBetter: true,
+  });
+  report({
+    name: `tailer catch-up, ${k} window(s), vs one watch`,
+    value: rate,
+    baselineName: 'no-op consumer, one etcd watch',
+    baseline: baseRate,
+    unit: 'events/s',
+    higherIsBetter: true,
+  });
   await assertExactCapture(store, run.label, client, from, to, w.expected);
 }
 
@@ -191,8 +216,22 @@ if (!CATCHUP_ONLY) {
       await watcher.cancel();
       watchLags.sort((a, b) => a - b);
     }
-    report({ name: `live lag p50 at ${rate} grants/s`, value: percentile(lags, 50), baselineName: 'plain watch delivery p50', baseline: percentile(watchLags, 50), unit: 'ms', higherIsBetter: false });
-    report({ name: `live lag p99 at ${rate} grants/s`, value: percentile(lags, 99), baselineName: 'plain watch delivery p99', baseline: percentile(watchLags, 99), unit: 'ms', higherIsBetter: false });
+    report({
+      name: `live lag p50 at ${rate} grants/s`,
+      value: percentile(lags, 50),
+      baselineName: 'plain watch delivery p50',
+      baseline: percentile(watchLags, 50),
+      unit: 'ms',
+      higherIsBetter: false,
+    });
+    report({
+      name: `live lag p99 at ${rate} grants/s`,
+      value: percentile(lags, 99),
+      baselineName: 'plain watch delivery p99',
+      baseline: percentile(watchLags, 99),
+      unit: 'ms',
+      higherIsBetter: false,
+    });
   }
 
   heading('one revision with 20 000 events (mass expiry)');
@@ -203,7 +242,14 @@ if (!CATCHUP_ONLY) {
     let target = 0n;
     let reachedAt = 0;
     const replica = new TailerReplica(
-      { cluster: { name: label, endpoints }, store, log, onWatermark: (r) => { if (target > 0n && r >= target && reachedAt === 0) reachedAt = Date.now(); } },
+      {
+        cluster: { name: label, endpoints },
+        store,
+        log,
+        onWatermark: (r) => {
+          if (target > 0n && r >= target && reachedAt === 0) reachedAt = Date.now();
+        },
+      },
       { electionTtlSeconds: 5, checkpointIntervalMs: 250 },
     );
     replica.start();
@@ -229,10 +275,23 @@ if (!CATCHUP_ONLY) {
     const b0 = Date.now();
     await noopWatch(target, target);
     const watchMs = Date.now() - b0;
-    report({ name: '20 000-event revision: expiry → durable', value: reachedAt - t0, baselineName: 'plain watch of that revision', baseline: watchMs, unit: 'ms', higherIsBetter: false });
-    report({ name: '20 000-event revision: peak RSS growth', value: (peak - rssBefore) / 1024 / 1024, baselineName: 'RSS before (MiB)', baseline: rssBefore / 1024 / 1024, unit: 'MiB', higherIsBetter: false });
+    report({
+      name: '20 000-event revision: expiry → durable',
+      value: reachedAt - t0,
+      baselineName: 'plain watch of that revision',
+      baseline: watchMs,
+      unit: 'ms',
+      higherIsBetter: false,
+    });
+    report({
+      name: '20 000-event revision: peak RSS growth',
+      value: (peak - rssBefore) / 1024 / 1024,
+      baselineName: 'RSS before (MiB)',
+      baseline: rssBefore / 1024 / 1024,
+      unit: 'MiB',
+      higherIsBetter: false,
+    });
   }
-
 }
 
 client.close();

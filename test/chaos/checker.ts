@@ -67,7 +67,11 @@ export function verdictJson(r: CheckResult): string {
 /** The per-gap table: each gap, the fault that earned it, its width, the bound it was held to and how many changes it excused. */
 export function gapTable(r: CheckResult): string[] {
   const lines = [`gaps recorded: ${r.gaps.length} (changes excused by gaps: ${r.inGaps} of ${r.changesChecked})`];
-  if (r.gaps.length) lines.push(`  ${'from–to'.padEnd(26)} ${'kind'.padEnd(11)} ${'width'.padStart(8)} ${'excused'.padStart(8)}  ${'bound'.padEnd(30)} fault / verdict`);
-  for (const g of r.gaps) lines.push(`  ${`${g.from}–${g.to}`.padEnd(26)} ${g.kind.padEnd(11)} ${g.width.padStart(8)} ${String(g.excused).padStart(8)}  ${g.bound.padEnd(30)} ${g.fault}${g.verdict === 'earned' ? '' : ` — ${g.verdict.toUpperCase()}`}`);
+  if (r.gaps.length)
+    lines.push(`  ${'from–to'.padEnd(26)} ${'kind'.padEnd(11)} ${'width'.padStart(8)} ${'excused'.padStart(8)}  ${'bound'.padEnd(30)} fault / verdict`);
+  for (const g of r.gaps)
+    lines.push(
+      `  ${`${g.from}–${g.to}`.padEnd(26)} ${g.kind.padEnd(11)} ${g.width.padStart(8)} ${String(g.excused).padStart(8)}  ${g.bound.padEnd(30)} ${g.fault}${g.verdict === 'earned' ? '' : ` — ${g.verdict.toUpperCase()}`}`,
+    );
   return lines;
 }

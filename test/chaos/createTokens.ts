@@ -25,7 +25,14 @@ try {
   // The throughput pump's clients (the realistic profile): one identity per pump loop.
   const pumpClients: string[] = [];
   for (let i = 0; i < PUMP_CLIENTS; i++) pumpClients.push((await createApiToken(store, `spiffe://chaos.lockaudit/payments/pump-${i}`, ['client'])).token);
-  const out = { admin: fleet.admin, operators: fleet.operators.map((o) => o.token), clients: fleet.clients.map((c) => c.token), investigator: investigator.token, chaosClients, pumpClients };
+  const out = {
+    admin: fleet.admin,
+    operators: fleet.operators.map((o) => o.token),
+    clients: fleet.clients.map((c) => c.token),
+    investigator: investigator.token,
+    chaosClients,
+    pumpClients,
+  };
   writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`, { mode: 0o600 });
 } finally {
   await store.close();

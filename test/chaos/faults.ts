@@ -285,16 +285,25 @@ async function run(kind: FaultKind, ctx: FaultContext): Promise<Injected> {
 /** Expected seconds a fault takes, for spreading the schedule. */
 export function faultSeconds(kind: FaultKind, ctx: Pick<FaultContext, 'electionTtlSeconds' | 'serviceDownSeconds'>): number {
   switch (kind) {
-    case 'tailer-kill': return 12;
-    case 'tailer-pause': return ctx.electionTtlSeconds + 6;
+    case 'tailer-kill':
+      return 12;
+    case 'tailer-pause':
+      return ctx.electionTtlSeconds + 6;
     case 'etcd-member-kill':
-    case 'etcd-leader-kill': return 12;
+    case 'etcd-leader-kill':
+      return 12;
     case 'minio-stop':
-    case 'redis-stop': return ctx.serviceDownSeconds + 3;
-    case 'compact': return 20;
-    case 'restore': return 30;
-    case 'outage': return 25;
-    case 'mass-expiry': return 12;
-    case 'force-release': return 5;
+    case 'redis-stop':
+      return ctx.serviceDownSeconds + 3;
+    case 'compact':
+      return 20;
+    case 'restore':
+      return 30;
+    case 'outage':
+      return 25;
+    case 'mass-expiry':
+      return 12;
+    case 'force-release':
+      return 5;
   }
 }

@@ -166,7 +166,14 @@ export class Recorder {
   }
 
   #restored(head: bigint): void {
-    const line: RecordedRestore = { kind: 'restore', seq: this.#seq++, era: this.#era + 1, lastRevision: String(this.lastRevision), restoredHead: String(head), at: Date.now() };
+    const line: RecordedRestore = {
+      kind: 'restore',
+      seq: this.#seq++,
+      era: this.#era + 1,
+      lastRevision: String(this.lastRevision),
+      restoredHead: String(head),
+      at: Date.now(),
+    };
     this.#era++;
     appendFileSync(this.#file, `${JSON.stringify(line)}\n`);
     this.#next = head + 1n;
@@ -210,7 +217,8 @@ export class Recorder {
       if (progress > top) top = progress;
     }
     for (const revision of others) {
-      if (!inPrefixes.has(revision)) lines.push(JSON.stringify({ kind: 'other', seq: this.#seq++, era: this.#era, revision: String(revision) } satisfies RecordedOther));
+      if (!inPrefixes.has(revision))
+        lines.push(JSON.stringify({ kind: 'other', seq: this.#seq++, era: this.#era, revision: String(revision) } satisfies RecordedOther));
     }
     if (lines.length > 0) appendFileSync(this.#file, `${lines.join('\n')}\n`);
     // Whole revisions only: etcd never splits one revision across responses unless fragmenting, which we do not ask for.

@@ -76,7 +76,12 @@ export function checkDir(dir: string): { result: CheckResult; faults: FaultRecor
   const read = (name: string): string => readFileSync(path.join(dir, name), 'utf8');
   const final = JSON.parse(read('final.json')) as FinalState;
   const faults = JSON.parse(read('faults.json')) as FaultRecord[];
-  const truth = existsSync(path.join(dir, 'truth.jsonl')) ? read('truth.jsonl').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Truth) : [];
+  const truth = existsSync(path.join(dir, 'truth.jsonl'))
+    ? read('truth.jsonl')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Truth)
+    : [];
   const result = check({
     recording: readRecording(path.join(dir, 'recording.jsonl')),
     truth,
@@ -115,7 +120,11 @@ function parseOptions(argv: string[]): ChaosOptions {
     },
   });
   const all = [...FAULT_KINDS, ...BACKGROUND_KINDS] as string[];
-  const listed = (v: string): string[] => v.split(',').map((s) => s.trim()).filter(Boolean);
+  const listed = (v: string): string[] =>
+    v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
   const chosen = values.faults === 'all' ? all : values.faults === 'none' ? [] : listed(values.faults);
   const skip = listed(values.skip);
   for (const name of [...chosen, ...skip]) if (!all.includes(name)) throw new Error(`unknown fault kind "${name}"; known: ${all.join(', ')}`);
@@ -171,7 +180,14 @@ export function schedule(options: ChaosOptions, rng: ChaosRng): FaultKind[][] {
 async function listArchive(stack: Stack): Promise<string[]> {
   const s3 = stack.config.s3;
   const url = new URL(s3.endpoint);
-  const client = new MinioClient({ endPoint: url.hostname, port: Number(url.port), useSSL: url.protocol === 'https:', accessKey: s3.accessKey, secretKey: s3.secretKey, region: s3.region });
+  const client = new MinioClient({
+    endPoint: url.hostname,
+    port: Number(url.port),
+    useSSL: url.protocol === 'https:',
+    accessKey: s3.accessKey,
+    secretKey: s3.secretKey,
+    region: s3.region,
+  });
   const texts: string[] = [];
   if (!(await client.bucketExists(s3.archiveBucket))) return texts;
   for await (const item of client.listObjectsV2(s3.archiveBucket, '', true) as AsyncIterable<{ name?: string }>) {
@@ -202,7 +218,14 @@ async function waitCaughtUp(stack: Stack, token: string, head: bigint, restores:
   return false;
 }
 
-function renderReport(options: Pick<ChaosOptions, 'seed' | 'minutes' | 'foreignWrites' | 'badValues' | 'insiderWrites' | 'sessionLapses'>, faults: FaultRecord[], r: CheckResult, seconds: number, caughtUp: boolean, workloadCounts: Map<string, number>): string {
+function renderReport(
+  options: Pick<ChaosOptions, 'seed' | 'minutes' | 'foreignWrites' | 'badValues' | 'insiderWrites' | 'sessionLapses'>,
+  faults: FaultRecord[],
+  r: CheckResult,
+  seconds: number,
+  caughtUp: boolean,
+  workloadCounts: Map<string, number>,
+): string {
   const lines: string[] = [];
   const row = (a: string, b: string | number): void => {
     lines.push(`  ${a.padEnd(44)} ${String(b)}`);
@@ -211,9 +234,15 @@ function renderReport(options: Pick<ChaosOptions, 'seed' | 'minutes' | 'foreignW
   lines.push('faults injected');
   for (const kind of FAULT_KINDS) {
     const mine = faults.filter((f) => f.kind === kind);
-    if (mine.length) row(kind, `${mine.filter((f) => f.ok).length}${mine.some((f) => !f.ok) ? ` (+${mine.filter((f) => !f.ok).length} failed to inject)` : ''}`);
+    if (mine.length)
+      row(kind, `${mine.filter((f) => f.ok).length}${mine.some((f) => !f.ok) ? ` (+${mine.filter((f) => !f.ok).length} failed to inject)` : ''}`);
   }
-  const background: Record<(typeof BACKGROUND_KINDS)[number], boolean | undefined> = { 'foreign-writes': options.foreignWrites, 'bad-values': options.badValues, 'insider-writes': options.insiderWrites, 'session-lapses': options.sessionLapses };
+  const background: Record<(typeof BACKGROUND_KINDS)[number], boolean | undefined> = {
+    'foreign-writes': options.foreignWrites,
+    'bad-values': options.badValues,
+    'insider-writes': options.insiderWrites,
+    'session-lapses': options.sessionLapses,
+  };
   for (const kind of BACKGROUND_KINDS) row(`${kind} (background)`, background[kind] ? 'on' : 'off');
   lines.push('workload');
   for (const [k, v] of [...workloadCounts.entries()].sort()) row(k, v);
@@ -241,14 +270,19 @@ function renderReport(options: Pick<ChaosOptions, 'seed' | 'minutes' | 'foreignW
   row('open grants not held in etcd at the end', r.byKind.get('ghost-open-grant') ?? 0);
   row('force records / not archived', `${r.forceRecords} / ${r.byKind.get('not-archived') ?? 0}`);
   row('forged force records archived as genuine', r.byKind.get('forged-archived') ?? 0);
-  row('gaps unexplained / too wide / shared', `${r.byKind.get('gap-unexplained') ?? 0} / ${r.byKind.get('gap-too-wide') ?? 0} / ${r.byKind.get('gap-shared') ?? 0}`);
+  row(
+    'gaps unexplained / too wide / shared',
+    `${r.byKind.get('gap-unexplained') ?? 0} / ${r.byKind.get('gap-too-wide') ?? 0} / ${r.byKind.get('gap-shared') ?? 0}`,
+  );
   row('archive verify', r.byKind.has('archive-verify') ? 'FAILED' : 'ok');
   row('grants export (every grant checked against its events)', r.byKind.has('grants-export') ? 'REFUSED' : 'ok');
   row('tailer caught up at the end', caughtUp ? 'yes' : 'NO');
   lines.push(...gapTable(r));
   if (r.violations.length) {
     lines.push(`VIOLATIONS: ${r.violations.length} (${[...r.byKind.entries()].map(([k, n]) => `${k} ${n}`).join(', ')}); first of each kind:`);
-    for (const kind of r.byKind.keys()) for (const v of r.violations.filter((x) => x.kind === kind).slice(0, 3)) lines.push(`  ${v.kind}: ${v.key} @ ${v.revision || '-'} (era ${v.era}): expected ${v.expected}; got ${v.got}`);
+    for (const kind of r.byKind.keys())
+      for (const v of r.violations.filter((x) => x.kind === kind).slice(0, 3))
+        lines.push(`  ${v.kind}: ${v.key} @ ${v.revision || '-'} (era ${v.era}): expected ${v.expected}; got ${v.got}`);
   } else lines.push('no violations');
   for (const reason of r.invalid) lines.push(`INVALID RUN: ${reason}`);
   lines.push(`verdict: ${r.status} (exit ${exitCode(r)})`);
@@ -259,7 +293,13 @@ export async function runChaos(options: ChaosOptions, log: (m: string) => void):
   const began = Date.now();
   const stamp = (m: string): void => log(`[${String(Math.round((Date.now() - began) / 1000)).padStart(4)} s] ${m}`);
   if (options.faults.includes('restore')) await ensureEtcdutl(stamp);
-  const stack = new Stack({ dataDir: options.dataDir, portBase: options.portBase, apiPort: options.apiPort, electionTtlSeconds: options.electionTtlSeconds, log: stamp });
+  const stack = new Stack({
+    dataDir: options.dataDir,
+    portBase: options.portBase,
+    apiPort: options.apiPort,
+    electionTtlSeconds: options.electionTtlSeconds,
+    log: stamp,
+  });
   await stack.servicesDown().catch(() => {});
   rmSync(options.dataDir, { recursive: true, force: true });
   mkdirSync(path.join(options.dataDir, 'logs'), { recursive: true });
@@ -276,9 +316,29 @@ export async function runChaos(options: ChaosOptions, log: (m: string) => void):
     await stack.startPlatform();
     stamp(`lockaudit running (pid ${stack.platformPid}) on ${stack.apiUrl}; etcd ${stack.endpoints.join(',')}`);
     const etcd = stack.etcdClient();
-    workload = new Workload(stack, tokens, etcd, rng, { seed: options.seed, workers: options.workers, rate: options.rate, until: Number.MAX_SAFE_INTEGER, foreignWrites: options.foreignWrites, badValues: options.badValues, insiderWrites: options.insiderWrites, sessionLapses: options.sessionLapses, log: stamp });
+    workload = new Workload(stack, tokens, etcd, rng, {
+      seed: options.seed,
+      workers: options.workers,
+      rate: options.rate,
+      until: Number.MAX_SAFE_INTEGER,
+      foreignWrites: options.foreignWrites,
+      badValues: options.badValues,
+      insiderWrites: options.insiderWrites,
+      sessionLapses: options.sessionLapses,
+      log: stamp,
+    });
     workload.start();
-    const ctx: FaultContext = { stack, recorder, workload, rng, electionTtlSeconds: options.electionTtlSeconds, serviceDownSeconds: options.serviceDownSeconds, massExpiryHolds: options.massExpiryHolds, restoreBump: options.restoreBump, log: stamp };
+    const ctx: FaultContext = {
+      stack,
+      recorder,
+      workload,
+      rng,
+      electionTtlSeconds: options.electionTtlSeconds,
+      serviceDownSeconds: options.serviceDownSeconds,
+      massExpiryHolds: options.massExpiryHolds,
+      restoreBump: options.restoreBump,
+      log: stamp,
+    };
     const plan = schedule(options, rng);
     stamp(`schedule: ${plan.map((c) => c.join(' → ')).join(' ‖ ')}`);
     // --minutes is the workload's time, from the moment lockaudit answers (set-up under load can take a while).
@@ -345,16 +405,31 @@ export async function runChaos(options: ChaosOptions, log: (m: string) => void):
     // What the run knows goes to disk before the store is dumped: a dump that fails can be made again by hand
     // (`node --import tsx test/chaos/storeDump.ts DATA_DIR`) and the run re-checked, instead of lost.
     if (!existsSync(workload.truthFile)) writeFileSync(workload.truthFile, '');
-    const final: FinalState = { finalRevision: String(head), finalHolds, archiveTexts, archiveVerify, grantsExport, caughtUp, seed: options.seed, workloadCounts: Object.fromEntries(workload.counts) };
+    const final: FinalState = {
+      finalRevision: String(head),
+      finalHolds,
+      archiveTexts,
+      archiveVerify,
+      grantsExport,
+      caughtUp,
+      seed: options.seed,
+      workloadCounts: Object.fromEntries(workload.counts),
+    };
     writeFileSync(path.join(options.dataDir, 'faults.json'), JSON.stringify(faults, null, 1));
     writeFileSync(path.join(options.dataDir, 'final.json'), JSON.stringify(final));
     // A realistic 30-minute run's rows outgrow V8's default heap (4 GB: the dump died in JSON.parse at 3.3 M revisions).
-    await execFileP(process.execPath, ['--max-old-space-size=16384', '--import', 'tsx', path.join('test', 'chaos', 'storeDump.ts'), options.dataDir], { cwd: projectRoot, env: stack.env, timeout: 600_000, maxBuffer: 64 * 1024 * 1024 });
+    await execFileP(process.execPath, ['--max-old-space-size=16384', '--import', 'tsx', path.join('test', 'chaos', 'storeDump.ts'), options.dataDir], {
+      cwd: projectRoot,
+      env: stack.env,
+      timeout: 600_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     // Kept outside the data dir (the next run wipes that): re-check with `npm run chaos -- --check DIR`.
     const artefacts = path.join(projectRoot, 'test-artifacts', 'chaos', `${new Date(began).toISOString().replace(/[:.]/g, '')}-seed${options.seed}`);
     mkdirSync(artefacts, { recursive: true });
     for (const name of ARTEFACTS) copyFileSync(path.join(options.dataDir, name), path.join(artefacts, name));
-    for (const name of OPTIONAL_ARTEFACTS) if (existsSync(path.join(options.dataDir, name))) copyFileSync(path.join(options.dataDir, name), path.join(artefacts, name));
+    for (const name of OPTIONAL_ARTEFACTS)
+      if (existsSync(path.join(options.dataDir, name))) copyFileSync(path.join(options.dataDir, name), path.join(artefacts, name));
     const { result } = checkDir(artefacts);
     writeFileSync(path.join(artefacts, 'verdict.json'), verdictJson(result));
     const seconds = (Date.now() - began) / 1000;
@@ -376,7 +451,9 @@ function recheck(dir: string): number {
   const { result, faults, final } = checkDir(dir);
   writeFileSync(path.join(dir, 'verdict.json'), verdictJson(result));
   const counts = new Map(Object.entries(final.workloadCounts ?? {}));
-  process.stdout.write(`${renderReport({ seed: final.seed ?? 0, minutes: 0, foreignWrites: true, badValues: true, insiderWrites: true, sessionLapses: true }, faults, result, 0, final.caughtUp, counts)}\nverdict written to ${path.join(dir, 'verdict.json')}\n`);
+  process.stdout.write(
+    `${renderReport({ seed: final.seed ?? 0, minutes: 0, foreignWrites: true, badValues: true, insiderWrites: true, sessionLapses: true }, faults, result, 0, final.caughtUp, counts)}\nverdict written to ${path.join(dir, 'verdict.json')}\n`,
+  );
   return exitCode(result);
 }
 
@@ -385,7 +462,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const at = argv.indexOf('--check');
   if (at >= 0) {
     const dir = argv[at + 1];
-    if (!dir) throw new Error('usage: npm run chaos -- --check DIR (a run\'s artefacts: recording.jsonl, truth.jsonl, store.json, faults.json, final.json)');
+    if (!dir) throw new Error("usage: npm run chaos -- --check DIR (a run's artefacts: recording.jsonl, truth.jsonl, store.json, faults.json, final.json)");
     process.exit(recheck(path.resolve(dir)));
   }
   const options = parseOptions(argv);

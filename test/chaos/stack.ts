@@ -149,7 +149,11 @@ export class Stack {
   /** Creates the run's API tokens in the (not yet running) platform's store, in a child that owns chdb briefly. */
   async createTokens(workers: number): Promise<ChaosTokens> {
     const file = path.join(this.options.dataDir, 'chaos-tokens.json');
-    await run(process.execPath, ['--import', 'tsx', path.join('test', 'chaos', 'createTokens.ts'), file, String(workers)], { cwd: projectRoot, env: this.env, timeout: 180_000 });
+    await run(process.execPath, ['--import', 'tsx', path.join('test', 'chaos', 'createTokens.ts'), file, String(workers)], {
+      cwd: projectRoot,
+      env: this.env,
+      timeout: 180_000,
+    });
     return JSON.parse(readFileSync(file, 'utf8')) as ChaosTokens;
   }
 
@@ -276,7 +280,16 @@ export class Stack {
         const head = await this.#dbRevision(path.join(kept, 'member', 'snap', 'db'));
         if (head !== undefined && (oldHead === undefined || head > oldHead)) oldHead = head;
       }
-      const args = ['snapshot', 'restore', file, `--name=m${i + 1}`, `--initial-cluster=${initialCluster}`, `--initial-cluster-token=lockaudit-${this.config.local.portBase}`, `--initial-advertise-peer-urls=http://127.0.0.1:${ports.etcdPeer[i]}`, `--data-dir=${dir}`];
+      const args = [
+        'snapshot',
+        'restore',
+        file,
+        `--name=m${i + 1}`,
+        `--initial-cluster=${initialCluster}`,
+        `--initial-cluster-token=lockaudit-${this.config.local.portBase}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${ports.etcdPeer[i]}`,
+        `--data-dir=${dir}`,
+      ];
       if (bumpRevision > 0) args.push(`--bump-revision=${bumpRevision}`, '--mark-compacted');
       await run(etcdutlPath(), args, { timeout: 120_000 });
     }

@@ -88,7 +88,14 @@ const EVENT_PAGE_REVISIONS = 50_000n;
 
 /** Rows as JSON lines, 5 000 at a time: one string of a whole page outgrew V8's longest (a mass expiry's values). */
 function writeLines(fd: number, rows: readonly unknown[]): void {
-  for (let i = 0; i < rows.length; i += 5_000) writeSync(fd, `${rows.slice(i, i + 5_000).map((r) => JSON.stringify(r)).join('\n')}\n`);
+  for (let i = 0; i < rows.length; i += 5_000)
+    writeSync(
+      fd,
+      `${rows
+        .slice(i, i + 5_000)
+        .map((r) => JSON.stringify(r))
+        .join('\n')}\n`,
+    );
 }
 
 /** store.json with its events and grants: inline (older dumps, the kept fixture) or from the files beside it, read a chunk at a time. */
@@ -114,11 +121,15 @@ async function main(out: string): Promise<void> {
   const config = loadConfig();
   if (config.clickhouse.mode !== 'embedded') throw new Error('storeDump reads the embedded store; with a server, point the checker at it instead');
   // Our own client on the data dir, not lockaudit's AuditStore: the checker reads what is on disk.
-  const connection = createChdbConnection({ path: config.clickhouse.path }) as unknown as NonNullable<NonNullable<Parameters<typeof createClient>[0]>['connection']>;
+  const connection = createChdbConnection({ path: config.clickhouse.path }) as unknown as NonNullable<
+    NonNullable<Parameters<typeof createClient>[0]>['connection']
+  >;
   const client = createClient({ connection, clickhouse_settings: { output_format_json_quote_64bit_integers: 1 } });
   const database = config.clickhouse.database;
-  const rows = async <T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> => (await client.query({ query, query_params: { db: database, ...params }, format: 'JSONEachRow' })).json<T>();
-  const columnsOf = async (table: string): Promise<string[]> => (await rows<{ name: string }>('SELECT name FROM system.columns WHERE database = {db:String} AND table = {t:String}', { t: table })).map((c) => c.name);
+  const rows = async <T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> =>
+    (await client.query({ query, query_params: { db: database, ...params }, format: 'JSONEachRow' })).json<T>();
+  const columnsOf = async (table: string): Promise<string[]> =>
+    (await rows<{ name: string }>('SELECT name FROM system.columns WHERE database = {db:String} AND table = {t:String}', { t: table })).map((c) => c.name);
   try {
     const cluster = config.etcd.clusters[0]?.name ?? 'local';
     const p = { cluster };
@@ -129,12 +140,16 @@ async function main(out: string): Promise<void> {
     const content = eventColumns.filter((c) => !volatile.has(c));
     // Read a revision range at a time and written out as it comes: one query's JSON for a 30-minute realistic run
     // outgrew a 16 GB heap (seed 43). GROUP BY includes revision, so ranges split no group.
-    const eventsQuery = `SELECT ${content.map((c) => `\`${c}\``).join(', ')}, ${eventColumns.includes('term') ? "toString(argMax(ingested_at, (term, ingested_at))) AS ingested_at, toString(max(term)) AS term" : 'toString(max(ingested_at)) AS ingested_at'} FROM {db:Identifier}.events WHERE cluster = {cluster:String} AND op IN ('put', 'delete') AND revision >= {lo:UInt64} AND revision < {hi:UInt64} GROUP BY ${content.map((c) => `\`${c}\``).join(', ')} ORDER BY revision, key SETTINGS prefer_column_name_to_alias = 1`; // `AS term` must not shadow the column inside argMax
+    const eventsQuery = `SELECT ${content.map((c) => `\`${c}\``).join(', ')}, ${eventColumns.includes('term') ? 'toString(argMax(ingested_at, (term, ingested_at))) AS ingested_at, toString(max(term)) AS term' : 'toString(max(ingested_at)) AS ingested_at'} FROM {db:Identifier}.events WHERE cluster = {cluster:String} AND op IN ('put', 'delete') AND revision >= {lo:UInt64} AND revision < {hi:UInt64} GROUP BY ${content.map((c) => `\`${c}\``).join(', ')} ORDER BY revision, key SETTINGS prefer_column_name_to_alias = 1`; // `AS term` must not shadow the column inside argMax
     const pages = async (table: string, column: string, query: string, file: string): Promise<void> => {
-      const [span] = await rows<{ lo: string; hi: string }>(`SELECT toString(min(${column})) AS lo, toString(max(${column})) AS hi FROM {db:Identifier}.${table} WHERE cluster = {cluster:String}`, p);
+      const [span] = await rows<{ lo: string; hi: string }>(
+        `SELECT toString(min(${column})) AS lo, toString(max(${column})) AS hi FROM {db:Identifier}.${table} WHERE cluster = {cluster:String}`,
+        p,
+      );
       const fd = openSync(path.join(out, file), 'w');
       try {
-        for (let lo = BigInt(span?.lo ?? '1'); lo <= BigInt(span?.hi ?? '0'); lo += EVENT_PAGE_REVISIONS) writeLines(fd, await rows(query, { ...p, lo: lo.toString(), hi: (lo + EVENT_PAGE_REVISIONS).toString() }));
+        for (let lo = BigInt(span?.lo ?? '1'); lo <= BigInt(span?.hi ?? '0'); lo += EVENT_PAGE_REVISIONS)
+          writeLines(fd, await rows(query, { ...p, lo: lo.toString(), hi: (lo + EVENT_PAGE_REVISIONS).toString() }));
       } finally {
         closeSync(fd);
       }

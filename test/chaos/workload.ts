@@ -75,7 +75,17 @@ export class Workload {
     readonly tokens: ChaosTokens,
     readonly etcd: Etcd3,
     readonly rng: ChaosRng,
-    readonly options: { seed: number; workers: number; rate: number; until: number; foreignWrites: boolean; badValues: boolean; insiderWrites?: boolean; sessionLapses?: boolean; log: (m: string) => void },
+    readonly options: {
+      seed: number;
+      workers: number;
+      rate: number;
+      until: number;
+      foreignWrites: boolean;
+      badValues: boolean;
+      insiderWrites?: boolean;
+      sessionLapses?: boolean;
+      log: (m: string) => void;
+    },
   ) {
     this.#truthFile = path.join(stack.options.dataDir, 'truth.jsonl');
   }
@@ -111,7 +121,10 @@ export class Workload {
   async #simulator(): Promise<void> {
     const tokens: SimTokens = {
       admin: this.tokens.admin,
-      operators: [{ identity: 'sim-alice@corp.example', token: this.tokens.operators[0] }, { identity: 'sim-bob@corp.example', token: this.tokens.operators[1] }],
+      operators: [
+        { identity: 'sim-alice@corp.example', token: this.tokens.operators[0] },
+        { identity: 'sim-bob@corp.example', token: this.tokens.operators[1] },
+      ],
       clients: this.tokens.clients.map((token, i) => ({ identity: workerIdentity(i), token })),
     };
     const api = new HttpTransport(this.stack.apiUrl, 10_000);
@@ -119,7 +132,14 @@ export class Workload {
       const left = Math.min(this.options.until, this.#simUntil) - Date.now();
       if (left < 5_000) break;
       try {
-        const stats = await simulate({ seed: this.options.seed * 1000 + round, durationSeconds: Math.min(Math.floor(left / 1000), 20), workers: this.options.workers, rate: this.options.rate, api, tokens });
+        const stats = await simulate({
+          seed: this.options.seed * 1000 + round,
+          durationSeconds: Math.min(Math.floor(left / 1000), 20),
+          workers: this.options.workers,
+          rate: this.options.rate,
+          api,
+          tokens,
+        });
         const counts = (stats.summary() as { counts?: Record<string, number> }).counts ?? {};
         for (const [k, v] of Object.entries(counts)) this.inc(`simulator: ${k}`, v);
         this.inc('simulator rounds');
@@ -173,7 +193,14 @@ export class Workload {
     const lease = this.etcd.lease(120);
     const leaseId = await lease.grant();
     const key = `/l/chaos/foreign-${this.options.seed}-${this.#n++}`;
-    const value = JSON.stringify({ holder: 'spiffe://rogue.example/etcdctl', session: leaseId, class: 'sim-payments-ledger', epoch: await this.#epoch(), waitMs: 0, at: Date.now() });
+    const value = JSON.stringify({
+      holder: 'spiffe://rogue.example/etcdctl',
+      session: leaseId,
+      class: 'sim-payments-ledger',
+      epoch: await this.#epoch(),
+      waitMs: 0,
+      at: Date.now(),
+    });
     const res = await this.etcd.put(key).value(value).lease(leaseId).exec();
     this.#foreign.push({ key, lease });
     this.truth({ expect: 'foreign-grant', key, revision: res.header.revision });
@@ -225,7 +252,10 @@ export class Workload {
     if (!hold) return;
     const key = `/l/${hold.key}`;
     const marker = JSON.stringify({ kind: 'release', by: 'spiffe://rogue.example/etcdctl', key: hold.key, session: hold.session, at: Date.now() });
-    const res = await this.etcd.if(key, 'Create', '>', 0).then(this.etcd.put(`/sys/mark/forged-${this.options.seed}-${this.#n++}`).value(marker), this.etcd.delete().key(key)).commit();
+    const res = await this.etcd
+      .if(key, 'Create', '>', 0)
+      .then(this.etcd.put(`/sys/mark/forged-${this.options.seed}-${this.#n++}`).value(marker), this.etcd.delete().key(key))
+      .commit();
     if (res.succeeded) {
       this.truth({ expect: 'forged-marker-delete', key, revision: res.header.revision });
       this.inc('insider: hand deletes under a forged release marker');
@@ -264,12 +294,33 @@ export class Workload {
       const lock = `chaos/forged-force-${this.options.seed}-${n}`;
       const key = `/l/${lock}`;
       const epoch = await this.#epoch();
-      const put = await this.etcd.put(key).value(JSON.stringify({ holder: 'spiffe://victim.example/svc', session: leaseId, class: 'sim-payments-ledger', epoch, waitMs: 0, at: Date.now() })).lease(leaseId).exec();
+      const put = await this.etcd
+        .put(key)
+        .value(JSON.stringify({ holder: 'spiffe://victim.example/svc', session: leaseId, class: 'sim-payments-ledger', epoch, waitMs: 0, at: Date.now() }))
+        .lease(leaseId)
+        .exec();
       this.truth({ expect: 'foreign-grant', key, revision: put.header.revision });
       const id = `forged-${this.options.seed}-${n}`;
       const now = Date.now();
-      const record = JSON.stringify({ id, key: lock, holder: 'spiffe://victim.example/svc', session: leaseId, token: String((BigInt(epoch) << 48n) + BigInt(put.header.revision)), class: 'sim-payments-ledger', enforcement: 'fenced', requester: 'mallory@corp.example', approver: 'eve@corp.example', reason: 'never approved', requestedAt: now - 1_000, approvedAt: now, revokedSession: false });
-      const res = await this.etcd.if(key, 'Create', '>', 0).then(this.etcd.put(`/sys/force/${id}`).value(record).lease(leaseId), this.etcd.delete().key(key)).commit();
+      const record = JSON.stringify({
+        id,
+        key: lock,
+        holder: 'spiffe://victim.example/svc',
+        session: leaseId,
+        token: String((BigInt(epoch) << 48n) + BigInt(put.header.revision)),
+        class: 'sim-payments-ledger',
+        enforcement: 'fenced',
+        requester: 'mallory@corp.example',
+        approver: 'eve@corp.example',
+        reason: 'never approved',
+        requestedAt: now - 1_000,
+        approvedAt: now,
+        revokedSession: false,
+      });
+      const res = await this.etcd
+        .if(key, 'Create', '>', 0)
+        .then(this.etcd.put(`/sys/force/${id}`).value(record).lease(leaseId), this.etcd.delete().key(key))
+        .commit();
       if (res.succeeded) {
         this.truth({ expect: 'forged-force-delete', key, revision: res.header.revision });
         this.truth({ expect: 'forged-force', key: `/sys/force/${id}`, revision: res.header.revision });
@@ -292,7 +343,10 @@ export class Workload {
     try {
       if (!a || !b) return;
       const [requester, approver] = this.tokens.operators;
-      const req = await this.stack.api('POST', '/v1/force-releases', requester, { key: a.key, reason: `chaos run ${this.options.seed}: an insider edits this request` });
+      const req = await this.stack.api('POST', '/v1/force-releases', requester, {
+        key: a.key,
+        reason: `chaos run ${this.options.seed}: an insider edits this request`,
+      });
       if (req.status !== 202) return;
       const id = String(req.body.id);
       const requestKey = `/lockaudit/force-request/${id}`;
@@ -300,12 +354,21 @@ export class Workload {
       const kv = stored.kvs[0];
       const bKv = target.kvs[0];
       if (!kv || !bKv) return;
-      const edited = { ...(JSON.parse(kv.value.toString()) as Record<string, unknown>), key: b.key, holdCreateRevision: String(bKv.create_revision), holdModRevision: String(bKv.mod_revision) };
+      const edited = {
+        ...(JSON.parse(kv.value.toString()) as Record<string, unknown>),
+        key: b.key,
+        holdCreateRevision: String(bKv.create_revision),
+        holdModRevision: String(bKv.mod_revision),
+      };
       await this.etcd.put(requestKey).value(JSON.stringify(edited)).lease(String(kv.lease)).exec();
       this.truth({ expect: 'request-refused', key: `/sys/force/${id}` });
       const shown = await this.stack.api('GET', `/v1/force-releases/${id}`, approver);
       const ok = await this.stack.api('POST', `/v1/force-releases/${id}/approve`, approver, { requestHash: shown.body.requestHash });
-      this.inc(ok.status === 409 && ok.body.error === 'LOCKAUDIT_ERR_REQUEST_UNPROVEN' ? 'insider: edited force-release requests refused (409)' : `insider: edited force-release request answered ${ok.status} ${String(ok.body.error ?? '')}`);
+      this.inc(
+        ok.status === 409 && ok.body.error === 'LOCKAUDIT_ERR_REQUEST_UNPROVEN'
+          ? 'insider: edited force-release requests refused (409)'
+          : `insider: edited force-release request answered ${ok.status} ${String(ok.body.error ?? '')}`,
+      );
       await this.stack.api('POST', `/v1/force-releases/${id}/reject`, approver, { reason: 'edited by hand' });
     } finally {
       for (const h of [a, b]) {
@@ -331,15 +394,34 @@ export class Workload {
       const id = `00000000-0000-4000-8000-${String(this.options.seed % 1e6).padStart(6, '0')}${String(this.#n++ % 1e6).padStart(6, '0')}`;
       const approver = this.tokens.operators[1] as string; // the request names sim-alice; sim-bob wrote it and approves it himself
       const request = {
-        id, key: a.key, reason: `chaos run ${this.options.seed}: written by hand`, revokeSession: false, requester: 'sim-alice@corp.example', requestedAt: Date.now(),
-        holdCreateRevision: String(kv.create_revision), holdModRevision: String(kv.mod_revision), holder: hold.holder, session: hold.session, epoch: hold.epoch, at: hold.at,
-        class: hold.class, enforcement: 'fenced',
+        id,
+        key: a.key,
+        reason: `chaos run ${this.options.seed}: written by hand`,
+        revokeSession: false,
+        requester: 'sim-alice@corp.example',
+        requestedAt: Date.now(),
+        holdCreateRevision: String(kv.create_revision),
+        holdModRevision: String(kv.mod_revision),
+        holder: hold.holder,
+        session: hold.session,
+        epoch: hold.epoch,
+        at: hold.at,
+        class: hold.class,
+        enforcement: 'fenced',
       };
-      await this.etcd.put(`/lockaudit/force-request/${id}`).value(JSON.stringify(request)).lease(await lease.grant()).exec();
+      await this.etcd
+        .put(`/lockaudit/force-request/${id}`)
+        .value(JSON.stringify(request))
+        .lease(await lease.grant())
+        .exec();
       this.truth({ expect: 'request-refused', key: `/sys/force/${id}` });
       const shown = await this.stack.api('GET', `/v1/force-releases/${id}`, approver);
       const ok = await this.stack.api('POST', `/v1/force-releases/${id}/approve`, approver, { requestHash: shown.body.requestHash });
-      this.inc(ok.status === 409 && ok.body.error === 'LOCKAUDIT_ERR_REQUEST_UNPROVEN' ? 'insider: hand-written force-release requests refused (409)' : `insider: hand-written force-release request answered ${ok.status} ${String(ok.body.error ?? '')}`);
+      this.inc(
+        ok.status === 409 && ok.body.error === 'LOCKAUDIT_ERR_REQUEST_UNPROVEN'
+          ? 'insider: hand-written force-release requests refused (409)'
+          : `insider: hand-written force-release request answered ${ok.status} ${String(ok.body.error ?? '')}`,
+      );
       await this.stack.api('POST', `/v1/force-releases/${id}/reject`, approver, { reason: 'written by hand' });
     } finally {
       await lease.revoke().catch(() => {});
@@ -397,14 +479,33 @@ export class Workload {
   async handClass(): Promise<void> {
     const name = `chaos-hand-${this.options.seed}-${this.#n++}`;
     const key = `/sys/class/${name}`;
-    const cls = { name, namespace: 'chaos', purpose: 'efficiency', enforcement: 'advisory', riskOwner: 'mallory@corp.example', waiverExpires: '2099-12-31', ttlSeconds: 30, tier: 'entity', onQuorumLoss: 'open', fairness: 'memory' };
+    const cls = {
+      name,
+      namespace: 'chaos',
+      purpose: 'efficiency',
+      enforcement: 'advisory',
+      riskOwner: 'mallory@corp.example',
+      waiverExpires: '2099-12-31',
+      ttlSeconds: 30,
+      tier: 'entity',
+      onQuorumLoss: 'open',
+      fairness: 'memory',
+    };
     const put = await this.etcd.put(key).value(JSON.stringify(cls)).exec();
     this.truth({ expect: 'foreign-class', key, revision: String(put.header.revision) });
     const client = this.tokens.chaosClients[this.#forceClient++ % this.tokens.chaosClients.length] as string;
     const session = await this.stack.api('POST', '/v1/sessions', client, { ttlSeconds: 30 });
     if (session.status !== 200 && session.status !== 201) return;
-    const res = await this.stack.api('POST', '/v1/locks/acquire', client, { key: `chaos/hand-class-${this.#n++}`, session: String(session.body.id), class: name });
-    this.inc(res.status === 409 && res.body.error === 'LOCKAUDIT_ERR_CLASS_UNPROVEN' ? 'insider: acquires under a hand-put class refused (409)' : `insider: acquire under a hand-put class answered ${res.status} ${String(res.body.error ?? '')}`);
+    const res = await this.stack.api('POST', '/v1/locks/acquire', client, {
+      key: `chaos/hand-class-${this.#n++}`,
+      session: String(session.body.id),
+      class: name,
+    });
+    this.inc(
+      res.status === 409 && res.body.error === 'LOCKAUDIT_ERR_CLASS_UNPROVEN'
+        ? 'insider: acquires under a hand-put class refused (409)'
+        : `insider: acquire under a hand-put class answered ${res.status} ${String(res.body.error ?? '')}`,
+    );
     await this.stack.api('DELETE', `/v1/sessions/${String(session.body.id)}`, client);
   }
 
@@ -429,10 +530,20 @@ export class Workload {
       const ops = [];
       for (let i = start; i < Math.min(count, start + TXN_OPS); i++) {
         const key = `${base}/k${i}`;
-        ops.push(this.etcd.put(key).value(JSON.stringify({ holder: 'spiffe://chaos.lockaudit/mass', session: leaseId, class: 'sim-payments-ledger', epoch, waitMs: 0, at: Date.now() })).lease(leaseId));
+        ops.push(
+          this.etcd
+            .put(key)
+            .value(
+              JSON.stringify({ holder: 'spiffe://chaos.lockaudit/mass', session: leaseId, class: 'sim-payments-ledger', epoch, waitMs: 0, at: Date.now() }),
+            )
+            .lease(leaseId),
+        );
       }
       // An always-true compare: one txn per batch of holds, all on the one lease.
-      await this.etcd.if('/chaos/never-written', 'Version', '==', 0).then(...ops).commit();
+      await this.etcd
+        .if('/chaos/never-written', 'Version', '==', 0)
+        .then(...ops)
+        .commit();
     }
     for (let i = 0; i < count; i++) this.truth({ expect: 'expiry', key: `${base}/k${i}` });
     this.inc('mass-expiry holds', count);
@@ -460,10 +571,20 @@ export class Workload {
     }
     const id = String(session.body.id);
     const n = this.#n++;
-    const keys = revokeSession ? [`payments/chaos-force-${this.options.seed}-${n}-a`, `payments/chaos-force-${this.options.seed}-${n}-b`, `payments/chaos-force-${this.options.seed}-${n}-c`] : [`payments/chaos-force-${this.options.seed}-${n}-a`];
+    const keys = revokeSession
+      ? [
+          `payments/chaos-force-${this.options.seed}-${n}-a`,
+          `payments/chaos-force-${this.options.seed}-${n}-b`,
+          `payments/chaos-force-${this.options.seed}-${n}-c`,
+        ]
+      : [`payments/chaos-force-${this.options.seed}-${n}-a`];
     for (const key of keys) if (!(await this.#acquire(client, id, key))) return false;
     const [requester, approver] = this.tokens.operators;
-    const req = await this.stack.api('POST', '/v1/force-releases', requester, { key: keys[0], reason: `chaos run ${this.options.seed}: forced`, revokeSession });
+    const req = await this.stack.api('POST', '/v1/force-releases', requester, {
+      key: keys[0],
+      reason: `chaos run ${this.options.seed}: forced`,
+      revokeSession,
+    });
     if (req.status !== 202) {
       this.options.log(`force-release request answered ${req.status}: ${JSON.stringify(req.body).slice(0, 200)}`);
       return false;

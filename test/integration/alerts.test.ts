@@ -45,13 +45,39 @@ function seeded(seed: number): () => number {
 
 function row(cluster: string, revision: number, key: string, over: Partial<AuditEventRow>): AuditEventRow {
   return {
-    cluster, revision: String(revision), key, event_type: 'other', op: 'put', namespace: '', lock_path: '', class: '', holder: '', session: '', token: '0', epoch: 0, grant_revision: '0', wait_ms: 0,
-    wall_time: 1_764_000_000_000 + revision, time_estimated: 0, time_error_ms: 0, create_revision: '0', mod_revision: String(revision), version: '1', lease: '0', value: '', prev_value: '', unprotected: 0, ...over,
+    cluster,
+    revision: String(revision),
+    key,
+    event_type: 'other',
+    op: 'put',
+    namespace: '',
+    lock_path: '',
+    class: '',
+    holder: '',
+    session: '',
+    token: '0',
+    epoch: 0,
+    grant_revision: '0',
+    wait_ms: 0,
+    wall_time: 1_764_000_000_000 + revision,
+    time_estimated: 0,
+    time_error_ms: 0,
+    create_revision: '0',
+    mod_revision: String(revision),
+    version: '1',
+    lease: '0',
+    value: '',
+    prev_value: '',
+    unprotected: 0,
+    ...over,
   };
 }
 
 /** A log of one cluster: class definitions, then per revision a grant or an end of each kind, markers, an epoch advance, a gap; and unprotected grants. */
-function history(cluster: string, revisions: number): { rows: AuditEventRow[]; expectedLog: string[]; expectedSpool: string[]; gap: { from: number; to: number } } {
+function history(
+  cluster: string,
+  revisions: number,
+): { rows: AuditEventRow[]; expectedLog: string[]; expectedSpool: string[]; gap: { from: number; to: number } } {
   const rows: AuditEventRow[] = [
     row(cluster, 2, '/sys/class/ledger', { event_type: 'class-change', class: 'ledger', value: JSON.stringify({ name: 'ledger', purpose: 'correctness' }) }),
     row(cluster, 3, '/sys/class/cache', { event_type: 'class-change', class: 'cache', value: JSON.stringify({ name: 'cache', purpose: 'efficiency' }) }),
@@ -66,7 +92,19 @@ function history(cluster: string, revisions: number): { rows: AuditEventRow[]; e
       const kind = kinds[(r + i) % kinds.length] as (typeof kinds)[number];
       const cls = (r + i) % 3 === 0 ? 'cache' : 'ledger';
       const key = `/l/${ns}/k${r % 7}`;
-      rows.push(row(cluster, r, key, { event_type: kind, op: kind === 'grant' ? 'put' : 'delete', namespace: ns, lock_path: `k${r % 7}`, class: cls, holder: `spiffe://w/${r}`, session: '5', token: String(2n ** 60n + BigInt(r)), grant_revision: String(r) }));
+      rows.push(
+        row(cluster, r, key, {
+          event_type: kind,
+          op: kind === 'grant' ? 'put' : 'delete',
+          namespace: ns,
+          lock_path: `k${r % 7}`,
+          class: cls,
+          holder: `spiffe://w/${r}`,
+          session: '5',
+          token: String(2n ** 60n + BigInt(r)),
+          grant_revision: String(r),
+        }),
+      );
       if (kind === 'force-release' || (kind === 'expiry' && cls === 'ledger')) expectedLog.push(`${cluster}:${r}:${key}`);
     }
     rows.push(row(cluster, r, `/sys/mark/m${r}`, { event_type: 'marker' }));
@@ -80,13 +118,27 @@ function history(cluster: string, revisions: number): { rows: AuditEventRow[]; e
   const expectedSpool: string[] = [];
   for (let i = 0; i < 7; i += 1) {
     const id = `/spool/s${i}`;
-    rows.push(row(cluster, 0, id, { event_type: 'unprotected-grant', op: 'spool', namespace: 'b', lock_path: `u${i}`, class: 'cache', holder: 'spiffe://offline', unprotected: 1 }));
+    rows.push(
+      row(cluster, 0, id, {
+        event_type: 'unprotected-grant',
+        op: 'spool',
+        namespace: 'b',
+        lock_path: `u${i}`,
+        class: 'cache',
+        holder: 'spiffe://offline',
+        unprotected: 1,
+      }),
+    );
     expectedSpool.push(`${cluster}:spool:${id}`);
   }
   return { rows, expectedLog, expectedSpool: expectedSpool.sort(), gap };
 }
 
-interface Received { cluster: string; id: string; line: string }
+interface Received {
+  cluster: string;
+  id: string;
+  line: string;
+}
 
 /** The receiver: verifies signatures, fails a seeded 30 % with 500, goes down (connection refused) for `downMs` after `downAfter` requests. */
 async function receiver(opts: { failRate: number; seed: number; downAfter?: number; downMs?: number }) {
@@ -134,7 +186,11 @@ async function receiver(opts: { failRate: number; seed: number; downAfter?: numb
     url: () => `http://127.0.0.1:${port}/ingest`,
     acknowledged,
     stats: () => ({ requests, badSignatures, wentDown }),
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -162,7 +218,9 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
     for (const c of clusters) {
       const h = history(c, revisions);
       await store.insert('events', h.rows);
-      await store.insert('gaps', [{ cluster: c, from_revision: String(h.gap.from), to_revision: String(h.gap.to), detected_at: Date.now(), reason: 'compacted before capture (test)' }]);
+      await store.insert('gaps', [
+        { cluster: c, from_revision: String(h.gap.from), to_revision: String(h.gap.to), detected_at: Date.now(), reason: 'compacted before capture (test)' },
+      ]);
       await store.insert('checkpoints', [{ cluster: c, revision: String(10 + revisions), leader: 'test' }]);
       out.set(c, h);
     }
@@ -170,7 +228,14 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
   }
 
   const sinkConfig = (name: string, url: string, over: Partial<AlertWebhookConfig> = {}): AlertWebhookConfig => ({
-    name, url, secret: SECRET, batchSize: 16, maxAttempts: 1_000, backoffMaxMs: 500, pollIntervalMs: 50, timeoutMs: 2_000,
+    name,
+    url,
+    secret: SECRET,
+    batchSize: 16,
+    maxAttempts: 1_000,
+    backoffMaxMs: 500,
+    pollIntervalMs: 50,
+    timeoutMs: 2_000,
     rules: [{ kinds: ['force-release', 'gap', 'unprotected-grant', 'epoch-advance'] }, { kinds: ['expiry'], purposes: ['correctness'] }],
     ...over,
   });
@@ -205,14 +270,34 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
       const h = seeded.get(c);
       assert.ok(h);
       const mine = dedupe(rx.acknowledged.filter((a) => a.cluster === c));
-      assert.deepEqual(mine.filter((a) => !a.id.includes(':spool:')).map((a) => a.id), h.expectedLog, `${c}: the log stream, in (revision, key) order, complete`);
-      assert.deepEqual(mine.filter((a) => a.id.includes(':spool:')).map((a) => a.id).sort(), h.expectedSpool, `${c}: every unprotected grant`);
-      assert.ok(h.expectedLog.some((id) => id.includes(':gap:')), 'the gap is among them');
+      assert.deepEqual(
+        mine.filter((a) => !a.id.includes(':spool:')).map((a) => a.id),
+        h.expectedLog,
+        `${c}: the log stream, in (revision, key) order, complete`,
+      );
+      assert.deepEqual(
+        mine
+          .filter((a) => a.id.includes(':spool:'))
+          .map((a) => a.id)
+          .sort(),
+        h.expectedSpool,
+        `${c}: every unprotected grant`,
+      );
+      assert.ok(
+        h.expectedLog.some((id) => id.includes(':gap:')),
+        'the gap is among them',
+      );
     }
     // No fencing token leaves for the SIEM (the seeded ones are 2^60 + revision): each hold's event carries its keyed hash.
     // (Each token's decimal form starts with 2^60's first digits; a hex hash can hold 16 digits in a row by chance, not these.)
-    assert.deepEqual(rx.acknowledged.filter((a) => /11529215046068\d{5}/.test(a.line)).map((a) => a.id), [], 'no token in any delivered line');
-    const holds = rx.acknowledged.map((a) => JSON.parse(a.line) as { unmapped: { revision?: string; token_hash?: string; kind: string } }).filter((e) => e.unmapped.kind === 'force-release');
+    assert.deepEqual(
+      rx.acknowledged.filter((a) => /11529215046068\d{5}/.test(a.line)).map((a) => a.id),
+      [],
+      'no token in any delivered line',
+    );
+    const holds = rx.acknowledged
+      .map((a) => JSON.parse(a.line) as { unmapped: { revision?: string; token_hash?: string; kind: string } })
+      .filter((e) => e.unmapped.kind === 'force-release');
     assert.ok(holds.length > 0);
     for (const e of holds) assert.equal(e.unmapped.token_hash, hashToken(tokenKey, String(2n ** 60n + BigInt(e.unmapped.revision ?? '0'))));
     const text = await registry.metrics();
@@ -233,14 +318,25 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
     const h = seeded.get(cluster);
     assert.ok(h);
     const expected = [...h.expectedLog, ...h.expectedSpool].sort();
-    const dead = await waitFor('dead letters', async () => {
-      const rows = await store.rows<{ event_id: string; attempts: number; last_error: string; payload: string }>('SELECT event_id, attempts, last_error, payload FROM {db:Identifier}.alert_dead_letters FINAL WHERE sink = {s:String} ORDER BY event_id', { s: sink.name });
-      return rows.length >= expected.length ? rows : undefined;
-    }, 60_000, 100);
+    const dead = await waitFor(
+      'dead letters',
+      async () => {
+        const rows = await store.rows<{ event_id: string; attempts: number; last_error: string; payload: string }>(
+          'SELECT event_id, attempts, last_error, payload FROM {db:Identifier}.alert_dead_letters FINAL WHERE sink = {s:String} ORDER BY event_id',
+          { s: sink.name },
+        );
+        return rows.length >= expected.length ? rows : undefined;
+      },
+      60_000,
+      100,
+    );
     abort.abort();
     await loop;
     await rx.close();
-    assert.deepEqual(dead.map((d) => d.event_id), expected);
+    assert.deepEqual(
+      dead.map((d) => d.event_id),
+      expected,
+    );
     assert.ok(dead.every((d) => Number(d.attempts) === 3 && d.last_error === 'HTTP 500'));
     assert.equal((JSON.parse(dead[0]?.payload ?? '{}') as { metadata: { uid: string } }).metadata.uid, dead[0]?.event_id);
     assert.equal(rx.acknowledged.length, 0);
@@ -254,8 +350,24 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
     const rows: AuditEventRow[] = [
       row(cluster, 10, '/l/pay/a', { event_type: 'grant', namespace: 'pay', lock_path: 'a', class: 'ledger', holder: 'spiffe://api', origin: 'api' }),
       row(cluster, 11, '/l/pay/b', { event_type: 'grant', namespace: 'pay', lock_path: 'b', class: 'ledger', holder: 'etcdctl', origin: 'foreign' }),
-      row(cluster, 12, '/l/pay/a', { event_type: 'deleted', op: 'delete', namespace: 'pay', lock_path: 'a', class: 'ledger', holder: 'spiffe://api', origin: 'api' }),
-      row(cluster, 13, '/l/pay/b', { event_type: 'release', op: 'delete', namespace: 'pay', lock_path: 'b', class: 'ledger', holder: 'etcdctl', origin: 'foreign' }),
+      row(cluster, 12, '/l/pay/a', {
+        event_type: 'deleted',
+        op: 'delete',
+        namespace: 'pay',
+        lock_path: 'a',
+        class: 'ledger',
+        holder: 'spiffe://api',
+        origin: 'api',
+      }),
+      row(cluster, 13, '/l/pay/b', {
+        event_type: 'release',
+        op: 'delete',
+        namespace: 'pay',
+        lock_path: 'b',
+        class: 'ledger',
+        holder: 'etcdctl',
+        origin: 'foreign',
+      }),
       row(cluster, 14, '/l/pay/c', { event_type: 'expiry', op: 'delete', namespace: 'pay', lock_path: 'c', class: 'ledger', holder: 'spiffe://api' }),
       row(cluster, 15, '/l/pay/d', { event_type: 'grant', namespace: 'pay', lock_path: 'd', class: 'ledger', holder: 'rogue', origin: 'foreign' }),
     ];
@@ -268,16 +380,27 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
     const metrics = alertMetrics(new Registry());
     const loops = [security, grants].map((sink) => new WebhookDelivery({ store, log, metrics, cluster, sink, tokenKey }).run(abort.signal));
     await waitFor('both sinks delivered', () => (new Set(rx.acknowledged.map((a) => a.id)).size >= 4 ? true : undefined), 60_000, 20);
-    await waitFor('both sinks at the checkpoint', async () => {
-      const n = await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.alert_checkpoints FINAL WHERE cluster = {c:String} AND key = '~' AND revision = 20", { c: cluster });
-      return Number(n[0]?.n) === 2 ? true : undefined;
-    }, 60_000, 50);
+    await waitFor(
+      'both sinks at the checkpoint',
+      async () => {
+        const n = await store.rows<{ n: string }>(
+          "SELECT count() AS n FROM {db:Identifier}.alert_checkpoints FINAL WHERE cluster = {c:String} AND key = '~' AND revision = 20",
+          { c: cluster },
+        );
+        return Number(n[0]?.n) === 2 ? true : undefined;
+      },
+      60_000,
+      50,
+    );
     abort.abort();
     await Promise.all(loops);
     await rx.close();
     const got = dedupe(rx.acknowledged).map((a) => `${a.id} ${kindOf(a)}`);
     // The security sink: the foreign grants and the hand deletion, nothing the API wrote; the grant sink: every grant, foreign ones named so.
-    assert.deepEqual(got.sort(), [`${cluster}:10:/l/pay/a grant`, `${cluster}:11:/l/pay/b foreign-grant`, `${cluster}:12:/l/pay/a deleted`, `${cluster}:15:/l/pay/d foreign-grant`].sort());
+    assert.deepEqual(
+      got.sort(),
+      [`${cluster}:10:/l/pay/a grant`, `${cluster}:11:/l/pay/b foreign-grant`, `${cluster}:12:/l/pay/a deleted`, `${cluster}:15:/l/pay/d foreign-grant`].sort(),
+    );
     const foreign = rx.acknowledged.find((a) => a.id === `${cluster}:11:/l/pay/b`);
     assert.equal((JSON.parse(foreign?.line ?? '{}') as { unmapped: { origin?: string } }).unmapped.origin, 'foreign');
   });
@@ -293,19 +416,31 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
     ]);
     const deps = { store, limits: testConfig().reports };
     const runs = [uniqueId('manual:'), uniqueId('repeat:risk-register-nightly:')]; // run_id breaks a created_at tie: 'manual' < 'repeat'
-    for (const [i, runId] of runs.entries()) await runRegister(deps, { runId, asOfMs: asOf + i, timeZone: 'UTC', trigger: i === 0 ? 'manual' : 'schedule', requestedBy: 'test' });
+    for (const [i, runId] of runs.entries())
+      await runRegister(deps, { runId, asOfMs: asOf + i, timeZone: 'UTC', trigger: i === 0 ? 'manual' : 'schedule', requestedBy: 'test' });
     const rx = await receiver({ failRate: 0.3, seed: 11 });
     const sink = sinkConfig(uniqueId('waivers-'), rx.url(), { rules: [{ kinds: ['waiver-expired'] }, { kinds: ['waiver-expiring'], namespaces: ['cat'] }] });
     const metrics = alertMetrics(new Registry());
-    const expected = runs.flatMap((r) => [`register:${r}:lapsed-feed waiver-expired`, `register:${r}:old-cache waiver-expired`, `register:${r}:soon-cache waiver-expiring`]);
+    const expected = runs.flatMap((r) => [
+      `register:${r}:lapsed-feed waiver-expired`,
+      `register:${r}:old-cache waiver-expired`,
+      `register:${r}:soon-cache waiver-expiring`,
+    ]);
     const delivered = () => new Set(rx.acknowledged.map((a) => a.id)).size;
     const first = new AbortController();
     const loop = new RegisterDelivery({ store, log, metrics, sink, tokenKey }).run(first.signal);
     await waitFor('every waiver event', () => (delivered() >= expected.length ? true : undefined), 60_000, 20);
-    await waitFor('both runs recorded as delivered', async () => {
-      const n = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.alert_register_deliveries FINAL WHERE sink = {s:String}', { s: sink.name });
-      return Number(n[0]?.n) === runs.length ? true : undefined;
-    }, 60_000, 50);
+    await waitFor(
+      'both runs recorded as delivered',
+      async () => {
+        const n = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.alert_register_deliveries FINAL WHERE sink = {s:String}', {
+          s: sink.name,
+        });
+        return Number(n[0]?.n) === runs.length ? true : undefined;
+      },
+      60_000,
+      50,
+    );
     first.abort();
     await loop;
     const afterFirst = rx.acknowledged.length;
@@ -316,7 +451,10 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
     await rx.close();
     const got = dedupe(rx.acknowledged);
     // Every expected event with its kind, in run order (oldest run first), by class within a run; nothing else (fine-cache is ok).
-    assert.deepEqual(got.map((a) => `${a.id} ${kindOf(a)}`), expected);
+    assert.deepEqual(
+      got.map((a) => `${a.id} ${kindOf(a)}`),
+      expected,
+    );
     assert.equal(rx.stats().badSignatures, 0);
     const oldCache = (JSON.parse(got.find((a) => a.id.endsWith(':old-cache'))?.line ?? '{}') as { unmapped: Record<string, unknown> }).unmapped;
     assert.equal(oldCache.riskOwner, 'risk@corp');
@@ -338,17 +476,28 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
     const workers = ['worker-a', 'worker-b'].map((replicaId) => {
       const client = createEtcdClient(etcd);
       const abort = new AbortController();
-      const done = runAlertSinks({ store, log, metrics, sinks: [sink], clusters: [{ name: cluster, client }], replicaId, electionTtlSeconds: 2, tokenKey }, abort.signal);
+      const done = runAlertSinks(
+        { store, log, metrics, sinks: [sink], clusters: [{ name: cluster, client }], replicaId, electionTtlSeconds: 2, tokenKey },
+        abort.signal,
+      );
       return { replicaId, client, abort, done };
     });
     try {
       const expected = [...h.expectedLog, ...h.expectedSpool];
       await waitFor('every event delivered', () => (new Set(rx.acknowledged.map((a) => a.id)).size >= expected.length ? true : undefined), 60_000, 20);
       // The sink's checkpoint at the end of the log: a second deliverer (no election) would be streaming the same batches meanwhile.
-      await waitFor('the sink at the checkpoint', async () => {
-        const n = await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.alert_checkpoints FINAL WHERE sink = {s:String} AND key = '~' AND revision = 50 AND spool_key = '/spool/s6'", { s: sink.name });
-        return Number(n[0]?.n) === 1 ? true : undefined;
-      }, 60_000, 20);
+      await waitFor(
+        'the sink at the checkpoint',
+        async () => {
+          const n = await store.rows<{ n: string }>(
+            "SELECT count() AS n FROM {db:Identifier}.alert_checkpoints FINAL WHERE sink = {s:String} AND key = '~' AND revision = 50 AND spool_key = '/spool/s6'",
+            { s: sink.name },
+          );
+          return Number(n[0]?.n) === 1 ? true : undefined;
+        },
+        60_000,
+        20,
+      );
       assert.equal(rx.acknowledged.length, expected.length, 'each event delivered once: one worker leads the sink');
       const [a] = workers;
       assert.ok(a);
@@ -360,11 +509,18 @@ describe('alert webhook sink', { timeout: 180_000 }, () => {
       assert.ok(leader && follower, `a leader among ${JSON.stringify(campaigns)}`);
       leader.abort.abort();
       await leader.done;
-      const more = history(cluster, 40).rows.filter((r) => r.event_type === 'force-release').map((r) => ({ ...r, revision: String(Number(r.revision) + 100), mod_revision: String(Number(r.revision) + 100) }));
+      const more = history(cluster, 40)
+        .rows.filter((r) => r.event_type === 'force-release')
+        .map((r) => ({ ...r, revision: String(Number(r.revision) + 100), mod_revision: String(Number(r.revision) + 100) }));
       await store.insert('events', more);
       await store.insert('checkpoints', [{ cluster, revision: '200', leader: 'test' }]);
       const newIds = more.map((r) => `${cluster}:${r.revision}:${r.key}`);
-      await waitFor('the remaining worker delivers the new events', () => (newIds.every((id) => rx.acknowledged.some((x) => x.id === id)) ? true : undefined), 60_000, 20);
+      await waitFor(
+        'the remaining worker delivers the new events',
+        () => (newIds.every((id) => rx.acknowledged.some((x) => x.id === id)) ? true : undefined),
+        60_000,
+        20,
+      );
       follower.abort.abort();
       await follower.done;
     } finally {

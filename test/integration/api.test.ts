@@ -33,13 +33,29 @@ describe('api skeleton', () => {
     await ensureBuckets(createS3Client(config.s3), config.s3);
     health = new HealthState();
     const probeRoute = function probeRoute(a: App) {
-      a.get('/v1/probe/:id', {
-        preHandler: requireRoles('investigator'),
-        schema: { params: Type.Object({ id: Type.String({ pattern: '^[a-z]+$' }) }), querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })) }, { additionalProperties: false }) },
-      }, async (req) => ({ id: req.params.id, who: req.identity?.identity }));
-      a.post('/v1/probe', { preHandler: requireRoles('client'), schema: { body: Type.Object({ n: Type.Integer(), key: Type.String({ maxLength: 8 }) }, { additionalProperties: false }) } }, async (req) => ({ n: req.body.n }));
+      a.get(
+        '/v1/probe/:id',
+        {
+          preHandler: requireRoles('investigator'),
+          schema: {
+            params: Type.Object({ id: Type.String({ pattern: '^[a-z]+$' }) }),
+            querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })) }, { additionalProperties: false }),
+          },
+        },
+        async (req) => ({ id: req.params.id, who: req.identity?.identity }),
+      );
+      a.post(
+        '/v1/probe',
+        {
+          preHandler: requireRoles('client'),
+          schema: { body: Type.Object({ n: Type.Integer(), key: Type.String({ maxLength: 8 }) }, { additionalProperties: false }) },
+        },
+        async (req) => ({ n: req.body.n }),
+      );
     };
-    app = await buildApp({ config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health, metrics: createMetricsRegistry() }, [probeRoute]);
+    app = await buildApp({ config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health, metrics: createMetricsRegistry() }, [
+      probeRoute,
+    ]);
     tokens.investigator = (await createApiToken(store, 'ivy@corp', ['investigator'])).token;
     tokens.client = (await createApiToken(store, 'spiffe://corp/worker', ['client'])).token;
     tokens.admin = (await createApiToken(store, 'root@corp', ['admin'])).token;
@@ -56,8 +72,13 @@ describe('api skeleton', () => {
     for (const name of ['lockaudit-auth', 'healthRoutes', 'whoamiRoutes', 'tokenRoutes', 'probeRoute']) assert.match(tree, new RegExp(name), tree);
     assert.equal(typeof app.reportRateLimit, 'function', 'the report rate limiter is a decorator of the app');
     const dir = path.join(projectRoot, 'api');
-    const files = [...readdirSync(dir).map((f) => path.join(dir, f)), ...readdirSync(path.join(dir, 'routes')).map((f) => path.join(dir, 'routes', f))].filter((f) => f.endsWith('.ts'));
-    assert.deepEqual(files.filter((f) => /new WeakMap/.test(readFileSync(f, 'utf8'))).map((f) => path.relative(projectRoot, f)), []);
+    const files = [...readdirSync(dir).map((f) => path.join(dir, f)), ...readdirSync(path.join(dir, 'routes')).map((f) => path.join(dir, 'routes', f))].filter(
+      (f) => f.endsWith('.ts'),
+    );
+    assert.deepEqual(
+      files.filter((f) => /new WeakMap/.test(readFileSync(f, 'utf8'))).map((f) => path.relative(projectRoot, f)),
+      [],
+    );
   });
 
   it('answers /healthz', async () => {
@@ -69,7 +90,15 @@ describe('api skeleton', () => {
   it('is ready when every dependency answers; a raised alarm is listed for admins and leaves it ready', async () => {
     const ready = await get('/readyz', tokens.admin);
     assert.equal(ready.statusCode, 200, ready.body);
-    assert.deepEqual(ready.json().checks.map((c: { name: string; ok: boolean }) => [c.name, c.ok]), [['etcd:local', true], ['clickhouse', true], ['s3', true], ['redis', true]]);
+    assert.deepEqual(
+      ready.json().checks.map((c: { name: string; ok: boolean }) => [c.name, c.ok]),
+      [
+        ['etcd:local', true],
+        ['clickhouse', true],
+        ['s3', true],
+        ['redis', true],
+      ],
+    );
     assert.deepEqual(ready.json().alarms, []);
     health.raise(alarm('LOCKAUDIT_ALARM_TAILER_GAP', { cluster: 'local' }, { from: 10, to: 20 }));
     const alarmed = await get('/readyz', tokens.admin);
@@ -100,7 +129,14 @@ describe('api skeleton', () => {
 
   it('requires a token for /metrics when metricsRequireToken is set', async () => {
     const store = theStore;
-    const locked = await buildApp({ config: testConfig({ LOCKAUDIT_METRICS_REQUIRE_TOKEN: 'true' }), logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() });
+    const locked = await buildApp({
+      config: testConfig({ LOCKAUDIT_METRICS_REQUIRE_TOKEN: 'true' }),
+      logger: createLogger('silent'),
+      store,
+      verifier: new ApiTokenVerifier(store),
+      health: new HealthState(),
+      metrics: createMetricsRegistry(),
+    });
     try {
       const token = (await createApiToken(store, 'prom@corp', ['client'])).token;
       assert.equal((await locked.inject({ method: 'GET', url: '/metrics' })).statusCode, 401);
@@ -154,7 +190,13 @@ describe('api skeleton', () => {
   });
 
   it('answers bad input with 400 naming the field, never 500', async () => {
-    const post = (payload: unknown) => app.inject({ method: 'POST', url: '/v1/probe', headers: { authorization: `Bearer ${tokens.client}`, 'content-type': 'application/json' }, payload: JSON.stringify(payload) });
+    const post = (payload: unknown) =>
+      app.inject({
+        method: 'POST',
+        url: '/v1/probe',
+        headers: { authorization: `Bearer ${tokens.client}`, 'content-type': 'application/json' },
+        payload: JSON.stringify(payload),
+      });
     const cases: Array<[unknown, RegExp]> = [
       [{ key: 'a' }, /body\.n: is required/],
       [{ n: '5', key: 'a' }, /body\.n: must be integer/],
@@ -167,15 +209,29 @@ describe('api skeleton', () => {
       assert.equal(r.json().error, 'LOCKAUDIT_ERR_VALIDATION');
       assert.match(r.json().message, expected);
     }
-    const badJson = await app.inject({ method: 'POST', url: '/v1/probe', headers: { authorization: `Bearer ${tokens.client}`, 'content-type': 'application/json' }, payload: '{"n":' });
+    const badJson = await app.inject({
+      method: 'POST',
+      url: '/v1/probe',
+      headers: { authorization: `Bearer ${tokens.client}`, 'content-type': 'application/json' },
+      payload: '{"n":',
+    });
     assert.equal(badJson.statusCode, 400);
     // Fastify's own body errors speak the one catalog (before: FST_ERR_CTP_INVALID_JSON_BODY, FST_ERR_CTP_EMPTY_JSON_BODY).
     assert.equal(badJson.json().error, 'LOCKAUDIT_ERR_VALIDATION');
     assert.match(badJson.json().message, /^body: /);
-    const empty = await app.inject({ method: 'POST', url: '/v1/probe', headers: { authorization: `Bearer ${tokens.client}`, 'content-type': 'application/json' } });
+    const empty = await app.inject({
+      method: 'POST',
+      url: '/v1/probe',
+      headers: { authorization: `Bearer ${tokens.client}`, 'content-type': 'application/json' },
+    });
     assert.equal(empty.statusCode, 400);
     assert.deepEqual([empty.json().error, /^body: /.test(empty.json().message)], ['LOCKAUDIT_ERR_VALIDATION', true]);
-    const wrongType = await app.inject({ method: 'POST', url: '/v1/probe', headers: { authorization: `Bearer ${tokens.client}`, 'content-type': 'application/x-unknown' }, payload: 'n=1' });
+    const wrongType = await app.inject({
+      method: 'POST',
+      url: '/v1/probe',
+      headers: { authorization: `Bearer ${tokens.client}`, 'content-type': 'application/x-unknown' },
+      payload: 'n=1',
+    });
     assert.equal(wrongType.statusCode, 415);
     assert.equal(wrongType.json().error, 'LOCKAUDIT_ERR_VALIDATION');
     const q = await get('/v1/probe/abc?limit=99', tokens.investigator);

@@ -40,27 +40,96 @@ interface JsonSchema {
   minLength?: number;
   maxLength?: number;
 }
-interface Parameter { name: string; in: 'path' | 'query' | 'header'; required?: boolean; schema: JsonSchema }
-interface Operation { parameters?: Parameter[]; requestBody?: { content?: Record<string, { schema: JsonSchema }> } }
-interface Target { method: string; path: string; params: Parameter[]; body?: JsonSchema }
+interface Parameter {
+  name: string;
+  in: 'path' | 'query' | 'header';
+  required?: boolean;
+  schema: JsonSchema;
+}
+interface Operation {
+  parameters?: Parameter[];
+  requestBody?: { content?: Record<string, { schema: JsonSchema }> };
+}
+interface Target {
+  method: string;
+  path: string;
+  params: Parameter[];
+  body?: JsonSchema;
+}
 
 const SEED = 20261130;
 const RUNS_PER_OPERATION = 60;
 
 // Values no schema should let through to a crash.
 const oddDates = [
-  '2016-12-31T23:59:60Z', '2020-02-30T00:00:00Z', '1', '2026-03-01', '2026-03-01T00:00:00', '0000-01-01T00:00:00Z', '9999-12-31T23:59:59.999999999Z',
-  '+275760-09-13T00:00:00Z', '-000001-01-01T00:00:00Z', '2026-13-01T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T00:00:00+24:00', '1969-12-31T23:59:59Z',
-  '2026-01-01t00:00:00z', '2026-01-01T00:00:00.1234567891Z', '2300-01-01T00:00:00Z', '1970-01-01T00:00:00+00:01', '2026-W01', '2026-001', '2016-12-31', '2016-02-29',
+  '2016-12-31T23:59:60Z',
+  '2020-02-30T00:00:00Z',
+  '1',
+  '2026-03-01',
+  '2026-03-01T00:00:00',
+  '0000-01-01T00:00:00Z',
+  '9999-12-31T23:59:59.999999999Z',
+  '+275760-09-13T00:00:00Z',
+  '-000001-01-01T00:00:00Z',
+  '2026-13-01T00:00:00Z',
+  '2026-01-01T24:00:00Z',
+  '2026-01-01T00:00:00+24:00',
+  '1969-12-31T23:59:59Z',
+  '2026-01-01t00:00:00z',
+  '2026-01-01T00:00:00.1234567891Z',
+  '2300-01-01T00:00:00Z',
+  '1970-01-01T00:00:00+00:01',
+  '2026-W01',
+  '2026-001',
+  '2016-12-31',
+  '2016-02-29',
 ];
 const hostileStrings = [
-  ...oddDates, '', ' ', '\u0000', 'a\u0000b', '\u0001\u001f\u007f', '\r\n', '%00', '../../etc/passwd', '\uD800', '😀'.repeat(50), 'x'.repeat(70_000),
-  '18446744073709551615', '18446744073709551616', '9223372036854775807', '9223372036854775808', '-1', '-9223372036854775808', '1e308', 'NaN', 'Infinity',
-  '%ED%A0%80', '%', '00', '0x10', '9007199254740993', 'null', 'true', '[]', '{}',
+  ...oddDates,
+  '',
+  ' ',
+  '\u0000',
+  'a\u0000b',
+  '\u0001\u001f\u007f',
+  '\r\n',
+  '%00',
+  '../../etc/passwd',
+  '\uD800',
+  '😀'.repeat(50),
+  'x'.repeat(70_000),
+  '18446744073709551615',
+  '18446744073709551616',
+  '9223372036854775807',
+  '9223372036854775808',
+  '-1',
+  '-9223372036854775808',
+  '1e308',
+  'NaN',
+  'Infinity',
+  '%ED%A0%80',
+  '%',
+  '00',
+  '0x10',
+  '9007199254740993',
+  'null',
+  'true',
+  '[]',
+  '{}',
 ];
 const hostileNumbers = [0, -1, 1.5, 2 ** 53, 2 ** 53 + 2, 2 ** 63, 2 ** 64, -(2 ** 63), 1e308, -1e308, Number.MIN_VALUE];
 const deepJson = (depth: number): unknown => (depth === 0 ? 1 : { a: deepJson(depth - 1) });
-const hostileValues: unknown[] = [...hostileStrings, ...hostileNumbers, null, true, false, [], {}, [1, 'a', null], deepJson(60), Array.from({ length: 2000 }, (_, i) => i)];
+const hostileValues: unknown[] = [
+  ...hostileStrings,
+  ...hostileNumbers,
+  null,
+  true,
+  false,
+  [],
+  {},
+  [1, 'a', null],
+  deepJson(60),
+  Array.from({ length: 2000 }, (_, i) => i),
+];
 
 const DATE_TIMES = ['2026-03-01T00:00:00Z', '2026-02-27T12:30:00.5+02:00', '2016-12-31T23:59:59Z', '1970-01-01T00:00:00Z', '2299-12-31T23:59:59.999Z'];
 
@@ -95,7 +164,6 @@ function valid(s: JsonSchema, depth = 0): fc.Arbitrary<unknown> {
   return fc.string({ minLength: s.minLength ?? 0, maxLength: Math.min(s.maxLength ?? 40, 40) });
 }
 
-
 /** Percent-encodes every byte: lone surrogates and NULs reach the server as sent, not as a client-side error. */
 function enc(text: string): string {
   try {
@@ -106,7 +174,7 @@ function enc(text: string): string {
 }
 
 function asText(v: unknown): string {
-  return typeof v === 'string' ? v : JSON.stringify(v) ?? '';
+  return typeof v === 'string' ? v : (JSON.stringify(v) ?? '');
 }
 
 describe('API fuzz: no 5xx on any input, every 400 names its field', { timeout: 600_000 }, () => {
@@ -121,7 +189,14 @@ describe('API fuzz: no 5xx on any input, every 400 names its field', { timeout: 
     const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '1000000' });
     const temp = await tempStore();
     closeStore = temp.close;
-    const ctx: AppContext = { config, logger: createLogger('silent'), store: temp.store, verifier: new ApiTokenVerifier(temp.store), health: new HealthState(), metrics: createMetricsRegistry() };
+    const ctx: AppContext = {
+      config,
+      logger: createLogger('silent'),
+      store: temp.store,
+      verifier: new ApiTokenVerifier(temp.store),
+      health: new HealthState(),
+      metrics: createMetricsRegistry(),
+    };
     engine = await startLockEngine(ctx, { cluster: lockCluster(config), pollMs: 250, root: `/${uniqueId('fuzz')}` });
     app = await buildApp(ctx, [tailerRoutes, lockApi(engine.service), grantRoutes, reportRoutes, exportRoutes({ enqueueTimeoutMs: 5_000 }), uiRoutes]);
     // admin holds every role: the inputs reach validation and the handlers, not just the role check.
@@ -130,7 +205,12 @@ describe('API fuzz: no 5xx on any input, every 400 names its field', { timeout: 
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(ops)) {
         if (!['get', 'post', 'put', 'delete', 'patch'].includes(method)) continue;
-        targets.push({ method: method.toUpperCase(), path, params: (op.parameters ?? []).filter((p) => p.in !== 'header'), body: op.requestBody?.content?.['application/json']?.schema });
+        targets.push({
+          method: method.toUpperCase(),
+          path,
+          params: (op.parameters ?? []).filter((p) => p.in !== 'header'),
+          body: op.requestBody?.content?.['application/json']?.schema,
+        });
       }
     }
     targets = targets.sort((a, b) => `${a.path} ${a.method}`.localeCompare(`${b.path} ${b.method}`));
@@ -142,14 +222,30 @@ describe('API fuzz: no 5xx on any input, every 400 names its field', { timeout: 
   });
 
   it('serves an OpenAPI document that validates: operationIds, servers, 4xx answers', async () => {
-    const doc = (await app.inject({ method: 'GET', url: '/docs/json' })).json() as { openapi: string; servers?: unknown[]; paths: Record<string, Record<string, { operationId?: string; responses?: Record<string, unknown> }>> };
+    const doc = (await app.inject({ method: 'GET', url: '/docs/json' })).json() as {
+      openapi: string;
+      servers?: unknown[];
+      paths: Record<string, Record<string, { operationId?: string; responses?: Record<string, unknown> }>>;
+    };
     await SwaggerParser.validate(structuredClone(doc) as never);
     assert.ok(doc.servers?.length, 'servers');
     const ops = Object.entries(doc.paths).flatMap(([p, m]) => Object.entries(m).map(([method, op]) => ({ name: `${method.toUpperCase()} ${p}`, op })));
-    assert.deepEqual(ops.filter((o) => !o.op.operationId).map((o) => o.name), [], 'operations without an operationId');
+    assert.deepEqual(
+      ops.filter((o) => !o.op.operationId).map((o) => o.name),
+      [],
+      'operations without an operationId',
+    );
     assert.equal(new Set(ops.map((o) => o.op.operationId)).size, ops.length, 'operationIds are unique');
-    assert.deepEqual(ops.filter((o) => !Object.keys(o.op.responses ?? {}).some((c) => c.startsWith('4'))).map((o) => o.name), [], 'operations without a 4xx answer');
-    assert.deepEqual(ops.filter((o) => !Object.keys(o.op.responses ?? {}).some((c) => c.startsWith('2') || c.startsWith('3'))).map((o) => o.name), [], 'operations without a success answer');
+    assert.deepEqual(
+      ops.filter((o) => !Object.keys(o.op.responses ?? {}).some((c) => c.startsWith('4'))).map((o) => o.name),
+      [],
+      'operations without a 4xx answer',
+    );
+    assert.deepEqual(
+      ops.filter((o) => !Object.keys(o.op.responses ?? {}).some((c) => c.startsWith('2') || c.startsWith('3'))).map((o) => o.name),
+      [],
+      'operations without a success answer',
+    );
   });
 
   it('finds every documented operation', () => {
@@ -162,7 +258,16 @@ describe('API fuzz: no 5xx on any input, every 400 names its field', { timeout: 
     assert.equal(leap.statusCode, 400, leap.body);
     assert.match(leap.json().message, /querystring\.to/);
     // A well-formed cursor for these very filters, made by hand: only the signature can tell it from one the API issued.
-    const digest = filterDigest({ key: 'a/b', keyPrefix: undefined, holder: undefined, class: undefined, namespace: undefined, token: undefined, from: undefined, to: undefined });
+    const digest = filterDigest({
+      key: 'a/b',
+      keyPrefix: undefined,
+      holder: undefined,
+      class: undefined,
+      namespace: undefined,
+      token: undefined,
+      from: undefined,
+      to: undefined,
+    });
     const forged = Buffer.from(JSON.stringify([1, 0, 'c', 'k', '1', '', 9e15, digest])).toString('base64url');
     const cursor = await app.inject({ method: 'GET', url: `/v1/grants?key=a/b&cursor=${forged}`, headers: auth });
     assert.equal(cursor.statusCode, 400, cursor.body);
@@ -185,15 +290,26 @@ describe('API fuzz: no 5xx on any input, every 400 names its field', { timeout: 
         corrupt: fc.option(fc.constantFrom(...(fields.length ? fields : ['none'])), { nil: undefined, freq: 5 }),
         badDate: fc.constantFrom(...oddDates),
         dated: fc.boolean(),
-        bad: fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...hostileValues) }, { weight: 1, arbitrary: fc.string({ maxLength: 30, unit: 'binary' }) }, { weight: 1, arbitrary: fc.integer() }),
+        bad: fc.oneof(
+          { weight: 3, arbitrary: fc.constantFrom(...hostileValues) },
+          { weight: 1, arbitrary: fc.string({ maxLength: 30, unit: 'binary' }) },
+          { weight: 1, arbitrary: fc.integer() },
+        ),
       });
       const schemaOf = (field: string): JsonSchema | undefined =>
-        field.startsWith('param:') ? t.params.find((p) => `param:${p.name}` === field)?.schema : field.startsWith('body:') ? t.body?.properties?.[field.slice(5)] : undefined;
-      const isDate = (field: string | undefined): boolean => field !== undefined && (/date/.test(schemaOf(field)?.format ?? '') || /(^|:)(from|to|date)$/.test(field));
+        field.startsWith('param:')
+          ? t.params.find((p) => `param:${p.name}` === field)?.schema
+          : field.startsWith('body:')
+            ? t.body?.properties?.[field.slice(5)]
+            : undefined;
+      const isDate = (field: string | undefined): boolean =>
+        field !== undefined && (/date/.test(schemaOf(field)?.format ?? '') || /(^|:)(from|to|date)$/.test(field));
       const named = ['querystring', 'params', 'body', ...t.params.map((p) => p.name), ...bodyFields];
       const random = fc.sample(input, { seed: SEED, numRuns: RUNS_PER_OPERATION });
       // Plus every odd date in every date field once, the rest valid: dates are where 500s hid.
-      const dateCases = fields.filter(isDate).flatMap((field) => oddDates.map((d, i) => ({ ...(random[i % random.length] as (typeof random)[number]), corrupt: field, bad: d, dated: false })));
+      const dateCases = fields
+        .filter(isDate)
+        .flatMap((field) => oddDates.map((d, i) => ({ ...(random[i % random.length] as (typeof random)[number]), corrupt: field, bad: d, dated: false })));
       const samples = [...random, ...dateCases];
       for (const raw of samples) {
         // A date field gets an odd date half the time: the date parsers are where 500s hid.
@@ -210,7 +326,12 @@ describe('API fuzz: no 5xx on any input, every 400 names its field', { timeout: 
         if (sample.corrupt === 'body') body = sample.bad;
         else if (sample.corrupt?.startsWith('body:') && body && typeof body === 'object') body = { ...body, [sample.corrupt.slice(5)]: sample.bad };
         const payload = body === undefined ? undefined : JSON.stringify(body);
-        const r = await app.inject({ method: t.method as 'GET', url, headers: { ...auth, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) }, ...(payload !== undefined ? { payload } : {}) });
+        const r = await app.inject({
+          method: t.method as 'GET',
+          url,
+          headers: { ...auth, ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) },
+          ...(payload !== undefined ? { payload } : {}),
+        });
         sent++;
         statuses.set(r.statusCode, (statuses.get(r.statusCode) ?? 0) + 1);
         const what = `${t.method} ${url.slice(0, 300)} ${payload?.slice(0, 300) ?? ''} → ${r.statusCode} ${r.body.slice(0, 300)}`;
@@ -221,7 +342,10 @@ describe('API fuzz: no 5xx on any input, every 400 names its field', { timeout: 
     t.diagnostic(`${targets.length} operations, ${sent} requests; statuses ${JSON.stringify(Object.fromEntries(statuses))}`);
     assert.ok(sent >= targets.length * RUNS_PER_OPERATION);
     // The valid values must reach past validation often, or the handlers go untested.
-    assert.ok((statuses.get(200) ?? 0) + (statuses.get(201) ?? 0) + (statuses.get(202) ?? 0) + (statuses.get(404) ?? 0) > sent / 10, JSON.stringify(Object.fromEntries(statuses)));
+    assert.ok(
+      (statuses.get(200) ?? 0) + (statuses.get(201) ?? 0) + (statuses.get(202) ?? 0) + (statuses.get(404) ?? 0) > sent / 10,
+      JSON.stringify(Object.fromEntries(statuses)),
+    );
     assert.deepEqual(failures, []);
   });
 });

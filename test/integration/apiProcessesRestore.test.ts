@@ -36,7 +36,6 @@ describe('two API processes and a tailer process over one served store, etcd res
   /** Every token either process issued, in the order granted. */
   const issued: Array<{ by: number; token: bigint }> = [];
 
-
   async function cli(args: string[]): Promise<string> {
     return (await run(process.execPath, ['bin/lockaudit.js', ...args], { cwd: projectRoot, env, timeout: 120_000 })).stdout.trim();
   }
@@ -52,10 +51,15 @@ describe('two API processes and a tailer process over one served store, etcd res
 
   /** A reply that is not "etcd unreachable" (etcd restarting under the call). */
   function answered(what: string, fn: () => Promise<{ status: number; body: Json }>): Promise<{ status: number; body: Json }> {
-    return waitFor(what, async () => {
-      const res = await fn().catch(() => undefined);
-      return !res || res.body.error === 'LOCKAUDIT_ERR_QUORUM_LOST' || res.status === 500 ? undefined : res;
-    }, 60_000, 200);
+    return waitFor(
+      what,
+      async () => {
+        const res = await fn().catch(() => undefined);
+        return !res || res.body.error === 'LOCKAUDIT_ERR_QUORUM_LOST' || res.status === 500 ? undefined : res;
+      },
+      60_000,
+      200,
+    );
   }
 
   async function session(i: number): Promise<string> {
@@ -65,7 +69,9 @@ describe('two API processes and a tailer process over one served store, etcd res
   }
 
   function acquire(i: number, s: string, key: string): Promise<{ status: number; body: Json }> {
-    return answered(`acquire ${key} at API ${i}`, () => call(i, 'POST', '/v1/locks/acquire', tokens.user, { key: `${ns}/${key}`, session: s, class: className }));
+    return answered(`acquire ${key} at API ${i}`, () =>
+      call(i, 'POST', '/v1/locks/acquire', tokens.user, { key: `${ns}/${key}`, session: s, class: className }),
+    );
   }
 
   /** n grants alternating between the two processes, each released; returns the revision after the last release. */
@@ -87,10 +93,17 @@ describe('two API processes and a tailer process over one served store, etcd res
   }
 
   async function captured(upTo: bigint): Promise<void> {
-    await waitFor(`the tailer process past revision ${upTo}`, async () => {
-      const rows = await store.rows<{ r: string }>('SELECT toString(max(revision)) AS r FROM {db:Identifier}.checkpoints WHERE cluster = {c:String}', { c: label });
-      return BigInt(rows[0]?.r ?? '0') >= upTo ? true : undefined;
-    }, 120_000, 200);
+    await waitFor(
+      `the tailer process past revision ${upTo}`,
+      async () => {
+        const rows = await store.rows<{ r: string }>('SELECT toString(max(revision)) AS r FROM {db:Identifier}.checkpoints WHERE cluster = {c:String}', {
+          c: label,
+        });
+        return BigInt(rows[0]?.r ?? '0') >= upTo ? true : undefined;
+      },
+      120_000,
+      200,
+    );
   }
 
   before(async () => {
@@ -119,7 +132,8 @@ describe('two API processes and a tailer process over one served store, etcd res
     roles.start(['tailer']);
     roles.start(['api'], { LOCKAUDIT_PORT: String(BASE + 80) });
     roles.start(['api'], { LOCKAUDIT_PORT: String(BASE + 81) });
-    for (const url of urls) await waitFor(`${url}/healthz`, async () => ((await fetch(`${url}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined), 90_000, 200);
+    for (const url of urls)
+      await waitFor(`${url}/healthz`, async () => ((await fetch(`${url}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined), 90_000, 200);
   });
 
   after(async () => {
@@ -141,10 +155,17 @@ describe('two API processes and a tailer process over one served store, etcd res
 
     // The same cluster id, revisions restart below the ones granted at.
     await etcd.restore(low);
-    await waitFor('the restore recorded by the tailer process', async () => {
-      const rows = await store.rows<{ g: number }>('SELECT max(generation) AS g FROM {db:Identifier}.etcd_timelines FINAL WHERE cluster = {c:String}', { c: label });
-      return Number(rows[0]?.g ?? 0) >= 1 ? true : undefined;
-    }, 120_000, 200);
+    await waitFor(
+      'the restore recorded by the tailer process',
+      async () => {
+        const rows = await store.rows<{ g: number }>('SELECT max(generation) AS g FROM {db:Identifier}.etcd_timelines FINAL WHERE cluster = {c:String}', {
+          c: label,
+        });
+        return Number(rows[0]?.g ?? 0) >= 1 ? true : undefined;
+      },
+      120_000,
+      200,
+    );
     for (const i of [0, 1]) {
       const res = await acquire(i, await session(i), `after-restore-${i}`);
       if (res.status === 200) assert.fail(`API ${i} granted ${res.body.token as string} after the restore, below tokens already issued`);
@@ -158,10 +179,15 @@ describe('two API processes and a tailer process over one served store, etcd res
     assert.equal(req.status, 202, JSON.stringify(req.body));
     const ok = await call(0, 'POST', `/v1/epoch/advance/${req.body.id as string}/approve`, tokens.op2, { requestHash: req.body.requestHash });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
-    await waitFor('both unsealed', async () => {
-      for (const i of [0, 1]) if ((await call(i, 'GET', '/v1/epoch', tokens.user)).body.sealed !== false) return undefined;
-      return true;
-    }, 60_000, 200);
+    await waitFor(
+      'both unsealed',
+      async () => {
+        for (const i of [0, 1]) if ((await call(i, 'GET', '/v1/epoch', tokens.user)).body.sealed !== false) return undefined;
+        return true;
+      },
+      60_000,
+      200,
+    );
     await grants([await session(0), await session(1)], 6);
     assert.equal(issued.length, before + 6);
   });

@@ -25,14 +25,28 @@ describe('the api role ships the spool it writes', () => {
     const file = spoolPath(data.dir, label);
     mkdirSync(path.dirname(file), { recursive: true });
     const grants: SpoolGrantRecord[] = [1, 2].map((n) => ({
-      v: 1, kind: 'grant', id: `api-host:${n}`, cluster: label, key: `${ns}/k${n}`, namespace: ns, class: 'cache', holder: 'spiffe://test/w', session: '7', token: '0', waitMs: 0, at: Date.now() - 1_000, epoch: 1,
+      v: 1,
+      kind: 'grant',
+      id: `api-host:${n}`,
+      cluster: label,
+      key: `${ns}/k${n}`,
+      namespace: ns,
+      class: 'cache',
+      holder: 'spiffe://test/w',
+      session: '7',
+      token: '0',
+      waitMs: 0,
+      at: Date.now() - 1_000,
+      epoch: 1,
     }));
     appendFileSync(file, grants.map((g) => `${JSON.stringify(g)}\n`).join(''));
     let la: LockApp | undefined;
     try {
       la = await lockApp(config, db.store, { cluster: { name: label, endpoints }, spoolShipIntervalMs: 200 });
       const count = async (): Promise<number> => {
-        const [r] = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND unprotected = 1', { c: label });
+        const [r] = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND unprotected = 1', {
+          c: label,
+        });
         return Number(r?.n ?? 0);
       };
       await waitFor('the spooled grants shipped', async () => ((await count()) === 2 ? true : undefined), 30_000, 100);

@@ -19,12 +19,37 @@ describe('force records the archive must hold', () => {
 
   it('are the proven ones: a forged record (origin foreign) is not expected', async () => {
     const row = (key: string, revision: string, origin: string): Record<string, unknown> => ({
-      cluster: 'c1', revision, key, event_type: 'force-record', op: 'put', namespace: '', lock_path: '', class: '', holder: '', session: '', token: '0', epoch: 1,
-      grant_revision: '0', wait_ms: 0, wall_time: Date.now() - 3_600_000, time_estimated: 0, time_error_ms: 0, create_revision: revision, mod_revision: revision,
-      version: '1', lease: '0', value: '{}', prev_value: '', unprotected: 0, origin,
+      cluster: 'c1',
+      revision,
+      key,
+      event_type: 'force-record',
+      op: 'put',
+      namespace: '',
+      lock_path: '',
+      class: '',
+      holder: '',
+      session: '',
+      token: '0',
+      epoch: 1,
+      grant_revision: '0',
+      wait_ms: 0,
+      wall_time: Date.now() - 3_600_000,
+      time_estimated: 0,
+      time_error_ms: 0,
+      create_revision: revision,
+      mod_revision: revision,
+      version: '1',
+      lease: '0',
+      value: '{}',
+      prev_value: '',
+      unprotected: 0,
+      origin,
     });
     await store.insert('events', [row('/sys/force/genuine', '10', 'api'), row('/sys/force/forged', '11', 'foreign')]);
     const expected = await expectedFromAuditLog(store, { cluster: 'c1' });
-    assert.deepEqual(expected.map((e) => e.key), ['/sys/force/genuine']);
+    assert.deepEqual(
+      expected.map((e) => e.key),
+      ['/sys/force/genuine'],
+    );
   });
 });

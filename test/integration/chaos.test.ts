@@ -39,7 +39,11 @@ describe('chaos: a short seeded fault-injection run', { timeout: 900_000 }, () =
       (m) => process.stderr.write(`chaos: ${m}\n`),
     );
     process.stderr.write(`${outcome.report}\n`);
-    for (const kind of FAULT_KINDS.filter((k) => has(k))) assert.ok(outcome.faults.some((f) => f.kind === kind && f.ok), `fault ${kind} was injected`);
+    for (const kind of FAULT_KINDS.filter((k) => has(k)))
+      assert.ok(
+        outcome.faults.some((f) => f.kind === kind && f.ok),
+        `fault ${kind} was injected`,
+      );
     assert.deepEqual(outcome.result.invalid, [], outcome.report);
     assert.deepEqual(outcome.result.violations.slice(0, 10), [], outcome.report);
     assert.equal(outcome.result.status, 'clean');

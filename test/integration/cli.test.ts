@@ -14,7 +14,10 @@ const run = promisify(execFile);
 async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('LOCKAUDIT_')));
   try {
-    const r = await run(process.execPath, ['bin/lockaudit.js', ...args], { cwd: projectRoot, env: { ...clean, LOCKAUDIT_DATA_DIR: '/nonexistent/lockaudit-cli-test', ...env } });
+    const r = await run(process.execPath, ['bin/lockaudit.js', ...args], {
+      cwd: projectRoot,
+      env: { ...clean, LOCKAUDIT_DATA_DIR: '/nonexistent/lockaudit-cli-test', ...env },
+    });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -26,7 +29,8 @@ describe('lockaudit CLI', () => {
   it('documents every command with --help', async () => {
     const top = await cli(['--help']);
     assert.equal(top.code, 0);
-    for (const command of ['start', 'api', 'tailer', 'worker', 'migrate', 'services', 'doctor', 'token', 'config']) assert.match(top.stdout, new RegExp(`^  ${command}\\b`, 'm'), command);
+    for (const command of ['start', 'api', 'tailer', 'worker', 'migrate', 'services', 'doctor', 'token', 'config'])
+      assert.match(top.stdout, new RegExp(`^  ${command}\\b`, 'm'), command);
     for (const sub of [['services', 'up'], ['services', 'down'], ['services', 'status'], ['token', 'create'], ['doctor'], ['migrate']]) {
       const r = await cli([...sub, '--help']);
       assert.equal(r.code, 0, sub.join(' '));
@@ -59,7 +63,7 @@ describe('lockaudit CLI', () => {
     assert.match(missing.stderr, /required option '--identity <name>' not specified/);
   });
 
-  it('runs the runbook\'s SQL on the embedded store: rows as JSON lines, {db:Identifier} bound, a bad statement in one line', async () => {
+  it("runs the runbook's SQL on the embedded store: rows as JSON lines, {db:Identifier} bound, a bad statement in one line", async () => {
     const data = tempDir('lockaudit-cli-sql-');
     try {
       const env = { LOCKAUDIT_DATA_DIR: data.dir };
@@ -97,7 +101,10 @@ describe('lockaudit CLI', () => {
       assert.equal(r.code, 1, r.stdout + r.stderr);
       const lines = r.stderr.trim().split('\n');
       assert.equal(lines.length, 1, r.stderr);
-      assert.match(lines[0] ?? '', /^lockaudit: cannot start: etcd:local does not answer \(.*\); s3 does not answer \(.*\)\. start the local services: lockaudit services up \(data dir /);
+      assert.match(
+        lines[0] ?? '',
+        /^lockaudit: cannot start: etcd:local does not answer \(.*\); s3 does not answer \(.*\)\. start the local services: lockaudit services up \(data dir /,
+      );
       assert.doesNotMatch(r.stderr, /\n\s+at /);
       assert.equal(existsSync(path.join(data.dir, 'clickhouse')), false, 'the store was not opened, no migration applied');
     } finally {
@@ -113,7 +120,11 @@ describe('lockaudit CLI', () => {
   });
 
   it('prints the effective configuration with secrets masked', async () => {
-    const r = await cli(['config'], { LOCKAUDIT_S3_ENDPOINT: 'http://s3.corp:9000', LOCKAUDIT_S3_ACCESS_KEY: 'AKIAEXAMPLE', LOCKAUDIT_S3_SECRET_KEY: 'very-secret-key' });
+    const r = await cli(['config'], {
+      LOCKAUDIT_S3_ENDPOINT: 'http://s3.corp:9000',
+      LOCKAUDIT_S3_ACCESS_KEY: 'AKIAEXAMPLE',
+      LOCKAUDIT_S3_SECRET_KEY: 'very-secret-key',
+    });
     assert.equal(r.code, 0, r.stderr);
     const config = JSON.parse(r.stdout) as { s3: { secretKey: string; accessKey: string } };
     assert.equal(config.s3.secretKey, '****');

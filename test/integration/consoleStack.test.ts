@@ -49,14 +49,26 @@ describe('console on a running stack fed by the simulator', { timeout: 240_000 }
     const shared = testConfig();
     const env = {
       ...process.env,
-      LOCKAUDIT_DATA_DIR: tmp.dir, LOCKAUDIT_LOCAL_PORT_BASE: String(ETCD_PORT_BASE), LOCKAUDIT_LOCAL_ETCD_MEMBERS: '3',
-      LOCKAUDIT_REDIS_URL: shared.redis.url, LOCKAUDIT_S3_ENDPOINT: shared.s3.endpoint, LOCKAUDIT_S3_ACCESS_KEY: shared.s3.accessKey, LOCKAUDIT_S3_SECRET_KEY: shared.s3.secretKey,
-      LOCKAUDIT_PORT: String(PORT), LOCKAUDIT_LOG_LEVEL: 'warn',
+      LOCKAUDIT_DATA_DIR: tmp.dir,
+      LOCKAUDIT_LOCAL_PORT_BASE: String(ETCD_PORT_BASE),
+      LOCKAUDIT_LOCAL_ETCD_MEMBERS: '3',
+      LOCKAUDIT_REDIS_URL: shared.redis.url,
+      LOCKAUDIT_S3_ENDPOINT: shared.s3.endpoint,
+      LOCKAUDIT_S3_ACCESS_KEY: shared.s3.accessKey,
+      LOCKAUDIT_S3_SECRET_KEY: shared.s3.secretKey,
+      LOCKAUDIT_PORT: String(PORT),
+      LOCKAUDIT_LOG_LEVEL: 'warn',
     };
     stackEnv = env;
     await run(process.execPath, ['bin/lockaudit.js', 'services', 'up', '--only', 'etcd'], { cwd: projectRoot, env });
-    child = spawn(process.execPath, ['bin/lockaudit.js', 'start', '--demo', '--demo-workers', '8', '--demo-rate', '8'], { cwd: projectRoot, env, stdio: ['ignore', 'ignore', 'pipe'] });
-    child.stderr?.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+    child = spawn(process.execPath, ['bin/lockaudit.js', 'start', '--demo', '--demo-workers', '8', '--demo-rate', '8'], {
+      cwd: projectRoot,
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
     const tokens = path.join(tmp.dir, 'demo-tokens.json');
     await waitFor('demo tokens', () => existsSync(tokens) || undefined, 90_000, 500).catch((err: Error) => {
       throw new Error(`${err.message}; lockaudit start said:\n${stderr.slice(-4000)}`);
@@ -65,24 +77,48 @@ describe('console on a running stack fed by the simulator', { timeout: 240_000 }
     token = demo.investigator;
     operatorToken = demo.operators[0] ?? '';
     // More load and an outage in its middle third, through the demo's own fleet tokens.
-    const sim = await run(process.execPath, ['bin/lockaudit.js', 'simulate', '--url', base, '--tokens', tokens, '--workers', '8', '--rate', '10', '--duration', '24', '--outage', '--seed', '7'], { cwd: projectRoot, env });
+    const sim = await run(
+      process.execPath,
+      ['bin/lockaudit.js', 'simulate', '--url', base, '--tokens', tokens, '--workers', '8', '--rate', '10', '--duration', '24', '--outage', '--seed', '7'],
+      { cwd: projectRoot, env },
+    );
     assert.match(sim.stderr, /outage over/);
     // Enough history to look at: ended grants, unprotected grants shipped after the outage, a tailer publishing lag, the first risk register.
-    await waitFor('captured grants', async () => {
-      const page = await api<{ items: { endKind: string | null }[] }>('/v1/grants?limit=200').catch(() => ({ items: [] }));
-      return page.items.filter((g) => g.endKind !== null).length >= 20 || undefined;
-    }, 90_000, 1000);
-    await waitFor('unprotected grants shipped after the outage', async () => {
-      const report = await api<UnprotectedReport>('/v1/reports/unprotected').catch(() => undefined);
-      return (report?.items.length ?? 0) > 0 || undefined;
-    }, 90_000, 1000).catch((err: Error) => {
+    await waitFor(
+      'captured grants',
+      async () => {
+        const page = await api<{ items: { endKind: string | null }[] }>('/v1/grants?limit=200').catch(() => ({ items: [] }));
+        return page.items.filter((g) => g.endKind !== null).length >= 20 || undefined;
+      },
+      90_000,
+      1000,
+    );
+    await waitFor(
+      'unprotected grants shipped after the outage',
+      async () => {
+        const report = await api<UnprotectedReport>('/v1/reports/unprotected').catch(() => undefined);
+        return (report?.items.length ?? 0) > 0 || undefined;
+      },
+      90_000,
+      1000,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}; simulate said:\n${sim.stderr.slice(-2000)}`);
     });
-    await waitFor('tailer lag samples', async () => {
-      const lag = await api<TailerLag>('/v1/tailers/lag?from=' + new Date(Date.now() - 3_600_000).toISOString()).catch(() => undefined);
-      return (lag?.clusters[0]?.series.some((p) => p.samples > 0) ?? false) || undefined;
-    }, 60_000, 1000);
-    await waitFor('the demo risk register', async () => (await fetch(`${base}/v1/reports/risk-register`, { headers: { authorization: `Bearer ${token}` } })).ok || undefined, 60_000, 1000);
+    await waitFor(
+      'tailer lag samples',
+      async () => {
+        const lag = await api<TailerLag>('/v1/tailers/lag?from=' + new Date(Date.now() - 3_600_000).toISOString()).catch(() => undefined);
+        return (lag?.clusters[0]?.series.some((p) => p.samples > 0) ?? false) || undefined;
+      },
+      60_000,
+      1000,
+    );
+    await waitFor(
+      'the demo risk register',
+      async () => (await fetch(`${base}/v1/reports/risk-register`, { headers: { authorization: `Bearer ${token}` } })).ok || undefined,
+      60_000,
+      1000,
+    );
     browser = await openBrowser();
     page = browser.page;
     await signIn(page, base, token);
@@ -105,7 +141,7 @@ describe('console on a running stack fed by the simulator', { timeout: 240_000 }
     tmp.remove();
   });
 
-  it('searches the captured grants and goes to a key\'s timeline and a grant\'s detail', async () => {
+  it("searches the captured grants and goes to a key's timeline and a grant's detail", async () => {
     await page.goto(`${base}/ui/#/grants?namespace=payments`);
     const rows = page.locator('table.grants tbody tr');
     await rows.first().waitFor();
@@ -171,15 +207,20 @@ describe('console on a running stack fed by the simulator', { timeout: 240_000 }
     const rows = page.locator('table.unprotected tbody tr');
     // The demo's spool shipper may still be shipping grants of the outage: the page and the API agree on a
     // settled list (the same count read twice around the page load), never on whatever each caught mid-ship.
-    const report = await waitFor('the console and the API list the same unprotected grants', async () => {
-      const before = await api<UnprotectedReport>('/v1/reports/unprotected');
-      await page.goto(`${base}/ui/#/reconcile`);
-      await page.reload();
-      await rows.first().waitFor();
-      const shown = await rows.count();
-      const settled = await api<UnprotectedReport>('/v1/reports/unprotected');
-      return shown === settled.items.length && before.items.length === settled.items.length ? settled : undefined;
-    }, 60_000, 1_000);
+    const report = await waitFor(
+      'the console and the API list the same unprotected grants',
+      async () => {
+        const before = await api<UnprotectedReport>('/v1/reports/unprotected');
+        await page.goto(`${base}/ui/#/reconcile`);
+        await page.reload();
+        await rows.first().waitFor();
+        const shown = await rows.count();
+        const settled = await api<UnprotectedReport>('/v1/reports/unprotected');
+        return shown === settled.items.length && before.items.length === settled.items.length ? settled : undefined;
+      },
+      60_000,
+      1_000,
+    );
     assert.equal(await rows.count(), report.items.length);
     const first = report.items[0];
     assert.ok(first);
@@ -194,5 +235,4 @@ describe('console on a running stack fed by the simulator', { timeout: 240_000 }
     assert.equal(after.items.find((i) => i.id === first.id)?.reconciliation?.note, 'outage drill: checked the writes, nothing to repair');
     await browser.shot('stack-reconciliation-after');
   });
-
 });

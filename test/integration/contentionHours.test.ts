@@ -56,8 +56,26 @@ const FIXTURE: GrantSpec[] = [
   { key: 'inv/item-1', class: 'stock', holder: 'h-n', rev: 162, at: H(6, 1000), waitMs: 3, end: { kind: 'release', at: H(6, 2000), rev: 163 } },
   { key: 'inv/item-1', class: 'stock', holder: 'h-m', rev: 164, at: H(11, 5000), waitMs: 4, end: { kind: 'release', at: H(11, 6000), rev: 165 } },
   // another cluster, same key names
-  { cluster: 'c2', key: 'pay/acct-1', class: 'ledger', holder: 'h-z', rev: 50, at: H(30, 30_000), waitMs: 40, end: { kind: 'release', at: H(30, 31_000), rev: 51 } },
-  { cluster: 'c2', key: 'pay/acct-1', class: 'ledger', holder: 'h-y', rev: 52, at: H(30, 32_000), waitMs: 41, end: { kind: 'expiry', at: H(30, 40_000), rev: 53 } },
+  {
+    cluster: 'c2',
+    key: 'pay/acct-1',
+    class: 'ledger',
+    holder: 'h-z',
+    rev: 50,
+    at: H(30, 30_000),
+    waitMs: 40,
+    end: { kind: 'release', at: H(30, 31_000), rev: 51 },
+  },
+  {
+    cluster: 'c2',
+    key: 'pay/acct-1',
+    class: 'ledger',
+    holder: 'h-y',
+    rev: 52,
+    at: H(30, 32_000),
+    waitMs: 41,
+    end: { kind: 'expiry', at: H(30, 40_000), rev: 53 },
+  },
   // a window's start edge: the grant before it ended in the hour the window starts in
   { key: 'ops/job', class: 'cron', holder: 'h-k', rev: 150, at: H(50, 10_000), waitMs: 1, end: { kind: 'release', at: H(50, 11_000), rev: 151 } },
   { key: 'ops/job', class: 'cron', holder: 'h-l', rev: 152, at: H(50, 20_000), waitMs: 2, end: { kind: 'release', at: H(50, 21_000), rev: 153 } },
@@ -68,8 +86,14 @@ const CHECKPOINT = 200; // revisions above it are not captured yet when the fixt
 /** The rows written up to `checkpoint`: a grant's closed row only once its end revision is captured. */
 async function insertGrants(store: AuditStore, specs: GrantSpec[], checkpoint = Infinity): Promise<void> {
   const visible = specs.filter((s) => s.rev <= checkpoint);
-  await store.insert('grants', visible.map((s) => grantRows(s).open));
-  const closed = visible.filter((s) => s.end && s.end.rev <= checkpoint).map((s) => grantRows(s).closed).filter((r): r is GrantRow => r !== undefined);
+  await store.insert(
+    'grants',
+    visible.map((s) => grantRows(s).open),
+  );
+  const closed = visible
+    .filter((s) => s.end && s.end.rev <= checkpoint)
+    .map((s) => grantRows(s).closed)
+    .filter((r): r is GrantRow => r !== undefined);
   await store.insert('grants', closed);
 }
 
@@ -89,7 +113,7 @@ const CASES: Array<{ name: string; p: ContentionParams }> = [
   { name: '10 days, hour-aligned', p: { from: iso(H(240)), to: iso(H(0)), by: 'namespace', top: 5 } },
 ];
 
-describe('contention from sealed hours: the raw query\'s answer', () => {
+describe("contention from sealed hours: the raw query's answer", () => {
   let store: AuditStore;
   let close: () => Promise<void>;
   let deps: ReportDeps;
@@ -99,7 +123,13 @@ describe('contention from sealed hours: the raw query\'s answer', () => {
     return { raw, hours };
   };
   const coveredHours = async (p: ContentionParams) =>
-    (await reportRows<{ cluster: string; hour_s: number }>(deps, COVERED, { fromMs: Date.parse(p.from as string), toMs: Date.parse(p.to as string), lookbackDays: deps.limits.maxWindowDays })).length;
+    (
+      await reportRows<{ cluster: string; hour_s: number }>(deps, COVERED, {
+        fromMs: Date.parse(p.from as string),
+        toMs: Date.parse(p.to as string),
+        lookbackDays: deps.limits.maxWindowDays,
+      })
+    ).length;
   const assertSame = async (when: string) => {
     for (const c of CASES) {
       const { raw, hours } = await both(c.p);
@@ -121,7 +151,10 @@ describe('contention from sealed hours: the raw query\'s answer', () => {
     const { raw } = await both(CASES[0]!.p);
     const pay = raw.groups.find((g) => g.group === 'pay');
     assert.ok(pay && pay.handoffs >= 3 && pay.expiries >= 2 && pay.forceReleases === 1, JSON.stringify(pay));
-    assert.ok(raw.groups.some((g) => g.group === 'cat' && g.grants === 8 && g.handoffs === 3), JSON.stringify(raw.groups));
+    assert.ok(
+      raw.groups.some((g) => g.group === 'cat' && g.grants === 8 && g.handoffs === 3),
+      JSON.stringify(raw.groups),
+    );
     // the clock-skewed raw grant's handoff: from hour 6's release, 5 hours after its own (skewed) grant time
     const inv = raw.groups.find((g) => g.group === 'inv');
     assert.ok(inv && inv.handoffs === 1 && (inv.handoffGapMs.p50 ?? 0) < 0, JSON.stringify(inv));
@@ -132,29 +165,49 @@ describe('contention from sealed hours: the raw query\'s answer', () => {
     const sealed = await sealContentionHours(deps);
     const c1 = sealed.find((r) => r.cluster === 'c1');
     assert.ok(c1 && c1.hours >= 8, JSON.stringify(sealed));
-    assert.equal(c1.irregularHours, 3, 'cat/sku-2\'s clock-skewed grant\'s hour, and the next one (its previous grant is before one earlier still); inv/item-1\'s');
+    assert.equal(
+      c1.irregularHours,
+      3,
+      "cat/sku-2's clock-skewed grant's hour, and the next one (its previous grant is before one earlier still); inv/item-1's",
+    );
     assert.ok((await coveredHours(CASES[0]!.p)) >= 9, 'hours are read from seals');
     await assertSame('sealed');
     // Sealing again finds nothing to do.
-    assert.deepEqual((await sealContentionHours(deps)).map((r) => r.hours), [0, 0]);
+    assert.deepEqual(
+      (await sealContentionHours(deps)).map((r) => r.hours),
+      [0, 0],
+    );
   });
 
-  it('reads the end of a grant held when sealed, and a late grant\'s hour raw until it is sealed again', async () => {
+  it("reads the end of a grant held when sealed, and a late grant's hour raw until it is sealed again", async () => {
     // The tailer catches up: pay/acct-2's first grant ends (revision 300), a grant after it (301) in this hour.
-    await insertGrants(store, FIXTURE.filter((s) => s.end?.rev === 300 || s.rev === 301));
+    await insertGrants(
+      store,
+      FIXTURE.filter((s) => s.end?.rev === 300 || s.rev === 301),
+    );
     // A late grant into a sealed hour (an API replica's clock behind, committed after the checkpoint passed).
-    const late: GrantSpec = { key: 'pay/acct-9', class: 'ledger', holder: 'h-late', rev: 302, at: H(12, 1000), waitMs: 999, end: { kind: 'expiry', at: H(12, 2000), rev: 303 } };
+    const late: GrantSpec = {
+      key: 'pay/acct-9',
+      class: 'ledger',
+      holder: 'h-late',
+      rev: 302,
+      at: H(12, 1000),
+      waitMs: 999,
+      end: { kind: 'expiry', at: H(12, 2000), rev: 303 },
+    };
     await insertGrants(store, [late]);
     await setCheckpoint(store, 'c1', 400, H(0, 2000));
     const before = await coveredHours(CASES[0]!.p);
     await assertSame('late grant, held grant ended');
-    assert.ok((await sealContentionHours(deps, { cluster: 'c1' }))[0]!.hours >= 1, 'the late grant\'s hour is sealed again');
+    assert.ok((await sealContentionHours(deps, { cluster: 'c1' }))[0]!.hours >= 1, "the late grant's hour is sealed again");
     assert.equal(await coveredHours(CASES[0]!.p), before + 1);
     await assertSame('re-sealed');
   });
 
-  it('a replayed seal replaces the hour\'s figures, never adds to them', async () => {
-    const seals = await store.rows<{ hour_s: number }>(`SELECT toUInt32(hour) AS hour_s FROM {db:Identifier}.contention_seals FINAL WHERE cluster = 'c1' ORDER BY hour_s`);
+  it("a replayed seal replaces the hour's figures, never adds to them", async () => {
+    const seals = await store.rows<{ hour_s: number }>(
+      `SELECT toUInt32(hour) AS hour_s FROM {db:Identifier}.contention_seals FINAL WHERE cluster = 'c1' ORDER BY hour_s`,
+    );
     const hours = seals.map((s) => Number(s.hour_s));
     for (let i = 0; i < 2; i++) assert.equal((await sealContentionHours(deps, { cluster: 'c1', hours }))[0]!.hours, hours.length);
     const rows = await store.rows<{ n: string }>(`SELECT toString(count()) AS n FROM {db:Identifier}.contention_hours WHERE cluster = 'c1'`);
@@ -163,7 +216,9 @@ describe('contention from sealed hours: the raw query\'s answer', () => {
   });
 
   it('two attempts that take one seal id (two workers sealing in one millisecond) count each hour once', async () => {
-    const seals = await store.rows<{ hour_s: number }>(`SELECT toUInt32(hour) AS hour_s FROM {db:Identifier}.contention_seals FINAL WHERE cluster = 'c1' ORDER BY hour_s`);
+    const seals = await store.rows<{ hour_s: number }>(
+      `SELECT toUInt32(hour) AS hour_s FROM {db:Identifier}.contention_seals FINAL WHERE cluster = 'c1' ORDER BY hour_s`,
+    );
     const hours = seals.map((s) => Number(s.hour_s));
     await new Promise((r) => setTimeout(r, 5));
     // The clock's id now: above every seal so far (earlier milliseconds), below those of the tests after this one.
@@ -171,16 +226,33 @@ describe('contention from sealed hours: the raw query\'s answer', () => {
     for (let i = 0; i < 2; i++) assert.equal((await sealContentionHours(deps, { cluster: 'c1', hours, sealIds: () => id }))[0]!.hours, hours.length);
     const attempts = await store.rows<{ n: string; newest: string }>(
       `SELECT toString(uniqExact(attempt)) AS n, toString((SELECT max(seal_id) FROM {db:Identifier}.contention_seals FINAL WHERE cluster = 'c1')) AS newest
-       FROM {db:Identifier}.contention_hours WHERE cluster = 'c1' AND seal_id = {id:UInt64}`, { id: id.toString() });
+       FROM {db:Identifier}.contention_hours WHERE cluster = 'c1' AND seal_id = {id:UInt64}`,
+      { id: id.toString() },
+    );
     assert.deepEqual(attempts, [{ n: '2', newest: id.toString() }], 'both attempts stored their rows under the one id, which is the newest seal');
     await assertSame('two attempts with one seal id');
   });
 
   it('a restore makes every seal of the cluster stale until sealed again', async () => {
-    await store.insert('etcd_timelines', [{ cluster: 'c1', generation: 1, cluster_id: 'new', previous_cluster_id: 'old', previous_checkpoint: '400', restored_head: '120', diverged_after: '120', resume_revision: '121', reason: 'restore' }]);
+    await store.insert('etcd_timelines', [
+      {
+        cluster: 'c1',
+        generation: 1,
+        cluster_id: 'new',
+        previous_cluster_id: 'old',
+        previous_checkpoint: '400',
+        restored_head: '120',
+        diverged_after: '120',
+        resume_revision: '121',
+        reason: 'restore',
+      },
+    ]);
     // The restore marks pay/acct-2's end rolled back and the grant carried into timeline 1 as held.
     const carried = grantRows(FIXTURE[6] as GrantSpec);
-    await store.insert('grants', [{ ...carried.closed!, rolled_back_by: 1, superseded_by: 1 }, { ...carried.open, timeline: 1 }]);
+    await store.insert('grants', [
+      { ...carried.closed!, rolled_back_by: 1, superseded_by: 1 },
+      { ...carried.open, timeline: 1 },
+    ]);
     const c1Hours = async () => {
       const rows = await reportRows<{ cluster: string }>(deps, COVERED, { fromMs: Date.parse(CASES[0]!.p.from as string), toMs: NOW, lookbackDays: 31 });
       return rows.filter((r) => r.cluster === 'c1').length;
@@ -194,13 +266,18 @@ describe('contention from sealed hours: the raw query\'s answer', () => {
 
   it('covered hours travel as runs of consecutive hours per cluster', () => {
     assert.deepEqual(
-      coveredRuns([{ cluster: 'a', hour_s: 3600 }, { cluster: 'a', hour_s: 7200 }, { cluster: 'a', hour_s: 14400 }, { cluster: 'b', hour_s: 18000 }]),
+      coveredRuns([
+        { cluster: 'a', hour_s: 3600 },
+        { cluster: 'a', hour_s: 7200 },
+        { cluster: 'a', hour_s: 14400 },
+        { cluster: 'b', hour_s: 18000 },
+      ]),
       { clusters: ['a', 'a', 'b'], runFrom: [3600, 14400, 18000], runTo: [10800, 18000, 21600] },
     );
   });
 });
 
-describe('contention from sealed hours on generated data: the raw query\'s answer', () => {
+describe("contention from sealed hours on generated data: the raw query's answer", () => {
   let store: AuditStore;
   let close: () => Promise<void>;
   let deps: ReportDeps;
@@ -221,10 +298,20 @@ describe('contention from sealed hours on generated data: the raw query\'s answe
       { from: iso(endMs - 9 * DAY - 777), to: iso(endMs - 2 * DAY + 555), by: 'class', top: 5 },
       { from: iso(endMs - 20 * DAY), to: iso(endMs), namespace: 'ns7', top: 3 },
     ];
-    for (const p of cases) assert.deepEqual(await contention(deps, p, endMs, { preaggregated: true }), await contention(deps, p, endMs, { preaggregated: false }), JSON.stringify(p));
+    for (const p of cases)
+      assert.deepEqual(
+        await contention(deps, p, endMs, { preaggregated: true }),
+        await contention(deps, p, endMs, { preaggregated: false }),
+        JSON.stringify(p),
+      );
     const hour = Math.floor((endMs - 5 * DAY) / HOUR) * 3600;
     await sealContentionHours(deps, { cluster: 'bench', checkpoint: 10n ** 15n, hours: [hour, hour + 3600], sealBeforeMs: endMs });
-    for (const p of cases) assert.deepEqual(await contention(deps, p, endMs, { preaggregated: true }), await contention(deps, p, endMs, { preaggregated: false }), `re-sealed: ${JSON.stringify(p)}`);
+    for (const p of cases)
+      assert.deepEqual(
+        await contention(deps, p, endMs, { preaggregated: true }),
+        await contention(deps, p, endMs, { preaggregated: false }),
+        `re-sealed: ${JSON.stringify(p)}`,
+      );
   });
 });
 
@@ -238,9 +325,14 @@ describe('the contention-seal job', () => {
       assert.equal(scheduler?.pattern, '*/5 * * * *');
       await insertGrants(store, FIXTURE.slice(0, 6));
       await setCheckpoint(store, 'c1', 120, H(0, 1000));
-      const run = contentionSealJob.processor({ store, config, logger: createLogger('silent') } as unknown as Parameters<typeof contentionSealJob.processor>[0]);
+      const run = contentionSealJob.processor({ store, config, logger: createLogger('silent') } as unknown as Parameters<
+        typeof contentionSealJob.processor
+      >[0]);
       const results = (await (run as unknown as () => Promise<Array<{ cluster: string; hours: number }>>)()) ?? [];
-      assert.deepEqual(results.map((r) => [r.cluster, r.hours]), [['c1', 4]]);
+      assert.deepEqual(
+        results.map((r) => [r.cluster, r.hours]),
+        [['c1', 4]],
+      );
       const seals = await store.rows<{ n: string }>('SELECT toString(count()) AS n FROM {db:Identifier}.contention_seals FINAL');
       assert.equal(seals[0]?.n, '4');
     } finally {

@@ -53,7 +53,10 @@ describe('control-plane values written around the lock API', { timeout: 180_000 
     worker = await la.token(`spiffe://test/${ns}/w`, ['client']);
     session = (await la.call<{ id: string }>('POST', '/v1/sessions', worker, { ttlSeconds: 30 })).body.id;
     await checkpointAtHead(store, client, label);
-    replica = new TailerReplica({ cluster: { name: label, endpoints }, store, log, health }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, originSecret: originSecret(config) });
+    replica = new TailerReplica(
+      { cluster: { name: label, endpoints }, store, log, health },
+      { electionTtlSeconds: 3, checkpointIntervalMs: 100, originSecret: originSecret(config) },
+    );
     replica.start();
   });
   after(async () => {
@@ -104,7 +107,13 @@ describe('control-plane values written around the lock API', { timeout: 180_000 
     const listed = await la.call<{ classes: Json[] }>('GET', '/v1/classes', worker);
     assert.equal(listed.body.classes.find((c) => c.name === name)?.proof, 'unproven', 'the list an upgrade adopts from names it');
     assert.equal(listed.body.classes.find((c) => c.name === `${ns}-expired`)?.proof, 'proven');
-    await client.put(`/sys/class/${name}`).value(JSON.stringify(advisoryClass(name, ns, { enforcement: 'fenced', pauseTest: 'PT-1', onQuorumLoss: 'closed', riskOwner: undefined, waiverExpires: undefined })));
+    await client
+      .put(`/sys/class/${name}`)
+      .value(
+        JSON.stringify(
+          advisoryClass(name, ns, { enforcement: 'fenced', pauseTest: 'PT-1', onQuorumLoss: 'closed', riskOwner: undefined, waiverExpires: undefined }),
+        ),
+      );
     await captured();
     assert.equal((await register()).find((c) => c.class === name)?.status, 'unproven', 'a hand edit to fenced does not drop it from the register');
   });
@@ -119,21 +128,32 @@ describe('control-plane values written around the lock API', { timeout: 180_000 
     await client.put(`/sys/class/${name}`).value(old); // nor version 2 of it
     const shown = await la.call<Json>('GET', `/v1/classes/${name}`, worker);
     assert.equal(shown.body.proof, 'unproven');
-    assert.equal((await la.call<Json>('POST', '/v1/locks/acquire', worker, { key: `${ns}/e`, session, class: name })).body.error, 'LOCKAUDIT_ERR_CLASS_UNPROVEN');
+    assert.equal(
+      (await la.call<Json>('POST', '/v1/locks/acquire', worker, { key: `${ns}/e`, session, class: name })).body.error,
+      'LOCKAUDIT_ERR_CLASS_UNPROVEN',
+    );
   });
 
-  it('a /sys/epoch put by hand is recorded foreign and alarmed; the API\'s own is not', async () => {
+  it("a /sys/epoch put by hand is recorded foreign and alarmed; the API's own is not", async () => {
     const epochBefore = (await la.call<Json>('GET', '/v1/epoch', worker)).body.epoch as number;
     const from = await headRevision(client);
     for (const a of health.alarms()) health.clear(a.name); // an alarm instance keeps its first message: see this one's
-    await client.put('/sys/epoch').value(JSON.stringify({ epoch: epochBefore + 1, clusterId: (await la.call<Json>('GET', '/v1/epoch', worker)).body.clusterId }));
+    await client
+      .put('/sys/epoch')
+      .value(JSON.stringify({ epoch: epochBefore + 1, clusterId: (await la.call<Json>('GET', '/v1/epoch', worker)).body.clusterId }));
     await captured();
     const rows = await store.rows<{ origin: string; epoch: number }>(
       `SELECT origin, epoch FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = '/sys/epoch' AND revision > {r:UInt64} ORDER BY revision`,
       { c: label, r: from.toString() },
     );
-    assert.deepEqual(rows.map((r) => [r.origin, Number(r.epoch)]), [['foreign', epochBefore + 1]]);
-    assert.ok(health.alarms().some((a) => a.message.includes('/sys/epoch write')), JSON.stringify(health.alarms()));
+    assert.deepEqual(
+      rows.map((r) => [r.origin, Number(r.epoch)]),
+      [['foreign', epochBefore + 1]],
+    );
+    assert.ok(
+      health.alarms().some((a) => a.message.includes('/sys/epoch write')),
+      JSON.stringify(health.alarms()),
+    );
     const sealed = await la.call<Json>('GET', '/v1/epoch', worker);
     assert.equal(sealed.body.sealed, true);
     // Put the API's epoch back the way operators would: a two-person advance (proven, recorded api).
@@ -147,6 +167,9 @@ describe('control-plane values written around the lock API', { timeout: 180_000 
       `SELECT origin FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = '/sys/epoch' AND revision = {r:UInt64}`,
       { c: label, r: String(ok.body.revision) },
     );
-    assert.deepEqual(after.map((r) => r.origin), ['api']);
+    assert.deepEqual(
+      after.map((r) => r.origin),
+      ['api'],
+    );
   });
 });

@@ -25,7 +25,17 @@ describe('the digest public key the API serves', () => {
   after(async () => close());
 
   const app = (env: Record<string, string>): Promise<App> =>
-    buildApp({ config: testConfig(env), logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() }, [digestRoutes]);
+    buildApp(
+      {
+        config: testConfig(env),
+        logger: createLogger('silent'),
+        store,
+        verifier: new ApiTokenVerifier(store),
+        health: new HealthState(),
+        metrics: createMetricsRegistry(),
+      },
+      [digestRoutes],
+    );
 
   it('answers 503 until the worker made the key, creating none itself; then the key the worker signs with', async () => {
     const dir = tempDir('lockaudit-pk-');
@@ -45,7 +55,7 @@ describe('the digest public key the API serves', () => {
     }
   });
 
-  it('serves LOCKAUDIT_DIGEST_PUBLIC_KEY without any private key, and refuses one that is not the signing key\'s half', async () => {
+  it("serves LOCKAUDIT_DIGEST_PUBLIC_KEY without any private key, and refuses one that is not the signing key's half", async () => {
     const dir = tempDir('lockaudit-pk-');
     const signer = generateDigestSigner();
     const api = await app({ LOCKAUDIT_DATA_DIR: dir.dir, LOCKAUDIT_DIGEST_PUBLIC_KEY: signer.publicKeyPem });
@@ -59,7 +69,13 @@ describe('the digest public key the API serves', () => {
     }
     const other = generateDigestSigner();
     const privatePem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-    assert.throws(() => loadConfig({ env: { LOCKAUDIT_DIGEST_SIGNING_KEY: privatePem, LOCKAUDIT_DIGEST_PUBLIC_KEY: other.publicKeyPem }, cwd: '/srv' }), /LOCKAUDIT_DIGEST_PUBLIC_KEY \(digestPublicKey\): key [0-9a-f]{16} is not the public half of LOCKAUDIT_DIGEST_SIGNING_KEY/);
-    assert.throws(() => loadConfig({ env: { LOCKAUDIT_DIGEST_PUBLIC_KEY: `-----BEGIN PUBLIC KEY-----\n${'A'.repeat(60)}\n-----END PUBLIC KEY-----` }, cwd: '/srv' }), /LOCKAUDIT_DIGEST_PUBLIC_KEY \(digestPublicKey\): not a PEM public key/);
+    assert.throws(
+      () => loadConfig({ env: { LOCKAUDIT_DIGEST_SIGNING_KEY: privatePem, LOCKAUDIT_DIGEST_PUBLIC_KEY: other.publicKeyPem }, cwd: '/srv' }),
+      /LOCKAUDIT_DIGEST_PUBLIC_KEY \(digestPublicKey\): key [0-9a-f]{16} is not the public half of LOCKAUDIT_DIGEST_SIGNING_KEY/,
+    );
+    assert.throws(
+      () => loadConfig({ env: { LOCKAUDIT_DIGEST_PUBLIC_KEY: `-----BEGIN PUBLIC KEY-----\n${'A'.repeat(60)}\n-----END PUBLIC KEY-----` }, cwd: '/srv' }),
+      /LOCKAUDIT_DIGEST_PUBLIC_KEY \(digestPublicKey\): not a PEM public key/,
+    );
   });
 });

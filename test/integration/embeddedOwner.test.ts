@@ -13,7 +13,7 @@ import { projectRoot } from '../../core/paths.js';
 import { embeddedHolder, servedStore, storeEndpointFile, writeStoreEndpoint } from '../../core/embeddedOwner.js';
 import { tempDir } from '../support/env.js';
 
-describe('the embedded store\'s endpoint file', () => {
+describe("the embedded store's endpoint file", () => {
   it('is followed only when it names the process holding the data dir and a port that process listens on', async () => {
     const data = tempDir('lockaudit-owner-');
     const chPath = path.join(data.dir, 'clickhouse');
@@ -21,7 +21,16 @@ describe('the embedded store\'s endpoint file', () => {
     writeStoreEndpoint(chPath, { url: 'http://127.0.0.1:1', password: 'p', pid: process.pid });
     assert.equal(servedStore(chPath), undefined);
     // The holder opens the data dir and serves it (platform/storeServer.ts), printing the address it listens on.
-    const holder = spawn(process.execPath, ['--import', 'tsx', '-e', `Promise.all([import('${path.join(projectRoot, 'core', 'clickhouse.ts')}'), import('${path.join(projectRoot, 'platform', 'storeServer.ts')}')]).then(async ([{ AuditStore }, { startStoreServer }]) => { const s = new AuditStore({ mode: 'embedded', path: ${JSON.stringify(chPath)}, database: 'default' }); await s.rows('SELECT 1'); const server = await startStoreServer({ path: ${JSON.stringify(chPath)}, password: 'p', listen: { port: 0 } }); process.stdout.write(server.address + '\\n'); setInterval(() => {}, 1000); })`], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+    const holder = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '-e',
+        `Promise.all([import('${path.join(projectRoot, 'core', 'clickhouse.ts')}'), import('${path.join(projectRoot, 'platform', 'storeServer.ts')}')]).then(async ([{ AuditStore }, { startStoreServer }]) => { const s = new AuditStore({ mode: 'embedded', path: ${JSON.stringify(chPath)}, database: 'default' }); await s.rows('SELECT 1'); const server = await startStoreServer({ path: ${JSON.stringify(chPath)}, password: 'p', listen: { port: 0 } }); process.stdout.write(server.address + '\\n'); setInterval(() => {}, 1000); })`,
+      ],
+      { cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     // Someone else's server on loopback, where a forged file could send the CLI's queries and the password.
     const decoy = createServer((_req, res) => res.end('Ok.\n'));
     await new Promise<void>((resolve) => decoy.listen(0, '127.0.0.1', resolve));

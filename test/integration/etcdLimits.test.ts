@@ -14,8 +14,17 @@ describe("the suite's etcd", () => {
   it(`refuses a txn of more than ${ETCD_DEFAULT_MAX_TXN_OPS} operations and takes one of ${ETCD_DEFAULT_MAX_TXN_OPS}`, async () => {
     const prefix = `/${uniqueId('limits')}/`;
     const puts = (n: number) => Array.from({ length: n }, (_, i) => client.put(`${prefix}${i}`).value('x'));
-    await assert.rejects(client.if(`${prefix}0`, 'Version', '==', 0).then(...puts(ETCD_DEFAULT_MAX_TXN_OPS + 1)).commit(), /too many operations in txn request/);
-    const ok = await client.if(`${prefix}0`, 'Version', '==', 0).then(...puts(ETCD_DEFAULT_MAX_TXN_OPS)).commit();
+    await assert.rejects(
+      client
+        .if(`${prefix}0`, 'Version', '==', 0)
+        .then(...puts(ETCD_DEFAULT_MAX_TXN_OPS + 1))
+        .commit(),
+      /too many operations in txn request/,
+    );
+    const ok = await client
+      .if(`${prefix}0`, 'Version', '==', 0)
+      .then(...puts(ETCD_DEFAULT_MAX_TXN_OPS))
+      .commit();
     assert.equal(ok.succeeded, true);
     await client.delete().prefix(prefix);
   });

@@ -39,7 +39,10 @@ describe('etcd rebuilt empty under the same name', { timeout: 240_000 }, () => {
     const client = createEtcdClient(cluster);
     const la = await lockApp(testConfig({ LOCKAUDIT_DATA_DIR: data.dir }), db.store, { cluster });
     const health = new HealthState();
-    const tailer = new TailerReplica({ cluster, store: db.store, log: log.child({ cluster: label }), health }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, clockIntervalMs: 300, restoreCheckIntervalMs: 300 });
+    const tailer = new TailerReplica(
+      { cluster, store: db.store, log: log.child({ cluster: label }), health },
+      { electionTtlSeconds: 3, checkpointIntervalMs: 100, clockIntervalMs: 300, restoreCheckIntervalMs: 300 },
+    );
     try {
       const ns = uniqueId('ns');
       const className = `${ns}-fenced`;
@@ -72,27 +75,52 @@ describe('etcd rebuilt empty under the same name', { timeout: 240_000 }, () => {
       const [eventsBefore] = await db.store.rows<Count>(eventsIn, { c: label, r: last.toString() });
 
       await etcd.rebuild();
-      await waitFor('the rebuilt cluster seen by the tailer', async () => {
-        const rows = await db.store.rows<Count>('SELECT count() AS n FROM {db:Identifier}.etcd_timelines FINAL WHERE cluster = {c:String} AND generation > 0', { c: label });
-        return rows[0]?.n !== '0' ? true : undefined;
-      }, 60_000, 200);
-      assert.ok(health.alarms().some((a) => a.name.endsWith(`:${label}`) && a.name.startsWith('tailer-')), 'an alarm is raised');
+      await waitFor(
+        'the rebuilt cluster seen by the tailer',
+        async () => {
+          const rows = await db.store.rows<Count>(
+            'SELECT count() AS n FROM {db:Identifier}.etcd_timelines FINAL WHERE cluster = {c:String} AND generation > 0',
+            { c: label },
+          );
+          return rows[0]?.n !== '0' ? true : undefined;
+        },
+        60_000,
+        200,
+      );
+      assert.ok(
+        health.alarms().some((a) => a.name.endsWith(`:${label}`) && a.name.startsWith('tailer-')),
+        'an alarm is raised',
+      );
 
       // Nothing recorded is deleted or moved: every grant and event is still where it was, and is not read as rolled back.
       const [after] = await db.store.rows<Count>(grantsIn, { c: label, ns });
       assert.equal(after?.n, '20', 'the 20 captured grants stay in the record');
       const [eventsAfter] = await db.store.rows<Count>(eventsIn, { c: label, r: last.toString() });
       assert.ok(Number(eventsAfter?.n) >= Number(eventsBefore?.n), `no captured event left events (${eventsBefore?.n} → ${eventsAfter?.n})`);
-      const [rolled] = await db.store.rows<Count>('SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND namespace = {ns:String} AND rolled_back_by > 0', { c: label, ns });
+      const [rolled] = await db.store.rows<Count>(
+        'SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND namespace = {ns:String} AND rolled_back_by > 0',
+        { c: label, ns },
+      );
       assert.equal(rolled?.n, '0', 'a history the new cluster shares nothing with was not rolled back: it ended');
-      const [tl] = await db.store.rows<{ shares_history: number; timeline: number }>('SELECT shares_history, timeline FROM {db:Identifier}.etcd_timelines FINAL WHERE cluster = {c:String} AND generation = 1', { c: label });
+      const [tl] = await db.store.rows<{ shares_history: number; timeline: number }>(
+        'SELECT shares_history, timeline FROM {db:Identifier}.etcd_timelines FINAL WHERE cluster = {c:String} AND generation = 1',
+        { c: label },
+      );
       assert.equal(Number(tl?.shares_history), 0, 'recorded as a new history');
       assert.equal(Number(tl?.timeline), 1);
-      const [gap] = await db.store.rows<{ reason: string }>("SELECT reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'", { c: label });
+      const [gap] = await db.store.rows<{ reason: string }>("SELECT reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'", {
+        c: label,
+      });
       assert.match(gap?.reason ?? '', /shares nothing with the captured history/);
-      assert.ok(health.alarms().some((a) => a.name === `tailer-new-history:${label}`), 'the new-history alarm is raised');
-      const [superseded] = await db.store.rows<Count>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND revision <= {r:UInt64} AND timeline = 0 AND superseded_by = 1 AND rolled_back_by = 0', { c: label, r: last.toString() });
-      assert.equal(superseded?.n, eventsBefore?.n, 'the ended history\'s events: superseded, not rolled back');
+      assert.ok(
+        health.alarms().some((a) => a.name === `tailer-new-history:${label}`),
+        'the new-history alarm is raised',
+      );
+      const [superseded] = await db.store.rows<Count>(
+        'SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND revision <= {r:UInt64} AND timeline = 0 AND superseded_by = 1 AND rolled_back_by = 0',
+        { c: label, r: last.toString() },
+      );
+      assert.equal(superseded?.n, eventsBefore?.n, "the ended history's events: superseded, not rolled back");
 
       // Token lookup (grant history) still finds each grant, marked with its timeline, not rolled back.
       const deps: GrantHistoryDeps = { store: db.store, limits: testConfig().reports, cursorKey: randomBytes(32) };
@@ -108,20 +136,33 @@ describe('etcd rebuilt empty under the same name', { timeout: 240_000 }, () => {
       assert.equal((await la.call('PUT', `/v1/classes/${className}`, admin, fencedClass(className, ns))).status, 200);
       const s2 = await la.call<{ id: string }>('POST', '/v1/sessions', user, { ttlSeconds: 15 });
       let lastReply: unknown;
-      const g = await waitFor('a grant on the rebuilt cluster', async () => {
-        const res = await la.call<Json>('POST', '/v1/locks/acquire', user, { key: `${ns}/new`, session: s2.body.id, class: className });
-        lastReply = res.body;
-        if (res.body.error === 'LOCKAUDIT_ERR_LOCK_SEALED') await advance();
-        return res.status === 200 ? res : undefined;
-      }, 60_000, 500).catch((err: Error) => {
+      const g = await waitFor(
+        'a grant on the rebuilt cluster',
+        async () => {
+          const res = await la.call<Json>('POST', '/v1/locks/acquire', user, { key: `${ns}/new`, session: s2.body.id, class: className });
+          lastReply = res.body;
+          if (res.body.error === 'LOCKAUDIT_ERR_LOCK_SEALED') await advance();
+          return res.status === 200 ? res : undefined;
+        },
+        60_000,
+        500,
+      ).catch((err: Error) => {
         throw new Error(`${err.message}: last reply ${JSON.stringify(lastReply)}`);
       });
-      await waitFor('the new grant captured in timeline 1', async () => {
-        const rows = await db.store.rows<Count>('SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision = {r:UInt64} AND timeline = 1 AND superseded_by = 0', { c: label, r: g.body.revision as string });
-        return rows[0]?.n === '1' ? true : undefined;
-      }, 60_000, 200);
+      await waitFor(
+        'the new grant captured in timeline 1',
+        async () => {
+          const rows = await db.store.rows<Count>(
+            'SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision = {r:UInt64} AND timeline = 1 AND superseded_by = 0',
+            { c: label, r: g.body.revision as string },
+          );
+          return rows[0]?.n === '1' ? true : undefined;
+        },
+        60_000,
+        200,
+      );
       const [still] = await db.store.rows<Count>(grantsIn, { c: label, ns });
-      assert.equal(still?.n, '20', 'the ended history\'s grants are still all there');
+      assert.equal(still?.n, '20', "the ended history's grants are still all there");
       // Both histories' grants agree with their events (grantsCheck.ts: what an export checks before writing).
       const disagree = await checkGrantsAgainstEvents(db.store, { cluster: label }, { fromMs: 0, toMs: Date.now() + 60_000 }, { settleMs: 0, limit: 50 });
       assert.deepEqual(disagree.map(formatGrantProblem), [], 'every grant agrees with its events');

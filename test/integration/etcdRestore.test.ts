@@ -63,7 +63,10 @@ async function rig(clientPort: number, peerPort: number): Promise<Rig> {
   assert.equal((await la.call('PUT', `/v1/classes/${className}`, admin, fencedClass(className, ns))).status, 200);
   const health = new HealthState();
   const metrics = tailerMetrics(createMetricsRegistry());
-  const tailer = new TailerReplica({ cluster, store: db.store, log: log.child({ cluster: label }), health, metrics }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, clockIntervalMs: 300, restoreCheckIntervalMs: 300 });
+  const tailer = new TailerReplica(
+    { cluster, store: db.store, log: log.child({ cluster: label }), health, metrics },
+    { electionTtlSeconds: 3, checkpointIntervalMs: 100, clockIntervalMs: 300, restoreCheckIntervalMs: 300 },
+  );
   tailer.start();
   return {
     label,
@@ -96,10 +99,15 @@ async function session(r: Rig): Promise<string> {
 
 /** Acquire, retrying while etcd is coming back (quorum errors); returns the final reply. */
 async function acquire(r: Rig, sessionId: string, key: string): Promise<{ status: number; body: Json }> {
-  return waitFor(`an answer to acquire ${key}`, async () => {
-    const res = await r.la.call<Json>('POST', '/v1/locks/acquire', r.user, { key: `${r.ns}/${key}`, session: sessionId, class: r.className });
-    return res.body.error === 'LOCKAUDIT_ERR_QUORUM_LOST' ? undefined : res;
-  }, 30_000, 200);
+  return waitFor(
+    `an answer to acquire ${key}`,
+    async () => {
+      const res = await r.la.call<Json>('POST', '/v1/locks/acquire', r.user, { key: `${r.ns}/${key}`, session: sessionId, class: r.className });
+      return res.body.error === 'LOCKAUDIT_ERR_QUORUM_LOST' ? undefined : res;
+    },
+    30_000,
+    200,
+  );
 }
 
 async function grantsAndReleases(r: Rig, sessionId: string, n: number): Promise<{ maxToken: bigint; lastRevision: bigint }> {
@@ -118,10 +126,15 @@ async function grantsAndReleases(r: Rig, sessionId: string, n: number): Promise<
 }
 
 async function advanceEpoch(r: Rig): Promise<Json> {
-  const req = await waitFor('an epoch advance request', async () => {
-    const res = await r.la.call<Json>('POST', '/v1/epoch/advance', r.op1, { reason: 'etcd restored from a snapshot' });
-    return res.status === 202 ? res : undefined;
-  }, 30_000, 200);
+  const req = await waitFor(
+    'an epoch advance request',
+    async () => {
+      const res = await r.la.call<Json>('POST', '/v1/epoch/advance', r.op1, { reason: 'etcd restored from a snapshot' });
+      return res.status === 202 ? res : undefined;
+    },
+    30_000,
+    200,
+  );
   const ok = await r.la.call<Json>('POST', `/v1/epoch/advance/${req.body.id}/approve`, r.op2, { requestHash: req.body.requestHash });
   assert.equal(ok.status, 200, JSON.stringify(ok.body));
   return ok.body;
@@ -142,16 +155,32 @@ interface GapRow {
  * (so a leader killed between them finishes the marks), and its timeline last — the marks are judged after that.
  */
 async function restoreGap(label: string): Promise<GapRow> {
-  const gap = await waitFor(`a restore gap for ${label}`, async () => {
-    const rows = await db.store.rows<GapRow>("SELECT from_revision, to_revision, kind, history_lost, previous_cluster_id, cluster_id, reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'", { c: label });
-    return rows[0];
-  }, 60_000, 200);
-  await waitFor(`the restore of ${label} recorded in full`, async () => ((await currentTimeline(db.store, label))?.generation === 1 ? true : undefined), 60_000, 200);
+  const gap = await waitFor(
+    `a restore gap for ${label}`,
+    async () => {
+      const rows = await db.store.rows<GapRow>(
+        "SELECT from_revision, to_revision, kind, history_lost, previous_cluster_id, cluster_id, reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'",
+        { c: label },
+      );
+      return rows[0];
+    },
+    60_000,
+    200,
+  );
+  await waitFor(
+    `the restore of ${label} recorded in full`,
+    async () => ((await currentTimeline(db.store, label))?.generation === 1 ? true : undefined),
+    60_000,
+    200,
+  );
   return gap;
 }
 
 async function captured(label: string, eventType: string, revision: string): Promise<boolean> {
-  const rows = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND event_type = {t:String} AND revision = {r:UInt64} AND superseded_by = 0', { c: label, t: eventType, r: revision });
+  const rows = await db.store.rows<{ n: string }>(
+    'SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND event_type = {t:String} AND revision = {r:UInt64} AND superseded_by = 0',
+    { c: label, t: eventType, r: revision },
+  );
   return rows[0]?.n !== '0';
 }
 
@@ -162,11 +191,14 @@ async function captured(label: string, eventType: string, revision: string): Pro
  */
 async function nothingWritten(r: Rig, key: string, revision: bigint): Promise<void> {
   await waitFor('the tailer past the refused grants', async () => ((await readCheckpoint(db.store, r.label)) >= revision ? true : undefined), 60_000, 200);
-  const rows = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = {k:String} AND revision <= {r:UInt64}', {
-    c: r.label,
-    k: holdKey(`${r.ns}/${key}`),
-    r: revision.toString(),
-  });
+  const rows = await db.store.rows<{ n: string }>(
+    'SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = {k:String} AND revision <= {r:UInt64}',
+    {
+      c: r.label,
+      k: holdKey(`${r.ns}/${key}`),
+      r: revision.toString(),
+    },
+  );
   assert.equal(rows[0]?.n, '0', `the refused grant of ${key} left no trace in etcd`);
 }
 
@@ -184,14 +216,24 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       const snapshot = await r.etcd.snapshot('before.db');
       const { revision: snapRev, clusterId } = await head(r.client);
       const later = await grantsAndReleases(r, s1, 40);
-      await waitFor('the tailer past the later grants', async () => ((await readCheckpoint(db.store, r.label)) >= later.lastRevision ? true : undefined), 60_000, 100);
+      await waitFor(
+        'the tailer past the later grants',
+        async () => ((await readCheckpoint(db.store, r.label)) >= later.lastRevision ? true : undefined),
+        60_000,
+        100,
+      );
       const checkpointBefore = await readCheckpoint(db.store, r.label);
 
       await r.etcd.restore(snapshot);
       assert.equal((await head(r.client)).clusterId, clusterId, 'same token: same cluster id');
 
       // The lock API: sealed, although the cluster id did not change.
-      await waitFor('the session kept alive in the restored cluster', async () => ((await r.la.call('POST', `/v1/sessions/${s1}/keepalive`, r.user)).status === 200 ? true : undefined), 30_000, 200);
+      await waitFor(
+        'the session kept alive in the restored cluster',
+        async () => ((await r.la.call('POST', `/v1/sessions/${s1}/keepalive`, r.user)).status === 200 ? true : undefined),
+        30_000,
+        200,
+      );
       const refused = await acquire(r, s1, 'after');
       assert.equal(refused.status, 503, `a grant after the restore must be refused, got ${JSON.stringify(refused.body)}`);
       assert.equal(refused.body.error, 'LOCKAUDIT_ERR_LOCK_SEALED');
@@ -209,12 +251,19 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       assert.equal(gap.cluster_id, clusterId);
       assert.equal(gap.previous_cluster_id, clusterId);
       assert.match(gap.reason, /^restore: /);
-      assert.ok(r.health.alarms().some((a) => a.name === `tailer-restore:${r.label}`), 'restore alarm raised');
+      assert.ok(
+        r.health.alarms().some((a) => a.name === `tailer-restore:${r.label}`),
+        'restore alarm raised',
+      );
       // What LockauditEtcdRestored watches (deploy/prometheus).
       assert.equal((await r.metrics.restores.get()).values.find((v) => v.labels.cluster === r.label)?.value, 1, 'lockaudit_tailer_restores_total');
-      const [marked] = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND rolled_back_by = 1 AND superseded_by = 1', { c: r.label });
+      const [marked] = await db.store.rows<{ n: string }>(
+        'SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND rolled_back_by = 1 AND superseded_by = 1',
+        { c: r.label },
+      );
       assert.ok(Number(marked?.n) >= 80, `the 40 rolled-back grants and releases stay in events, marked rolled back (${marked?.n})`);
-      const rolledBackGrants = "SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision > {r:UInt64} AND grant_revision <= {cp:UInt64} AND end_kind = 'release' AND ";
+      const rolledBackGrants =
+        "SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision > {r:UInt64} AND grant_revision <= {cp:UInt64} AND end_kind = 'release' AND ";
       const bounds = { c: r.label, r: gap.from_revision, cp: checkpointBefore.toString() };
       const [left] = await db.store.rows<{ n: string }>(`${rolledBackGrants} superseded_by = 0`, bounds);
       assert.equal(left?.n, '0', 'no rolled-back grant reads as part of the restored history');
@@ -233,15 +282,33 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       assert.ok(BigInt(granted.body.token as string) > later.maxToken, `token ${granted.body.token as string} must exceed ${later.maxToken}`);
 
       // The tailer captures the advance and the grant after it, in the restored cluster's own revisions.
-      await waitFor('the epoch advance captured', async () => ((await captured(r.label, 'epoch-advance', advanced.revision as string)) ? true : undefined), 60_000, 200);
-      await waitFor('the grant after the advance captured', async () => ((await captured(r.label, 'grant', granted.body.revision as string)) ? true : undefined), 60_000, 200);
+      await waitFor(
+        'the epoch advance captured',
+        async () => ((await captured(r.label, 'epoch-advance', advanced.revision as string)) ? true : undefined),
+        60_000,
+        200,
+      );
+      await waitFor(
+        'the grant after the advance captured',
+        async () => ((await captured(r.label, 'grant', granted.body.revision as string)) ? true : undefined),
+        60_000,
+        200,
+      );
       // Its grant row is durable with the checkpoint, not with the event: the sink writes a batch's events, then its
       // grants (a CI dry run under load read between the two).
-      await waitFor('the checkpoint past the grant', async () => ((await readCheckpoint(db.store, r.label)) >= BigInt(granted.body.revision as string) ? true : undefined), 60_000, 200);
-      const [g] = await db.store.rows<{ token: string; start_known: number }>('SELECT toString(token) AS token, start_known FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision = {r:UInt64} AND superseded_by = 0', {
-        c: r.label,
-        r: granted.body.revision as string,
-      });
+      await waitFor(
+        'the checkpoint past the grant',
+        async () => ((await readCheckpoint(db.store, r.label)) >= BigInt(granted.body.revision as string) ? true : undefined),
+        60_000,
+        200,
+      );
+      const [g] = await db.store.rows<{ token: string; start_known: number }>(
+        'SELECT toString(token) AS token, start_known FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision = {r:UInt64} AND superseded_by = 0',
+        {
+          c: r.label,
+          r: granted.body.revision as string,
+        },
+      );
       assert.equal(g?.token, granted.body.token);
       assert.equal(Number(g?.start_known), 1);
     } finally {
@@ -257,16 +324,29 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       const clockAtSnapshot = BigInt((await r.client.kv.range({ key: Buffer.from('/sys/clock') })).kvs[0]?.version ?? '0');
       const snapshot = await r.etcd.snapshot('before.db');
       const later = await grantsAndReleases(r, s1, 20);
-      await waitFor('the tailer past the later grants', async () => ((await readCheckpoint(db.store, r.label)) >= later.lastRevision ? true : undefined), 60_000, 100);
+      await waitFor(
+        'the tailer past the later grants',
+        async () => ((await readCheckpoint(db.store, r.label)) >= later.lastRevision ? true : undefined),
+        60_000,
+        100,
+      );
       // The bumped restore shows only in keys back at older versions: here /sys/clock, which the leader
       // rewrites every 300 ms. Let the captured clock get well ahead of the snapshot's (a real snapshot is hours old).
-      await waitFor('30 clock writes captured after the snapshot', async () => {
-        const [c] = await db.store.rows<{ v: string }>("SELECT toString(max(version)) AS v FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = '/sys/clock' AND revision <= {cp:UInt64}", {
-          c: r.label,
-          cp: (await readCheckpoint(db.store, r.label)).toString(),
-        });
-        return BigInt(c?.v ?? '0') >= clockAtSnapshot + 30n ? true : undefined;
-      }, 60_000, 200);
+      await waitFor(
+        '30 clock writes captured after the snapshot',
+        async () => {
+          const [c] = await db.store.rows<{ v: string }>(
+            "SELECT toString(max(version)) AS v FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = '/sys/clock' AND revision <= {cp:UInt64}",
+            {
+              c: r.label,
+              cp: (await readCheckpoint(db.store, r.label)).toString(),
+            },
+          );
+          return BigInt(c?.v ?? '0') >= clockAtSnapshot + 30n ? true : undefined;
+        },
+        60_000,
+        200,
+      );
       const checkpointBefore = await readCheckpoint(db.store, r.label);
 
       await r.etcd.restore(snapshot, { bumpRevision: 1_000_000 });
@@ -275,15 +355,26 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       assert.equal(gap.history_lost, 1, 'the bumped revisions were never readable');
       assert.ok(BigInt(gap.to_revision) >= 1_000_000n, `the gap reaches the restored head (${gap.to_revision})`);
       assert.ok(BigInt(gap.from_revision) <= checkpointBefore, 'the captured revisions after the snapshot are inside it');
-      const [marked] = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND rolled_back_by = 1', { c: r.label });
+      const [marked] = await db.store.rows<{ n: string }>(
+        'SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND rolled_back_by = 1',
+        { c: r.label },
+      );
       assert.ok(Number(marked?.n) >= 40, `the rolled-back grants and releases stay, marked rolled back (${marked?.n})`);
-      const compaction = await db.store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind != 'restore'", { c: r.label });
+      const compaction = await db.store.rows<{ n: string }>(
+        "SELECT count() AS n FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind != 'restore'",
+        { c: r.label },
+      );
       assert.equal(compaction[0]?.n, '0', 'not worded as compaction');
 
       // Revisions continue above every old one, so tokens could not go backwards, but every hold granted after
       // the snapshot is gone from etcd: the API refuses grants (the grant guard is below its latest grant)
       // until the advance, and the refused grant wrote nothing.
-      await waitFor('the session kept alive in the restored cluster', async () => ((await r.la.call('POST', `/v1/sessions/${s1}/keepalive`, r.user)).status === 200 ? true : undefined), 30_000, 200);
+      await waitFor(
+        'the session kept alive in the restored cluster',
+        async () => ((await r.la.call('POST', `/v1/sessions/${s1}/keepalive`, r.user)).status === 200 ? true : undefined),
+        30_000,
+        200,
+      );
       const refused = await acquire(r, s1, 'refused');
       assert.equal(refused.status, 503, `a grant after the restore must be refused, got ${JSON.stringify(refused.body)}`);
       assert.equal(refused.body.error, 'LOCKAUDIT_ERR_LOCK_SEALED');
@@ -293,8 +384,18 @@ describe('etcd restored under the lock API and the tailer', { timeout: 180_000 }
       const granted = await acquire(r, s2, 'after');
       assert.equal(granted.status, 200, JSON.stringify(granted.body));
       assert.ok(BigInt(granted.body.token as string) > later.maxToken);
-      await waitFor('the epoch advance captured', async () => ((await captured(r.label, 'epoch-advance', advanced.revision as string)) ? true : undefined), 60_000, 200);
-      await waitFor('the grant after the restore captured', async () => ((await captured(r.label, 'grant', granted.body.revision as string)) ? true : undefined), 60_000, 200);
+      await waitFor(
+        'the epoch advance captured',
+        async () => ((await captured(r.label, 'epoch-advance', advanced.revision as string)) ? true : undefined),
+        60_000,
+        200,
+      );
+      await waitFor(
+        'the grant after the restore captured',
+        async () => ((await captured(r.label, 'grant', granted.body.revision as string)) ? true : undefined),
+        60_000,
+        200,
+      );
     } finally {
       await r.close();
     }

@@ -46,7 +46,12 @@ describe('export faults (own MinIO and Redis)', () => {
     await insertGrants(store, 'c1', 800_000, DAY1, 100);
     const runtime = { store, config, logger: createLogger('silent'), metrics: createMetricsRegistry() };
     // Short lock and stall checks so a job orphaned by a Redis outage is picked up again quickly.
-    worker = new Worker(COMPLIANCE_QUEUE, complianceProcessor(runtime), { connection: workerConnection, prefix: config.queuePrefix, lockDuration: 5_000, stalledInterval: 2_000 });
+    worker = new Worker(COMPLIANCE_QUEUE, complianceProcessor(runtime), {
+      connection: workerConnection,
+      prefix: config.queuePrefix,
+      lockDuration: 5_000,
+      stalledInterval: 2_000,
+    });
     worker.on('error', () => undefined);
     queue = new Queue<ComplianceJobData>(COMPLIANCE_QUEUE, { connection: queueConnection, prefix: config.queuePrefix });
     queue.on('error', () => undefined);

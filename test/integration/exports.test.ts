@@ -56,7 +56,10 @@ describe('exports', () => {
     await insertGrants(store, 'c2', 30_000, DAY1 + 1_000, 2_000);
     await insertEvents(store, 'c1', 50_000, DAY1, 1_000);
     // Captured clusters (a tailer's checkpoints): an export naming any other cluster is refused.
-    await store.insert('checkpoints', [{ cluster: 'c1', revision: '9000000', leader: 'test' }, { cluster: 'c2', revision: '9000000', leader: 'test' }]);
+    await store.insert('checkpoints', [
+      { cluster: 'c1', revision: '9000000', leader: 'test' },
+      { cluster: 'c2', revision: '9000000', leader: 'test' },
+    ]);
   });
   after(async () => {
     await closeStore();
@@ -66,10 +69,13 @@ describe('exports', () => {
   it('keeps the history bucket under a 365-day lifecycle rule', async () => {
     const lifecycle = (await s3.getBucketLifecycle(historyBucket)) as { Rule?: Array<{ Status: string; Expiration?: { Days?: number | string } }> } | null;
     const rules = [lifecycle?.Rule ?? []].flat();
-    assert.ok(rules.some((r) => r.Status === 'Enabled' && Number(r.Expiration?.Days) === HISTORY_EXPIRY_DAYS), JSON.stringify(lifecycle));
+    assert.ok(
+      rules.some((r) => r.Status === 'Enabled' && Number(r.Expiration?.Days) === HISTORY_EXPIRY_DAYS),
+      JSON.stringify(lifecycle),
+    );
   });
 
-  it('never skips a day on a manifest the digest key did not sign: placed, edited or another key\'s, the day is written over it and alarmed', async () => {
+  it("never skips a day on a manifest the digest key did not sign: placed, edited or another key's, the day is written over it and alarmed", async () => {
     const health = new HealthState();
     const deps = { store, s3, bucket: historyBucket, logger, chunkRows: 7_000, signer, health };
     const date = '2026-02-24';
@@ -78,7 +84,21 @@ describe('exports', () => {
     // Whoever holds the bucket's credentials places a file and its manifest for a day not yet written.
     const placed = Buffer.from('PAR1 placed by hand PAR1');
     await s3.putObject(historyBucket, object, placed, placed.length);
-    const forged = { version: 1, dataset: 'grants', object, format: 'parquet', rows: '0', bytes: placed.length, sha256: sha(placed), revisionRange: null, cluster: 'c2', date, from: `${date}T00:00:00.000Z`, to: '2026-02-25T00:00:00.000Z', exportedAt: new Date().toISOString() };
+    const forged = {
+      version: 1,
+      dataset: 'grants',
+      object,
+      format: 'parquet',
+      rows: '0',
+      bytes: placed.length,
+      sha256: sha(placed),
+      revisionRange: null,
+      cluster: 'c2',
+      date,
+      from: `${date}T00:00:00.000Z`,
+      to: '2026-02-25T00:00:00.000Z',
+      exportedAt: new Date().toISOString(),
+    };
     const putManifest = async (m: object): Promise<void> => {
       const body = Buffer.from(JSON.stringify(m));
       await s3.putObject(historyBucket, manifestName(object), body, body.length);
@@ -95,7 +115,7 @@ describe('exports', () => {
     const file = await s3.getObject(historyBucket, object);
     const parts: Buffer[] = [];
     for await (const c of file) parts.push(c as Buffer);
-    assert.equal(sha(Buffer.concat(parts)), stored.sha256, 'the file is the export\'s, not the placed one');
+    assert.equal(sha(Buffer.concat(parts)), stored.sha256, "the file is the export's, not the placed one");
     assert.equal((await exportHistoryFile(deps, { dataset: 'grants', cluster: 'c2', date })).status, 'complete', 'a signed manifest completes the day');
 
     // A signed manifest edited afterwards, and one signed by another key, are no more the worker's.
@@ -137,7 +157,11 @@ describe('exports', () => {
     assert.match(racing.alarms()[0]?.message ?? '', /not signed/);
     const after = parseManifest(await readObjectText(s3, historyBucket, manifestName(object)));
     assert.ok(after);
-    assert.equal(manifestSignatureProblem(after, signer.keyId, createPublicKey(signer.publicKeyPem)), undefined, 'the job\'s own signed manifest went over the placed one');
+    assert.equal(
+      manifestSignatureProblem(after, signer.keyId, createPublicKey(signer.publicKeyPem)),
+      undefined,
+      "the job's own signed manifest went over the placed one",
+    );
   });
 
   it('writes a day of history per cluster as Parquet with a manifest, skips it when complete, and redoes a file whose manifest never appeared', async () => {
@@ -311,7 +335,10 @@ describe('exports', () => {
       midSeen.push(p.chunksDone);
       if (p.chunksDone === 1) failMid(new Error('grants disagree mid-way (test)'));
     };
-    await assert.rejects(runExportPlan(store, plan, 'parquet', path.join(work.dir, 'mid.parquet'), { gate: midGate, onProgress: onMid }), /grants disagree mid-way \(test\)/);
+    await assert.rejects(
+      runExportPlan(store, plan, 'parquet', path.join(work.dir, 'mid.parquet'), { gate: midGate, onProgress: onMid }),
+      /grants disagree mid-way \(test\)/,
+    );
     assert.ok(Math.max(...midSeen) < plan.chunks.length, `the chunks stopped: ${midSeen.join(',')} of ${plan.chunks.length}`);
     assert.equal(existsSync(path.join(work.dir, 'mid.parquet.partial')), false);
 
@@ -347,16 +374,42 @@ describe('exports', () => {
       const wall = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
       /** The tailer's leader captured c2 up to `revision`, the newest event there at `ms` (and published it, as checkpointWriter does). */
       const capturedUpTo = async (revision: number, ms: number): Promise<void> => {
-        await store.insert('events', [{ cluster: 'c2', revision: String(revision), key: '/sys/clock', event_type: 'clock', op: 'put', wall_time: wall(ms), value: '{}' }]);
-        await store.insert('tailer_status', [{ cluster: 'c2', cluster_id: 'x', leader: 'test', checkpoint: String(revision), head_revision: String(revision), compact_revision: '0', lag_revisions: '0', lag_seconds: 0, updated_at: Date.now() }]);
+        await store.insert('events', [
+          { cluster: 'c2', revision: String(revision), key: '/sys/clock', event_type: 'clock', op: 'put', wall_time: wall(ms), value: '{}' },
+        ]);
+        await store.insert('tailer_status', [
+          {
+            cluster: 'c2',
+            cluster_id: 'x',
+            leader: 'test',
+            checkpoint: String(revision),
+            head_revision: String(revision),
+            compact_revision: '0',
+            lag_revisions: '0',
+            lag_seconds: 0,
+            updated_at: Date.now(),
+          },
+        ]);
       };
       const dayEnd = DAY1 + 2 * DAY;
       await capturedUpTo(9_000_000, dayEnd + HISTORY_SETTLE_MS - 1);
-      await assert.rejects(processor(job, 'token'), { name: 'HistoryDayNotOverError', message: /2026-03-02 of cluster "c2" is not over for its tailer yet \(captured up to 2026-03-03T00:14:59.999Z;/ });
+      await assert.rejects(processor(job, 'token'), {
+        name: 'HistoryDayNotOverError',
+        message: /2026-03-02 of cluster "c2" is not over for its tailer yet \(captured up to 2026-03-03T00:14:59.999Z;/,
+      });
       // An insider's hold with a far-future `at`, and a spool grant stamped likewise, say nothing of what was captured
       // (reviewer: either made any day read as over): still refused.
       await store.insert('events', [
-        { cluster: 'c2', revision: '9000000', key: '/l/ns/forged', event_type: 'grant', op: 'put', wall_time: wall(Date.UTC(2299, 0, 1)), value: '{}', origin: 'foreign' },
+        {
+          cluster: 'c2',
+          revision: '9000000',
+          key: '/l/ns/forged',
+          event_type: 'grant',
+          op: 'put',
+          wall_time: wall(Date.UTC(2299, 0, 1)),
+          value: '{}',
+          origin: 'foreign',
+        },
         { cluster: 'c2', revision: '0', key: '/spool/far', event_type: 'unprotected-grant', op: 'spool', wall_time: wall(Date.UTC(2299, 0, 1)), value: '{}' },
       ]);
       await assert.rejects(processor(job, 'token'), { name: 'HistoryDayNotOverError', message: /captured up to 2026-03-03T00:14:59.999Z/ });
@@ -364,12 +417,18 @@ describe('exports', () => {
       await capturedUpTo(9_000_001, dayEnd + HISTORY_SETTLE_MS);
       const result = (await processor(job, 'token')) as { date: string; files: Array<{ status: string; rows?: string }> };
       assert.equal(result.date, '2026-03-02');
-      assert.deepEqual(result.files.map((f) => f.status), ['written']);
+      assert.deepEqual(
+        result.files.map((f) => f.status),
+        ['written'],
+      );
       // A day that ended before anything of c2 was captured (its first grant is 2026-03-01) is not written: an
       // empty file would say no lock was granted that day (before: written, 0 rows, complete).
       const early = await queue.add('history-day', { date: '2026-02-20', clusters: ['c2'], datasets: ['grants', 'events'] });
       const before = (await processor(early, 'token')) as { files: Array<{ status: string }> };
-      assert.deepEqual(before.files.map((f) => f.status), ['before-capture', 'before-capture']);
+      assert.deepEqual(
+        before.files.map((f) => f.status),
+        ['before-capture', 'before-capture'],
+      );
       for (const dataset of ['grants', 'events'] as const) {
         assert.equal(await objectExists(s3, historyBucket, historyObjectName(dataset, 'c2', '2026-02-20')), false, `no ${dataset} file`);
         assert.equal(await objectExists(s3, historyBucket, manifestName(historyObjectName(dataset, 'c2', '2026-02-20'))), false, `no ${dataset} manifest`);
@@ -382,32 +441,68 @@ describe('exports', () => {
     }
   });
 
-  it('refuses a day\'s grants history file whose grants disagree with their events, writes its other files, and does not retry', async () => {
+  it("refuses a day's grants history file whose grants disagree with their events, writes its other files, and does not retry", async () => {
     // c9 (a cluster no other test reads): its own grants and events; one grant's holder then altered in ClickHouse (the events untouched).
     await insertGrants(store, 'c9', 2_000, DAY1, 30_000);
-    await store.command(`ALTER TABLE {db:Identifier}.grants UPDATE holder = 'spiffe://corp/mallory' WHERE cluster = 'c9' AND grant_revision = 1000005`, {}, { mutations_sync: '2' });
+    await store.command(
+      `ALTER TABLE {db:Identifier}.grants UPDATE holder = 'spiffe://corp/mallory' WHERE cluster = 'c9' AND grant_revision = 1000005`,
+      {},
+      { mutations_sync: '2' },
+    );
     const wall = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
-    await store.insert('events', [{ cluster: 'c9', revision: '9000000', key: '/sys/clock', event_type: 'clock', op: 'put', wall_time: wall(DAY1 + DAY + HISTORY_SETTLE_MS), value: '{}' }]);
-    await store.insert('tailer_status', [{ cluster: 'c9', cluster_id: 'x', leader: 'test', checkpoint: '9000000', head_revision: '9000000', compact_revision: '0', lag_revisions: '0', lag_seconds: 0, updated_at: Date.now() }]);
+    await store.insert('events', [
+      { cluster: 'c9', revision: '9000000', key: '/sys/clock', event_type: 'clock', op: 'put', wall_time: wall(DAY1 + DAY + HISTORY_SETTLE_MS), value: '{}' },
+    ]);
+    await store.insert('tailer_status', [
+      {
+        cluster: 'c9',
+        cluster_id: 'x',
+        leader: 'test',
+        checkpoint: '9000000',
+        head_revision: '9000000',
+        compact_revision: '0',
+        lag_revisions: '0',
+        lag_seconds: 0,
+        updated_at: Date.now(),
+      },
+    ]);
     const processor = historyProcessor({ store, config, logger, metrics: createMetricsRegistry() });
-    const job = { data: { date: '2026-03-01', clusters: ['c9'], datasets: ['grants', 'events'] }, timestamp: Date.now(), attemptsMade: 0, opts: { attempts: 10 } } as unknown as Parameters<typeof processor>[0];
-    await assert.rejects(processor(job, 'token'), (err: unknown) => err instanceof UnrecoverableError && /c9 grants: .*grant revision 1000005 timeline 0: differs from its start event \(grant at revision 1000005\) in holder/.test((err as Error).message));
+    const job = {
+      data: { date: '2026-03-01', clusters: ['c9'], datasets: ['grants', 'events'] },
+      timestamp: Date.now(),
+      attemptsMade: 0,
+      opts: { attempts: 10 },
+    } as unknown as Parameters<typeof processor>[0];
+    await assert.rejects(
+      processor(job, 'token'),
+      (err: unknown) =>
+        err instanceof UnrecoverableError &&
+        /c9 grants: .*grant revision 1000005 timeline 0: differs from its start event \(grant at revision 1000005\) in holder/.test((err as Error).message),
+    );
     const grantsObject = historyObjectName('grants', 'c9', '2026-03-01');
     assert.equal(await objectExists(s3, historyBucket, grantsObject), false, 'no grants file');
     assert.equal(await objectExists(s3, historyBucket, manifestName(grantsObject)), false, 'no grants manifest');
     assert.deepEqual(await incompleteUploads(grantsObject), [], 'no parts left');
-    assert.equal(await objectExists(s3, historyBucket, manifestName(historyObjectName('events', 'c9', '2026-03-01'))), true, 'the events file of the day is written');
+    assert.equal(
+      await objectExists(s3, historyBucket, manifestName(historyObjectName('events', 'c9', '2026-03-01'))),
+      true,
+      'the events file of the day is written',
+    );
   });
 
-  it('finds when a cluster\'s capture began from events and grants alike; a time of 0 (1970) is a time, not none', async () => {
+  it("finds when a cluster's capture began from events and grants alike; a time of 0 (1970) is a time, not none", async () => {
     const wall = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
     assert.equal(await captureBegan(store, 'cz-none'), undefined, 'nothing captured');
     // Events only (no grant row of the cluster): the events' earliest time.
-    await store.insert('events', [{ cluster: 'cz-events', revision: '5', key: '/sys/clock', event_type: 'clock', op: 'put', wall_time: wall(DAY1 + 7_000), value: '{}' }]);
+    await store.insert('events', [
+      { cluster: 'cz-events', revision: '5', key: '/sys/clock', event_type: 'clock', op: 'put', wall_time: wall(DAY1 + 7_000), value: '{}' },
+    ]);
     assert.equal(await captureBegan(store, 'cz-events'), DAY1 + 7_000);
     // Review: an insider's queue value at `at: 0` stored a 1970 wall time, which read as "no events" and moved the
     // start to the first grant, leaving every events file before it unwritten.
-    await store.insert('events', [{ cluster: 'cz-zero', revision: '5', key: '/q/ns/k/1', event_type: 'queue-enter', op: 'put', wall_time: wall(0), value: '{}' }]);
+    await store.insert('events', [
+      { cluster: 'cz-zero', revision: '5', key: '/q/ns/k/1', event_type: 'queue-enter', op: 'put', wall_time: wall(0), value: '{}' },
+    ]);
     await insertGrants(store, 'cz-zero', 3, DAY1 + 1_000, 2_000);
     assert.equal(await captureBegan(store, 'cz-zero'), 0);
   });
@@ -423,10 +518,17 @@ describe('exports', () => {
     assert.ok(seen.length >= 5 && seen.some((p) => p > 0 && p < 100), `progress was reported along the way: ${seen.join(',')}`);
     const read = await parquetTokenChecksum(out);
     assert.deepEqual({ rows: read.rows, sum: read.sum, xor: read.xor }, expected);
-    assert.equal(createHash('sha256').update(await readFile(out)).digest('hex'), file.sha256);
+    assert.equal(
+      createHash('sha256')
+        .update(await readFile(out))
+        .digest('hex'),
+      file.sha256,
+    );
 
     const csv = path.join(work.dir, 'small.csv');
-    const small = await writeGrantsExport(store, { format: 'csv', fromMs: DAY1, toMs: DAY1 + DAY, filters: { cluster: 'c2', namespace: 'ns3' } }, csv, { chunkRows: 400 });
+    const small = await writeGrantsExport(store, { format: 'csv', fromMs: DAY1, toMs: DAY1 + DAY, filters: { cluster: 'c2', namespace: 'ns3' } }, csv, {
+      chunkRows: 400,
+    });
     const lines = (await readFile(csv, 'utf8')).trimEnd().split('\r\n');
     assert.equal(lines.length - 1, Number(small.rows));
     assert.equal(Number((await grantTokenChecksum(store, { cluster: 'c2', fromMs: DAY1, toMs: DAY1 + DAY })).rows) / 20, Number(small.rows));
@@ -438,13 +540,30 @@ describe('exports', () => {
     for (const line of lines.slice(1, 50)) assert.match(line.split(',')[grantedAt] as string, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   });
 
-  it('exports carry each grant\'s origin, take the grant filter (origin, endKind) with the granted-in-[from, to) rule, and neutralise formulas in CSV as the API does', async () => {
+  it("exports carry each grant's origin, take the grant filter (origin, endKind) with the granted-in-[from, to) rule, and neutralise formulas in CSV as the API does", async () => {
     const hostile = '=HYPERLINK("http://evil.example/?q=1","open me")';
     const at = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
     const grant = (n: number, o: { holder: string; origin: string; grantedMs: number; endedMs: number | null }) => ({
-      cluster: 'c3', key: `ns1/k${n}`, namespace: 'ns1', lock_path: `k${n}`, class: 'class-1', holder: o.holder, session: '7', token: (40n * 2n ** 48n + BigInt(n)).toString(),
-      epoch: 40, grant_revision: String(n), granted_at: at(o.grantedMs), wait_ms: 0, end_kind: o.endedMs === null ? '' : 'release', end_revision: o.endedMs === null ? '0' : String(n + 1),
-      ended_at: o.endedMs === null ? null : at(o.endedMs), duration_ms: o.endedMs === null ? null : o.endedMs - o.grantedMs, unprotected: 0, start_known: 1, row_version: o.endedMs === null ? '0' : String(n + 1), origin: o.origin,
+      cluster: 'c3',
+      key: `ns1/k${n}`,
+      namespace: 'ns1',
+      lock_path: `k${n}`,
+      class: 'class-1',
+      holder: o.holder,
+      session: '7',
+      token: (40n * 2n ** 48n + BigInt(n)).toString(),
+      epoch: 40,
+      grant_revision: String(n),
+      granted_at: at(o.grantedMs),
+      wait_ms: 0,
+      end_kind: o.endedMs === null ? '' : 'release',
+      end_revision: o.endedMs === null ? '0' : String(n + 1),
+      ended_at: o.endedMs === null ? null : at(o.endedMs),
+      duration_ms: o.endedMs === null ? null : o.endedMs - o.grantedMs,
+      unprotected: 0,
+      start_known: 1,
+      row_version: o.endedMs === null ? '0' : String(n + 1),
+      origin: o.origin,
     });
     await store.insert('grants', [
       grant(1, { holder: hostile, origin: 'foreign', grantedMs: DAY1 + 1_000, endedMs: null }),
@@ -467,41 +586,97 @@ describe('exports', () => {
     assert.equal(all.length, 3, all.join('\n'));
     const foreign = all.find((l) => l.includes('HYPERLINK')) as string;
     assert.ok(foreign.includes(`"'=HYPERLINK(""http://evil.example/?q=1"",""open me"")"`), `the formula is neutralised: ${foreign}`);
-    assert.ok(foreign.includes(csvLine([hostile]).trimEnd()), 'the same cell as the API\'s CSV writes');
+    assert.ok(foreign.includes(csvLine([hostile]).trimEnd()), "the same cell as the API's CSV writes");
     assert.ok(foreign.endsWith(',foreign,0,false'), foreign);
     assert.deepEqual((await exportCsv('c3-foreign.csv', { origin: 'foreign' })).length, 2);
-    assert.deepEqual((await exportCsv('c3-held.csv', { endKind: 'held' })).slice(1).map((l) => l.split(',').at(originAt - header.length)), ['foreign']);
-    assert.deepEqual((await exportCsv('c3-released.csv', { endKind: 'release', origin: 'api' })).slice(1).map((l) => l.split(',')[1]), ['ns1/k2']);
+    assert.deepEqual(
+      (await exportCsv('c3-held.csv', { endKind: 'held' })).slice(1).map((l) => l.split(',').at(originAt - header.length)),
+      ['foreign'],
+    );
+    assert.deepEqual(
+      (await exportCsv('c3-released.csv', { endKind: 'release', origin: 'api' })).slice(1).map((l) => l.split(',')[1]),
+      ['ns1/k2'],
+    );
   });
 
-  it('exports keep every timeline, each row marked: two grants at one (key, grant revision), the first rolled back by a restore, and the day\'s events file with origin and timeline (read back by an independent Parquet reader)', async () => {
+  it("exports keep every timeline, each row marked: two grants at one (key, grant revision), the first rolled back by a restore, and the day's events file with origin and timeline (read back by an independent Parquet reader)", async () => {
     const at = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
     const day = Date.parse('2026-03-05T00:00:00Z');
     // Timeline 0 granted k at revision 9 and a restore (timeline 1, no bump) rolled it back; timeline 1 granted k at 9 again.
     const grant = (timeline: number, rolledBackBy: number, holder: string, origin: string) => ({
-      cluster: 'c4', key: 'ns1/k', namespace: 'ns1', lock_path: 'k', class: 'class-1', holder, session: '7', token: (2n ** 48n * BigInt(timeline + 1) + 9n).toString(),
-      epoch: timeline + 1, grant_revision: '9', granted_at: at(day + 1_000 + timeline), wait_ms: 0, end_kind: '', end_revision: '0', ended_at: null, duration_ms: null,
-      unprotected: 0, start_known: 1, row_version: '0', origin, timeline, rolled_back_by: rolledBackBy, superseded_by: rolledBackBy,
+      cluster: 'c4',
+      key: 'ns1/k',
+      namespace: 'ns1',
+      lock_path: 'k',
+      class: 'class-1',
+      holder,
+      session: '7',
+      token: (2n ** 48n * BigInt(timeline + 1) + 9n).toString(),
+      epoch: timeline + 1,
+      grant_revision: '9',
+      granted_at: at(day + 1_000 + timeline),
+      wait_ms: 0,
+      end_kind: '',
+      end_revision: '0',
+      ended_at: null,
+      duration_ms: null,
+      unprotected: 0,
+      start_known: 1,
+      row_version: '0',
+      origin,
+      timeline,
+      rolled_back_by: rolledBackBy,
+      superseded_by: rolledBackBy,
     });
     await store.insert('grants', [grant(0, 1, 'spiffe://corp/old', 'api'), grant(1, 0, 'spiffe://corp/new', 'foreign')]);
     await insertGrantEvents(store, 'c4');
     const out = path.join(work.dir, 'c4.csv');
     await writeGrantsExport(store, { format: 'csv', fromMs: day, toMs: day + DAY, filters: { cluster: 'c4' } }, out);
-    const [head, ...rows] = (await readFile(out, 'utf8')).split('\r\n').slice(0, -1).map((l) => l.split(','));
+    const [head, ...rows] = (await readFile(out, 'utf8'))
+      .split('\r\n')
+      .slice(0, -1)
+      .map((l) => l.split(','));
     const col = (name: string) => (head as string[]).indexOf(name);
     assert.ok(col('timeline') > 0 && col('rolled_back') > 0 && col('origin') > 0, `columns: ${head?.join(',')}`);
     assert.deepEqual(
       rows.map((r) => [r[col('holder')], r[col('origin')], r[col('timeline')], r[col('rolled_back')]]),
-      [['spiffe://corp/old', 'api', '0', 'true'], ['spiffe://corp/new', 'foreign', '1', 'false']],
-      'both timelines\' grants, each with its timeline and whether etcd rolled it back',
+      [
+        ['spiffe://corp/old', 'api', '0', 'true'],
+        ['spiffe://corp/new', 'foreign', '1', 'false'],
+      ],
+      "both timelines' grants, each with its timeline and whether etcd rolled it back",
     );
 
     // Events: the same (revision, key) in two timelines, the first rolled back; the day's Parquet history keeps both, told apart.
     const event = (timeline: number, rolledBackBy: number, origin: string) => ({
-      cluster: 'c4', revision: '9', key: '/l/ns1/k', event_type: 'grant', op: 'put', namespace: 'ns1', lock_path: 'k', class: 'class-1', holder: 'h', session: '7',
-      token: (2n ** 48n * BigInt(timeline + 1) + 9n).toString(), epoch: timeline + 1, grant_revision: '9', wait_ms: 0, wall_time: at(day + 1_000 + timeline), time_estimated: 0,
-      time_error_ms: 0, create_revision: '9', mod_revision: '9', version: '1', lease: '7', value: '{}', prev_value: '', unprotected: 0, origin, timeline,
-      rolled_back_by: rolledBackBy, superseded_by: rolledBackBy,
+      cluster: 'c4',
+      revision: '9',
+      key: '/l/ns1/k',
+      event_type: 'grant',
+      op: 'put',
+      namespace: 'ns1',
+      lock_path: 'k',
+      class: 'class-1',
+      holder: 'h',
+      session: '7',
+      token: (2n ** 48n * BigInt(timeline + 1) + 9n).toString(),
+      epoch: timeline + 1,
+      grant_revision: '9',
+      wait_ms: 0,
+      wall_time: at(day + 1_000 + timeline),
+      time_estimated: 0,
+      time_error_ms: 0,
+      create_revision: '9',
+      mod_revision: '9',
+      version: '1',
+      lease: '7',
+      value: '{}',
+      prev_value: '',
+      unprotected: 0,
+      origin,
+      timeline,
+      rolled_back_by: rolledBackBy,
+      superseded_by: rolledBackBy,
     });
     await store.insert('events', [event(0, 1, 'api'), event(1, 0, 'foreign')]);
     const written = await exportHistoryFile({ store, s3, bucket: historyBucket, logger, signer }, { dataset: 'events', cluster: 'c4', date: '2026-03-05' });
@@ -514,11 +689,15 @@ describe('exports', () => {
     try {
       const cursor = reader.getCursor([['origin'], ['timeline'], ['rolled_back_by'], ['superseded_by']]);
       type Row = { origin: string | Buffer; timeline: number; rolled_back_by: number; superseded_by: number };
-      for (let r = (await cursor.next()) as Row | null; r; r = (await cursor.next()) as Row | null) got.push([String(r.origin), Number(r.timeline), Number(r.rolled_back_by), Number(r.superseded_by)]);
+      for (let r = (await cursor.next()) as Row | null; r; r = (await cursor.next()) as Row | null)
+        got.push([String(r.origin), Number(r.timeline), Number(r.rolled_back_by), Number(r.superseded_by)]);
     } finally {
       await reader.close();
     }
-    assert.deepEqual(got, [['api', 0, 1, 1], ['foreign', 1, 0, 0]]);
+    assert.deepEqual(got, [
+      ['api', 0, 1, 1],
+      ['foreign', 1, 0, 0],
+    ]);
   });
 
   describe('API', () => {
@@ -530,7 +709,9 @@ describe('exports', () => {
     before(async () => {
       const runtime = { store, config, logger, metrics: createMetricsRegistry() };
       worker = new Worker(COMPLIANCE_QUEUE, complianceProcessor(runtime), { connection, prefix: queuePrefix });
-      app = await buildApp({ config, logger, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: runtime.metrics }, [exportRoutes({ presignSeconds: 2 })]);
+      app = await buildApp({ config, logger, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: runtime.metrics }, [
+        exportRoutes({ presignSeconds: 2 }),
+      ]);
       tokens.auditor = (await createApiToken(store, 'audrey@corp', ['auditor'])).token;
       tokens.investigator = (await createApiToken(store, 'ivy@corp', ['investigator'])).token;
     });
@@ -556,7 +737,10 @@ describe('exports', () => {
         [{ from: '2026-03-01', to: '2026-03-02', extra: 1 }, /body\.extra: is not a known field/],
         [{ to: '2026-03-02' }, /body\.from: is required/],
         // A typo'd cluster (before: 202, then an export of 0 rows, signed).
-        [{ from: '2026-03-01', to: '2026-03-02', filters: { cluster: 'nope' } }, /body\.filters\.cluster: no etcd cluster named "nope" is configured or captured/],
+        [
+          { from: '2026-03-01', to: '2026-03-02', filters: { cluster: 'nope' } },
+          /body\.filters\.cluster: no etcd cluster named "nope" is configured or captured/,
+        ],
       ];
       for (const [body, message] of cases) {
         const r = await call('POST', '/v1/exports', body);
@@ -572,14 +756,21 @@ describe('exports', () => {
     it('limits each caller: a range past LOCKAUDIT_EXPORT_MAX_RANGE_DAYS is 400, past LOCKAUDIT_EXPORT_MAX_ACTIVE queued or running 429, past LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR 429 with Retry-After; another caller is not held up', async () => {
       // No worker on this queue: what is requested stays queued until the test marks it done.
       const limited = testConfig({
-        LOCKAUDIT_S3_HISTORY_BUCKET: historyBucket, LOCKAUDIT_QUEUE_PREFIX: uniqueId('exlim'),
-        LOCKAUDIT_EXPORT_MAX_RANGE_DAYS: '2', LOCKAUDIT_EXPORT_MAX_ACTIVE: '1', LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR: '3',
+        LOCKAUDIT_S3_HISTORY_BUCKET: historyBucket,
+        LOCKAUDIT_QUEUE_PREFIX: uniqueId('exlim'),
+        LOCKAUDIT_EXPORT_MAX_RANGE_DAYS: '2',
+        LOCKAUDIT_EXPORT_MAX_ACTIVE: '1',
+        LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR: '3',
       });
-      const limitedApp = await buildApp({ config: limited, logger, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() }, [exportRoutes()]);
+      const limitedApp = await buildApp(
+        { config: limited, logger, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() },
+        [exportRoutes()],
+      );
       try {
         const loop = (await createApiToken(store, uniqueId('loop@corp'), ['auditor'])).token;
         const other = (await createApiToken(store, uniqueId('other@corp'), ['auditor'])).token;
-        const post = (body: unknown, token = loop) => limitedApp.inject({ method: 'POST', url: '/v1/exports', headers: { authorization: `Bearer ${token}` }, payload: body as object });
+        const post = (body: unknown, token = loop) =>
+          limitedApp.inject({ method: 'POST', url: '/v1/exports', headers: { authorization: `Bearer ${token}` }, payload: body as object });
         const day = { from: '2026-03-01', to: '2026-03-02' };
         const long = await post({ from: '2026-03-01', to: '2026-03-04' });
         assert.equal(long.statusCode, 400);
@@ -615,7 +806,12 @@ describe('exports', () => {
     });
 
     it('runs a requested export as a job with progress; download redirects to a presigned URL that works, then expires; all recorded', async () => {
-      const posted = await call('POST', '/v1/exports', { from: '2026-03-01T00:00:00Z', to: '2026-03-02T00:00:00Z', format: 'parquet', filters: { cluster: 'c2' } });
+      const posted = await call('POST', '/v1/exports', {
+        from: '2026-03-01T00:00:00Z',
+        to: '2026-03-02T00:00:00Z',
+        format: 'parquet',
+        filters: { cluster: 'c2' },
+      });
       assert.equal(posted.statusCode, 202, posted.body);
       const id = posted.json().id as string;
       const early = await call('GET', `/v1/exports/${id}/download`);
@@ -646,7 +842,14 @@ describe('exports', () => {
       assert.equal((await fetch(url)).status, 403, 'the presigned URL has expired');
 
       const trail = await new ExportRecords(store).auditTrail(id);
-      assert.deepEqual(trail.map((t) => [t.action, t.actor]), [['request', 'audrey@corp'], ['complete', 'system'], ['download', 'audrey@corp']]);
+      assert.deepEqual(
+        trail.map((t) => [t.action, t.actor]),
+        [
+          ['request', 'audrey@corp'],
+          ['complete', 'system'],
+          ['download', 'audrey@corp'],
+        ],
+      );
 
       // Running the finished job again changes nothing.
       const state = await runComplianceExport({ store, s3, bucket: historyBucket, logger }, id);
@@ -655,7 +858,12 @@ describe('exports', () => {
 
     it('offers a compliance export as an Arrow IPC stream (format=arrow): chunks joined into one stream, downloaded, read by apache-arrow with tokens exact', async () => {
       // Requested through the API, run by the job.
-      const posted = await call('POST', '/v1/exports', { from: '2026-03-01T00:00:00Z', to: '2026-03-02T00:00:00Z', format: 'arrow', filters: { cluster: 'c2' } });
+      const posted = await call('POST', '/v1/exports', {
+        from: '2026-03-01T00:00:00Z',
+        to: '2026-03-02T00:00:00Z',
+        format: 'arrow',
+        filters: { cluster: 'c2' },
+      });
       assert.equal(posted.statusCode, 202, posted.body);
       let status: { status: string; format: string; progress: { rows: string } } | undefined;
       const deadline = Date.now() + 60_000;
@@ -669,7 +877,13 @@ describe('exports', () => {
       assert.equal(status?.progress.rows, '30000');
 
       // And one run here with small chunks: five ClickHouse ArrowStream outputs joined into one stream.
-      const { id } = await new ExportRecords(store).create({ format: 'arrow', fromMs: DAY1, toMs: DAY1 + DAY, filters: { cluster: 'c2' }, requestedBy: 'audrey@corp' });
+      const { id } = await new ExportRecords(store).create({
+        format: 'arrow',
+        fromMs: DAY1,
+        toMs: DAY1 + DAY,
+        filters: { cluster: 'c2' },
+        requestedBy: 'audrey@corp',
+      });
       const done = await runComplianceExport({ store, s3, bucket: historyBucket, logger, chunkRows: 7_000 }, id);
       assert.equal(done.status, 'done');
       assert.match(done.objectKey, /\.arrow$/);
@@ -698,7 +912,10 @@ describe('exports', () => {
         xor ^= t as bigint;
       }
       assert.ok((tokens.get(0) as bigint) > 2n ** 53n, 'tokens above 2^53 come back exact');
-      assert.deepEqual({ rows: String(table.numRows), sum: sum.toString(), xor: xor.toString() }, await grantTokenChecksum(store, { cluster: 'c2', fromMs: DAY1, toMs: DAY1 + DAY }));
+      assert.deepEqual(
+        { rows: String(table.numRows), sum: sum.toString(), xor: xor.toString() },
+        await grantTokenChecksum(store, { cluster: 'c2', fromMs: DAY1, toMs: DAY1 + DAY }),
+      );
       assert.deepEqual(table.schema.fields.map((f) => f.name).slice(0, 3), ['cluster', 'key', 'namespace']);
     });
   });

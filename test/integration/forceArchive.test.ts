@@ -35,8 +35,19 @@ const originSecret = Buffer.from('force-archive-test-secret');
 
 function forceFields(id: string, approvedAt: number): Omit<ForceRecord, 'mac'> {
   return {
-    id, key: `payments/acct-${id}`, holder: 'spiffe://corp/payments-worker', session: '7587862000123', token: '11258999069426240123', class: 'payments',
-    enforcement: 'fenced', requester: 'alice@corp', approver: 'bob@corp', reason: 'worker wedged', requestedAt: approvedAt - 60_000, approvedAt, revokedSession: false,
+    id,
+    key: `payments/acct-${id}`,
+    holder: 'spiffe://corp/payments-worker',
+    session: '7587862000123',
+    token: '11258999069426240123',
+    class: 'payments',
+    enforcement: 'fenced',
+    requester: 'alice@corp',
+    approver: 'bob@corp',
+    reason: 'worker wedged',
+    requestedAt: approvedAt - 60_000,
+    approvedAt,
+    revokedSession: false,
   };
 }
 
@@ -121,13 +132,24 @@ describe('force-release archive', () => {
     const original = await readObjectText(s3, bucket, first.name);
 
     // Delete the version: refused (WORM).
-    await assert.rejects(s3.removeObject(bucket, first.name, { versionId }), (err: Error & { code?: string }) => /WORM|AccessDenied|InvalidRequest/.test(`${err.code} ${err.message}`));
+    await assert.rejects(s3.removeObject(bucket, first.name, { versionId }), (err: Error & { code?: string }) =>
+      /WORM|AccessDenied|InvalidRequest/.test(`${err.code} ${err.message}`),
+    );
     // Even with a governance bypass: COMPLIANCE cannot be bypassed.
     await assert.rejects(s3.removeObject(bucket, first.name, { versionId, governanceBypass: true }));
     // Replace it the way the archiver writes (If-None-Match): refused.
     const body = Buffer.from('{"forged":true}');
     await assert.rejects(
-      s3.makeRequestAsync({ method: 'PUT', bucketName: bucket, objectName: first.name, headers: { 'if-none-match': '*', 'content-md5': createHash('md5').update(body).digest('base64') } }, body, [200]),
+      s3.makeRequestAsync(
+        {
+          method: 'PUT',
+          bucketName: bucket,
+          objectName: first.name,
+          headers: { 'if-none-match': '*', 'content-md5': createHash('md5').update(body).digest('base64') },
+        },
+        body,
+        [200],
+      ),
       (err: Error & { code?: string }) => err.code === 'PreconditionFailed',
     );
     // A plain put or a delete marker only stacks a new version on top: the original survives, and verify notices.
@@ -151,7 +173,10 @@ describe('force-release archive', () => {
     await s3.removeObject(bucket, names[2] as string);
     const result = await verifyArchive(s3, bucket);
     assert.equal(result.ok, false, JSON.stringify(result));
-    assert.deepEqual(result.clusters[0]?.problems.map((p) => [p.kind, p.object]), [['hidden', names[2]]]);
+    assert.deepEqual(
+      result.clusters[0]?.problems.map((p) => [p.kind, p.object]),
+      [['hidden', names[2]]],
+    );
   });
 
   it('verify names a well-linked record appended after the head by a bucket writer: unproven, and not in the audit log', async () => {
@@ -160,20 +185,32 @@ describe('force-release archive', () => {
     // The insider has the bucket's write credentials, not the API's key: a record of their own, linked after the head.
     const id = `${keyPrefix.split('/').pop()}forged`;
     const fields = { ...forceFields(id, Date.now() - 3_600_000), reason: 'routine maintenance' };
-    const forged = chainRecord({ seq: head.seq, hash: head.hash }, head.cluster, { key: `${keyPrefix}forged`, value: JSON.stringify({ ...fields, mac: forceMac(Buffer.from('not-the-key'), fields) }), createRevision: String(BigInt(head.createRevision) + 5n) });
+    const forged = chainRecord({ seq: head.seq, hash: head.hash }, head.cluster, {
+      key: `${keyPrefix}forged`,
+      value: JSON.stringify({ ...fields, mac: forceMac(Buffer.from('not-the-key'), fields) }),
+      createRevision: String(BigInt(head.createRevision) + 5n),
+    });
     const name = archiveObjectName('force/', forged.cluster, forged.createRevision, forged.key);
     const body = Buffer.from(JSON.stringify(forged));
     await s3.putObject(bucket, name, body, body.length);
 
     assert.equal((await verifyArchive(s3, bucket)).ok, true, 'the chain alone accepts it: that is the attack');
     const proofs = await verifyArchive(s3, bucket, { originSecret });
-    assert.deepEqual(proofs.clusters[0]?.problems.map((p) => [p.kind, p.object]), [['unproven', name]], JSON.stringify(proofs));
+    assert.deepEqual(
+      proofs.clusters[0]?.problems.map((p) => [p.kind, p.object]),
+      [['unproven', name]],
+      JSON.stringify(proofs),
+    );
     // The audit log holds the two genuine records only: the appended one is not among them.
     const values = await Promise.all(names.map(async (n) => JSON.parse(await readObjectText(s3, bucket, n)) as ArchivedForceRecord));
     const expected = values.map((r) => ({ cluster: r.cluster, key: r.key, createRevision: r.createRevision, value: r.value }));
     assert.equal(expected.length, 2);
     const both = await verifyArchive(s3, bucket, { expected });
-    assert.deepEqual(both.clusters[0]?.problems.map((p) => [p.kind, p.object]), [['not-in-audit-log', name]], JSON.stringify(both));
+    assert.deepEqual(
+      both.clusters[0]?.problems.map((p) => [p.kind, p.object]),
+      [['not-in-audit-log', name]],
+      JSON.stringify(both),
+    );
   });
 
   it('verify does not expect in the audit log a genuine record put inside a recorded gap (a compaction while no tailer ran); outside every gap it is named', async () => {
@@ -183,7 +220,11 @@ describe('force-release archive', () => {
     const expected = [{ cluster: captured.cluster, key: captured.key, createRevision: captured.createRevision, value: captured.value }];
     const revision = BigInt(lost.createRevision);
     const named = await verifyArchive(s3, bucket, { expected, originSecret });
-    assert.deepEqual(named.clusters[0]?.problems.map((p) => [p.kind, p.object]), [['not-in-audit-log', names[1]]], JSON.stringify(named));
+    assert.deepEqual(
+      named.clusters[0]?.problems.map((p) => [p.kind, p.object]),
+      [['not-in-audit-log', names[1]]],
+      JSON.stringify(named),
+    );
     const gaps = [{ cluster: lost.cluster, from: revision - 3n, to: revision + 3n }];
     const excused = await verifyArchive(s3, bucket, { expected, originSecret, gaps });
     assert.equal(excused.ok, true, JSON.stringify(excused));
@@ -197,12 +238,20 @@ describe('force-release archive', () => {
   it('verify names a genuine record copied into the chain again (proof intact), without the audit log', async () => {
     const { bucket, names } = await archivedChain('cp', 2, Date.now() - 3_600_000);
     const [first, head] = await Promise.all(names.map(async (n) => JSON.parse(await readObjectText(s3, bucket, n)) as ArchivedForceRecord));
-    const copy = chainRecord({ seq: head!.seq, hash: head!.hash }, head!.cluster, { key: first!.key, value: first!.value, createRevision: String(BigInt(head!.createRevision) + 7n) });
+    const copy = chainRecord({ seq: head!.seq, hash: head!.hash }, head!.cluster, {
+      key: first!.key,
+      value: first!.value,
+      createRevision: String(BigInt(head!.createRevision) + 7n),
+    });
     const name = archiveObjectName('force/', copy.cluster, copy.createRevision, copy.key);
     const body = Buffer.from(JSON.stringify(copy));
     await s3.putObject(bucket, name, body, body.length);
     const result = await verifyArchive(s3, bucket, { originSecret });
-    assert.deepEqual(result.clusters[0]?.problems.map((p) => [p.kind, p.object]), [['duplicate', name]], JSON.stringify(result));
+    assert.deepEqual(
+      result.clusters[0]?.problems.map((p) => [p.kind, p.object]),
+      [['duplicate', name]],
+      JSON.stringify(result),
+    );
   });
 
   it('chains records in commit order, and verify reports a removed and an altered record (unlocked bucket built the same way)', async () => {
@@ -210,7 +259,9 @@ describe('force-release archive', () => {
     await s3.makeBucket(bucket, config.s3.region);
     const keyPrefix = `/sys/force/${uniqueId('b')}-`;
     await writeRecords(keyPrefix, 6);
-    await assert.rejects(new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, originSecret }).tick(), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_ARCHIVE_UNLOCKED'));
+    await assert.rejects(new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, originSecret }).tick(), (err) =>
+      isLockauditError(err, 'LOCKAUDIT_ERR_ARCHIVE_UNLOCKED'),
+    );
     const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, originSecret, allowUnlocked: true });
     try {
       assert.equal((await archiver.tick()).archived, 6);
@@ -221,7 +272,11 @@ describe('force-release archive', () => {
     for await (const o of s3.listObjectsV2(bucket, 'force/', true)) if (o.name) names.push(o.name);
     names.sort();
     const records = await Promise.all(names.map(async (n) => JSON.parse(await readObjectText(s3, bucket, n)) as ArchivedForceRecord));
-    assert.deepEqual(records.map((r) => r.seq), [1, 2, 3, 4, 5, 6], 'seq follows the create revision');
+    assert.deepEqual(
+      records.map((r) => r.seq),
+      [1, 2, 3, 4, 5, 6],
+      'seq follows the create revision',
+    );
     for (let i = 1; i < records.length; i++) assert.equal(records[i]?.prevHash, records[i - 1]?.hash);
     assert.equal((await verifyArchive(s3, bucket)).ok, true);
 
@@ -235,22 +290,45 @@ describe('force-release archive', () => {
     const result = await verifyArchive(s3, bucket, { cluster: cluster.name });
     assert.equal(result.ok, false);
     const problems = result.clusters[0]?.problems ?? [];
-    assert.ok(problems.some((p) => p.kind === 'missing' && p.seq === 3), JSON.stringify(problems));
-    assert.ok(problems.some((p) => (p.kind === 'broken-link' || p.kind === 'altered') && p.seq === 5), JSON.stringify(problems));
+    assert.ok(
+      problems.some((p) => p.kind === 'missing' && p.seq === 3),
+      JSON.stringify(problems),
+    );
+    assert.ok(
+      problems.some((p) => (p.kind === 'broken-link' || p.kind === 'altered') && p.seq === 5),
+      JSON.stringify(problems),
+    );
 
     // The audit log's view catches what a chain cannot: the last record removed.
     await s3.removeObject(bucket, names[5] as string);
     const expected = records.map((r) => ({ cluster: r.cluster, key: r.key, createRevision: r.createRevision, value: r.value }));
     const withLog = await verifyArchive(s3, bucket, { expected });
-    assert.ok(withLog.clusters[0]?.problems.some((p) => p.kind === 'not-archived' && p.object === names[5]), JSON.stringify(withLog.clusters[0]?.problems));
+    assert.ok(
+      withLog.clusters[0]?.problems.some((p) => p.kind === 'not-archived' && p.object === names[5]),
+      JSON.stringify(withLog.clusters[0]?.problems),
+    );
 
     // The CLI reports the same and exits 1.
-    const cli = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', "const { main } = await import('./cli/main.ts'); await main(['node', 'lockaudit', ...process.argv.slice(1)]); process.exit(process.exitCode ?? 0);", '--', 'archive', 'verify', '--no-audit-log'], {
-      cwd: projectRoot,
-      env: { ...process.env, LOCKAUDIT_S3_ARCHIVE_BUCKET: bucket },
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const cli = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        "const { main } = await import('./cli/main.ts'); await main(['node', 'lockaudit', ...process.argv.slice(1)]); process.exit(process.exitCode ?? 0);",
+        '--',
+        'archive',
+        'verify',
+        '--no-audit-log',
+      ],
+      {
+        cwd: projectRoot,
+        env: { ...process.env, LOCKAUDIT_S3_ARCHIVE_BUCKET: bucket },
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
     assert.equal(cli.status, 1, cli.stderr);
     assert.match(cli.stdout, /FAIL\s+local: \d+ record/);
     assert.match(cli.stdout, /missing\s+record seq 3 is missing/);
@@ -264,11 +342,22 @@ describe('force-release archive', () => {
     const registry = createMetricsRegistry();
     const metrics = exportMetrics(registry);
     // S3 that does not answer: the record cannot be archived.
-    const deadS3 = new Client({ endPoint: '127.0.0.1', port: 1, useSSL: false, accessKey: 'x', secretKey: 'xxxxxxxx', region: config.s3.region, pathStyle: true });
+    const deadS3 = new Client({
+      endPoint: '127.0.0.1',
+      port: 1,
+      useSSL: false,
+      accessKey: 'x',
+      secretKey: 'xxxxxxxx',
+      region: config.s3.region,
+      pathStyle: true,
+    });
     const stuck = new ForceArchiver({ cluster, s3: deadS3, bucket, logger, keyPrefix, originSecret, health, metrics });
     await assert.rejects(stuck.tick());
     await stuck.close();
-    assert.deepEqual(health.alarms().map((a) => a.name), [alarmName(cluster.name)]);
+    assert.deepEqual(
+      health.alarms().map((a) => a.name),
+      [alarmName(cluster.name)],
+    );
     assert.match(await registry.metrics(), new RegExp(`lockaudit_force_unarchived_late_records\\{cluster="${cluster.name}"\\} 1`));
     const working = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, originSecret, health, metrics });
     try {
@@ -300,7 +389,7 @@ describe('force-release archive', () => {
     }
   });
 
-  it('never archives a force record without the API\'s proof: an insider\'s hand-written record is alarmed, not chained into COMPLIANCE', async () => {
+  it("never archives a force record without the API's proof: an insider's hand-written record is alarmed, not chained into COMPLIANCE", async () => {
     const bucket = await newLockedBucket();
     const keyPrefix = `/sys/force/${uniqueId('f')}-`;
     const [genuine] = await writeRecords(keyPrefix, 1);
@@ -308,9 +397,11 @@ describe('force-release archive', () => {
     // What an insider with etcdctl writes: the record's shape, two operators who approved nothing — without the
     // secret: no MAC, a MAC made with a guessed key, and a genuine record's MAC copied onto another id.
     const fields = { ...forceFields(id, Date.now()), approver: 'mallory@corp' };
-    const copied = JSON.parse(await etcd.get(genuine as string).string() ?? '{}') as ForceRecord;
+    const copied = JSON.parse((await etcd.get(genuine as string).string()) ?? '{}') as ForceRecord;
     await lease.put(`${keyPrefix}forged`).value(JSON.stringify(fields));
-    await lease.put(`${keyPrefix}guessed`).value(JSON.stringify({ ...fields, id: `${id.replace('forged', 'guessed')}`, mac: forceMac(Buffer.from('guess'), fields) }));
+    await lease
+      .put(`${keyPrefix}guessed`)
+      .value(JSON.stringify({ ...fields, id: `${id.replace('forged', 'guessed')}`, mac: forceMac(Buffer.from('guess'), fields) }));
     await lease.put(`${keyPrefix}copied`).value(JSON.stringify({ ...copied, id: `${id.replace('forged', 'copied')}` }));
     const health = new HealthState();
     const archiver = new ForceArchiver({ cluster, s3, bucket, logger, keyPrefix, originSecret, health });

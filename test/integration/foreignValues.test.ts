@@ -37,7 +37,10 @@ describe('values of no shape the lock API writes', () => {
     const ns = uniqueId('ns');
     const health = new HealthState();
     await checkpointAtHead(store, client, label);
-    const replica = new TailerReplica({ cluster: { name: label, endpoints }, store, log, health }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false });
+    const replica = new TailerReplica(
+      { cluster: { name: label, endpoints }, store, log, health },
+      { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false },
+    );
     replica.start();
     const junk = `/l/${ns}/junk`;
     try {
@@ -51,13 +54,21 @@ describe('values of no shape the lock API writes', () => {
         'SELECT key, value, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} ORDER BY revision',
         { c: label },
       );
-      assert.deepEqual(quarantined.map((q) => [q.key, q.value]), [[junk, 'hello']]);
+      assert.deepEqual(
+        quarantined.map((q) => [q.key, q.value]),
+        [[junk, 'hello']],
+      );
       assert.match(quarantined[0]?.reason ?? '', /hold value/);
-      const [grants] = await store.rows<{ n: string }>('SELECT toString(count()) AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String}', { c: label });
+      const [grants] = await store.rows<{ n: string }>('SELECT toString(count()) AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String}', {
+        c: label,
+      });
       assert.equal(grants?.n, '0', 'no grant: the value names no holder');
       const raised = health.alarms().find((a) => a.name === `foreign-write:${label}`);
       assert.ok(raised, 'LOCKAUDIT_ALARM_FOREIGN_WRITE raised');
-      assert.equal(raised.message, `a value that is not a hold not made by the lock API was written into ${label} (${junk} at revision ${put}); see GET /v1/quarantine`);
+      assert.equal(
+        raised.message,
+        `a value that is not a hold not made by the lock API was written into ${label} (${junk} at revision ${put}); see GET /v1/quarantine`,
+      );
     } finally {
       await replica.close();
       await client.delete().key(junk).exec();
@@ -69,7 +80,10 @@ describe('values of no shape the lock API writes', () => {
     const label = uniqueId('fv');
     const ns = uniqueId('ns');
     await checkpointAtHead(store, client, label);
-    const replica = new TailerReplica({ cluster: { name: label, endpoints }, store, log, health: new HealthState() }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false });
+    const replica = new TailerReplica(
+      { cluster: { name: label, endpoints }, store, log, health: new HealthState() },
+      { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false },
+    );
     replica.start();
     const key = `/l/${ns}/huge-holder`;
     try {
@@ -80,9 +94,16 @@ describe('values of no shape the lock API writes', () => {
         'SELECT key, toString(length(value)) AS bytes, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String}',
         { c: label },
       );
-      assert.deepEqual(quarantined.map((q) => [q.key, q.bytes]), [[key, String(Buffer.byteLength(value))]], 'kept whole, as evidence');
+      assert.deepEqual(
+        quarantined.map((q) => [q.key, q.bytes]),
+        [[key, String(Buffer.byteLength(value))]],
+        'kept whole, as evidence',
+      );
       assert.match(quarantined[0]?.reason ?? '', /holder/);
-      const [grants] = await store.rows<{ n: string; longest: string }>('SELECT toString(count()) AS n, toString(max(length(holder))) AS longest FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String}', { c: label });
+      const [grants] = await store.rows<{ n: string; longest: string }>(
+        'SELECT toString(count()) AS n, toString(max(length(holder))) AS longest FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String}',
+        { c: label },
+      );
       assert.equal(grants?.n, '0', 'no grant row carries a 1 MiB holder into grant history pages');
     } finally {
       await replica.close();

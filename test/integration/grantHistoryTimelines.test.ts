@@ -22,7 +22,14 @@ describe('grant history pages to every timeline of a grant position', () => {
   let store: AuditStore;
   let close: () => Promise<void>;
   let deps: GrantHistoryDeps;
-  const rolledBack = grantRows({ key: 'ns0/a', class: 'c1', holder: 'spiffe://corp/h1', rev: 1000, at: T0, end: { kind: 'release', at: T0 + 5000, rev: 1005 } });
+  const rolledBack = grantRows({
+    key: 'ns0/a',
+    class: 'c1',
+    holder: 'spiffe://corp/h1',
+    rev: 1000,
+    at: T0,
+    end: { kind: 'release', at: T0 + 5000, rev: 1005 },
+  });
   // After the restore: the same revision on the same key, put by hand with the rolled-back hold's value (its token, its grant time).
   const again = { ...grantRows({ key: 'ns0/a', class: 'c1', holder: 'spiffe://corp/h1', rev: 1000, at: T0, origin: 'foreign' }).open, timeline: 1 };
 
@@ -65,7 +72,7 @@ describe('grant history pages to every timeline of a grant position', () => {
 // and is `foreign` from its closed row on. The origin filter stood in PREWHERE,
 // before FINAL: origin=api kept the open row alone and served the ended copy
 // as still held. It is read after FINAL now: the grant's last row decides.
-describe('the origin filter reads a grant\'s last row', () => {
+describe("the origin filter reads a grant's last row", () => {
   let store: AuditStore;
   let close: () => Promise<void>;
   let deps: GrantHistoryDeps;
@@ -81,10 +88,19 @@ describe('the origin filter reads a grant\'s last row', () => {
 
   it('serves the copy under origin=foreign, ended, and not under origin=api', async () => {
     const now = T0 + 3_600_000;
-    for (const q of [{ key: 'ns0/b' }, { token: copy.open.token }, { holder: 'spiffe://corp/h2' }, { keyPrefix: 'ns0/', from: new Date(T0 - 60_000).toISOString(), to: new Date(T0 + 60_000).toISOString() }]) {
+    for (const q of [
+      { key: 'ns0/b' },
+      { token: copy.open.token },
+      { holder: 'spiffe://corp/h2' },
+      { keyPrefix: 'ns0/', from: new Date(T0 - 60_000).toISOString(), to: new Date(T0 + 60_000).toISOString() },
+    ]) {
       const label = JSON.stringify(q);
       const foreign = await grantHistory(deps, { ...q, origin: 'foreign' }, now);
-      assert.deepEqual(foreign.items.map((g) => `${g.origin}:${g.endKind ?? 'held'}`), ['foreign:release'], label);
+      assert.deepEqual(
+        foreign.items.map((g) => `${g.origin}:${g.endKind ?? 'held'}`),
+        ['foreign:release'],
+        label,
+      );
       assert.deepEqual((await grantHistory(deps, { ...q, origin: 'api' }, now)).items, [], label);
       assert.deepEqual((await grantHistory(deps, { ...q, origin: 'api', endKind: 'held' }, now)).items, [], label);
     }

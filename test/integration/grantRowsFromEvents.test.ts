@@ -32,14 +32,36 @@ describe('grant rows completed from events', () => {
   });
   after(async () => close());
 
-  it('an end takes its put\'s captured grant time (a foreign hold\'s), not the time its previous value claims', async () => {
+  it("an end takes its put's captured grant time (a foreign hold's), not the time its previous value claims", async () => {
     const value = JSON.stringify({ holder: 'spiffe://attacker/x', session: '0', class: 'payments', epoch: 1, waitMs: 0, at: CLAIMED });
-    const hold = { ...classEvent('x', {}, 0, 0), key: '/l/chaos/f', namespace: 'chaos', lock_path: 'f', class: 'payments', holder: 'spiffe://attacker/x', session: '0', token: '281474976710873', epoch: 1, origin: 'foreign' };
+    const hold = {
+      ...classEvent('x', {}, 0, 0),
+      key: '/l/chaos/f',
+      namespace: 'chaos',
+      lock_path: 'f',
+      class: 'payments',
+      holder: 'spiffe://attacker/x',
+      session: '0',
+      token: '281474976710873',
+      epoch: 1,
+      origin: 'foreign',
+    };
     await store.insert('events', [
       // Captured before the checkpoint: the put, timed by the proven clock before it.
       { ...hold, revision: '217', event_type: 'grant', op: 'put', grant_revision: '217', wall_time: T0, time_estimated: 1, value },
       // Durable above the checkpoint without its grant rows: the hand delete.
-      { ...hold, revision: '230', event_type: 'deleted', op: 'delete', grant_revision: '217', wall_time: T0 + 5_000, time_estimated: 1, time_error_ms: 400, value: '', prev_value: value },
+      {
+        ...hold,
+        revision: '230',
+        event_type: 'deleted',
+        op: 'delete',
+        grant_revision: '217',
+        wall_time: T0 + 5_000,
+        time_estimated: 1,
+        time_error_ms: 400,
+        value: '',
+        prev_value: value,
+      },
     ]);
     await completeGrantRows(store, 'c1', 0, 220n, 300n, 1n, []);
     const rows = await store.rows<{ granted: string; ended: string; kind: string; duration: string }>(
@@ -48,7 +70,7 @@ describe('grant rows completed from events', () => {
     assert.deepEqual(rows, [{ granted: String(T0), ended: String(T0 + 5_000), kind: 'deleted', duration: '5000' }]);
   });
 
-  it('a gap\'s snapshot keeps the grant row of a hold whose start a killed run captured above the checkpoint (seed 45)', async () => {
+  it("a gap's snapshot keeps the grant row of a hold whose start a killed run captured above the checkpoint (seed 45)", async () => {
     const client = createEtcdClient({ name: 'test', endpoints: testConfig().etcd.clusters[0]?.endpoints ?? [] });
     try {
       const ns = uniqueId('snap');
@@ -59,17 +81,43 @@ describe('grant rows completed from events', () => {
       const put = await client.put(`/l/${ns}/f`).value(value).lease(lease).exec();
       const revision = BigInt(put.header.revision);
       // A run killed above its checkpoint made the put durable (timed by the clock before it), not its grant row.
-      const hold = { ...classEvent('x', {}, 0, 0), cluster, key: `/l/${ns}/f`, namespace: ns, lock_path: 'f', class: 'payments', holder: 'spiffe://attacker/x', session: lease, token: String((1n << 48n) + revision), epoch: 1, origin: 'foreign' };
-      await store.insert('events', [{ ...hold, revision: revision.toString(), event_type: 'grant', op: 'put', grant_revision: revision.toString(), wall_time: T0, time_estimated: 1, value, lease, mod_revision: revision.toString(), create_revision: revision.toString() }]);
+      const hold = {
+        ...classEvent('x', {}, 0, 0),
+        cluster,
+        key: `/l/${ns}/f`,
+        namespace: ns,
+        lock_path: 'f',
+        class: 'payments',
+        holder: 'spiffe://attacker/x',
+        session: lease,
+        token: String((1n << 48n) + revision),
+        epoch: 1,
+        origin: 'foreign',
+      };
+      await store.insert('events', [
+        {
+          ...hold,
+          revision: revision.toString(),
+          event_type: 'grant',
+          op: 'put',
+          grant_revision: revision.toString(),
+          wall_time: T0,
+          time_estimated: 1,
+          value,
+          lease,
+          mod_revision: revision.toString(),
+          create_revision: revision.toString(),
+        },
+      ]);
       const checkpoint = revision - 1n;
       // The gap after it: grant rows from the durable events, then the snapshot of what etcd holds.
       await completeGrantRows(store, cluster, 0, checkpoint, revision, 1n, [{ from: revision, to: revision }]);
       const write = async (b: Parameters<typeof writeRows>[1]): Promise<void> => void (await writeRows(store, b, { timeline: 0, term: 1n }));
       const row = async () =>
-        (await store.rows<{ granted: string; known: number }>(
+        await store.rows<{ granted: string; known: number }>(
           'SELECT toString(toUnixTimestamp64Milli(granted_at)) AS granted, start_known AS known FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}',
           { c: cluster, k: `${ns}/f` },
-        ));
+        );
       // Only the put of this very hold counts: another value at that key and revision (put into the store by hand) does not.
       const asked = capturedStarts(store, cluster, 0);
       assert.deepEqual([...(await asked([{ key: `/l/${ns}/f`, grantRevision: revision.toString(), value }]))], [`/l/${ns}/f|${revision}`]);
@@ -87,11 +135,38 @@ describe('grant rows completed from events', () => {
 
   it('a grant whose put fell in a recorded gap and whose end was captured is vouched for by its end; outside any gap it is named (seed 46)', async () => {
     const at = Date.parse('2026-03-02T10:00:00Z');
-    for (const [cluster, gap] of [[uniqueId('g'), true], [uniqueId('n'), false]] as const) {
+    for (const [cluster, gap] of [
+      [uniqueId('g'), true],
+      [uniqueId('n'), false],
+    ] as const) {
       const value = JSON.stringify({ holder: 'spiffe://w/1', session: '9', class: 'payments', epoch: 1, waitMs: 0, at });
-      const hold = { ...classEvent('x', {}, 0, 0), cluster, key: '/l/billing/hot-0', namespace: 'billing', lock_path: 'hot-0', class: 'payments', holder: 'spiffe://w/1', session: '9', token: String((1n << 48n) + 1_444_437n), epoch: 1, origin: 'api' };
+      const hold = {
+        ...classEvent('x', {}, 0, 0),
+        cluster,
+        key: '/l/billing/hot-0',
+        namespace: 'billing',
+        lock_path: 'hot-0',
+        class: 'payments',
+        holder: 'spiffe://w/1',
+        session: '9',
+        token: String((1n << 48n) + 1_444_437n),
+        epoch: 1,
+        origin: 'api',
+      };
       // A run killed mid catch-up made the release durable above its checkpoint, not the put; then etcd compacted past both.
-      await store.insert('events', [{ ...hold, revision: '1444833', event_type: 'release', op: 'delete', grant_revision: '1444437', wall_time: at + 2_000, time_estimated: 0, value: '', prev_value: value }]);
+      await store.insert('events', [
+        {
+          ...hold,
+          revision: '1444833',
+          event_type: 'release',
+          op: 'delete',
+          grant_revision: '1444437',
+          wall_time: at + 2_000,
+          time_estimated: 0,
+          value: '',
+          prev_value: value,
+        },
+      ]);
       if (gap) await recordGap(store, { cluster, from_revision: '1434370', to_revision: '1478401', detected_at: at + 60_000, reason: 'compacted', term: '1' });
       await completeGrantRows(store, cluster, 0, 1_434_369n, 1_478_401n, 1n, gap ? [{ from: 1_434_370n, to: 1_478_401n }] : []);
       const problems = await checkGrantsAgainstEvents(store, { cluster }, { fromMs: at - 3_600_000, toMs: at + 3_600_000 }, { settleMs: 0, limit: 10 });
@@ -101,11 +176,25 @@ describe('grant rows completed from events', () => {
   });
 
   // Ends of grants inside a recorded gap whose put was captured anyway.
-  it('a bumped restore\'s gap lies below the checkpoint: a grant in it the restored etcd held starts unknown in the new timeline (seed 46)', async () => {
+  it("a bumped restore's gap lies below the checkpoint: a grant in it the restored etcd held starts unknown in the new timeline (seed 46)", async () => {
     const cluster = uniqueId('b');
     const at = Date.parse('2026-03-03T10:00:00Z');
     const value = JSON.stringify({ holder: 'spiffe://w/2', session: '7', class: 'payments', epoch: 1, waitMs: 0, at });
-    const hold = { ...classEvent('x', {}, 0, 0), cluster, key: '/l/payments/pump-0', namespace: 'payments', lock_path: 'pump-0', class: 'payments', holder: 'spiffe://w/2', session: '7', token: String((1n << 48n) + 434_368n), epoch: 1, origin: 'api', grant_revision: '434368', value };
+    const hold = {
+      ...classEvent('x', {}, 0, 0),
+      cluster,
+      key: '/l/payments/pump-0',
+      namespace: 'payments',
+      lock_path: 'pump-0',
+      class: 'payments',
+      holder: 'spiffe://w/2',
+      session: '7',
+      token: String((1n << 48n) + 434_368n),
+      epoch: 1,
+      origin: 'api',
+      grant_revision: '434368',
+      value,
+    };
     await store.insert('events', [
       // Captured in timeline 4, then rolled back by the bumped restore that began timeline 5 (diverged after 434362).
       { ...hold, revision: '434368', timeline: 4, event_type: 'grant', op: 'put', wall_time: at, rolled_back_by: 5, superseded_by: 5 },
@@ -118,10 +207,20 @@ describe('grant rows completed from events', () => {
       { from: 434_363n, to: 1_434_369n },
       { from: 1_434_370n, to: 1_478_401n },
     ];
-    for (const g of gaps) await recordGap(store, { cluster, from_revision: g.from.toString(), to_revision: g.to.toString(), detected_at: at + 60_000, reason: 'lost', term: '1', generation: 5, kind: 'compaction' });
+    for (const g of gaps)
+      await recordGap(store, {
+        cluster,
+        from_revision: g.from.toString(),
+        to_revision: g.to.toString(),
+        detected_at: at + 60_000,
+        reason: 'lost',
+        term: '1',
+        generation: 5,
+        kind: 'compaction',
+      });
     await completeGrantRows(store, cluster, 5, 1_434_369n, 1_478_401n, 1n, gaps);
     const rows = await store.rows<{ known: number; kind: string }>(
-      "SELECT start_known AS known, end_kind AS kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND timeline = 5",
+      'SELECT start_known AS known, end_kind AS kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND timeline = 5',
       { c: cluster },
     );
     assert.deepEqual(rows, [{ known: 0, kind: 'epoch-advance' }], 'the rolled-back put starts nothing in timeline 5');
@@ -129,7 +228,7 @@ describe('grant rows completed from events', () => {
     assert.deepEqual(problems.map(formatGrantProblem), []);
   });
 
-  it('a foreign hold put above the checkpoint by a killed run, then a gap over it: its delete names the start known and the put\'s grant time (seed 46)', async () => {
+  it("a foreign hold put above the checkpoint by a killed run, then a gap over it: its delete names the start known and the put's grant time (seed 46)", async () => {
     const config = testConfig();
     const client = createEtcdClient({ name: 'test', endpoints: config.etcd.clusters[0]?.endpoints ?? [] });
     const secret = randomBytes(32);
@@ -143,13 +242,56 @@ describe('grant rows completed from events', () => {
       const value = JSON.stringify({ holder: 'spiffe://attacker/y', session: '0', class: 'payments', epoch: 1, waitMs: 0, at: CLAIMED });
       const put = BigInt((await client.put(`/l/${ns}/g`).value(value).exec()).header.revision);
       // The killed run captured the put (timed by that clock), then a compaction gap was recorded over it.
-      const hold = { ...classEvent('x', {}, 0, 0), cluster, key: `/l/${ns}/g`, namespace: ns, lock_path: 'g', class: 'payments', holder: 'spiffe://attacker/y', session: '0', token: String((1n << 48n) + put), epoch: 1, origin: 'foreign' };
-      await store.insert('events', [{ ...hold, revision: put.toString(), event_type: 'grant', op: 'put', grant_revision: put.toString(), wall_time: clock.at, time_estimated: 1, value, mod_revision: put.toString(), create_revision: put.toString() }]);
+      const hold = {
+        ...classEvent('x', {}, 0, 0),
+        cluster,
+        key: `/l/${ns}/g`,
+        namespace: ns,
+        lock_path: 'g',
+        class: 'payments',
+        holder: 'spiffe://attacker/y',
+        session: '0',
+        token: String((1n << 48n) + put),
+        epoch: 1,
+        origin: 'foreign',
+      };
+      await store.insert('events', [
+        {
+          ...hold,
+          revision: put.toString(),
+          event_type: 'grant',
+          op: 'put',
+          grant_revision: put.toString(),
+          wall_time: clock.at,
+          time_estimated: 1,
+          value,
+          mod_revision: put.toString(),
+          create_revision: put.toString(),
+        },
+      ]);
       const gaps = [{ from: put - 1n, to: put }];
-      await recordGap(store, { cluster, from_revision: (put - 1n).toString(), to_revision: put.toString(), detected_at: Date.now(), reason: 'compacted', term: '1' });
+      await recordGap(store, {
+        cluster,
+        from_revision: (put - 1n).toString(),
+        to_revision: put.toString(),
+        detected_at: Date.now(),
+        reason: 'compacted',
+        term: '1',
+      });
       const deleted = BigInt((await client.delete().key(`/l/${ns}/g`).exec()).header.revision);
       const pipeline = new TailerPipeline(
-        { cluster, endpoints: config.etcd.clusters[0]?.endpoints ?? [], client, store, log, replicaId: 'gap-put', clock: new ClockWriter(client, log, 3_600_000, secret), gaps, term: 1n, fence: () => Promise.resolve(true) },
+        {
+          cluster,
+          endpoints: config.etcd.clusters[0]?.endpoints ?? [],
+          client,
+          store,
+          log,
+          replicaId: 'gap-put',
+          clock: new ClockWriter(client, log, 3_600_000, secret),
+          gaps,
+          term: 1n,
+          fence: () => Promise.resolve(true),
+        },
         { checkpointIntervalMs: 100, leaseWitness: false, originSecret: secret },
       );
       const handle = pipeline.start(put, new AbortController().signal);
@@ -163,7 +305,12 @@ describe('grant rows completed from events', () => {
         { c: cluster, k: `${ns}/g` },
       );
       assert.deepEqual(rows, [{ granted: String(clock.at), known: 1, kind: 'deleted' }], 'its start, captured, stands: not the time the hold claims');
-      const problems = await checkGrantsAgainstEvents(store, { cluster }, { fromMs: clock.at - 3_600_000, toMs: clock.at + 3_600_000 }, { settleMs: 0, limit: 10 });
+      const problems = await checkGrantsAgainstEvents(
+        store,
+        { cluster },
+        { fromMs: clock.at - 3_600_000, toMs: clock.at + 3_600_000 },
+        { settleMs: 0, limit: 10 },
+      );
       assert.deepEqual(problems.map(formatGrantProblem), []);
     } finally {
       client.close();

@@ -35,14 +35,20 @@ function specs(from: number, count: number): GrantSpec[] {
     const at = T0 + ((n * 37) % 90) * MIN + n;
     const c2 = n % 13 === 5;
     return {
-      cluster: c2 ? 'c2' : 'c1', key: KEYS[n % 5 === 0 ? 1 : n % 7 === 0 ? 2 : 0] as string, class: 'c1', holder: `spiffe://corp/h${n % 4}`,
-      rev: spool ? 0 : 1000 + (c2 ? n - 1 : n) * 10, at, spool, waitMs: n,
+      cluster: c2 ? 'c2' : 'c1',
+      key: KEYS[n % 5 === 0 ? 1 : n % 7 === 0 ? 2 : 0] as string,
+      class: 'c1',
+      holder: `spiffe://corp/h${n % 4}`,
+      rev: spool ? 0 : 1000 + (c2 ? n - 1 : n) * 10,
+      at,
+      spool,
+      waitMs: n,
       ...(n % 3 === 2 ? {} : { end: { kind: n % 4 === 0 ? 'expiry' : 'release', at: at + 30_000, rev: 1000 + n * 10 + 5 } }),
     } as GrantSpec;
   });
 }
 
-describe('grant_tokens routes a token lookup to its key, with the base table\'s answer', () => {
+describe("grant_tokens routes a token lookup to its key, with the base table's answer", () => {
   const tmp = tempDir('lockaudit-ch-');
   const store = new AuditStore({ mode: 'embedded', path: tmp.dir, database: 'lockaudit' });
   const config = testConfig();
@@ -50,25 +56,50 @@ describe('grant_tokens routes a token lookup to its key, with the base table\'s 
   const before170 = tempDir('lockaudit-sql-');
   const all = [...specs(0, 45), ...specs(45, 45)];
   // An insider's copy: a hold put by hand on another key with the value (and so the token) of c1's grant at revision 1020.
-  const copied = { ...grantRows({ key: 'ns1/copy', class: 'c1', holder: 'spiffe://corp/h9', rev: 5000, at: T0 + 95 * MIN, origin: 'foreign' }).open, token: token(1020) };
+  const copied = {
+    ...grantRows({ key: 'ns1/copy', class: 'c1', holder: 'spiffe://corp/h9', rev: 5000, at: T0 + 95 * MIN, origin: 'foreign' }).open,
+    token: token(1020),
+  };
   // A token granted twice on one key (two grants, e.g. an epoch reused by hand): one key, two rows, paged one by one.
   const twice = grantRows({ key: KEYS[2] as string, class: 'c1', holder: 'spiffe://corp/h8', rev: 6000, at: T0 + 96 * MIN }).open;
-  const twiceAgain = { ...grantRows({ key: KEYS[2] as string, class: 'c1', holder: 'spiffe://corp/h8', rev: 6010, at: T0 + 97 * MIN }).open, token: twice.token };
+  const twiceAgain = {
+    ...grantRows({ key: KEYS[2] as string, class: 'c1', holder: 'spiffe://corp/h8', rev: 6010, at: T0 + 97 * MIN }).open,
+    token: twice.token,
+  };
 
   before(async () => {
     // A store as it was before 170, holding grants: the migration must fill the new table from them.
     for (const f of readdirSync(sqlDir).filter((f) => Number(f.slice(0, 3)) < 170)) copyFileSync(path.join(sqlDir, f), path.join(before170.dir, f));
     await migrate(store, { dir: before170.dir });
     const early = specs(0, 45).map(grantRows);
-    await store.insert('grants', early.map((r) => r.open));
+    await store.insert(
+      'grants',
+      early.map((r) => r.open),
+    );
     const applied = await migrate(store);
-    assert.ok(applied.applied.some((m) => m.version === 170), 'the migration ran on the old store');
+    assert.ok(
+      applied.applied.some((m) => m.version === 170),
+      'the migration ran on the old store',
+    );
     // After it: the early grants close (the same token rows again), new ones open and close, one is replayed.
-    await store.insert('grants', early.flatMap((r) => (r.closed ? [r.closed] : [])));
+    await store.insert(
+      'grants',
+      early.flatMap((r) => (r.closed ? [r.closed] : [])),
+    );
     const late = specs(45, 45).map(grantRows);
-    await store.insert('grants', late.map((r) => r.open));
-    await store.insert('grants', late.flatMap((r) => (r.closed ? [r.closed] : [])), { binary: true });
-    await store.insert('grants', [late[0]?.open, copied, twice, twiceAgain].filter((r) => r !== undefined));
+    await store.insert(
+      'grants',
+      late.map((r) => r.open),
+    );
+    await store.insert(
+      'grants',
+      late.flatMap((r) => (r.closed ? [r.closed] : [])),
+      { binary: true },
+    );
+    await store.insert(
+      'grants',
+      [late[0]?.open, copied, twice, twiceAgain].filter((r) => r !== undefined),
+    );
   });
   after(async () => {
     await store.close();
@@ -83,7 +114,10 @@ describe('grant_tokens routes a token lookup to its key, with the base table\'s 
     assert.ok(base.length > 70, `${base.length} tokens`);
     assert.deepEqual(index, base);
     assert.ok(!index.some((r) => r.token === '0'), 'token 0 is left out');
-    assert.ok(all.some((s) => tokenOf(s) === '0'), 'the data has unprotected grants (token 0)');
+    assert.ok(
+      all.some((s) => tokenOf(s) === '0'),
+      'the data has unprotected grants (token 0)',
+    );
   });
 
   it('routes a token on one key to grants_by_key and answers like grants, page by page', async () => {
@@ -118,16 +152,23 @@ describe('grant_tokens routes a token lookup to its key, with the base table\'s 
       assert.equal(page.params.key, routed ?? '', label);
       // The cursor is bound to the request's filters, not to the key they were routed to.
       assert.equal(page.digest, resolvePage(deps, { ...q, limit: 1000 }, now).digest, label);
-      const fromBase = await reportRows<{ cluster: string; key: string; grant_revision: string; spool_id: string; token: string }>(
-        deps, history, { ...resolvePage(deps, { ...q, limit: 1000 }, now).params, source: 'grants', limit: 1000 });
+      const fromBase = await reportRows<{ cluster: string; key: string; grant_revision: string; spool_id: string; token: string }>(deps, history, {
+        ...resolvePage(deps, { ...q, limit: 1000 }, now).params,
+        source: 'grants',
+        limit: 1000,
+      });
       assert.equal(fromBase.length, grants, label);
       const served = await allPages(deps, q, 1, now);
-      assert.deepEqual(served.map((g) => `${g.cluster}:${g.key}@${g.grantRevision}:${g.token}`), fromBase.map((r) => `${r.cluster}:${r.key}@${r.grant_revision}:${r.token}`), label);
+      assert.deepEqual(
+        served.map((g) => `${g.cluster}:${g.key}@${g.grantRevision}:${g.token}`),
+        fromBase.map((r) => `${r.cluster}:${r.key}@${r.grant_revision}:${r.token}`),
+        label,
+      );
       assert.equal(await arrowPageCount(deps, q, 1, now), Math.max(1, grants), label);
     }
   });
 
-  it('reads the routed key\'s range of grants_by_key, not grants', async () => {
+  it("reads the routed key's range of grants_by_key, not grants", async () => {
     const history = loadSql('reports/grantHistory/historyDesc.sql'); // the default order, newest first
     const s = all.find((x) => !x.spool && x.cluster === 'c1') as GrantSpec;
     const page = await planPage(deps, { token: tokenOf(s), limit: 4 }, T0 + 200 * MIN);
@@ -138,6 +179,9 @@ describe('grant_tokens routes a token lookup to its key, with the base table\'s 
   });
 
   it('answers a token at or above 2^64 with a 400 naming the field, before any query', async () => {
-    await assert.rejects(tokenKey(deps, { token: (2n ** 64n).toString() }), (e: Error & { code?: string }) => e.code === 'LOCKAUDIT_ERR_VALIDATION' && /querystring\.token/.test(e.message));
+    await assert.rejects(
+      tokenKey(deps, { token: (2n ** 64n).toString() }),
+      (e: Error & { code?: string }) => e.code === 'LOCKAUDIT_ERR_VALIDATION' && /querystring\.token/.test(e.message),
+    );
   });
 });

@@ -28,8 +28,14 @@ function specs(from: number, count: number): GrantSpec[] {
     const n = from + i;
     const spool = n % 10 === 9 ? `spool-${n}` : undefined;
     return {
-      key: `ns${n % 2}/k${n % 7}`, class: 'c1', holder: HOLDERS[n % 3] as string, rev: spool ? 0 : 1000 + n * 10, at: T0 + n * MIN, spool,
-      waitMs: n, ...(n % 3 === 2 ? {} : { end: { kind: n % 4 === 0 ? 'expiry' : 'release', at: T0 + n * MIN + 30_000, rev: 1000 + n * 10 + 5 } }),
+      key: `ns${n % 2}/k${n % 7}`,
+      class: 'c1',
+      holder: HOLDERS[n % 3] as string,
+      rev: spool ? 0 : 1000 + n * 10,
+      at: T0 + n * MIN,
+      spool,
+      waitMs: n,
+      ...(n % 3 === 2 ? {} : { end: { kind: n % 4 === 0 ? 'expiry' : 'release', at: T0 + n * MIN + 30_000, rev: 1000 + n * 10 + 5 } }),
     } as GrantSpec;
   });
 }
@@ -46,15 +52,30 @@ describe('grants_by_holder answers like grants', () => {
     for (const f of readdirSync(sqlDir).filter((f) => Number(f.slice(0, 3)) < 56)) copyFileSync(path.join(sqlDir, f), path.join(before056.dir, f));
     await migrate(store, { dir: before056.dir });
     const early = specs(0, 30).map(grantRows);
-    await store.insert('grants', early.map((r) => r.open));
-    await store.insert('grants', early.flatMap((r) => (r.closed && r.open.granted_at < T0 + 20 * MIN ? [r.closed] : [])));
+    await store.insert(
+      'grants',
+      early.map((r) => r.open),
+    );
+    await store.insert(
+      'grants',
+      early.flatMap((r) => (r.closed && r.open.granted_at < T0 + 20 * MIN ? [r.closed] : [])),
+    );
     const applied = await migrate(store);
     assert.equal(applied.applied[0]?.version, 56, 'the first migration after the old store is 056');
     // After it: the rest of the early grants close, new ones open and close, and a replay writes rows again.
-    await store.insert('grants', early.flatMap((r) => (r.closed && r.open.granted_at >= T0 + 20 * MIN ? [r.closed] : [])));
+    await store.insert(
+      'grants',
+      early.flatMap((r) => (r.closed && r.open.granted_at >= T0 + 20 * MIN ? [r.closed] : [])),
+    );
     const late = specs(30, 30).map(grantRows);
-    await store.insert('grants', late.map((r) => r.open));
-    await store.insert('grants', late.flatMap((r) => (r.closed ? [r.closed] : [])));
+    await store.insert(
+      'grants',
+      late.map((r) => r.open),
+    );
+    await store.insert(
+      'grants',
+      late.flatMap((r) => (r.closed ? [r.closed] : [])),
+    );
     await store.insert('grants', [...early.slice(0, 5), ...late.slice(0, 5)].flatMap((r) => [r.open, ...(r.closed ? [r.closed] : [])]) as GrantRow[]);
   });
   after(async () => {
@@ -78,11 +99,20 @@ describe('grants_by_holder answers like grants', () => {
     const now = T0 + 90 * MIN;
     let compared = 0;
     for (const holder of HOLDERS) {
-      for (const [endKind, order] of [[undefined, 'desc'], ['held', 'desc'], ['expiry', 'desc'], [undefined, 'asc']] as const) {
+      for (const [endKind, order] of [
+        [undefined, 'desc'],
+        ['held', 'desc'],
+        ['expiry', 'desc'],
+        [undefined, 'asc'],
+      ] as const) {
         const q = { holder, order, from: new Date(T0 + 10 * MIN).toISOString(), to: new Date(T0 + 50 * MIN).toISOString(), ...(endKind ? { endKind } : {}) };
         const page = resolvePage(deps, { ...q, limit: 1000 }, now);
         assert.equal(page.params.source, 'grants_by_holder');
-        const fromBase = await reportRows<{ key: string; grant_revision: string; spool_id: string; end_kind: string }>(deps, history[order], { ...page.params, source: 'grants', limit: 1000 });
+        const fromBase = await reportRows<{ key: string; grant_revision: string; spool_id: string; end_kind: string }>(deps, history[order], {
+          ...page.params,
+          source: 'grants',
+          limit: 1000,
+        });
         compared += fromBase.length;
         const served: GrantItem[] = [];
         let cursor: string | undefined;

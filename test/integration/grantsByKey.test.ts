@@ -33,8 +33,14 @@ function specs(from: number, count: number): GrantSpec[] {
     const spool = n % 10 === 9 ? `spool-${n}` : undefined;
     const at = T0 + ((n * 37) % 90) * MIN + (n % 11 === 0 ? 0 : n); // revision order ≠ time order; n % 11 = 0 share ms with others
     return {
-      cluster: n % 13 === 5 ? 'c2' : 'c1', key: KEYS[n % 5 === 0 ? 1 : n % 7 === 0 ? 2 : 0] as string, class: 'c1', holder: `spiffe://corp/h${n % 4}`,
-      rev: spool ? 0 : 1000 + n * 10, at, spool, waitMs: n,
+      cluster: n % 13 === 5 ? 'c2' : 'c1',
+      key: KEYS[n % 5 === 0 ? 1 : n % 7 === 0 ? 2 : 0] as string,
+      class: 'c1',
+      holder: `spiffe://corp/h${n % 4}`,
+      rev: spool ? 0 : 1000 + n * 10,
+      at,
+      spool,
+      waitMs: n,
       ...(n % 3 === 2 ? {} : { end: { kind: n % 4 === 0 ? 'expiry' : 'release', at: at + 30_000, rev: 1000 + n * 10 + 5 } }),
     } as GrantSpec;
   });
@@ -52,15 +58,34 @@ describe('grants_by_key answers like grants', () => {
     for (const f of readdirSync(sqlDir).filter((f) => Number(f.slice(0, 3)) < 140)) copyFileSync(path.join(sqlDir, f), path.join(before140.dir, f));
     await migrate(store, { dir: before140.dir });
     const early = specs(0, 45).map(grantRows);
-    await store.insert('grants', early.map((r) => r.open));
-    await store.insert('grants', early.flatMap((r) => (r.closed && r.open.granted_at < T0 + 40 * MIN ? [r.closed] : [])));
+    await store.insert(
+      'grants',
+      early.map((r) => r.open),
+    );
+    await store.insert(
+      'grants',
+      early.flatMap((r) => (r.closed && r.open.granted_at < T0 + 40 * MIN ? [r.closed] : [])),
+    );
     const applied = await migrate(store);
-    assert.ok(applied.applied.some((m) => m.version === 140), 'the migration ran on the old store');
+    assert.ok(
+      applied.applied.some((m) => m.version === 140),
+      'the migration ran on the old store',
+    );
     // After it: the rest of the early grants close, new ones open and close, and a replay writes rows again.
-    await store.insert('grants', early.flatMap((r) => (r.closed && r.open.granted_at >= T0 + 40 * MIN ? [r.closed] : [])));
+    await store.insert(
+      'grants',
+      early.flatMap((r) => (r.closed && r.open.granted_at >= T0 + 40 * MIN ? [r.closed] : [])),
+    );
     const late = specs(45, 45).map(grantRows);
-    await store.insert('grants', late.map((r) => r.open));
-    await store.insert('grants', late.flatMap((r) => (r.closed ? [r.closed] : [])), { binary: true });
+    await store.insert(
+      'grants',
+      late.map((r) => r.open),
+    );
+    await store.insert(
+      'grants',
+      late.flatMap((r) => (r.closed ? [r.closed] : [])),
+      { binary: true },
+    );
     await store.insert('grants', [...early.slice(0, 5), ...late.slice(0, 5)].flatMap((r) => [r.open, ...(r.closed ? [r.closed] : [])]) as GrantRow[]);
   });
   after(async () => {
@@ -71,7 +96,9 @@ describe('grants_by_key answers like grants', () => {
 
   it('holds, under FINAL, exactly the rows grants FINAL holds', async () => {
     const all = (table: string) =>
-      store.rows<Record<string, unknown>>(`SELECT * FROM {db:Identifier}.{t:Identifier} FINAL ORDER BY cluster, key, grant_revision, spool_id, timeline`, { t: table });
+      store.rows<Record<string, unknown>>(`SELECT * FROM {db:Identifier}.{t:Identifier} FINAL ORDER BY cluster, key, grant_revision, spool_id, timeline`, {
+        t: table,
+      });
     const base = await all('grants');
     assert.equal(base.length, 90);
     assert.deepEqual(await all('grants_by_key'), base);
@@ -96,7 +123,11 @@ describe('grants_by_key answers like grants', () => {
       ])) {
         const page = resolvePage(deps, { ...q, limit: 1000 }, now);
         assert.equal(page.params.source, 'grants_by_key');
-        const fromBase = await reportRows<{ key: string; grant_revision: string; spool_id: string; end_kind: string; cluster: string }>(deps, history[q.order], { ...page.params, source: 'grants', limit: 1000 });
+        const fromBase = await reportRows<{ key: string; grant_revision: string; spool_id: string; end_kind: string; cluster: string }>(
+          deps,
+          history[q.order],
+          { ...page.params, source: 'grants', limit: 1000 },
+        );
         compared += fromBase.length;
         const expected = fromBase.map((r) => `${r.cluster}:${r.key}@${r.grant_revision}${r.spool_id}:${r.end_kind || 'held'}`);
         const served: GrantItem[] = [];
@@ -107,7 +138,11 @@ describe('grants_by_key answers like grants', () => {
           cursor = p.nextCursor ?? undefined;
         } while (cursor);
         const label = JSON.stringify(q);
-        assert.deepEqual(served.map((g) => `${g.cluster}:${g.key}@${g.grantRevision}${g.grantRevision === '0' ? `spool-${g.waitMs}` : ''}:${g.endKind ?? 'held'}`), expected, label);
+        assert.deepEqual(
+          served.map((g) => `${g.cluster}:${g.key}@${g.grantRevision}${g.grantRevision === '0' ? `spool-${g.waitMs}` : ''}:${g.endKind ?? 'held'}`),
+          expected,
+          label,
+        );
         // The Arrow pages (pageEnd.sql + historyArrow.sql) read the same source: the same number of grants, page by page.
         let arrowPages = 0;
         cursor = undefined;
@@ -125,13 +160,19 @@ describe('grants_by_key answers like grants', () => {
 
   // Oldest first reads in the key's order and stops after the page; newest first reads the key's range and sorts it
   // (ClickHouse reads FINAL in order only forwards; docs/performance.md has the cost), never another key's.
-  it('reads a key\'s range only, in the page\'s order when oldest first, first page and cursor page alike', async () => {
+  it("reads a key's range only, in the page's order when oldest first, first page and cursor page alike", async () => {
     const now = T0 + 200 * MIN;
-    for (const [order, file, readType] of [['asc', 'history.sql', /Read type: InOrder/], ['desc', 'historyDesc.sql', /Prewhere filter column: .*key = 'ns0\/hot'/]] as const) {
+    for (const [order, file, readType] of [
+      ['asc', 'history.sql', /Read type: InOrder/],
+      ['desc', 'historyDesc.sql', /Prewhere filter column: .*key = 'ns0\/hot'/],
+    ] as const) {
       const history = loadSql(`reports/grantHistory/${file}`);
       const first = await grantHistory(deps, { key: KEYS[0], order, limit: 4 }, now);
       assert.ok(first.nextCursor);
-      for (const p of [{ key: KEYS[0], order }, { key: KEYS[0], order, cursor: first.nextCursor }]) {
+      for (const p of [
+        { key: KEYS[0], order },
+        { key: KEYS[0], order, cursor: first.nextCursor },
+      ]) {
         const page = resolvePage(deps, { ...p, limit: 4 }, now);
         const plan = await store.rows<{ explain: string }>(`EXPLAIN actions = 1 ${history.text}`, { ...page.params, limit: 5 });
         const text = plan.map((r) => r.explain).join('\n');

@@ -38,13 +38,21 @@ describe('grants_by_key gets back the restore marks its backfill lost (sql/190)'
     await store.insert('grants', [g.open, held]);
     await store.insert('grants', [g.closed as GrantRow]);
     // The restore: the ended grant rolled back (marked), the held one carried into timeline 1 (its timeline-0 row marked superseded).
-    await store.insert('grants', [{ ...(g.closed as GrantRow), rolled_back_by: 1, superseded_by: 1 }, { ...held, superseded_by: 1 }]);
+    await store.insert('grants', [
+      { ...(g.closed as GrantRow), rolled_back_by: 1, superseded_by: 1 },
+      { ...held, superseded_by: 1 },
+    ]);
     await store.insert('grants', [{ ...held, timeline: 1 }]);
     // What the backfill could leave: the unmarked rows last.
     await store.insert('grants_by_key', [g.closed as GrantRow, held]);
     const all = (table: string) =>
-      store.rows<Record<string, unknown>>(`SELECT * FROM {db:Identifier}.{t:Identifier} FINAL ORDER BY cluster, key, grant_revision, spool_id, timeline`, { t: table });
-    const shown = async () => (await grantHistory(deps, { key: 'ns0/r', order: 'asc' }, T0 + 3_600_000)).items.map((i) => `${i.grantRevision}/t${i.timeline}${i.rolledBack ? '/rolled-back' : ''}`);
+      store.rows<Record<string, unknown>>(`SELECT * FROM {db:Identifier}.{t:Identifier} FINAL ORDER BY cluster, key, grant_revision, spool_id, timeline`, {
+        t: table,
+      });
+    const shown = async () =>
+      (await grantHistory(deps, { key: 'ns0/r', order: 'asc' }, T0 + 3_600_000)).items.map(
+        (i) => `${i.grantRevision}/t${i.timeline}${i.rolledBack ? '/rolled-back' : ''}`,
+      );
     assert.notDeepEqual(await all('grants_by_key'), await all('grants'), 'the lost marks');
     assert.deepEqual(await shown(), ['500/t0', '510/t0', '510/t1'], 'before 190: not rolled back, and the carried grant twice');
     const applied = await migrate(store);

@@ -37,10 +37,18 @@ async function captured(client: number, prefix: string) {
   const cluster = uniqueId(prefix);
   /** Runs a tailer until `done` says so (default: the checkpoint reached `revision`), then stops it. */
   const captureTo = async (revision: bigint, done?: () => Promise<boolean>): Promise<void> => {
-    const tailer = new TailerReplica({ cluster: { name: cluster, endpoints: [own.endpoint] }, store: db.store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false });
+    const tailer = new TailerReplica(
+      { cluster: { name: cluster, endpoints: [own.endpoint] }, store: db.store, log },
+      { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false },
+    );
     tailer.start();
     try {
-      await waitFor(`captured to ${revision}`, async () => ((done ? await done() : (await readCheckpoint(db.store, cluster)) >= revision) ? true : undefined), 60_000, 100);
+      await waitFor(
+        `captured to ${revision}`,
+        async () => ((done ? await done() : (await readCheckpoint(db.store, cluster)) >= revision) ? true : undefined),
+        60_000,
+        100,
+      );
     } finally {
       await tailer.close();
     }
@@ -72,12 +80,24 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
       await etcd.kv.compact({ revision: compactAt.toString(), physical: true });
       await captureTo(compactAt);
       // A fail-open spool grant and its end, shipped as the spool shipper writes them.
-      const line = { id: uniqueId('sp'), lock: w.lock('spooled'), namespace: w.ns, path: 'spooled', holder: 'spiffe://test/spool', session: '', class: 'payments', at: Date.now() - 500, waitMs: 0, epoch: 0 };
+      const line = {
+        id: uniqueId('sp'),
+        lock: w.lock('spooled'),
+        namespace: w.ns,
+        path: 'spooled',
+        holder: 'spiffe://test/spool',
+        session: '',
+        class: 'payments',
+        at: Date.now() - 500,
+        waitMs: 0,
+        epoch: 0,
+      };
       const open = spoolRows(cluster, line);
       const end = spoolEndRows(cluster, { id: uniqueId('se'), how: 'release', at: Date.now() - 100, grant: line });
       await writeRows(db.store, { events: [open.event, end.event], grants: [open.grant, end.grant], quarantine: [] });
       const range = { fromMs: startMs, toMs: Date.now() + 1_000 };
-      const check = (filters: Record<string, string> = {}): Promise<GrantProblem[]> => checkGrantsAgainstEvents(db.store, { cluster, ...filters }, range, { settleMs: 0, limit: 100 });
+      const check = (filters: Record<string, string> = {}): Promise<GrantProblem[]> =>
+        checkGrantsAgainstEvents(db.store, { cluster, ...filters }, range, { settleMs: 0, limit: 100 });
 
       const kinds = await db.store.rows<{ key: string; end_kind: string }>(
         'SELECT key, end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} ORDER BY key',
@@ -85,8 +105,20 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
       );
       const kindOf = Object.fromEntries(kinds.map((k) => [k.key.slice(w.ns.length + 1), k.end_kind]));
       assert.deepEqual(kindOf, {
-        closed: 'session-close', deleted: '', duration: 'release', expired: 'expiry', forced: 'force', gone: 'unknown', holder: 'release', kept: '', kind: 'release',
-        moved: '', reopen: 'release', rolled: '', spooled: 'release', unknown: 'release',
+        closed: 'session-close',
+        deleted: '',
+        duration: 'release',
+        expired: 'expiry',
+        forced: 'force',
+        gone: 'unknown',
+        holder: 'release',
+        kept: '',
+        kind: 'release',
+        moved: '',
+        reopen: 'release',
+        rolled: '',
+        spooled: 'release',
+        unknown: 'release',
       });
       assert.deepEqual((await check()).map(formatGrantProblem), [], 'the captured record agrees with its events');
       // Filtered checks read only the filter's events (reports/grantFilter/events.sql) and find nothing either.
@@ -99,7 +131,10 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
 
         // The insider's edits, each on its own grant, none on events.
         const alter = (sql: string, key: string): Promise<void> =>
-          db.store.command(`ALTER TABLE {db:Identifier}.grants ${sql} WHERE cluster = {c:String} AND key = {k:String} SETTINGS mutations_sync = 2`, { c: cluster, k: w.lock(key) });
+          db.store.command(`ALTER TABLE {db:Identifier}.grants ${sql} WHERE cluster = {c:String} AND key = {k:String} SETTINGS mutations_sync = 2`, {
+            c: cluster,
+            k: w.lock(key),
+          });
         await alter("UPDATE holder = 'spiffe://someone-else'", 'holder');
         await alter("UPDATE end_kind = 'expiry'", 'kind');
         await alter('DELETE', 'deleted');
@@ -115,7 +150,10 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
            FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}`,
           { c: cluster, k: w.lock('reopen') },
         );
-        await db.store.command('ALTER TABLE {db:Identifier}.grants DELETE WHERE cluster = {c:String} AND key = {k:String} AND row_version > 0 SETTINGS mutations_sync = 2', { c: cluster, k: w.lock('reopen') });
+        await db.store.command(
+          'ALTER TABLE {db:Identifier}.grants DELETE WHERE cluster = {c:String} AND key = {k:String} AND row_version > 0 SETTINGS mutations_sync = 2',
+          { c: cluster, k: w.lock('reopen') },
+        );
         // Invented: a grant no event ever started.
         await db.store.command(
           `INSERT INTO {db:Identifier}.grants (cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, granted_at, wait_ms, end_kind, end_revision, row_version, unprotected, start_known)
@@ -129,7 +167,11 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
         assert.deepEqual(narrow.map(formatGrantProblem).sort(), problems.map(formatGrantProblem).sort(), 'windows of one start event each');
         const byLock = new Map<string, string[]>();
         for (const p of problems) byLock.set(p.key.slice(w.ns.length + 1), [...(byLock.get(p.key.slice(w.ns.length + 1)) ?? []), p.problem]);
-        const named = (lock: string, re: RegExp): void => assert.ok((byLock.get(lock) ?? []).some((m) => re.test(m)), `${lock}: ${re} in ${JSON.stringify(problems.map(formatGrantProblem), null, 1)}`);
+        const named = (lock: string, re: RegExp): void =>
+          assert.ok(
+            (byLock.get(lock) ?? []).some((m) => re.test(m)),
+            `${lock}: ${re} in ${JSON.stringify(problems.map(formatGrantProblem), null, 1)}`,
+          );
         named('holder', /differs from its start event \(grant at revision \d+\) in holder/);
         named('kind', /ended expiry at revision \d+: no such end event/);
         named('deleted', /its grant at revision \d+ has no grant row/);
@@ -141,15 +183,26 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
         named('rolled', /rolled back by generation 1 but its start event \(grant at revision \d+\) by 0/);
         // The namespace edit: out of the grant row's own reading, found from its event.
         named('moved', /differs from its grant at revision \d+ in namespace/);
-        assert.deepEqual([...byLock.keys()].sort(), ['deleted', 'duration', 'holder', 'invented', 'kind', 'moved', 'reopen', 'rolled', 'spooled', 'unknown'], 'the untouched grants are not named');
+        assert.deepEqual(
+          [...byLock.keys()].sort(),
+          ['deleted', 'duration', 'holder', 'invented', 'kind', 'moved', 'reopen', 'rolled', 'spooled', 'unknown'],
+          'the untouched grants are not named',
+        );
         // A namespace-filtered export still sees the grant moved out of it (from its event).
         const scoped = await check({ namespace: w.ns });
-        assert.ok(scoped.some((p) => p.key === w.lock('moved') && /in namespace/.test(p.problem)), JSON.stringify(scoped));
+        assert.ok(
+          scoped.some((p) => p.key === w.lock('moved') && /in namespace/.test(p.problem)),
+          JSON.stringify(scoped),
+        );
         const scopedLocks = new Set(scoped.map((p) => p.key.slice(w.ns.length + 1)));
-        for (const l of ['deleted', 'duration', 'holder', 'invented', 'kind', 'reopen', 'rolled', 'spooled', 'unknown']) assert.ok(scopedLocks.has(l), `${l} named by the namespace's check: ${JSON.stringify(scoped)}`);
+        for (const l of ['deleted', 'duration', 'holder', 'invented', 'kind', 'reopen', 'rolled', 'spooled', 'unknown'])
+          assert.ok(scopedLocks.has(l), `${l} named by the namespace's check: ${JSON.stringify(scoped)}`);
         // A grant edited into a filter finds none of its events under that filter (they hold the old holder): named.
         const into = await check({ holder: 'spiffe://someone-else' });
-        assert.ok(into.some((p) => p.key === w.lock('holder') && /no start event/.test(p.problem)), JSON.stringify(into));
+        assert.ok(
+          into.some((p) => p.key === w.lock('holder') && /no start event/.test(p.problem)),
+          JSON.stringify(into),
+        );
 
         await assert.rejects(
           writeGrantsExport(db.store, { format: 'csv', ...range, filters: { cluster } }, path.join(out.dir, 'refused.csv')),
@@ -174,7 +227,10 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
       // A hold whose own time is 30 s ahead of the tailer's clock (a skewed API host, a foreign put), deleted in the gap.
       const skewed = await w.session();
       const futureKey = holdKey(w.lock('future'));
-      await etcd.put(futureKey).value(JSON.stringify({ holder: 'spiffe://test/skewed', session: skewed.id, class: 'payments', epoch: 0, waitMs: 0, at: Date.now() + 30_000 })).lease(skewed.id);
+      await etcd
+        .put(futureKey)
+        .value(JSON.stringify({ holder: 'spiffe://test/skewed', session: skewed.id, class: 'payments', epoch: 0, waitMs: 0, at: Date.now() + 30_000 }))
+        .lease(skewed.id);
       const mid = BigInt(await w.clock());
       await captureTo(mid);
       // Tailer stopped: 'gone' released, 'ingap' granted inside the gap (a snapshot start), the future hold deleted; compacted.
@@ -187,16 +243,25 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
       const range = { fromMs: startMs, toMs: Date.now() + 120_000 };
       const check = (): Promise<GrantProblem[]> => checkGrantsAgainstEvents(db.store, { cluster }, range, { settleMs: 0, limit: 100 });
       assert.deepEqual((await check()).map(formatGrantProblem), [], 'the record passes, the future-dated hold closed in the gap too');
-      const [gap] = await db.store.rows<{ to: string }>('SELECT toString(max(to_revision)) AS to FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String}', { c: cluster });
+      const [gap] = await db.store.rows<{ to: string }>('SELECT toString(max(to_revision)) AS to FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String}', {
+        c: cluster,
+      });
       const gapTo = (gap as { to: string }).to;
       const cmd = (sql: string, p: string): Promise<void> => db.store.command(sql, { c: cluster, k: w.lock(p), gapTo });
       const copy = (replace: string, p: string): Promise<void> =>
-        cmd(`INSERT INTO {db:Identifier}.grants SELECT * EXCEPT (replace_version) REPLACE (${replace}) FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}`, p);
-      const alter = (sql: string, p: string): Promise<void> => cmd(`ALTER TABLE {db:Identifier}.grants ${sql} WHERE cluster = {c:String} AND key = {k:String} SETTINGS mutations_sync = 2`, p);
+        cmd(
+          `INSERT INTO {db:Identifier}.grants SELECT * EXCEPT (replace_version) REPLACE (${replace}) FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}`,
+          p,
+        );
+      const alter = (sql: string, p: string): Promise<void> =>
+        cmd(`ALTER TABLE {db:Identifier}.grants ${sql} WHERE cluster = {c:String} AND key = {k:String} SETTINGS mutations_sync = 2`, p);
       await alter('UPDATE superseded_by = 3', 'hide'); // hidden from exports by a restore mark no restore wrote
       await alter('UPDATE start_known = 0', 'skn');
       await copy('toUInt32(99) AS timeline', 'tl'); // moved into a timeline that never was
-      await cmd('ALTER TABLE {db:Identifier}.grants DELETE WHERE cluster = {c:String} AND key = {k:String} AND timeline != 99 SETTINGS mutations_sync = 2', 'tl');
+      await cmd(
+        'ALTER TABLE {db:Identifier}.grants DELETE WHERE cluster = {c:String} AND key = {k:String} AND timeline != 99 SETTINGS mutations_sync = 2',
+        'tl',
+      );
       await copy('toUInt32(98) AS timeline', 'dup'); // shown twice
       // A release rewritten as ended in the gap, 1 ms after its grant; a grant still held closed in the gap.
       const unknown = (ms: number): string =>
@@ -207,7 +272,11 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
 
       const byLock = new Map<string, string[]>();
       for (const p of await check()) byLock.set(p.key.slice(w.ns.length + 1), [...(byLock.get(p.key.slice(w.ns.length + 1)) ?? []), p.problem]);
-      const named = (lock: string, re: RegExp): void => assert.ok((byLock.get(lock) ?? []).some((m) => re.test(m)), `${lock}: ${re} in ${JSON.stringify(Object.fromEntries(byLock), null, 1)}`);
+      const named = (lock: string, re: RegExp): void =>
+        assert.ok(
+          (byLock.get(lock) ?? []).some((m) => re.test(m)),
+          `${lock}: ${re} in ${JSON.stringify(Object.fromEntries(byLock), null, 1)}`,
+        );
       named('hide', /its grant at revision \d+ has no grant row in the export/);
       named('skn', /start unknown, but no gap snapshot in events holds it/);
       named('tl', /in timeline 99, but its start event is of timeline 0 and no restore carried it there/);
@@ -237,7 +306,9 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
       assert.equal(await again.grant(await again.session(), 'x'), before, 'the new history reuses the revision');
       // The new history captured: a grant of timeline 1 stored.
       await captureTo(0n, async () => {
-        const rows = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND timeline > 0', { c: cluster });
+        const rows = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND timeline > 0', {
+          c: cluster,
+        });
         return rows[0]?.n !== '0';
       });
       const problems = await checkGrantsAgainstEvents(db.store, { cluster }, { fromMs: startMs, toMs: Date.now() + 1_000 }, { settleMs: 0, limit: 100 });
@@ -246,7 +317,7 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
       await stop();
     }
   });
-  it('no ingested_at excuses an end the checkpoint says is durable, and a quarantined grant row excuses its absence only on the tailer\'s proof (issue 40)', async () => {
+  it("no ingested_at excuses an end the checkpoint says is durable, and a quarantined grant row excuses its absence only on the tailer's proof (issue 40)", async () => {
     const { etcd, cluster, captureTo, stop } = await captured(27_476, 'gq');
     const startMs = Date.now() - 1_000;
     try {
@@ -258,44 +329,86 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
       const range = { fromMs: startMs, toMs: Date.now() + 1_000 };
       const secret = randomBytes(32);
       // The default settle window (120 s): every event here was ingested within it.
-      const check = async (): Promise<string[]> => (await checkGrantsAgainstEvents(db.store, { cluster }, range, { limit: 100, originSecret: secret })).map(formatGrantProblem);
+      const check = async (): Promise<string[]> =>
+        (await checkGrantsAgainstEvents(db.store, { cluster }, range, { limit: 100, originSecret: secret })).map(formatGrantProblem);
       assert.deepEqual(await check(), [], 'the captured record agrees');
-      const cmd = (sql: string, p: string, extra: Record<string, string> = {}): Promise<void> => db.store.command(sql, { c: cluster, k: w.lock(p), hk: holdKey(w.lock(p)), ...extra }, { mutations_sync: '2' });
+      const cmd = (sql: string, p: string, extra: Record<string, string> = {}): Promise<void> =>
+        db.store.command(sql, { c: cluster, k: w.lock(p), hk: holdKey(w.lock(p)), ...extra }, { mutations_sync: '2' });
       // Reopened, its release's ingested_at dated a day ahead: "ingested just now" for ever (no digest hashes it).
-      await cmd("ALTER TABLE {db:Identifier}.grants UPDATE end_kind = '', end_revision = 0, ended_at = NULL, ended_at_error_ms = 0, duration_ms = NULL WHERE cluster = {c:String} AND key = {k:String}", 'late');
+      await cmd(
+        "ALTER TABLE {db:Identifier}.grants UPDATE end_kind = '', end_revision = 0, ended_at = NULL, ended_at_error_ms = 0, duration_ms = NULL WHERE cluster = {c:String} AND key = {k:String}",
+        'late',
+      );
       // (ingested_at is part of the replacing version: a copy with the new value, the old row deleted.)
       const ingested = async (at: string, drop: string): Promise<void> => {
-        await cmd(`INSERT INTO {db:Identifier}.events SELECT * EXCEPT (replace_version) REPLACE (${at} AS ingested_at) FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = {hk:String} AND op = 'delete'`, 'late');
+        await cmd(
+          `INSERT INTO {db:Identifier}.events SELECT * EXCEPT (replace_version) REPLACE (${at} AS ingested_at) FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = {hk:String} AND op = 'delete'`,
+          'late',
+        );
         await cmd(`ALTER TABLE {db:Identifier}.events DELETE WHERE cluster = {c:String} AND key = {hk:String} AND op = 'delete' AND ${drop}`, 'late');
       };
       await ingested('now64(3) + INTERVAL 1 DAY', 'ingested_at < now64(3) + INTERVAL 1 HOUR');
       const reopened = new RegExp(`${w.lock('late')} grant revision \\d+ timeline 0: open, but its end is in events`);
-      assert.ok((await check()).some((l) => reopened.test(l)), 'an end below the checkpoint, ingested "in the future", is judged');
+      assert.ok(
+        (await check()).some((l) => reopened.test(l)),
+        'an end below the checkpoint, ingested "in the future", is judged',
+      );
       // A grant row deleted, and a quarantine row of op grants-row put in its place (the store "refused" it).
-      const [g] = await db.store.rows<{ rev: string }>('SELECT toString(grant_revision) AS rev FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}', { c: cluster, k: w.lock('dropped') });
+      const [g] = await db.store.rows<{ rev: string }>(
+        'SELECT toString(grant_revision) AS rev FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}',
+        { c: cluster, k: w.lock('dropped') },
+      );
       const rev = (g as { rev: string }).rev;
       await cmd('ALTER TABLE {db:Identifier}.grants DELETE WHERE cluster = {c:String} AND key = {k:String}', 'dropped');
       const missing = new RegExp(`${w.lock('dropped')} grant revision ${rev} timeline 0: its grant at revision ${rev} has no grant row`);
       const quarantine = (proof: string): Promise<void> =>
-        db.store.insert('quarantine', [{ cluster, revision: rev, key: holdKey(w.lock('dropped')), op: 'grants-row', value: '{}', reason: 'ClickHouse rejected the grants row: forged', proof }]);
+        db.store.insert('quarantine', [
+          {
+            cluster,
+            revision: rev,
+            key: holdKey(w.lock('dropped')),
+            op: 'grants-row',
+            value: '{}',
+            reason: 'ClickHouse rejected the grants row: forged',
+            proof,
+          },
+        ]);
       await quarantine('');
-      assert.ok((await check()).some((l) => missing.test(l)), 'a quarantine row without a proof excuses nothing');
+      assert.ok(
+        (await check()).some((l) => missing.test(l)),
+        'a quarantine row without a proof excuses nothing',
+      );
       await quarantine(quarantinedGrantMac(randomBytes(32), { cluster, timeline: 0, revision: rev, key: holdKey(w.lock('dropped')) }));
-      assert.ok((await check()).some((l) => missing.test(l)), "another key's proof excuses nothing");
+      assert.ok(
+        (await check()).some((l) => missing.test(l)),
+        "another key's proof excuses nothing",
+      );
       await quarantine(quarantinedGrantMac(secret, { cluster, timeline: 0, revision: rev, key: holdKey(w.lock('kept')) }));
-      assert.ok((await check()).some((l) => missing.test(l)), "the proof of another key's row excuses nothing");
+      assert.ok(
+        (await check()).some((l) => missing.test(l)),
+        "the proof of another key's row excuses nothing",
+      );
       await quarantine(quarantinedGrantMac(secret, { cluster, timeline: 1, revision: rev, key: holdKey(w.lock('dropped')) }));
-      assert.ok((await check()).some((l) => missing.test(l)), "the proof of the same change in another timeline excuses nothing");
+      assert.ok(
+        (await check()).some((l) => missing.test(l)),
+        'the proof of the same change in another timeline excuses nothing',
+      );
       await quarantine(quarantinedGrantMac(secret, { cluster, timeline: 0, revision: rev, key: holdKey(w.lock('dropped')) }));
       assert.ok(!(await check()).some((l) => missing.test(l)), "the tailer's proof of this very row excuses it");
       // With no checkpoint at all (rows deleted), a future ingested_at still excuses nothing; one just now does (in flight).
       for (const t of ['checkpoint_proofs', 'checkpoints_fenced']) await cmd(`ALTER TABLE {db:Identifier}.${t} DELETE WHERE cluster = {c:String}`, 'late');
-      assert.ok((await check()).some((l) => reopened.test(l)), 'a future ingested_at is never "in flight"');
+      assert.ok(
+        (await check()).some((l) => reopened.test(l)),
+        'a future ingested_at is never "in flight"',
+      );
       await ingested('now64(3)', 'ingested_at > now64(3) + INTERVAL 1 HOUR');
       assert.ok(!(await check()).some((l) => reopened.test(l)), 'an end ingested just now above every checkpoint is in flight, not judged');
       // Unless a digest sealed its period (verify passes its chain's end): a refreshed ingested_at (a spool line has no checkpoint) excuses nothing there.
       const sealed = await checkGrantsAgainstEvents(db.store, { cluster }, range, { limit: 100, originSecret: secret, sealedBeforeMs: Date.now() + 60_000 });
-      assert.ok(sealed.map(formatGrantProblem).some((l) => reopened.test(l)), 'an end in a sealed period is judged whatever its ingested_at');
+      assert.ok(
+        sealed.map(formatGrantProblem).some((l) => reopened.test(l)),
+        'an end in a sealed period is judged whatever its ingested_at',
+      );
     } finally {
       await stop();
     }

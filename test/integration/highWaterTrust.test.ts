@@ -23,9 +23,30 @@ function grantPut(cluster: string, key: string, revision: number, epoch: number,
   const fields = { holder: 'w', session: '77', class: 'c', epoch, waitMs: 0, at: Date.now() };
   const value = JSON.stringify(options.proven === false ? fields : { ...fields, mac: holdMac(secret, key, fields) });
   return {
-    cluster, revision: String(revision), key, event_type: 'grant', op: 'put', namespace: 'ns', lock_path: 'a', class: 'c', holder: 'w', session: '77',
-    token: (options.token ?? makeToken(epoch, BigInt(revision))).toString(), epoch, grant_revision: String(revision), wait_ms: 0, wall_time: Date.now(), time_estimated: 0,
-    time_error_ms: 0, create_revision: String(revision), mod_revision: String(revision), version: '1', lease: '77', value, prev_value: '', unprotected: 0,
+    cluster,
+    revision: String(revision),
+    key,
+    event_type: 'grant',
+    op: 'put',
+    namespace: 'ns',
+    lock_path: 'a',
+    class: 'c',
+    holder: 'w',
+    session: '77',
+    token: (options.token ?? makeToken(epoch, BigInt(revision))).toString(),
+    epoch,
+    grant_revision: String(revision),
+    wait_ms: 0,
+    wall_time: Date.now(),
+    time_estimated: 0,
+    time_error_ms: 0,
+    create_revision: String(revision),
+    mod_revision: String(revision),
+    version: '1',
+    lease: '77',
+    value,
+    prev_value: '',
+    unprotected: 0,
   };
 }
 
@@ -52,7 +73,10 @@ describe('the shared high-water is taken only as far as proven grants explain it
 
     // A genuine hold value copied into a row that claims a later epoch, and a hold without proof: neither explains.
     const copied = grantPut(cluster, '/l/ns/a', 100, 2);
-    await store.insert('events', [{ ...copied, revision: '100', token: makeToken(7, 100n).toString() }, grantPut(cluster, '/l/ns/b', 500, 9, { proven: false })]);
+    await store.insert('events', [
+      { ...copied, revision: '100', token: makeToken(7, 100n).toString() },
+      grantPut(cluster, '/l/ns/b', 500, 9, { proven: false }),
+    ]);
     await store.insert('grant_high_water', [{ cluster, token: makeToken(9, 500n).toString() }]);
     assert.equal(await source.highestGrantToken(cluster), makeToken(2, 100n));
     // Without the key nothing is judged: the stored maximum as before.

@@ -53,7 +53,10 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
   const cli = async (args: string[], env: NodeJS.ProcessEnv = {}): Promise<Result> => {
     const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'LOCKAUDIT_API_TOKEN' && k !== 'LOCKAUDIT_URL'));
     try {
-      const r = await run(process.execPath, [BIN, ...args], { cwd: projectRoot, env: { ...clean, LOCKAUDIT_URL: url, LOCKAUDIT_API_TOKEN: investigator, ...env } });
+      const r = await run(process.execPath, [BIN, ...args], {
+        cwd: projectRoot,
+        env: { ...clean, LOCKAUDIT_URL: url, LOCKAUDIT_API_TOKEN: investigator, ...env },
+      });
       return { code: 0, stdout: r.stdout, stderr: r.stderr };
     } catch (err) {
       const e = err as { code: number; stdout: string; stderr: string };
@@ -62,28 +65,71 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
   };
 
   // Grants on one key for paging, and two neighbours of acct-1's token that a JS number cannot tell from it.
-  const page = (i: number): GrantSpec => ({ cluster, key: `${ns}/page`, class: 'ledger', holder: `spiffe://corp/w${i}`, rev: 1100 + i, at: T0 + 60_000 + i * 1000, end: { kind: 'expiry', at: T0 + 60_500 + i * 1000, rev: 1101 + i } });
+  const page = (i: number): GrantSpec => ({
+    cluster,
+    key: `${ns}/page`,
+    class: 'ledger',
+    holder: `spiffe://corp/w${i}`,
+    rev: 1100 + i,
+    at: T0 + 60_000 + i * 1000,
+    end: { kind: 'expiry', at: T0 + 60_500 + i * 1000, rev: 1101 + i },
+  });
   const specs: GrantSpec[] = [
     { cluster, key: `${ns}/decoy-a`, class: 'ledger', holder: 'spiffe://corp/decoy', rev: 1000, at: T0 - 1000 },
-    { cluster, key: `${ns}/acct-1`, class: 'ledger', holder: 'spiffe://corp/alice', rev: 1001, at: T0, waitMs: 40, end: { kind: 'release', at: T0 + 5000, rev: 1005 } },
+    {
+      cluster,
+      key: `${ns}/acct-1`,
+      class: 'ledger',
+      holder: 'spiffe://corp/alice',
+      rev: 1001,
+      at: T0,
+      waitMs: 40,
+      end: { kind: 'release', at: T0 + 5000, rev: 1005 },
+    },
     { cluster, key: `${ns}/decoy-b`, class: 'ledger', holder: 'spiffe://corp/decoy', rev: 1002, at: T0 + 1000 },
     { cluster, key: `${ns}/acct-2`, class: 'ledger', holder: 'spiffe://corp/bob', rev: 1006, at: T0 + 6000 },
     ...[0, 1, 2, 3, 4].map(page),
   ];
 
   const holdEvent = (key: string, rev: number, at: number, holder: string, op: 'put' | 'delete'): AuditEventRow => ({
-    cluster, revision: String(rev), key: `/l/${key}`, event_type: op === 'put' ? 'grant' : 'release', op, namespace: ns, lock_path: key.slice(ns.length + 1),
-    class: 'ledger', holder, session: '7587862', token: op === 'put' ? tokenAt(rev) : '0', epoch: 40, grant_revision: op === 'put' ? String(rev) : '1001',
-    wait_ms: 0, wall_time: at, time_estimated: 0, time_error_ms: 0, create_revision: String(rev), mod_revision: String(rev), version: '1', lease: '7587862',
-    value: '', prev_value: '', unprotected: 0,
+    cluster,
+    revision: String(rev),
+    key: `/l/${key}`,
+    event_type: op === 'put' ? 'grant' : 'release',
+    op,
+    namespace: ns,
+    lock_path: key.slice(ns.length + 1),
+    class: 'ledger',
+    holder,
+    session: '7587862',
+    token: op === 'put' ? tokenAt(rev) : '0',
+    epoch: 40,
+    grant_revision: op === 'put' ? String(rev) : '1001',
+    wait_ms: 0,
+    wall_time: at,
+    time_estimated: 0,
+    time_error_ms: 0,
+    create_revision: String(rev),
+    mod_revision: String(rev),
+    version: '1',
+    lease: '7587862',
+    value: '',
+    prev_value: '',
+    unprotected: 0,
   });
 
   before(async () => {
     const base = testConfig();
     const config = { ...base, etcd: { ...base.etcd, clusters: [{ name: cluster, endpoints: base.etcd.clusters[0]?.endpoints ?? [] }] } };
     ({ store, close: closeStore } = await tempStore());
-    await store.insert('grants', specs.map((s) => grantRows(s).open));
-    await store.insert('grants', specs.map((s) => grantRows(s).closed).filter((r): r is GrantRow => r !== undefined));
+    await store.insert(
+      'grants',
+      specs.map((s) => grantRows(s).open),
+    );
+    await store.insert(
+      'grants',
+      specs.map((s) => grantRows(s).closed).filter((r): r is GrantRow => r !== undefined),
+    );
     await store.insert('events', [
       holdEvent(`${ns}/acct-1`, 1001, T0, 'spiffe://corp/alice', 'put'),
       holdEvent(`${ns}/acct-1`, 1005, T0 + 5000, 'spiffe://corp/alice', 'delete'),
@@ -99,7 +145,10 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
     await store.insert('checkpoints', [{ cluster, revision: '1010', leader: 'test' }]);
     investigator = (await createApiToken(store, 'ivy@corp', ['investigator'])).token;
     client = (await createApiToken(store, 'spiffe://corp/app', ['client'])).token;
-    app = await buildApp({ config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() }, [grantRoutes, stateRoutes, tokenHashRoutes]);
+    app = await buildApp(
+      { config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() },
+      [grantRoutes, stateRoutes, tokenHashRoutes],
+    );
     app.server.on('request', (req: { url?: string; headers: Record<string, string | string[] | undefined> }) => {
       seen.push({ url: req.url ?? '', authorization: typeof req.headers.authorization === 'string' ? req.headers.authorization : undefined });
     });
@@ -135,7 +184,10 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
     assert.match(r.stdout, /^ended\s+release at 2026-03-02T10:00:05.000Z \(revision 1005, held 5.0s\)$/m);
     assert.ok(!r.stdout.includes('decoy'), r.stdout);
     const json = JSON.parse((await cli(['token-of', token, '--format', 'json'])).stdout) as Array<{ token: unknown; key: string }>;
-    assert.deepEqual(json.map((g) => [g.token, g.key]), [[token, `${ns}/acct-1`]]);
+    assert.deepEqual(
+      json.map((g) => [g.token, g.key]),
+      [[token, `${ns}/acct-1`]],
+    );
 
     // A token two timelines carried: each grant says which, and the one a restore rolled back says so (before: both
     // printed as ordinary grants; only --format json told them apart).
@@ -165,8 +217,17 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
     const expected = hashToken(tokenHashKey(originSecret(testConfig())), token);
     assert.match(expected, /^hmac-sha256:[0-9a-f]{64}$/);
     assert.equal(r.stdout.trim(), expected);
-    assert.deepEqual(seen.slice(before).map((s) => s.url), ['/v1/token-hash'], 'the token is in no URL');
-    const post = (body: unknown, bearer: string) => fetch(`${url}/v1/token-hash`, { method: 'POST', headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    assert.deepEqual(
+      seen.slice(before).map((s) => s.url),
+      ['/v1/token-hash'],
+      'the token is in no URL',
+    );
+    const post = (body: unknown, bearer: string) =>
+      fetch(`${url}/v1/token-hash`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     assert.equal((await post({ token }, client)).status, 403, 'a client token may not');
     const bad = await post({ token: '12ab' }, investigator);
     assert.equal(bad.status, 400);
@@ -175,7 +236,8 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
   });
 
   it('grants follows nextCursor page by page, up to --limit, in every format', async () => {
-    const direct = async (format: string) => (await fetch(`${url}/v1/grants?key=${ns}/page&limit=100&format=${format}`, { headers: { authorization: `Bearer ${investigator}` } })).text();
+    const direct = async (format: string) =>
+      (await fetch(`${url}/v1/grants?key=${ns}/page&limit=100&format=${format}`, { headers: { authorization: `Bearer ${investigator}` } })).text();
     const all = JSON.parse(await direct('json')) as { items: Array<{ token: string; grantedAt: string }> };
     assert.equal(all.items.length, 5);
     const before = seen.length;
@@ -186,12 +248,15 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
     assert.equal(json.stderr, '');
 
     const csv = await cli(['grants', '--key', `${ns}/page`, '--page-size', '2', '--format', 'csv']);
-    assert.equal(csv.stdout, await direct('csv'), 'the API\'s own CSV, one header');
+    assert.equal(csv.stdout, await direct('csv'), "the API's own CSV, one header");
     // Newest first unless asked: --order asc pages the same grants oldest first.
     const oldest = await cli(['grants', '--key', `${ns}/page`, '--page-size', '2', '--format', 'json', '--order', 'asc']);
     assert.equal(oldest.code, 0, oldest.stderr);
     assert.deepEqual(JSON.parse(oldest.stdout), [...all.items].reverse());
-    assert.ok(all.items.every((g, i, a) => i === 0 || g.grantedAt <= (a[i - 1]?.grantedAt ?? '')), 'the default is newest first');
+    assert.ok(
+      all.items.every((g, i, a) => i === 0 || g.grantedAt <= (a[i - 1]?.grantedAt ?? '')),
+      'the default is newest first',
+    );
     const wrong = await cli(['grants', '--key', `${ns}/page`, '--order', 'sideways']);
     assert.equal(wrong.code, 2);
 
@@ -216,7 +281,10 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
     const byCluster = await cli(['grants', '--cluster', cluster, '--key', `${ns}/page`, '--format', 'json']);
     assert.equal(byCluster.code, 0, byCluster.stderr);
     assert.deepEqual(JSON.parse(byCluster.stdout), all.items);
-    assert.ok(seen.some((s) => s.url.startsWith('/v1/grants') && s.url.includes(`cluster=${cluster}`)), 'the filter was sent');
+    assert.ok(
+      seen.some((s) => s.url.startsWith('/v1/grants') && s.url.includes(`cluster=${cluster}`)),
+      'the filter was sent',
+    );
     const typo = await cli(['grants', '--cluster', 'nope', '--key', `${ns}/page`]);
     assert.notEqual(typo.code, 0);
     assert.match(typo.stderr, /cluster/);
@@ -229,12 +297,21 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
     assert.match(at.stdout, new RegExp(`^cluster ${cluster} at revision 1003 \\(asked for 1003; captured through 1010\\)$`, 'm'));
     assert.match(at.stdout, /^HOLDS \(1\)$/m);
     assert.match(at.stdout, new RegExp(`^${ns}/acct-1\\s+spiffe://corp/alice\\s+${tokenAt(1001)}\\s+2026-03-02T10:00:00.000Z\\s+1001\\s+ledger`, 'm'));
-    const byTime = JSON.parse((await cli(['state', '--at', '2026-03-02T10:00:07Z', '--prefix', `${ns}/`, '--format', 'json'])).stdout) as { at: { revision: string }; holds: Array<{ key: string; token: string }> };
+    const byTime = JSON.parse((await cli(['state', '--at', '2026-03-02T10:00:07Z', '--prefix', `${ns}/`, '--format', 'json'])).stdout) as {
+      at: { revision: string };
+      holds: Array<{ key: string; token: string }>;
+    };
     assert.equal(byTime.at.revision, '1006');
-    assert.deepEqual(byTime.holds.map((h) => [h.key, h.token]), [[`${ns}/acct-2`, tokenAt(1006)]]);
+    assert.deepEqual(
+      byTime.holds.map((h) => [h.key, h.token]),
+      [[`${ns}/acct-2`, tokenAt(1006)]],
+    );
 
     // --timeline reaches the API (before: "unknown option"): this cluster never had a timeline 3.
-    for (const cmd of [['state', '--at', '1003'], ['diff', '--from', '1003', '--to', '1006']]) {
+    for (const cmd of [
+      ['state', '--at', '1003'],
+      ['diff', '--from', '1003', '--to', '1006'],
+    ]) {
       const asked = await cli([...cmd, '--timeline', '3']);
       assert.equal(asked.code, 2, asked.stderr);
       assert.match(asked.stderr, /--timeline: .* has timelines 0\.\.0/);
@@ -251,7 +328,7 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
     assert.match(d.stdout, new RegExp(`^${ns}/acct-1\\s+spiffe://corp/alice\\s+${tokenAt(1001)}\\s+release\\s+1005`, 'm'));
   });
 
-  it('says what went wrong in one line: the API\'s code and message, its fields as flags', async () => {
+  it("says what went wrong in one line: the API's code and message, its fields as flags", async () => {
     const invalid = await cli(['grants', '--key', 'no spaces/allowed here']);
     assert.equal(invalid.code, 2);
     assert.match(invalid.stderr, /^lockaudit: LOCKAUDIT_ERR_VALIDATION \(HTTP 400\): --key: must match pattern/);
@@ -259,7 +336,10 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
 
     const uncaptured = await cli(['state', '--at', '99999']);
     assert.equal(uncaptured.code, 2);
-    assert.equal(uncaptured.stderr, `lockaudit: LOCKAUDIT_ERR_VALIDATION (HTTP 400): --at: revision 99999 is after the tailer's checkpoint 1010 for ${cluster}; it is not captured yet\n`);
+    assert.equal(
+      uncaptured.stderr,
+      `lockaudit: LOCKAUDIT_ERR_VALIDATION (HTTP 400): --at: revision 99999 is after the tailer's checkpoint 1010 for ${cluster}; it is not captured yet\n`,
+    );
 
     const wrong = await cli(['grants', '--key', `${ns}/page`], { LOCKAUDIT_API_TOKEN: 'la_000000000000_notarealtoken' });
     assert.equal(wrong.code, 1);
@@ -291,7 +371,11 @@ describe('investigator CLI against a running API', { timeout: 240_000 }, () => {
       assert.ok(!s.url.includes(investigator) && !s.url.includes(client), `no token in ${s.url}`);
       assert.match(s.authorization ?? '', /^Bearer la_/);
     }
-    for (const args of [['grants', '--key', `${ns}/page`], ['state', '--at', '1003'], ['grants', '--key', 'bad key']]) {
+    for (const args of [
+      ['grants', '--key', `${ns}/page`],
+      ['state', '--at', '1003'],
+      ['grants', '--key', 'bad key'],
+    ]) {
       const out = await cli(args);
       assert.ok(!`${out.stdout}${out.stderr}`.includes(investigator), args.join(' '));
     }

@@ -64,7 +64,16 @@ describe('lease witness against etcd', { timeout: 60_000 }, () => {
         gone = (await client.get(shortKey).string()) === null;
       }
       assert.ok(gone, 'etcd expired the 2 s lease');
-      const lapsed: RevisionChanges = { revision: 0n, changes: [{ type: 'delete', kv: { key: shortKey, value: '', createRevision: '0', modRevision: '0', version: '0', lease: '0' }, prev: { key: shortKey, value: '', createRevision: '0', modRevision: '0', version: '1', lease: shortId } }] };
+      const lapsed: RevisionChanges = {
+        revision: 0n,
+        changes: [
+          {
+            type: 'delete',
+            kv: { key: shortKey, value: '', createRevision: '0', modRevision: '0', version: '0', lease: '0' },
+            prev: { key: shortKey, value: '', createRevision: '0', modRevision: '0', version: '1', lease: shortId },
+          },
+        ],
+      };
       const verdict = await liveLeases(client, lapsed, (l) => witness.outlived(l));
       assert.equal(verdict?.has(shortId), false, 'a lease that lapsed reads as an expiry');
     } finally {

@@ -56,7 +56,10 @@ describe('the lease witness follows etcd while capture is behind', { timeout: 12
       await sleep(6_000); // past the 5 s TTL: asked now, the lease is gone, and "alive until" has run out too
       held.release();
       await waitFor('checkpoint past the delete', async () => ((await readCheckpoint(store, label)) >= revision ? true : undefined), 60_000, 200);
-      const [row] = await store.rows<{ event_type: string }>('SELECT event_type FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND revision = {r:UInt64} AND key = {k:String}', { c: label, r: revision.toString(), k: key });
+      const [row] = await store.rows<{ event_type: string }>(
+        'SELECT event_type FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND revision = {r:UInt64} AND key = {k:String}',
+        { c: label, r: revision.toString(), k: key },
+      );
       assert.equal(row?.event_type, 'deleted', 'a hand delete while its lease lived, not an expiry');
     } finally {
       held.release();

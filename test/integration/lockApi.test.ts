@@ -42,7 +42,12 @@ describe('lock API', { timeout: 120_000 }, () => {
   async function setup(options: { ttlSeconds?: number; extra?: 'advisory' | 'durable' } = {}) {
     const ns = uniqueId('ns');
     const className = `${ns}-fenced`;
-    const put = await la.call('PUT', `/v1/classes/${className}`, admin, fencedClass(className, ns, { ttlSeconds: options.ttlSeconds ?? 15, fairness: options.extra === 'durable' ? 'durable' : 'memory' }));
+    const put = await la.call(
+      'PUT',
+      `/v1/classes/${className}`,
+      admin,
+      fencedClass(className, ns, { ttlSeconds: options.ttlSeconds ?? 15, fairness: options.extra === 'durable' ? 'durable' : 'memory' }),
+    );
     assert.equal(put.status, 200, JSON.stringify(put.body));
     const client = await la.token(`spiffe://test/${ns}/worker`, ['client']);
     const session = await la.call<{ id: string; ttlSeconds: number }>('POST', '/v1/sessions', client, { ttlSeconds: options.ttlSeconds ?? 15 });
@@ -145,7 +150,10 @@ describe('lock API', { timeout: 120_000 }, () => {
     await etcd.put(`/l/${copyKey}`).value(signed).lease(session).exec();
     assert.equal((await view(copyKey)).origin, 'foreign', 'a signed value on another key');
     const noLease = `${ns}/no-lease`;
-    await etcd.put(`/l/${noLease}`).value(JSON.stringify({ ...(JSON.parse(signed) as Json), holder: rogue.holder })).exec();
+    await etcd
+      .put(`/l/${noLease}`)
+      .value(JSON.stringify({ ...(JSON.parse(signed) as Json), holder: rogue.holder }))
+      .exec();
     assert.equal((await view(noLease)).origin, 'foreign', 'a hold on no lease');
 
     // A value no hold decoder takes still blocks every acquire: held, foreign.
@@ -158,7 +166,9 @@ describe('lock API', { timeout: 120_000 }, () => {
     for (const k of [byHand, copyKey, noLease, junk]) await etcd.delete().key(`/l/${k}`).exec();
 
     // The OpenAPI document names the field.
-    const doc = await la.call<{ paths: Record<string, { get?: { responses?: Record<string, { content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> }> } }> }>('GET', '/docs/json', undefined);
+    const doc = await la.call<{
+      paths: Record<string, { get?: { responses?: Record<string, { content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> }> } }>;
+    }>('GET', '/docs/json', undefined);
     const origin = JSON.stringify(doc.body.paths['/v1/locks']?.get?.responses?.['200']?.content?.['application/json']?.schema?.properties?.origin ?? null);
     assert.match(origin, /"api".*"foreign"/, `the response schema's origin: ${origin}`);
   });
@@ -210,7 +220,10 @@ describe('lock API', { timeout: 120_000 }, () => {
     assert.equal(value.session, session);
     assert.equal(value.class, className);
     assert.equal(hold.lease, session, 'the hold rides on the session lease');
-    assert.deepEqual(grantEvents.filter((e) => e.key.startsWith('/l/') || e.key.startsWith('/q/') || e.key.startsWith('/sys/')).map((e) => e.key), [`/l/${key}`]);
+    assert.deepEqual(
+      grantEvents.filter((e) => e.key.startsWith('/l/') || e.key.startsWith('/q/') || e.key.startsWith('/sys/')).map((e) => e.key),
+      [`/l/${key}`],
+    );
 
     const rel = await la.call<Json>('POST', '/v1/locks/release', client, { key, session, token: got.body.token });
     const events = await eventsAt(cluster, rel.body.revision as string);
@@ -234,7 +247,13 @@ describe('lock API', { timeout: 120_000 }, () => {
     assert.equal(closed.status, 200, JSON.stringify(closed.body));
     assert.deepEqual([...(closed.body.released as string[])].sort(), [...keys].sort());
     const tailed = (await eventsAt(cluster, closed.body.revision as string)).filter((e) => /^\/(l|q|sys)\//.test(e.key));
-    assert.deepEqual(tailed.filter((e) => e.key.startsWith('/l/')).map((e) => `${e.type} ${e.key}`).sort(), keys.map((k) => `delete /l/${k}`).sort());
+    assert.deepEqual(
+      tailed
+        .filter((e) => e.key.startsWith('/l/'))
+        .map((e) => `${e.type} ${e.key}`)
+        .sort(),
+      keys.map((k) => `delete /l/${k}`).sort(),
+    );
     const marks = tailed.filter((e) => e.key.startsWith('/sys/mark/'));
     assert.equal(marks.length, 1);
     const mv = decodeValue(MarkValueSchema, marks[0]!.value);
@@ -246,7 +265,11 @@ describe('lock API', { timeout: 120_000 }, () => {
     const { client, session, key, className } = await setup({ ttlSeconds: 5 });
     const got = await la.call<Json>('POST', '/v1/locks/acquire', client, { key, session, class: className });
     assert.equal(got.status, 200, JSON.stringify(got.body));
-    const watcher = await etcd.watch().key(`/l/${key}`).startRevision(String(BigInt(got.body.revision as string) + 1n)).create();
+    const watcher = await etcd
+      .watch()
+      .key(`/l/${key}`)
+      .startRevision(String(BigInt(got.body.revision as string) + 1n))
+      .create();
     const deletedAt = await new Promise<string>((resolve) => watcher.on('delete', (kv) => resolve(String(kv.mod_revision))));
     await watcher.cancel();
     const tailed = (await eventsAt(cluster, deletedAt)).filter((e) => /^\/(l|q|sys)\//.test(e.key));
@@ -316,7 +339,7 @@ describe('lock API', { timeout: 120_000 }, () => {
     assert.equal(none.status, 404);
   });
 
-  it('force-release with revokeSession revokes the holder\'s whole session', async () => {
+  it("force-release with revokeSession revokes the holder's whole session", async () => {
     const { client, session, key, className } = await setup();
     await la.call('POST', '/v1/locks/acquire', client, { key, session, class: className });
     const req = await la.call<Json>('POST', '/v1/force-releases', op1, { key, reason: 'leaked holder', revokeSession: true });
@@ -337,18 +360,31 @@ describe('lock API', { timeout: 120_000 }, () => {
     // Defaults: ttlSeconds 15.
     const { ttlSeconds: _omit, ...noTtl } = fencedClass(`${ns}-def`, ns);
     const def = await put(`${ns}-def`, noTtl);
-    assert.equal(((def.body.class as Json).ttlSeconds), 15);
+    assert.equal((def.body.class as Json).ttlSeconds, 15);
 
     const cases: Array<[string, Json, string[]]> = [
-      ['advisory without owner or waiver', { ...advisoryClass('x', ns), riskOwner: undefined, waiverExpires: undefined }, ['riskOwner: required when enforcement is advisory', 'waiverExpires: required when enforcement is advisory']],
+      [
+        'advisory without owner or waiver',
+        { ...advisoryClass('x', ns), riskOwner: undefined, waiverExpires: undefined },
+        ['riskOwner: required when enforcement is advisory', 'waiverExpires: required when enforcement is advisory'],
+      ],
       ['advisory below the 30 s floor', advisoryClass('x', ns, { ttlSeconds: 20 }), ['ttlSeconds: advisory classes need at least 30']],
       ['open for a correctness class', advisoryClass('x', ns, { purpose: 'correctness' }), ['onQuorumLoss: open is only for efficiency classes']],
-      ['open for a fenced class', fencedClass('x', ns, { purpose: 'efficiency', onQuorumLoss: 'open' }), ['onQuorumLoss: open is not allowed for fenced classes']],
+      [
+        'open for a fenced class',
+        fencedClass('x', ns, { purpose: 'efficiency', onQuorumLoss: 'open' }),
+        ['onQuorumLoss: open is not allowed for fenced classes'],
+      ],
       ['fenced without a pause test', fencedClass('x', ns, { pauseTest: undefined }), ['pauseTest: fenced classes need a reference to a passed pause test']],
       [
         'everything at once',
         { ...fencedClass('x', ns), enforcement: 'advisory', purpose: 'correctness', onQuorumLoss: 'open', ttlSeconds: 10, pauseTest: undefined },
-        ['onQuorumLoss: open is only for efficiency classes', 'riskOwner: required when enforcement is advisory', 'ttlSeconds: advisory classes need at least 30', 'waiverExpires: required when enforcement is advisory'],
+        [
+          'onQuorumLoss: open is only for efficiency classes',
+          'riskOwner: required when enforcement is advisory',
+          'ttlSeconds: advisory classes need at least 30',
+          'waiverExpires: required when enforcement is advisory',
+        ],
       ],
     ];
     for (const [what, body, rules] of cases) {
@@ -359,7 +395,13 @@ describe('lock API', { timeout: 120_000 }, () => {
       for (const rule of rules) assert.ok((res.body.message as string).includes(rule), what);
     }
     // Shape rules: TTL range, enums, date format, unknown fields.
-    for (const [field, value] of [['ttlSeconds', 4], ['ttlSeconds', 301], ['enforcement', 'maybe'], ['waiverExpires', 'soon'], ['tier', 'global']] as const) {
+    for (const [field, value] of [
+      ['ttlSeconds', 4],
+      ['ttlSeconds', 301],
+      ['enforcement', 'maybe'],
+      ['waiverExpires', 'soon'],
+      ['tier', 'global'],
+    ] as const) {
       const res = await put(`${ns}-bad`, { ...advisoryClass('x', ns), name: undefined, [field]: value });
       assert.equal(res.status, 400, `${field}=${value}`);
       assert.match(res.body.message as string, new RegExp(`body\\.${field}`), `${field}=${value}: ${res.body.message}`);

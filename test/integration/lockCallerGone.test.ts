@@ -64,7 +64,10 @@ describe('a caller that is gone', { timeout: 120_000 }, () => {
 
     // The leaver waits up to a minute over a real connection, then hangs up.
     const body = JSON.stringify({ key, session: leaver.session, class: className, waitMs: 60_000 });
-    const req = request(`${base}/v1/locks/acquire`, { method: 'POST', headers: { authorization: `Bearer ${leaver.token}`, 'content-type': 'application/json' } });
+    const req = request(`${base}/v1/locks/acquire`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${leaver.token}`, 'content-type': 'application/json' },
+    });
     req.on('error', () => undefined);
     req.end(body);
     const waiters = la.service.parts.waiters;

@@ -21,7 +21,10 @@ describe('an ambiguous lock cluster at start-up', () => {
           (err: { code: number; stderr: string }) => err,
         );
         assert.equal(r.code, 2, command);
-        assert.equal(r.stderr, 'lockaudit: etcd[].lockApi: 2 etcd clusters are configured (east, west) and none is marked for the lock API; set lockApi: true on one of them in the LOCKAUDIT_CONFIG file\n');
+        assert.equal(
+          r.stderr,
+          'lockaudit: etcd[].lockApi: 2 etcd clusters are configured (east, west) and none is marked for the lock API; set lockApi: true on one of them in the LOCKAUDIT_CONFIG file\n',
+        );
       }
       assert.deepEqual(readdirSync(data.dir), [], 'no store, no spool, no service was opened');
     } finally {

@@ -59,7 +59,12 @@ describe('lock API: epoch and seal', { timeout: 60_000 }, () => {
   });
 
   it('a token of epoch 40 (> 2^53) travels exactly, as a decimal string', async () => {
-    const res = await la.app.inject({ method: 'POST', url: '/v1/locks/acquire', headers: { authorization: `Bearer ${client}`, 'content-type': 'application/json' }, payload: { key: `${ns}/a`, session, class: className } });
+    const res = await la.app.inject({
+      method: 'POST',
+      url: '/v1/locks/acquire',
+      headers: { authorization: `Bearer ${client}`, 'content-type': 'application/json' },
+      payload: { key: `${ns}/a`, session, class: className },
+    });
     assert.equal(res.statusCode, 200, res.body);
     const body = JSON.parse(res.body) as Json;
     const expected = 40n * 2n ** 48n + BigInt(body.revision as string);
@@ -93,7 +98,11 @@ describe('lock API: epoch and seal', { timeout: 60_000 }, () => {
     const self = await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id}/approve`, op1, { requestHash: req.body.requestHash });
     assert.equal(self.status, 403);
     assert.equal(self.body.error, 'LOCKAUDIT_ERR_EPOCH_SELF_APPROVAL');
-    assert.equal((await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id}/approve`, client, { requestHash: req.body.requestHash })).status, 403, 'clients cannot approve');
+    assert.equal(
+      (await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id}/approve`, client, { requestHash: req.body.requestHash })).status,
+      403,
+      'clients cannot approve',
+    );
 
     const ok = await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id}/approve`, op2, { requestHash: req.body.requestHash });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
@@ -221,7 +230,11 @@ describe('lock API: epoch and seal', { timeout: 60_000 }, () => {
     assert.equal(ok.body.deletedHolds, 0);
     const state = await la.call<Json>('GET', '/v1/epoch', client);
     assert.equal(state.body.sealed, false, JSON.stringify(state.body));
-    assert.equal((await la.call<Json>('GET', `/v1/locks?key=${encodeURIComponent(`${ns}/kept-over-adoption`)}`, client)).body.revision, held.body.revision, 'the hold survived the adoption');
+    assert.equal(
+      (await la.call<Json>('GET', `/v1/locks?key=${encodeURIComponent(`${ns}/kept-over-adoption`)}`, client)).body.revision,
+      held.body.revision,
+      'the hold survived the adoption',
+    );
     const granted = await la.call<Json>('POST', '/v1/locks/acquire', client, { key: `${ns}/after-adoption`, session, class: className });
     assert.equal(granted.status, 200, JSON.stringify(granted.body));
     assert.equal(granted.body.epoch, proven + 5);

@@ -56,7 +56,10 @@ describe('lock API: quorum loss (three-member etcd)', { timeout: 180_000 }, () =
     s30 = (await la.call<{ id: string }>('POST', '/v1/sessions', client, { ttlSeconds: 30 })).body.id;
     other30 = (await la.call<{ id: string }>('POST', '/v1/sessions', other, { ttlSeconds: 30 })).body.id;
     // Warm: both classes granted once with quorum.
-    for (const [cls, session] of [[closedClass, s15], [openClass, s30]] as const) {
+    for (const [cls, session] of [
+      [closedClass, s15],
+      [openClass, s30],
+    ] as const) {
       const got = await la.call<Json>('POST', '/v1/locks/acquire', client, { key: `${ns}/warm`, session, class: cls });
       assert.equal(got.status, 200, JSON.stringify(got.body));
       assert.equal((await la.call('POST', '/v1/locks/release', client, { key: `${ns}/warm`, session, token: got.body.token })).status, 200);
@@ -97,7 +100,10 @@ describe('lock API: quorum loss (three-member etcd)', { timeout: 180_000 }, () =
     assert.equal(record.class, openClass);
     assert.equal(record.session, s30);
     assert.deepEqual(spool.badLines, []);
-    assert.ok(listSpool(config).some((line) => line.includes(`${ns}/cache-1`)), 'lockaudit spool lists it');
+    assert.ok(
+      listSpool(config).some((line) => line.includes(`${ns}/cache-1`)),
+      'lockaudit spool lists it',
+    );
 
     // Still mutually exclusive within this API, and releasable with token 0.
     const busy = await la.call<Json>('POST', '/v1/locks/acquire', other, { key: `${ns}/cache-1`, session: other30, class: openClass, waitMs: 100 });
@@ -122,8 +128,14 @@ describe('lock API: quorum loss (three-member etcd)', { timeout: 180_000 }, () =
     const [, held] = grantsOf(spooled, `${ns}/cache-1`);
     assert.ok(held);
     const listing = listSpool(config);
-    assert.ok(listing.some((line) => line.includes(`id=${record.id}`) && line.includes(`ended=release at ${new Date(end.at).toISOString()}`)), listing.join('\n'));
-    assert.ok(listing.some((line) => line.includes(`id=${held.id}`) && line.endsWith('open')), listing.join('\n'));
+    assert.ok(
+      listing.some((line) => line.includes(`id=${record.id}`) && line.includes(`ended=release at ${new Date(end.at).toISOString()}`)),
+      listing.join('\n'),
+    );
+    assert.ok(
+      listing.some((line) => line.includes(`id=${held.id}`) && line.endsWith('open')),
+      listing.join('\n'),
+    );
 
     const metrics = (await la.app.inject({ method: 'GET', url: '/metrics' })).body;
     assert.match(metrics, new RegExp(`lockaudit_lock_unprotected_grants_total\\{namespace="${ns}",class="${openClass}"\\} 2`));
@@ -159,28 +171,78 @@ describe('lock API: quorum loss (three-member etcd)', { timeout: 180_000 }, () =
     // the rows below say every record arrived, and shipping again then adds nothing.
     const shippedNow = await new SpoolShipper(store, 'local', config.dataDir, log).shipOnce();
     assert.ok(shippedNow <= lines, `shipped ${shippedNow} of ${lines} spooled records`);
-    interface Row { spool_id: string; holder: string; class: string; namespace: string; lock_path: string; session: string; token: string; grant_revision: string; granted_at: string; wait_ms: string; end_kind: string; ended_at: string | null; ended_at_error_ms: number; duration_ms: string | null; unprotected: number; row_version: string }
-    const rows = async (): Promise<Row[]> => store.rows<Row>(
-      `SELECT spool_id, holder, class, namespace, lock_path, session, toString(token) AS token, toString(grant_revision) AS grant_revision,
+    interface Row {
+      spool_id: string;
+      holder: string;
+      class: string;
+      namespace: string;
+      lock_path: string;
+      session: string;
+      token: string;
+      grant_revision: string;
+      granted_at: string;
+      wait_ms: string;
+      end_kind: string;
+      ended_at: string | null;
+      ended_at_error_ms: number;
+      duration_ms: string | null;
+      unprotected: number;
+      row_version: string;
+    }
+    const rows = async (): Promise<Row[]> =>
+      store.rows<Row>(
+        `SELECT spool_id, holder, class, namespace, lock_path, session, toString(token) AS token, toString(grant_revision) AS grant_revision,
               toString(toUnixTimestamp64Milli(granted_at)) AS granted_at, toString(wait_ms) AS wait_ms, end_kind,
               toString(toUnixTimestamp64Milli(ended_at)) AS ended_at, ended_at_error_ms, toString(duration_ms) AS duration_ms, unprotected, toString(row_version) AS row_version
        FROM {db:Identifier}.grants FINAL WHERE cluster = 'local' AND key = {k:String} ORDER BY granted_at, spool_id`,
-      { k: `${ns}/cache-1` },
-    );
+        { k: `${ns}/cache-1` },
+      );
     // Both grants, the first closed by its end (a ship under way in the engine's shipper may land a moment later).
-    const shipped = await waitFor('the spooled grants shipped', async () => {
-      const r = await rows();
-      return r.length === 2 && r[0]?.end_kind === 'release' ? r : undefined;
-    }, 30_000, 200);
+    const shipped = await waitFor(
+      'the spooled grants shipped',
+      async () => {
+        const r = await rows();
+        return r.length === 2 && r[0]?.end_kind === 'release' ? r : undefined;
+      },
+      30_000,
+      200,
+    );
     assert.deepEqual(shipped, [
       {
-        spool_id: record.id, holder: record.holder, class: openClass, namespace: ns, lock_path: 'cache-1', session: s30, token: '0', grant_revision: '0',
-        granted_at: String(record.at), wait_ms: String(record.waitMs), end_kind: 'release', ended_at: String(end.at), ended_at_error_ms: 0,
-        duration_ms: String(end.at - record.at), unprotected: 1, row_version: '1',
+        spool_id: record.id,
+        holder: record.holder,
+        class: openClass,
+        namespace: ns,
+        lock_path: 'cache-1',
+        session: s30,
+        token: '0',
+        grant_revision: '0',
+        granted_at: String(record.at),
+        wait_ms: String(record.waitMs),
+        end_kind: 'release',
+        ended_at: String(end.at),
+        ended_at_error_ms: 0,
+        duration_ms: String(end.at - record.at),
+        unprotected: 1,
+        row_version: '1',
       },
       {
-        spool_id: held.id, holder: `spiffe://test/${ns}/b`, class: openClass, namespace: ns, lock_path: 'cache-1', session: other30, token: '0', grant_revision: '0',
-        granted_at: String(held.at), wait_ms: String(held.waitMs), end_kind: '', ended_at: null, ended_at_error_ms: 0, duration_ms: null, unprotected: 1, row_version: '0',
+        spool_id: held.id,
+        holder: `spiffe://test/${ns}/b`,
+        class: openClass,
+        namespace: ns,
+        lock_path: 'cache-1',
+        session: other30,
+        token: '0',
+        grant_revision: '0',
+        granted_at: String(held.at),
+        wait_ms: String(held.waitMs),
+        end_kind: '',
+        ended_at: null,
+        ended_at_error_ms: 0,
+        duration_ms: null,
+        unprotected: 1,
+        row_version: '0',
       },
     ]);
     const [ev] = await store.rows<{ event_type: string; op: string; wall_time: string; holder: string }>(
@@ -190,7 +252,8 @@ describe('lock API: quorum loss (three-member etcd)', { timeout: 180_000 }, () =
     assert.deepEqual(ev, { event_type: 'release', op: 'spool', wall_time: String(end.at), holder: record.holder });
     // Shipping it all again (the sidecar lost) adds nothing.
     const count = async (table: 'grants' | 'events'): Promise<string | undefined> =>
-      (await store.rows<{ n: string }>(`SELECT toString(count()) AS n FROM {db:Identifier}.${table} FINAL WHERE cluster = 'local' AND unprotected = 1`, {}))[0]?.n;
+      (await store.rows<{ n: string }>(`SELECT toString(count()) AS n FROM {db:Identifier}.${table} FINAL WHERE cluster = 'local' AND unprotected = 1`, {}))[0]
+        ?.n;
     const before = [await count('grants'), await count('events')];
     rmSync(`${spoolPath(config.dataDir, 'local')}.shipped`);
     assert.equal(await new SpoolShipper(store, 'local', config.dataDir, log).shipOnce(), lines);
@@ -198,16 +261,35 @@ describe('lock API: quorum loss (three-member etcd)', { timeout: 180_000 }, () =
     assert.deepEqual(await rows(), shipped);
 
     // Reconciliation: a protected grant that overlapped the released hold is listed; one that began after its release is not.
-    const protectedGrant = (rev: number, at: number, endAt: number) => grantRows({ cluster: 'local', key: `${ns}/cache-1`, class: openClass, holder: 'spiffe://test/other-api', rev, at, end: { kind: 'release', at: endAt, rev: rev + 1 } });
+    const protectedGrant = (rev: number, at: number, endAt: number) =>
+      grantRows({
+        cluster: 'local',
+        key: `${ns}/cache-1`,
+        class: openClass,
+        holder: 'spiffe://test/other-api',
+        rev,
+        at,
+        end: { kind: 'release', at: endAt, rev: rev + 1 },
+      });
     const during = protectedGrant(900_000, record.at - 1_000, record.at + 1);
     const later = protectedGrant(900_010, end.at + 1, end.at + 2);
-    await store.insert('grants', [during.open, during.closed, later.open, later.closed].filter((r) => r !== undefined));
-    const report = await unprotectedReport({ store, limits: config.reports }, { from: new Date(record.at - 60_000).toISOString(), to: new Date().toISOString() }, Date.now());
+    await store.insert(
+      'grants',
+      [during.open, during.closed, later.open, later.closed].filter((r) => r !== undefined),
+    );
+    const report = await unprotectedReport(
+      { store, limits: config.reports },
+      { from: new Date(record.at - 60_000).toISOString(), to: new Date().toISOString() },
+      Date.now(),
+    );
     const item = report.items.find((i) => i.spoolId === record.id);
     assert.ok(item, JSON.stringify(report.items));
     assert.equal(item.endedAt, new Date(end.at).toISOString());
     assert.equal(item.durationMs, end.at - record.at);
-    assert.deepEqual(item.overlapping.map((g) => g.grantRevision), ['900000']);
+    assert.deepEqual(
+      item.overlapping.map((g) => g.grantRevision),
+      ['900000'],
+    );
     assert.equal(report.items.find((i) => i.spoolId === held.id)?.endedAt, null, 'the hold not yet ended is still open');
   });
 });

@@ -60,10 +60,15 @@ describe('sealing across API processes: the audit store is the shared high-water
 
   /** A reply that is not "etcd unreachable" (etcd restarting under the call). */
   async function answered(what: string, call: () => Promise<{ status: number; body: Json }>): Promise<{ status: number; body: Json }> {
-    return waitFor(what, async () => {
-      const res = await call();
-      return res.body.error === 'LOCKAUDIT_ERR_QUORUM_LOST' || res.status === 500 ? undefined : res;
-    }, 30_000, 200);
+    return waitFor(
+      what,
+      async () => {
+        const res = await call();
+        return res.body.error === 'LOCKAUDIT_ERR_QUORUM_LOST' || res.status === 500 ? undefined : res;
+      },
+      30_000,
+      200,
+    );
   }
 
   async function session(la: LockApp): Promise<string> {
@@ -73,7 +78,9 @@ describe('sealing across API processes: the audit store is the shared high-water
   }
 
   function acquire(la: LockApp, s: string, key: string): Promise<{ status: number; body: Json }> {
-    return answered(`an answer to acquire ${key}`, () => la.call<Json>('POST', '/v1/locks/acquire', user, { key: `${ns}/${key}`, session: s, class: className }));
+    return answered(`an answer to acquire ${key}`, () =>
+      la.call<Json>('POST', '/v1/locks/acquire', user, { key: `${ns}/${key}`, session: s, class: className }),
+    );
   }
 
   function epochState(la: LockApp): Promise<{ status: number; body: Json }> {
@@ -101,10 +108,17 @@ describe('sealing across API processes: the audit store is the shared high-water
   }
 
   async function restoreSeen(generation: number): Promise<void> {
-    await waitFor(`restore ${generation} recorded by the tailer`, async () => {
-      const rows = await db.store.rows<{ g: number }>('SELECT max(generation) AS g FROM {db:Identifier}.etcd_timelines FINAL WHERE cluster = {c:String}', { c: label });
-      return Number(rows[0]?.g ?? 0) >= generation ? true : undefined;
-    }, 60_000, 200);
+    await waitFor(
+      `restore ${generation} recorded by the tailer`,
+      async () => {
+        const rows = await db.store.rows<{ g: number }>('SELECT max(generation) AS g FROM {db:Identifier}.etcd_timelines FINAL WHERE cluster = {c:String}', {
+          c: label,
+        });
+        return Number(rows[0]?.g ?? 0) >= generation ? true : undefined;
+      },
+      60_000,
+      200,
+    );
   }
 
   before(async () => {
@@ -148,14 +162,18 @@ describe('sealing across API processes: the audit store is the shared high-water
     const fresh = await apiProcess();
     const s = await session(fresh);
     const res = await acquire(fresh, s, 'fresh');
-    if (res.status === 200) assert.fail(`granted token ${res.body.token as string} at epoch ${res.body.epoch as number}, below ${maxBeforeRestore} issued before the restore`);
+    if (res.status === 200)
+      assert.fail(`granted token ${res.body.token as string} at epoch ${res.body.epoch as number}, below ${maxBeforeRestore} issued before the restore`);
     assert.equal(res.status, 503, JSON.stringify(res.body));
     assert.equal(res.body.error, 'LOCKAUDIT_ERR_LOCK_SEALED');
     assert.equal((await epochState(fresh)).body.sealed, true, '/v1/epoch agrees with the refusal');
   });
 
   it('/v1/epoch says sealed before any acquire tried, in a fresh process and in the one that granted', async () => {
-    for (const [name, la] of [['fresh', await apiProcess()], ['first', first]] as const) {
+    for (const [name, la] of [
+      ['fresh', await apiProcess()],
+      ['first', first],
+    ] as const) {
       const state = await epochState(la);
       assert.equal(state.status, 200, JSON.stringify(state.body));
       assert.equal(state.body.sealed, true, `${name}: /v1/epoch must say sealed while acquire refuses: ${JSON.stringify(state.body)}`);
@@ -176,7 +194,11 @@ describe('sealing across API processes: the audit store is the shared high-water
     assert.equal(ok.body.epoch, 2);
     let highest = 0n;
     let last = 0n;
-    for (const [name, la] of [['fresh', fresh], ['first', first], ['another', await apiProcess()]] as const) {
+    for (const [name, la] of [
+      ['fresh', fresh],
+      ['first', first],
+      ['another', await apiProcess()],
+    ] as const) {
       assert.equal((await epochState(la)).body.sealed, false, `${name}: unsealed by the advance`);
       const g = await grants(la, await session(la), 3);
       assert.ok(g.maxToken > maxBeforeRestore, `${name}: token ${g.maxToken} must exceed ${maxBeforeRestore}`);
@@ -195,7 +217,8 @@ describe('sealing across API processes: the audit store is the shared high-water
     const state = await epochState(fresh);
     assert.equal(state.body.epoch, 1, 'the restored /sys/epoch');
     const res = await acquire(fresh, await session(fresh), 'rolled-epoch');
-    if (res.status === 200) assert.fail(`granted token ${res.body.token as string} at epoch ${res.body.epoch as number}, below ${maxBeforeRestore} issued at epoch 2`);
+    if (res.status === 200)
+      assert.fail(`granted token ${res.body.token as string} at epoch ${res.body.epoch as number}, below ${maxBeforeRestore} issued at epoch 2`);
     assert.equal(res.status, 503, JSON.stringify(res.body));
     assert.equal(res.body.error, 'LOCKAUDIT_ERR_LOCK_SEALED');
     assert.equal((await epochState(fresh)).body.sealed, true);
@@ -204,7 +227,10 @@ describe('sealing across API processes: the audit store is the shared high-water
   it('a process idle across the restore does not grant below what others granted after it last looked', async () => {
     const starter = await apiProcess();
     const req = await answered('an advance request', () => starter.call<Json>('POST', '/v1/epoch/advance', op1, { reason: 'etcd restored again' }));
-    assert.equal((await starter.call<Json>('POST', `/v1/epoch/advance/${req.body.id as string}/approve`, op2, { requestHash: req.body.requestHash })).status, 200);
+    assert.equal(
+      (await starter.call<Json>('POST', `/v1/epoch/advance/${req.body.id as string}/approve`, op2, { requestHash: req.body.requestHash })).status,
+      200,
+    );
     // Started now: its seed and its own view end here, then it makes no call until after the restore.
     const idle = await apiProcess();
     assert.equal((await epochState(idle)).body.sealed, false);

@@ -76,7 +76,10 @@ describe('ending a session under etcd default limits', { timeout: 240_000 }, () 
 
   it('batches fit the default 128 ops with their marker', () => {
     assert.ok(CLOSE_BATCH_KEYS + 1 <= 128);
-    assert.deepEqual(closeBatches(Array.from({ length: 300 }, (_, i) => String(i))).map((b) => b.length), [100, 100, 100]);
+    assert.deepEqual(
+      closeBatches(Array.from({ length: 300 }, (_, i) => String(i))).map((b) => b.length),
+      [100, 100, 100],
+    );
   });
 
   it('closing a session with 300 holds: 300 session-close ends, no expiry', async () => {
@@ -95,9 +98,15 @@ describe('ending a session under etcd default limits', { timeout: 240_000 }, () 
     await acquireMany(caller, session, cls, keys);
     const op1 = await la.token(uniqueId('op-alice-'), ['lock-operator']);
     const op2 = await la.token(uniqueId('op-bob-'), ['lock-operator']);
-    const req = await la.call<{ id: string; requestHash: string }>('POST', '/v1/force-releases', op1, { key: keys[0], reason: 'leaked holder', revokeSession: true });
+    const req = await la.call<{ id: string; requestHash: string }>('POST', '/v1/force-releases', op1, {
+      key: keys[0],
+      reason: 'leaked holder',
+      revokeSession: true,
+    });
     assert.equal(req.status, 202, JSON.stringify(req.body));
-    const ok = await la.call<{ revision: string; revokedSession: boolean }>('POST', `/v1/force-releases/${req.body.id}/approve`, op2, { requestHash: req.body.requestHash });
+    const ok = await la.call<{ revision: string; revokedSession: boolean }>('POST', `/v1/force-releases/${req.body.id}/approve`, op2, {
+      requestHash: req.body.requestHash,
+    });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assert.equal(ok.body.revokedSession, true);
     assert.equal((await la.call('POST', `/v1/sessions/${session}/keepalive`, caller)).status, 404);

@@ -27,7 +27,10 @@ describe('fail-open spool', () => {
     const tmp = tempDir('lockaudit-spool-');
     try {
       const file = path.join(tmp.dir, 'spool', 'local.jsonl');
-      const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'test/support/spoolChild.ts'), file], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'test/support/spoolChild.ts'), file], {
+        cwd: projectRoot,
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       const acked: string[] = [];
       let buffered = '';
       await new Promise<void>((resolve) => {
@@ -56,14 +59,31 @@ describe('fail-open spool', () => {
     const tmp = tempDir('lockaudit-spool-');
     try {
       const file = path.join(tmp.dir, 'local.jsonl');
-      const record = { v: 1, kind: 'grant', id: 'a', cluster: 'local', key: 'ns/k', namespace: 'ns', class: 'c', holder: 'h', session: '1', token: '0', waitMs: 0, at: 1, epoch: 1 } as const;
+      const record = {
+        v: 1,
+        kind: 'grant',
+        id: 'a',
+        cluster: 'local',
+        key: 'ns/k',
+        namespace: 'ns',
+        class: 'c',
+        holder: 'h',
+        session: '1',
+        token: '0',
+        waitMs: 0,
+        at: 1,
+        epoch: 1,
+      } as const;
       appendFileSync(file, `${JSON.stringify(record)}\n{"v":1,"kind":"gra`);
       assert.deepEqual(readSpool(file).badLines, [2]);
       const writer = new SpoolWriter(file);
       await writer.append({ ...record, id: 'b' });
       await writer.close();
       const after = readSpool(file);
-      assert.deepEqual(after.records.map((r) => r.id), ['a', 'b']);
+      assert.deepEqual(
+        after.records.map((r) => r.id),
+        ['a', 'b'],
+      );
       assert.deepEqual(after.badLines, [2]);
       assert.ok(readFileSync(file, 'utf8').endsWith('\n'));
     } finally {
@@ -83,26 +103,87 @@ describe('fail-open spool: ends of unprotected holds', () => {
   });
 
   // The class rules ask open classes for a TTL of 30 s or more; the writer reads only name and ttlSeconds, so 1 s keeps this short.
-  const shortClass = (name: string): LockClass => ({ name, namespace: 'ns', purpose: 'efficiency', enforcement: 'advisory', riskOwner: 'risk@corp', waiverExpires: '2099-12-31', ttlSeconds: 1, tier: 'entity', onQuorumLoss: 'open', fairness: 'memory' });
+  const shortClass = (name: string): LockClass => ({
+    name,
+    namespace: 'ns',
+    purpose: 'efficiency',
+    enforcement: 'advisory',
+    riskOwner: 'risk@corp',
+    waiverExpires: '2099-12-31',
+    ttlSeconds: 1,
+    tier: 'entity',
+    onQuorumLoss: 'open',
+    fairness: 'memory',
+  });
 
-  interface Row { key: string; spool_id: string; holder: string; class: string; namespace: string; lock_path: string; session: string; granted_at: string; wait_ms: string; end_kind: string; ended_at: string | null; ended_at_error_ms: number; duration_ms: string | null; row_version: string }
-  const grantRowsOf = (cluster: string): Promise<Row[]> => store.rows<Row>(
-    `SELECT key, spool_id, holder, class, namespace, lock_path, session, toString(toUnixTimestamp64Milli(granted_at)) AS granted_at, toString(wait_ms) AS wait_ms, end_kind,
+  interface Row {
+    key: string;
+    spool_id: string;
+    holder: string;
+    class: string;
+    namespace: string;
+    lock_path: string;
+    session: string;
+    granted_at: string;
+    wait_ms: string;
+    end_kind: string;
+    ended_at: string | null;
+    ended_at_error_ms: number;
+    duration_ms: string | null;
+    row_version: string;
+  }
+  const grantRowsOf = (cluster: string): Promise<Row[]> =>
+    store.rows<Row>(
+      `SELECT key, spool_id, holder, class, namespace, lock_path, session, toString(toUnixTimestamp64Milli(granted_at)) AS granted_at, toString(wait_ms) AS wait_ms, end_kind,
             toString(toUnixTimestamp64Milli(ended_at)) AS ended_at, ended_at_error_ms, toString(duration_ms) AS duration_ms, toString(row_version) AS row_version
      FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} ORDER BY key`,
-    { c: cluster },
-  );
+      { c: cluster },
+    );
   const closedRow = (g: SpoolGrantRecord, e: SpoolEndRecord): Row => ({
-    key: g.key, spool_id: g.id, holder: g.holder, class: g.class, namespace: g.namespace, lock_path: g.key.slice(g.namespace.length + 1), session: g.session,
-    granted_at: String(g.at), wait_ms: String(g.waitMs), end_kind: e.how, ended_at: String(e.at), ended_at_error_ms: 0, duration_ms: String(e.at - g.at), row_version: '1',
+    key: g.key,
+    spool_id: g.id,
+    holder: g.holder,
+    class: g.class,
+    namespace: g.namespace,
+    lock_path: g.key.slice(g.namespace.length + 1),
+    session: g.session,
+    granted_at: String(g.at),
+    wait_ms: String(g.waitMs),
+    end_kind: e.how,
+    ended_at: String(e.at),
+    ended_at_error_ms: 0,
+    duration_ms: String(e.at - g.at),
+    row_version: '1',
   });
 
   // Spool records as the lock API's writer (or a hand) puts them in the file.
   const appendRecords = (file: string, ...records: object[]): void => appendFileSync(file, records.map((r) => `${JSON.stringify(r)}\n`).join(''));
-  const grantRecord = (cluster: string, id: string, key: string, holder: string, at: number, waitMs = 0): SpoolGrantRecord =>
-    ({ v: 1, kind: 'grant', id, cluster, key, namespace: 'ns', class: 'cache', holder, session: '5', token: '0', waitMs, at, epoch: 7 });
-  const endRecord = (cluster: string, id: string, grant: SpoolGrantRecord, at: number, how: 'release' | 'expiry' = 'release'): SpoolEndRecord =>
-    ({ v: 1, kind: 'end', id, grantId: grant.id, cluster, key: grant.key, how, at, grant });
+  const grantRecord = (cluster: string, id: string, key: string, holder: string, at: number, waitMs = 0): SpoolGrantRecord => ({
+    v: 1,
+    kind: 'grant',
+    id,
+    cluster,
+    key,
+    namespace: 'ns',
+    class: 'cache',
+    holder,
+    session: '5',
+    token: '0',
+    waitMs,
+    at,
+    epoch: 7,
+  });
+  const endRecord = (cluster: string, id: string, grant: SpoolGrantRecord, at: number, how: 'release' | 'expiry' = 'release'): SpoolEndRecord => ({
+    v: 1,
+    kind: 'end',
+    id,
+    grantId: grant.id,
+    cluster,
+    key: grant.key,
+    how,
+    at,
+    grant,
+  });
 
   it('spools a release before answering it and a lapse at grant at + TTL untouched; shipping closes both grants, and again adds nothing', async () => {
     const tmp = tempDir('lockaudit-spool-');
@@ -137,7 +218,12 @@ describe('fail-open spool: ends of unprotected holds', () => {
       assert.equal(lapse.grantId, g2.id);
       assert.equal(lapse.at, g2.at + 1_000, 'a lapse ends at grant at + TTL');
       // ns/released was granted first, so its cancelled timer would have fired by now: still one end per grant.
-      assert.deepEqual(ends().map((e) => e.grantId).sort(), [g1.id, g2.id].sort());
+      assert.deepEqual(
+        ends()
+          .map((e) => e.grantId)
+          .sort(),
+        [g1.id, g2.id].sort(),
+      );
       assert.equal(grants.holding('ns/lapsed'), undefined);
       assert.equal(await grants.release('ns/lapsed', '2'), undefined, 'a lapsed hold is not released');
       assert.equal(ends().length, 2);
@@ -147,7 +233,7 @@ describe('fail-open spool: ends of unprotected holds', () => {
       const expected = [closedRow(g2, lapse), closedRow(g1, release)];
       assert.deepEqual(await grantRowsOf(cluster), expected);
       const events = await store.rows<{ key: string; event_type: string; wall_time: string }>(
-        'SELECT key, event_type, toString(toUnixTimestamp64Milli(wall_time)) AS wall_time FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND op = \'spool\' ORDER BY key',
+        "SELECT key, event_type, toString(toUnixTimestamp64Milli(wall_time)) AS wall_time FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND op = 'spool' ORDER BY key",
         { c: cluster },
       );
       assert.deepEqual(
@@ -171,7 +257,7 @@ describe('fail-open spool: ends of unprotected holds', () => {
     }
   });
 
-  it('an end shipped after its grant (already shipped in an earlier pass) closes it with the grant\'s own columns', async () => {
+  it("an end shipped after its grant (already shipped in an earlier pass) closes it with the grant's own columns", async () => {
     const tmp = tempDir('lockaudit-spool-');
     const cluster = uniqueId('c');
     const file = spoolPath(tmp.dir, cluster);
@@ -180,7 +266,10 @@ describe('fail-open spool: ends of unprotected holds', () => {
       await grants.grant({ key: 'ns/k', namespace: 'ns', holder: 'h1', session: '11', lockClass: shortClass('cache'), waitMs: 0, epoch: 7 });
       const shipper = new SpoolShipper(store, cluster, tmp.dir, log);
       assert.equal(await shipper.shipOnce(), 1);
-      assert.deepEqual((await grantRowsOf(cluster)).map((r) => r.end_kind), ['']);
+      assert.deepEqual(
+        (await grantRowsOf(cluster)).map((r) => r.end_kind),
+        [''],
+      );
       assert.ok(await grants.release('ns/k', '11'));
       // Only the end line is new to the shipper: the closed row comes from the grant copy the end record carries.
       assert.equal(await shipper.shipOnce(), 1);
@@ -221,9 +310,13 @@ describe('fail-open spool: ends of unprotected holds', () => {
         end('g', h, T + 3_000),
       );
       assert.equal(await shipper.shipOnce(), 1, 'only the grant "h" is shipped');
-      const reasons = (await store.rows<{ reason: string }>(
-        "SELECT reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'spool' ORDER BY key", { c: cluster },
-      )).map((r) => r.reason).sort();
+      const reasons = (
+        await store.rows<{ reason: string }>("SELECT reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'spool' ORDER BY key", {
+          c: cluster,
+        })
+      )
+        .map((r) => r.reason)
+        .sort();
       assert.deepEqual(reasons, [
         'spool line: end id "g" is already the id of a grant record: a spool id names one record',
         'spool line: end record\'s copy of grant "g" differs from the grant as shipped (at differs)',
@@ -232,24 +325,41 @@ describe('fail-open spool: ends of unprotected holds', () => {
       ]);
       // What was shipped stands: the first "1" (h1), "g" and "h" still open, each once in every copy of the grants.
       const open = await grantRowsOf(cluster);
-      assert.deepEqual(open.map((r) => [r.key, r.spool_id, r.holder, r.granted_at, r.end_kind]), [
-        ['ns/a', '1', 'h1', String(T), ''],
-        ['ns/b', 'g', 'h-b', String(T), ''],
-        ['ns/c', 'h', 'h-c', String(T + 10), ''],
-      ]);
+      assert.deepEqual(
+        open.map((r) => [r.key, r.spool_id, r.holder, r.granted_at, r.end_kind]),
+        [
+          ['ns/a', '1', 'h1', String(T), ''],
+          ['ns/b', 'g', 'h-b', String(T), ''],
+          ['ns/c', 'h', 'h-c', String(T + 10), ''],
+        ],
+      );
       for (const table of ['grants_by_key', 'grants_by_holder']) {
-        const [n] = await store.rows<{ n: string }>(`SELECT toString(count()) AS n FROM {db:Identifier}.${table} FINAL WHERE cluster = {c:String}`, { c: cluster });
+        const [n] = await store.rows<{ n: string }>(`SELECT toString(count()) AS n FROM {db:Identifier}.${table} FINAL WHERE cluster = {c:String}`, {
+          c: cluster,
+        });
         assert.equal(n?.n, '3', table);
       }
-      const [ev] = await store.rows<{ value: string }>("SELECT value FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = '/spool/1'", { c: cluster });
+      const [ev] = await store.rows<{ value: string }>("SELECT value FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = '/spool/1'", {
+        c: cluster,
+      });
       assert.equal((JSON.parse(ev?.value ?? '{}') as { holder?: string }).holder, 'h1', 'the event of "1" is the first grant\'s');
       // The ends as the grants were shipped close them; shipping everything again (sidecar lost) adds nothing.
       append(end('e-g2', g, T + 1_000), end('e-h2', h, T + 2_000));
       assert.equal(await shipper.shipOnce(), 2);
       rmSync(`${file}.shipped`);
       assert.equal(await new SpoolShipper(store, cluster, tmp.dir, log).shipOnce(), 5);
-      assert.deepEqual((await grantRowsOf(cluster)).map((r) => [r.spool_id, r.end_kind]), [['1', ''], ['g', 'release'], ['h', 'release']]);
-      const [q] = await store.rows<{ n: string }>("SELECT toString(count()) AS n FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'spool'", { c: cluster });
+      assert.deepEqual(
+        (await grantRowsOf(cluster)).map((r) => [r.spool_id, r.end_kind]),
+        [
+          ['1', ''],
+          ['g', 'release'],
+          ['h', 'release'],
+        ],
+      );
+      const [q] = await store.rows<{ n: string }>(
+        "SELECT toString(count()) AS n FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'spool'",
+        { c: cluster },
+      );
       assert.equal(q?.n, '4', 'the same four lines, quarantined again under the same keys');
     } finally {
       tmp.remove();
@@ -276,25 +386,38 @@ describe('fail-open spool: ends of unprotected holds', () => {
       // and a grant line for x that is not the grant its end named (it became a second grant under the id "x").
       append(end('e2', g, 'expiry', T + 3_600_000), v1('x', 'ns/y', 'mallory', T));
       assert.equal(await shipper.shipOnce(), 0);
-      const reasons = (await store.rows<{ reason: string }>(
-        "SELECT reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'spool'", { c: cluster },
-      )).map((r) => r.reason).sort();
+      const reasons = (
+        await store.rows<{ reason: string }>("SELECT reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'spool'", { c: cluster })
+      )
+        .map((r) => r.reason)
+        .sort();
       assert.deepEqual(reasons, [
         'spool line: grant "g" already ended (release at 2026-01-06T10:00:01.000Z, end "e1"): a grant ends once',
         'spool line: grant id "x" was shipped before as a different grant (lock differs): a spool id names one grant',
       ]);
-      assert.deepEqual((await grantRowsOf(cluster)).map((r) => [r.key, r.spool_id, r.holder, r.end_kind, r.ended_at]), [
-        ['ns/a', 'g', 'alice', 'release', String(T + 1_000)],
-        ['ns/x', 'x', 'xena', 'release', String(T + 2_000)],
-      ]);
+      assert.deepEqual(
+        (await grantRowsOf(cluster)).map((r) => [r.key, r.spool_id, r.holder, r.end_kind, r.ended_at]),
+        [
+          ['ns/a', 'g', 'alice', 'release', String(T + 1_000)],
+          ['ns/x', 'x', 'xena', 'release', String(T + 2_000)],
+        ],
+      );
       for (const table of ['grants_by_key', 'grants_by_holder']) {
-        const [n] = await store.rows<{ n: string }>(`SELECT toString(count()) AS n FROM {db:Identifier}.${table} FINAL WHERE cluster = {c:String}`, { c: cluster });
+        const [n] = await store.rows<{ n: string }>(`SELECT toString(count()) AS n FROM {db:Identifier}.${table} FINAL WHERE cluster = {c:String}`, {
+          c: cluster,
+        });
         assert.equal(n?.n, '2', table);
       }
       // x's own grant line, as its end named it, ships and changes nothing.
       append(x);
       assert.equal(await shipper.shipOnce(), 1);
-      assert.deepEqual((await grantRowsOf(cluster)).map((r) => [r.spool_id, r.end_kind]), [['g', 'release'], ['x', 'release']]);
+      assert.deepEqual(
+        (await grantRowsOf(cluster)).map((r) => [r.spool_id, r.end_kind]),
+        [
+          ['g', 'release'],
+          ['x', 'release'],
+        ],
+      );
     } finally {
       tmp.remove();
     }
@@ -316,9 +439,14 @@ describe('fail-open spool: ends of unprotected holds', () => {
       assert.equal(await new SpoolShipper(store, cluster, tmp.dir, log).shipOnce(), 2_400);
       rmSync(`${file}.shipped`);
       assert.equal(await new SpoolShipper(store, cluster, tmp.dir, log).shipOnce(), 2_400, 'shipped again: every line is what it was');
-      const [q] = await store.rows<{ n: string }>("SELECT toString(count()) AS n FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String}", { c: cluster });
+      const [q] = await store.rows<{ n: string }>('SELECT toString(count()) AS n FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String}', {
+        c: cluster,
+      });
       assert.equal(q?.n, '0');
-      const [ended] = await store.rows<{ n: string }>("SELECT toString(countIf(end_kind = 'release')) AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String}", { c: cluster });
+      const [ended] = await store.rows<{ n: string }>(
+        "SELECT toString(countIf(end_kind = 'release')) AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String}",
+        { c: cluster },
+      );
       assert.equal(ended?.n, '1200');
     } finally {
       tmp.remove();
@@ -337,8 +465,14 @@ describe('fail-open spool: ends of unprotected holds', () => {
       renameSync(file, `${file}.1`); // rotated away; the writer starts a new file
       appendFileSync(file, 'not json either, second file\n');
       assert.equal(await shipper.shipOnce(), 0);
-      const rows = await store.rows<{ value: string }>("SELECT value FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'spool' ORDER BY value", { c: cluster });
-      assert.deepEqual(rows.map((r) => r.value), ['not json either, second file', 'not json, first file']);
+      const rows = await store.rows<{ value: string }>(
+        "SELECT value FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'spool' ORDER BY value",
+        { c: cluster },
+      );
+      assert.deepEqual(
+        rows.map((r) => r.value),
+        ['not json either, second file', 'not json, first file'],
+      );
     } finally {
       tmp.remove();
     }

@@ -54,7 +54,11 @@ const dashboard = JSON.parse(readFileSync(dashboardFile, 'utf8')) as Dashboard;
 const dashboardTargets = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p, target: t })));
 
 /** Grafana's variables replaced by what Prometheus would receive. */
-const asPromql = (expr: string): string => expr.replaceAll('$__rate_interval', '5m').replaceAll('$__range', '1h').replace(/\$\{?(cluster|namespace)\}?/g, '.*');
+const asPromql = (expr: string): string =>
+  expr
+    .replaceAll('$__rate_interval', '5m')
+    .replaceAll('$__range', '1h')
+    .replace(/\$\{?(cluster|namespace)\}?/g, '.*');
 
 /** The metric names an expression reads (recording rules, named lockaudit:…, are not metrics). */
 const metricNames = (expr: string): string[] => [...expr.matchAll(/(?<![\w:])lockaudit_[a-zA-Z0-9_]+/g)].map((m) => m[0]);
@@ -90,8 +94,14 @@ describe('deploy/: Prometheus rules and the Grafana dashboard', { timeout: 3_600
     const tests = parse(readFileSync(rulesTestFile, 'utf8')) as { tests: Array<{ alert_rule_test?: Array<{ alertname: string; exp_alerts?: unknown[] }> }> };
     const cases = tests.tests.flatMap((t) => t.alert_rule_test ?? []);
     for (const a of rules.filter((x) => x.alert)) {
-      assert.ok(cases.some((c) => c.alertname === a.alert && (c.exp_alerts?.length ?? 0) > 0), `${a.alert} has a test where it fires`);
-      assert.ok(cases.some((c) => c.alertname === a.alert && (c.exp_alerts?.length ?? 0) === 0), `${a.alert} has a test where it does not fire`);
+      assert.ok(
+        cases.some((c) => c.alertname === a.alert && (c.exp_alerts?.length ?? 0) > 0),
+        `${a.alert} has a test where it fires`,
+      );
+      assert.ok(
+        cases.some((c) => c.alertname === a.alert && (c.exp_alerts?.length ?? 0) === 0),
+        `${a.alert} has a test where it does not fire`,
+      );
     }
   });
 
@@ -124,16 +134,19 @@ describe('deploy/: Prometheus rules and the Grafana dashboard', { timeout: 3_600
       assert.ok(targets.length > 0, `panel ${p.id} has queries`);
       assert.equal(new Set(targets.map((t) => t.refId)).size, targets.length, `panel ${p.id}: refIds unique`);
       for (const t of targets) {
-        for (const m of t.expr.matchAll(/\$\{?([a-zA-Z_]\w*)/g)) if (!m[1]?.startsWith('__')) assert.ok(variables.has(m[1] ?? ''), `panel ${p.id}: $${m[1]} is a dashboard variable`);
+        for (const m of t.expr.matchAll(/\$\{?([a-zA-Z_]\w*)/g))
+          if (!m[1]?.startsWith('__')) assert.ok(variables.has(m[1] ?? ''), `panel ${p.id}: $${m[1]} is a dashboard variable`);
       }
     }
     const titles = dashboard.panels.filter((p) => p.type === 'row').map((p) => p.title);
     assert.deepEqual(titles, ['Capture (tailer)', 'Lock API', 'Reports and API', 'Exports and alerts']);
   });
 
-  it("every dashboard expression parses (promtool check rules on them as recording rules)", async () => {
+  it('every dashboard expression parses (promtool check rules on them as recording rules)', async () => {
     const file = path.join(tmp.dir, 'dashboard.rules.yml');
-    const records = dashboardTargets.map(({ panel, target }) => `      - record: dashboard:panel_${panel.id}_${target.refId}\n        expr: ${JSON.stringify(asPromql(target.expr))}\n`);
+    const records = dashboardTargets.map(
+      ({ panel, target }) => `      - record: dashboard:panel_${panel.id}_${target.refId}\n        expr: ${JSON.stringify(asPromql(target.expr))}\n`,
+    );
     writeFileSync(file, `groups:\n  - name: dashboard\n    rules:\n${records.join('')}`);
     const r = await promtool(bin, ['check', 'rules', file]);
     assert.equal(r.code, 0, r.out);
@@ -149,7 +162,13 @@ describe('deploy/: Prometheus rules and the Grafana dashboard', { timeout: 3_600
     // The demo as `npm run demo` runs it: on services of its own (a port block and data dir of its own), not the
     // suite's etcd, whose history other tests filled with hand-written holds and compactions — a demo tailer
     // rightly alarms on those (LOCKAUDIT_ALARM_FOREIGN_WRITE), and this test reads the demo's alarms.
-    const env = { ...process.env, LOCKAUDIT_DATA_DIR: data.dir, LOCKAUDIT_LOCAL_PORT_BASE: String(Number(process.env.LOCKAUDIT_LOCAL_PORT_BASE ?? 24000) + 500), LOCKAUDIT_PORT: String(PORT), LOCKAUDIT_LOG_LEVEL: 'info' };
+    const env = {
+      ...process.env,
+      LOCKAUDIT_DATA_DIR: data.dir,
+      LOCKAUDIT_LOCAL_PORT_BASE: String(Number(process.env.LOCKAUDIT_LOCAL_PORT_BASE ?? 24000) + 500),
+      LOCKAUDIT_PORT: String(PORT),
+      LOCKAUDIT_LOG_LEVEL: 'info',
+    };
     let child: ChildProcess | undefined;
     let stderr = '';
     let stdout = '';
@@ -222,7 +241,9 @@ describe('deploy/: Prometheus rules and the Grafana dashboard', { timeout: 3_600
       assert.equal(curls.length, 3);
       assert.ok(banner.some((l) => l.includes(`http://127.0.0.1:${PORT}/ui/`)));
       for (const c of curls) {
-        const answered: { stdout: string } = await run('sh', ['-c', `${exportLine}; ${c.replace(/\s+#.*$/, '')} -o /dev/null -w '%{http_code}'`], { cwd: projectRoot });
+        const answered: { stdout: string } = await run('sh', ['-c', `${exportLine}; ${c.replace(/\s+#.*$/, '')} -o /dev/null -w '%{http_code}'`], {
+          cwd: projectRoot,
+        });
         assert.equal(answered.stdout, '200', c);
       }
       const first = stdout.split('\n')[0] ?? '';

@@ -36,7 +36,9 @@ function examplesOf(doc: unknown): Array<{ where: string; schema: Node; example:
     } else if (isNode(v.schema)) {
       // An OpenAPI media type or parameter: example, or examples as { name: { value } }.
       if (v.example !== undefined) found.push({ where: `${where} example`, schema: v.schema, example: v.example });
-      if (isNode(v.examples)) for (const [name, e] of Object.entries(v.examples)) if (isNode(e) && 'value' in e) found.push({ where: `${where} examples/${name}`, schema: v.schema, example: e.value });
+      if (isNode(v.examples))
+        for (const [name, e] of Object.entries(v.examples))
+          if (isNode(e) && 'value' in e) found.push({ where: `${where} examples/${name}`, schema: v.schema, example: e.value });
     }
     for (const [k, child] of Object.entries(v)) walk(child, `${where}/${k}`);
   };
@@ -55,8 +57,24 @@ describe('OpenAPI examples', () => {
     closeStore = temp.close;
     const config = testConfig();
     // Every route of the api role, the lock API's too: a lock engine that is never asked anything (no etcd call is made).
-    lock = new LockService({ cluster: lockCluster(config), dataDir: data.dir, originSecret: originSecret(config), logger: createLogger('silent'), metrics: createMetricsRegistry() });
-    app = await buildApp({ config, logger: createLogger('silent'), store: temp.store, verifier: new ApiTokenVerifier(temp.store), health: new HealthState(), metrics: createMetricsRegistry() }, apiRoutes(lock));
+    lock = new LockService({
+      cluster: lockCluster(config),
+      dataDir: data.dir,
+      originSecret: originSecret(config),
+      logger: createLogger('silent'),
+      metrics: createMetricsRegistry(),
+    });
+    app = await buildApp(
+      {
+        config,
+        logger: createLogger('silent'),
+        store: temp.store,
+        verifier: new ApiTokenVerifier(temp.store),
+        health: new HealthState(),
+        metrics: createMetricsRegistry(),
+      },
+      apiRoutes(lock),
+    );
   });
   after(async () => {
     await app?.close();
@@ -69,13 +87,19 @@ describe('OpenAPI examples', () => {
     const res = await app.inject({ method: 'GET', url: '/docs/json' });
     assert.equal(res.statusCode, 200);
     const doc = res.json() as { paths: Record<string, unknown> };
-    assert.ok(doc.paths['/v1/reports/unprotected'] && doc.paths['/v1/locks/acquire'] && doc.paths['/v1/quarantine'], 'every route of the api role is documented');
+    assert.ok(
+      doc.paths['/v1/reports/unprotected'] && doc.paths['/v1/locks/acquire'] && doc.paths['/v1/quarantine'],
+      'every route of the api role is documented',
+    );
     const ajv = addFormats(new Ajv({ strict: false, allErrors: true, validateSchema: false }))
       .addFormat('date-time', { type: 'string', validate: (s: string) => parseInstant(s) !== undefined })
       .addFormat('date', { type: 'string', validate: isCalendarDate });
     const examples = examplesOf(doc);
     assert.ok(examples.length >= 50, `${examples.length} examples found`);
-    assert.ok(examples.some((e) => e.where.includes('/v1~1reports~1unprotected') || e.where.includes('/v1/reports/unprotected')), 'the unprotected report\'s examples are among them');
+    assert.ok(
+      examples.some((e) => e.where.includes('/v1~1reports~1unprotected') || e.where.includes('/v1/reports/unprotected')),
+      "the unprotected report's examples are among them",
+    );
     const invalid: string[] = [];
     for (const { where, schema, example } of examples) {
       const validate = ajv.compile(schema);

@@ -33,7 +33,11 @@ describe('the npm package, installed elsewhere', { timeout: 600_000 }, () => {
     const app = path.join(tmp.dir, 'app');
     await run('mkdir', ['-p', app]);
     writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'scratch', version: '1.0.0', private: true }));
-    await run(npm, ['install', '--prefer-offline', '--no-audit', '--no-fund', path.join(tmp.dir, tarball)], { cwd: app, timeout: 480_000, maxBuffer: 64 * 1024 * 1024 });
+    await run(npm, ['install', '--prefer-offline', '--no-audit', '--no-fund', path.join(tmp.dir, tarball)], {
+      cwd: app,
+      timeout: 480_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     const bin = path.join(app, 'node_modules', 'lockaudit', 'bin', 'lockaudit.js');
     assert.ok(existsSync(bin), 'the installed bin');
     const data = path.join(tmp.dir, 'data');
@@ -46,17 +50,27 @@ describe('the npm package, installed elsewhere', { timeout: 600_000 }, () => {
     child.stderr?.on('data', (c: Buffer) => {
       stderr += c.toString();
     });
-    await waitFor('/readyz 200 from the installed package', async () => ((await fetch(`${base}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined), 120_000, 500).catch((err: Error) => {
+    await waitFor(
+      '/readyz 200 from the installed package',
+      async () => ((await fetch(`${base}/readyz`).catch(() => undefined))?.status === 200 ? true : undefined),
+      120_000,
+      500,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}; stderr: ${stderr.slice(-3000)}`);
     });
     const tokensFile = path.join(data, 'demo-tokens.json');
     await waitFor('demo tokens', async () => (existsSync(tokensFile) ? true : undefined), 120_000, 500);
     const { investigator } = JSON.parse(readFileSync(tokensFile, 'utf8')) as { investigator: string };
-    const items = await waitFor('grants captured by the installed tailer', async () => {
-      const r = await fetch(`${base}/v1/grants?limit=5`, { headers: { authorization: `Bearer ${investigator}` } });
-      const body = (await r.json()) as { items?: unknown[] };
-      return body.items && body.items.length > 0 ? body.items : undefined;
-    }, 120_000, 500);
+    const items = await waitFor(
+      'grants captured by the installed tailer',
+      async () => {
+        const r = await fetch(`${base}/v1/grants?limit=5`, { headers: { authorization: `Bearer ${investigator}` } });
+        const body = (await r.json()) as { items?: unknown[] };
+        return body.items && body.items.length > 0 ? body.items : undefined;
+      },
+      120_000,
+      500,
+    );
     assert.ok(items.length > 0);
     const exited = new Promise<number | null>((resolve) => child?.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');

@@ -7,15 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Etcd3 } from 'etcd3';
-import {
-  classifyKey,
-  decodeValue,
-  EpochValueSchema,
-  ForceRecordSchema,
-  HoldValueSchema,
-  MarkValueSchema,
-  StoredClassSchema,
-} from '../../core/keyspace.js';
+import { classifyKey, decodeValue, EpochValueSchema, ForceRecordSchema, HoldValueSchema, MarkValueSchema, StoredClassSchema } from '../../core/keyspace.js';
 import { originSecret } from '../../core/originSecret.js';
 import { classProofState, hasValidEpochProof, hasValidForceProof, hasValidMarkProof, hasValidRequestProof, holdOrigin } from '../../core/proof.js';
 import { EpochRequestSchema, epochRequestFields } from '../../lock/epochAdvance.js';
@@ -105,7 +97,11 @@ describe('every value the lock API writes into etcd carries its proof', { timeou
     const problems: string[] = [];
     for (const p of puts) {
       const key = p.key.slice(root.length);
-      const kind = key.startsWith('/lockaudit/force-request/') ? 'force-request' : key.startsWith('/lockaudit/epoch-request/') ? 'epoch-request' : classifyKey(key).kind;
+      const kind = key.startsWith('/lockaudit/force-request/')
+        ? 'force-request'
+        : key.startsWith('/lockaudit/epoch-request/')
+          ? 'epoch-request'
+          : classifyKey(key).kind;
       seen.set(kind, (seen.get(kind) ?? 0) + 1);
       const bad = (why: string) => problems.push(`${key} (${kind}, revision ${p.modRevision}): ${why}`);
       switch (kind) {
@@ -156,7 +152,8 @@ describe('every value the lock API writes into etcd carries its proof', { timeou
     for (const k of requestKeys) if (!puts.some((p) => p.key === k && p.version === '2')) problems.push(`${k}: a request never proven (no second put)`);
     assert.deepEqual(problems, []);
     // The workload reached every proven kind (else this test proves nothing of it).
-    for (const kind of ['hold', 'mark', 'force', 'epoch', 'class', 'force-request', 'epoch-request', 'queue']) assert.ok((seen.get(kind) ?? 0) > 0, `no ${kind} was written: ${JSON.stringify([...seen])}`);
+    for (const kind of ['hold', 'mark', 'force', 'epoch', 'class', 'force-request', 'epoch-request', 'queue'])
+      assert.ok((seen.get(kind) ?? 0) > 0, `no ${kind} was written: ${JSON.stringify([...seen])}`);
   });
 });
 

@@ -32,9 +32,20 @@ before(async () => {
     { cluster: 'qb', revision: '7', key: '/l/pay/acct-3', op: 'put', value: '{}', reason: 'decode: missing holder', at: T0 + 2_000 },
   ]);
   // Captured clusters (a tailer wrote their checkpoints): a filter naming any other is a 400.
-  await store.insert('checkpoints', [{ cluster: 'qa', revision: '20', leader: 't' }, { cluster: 'qb', revision: '20', leader: 't' }]);
-  app = await buildApp({ config: testConfig(), logger: createLogger('warn'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: new Registry() }, [quarantineRoutes, tailerRoutes, grantRoutes, reportRoutes]);
-  for (const [name, roles] of [['auditor', ['auditor']], ['investigator', ['investigator']], ['client', ['client']], ['operator', ['lock-operator']]] as const) {
+  await store.insert('checkpoints', [
+    { cluster: 'qa', revision: '20', leader: 't' },
+    { cluster: 'qb', revision: '20', leader: 't' },
+  ]);
+  app = await buildApp(
+    { config: testConfig(), logger: createLogger('warn'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: new Registry() },
+    [quarantineRoutes, tailerRoutes, grantRoutes, reportRoutes],
+  );
+  for (const [name, roles] of [
+    ['auditor', ['auditor']],
+    ['investigator', ['investigator']],
+    ['client', ['client']],
+    ['operator', ['lock-operator']],
+  ] as const) {
     tokens[name] = (await createApiToken(store, `${name}@q`, [...roles])).token;
   }
 });
@@ -50,15 +61,28 @@ describe('GET /v1/quarantine', () => {
     const all = await get('/v1/quarantine', 'auditor');
     assert.equal(all.statusCode, 200, all.body);
     const items = (all.json() as { items: Array<Record<string, string>> }).items;
-    assert.deepEqual(items.map((i) => [i.cluster, i.revision, i.key]), [['qa', '18446744073709551000', '/l/pay/acct-1'], ['qa', '12', '/l/pay/acct-2'], ['qb', '7', '/l/pay/acct-3']]);
+    assert.deepEqual(
+      items.map((i) => [i.cluster, i.revision, i.key]),
+      [
+        ['qa', '18446744073709551000', '/l/pay/acct-1'],
+        ['qa', '12', '/l/pay/acct-2'],
+        ['qb', '7', '/l/pay/acct-3'],
+      ],
+    );
     assert.equal(items[0]?.value, BAD, 'the raw value, as etcd held it');
     assert.equal(items[0]?.reason, 'decode: waitMs out of range');
     assert.ok(all.body.includes('"revision":"18446744073709551000"'), 'a 64-bit revision as a decimal string');
 
     const qb = await get('/v1/quarantine?cluster=qb', 'investigator');
-    assert.deepEqual((qb.json() as { items: Array<{ key: string }> }).items.map((i) => i.key), ['/l/pay/acct-3']);
+    assert.deepEqual(
+      (qb.json() as { items: Array<{ key: string }> }).items.map((i) => i.key),
+      ['/l/pay/acct-3'],
+    );
     const window = await get(`/v1/quarantine?from=${new Date(T0 + 500).toISOString()}&to=${new Date(T0 + 1_500).toISOString()}`, 'auditor');
-    assert.deepEqual((window.json() as { items: Array<{ key: string }> }).items.map((i) => i.key), ['/l/pay/acct-2']);
+    assert.deepEqual(
+      (window.json() as { items: Array<{ key: string }> }).items.map((i) => i.key),
+      ['/l/pay/acct-2'],
+    );
 
     const seen: string[] = [];
     let cursor: string | null = null;
@@ -111,18 +135,22 @@ describe('GET /v1/quarantine', () => {
       assert.match(typo.json().message, /querystring\.cluster: no etcd cluster named "qz" is configured or captured/);
       assert.equal((await get(`${route}cluster=qa`, 'investigator')).statusCode, 200, route);
     }
-    const reads = await store.rows<{ identity: string; format: string }>("SELECT identity, format FROM {db:Identifier}.grant_history_reads WHERE format = 'quarantine'");
+    const reads = await store.rows<{ identity: string; format: string }>(
+      "SELECT identity, format FROM {db:Identifier}.grant_history_reads WHERE format = 'quarantine'",
+    );
     assert.ok(reads.some((r) => r.identity === 'auditor@q'));
     assert.ok(reads.some((r) => r.identity === 'investigator@q'));
   });
 });
 
 describe('GET /v1/quarantine: bounded whatever etcd held', () => {
-  it('answers a value\'s first bytes with its size and sha256, and shortens a page rather than growing it', async () => {
+  it("answers a value's first bytes with its size and sha256, and shortens a page rather than growing it", async () => {
     // 30 values of 1 MiB, as an insider can put under the keyspace (etcd takes up to 1.5 MiB): the store keeps them whole.
     const big = (i: number): string => `${String(i).padStart(4, '0')}${'x'.repeat(1_048_576 - 4)}`;
     for (let i = 0; i < 30; i += 1) {
-      await store.insert('quarantine', [{ cluster: 'qa', revision: String(1_000 + i), key: `/l/pay/big-${i}`, op: 'put', value: big(i), reason: 'decode: not JSON', at: T0 + 10_000 + i }]);
+      await store.insert('quarantine', [
+        { cluster: 'qa', revision: String(1_000 + i), key: `/l/pay/big-${i}`, op: 'put', value: big(i), reason: 'decode: not JSON', at: T0 + 10_000 + i },
+      ]);
     }
     const from = new Date(T0 + 9_000).toISOString();
     const seen: Array<{ key: string; value: string; valueBytes: number; valueSha256: string; valueTruncated: boolean }> = [];
@@ -139,7 +167,11 @@ describe('GET /v1/quarantine: bounded whatever etcd held', () => {
       url = `/v1/quarantine?cluster=qa&from=${from}&limit=1000&cursor=${body.nextCursor}`;
     }
     assert.equal(pages, 1, 'thirty first bytes fit one page');
-    assert.deepEqual(seen.map((s) => s.key), Array.from({ length: 30 }, (_, i) => `/l/pay/big-${i}`), 'every one, once, in order');
+    assert.deepEqual(
+      seen.map((s) => s.key),
+      Array.from({ length: 30 }, (_, i) => `/l/pay/big-${i}`),
+      'every one, once, in order',
+    );
     for (const [i, s] of seen.entries()) {
       assert.equal(s.valueBytes, 1_048_576);
       assert.equal(s.valueTruncated, true);
@@ -149,17 +181,33 @@ describe('GET /v1/quarantine: bounded whatever etcd held', () => {
     // 300 more of 8 KiB: their first bytes pass a page's bound, so the page stops short with a cursor.
     await store.insert('checkpoints', [{ cluster: 'qc', revision: '20', leader: 't' }]);
     for (let i = 0; i < 300; i += 1) {
-      await store.insert('quarantine', [{ cluster: 'qc', revision: String(5_000 + i), key: `/l/pay/mid-${i}`, op: 'put', value: 'y'.repeat(8_192), reason: 'decode: not JSON', at: T0 + 20_000 + i }]);
+      await store.insert('quarantine', [
+        {
+          cluster: 'qc',
+          revision: String(5_000 + i),
+          key: `/l/pay/mid-${i}`,
+          op: 'put',
+          value: 'y'.repeat(8_192),
+          reason: 'decode: not JSON',
+          at: T0 + 20_000 + i,
+        },
+      ]);
     }
     const first = await get(`/v1/quarantine?cluster=qc&from=${from}&limit=1000`, 'auditor');
     const firstBody = first.json() as { items: typeof seen; nextCursor: string | null };
     assert.ok(first.body.length <= QUARANTINE_PAGE_BYTES + 65_536, `a page of ${first.body.length} bytes`);
     assert.ok(firstBody.items.length < 300 && firstBody.nextCursor, `cut short at ${firstBody.items.length} with a cursor`);
-    const rest = (await get(`/v1/quarantine?cluster=qc&from=${from}&limit=1000&cursor=${firstBody.nextCursor}`, 'auditor')).json() as { items: typeof seen; nextCursor: string | null };
+    const rest = (await get(`/v1/quarantine?cluster=qc&from=${from}&limit=1000&cursor=${firstBody.nextCursor}`, 'auditor')).json() as {
+      items: typeof seen;
+      nextCursor: string | null;
+    };
     assert.equal(firstBody.items.length + rest.items.length, 300);
     assert.equal(rest.nextCursor, null);
     // A small value is whole, and says so.
     const small = (await get('/v1/quarantine?cluster=qb', 'auditor')).json() as { items: typeof seen };
-    assert.deepEqual(small.items.map((s) => [s.value, s.valueBytes, s.valueTruncated]), [['{}', 2, false]]);
+    assert.deepEqual(
+      small.items.map((s) => [s.value, s.valueBytes, s.valueTruncated]),
+      [['{}', 2, false]],
+    );
   });
 });

@@ -12,9 +12,13 @@ import type { Change, QuarantineRow, RowBatch } from '../../tailer/types.js';
 import { tempStore, uniqueId } from '../support/env.js';
 
 const secret = randomBytes(32);
-const put = (key: string, value: string, rev: string): Change => ({ type: 'put', kv: { key, value, createRevision: rev, modRevision: rev, version: '1', lease: '0' } });
+const put = (key: string, value: string, rev: string): Change => ({
+  type: 'put',
+  kv: { key, value, createRevision: rev, modRevision: rev, version: '1', lease: '0' },
+});
 const del = (key: string, rev: string, prevValue: string): Change => ({
-  type: 'delete', kv: { key, value: '', createRevision: '0', modRevision: rev, version: '0', lease: '0' },
+  type: 'delete',
+  kv: { key, value: '', createRevision: '0', modRevision: rev, version: '0', lease: '0' },
   prev: { key, value: prevValue, createRevision: '90', modRevision: '90', version: '1', lease: '0' },
 });
 const hold = JSON.stringify({ holder: 'spiffe://x/a', session: '1', class: 'payments', epoch: 0, waitMs: 7, at: Date.now() - 60_000 });
@@ -36,19 +40,30 @@ describe('the quarantine check', () => {
       [104n, [put('/sys/election/tailer.x/694d', 'replica-1', '104')]], // 'other', by design without an entry
     ];
     for (const [revision, changes] of revisions) {
-      const rows = finishRevision(decodeRevision({ cluster, startKnown: () => true }, { revision, changes }), { lowerMs: now - 120_000, upperMs: now - 60_000 });
+      const rows = finishRevision(decodeRevision({ cluster, startKnown: () => true }, { revision, changes }), {
+        lowerMs: now - 120_000,
+        upperMs: now - 60_000,
+      });
       batch.events.push(...rows.events);
       batch.grants.push(...rows.grants);
       batch.quarantine.push(...rows.quarantine);
     }
     // A row the store refused (no events row backs it) and a spool line: both proved by their writer.
-    const refused: QuarantineRow = { cluster, revision: '105', key: '/l/ns/refused', op: 'put', value: 'x'.repeat(10), reason: 'ClickHouse rejected the events row: test' };
+    const refused: QuarantineRow = {
+      cluster,
+      revision: '105',
+      key: '/l/ns/refused',
+      op: 'put',
+      value: 'x'.repeat(10),
+      reason: 'ClickHouse rejected the events row: test',
+    };
     const spool: QuarantineRow = { cluster, revision: '0', key: '/spool/local.jsonl@1:0', op: 'spool', value: '{', reason: 'spool line: not JSON' };
     batch.quarantine.push(refused, spool);
     assert.equal(batch.quarantine.length, 5, 'three undecodable changes, the refused row and the spool line');
     await writeRows(store, batch, { proofSecret: secret });
   };
-  const check = (cluster: string): Promise<QuarantineProblem[]> => checkQuarantine(store, cluster, { fromMs: Date.now() - 3_600_000, toMs: Date.now() }, { originSecret: secret });
+  const check = (cluster: string): Promise<QuarantineProblem[]> =>
+    checkQuarantine(store, cluster, { fromMs: Date.now() - 3_600_000, toMs: Date.now() }, { originSecret: secret });
   const named = (problems: QuarantineProblem[]): string[] => problems.map((p) => `${p.revision} ${p.key}`).sort();
 
   it('passes what the tailer and the spool shipper wrote, and names each entry removed, edited, forged or copied', async () => {
@@ -74,11 +89,21 @@ describe('the quarantine check', () => {
     assert.match(found.find((p) => p.revision === '102')?.problem ?? '', /another value than the captured change/);
     // 4. An entry written by hand for a good hold, without proof; 5. one with the refused row's proof copied onto it;
     // 6. a refused grant row without the tailer's proof.
-    const [refused] = await store.rows<{ proof: string }>('SELECT proof FROM {db:Identifier}.quarantine WHERE cluster = {c:String} AND revision = 105', { c: cluster });
+    const [refused] = await store.rows<{ proof: string }>('SELECT proof FROM {db:Identifier}.quarantine WHERE cluster = {c:String} AND revision = 105', {
+      c: cluster,
+    });
     assert.ok(refused?.proof, 'the refused row carries its proof');
     await store.insert('quarantine', [
       { cluster, revision: '103', key: '/l/ns/held', op: 'put', value: hold, reason: 'hold value could not be decoded' },
-      { cluster, revision: '106', key: '/l/ns/refused', op: 'put', value: 'x'.repeat(10), reason: 'ClickHouse rejected the events row: test', proof: refused.proof },
+      {
+        cluster,
+        revision: '106',
+        key: '/l/ns/refused',
+        op: 'put',
+        value: 'x'.repeat(10),
+        reason: 'ClickHouse rejected the events row: test',
+        proof: refused.proof,
+      },
       { cluster, revision: '107', key: '/l/ns/gone', op: 'grants-row', value: '', reason: 'ClickHouse rejected the grants row: test' },
     ]);
     found = await check(cluster);
@@ -88,7 +113,10 @@ describe('the quarantine check', () => {
     assert.match(found.find((p) => p.revision === '107')?.problem ?? '', /without the tailer's proof/);
     // Without the origin secret nothing proven can be told from a forgery: only backed entries pass.
     const blind = await checkQuarantine(store, cluster, { fromMs: Date.now() - 3_600_000, toMs: Date.now() }, { limit: 50 });
-    assert.ok(blind.some((p) => p.revision === '105'), 'the refused row, unbacked, is not passed without the secret');
+    assert.ok(
+      blind.some((p) => p.revision === '105'),
+      'the refused row, unbacked, is not passed without the secret',
+    );
   });
 
   it('judges nothing outside the range, and bounds what it reads', async () => {
@@ -97,7 +125,12 @@ describe('the quarantine check', () => {
     await store.insert('quarantine', [{ cluster, revision: '103', key: '/l/ns/held', op: 'put', value: hold, reason: 'forged' }]);
     assert.deepEqual(await checkQuarantine(store, cluster, { fromMs: Date.now() - 7_200_000, toMs: Date.now() - 3_600_000 }, { originSecret: secret }), []);
     // Entries in order (0 spool, 101, 102, 103 forged, 105): read two at a time, at most two.
-    const bounded = await checkQuarantine(store, cluster, { fromMs: Date.now() - 3_600_000, toMs: Date.now() }, { originSecret: secret, maxRows: 2, pageRows: 2 });
+    const bounded = await checkQuarantine(
+      store,
+      cluster,
+      { fromMs: Date.now() - 3_600_000, toMs: Date.now() },
+      { originSecret: secret, maxRows: 2, pageRows: 2 },
+    );
     assert.equal(bounded.length, 1, bounded.map(formatQuarantineProblem).join('\n'));
     assert.match(bounded[0]?.problem ?? '', /more than 2 quarantine entries in the range: the rest were not checked/);
     const all = await checkQuarantine(store, cluster, { fromMs: Date.now() - 3_600_000, toMs: Date.now() }, { originSecret: secret, pageRows: 2 });

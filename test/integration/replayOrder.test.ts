@@ -19,9 +19,24 @@ import { classEvent, grantRows } from '../support/grants.js';
 
 const T0 = Date.parse('2026-03-01T00:00:00Z');
 const KEY = 'ns0/copied';
-const spec = (rev: number, endRev: number) => ({ key: KEY, class: 'c1', holder: 'spiffe://corp/h1', rev, at: T0, origin: 'api' as const, end: { kind: 'release' as const, at: T0 + 5000, rev: endRev } });
-const holdEvent = (rev: number, grantRev: number, op: 'put' | 'delete'): AuditEventRow =>
-  ({ ...classEvent('x', null, rev, T0, 'c1'), key: `${PREFIX.hold}${KEY}`, event_type: op === 'put' ? 'grant' : 'release', op, class: 'c1', grant_revision: String(grantRev), origin: 'api' });
+const spec = (rev: number, endRev: number) => ({
+  key: KEY,
+  class: 'c1',
+  holder: 'spiffe://corp/h1',
+  rev,
+  at: T0,
+  origin: 'api' as const,
+  end: { kind: 'release' as const, at: T0 + 5000, rev: endRev },
+});
+const holdEvent = (rev: number, grantRev: number, op: 'put' | 'delete'): AuditEventRow => ({
+  ...classEvent('x', null, rev, T0, 'c1'),
+  key: `${PREFIX.hold}${KEY}`,
+  event_type: op === 'put' ? 'grant' : 'release',
+  op,
+  class: 'c1',
+  grant_revision: String(grantRev),
+  origin: 'api',
+});
 
 describe('replay check: a copy stored before its original', () => {
   let store: AuditStore;
@@ -45,11 +60,17 @@ describe('replay check: a copy stored before its original', () => {
     const first = await write({ grants: [copy.open], events: [holdEvent(2000, 2000, 'put')], quarantine: [] });
     assert.deepEqual([first.grants[0]?.origin, first.events[0]?.origin], ['api', 'api'], 'nothing to compare it with yet');
     await write({ grants: [original.open, original.closed!], events: [holdEvent(1000, 1000, 'put'), holdEvent(1005, 1000, 'delete')], quarantine: [] });
-    assert.deepEqual(replays.map((r) => [r.grantRevision, r.firstRevision, r.recordedAsApi]), [['2000', '1000', true]], 'the copy alarmed when its original arrives');
+    assert.deepEqual(
+      replays.map((r) => [r.grantRevision, r.firstRevision, r.recordedAsApi]),
+      [['2000', '1000', true]],
+      'the copy alarmed when its original arrives',
+    );
     const end = await write({ grants: [copy.closed!], events: [holdEvent(2005, 2000, 'delete')], quarantine: [] });
     assert.deepEqual([end.grants[0]?.origin, end.events[0]?.origin], ['api', 'api'], 'its end agrees with its start');
     assert.equal(replays.length, 1, 'alarmed once');
-    const rows = await store.rows<{ origin: string }>("SELECT origin FROM {db:Identifier}.grants FINAL WHERE key = {k:String} AND grant_revision = 2000", { k: KEY });
+    const rows = await store.rows<{ origin: string }>('SELECT origin FROM {db:Identifier}.grants FINAL WHERE key = {k:String} AND grant_revision = 2000', {
+      k: KEY,
+    });
     assert.deepEqual(rows, [{ origin: 'api' }]);
   });
 
@@ -59,6 +80,12 @@ describe('replay check: a copy stored before its original', () => {
     assert.deepEqual([start.grants[0]?.origin, start.events[0]?.origin], ['foreign', 'foreign']);
     const end = await write({ grants: [copy.closed!], events: [holdEvent(3005, 3000, 'delete')], quarantine: [] });
     assert.deepEqual([end.grants[0]?.origin, end.events[0]?.origin], ['foreign', 'foreign']);
-    assert.deepEqual(replays.slice(1).map((r) => [r.grantRevision, r.recordedAsApi]), [['3000', false], ['3000', false]]);
+    assert.deepEqual(
+      replays.slice(1).map((r) => [r.grantRevision, r.recordedAsApi]),
+      [
+        ['3000', false],
+        ['3000', false],
+      ],
+    );
   });
 });

@@ -47,10 +47,34 @@ const G: Record<string, GrantSpec> = {
 // Writes around the lock API in the advisory class flags (issue 11, defect 7), outside the contention window:
 // foreign grants at −5 h, −10 d and −40 d (not in 30 d); holds deleted by hand at −4 h and −10 d.
 const F: Record<string, GrantSpec> = {
-  f1: { key: 'cfg/a', class: 'flags', holder: 'etcdctl', rev: 400, at: NOW - 5 * 3_600_000, origin: 'foreign', end: { kind: 'release', at: NOW - 5 * 3_600_000 + 1000, rev: 401 } },
+  f1: {
+    key: 'cfg/a',
+    class: 'flags',
+    holder: 'etcdctl',
+    rev: 400,
+    at: NOW - 5 * 3_600_000,
+    origin: 'foreign',
+    end: { kind: 'release', at: NOW - 5 * 3_600_000 + 1000, rev: 401 },
+  },
   f2: { key: 'cfg/a', class: 'flags', holder: 'h-g', rev: 402, at: NOW - 4 * 3_600_000, end: { kind: 'deleted', at: NOW - 4 * 3_600_000 + 2000, rev: 403 } },
-  f3: { key: 'cfg/b', class: 'flags', holder: 'etcdctl', rev: 404, at: NOW - 10 * DAY, origin: 'foreign', end: { kind: 'deleted', at: NOW - 10 * DAY + 1000, rev: 405 } },
-  f4: { key: 'cfg/b', class: 'flags', holder: 'etcdctl', rev: 406, at: NOW - 40 * DAY, origin: 'foreign', end: { kind: 'release', at: NOW - 40 * DAY + 1000, rev: 407 } },
+  f3: {
+    key: 'cfg/b',
+    class: 'flags',
+    holder: 'etcdctl',
+    rev: 404,
+    at: NOW - 10 * DAY,
+    origin: 'foreign',
+    end: { kind: 'deleted', at: NOW - 10 * DAY + 1000, rev: 405 },
+  },
+  f4: {
+    key: 'cfg/b',
+    class: 'flags',
+    holder: 'etcdctl',
+    rev: 406,
+    at: NOW - 40 * DAY,
+    origin: 'foreign',
+    end: { kind: 'release', at: NOW - 40 * DAY + 1000, rev: 407 },
+  },
   // Long holds: granted before the 30 days, deleted by hand inside them (counted by end time) or before them (not
   // counted) — their open rows are older than 30 days either way, so the register must not filter on them alone.
   f5: { key: 'cfg/c', class: 'flags', holder: 'h-h', rev: 408, at: NOW - 35 * DAY, end: { kind: 'deleted', at: NOW - 2 * DAY, rev: 409 } },
@@ -68,14 +92,30 @@ describe('reporting API', () => {
   // The suite makes hundreds of calls; the rate limit has its own test below.
   const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '100000' });
 
-  const ctxFor = (cfg = config) => ({ config: cfg, logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() });
-  const get = (url: string, who?: keyof typeof tokens, a = app) => a.inject({ method: 'GET', url, headers: who ? { authorization: `Bearer ${tokens[who]}` } : {} });
+  const ctxFor = (cfg = config) => ({
+    config: cfg,
+    logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
+    store,
+    verifier: new ApiTokenVerifier(store),
+    health: new HealthState(),
+    metrics: createMetricsRegistry(),
+  });
+  const get = (url: string, who?: keyof typeof tokens, a = app) =>
+    a.inject({ method: 'GET', url, headers: who ? { authorization: `Bearer ${tokens[who]}` } : {} });
   const post = (url: string, body: unknown, who?: keyof typeof tokens, a = app) =>
-    a.inject({ method: 'POST', url, headers: { 'content-type': 'application/json', ...(who ? { authorization: `Bearer ${tokens[who]}` } : {}) }, payload: JSON.stringify(body ?? {}) });
+    a.inject({
+      method: 'POST',
+      url,
+      headers: { 'content-type': 'application/json', ...(who ? { authorization: `Bearer ${tokens[who]}` } : {}) },
+      payload: JSON.stringify(body ?? {}),
+    });
 
   async function insertGrants(specs: GrantSpec[]): Promise<void> {
     // As the tailer does: open rows, later (another insert) the closed rows.
-    await store.insert('grants', specs.map((s) => grantRows(s).open));
+    await store.insert(
+      'grants',
+      specs.map((s) => grantRows(s).open),
+    );
     const closed = specs.map((s) => grantRows(s).closed).filter((r): r is GrantRow => r !== undefined);
     await store.insert('grants', closed);
   }
@@ -113,35 +153,79 @@ describe('reporting API', () => {
   });
 
   describe('grant history', () => {
-    it('returns a key\'s grants with start, end, end kind, duration, wait and token (known answer)', async () => {
+    it("returns a key's grants with start, end, end kind, duration, wait and token (known answer)", async () => {
       // Newest first unless asked (audit logs open on the newest); oldest first with order=asc.
       const newest = await get('/v1/grants?key=pay/acct-1', 'investigator');
-      assert.deepEqual(newest.json().items.map((i: { grantRevision: string }) => i.grantRevision), ['130', '120', '110', '101']);
+      assert.deepEqual(
+        newest.json().items.map((i: { grantRevision: string }) => i.grantRevision),
+        ['130', '120', '110', '101'],
+      );
       const r = await get('/v1/grants?key=pay/acct-1&order=asc', 'investigator');
       assert.equal(r.statusCode, 200, r.body);
       const body = r.json();
       assert.equal(body.nextCursor, null);
-      assert.deepEqual(body.items.map((i: { grantRevision: string }) => i.grantRevision), ['101', '110', '120', '130']);
+      assert.deepEqual(
+        body.items.map((i: { grantRevision: string }) => i.grantRevision),
+        ['101', '110', '120', '130'],
+      );
       assert.deepEqual(body.items, [...newest.json().items].reverse());
       assert.deepEqual(body.items[0], {
-        cluster: 'c1', key: 'pay/acct-1', grantRevision: '101', token: tokenOf(G.g1 as GrantSpec), holder: 'h-a', class: 'ledger', namespace: 'pay',
-        grantedAt: iso(T0), endedAt: iso(T0 + 1000), endKind: 'release', endRevision: '105', waitMs: 10, durationMs: 1000, unprotected: false, origin: 'api', timeline: 0, rolledBack: false,
-        startKnown: true, endedAtErrorMs: 0,
+        cluster: 'c1',
+        key: 'pay/acct-1',
+        grantRevision: '101',
+        token: tokenOf(G.g1 as GrantSpec),
+        holder: 'h-a',
+        class: 'ledger',
+        namespace: 'pay',
+        grantedAt: iso(T0),
+        endedAt: iso(T0 + 1000),
+        endKind: 'release',
+        endRevision: '105',
+        waitMs: 10,
+        durationMs: 1000,
+        unprotected: false,
+        origin: 'api',
+        timeline: 0,
+        rolledBack: false,
+        startKnown: true,
+        endedAtErrorMs: 0,
       });
-      assert.deepEqual(body.items.map((i: { endKind: string | null }) => i.endKind), ['release', 'expiry', 'force', null]);
+      assert.deepEqual(
+        body.items.map((i: { endKind: string | null }) => i.endKind),
+        ['release', 'expiry', 'force', null],
+      );
       assert.deepEqual(body.items[3], {
-        cluster: 'c1', key: 'pay/acct-1', grantRevision: '130', token: tokenOf(G.g4 as GrantSpec), holder: 'h-c', class: 'ledger', namespace: 'pay',
-        grantedAt: iso(T0 + 9000), endedAt: null, endKind: null, endRevision: null, waitMs: 70, durationMs: null, unprotected: false, origin: 'api', timeline: 0, rolledBack: false,
-        startKnown: true, endedAtErrorMs: null,
+        cluster: 'c1',
+        key: 'pay/acct-1',
+        grantRevision: '130',
+        token: tokenOf(G.g4 as GrantSpec),
+        holder: 'h-c',
+        class: 'ledger',
+        namespace: 'pay',
+        grantedAt: iso(T0 + 9000),
+        endedAt: null,
+        endKind: null,
+        endRevision: null,
+        waitMs: 70,
+        durationMs: null,
+        unprotected: false,
+        origin: 'api',
+        timeline: 0,
+        rolledBack: false,
+        startKnown: true,
+        endedAtErrorMs: null,
       });
     });
 
-    it('says when a grant\'s start was not captured and how far an estimated end may be off (investigator review: both were dropped)', async () => {
+    it("says when a grant's start was not captured and how far an estimated end may be off (investigator review: both were dropped)", async () => {
       // A year before the fixture: outside every report window of this file (a key's history searches all time).
       const at = T0 - 365 * 86_400_000;
       const spec: GrantSpec = { key: 'gap/acct-1', class: 'ledger', holder: 'h-gap', rev: 7001, at, end: { kind: 'expiry', at: at + 4000, rev: 7009 } };
       const rows = grantRows(spec);
-      await store.insert('grants', [{ ...rows.open, start_known: 0 }, { ...(rows.closed as GrantRow), start_known: 0, ended_at_error_ms: 480 }]);
+      await store.insert('grants', [
+        { ...rows.open, start_known: 0 },
+        { ...(rows.closed as GrantRow), start_known: 0, ended_at_error_ms: 480 },
+      ]);
       const [item] = (await get('/v1/grants?key=gap/acct-1', 'investigator')).json().items;
       assert.equal(item.startKnown, false);
       assert.equal(item.endedAtErrorMs, 480);
@@ -154,14 +238,20 @@ describe('reporting API', () => {
       assert.ok(BigInt(token) > 2n ** 53n);
       const r = await get(`/v1/grants?token=${token}`, 'investigator');
       assert.equal(r.statusCode, 200, r.body);
-      assert.deepEqual(r.json().items.map((i: { grantRevision: string }) => i.grantRevision), ['120']);
+      assert.deepEqual(
+        r.json().items.map((i: { grantRevision: string }) => i.grantRevision),
+        ['120'],
+      );
       // In the raw text: a quoted decimal, never a rounded JS number.
       assert.ok(r.body.includes(`"token":"${token}"`), r.body);
       const csv = await get(`/v1/grants?token=${token}&format=csv`, 'investigator');
       assert.equal(csv.statusCode, 200);
       assert.match(String(csv.headers['content-type']), /^text\/csv/);
       const lines = csv.body.trim().split('\r\n');
-      assert.equal(lines[0], 'cluster,key,grantRevision,token,holder,class,namespace,grantedAt,endedAt,endKind,endRevision,waitMs,durationMs,unprotected,origin,timeline,rolledBack,startKnown,endedAtErrorMs');
+      assert.equal(
+        lines[0],
+        'cluster,key,grantRevision,token,holder,class,namespace,grantedAt,endedAt,endKind,endRevision,waitMs,durationMs,unprotected,origin,timeline,rolledBack,startKnown,endedAtErrorMs',
+      );
       assert.equal(lines[1], `c1,pay/acct-1,120,${token},h-a,ledger,pay,${iso(T0 + 6000)},${iso(T0 + 8000)},force,125,50,2000,false,api,0,false,true,0`);
       const none = await get('/v1/grants?token=18446744073709551615', 'investigator');
       assert.deepEqual(none.json(), { items: [], nextCursor: null });
@@ -174,9 +264,23 @@ describe('reporting API', () => {
         return r.json().items.map((i: { key: string; grantRevision: string; holder: string; spool?: string }) => `${i.key}#${i.grantRevision}`);
       };
       assert.deepEqual(await revs(`holder=h-a&${WINDOW}`), ['pay/acct-1#101', 'pay/acct-2#140', 'pay/acct-1#120']);
-      assert.deepEqual(await revs(`keyPrefix=pay/&${WINDOW}`), ['pay/acct-1#101', 'pay/acct-2#102', 'pay/acct-2#140', 'pay/acct-1#110', 'pay/acct-1#120', 'pay/acct-1#130']);
+      assert.deepEqual(await revs(`keyPrefix=pay/&${WINDOW}`), [
+        'pay/acct-1#101',
+        'pay/acct-2#102',
+        'pay/acct-2#140',
+        'pay/acct-1#110',
+        'pay/acct-1#120',
+        'pay/acct-1#130',
+      ]);
       assert.deepEqual(await revs(`namespace=cat&${WINDOW}`), ['cat/sku-1#103', 'cat/sku-1#0', 'cat/sku-1#150', 'cat/sku-1#160', 'cat/sku-2#0']);
-      assert.deepEqual(await revs(`class=cache&from=${encodeURIComponent(iso(NOW - 4 * DAY))}&to=${encodeURIComponent(iso(NOW))}`), ['cat/sku-3#90', 'cat/sku-1#103', 'cat/sku-1#0', 'cat/sku-1#150', 'cat/sku-1#160', 'cat/sku-2#0']);
+      assert.deepEqual(await revs(`class=cache&from=${encodeURIComponent(iso(NOW - 4 * DAY))}&to=${encodeURIComponent(iso(NOW))}`), [
+        'cat/sku-3#90',
+        'cat/sku-1#103',
+        'cat/sku-1#0',
+        'cat/sku-1#150',
+        'cat/sku-1#160',
+        'cat/sku-2#0',
+      ]);
       // Who held pay/acct-1 at T0+3 s? g2 (T0+1.5 s … T0+5.5 s).
       const at = encodeURIComponent(iso(T0 + 3000));
       assert.deepEqual(await revs(`key=pay/acct-1&from=${at}&to=${at}`), ['pay/acct-1#110']);
@@ -195,10 +299,19 @@ describe('reporting API', () => {
     it('pages every grant exactly once while the tailer appends, ends and replays grants', async () => {
       const P = T0 - 30 * 60_000;
       const specs: GrantSpec[] = Array.from({ length: 40 }, (_, i) => ({
-        cluster: i % 2 ? 'c2' : 'c1', key: `pg/k${i % 8}`, class: 'paging', holder: `h${i % 5}`, rev: 1000 + i, at: P + Math.floor(i / 3) * 1000, // ties on granted_at
-        waitMs: i, ...(i % 4 === 0 ? {} : { end: { kind: 'release' as const, at: P + Math.floor(i / 3) * 1000 + 500, rev: 5000 + i } }),
+        cluster: i % 2 ? 'c2' : 'c1',
+        key: `pg/k${i % 8}`,
+        class: 'paging',
+        holder: `h${i % 5}`,
+        rev: 1000 + i,
+        at: P + Math.floor(i / 3) * 1000, // ties on granted_at
+        waitMs: i,
+        ...(i % 4 === 0 ? {} : { end: { kind: 'release' as const, at: P + Math.floor(i / 3) * 1000 + 500, rev: 5000 + i } }),
       }));
-      await store.insert('grants', specs.map((s) => grantRows(s).open)); // all open for now
+      await store.insert(
+        'grants',
+        specs.map((s) => grantRows(s).open),
+      ); // all open for now
       const seen: string[] = [];
       let cursor: string | null = null;
       let page = 0;
@@ -210,7 +323,10 @@ describe('reporting API', () => {
         for (const i of body.items) seen.push(`${i.cluster}/${i.key}#${i.grantRevision}`);
         cursor = body.nextCursor;
         // Between pages the tailer: ends grants, replays rows, and appends new grants.
-        const closing = specs.slice(page * 6, page * 6 + 6).map((s) => grantRows(s).closed).filter((x): x is GrantRow => x !== undefined);
+        const closing = specs
+          .slice(page * 6, page * 6 + 6)
+          .map((s) => grantRows(s).closed)
+          .filter((x): x is GrantRow => x !== undefined);
         await store.insert('grants', closing);
         await store.insert('grants', closing.slice(0, 2)); // replay
         const fresh: GrantSpec = { key: `pg/k${page}`, class: 'paging', holder: 'late', rev: 9000 + page, at: Date.now() };
@@ -222,7 +338,10 @@ describe('reporting API', () => {
       assert.deepEqual([...seen].sort(), [...expected].sort());
       assert.equal(page, Math.ceil(40 / 7));
       // A new query (no cursor) sees the grants appended meanwhile.
-      const fresh = await get(`/v1/grants?namespace=pg&holder=late&from=${encodeURIComponent(iso(P))}&to=${encodeURIComponent(iso(Date.now() + 60_000))}`, 'investigator');
+      const fresh = await get(
+        `/v1/grants?namespace=pg&holder=late&from=${encodeURIComponent(iso(P))}&to=${encodeURIComponent(iso(Date.now() + 60_000))}`,
+        'investigator',
+      );
       assert.equal(fresh.json().items.length, page);
     });
 
@@ -252,10 +371,24 @@ describe('reporting API', () => {
         const ms = (v: unknown) => (v === null ? null : new Date(Number(v)).toISOString());
         const big = (v: unknown) => (v === null ? null : String(v));
         return {
-          cluster: row.cluster, key: row.key, grantRevision: big(row.grantRevision), token: big(row.token), holder: row.holder, class: row.class,
-          namespace: row.namespace, grantedAt: ms(row.grantedAt), endedAt: ms(row.endedAt), endKind: row.endKind, endRevision: big(row.endRevision),
-          waitMs: Number(row.waitMs), durationMs: row.durationMs === null ? null : Number(row.durationMs), unprotected: row.unprotected, origin: row.origin,
-          timeline: Number(row.timeline), rolledBack: row.rolledBack, startKnown: row.startKnown,
+          cluster: row.cluster,
+          key: row.key,
+          grantRevision: big(row.grantRevision),
+          token: big(row.token),
+          holder: row.holder,
+          class: row.class,
+          namespace: row.namespace,
+          grantedAt: ms(row.grantedAt),
+          endedAt: ms(row.endedAt),
+          endKind: row.endKind,
+          endRevision: big(row.endRevision),
+          waitMs: Number(row.waitMs),
+          durationMs: row.durationMs === null ? null : Number(row.durationMs),
+          unprotected: row.unprotected,
+          origin: row.origin,
+          timeline: Number(row.timeline),
+          rolledBack: row.rolledBack,
+          startKnown: row.startKnown,
           endedAtErrorMs: row.endedAtErrorMs === null ? null : Number(row.endedAtErrorMs),
         };
       };
@@ -340,9 +473,31 @@ describe('reporting API', () => {
       const c = r.json();
       assert.deepEqual(c.groups, [
         // pay: waits 10,20,30,40,50,70 → ranks floor(p·6); holds 200,500,1000,2000,4000; handoffs g1→g2 500 ms, g5→g6 100 ms
-        { group: 'pay', grants: 6, distinctHolders: 3, waitMs: { p50: 40, p95: 70, p99: 70 }, holdMs: { p50: 1000, p99: 4000 }, handoffGapMs: { p50: 500, p95: 500 }, handoffs: 2, expiries: 1, expiryRatio: 1 / 6, forceReleases: 1 },
+        {
+          group: 'pay',
+          grants: 6,
+          distinctHolders: 3,
+          waitMs: { p50: 40, p95: 70, p99: 70 },
+          holdMs: { p50: 1000, p99: 4000 },
+          handoffGapMs: { p50: 500, p95: 500 },
+          handoffs: 2,
+          expiries: 1,
+          expiryRatio: 1 / 6,
+          forceReleases: 1,
+        },
         // cat: waits 0,0,0,5,15; holds 100,1000,2000,2000; no release is followed by a grant of the same key
-        { group: 'cat', grants: 5, distinctHolders: 3, waitMs: { p50: 0, p95: 15, p99: 15 }, holdMs: { p50: 2000, p99: 2000 }, handoffGapMs: { p50: null, p95: null }, handoffs: 0, expiries: 1, expiryRatio: 0.2, forceReleases: 0 },
+        {
+          group: 'cat',
+          grants: 5,
+          distinctHolders: 3,
+          waitMs: { p50: 0, p95: 15, p99: 15 },
+          holdMs: { p50: 2000, p99: 2000 },
+          handoffGapMs: { p50: null, p95: null },
+          handoffs: 0,
+          expiries: 1,
+          expiryRatio: 0.2,
+          forceReleases: 0,
+        },
       ]);
       assert.deepEqual(c.hottestKeys, [
         { key: 'cat/sku-1', grants: 4, distinctHolders: 3, waitP95Ms: 15, expiries: 1, forceReleases: 0 },
@@ -361,7 +516,13 @@ describe('reporting API', () => {
 
     it('groups by key and by class, filtered', async () => {
       const byKey = (await get(`/v1/reports/contention?${WINDOW}&by=key&namespace=pay&top=5`, 'investigator')).json();
-      assert.deepEqual(byKey.groups.map((g: { group: string; grants: number }) => [g.group, g.grants]), [['pay/acct-1', 4], ['pay/acct-2', 2]]);
+      assert.deepEqual(
+        byKey.groups.map((g: { group: string; grants: number }) => [g.group, g.grants]),
+        [
+          ['pay/acct-1', 4],
+          ['pay/acct-2', 2],
+        ],
+      );
       assert.deepEqual(byKey.groups[1].handoffGapMs, { p50: 100, p95: 100 });
       // Only the top keys get their own figures (contention.sql): the one kept still has all of them.
       const top1 = (await get(`/v1/reports/contention?${WINDOW}&by=key&namespace=pay&top=1`, 'investigator')).json();
@@ -369,22 +530,82 @@ describe('reporting API', () => {
       assert.deepEqual(top1.hottestKeys, [byKey.hottestKeys[0]]);
       assert.deepEqual(top1.series, byKey.series);
       const byClass = (await get(`/v1/reports/contention?${WINDOW}&by=class&class=cache`, 'investigator')).json();
-      assert.deepEqual(byClass.groups.map((g: { group: string; grants: number }) => [g.group, g.grants]), [['cache', 5]]);
+      assert.deepEqual(
+        byClass.groups.map((g: { group: string; grants: number }) => [g.group, g.grants]),
+        [['cache', 5]],
+      );
     });
   });
 
   describe('advisory risk register', () => {
     const expectedRows = (date: string) => [
-      { class: 'cache', namespace: 'cat', riskOwner: 'risk@corp', waiverExpires: addDays(TODAY, 90), daysLeft: 90 - dayDiff(date), status: 'ok',
-        grants24h: 5, grants30d: 6, distinctKeys24h: 2, distinctKeys30d: 3, expiries24h: 1, expiries30d: 2, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 2, unprotected30d: 2,
-        foreignGrants24h: 0, foreignGrants30d: 0, deleted24h: 0, deleted30d: 0 },
+      {
+        class: 'cache',
+        namespace: 'cat',
+        riskOwner: 'risk@corp',
+        waiverExpires: addDays(TODAY, 90),
+        daysLeft: 90 - dayDiff(date),
+        status: 'ok',
+        grants24h: 5,
+        grants30d: 6,
+        distinctKeys24h: 2,
+        distinctKeys30d: 3,
+        expiries24h: 1,
+        expiries30d: 2,
+        forceReleases24h: 0,
+        forceReleases30d: 0,
+        unprotected24h: 2,
+        unprotected30d: 2,
+        foreignGrants24h: 0,
+        foreignGrants30d: 0,
+        deleted24h: 0,
+        deleted30d: 0,
+      },
       // F: f1, f2 in 24 h; f3 in 30 d; f4 older; f5 granted before 30 d, deleted in them; f6 all before. A delete by hand is no expiry.
-      { class: 'flags', namespace: 'cfg', riskOwner: 'flags-owner@corp', waiverExpires: addDays(TODAY, 10), daysLeft: 10 - dayDiff(date), status: 'expiring',
-        grants24h: 2, grants30d: 3, distinctKeys24h: 1, distinctKeys30d: 2, expiries24h: 0, expiries30d: 0, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0,
-        foreignGrants24h: 1, foreignGrants30d: 2, deleted24h: 1, deleted30d: 3 },
-      { class: 'report-gen', namespace: 'rep', riskOwner: 'report-gen-owner@corp', waiverExpires: addDays(TODAY, -5), daysLeft: -5 - dayDiff(date), status: 'expired',
-        grants24h: 0, grants30d: 0, distinctKeys24h: 0, distinctKeys30d: 0, expiries24h: 0, expiries30d: 0, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0,
-        foreignGrants24h: 0, foreignGrants30d: 0, deleted24h: 0, deleted30d: 0 },
+      {
+        class: 'flags',
+        namespace: 'cfg',
+        riskOwner: 'flags-owner@corp',
+        waiverExpires: addDays(TODAY, 10),
+        daysLeft: 10 - dayDiff(date),
+        status: 'expiring',
+        grants24h: 2,
+        grants30d: 3,
+        distinctKeys24h: 1,
+        distinctKeys30d: 2,
+        expiries24h: 0,
+        expiries30d: 0,
+        forceReleases24h: 0,
+        forceReleases30d: 0,
+        unprotected24h: 0,
+        unprotected30d: 0,
+        foreignGrants24h: 1,
+        foreignGrants30d: 2,
+        deleted24h: 1,
+        deleted30d: 3,
+      },
+      {
+        class: 'report-gen',
+        namespace: 'rep',
+        riskOwner: 'report-gen-owner@corp',
+        waiverExpires: addDays(TODAY, -5),
+        daysLeft: -5 - dayDiff(date),
+        status: 'expired',
+        grants24h: 0,
+        grants30d: 0,
+        distinctKeys24h: 0,
+        distinctKeys30d: 0,
+        expiries24h: 0,
+        expiries30d: 0,
+        forceReleases24h: 0,
+        forceReleases30d: 0,
+        unprotected24h: 0,
+        unprotected30d: 0,
+        foreignGrants24h: 0,
+        foreignGrants30d: 0,
+        deleted24h: 0,
+        deleted30d: 0,
+      },
     ];
     const dayDiff = (date: string) => Math.round((Date.parse(date) - Date.parse(TODAY)) / DAY);
 
@@ -403,7 +624,10 @@ describe('reporting API', () => {
       assert.equal(reg.requestedBy, 'audrey@corp');
       assert.deepEqual(reg.classes, expectedRows(reg.date));
       // An older night's register stays readable by its date.
-      await runRegister({ store, limits: config.reports }, { runId: 'night-before', asOfMs: NOW - 2 * DAY, timeZone: 'UTC', trigger: 'schedule', requestedBy: 'scheduler' });
+      await runRegister(
+        { store, limits: config.reports },
+        { runId: 'night-before', asOfMs: NOW - 2 * DAY, timeZone: 'UTC', trigger: 'schedule', requestedBy: 'scheduler' },
+      );
       const older = await get(`/v1/reports/risk-register?date=${dateInZone(NOW - 2 * DAY, 'UTC')}`, 'auditor');
       assert.equal(older.statusCode, 200, older.body);
       assert.equal(older.json().runId, 'night-before');
@@ -414,7 +638,10 @@ describe('reporting API', () => {
       assert.match(String(csv.headers['content-type']), /^text\/csv/);
       const lines = csv.body.trim().split('\r\n');
       assert.equal(lines.length, 4);
-      assert.equal(lines[0], 'date,asOf,runId,class,namespace,riskOwner,waiverExpires,daysLeft,status,grants24h,grants30d,distinctKeys24h,distinctKeys30d,expiries24h,expiries30d,forceReleases24h,forceReleases30d,unprotected24h,unprotected30d,foreignGrants24h,foreignGrants30d,deleted24h,deleted30d');
+      assert.equal(
+        lines[0],
+        'date,asOf,runId,class,namespace,riskOwner,waiverExpires,daysLeft,status,grants24h,grants30d,distinctKeys24h,distinctKeys30d,expiries24h,expiries30d,forceReleases24h,forceReleases30d,unprotected24h,unprotected30d,foreignGrants24h,foreignGrants30d,deleted24h,deleted30d',
+      );
       assert.ok((lines[1] as string).includes(`,cache,cat,risk@corp,${addDays(TODAY, 90)},`));
       assert.ok((lines[1] as string).includes(',ok,5,6,2,3,1,2,0,0,2,2,'));
       assert.ok((lines[1] as string).endsWith(',ok,5,6,2,3,1,2,0,0,2,2,0,0,0,0'));
@@ -435,10 +662,19 @@ describe('reporting API', () => {
       assert.equal(r.statusCode, 200, r.body);
       const body = r.json();
       assert.equal(body.truncated, false);
-      assert.deepEqual(body.items.map((i: { spoolId: string }) => i.spoolId), ['n1:000001', 'n1:000002']);
+      assert.deepEqual(
+        body.items.map((i: { spoolId: string }) => i.spoolId),
+        ['n1:000001', 'n1:000002'],
+      );
       const [u8, u11] = body.items;
       // g8 held cat/sku-1 from T0+2 s to T0+3 s: g7 (T0+0.2…2.2 s) and g9 (T0+2.5…4.5 s) overlapped it; g10 (T0+5 s) did not.
-      assert.deepEqual(u8.overlapping.map((g: { grantRevision: string; holder: string }) => [g.grantRevision, g.holder]), [['103', 'h-d'], ['150', 'h-d']]);
+      assert.deepEqual(
+        u8.overlapping.map((g: { grantRevision: string; holder: string }) => [g.grantRevision, g.holder]),
+        [
+          ['103', 'h-d'],
+          ['150', 'h-d'],
+        ],
+      );
       assert.equal(u8.overlapping[0].token, tokenOf(G.g7 as GrantSpec));
       assert.deepEqual(u11.overlapping, []);
       assert.equal(u11.endedAt, null);
@@ -456,8 +692,13 @@ describe('reporting API', () => {
       assert.equal(after.items[0].reconciliation.note, 'second look: fine');
       assert.equal(after.items[0].reconciliation.reconciledBy, 'root@corp');
       assert.equal(after.items[0].reconciliation.notes, 2);
-      const kept = await store.rows<{ note: string; reconciled_by: string }>('SELECT note, reconciled_by FROM {db:Identifier}.unprotected_reconciliations ORDER BY reconciled_at');
-      assert.deepEqual(kept, [{ note, reconciled_by: 'ops@corp' }, { note: 'second look: fine', reconciled_by: 'root@corp' }]);
+      const kept = await store.rows<{ note: string; reconciled_by: string }>(
+        'SELECT note, reconciled_by FROM {db:Identifier}.unprotected_reconciliations ORDER BY reconciled_at',
+      );
+      assert.deepEqual(kept, [
+        { note, reconciled_by: 'ops@corp' },
+        { note: 'second look: fine', reconciled_by: 'root@corp' },
+      ]);
       const missing = await post(`/v1/reports/unprotected/${'0'.repeat(32)}/reconcile`, { note: 'x' }, 'lock-operator');
       assert.equal(missing.statusCode, 404);
       assert.equal(missing.json().error, 'LOCKAUDIT_ERR_REPORT_NOT_FOUND');
@@ -471,7 +712,11 @@ describe('reporting API', () => {
       { name: 'GET /v1/reports/risk-register', call: (w) => get('/v1/reports/risk-register?date=1999-01-01', w), allowed: ['auditor', 'admin'] },
       { name: 'POST /v1/reports/risk-register/run', call: (w) => post('/v1/reports/risk-register/run', {}, w), allowed: ['auditor', 'admin'] },
       { name: 'GET /v1/reports/unprotected', call: (w) => get(`/v1/reports/unprotected?${WINDOW}`, w), allowed: ['lock-operator', 'investigator', 'admin'] },
-      { name: 'POST …/reconcile', call: (w) => post(`/v1/reports/unprotected/${'f'.repeat(32)}/reconcile`, { note: 'n' }, w), allowed: ['lock-operator', 'admin'] },
+      {
+        name: 'POST …/reconcile',
+        call: (w) => post(`/v1/reports/unprotected/${'f'.repeat(32)}/reconcile`, { note: 'n' }, w),
+        allowed: ['lock-operator', 'admin'],
+      },
     ];
     for (const route of routes) {
       it(`${route.name}: only ${route.allowed.join(', ')}`, async () => {
@@ -515,7 +760,19 @@ describe('reporting API', () => {
   });
 
   describe('bad input', () => {
-    const hostile = ["' OR 1=1 --", "x'; DROP TABLE grants; --", '{db:Identifier}', 'a\u0000b', '../../etc/passwd', '<script>alert(1)</script>', 'pay/acct-1) OR (1=1', '%27%20OR%201%3D1', '-1', ' ', '1;SELECT 1'];
+    const hostile = [
+      "' OR 1=1 --",
+      "x'; DROP TABLE grants; --",
+      '{db:Identifier}',
+      'a\u0000b',
+      '../../etc/passwd',
+      '<script>alert(1)</script>',
+      'pay/acct-1) OR (1=1',
+      '%27%20OR%201%3D1',
+      '-1',
+      ' ',
+      '1;SELECT 1',
+    ];
     const cases: Array<[string, string[], keyof typeof tokens]> = [
       ['/v1/grants', ['key', 'keyPrefix', 'holder', 'class', 'namespace', 'token', 'from', 'to', 'cursor', 'limit', 'format', 'unknownField'], 'investigator'],
       ['/v1/reports/contention', ['from', 'to', 'namespace', 'class', 'by', 'top'], 'investigator'],
@@ -531,7 +788,9 @@ describe('reporting API', () => {
             assert.match(r.json().message, new RegExp(`querystring\\.${field}`), `${field}=${JSON.stringify(value)}: ${r.body}`);
           }
         }
-        const still = await store.rows<{ n: string }>("SELECT count() AS n FROM system.tables WHERE database = {db:String} AND name = 'grants'", { db: store.database });
+        const still = await store.rows<{ n: string }>("SELECT count() AS n FROM system.tables WHERE database = {db:String} AND name = 'grants'", {
+          db: store.database,
+        });
         assert.deepEqual(still, [{ n: '1' }]);
       });
     }
@@ -574,7 +833,10 @@ describe('reporting API', () => {
     });
 
     it('stops a query at LOCKAUDIT_QUERY_TIMEOUT_MS and says so (400)', async () => {
-      const slow = parseSql('test/slow.sql', '-- A deliberately slow query.\n-- Parameters: {n:UInt64}\nSELECT max(sleepEachRow(0.001)) AS m FROM numbers({n:UInt64}) SETTINGS max_block_size = 10');
+      const slow = parseSql(
+        'test/slow.sql',
+        '-- A deliberately slow query.\n-- Parameters: {n:UInt64}\nSELECT max(sleepEachRow(0.001)) AS m FROM numbers({n:UInt64}) SETTINGS max_block_size = 10',
+      );
       await assert.rejects(reportRows({ store, limits: { ...config.reports, queryTimeoutMs: 200 } }, slow, { n: 5000 }), (err) => {
         assert.ok(isLockauditError(err, 'LOCKAUDIT_ERR_LIMIT_QUERY_TIMEOUT'));
         assert.equal(err.status, 400);
@@ -587,8 +849,12 @@ describe('reporting API', () => {
   it('documents every report route in OpenAPI at /docs, with examples', async () => {
     const doc = (await get('/docs/json')).json();
     const ops: Array<[string, string]> = [
-      ['/v1/grants', 'get'], ['/v1/reports/risk-register', 'get'], ['/v1/reports/risk-register/run', 'post'], ['/v1/reports/contention', 'get'],
-      ['/v1/reports/unprotected', 'get'], ['/v1/reports/unprotected/{id}/reconcile', 'post'],
+      ['/v1/grants', 'get'],
+      ['/v1/reports/risk-register', 'get'],
+      ['/v1/reports/risk-register/run', 'post'],
+      ['/v1/reports/contention', 'get'],
+      ['/v1/reports/unprotected', 'get'],
+      ['/v1/reports/unprotected/{id}/reconcile', 'post'],
     ];
     for (const [path, method] of ops) {
       const op = doc.paths[path]?.[method];
@@ -600,7 +866,12 @@ describe('reporting API', () => {
     }
     assert.ok(doc.paths['/v1/grants'].get.responses['200'].content['text/csv'], 'CSV documented');
     assert.ok(doc.paths['/v1/reports/risk-register'].get.responses['200'].content['text/html'], 'HTML documented');
-    assert.ok(doc.paths['/v1/grants'].get.parameters.some((p: { name: string; example?: unknown; examples?: unknown; schema?: { examples?: unknown } }) => p.name === 'key' && (p.example ?? p.examples ?? p.schema?.examples)));
+    assert.ok(
+      doc.paths['/v1/grants'].get.parameters.some(
+        (p: { name: string; example?: unknown; examples?: unknown; schema?: { examples?: unknown } }) =>
+          p.name === 'key' && (p.example ?? p.examples ?? p.schema?.examples),
+      ),
+    );
     assert.ok((await get('/docs')).statusCode < 400);
   });
 });

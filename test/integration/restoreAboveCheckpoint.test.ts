@@ -31,7 +31,10 @@ async function head(client: Etcd3): Promise<bigint> {
 function replica(label: string, endpoint: string, health: HealthState): TailerReplica {
   // A restored etcd brings back the election key of whoever led at the snapshot, its lease fresh: the next campaign
   // waits that TTL out. 10 s (not 30) keeps a loaded machine's detection inside the waits below.
-  return new TailerReplica({ cluster: { name: label, endpoints: [endpoint] }, store: db.store, log: log.child({ cluster: label }), health }, { electionTtlSeconds: 10, checkpointIntervalMs: 100, clockIntervalMs: 3_600_000, restoreCheckIntervalMs: 300 });
+  return new TailerReplica(
+    { cluster: { name: label, endpoints: [endpoint] }, store: db.store, log: log.child({ cluster: label }), health },
+    { electionTtlSeconds: 10, checkpointIntervalMs: 100, clockIntervalMs: 3_600_000, restoreCheckIntervalMs: 300 },
+  );
 }
 
 describe('a restore to a snapshot above a checkpoint held back', { timeout: 240_000 }, () => {
@@ -66,7 +69,18 @@ describe('a restore to a snapshot above a checkpoint held back', { timeout: 240_
 
       // 3. A run that makes all of it durable but cannot write a checkpoint: its leadership check never answers.
       const pipeline = new TailerPipeline(
-        { cluster: label, endpoints: [etcd.endpoint], client, store: db.store, log, replicaId: 'held-back', clock: new ClockWriter(client, log, 3_600_000), gaps: [], term: 1n, fence: () => Promise.reject(new Error('etcd did not answer')) },
+        {
+          cluster: label,
+          endpoints: [etcd.endpoint],
+          client,
+          store: db.store,
+          log,
+          replicaId: 'held-back',
+          clock: new ClockWriter(client, log, 3_600_000),
+          gaps: [],
+          term: 1n,
+          fence: () => Promise.reject(new Error('etcd did not answer')),
+        },
         { checkpointIntervalMs: 100, leaseWitness: false },
       );
       const handle = pipeline.start(checkpoint, new AbortController().signal);
@@ -74,7 +88,14 @@ describe('a restore to a snapshot above a checkpoint held back', { timeout: 240_
       await handle.close();
       assert.equal(await readCheckpoint(db.store, label), checkpoint, 'the checkpoint was held back');
       const doomedRows = async (current: boolean): Promise<number> =>
-        Number((await db.store.rows<{ n: string }>(`SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key LIKE {k:String} AND superseded_by ${current ? '=' : '>'} 0`, { c: label, k: `%/${ns}/doomed-%` }))[0]?.n);
+        Number(
+          (
+            await db.store.rows<{ n: string }>(
+              `SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key LIKE {k:String} AND superseded_by ${current ? '=' : '>'} 0`,
+              { c: label, k: `%/${ns}/doomed-%` },
+            )
+          )[0]?.n,
+        );
       assert.equal(await doomedRows(true), 20, 'the rows above the checkpoint are durable');
 
       // 4. Restored to the snapshot (same cluster id, no bump); other writes take its head past the doomed rows.
@@ -98,11 +119,25 @@ describe('a restore to a snapshot above a checkpoint held back', { timeout: 240_
       // 5. The next tailer must see the restore, and keep the doomed rows, marked rolled back.
       second = replica(label, etcd.endpoint, health);
       second.start();
-      const gap = await waitFor('a restore gap', async () => (await db.store.rows<{ from_revision: string; to_revision: string; reason: string }>("SELECT from_revision, to_revision, reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'", { c: label }))[0], 120_000, 200);
+      const gap = await waitFor(
+        'a restore gap',
+        async () =>
+          (
+            await db.store.rows<{ from_revision: string; to_revision: string; reason: string }>(
+              "SELECT from_revision, to_revision, reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'",
+              { c: label },
+            )
+          )[0],
+        120_000,
+        200,
+      );
       assert.match(gap.reason, /^restore: /);
       assert.ok(BigInt(gap.from_revision) <= snapRev + 1n, `rolled back from ${gap.from_revision}: the snapshot was at ${snapRev}`);
       assert.ok(BigInt(gap.to_revision) >= doomedHead, `the gap reaches the rows captured above the checkpoint (${gap.to_revision} ≥ ${doomedHead})`);
-      assert.ok(health.alarms().some((a) => a.name === `tailer-restore:${label}`), 'LOCKAUDIT_ALARM_TAILER_RESTORE raised');
+      assert.ok(
+        health.alarms().some((a) => a.name === `tailer-restore:${label}`),
+        'LOCKAUDIT_ALARM_TAILER_RESTORE raised',
+      );
       // The gap is written before the rows are marked (so a leader killed between them finishes the marks): judge the marks once recorded in full.
       await waitFor('the restore recorded in full', async () => ((await currentTimeline(db.store, label))?.generation === 1 ? true : undefined), 60_000, 200);
       assert.equal(await doomedRows(true), 0, 'no rolled-back row is left in the current timeline');
@@ -113,12 +148,22 @@ describe('a restore to a snapshot above a checkpoint held back', { timeout: 240_
       // marked, so looking for a restore again finds nothing, and the restored cluster would be read as the old one.
       await second.close();
       second = undefined;
-      await db.store.command('ALTER TABLE {db:Identifier}.etcd_timelines DELETE WHERE cluster = {c:String} AND generation = 1 SETTINGS mutations_sync = 2', { c: label });
+      await db.store.command('ALTER TABLE {db:Identifier}.etcd_timelines DELETE WHERE cluster = {c:String} AND generation = 1 SETTINGS mutations_sync = 2', {
+        c: label,
+      });
       assert.equal((await currentTimeline(db.store, label))?.generation, 0);
       third = replica(label, etcd.endpoint, new HealthState());
       third.start();
-      await waitFor('the half-recorded restore finished', async () => ((await currentTimeline(db.store, label))?.generation === 1 ? true : undefined), 120_000, 200);
-      const gaps = await db.store.rows<{ kind: string; from_revision: string }>('SELECT kind, from_revision FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} ORDER BY from_revision', { c: label });
+      await waitFor(
+        'the half-recorded restore finished',
+        async () => ((await currentTimeline(db.store, label))?.generation === 1 ? true : undefined),
+        120_000,
+        200,
+      );
+      const gaps = await db.store.rows<{ kind: string; from_revision: string }>(
+        'SELECT kind, from_revision FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} ORDER BY from_revision',
+        { c: label },
+      );
       assert.deepEqual(gaps, [{ kind: 'restore', from_revision: gap.from_revision }], 'one restore gap, the same, and nothing read as another gap');
       assert.equal(await doomedRows(true), 0, 'still none of the rolled-back rows in the current timeline');
     } finally {

@@ -58,12 +58,20 @@ describe('a bumped restore whose recording dies between the marks', { timeout: 2
   });
 
   /** Captured, restored with a bump, recorded once up to the grant marks (`between` runs there), then finished. */
-  async function scenario(ports: [number, number], gapsExpected: number, between: (client: Etcd3, other: Workload, session: Session) => Promise<void>, bumpRevision = 1_000_000): Promise<{ label: string; snapRev: bigint; gaps: Array<{ kind: string; from_revision: string; to_revision: string }> }> {
+  async function scenario(
+    ports: [number, number],
+    gapsExpected: number,
+    between: (client: Etcd3, other: Workload, session: Session) => Promise<void>,
+    bumpRevision = 1_000_000,
+  ): Promise<{ label: string; snapRev: bigint; gaps: Array<{ kind: string; from_revision: string; to_revision: string }> }> {
     const etcd = await startPrivateEtcd(ports[0], ports[1]);
     const client = createEtcdClient({ name: 'own', endpoints: [etcd.endpoint] });
     const label = uniqueId('rk');
     const replica = (store: AuditStore): TailerReplica => {
-      const r = new TailerReplica({ cluster: { name: label, endpoints: [etcd.endpoint] }, store, log: log.child({ cluster: label }), health: new HealthState() }, { electionTtlSeconds: 10, checkpointIntervalMs: 100, clockIntervalMs: 3_600_000, restoreCheckIntervalMs: 300 });
+      const r = new TailerReplica(
+        { cluster: { name: label, endpoints: [etcd.endpoint] }, store, log: log.child({ cluster: label }), health: new HealthState() },
+        { electionTtlSeconds: 10, checkpointIntervalMs: 100, clockIntervalMs: 3_600_000, restoreCheckIntervalMs: 300 },
+      );
       replicas.push(r);
       return r;
     };
@@ -90,10 +98,18 @@ describe('a bumped restore whose recording dies between the marks', { timeout: 2
       replica(failing.store).start();
       await waitFor('the restore recorded in full', async () => ((await currentTimeline(db.store, label))?.generation === 1 ? true : undefined), 180_000, 200);
       assert.ok(failing.failed(), 'the first recording died between the marks');
-      const gaps = await waitFor('every gap', async () => {
-        const rows = await db.store.rows<{ kind: string; from_revision: string; to_revision: string }>('SELECT kind, from_revision, to_revision FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} ORDER BY from_revision', { c: label });
-        return rows.length >= gapsExpected ? rows : undefined;
-      }, 60_000, 200);
+      const gaps = await waitFor(
+        'every gap',
+        async () => {
+          const rows = await db.store.rows<{ kind: string; from_revision: string; to_revision: string }>(
+            'SELECT kind, from_revision, to_revision FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} ORDER BY from_revision',
+            { c: label },
+          );
+          return rows.length >= gapsExpected ? rows : undefined;
+        },
+        60_000,
+        200,
+      );
       return { label, snapRev, gaps };
     } finally {
       for (const r of replicas.splice(0)) await r.close();
@@ -104,25 +120,45 @@ describe('a bumped restore whose recording dies between the marks', { timeout: 2
 
   it('is finished by the next leader: one restore gap, the new timeline, no compaction gap', async () => {
     const { gaps } = await scenario([19_530, 19_531], 1, async () => undefined);
-    assert.deepEqual(gaps.map((g) => g.kind), ['restore'], 'one restore gap, and the bump not read as a compaction');
+    assert.deepEqual(
+      gaps.map((g) => g.kind),
+      ['restore'],
+      'one restore gap, and the bump not read as a compaction',
+    );
   });
 
   it('etcd compacted the restored history further between the two tries: the restore keeps its own range, the rest is a compaction gap', async () => {
     let compactedAt = 0n;
-    const { snapRev, gaps } = await scenario([19_532, 19_533], 2, compactBetweenTries((at) => (compactedAt = at)));
-    assert.deepEqual(gaps.map((g) => g.kind), ['restore', 'compaction'], 'the later compaction is a gap of its own');
+    const { snapRev, gaps } = await scenario(
+      [19_532, 19_533],
+      2,
+      compactBetweenTries((at) => (compactedAt = at)),
+    );
+    assert.deepEqual(
+      gaps.map((g) => g.kind),
+      ['restore', 'compaction'],
+      'the later compaction is a gap of its own',
+    );
     const [restore, compaction] = gaps as unknown as [{ to_revision: string }, { from_revision: string; to_revision: string }];
     // The restore's own loss ends at its bump (the snapshot + 1 000 000, what etcd was compacted to at the first try).
-    assert.ok(BigInt(restore.to_revision) >= snapRev + 1_000_000n && BigInt(restore.to_revision) < compactedAt, `restore gap to ${restore.to_revision}: its bump, not the later compaction at ${compactedAt}`);
+    assert.ok(
+      BigInt(restore.to_revision) >= snapRev + 1_000_000n && BigInt(restore.to_revision) < compactedAt,
+      `restore gap to ${restore.to_revision}: its bump, not the later compaction at ${compactedAt}`,
+    );
     assert.equal(compaction.from_revision, (BigInt(restore.to_revision) + 1n).toString());
     assert.equal(compaction.to_revision, compactedAt.toString());
   });
 
-  it('a restore without a bump, compacted between the two tries: the new timeline\'s compacted revisions are a compaction gap of their own', async () => {
+  it("a restore without a bump, compacted between the two tries: the new timeline's compacted revisions are a compaction gap of their own", async () => {
     let compactedAt = 0n;
-    const { snapRev, gaps } = await scenario([19_534, 19_535], 2, compactBetweenTries((at) => (compactedAt = at)), 0);
+    const { snapRev, gaps } = await scenario(
+      [19_534, 19_535],
+      2,
+      compactBetweenTries((at) => (compactedAt = at)),
+      0,
+    );
     const byKind = new Map(gaps.map((g) => [g.kind, g]));
-    assert.deepEqual([...byKind.keys()].sort(), ['compaction', 'restore'], 'before: the restore gap alone, the new timeline\'s loss hidden in it');
+    assert.deepEqual([...byKind.keys()].sort(), ['compaction', 'restore'], "before: the restore gap alone, the new timeline's loss hidden in it");
     const compaction = byKind.get('compaction') as { from_revision: string; to_revision: string };
     const restore = byKind.get('restore') as { from_revision: string };
     assert.equal(compaction.from_revision, restore.from_revision, 'the new timeline is lost from the divergence on');

@@ -45,7 +45,17 @@ describe('after an etcd restore with reused revisions', { timeout: 180_000 }, ()
       { electionTtlSeconds: 3, checkpointIntervalMs: 100, clockIntervalMs: 300, restoreCheckIntervalMs: 300, restorePageSize: PAGE },
     );
     const rx = await alertReceiver();
-    const sink = { name: uniqueId('siem-'), url: rx.url, secret: 'test-secret-0123456789', batchSize: 4, maxAttempts: 5, backoffMaxMs: 100, pollIntervalMs: 50, timeoutMs: 2_000, rules: [{ kinds: ['grant' as const, 'release' as const, 'gap' as const] }] };
+    const sink = {
+      name: uniqueId('siem-'),
+      url: rx.url,
+      secret: 'test-secret-0123456789',
+      batchSize: 4,
+      maxAttempts: 5,
+      backoffMaxMs: 100,
+      pollIntervalMs: 50,
+      timeoutMs: 2_000,
+      rules: [{ kinds: ['grant' as const, 'release' as const, 'gap' as const] }],
+    };
     const delivery = new WebhookDelivery({ store, log, metrics: alertMetrics(new Registry()), cluster: label, sink, tokenKey: randomBytes(32) });
     const drain = async (): Promise<void> => {
       const abort = new AbortController();
@@ -71,39 +81,74 @@ describe('after an etcd restore with reused revisions', { timeout: 180_000 }, ()
       await drain();
       const oldGrants = rx.delivered.filter((d) => d.unmapped.kind === 'grant').length;
       assert.ok(oldGrants >= HELD + 8, `the old timeline's grants delivered (${oldGrants})`);
-      const [captured] = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND revision > {r:UInt64}', { c: label, r: snapRev.toString() });
+      const [captured] = await store.rows<{ n: string }>(
+        'SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND revision > {r:UInt64}',
+        { c: label, r: snapRev.toString() },
+      );
       assert.ok(Number(captured?.n) > 4 * PAGE, `more rows above the snapshot than a page (${captured?.n})`);
 
       await own.restore(snapshot);
-      const gap = await waitFor('the restore gap', async () => {
-        const rows = await store.rows<{ from_revision: string; identity: string }>("SELECT toString(from_revision) AS from_revision, identity FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'", { c: label });
-        return rows[0];
-      }, 60_000, 200);
-      await waitFor('the new timeline recorded', async () => {
-        const rows = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.etcd_timelines FINAL WHERE cluster = {c:String} AND generation = 1', { c: label });
-        return rows[0]?.n === '1' ? true : undefined;
-      }, 60_000, 200);
+      const gap = await waitFor(
+        'the restore gap',
+        async () => {
+          const rows = await store.rows<{ from_revision: string; identity: string }>(
+            "SELECT toString(from_revision) AS from_revision, identity FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'",
+            { c: label },
+          );
+          return rows[0];
+        },
+        60_000,
+        200,
+      );
+      await waitFor(
+        'the new timeline recorded',
+        async () => {
+          const rows = await store.rows<{ n: string }>(
+            'SELECT count() AS n FROM {db:Identifier}.etcd_timelines FINAL WHERE cluster = {c:String} AND generation = 1',
+            { c: label },
+          );
+          return rows[0]?.n === '1' ? true : undefined;
+        },
+        60_000,
+        200,
+      );
       // The restored cluster reuses revision numbers the old timeline had.
       const s2 = await waitFor('a session on the restored cluster', async () => w.session().catch(() => undefined), 30_000, 200);
       const fresh: string[] = [];
       for (let i = 0; i < 4; i++) fresh.push(await w.grant(s2, `new-${i}`));
-      assert.ok(BigInt(fresh[0] as string) <= oldCheckpoint, `the new timeline's grant at ${fresh[0]} reuses a revision the old one had (checkpoint ${oldCheckpoint})`);
+      assert.ok(
+        BigInt(fresh[0] as string) <= oldCheckpoint,
+        `the new timeline's grant at ${fresh[0]} reuses a revision the old one had (checkpoint ${oldCheckpoint})`,
+      );
       const newest = BigInt(fresh.at(-1) as string);
       await waitFor('the new grants captured', async () => ((await readCheckpoint(store, label)) >= newest ? true : undefined), 60_000, 100);
 
       // (b) The sink delivers the restore gap and every new grant, with ids naming the timeline.
       await drain();
       const ids = new Set(rx.delivered.map((d) => d.id));
-      assert.ok(ids.has(`${label}:gap:${gap.from_revision}:${gap.identity}`), `the restore gap delivered (${[...ids].filter((i) => i.includes(':gap:')).join(', ')})`);
+      assert.ok(
+        ids.has(`${label}:gap:${gap.from_revision}:${gap.identity}`),
+        `the restore gap delivered (${[...ids].filter((i) => i.includes(':gap:')).join(', ')})`,
+      );
       for (const [i, rev] of fresh.entries()) assert.ok(ids.has(`${label}:t1:${rev}:/l/${w.ns}/new-${i}`), `new-${i} at reused revision ${rev} delivered`);
       const newTimeline = rx.delivered.filter((d) => d.unmapped.timeline === 1).map((d) => d.unmapped.key);
-      assert.deepEqual(newTimeline.filter((k) => String(k).includes('/new-')), fresh.map((_, i) => `${w.ns}/new-${i}`), 'in order, each once');
+      assert.deepEqual(
+        newTimeline.filter((k) => String(k).includes('/new-')),
+        fresh.map((_, i) => `${w.ns}/new-${i}`),
+        'in order, each once',
+      );
 
       // (d) Exact with pages of 3: nothing of the old timeline above the divergence is left unmarked...
       const after = BigInt(gap.from_revision) - 1n;
-      const [unmarked] = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND timeline = 0 AND revision > {a:UInt64} AND superseded_by = 0', { c: label, a: after.toString() });
+      const [unmarked] = await store.rows<{ n: string }>(
+        'SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND timeline = 0 AND revision > {a:UInt64} AND superseded_by = 0',
+        { c: label, a: after.toString() },
+      );
       assert.equal(unmarked?.n, '0', 'every old-timeline event above the divergence is marked');
-      const [marked] = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND timeline = 0 AND rolled_back_by = 1 AND superseded_by = 1', { c: label });
+      const [marked] = await store.rows<{ n: string }>(
+        'SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND timeline = 0 AND rolled_back_by = 1 AND superseded_by = 1',
+        { c: label },
+      );
       assert.ok(Number(marked?.n) >= 3 + 16, `the rolled-back releases and later grants stay, marked (${marked?.n})`);
       // ...every later grant is marked rolled back, each held grant is carried once into timeline 1 and open there.
       const grants = await store.rows<{ key: string; timeline: number; end_kind: string; rolled_back_by: number; superseded_by: number }>(
@@ -112,14 +157,23 @@ describe('after an etcd restore with reused revisions', { timeout: 180_000 }, ()
       );
       const later = grants.filter((g) => g.key.includes('/later-'));
       assert.equal(later.length, 8);
-      assert.ok(later.every((g) => Number(g.rolled_back_by) === 1 && Number(g.superseded_by) === 1), 'every later grant rolled back');
+      assert.ok(
+        later.every((g) => Number(g.rolled_back_by) === 1 && Number(g.superseded_by) === 1),
+        'every later grant rolled back',
+      );
       const carried = grants.filter((g) => g.key.includes('/held-') && Number(g.timeline) === 1);
       assert.equal(carried.length, HELD, 'each held grant carried once');
-      assert.ok(carried.every((g) => g.end_kind === '' && Number(g.superseded_by) === 0), 'open in the new timeline');
+      assert.ok(
+        carried.every((g) => g.end_kind === '' && Number(g.superseded_by) === 0),
+        'open in the new timeline',
+      );
       const oldHeld = grants.filter((g) => g.key.includes('/held-') && Number(g.timeline) === 0);
       assert.ok(oldHeld.length === HELD && oldHeld.every((g) => Number(g.superseded_by) === 1), 'their old rows superseded, kept');
       // ...and the snapshot of the restored cluster holds every held grant (more than a page of them).
-      const [snap] = await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND event_type = 'snapshot-hold' AND timeline = 1", { c: label });
+      const [snap] = await store.rows<{ n: string }>(
+        "SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND event_type = 'snapshot-hold' AND timeline = 1",
+        { c: label },
+      );
       // (A hold put at the divergence revision itself is captured by its own event, not the snapshot.)
       assert.ok(Number(snap?.n) >= HELD - 1 && Number(snap?.n) <= HELD, `the snapshot holds the ${HELD} held grants (${snap?.n})`);
       // Carried, rolled-back and new grants all agree with their events (grantsCheck.ts: what an export checks).

@@ -37,7 +37,16 @@ function replica(label: string, etcd: PrivateEtcd, health: HealthState, raftMark
   // The tailer's own clock writes once, at election: the test places the last clock write itself.
   // A restored etcd brings back the election key of whoever led at the snapshot, its lease fresh: the next campaign
   // waits that TTL out. 10 s (not 30) keeps a loaded machine's detection inside the waits below.
-  return new TailerReplica({ cluster: { name: label, endpoints: [etcd.endpoint] }, store: db.store, log: log.child({ cluster: label }), health }, { electionTtlSeconds: 10, checkpointIntervalMs: 100, clockIntervalMs: 3_600_000, restoreCheckIntervalMs: 300, ...(raftMarkIntervalMs === undefined ? {} : { raftMarkIntervalMs }) });
+  return new TailerReplica(
+    { cluster: { name: label, endpoints: [etcd.endpoint] }, store: db.store, log: log.child({ cluster: label }), health },
+    {
+      electionTtlSeconds: 10,
+      checkpointIntervalMs: 100,
+      clockIntervalMs: 3_600_000,
+      restoreCheckIntervalMs: 300,
+      ...(raftMarkIntervalMs === undefined ? {} : { raftMarkIntervalMs }),
+    },
+  );
 }
 
 async function head(client: Etcd3): Promise<bigint> {
@@ -61,10 +70,18 @@ async function burst(w: Workload, prefix: string): Promise<{ last: bigint; perSe
 }
 
 async function restoreGap(label: string): Promise<GapRow> {
-  return waitFor(`a restore gap for ${label}`, async () => {
-    const rows = await db.store.rows<GapRow>("SELECT from_revision, to_revision, kind, reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'", { c: label });
-    return rows[0];
-  }, 120_000, 200);
+  return waitFor(
+    `a restore gap for ${label}`,
+    async () => {
+      const rows = await db.store.rows<GapRow>(
+        "SELECT from_revision, to_revision, kind, reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind = 'restore'",
+        { c: label },
+      );
+      return rows[0];
+    },
+    120_000,
+    200,
+  );
 }
 
 /** A bumped restore recorded as a restore (its gap from at most the snapshot + 1, the alarm raised), never as a compaction. */
@@ -73,8 +90,14 @@ async function assertRestoreNotCompaction(label: string, health: HealthState, sn
   assert.equal(gap.kind, 'restore');
   assert.match(gap.reason, reason);
   assert.ok(BigInt(gap.from_revision) <= snapRev + 1n, `rolled back from ${gap.from_revision}: the snapshot was at ${snapRev}`);
-  assert.ok(health.alarms().some((a) => a.name === `tailer-restore:${label}`), 'LOCKAUDIT_ALARM_TAILER_RESTORE raised');
-  const compaction = await db.store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind != 'restore'", { c: label });
+  assert.ok(
+    health.alarms().some((a) => a.name === `tailer-restore:${label}`),
+    'LOCKAUDIT_ALARM_TAILER_RESTORE raised',
+  );
+  const compaction = await db.store.rows<{ n: string }>(
+    "SELECT count() AS n FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String} AND kind != 'restore'",
+    { c: label },
+  );
   assert.equal(compaction[0]?.n, '0', 'not read as a compaction');
 }
 
@@ -127,7 +150,10 @@ describe('restores found without sampling: a burst of fresh-key grants after the
       const gap = await restoreGap(label);
       assert.match(gap.reason, /^restore: /);
       assert.ok(BigInt(gap.from_revision) <= snapRev + 1n, `rolled back from ${gap.from_revision}: the snapshot was at ${snapRev}`);
-      assert.ok(health.alarms().some((a) => a.name === `tailer-restore:${label}`), 'LOCKAUDIT_ALARM_TAILER_RESTORE raised');
+      assert.ok(
+        health.alarms().some((a) => a.name === `tailer-restore:${label}`),
+        'LOCKAUDIT_ALARM_TAILER_RESTORE raised',
+      );
     } finally {
       await tailer.close();
       client.close();

@@ -30,7 +30,10 @@ describe('the resume position: forged checkpoints and catch-up segments make a s
   const label = uniqueId('resume');
   const health = new HealthState();
   const start = (): TailerReplica => {
-    const r = new TailerReplica({ cluster: { name: label, endpoints }, store, log, health }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, originSecret: secret });
+    const r = new TailerReplica(
+      { cluster: { name: label, endpoints }, store, log, health },
+      { electionTtlSeconds: 3, checkpointIntervalMs: 100, originSecret: secret },
+    );
     r.start();
     return r;
   };
@@ -39,7 +42,10 @@ describe('the resume position: forged checkpoints and catch-up segments make a s
     let first = 0n;
     let last = 0n;
     for (let i = 0; i < n; i += 1) {
-      const res = await client.put(`/l/${ns}/k${i}`).value(JSON.stringify({ holder: 'h', session: '1', class: 'c', epoch: 1, waitMs: 0, at: Date.now() })).exec();
+      const res = await client
+        .put(`/l/${ns}/k${i}`)
+        .value(JSON.stringify({ holder: 'h', session: '1', class: 'c', epoch: 1, waitMs: 0, at: Date.now() }))
+        .exec();
       last = BigInt(res.header.revision);
       if (first === 0n) first = last;
     }
@@ -47,8 +53,16 @@ describe('the resume position: forged checkpoints and catch-up segments make a s
   }
   /** The highest checkpoint the tailer wrote with a proof (the table keeps one row per cluster once merged: not a count). */
   const provenHighest = async (): Promise<bigint> =>
-    BigInt((await store.rows<{ r: string }>("SELECT toString(max(revision)) AS r FROM {db:Identifier}.checkpoints WHERE cluster = {c:String} AND proof != '' AND leader != 'mallory'", { c: label }))[0]?.r ?? '0');
-  const capturedUnder = async (ns: string, from: bigint, to: bigint): Promise<number> => (await capturedRows(store, label, from, to)).filter((r) => r.key.startsWith(`/l/${ns}/`)).length;
+    BigInt(
+      (
+        await store.rows<{ r: string }>(
+          "SELECT toString(max(revision)) AS r FROM {db:Identifier}.checkpoints WHERE cluster = {c:String} AND proof != '' AND leader != 'mallory'",
+          { c: label },
+        )
+      )[0]?.r ?? '0',
+    );
+  const capturedUnder = async (ns: string, from: bigint, to: bigint): Promise<number> =>
+    (await capturedRows(store, label, from, to)).filter((r) => r.key.startsWith(`/l/${ns}/`)).length;
 
   before(async () => {
     ({ store, close: closeStore } = await tempStore());
@@ -73,13 +87,22 @@ describe('the resume position: forged checkpoints and catch-up segments make a s
     const head = await headRevision(client);
     await store.insert('checkpoints', [{ cluster: label, revision: head.toString(), leader: 'mallory', term: (2n ** 62n).toString(), timeline }]);
     // A proof of another row copied onto it proves nothing either.
-    const [genuine] = await store.rows<{ proof: string }>("SELECT proof FROM {db:Identifier}.checkpoints WHERE cluster = {c:String} AND proof != '' LIMIT 1", { c: label });
-    await store.insert('checkpoints', [{ cluster: label, revision: head.toString(), leader: 'mallory', term: (2n ** 62n + 1n).toString(), timeline, proof: genuine?.proof ?? '' }]);
+    const [genuine] = await store.rows<{ proof: string }>("SELECT proof FROM {db:Identifier}.checkpoints WHERE cluster = {c:String} AND proof != '' LIMIT 1", {
+      c: label,
+    });
+    await store.insert('checkpoints', [
+      { cluster: label, revision: head.toString(), leader: 'mallory', term: (2n ** 62n + 1n).toString(), timeline, proof: genuine?.proof ?? '' },
+    ]);
     assert.equal((await readFencedCheckpoint(store, label)).revision, head, 'the forged row is the one in effect');
 
     replica = start();
     try {
-      await waitFor('the stretch below the forged checkpoint captured', async () => ((await capturedUnder(ns, missed.first, missed.last)) === 5 ? true : undefined), 60_000, 200);
+      await waitFor(
+        'the stretch below the forged checkpoint captured',
+        async () => ((await capturedUnder(ns, missed.first, missed.last)) === 5 ? true : undefined),
+        60_000,
+        200,
+      );
       const alarmed = health.alarms().find((a) => a.code === 'LOCKAUDIT_ALARM_RESUME_UNPROVEN');
       assert.ok(alarmed, 'alarmed');
       assert.match(alarmed.message, new RegExp(`revision ${head}`));
@@ -99,11 +122,20 @@ describe('the resume position: forged checkpoints and catch-up segments make a s
     const checkpoint = missed.first - 1n;
     const forged = { cluster: label, timeline, from_revision: missed.first.toString(), through: missed.last.toString(), term: '1', updated_at: Date.now() };
     await store.insert('catchup_segments', [forged, { ...forged, proof: 'hs256.AAAAAAAA.not-a-proof' }]);
-    assert.deepEqual(await readDurable(store, label, timeline, checkpoint), [{ from: missed.first, through: missed.last }], 'read without the key, the rows claim the stretch');
+    assert.deepEqual(
+      await readDurable(store, label, timeline, checkpoint),
+      [{ from: missed.first, through: missed.last }],
+      'read without the key, the rows claim the stretch',
+    );
     assert.deepEqual(await readDurable(store, label, timeline, checkpoint, secret), [], 'with the key, neither is proven');
     const replica = start();
     try {
-      await waitFor('the stretch the forged segment claims captured', async () => ((await capturedUnder(ns, missed.first, missed.last)) === 4 ? true : undefined), 60_000, 200);
+      await waitFor(
+        'the stretch the forged segment claims captured',
+        async () => ((await capturedUnder(ns, missed.first, missed.last)) === 4 ? true : undefined),
+        60_000,
+        200,
+      );
     } finally {
       await replica.close();
     }
@@ -113,13 +145,29 @@ describe('the resume position: forged checkpoints and catch-up segments make a s
     const ns = uniqueId('merge');
     const missed = await puts(ns, 3);
     const timeline = (await currentTimeline(store, label))?.timeline ?? 0;
-    await store.insert('checkpoints', [{ cluster: label, revision: (await headRevision(client)).toString(), leader: 'mallory', term: (2n ** 62n + 2n).toString(), timeline, updated_at: Date.UTC(2099, 0, 1) }]);
+    await store.insert('checkpoints', [
+      {
+        cluster: label,
+        revision: (await headRevision(client)).toString(),
+        leader: 'mallory',
+        term: (2n ** 62n + 2n).toString(),
+        timeline,
+        updated_at: Date.UTC(2099, 0, 1),
+      },
+    ]);
     await store.command('OPTIMIZE TABLE {db:Identifier}.checkpoints FINAL');
-    const [left] = await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.checkpoints WHERE cluster = {c:String} AND proof != ''", { c: label });
+    const [left] = await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.checkpoints WHERE cluster = {c:String} AND proof != ''", {
+      c: label,
+    });
     assert.equal(left?.n, '0', 'the merge kept only the forged row');
     const replica = start();
     try {
-      await waitFor('the stretch below the forged checkpoint captured', async () => ((await capturedUnder(ns, missed.first, missed.last)) === 3 ? true : undefined), 60_000, 200);
+      await waitFor(
+        'the stretch below the forged checkpoint captured',
+        async () => ((await capturedUnder(ns, missed.first, missed.last)) === 3 ? true : undefined),
+        60_000,
+        200,
+      );
     } finally {
       await replica.close();
     }

@@ -40,7 +40,14 @@ describe('nightly risk register job', () => {
   before(async () => {
     ({ store, close: closeStore } = await tempStore());
     const config = testConfig({ LOCKAUDIT_QUEUE_PREFIX: prefix, LOCKAUDIT_RISK_REGISTER_CRON: '*/2 * * * * *', LOCKAUDIT_RISK_REGISTER_TZ: 'Europe/Zurich' });
-    runtime = { config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() };
+    runtime = {
+      config,
+      logger: createLogger('silent'),
+      store,
+      verifier: new ApiTokenVerifier(store),
+      health: new HealthState(),
+      metrics: createMetricsRegistry(),
+    };
     const today = dateInZone(NOW, 'Europe/Zurich');
     await store.insert('events', [classEvent('nightly', advisoryClass('nightly', 'nt', addDays(today, 20), 'night-owner@corp'), 1, NOW - 86_400_000)]);
     const g = grantRows({ key: 'nt/job-1', class: 'nightly', holder: 'h', rev: 7, at: NOW - 3_600_000, end: { kind: 'expiry', at: NOW - 3_500_000, rev: 9 } });
@@ -104,9 +111,26 @@ describe('nightly risk register job', () => {
     assert.equal(register.date, dateInZone(Date.parse(register.asOf), 'Europe/Zurich'));
     assert.deepEqual(register.classes, [
       {
-        class: 'nightly', namespace: 'nt', riskOwner: 'night-owner@corp', waiverExpires: addDays(dateInZone(NOW, 'Europe/Zurich'), 20),
-        daysLeft: 20 - Math.round((Date.parse(register.date) - Date.parse(dateInZone(NOW, 'Europe/Zurich'))) / 86_400_000), status: 'expiring',
-        grants24h: 1, grants30d: 1, distinctKeys24h: 1, distinctKeys30d: 1, expiries24h: 1, expiries30d: 1, forceReleases24h: 0, forceReleases30d: 0, unprotected24h: 0, unprotected30d: 0, foreignGrants24h: 0, foreignGrants30d: 0, deleted24h: 0, deleted30d: 0,
+        class: 'nightly',
+        namespace: 'nt',
+        riskOwner: 'night-owner@corp',
+        waiverExpires: addDays(dateInZone(NOW, 'Europe/Zurich'), 20),
+        daysLeft: 20 - Math.round((Date.parse(register.date) - Date.parse(dateInZone(NOW, 'Europe/Zurich'))) / 86_400_000),
+        status: 'expiring',
+        grants24h: 1,
+        grants30d: 1,
+        distinctKeys24h: 1,
+        distinctKeys30d: 1,
+        expiries24h: 1,
+        expiries30d: 1,
+        forceReleases24h: 0,
+        forceReleases30d: 0,
+        unprotected24h: 0,
+        unprotected30d: 0,
+        foreignGrants24h: 0,
+        foreignGrants30d: 0,
+        deleted24h: 0,
+        deleted30d: 0,
       },
     ]);
   });
@@ -131,12 +155,27 @@ describe('nightly risk register job', () => {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
-      const sink = { name: uniqueId('rr-'), url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, secret: 'a-test-secret-0123456789', rules: [{ kinds: ['waiver-expiring' as const] }], pollIntervalMs: 50 };
+      const sink = {
+        name: uniqueId('rr-'),
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+        secret: 'a-test-secret-0123456789',
+        rules: [{ kinds: ['waiver-expiring' as const] }],
+        pollIntervalMs: 50,
+      };
       const delivery = new RegisterDelivery({ store, log: runtime.logger, metrics: alertMetrics(new Registry()), sink, tokenKey: randomBytes(32) });
       const signal = new AbortController().signal;
-      while (await delivery.step(signal)) { /* one run per step */ }
-      assert.deepEqual(got, runs.map((r) => `register:${r.run_id}:nightly waiver-expiring`));
-      assert.equal(await new RegisterDelivery({ store, log: runtime.logger, metrics: alertMetrics(new Registry()), sink, tokenKey: randomBytes(32) }).step(signal), false, 'nothing left after a restart');
+      while (await delivery.step(signal)) {
+        /* one run per step */
+      }
+      assert.deepEqual(
+        got,
+        runs.map((r) => `register:${r.run_id}:nightly waiver-expiring`),
+      );
+      assert.equal(
+        await new RegisterDelivery({ store, log: runtime.logger, metrics: alertMetrics(new Registry()), sink, tokenKey: randomBytes(32) }).step(signal),
+        false,
+        'nothing left after a restart',
+      );
     } finally {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -31,7 +31,10 @@ describe('local services', { timeout: 240_000 }, () => {
 
   it('starts etcd (three members), Redis and MinIO, each answering', async () => {
     const status = await servicesStatus(config);
-    assert.deepEqual(status.map((s) => s.instance), ['etcd-1', 'etcd-2', 'etcd-3', 'redis', 'minio']);
+    assert.deepEqual(
+      status.map((s) => s.instance),
+      ['etcd-1', 'etcd-2', 'etcd-3', 'redis', 'minio'],
+    );
     for (const s of status) assert.ok(s.running && s.answering && s.pid, `${s.instance}: ${JSON.stringify(s)}`);
     assert.equal(status[0]?.address, 'http://127.0.0.1:25000');
   });
@@ -39,7 +42,10 @@ describe('local services', { timeout: 240_000 }, () => {
   it('up twice is a no-op: the same processes keep running', async () => {
     const pids = (await servicesStatus(config)).map((s) => s.pid);
     await servicesUp(config);
-    assert.deepEqual((await servicesStatus(config)).map((s) => s.pid), pids);
+    assert.deepEqual(
+      (await servicesStatus(config)).map((s) => s.pid),
+      pids,
+    );
   });
 
   it('status says what runs where', async () => {
@@ -75,6 +81,9 @@ describe('local services', { timeout: 240_000 }, () => {
     const stopped = await servicesDown(config);
     assert.deepEqual(stopped.sort(), ['etcd-1', 'etcd-2', 'minio']);
     const status = await servicesStatus(config);
-    assert.ok(status.every((s) => !s.running && !s.answering), JSON.stringify(status));
+    assert.ok(
+      status.every((s) => !s.running && !s.answering),
+      JSON.stringify(status),
+    );
   });
 });

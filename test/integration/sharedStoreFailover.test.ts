@@ -18,7 +18,14 @@ import { Workload } from '../support/workload.js';
 
 const config = testConfig();
 const endpoints = config.etcd.clusters[0]?.endpoints ?? [];
-const childOptions = { electionTtlSeconds: 3, catchUpWindows: 4, splitMinRevisions: 1_000, checkpointIntervalMs: 100, leaseWitness: false, sink: { maxRows: 250, maxDelayMs: 20 } };
+const childOptions = {
+  electionTtlSeconds: 3,
+  catchUpWindows: 4,
+  splitMinRevisions: 1_000,
+  checkpointIntervalMs: 100,
+  leaseWitness: false,
+  sink: { maxRows: 250, maxDelayMs: 20 },
+};
 
 describe('tailer replicas in separate processes over one shared store', { timeout: 300_000 }, () => {
   const tmp = tempDir('lockaudit-shared-');
@@ -46,9 +53,16 @@ describe('tailer replicas in separate processes over one shared store', { timeou
     const from = BigInt(await w.clock()) + 1n;
     // History written while no tailer runs: the catch-up the leader is killed in.
     const sessions = await Promise.all(Array.from({ length: 4 }, () => w.session()));
-    for (let i = 0; i < 3_000; i += 200) await Promise.all(Array.from({ length: 200 }, (_, j) => w.grant(sessions[(i + j) % 4] as (typeof sessions)[number], `bulk/${i + j}`)));
+    for (let i = 0; i < 3_000; i += 200)
+      await Promise.all(Array.from({ length: 200 }, (_, j) => w.grant(sessions[(i + j) % 4] as (typeof sessions)[number], `bulk/${i + j}`)));
     for (const s of sessions) await w.expire(s);
-    const spec = (replicaId: string) => ({ store: { url: storeProc.url, password: storeProc.password }, cluster: { name: label, endpoints }, initialCheckpoint: (from - 1n).toString(), options: childOptions, replicaId });
+    const spec = (replicaId: string) => ({
+      store: { url: storeProc.url, password: storeProc.password },
+      cluster: { name: label, endpoints },
+      initialCheckpoint: (from - 1n).toString(),
+      options: childOptions,
+      replicaId,
+    });
     const a = startTailerChild(spec('replica-a'));
     const b = startTailerChild(spec('replica-b'));
     try {

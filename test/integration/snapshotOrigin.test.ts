@@ -38,7 +38,10 @@ describe('holds seen only in a gap snapshot', { timeout: 120_000 }, () => {
     const health = new HealthState();
     const metrics = tailerMetrics(createMetricsRegistry());
     const replica = (): TailerReplica =>
-      new TailerReplica({ cluster: { name: label, endpoints: [own.endpoint] }, store, log, health, metrics }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, originSecret: secret });
+      new TailerReplica(
+        { cluster: { name: label, endpoints: [own.endpoint] }, store, log, health, metrics },
+        { electionTtlSeconds: 3, checkpointIntervalMs: 100, originSecret: secret },
+      );
     const rx = await alertReceiver();
     try {
       const w = new Workload(etcd, uniqueId('ns'), secret);
@@ -47,7 +50,11 @@ describe('holds seen only in a gap snapshot', { timeout: 120_000 }, () => {
       const apiGrant = async (path: string): Promise<string> => {
         const key = `/l/${w.ns}/${path}`;
         const fields = { holder: `spiffe://test/${w.ns}`, session: s.id, class: 'payments', epoch: 0, waitMs: 3, at: Date.now() };
-        const res = await etcd.put(key).value(JSON.stringify({ ...fields, mac: holdMac(secret, key, fields) })).lease(s.id).exec();
+        const res = await etcd
+          .put(key)
+          .value(JSON.stringify({ ...fields, mac: holdMac(secret, key, fields) }))
+          .lease(s.id)
+          .exec();
         return String(res.header.revision);
       };
       await apiGrant('before');
@@ -91,7 +98,13 @@ describe('holds seen only in a gap snapshot', { timeout: 120_000 }, () => {
         'SELECT key, origin, start_known FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND grant_revision > {mid:UInt64} ORDER BY key',
         { c: label, mid: mid.toString() },
       );
-      assert.deepEqual(grants.map((g) => [g.key, g.origin, Number(g.start_known)]), [[`${w.ns}/api-in-gap`, 'api', 0], [`${w.ns}/rogue`, 'foreign', 0]]);
+      assert.deepEqual(
+        grants.map((g) => [g.key, g.origin, Number(g.start_known)]),
+        [
+          [`${w.ns}/api-in-gap`, 'api', 0],
+          [`${w.ns}/rogue`, 'foreign', 0],
+        ],
+      );
 
       const raised = health.alarms().find((a) => a.name === `foreign-write:${label}`);
       assert.ok(raised, 'LOCKAUDIT_ALARM_FOREIGN_WRITE raised for the hold seen only in the snapshot');
@@ -100,7 +113,17 @@ describe('holds seen only in a gap snapshot', { timeout: 120_000 }, () => {
       assert.equal(counted, 1, 'lockaudit_tailer_bypass_events_total{kind="foreign-grant"}');
 
       // An alert sink streaming foreign grants delivers it, once, as a foreign-grant seen in the snapshot.
-      const sink = { name: uniqueId('siem-'), url: rx.url, secret: 'test-secret-0123456789', batchSize: 100, maxAttempts: 5, backoffMaxMs: 100, pollIntervalMs: 50, timeoutMs: 2_000, rules: [{ kinds: ['foreign-grant' as const] }] };
+      const sink = {
+        name: uniqueId('siem-'),
+        url: rx.url,
+        secret: 'test-secret-0123456789',
+        batchSize: 100,
+        maxAttempts: 5,
+        backoffMaxMs: 100,
+        pollIntervalMs: 50,
+        timeoutMs: 2_000,
+        rules: [{ kinds: ['foreign-grant' as const] }],
+      };
       const delivery = new WebhookDelivery({ store, log, metrics: alertMetrics(new Registry()), cluster: label, sink, tokenKey: randomBytes(32) });
       const abort = new AbortController();
       while (await delivery.step(abort.signal));

@@ -60,7 +60,10 @@ function described(refs: ProcessRef[]): string {
       let status = '';
       let cmd = '';
       try {
-        status = readFileSync(`/proc/${r.pid}/status`, 'utf8').split('\n').filter((l) => /^(State|PPid|SigIgn|SigCgt):/.test(l)).join(' ');
+        status = readFileSync(`/proc/${r.pid}/status`, 'utf8')
+          .split('\n')
+          .filter((l) => /^(State|PPid|SigIgn|SigCgt):/.test(l))
+          .join(' ');
         cmd = readFileSync(`/proc/${r.pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
       } catch {
         // ended meanwhile
@@ -89,9 +92,17 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
   // The demo as `npm run demo` runs it: on services of its own (a port block and data dir of its own), not the
   // suite's etcd, whose history other tests filled with hand-written holds, forged markers and compactions (the
   // demo's tailer rightly alarms on those; the test makes its own foreign write below).
-  const env = { ...process.env, LOCKAUDIT_DATA_DIR: tmp.dir, LOCKAUDIT_LOCAL_PORT_BASE: String(Number(process.env.LOCKAUDIT_LOCAL_PORT_BASE ?? 24000) + 600), LOCKAUDIT_PORT: String(PORT), LOCKAUDIT_LOG_LEVEL: 'warn',
+  const env = {
+    ...process.env,
+    LOCKAUDIT_DATA_DIR: tmp.dir,
+    LOCKAUDIT_LOCAL_PORT_BASE: String(Number(process.env.LOCKAUDIT_LOCAL_PORT_BASE ?? 24000) + 600),
+    LOCKAUDIT_PORT: String(PORT),
+    LOCKAUDIT_LOG_LEVEL: 'warn',
     // Digests sealed every 5 s, so `verify` has periods to check while the platform runs.
-    LOCKAUDIT_DIGEST_PERIOD_SECONDS: '5', LOCKAUDIT_DIGEST_SETTLE_SECONDS: '2', LOCKAUDIT_DIGEST_POLL_INTERVAL_MS: '1000' };
+    LOCKAUDIT_DIGEST_PERIOD_SECONDS: '5',
+    LOCKAUDIT_DIGEST_SETTLE_SECONDS: '2',
+    LOCKAUDIT_DIGEST_POLL_INTERVAL_MS: '1000',
+  };
   let child: ChildProcess | undefined;
   let stderr = '';
   before(async () => {
@@ -118,11 +129,15 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
     const health = await waitFor('/healthz', async () => ((await fetch(`${base}/healthz`)).status === 200 ? true : undefined), 60_000);
     assert.equal(health, true);
     let lastReady = '';
-    const ready = await waitFor('/readyz 200', async () => {
-      const r = await fetch(`${base}/readyz`);
-      lastReady = `${r.status} ${await r.clone().text()}`;
-      return r.status === 200 ? ((await r.json()) as Record<string, unknown>) : undefined;
-    }, 120_000).catch((err: Error) => {
+    const ready = await waitFor(
+      '/readyz 200',
+      async () => {
+        const r = await fetch(`${base}/readyz`);
+        lastReady = `${r.status} ${await r.clone().text()}`;
+        return r.status === 200 ? ((await r.json()) as Record<string, unknown>) : undefined;
+      },
+      120_000,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}; last answer ${lastReady}; stderr: ${stderr.slice(-3000)}`);
     });
     assert.deepEqual(ready, { status: 'ready' }); // no token: the status only
@@ -130,37 +145,60 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
     const tokensFile = path.join(tmp.dir, 'demo-tokens.json');
     await waitFor('demo tokens', async () => (existsSync(tokensFile) ? true : undefined), 120_000);
     const tokens = JSON.parse(readFileSync(tokensFile, 'utf8')) as { investigator: string; admin: string };
-    const detail = (await (await fetch(`${base}/readyz`, { headers: { authorization: `Bearer ${tokens.admin}` } })).json()) as { checks: Array<{ ok: boolean }> };
-    assert.deepEqual(detail.checks.map((c) => c.ok), [true, true, true, true]);
+    const detail = (await (await fetch(`${base}/readyz`, { headers: { authorization: `Bearer ${tokens.admin}` } })).json()) as {
+      checks: Array<{ ok: boolean }>;
+    };
+    assert.deepEqual(
+      detail.checks.map((c) => c.ok),
+      [true, true, true, true],
+    );
     // The simulator grants, the tailer captures, the report reads: the whole path in one process.
-    const items = await waitFor('captured grants', async () => {
-      const r = await fetch(`${base}/v1/grants?namespace=payments&limit=5`, { headers: { authorization: `Bearer ${tokens.investigator}` } });
-      const body = (await r.json()) as { items?: Array<{ token: string; holder: string }> };
-      return body.items && body.items.length > 0 ? body.items : undefined;
-    }, 120_000);
+    const items = await waitFor(
+      'captured grants',
+      async () => {
+        const r = await fetch(`${base}/v1/grants?namespace=payments&limit=5`, { headers: { authorization: `Bearer ${tokens.investigator}` } });
+        const body = (await r.json()) as { items?: Array<{ token: string; holder: string }> };
+        return body.items && body.items.length > 0 ? body.items : undefined;
+      },
+      120_000,
+    );
     assert.match(items[0]?.token ?? '', /^\d+$/);
     assert.match(items[0]?.holder ?? '', /^spiffe:\/\/sim\.lockaudit\//);
 
     // A write around the lock API and a value no decoder takes: alerts, listed for admins — never out of rotation.
     const etcd = createEtcdClient(loadConfig({ env }).etcd.clusters[0] as EtcdCluster);
     try {
-      await etcd.put('/l/payments/by-hand').value(JSON.stringify({ holder: 'spiffe://rogue/etcdctl', session: '1', class: 'c', epoch: 1, waitMs: 0, at: Date.now() })).exec();
-      await etcd.put('/l/payments/rogue').value(JSON.stringify({ holder: 'x', session: '1', class: 'c', epoch: 70000, waitMs: 1e21, at: 0 })).exec();
+      await etcd
+        .put('/l/payments/by-hand')
+        .value(JSON.stringify({ holder: 'spiffe://rogue/etcdctl', session: '1', class: 'c', epoch: 1, waitMs: 0, at: Date.now() }))
+        .exec();
+      await etcd
+        .put('/l/payments/rogue')
+        .value(JSON.stringify({ holder: 'x', session: '1', class: 'c', epoch: 70000, waitMs: 1e21, at: 0 }))
+        .exec();
     } finally {
       etcd.close();
     }
-    const alarmed = await waitFor('the foreign write alarmed', async () => {
-      const r = await fetch(`${base}/readyz`, { headers: { authorization: `Bearer ${tokens.admin}` } });
-      const body = (await r.json()) as { status: string; alarms: Array<{ code: string }> };
-      return body.alarms.some((a) => a.code === 'LOCKAUDIT_ALARM_FOREIGN_WRITE') ? { status: r.status, body } : undefined;
-    }, 60_000);
+    const alarmed = await waitFor(
+      'the foreign write alarmed',
+      async () => {
+        const r = await fetch(`${base}/readyz`, { headers: { authorization: `Bearer ${tokens.admin}` } });
+        const body = (await r.json()) as { status: string; alarms: Array<{ code: string }> };
+        return body.alarms.some((a) => a.code === 'LOCKAUDIT_ALARM_FOREIGN_WRITE') ? { status: r.status, body } : undefined;
+      },
+      60_000,
+    );
     assert.equal(alarmed.status, 200);
     assert.equal(alarmed.body.status, 'ready');
-    const quarantined = await waitFor('the rogue value quarantined', async () => {
-      const r = await fetch(`${base}/v1/quarantine`, { headers: { authorization: `Bearer ${tokens.investigator}` } });
-      const body = (await r.json()) as { items?: Array<{ key: string }> };
-      return body.items?.some((q) => q.key === '/l/payments/rogue') ? true : undefined;
-    }, 60_000);
+    const quarantined = await waitFor(
+      'the rogue value quarantined',
+      async () => {
+        const r = await fetch(`${base}/v1/quarantine`, { headers: { authorization: `Bearer ${tokens.investigator}` } });
+        const body = (await r.json()) as { items?: Array<{ key: string }> };
+        return body.items?.some((q) => q.key === '/l/payments/rogue') ? true : undefined;
+      },
+      60_000,
+    );
     assert.equal(quarantined, true);
     assert.deepEqual(await (await fetch(`${base}/readyz`)).json(), { status: 'ready' });
     assert.equal((await fetch(`${base}/readyz`)).status, 200);
@@ -183,33 +221,43 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
     await cli(['export', 'grants', '--from', from, '--to', to, '--format', 'csv', '--out', csv]);
     const exported = readFileSync(csv, 'utf8').trim().split('\n');
     assert.ok(exported.length >= 2, `the captured grants exported: ${exported.length - 1} rows`);
-    assert.ok(exported.some((line) => line.includes(items[0]?.holder ?? '?')), 'a grant the API serves is in the export');
+    assert.ok(
+      exported.some((line) => line.includes(items[0]?.holder ?? '?')),
+      'a grant the API serves is in the export',
+    );
     const made = (await cli(['token', 'create', '--identity', 'ivy@corp', '--roles', 'investigator'])).stdout.trim();
     assert.match((await cli(['token', 'list'])).stdout, new RegExp(`${made.slice(3, 15)}\\s+ivy@corp`));
     // verify with database access, once the worker sealed a digest after the start (5 s periods here).
     const sealedFrom = new Date(Math.ceil(startedAt / 5_000) * 5_000 + 5_000).toISOString();
     let lastVerify = '';
-    const verified = await waitFor('a period verified while running', async () => {
-      const r = await run(process.execPath, ['bin/lockaudit.js', 'verify', '--from', sealedFrom], { cwd: projectRoot, env, timeout: 180_000 }).then(
-        (o) => ({ code: 0, out: o.stdout + o.stderr }),
-        (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, out: err.stdout + err.stderr }),
-      );
-      lastVerify = r.out;
-      assert.doesNotMatch(r.out, /holds the embedded ClickHouse/, r.out);
-      return r.code === 0 ? r.out : undefined;
-    }, 120_000).catch((err: Error) => {
+    const verified = await waitFor(
+      'a period verified while running',
+      async () => {
+        const r = await run(process.execPath, ['bin/lockaudit.js', 'verify', '--from', sealedFrom], { cwd: projectRoot, env, timeout: 180_000 }).then(
+          (o) => ({ code: 0, out: o.stdout + o.stderr }),
+          (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, out: err.stdout + err.stderr }),
+        );
+        lastVerify = r.out;
+        assert.doesNotMatch(r.out, /holds the embedded ClickHouse/, r.out);
+        return r.code === 0 ? r.out : undefined;
+      },
+      120_000,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}; last: ${lastVerify}`);
     });
     assert.match(verified, /^ok /m);
 
     // Each role is a process of its own under start (cli/supervisor.ts): the tailer killed -9 is started again,
     // and capture goes on.
-    const pids = (): Map<string, number> => new Map([...stderr.matchAll(/^lockaudit: (\w+): started \(pid (\d+)\)$/gm)].map((m) => [m[1] as string, Number(m[2])]));
+    const pids = (): Map<string, number> =>
+      new Map([...stderr.matchAll(/^lockaudit: (\w+): started \(pid (\d+)\)$/gm)].map((m) => [m[1] as string, Number(m[2])]));
     assert.deepEqual([...pids().keys()].sort(), ['api', 'store', 'tailer', 'worker']);
     const tailerPid = pids().get('tailer') as number;
     // A grant made after `sinceMs` in grant history: capture goes on (the demo grants a few a second).
     const capturedSince = async (sinceMs: number): Promise<true | undefined> => {
-      const r = await fetch(`${base}/v1/grants?from=${new Date(sinceMs).toISOString()}&limit=100`, { headers: { authorization: `Bearer ${tokens.investigator}` } });
+      const r = await fetch(`${base}/v1/grants?from=${new Date(sinceMs).toISOString()}&limit=100`, {
+        headers: { authorization: `Bearer ${tokens.investigator}` },
+      });
       const items = ((await r.json()) as { items?: Array<{ grantedAt: string }> }).items ?? [];
       return items.some((i) => Date.parse(i.grantedAt) > sinceMs) ? true : undefined;
     };
@@ -223,7 +271,11 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
     const apiPid = pids().get('api') as number;
     const storeKilledAt = Date.now();
     process.kill(storePid, 'SIGKILL');
-    await waitFor('the store and the roles started again', async () => (pids().get('store') !== storePid && pids().get('api') !== apiPid ? true : undefined), 120_000);
+    await waitFor(
+      'the store and the roles started again',
+      async () => (pids().get('store') !== storePid && pids().get('api') !== apiPid ? true : undefined),
+      120_000,
+    );
     await waitFor('/readyz 200 after the store restart', async () => ((await fetch(`${base}/readyz`)).status === 200 ? true : undefined), 120_000);
     await waitFor('capture going on after the store restart', () => capturedSince(storeKilledAt), 120_000);
     const running = [...pids().values()].map(processRef);

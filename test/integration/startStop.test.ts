@@ -51,19 +51,25 @@ describe('lockaudit start: busy port and shutdown deadline', { timeout: 240_000 
   let env: NodeJS.ProcessEnv;
 
   before(async () => {
-    etcd = spawn(binaries.etcd, [
-      '--name=s1',
-      `--data-dir=${path.join(tmp.dir, 'etcd')}`,
-      `--listen-client-urls=http://127.0.0.1:${ports.etcdClient}`,
-      `--advertise-client-urls=http://127.0.0.1:${ports.etcdClient}`,
-      `--listen-peer-urls=http://127.0.0.1:${ports.etcdPeer}`,
-      `--initial-advertise-peer-urls=http://127.0.0.1:${ports.etcdPeer}`,
-      `--initial-cluster=s1=http://127.0.0.1:${ports.etcdPeer}`,
-      '--log-level=error',
-    ], { stdio: 'ignore' });
+    etcd = spawn(
+      binaries.etcd,
+      [
+        '--name=s1',
+        `--data-dir=${path.join(tmp.dir, 'etcd')}`,
+        `--listen-client-urls=http://127.0.0.1:${ports.etcdClient}`,
+        `--advertise-client-urls=http://127.0.0.1:${ports.etcdClient}`,
+        `--listen-peer-urls=http://127.0.0.1:${ports.etcdPeer}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${ports.etcdPeer}`,
+        `--initial-cluster=s1=http://127.0.0.1:${ports.etcdPeer}`,
+        '--log-level=error',
+      ],
+      { stdio: 'ignore' },
+    );
     const redisServer = await findRedisServer();
     assert.ok(redisServer, 'redis-server is installed (scripts/prerequisites.sh)');
-    redis = spawn(redisServer, ['--port', String(ports.redis), '--bind', '127.0.0.1', '--dir', tmp.dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    redis = spawn(redisServer, ['--port', String(ports.redis), '--bind', '127.0.0.1', '--dir', tmp.dir, '--save', '', '--appendonly', 'no'], {
+      stdio: 'ignore',
+    });
     started.push(etcd, redis);
     await waitFor('etcd', async () => (await fetch(`http://127.0.0.1:${ports.etcdClient}/health`)).ok, 30_000);
     await waitFor('redis', () => redisPing(ports.redis), 30_000);
@@ -94,7 +100,9 @@ describe('lockaudit start: busy port and shutdown deadline', { timeout: 240_000 
     const second = spawnCli(['start'], env);
     started.push(second.child);
     assert.equal(await exited(second.child), 1, second.stderr());
-    assert.deepEqual(second.stderr().trim().split('\n'), [`lockaudit: 127.0.0.1:${ports.api} is already in use (another lockaudit start?); stop that process or set LOCKAUDIT_PORT`]);
+    assert.deepEqual(second.stderr().trim().split('\n'), [
+      `lockaudit: 127.0.0.1:${ports.api} is already in use (another lockaudit start?); stop that process or set LOCKAUDIT_PORT`,
+    ]);
     // The first one is unharmed.
     assert.equal((await fetch(`http://127.0.0.1:${ports.api}/healthz`)).status, 200);
 
@@ -116,7 +124,12 @@ describe('lockaudit start: busy port and shutdown deadline', { timeout: 240_000 
     // still open hung or, with the embedded engine, segfaulted) naming what it was closing; the supervisor then
     // exits 1 naming those roles.
     assert.equal(code, 1, first.stderr());
-    assert.ok(lines.some((l) => new RegExp(`^lockaudit: shutdown did not finish within ${SHUTDOWN_TIMEOUT_MS} ms \\(shutdownTimeoutMs\\); exiting anyway: still closing \\w+`).test(l)), first.stderr());
+    assert.ok(
+      lines.some((l) =>
+        new RegExp(`^lockaudit: shutdown did not finish within ${SHUTDOWN_TIMEOUT_MS} ms \\(shutdownTimeoutMs\\); exiting anyway: still closing \\w+`).test(l),
+      ),
+      first.stderr(),
+    );
     assert.match(lines.at(-1) ?? '', /^lockaudit: stopped; did not stop cleanly: .*\bapi \(SIGKILL\)/, first.stderr());
     // Every client's errors go through the logger (JSON lines), none as ioredis' own warning.
     assert.ok(!first.stderr().includes('[ioredis] Unhandled error event'), first.stderr());

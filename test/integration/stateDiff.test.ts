@@ -25,9 +25,32 @@ import { fencedClass, lockApp, type LockApp } from '../support/lockApp.js';
 import { Workload } from '../support/workload.js';
 
 type Json = Record<string, unknown>;
-interface Hold { key: string; holder: string; grantRevision: string; token: string }
-interface StateBody { at: { revision: string }; holds: Hold[]; queue: Array<{ key: string; leaseId: string }>; classes: Array<{ name: string; definition: Json }>; unknown: Array<{ key: string; kind: string; gap: { fromRevision: string } | null }>; gaps: Array<{ fromRevision: string; toRevision: string }>; complete: boolean }
-interface DiffBody { holds: { appeared: Hold[]; ended: Array<Hold & { endKind: string; endRevision: string | null; endedBy: string | null }>; changedHolder: Array<{ key: string }> }; classes: { created: Array<{ name: string }>; changed: Array<{ name: string; fields: Array<{ field: string; before: unknown; after: unknown }> }> }; forceReleases: Array<{ key: string; approver: string; requester: string; revision: string }>; gaps: Array<{ fromRevision: string }>; complete: boolean }
+interface Hold {
+  key: string;
+  holder: string;
+  grantRevision: string;
+  token: string;
+}
+interface StateBody {
+  at: { revision: string };
+  holds: Hold[];
+  queue: Array<{ key: string; leaseId: string }>;
+  classes: Array<{ name: string; definition: Json }>;
+  unknown: Array<{ key: string; kind: string; gap: { fromRevision: string } | null }>;
+  gaps: Array<{ fromRevision: string; toRevision: string }>;
+  complete: boolean;
+}
+interface DiffBody {
+  holds: {
+    appeared: Hold[];
+    ended: Array<Hold & { endKind: string; endRevision: string | null; endedBy: string | null }>;
+    changedHolder: Array<{ key: string }>;
+  };
+  classes: { created: Array<{ name: string }>; changed: Array<{ name: string; fields: Array<{ field: string; before: unknown; after: unknown }> }> };
+  forceReleases: Array<{ key: string; approver: string; requester: string; revision: string }>;
+  gaps: Array<{ fromRevision: string }>;
+  complete: boolean;
+}
 
 const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
 
@@ -89,18 +112,23 @@ describe('keyspace at a moment and diff (known answers)', { timeout: 180_000 }, 
     const head = async (): Promise<string> => String((await etcd.kv.range({ key: Buffer.from('/sys/clock'), count_only: true })).header.revision);
     const from = BigInt(await head()) + 1n;
     await store.insert('checkpoints', [{ cluster: label, revision: (from - 1n).toString(), leader: 'test' }]);
-    replica = new TailerReplica({ cluster: { name: label, endpoints: config.etcd.clusters[0]?.endpoints ?? [] }, store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100 });
+    replica = new TailerReplica(
+      { cluster: { name: label, endpoints: config.etcd.clusters[0]?.endpoints ?? [] }, store, log },
+      { electionTtlSeconds: 3, checkpointIntervalMs: 100 },
+    );
     replica.start();
 
     const className = `${ns}-fenced`.toLowerCase();
     const ok = (r: { status: number; body: unknown }, status = 200) => assert.equal(r.status, status, JSON.stringify(r.body));
     ok(await la.call('PUT', `/v1/classes/${className}`, admin, fencedClass(className, ns)));
-    const workers = await Promise.all(['w1', 'w2', 'w3'].map(async (w) => {
-      const token = await la.token(`spiffe://test/${ns}/${w}`, ['client']);
-      const s = await la.call<{ id: string }>('POST', '/v1/sessions', token, { ttlSeconds: 15 });
-      ok(s, 201);
-      return { token, session: s.body.id };
-    }));
+    const workers = await Promise.all(
+      ['w1', 'w2', 'w3'].map(async (w) => {
+        const token = await la.token(`spiffe://test/${ns}/${w}`, ['client']);
+        const s = await la.call<{ id: string }>('POST', '/v1/sessions', token, { ttlSeconds: 15 });
+        ok(s, 201);
+        return { token, session: s.body.id };
+      }),
+    );
     const acquire = async (i: number, path: string) => {
       const w = workers[i]!;
       const r = await la.call<{ token: string }>('POST', '/v1/locks/acquire', w.token, { key: `${ns}/${path}`, session: w.session, class: className });
@@ -149,7 +177,10 @@ describe('keyspace at a moment and diff (known answers)', { timeout: 180_000 }, 
       assert.deepEqual(got.body.queue.map((q) => `${q.key}/${q.leaseId}`).sort(), expected.queue, `queue at ${rev}`);
       assert.equal(got.body.complete, true);
       assert.deepEqual(got.body.unknown, []);
-      assert.deepEqual(got.body.classes.map((c) => c.name), [className]);
+      assert.deepEqual(
+        got.body.classes.map((c) => c.name),
+        [className],
+      );
     }
 
     // Diff r1 → r4: exactly the set difference of what etcd held, with how and by whom each hold ended.
@@ -157,17 +188,35 @@ describe('keyspace at a moment and diff (known answers)', { timeout: 180_000 }, 
     const [e1, e4] = [await etcdAt(ns, r1), await etcdAt(ns, r4)];
     const d = await get<DiffBody>(`/v1/diff?from=${r1}&to=${r4}&prefix=${ns}/`);
     ok(d);
-    assert.deepEqual(holdSet(d.body.holds.appeared), e4.holds.filter((h) => !e1.holds.includes(h)));
-    assert.deepEqual(holdSet(d.body.holds.ended), e1.holds.filter((h) => !e4.holds.includes(h)));
+    assert.deepEqual(
+      holdSet(d.body.holds.appeared),
+      e4.holds.filter((h) => !e1.holds.includes(h)),
+    );
+    assert.deepEqual(
+      holdSet(d.body.holds.ended),
+      e1.holds.filter((h) => !e4.holds.includes(h)),
+    );
     const endOf = Object.fromEntries(d.body.holds.ended.map((h) => [h.key.slice(ns.length + 1), [h.endKind, h.endedBy]]));
     assert.deepEqual(endOf, { k1: ['release', `spiffe://test/${ns}/w1`], k2: ['force', op2Identity] });
-    assert.deepEqual(d.body.holds.changedHolder.map((c) => c.key), [`${ns}/k1`]);
-    assert.deepEqual(d.body.classes.changed.map((c) => [c.name, c.fields]), [[className, [{ field: 'tier', before: 'entity', after: 'coord' }]]]);
-    assert.deepEqual(d.body.forceReleases.map((f) => [f.key, f.approver, f.revision]), [[`${ns}/k2`, op2Identity, approved.body.revision]]);
+    assert.deepEqual(
+      d.body.holds.changedHolder.map((c) => c.key),
+      [`${ns}/k1`],
+    );
+    assert.deepEqual(
+      d.body.classes.changed.map((c) => [c.name, c.fields]),
+      [[className, [{ field: 'tier', before: 'entity', after: 'coord' }]]],
+    );
+    assert.deepEqual(
+      d.body.forceReleases.map((f) => [f.key, f.approver, f.revision]),
+      [[`${ns}/k2`, op2Identity, approved.body.revision]],
+    );
     assert.equal(d.body.complete, true);
     // r4 → r5: the lapsed holds never show, the expiry is between two states only for holds held at r4: none of k5/k6.
     const d45 = await get<DiffBody>(`/v1/diff?from=${r4}&to=${r5}&prefix=${ns}/`);
-    assert.deepEqual(d45.body.holds.appeared.map((h) => h.key), [`${ns}/k7`]);
+    assert.deepEqual(
+      d45.body.holds.appeared.map((h) => h.key),
+      [`${ns}/k7`],
+    );
 
     // A time instead of a revision resolves to a captured revision at or before it.
     const byTime = await get<StateBody>(`/v1/state?at=${encodeURIComponent(new Date().toISOString())}&prefix=${ns}/`);
@@ -177,16 +226,33 @@ describe('keyspace at a moment and diff (known answers)', { timeout: 180_000 }, 
     // A gap recorded inside (r4, r5]: the diff names it; the state inside it is incomplete and marks the holds it hides unknown.
     const gapFrom = (BigInt(r4) + 1n).toString();
     const gapTo = (BigInt(r5) - 1n).toString();
-    await store.insert('gaps', [{ cluster: label, from_revision: gapFrom, to_revision: gapTo, detected_at: Date.now(), reason: 'test: compacted before capture' }]);
+    await store.insert('gaps', [
+      { cluster: label, from_revision: gapFrom, to_revision: gapTo, detected_at: Date.now(), reason: 'test: compacted before capture' },
+    ]);
     const dg = await get<DiffBody>(`/v1/diff?from=${r1}&to=${r5}&prefix=${ns}/`);
-    assert.deepEqual(dg.body.gaps.map((g) => g.fromRevision), [gapFrom]);
+    assert.deepEqual(
+      dg.body.gaps.map((g) => g.fromRevision),
+      [gapFrom],
+    );
     assert.equal(dg.body.complete, false);
     const inside = await get<StateBody>(`/v1/state?at=${gapFrom}&prefix=${ns}/`);
     assert.equal(inside.body.complete, false);
-    assert.deepEqual(inside.body.gaps.map((g) => [g.fromRevision, g.toRevision]), [[gapFrom, gapTo]]);
+    assert.deepEqual(
+      inside.body.gaps.map((g) => [g.fromRevision, g.toRevision]),
+      [[gapFrom, gapTo]],
+    );
     // Every hold etcd had at r4 is unknown inside the gap (no snapshot after it was written): never a confident answer.
-    assert.ok(inside.body.holds.every((x) => !e4.holds.some((h) => h.startsWith(`${x.key} `))), 'no hold from before the gap is asserted inside it');
-    assert.deepEqual(inside.body.unknown.filter((u) => u.kind === 'hold').map((u) => u.key).sort(), e4.holds.map((h) => h.split(' ')[0]).sort());
+    assert.ok(
+      inside.body.holds.every((x) => !e4.holds.some((h) => h.startsWith(`${x.key} `))),
+      'no hold from before the gap is asserted inside it',
+    );
+    assert.deepEqual(
+      inside.body.unknown
+        .filter((u) => u.kind === 'hold')
+        .map((u) => u.key)
+        .sort(),
+      e4.holds.map((h) => h.split(' ')[0]).sort(),
+    );
     assert.ok(inside.body.unknown.every((u) => u.gap?.fromRevision === gapFrom));
   });
 
@@ -229,8 +295,17 @@ describe('keyspace at a moment and diff (known answers)', { timeout: 180_000 }, 
       const atInside = await stateAt(deps, { at: inside, prefix: `${ns}/` });
       assert.equal(atInside.complete, false);
       assert.equal(atInside.gaps.length, 1);
-      assert.deepEqual(atInside.holds.map((x) => [x.key, x.holder, x.startKnown]), [[`${ns}/across`, 'h-across', true], [`${ns}/inside`, 'h-inside', false]]);
-      assert.deepEqual(atInside.unknown.map((u) => [u.key, u.lastKnownHolder]).sort(), [[`${ns}/gone`, 'h-gone'], [`${ns}/late`, null]]);
+      assert.deepEqual(
+        atInside.holds.map((x) => [x.key, x.holder, x.startKnown]),
+        [
+          [`${ns}/across`, 'h-across', true],
+          [`${ns}/inside`, 'h-inside', false],
+        ],
+      );
+      assert.deepEqual(atInside.unknown.map((u) => [u.key, u.lastKnownHolder]).sort(), [
+        [`${ns}/gone`, 'h-gone'],
+        [`${ns}/late`, null],
+      ]);
 
       // After the gap, at a revision etcd can still read: exactly etcd's holds ('gone' ended inside the gap).
       await w.release(a, 'across');
@@ -276,7 +351,9 @@ describe('keyspace at a moment and diff (known answers)', { timeout: 180_000 }, 
     const unknownCluster = await get<Json>('/v1/state?at=1&cluster=nope');
     assert.equal(unknownCluster.status, 400);
     assert.match(String(unknownCluster.body.message), /querystring\.cluster/);
-    const doc = (await api.inject({ method: 'GET', url: '/docs/json' })).json() as { paths: Record<string, { get?: { summary?: string; responses: Record<string, unknown> } }> };
+    const doc = (await api.inject({ method: 'GET', url: '/docs/json' })).json() as {
+      paths: Record<string, { get?: { summary?: string; responses: Record<string, unknown> } }>;
+    };
     for (const p of ['/v1/state', '/v1/diff']) {
       const op = doc.paths[p]?.get;
       assert.ok(op?.summary, `${p} documented`);

@@ -11,7 +11,7 @@ import { diff } from '../../reports/diff/index.js';
 import { stateAt } from '../../reports/state/index.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 
-describe('state and diff read the current timeline\'s checkpoint', { timeout: 60_000 }, () => {
+describe("state and diff read the current timeline's checkpoint", { timeout: 60_000 }, () => {
   let store: AuditStore;
   let close: () => Promise<void>;
   const cluster = uniqueId('st');
@@ -20,8 +20,31 @@ describe('state and diff read the current timeline\'s checkpoint', { timeout: 60
     ({ store, close } = await tempStore());
     // Timeline 0 captured up to 500; etcd was restored to 100 (timeline 1), which is captured up to 120 so far.
     await store.insert('etcd_timelines', [
-      { cluster, generation: 0, cluster_id: '7', previous_cluster_id: '', previous_checkpoint: '0', restored_head: '0', diverged_after: '0', resume_revision: '0', reason: 'first start', detected_at: now - 120_000 },
-      { cluster, generation: 1, timeline: 1, cluster_id: '7', previous_cluster_id: '7', previous_checkpoint: '500', restored_head: '100', diverged_after: '100', resume_revision: '100', reason: 'restore (test)', detected_at: now - 30_000 },
+      {
+        cluster,
+        generation: 0,
+        cluster_id: '7',
+        previous_cluster_id: '',
+        previous_checkpoint: '0',
+        restored_head: '0',
+        diverged_after: '0',
+        resume_revision: '0',
+        reason: 'first start',
+        detected_at: now - 120_000,
+      },
+      {
+        cluster,
+        generation: 1,
+        timeline: 1,
+        cluster_id: '7',
+        previous_cluster_id: '7',
+        previous_checkpoint: '500',
+        restored_head: '100',
+        diverged_after: '100',
+        resume_revision: '100',
+        reason: 'restore (test)',
+        detected_at: now - 30_000,
+      },
     ]);
     await store.insert('checkpoints', [{ cluster, revision: '500', leader: 'old', updated_at: now - 60_000 }]);
     await store.insert('checkpoints', [{ cluster, revision: '120', leader: 'new', updated_at: now - 10_000 }]);
@@ -30,12 +53,24 @@ describe('state and diff read the current timeline\'s checkpoint', { timeout: 60
 
   const deps = () => ({ store, limits: testConfig().reports, clusters: [cluster] });
 
-  it('a revision above the current timeline\'s checkpoint is not captured yet (400), below it capturedThrough is that checkpoint', async () => {
-    await assert.rejects(stateAt(deps(), { at: '300', cluster }), (err: unknown) => err instanceof LockauditError && /revision 300 is after the tailer's checkpoint 120/.test(err.message));
-    await assert.rejects(diff(deps(), { from: '110', to: '300', cluster }), (err: unknown) => err instanceof LockauditError && /checkpoint 120/.test(err.message));
+  it("a revision above the current timeline's checkpoint is not captured yet (400), below it capturedThrough is that checkpoint", async () => {
+    await assert.rejects(
+      stateAt(deps(), { at: '300', cluster }),
+      (err: unknown) => err instanceof LockauditError && /revision 300 is after the tailer's checkpoint 120/.test(err.message),
+    );
+    await assert.rejects(
+      diff(deps(), { from: '110', to: '300', cluster }),
+      (err: unknown) => err instanceof LockauditError && /checkpoint 120/.test(err.message),
+    );
     // A time not lived yet, likewise (before: 200 with the current state, as if it were captured; investigator review).
-    await assert.rejects(stateAt(deps(), { at: '2299-01-01T00:00:00Z', cluster }), (err: unknown) => err instanceof LockauditError && /querystring\.at: 2299-01-01T00:00:00Z is in the future; it is not captured yet/.test(err.message));
-    await assert.rejects(diff(deps(), { from: '110', to: '2299-01-01T00:00:00Z', cluster }), (err: unknown) => err instanceof LockauditError && /querystring\.to: .* is in the future/.test(err.message));
+    await assert.rejects(
+      stateAt(deps(), { at: '2299-01-01T00:00:00Z', cluster }),
+      (err: unknown) => err instanceof LockauditError && /querystring\.at: 2299-01-01T00:00:00Z is in the future; it is not captured yet/.test(err.message),
+    );
+    await assert.rejects(
+      diff(deps(), { from: '110', to: '2299-01-01T00:00:00Z', cluster }),
+      (err: unknown) => err instanceof LockauditError && /querystring\.to: .* is in the future/.test(err.message),
+    );
     const state = await stateAt(deps(), { at: '115', cluster });
     assert.equal(state.at.capturedThrough, '120');
     assert.equal(state.at.timeline, 1);
@@ -44,9 +79,18 @@ describe('state and diff read the current timeline\'s checkpoint', { timeout: 60
     assert.equal(old.at.capturedThrough, '500');
   });
 
-  it('each timeline reads only the gaps that lost its own history: the old timeline\'s compaction above the branch point and a restore that lost nothing leave the new timeline complete', async () => {
+  it("each timeline reads only the gaps that lost its own history: the old timeline's compaction above the branch point and a restore that lost nothing leave the new timeline complete", async () => {
     const gap = (from: number, to: number, kind: 'compaction' | 'restore', generation: number, lost: 0 | 1) => ({
-      cluster, from_revision: String(from), to_revision: String(to), detected_at: now - 40_000, reason: `${kind} (test)`, kind, history_lost: lost, generation, identity: `${kind}:${generation}`, term: '1',
+      cluster,
+      from_revision: String(from),
+      to_revision: String(to),
+      detected_at: now - 40_000,
+      reason: `${kind} (test)`,
+      kind,
+      history_lost: lost,
+      generation,
+      identity: `${kind}:${generation}`,
+      term: '1',
     });
     await store.insert('gaps', [
       gap(40, 60, 'compaction', 0, 1), // below the branch point (100): both timelines share those revisions

@@ -42,8 +42,16 @@ describe('StreamClock against etcd', () => {
     const start = (await headRevision(client)) + 1n;
     // Hand holds between clock writes, proven and not (an unproven one is stepped over looking back).
     for (let i = 0; i < 6; i += 1) {
-      for (let j = 0; j < 8; j += 1) await client.put(`/l/${ns}/k${j}`).value(JSON.stringify({ holder: 'spiffe://x/y', at: 1 })).exec();
-      if (i % 3 === 2) await client.put(PREFIX.clock).value(JSON.stringify({ at: Date.now() })).exec();
+      for (let j = 0; j < 8; j += 1)
+        await client
+          .put(`/l/${ns}/k${j}`)
+          .value(JSON.stringify({ holder: 'spiffe://x/y', at: 1 }))
+          .exec();
+      if (i % 3 === 2)
+        await client
+          .put(PREFIX.clock)
+          .value(JSON.stringify({ at: Date.now() }))
+          .exec();
       else await writeClock(client, secret);
       for (let j = 0; j < 8; j += 1) await client.delete().key(`/l/${ns}/k${j}`).exec();
     }
@@ -61,7 +69,9 @@ describe('StreamClock against etcd', () => {
       if (changed) changes += 1;
       const rev: RevisionChanges = {
         revision: r,
-        changes: changed ? [{ type: 'put', kv: { key: PREFIX.clock, value: '', createRevision: '0', modRevision: r.toString(), version: '0', lease: '0' } }] : [],
+        changes: changed
+          ? [{ type: 'put', kv: { key: PREFIX.clock, value: '', createRevision: '0', modRevision: r.toString(), version: '0', lease: '0' } }]
+          : [],
       };
       sc.seen(rev);
       assert.deepEqual(await sc.at(r), await clockAtOrBefore(client, r, secret), `revision ${r}`);
@@ -70,7 +80,10 @@ describe('StreamClock against etcd', () => {
     const revisions = Number(end - start + 1n);
     assert.ok(changes >= 6, `the clock changed ${changes} times`);
     assert.ok(unsettled > 0, 'the unproven puts were stepped over');
-    assert.ok(sc.asked <= changes + 1 + unsettled, `${sc.asked} etcd reads for ${changes} clock changes and ${unsettled} stepped-back answers over ${revisions} revisions`);
+    assert.ok(
+      sc.asked <= changes + 1 + unsettled,
+      `${sc.asked} etcd reads for ${changes} clock changes and ${unsettled} stepped-back answers over ${revisions} revisions`,
+    );
     assert.ok(sc.asked < revisions / 2, `${sc.asked} reads, not one per revision (${revisions})`);
   });
 });

@@ -58,10 +58,21 @@ async function head(): Promise<bigint> {
 const NO_WITNESS = { leaseWitness: false } as const;
 
 /** A tailer for a fresh cluster label, its checkpoint set to `from - 1` (history before is not ours). */
-async function startTailer(label: string, from: bigint, options: ReplicaOptions = {}, extra: { health?: HealthState; metrics?: Registry; ep?: string[] } = {}): Promise<TailerReplica> {
+async function startTailer(
+  label: string,
+  from: bigint,
+  options: ReplicaOptions = {},
+  extra: { health?: HealthState; metrics?: Registry; ep?: string[] } = {},
+): Promise<TailerReplica> {
   await store.insert('checkpoints', [{ cluster: label, revision: (from - 1n).toString(), leader: 'test' }]);
   const replica = new TailerReplica(
-    { cluster: { name: label, endpoints: extra.ep ?? endpoints }, store, log: log.child({ cluster: label }), health: extra.health, metrics: extra.metrics ? tailerMetrics(extra.metrics) : undefined },
+    {
+      cluster: { name: label, endpoints: extra.ep ?? endpoints },
+      store,
+      log: log.child({ cluster: label }),
+      health: extra.health,
+      metrics: extra.metrics ? tailerMetrics(extra.metrics) : undefined,
+    },
     { electionTtlSeconds: 3, catchUpWindows: 4, splitMinRevisions: 100, checkpointIntervalMs: 100, ...NO_WITNESS, ...options },
   );
   replicas.push(replica);
@@ -134,7 +145,10 @@ describe('tailer (in-process)', () => {
       const err = Number(r.time_error_ms);
       assert.ok(err < 2_000, `bracket error ${err} ms is about one clock interval`);
       // The commit happened within [before, after] (our own clock around the revoke); the bracket must contain it.
-      assert.ok(est - err <= win.after && est + err >= win.before, `bracket [${est - err}, ${est + err}] misses the commit window [${win.before}, ${win.after}]`);
+      assert.ok(
+        est - err <= win.after && est + err >= win.before,
+        `bracket [${est - err}, ${est + err}] misses the commit window [${win.before}, ${win.after}]`,
+      );
     }
   });
 
@@ -203,7 +217,11 @@ describe('tailer (in-process)', () => {
     await startTailer(label, from, { lagAlarmRevisions: 50, sink: { initialBackoffMs: 50, maxBackoffMs: 500 } }, { health });
     await w.mixed(1);
     await waitCheckpoint(label, BigInt(await w.clock()));
-    assert.equal(health.alarms().find((a) => a.name === alarm), undefined, 'no alarm while caught up');
+    assert.equal(
+      health.alarms().find((a) => a.name === alarm),
+      undefined,
+      'no alarm while caught up',
+    );
     // Hold the sink: the events table disappears, inserts are retried, the checkpoint stays put while the head moves on.
     await store.command('DETACH TABLE {db:Identifier}.events');
     let reattached = false;
@@ -229,7 +247,12 @@ describe('tailer (in-process)', () => {
     const w = new Workload(client, uniqueId('ns'));
     const health = new HealthState();
     const alarm = `tailer-lag:${label}`;
-    const replica = await startTailer(label, (await head()) + 1n, { lagAlarmRevisions: 50, drainDeadlineMs: 500, sink: { initialBackoffMs: 50, maxBackoffMs: 200 } }, { health });
+    const replica = await startTailer(
+      label,
+      (await head()) + 1n,
+      { lagAlarmRevisions: 50, drainDeadlineMs: 500, sink: { initialBackoffMs: 50, maxBackoffMs: 200 } },
+      { health },
+    );
     await w.mixed(1);
     await waitCheckpoint(label, BigInt(await w.clock()));
     await store.command('DETACH TABLE {db:Identifier}.events');
@@ -237,43 +260,60 @@ describe('tailer (in-process)', () => {
       while ((await head()) - (await readCheckpoint(store, label)) < 60n) await w.mixed(1);
       await waitFor('the lag alarm', () => health.alarms().find((a) => a.name === alarm), 30_000);
       await replica.close();
-      assert.equal(health.alarms().find((a) => a.name === alarm), undefined, 'the stopped replica cleared its lag alarm');
+      assert.equal(
+        health.alarms().find((a) => a.name === alarm),
+        undefined,
+        'the stopped replica cleared its lag alarm',
+      );
     } finally {
       await store.command('ATTACH TABLE {db:Identifier}.events');
     }
   });
 
-  it('values ClickHouse rejects or cannot hold, put straight into etcd, go to quarantine with a reason; later grants are captured and the checkpoint passes them', { timeout: 120_000 }, async () => {
-    const label = uniqueId('c');
-    const w = new Workload(client, uniqueId('ns'));
-    const from = (await head()) + 1n;
-    await startTailer(label, from);
-    // Not through the lock API: anyone who can write under /l/ can do this.
-    const hugeWait = holdKey(w.lock('huge-wait'));
-    const farFuture = holdKey(w.lock('far-future'));
-    const r1 = await client.put(hugeWait).value('{"holder":"x","session":"1","class":"c","epoch":1,"waitMs":1e21,"at":0}').exec();
-    const r2 = await client.put(farFuture).value('{"holder":"x","session":"1","class":"c","epoch":1,"waitMs":0,"at":9e18}').exec();
-    const bad = [String(r1.header.revision), String(r2.header.revision)];
-    const s = await w.session();
-    const later = [await w.grant(s, 'after-1'), await w.grant(s, 'after-2')];
-    await w.release(s, 'after-1');
-    const end = BigInt(await w.clock());
-    await waitCheckpoint(label, end);
-    const grants = await store.rows<{ grant_revision: string }>(
-      'SELECT grant_revision FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND namespace = {ns:String} ORDER BY grant_revision',
-      { c: label, ns: w.ns },
-    );
-    assert.deepEqual(grants.map((g) => g.grant_revision), later);
-    const q = await store.rows<{ revision: string; key: string; value: string; reason: string }>(
-      'SELECT revision, key, value, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} ORDER BY revision, key',
-      { c: label },
-    );
-    assert.deepEqual([...new Set(q.map((r) => r.revision))], bad);
-    // The decoder refuses them first, naming the field (tailerRowWriter.test.ts covers what still reaches ClickHouse).
-    assert.ok(q.some((r) => r.key === hugeWait && /waitMs|wait_ms/.test(r.reason)), JSON.stringify(q));
-    assert.ok(q.some((r) => r.key === farFuture && r.value.includes('9e18') && /\/at must be|out of range for DateTime64/.test(r.reason)), JSON.stringify(q));
-    assert.ok((await readCheckpoint(store, label)) >= end);
-  });
+  it(
+    'values ClickHouse rejects or cannot hold, put straight into etcd, go to quarantine with a reason; later grants are captured and the checkpoint passes them',
+    { timeout: 120_000 },
+    async () => {
+      const label = uniqueId('c');
+      const w = new Workload(client, uniqueId('ns'));
+      const from = (await head()) + 1n;
+      await startTailer(label, from);
+      // Not through the lock API: anyone who can write under /l/ can do this.
+      const hugeWait = holdKey(w.lock('huge-wait'));
+      const farFuture = holdKey(w.lock('far-future'));
+      const r1 = await client.put(hugeWait).value('{"holder":"x","session":"1","class":"c","epoch":1,"waitMs":1e21,"at":0}').exec();
+      const r2 = await client.put(farFuture).value('{"holder":"x","session":"1","class":"c","epoch":1,"waitMs":0,"at":9e18}').exec();
+      const bad = [String(r1.header.revision), String(r2.header.revision)];
+      const s = await w.session();
+      const later = [await w.grant(s, 'after-1'), await w.grant(s, 'after-2')];
+      await w.release(s, 'after-1');
+      const end = BigInt(await w.clock());
+      await waitCheckpoint(label, end);
+      const grants = await store.rows<{ grant_revision: string }>(
+        'SELECT grant_revision FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND namespace = {ns:String} ORDER BY grant_revision',
+        { c: label, ns: w.ns },
+      );
+      assert.deepEqual(
+        grants.map((g) => g.grant_revision),
+        later,
+      );
+      const q = await store.rows<{ revision: string; key: string; value: string; reason: string }>(
+        'SELECT revision, key, value, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} ORDER BY revision, key',
+        { c: label },
+      );
+      assert.deepEqual([...new Set(q.map((r) => r.revision))], bad);
+      // The decoder refuses them first, naming the field (tailerRowWriter.test.ts covers what still reaches ClickHouse).
+      assert.ok(
+        q.some((r) => r.key === hugeWait && /waitMs|wait_ms/.test(r.reason)),
+        JSON.stringify(q),
+      );
+      assert.ok(
+        q.some((r) => r.key === farFuture && r.value.includes('9e18') && /\/at must be|out of range for DateTime64/.test(r.reason)),
+        JSON.stringify(q),
+      );
+      assert.ok((await readCheckpoint(store, label)) >= end);
+    },
+  );
 
   it('ships fail-open spools as unprotected grants, idempotently; quarantines bad lines', async () => {
     const label = uniqueId('c');
@@ -283,12 +323,17 @@ describe('tailer (in-process)', () => {
       mkdirSync(path.dirname(file), { recursive: true });
       const ns = uniqueId('ns');
       appendFileSync(file, `${JSON.stringify({ id: 'u1', key: `${ns}/a`, holder: 'h1', session: '1', class: 'cache', at: 1_700_000_000_000 })}\n`);
-      appendFileSync(file, `${JSON.stringify({ seq: 2, node: 'n1', key: `/l/${ns}/b`, holder: 'h2', session: 2, class: 'cache', grantedAt: '2024-01-01T00:00:00Z', waitMs: 5 })}\n`);
+      appendFileSync(
+        file,
+        `${JSON.stringify({ seq: 2, node: 'n1', key: `/l/${ns}/b`, holder: 'h2', session: 2, class: 'cache', grantedAt: '2024-01-01T00:00:00Z', waitMs: 5 })}\n`,
+      );
       appendFileSync(file, 'this is not json\n');
       appendFileSync(file, '{"id":"partial"'); // still being written
       await startTailer(label, (await head()) + 1n, { dataDir: tmp.dir, spoolIntervalMs: 200 });
       const count = async (): Promise<number> => {
-        const [r] = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND unprotected = 1', { c: label });
+        const [r] = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND unprotected = 1', {
+          c: label,
+        });
         return Number(r?.n ?? 0);
       };
       await waitFor('two unprotected grants', async () => ((await count()) === 2 ? true : undefined), 30_000);
@@ -300,11 +345,19 @@ describe('tailer (in-process)', () => {
       rmSync(`${file}.shipped`, { force: true });
       assert.equal(await new SpoolShipper(store, label, tmp.dir, log).shipOnce(), 3);
       assert.equal(await count(), 3);
-      const rows = await store.rows<{ token: string; grant_revision: string; spool_id: string }>('SELECT token, grant_revision, spool_id FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND unprotected = 1 ORDER BY spool_id', { c: label });
+      const rows = await store.rows<{ token: string; grant_revision: string; spool_id: string }>(
+        'SELECT token, grant_revision, spool_id FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND unprotected = 1 ORDER BY spool_id',
+        { c: label },
+      );
       // Unprotected rows only: an earlier test's lease lapsing in the shared etcd meanwhile adds a protected (ended) grant row here.
-      assert.deepEqual(rows.map((r) => r.spool_id), ['n1:2', 'partial', 'u1']);
+      assert.deepEqual(
+        rows.map((r) => r.spool_id),
+        ['n1:2', 'partial', 'u1'],
+      );
       assert.ok(rows.every((r) => r.token === '0' && r.grant_revision === '0'));
-      const [q] = await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'spool'", { c: label });
+      const [q] = await store.rows<{ n: string }>("SELECT count() AS n FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'spool'", {
+        c: label,
+      });
       assert.equal(q?.n, '1');
     } finally {
       tmp.remove();
@@ -338,7 +391,10 @@ describe('tailer (in-process)', () => {
       assert.ok(BigInt(item.checkpoint as string) >= BigInt(end));
       assert.equal(item.gaps, 1);
       const gaps = await app.inject({ method: 'GET', url: `/v1/gaps?cluster=${label}`, headers: { authorization: `Bearer ${auditor.token}` } });
-      assert.deepEqual((gaps.json() as { items: Array<Record<string, unknown>> }).items.map((g) => [g.fromRevision, g.toRevision]), [['5', '9']]);
+      assert.deepEqual(
+        (gaps.json() as { items: Array<Record<string, unknown>> }).items.map((g) => [g.fromRevision, g.toRevision]),
+        [['5', '9']],
+      );
       assert.equal((await app.inject({ method: 'GET', url: '/v1/gaps', headers: { authorization: `Bearer ${client2.token}` } })).statusCode, 403);
       assert.equal((await app.inject({ method: 'GET', url: '/v1/tailers' })).statusCode, 401);
       assert.equal((await app.inject({ method: 'GET', url: '/v1/gaps?limit=0', headers: { authorization: `Bearer ${auditor.token}` } })).statusCode, 400);
@@ -354,7 +410,9 @@ describe('tailer (in-process)', () => {
     // A private etcd (on ports of this run's block no service uses): no other test's writes move its head.
     const own: PrivateEtcd = await startPrivateEtcd(config.local.portBase + 2, config.local.portBase + 12);
     const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
-    const app = await buildApp({ config, logger: log, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: new Registry() }, [tailerRoutes]);
+    const app = await buildApp({ config, logger: log, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: new Registry() }, [
+      tailerRoutes,
+    ]);
     let replica: TailerReplica | undefined;
     try {
       const label = uniqueId('c');
@@ -373,17 +431,34 @@ describe('tailer (in-process)', () => {
         const res = await app.inject({ method: 'GET', url: '/v1/tailers', headers: { authorization: `Bearer ${auditor.token}` } });
         return (res.json() as { items: Array<Record<string, unknown>> }).items.find((i) => i.cluster === cluster);
       };
-      const item = await waitFor('a status with the real head', async () => {
-        const t = await tailer(label);
-        return t && BigInt(t.headRevision as string) >= outside ? t : undefined;
-      }, 30_000, 200);
+      const item = await waitFor(
+        'a status with the real head',
+        async () => {
+          const t = await tailer(label);
+          return t && BigInt(t.headRevision as string) >= outside ? t : undefined;
+        },
+        30_000,
+        200,
+      );
       assert.equal(item.compactRevision, compactAt.toString());
       assert.ok(BigInt(item.headRevision as string) >= BigInt(item.checkpoint as string));
 
       // A status row older than the newest checkpoint (the console showed checkpoint 1265, head 1263, lag 0).
       const stale = uniqueId('c');
       await store.insert('checkpoints', [{ cluster: stale, revision: '1265', leader: 'r' }]);
-      await store.insert('tailer_status', [{ cluster: stale, cluster_id: '1', leader: 'r', checkpoint: '1260', head_revision: '1263', compact_revision: '7', lag_revisions: '3', lag_seconds: 0, updated_at: Date.now() }]);
+      await store.insert('tailer_status', [
+        {
+          cluster: stale,
+          cluster_id: '1',
+          leader: 'r',
+          checkpoint: '1260',
+          head_revision: '1263',
+          compact_revision: '7',
+          lag_revisions: '3',
+          lag_seconds: 0,
+          updated_at: Date.now(),
+        },
+      ]);
       const s = await tailer(stale);
       assert.deepEqual([s?.checkpoint, s?.headRevision, s?.lagRevisions, s?.compactRevision], ['1265', '1265', '0', '7']);
     } finally {
@@ -408,7 +483,10 @@ describe('tailer (in-process)', () => {
         { cluster: b, revision: (fromB - 1n).toString(), leader: 'test' },
       ]);
       const registry = new Registry();
-      const role = await startTailerRole({ config: cfg, logger: log, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: registry }, { checkpointIntervalMs: 100, dataDir: undefined, ...NO_WITNESS });
+      const role = await startTailerRole(
+        { config: cfg, logger: log, store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: registry },
+        { checkpointIntervalMs: 100, dataDir: undefined, ...NO_WITNESS },
+      );
       try {
         const wa = new Workload(client, uniqueId('ns'));
         const wb = new Workload(other, uniqueId('ns'));
@@ -434,58 +512,77 @@ describe('tailer (in-process)', () => {
     }
   });
 
-  it('compaction past the checkpoint while stopped → a gap record with the right range, the alarm, a snapshot, capture resumes', { timeout: 120_000 }, async () => {
-    const own: PrivateEtcd = await startPrivateEtcd(25_522, 25_532);
-    const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
-    try {
-      const label = uniqueId('c');
-      const w = new Workload(etcd, uniqueId('ns'));
-      const health = new HealthState();
-      const registry = new Registry();
-      const startRev = BigInt((await etcd.kv.range({ key: Buffer.from('/sys/clock'), count_only: true })).header.revision) + 1n;
-      const first = await startTailer(label, startRev, {}, { ep: [own.endpoint] });
-      await w.mixed(2);
-      const mid = await w.clock();
-      await waitCheckpoint(label, BigInt(mid));
-      await first.close();
-      const stoppedAt = await readCheckpoint(store, label);
-      // While the tailer is stopped: more history, a hold that stays, then compaction past the checkpoint.
-      await w.mixed(3);
-      const keeper = await w.session();
-      const keptRev = await w.grant(keeper, 'kept');
-      const compactAt = BigInt(await w.clock());
-      await etcd.kv.compact({ revision: compactAt.toString(), physical: true });
-      const second = new TailerReplica(
-        { cluster: { name: label, endpoints: [own.endpoint] }, store, log, health, metrics: tailerMetrics(registry) },
-        { electionTtlSeconds: 3, checkpointIntervalMs: 100, ...NO_WITNESS },
-      );
-      replicas.push(second);
-      second.start();
-      await waitCheckpoint(label, compactAt);
-      const gaps = await store.rows<{ from_revision: string; to_revision: string; reason: string }>('SELECT from_revision, to_revision, reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String}', { c: label });
-      assert.deepEqual(gaps.map((g) => [g.from_revision, g.to_revision]), [[(stoppedAt + 1n).toString(), compactAt.toString()]]);
-      assert.ok(health.alarms().some((a) => a.name === `tailer-gap:${label}`), 'gap alarm raised');
-      assert.match(await registry.metrics(), new RegExp(`lockaudit_tailer_gaps_total\\{cluster="${label}"\\} 1`));
-      const snap = await store.rows<{ key: string; grant_revision: string }>(
-        "SELECT key, grant_revision FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND event_type = 'snapshot-hold'",
-        { c: label },
-      );
-      assert.ok(snap.some((r) => r.key === `/l/${w.lock('kept')}` && r.grant_revision === keptRev));
-      const [g] = await store.rows<{ start_known: number; end_kind: string }>('SELECT start_known, end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}', { c: label, k: w.lock('kept') });
-      assert.equal(Number(g?.start_known), 0);
-      // Capture resumes after the snapshot revision, exactly.
-      await w.release(keeper, 'kept');
-      await w.mixed(2);
-      const end = await w.clock();
-      await waitCheckpoint(label, BigInt(end));
-      await assertExactCapture(store, label, etcd, compactAt + 1n, BigInt(end), w.expected);
-      const [ended] = await store.rows<{ start_known: number; end_kind: string }>('SELECT start_known, end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}', { c: label, k: w.lock('kept') });
-      assert.equal(ended?.end_kind, 'release');
-      assert.equal(Number(ended?.start_known), 0, 'the grant still counts as seen only in the snapshot');
-      await second.close();
-    } finally {
-      etcd.close();
-      await own.stop();
-    }
-  });
+  it(
+    'compaction past the checkpoint while stopped → a gap record with the right range, the alarm, a snapshot, capture resumes',
+    { timeout: 120_000 },
+    async () => {
+      const own: PrivateEtcd = await startPrivateEtcd(25_522, 25_532);
+      const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
+      try {
+        const label = uniqueId('c');
+        const w = new Workload(etcd, uniqueId('ns'));
+        const health = new HealthState();
+        const registry = new Registry();
+        const startRev = BigInt((await etcd.kv.range({ key: Buffer.from('/sys/clock'), count_only: true })).header.revision) + 1n;
+        const first = await startTailer(label, startRev, {}, { ep: [own.endpoint] });
+        await w.mixed(2);
+        const mid = await w.clock();
+        await waitCheckpoint(label, BigInt(mid));
+        await first.close();
+        const stoppedAt = await readCheckpoint(store, label);
+        // While the tailer is stopped: more history, a hold that stays, then compaction past the checkpoint.
+        await w.mixed(3);
+        const keeper = await w.session();
+        const keptRev = await w.grant(keeper, 'kept');
+        const compactAt = BigInt(await w.clock());
+        await etcd.kv.compact({ revision: compactAt.toString(), physical: true });
+        const second = new TailerReplica(
+          { cluster: { name: label, endpoints: [own.endpoint] }, store, log, health, metrics: tailerMetrics(registry) },
+          { electionTtlSeconds: 3, checkpointIntervalMs: 100, ...NO_WITNESS },
+        );
+        replicas.push(second);
+        second.start();
+        await waitCheckpoint(label, compactAt);
+        const gaps = await store.rows<{ from_revision: string; to_revision: string; reason: string }>(
+          'SELECT from_revision, to_revision, reason FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String}',
+          { c: label },
+        );
+        assert.deepEqual(
+          gaps.map((g) => [g.from_revision, g.to_revision]),
+          [[(stoppedAt + 1n).toString(), compactAt.toString()]],
+        );
+        assert.ok(
+          health.alarms().some((a) => a.name === `tailer-gap:${label}`),
+          'gap alarm raised',
+        );
+        assert.match(await registry.metrics(), new RegExp(`lockaudit_tailer_gaps_total\\{cluster="${label}"\\} 1`));
+        const snap = await store.rows<{ key: string; grant_revision: string }>(
+          "SELECT key, grant_revision FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND event_type = 'snapshot-hold'",
+          { c: label },
+        );
+        assert.ok(snap.some((r) => r.key === `/l/${w.lock('kept')}` && r.grant_revision === keptRev));
+        const [g] = await store.rows<{ start_known: number; end_kind: string }>(
+          'SELECT start_known, end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}',
+          { c: label, k: w.lock('kept') },
+        );
+        assert.equal(Number(g?.start_known), 0);
+        // Capture resumes after the snapshot revision, exactly.
+        await w.release(keeper, 'kept');
+        await w.mixed(2);
+        const end = await w.clock();
+        await waitCheckpoint(label, BigInt(end));
+        await assertExactCapture(store, label, etcd, compactAt + 1n, BigInt(end), w.expected);
+        const [ended] = await store.rows<{ start_known: number; end_kind: string }>(
+          'SELECT start_known, end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}',
+          { c: label, k: w.lock('kept') },
+        );
+        assert.equal(ended?.end_kind, 'release');
+        assert.equal(Number(ended?.start_known), 0, 'the grant still counts as seen only in the snapshot');
+        await second.close();
+      } finally {
+        etcd.close();
+        await own.stop();
+      }
+    },
+  );
 });

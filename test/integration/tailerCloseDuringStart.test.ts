@@ -24,7 +24,10 @@ describe('a tailer replica closed during its start-position checks', { timeout: 
 
   it('stops without opening its watch: close() returns well inside its own deadline', async () => {
     const held = holdingGapsRead(store);
-    const replica = new TailerReplica({ cluster: { name: uniqueId('cd'), endpoints }, store: held.store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100 });
+    const replica = new TailerReplica(
+      { cluster: { name: uniqueId('cd'), endpoints }, store: held.store, log },
+      { electionTtlSeconds: 3, checkpointIntervalMs: 100 },
+    );
     replica.start();
     try {
       await held.reached; // elected, and deciding where to start

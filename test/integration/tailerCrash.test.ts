@@ -37,7 +37,9 @@ async function head(): Promise<bigint> {
 async function bulkHistory(w: Workload, grants: number): Promise<void> {
   const sessions = await Promise.all(Array.from({ length: 4 }, () => w.session()));
   for (let i = 0; i < grants; i += 200) {
-    await Promise.all(Array.from({ length: Math.min(200, grants - i) }, (_, j) => w.grant(sessions[(i + j) % 4] as (typeof sessions)[number], `bulk/${i + j}`)));
+    await Promise.all(
+      Array.from({ length: Math.min(200, grants - i) }, (_, j) => w.grant(sessions[(i + j) % 4] as (typeof sessions)[number], `bulk/${i + j}`)),
+    );
   }
   for (const s of sessions) await w.expire(s);
 }
@@ -68,7 +70,13 @@ describe('tailer (child processes)', () => {
     for (let i = 0; i < 5; i += 1) {
       if (i > 0) await bulkHistory(w, 5_000); // each restart has history to catch up
       const behind = await head();
-      const child = startTailerChild({ chdbPath, cluster: { name: label, endpoints }, initialCheckpoint: (from - 1n).toString(), options: childOptions, replicaId: `crash-${i}` });
+      const child = startTailerChild({
+        chdbPath,
+        cluster: { name: label, endpoints },
+        initialCheckpoint: (from - 1n).toString(),
+        options: childOptions,
+        replicaId: `crash-${i}`,
+      });
       await child.waitFor((c) => c.leaderAt !== undefined, 60_000);
       // Catch-up got faster (binary sink): kill early enough to land inside it.
       await new Promise((r) => setTimeout(r, 150 + i * 100 + Math.floor(Math.random() * 150)));
@@ -82,7 +90,9 @@ describe('tailer (child processes)', () => {
     await last.waitFor((c) => c.checkpoint >= end, 240_000);
     await last.term();
     const p = last.progress;
-    t.diagnostic(`final run: ${p.length} checkpoints, first ${p[0]?.[0]} ms → ${p[0]?.[1]}, last ${p.at(-1)?.[0]} ms → ${p.at(-1)?.[1]}; leader at ${Number(last.leaderAt) - 0}`);
+    t.diagnostic(
+      `final run: ${p.length} checkpoints, first ${p[0]?.[0]} ms → ${p[0]?.[1]}, last ${p.at(-1)?.[0]} ms → ${p.at(-1)?.[1]}; leader at ${Number(last.leaderAt) - 0}`,
+    );
     // Where each kill landed: checkpoints below historyEnd were mid catch-up (0: before the first checkpoint write).
     t.diagnostic(`history from ${from}; checkpoint/head at each kill: ${kills.join(', ')} (0: before its first checkpoint write)`);
     assert.equal(kills.length, 5);
@@ -99,7 +109,13 @@ describe('tailer (child processes)', () => {
     const from = (await head()) + 1n;
     const init = (from - 1n).toString();
     const otherPath = path.join(tmp.dir, 'ch-a'); // replica A's store; this process never opens it
-    const a = startTailerChild({ chdbPath: otherPath, cluster: { name: label, endpoints }, initialCheckpoint: init, options: childOptions, replicaId: 'replica-a' });
+    const a = startTailerChild({
+      chdbPath: otherPath,
+      cluster: { name: label, endpoints },
+      initialCheckpoint: init,
+      options: childOptions,
+      replicaId: 'replica-a',
+    });
     await a.waitFor((c) => c.leaderAt !== undefined, 60_000);
     const b = startTailerChild({ chdbPath, cluster: { name: label, endpoints }, initialCheckpoint: init, options: childOptions, replicaId: 'replica-b' });
     try {
@@ -119,9 +135,15 @@ describe('tailer (child processes)', () => {
       await b.term();
       await withStore(async (store) => {
         await assertExactCapture(store, label, client, from, end, w.expected);
-        const [row] = await store.rows<{ leader: string }>('SELECT argMax(leader, revision) AS leader FROM {db:Identifier}.checkpoints WHERE cluster = {c:String}', { c: label });
+        const [row] = await store.rows<{ leader: string }>(
+          'SELECT argMax(leader, revision) AS leader FROM {db:Identifier}.checkpoints WHERE cluster = {c:String}',
+          { c: label },
+        );
         assert.equal(row?.leader, 'replica-b');
-        const [held] = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = {k:String}', { c: label, k: holdKey(w.lock('r0/x')) });
+        const [held] = await store.rows<{ n: string }>(
+          'SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = {k:String}',
+          { c: label, k: holdKey(w.lock('r0/x')) },
+        );
         assert.ok(Number(held?.n) > 0);
       });
     } finally {

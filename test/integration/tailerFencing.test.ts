@@ -72,9 +72,30 @@ const ended = (cluster: string, ns: string, kind: 'expiry' | 'deleted' | 'releas
   const holder = 'spiffe://corp/worker';
   const g = grantRows({ cluster, key: `${ns}/job`, class: 'c', holder, rev: 10, at: AT, end: { kind, at: AT + 59_000, rev: 20 } });
   const event: AuditEventRow = {
-    cluster, revision: '20', key: `${PREFIX.hold}${ns}/job`, event_type: kind, op: 'delete', namespace: ns, lock_path: 'job', class: 'c',
-    holder, session: '7587862', token: g.open.token, epoch: 40, grant_revision: '10', wait_ms: 0, wall_time: AT + 59_000, time_estimated: 0, time_error_ms: 0,
-    create_revision: '10', mod_revision: '20', version: '0', lease: '7587862', value: '', prev_value: '', unprotected: 0,
+    cluster,
+    revision: '20',
+    key: `${PREFIX.hold}${ns}/job`,
+    event_type: kind,
+    op: 'delete',
+    namespace: ns,
+    lock_path: 'job',
+    class: 'c',
+    holder,
+    session: '7587862',
+    token: g.open.token,
+    epoch: 40,
+    grant_revision: '10',
+    wait_ms: 0,
+    wall_time: AT + 59_000,
+    time_estimated: 0,
+    time_error_ms: 0,
+    create_revision: '10',
+    mod_revision: '20',
+    version: '0',
+    lease: '7587862',
+    value: '',
+    prev_value: '',
+    unprotected: 0,
   } as AuditEventRow;
   return { events: [event], grants: [g.open, g.closed as NonNullable<typeof g.closed>], quarantine: [] };
 };
@@ -90,7 +111,7 @@ async function write(store: AuditStore, batch: RowBatch, term: bigint): Promise<
 }
 
 describe('fenced writes: a deposed tailer leader never overrides its successor', { timeout: 180_000 }, () => {
-  it('its late rows never replace the successor\'s, under FINAL, after merges and in the grant history', async () => {
+  it("its late rows never replace the successor's, under FINAL, after merges and in the grant history", async () => {
     const cluster = uniqueId('f');
     const ns = uniqueId('ns');
     const name = tailerElectionName(cluster);
@@ -119,15 +140,22 @@ describe('fenced writes: a deposed tailer leader never overrides its successor',
 
       const deps = { store: db.store, limits: testConfig().reports, cursorKey: randomBytes(32) };
       const page = await grantHistory(deps, { namespace: ns, limit: 10 }, Date.now());
-      assert.deepEqual(page.items.map((g) => g.endKind), ['deleted']);
+      assert.deepEqual(
+        page.items.map((g) => g.endKind),
+        ['deleted'],
+      );
       const byHolder = await grantHistory(deps, { holder: 'spiffe://corp/worker', limit: 100 }, Date.now());
-      assert.deepEqual(byHolder.items.filter((g) => g.key === `${ns}/job`).map((g) => g.endKind), ['deleted'], 'by holder (grants_by_holder) too');
+      assert.deepEqual(
+        byHolder.items.filter((g) => g.key === `${ns}/job`).map((g) => g.endKind),
+        ['deleted'],
+        'by holder (grants_by_holder) too',
+      );
     } finally {
       await successor.election.resign();
     }
   });
 
-  it('its late checkpoint counts neither over its successor\'s nor for the next timeline', async () => {
+  it("its late checkpoint counts neither over its successor's nor for the next timeline", async () => {
     const cluster = uniqueId('f');
     const name = tailerElectionName(cluster);
     const zombie = await elect(name, 'zombie');
@@ -136,8 +164,10 @@ describe('fenced writes: a deposed tailer leader never overrides its successor',
     const successor = await standby;
     const leading = async (): Promise<boolean> => true;
     try {
-
-      assert.equal((await writeCheckpoint(db.store, { cluster, revision: 100n, leader: 'successor', term: successor.term, timeline: 0, fence: leading })).kind, 'written');
+      assert.equal(
+        (await writeCheckpoint(db.store, { cluster, revision: 100n, leader: 'successor', term: successor.term, timeline: 0, fence: leading })).kind,
+        'written',
+      );
       // The zombie passed its etcd check before it lost the lease; its write comes now. The store says a later term wrote.
       const late = await writeCheckpoint(db.store, { cluster, revision: 500n, leader: 'zombie', term: zombie.term, timeline: 0, fence: leading });
       assert.equal(late.kind, 'not-leader');
@@ -149,16 +179,41 @@ describe('fenced writes: a deposed tailer leader never overrides its successor',
 
       // A restore starts timeline 1, resuming at 50; the old timeline's leader (any term) lands a late checkpoint afterwards.
       await db.store.insert('etcd_timelines', [
-        { cluster, generation: 0, cluster_id: 'a', previous_cluster_id: '', previous_checkpoint: '0', restored_head: '0', diverged_after: '0', resume_revision: '0', reason: 'first start', timeline: 0 },
+        {
+          cluster,
+          generation: 0,
+          cluster_id: 'a',
+          previous_cluster_id: '',
+          previous_checkpoint: '0',
+          restored_head: '0',
+          diverged_after: '0',
+          resume_revision: '0',
+          reason: 'first start',
+          timeline: 0,
+        },
       ]);
       await new Promise((r) => setTimeout(r, 20));
       await db.store.insert('etcd_timelines', [
-        { cluster, generation: 1, cluster_id: 'a', previous_cluster_id: 'a', previous_checkpoint: '100', restored_head: '60', diverged_after: '50', resume_revision: '50', reason: 'restore', timeline: 1 },
+        {
+          cluster,
+          generation: 1,
+          cluster_id: 'a',
+          previous_cluster_id: 'a',
+          previous_checkpoint: '100',
+          restored_head: '60',
+          diverged_after: '50',
+          resume_revision: '50',
+          reason: 'restore',
+          timeline: 1,
+        },
       ]);
       await new Promise((r) => setTimeout(r, 20));
       await db.store.insert('checkpoints', [{ cluster, revision: '900', leader: 'successor', term: successor.term.toString(), timeline: 0 }]);
-      assert.equal(await readCheckpoint(db.store, cluster), 50n, 'the old timeline\'s late checkpoint does not count for the new one');
-      assert.equal((await writeCheckpoint(db.store, { cluster, revision: 55n, leader: 'next', term: successor.term + 1n, timeline: 1, fence: leading })).kind, 'written');
+      assert.equal(await readCheckpoint(db.store, cluster), 50n, "the old timeline's late checkpoint does not count for the new one");
+      assert.equal(
+        (await writeCheckpoint(db.store, { cluster, revision: 55n, leader: 'next', term: successor.term + 1n, timeline: 1, fence: leading })).kind,
+        'written',
+      );
       assert.equal(await readCheckpoint(db.store, cluster), 55n);
     } finally {
       await successor.election.resign();
@@ -190,14 +245,24 @@ describe('fenced writes: a deposed tailer leader never overrides its successor',
             assert.ok(mine, 'the replica campaigned');
             await etcd.leaseClient.leaseRevoke({ ID: mine.lease });
             successor = await elect(name, 'successor');
-            const wrote = await writeCheckpoint(db.store, { cluster, revision: head, leader: 'successor', term: successor.term, timeline: 0, fence: async () => true });
+            const wrote = await writeCheckpoint(db.store, {
+              cluster,
+              revision: head,
+              leader: 'successor',
+              term: successor.term,
+              timeline: 0,
+              fence: async () => true,
+            });
             assert.equal(wrote.kind, 'written');
           }
           return rows;
         };
       },
     });
-    const replica = new TailerReplica({ cluster: { name: cluster, endpoints: [own.endpoint] }, store, log, replicaId: 'replica' }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false });
+    const replica = new TailerReplica(
+      { cluster: { name: cluster, endpoints: [own.endpoint] }, store, log, replicaId: 'replica' },
+      { electionTtlSeconds: 3, checkpointIntervalMs: 100, leaseWitness: false },
+    );
     const gaps = async (): Promise<Array<{ from_revision: string }>> =>
       db.store.rows('SELECT toString(from_revision) AS from_revision FROM {db:Identifier}.gaps FINAL WHERE cluster = {c:String}', { c: cluster });
     try {
@@ -222,7 +287,8 @@ describe('fenced writes: a deposed tailer leader never overrides its successor',
     assert.ok(target.mode === 'embedded');
     // chdb binds one data directory per process: a database of its own in the file's store, migrated up to 109 first.
     const before110 = tempDir('lockaudit-sql-');
-    for (const f of readdirSync(sqlDir).filter((n) => /^\d{3}_/.test(n) && Number(n.slice(0, 3)) < 110)) copyFileSync(path.join(sqlDir, f), path.join(before110.dir, f));
+    for (const f of readdirSync(sqlDir).filter((n) => /^\d{3}_/.test(n) && Number(n.slice(0, 3)) < 110))
+      copyFileSync(path.join(sqlDir, f), path.join(before110.dir, f));
     const old = new AuditStore({ mode: 'embedded', path: target.path, database: uniqueId('pre') });
     try {
       await migrate(old, { dir: before110.dir });
@@ -237,13 +303,22 @@ describe('fenced writes: a deposed tailer leader never overrides its successor',
       await migrate(old);
 
       const rows = async (q: string): Promise<unknown[]> => old.rows(q, { c: cluster });
-      assert.deepEqual(await rows('SELECT toString(revision) AS r, event_type, toString(term) AS term FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} ORDER BY revision'), [
-        { r: '10', event_type: 'grant', term: '0' },
-        { r: '20', event_type: 'expiry', term: '0' },
-      ]);
+      assert.deepEqual(
+        await rows(
+          'SELECT toString(revision) AS r, event_type, toString(term) AS term FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} ORDER BY revision',
+        ),
+        [
+          { r: '10', event_type: 'grant', term: '0' },
+          { r: '20', event_type: 'expiry', term: '0' },
+        ],
+      );
       assert.deepEqual(await rows('SELECT end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String}'), [{ end_kind: 'expiry' }]);
       assert.deepEqual(await rows('SELECT end_kind FROM {db:Identifier}.grants_by_holder FINAL WHERE cluster = {c:String}'), [{ end_kind: 'expiry' }]);
-      assert.deepEqual(await rows('SELECT count() AS n FROM {db:Identifier}.events_unfenced WHERE cluster = {c:String}'), [{ n: '2' }], 'the old table is kept');
+      assert.deepEqual(
+        await rows('SELECT count() AS n FROM {db:Identifier}.events_unfenced WHERE cluster = {c:String}'),
+        [{ n: '2' }],
+        'the old table is kept',
+      );
       assert.equal(await readCheckpoint(old, cluster), 20n);
 
       // Written after: the higher term wins in grants and (through its view) grants_by_holder; a later grant still raises the high-water mark.
@@ -253,7 +328,9 @@ describe('fenced writes: a deposed tailer leader never overrides its successor',
       assert.deepEqual(await rows('SELECT end_kind FROM {db:Identifier}.grants_by_holder FINAL WHERE cluster = {c:String}'), [{ end_kind: 'deleted' }]);
       const later = { ...(early.events[1] as AuditEventRow), revision: '30', grant_revision: '30', token: '11258999068426270' };
       await writeRows(old, { events: [later], grants: [], quarantine: [] }, { term: 9n });
-      assert.deepEqual(await rows('SELECT toString(max(token)) AS t FROM {db:Identifier}.grant_high_water WHERE cluster = {c:String}'), [{ t: '11258999068426270' }]);
+      assert.deepEqual(await rows('SELECT toString(max(token)) AS t FROM {db:Identifier}.grant_high_water WHERE cluster = {c:String}'), [
+        { t: '11258999068426270' },
+      ]);
     } finally {
       await old.close();
       before110.remove();

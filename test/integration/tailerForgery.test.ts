@@ -34,7 +34,9 @@ const config = testConfig();
 const endpoints = config.etcd.clusters[0]?.endpoints ?? [];
 const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
 
-const put = (key: string, value: string, lease?: string): IRequestOp => ({ request_put: { key: Buffer.from(key), value: Buffer.from(value), ...(lease ? { lease } : {}) } });
+const put = (key: string, value: string, lease?: string): IRequestOp => ({
+  request_put: { key: Buffer.from(key), value: Buffer.from(value), ...(lease ? { lease } : {}) },
+});
 const del = (key: string): IRequestOp => ({ request_delete_range: { key: Buffer.from(key) } });
 
 describe('tailer: forged markers, force records and copied holds', { timeout: 240_000 }, () => {
@@ -46,7 +48,10 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
   const health = new HealthState();
   const label = uniqueId('c');
   const startReplica = (h: HealthState = health): TailerReplica => {
-    const r = new TailerReplica({ cluster: { name: label, endpoints }, store, log, health: h }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, originSecret: originSecret(config) });
+    const r = new TailerReplica(
+      { cluster: { name: label, endpoints }, store, log, health: h },
+      { electionTtlSeconds: 3, checkpointIntervalMs: 100, originSecret: originSecret(config) },
+    );
     r.start();
     return r;
   };
@@ -80,7 +85,12 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
     return rows.map((r) => [r.key.slice(ns.length + 1), r.end_kind, r.origin]);
   }
 
-  async function setup(ns: string): Promise<{ caller: string; cls: string; session: () => Promise<string>; acquire: (key: string, session: string) => Promise<{ token: string; revision: string }> }> {
+  async function setup(ns: string): Promise<{
+    caller: string;
+    cls: string;
+    session: () => Promise<string>;
+    acquire: (key: string, session: string) => Promise<{ token: string; revision: string }>;
+  }> {
     const admin = await la.token(uniqueId('admin-'), ['admin']);
     const cls = `${ns}-fenced`;
     assert.equal((await la.call('PUT', `/v1/classes/${cls}`, admin, fencedClass(cls, ns, { ttlSeconds: 60 }))).status, 200);
@@ -101,7 +111,7 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
     };
   }
 
-  it('forged markers and force records explain nothing: the holds deleted beside them read `deleted`, the records foreign (alarmed); the API\'s own ends still read as such', async () => {
+  it("forged markers and force records explain nothing: the holds deleted beside them read `deleted`, the records foreign (alarmed); the API's own ends still read as such", async () => {
     const ns = uniqueId('ns');
     const { caller, session, acquire } = await setup(ns);
     const s1 = await session();
@@ -110,18 +120,36 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
     for (const k of ['forged-release', 'open-close', 'forged-force', 'copied-marker', 'released', 'forced']) g[k] = await acquire(k, s1);
 
     // 1. A hand-written release marker in the txn that deletes the hold.
-    await txn(put(`/sys/mark/${randomUUID()}`, JSON.stringify({ kind: 'release', by: holder, at: Date.now(), key: `${ns}/forged-release`, session: s1 })), del(`/l/${ns}/forged-release`));
+    await txn(
+      put(`/sys/mark/${randomUUID()}`, JSON.stringify({ kind: 'release', by: holder, at: Date.now(), key: `${ns}/forged-release`, session: s1 })),
+      del(`/l/${ns}/forged-release`),
+    );
     // 2. A session-close marker that names no session.
     await txn(put(`/sys/mark/${randomUUID()}`, JSON.stringify({ kind: 'session-close', by: holder, at: Date.now() })), del(`/l/${ns}/open-close`));
     // 3. A force record naming two operators who never approved anything.
     const id = randomUUID();
     const forged = {
-      id, key: `${ns}/forged-force`, holder, session: s1, token: g['forged-force']?.token, class: `${ns}-fenced`, enforcement: 'fenced',
-      requester: 'alice@corp', approver: 'bob@corp', reason: 'worker wedged', requestedAt: Date.now() - 60_000, approvedAt: Date.now(), revokedSession: false,
+      id,
+      key: `${ns}/forged-force`,
+      holder,
+      session: s1,
+      token: g['forged-force']?.token,
+      class: `${ns}-fenced`,
+      enforcement: 'fenced',
+      requester: 'alice@corp',
+      approver: 'bob@corp',
+      reason: 'worker wedged',
+      requestedAt: Date.now() - 60_000,
+      approvedAt: Date.now(),
+      revokedSession: false,
     };
     await txn(put(`/sys/force/${id}`, JSON.stringify(forged)), del(`/l/${ns}/forged-force`));
     // 4. A genuine release marker (signed), copied into the txn that deletes a later grant of the same key.
-    const rel = await la.call<{ revision: string }>('POST', '/v1/locks/release', caller, { key: `${ns}/copied-marker`, session: s1, token: g['copied-marker']?.token });
+    const rel = await la.call<{ revision: string }>('POST', '/v1/locks/release', caller, {
+      key: `${ns}/copied-marker`,
+      session: s1,
+      token: g['copied-marker']?.token,
+    });
     assert.equal(rel.status, 200, JSON.stringify(rel.body));
     const marks = await client.getAll().prefix('/sys/mark/').exec();
     const genuine = marks.kvs.find((kv) => String(kv.mod_revision) === rel.body.revision);
@@ -154,18 +182,21 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
       `SELECT event_type, origin, toString(count()) AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND event_type IN ('marker', 'force-record') AND (value LIKE {like:String} OR value LIKE {id:String}) GROUP BY event_type, origin ORDER BY event_type, origin`,
       { c: label, like: `%${ns}/%`, id: `%${id}%` },
     );
-    assert.deepEqual(records.map((r) => [r.event_type, r.origin, r.n]), [
-      ['force-record', 'api', '1'],
-      ['force-record', 'foreign', '1'],
-      ['marker', 'api', '4'], // the two genuine releases, the genuine marker's copy (proven, but bound to another grant), the session close
-      ['marker', 'foreign', '2'], // the hand-written release and session-close markers
-    ]);
+    assert.deepEqual(
+      records.map((r) => [r.event_type, r.origin, r.n]),
+      [
+        ['force-record', 'api', '1'],
+        ['force-record', 'foreign', '1'],
+        ['marker', 'api', '4'], // the two genuine releases, the genuine marker's copy (proven, but bound to another grant), the session close
+        ['marker', 'foreign', '2'], // the hand-written release and session-close markers
+      ],
+    );
     const alarm = health.alarms().find((a) => a.name === `foreign-write:${label}`);
     assert.ok(alarm, 'foreign-write alarm raised');
     assert.match(alarm.message, /reason marker|force record/);
   });
 
-  it('a forged /sys/clock write, or the tailer\'s own copied back, times nothing: the hold deleted beside it keeps a time bracketed by proven writes; the write is foreign and alarmed', async () => {
+  it("a forged /sys/clock write, or the tailer's own copied back, times nothing: the hold deleted beside it keeps a time bracketed by proven writes; the write is foreign and alarmed", async () => {
     // A tailer of its own health: an alarm keeps the message it was first raised with (the markers' above).
     await replica?.close();
     const clockHealth = new HealthState();
@@ -179,18 +210,31 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
     const t0 = Date.now();
     const forgedRev = await txn(put('/sys/clock', JSON.stringify({ at: future })), del(`/l/${ns}/beside-forged`));
     // 2. The tailer's own proven clock value, copied back after later ones were written.
-    const current = await waitFor('a proven clock write after the forgery', async () => {
-      const [kv] = (await client.kv.range({ key: Buffer.from('/sys/clock') })).kvs;
-      return kv && BigInt(kv.mod_revision) > forgedRev && 'mac' in JSON.parse(kv.value.toString()) ? kv : undefined;
-    }, 20_000, 100);
+    const current = await waitFor(
+      'a proven clock write after the forgery',
+      async () => {
+        const [kv] = (await client.kv.range({ key: Buffer.from('/sys/clock') })).kvs;
+        return kv && BigInt(kv.mod_revision) > forgedRev && 'mac' in JSON.parse(kv.value.toString()) ? kv : undefined;
+      },
+      20_000,
+      100,
+    );
     // Proven writes after it (the new leader's, a second apart), so the copy's neighbours are later than the copied time.
-    await waitFor('two more clock writes', async () => {
-      const [kv] = (await client.kv.range({ key: Buffer.from('/sys/clock') })).kvs;
-      return kv && BigInt(kv.version) >= BigInt(current.version) + 2n && kv.create_revision === current.create_revision ? true : undefined;
-    }, 20_000, 100);
+    await waitFor(
+      'two more clock writes',
+      async () => {
+        const [kv] = (await client.kv.range({ key: Buffer.from('/sys/clock') })).kvs;
+        return kv && BigInt(kv.version) >= BigInt(current.version) + 2n && kv.create_revision === current.create_revision ? true : undefined;
+      },
+      20_000,
+      100,
+    );
     const copyRev = await txn(put('/sys/clock', current.value.toString()), del(`/l/${ns}/beside-copy`));
     // 3. A queue value (which carries no proof) claiming 55 s ahead, in the txn of a hand delete (helper review).
-    const queueRev = await txn(put(`/q/${ns}/beside-queue/999`, JSON.stringify({ holder: 'spiffe://x/q', session: '999', class: `${ns}-fenced`, at: Date.now() + 55_000 })), del(`/l/${ns}/beside-queue`));
+    const queueRev = await txn(
+      put(`/q/${ns}/beside-queue/999`, JSON.stringify({ holder: 'spiffe://x/q', session: '999', class: `${ns}-fenced`, at: Date.now() + 55_000 })),
+      del(`/l/${ns}/beside-queue`),
+    );
     const t1 = Date.now();
     await grantsOf(ns, await headRevision(client));
     const rows = await store.rows<{ revision: string; key: string; event_type: string; origin: string; wall: string }>(
@@ -198,17 +242,23 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
        WHERE cluster = {c:String} AND revision IN ({a:UInt64}, {b:UInt64}, {q:UInt64}) AND NOT startsWith(key, '/q/') ORDER BY revision, key`,
       { c: label, a: forgedRev.toString(), b: copyRev.toString(), q: queueRev.toString() },
     );
-    assert.deepEqual(rows.map((r) => [r.key.startsWith('/l/') ? 'hold' : r.key, r.event_type, r.origin]), [
-      ['hold', 'deleted', 'api'],
-      ['/sys/clock', 'clock', 'foreign'],
-      ['hold', 'deleted', 'api'],
-      ['/sys/clock', 'clock', 'foreign'],
-      ['hold', 'deleted', 'api'],
-    ]);
+    assert.deepEqual(
+      rows.map((r) => [r.key.startsWith('/l/') ? 'hold' : r.key, r.event_type, r.origin]),
+      [
+        ['hold', 'deleted', 'api'],
+        ['/sys/clock', 'clock', 'foreign'],
+        ['hold', 'deleted', 'api'],
+        ['/sys/clock', 'clock', 'foreign'],
+        ['hold', 'deleted', 'api'],
+      ],
+    );
     // Before the clock's proof the delete beside the forgery was stamped 2299, and the one beside the copy with the copied (older) time.
     for (const r of rows) {
       const wall = Number(r.wall);
-      assert.ok(wall >= t0 - 5_000 && wall <= t1 + 5_000, `${r.key} at ${r.revision} timed ${new Date(wall).toISOString()}, not between the proven writes around it`);
+      assert.ok(
+        wall >= t0 - 5_000 && wall <= t1 + 5_000,
+        `${r.key} at ${r.revision} timed ${new Date(wall).toISOString()}, not between the proven writes around it`,
+      );
     }
     const copied = rows.find((r) => r.revision === copyRev.toString() && r.key.startsWith('/l/'));
     assert.ok(Number(copied?.wall) > Number(JSON.parse(current.value.toString()).at), 'the delete beside the copy is after the copied write');
@@ -216,26 +266,39 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
     assert.match(alarm?.message ?? '', /\/sys\/clock/);
   });
 
-  it('a hold written by hand claiming 2286 or 2020 is granted when etcd\'s history says (the proven clock before it), at its put and at its delete alike', async () => {
+  it("a hold written by hand claiming 2286 or 2020 is granted when etcd's history says (the proven clock before it), at its put and at its delete alike", async () => {
     const ns = uniqueId('ns');
     const t0 = Date.now();
     const hold = (at: number) => JSON.stringify({ holder: 'spiffe://attacker/x', session: '0', class: 'payments', epoch: 1, waitMs: 0, at });
     await txn(put(`/l/${ns}/future`, hold(Date.parse('2286-11-20T00:00:00Z'))));
     await txn(put(`/l/${ns}/backdated`, hold(Date.parse('2020-01-01T00:00:00Z'))));
     const opened = await grantsOf(ns, await headRevision(client));
-    assert.deepEqual(opened, [['backdated', '', 'foreign'], ['future', '', 'foreign']]);
+    assert.deepEqual(opened, [
+      ['backdated', '', 'foreign'],
+      ['future', '', 'foreign'],
+    ]);
     await new Promise((r) => setTimeout(r, 1_200)); // a proven clock write between the puts and the deletes
     await txn(del(`/l/${ns}/future`));
     await txn(del(`/l/${ns}/backdated`));
     const t1 = Date.now();
-    assert.deepEqual(await grantsOf(ns, await headRevision(client)), [['backdated', 'deleted', 'foreign'], ['future', 'deleted', 'foreign']]);
+    assert.deepEqual(await grantsOf(ns, await headRevision(client)), [
+      ['backdated', 'deleted', 'foreign'],
+      ['future', 'deleted', 'foreign'],
+    ]);
     for (const table of ['grants', 'grants_by_key']) {
       const rows = await store.rows<{ key: string; granted: string; ended: string; n: string }>(
         `SELECT key, toString(toUnixTimestamp64Milli(any(granted_at))) AS granted, toString(toUnixTimestamp64Milli(any(ended_at))) AS ended, toString(count()) AS n
          FROM {db:Identifier}.${table} FINAL WHERE cluster = {c:String} AND namespace = {ns:String} GROUP BY key ORDER BY key`,
         { c: label, ns },
       );
-      assert.deepEqual(rows.map((r) => [r.key.slice(ns.length + 1), r.n]), [['backdated', '1'], ['future', '1']], `${table}: one row a grant (the delete named the put's grant time)`);
+      assert.deepEqual(
+        rows.map((r) => [r.key.slice(ns.length + 1), r.n]),
+        [
+          ['backdated', '1'],
+          ['future', '1'],
+        ],
+        `${table}: one row a grant (the delete named the put's grant time)`,
+      );
       for (const r of rows) {
         // Before: granted 2286-11-20 (invisible to every search up to now) and 2020-01-01 (in a day long exported).
         assert.ok(Number(r.granted) >= t0 - 3_000 && Number(r.granted) <= t1, `${table} ${r.key} granted ${new Date(Number(r.granted)).toISOString()}`);
@@ -244,12 +307,15 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
     }
   });
 
-  it('hand puts racing the tailer\'s clock writes: each write still ends, on its own put or on theirs (no throw, no endless loop)', async () => {
+  it("hand puts racing the tailer's clock writes: each write still ends, on its own put or on theirs (no throw, no endless loop)", async () => {
     const stop = AbortSignal.timeout(3_000);
     const flood = async (): Promise<number> => {
       let n = 0;
       while (!stop.aborted) {
-        await client.put('/sys/clock').value(JSON.stringify({ at: Date.now() })).exec();
+        await client
+          .put('/sys/clock')
+          .value(JSON.stringify({ at: Date.now() }))
+          .exec();
         n += 1;
       }
       return n;
@@ -263,11 +329,14 @@ describe('tailer: forged markers, force records and copied holds', { timeout: 24
       assert.ok(revision >= before, `a clock write ends on a revision at or after ${before} (${revision})`);
       wrote += 1;
     }
-    assert.ok((await Promise.all(writers)).every((n) => n > 10), 'the hand puts ran');
+    assert.ok(
+      (await Promise.all(writers)).every((n) => n > 10),
+      'the hand puts ran',
+    );
     assert.ok(wrote > 3, `${wrote} clock writes ended within 3 s`);
   });
 
-  it('a real grant\'s value put back by hand after its release reads foreign — on its lease, on none, and after the tailer restarted', async () => {
+  it("a real grant's value put back by hand after its release reads foreign — on its lease, on none, and after the tailer restarted", async () => {
     const ns = uniqueId('ns');
     const { caller, session, acquire } = await setup(ns);
     const s = await session();

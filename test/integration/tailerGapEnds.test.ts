@@ -60,7 +60,8 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
     const own = await startPrivateEtcd(27_404, 27_405);
     const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
     const label = uniqueId('g');
-    const replica = (): TailerReplica => new TailerReplica({ cluster: { name: label, endpoints: [own.endpoint] }, store: db.store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100 });
+    const replica = (): TailerReplica =>
+      new TailerReplica({ cluster: { name: label, endpoints: [own.endpoint] }, store: db.store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100 });
     try {
       const w = new Workload(etcd, uniqueId('ns'));
       const s = await w.session();
@@ -100,7 +101,10 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
         assert.equal(renewed?.end_kind, '', 'the new grant, seen in the snapshot, is open');
         assert.equal(old?.end_kind, 'unknown');
         assert.ok(BigInt(old?.end_revision ?? '0') < regrantRev, `ended (${old?.end_revision}) before the next grant (${regrantRev})`);
-        assert.ok(Number(old?.ended_ms) + Number(old?.ended_at_error_ms) <= Number(renewed?.granted_ms), 'its latest possible end is not after the next grant began');
+        assert.ok(
+          Number(old?.ended_ms) + Number(old?.ended_at_error_ms) <= Number(renewed?.granted_ms),
+          'its latest possible end is not after the next grant began',
+        );
       } finally {
         await second.close();
       }
@@ -119,7 +123,25 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
     const grantedAt = Date.UTC(2026, 10, 30, 16, 11, 51, 795);
     const lastBefore = grantedAt - 1_500; // the last change captured at or below the checkpoint
     await db.store.insert('events', [{ cluster: label, revision: '2960', key: '/l/ns/other', event_type: 'release', op: 'delete', wall_time: lastBefore }]);
-    const open = { cluster: label, namespace: 'ns', lock_path: 'late', class: 'c', holder: 'h', session: '1', epoch: 2, spool_id: '', wait_ms: 0, start_known: 1, end_kind: '', end_revision: '0', ended_at: null, ended_at_error_ms: 0, duration_ms: null, unprotected: 0, row_version: '0' };
+    const open = {
+      cluster: label,
+      namespace: 'ns',
+      lock_path: 'late',
+      class: 'c',
+      holder: 'h',
+      session: '1',
+      epoch: 2,
+      spool_id: '',
+      wait_ms: 0,
+      start_known: 1,
+      end_kind: '',
+      end_revision: '0',
+      ended_at: null,
+      ended_at_error_ms: 0,
+      duration_ms: null,
+      unprotected: 0,
+      row_version: '0',
+    };
     await db.store.insert('grants', [
       { ...open, key: 'ns/late', token: '562949953424283', grant_revision: '2971', granted_at: grantedAt },
       { ...open, key: 'ns/earlier', token: '562949953424200', grant_revision: '2900', granted_at: grantedAt - 9_000 },
@@ -135,7 +157,10 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
     assert.ok(ended + error <= nowMs, 'and not after the snapshot');
     const earlier = await grant(label, 'ns/earlier');
     assert.equal(earlier?.end_kind, 'unknown', 'a grant at or below the checkpoint is closed as before');
-    assert.ok(Number(earlier?.ended_ms) - (earlier?.ended_at_error_ms ?? 0) <= lastBefore + 1, 'its bound still reaches back to the last capture before the gap');
+    assert.ok(
+      Number(earlier?.ended_ms) - (earlier?.ended_at_error_ms ?? 0) <= lastBefore + 1,
+      'its bound still reaches back to the last capture before the gap',
+    );
   });
 
   it('a grant ends before the next grant of its key the store already holds, when the snapshot no longer holds that one', async () => {
@@ -144,15 +169,42 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
     // held that grant, and the key's older grant was closed at the gap's end — over the newer one: 11 overlaps.
     const label = uniqueId('g');
     const t0 = Date.UTC(2026, 11, 2, 4, 46, 1);
-    const open = { cluster: label, namespace: 'billing', lock_path: 'item-3', key: 'billing/item-3', class: 'c', holder: 'h', session: '1', epoch: 2, spool_id: '', wait_ms: 0, end_kind: '', end_revision: '0', ended_at: null, ended_at_error_ms: 0, duration_ms: null, unprotected: 0, row_version: '0', origin: 'api' };
-    await db.store.insert('events', [{ cluster: label, revision: '1085900', key: '/l/billing/other', event_type: 'release', op: 'delete', wall_time: t0 + 1_000 }]);
+    const open = {
+      cluster: label,
+      namespace: 'billing',
+      lock_path: 'item-3',
+      key: 'billing/item-3',
+      class: 'c',
+      holder: 'h',
+      session: '1',
+      epoch: 2,
+      spool_id: '',
+      wait_ms: 0,
+      end_kind: '',
+      end_revision: '0',
+      ended_at: null,
+      ended_at_error_ms: 0,
+      duration_ms: null,
+      unprotected: 0,
+      row_version: '0',
+      origin: 'api',
+    };
+    await db.store.insert('events', [
+      { cluster: label, revision: '1085900', key: '/l/billing/other', event_type: 'release', op: 'delete', wall_time: t0 + 1_000 },
+    ]);
     await db.store.insert('grants', [
       { ...open, token: '562949954507120', grant_revision: '1085808', granted_at: t0, start_known: 1 },
       { ...open, token: '844424931231979', epoch: 3, grant_revision: '1100011', granted_at: t0 + 335_000, start_known: 0 },
     ]);
     await closeGrantsEndedInGap(db.store, label, 1_086_299n, 1_132_282n, 1_132_282n, 0n, t0 + 460_000);
     const rows = await grantsOf(label, 'billing/item-3');
-    assert.deepEqual(rows.map((r) => [r.grant_revision, r.end_kind]), [['1085808', 'unknown'], ['1100011', 'unknown']]);
+    assert.deepEqual(
+      rows.map((r) => [r.grant_revision, r.end_kind]),
+      [
+        ['1085808', 'unknown'],
+        ['1100011', 'unknown'],
+      ],
+    );
     const [older, newer] = rows as [(typeof rows)[number], (typeof rows)[number]];
     assert.ok(BigInt(older.end_revision) < 1_100_011n, `the older grant ended before the newer one began (${older.end_revision})`);
     assert.ok(Number(older.ended_ms) <= t0 + 335_000, 'and not after its time');
@@ -164,20 +216,47 @@ describe('grants that ended inside a gap', { timeout: 120_000 }, () => {
     // inside compaction gaps; their closed rows read origin 'api' — the column's default — in grant history and exports.
     const label = uniqueId('g');
     const grantedAt = Date.UTC(2026, 11, 2, 4, 0, 0);
-    const open = { cluster: label, namespace: 'chaos', class: 'c', holder: 'spiffe://rogue.example/etcdctl', session: '1', epoch: 2, spool_id: '', wait_ms: 0, start_known: 1, end_kind: '', end_revision: '0', ended_at: null, ended_at_error_ms: 0, duration_ms: null, unprotected: 0, row_version: '0' };
+    const open = {
+      cluster: label,
+      namespace: 'chaos',
+      class: 'c',
+      holder: 'spiffe://rogue.example/etcdctl',
+      session: '1',
+      epoch: 2,
+      spool_id: '',
+      wait_ms: 0,
+      start_known: 1,
+      end_kind: '',
+      end_revision: '0',
+      ended_at: null,
+      ended_at_error_ms: 0,
+      duration_ms: null,
+      unprotected: 0,
+      row_version: '0',
+    };
     await db.store.insert('grants', [
       { ...open, key: 'chaos/rogue', lock_path: 'rogue', token: '562949953450377', grant_revision: '900', granted_at: grantedAt, origin: 'foreign' },
       { ...open, key: 'chaos/api', lock_path: 'api', token: '562949953450378', grant_revision: '901', granted_at: grantedAt, origin: 'api' },
     ]);
     await closeGrantsEndedInGap(db.store, label, 950n, 1_000n, 1_000n, 0n, grantedAt + 5_000);
-    const rows = await db.store.rows<{ key: string; origin: string; end_kind: string }>('SELECT key, origin, end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} ORDER BY key', { c: label });
-    assert.deepEqual(rows.map((r) => [r.key, r.end_kind, r.origin]), [['chaos/api', 'unknown', 'api'], ['chaos/rogue', 'unknown', 'foreign']]);
+    const rows = await db.store.rows<{ key: string; origin: string; end_kind: string }>(
+      'SELECT key, origin, end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} ORDER BY key',
+      { c: label },
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.key, r.end_kind, r.origin]),
+      [
+        ['chaos/api', 'unknown', 'api'],
+        ['chaos/rogue', 'unknown', 'foreign'],
+      ],
+    );
   });
   it('grant and end events a killed run made durable above the checkpoint without their grant rows get them when the gap is recorded', async () => {
     const own = await startPrivateEtcd(27_406, 27_407);
     const etcd = createEtcdClient({ name: 'own', endpoints: [own.endpoint] });
     const label = uniqueId('gk');
-    const replica = (): TailerReplica => new TailerReplica({ cluster: { name: label, endpoints: [own.endpoint] }, store: db.store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100 });
+    const replica = (): TailerReplica =>
+      new TailerReplica({ cluster: { name: label, endpoints: [own.endpoint] }, store: db.store, log }, { electionTtlSeconds: 3, checkpointIntervalMs: 100 });
     const startMs = Date.now() - 1_000;
     try {
       const w = new Workload(etcd, uniqueId('ns'));

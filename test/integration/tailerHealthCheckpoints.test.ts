@@ -19,10 +19,20 @@ describe('tailer health: checkpoints read by the report itself', () => {
   });
   after(async () => close?.());
 
-  it('equals the tailer\'s own reading, with and without a restore', async () => {
+  it("equals the tailer's own reading, with and without a restore", async () => {
     const t = Date.now() - 60_000;
     const timeline = (cluster: string, generation: number, resume: number, detectedMs: number, tl = 0) => ({
-      cluster, generation, cluster_id: `id${generation}`, previous_cluster_id: '', previous_checkpoint: '0', restored_head: '0', diverged_after: '0', resume_revision: String(resume), reason: 'test', detected_at: at(detectedMs), timeline: tl,
+      cluster,
+      generation,
+      cluster_id: `id${generation}`,
+      previous_cluster_id: '',
+      previous_checkpoint: '0',
+      restored_head: '0',
+      diverged_after: '0',
+      resume_revision: String(resume),
+      reason: 'test',
+      detected_at: at(detectedMs),
+      timeline: tl,
     });
     await store.insert('checkpoints', [
       { cluster: 'plain', revision: '5', leader: 'r1', updated_at: at(t) },

@@ -60,13 +60,19 @@ async function withStore<T>(fn: (store: AuditStore) => Promise<T>): Promise<T> {
  * The highest revision up to which every change of etcd's history is in the store (`contiguous`), and the
  * events stored above `checkpoint` (`above`): durable, yet a restart from the checkpoint writes them again.
  */
-async function durableAbove(store: AuditStore, label: string, from: bigint, to: bigint, checkpoint: bigint): Promise<{ contiguous: bigint; stored: number; above: number }> {
+async function durableAbove(
+  store: AuditStore,
+  label: string,
+  from: bigint,
+  to: bigint,
+  checkpoint: bigint,
+): Promise<{ contiguous: bigint; stored: number; above: number }> {
   const history = [...(await etcdHistory(client, from, to))].map((k) => ({ revision: BigInt(k.slice(0, k.indexOf('|'))), id: k }));
   history.sort((a, b) => (a.revision < b.revision ? -1 : a.revision > b.revision ? 1 : 0));
   const rows = await capturedRows(store, label, from, to);
   const got = new Set(rows.map((r) => `${r.revision}|${r.key}`));
   let contiguous = from - 1n;
-  for (let i = 0; i < history.length; ) {
+  for (let i = 0; i < history.length;) {
     const rev = (history[i] as { revision: bigint }).revision;
     let j = i;
     while (j < history.length && (history[j] as { revision: bigint }).revision === rev) j += 1;
@@ -106,10 +112,12 @@ describe('a catch-up killed mid-way (child processes, private etcd with default 
         const child = run(kill);
         // Killed once this run made a dozen batches durable.
         const enough = 12 * BATCH_ROWS;
-        await child.waitFor((c) => c.durable >= enough, 300_000).catch(async (err: Error) => {
-          await child.kill9();
-          throw err;
-        });
+        await child
+          .waitFor((c) => c.durable >= enough, 300_000)
+          .catch(async (err: Error) => {
+            await child.kill9();
+            throw err;
+          });
         await child.kill9();
         const reported = child.durable;
         written += reported;
@@ -119,27 +127,39 @@ describe('a catch-up killed mid-way (child processes, private etcd with default 
           // Rows above the checkpoint that no recorded durable interval covers: the next run writes them again.
           const durable = await readDurable(store, label, 0, checkpoint);
           const rows = await capturedRows(store, label, from, historyEnd);
-          const uncovered = rows.filter((r) => BigInt(r.revision) > checkpoint && !durable.some((d) => BigInt(r.revision) >= d.from && BigInt(r.revision) <= d.through)).length;
-          t.diagnostic(`kill ${kill}: after ${reported} durable events this run: ${stored} events stored, contiguous to ${contiguous}, checkpoint ${checkpoint}, ${above} stored events above it, ${durable.length} durable interval(s) above it, ${uncovered} not covered`);
+          const uncovered = rows.filter(
+            (r) => BigInt(r.revision) > checkpoint && !durable.some((d) => BigInt(r.revision) >= d.from && BigInt(r.revision) <= d.through),
+          ).length;
+          t.diagnostic(
+            `kill ${kill}: after ${reported} durable events this run: ${stored} events stored, contiguous to ${contiguous}, checkpoint ${checkpoint}, ${above} stored events above it, ${durable.length} durable interval(s) above it, ${uncovered} not covered`,
+          );
           assert.ok(contiguous < historyEnd, 'the kill landed mid catch-up');
           assert.ok(checkpoint <= contiguous, `checkpoint ${checkpoint} ahead of the durable prefix ${contiguous}`);
-          for (const d of durable) assert.ok(rows.some((r) => BigInt(r.revision) >= d.from), `interval ${d.from}..${d.through} is above stored rows`);
-          if (uncovered > windows * MAX_AHEAD) failures.push(`kill ${kill}: ${uncovered} durable events above the checkpoint ${checkpoint} in no recorded interval (contiguous to ${contiguous})`);
+          for (const d of durable)
+            assert.ok(
+              rows.some((r) => BigInt(r.revision) >= d.from),
+              `interval ${d.from}..${d.through} is above stored rows`,
+            );
+          if (uncovered > windows * MAX_AHEAD)
+            failures.push(`kill ${kill}: ${uncovered} durable events above the checkpoint ${checkpoint} in no recorded interval (contiguous to ${contiguous})`);
         });
       }
       // The catch-up then finishes: every change of the history captured, the holes filled, nothing written twice beyond the kills' losses.
       const last = run(3);
-      await last.waitFor((c) => c.checkpoint >= historyEnd, 300_000).catch(async (err: Error) => {
-        await last.kill9();
-        throw err;
-      });
+      await last
+        .waitFor((c) => c.checkpoint >= historyEnd, 300_000)
+        .catch(async (err: Error) => {
+          await last.kill9();
+          throw err;
+        });
       await last.term();
       written += last.durable;
       await withStore(async (store) => {
         const { contiguous, stored } = await durableAbove(store, label, from, historyEnd, historyEnd);
         t.diagnostic(`finished: ${stored} events stored, ${written} written over 4 runs (${written - stored} written again)`);
         assert.equal(contiguous, historyEnd, 'every change of the history is in the store');
-        if (written - stored > 3 * windows * MAX_AHEAD) failures.push(`${written - stored} events written again over 3 kills (allowed ${3 * windows * MAX_AHEAD})`);
+        if (written - stored > 3 * windows * MAX_AHEAD)
+          failures.push(`${written - stored} events written again over 3 kills (allowed ${3 * windows * MAX_AHEAD})`);
       });
       assert.deepEqual(failures, [], `more than about one batch a window (${BATCH_ROWS} rows; allowed ${MAX_AHEAD} a window) lost to a kill`);
     });

@@ -79,53 +79,90 @@ async function withEventsDetached<T>(fn: () => Promise<T>): Promise<T> {
 function oneEvent(cluster: string, revision: number): RowBatch {
   const r = String(revision);
   const row: AuditEventRow = {
-    cluster, revision: r, key: `/sys/test/${r}`, event_type: 'other', op: 'put', namespace: '', lock_path: '', class: '', holder: '', session: '0', token: '0', epoch: 0,
-    grant_revision: '0', wait_ms: 0, wall_time: Date.now(), time_estimated: 0, time_error_ms: 0, create_revision: r, mod_revision: r, version: '1', lease: '0', value: '{}', prev_value: '', unprotected: 0,
+    cluster,
+    revision: r,
+    key: `/sys/test/${r}`,
+    event_type: 'other',
+    op: 'put',
+    namespace: '',
+    lock_path: '',
+    class: '',
+    holder: '',
+    session: '0',
+    token: '0',
+    epoch: 0,
+    grant_revision: '0',
+    wait_ms: 0,
+    wall_time: Date.now(),
+    time_estimated: 0,
+    time_error_ms: 0,
+    create_revision: r,
+    mod_revision: r,
+    version: '1',
+    lease: '0',
+    value: '{}',
+    prev_value: '',
+    unprotected: 0,
   };
   return { events: [row], grants: [], quarantine: [] };
 }
 
 describe('tailer: abort listeners stay bounded', () => {
-  it('8 catch-up windows (as in the benchmark) against a held sink, hundreds of retries: no MaxListenersExceededWarning; exact capture after', { timeout: 120_000 }, async () => {
-    const label = uniqueId('c');
-    const w = new Workload(client, uniqueId('ns'));
-    const from = (await head()) + 1n;
-    await w.mixed(20); // ~220 revisions: 8 windows of ≥ 10
-    const end = BigInt(await w.clock());
-    await store.insert('checkpoints', [{ cluster: label, revision: (from - 1n).toString(), leader: 'test' }]);
-    const registry = new Registry();
-    const retries = async (): Promise<number> => (await registry.getSingleMetric('lockaudit_tailer_sink_retries_total')?.get())?.values.find((v) => v.labels.cluster === label)?.value ?? 0;
-    const replica = new TailerReplica(
-      { cluster: { name: label, endpoints }, store, log, metrics: tailerMetrics(registry) },
-      {
-        electionTtlSeconds: 3,
-        catchUpWindows: 8,
-        splitMinRevisions: 10,
-        checkpointIntervalMs: 100,
-        // A buffer of a few rows: every window soon waits in sink.add while the inserts are retried.
-        sink: { maxRows: 4, maxBufferedRows: 4, maxDelayMs: 5, initialBackoffMs: 5, maxBackoffMs: 20 },
-      },
-    );
-    try {
-      await withGrantsDetached(async () => {
-        replica.start();
-        await waitFor('200 insert retries', async () => ((await retries()) >= 200 ? true : undefined), 60_000, 100);
-        assert.equal(await readCheckpoint(store, label), from - 1n, 'nothing checkpointed while the sink is held');
-      });
-      await waitFor(`checkpoint ≥ ${end}`, async () => ((await readCheckpoint(store, label)) >= end ? true : undefined), 60_000, 200);
-      await assertExactCapture(store, label, client, from, end, w.expected);
-    } finally {
-      await replica.close();
-    }
-    await new Promise((r) => setImmediate(r)); // warnings are emitted on the next tick
-    assert.deepEqual(warnings.map((x) => x.message), []);
-  });
+  it(
+    '8 catch-up windows (as in the benchmark) against a held sink, hundreds of retries: no MaxListenersExceededWarning; exact capture after',
+    { timeout: 120_000 },
+    async () => {
+      const label = uniqueId('c');
+      const w = new Workload(client, uniqueId('ns'));
+      const from = (await head()) + 1n;
+      await w.mixed(20); // ~220 revisions: 8 windows of ≥ 10
+      const end = BigInt(await w.clock());
+      await store.insert('checkpoints', [{ cluster: label, revision: (from - 1n).toString(), leader: 'test' }]);
+      const registry = new Registry();
+      const retries = async (): Promise<number> =>
+        (await registry.getSingleMetric('lockaudit_tailer_sink_retries_total')?.get())?.values.find((v) => v.labels.cluster === label)?.value ?? 0;
+      const replica = new TailerReplica(
+        { cluster: { name: label, endpoints }, store, log, metrics: tailerMetrics(registry) },
+        {
+          electionTtlSeconds: 3,
+          catchUpWindows: 8,
+          splitMinRevisions: 10,
+          checkpointIntervalMs: 100,
+          // A buffer of a few rows: every window soon waits in sink.add while the inserts are retried.
+          sink: { maxRows: 4, maxBufferedRows: 4, maxDelayMs: 5, initialBackoffMs: 5, maxBackoffMs: 20 },
+        },
+      );
+      try {
+        await withGrantsDetached(async () => {
+          replica.start();
+          await waitFor('200 insert retries', async () => ((await retries()) >= 200 ? true : undefined), 60_000, 100);
+          assert.equal(await readCheckpoint(store, label), from - 1n, 'nothing checkpointed while the sink is held');
+        });
+        await waitFor(`checkpoint ≥ ${end}`, async () => ((await readCheckpoint(store, label)) >= end ? true : undefined), 60_000, 200);
+        await assertExactCapture(store, label, client, from, end, w.expected);
+      } finally {
+        await replica.close();
+      }
+      await new Promise((r) => setImmediate(r)); // warnings are emitted on the next tick
+      assert.deepEqual(
+        warnings.map((x) => x.message),
+        [],
+      );
+    },
+  );
 
   it("a sink held by failing inserts: one caller's waits and the retries leave ≤ 1 listener on its signal, none after", { timeout: 60_000 }, async () => {
     const cluster = uniqueId('c');
     let retried = 0;
     let durable = 0;
-    const sink = new BatchSink(store, log, { maxRows: 5, maxBufferedRows: 5, maxDelayMs: 5, initialBackoffMs: 5, maxBackoffMs: 10, onRetry: () => (retried += 1) });
+    const sink = new BatchSink(store, log, {
+      maxRows: 5,
+      maxBufferedRows: 5,
+      maxDelayMs: 5,
+      initialBackoffMs: 5,
+      maxBackoffMs: 10,
+      onRetry: () => (retried += 1),
+    });
     const stop = new AbortController();
     const listeners = (): number => getEventListeners(stop.signal, 'abort').length;
     let most = 0;

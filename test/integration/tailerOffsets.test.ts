@@ -36,7 +36,10 @@ const leading = async (): Promise<boolean> => true;
 describe('checkpoint offsets', () => {
   it('a stale lower checkpoint written later (a stalled leader) never replaces the higher one, also after merges', async () => {
     const cluster = uniqueId('c');
-    assert.deepEqual(await writeCheckpoint(store, { cluster, revision: 1_000n, leader: 'successor', term: 9n, timeline: 0, fence: leading }), { kind: 'written', revision: 1_000n });
+    assert.deepEqual(await writeCheckpoint(store, { cluster, revision: 1_000n, leader: 'successor', term: 9n, timeline: 0, fence: leading }), {
+      kind: 'written',
+      revision: 1_000n,
+    });
     // The stalled leader passed its checks long ago; its insert lands now, later in time, lower in revision.
     await new Promise((r) => setTimeout(r, 20));
     await store.insert('checkpoints', [{ cluster, revision: '900', leader: 'stalled' }]);
@@ -50,10 +53,21 @@ describe('checkpoint offsets', () => {
   it('the writer never writes below what is stored, and writes nothing when the fence says it no longer leads', async () => {
     const cluster = uniqueId('c');
     await writeCheckpoint(store, { cluster, revision: 50n, leader: 'a', term: 9n, timeline: 0, fence: leading });
-    assert.deepEqual(await writeCheckpoint(store, { cluster, revision: 40n, leader: 'b', term: 9n, timeline: 0, fence: leading }), { kind: 'behind', stored: 50n });
-    assert.deepEqual(await writeCheckpoint(store, { cluster, revision: 50n, leader: 'b', term: 9n, timeline: 0, fence: leading }), { kind: 'behind', stored: 50n });
-    assert.deepEqual(await writeCheckpoint(store, { cluster, revision: 60n, leader: 'b', term: 9n, timeline: 0, fence: async () => false }), { kind: 'not-leader' });
-    await assert.rejects(writeCheckpoint(store, { cluster, revision: 60n, leader: 'b', term: 9n, timeline: 0, fence: () => Promise.reject(new Error('etcd away')) }), /etcd away/);
+    assert.deepEqual(await writeCheckpoint(store, { cluster, revision: 40n, leader: 'b', term: 9n, timeline: 0, fence: leading }), {
+      kind: 'behind',
+      stored: 50n,
+    });
+    assert.deepEqual(await writeCheckpoint(store, { cluster, revision: 50n, leader: 'b', term: 9n, timeline: 0, fence: leading }), {
+      kind: 'behind',
+      stored: 50n,
+    });
+    assert.deepEqual(await writeCheckpoint(store, { cluster, revision: 60n, leader: 'b', term: 9n, timeline: 0, fence: async () => false }), {
+      kind: 'not-leader',
+    });
+    await assert.rejects(
+      writeCheckpoint(store, { cluster, revision: 60n, leader: 'b', term: 9n, timeline: 0, fence: () => Promise.reject(new Error('etcd away')) }),
+      /etcd away/,
+    );
     const rows = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.checkpoints WHERE cluster = {cluster:String}', { cluster });
     assert.equal(rows[0]?.n, '1');
     assert.equal(await readCheckpoint(store, cluster), 50n);

@@ -36,14 +36,18 @@ describe('tailer: proof of origin and deletes by hand', { timeout: 120_000 }, ()
   const registry = createMetricsRegistry();
   const metrics = tailerMetrics(registry);
   /** lockaudit_tailer_bypass_events_total of this cluster and kind (what LockauditForeignGrant / LockauditHandDelete watch). */
-  const bypass = async (kind: string): Promise<number> => (await metrics.bypass.get()).values.find((v) => v.labels.cluster === label && v.labels.kind === kind)?.value ?? 0;
+  const bypass = async (kind: string): Promise<number> =>
+    (await metrics.bypass.get()).values.find((v) => v.labels.cluster === label && v.labels.kind === kind)?.value ?? 0;
 
   before(async () => {
     ({ store, close: closeStore } = await tempStore());
     client = createEtcdClient({ name: 'test', endpoints });
     la = await lockApp(config, store);
     await checkpointAtHead(store, client, label);
-    replica = new TailerReplica({ cluster: { name: label, endpoints }, store, log, health, metrics }, { electionTtlSeconds: 3, checkpointIntervalMs: 100, originSecret: originSecret(config) });
+    replica = new TailerReplica(
+      { cluster: { name: label, endpoints }, store, log, health, metrics },
+      { electionTtlSeconds: 3, checkpointIntervalMs: 100, originSecret: originSecret(config) },
+    );
     replica.start();
   });
   after(async () => {
@@ -71,7 +75,11 @@ describe('tailer: proof of origin and deletes by hand', { timeout: 120_000 }, ()
     const session = await la.call<{ id: string }>('POST', '/v1/sessions', caller, { ttlSeconds: 5 });
     assert.equal(session.status, 201);
     const acquire = async (key: string) => {
-      const r = await la.call<{ token: string; revision: string }>('POST', '/v1/locks/acquire', caller, { key: `${ns}/${key}`, session: session.body.id, class: cls });
+      const r = await la.call<{ token: string; revision: string }>('POST', '/v1/locks/acquire', caller, {
+        key: `${ns}/${key}`,
+        session: session.body.id,
+        class: cls,
+      });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       return r.body;
     };
@@ -87,7 +95,12 @@ describe('tailer: proof of origin and deletes by hand', { timeout: 120_000 }, ()
     await client.delete().key(`/l/${ns}/byhand`).exec();
 
     // Let the session lapse: its remaining holds expire with it (api and expires).
-    const gone = await waitFor('the session to expire', async () => ((await client.get(`/l/${ns}/expires`).exec()).kvs.length === 0 ? true : undefined), 20_000, 200);
+    const gone = await waitFor(
+      'the session to expire',
+      async () => ((await client.get(`/l/${ns}/expires`).exec()).kvs.length === 0 ? true : undefined),
+      20_000,
+      200,
+    );
     assert.equal(gone, true);
     const head = await headRevision(client);
 
@@ -100,10 +113,24 @@ describe('tailer: proof of origin and deletes by hand', { timeout: 120_000 }, ()
     // Grant history shows both: the origin per grant, and endKind / origin as filters.
     const deps = { store, limits: config.reports, cursorKey: randomBytes(32) };
     const all = await grantHistory(deps, { namespace: ns, limit: 10 }, Date.now());
-    assert.deepEqual(all.items.map((g) => [g.key.slice(ns.length + 1), g.origin, g.endKind]).sort(), [['api', 'api', 'expiry'], ['byhand', 'api', 'deleted'], ['expires', 'api', 'expiry'], ['rogue', 'foreign', null]]);
-    assert.deepEqual((await grantHistory(deps, { namespace: ns, endKind: 'deleted' }, Date.now())).items.map((g) => g.key), [`${ns}/byhand`]);
-    assert.deepEqual((await grantHistory(deps, { namespace: ns, origin: 'foreign' }, Date.now())).items.map((g) => g.key), [`${ns}/rogue`]);
-    assert.deepEqual((await grantHistory(deps, { namespace: ns, endKind: 'held' }, Date.now())).items.map((g) => g.key), [`${ns}/rogue`]);
+    assert.deepEqual(all.items.map((g) => [g.key.slice(ns.length + 1), g.origin, g.endKind]).sort(), [
+      ['api', 'api', 'expiry'],
+      ['byhand', 'api', 'deleted'],
+      ['expires', 'api', 'expiry'],
+      ['rogue', 'foreign', null],
+    ]);
+    assert.deepEqual(
+      (await grantHistory(deps, { namespace: ns, endKind: 'deleted' }, Date.now())).items.map((g) => g.key),
+      [`${ns}/byhand`],
+    );
+    assert.deepEqual(
+      (await grantHistory(deps, { namespace: ns, origin: 'foreign' }, Date.now())).items.map((g) => g.key),
+      [`${ns}/rogue`],
+    );
+    assert.deepEqual(
+      (await grantHistory(deps, { namespace: ns, endKind: 'held' }, Date.now())).items.map((g) => g.key),
+      [`${ns}/rogue`],
+    );
 
     const alarm = health.alarms().find((a) => a.name === `foreign-write:${label}`);
     assert.ok(alarm, 'foreign-write alarm raised');
@@ -119,7 +146,11 @@ describe('tailer: proof of origin and deletes by hand', { timeout: 120_000 }, ()
     const lease = client.lease(60, { autoKeepAlive: false });
     const id = await lease.grant();
     const key = `/l/${ns}/revoked-after`;
-    const put = await client.put(key).value(JSON.stringify({ holder: 'spiffe://rogue.example/etcdctl', session: id, class: 'c', epoch: 0, waitMs: 0, at: Date.now() })).lease(id).exec();
+    const put = await client
+      .put(key)
+      .value(JSON.stringify({ holder: 'spiffe://rogue.example/etcdctl', session: id, class: 'c', epoch: 0, waitMs: 0, at: Date.now() }))
+      .lease(id)
+      .exec();
     await waitFor('the tailer past the put', async () => ((await readCheckpoint(store, label)) >= BigInt(put.header.revision) ? true : undefined), 30_000, 100);
     await client.delete().key(key).exec();
     await lease.revoke(); // at once: by the time anyone asks etcd, the lease is gone

@@ -83,7 +83,11 @@ describe('tailer across an etcd restart (private single-member etcd)', { timeout
     assert.equal(await stopInstance(config, 'etcd-1', 'SIGTERM'), true);
     assert.equal(await runningPid(config.dataDir, 'etcd-1'), undefined);
     // The watch notices; its reopen attempts fail while etcd is down (nothing is written meanwhile).
-    await waitFor('the tailer to see the watch break', () => (logLines.slice(linesAtStop).some((l) => l.includes('watch disconnected')) ? true : undefined), 20_000);
+    await waitFor(
+      'the tailer to see the watch break',
+      () => (logLines.slice(linesAtStop).some((l) => l.includes('watch disconnected')) ? true : undefined),
+      20_000,
+    );
     await new Promise((r) => setTimeout(r, 2_000));
 
     // Same data dir, same ports: history up to the stop is still there.
@@ -108,7 +112,10 @@ describe('tailer across an etcd restart (private single-member etcd)', { timeout
     );
     assert.equal(raw?.n, raw?.distinct, 'each change written once');
     // It came back through the watch reopening from its position, not through a new election and run.
-    assert.ok(logLines.slice(linesAtStop).some((l) => l.includes('watch reopened')), 'the watch reopened');
+    assert.ok(
+      logLines.slice(linesAtStop).some((l) => l.includes('watch reopened')),
+      'the watch reopened',
+    );
     assert.deepEqual(leader, [true], 'leadership was kept throughout');
     assert.equal(logLines.filter((l) => l.includes('tailing from checkpoint')).length, 1, 'one pipeline run');
   });

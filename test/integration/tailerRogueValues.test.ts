@@ -59,12 +59,25 @@ describe('tailer: rogue values written straight into etcd', { timeout: 120_000 }
     assert.equal((await la.call('PUT', `/v1/classes/${cls}`, admin, fencedClass(cls, ns))).status, 200);
     const caller = await la.token(`spiffe://test/${ns}/worker`, ['client']);
     const session = await la.call<{ id: string }>('POST', '/v1/sessions', caller, { ttlSeconds: 15 });
-    const got = await la.call<{ token: string; revision: string }>('POST', '/v1/locks/acquire', caller, { key: `${ns}/after`, session: session.body.id, class: cls });
+    const got = await la.call<{ token: string; revision: string }>('POST', '/v1/locks/acquire', caller, {
+      key: `${ns}/after`,
+      session: session.body.id,
+      class: cls,
+    });
     assert.equal(got.status, 200, JSON.stringify(got.body));
-    const rel = await la.call<{ revision: string }>('POST', '/v1/locks/release', caller, { key: `${ns}/after`, session: session.body.id, token: got.body.token });
+    const rel = await la.call<{ revision: string }>('POST', '/v1/locks/release', caller, {
+      key: `${ns}/after`,
+      session: session.body.id,
+      token: got.body.token,
+    });
     assert.equal(rel.status, 200, JSON.stringify(rel.body));
 
-    await waitFor('checkpoint past the release', async () => ((await readCheckpoint(store, label)) >= BigInt(rel.body.revision) ? true : undefined), 45_000, 200);
+    await waitFor(
+      'checkpoint past the release',
+      async () => ((await readCheckpoint(store, label)) >= BigInt(rel.body.revision) ? true : undefined),
+      45_000,
+      200,
+    );
 
     const grants = await store.rows<{ key: string; token: string; end_kind: string }>(
       `SELECT key, token, end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND namespace = {ns:String}`,
@@ -91,7 +104,13 @@ describe('tailer: rogue values written straight into etcd', { timeout: 120_000 }
       `SELECT revision, event_type, value FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = {k:String} ORDER BY revision`,
       { c: label, k: `/l/${ns}/rogue` },
     );
-    assert.deepEqual(raw.map((r) => [r.revision, r.event_type]), [[String(r1.header.revision), 'other'], [String(d1.header.revision), 'other']]);
+    assert.deepEqual(
+      raw.map((r) => [r.revision, r.event_type]),
+      [
+        [String(r1.header.revision), 'other'],
+        [String(d1.header.revision), 'other'],
+      ],
+    );
     assert.equal(raw[0]?.value, rogue);
   });
 
@@ -104,11 +123,14 @@ describe('tailer: rogue values written straight into etcd', { timeout: 120_000 }
     replica.start();
     const key = (tail: number[]): Buffer => Buffer.concat([Buffer.from(`/l/${ns}/k`, 'utf8'), Buffer.from(tail)]);
     // Before etcdText both keys read /l/<ns>/k\uFFFD: one (revision, key) row, the other change gone without a trace.
-    const txn = await client.if(key([0xff]), 'Version', '==', 0).then(
-      client.put(key([0xff])).value(Buffer.from([0x7b, 0xff])),
-      client.put(key([0xfe])).value(Buffer.from([0x7b, 0xfe])),
-      client.put(key([0xef, 0xbf, 0xbd])).value('\uFFFD'),
-    ).commit();
+    const txn = await client
+      .if(key([0xff]), 'Version', '==', 0)
+      .then(
+        client.put(key([0xff])).value(Buffer.from([0x7b, 0xff])),
+        client.put(key([0xfe])).value(Buffer.from([0x7b, 0xfe])),
+        client.put(key([0xef, 0xbf, 0xbd])).value('\uFFFD'),
+      )
+      .commit();
     const revision = BigInt(txn.header.revision);
     await waitFor('checkpoint past the txn', async () => ((await readCheckpoint(store, label)) >= revision ? true : undefined), 45_000, 200);
     const rows = await store.rows<{ key: string; value: string }>(

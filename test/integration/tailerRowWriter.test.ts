@@ -16,9 +16,30 @@ const db = fileStore();
 
 function event(cluster: string, revision: number, patch: Partial<Record<keyof AuditEventRow, unknown>> = {}): AuditEventRow {
   const row = {
-    cluster, revision: String(revision), key: `/l/ns/k${revision}`, event_type: 'grant', op: 'put', namespace: 'ns', lock_path: `k${revision}`, class: 'c',
-    holder: 'h', session: '1', token: String(revision), epoch: 0, grant_revision: String(revision), wait_ms: 3, wall_time: Date.now(), time_estimated: 0,
-    time_error_ms: 0, create_revision: String(revision), mod_revision: String(revision), version: '1', lease: '1', value: `{"v":${revision}}`, prev_value: '', unprotected: 0,
+    cluster,
+    revision: String(revision),
+    key: `/l/ns/k${revision}`,
+    event_type: 'grant',
+    op: 'put',
+    namespace: 'ns',
+    lock_path: `k${revision}`,
+    class: 'c',
+    holder: 'h',
+    session: '1',
+    token: String(revision),
+    epoch: 0,
+    grant_revision: String(revision),
+    wait_ms: 3,
+    wall_time: Date.now(),
+    time_estimated: 0,
+    time_error_ms: 0,
+    create_revision: String(revision),
+    mod_revision: String(revision),
+    version: '1',
+    lease: '1',
+    value: `{"v":${revision}}`,
+    prev_value: '',
+    unprotected: 0,
   };
   return { ...row, ...patch } as unknown as AuditEventRow;
 }
@@ -33,13 +54,26 @@ describe('row writer', () => {
     events[23] = event(cluster, 123, { wait_ms: 1e21 }); // not a UInt64 (ClickHouse rejects it as "1e+21")
     events[31] = event(cluster, 131, { wall_time: 9e18 }); // ClickHouse would store 9999-12-31: out of range
     let inserts = 0;
-    const counting = Object.create(db.store, { insert: { value: (t: string, v: readonly object[], o?: InsertOptions) => ((inserts += 1), db.store.insert(t, v, o)) } }) as AuditStore;
+    const counting = Object.create(db.store, {
+      insert: { value: (t: string, v: readonly object[], o?: InsertOptions) => ((inserts += 1), db.store.insert(t, v, o)) },
+    }) as AuditStore;
     const { quarantined } = await writeRows(counting, { events, grants: [], quarantine: [] }, { retry: fast });
     assert.deepEqual(quarantined.map((q) => q.revision).sort(), ['107', '123', '131']);
-    const stored = await db.store.rows<{ revision: string }>('SELECT revision FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} ORDER BY revision', { c: cluster });
-    assert.deepEqual(stored.map((r) => r.revision), events.map((e) => e.revision).filter((r) => !['107', '123', '131'].includes(r)));
-    const q = await db.store.rows<{ revision: string; key: string; value: string; reason: string }>('SELECT revision, key, value, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} ORDER BY revision', { c: cluster });
-    assert.deepEqual(q.map((r) => r.revision), ['107', '123', '131']);
+    const stored = await db.store.rows<{ revision: string }>('SELECT revision FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} ORDER BY revision', {
+      c: cluster,
+    });
+    assert.deepEqual(
+      stored.map((r) => r.revision),
+      events.map((e) => e.revision).filter((r) => !['107', '123', '131'].includes(r)),
+    );
+    const q = await db.store.rows<{ revision: string; key: string; value: string; reason: string }>(
+      'SELECT revision, key, value, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} ORDER BY revision',
+      { c: cluster },
+    );
+    assert.deepEqual(
+      q.map((r) => r.revision),
+      ['107', '123', '131'],
+    );
     assert.equal(q[0]?.value, '{"v":107}');
     assert.equal(q[0]?.key, '/l/ns/k107');
     for (const r of q) assert.match(r.reason, /^ClickHouse rejected the events row: /);
@@ -47,20 +81,50 @@ describe('row writer', () => {
     assert.ok(inserts <= 2 * Math.ceil(Math.log2(40)) * 2 + 2, `bisecting took ${inserts} inserts`);
   });
 
-  it('a grant row ClickHouse rejects goes to quarantine with the tailer\'s proof of its change (sql/240), which the grants check alone trusts', async () => {
+  it("a grant row ClickHouse rejects goes to quarantine with the tailer's proof of its change (sql/240), which the grants check alone trusts", async () => {
     const cluster = uniqueId('c');
     const secret = randomBytes(32);
     const e = event(cluster, 300);
     const grant = {
-      cluster, key: 'ns/k300', namespace: 'ns', lock_path: 'k300', class: 'c', holder: 'h', session: '1', token: '300', epoch: 0, grant_revision: '300', spool_id: '',
-      granted_at: Date.now(), wait_ms: 1e21, end_kind: '', end_revision: '0', ended_at: null, ended_at_error_ms: 0, duration_ms: null, unprotected: 0, start_known: 1, row_version: '0', origin: 'api',
+      cluster,
+      key: 'ns/k300',
+      namespace: 'ns',
+      lock_path: 'k300',
+      class: 'c',
+      holder: 'h',
+      session: '1',
+      token: '300',
+      epoch: 0,
+      grant_revision: '300',
+      spool_id: '',
+      granted_at: Date.now(),
+      wait_ms: 1e21,
+      end_kind: '',
+      end_revision: '0',
+      ended_at: null,
+      ended_at_error_ms: 0,
+      duration_ms: null,
+      unprotected: 0,
+      start_known: 1,
+      row_version: '0',
+      origin: 'api',
     } as unknown as GrantRow;
     const { quarantined } = await writeRows(db.store, { events: [e], grants: [grant], quarantine: [] }, { retry: fast, proofSecret: secret, timeline: 2 });
-    assert.deepEqual(quarantined.map((q) => [q.op, q.revision, q.key]), [['grants-row', '300', '/l/ns/k300']]);
-    const [q] = await db.store.rows<{ revision: string; key: string; proof: string }>("SELECT toString(revision) AS revision, key, proof FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'grants-row'", { c: cluster });
+    assert.deepEqual(
+      quarantined.map((q) => [q.op, q.revision, q.key]),
+      [['grants-row', '300', '/l/ns/k300']],
+    );
+    const [q] = await db.store.rows<{ revision: string; key: string; proof: string }>(
+      "SELECT toString(revision) AS revision, key, proof FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND op = 'grants-row'",
+      { c: cluster },
+    );
     assert.ok(q && hasValidQuarantinedGrantProof(secret, { cluster, timeline: 2, revision: q.revision, key: q.key }, q.proof), JSON.stringify(q));
     assert.equal(hasValidQuarantinedGrantProof(secret, { cluster, timeline: 0, revision: q.revision, key: q.key }, q.proof), false, 'bound to its timeline');
-    assert.equal(hasValidQuarantinedGrantProof(randomBytes(32), { cluster, timeline: 2, revision: q.revision, key: q.key }, q.proof), false, "another key's check refuses it");
+    assert.equal(
+      hasValidQuarantinedGrantProof(randomBytes(32), { cluster, timeline: 2, revision: q.revision, key: q.key }, q.proof),
+      false,
+      "another key's check refuses it",
+    );
   });
 
   it('retries a connection error until the insert succeeds, and does not quarantine anything', async () => {
@@ -78,7 +142,11 @@ describe('row writer', () => {
       },
     }) as AuditStore;
     const retries: number[] = [];
-    const { quarantined } = await writeRows(flaky, { events: [event(cluster, 5)], grants: [], quarantine: [] }, { retry: { ...fast, onRetry: (_e, a) => retries.push(a) } });
+    const { quarantined } = await writeRows(
+      flaky,
+      { events: [event(cluster, 5)], grants: [], quarantine: [] },
+      { retry: { ...fast, onRetry: (_e, a) => retries.push(a) } },
+    );
     assert.deepEqual(quarantined, []);
     assert.deepEqual(retries, [1, 2]);
     const stored = await db.store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.events WHERE cluster = {c:String}', { c: cluster });

@@ -15,9 +15,30 @@ const log = createLogger('silent');
 function bigEvent(cluster: string, revision: number, chars: number): RowBatch {
   const r = String(revision);
   const row: AuditEventRow = {
-    cluster, revision: r, key: `/sys/test/${r}`, event_type: 'other', op: 'put', namespace: '', lock_path: '', class: '', holder: '', session: '0', token: '0', epoch: 0,
-    grant_revision: '0', wait_ms: 0, wall_time: Date.now(), time_estimated: 0, time_error_ms: 0, create_revision: r, mod_revision: r, version: '1', lease: '0',
-    value: 'v'.repeat(chars), prev_value: '', unprotected: 0,
+    cluster,
+    revision: r,
+    key: `/sys/test/${r}`,
+    event_type: 'other',
+    op: 'put',
+    namespace: '',
+    lock_path: '',
+    class: '',
+    holder: '',
+    session: '0',
+    token: '0',
+    epoch: 0,
+    grant_revision: '0',
+    wait_ms: 0,
+    wall_time: Date.now(),
+    time_estimated: 0,
+    time_error_ms: 0,
+    create_revision: r,
+    mod_revision: r,
+    version: '1',
+    lease: '0',
+    value: 'v'.repeat(chars),
+    prev_value: '',
+    unprotected: 0,
   };
   return { events: [row], grants: [], quarantine: [] };
 }
@@ -31,7 +52,13 @@ describe('tailer sink: bounded in bytes', () => {
   it('inserts at most maxBatchBytes of values at once and blocks past maxBufferedBytes; a value larger than both goes alone', async () => {
     const cluster = uniqueId('sb');
     const flushed: number[] = [];
-    const sink = new BatchSink(store, log, { maxRows: 1_000, maxBatchBytes: 1_000, maxBufferedBytes: 2_000, maxDelayMs: 5, onFlush: (rows) => flushed.push(rows) });
+    const sink = new BatchSink(store, log, {
+      maxRows: 1_000,
+      maxBatchBytes: 1_000,
+      maxBufferedBytes: 2_000,
+      maxDelayMs: 5,
+      onFlush: (rows) => flushed.push(rows),
+    });
     let durable = 0;
     let most = 0;
     for (let r = 1; r <= 40; r += 1) {
@@ -42,9 +69,15 @@ describe('tailer sink: bounded in bytes', () => {
     await sink.drain();
     assert.equal(durable, 41);
     assert.ok(most < 2_000 + 600, `buffered at most the bound and one entry, saw ${most} characters (by rows alone: 24 000)`);
-    assert.ok(flushed.every((rows) => rows === 1), `each insert holds one 600-character row (two pass 1 000): ${JSON.stringify(flushed)}`);
+    assert.ok(
+      flushed.every((rows) => rows === 1),
+      `each insert holds one 600-character row (two pass 1 000): ${JSON.stringify(flushed)}`,
+    );
     assert.equal(sink.bufferedBytes, 0);
-    const [n] = await store.rows<{ n: string; big: string }>('SELECT toString(count()) AS n, toString(max(length(value))) AS big FROM {db:Identifier}.events WHERE cluster = {c:String}', { c: cluster });
+    const [n] = await store.rows<{ n: string; big: string }>(
+      'SELECT toString(count()) AS n, toString(max(length(value))) AS big FROM {db:Identifier}.events WHERE cluster = {c:String}',
+      { c: cluster },
+    );
     assert.deepEqual(n, { n: '41', big: '5000' });
   });
 });

@@ -52,14 +52,33 @@ describe('lease witness across a lost leadership and a restart', { timeout: 120_
       const lease = client.lease(60, { autoKeepAlive: false });
       const leaseId = await lease.grant();
       const key = `/l/${ns}/held`;
-      const put = await client.put(key).value(JSON.stringify({ holder: 'spiffe://rogue.example/etcdctl', session: leaseId, class: 'c', epoch: 0, waitMs: 0, at: Date.now() })).lease(leaseId).exec();
+      const put = await client
+        .put(key)
+        .value(JSON.stringify({ holder: 'spiffe://rogue.example/etcdctl', session: leaseId, class: 'c', epoch: 0, waitMs: 0, at: Date.now() }))
+        .lease(leaseId)
+        .exec();
       await waitFor('the put captured', async () => ((await readCheckpoint(store, label)) >= BigInt(put.header.revision) ? true : undefined), 45_000, 100);
 
       // The rival queues behind the replica; the replica's election lease is revoked: the rival leads.
       rival = client.namespace(PREFIX.sys).election(tailerElectionName(label), 3).campaign('test-rival');
       const elected = new Promise<void>((resolve) => rival?.on('elected', () => resolve()));
-      await waitFor('the rival queued', async () => ((await client.getAll().prefix(`${PREFIX.sys}election/${tailerElectionName(label)}/`).keys()).length === 2 ? true : undefined), 10_000);
-      const campaigns = await client.getAll().prefix(`${PREFIX.sys}election/${tailerElectionName(label)}/`).exec();
+      await waitFor(
+        'the rival queued',
+        async () =>
+          (
+            await client
+              .getAll()
+              .prefix(`${PREFIX.sys}election/${tailerElectionName(label)}/`)
+              .keys()
+          ).length === 2
+            ? true
+            : undefined,
+        10_000,
+      );
+      const campaigns = await client
+        .getAll()
+        .prefix(`${PREFIX.sys}election/${tailerElectionName(label)}/`)
+        .exec();
       const ours = campaigns.kvs.filter((kv) => kv.value.toString() === replica.replicaId);
       assert.equal(ours.length, 1, 'the replica campaigns with one key');
       await client.leaseClient.leaseRevoke({ ID: String(ours[0]?.lease) });
@@ -75,10 +94,10 @@ describe('lease witness across a lost leadership and a restart', { timeout: 120_
       rival = undefined;
       await waitFor('the replica leads again', () => (replica.status().leader ? true : undefined), 30_000);
       await waitFor('the delete captured', async () => ((await readCheckpoint(store, label)) >= BigInt(del.header.revision) ? true : undefined), 45_000, 100);
-      const rows = await store.rows<{ end_kind: string }>(
-        'SELECT end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}',
-        { c: label, k: `${ns}/held` },
-      );
+      const rows = await store.rows<{ end_kind: string }>('SELECT end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}', {
+        c: label,
+        k: `${ns}/held`,
+      });
       assert.deepEqual(rows, [{ end_kind: 'deleted' }], 'the witness kept the lease TTL it heard before the leadership was lost');
     } finally {
       await rival?.resign().catch(() => undefined);
@@ -95,13 +114,25 @@ describe('lease witness across a lost leadership and a restart', { timeout: 120_
     try {
       first.start();
       await waitFor('the replica leads', () => (first.status().leader ? true : undefined), 30_000);
-      const put = await client.put(key).value(JSON.stringify({ holder: 'spiffe://rogue.example/etcdctl', session: leaseId, class: 'c', epoch: 0, waitMs: 0, at: Date.now() })).lease(leaseId).exec();
+      const put = await client
+        .put(key)
+        .value(JSON.stringify({ holder: 'spiffe://rogue.example/etcdctl', session: leaseId, class: 'c', epoch: 0, waitMs: 0, at: Date.now() }))
+        .lease(leaseId)
+        .exec();
       await waitFor('the put captured', async () => ((await readCheckpoint(store, label)) >= BigInt(put.header.revision) ? true : undefined), 45_000, 100);
       // Saved within a second of being heard — before any kill that comes later.
-      await waitFor('the evidence saved', async () => {
-        const rows = await store.rows<{ n: string }>('SELECT count() AS n FROM {db:Identifier}.lease_evidence WHERE cluster = {c:String} AND lease = {l:String}', { c: label, l: leaseId });
-        return rows[0]?.n === '1' ? true : undefined;
-      }, 10_000, 100);
+      await waitFor(
+        'the evidence saved',
+        async () => {
+          const rows = await store.rows<{ n: string }>(
+            'SELECT count() AS n FROM {db:Identifier}.lease_evidence WHERE cluster = {c:String} AND lease = {l:String}',
+            { c: label, l: leaseId },
+          );
+          return rows[0]?.n === '1' ? true : undefined;
+        },
+        10_000,
+        100,
+      );
     } finally {
       await first.close();
     }
@@ -113,7 +144,10 @@ describe('lease witness across a lost leadership and a restart', { timeout: 120_
     try {
       next.start();
       await waitFor('the delete captured', async () => ((await readCheckpoint(store, label)) >= BigInt(del.header.revision) ? true : undefined), 45_000, 100);
-      const rows = await store.rows<{ end_kind: string }>('SELECT end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}', { c: label, k: `${ns}/held` });
+      const rows = await store.rows<{ end_kind: string }>('SELECT end_kind FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}', {
+        c: label,
+        k: `${ns}/held`,
+      });
       assert.deepEqual(rows, [{ end_kind: 'deleted' }], 'the new process loaded the TTL the first one heard');
     } finally {
       await next.close();

@@ -29,18 +29,37 @@ const BUSY = 3000;
 const busy: GrantSpec[] = Array.from({ length: BUSY }, (_, i) => {
   const at = T0 + i * 1000;
   const kind = i % 250 === 0 ? 'force' : i % 100 === 0 ? 'expiry' : 'release';
-  return { key: 'busy/k-0', class: 'c', holder: `h-${Math.floor(i / 30) % 3}`, rev: 10_000 + i, at, ...(i === BUSY - 1 ? {} : { end: { kind, at: at + 600, rev: 20_000 + i } }) };
+  return {
+    key: 'busy/k-0',
+    class: 'c',
+    holder: `h-${Math.floor(i / 30) % 3}`,
+    rev: 10_000 + i,
+    at,
+    ...(i === BUSY - 1 ? {} : { end: { kind, at: at + 600, rev: 20_000 + i } }),
+  };
 });
 // busy/k-n (n = 1..59): n short grants each, in the first minutes.
 const others: GrantSpec[] = Array.from({ length: 59 }, (_, j) => j + 1).flatMap((n) =>
-  Array.from({ length: n }, (_, i) => ({ key: `busy/k-${n}`, class: 'c', holder: 'h-x', rev: 100 + i, at: T0 + i * 2000, end: { kind: 'release' as const, at: T0 + i * 2000 + 100, rev: 200 + i } })),
+  Array.from({ length: n }, (_, i) => ({
+    key: `busy/k-${n}`,
+    class: 'c',
+    holder: 'h-x',
+    rev: 100 + i,
+    at: T0 + i * 2000,
+    end: { kind: 'release' as const, at: T0 + i * 2000 + 100, rev: 200 + i },
+  })),
 );
 
 // odd/k-0 (issue 11, defect 7): 6 grants, one every 10 s from T0, each held
 // 1.5 s; grants 1 and 4 were put straight into etcd (foreign), grants 2 and 4
 // were deleted by hand (their leases outlived them).
 const odd: GrantSpec[] = Array.from({ length: 6 }, (_, i) => ({
-  key: 'odd/k-0', class: 'c', holder: `h-${i}`, rev: 30_000 + i, at: T0 + i * 10_000, ...(i === 1 || i === 4 ? { origin: 'foreign' as const } : {}),
+  key: 'odd/k-0',
+  class: 'c',
+  holder: `h-${i}`,
+  rev: 30_000 + i,
+  at: T0 + i * 10_000,
+  ...(i === 1 || i === 4 ? { origin: 'foreign' as const } : {}),
   end: { kind: i === 2 || i === 4 ? ('deleted' as const) : ('release' as const), at: T0 + i * 10_000 + 1500, rev: 31_000 + i },
 }));
 
@@ -57,24 +76,51 @@ describe('timeline and tailer lag', () => {
   before(async () => {
     ({ store, close: closeStore } = await tempStore());
     const specs = [...busy, ...others, ...odd];
-    await store.insert('grants', specs.map((s) => grantRows(s).open));
-    await store.insert('grants', specs.map((s) => grantRows(s).closed).filter((r): r is GrantRow => r !== undefined));
+    await store.insert(
+      'grants',
+      specs.map((s) => grantRows(s).open),
+    );
+    await store.insert(
+      'grants',
+      specs.map((s) => grantRows(s).closed).filter((r): r is GrantRow => r !== undefined),
+    );
     // Gap 1: revisions 5000–5100, last event before it at T0 + 500 s, first after at T0 + 520 s.
     // Gap 2: long before the window (its events are days old) — not in the window.
     const clock = (rev: number, at: number) => ({ ...classEvent('x', null, rev, at), key: '/sys/clock', event_type: 'clock', op: 'put' as const });
-    await store.insert('events', [clock(4999, T0 + 500_000), clock(5101, T0 + 520_000), clock(99, T0 - 9 * 86_400_000), clock(151, T0 - 9 * 86_400_000 + 1000)]);
+    await store.insert('events', [
+      clock(4999, T0 + 500_000),
+      clock(5101, T0 + 520_000),
+      clock(99, T0 - 9 * 86_400_000),
+      clock(151, T0 - 9 * 86_400_000 + 1000),
+    ]);
     await store.insert('gaps', [
       { cluster: 'c1', from_revision: '5000', to_revision: '5100', detected_at: T0 + 530_000, reason: 'compacted before capture' },
       { cluster: 'c1', from_revision: '100', to_revision: '150', detected_at: T0 + 60_000, reason: 'compacted before capture' },
     ]);
     // Tailer status every 10 s for the first hour: lag_seconds = minute of the hour, lag_revisions = 10 × that.
-    await store.insert('tailer_status', Array.from({ length: 360 }, (_, i) => {
-      const minute = Math.floor(i / 6);
-      return { cluster: 'c1', cluster_id: 'cafe', leader: 'r-a', checkpoint: String(1000 + i), head_revision: String(1000 + i + minute * 10), compact_revision: '0', lag_revisions: String(minute * 10), lag_seconds: minute, updated_at: T0 + i * 10_000 };
-    }));
+    await store.insert(
+      'tailer_status',
+      Array.from({ length: 360 }, (_, i) => {
+        const minute = Math.floor(i / 6);
+        return {
+          cluster: 'c1',
+          cluster_id: 'cafe',
+          leader: 'r-a',
+          checkpoint: String(1000 + i),
+          head_revision: String(1000 + i + minute * 10),
+          compact_revision: '0',
+          lag_revisions: String(minute * 10),
+          lag_seconds: minute,
+          updated_at: T0 + i * 10_000,
+        };
+      }),
+    );
 
     const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '100000' });
-    app = await buildApp({ config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() }, [tailerRoutes, reportRoutes]);
+    app = await buildApp(
+      { config, logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() },
+      [tailerRoutes, reportRoutes],
+    );
     tokens.investigator = (await createApiToken(store, 'inv@corp', ['investigator'])).token;
     tokens.auditor = (await createApiToken(store, 'aud@corp', ['auditor'])).token;
   });
@@ -94,11 +140,23 @@ describe('timeline and tailer lag', () => {
     assert.equal(body.grants.length, 0);
     assert.equal(body.bucketSeconds, 30); // 50 minutes in at most 240 buckets
     assert.equal(body.cells.length, BUSY / 30);
-    assert.equal(body.cells.reduce((s, c) => s + c.grants, 0), BUSY);
+    assert.equal(
+      body.cells.reduce((s, c) => s + c.grants, 0),
+      BUSY,
+    );
     // Every closed hold is 600 ms; the open one runs to `to` (1 s).
-    assert.equal(body.cells.reduce((s, c) => s + c.heldMs, 0), (BUSY - 1) * 600 + 1000);
-    assert.equal(body.cells.reduce((s, c) => s + c.expiries, 0), busy.filter((g) => g.end?.kind === 'expiry').length);
-    assert.equal(body.cells.reduce((s, c) => s + c.forceReleases, 0), busy.filter((g) => g.end?.kind === 'force').length);
+    assert.equal(
+      body.cells.reduce((s, c) => s + c.heldMs, 0),
+      (BUSY - 1) * 600 + 1000,
+    );
+    assert.equal(
+      body.cells.reduce((s, c) => s + c.expiries, 0),
+      busy.filter((g) => g.end?.kind === 'expiry').length,
+    );
+    assert.equal(
+      body.cells.reduce((s, c) => s + c.forceReleases, 0),
+      busy.filter((g) => g.end?.kind === 'force').length,
+    );
     for (const [j, c] of body.cells.entries()) {
       assert.equal(c.at, iso(T0 + j * 30_000));
       assert.equal(c.topHolder, `h-${j % 3}`);
@@ -116,7 +174,10 @@ describe('timeline and tailer lag', () => {
     assert.equal(body.mode, 'buckets');
     assert.equal(body.bucketSeconds, 10_800);
     assert.ok(body.cells.length <= 241, `${body.cells.length} cells`);
-    assert.equal(body.cells.reduce((s, c) => s + c.grants, 0), BUSY);
+    assert.equal(
+      body.cells.reduce((s, c) => s + c.grants, 0),
+      BUSY,
+    );
   });
 
   it('draws few grants as bars, and more than maxBars as cells', async () => {
@@ -125,29 +186,61 @@ describe('timeline and tailer lag', () => {
     assert.equal(bars.body.mode, 'grants');
     assert.equal(bars.body.bucketSeconds, null);
     // Holds overlapping [100 s, 200 s]: grants 100..200 (grant 99 ended at 99.6 s).
-    assert.deepEqual(bars.body.grants.map((g) => g.grantRevision), Array.from({ length: 101 }, (_, i) => String(10_100 + i)));
+    assert.deepEqual(
+      bars.body.grants.map((g) => g.grantRevision),
+      Array.from({ length: 101 }, (_, i) => String(10_100 + i)),
+    );
     assert.equal(bars.body.grants[0]?.endKind, 'expiry');
     const cells = await get<Timeline>(`/v1/reports/timeline?key=busy/k-0&${win}&maxBars=50`);
     assert.equal(cells.body.mode, 'buckets');
-    assert.equal(cells.body.cells.reduce((s, c) => s + c.grants, 0), 101);
+    assert.equal(
+      cells.body.cells.reduce((s, c) => s + c.grants, 0),
+      101,
+    );
   });
 
   it('marks foreign grants and holds deleted by hand, in bars and in cells (known answer)', async () => {
     const win = `from=${iso(T0)}&to=${iso(T0 + 60_000)}`;
     const bars = await get<Timeline>(`/v1/reports/timeline?key=odd/k-0&${win}`);
     assert.equal(bars.body.mode, 'grants');
-    assert.deepEqual(bars.body.grants.map((g) => [g.grantRevision, g.origin, g.endKind]), [
-      ['30000', 'api', 'release'], ['30001', 'foreign', 'release'], ['30002', 'api', 'deleted'], ['30003', 'api', 'release'], ['30004', 'foreign', 'deleted'], ['30005', 'api', 'release'],
-    ]);
+    assert.deepEqual(
+      bars.body.grants.map((g) => [g.grantRevision, g.origin, g.endKind]),
+      [
+        ['30000', 'api', 'release'],
+        ['30001', 'foreign', 'release'],
+        ['30002', 'api', 'deleted'],
+        ['30003', 'api', 'release'],
+        ['30004', 'foreign', 'deleted'],
+        ['30005', 'api', 'release'],
+      ],
+    );
     // The same grants as 1 s cells (60 s in at most 240 buckets): each hold covers two cells, [at, at + 1 s) and [at + 1 s, at + 2 s).
     const cells = await get<Timeline>(`/v1/reports/timeline?key=odd/k-0&${win}&maxBars=1`);
     assert.equal(cells.body.mode, 'buckets');
     assert.equal(cells.body.bucketSeconds, 1);
     assert.equal(cells.body.cells.length, 12);
     const marked = (pick: (c: Timeline['cells'][number]) => number) => cells.body.cells.filter((c) => pick(c) > 0).map((c) => [c.at, pick(c)]);
-    assert.deepEqual(marked((c) => c.foreign), [[iso(T0 + 10_000), 1], [iso(T0 + 40_000), 1]], 'a foreign grant counts in the cell it started in');
-    assert.deepEqual(marked((c) => c.deleted), [[iso(T0 + 21_000), 1], [iso(T0 + 41_000), 1]], 'a deleted end counts in the cell it ended in');
-    assert.equal(cells.body.cells.reduce((s, c) => s + c.expiries + c.forceReleases, 0), 0, 'a delete by hand is no expiry');
+    assert.deepEqual(
+      marked((c) => c.foreign),
+      [
+        [iso(T0 + 10_000), 1],
+        [iso(T0 + 40_000), 1],
+      ],
+      'a foreign grant counts in the cell it started in',
+    );
+    assert.deepEqual(
+      marked((c) => c.deleted),
+      [
+        [iso(T0 + 21_000), 1],
+        [iso(T0 + 41_000), 1],
+      ],
+      'a deleted end counts in the cell it ended in',
+    );
+    assert.equal(
+      cells.body.cells.reduce((s, c) => s + c.expiries + c.forceReleases, 0),
+      0,
+      'a delete by hand is no expiry',
+    );
   });
 
   it('draws the 50 busiest keys under a prefix and says how many there are', async () => {
@@ -176,7 +269,15 @@ describe('timeline and tailer lag', () => {
   it('marks the gaps of the window with their wall-clock span', async () => {
     const { body } = await get<Timeline>(`/v1/reports/timeline?key=busy/k-0&from=${iso(T0)}&to=${iso(T0 + HOUR)}`);
     assert.deepEqual(body.gaps, [
-      { cluster: 'c1', fromRevision: '5000', toRevision: '5100', reason: 'compacted before capture', detectedAt: iso(T0 + 530_000), fromTime: iso(T0 + 500_000), toTime: iso(T0 + 520_000) },
+      {
+        cluster: 'c1',
+        fromRevision: '5000',
+        toRevision: '5100',
+        reason: 'compacted before capture',
+        detectedAt: iso(T0 + 530_000),
+        fromTime: iso(T0 + 500_000),
+        toTime: iso(T0 + 520_000),
+      },
     ]);
   });
 
@@ -220,7 +321,13 @@ describe('timeline and tailer lag', () => {
     // Bucket b holds samples 3b..3b+2, all of minute floor(b/2).
     for (let b = 0; b < 120; b++) {
       const minute = Math.floor(b / 2);
-      assert.deepEqual(series[b], { at: iso(T0 + b * 30_000), lagSecondsMax: minute, lagRevisionsMax: String(minute * 10), checkpoint: String(1000 + 3 * b + 2), samples: 3 });
+      assert.deepEqual(series[b], {
+        at: iso(T0 + b * 30_000),
+        lagSecondsMax: minute,
+        lagRevisionsMax: String(minute * 10),
+        checkpoint: String(1000 + 3 * b + 2),
+        samples: 3,
+      });
     }
     assert.deepEqual(series[120], { at: iso(T0 + HOUR), lagSecondsMax: null, lagRevisionsMax: null, checkpoint: null, samples: 0 });
     // A cluster no tailer sampled, configured or captured (a typo) is a 400 naming it, as on /v1/state (before: 200 and no series).
@@ -230,7 +337,12 @@ describe('timeline and tailer lag', () => {
   });
 
   it('rejects bad tailer lag input with a 400 naming the field', async () => {
-    for (const [query, message] of [['from=soon', /from/], ['cluster=A%20B', /cluster/], [`from=${iso(T0)}&to=${iso(T0 - HOUR)}`, /from: is after/], ['x=1', /x/]] as const) {
+    for (const [query, message] of [
+      ['from=soon', /from/],
+      ['cluster=A%20B', /cluster/],
+      [`from=${iso(T0)}&to=${iso(T0 - HOUR)}`, /from: is after/],
+      ['x=1', /x/],
+    ] as const) {
       const { status, body } = await get<{ message: string }>(`/v1/tailers/lag?${query}`);
       assert.equal(status, 400, `${query}: ${JSON.stringify(body)}`);
       assert.match(body.message, message, query);

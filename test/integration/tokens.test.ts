@@ -30,7 +30,17 @@ describe('token lifecycle', () => {
     const temp = await tempStore();
     store = temp.store;
     closeStore = temp.close;
-    app = await buildApp({ config: testConfig(), logger: createLogger('silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() }, []);
+    app = await buildApp(
+      {
+        config: testConfig(),
+        logger: createLogger('silent'),
+        store,
+        verifier: new ApiTokenVerifier(store),
+        health: new HealthState(),
+        metrics: createMetricsRegistry(),
+      },
+      [],
+    );
     admin = (await createApiToken(store, 'root@corp', ['admin'])).token;
   });
   after(async () => {
@@ -49,7 +59,13 @@ describe('token lifecycle', () => {
     assert.equal((await call('GET', '/v1/whoami', token)).json().identity, 'ivy@corp');
     assert.equal((await call('GET', '/v1/tokens', token)).statusCode, 403);
 
-    const listed = (await call('GET', '/v1/tokens', admin)).json().items as Array<{ tokenId: string; lastUsedAt: string | null; revoked: boolean; issuedBy: string; expiresAt: string }>;
+    const listed = (await call('GET', '/v1/tokens', admin)).json().items as Array<{
+      tokenId: string;
+      lastUsedAt: string | null;
+      revoked: boolean;
+      issuedBy: string;
+      expiresAt: string;
+    }>;
     const mine = listed.find((t) => t.tokenId === tokenId);
     assert.ok(mine, JSON.stringify(listed));
     assert.equal(mine.issuedBy, 'root@corp');
@@ -63,8 +79,14 @@ describe('token lifecycle', () => {
     assert.equal((await call('DELETE', '/v1/tokens/000000000000', admin)).statusCode, 404);
     assert.match((await call('DELETE', '/v1/tokens/nothex', admin)).json().message, /params\.id/);
 
-    const audit = await store.rows<{ action: string; actor: string }>('SELECT action, actor FROM {db:Identifier}.token_audit WHERE token_id = {id:String} ORDER BY at', { id: tokenId });
-    assert.deepEqual(audit.map((a) => a.action), ['create', 'use', 'revoke']);
+    const audit = await store.rows<{ action: string; actor: string }>(
+      'SELECT action, actor FROM {db:Identifier}.token_audit WHERE token_id = {id:String} ORDER BY at',
+      { id: tokenId },
+    );
+    assert.deepEqual(
+      audit.map((a) => a.action),
+      ['create', 'use', 'revoke'],
+    );
     assert.equal(audit[2]?.actor, 'root@corp');
   });
 
@@ -107,7 +129,10 @@ describe('token CLI', () => {
       const listed = JSON.parse((await run('node', [cli, 'token', 'list', '--json'], { env })).stdout) as Array<{ tokenId: string; revoked: boolean }>;
       assert.equal(listed.find((t) => t.tokenId === id)?.revoked, true);
       assert.equal((listed.find((t) => t.tokenId === id) as { issuedBy?: string } | undefined)?.issuedBy, `cli:${userInfo().username}`);
-      await assert.rejects(run('node', [cli, 'token', 'create', '--identity', 'x', '--roles', 'client', '--expires-in', 'soon'], { env }), /--expires-in|expires-in/);
+      await assert.rejects(
+        run('node', [cli, 'token', 'create', '--identity', 'x', '--roles', 'client', '--expires-in', 'soon'], { env }),
+        /--expires-in|expires-in/,
+      );
     } finally {
       data.remove();
     }
@@ -138,20 +163,45 @@ describe('token CLI', () => {
     assert.equal(config.clickhouse.mode, 'embedded');
     const chPath = config.clickhouse.mode === 'embedded' ? config.clickhouse.path : '';
     // A stand-in for the running platform: a process that opened the same chdb data dir.
-    const holder = spawn(process.execPath, ['--import', 'tsx', '-e', `import('${path.join(projectRoot, 'core', 'clickhouse.ts')}').then(async ({ AuditStore }) => { const s = new AuditStore({ mode: 'embedded', path: ${JSON.stringify(chPath)}, database: 'default' }); await s.rows('SELECT 1'); process.stdout.write('open\\n'); setInterval(() => {}, 1000); })`], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+    const holder = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '-e',
+        `import('${path.join(projectRoot, 'core', 'clickhouse.ts')}').then(async ({ AuditStore }) => { const s = new AuditStore({ mode: 'embedded', path: ${JSON.stringify(chPath)}, database: 'default' }); await s.rows('SELECT 1'); process.stdout.write('open\\n'); setInterval(() => {}, 1000); })`,
+      ],
+      { cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     const temp = await tempStore();
     const port = config.local.portBase + 45;
-    const api = await buildApp({ config, logger: createLogger('silent'), store: temp.store, verifier: new ApiTokenVerifier(temp.store), health: new HealthState(), metrics: createMetricsRegistry() }, []);
+    const api = await buildApp(
+      {
+        config,
+        logger: createLogger('silent'),
+        store: temp.store,
+        verifier: new ApiTokenVerifier(temp.store),
+        health: new HealthState(),
+        metrics: createMetricsRegistry(),
+      },
+      [],
+    );
     try {
       await new Promise<void>((resolve) => holder.stdout.once('data', () => resolve()));
       const env = { ...process.env, LOCKAUDIT_DATA_DIR: data.dir, LOCKAUDIT_PORT: String(port) };
-      const refused = await run('node', [cli, 'token', 'list'], { env }).then(() => undefined, (err: { stderr: string }) => err.stderr);
+      const refused = await run('node', [cli, 'token', 'list'], { env }).then(
+        () => undefined,
+        (err: { stderr: string }) => err.stderr,
+      );
       assert.ok(refused, 'the CLI must not succeed without the store or a token');
       assert.equal(refused.trim().split('\n').length, 1, refused);
       assert.match(refused, new RegExp(`pid ${holder.pid}.*--admin-token or LOCKAUDIT_ADMIN_TOKEN`));
       // Every other command that opens the store says the same in one line (before: chdb's lock error and a stack trace).
       for (const args of [['doctor'], ['migrate'], ['export', 'history', '--from', '2026-01-01', '--to', '2026-01-01']]) {
-        const failed = await run('node', [cli, ...args], { env }).then(() => undefined, (err: { stderr: string; code: number }) => err);
+        const failed = await run('node', [cli, ...args], { env }).then(
+          () => undefined,
+          (err: { stderr: string; code: number }) => err,
+        );
         assert.ok(failed, `${args.join(' ')} must not succeed`);
         assert.equal(failed.code, 1, args.join(' '));
         assert.equal(failed.stderr.trim().split('\n').length, 1, `${args.join(' ')}: ${failed.stderr}`);

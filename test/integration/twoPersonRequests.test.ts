@@ -42,9 +42,14 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
     assert.equal(r.status, 200, JSON.stringify(r.body));
     return r.body;
   };
-  const held = async (key: string): Promise<boolean> => (await la.call<Json>('GET', `/v1/locks?key=${encodeURIComponent(`${ns}/${key}`)}`, client)).body.holder !== undefined;
+  const held = async (key: string): Promise<boolean> =>
+    (await la.call<Json>('GET', `/v1/locks?key=${encodeURIComponent(`${ns}/${key}`)}`, client)).body.holder !== undefined;
   const requestKey = (id: string): string => `${root}/lockaudit/force-request/${id}`;
-  const foreignAlarms = (): string[] => la.ctx.health.alarms().filter((a) => a.code === 'LOCKAUDIT_ALARM_FOREIGN_WRITE').map((a) => a.message);
+  const foreignAlarms = (): string[] =>
+    la.ctx.health
+      .alarms()
+      .filter((a) => a.code === 'LOCKAUDIT_ALARM_FOREIGN_WRITE')
+      .map((a) => a.message);
 
   before(async () => {
     etcd = new Etcd3({ hosts: cluster.endpoints });
@@ -92,21 +97,28 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
     assert.ok(await held('a'), 'hold a stays');
     assert.ok(await held('b'), 'hold b stays');
     assert.equal(b.revision, (await la.call<Json>('GET', `/v1/locks?key=${encodeURIComponent(`${ns}/b`)}`, client)).body.revision);
-    assert.ok(foreignAlarms().some((m) => m.includes('force-release request') && m.includes(requestKey(id))), JSON.stringify(foreignAlarms()));
+    assert.ok(
+      foreignAlarms().some((m) => m.includes('force-release request') && m.includes(requestKey(id))),
+      JSON.stringify(foreignAlarms()),
+    );
     const list = await la.call<{ requests: Json[] }>('GET', '/v1/force-releases', bob);
     assert.equal(list.body.requests.find((r) => r.id === id)?.proven, false);
     const rejected = await la.call<Json>('POST', `/v1/force-releases/${id}/reject`, bob, { reason: 'edited by hand' });
     assert.equal(rejected.body.status, 'rejected');
   });
 
-  it('a request written by hand in a colleague\'s name cannot be approved by its writer', async () => {
+  it("a request written by hand in a colleague's name cannot be approved by its writer", async () => {
     const genuine = await la.call<Json>('POST', '/v1/force-releases', alice, { key: `${ns}/a`, reason: 'a template to copy' });
     const template = JSON.parse((await etcd.get(requestKey(genuine.body.id as string)).string()) as string) as Json;
     const forgedId = '00000000-0000-4000-8000-000000000001';
     // Bob writes a request "from alice" (with her proof copied from another request, or none) and approves it himself.
     for (const mac of [template.mac, undefined]) {
       const lease = await etcd.lease(60).grant();
-      await etcd.put(requestKey(forgedId)).value(JSON.stringify({ ...template, id: forgedId, requester: 'someone-else', ...(mac ? { mac } : { mac: undefined }) })).lease(lease).exec();
+      await etcd
+        .put(requestKey(forgedId))
+        .value(JSON.stringify({ ...template, id: forgedId, requester: 'someone-else', ...(mac ? { mac } : { mac: undefined }) }))
+        .lease(lease)
+        .exec();
       const shown = await la.call<Json>('GET', `/v1/force-releases/${forgedId}`, bob);
       const approved = await la.call<Json>('POST', `/v1/force-releases/${forgedId}/approve`, bob, { requestHash: shown.body.requestHash });
       assert.equal(approved.status, 409, JSON.stringify(approved.body));
@@ -161,7 +173,7 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
     await fetch(`${cluster.endpoints[0]}/v3/lease/revoke`, { method: 'POST', body: JSON.stringify({ ID: String(saved.lease) }) });
   });
 
-  it('rejecting a hand-written request never revokes the lease it rides on (it may be a session\'s)', async () => {
+  it("rejecting a hand-written request never revokes the lease it rides on (it may be a session's)", async () => {
     const victim = (await la.call<{ id: string }>('POST', '/v1/sessions', client, { ttlSeconds: 15 })).body.id;
     const v = await la.call<Json>('POST', '/v1/locks/acquire', client, { key: `${ns}/victim`, session: victim, class: className });
     assert.equal(v.status, 200, JSON.stringify(v.body));
@@ -175,7 +187,22 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
 
   it('a request value no person could be shown (a time beyond any date) is listed as unreadable, never a 500', async () => {
     const id = '22222222-3333-4444-8555-666666666666';
-    const template = { id, key: `${ns}/a`, reason: 'r', revokeSession: false, requester: 'x', requestedAt: 1e20, holdCreateRevision: '1', holdModRevision: '1', holder: 'h', session: '1', epoch: 1, at: 1, class: 'c', enforcement: 'fenced' };
+    const template = {
+      id,
+      key: `${ns}/a`,
+      reason: 'r',
+      revokeSession: false,
+      requester: 'x',
+      requestedAt: 1e20,
+      holdCreateRevision: '1',
+      holdModRevision: '1',
+      holder: 'h',
+      session: '1',
+      epoch: 1,
+      at: 1,
+      class: 'c',
+      enforcement: 'fenced',
+    };
     await etcd.put(requestKey(id)).value(JSON.stringify(template));
     const list = await la.call<{ requests: Json[]; unreadable: number }>('GET', '/v1/force-releases', bob);
     assert.equal(list.status, 200, JSON.stringify(list.body));
@@ -207,7 +234,11 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
     const key = `${root}/lockaudit/epoch-request/${req.body.id as string}`;
     const raw = (await etcd.get(key).exec()).kvs[0]!;
     // The insider makes the request someone else's, so that alice can approve it herself.
-    await etcd.put(key).value(JSON.stringify({ ...(JSON.parse(raw.value.toString()) as Json), requester: 'carol' })).lease(String(raw.lease)).exec();
+    await etcd
+      .put(key)
+      .value(JSON.stringify({ ...(JSON.parse(raw.value.toString()) as Json), requester: 'carol' }))
+      .lease(String(raw.lease))
+      .exec();
     const shown = await la.call<Json>('GET', `/v1/epoch/advance/${req.body.id as string}`, alice);
     assert.equal(shown.body.proven, false);
     const approved = await la.call<Json>('POST', `/v1/epoch/advance/${req.body.id as string}/approve`, alice, { requestHash: shown.body.requestHash });
@@ -216,10 +247,11 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
     assert.equal((await la.call<Json>('GET', '/v1/epoch', client)).body.epoch, 1, 'no advance');
   });
 
-  it('the audit log holds each request\'s life: requested, refused (and why), rejected, cancelled, approved', async () => {
+  it("the audit log holds each request's life: requested, refused (and why), rejected, cancelled, approved", async () => {
     const force = await twoPersonLog({ store, limits: config.reports }, { kind: 'force-release', limit: 1000 }, Date.now() + 1_000);
     const actions = new Set(force.acts.map((a) => a.action));
-    for (const a of ['requested', 'refused-unproven', 'refused-changed', 'rejected', 'cancelled', 'approved']) assert.ok(actions.has(a), `${a} recorded: ${[...actions].join(', ')}`);
+    for (const a of ['requested', 'refused-unproven', 'refused-changed', 'rejected', 'cancelled', 'approved'])
+      assert.ok(actions.has(a), `${a} recorded: ${[...actions].join(', ')}`);
     const approved = force.acts.find((a) => a.action === 'approved');
     assert.ok(approved);
     const requested = force.acts.find((a) => a.action === 'requested' && a.requestId === approved.requestId);
@@ -236,13 +268,21 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        for (const line of Buffer.concat(chunks).toString('utf8').trimEnd().split('\n')) received.push({ sink: String(req.url).slice(1), ev: JSON.parse(line) as Json });
+        for (const line of Buffer.concat(chunks).toString('utf8').trimEnd().split('\n'))
+          received.push({ sink: String(req.url).slice(1), ev: JSON.parse(line) as Json });
         res.writeHead(204).end();
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const url = (name: string) => `http://127.0.0.1:${(server.address() as AddressInfo).port}/${name}`;
-    const sink = (name: string, kinds: Array<'two-person' | 'two-person-refused'>) => ({ name, url: url(name), secret: 'test-secret-0123456789', batchSize: 3, pollIntervalMs: 20, rules: [{ kinds }] });
+    const sink = (name: string, kinds: Array<'two-person' | 'two-person-refused'>) => ({
+      name,
+      url: url(name),
+      secret: 'test-secret-0123456789',
+      batchSize: 3,
+      pollIntervalMs: 20,
+      rules: [{ kinds }],
+    });
     const deps = { store, log: createLogger('silent'), metrics: alertMetrics(new Registry()), cluster: cluster.name, tokenKey: randomBytes(32) };
     const all = new TwoPersonDelivery({ ...deps, sink: sink(uniqueId('all-'), ['two-person']) });
     const refusals = new TwoPersonDelivery({ ...deps, sink: sink(uniqueId('refused-'), ['two-person-refused']) });
@@ -252,10 +292,21 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
     const of = (prefix: string) => received.filter((r) => r.sink.startsWith(prefix)).map((r) => r.ev);
     const unmapped = (e: Json) => e.unmapped as Json;
     assert.equal(of('all-').length, log.acts.length, 'one event per recorded act');
-    assert.deepEqual(of('all-').map((e) => unmapped(e).action).sort(), log.acts.map((a) => a.action).sort());
+    assert.deepEqual(
+      of('all-')
+        .map((e) => unmapped(e).action)
+        .sort(),
+      log.acts.map((a) => a.action).sort(),
+    );
     const refused = of('refused-');
     assert.ok(refused.length > 0);
-    assert.deepEqual(refused.map((e) => unmapped(e).action).sort(), log.acts.filter((a) => a.action.startsWith('refused-')).map((a) => a.action).sort());
+    assert.deepEqual(
+      refused.map((e) => unmapped(e).action).sort(),
+      log.acts
+        .filter((a) => a.action.startsWith('refused-'))
+        .map((a) => a.action)
+        .sort(),
+    );
     for (const e of refused) {
       assert.equal(unmapped(e).kind, 'two-person-refused');
       assert.equal(e.status, 'Failure');
@@ -278,7 +329,9 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
   it('pending requests are limited in all and per lock (429 naming the setting); a decided one frees its room', async () => {
     const limitedRoot = `/${uniqueId('root')}`;
     // Through the settings, as an operator sets them (roles/lockEngine.ts hands them to the lock service).
-    const limited = await lockApp(testConfig({ LOCKAUDIT_MAX_PENDING_REQUESTS: '3', LOCKAUDIT_MAX_PENDING_REQUESTS_PER_KEY: '2' }), store, { root: limitedRoot });
+    const limited = await lockApp(testConfig({ LOCKAUDIT_MAX_PENDING_REQUESTS: '3', LOCKAUDIT_MAX_PENDING_REQUESTS_PER_KEY: '2' }), store, {
+      root: limitedRoot,
+    });
     try {
       const admin = await limited.token(uniqueId('admin-'), ['admin']);
       const op = await limited.token(uniqueId('op-carol-'), ['lock-operator']);
@@ -286,7 +339,8 @@ describe('two-person requests: proven, approved by their hash', { timeout: 60_00
       const holder = await limited.token(`spiffe://test/${ns}/w`, ['client']);
       assert.equal((await limited.call('PUT', `/v1/classes/${className}`, admin, fencedClass(className, ns))).status, 200);
       const sess = (await limited.call<{ id: string }>('POST', '/v1/sessions', holder, { ttlSeconds: 15 })).body.id;
-      for (const k of ['x', 'y']) assert.equal((await limited.call('POST', '/v1/locks/acquire', holder, { key: `${ns}/${k}`, session: sess, class: className })).status, 200);
+      for (const k of ['x', 'y'])
+        assert.equal((await limited.call('POST', '/v1/locks/acquire', holder, { key: `${ns}/${k}`, session: sess, class: className })).status, 200);
       const request = (k: string) => limited.call<Json>('POST', '/v1/force-releases', op, { key: `${ns}/${k}`, reason: `wedged ${k}` });
       const first = await request('x');
       assert.equal(first.status, 202, JSON.stringify(first.body));

@@ -52,10 +52,13 @@ const G: Record<string, GrantSpec> = {
 
 /** Waits until the grants table shows exactly `n` rows, every one of them of `key`. */
 async function grantRowsOf(page: Page, key: string, n: number): Promise<void> {
-  await page.waitForFunction(([k, count]) => {
-    const rows = [...document.querySelectorAll('table.grants tbody tr')];
-    return rows.length === count && rows.every((r) => (r as HTMLElement).innerText.includes(k as string));
-  }, [key, n] as const);
+  await page.waitForFunction(
+    ([k, count]) => {
+      const rows = [...document.querySelectorAll('table.grants tbody tr')];
+      return rows.length === count && rows.every((r) => (r as HTMLElement).innerText.includes(k as string));
+    },
+    [key, n] as const,
+  );
 }
 
 describe('web console', () => {
@@ -68,10 +71,17 @@ describe('web console', () => {
   let adminToken: string;
 
   before(async () => {
-
     ({ store, close: closeStore } = await tempStore());
-    await store.insert('grants', Object.values(G).map((s) => grantRows(s).open));
-    await store.insert('grants', Object.values(G).map((s) => grantRows(s).closed).filter((r): r is GrantRow => r !== undefined));
+    await store.insert(
+      'grants',
+      Object.values(G).map((s) => grantRows(s).open),
+    );
+    await store.insert(
+      'grants',
+      Object.values(G)
+        .map((s) => grantRows(s).closed)
+        .filter((r): r is GrantRow => r !== undefined),
+    );
     const today = dateInZone(NOW, 'UTC');
     await store.insert('events', [
       classEvent('cache', advisoryClass('cache', 'cat', addDays(today, 90), 'risk@corp'), 10, NOW - 50 * DAY),
@@ -83,30 +93,82 @@ describe('web console', () => {
     ]);
     // The captured changes of pay/ for the keyspace page (revisions as in G: g5 101–104 … g2 from 110).
     const hold = (key: string, holder: string, rev: number, kind: 'grant' | 'release', grantRev = rev) => ({
-      ...classEvent('x', null, rev, T0 + rev), key: `/l/${key}`, event_type: kind, op: kind === 'grant' ? 'put' : 'delete', namespace: 'pay', lock_path: key.slice(4), class: 'ledger', holder, session: '7', token: String(grantRev), epoch: 0, grant_revision: String(grantRev),
+      ...classEvent('x', null, rev, T0 + rev),
+      key: `/l/${key}`,
+      event_type: kind,
+      op: kind === 'grant' ? 'put' : 'delete',
+      namespace: 'pay',
+      lock_path: key.slice(4),
+      class: 'ledger',
+      holder,
+      session: '7',
+      token: String(grantRev),
+      epoch: 0,
+      grant_revision: String(grantRev),
     });
     await store.insert('events', [
-      hold('pay/acct-1', 'h-a', 101, 'grant'), hold('pay/acct-2', 'h-b', 102, 'grant'), hold('pay/acct-2', 'h-b', 104, 'release', 102),
-      hold('pay/acct-1', 'h-a', 105, 'release', 101), hold('pay/acct-1', 'h-b', 110, 'grant'),
+      hold('pay/acct-1', 'h-a', 101, 'grant'),
+      hold('pay/acct-2', 'h-b', 102, 'grant'),
+      hold('pay/acct-2', 'h-b', 104, 'release', 102),
+      hold('pay/acct-1', 'h-a', 105, 'release', 101),
+      hold('pay/acct-1', 'h-b', 110, 'grant'),
     ]);
     // A busy key: 2 500 grants, one a second from T0, each held 500 ms — too many to draw one by one.
-    const busy = Array.from({ length: BUSY_GRANTS }, (_, i): GrantSpec => ({ key: BUSY_KEY, class: 'ledger', holder: `h-${i % 4}`, rev: 1000 + i, at: T0 + i * 1000, end: { kind: 'release', at: T0 + i * 1000 + 500, rev: 5000 + i } }));
-    await store.insert('grants', busy.map((s) => grantRows(s).open));
-    await store.insert('grants', busy.map((s) => grantRows(s).closed).filter((r): r is GrantRow => r !== undefined));
+    const busy = Array.from({ length: BUSY_GRANTS }, (_, i): GrantSpec => ({
+      key: BUSY_KEY,
+      class: 'ledger',
+      holder: `h-${i % 4}`,
+      rev: 1000 + i,
+      at: T0 + i * 1000,
+      end: { kind: 'release', at: T0 + i * 1000 + 500, rev: 5000 + i },
+    }));
+    await store.insert(
+      'grants',
+      busy.map((s) => grantRows(s).open),
+    );
+    await store.insert(
+      'grants',
+      busy.map((s) => grantRows(s).closed).filter((r): r is GrantRow => r !== undefined),
+    );
     await store.insert('checkpoints', [{ cluster: 'c1', revision: '500', leader: 'replica-a' }]);
     await store.insert('tailer_status', [
-      { cluster: 'c1', cluster_id: 'cafe01', leader: 'replica-a', checkpoint: '500', head_revision: '520', compact_revision: '180', lag_revisions: '20', lag_seconds: 1.5, updated_at: NOW },
+      {
+        cluster: 'c1',
+        cluster_id: 'cafe01',
+        leader: 'replica-a',
+        checkpoint: '500',
+        head_revision: '520',
+        compact_revision: '180',
+        lag_revisions: '20',
+        lag_seconds: 1.5,
+        updated_at: NOW,
+      },
     ]);
     await store.insert('gaps', [{ cluster: 'c1', from_revision: '200', to_revision: '250', detected_at: NOW - DAY, reason: 'compacted before capture' }]);
 
     const config = testConfig({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: '100000' });
-    const ctx = { config, logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'), store, verifier: new ApiTokenVerifier(store), health: new HealthState(), metrics: createMetricsRegistry() };
+    const ctx = {
+      config,
+      logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
+      store,
+      verifier: new ApiTokenVerifier(store),
+      health: new HealthState(),
+      metrics: createMetricsRegistry(),
+    };
     app = await buildApp(ctx, [tailerRoutes, quarantineRoutes, grantRoutes, reportRoutes, stateRoutes, uiRoutes]);
     adminToken = (await createApiToken(store, 'root@corp', ['admin'])).token;
-    const run = await app.inject({ method: 'POST', url: '/v1/reports/risk-register/run', headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, payload: '{}' });
+    const run = await app.inject({
+      method: 'POST',
+      url: '/v1/reports/risk-register/run',
+      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+      payload: '{}',
+    });
     assert.equal(run.statusCode, 201, run.body);
     // An earlier night's register, to look back at.
-    await runRegister({ store, limits: config.reports }, { runId: 'night-before', asOfMs: NOW - 2 * DAY, timeZone: 'UTC', trigger: 'schedule', requestedBy: 'scheduler' });
+    await runRegister(
+      { store, limits: config.reports },
+      { runId: 'night-before', asOfMs: NOW - 2 * DAY, timeZone: 'UTC', trigger: 'schedule', requestedBy: 'scheduler' },
+    );
     await app.listen({ host: '127.0.0.1', port: 0 });
     base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 
@@ -176,7 +238,7 @@ describe('web console', () => {
     assert.match(await page.locator('table.grants tbody tr').first().innerText(), /h-c[\s\S]*held/);
   });
 
-  it('goes from a search result to the key timeline and a grant\'s detail', async () => {
+  it("goes from a search result to the key timeline and a grant's detail", async () => {
     await page.click('a:has-text("First page")');
     await grantRowsOf(page, 'pay/acct-1', 3);
     await page.locator('table.grants tbody tr').first().locator('a', { hasText: 'pay/acct-1' }).click();
@@ -199,13 +261,29 @@ describe('web console', () => {
     await shot('timeline');
   });
 
-  it('marks a foreign grant and a hold deleted by hand on the key timeline, and says so in the grant\'s detail', async () => {
-    await page.goto(`${base}/ui/#/timeline?${new URLSearchParams({ key: 'ops/door-1', from: new Date(T0).toISOString(), to: new Date(T0 + 10_000).toISOString() })}`);
+  it("marks a foreign grant and a hold deleted by hand on the key timeline, and says so in the grant's detail", async () => {
+    await page.goto(
+      `${base}/ui/#/timeline?${new URLSearchParams({ key: 'ops/door-1', from: new Date(T0).toISOString(), to: new Date(T0 + 10_000).toISOString() })}`,
+    );
     await chartRendered(page, 'timeline');
     const drawn = await chartSeries(page, 'timeline');
-    assert.deepEqual(Object.fromEntries(Object.entries(drawn).map(([k, v]) => [k, v.length])), { grants: 2, expiry: 0, 'force-release': 0, deleted: 1, foreign: 1 });
-    assert.deepEqual((drawn.foreign as Array<{ value: number[] }>).map((d) => d.value), [[T0 + 1000, 0]], 'at the foreign grant\'s start');
-    assert.deepEqual((drawn.deleted as Array<{ value: number[] }>).map((d) => d.value), [[T0 + 8000, 0]], 'at the deleted hold\'s end');
+    assert.deepEqual(Object.fromEntries(Object.entries(drawn).map(([k, v]) => [k, v.length])), {
+      grants: 2,
+      expiry: 0,
+      'force-release': 0,
+      deleted: 1,
+      foreign: 1,
+    });
+    assert.deepEqual(
+      (drawn.foreign as Array<{ value: number[] }>).map((d) => d.value),
+      [[T0 + 1000, 0]],
+      "at the foreign grant's start",
+    );
+    assert.deepEqual(
+      (drawn.deleted as Array<{ value: number[] }>).map((d) => d.value),
+      [[T0 + 8000, 0]],
+      "at the deleted hold's end",
+    );
     assert.match(await page.locator('.timeline').innerText(), /■ deleted by hand; ● foreign grant/);
     await clickChartAt(page, 'timeline', [T0 + 2000, 0]);
     const detail = page.locator('.detail');
@@ -219,7 +297,7 @@ describe('web console', () => {
     await shot('timeline-foreign-deleted');
   });
 
-    it('draws a busy key as buckets aggregated by the API, and a click on a bucket zooms into its grants', async () => {
+  it('draws a busy key as buckets aggregated by the API, and a click on a bucket zooms into its grants', async () => {
     const from = new Date(T0).toISOString();
     const to = new Date(T0 + 3_000_000).toISOString();
     await page.goto(`${base}/ui/#/timeline?${new URLSearchParams({ key: BUSY_KEY, from, to })}`);
@@ -251,7 +329,10 @@ describe('web console', () => {
     const waits = await chartLines(page, 'contention-wait');
     assert.deepEqual(Object.keys(waits), ['wait p50', 'wait p95', 'wait p99']);
     assert.ok((waits['wait p99'] ?? []).length > 0, 'the p99 line has points');
-    assert.ok((waits['wait p99'] ?? []).every((v) => v <= 70), `p99 within the fixture's waits: ${JSON.stringify(waits)}`);
+    assert.ok(
+      (waits['wait p99'] ?? []).every((v) => v <= 70),
+      `p99 within the fixture's waits: ${JSON.stringify(waits)}`,
+    );
     const hot = await page.locator('table.hot tbody tr').first().innerText();
     assert.match(hot, /^pay\/acct-1\s+4\s+3/);
     const group = await page.locator('table.groups tbody tr', { hasText: 'pay/acct-1' }).innerText();
@@ -303,20 +384,45 @@ describe('web console', () => {
 
   it('shows tailer health per cluster and the gaps', async () => {
     // A restore (etcd rewound, same token: the cluster id unchanged), detected before the compaction gap.
-    await store.insert('gaps', [{ cluster: 'c1', from_revision: '301', to_revision: '340', detected_at: NOW - 2 * DAY, reason: 'restore: head 300 below checkpoint 340', kind: 'restore', history_lost: 0, generation: 1, previous_cluster_id: 'cafe01', cluster_id: 'cafe01' }]);
+    await store.insert('gaps', [
+      {
+        cluster: 'c1',
+        from_revision: '301',
+        to_revision: '340',
+        detected_at: NOW - 2 * DAY,
+        reason: 'restore: head 300 below checkpoint 340',
+        kind: 'restore',
+        history_lost: 0,
+        generation: 1,
+        previous_cluster_id: 'cafe01',
+        cluster_id: 'cafe01',
+      },
+    ]);
     const gapsAnswer = await fetch(`${base}/v1/gaps?cluster=c1`, { headers: { authorization: `Bearer ${adminToken}` } });
     assert.equal(gapsAnswer.status, 200);
-    assert.deepEqual(((await gapsAnswer.json()) as { items: Array<Record<string, unknown>> }).items.map((g) => [g.fromRevision, g.kind, g.historyLost, g.previousClusterId, g.clusterId]), [
-      ['200', 'compaction', true, null, null],
-      ['301', 'restore', false, 'cafe01', 'cafe01'],
-    ]);
+    assert.deepEqual(
+      ((await gapsAnswer.json()) as { items: Array<Record<string, unknown>> }).items.map((g) => [
+        g.fromRevision,
+        g.kind,
+        g.historyLost,
+        g.previousClusterId,
+        g.clusterId,
+      ]),
+      [
+        ['200', 'compaction', true, null, null],
+        ['301', 'restore', false, 'cafe01', 'cafe01'],
+      ],
+    );
     await page.goto(`${base}/ui/#/tailers`);
     const row = page.locator('table.tailers tbody tr', { hasText: 'replica-a' });
     await row.waitFor();
     assert.match(await row.innerText(), /^c1\s+replica-a\s+500\s+520\s+20\s+1\.5 s\s+180/);
     assert.match(await page.locator('table.gaps tbody tr').first().innerText(), /c1\s+200\s+250.*compacted before capture/);
     assert.match(await page.locator('table.gaps tbody tr').first().innerText(), /compacted before capture\s+compaction\s+—$/);
-    assert.match(await page.locator('table.gaps tbody tr').nth(1).innerText(), /^c1\s+301\s+340\s.*restore: head 300 below checkpoint 340\s+restore\s+cafe01 → cafe01$/);
+    assert.match(
+      await page.locator('table.gaps tbody tr').nth(1).innerText(),
+      /^c1\s+301\s+340\s.*restore: head 300 below checkpoint 340\s+restore\s+cafe01 → cafe01$/,
+    );
     await chartRendered(page, 'tailer-lag');
     // The status sample the fixture published is in the lag history: one point at 1.5 s, 20 revisions.
     const lag = await chartLines(page, 'tailer-lag');
@@ -349,7 +455,15 @@ describe('web console', () => {
     await store.insert('quarantine', [
       { cluster: 'c1', revision: '18446744073709551000', key: '/l/pay/acct-9', op: 'put', value: markup, reason: 'decode: not JSON', at: NOW - 3_000 },
       { cluster: 'c1', revision: '612', key: '/l/pay/acct-8', op: 'put', value: long, reason: 'decode: waitMs out of range', at: NOW - 2_000 },
-      ...Array.from({ length: 50 }, (_, i) => ({ cluster: 'c1', revision: String(700 + i), key: `/l/fill/k-${i}`, op: 'put', value: '{}', reason: 'decode: missing holder', at: NOW - 1_000 + i })),
+      ...Array.from({ length: 50 }, (_, i) => ({
+        cluster: 'c1',
+        revision: String(700 + i),
+        key: `/l/fill/k-${i}`,
+        op: 'put',
+        value: '{}',
+        reason: 'decode: missing holder',
+        at: NOW - 1_000 + i,
+      })),
     ]);
     await page.goto(`${base}/ui/#/tailers`);
     await page.reload(); // the previous test left the tailer page open: render it again
@@ -373,7 +487,10 @@ describe('web console', () => {
     // The next page on request; the button goes when there is no more.
     await page.click('button.more');
     await page.waitForFunction(() => document.querySelectorAll('table.quarantine tbody tr').length === 52);
-    assert.deepEqual((await rows.allInnerTexts()).slice(48).map((r) => r.split('\t')[2]), ['/l/fill/k-46', '/l/fill/k-47', '/l/fill/k-48', '/l/fill/k-49']);
+    assert.deepEqual(
+      (await rows.allInnerTexts()).slice(48).map((r) => r.split('\t')[2]),
+      ['/l/fill/k-46', '/l/fill/k-47', '/l/fill/k-48', '/l/fill/k-49'],
+    );
     assert.equal(await page.locator('button.more').count(), 0);
   });
 
@@ -390,7 +507,10 @@ describe('web console', () => {
   it('shows the keyspace at a moment with a revision slider, the diff between two moments, and is linked from a grant', async () => {
     await page.goto(`${base}/ui/#/keyspace?cluster=c1&prefix=pay/&at=103`);
     await page.locator('table.holds tbody tr').nth(1).waitFor();
-    assert.deepEqual((await page.locator('table.holds tbody tr').allInnerTexts()).map((r) => r.split('\t').slice(0, 2).join(' ')), ['pay/acct-1 h-a', 'pay/acct-2 h-b']);
+    assert.deepEqual(
+      (await page.locator('table.holds tbody tr').allInnerTexts()).map((r) => r.split('\t').slice(0, 2).join(' ')),
+      ['pay/acct-1 h-a', 'pay/acct-2 h-b'],
+    );
     assert.equal(await page.locator('input[name=slider]').getAttribute('value'), '103');
     await page.goto(`${base}/ui/#/keyspace?cluster=c1&prefix=pay/&at=110&from=103`);
     await page.locator('table.diff tbody tr').first().waitFor();
@@ -408,7 +528,7 @@ describe('web console', () => {
     assert.match(await page.locator('table.holds tbody tr').first().innerText(), /pay\/acct-1\th-a/);
   });
 
-  it('shows only the pages the token\'s roles can read, and says why a page is closed', async () => {
+  it("shows only the pages the token's roles can read, and says why a page is closed", async () => {
     const auditor = (await createApiToken(store, 'audrey@corp', ['auditor'])).token;
     await page.click('nav .signout');
     await signIn(page, base, auditor);

@@ -27,8 +27,14 @@ const specs: Record<string, GrantSpec> = {
 
 before(async () => {
   ({ store, close: closeStore } = await tempStore());
-  await store.insert('grants', Object.values(specs).map((s) => grantRows(s).open));
-  await store.insert('grants', Object.values(specs).flatMap((s) => grantRows(s).closed ?? []));
+  await store.insert(
+    'grants',
+    Object.values(specs).map((s) => grantRows(s).open),
+  );
+  await store.insert(
+    'grants',
+    Object.values(specs).flatMap((s) => grantRows(s).closed ?? []),
+  );
 });
 after(async () => {
   await closeStore();
@@ -36,15 +42,25 @@ after(async () => {
 
 describe('unprotected grants overlapping each other', () => {
   it('are listed as possible double holders of each other, and nothing else is', async () => {
-    const report = await unprotectedReport({ store, limits: testConfig().reports }, { from: new Date(T0 - 60_000).toISOString(), to: new Date(T0 + 60_000).toISOString() }, T0 + 120_000);
+    const report = await unprotectedReport(
+      { store, limits: testConfig().reports },
+      { from: new Date(T0 - 60_000).toISOString(), to: new Date(T0 + 60_000).toISOString() },
+      T0 + 120_000,
+    );
     const by = new Map(report.items.map((i) => [i.spoolId, i.overlapping.map((o) => o.holder)]));
-    assert.deepEqual(by.get('n1:000001'), ['h-b'], 'the other replica\'s grant overlapped it');
+    assert.deepEqual(by.get('n1:000001'), ['h-b'], "the other replica's grant overlapped it");
     assert.deepEqual(by.get('n2:000001'), ['h-a'], 'and the other way round');
     assert.deepEqual(by.get('n2:000002'), [], 'after both ended: none');
     assert.deepEqual(by.get('n1:000002'), [], 'another key: none (a grant never overlaps itself)');
-    assert.ok(report.items.filter((i) => i.key !== 'cat/sku-3').every((i) => i.overlapping.every((o) => o.unprotected)), 'each marked unprotected');
+    assert.ok(
+      report.items.filter((i) => i.key !== 'cat/sku-3').every((i) => i.overlapping.every((o) => o.unprotected)),
+      'each marked unprotected',
+    );
     // The overlapping grant as it was recorded: foreign, its start known, its end's error bound (before: origin always api).
     const mallory = report.items.find((i) => i.spoolId === 'n1:000003')?.overlapping;
-    assert.deepEqual(mallory?.map((o) => [o.holder, o.origin, o.startKnown, o.endedAtErrorMs]), [['h-mallory', 'foreign', true, 0]]);
+    assert.deepEqual(
+      mallory?.map((o) => [o.holder, o.origin, o.startKnown, o.endedAtErrorMs]),
+      [['h-mallory', 'foreign', true, 0]],
+    );
   });
 });

@@ -33,7 +33,6 @@ describe('the worker process killed -9 mid-export, over the shared store', { tim
   let queue: Queue<ComplianceJobData>;
   let store: AuditStore;
 
-
   before(async () => {
     const chPath = config.clickhouse.mode === 'embedded' ? config.clickhouse.path : '';
     const holder = roles.start(['store']);
@@ -59,11 +58,16 @@ describe('the worker process killed -9 mid-export, over the shared store', { tim
     await enqueueComplianceExport(queue, state.id);
     const first = roles.start(['worker']);
     const exited = new Promise((resolve) => first.once('exit', resolve));
-    const mid = await waitFor('the export under way', async () => {
-      const s = (await records.get(state.id)) as ExportState;
-      assert.notEqual(s.status, 'done', 'the export finished before the kill: make it larger');
-      return s.status === 'running' && s.rowsDone > 0n ? s : undefined;
-    }, 180_000, 50);
+    const mid = await waitFor(
+      'the export under way',
+      async () => {
+        const s = (await records.get(state.id)) as ExportState;
+        assert.notEqual(s.status, 'done', 'the export finished before the kill: make it larger');
+        return s.status === 'running' && s.rowsDone > 0n ? s : undefined;
+      },
+      180_000,
+      50,
+    );
     process.kill(first.pid as number, 'SIGKILL');
     await exited;
     assert.ok(mid.rowsDone < BigInt(ROWS), `killed mid-export (${mid.rowsDone} of ${ROWS} rows)`);
@@ -76,10 +80,15 @@ describe('the worker process killed -9 mid-export, over the shared store', { tim
     }
 
     roles.start(['worker']);
-    const done = await waitFor('the export done by the next worker process', async () => {
-      const s = (await records.get(state.id)) as ExportState;
-      return s.status === 'done' || s.status === 'failed' ? s : undefined;
-    }, 240_000, 200);
+    const done = await waitFor(
+      'the export done by the next worker process',
+      async () => {
+        const s = (await records.get(state.id)) as ExportState;
+        return s.status === 'done' || s.status === 'failed' ? s : undefined;
+      },
+      240_000,
+      200,
+    );
     assert.equal(done.status, 'done', done.error);
     assert.equal(done.rowsDone, BigInt(ROWS));
     assert.ok(await objectExists(s3, config.s3.historyBucket, done.objectKey));

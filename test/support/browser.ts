@@ -39,12 +39,16 @@ export async function openBrowser(): Promise<Browser> {
   const page = context.pages()[0] ?? (await context.newPage());
   page.setDefaultTimeout(10_000);
   const errors: string[] = [];
-  page.on('console', (msg) => { if (msg.type() === 'error') errors.push(`${msg.text()} (${msg.location().url})`); });
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') errors.push(`${msg.text()} (${msg.location().url})`);
+  });
   page.on('pageerror', (err) => errors.push(`page error: ${err.message}`));
   return {
     page,
     takeErrors: () => errors.splice(0),
-    shot: async (name) => { await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true }); },
+    shot: async (name) => {
+      await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+    },
     close: async () => {
       await context.close();
       profile.remove();
@@ -55,9 +59,12 @@ export async function openBrowser(): Promise<Browser> {
 /** Signs in through the sign-in form, as a person does. */
 export async function signIn(page: Page, base: string, token: string): Promise<void> {
   await page.goto(`${base}/ui/`);
-  await page.locator('form.signin').waitFor().catch(async (err: Error) => {
-    throw new Error(`${err.message}\nthe page shows: ${(await page.locator('body').innerText()).slice(0, 500)}`);
-  });
+  await page
+    .locator('form.signin')
+    .waitFor()
+    .catch(async (err: Error) => {
+      throw new Error(`${err.message}\nthe page shows: ${(await page.locator('body').innerText()).slice(0, 500)}`);
+    });
   await page.fill('input[name=token]', token);
   await page.click('form.signin button');
   await page.locator('nav a.active').waitFor();

@@ -53,7 +53,14 @@ export async function capturedRows(store: AuditStore, cluster: string, from: big
 }
 
 /** Exactly etcd's history in [from, to]: no more, no less, one row each, with the expected types. */
-export async function assertExactCapture(store: AuditStore, cluster: string, client: Etcd3, from: bigint, to: bigint, expected: readonly ExpectedEvent[]): Promise<number> {
+export async function assertExactCapture(
+  store: AuditStore,
+  cluster: string,
+  client: Etcd3,
+  from: bigint,
+  to: bigint,
+  expected: readonly ExpectedEvent[],
+): Promise<number> {
   const history = await etcdHistory(client, from, to);
   const rows = await capturedRows(store, cluster, from, to);
   const got = new Set(rows.map((r) => `${r.revision}|${r.key}`));

@@ -38,7 +38,10 @@ export async function chartLines(page: Page, name: string): Promise<Record<strin
 
 /** Clicks chart `name` at the data coordinates `value` (e.g. [time ms, lane index]) of its first grid. */
 export async function clickChartAt(page: Page, name: string, value: number[]): Promise<void> {
-  const [x, y] = await page.evaluate(([n, v]) => window.lockaudit?.charts.get(n as string)?.convertToPixel({ gridIndex: 0 }, v as number[]) ?? [], [name, value] as const);
+  const [x, y] = await page.evaluate(([n, v]) => window.lockaudit?.charts.get(n as string)?.convertToPixel({ gridIndex: 0 }, v as number[]) ?? [], [
+    name,
+    value,
+  ] as const);
   const box = await page.locator(`[data-chart="${name}"]`).boundingBox();
   if (!box || x === undefined || y === undefined) throw new Error(`chart ${name} is not on screen`);
   await page.mouse.click(box.x + x, box.y + y);

@@ -39,13 +39,30 @@ process.stdout.write('seeded\n');
 const s3 = createS3Client(config.s3);
 const signer = signerFromPrivateKey(createPrivateKey(spec.privateKeyPem));
 const worker = new DigestWorker({
-  cluster: spec.cluster, store, s3, bucket: spec.bucket, historyBucket: spec.historyBucket, signer, logger: createLogger('silent'),
-  periodMs: 1000, settleMs: 0, lookbackPeriods: 5, alarmAfterPeriods: 1_000_000, allowUnlocked: true,
+  cluster: spec.cluster,
+  store,
+  s3,
+  bucket: spec.bucket,
+  historyBucket: spec.historyBucket,
+  signer,
+  logger: createLogger('silent'),
+  periodMs: 1000,
+  settleMs: 0,
+  lookbackPeriods: 5,
+  alarmAfterPeriods: 1_000_000,
+  allowUnlocked: true,
 });
 for (;;) {
   const r = await worker.tick();
   if (r.written === 0 && r.behind === 0) break;
 }
-const result = await verifyDigests({ s3, bucket: spec.bucket, publicKey: createPublicKey(signer.publicKeyPem), clusters: [spec.cluster], fromMs: spec.startMs, store });
+const result = await verifyDigests({
+  s3,
+  bucket: spec.bucket,
+  publicKey: createPublicKey(signer.publicKeyPem),
+  clusters: [spec.cluster],
+  fromMs: spec.startMs,
+  store,
+});
 process.stdout.write(`${JSON.stringify({ ok: result.ok, periods: result.periods.length, firstFailure: result.firstFailure ?? null })}\n`);
 await store.close();

@@ -30,7 +30,11 @@ export async function insertGrants(store: AuditStore, cluster: string, n: number
  * Grants closed 'unknown' (in a gap) have no end event; a grant a restore rolled back has its events rolled back too. Call after inserting grant rows by hand; `revisions` limits it
  * to the grants of those grant revisions ([from, to)).
  */
-export async function insertGrantEvents(store: AuditStore, cluster: string, revisions: { from: number | string; to: number | string } = { from: 0, to: '18446744073709551615' }): Promise<void> {
+export async function insertGrantEvents(
+  store: AuditStore,
+  cluster: string,
+  revisions: { from: number | string; to: number | string } = { from: 0, to: '18446744073709551615' },
+): Promise<void> {
   const columns = `cluster, revision, key, event_type, op, namespace, lock_path, class, holder, session, token, epoch, grant_revision,
        wait_ms, wall_time, time_estimated, time_error_ms, create_revision, mod_revision, version, lease, value, prev_value, unprotected, origin, timeline,
        rolled_back_by, superseded_by`;
@@ -74,7 +78,10 @@ export async function insertEvents(store: AuditStore, cluster: string, n: number
 }
 
 /** Row count and token checksums (sum, xor) of grants in ClickHouse, as decimal strings. */
-export async function grantTokenChecksum(store: AuditStore, where: { cluster?: string; fromMs: number; toMs: number }): Promise<{ rows: string; sum: string; xor: string }> {
+export async function grantTokenChecksum(
+  store: AuditStore,
+  where: { cluster?: string; fromMs: number; toMs: number },
+): Promise<{ rows: string; sum: string; xor: string }> {
   const rows = await store.rows<{ rows: string; sum: string; xor: string }>(
     `SELECT toString(count()) AS rows, toString(sum(toUInt128(token))) AS sum, toString(groupBitXor(token)) AS xor
      FROM {db:Identifier}.grants FINAL

@@ -27,8 +27,14 @@ export async function handHistory(client: Etcd3, ns: string, revisions: number, 
       unit += 1;
       if (k % 40 === 39) {
         const keys = Array.from({ length: ETCD_DEFAULT_MAX_TXN_OPS }, (_, j) => holdKey(`${ns}/m${k}/${j}`));
-        await client.if(keys[0] as string, 'Create', '==', 0).then(...keys.map((key, j) => client.put(key).value(handHold(k * 1_000 + j)))).commit();
-        await client.if(keys[0] as string, 'Create', '>', 0).then(...keys.map((key) => client.delete().key(key))).commit();
+        await client
+          .if(keys[0] as string, 'Create', '==', 0)
+          .then(...keys.map((key, j) => client.put(key).value(handHold(k * 1_000 + j))))
+          .commit();
+        await client
+          .if(keys[0] as string, 'Create', '>', 0)
+          .then(...keys.map((key) => client.delete().key(key)))
+          .commit();
         events += 2 * keys.length;
       } else {
         const key = holdKey(`${ns}/s${k}`);

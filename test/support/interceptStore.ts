@@ -6,7 +6,11 @@ import type { AuditStore } from '../../core/clickhouse.js';
 type Call = (query: string, ...rest: unknown[]) => Promise<unknown>;
 
 /** `store` whose `rows` or `command` goes through `around(query, proceed)`. */
-export function interceptStore(store: AuditStore, method: 'rows' | 'command', around: (query: string, proceed: () => Promise<unknown>) => Promise<unknown>): AuditStore {
+export function interceptStore(
+  store: AuditStore,
+  method: 'rows' | 'command',
+  around: (query: string, proceed: () => Promise<unknown>) => Promise<unknown>,
+): AuditStore {
   return new Proxy(store, {
     get(target, prop) {
       if (prop === method) return async (query: string, ...rest: unknown[]) => around(query, () => (target[method] as Call)(query, ...rest));

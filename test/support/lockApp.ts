@@ -83,12 +83,35 @@ export async function lockApp(config: Config, store: AuditStore, options: LockAp
 
 /** A fenced correctness class with a pause test: the strict default. */
 export function fencedClass(name: string, namespace: string, overrides: Partial<LockClass> = {}): LockClass {
-  return { name, namespace, purpose: 'correctness', enforcement: 'fenced', ttlSeconds: 15, tier: 'entity', onQuorumLoss: 'closed', fairness: 'memory', pauseTest: 'PT-2024-001', ...overrides };
+  return {
+    name,
+    namespace,
+    purpose: 'correctness',
+    enforcement: 'fenced',
+    ttlSeconds: 15,
+    tier: 'entity',
+    onQuorumLoss: 'closed',
+    fairness: 'memory',
+    pauseTest: 'PT-2024-001',
+    ...overrides,
+  };
 }
 
 /** An advisory efficiency class that stays open without quorum. */
 export function advisoryClass(name: string, namespace: string, overrides: Partial<LockClass> = {}): LockClass {
-  return { name, namespace, purpose: 'efficiency', enforcement: 'advisory', riskOwner: 'risk@corp', waiverExpires: '2099-12-31', ttlSeconds: 30, tier: 'entity', onQuorumLoss: 'open', fairness: 'memory', ...overrides };
+  return {
+    name,
+    namespace,
+    purpose: 'efficiency',
+    enforcement: 'advisory',
+    riskOwner: 'risk@corp',
+    waiverExpires: '2099-12-31',
+    ttlSeconds: 30,
+    tier: 'entity',
+    onQuorumLoss: 'open',
+    fairness: 'memory',
+    ...overrides,
+  };
 }
 
 export interface EtcdEvent {
@@ -103,14 +126,25 @@ export interface EtcdEvent {
 export async function eventsAt(cluster: EtcdCluster, revision: string, root = ''): Promise<EtcdEvent[]> {
   const client = new Etcd3({ hosts: cluster.endpoints });
   try {
-    const watcher = await client.watch().prefix(root || '/').startRevision(revision).create();
+    const watcher = await client
+      .watch()
+      .prefix(root || '/')
+      .startRevision(revision)
+      .create();
     const events: EtcdEvent[] = [];
     await new Promise<void>((resolve) => {
       let timer = setTimeout(resolve, 1_000);
       watcher.on('data', (res) => {
         for (const e of res.events) {
           const rev = String(e.kv.mod_revision);
-          if (rev === revision) events.push({ type: e.type === 'Delete' ? 'delete' : 'put', key: e.kv.key.toString(), value: e.kv.value.toString(), revision: rev, lease: String(e.kv.lease) });
+          if (rev === revision)
+            events.push({
+              type: e.type === 'Delete' ? 'delete' : 'put',
+              key: e.kv.key.toString(),
+              value: e.kv.value.toString(),
+              revision: rev,
+              lease: String(e.kv.lease),
+            });
           else if (BigInt(rev) > BigInt(revision)) {
             clearTimeout(timer);
             return resolve();

@@ -99,7 +99,9 @@ export async function startPrivateEtcd(clientPort: number, peerPort: number, opt
       }
       if (Date.now() > deadline || proc.exitCode !== null || proc.signalCode !== null) {
         if (proc.pid && proc.exitCode === null && proc.signalCode === null) process.kill(proc.pid, 'SIGKILL');
-        throw new Error(`private etcd on ${endpoint} did not start (${proc.exitCode === null && proc.signalCode === null ? 'no health in 20 s' : `exited ${proc.exitCode ?? proc.signalCode}`}): ${readFileSync(logFile, 'utf8').slice(-1_500)}`);
+        throw new Error(
+          `private etcd on ${endpoint} did not start (${proc.exitCode === null && proc.signalCode === null ? 'no health in 20 s' : `exited ${proc.exitCode ?? proc.signalCode}`}): ${readFileSync(logFile, 'utf8').slice(-1_500)}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -130,7 +132,16 @@ export async function startPrivateEtcd(clientPort: number, peerPort: number, opt
       await halt(running);
       generation += 1;
       const bump = options.bumpRevision ? [`--bump-revision=${options.bumpRevision}`, '--mark-compacted'] : [];
-      await run(ETCDUTL, ['snapshot', 'restore', snapshotFile, `--data-dir=${dataDir()}`, `--name=${name}`, `--initial-cluster=${name}=${peerUrl}`, `--initial-advertise-peer-urls=${peerUrl}`, ...bump]);
+      await run(ETCDUTL, [
+        'snapshot',
+        'restore',
+        snapshotFile,
+        `--data-dir=${dataDir()}`,
+        `--name=${name}`,
+        `--initial-cluster=${name}=${peerUrl}`,
+        `--initial-advertise-peer-urls=${peerUrl}`,
+        ...bump,
+      ]);
       if (options.offline) {
         const side = await launch(`http://127.0.0.1:${options.offline.port}`);
         try {

@@ -10,7 +10,11 @@ export class RoleProcesses {
   constructor(private readonly env: NodeJS.ProcessEnv) {}
 
   start(args: string[], extra: NodeJS.ProcessEnv = {}): ChildProcess {
-    const child = spawn(process.execPath, ['bin/lockaudit.js', ...args], { cwd: projectRoot, env: { ...this.env, ...extra }, stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, ['bin/lockaudit.js', ...args], {
+      cwd: projectRoot,
+      env: { ...this.env, ...extra },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     this.#children.push(child);
     return child;
   }

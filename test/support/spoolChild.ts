@@ -7,6 +7,20 @@ const file = process.argv[2] as string;
 const writer = new SpoolWriter(file);
 for (let i = 0; ; i++) {
   const id = randomUUID();
-  await writer.append({ v: 1, kind: 'grant', id, cluster: 'local', key: `ns/k-${i}`, namespace: 'ns', class: 'c', holder: 'h', session: '1', token: '0', waitMs: 0, at: Date.now(), epoch: 1 });
+  await writer.append({
+    v: 1,
+    kind: 'grant',
+    id,
+    cluster: 'local',
+    key: `ns/k-${i}`,
+    namespace: 'ns',
+    class: 'c',
+    holder: 'h',
+    session: '1',
+    token: '0',
+    waitMs: 0,
+    at: Date.now(),
+    epoch: 1,
+  });
   process.stdout.write(`${id}\n`);
 }

@@ -16,7 +16,11 @@ export interface StoreProcess {
 
 export async function startStoreProcess(dir: string): Promise<StoreProcess> {
   const password = randomBytes(24).toString('base64url');
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join('test', 'support', 'storeChild.ts'), dir], { cwd: projectRoot, env: { ...process.env, LOCKAUDIT_STORE_PASSWORD: password }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join('test', 'support', 'storeChild.ts'), dir], {
+    cwd: projectRoot,
+    env: { ...process.env, LOCKAUDIT_STORE_PASSWORD: password },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const exited = new Promise((resolve) => proc.once('exit', resolve));
   const url = await new Promise<string>((resolve, reject) => {
     proc.stdout?.once('data', (c: Buffer) => resolve(c.toString().trim()));

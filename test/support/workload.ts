@@ -81,7 +81,14 @@ export class Workload {
   async grant(s: Session, path: string, opts: { holder?: string; class?: string; waitMs?: number; epoch?: number } = {}): Promise<string> {
     const lock = this.lock(path);
     const key = holdKey(lock);
-    const value = JSON.stringify({ holder: opts.holder ?? `spiffe://test/${s.id}`, session: s.id, class: opts.class ?? 'payments', epoch: opts.epoch ?? 0, waitMs: opts.waitMs ?? 3, at: Date.now() });
+    const value = JSON.stringify({
+      holder: opts.holder ?? `spiffe://test/${s.id}`,
+      session: s.id,
+      class: opts.class ?? 'payments',
+      epoch: opts.epoch ?? 0,
+      waitMs: opts.waitMs ?? 3,
+      at: Date.now(),
+    });
     const res = await this.client.if(key, 'Create', '==', 0).then(this.client.put(key).value(value).lease(s.id)).commit();
     if (!res.succeeded) throw new Error(`${lock} is held`);
     const rev = String(res.header.revision);
@@ -93,8 +100,16 @@ export class Workload {
   /** Many grants in one txn (fast setup for mass expiry): one revision, many keys — at most ETCD_DEFAULT_MAX_TXN_OPS. */
   async grantMany(s: Session, paths: readonly string[], opts: { class?: string } = {}): Promise<string> {
     const at = Date.now();
-    const ops = paths.map((p) => this.client.put(holdKey(this.lock(p))).value(JSON.stringify({ holder: `spiffe://test/${s.id}`, session: s.id, class: opts.class ?? 'payments', epoch: 0, waitMs: 0, at })).lease(s.id));
-    const res = await this.client.if(PREFIX.clock, 'Version', '>', -1).then(...ops).commit();
+    const ops = paths.map((p) =>
+      this.client
+        .put(holdKey(this.lock(p)))
+        .value(JSON.stringify({ holder: `spiffe://test/${s.id}`, session: s.id, class: opts.class ?? 'payments', epoch: 0, waitMs: 0, at }))
+        .lease(s.id),
+    );
+    const res = await this.client
+      .if(PREFIX.clock, 'Version', '>', -1)
+      .then(...ops)
+      .commit();
     const rev = String(res.header.revision);
     for (const p of paths) {
       s.holds.set(this.lock(p), rev);
@@ -110,7 +125,13 @@ export class Workload {
     const mk = markKey(this.#id());
     const res = await this.client
       .if(key, 'Mod', '==', s.holds.get(lock) ?? '0')
-      .then(this.client.delete().key(key), this.client.put(mk).value(this.#mark({ kind: 'release', by: `spiffe://test/${s.id}`, at: Date.now(), key: lock, session: s.id, grant: s.holds.get(lock) ?? '0' })).lease(await this.#marks()))
+      .then(
+        this.client.delete().key(key),
+        this.client
+          .put(mk)
+          .value(this.#mark({ kind: 'release', by: `spiffe://test/${s.id}`, at: Date.now(), key: lock, session: s.id, grant: s.holds.get(lock) ?? '0' }))
+          .lease(await this.#marks()),
+      )
       .commit();
     if (!res.succeeded) throw new Error(`release of ${lock} failed`);
     const rev = String(res.header.revision);
@@ -126,7 +147,13 @@ export class Workload {
     const keys = [...s.holds.keys()].map(holdKey);
     const res = await this.client
       .if(PREFIX.clock, 'Version', '>', -1)
-      .then(...keys.map((k) => this.client.delete().key(k)), this.client.put(mk).value(this.#mark({ kind: 'session-close', by: 'test', at: Date.now(), session: s.id })).lease(await this.#marks()))
+      .then(
+        ...keys.map((k) => this.client.delete().key(k)),
+        this.client
+          .put(mk)
+          .value(this.#mark({ kind: 'session-close', by: 'test', at: Date.now(), session: s.id }))
+          .lease(await this.#marks()),
+      )
       .commit();
     const rev = String(res.header.revision);
     for (const k of keys) this.#record(rev, k, 'session-close');
@@ -142,11 +169,31 @@ export class Workload {
     const key = holdKey(lock);
     const id = this.#id();
     const grantRev = s.holds.get(lock) ?? '0';
-    const fields: Omit<ForceRecord, 'mac'> = { id, key: lock, holder: `spiffe://test/${s.id}`, session: s.id, token: grantRev, class: 'payments', enforcement: 'fenced', requester: 'op-a', approver: 'op-b', reason: 'stuck', requestedAt: Date.now() - 10, approvedAt: Date.now(), revokedSession: false };
+    const fields: Omit<ForceRecord, 'mac'> = {
+      id,
+      key: lock,
+      holder: `spiffe://test/${s.id}`,
+      session: s.id,
+      token: grantRev,
+      class: 'payments',
+      enforcement: 'fenced',
+      requester: 'op-a',
+      approver: 'op-b',
+      reason: 'stuck',
+      requestedAt: Date.now() - 10,
+      approvedAt: Date.now(),
+      revokedSession: false,
+    };
     const record: ForceRecord = { ...fields, mac: forceMac(this.#secret, fields) };
     const res = await this.client
       .if(key, 'Mod', '==', grantRev)
-      .then(this.client.delete().key(key), this.client.put(forceKey(id)).value(JSON.stringify(record)).lease(await this.#lease(86_400)))
+      .then(
+        this.client.delete().key(key),
+        this.client
+          .put(forceKey(id))
+          .value(JSON.stringify(record))
+          .lease(await this.#lease(86_400)),
+      )
       .commit();
     if (!res.succeeded) throw new Error(`force-release of ${lock} failed`);
     const rev = String(res.header.revision);
@@ -175,7 +222,11 @@ export class Workload {
 
   async queueEnter(s: Session, path: string): Promise<string> {
     const key = queueKey(this.lock(path), s.id);
-    const res = await this.client.put(key).value(JSON.stringify({ holder: `spiffe://test/${s.id}`, session: s.id, class: 'payments', at: Date.now() })).lease(s.id).exec();
+    const res = await this.client
+      .put(key)
+      .value(JSON.stringify({ holder: `spiffe://test/${s.id}`, session: s.id, class: 'payments', at: Date.now() }))
+      .lease(s.id)
+      .exec();
     const rev = String(res.header.revision);
     this.#record(rev, key, 'queue-enter');
     return rev;
@@ -190,7 +241,17 @@ export class Workload {
   }
 
   async putClass(name: string): Promise<string> {
-    const value = { name, namespace: this.ns, purpose: 'correctness', enforcement: 'fenced', ttlSeconds: 15, tier: 'entity', onQuorumLoss: 'closed', fairness: 'memory', pauseTest: 'pt-1' };
+    const value = {
+      name,
+      namespace: this.ns,
+      purpose: 'correctness',
+      enforcement: 'fenced',
+      ttlSeconds: 15,
+      tier: 'entity',
+      onQuorumLoss: 'closed',
+      fairness: 'memory',
+      pauseTest: 'pt-1',
+    };
     const res = await this.client.put(classKey(name)).value(JSON.stringify(value)).exec();
     const rev = String(res.header.revision);
     this.#record(rev, classKey(name), 'class-change');

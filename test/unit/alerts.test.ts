@@ -13,13 +13,31 @@ import { backoffMs } from '../../exporters/alerts/webhookDelivery.js';
 const tokenKey = tokenHashKey(Buffer.from('unit-test-origin-secret-0123456789abcdef'));
 const forSink = (e: AlertEvent) => sinkEvent(e, tokenKey);
 const event = (over: Partial<AlertEvent> = {}): AlertEvent => ({
-  id: 'c1:1734:/l/payments/acct-7', cluster: 'c1', kind: 'expiry', revision: '1734', key: 'payments/acct-7', namespace: 'payments', class: 'ledger', holder: 'spiffe://corp/w|1=x',
-  session: '99', token: '11258999068428022', epoch: 40, grantRevision: '1700', timeMs: 1_764_000_000_000, timeEstimated: true, detail: {}, ...over,
+  id: 'c1:1734:/l/payments/acct-7',
+  cluster: 'c1',
+  kind: 'expiry',
+  revision: '1734',
+  key: 'payments/acct-7',
+  namespace: 'payments',
+  class: 'ledger',
+  holder: 'spiffe://corp/w|1=x',
+  session: '99',
+  token: '11258999068428022',
+  epoch: 40,
+  grantRevision: '1700',
+  timeMs: 1_764_000_000_000,
+  timeEstimated: true,
+  detail: {},
+  ...over,
 });
 
 describe('alert rules', () => {
   const purposeOf = (c: string) => ({ ledger: 'correctness', cache: 'efficiency' })[c];
-  const rules = [{ kinds: ['force-release' as const, 'gap' as const] }, { kinds: ['expiry' as const], purposes: ['correctness' as const] }, { kinds: ['grant' as const], namespaces: ['payments'], classes: ['cache'] }];
+  const rules = [
+    { kinds: ['force-release' as const, 'gap' as const] },
+    { kinds: ['expiry' as const], purposes: ['correctness' as const] },
+    { kinds: ['grant' as const], namespaces: ['payments'], classes: ['cache'] },
+  ];
   it('matches on kinds, namespaces, classes and class purpose; any rule suffices', () => {
     assert.equal(matches(rules, event(), purposeOf), true);
     assert.equal(matches(rules, event({ class: 'cache' }), purposeOf), false, 'an efficiency-class expiry');
@@ -33,8 +51,22 @@ describe('alert rules', () => {
 
 describe('alert kinds beyond the log: foreign grants, hand deletions, waivers', () => {
   const logRow = (over: Partial<LogRow>): LogRow => ({
-    revision: '77', key: '/l/pay/a', event_type: 'grant', namespace: 'pay', class: 'ledger', holder: 'etcdctl', session: '0', token: '0', epoch: 1, grant_revision: '77', wall_ms: 5,
-    time_estimated: 0, value: '', gap_to: '0', reason: '', ...over,
+    revision: '77',
+    key: '/l/pay/a',
+    event_type: 'grant',
+    namespace: 'pay',
+    class: 'ledger',
+    holder: 'etcdctl',
+    session: '0',
+    token: '0',
+    epoch: 1,
+    grant_revision: '77',
+    wall_ms: 5,
+    time_estimated: 0,
+    value: '',
+    gap_to: '0',
+    reason: '',
+    ...over,
   });
   it("a grant written around the lock API is kind foreign-grant (origin in the payload); a 'grant' rule still matches it, a 'foreign-grant' rule only it", () => {
     const foreign = fromLogRow('c1', logRow({ origin: 'foreign' }));
@@ -54,7 +86,10 @@ describe('alert kinds beyond the log: foreign grants, hand deletions, waivers', 
     const e = fromRegisterRow(run, { class: 'cache', namespace: 'cat', risk_owner: 'r@corp', waiver_day: '2025-11-20', days_left: -9, status: 'expired' });
     assert.equal(e.id, 'register:repeat:risk-register-nightly:1764381600000:cache');
     assert.equal(e.kind, 'waiver-expired');
-    assert.equal(fromRegisterRow(run, { class: 'c', namespace: 'n', risk_owner: '', waiver_day: '2025-12-01', days_left: 2, status: 'expiring' }).kind, 'waiver-expiring');
+    assert.equal(
+      fromRegisterRow(run, { class: 'c', namespace: 'n', risk_owner: '', waiver_day: '2025-12-01', days_left: 2, status: 'expiring' }).kind,
+      'waiver-expiring',
+    );
     assert.deepEqual(waiverStatuses([{ kinds: ['gap'] }]), []);
     assert.deepEqual(waiverStatuses([{ kinds: ['gap', 'waiver-expired'] }, { kinds: ['waiver-expiring'] }]), ['expired', 'expiring']);
     assert.match(toCef(forSink(e)), /\|waiver-expired\|waiver-expired\|9\|/);
@@ -69,9 +104,22 @@ describe('alert formats', () => {
     assert.equal(o.type_uid, 600304);
     assert.equal((o.unmapped as { token_hash: string }).token_hash, hashToken(tokenKey, '11258999068428022'));
     assert.match(hashToken(tokenKey, '11258999068428022'), /^hmac-sha256:[0-9a-f]{64}$/);
-    assert.notEqual(hashToken(tokenHashKey(Buffer.from('another-deployment-secret-0123456789')), '11258999068428022'), hashToken(tokenKey, '11258999068428022'), 'keyed: another key, another hash');
+    assert.notEqual(
+      hashToken(tokenHashKey(Buffer.from('another-deployment-secret-0123456789')), '11258999068428022'),
+      hashToken(tokenKey, '11258999068428022'),
+      'keyed: another key, another hash',
+    );
     assert.equal(JSON.stringify(o).includes('11258999068428022'), false, 'the token is nowhere in the event');
-    assert.deepEqual(o.resources, [{ uid: 'payments/acct-7', name: 'payments/acct-7', type: 'lock', namespace: 'payments', owner: { name: 'spiffe://corp/w|1=x', uid: 'spiffe://corp/w|1=x' }, group: { name: 'ledger' } }]);
+    assert.deepEqual(o.resources, [
+      {
+        uid: 'payments/acct-7',
+        name: 'payments/acct-7',
+        type: 'lock',
+        namespace: 'payments',
+        owner: { name: 'spiffe://corp/w|1=x', uid: 'spiffe://corp/w|1=x' },
+        group: { name: 'ledger' },
+      },
+    ]);
     const expiry = toOcsf(forSink(event()));
     assert.equal(expiry.class_uid, 6005, 'an expiry is what etcd did: Datastore Activity');
     assert.match(String(expiry.message), /expired/);
@@ -95,10 +143,25 @@ describe('alert signature and backoff', () => {
     assert.equal(verify('s3cret-s3cret-s3cret', 'a\nb\n', 'garbage'), false);
   });
   it('backoff is the project one from 100 ms (jittered 50–150 %), and backoffMaxMs caps it, jitter included', () => {
-    assert.equal(backoffMs(1, 30_000, () => 0), 50);
-    assert.equal(backoffMs(1, 30_000, () => 1), 150);
-    assert.equal(backoffMs(4, 30_000, () => 0.5), 800);
-    assert.equal(backoffMs(40, 2_000, () => 1), 2_000);
-    assert.equal(backoffMs(40, 2_000, () => 0), 1_000);
+    assert.equal(
+      backoffMs(1, 30_000, () => 0),
+      50,
+    );
+    assert.equal(
+      backoffMs(1, 30_000, () => 1),
+      150,
+    );
+    assert.equal(
+      backoffMs(4, 30_000, () => 0.5),
+      800,
+    );
+    assert.equal(
+      backoffMs(40, 2_000, () => 1),
+      2_000,
+    );
+    assert.equal(
+      backoffMs(40, 2_000, () => 0),
+      1_000,
+    );
   });
 });

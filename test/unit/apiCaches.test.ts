@@ -13,7 +13,9 @@ function countingStore(goodToken: string): { store: AuditStore; lookups: () => n
   const store = {
     rows: async (_sql: string, params: { hash?: string }) => {
       n++;
-      return params.hash === hashToken(goodToken) ? [{ identity: 'ivy@corp', roles: ['investigator'], token_id: '0123456789ab', revoked: 0, expires_at_ms: '0' }] : [];
+      return params.hash === hashToken(goodToken)
+        ? [{ identity: 'ivy@corp', roles: ['investigator'], token_id: '0123456789ab', revoked: 0, expires_at_ms: '0' }]
+        : [];
     },
     insert: async () => undefined,
   } as unknown as AuditStore;

@@ -6,11 +6,26 @@ import { loadConfig, maskedConfig } from '../../core/config.js';
 describe('api and archive config keys', () => {
   it('have defaults', () => {
     const c = loadConfig({ env: {} });
-    assert.deepEqual(c.api, { metricsRequireToken: false, exportDownloadSeconds: 300, maxWaitersPerKey: 256, maxWaiters: 10_000, maxPendingRequests: 64, maxPendingRequestsPerKey: 4 });
+    assert.deepEqual(c.api, {
+      metricsRequireToken: false,
+      exportDownloadSeconds: 300,
+      maxWaitersPerKey: 256,
+      maxWaiters: 10_000,
+      maxPendingRequests: 64,
+      maxPendingRequestsPerKey: 4,
+    });
     assert.deepEqual(c.archive, { alarmAfterSeconds: 3600, pollIntervalMs: 2000 });
   });
   it('are set from the environment; the cursor secret is masked', () => {
-    const c = loadConfig({ env: { LOCKAUDIT_METRICS_REQUIRE_TOKEN: 'true', LOCKAUDIT_EXPORT_DOWNLOAD_SECONDS: '60', LOCKAUDIT_ARCHIVE_ALARM_AFTER_SECONDS: '120', LOCKAUDIT_ARCHIVE_POLL_INTERVAL_MS: '500', LOCKAUDIT_CURSOR_SECRET: 's'.repeat(40) } });
+    const c = loadConfig({
+      env: {
+        LOCKAUDIT_METRICS_REQUIRE_TOKEN: 'true',
+        LOCKAUDIT_EXPORT_DOWNLOAD_SECONDS: '60',
+        LOCKAUDIT_ARCHIVE_ALARM_AFTER_SECONDS: '120',
+        LOCKAUDIT_ARCHIVE_POLL_INTERVAL_MS: '500',
+        LOCKAUDIT_CURSOR_SECRET: 's'.repeat(40),
+      },
+    });
     assert.equal(c.api.metricsRequireToken, true);
     assert.equal(c.api.exportDownloadSeconds, 60);
     assert.deepEqual(c.archive, { alarmAfterSeconds: 120, pollIntervalMs: 500 });

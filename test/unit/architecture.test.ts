@@ -45,7 +45,8 @@ const top = (rel: string): string => rel.split(path.sep)[0] as string;
 /** folder → the folders allowed to import it, from the lines "- `tailer/` is imported only by `tailer/` and `roles/`". */
 function sealed(): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>();
-  for (const m of doc.matchAll(/^- `([a-z]+)\/` is imported only by (.+)$/gm)) out.set(m[1] as string, new Set([...(m[2] as string).matchAll(/`([a-z]+)\/`/g)].map((n) => n[1] as string)));
+  for (const m of doc.matchAll(/^- `([a-z]+)\/` is imported only by (.+)$/gm))
+    out.set(m[1] as string, new Set([...(m[2] as string).matchAll(/`([a-z]+)\/`/g)].map((n) => n[1] as string)));
   return out;
 }
 
@@ -79,14 +80,19 @@ describe('docs/architecture.md', () => {
     const table = layers();
     assert.ok(table.size >= 8, [...table.keys()].join(', '));
     const folders = [...new Set(sourceFiles().map(top))].sort();
-    assert.deepEqual(folders.filter((f) => !table.has(f)), []);
+    assert.deepEqual(
+      folders.filter((f) => !table.has(f)),
+      [],
+    );
   });
 
   it('its layers hold: no import runs upward, and there is no cycle', () => {
     const table = layers();
     const files = sourceFiles().filter((f) => f.endsWith('.ts'));
     const edges = new Map(files.map((f) => [f, imports(f)]));
-    const upward = [...edges].flatMap(([f, targets]) => targets.filter((t) => (table.get(top(t)) ?? -1) > (table.get(top(f)) ?? Infinity)).map((t) => `${f} -> ${t}`));
+    const upward = [...edges].flatMap(([f, targets]) =>
+      targets.filter((t) => (table.get(top(t)) ?? -1) > (table.get(top(f)) ?? Infinity)).map((t) => `${f} -> ${t}`),
+    );
     assert.deepEqual(upward, []);
     const state = new Map<string, 1 | 2>();
     const cycles: string[] = [];
@@ -111,16 +117,30 @@ describe('docs/architecture.md', () => {
     assert.ok(rules.get('tailer')?.has('roles'), 'the doc seals tailer/ (imported only by tailer/ and roles/)');
     const doors = sourceFiles()
       .filter((f) => f.endsWith('.ts'))
-      .flatMap((f) => imports(f).filter((t) => rules.has(top(t)) && top(t) !== top(f) && !rules.get(top(t))?.has(top(f))).map((t) => `${f} -> ${t}`));
+      .flatMap((f) =>
+        imports(f)
+          .filter((t) => rules.has(top(t)) && top(t) !== top(f) && !rules.get(top(t))?.has(top(f)))
+          .map((t) => `${f} -> ${t}`),
+      );
     assert.deepEqual(doors, []);
   });
 
   it('spells the keyspace prefixes in core/keyspace.ts only', () => {
-    assert.ok(KEY_LITERAL.test(`x = '/sys/epoch'`) && KEY_LITERAL.test('end: "/l0"') && KEY_LITERAL.test('`/q/${lock}`') && KEY_LITERAL.test(`startsWith(key, '/sys/class/')`));
+    assert.ok(
+      KEY_LITERAL.test(`x = '/sys/epoch'`) &&
+        KEY_LITERAL.test('end: "/l0"') &&
+        KEY_LITERAL.test('`/q/${lock}`') &&
+        KEY_LITERAL.test(`startsWith(key, '/sys/class/')`),
+    );
     assert.ok(!KEY_LITERAL.test(`PREFIX.hold + '/x'`) && !KEY_LITERAL.test(`'/sys/epoch deleted'`));
     const files = [...sourceFiles().filter((f) => f.endsWith('.ts')), ...sqlFiles()].filter((f) => f !== path.join('core', 'keyspace.ts'));
     assert.ok(files.some((f) => f.endsWith('.sql')) && files.length > 100, `scanned ${files.length} files`);
-    const spelled = files.flatMap((f) => codeOf(f).split('\n').filter((line) => KEY_LITERAL.test(line)).map((line) => `${f}: ${line.trim()}`));
+    const spelled = files.flatMap((f) =>
+      codeOf(f)
+        .split('\n')
+        .filter((line) => KEY_LITERAL.test(line))
+        .map((line) => `${f}: ${line.trim()}`),
+    );
     assert.deepEqual(spelled, []);
   });
 
@@ -129,11 +149,18 @@ describe('docs/architecture.md', () => {
     for (const file of ['core/errors.ts', 'platform/alarms.ts', 'core/config.ts', 'core/keyspace.ts']) assert.ok(doc.includes(`\`${file}\``), `names ${file}`);
   });
 
-  it('cites nothing outside the repository: the design the code relies on is in docs/, in the project\'s own words', () => {
-    const tracked = execFileSync('git', ['ls-files'], { cwd: projectRoot, encoding: 'utf8' }).split('\n').filter((f) => /\.(ts|mjs|js|sql|md|json|ya?ml|sh|html|css)$/.test(f));
+  it("cites nothing outside the repository: the design the code relies on is in docs/, in the project's own words", () => {
+    const tracked = execFileSync('git', ['ls-files'], { cwd: projectRoot, encoding: 'utf8' })
+      .split('\n')
+      .filter((f) => /\.(ts|mjs|js|sql|md|json|ya?ml|sh|html|css)$/.test(f));
     assert.ok(tracked.length > 300, `scanned ${tracked.length} files`);
     // Spelled apart so this file does not cite them itself.
-    const outside = [['DESIGN', '.md'], ['STYLE', '.md'], ['../', 'shared/'], ['shared/', 'seeds']].map((parts) => parts.join(''));
+    const outside = [
+      ['DESIGN', '.md'],
+      ['STYLE', '.md'],
+      ['../', 'shared/'],
+      ['shared/', 'seeds'],
+    ].map((parts) => parts.join(''));
     const cites = tracked.flatMap((f) => {
       const text = readFileSync(path.join(projectRoot, f), 'utf8');
       return outside.filter((o) => text.includes(o)).map((o) => `${f}: ${o}`);

@@ -16,7 +16,10 @@ const stream = (from: number, n: number): Buffer =>
       new Table({
         token: vectorFromArray(BigUint64Array.from({ length: n }, (_, i) => 11258999068426240n + BigInt(from + i) * 4097n)),
         // Plain utf8, as ClickHouse writes strings (tableFromArrays would make them dictionaries).
-        key: vectorFromArray(Array.from({ length: n }, (_, i) => `payments/acct-${from + i}`), new Utf8()),
+        key: vectorFromArray(
+          Array.from({ length: n }, (_, i) => `payments/acct-${from + i}`),
+          new Utf8(),
+        ),
       }),
       'stream',
     ),
@@ -41,7 +44,10 @@ describe('ArrowStreamJoiner', () => {
     const table = tableFromIPC(bytes);
     assert.equal(table.numRows, 107);
     const tokens = [...(table.getChild('token') ?? [])] as bigint[];
-    assert.deepEqual(tokens, Array.from({ length: 107 }, (_, i) => 11258999068426240n + BigInt(i) * 4097n));
+    assert.deepEqual(
+      tokens,
+      Array.from({ length: 107 }, (_, i) => 11258999068426240n + BigInt(i) * 4097n),
+    );
     assert.equal(table.getChild('key')?.get(106), 'payments/acct-106');
   });
 
@@ -51,7 +57,11 @@ describe('ArrowStreamJoiner', () => {
     const other = Buffer.from(tableToIPC(tableFromArrays({ token: BigUint64Array.from([1n]) }), 'stream'));
     await assert.rejects(joiner.add(other), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_ARROW'));
     const dict = new Table({ cls: vectorFromArray(['a', 'b', 'a'], new Dictionary(new Utf8(), new Int32())) });
-    await assert.rejects(new ArrowStreamJoiner(collect().sink).add(Buffer.from(tableToIPC(dict, 'stream'))), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_ARROW'));
-    await assert.rejects(new ArrowStreamJoiner(collect().sink).add(Buffer.from('not arrow at all, but long enough')), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_ARROW'));
+    await assert.rejects(new ArrowStreamJoiner(collect().sink).add(Buffer.from(tableToIPC(dict, 'stream'))), (err) =>
+      isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_ARROW'),
+    );
+    await assert.rejects(new ArrowStreamJoiner(collect().sink).add(Buffer.from('not arrow at all, but long enough')), (err) =>
+      isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_ARROW'),
+    );
   });
 });

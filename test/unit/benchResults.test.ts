@@ -5,10 +5,20 @@ import { describe, it } from 'node:test';
 import { buildRun, machineFacts, readFigures, runFileName, table } from '../../test/bench/results.js';
 
 const lines = [
-  { bench: 'tailer.bench.ts', name: 'tailer catch-up, 8 windows', value: 6600, baselineName: 'no-op, 8 watches', baseline: 12800, unit: 'events/s', higherIsBetter: true },
+  {
+    bench: 'tailer.bench.ts',
+    name: 'tailer catch-up, 8 windows',
+    value: 6600,
+    baselineName: 'no-op, 8 watches',
+    baseline: 12800,
+    unit: 'events/s',
+    higherIsBetter: true,
+  },
   { bench: 'reports.bench.ts', name: 'key history p95', value: 12, baselineName: 'bare SQL p95', baseline: 0, unit: 'ms', higherIsBetter: false },
   { bench: 'tailer.bench.ts', name: 'live lag p99', value: null, baselineName: 'plain watch p99', baseline: 4, unit: 'ms', higherIsBetter: false },
-].map((l) => JSON.stringify(l)).join('\n');
+]
+  .map((l) => JSON.stringify(l))
+  .join('\n');
 
 describe('bench results', () => {
   it('keeps every figure with its baseline and ratio; an unmeasurable ratio is null, not NaN', () => {
@@ -34,7 +44,14 @@ describe('bench results', () => {
   });
 
   it('prints one table with a row per figure and names a failed bench', () => {
-    const run = buildRun(machineFacts(), [{ file: 'a.bench.ts', ok: true }, { file: 'b.bench.ts', ok: false }], readFigures(lines));
+    const run = buildRun(
+      machineFacts(),
+      [
+        { file: 'a.bench.ts', ok: true },
+        { file: 'b.bench.ts', ok: false },
+      ],
+      readFigures(lines),
+    );
     const text = table(run).split('\n');
     assert.match(text[0] ?? '', /cores .* GiB, node v\d+.*load average at start/);
     assert.equal(text.filter((l) => l.includes('tailer.bench.ts')).length, 2);

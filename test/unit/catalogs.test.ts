@@ -62,7 +62,11 @@ describe('catalogs documented in docs/runbook.md', () => {
 
   it('an alarm is named by its bounded labels and says its facts in the message', () => {
     const lag = alarm('LOCKAUDIT_ALARM_TAILER_LAG', { cluster: 'east' }, { lagRevisions: 12n, alarmAt: 10 });
-    assert.deepEqual(lag, { code: 'LOCKAUDIT_ALARM_TAILER_LAG', name: 'tailer-lag:east', message: 'tailer for east is 12 revisions behind (alarm at 10 revisions)' });
+    assert.deepEqual(lag, {
+      code: 'LOCKAUDIT_ALARM_TAILER_LAG',
+      name: 'tailer-lag:east',
+      message: 'tailer for east is 12 revisions behind (alarm at 10 revisions)',
+    });
     assert.equal(alarmName('LOCKAUDIT_ALARM_FORCE_ARCHIVE_UNLOCKED', { cluster: 'east' }), 'force-archive:east:unlocked');
   });
 });

@@ -70,7 +70,10 @@ describe('config', () => {
   for (const [what, env, expected] of cases) {
     it(`rejects ${what}, naming the key`, () => {
       const found = problems(env);
-      assert.ok(found.some((p) => expected.test(p)), `expected ${expected} in:\n${found.join('\n')}`);
+      assert.ok(
+        found.some((p) => expected.test(p)),
+        `expected ${expected} in:\n${found.join('\n')}`,
+      );
     });
   }
 
@@ -84,7 +87,10 @@ describe('config', () => {
     const tmp = tempDir();
     try {
       const good = path.join(tmp.dir, 'good.yaml');
-      writeFileSync(good, 'port: 9000\netcd:\n  - name: east\n    endpoints: [http://e1:2379]\ns3:\n  endpoint: http://minio:9000\n  accessKey: abc\n  secretKey: supersecret\n');
+      writeFileSync(
+        good,
+        'port: 9000\netcd:\n  - name: east\n    endpoints: [http://e1:2379]\ns3:\n  endpoint: http://minio:9000\n  accessKey: abc\n  secretKey: supersecret\n',
+      );
       const c = loadConfig({ env: { LOCKAUDIT_CONFIG: good, LOCKAUDIT_PORT: '9100' }, cwd: tmp.dir });
       assert.equal(c.port, 9100);
       assert.equal(c.etcd.clusters[0]?.name, 'east');
@@ -95,8 +101,14 @@ describe('config', () => {
       const bad = path.join(tmp.dir, 'bad.yaml');
       writeFileSync(bad, 'port: 9000\nprot: 1\ns3:\n  bucket: x\n');
       const found = problems({ LOCKAUDIT_CONFIG: bad });
-      assert.ok(found.some((p) => p === 'prot: unknown key'), found.join('\n'));
-      assert.ok(found.some((p) => p === 's3.bucket: unknown key'), found.join('\n'));
+      assert.ok(
+        found.some((p) => p === 'prot: unknown key'),
+        found.join('\n'),
+      );
+      assert.ok(
+        found.some((p) => p === 's3.bucket: unknown key'),
+        found.join('\n'),
+      );
 
       const broken = path.join(tmp.dir, 'broken.yaml');
       writeFileSync(broken, 'port: [1,\n');
@@ -112,30 +124,50 @@ describe('config', () => {
     const tmp = tempDir();
     try {
       const good = path.join(tmp.dir, 'alerts.yaml');
-      writeFileSync(good, 'alerts:\n  webhooks:\n    - name: siem\n      url: https://siem.corp/in\n      secret: shared-secret-0123456789\n      rules:\n        - kinds: [force-release, gap]\n        - kinds: [expiry]\n          purposes: [correctness]\n');
+      writeFileSync(
+        good,
+        'alerts:\n  webhooks:\n    - name: siem\n      url: https://siem.corp/in\n      secret: shared-secret-0123456789\n      rules:\n        - kinds: [force-release, gap]\n        - kinds: [expiry]\n          purposes: [correctness]\n',
+      );
       const c = loadConfig({ env: { LOCKAUDIT_CONFIG: good }, cwd: tmp.dir });
       assert.deepEqual(c.alerts.webhooks[0]?.rules, [{ kinds: ['force-release', 'gap'] }, { kinds: ['expiry'], purposes: ['correctness'] }]);
       assert.ok(!JSON.stringify(maskedConfig(c)).includes('shared-secret-0123456789'), 'the webhook secret is masked');
       const bad = path.join(tmp.dir, 'bad-alerts.yaml');
-      writeFileSync(bad, 'alerts:\n  webhooks:\n    - name: siem\n      url: https://siem.corp/in\n      secret: shared-secret-0123456789\n      rules:\n        - kinds: [force-release]\n          namespace: [payments]\n');
-      assert.ok(problems({ LOCKAUDIT_CONFIG: bad }).some((p) => p === 'alerts.webhooks.0.rules.0.namespace: unknown key'), problems({ LOCKAUDIT_CONFIG: bad }).join('\n'));
+      writeFileSync(
+        bad,
+        'alerts:\n  webhooks:\n    - name: siem\n      url: https://siem.corp/in\n      secret: shared-secret-0123456789\n      rules:\n        - kinds: [force-release]\n          namespace: [payments]\n',
+      );
+      assert.ok(
+        problems({ LOCKAUDIT_CONFIG: bad }).some((p) => p === 'alerts.webhooks.0.rules.0.namespace: unknown key'),
+        problems({ LOCKAUDIT_CONFIG: bad }).join('\n'),
+      );
       const kind = path.join(tmp.dir, 'bad-kind.yaml');
-      writeFileSync(kind, 'alerts:\n  webhooks:\n    - name: siem\n      url: https://siem.corp/in\n      secret: shared-secret-0123456789\n      rules:\n        - kinds: [explosion]\n');
-      assert.ok(problems({ LOCKAUDIT_CONFIG: kind }).some((p) => p.startsWith('alerts.webhooks.0.rules.0.kinds.0:')), problems({ LOCKAUDIT_CONFIG: kind }).join('\n'));
+      writeFileSync(
+        kind,
+        'alerts:\n  webhooks:\n    - name: siem\n      url: https://siem.corp/in\n      secret: shared-secret-0123456789\n      rules:\n        - kinds: [explosion]\n',
+      );
+      assert.ok(
+        problems({ LOCKAUDIT_CONFIG: kind }).some((p) => p.startsWith('alerts.webhooks.0.rules.0.kinds.0:')),
+        problems({ LOCKAUDIT_CONFIG: kind }).join('\n'),
+      );
     } finally {
       tmp.remove();
     }
   });
 
   it('masks secrets in the effective config', () => {
-    const c = loadConfig({ env: { LOCKAUDIT_REDIS_URL: 'redis://:hunter2@r:6379', LOCKAUDIT_CLICKHOUSE_URL: 'http://ch:8123', LOCKAUDIT_CLICKHOUSE_PASSWORD: 'pw-secret' }, cwd: '/' });
+    const c = loadConfig({
+      env: { LOCKAUDIT_REDIS_URL: 'redis://:hunter2@r:6379', LOCKAUDIT_CLICKHOUSE_URL: 'http://ch:8123', LOCKAUDIT_CLICKHOUSE_PASSWORD: 'pw-secret' },
+      cwd: '/',
+    });
     const text = JSON.stringify(maskedConfig(c));
     assert.ok(!text.includes('hunter2') && !text.includes('pw-secret') && !text.includes('lockaudit-local-secret'), text);
   });
 
   it('has one environment variable for every setting of the schema', () => {
     const byPath = new Map(envVars.map((v) => [v.path.join('.'), v.name]));
-    const missing = settings(FileConfigSchema as SchemaNode).map((s) => s.path.join('.')).filter((p) => !byPath.has(p));
+    const missing = settings(FileConfigSchema as SchemaNode)
+      .map((s) => s.path.join('.'))
+      .filter((p) => !byPath.has(p));
     assert.deepEqual(missing, []);
     assert.equal(byPath.size, envVars.length, 'no setting has two variables');
   });
@@ -156,14 +188,30 @@ describe('config', () => {
     const start = doc.indexOf('\n## Settings\n');
     assert.ok(start >= 0, 'docs/configuration.md has a "## Settings" section');
     const end = doc.indexOf('\n## ', start + 1);
-    const rows = doc.slice(start, end < 0 ? undefined : end).split('\n').filter((l) => l.startsWith('| `LOCKAUDIT_'));
+    const rows = doc
+      .slice(start, end < 0 ? undefined : end)
+      .split('\n')
+      .filter((l) => l.startsWith('| `LOCKAUDIT_'));
     // A row may name a pair: `LOCKAUDIT_S3_ACCESS_KEY` / `_SECRET_KEY`.
     const named = rows.flatMap((r) => {
       const [first, ...rest] = [...(r.split('|')[1] ?? '').matchAll(/`([A-Z0-9_]+)`/g)].map((m) => m[1] as string);
       if (!first) return [];
-      return [first, ...rest.map((tail) => first.split('_').slice(0, -(tail.split('_').length - 1)).join('_') + tail)];
+      return [
+        first,
+        ...rest.map(
+          (tail) =>
+            first
+              .split('_')
+              .slice(0, -(tail.split('_').length - 1))
+              .join('_') + tail,
+        ),
+      ];
     });
-    assert.deepEqual(envVars.map((v) => v.name).filter((n) => !named.includes(n)), [], 'the settings table of docs/configuration.md names every variable');
+    assert.deepEqual(
+      envVars.map((v) => v.name).filter((n) => !named.includes(n)),
+      [],
+      'the settings table of docs/configuration.md names every variable',
+    );
     for (const { path: p, schema } of settings(FileConfigSchema as SchemaNode)) {
       if (schema.default === undefined) continue;
       const key = p.join('.');
@@ -184,8 +232,21 @@ describe('report configuration', () => {
     return '';
   };
   it('has documented defaults', () => {
-    assert.deepEqual(loadConfig({ env: {}, cwd: '/srv' }).reports, { riskRegisterCron: '0 2 * * *', riskRegisterTz: 'UTC', maxWindowDays: 31, maxPageSize: 1000, queryTimeoutMs: 30_000, rateLimitPerMinute: 120, exportRequestsPerHour: 20, exportMaxActive: 2, exportMaxRangeDays: 400 });
-    const c = loadConfig({ env: { LOCKAUDIT_RISK_REGISTER_CRON: '*/2 * * * * *', LOCKAUDIT_RISK_REGISTER_TZ: 'Europe/Zurich', LOCKAUDIT_MAX_PAGE_SIZE: '50' }, cwd: '/srv' });
+    assert.deepEqual(loadConfig({ env: {}, cwd: '/srv' }).reports, {
+      riskRegisterCron: '0 2 * * *',
+      riskRegisterTz: 'UTC',
+      maxWindowDays: 31,
+      maxPageSize: 1000,
+      queryTimeoutMs: 30_000,
+      rateLimitPerMinute: 120,
+      exportRequestsPerHour: 20,
+      exportMaxActive: 2,
+      exportMaxRangeDays: 400,
+    });
+    const c = loadConfig({
+      env: { LOCKAUDIT_RISK_REGISTER_CRON: '*/2 * * * * *', LOCKAUDIT_RISK_REGISTER_TZ: 'Europe/Zurich', LOCKAUDIT_MAX_PAGE_SIZE: '50' },
+      cwd: '/srv',
+    });
     assert.equal(c.reports.riskRegisterCron, '*/2 * * * * *');
     assert.equal(c.reports.riskRegisterTz, 'Europe/Zurich');
     assert.equal(c.reports.maxPageSize, 50);
@@ -194,16 +255,23 @@ describe('report configuration', () => {
     assert.match(problems({ LOCKAUDIT_RISK_REGISTER_TZ: 'Mars/Olympus' }), /LOCKAUDIT_RISK_REGISTER_TZ \(reports\.riskRegisterTz\): unknown time zone/);
     assert.match(problems({ LOCKAUDIT_RISK_REGISTER_CRON: 'nightly' }), /LOCKAUDIT_RISK_REGISTER_CRON \(reports\.riskRegisterCron\)/);
     // Five fields that are no cron (the pattern alone passed them; `start` then died in the scheduler with a stack).
-    assert.match(problems({ LOCKAUDIT_RISK_REGISTER_CRON: '99 99 * * *' }), /LOCKAUDIT_RISK_REGISTER_CRON \(reports\.riskRegisterCron\): not a cron pattern "99 99 \* \* \*" \(Constraint error/);
+    assert.match(
+      problems({ LOCKAUDIT_RISK_REGISTER_CRON: '99 99 * * *' }),
+      /LOCKAUDIT_RISK_REGISTER_CRON \(reports\.riskRegisterCron\): not a cron pattern "99 99 \* \* \*" \(Constraint error/,
+    );
     assert.match(problems({ LOCKAUDIT_RISK_REGISTER_CRON: '0 0 31 2 *' }), /LOCKAUDIT_RISK_REGISTER_CRON \(reports\.riskRegisterCron\): not a cron pattern/);
     assert.equal(loadConfig({ env: { LOCKAUDIT_RISK_REGISTER_CRON: '*/5 * * * * *' }, cwd: '/srv' }).reports.riskRegisterCron, '*/5 * * * * *');
     // A listen address that is no address (before: `start` died in getaddrinfo with a stack).
     assert.match(problems({ LOCKAUDIT_HOST: 'not a host!' }), /LOCKAUDIT_HOST \(host\): "not a host!" is neither an IP address nor a host name/);
-    for (const host of ['0.0.0.0', '::', '127.0.0.1', 'fe80::1%lo', 'localhost', 'localhost.', 'my_host', 'api.internal.example.com']) assert.equal(loadConfig({ env: { LOCKAUDIT_HOST: host }, cwd: '/srv' }).host, host);
+    for (const host of ['0.0.0.0', '::', '127.0.0.1', 'fe80::1%lo', 'localhost', 'localhost.', 'my_host', 'api.internal.example.com'])
+      assert.equal(loadConfig({ env: { LOCKAUDIT_HOST: host }, cwd: '/srv' }).host, host);
     assert.match(problems({ LOCKAUDIT_QUERY_TIMEOUT_MS: '5' }), /LOCKAUDIT_QUERY_TIMEOUT_MS \(reports\.queryTimeoutMs\): must be >= 100/);
     assert.match(problems({ LOCKAUDIT_RATE_LIMIT_PER_MINUTE: 'lots' }), /LOCKAUDIT_RATE_LIMIT_PER_MINUTE: must be an integer/);
     // A digest signing key that cannot sign (before: `lockaudit config` passed it, and only the worker said so, at start).
-    assert.match(problems({ LOCKAUDIT_DIGEST_SIGNING_KEY: 'not-a-key-'.repeat(6) }), /LOCKAUDIT_DIGEST_SIGNING_KEY \(digestSigningKey\): not a PKCS#8 private key/);
+    assert.match(
+      problems({ LOCKAUDIT_DIGEST_SIGNING_KEY: 'not-a-key-'.repeat(6) }),
+      /LOCKAUDIT_DIGEST_SIGNING_KEY \(digestSigningKey\): not a PKCS#8 private key/,
+    );
     const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
     assert.match(problems({ LOCKAUDIT_DIGEST_SIGNING_KEY: rsa }), /LOCKAUDIT_DIGEST_SIGNING_KEY \(digestSigningKey\): an rsa key, expected Ed25519/);
     const ed = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();

@@ -18,7 +18,12 @@ describe('console API types', () => {
   });
 
   it('documents every error answer with the one error response schema', { timeout: 60_000 }, async () => {
-    const doc = (await consoleOpenApi()) as unknown as { paths: Record<string, Record<string, { responses?: Record<string, { content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> }> }>> };
+    const doc = (await consoleOpenApi()) as unknown as {
+      paths: Record<
+        string,
+        Record<string, { responses?: Record<string, { content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> }> }>
+      >;
+    };
     const shapes = new Set<string>();
     let errors = 0;
     for (const [route, methods] of Object.entries(doc.paths)) {

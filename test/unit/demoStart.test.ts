@@ -26,7 +26,10 @@ describe('demo start: log format and banner', () => {
     const option = start?.options.find((o) => o.long === '--log-format');
     assert.equal(option?.defaultValue, 'auto');
     assert.deepEqual(option?.argChoices, ['auto', 'json', 'pretty']);
-    await assert.rejects(run(process.execPath, ['bin/lockaudit.js', 'start', '--log-format', 'xml'], { cwd: projectRoot }), /Allowed choices are auto, json, pretty/);
+    await assert.rejects(
+      run(process.execPath, ['bin/lockaudit.js', 'start', '--log-format', 'xml'], { cwd: projectRoot }),
+      /Allowed choices are auto, json, pretty/,
+    );
   });
 
   it("pino-pretty's transport writes one readable line per entry, tokens still redacted", async () => {

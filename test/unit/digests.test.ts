@@ -7,7 +7,19 @@ import { createPublicKey } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { generateDigestSigner, type DigestSigner } from '../../core/digestKey.js';
 import {
-  chainSegment, digestHash, eventLine, digestObjectName, EventsHasher, GENESIS_HASH, signDigest, signManifest, walkChain, type ChainEntry, type Digest, type DigestBody, type DigestEvent,
+  chainSegment,
+  digestHash,
+  eventLine,
+  digestObjectName,
+  EventsHasher,
+  GENESIS_HASH,
+  signDigest,
+  signManifest,
+  walkChain,
+  type ChainEntry,
+  type Digest,
+  type DigestBody,
+  type DigestEvent,
 } from '../../exporters/digests/format.js';
 import { canonicalJson } from '../../exporters/hashChain.js';
 import { verify } from 'node:crypto';
@@ -18,9 +30,34 @@ const T0 = Date.UTC(2026, 11, 1, 3, 0, 0);
 
 function event(revision: number, key: string): DigestEvent {
   return {
-    cluster: 'c1', timeline: '0', revision: String(revision), key, eventType: 'grant', op: 'put', origin: 'api', namespace: 'ns', lockPath: 'k', class: 'x', holder: 'h',
-    session: '1', token: '11258999068426240', epoch: '40', grantRevision: '0', waitMs: '0', wallTimeMs: String(T0), timeEstimated: '0', timeErrorMs: '0',
-    createRevision: String(revision), modRevision: String(revision), version: '1', lease: '1', value: '{}', prevValue: '', unprotected: '0', rolledBackBy: '0', supersededBy: '0',
+    cluster: 'c1',
+    timeline: '0',
+    revision: String(revision),
+    key,
+    eventType: 'grant',
+    op: 'put',
+    origin: 'api',
+    namespace: 'ns',
+    lockPath: 'k',
+    class: 'x',
+    holder: 'h',
+    session: '1',
+    token: '11258999068426240',
+    epoch: '40',
+    grantRevision: '0',
+    waitMs: '0',
+    wallTimeMs: String(T0),
+    timeEstimated: '0',
+    timeErrorMs: '0',
+    createRevision: String(revision),
+    modRevision: String(revision),
+    version: '1',
+    lease: '1',
+    value: '{}',
+    prevValue: '',
+    unprotected: '0',
+    rolledBackBy: '0',
+    supersededBy: '0',
   };
 }
 
@@ -30,9 +67,20 @@ function chainOf(n: number, by: DigestSigner = signer): Digest[] {
     const h = new EventsHasher();
     h.add(event(10 * i + 1, `/l/ns/k${i}`));
     const body: DigestBody = {
-      v: 1, kind: 'lockaudit-digest', cluster: 'c1', seq: i + 1, periodStart: new Date(T0 + i * 1000).toISOString(), periodEnd: new Date(T0 + (i + 1) * 1000).toISOString(),
+      v: 1,
+      kind: 'lockaudit-digest',
+      cluster: 'c1',
+      seq: i + 1,
+      periodStart: new Date(T0 + i * 1000).toISOString(),
+      periodEnd: new Date(T0 + (i + 1) * 1000).toISOString(),
       events: h.digest({ after: i === 0 ? null : { timeline: '0', revision: String(10 * i) }, through: { timeline: '0', revision: String(10 * i + 10) } }),
-      history: [], gaps: [], restores: [], supersedes: null, prevHash: out[i - 1]?.hash ?? GENESIS_HASH, createdAt: new Date(T0).toISOString(), keyId: by.keyId,
+      history: [],
+      gaps: [],
+      restores: [],
+      supersedes: null,
+      prevHash: out[i - 1]?.hash ?? GENESIS_HASH,
+      createdAt: new Date(T0).toISOString(),
+      keyId: by.keyId,
     };
     out.push(signDigest(body, by));
   }
@@ -71,17 +119,26 @@ describe('digest format', () => {
   it('passes an intact chain, one period per digest', () => {
     const walk = walkChain('c1', entries(chainOf(5)), publicKey, signer.keyId);
     assert.equal(walk.periods.length, 5);
-    assert.deepEqual(walk.periods.flatMap((p) => p.problems), []);
+    assert.deepEqual(
+      walk.periods.flatMap((p) => p.problems),
+      [],
+    );
     assert.deepEqual(walk.problems, []);
   });
 
   it('names the period of a removed digest, and of two adjacent removed digests', () => {
     const chain = chainOf(6);
     const one = failing(chain.filter((d) => d.seq !== 3));
-    assert.deepEqual(one.map((p) => p.periodStart), [chain[2]?.periodStart]);
+    assert.deepEqual(
+      one.map((p) => p.periodStart),
+      [chain[2]?.periodStart],
+    );
     assert.match(one[0]?.problems.join() ?? '', /digest seq 3 is missing/);
     const two = failing(chain.filter((d) => d.seq !== 3 && d.seq !== 4));
-    assert.deepEqual(two.map((p) => p.periodStart), [chain[2]?.periodStart, chain[3]?.periodStart]);
+    assert.deepEqual(
+      two.map((p) => p.periodStart),
+      [chain[2]?.periodStart, chain[3]?.periodStart],
+    );
     assert.match(two[0]?.problems.join() ?? '', /digests seq 3–4 are missing/);
   });
 
@@ -112,13 +169,30 @@ describe('digest format', () => {
     const h = new EventsHasher();
     h.add(event(1, '/l/ns/k0'));
     h.add(event(2, '/l/ns/late'));
-    const sup = signDigest({ ...old, seq: 4, supersedes: { seq: 1, hash: old.hash }, prevHash: (chain[2] as Digest).hash, events: h.digest({ after: null, through: old.events.through }), hash: undefined, signature: undefined } as unknown as DigestBody, signer);
+    const sup = signDigest(
+      {
+        ...old,
+        seq: 4,
+        supersedes: { seq: 1, hash: old.hash },
+        prevHash: (chain[2] as Digest).hash,
+        events: h.digest({ after: null, through: old.events.through }),
+        hash: undefined,
+        signature: undefined,
+      } as unknown as DigestBody,
+      signer,
+    );
     const walk = walkChain('c1', entries([...chain, sup]), publicKey, signer.keyId);
-    assert.deepEqual(walk.periods.flatMap((p) => p.problems), []);
+    assert.deepEqual(
+      walk.periods.flatMap((p) => p.problems),
+      [],
+    );
     const first = walk.periods[0];
     assert.equal(first?.digest?.seq, 4);
     assert.deepEqual(first?.superseded, [1]);
-    assert.deepEqual(chainSegment([...chain, sup], Date.parse(old.periodStart), Date.parse(old.periodEnd)).map((d) => d.seq), [1, 2, 3, 4]);
+    assert.deepEqual(
+      chainSegment([...chain, sup], Date.parse(old.periodStart), Date.parse(old.periodEnd)).map((d) => d.seq),
+      [1, 2, 3, 4],
+    );
   });
 
   it('signs a manifest over its canonical JSON without the signature', () => {

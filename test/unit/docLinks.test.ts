@@ -7,7 +7,13 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { projectRoot } from '../../core/paths.js';
 
-const documents = ['README.md', 'bench-results/HISTORY.md', ...readdirSync(path.join(projectRoot, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const documents = [
+  'README.md',
+  'bench-results/HISTORY.md',
+  ...readdirSync(path.join(projectRoot, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** The text outside fenced code blocks. */
 function prose(markdown: string): string {
@@ -22,7 +28,10 @@ function anchors(markdown: string): Set<string> {
     const m = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
     if (!m) continue;
     const text = (m[1] as string).replace(/\[([^\]]*)\]\([^)]*\)/g, '$1');
-    const base = text.toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
+    const base = text
+      .toLowerCase()
+      .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '')
+      .replace(/ /g, '-');
     const n = seen.get(base) ?? 0;
     seen.set(base, n + 1);
     out.add(n === 0 ? base : `${base}-${n}`);
@@ -52,7 +61,8 @@ describe('documentation links', () => {
         const target = file === '' ? path.join(projectRoot, doc) : path.resolve(projectRoot, path.dirname(doc), decodeURIComponent(file));
         if (!target.startsWith(projectRoot + path.sep)) broken.push(`${link}: outside the project`);
         else if (!existsSync(target)) broken.push(`${link}: no such file`);
-        else if (anchor !== undefined && !(target.endsWith('.md') && anchors(readFileSync(target, 'utf8')).has(anchor))) broken.push(`${link}: no such heading`);
+        else if (anchor !== undefined && !(target.endsWith('.md') && anchors(readFileSync(target, 'utf8')).has(anchor)))
+          broken.push(`${link}: no such heading`);
       }
       assert.deepEqual(broken, []);
     });
@@ -60,7 +70,11 @@ describe('documentation links', () => {
 
   it('the README links each file of docs/ and stays under 12 000 characters', () => {
     const readme = readFileSync(path.join(projectRoot, 'README.md'), 'utf8');
-    for (const doc of documents.filter((d) => d.startsWith('docs/'))) assert.ok(relativeLinks(readme).some((l) => l.split('#')[0] === doc), `README links ${doc}`);
+    for (const doc of documents.filter((d) => d.startsWith('docs/')))
+      assert.ok(
+        relativeLinks(readme).some((l) => l.split('#')[0] === doc),
+        `README links ${doc}`,
+      );
     assert.ok(readme.length <= 12_000, `README.md has ${readme.length} characters`);
   });
 });

@@ -9,12 +9,22 @@ import { etcdBytes, etcdText } from '../../core/etcdText.js';
 
 describe('etcdText', () => {
   it('is the identity on valid UTF-8 without U+FFFD', () => {
-    fc.assert(fc.property(fc.string({ unit: 'grapheme' }).filter((s) => !s.includes('\uFFFD')), (s) => etcdText(Buffer.from(s, 'utf8')) === s));
+    fc.assert(
+      fc.property(
+        fc.string({ unit: 'grapheme' }).filter((s) => !s.includes('\uFFFD')),
+        (s) => etcdText(Buffer.from(s, 'utf8')) === s,
+      ),
+    );
     assert.equal(etcdText(Buffer.from('/l/payments/ledger', 'utf8')), '/l/payments/ledger');
   });
 
   it('keeps keys that differ only in invalid bytes apart, and apart from a literal U+FFFD', () => {
-    const keys = [Buffer.from('/l/ns/a\xff', 'latin1'), Buffer.from('/l/ns/a\xfe', 'latin1'), Buffer.from('/l/ns/a\uFFFD', 'utf8'), Buffer.from('/l/ns/a\uFFFDFF', 'utf8')];
+    const keys = [
+      Buffer.from('/l/ns/a\xff', 'latin1'),
+      Buffer.from('/l/ns/a\xfe', 'latin1'),
+      Buffer.from('/l/ns/a\uFFFD', 'utf8'),
+      Buffer.from('/l/ns/a\uFFFDFF', 'utf8'),
+    ];
     const texts = keys.map(etcdText);
     assert.equal(new Set(texts).size, 4, JSON.stringify(texts));
     assert.deepEqual(texts, ['/l/ns/a\uFFFDFF', '/l/ns/a\uFFFDFE', '/l/ns/a\uFFFD--', '/l/ns/a\uFFFD--FF']);

@@ -4,32 +4,37 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ExportGate } from '../../exporters/chunkedExport.js';
 
-const later = <T>(ms: number, outcome: () => T): Promise<T> => new Promise((resolve, reject) => setTimeout(() => {
-  try {
-    resolve(outcome());
-  } catch (err) {
-    reject(err);
-  }
-}, ms));
+const later = <T>(ms: number, outcome: () => T): Promise<T> =>
+  new Promise((resolve, reject) =>
+    setTimeout(() => {
+      try {
+        resolve(outcome());
+      } catch (err) {
+        reject(err);
+      }
+    }, ms),
+  );
 
 describe('ExportGate', () => {
-  it('guard: the work\'s result when both succeed, after nothing else', async () => {
+  it("guard: the work's result when both succeed, after nothing else", async () => {
     const gate = new ExportGate(later(20, () => undefined));
     assert.equal(await gate.guard(Promise.resolve(42)), 42);
     await gate.passed();
   });
 
-  it('guard: a failed check\'s error wins over the work\'s, even when the check fails later', async () => {
-    const gate = new ExportGate(later(30, () => {
-      throw new Error('grants disagree');
-    }));
+  it("guard: a failed check's error wins over the work's, even when the check fails later", async () => {
+    const gate = new ExportGate(
+      later(30, () => {
+        throw new Error('grants disagree');
+      }),
+    );
     const t0 = performance.now();
     await assert.rejects(gate.guard(Promise.reject(new Error('plan failed'))), /grants disagree/);
     assert.ok(performance.now() - t0 >= 25, 'waited for the check before throwing');
     assert.equal(gate.signal.aborted, true);
   });
 
-  it('guard: the work\'s error when the check passes, once the check is over', async () => {
+  it("guard: the work's error when the check passes, once the check is over", async () => {
     let checked = false;
     const gate = new ExportGate(later(30, () => void (checked = true)));
     await assert.rejects(gate.guard(Promise.reject(new Error('plan failed'))), /plan failed/);

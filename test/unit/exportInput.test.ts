@@ -36,6 +36,13 @@ describe('export input', () => {
     assert.match(problems({ from: '2026-03-01', to: '2026-03-02', filters: { key: 'no-namespace\u0000' } }).join(), /filters\.key: must match/);
     assert.match(problems({ from: '2026-03-01', to: '2026-03-02', filters: { holder: 'a b' } }).join(), /filters\.holder: must match/);
     assert.match(problems({ from: '2026-03-01', to: '2026-03-02', filters: { class: 'UPPER' } }).join(), /filters\.class: must match/);
-    assert.deepEqual(problems({ from: '2026-03-01', to: '2026-03-02', filters: { key: 'payments/acct-42', holder: 'spiffe://corp/w', class: 'ledger-entry', namespace: 'payments', token: '18446744073709551615' } }), []);
+    assert.deepEqual(
+      problems({
+        from: '2026-03-01',
+        to: '2026-03-02',
+        filters: { key: 'payments/acct-42', holder: 'spiffe://corp/w', class: 'ledger-entry', namespace: 'payments', token: '18446744073709551615' },
+      }),
+      [],
+    );
   });
 });

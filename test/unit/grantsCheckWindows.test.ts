@@ -32,13 +32,31 @@ describe('grants check windows', () => {
   it('starts a new window where the next step would pass the budget', () => {
     const steps = [0, 1, 2, 3, 4].map((h) => ({ step: h, starts: 3 }));
     const windows = checkWindows(range, at(0), steps, H, 6);
-    assert.deepEqual(windows, [{ fromMs: at(0), toMs: at(2) }, { fromMs: at(2), toMs: at(4) }, { fromMs: at(4), toMs: range.toMs }]);
+    assert.deepEqual(windows, [
+      { fromMs: at(0), toMs: at(2) },
+      { fromMs: at(2), toMs: at(4) },
+      { fromMs: at(4), toMs: range.toMs },
+    ]);
     assertTiles(windows, at(0));
   });
 
   it('a step over the budget is a window of its own; empty steps join their neighbours', () => {
-    const windows = checkWindows(range, at(3) + 5, [{ step: 3, starts: 1 }, { step: 9, starts: 50 }, { step: 20, starts: 2 }], H, 5);
-    assert.deepEqual(windows, [{ fromMs: at(3), toMs: at(9) }, { fromMs: at(9), toMs: at(20) }, { fromMs: at(20), toMs: range.toMs }]);
+    const windows = checkWindows(
+      range,
+      at(3) + 5,
+      [
+        { step: 3, starts: 1 },
+        { step: 9, starts: 50 },
+        { step: 20, starts: 2 },
+      ],
+      H,
+      5,
+    );
+    assert.deepEqual(windows, [
+      { fromMs: at(3), toMs: at(9) },
+      { fromMs: at(9), toMs: at(20) },
+      { fromMs: at(20), toMs: range.toMs },
+    ]);
     assertTiles(windows, at(3) + 5);
   });
 

@@ -19,8 +19,19 @@ const name = (r: Pick<ArchivedForceRecord, 'cluster' | 'createRevision' | 'key'>
 
 function value(i: number): string {
   return JSON.stringify({
-    id: `f${i}`, key: `payments/acct-${i}`, holder: 'spiffe://corp/w', session: '7587862000', token: '11258999069426240', class: 'payments',
-    enforcement: 'fenced', requester: 'alice@corp', approver: 'bob@corp', reason: `stuck ${i}`, requestedAt: 1_700_000_000_000 + i, approvedAt: 1_700_000_001_000 + i, revokedSession: false,
+    id: `f${i}`,
+    key: `payments/acct-${i}`,
+    holder: 'spiffe://corp/w',
+    session: '7587862000',
+    token: '11258999069426240',
+    class: 'payments',
+    enforcement: 'fenced',
+    requester: 'alice@corp',
+    approver: 'bob@corp',
+    reason: `stuck ${i}`,
+    requestedAt: 1_700_000_000_000 + i,
+    approvedAt: 1_700_000_001_000 + i,
+    revokedSession: false,
   });
 }
 
@@ -43,7 +54,10 @@ describe('hash chain', () => {
     assert.equal(c[0]?.prevHash, GENESIS_HASH);
     assert.equal(c[1]?.prevHash, c[0]?.hash);
     assert.equal(c[2]?.prevHash, c[1]?.hash);
-    assert.deepEqual(c.map((r) => r.seq), [1, 2, 3]);
+    assert.deepEqual(
+      c.map((r) => r.seq),
+      [1, 2, 3],
+    );
     assert.equal(c[0]?.record?.token, '11258999069426240', 'the token stays a decimal string');
     for (const r of c) assert.equal(recordHash(r), r.hash);
   });
@@ -71,14 +85,20 @@ describe('hash chain', () => {
     assert.equal(middle[0]?.kind, 'missing');
     assert.match(middle[0]?.detail ?? '', /seq 3–4 are missing/);
     const first = verifyChain('local', entries(c.slice(1)), name);
-    assert.deepEqual(first.map((p) => [p.kind, p.seq]), [['missing', 1]]);
+    assert.deepEqual(
+      first.map((p) => [p.kind, p.seq]),
+      [['missing', 1]],
+    );
   });
 
   it('reports a record altered in place (hash no longer matches)', () => {
     const c = chain(4);
     const altered = { ...(c[1] as ArchivedForceRecord), value: (c[1] as ArchivedForceRecord).value.replace('stuck 2', 'routine') };
     const problems = verifyChain('local', entries([c[0] as ArchivedForceRecord, altered, c[2] as ArchivedForceRecord, c[3] as ArchivedForceRecord]), name);
-    assert.ok(problems.some((p) => p.kind === 'altered' && p.seq === 2), JSON.stringify(problems));
+    assert.ok(
+      problems.some((p) => p.kind === 'altered' && p.seq === 2),
+      JSON.stringify(problems),
+    );
   });
 
   it('reports a record altered with its own hash recomputed (its successor still names the old hash)', () => {
@@ -86,7 +106,10 @@ describe('hash chain', () => {
     const forged: Omit<ArchivedForceRecord, 'hash'> = { ...(c[1] as ArchivedForceRecord), value: value(99) };
     const withHash = chainRecord({ seq: 1, hash: forged.prevHash }, 'local', { key: forged.key, value: forged.value, createRevision: forged.createRevision });
     const problems = verifyChain('local', entries([c[0] as ArchivedForceRecord, withHash, c[2] as ArchivedForceRecord, c[3] as ArchivedForceRecord]), name);
-    assert.deepEqual(problems.map((p) => [p.kind, p.seq]), [['broken-link', 2]]);
+    assert.deepEqual(
+      problems.map((p) => [p.kind, p.seq]),
+      [['broken-link', 2]],
+    );
   });
 
   it('reports a decoded record that differs from the committed value, a moved object, duplicates and unreadable objects', () => {
@@ -100,6 +123,9 @@ describe('hash chain', () => {
     const dup = verifyChain('local', [...entries(c), { object: 'force/local/x.json', record: c[2] as ArchivedForceRecord }], name);
     assert.ok(dup.some((p) => p.kind === 'duplicate'));
     const unreadable = verifyChain('local', [...entries(c), { object: 'force/local/junk.json', error: 'not JSON' }], name);
-    assert.deepEqual(unreadable.map((p) => p.kind), ['unreadable']);
+    assert.deepEqual(
+      unreadable.map((p) => p.kind),
+      ['unreadable'],
+    );
   });
 });

@@ -2,12 +2,28 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { classifyKey, classRuleViolations, decodeValue, HoldValueSchema, parseLockName, type LockClass } from '../../core/keyspace.js';
 
-const fenced: LockClass = { name: 'payments', namespace: 'payments', purpose: 'correctness', enforcement: 'fenced', ttlSeconds: 15, tier: 'entity', onQuorumLoss: 'closed', fairness: 'memory', pauseTest: 'PT-1' };
+const fenced: LockClass = {
+  name: 'payments',
+  namespace: 'payments',
+  purpose: 'correctness',
+  enforcement: 'fenced',
+  ttlSeconds: 15,
+  tier: 'entity',
+  onQuorumLoss: 'closed',
+  fairness: 'memory',
+  pauseTest: 'PT-1',
+};
 
 describe('keyspace', () => {
   it('classifies keys', () => {
     assert.deepEqual(classifyKey('/l/payments/acct-42'), { kind: 'hold', lock: 'payments/acct-42', namespace: 'payments', path: 'acct-42' });
-    assert.deepEqual(classifyKey('/q/payments/acct-42/7587862'), { kind: 'queue', lock: 'payments/acct-42', namespace: 'payments', path: 'acct-42', leaseId: '7587862' });
+    assert.deepEqual(classifyKey('/q/payments/acct-42/7587862'), {
+      kind: 'queue',
+      lock: 'payments/acct-42',
+      namespace: 'payments',
+      path: 'acct-42',
+      leaseId: '7587862',
+    });
     assert.deepEqual(classifyKey('/sys/epoch'), { kind: 'epoch' });
     assert.deepEqual(classifyKey('/sys/force/abc'), { kind: 'force', id: 'abc' });
     assert.deepEqual(classifyKey('/l/nonamespace'), { kind: 'other' });

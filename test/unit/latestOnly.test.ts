@@ -11,13 +11,16 @@ describe('LatestOnly', () => {
     let release: () => void = () => undefined;
     let inFlight = 0;
     let maxInFlight = 0;
-    const writer = new LatestOnly<number>(async (v) => {
-      inFlight++;
-      maxInFlight = Math.max(maxInFlight, inFlight);
-      if (v === 1) await new Promise<void>((r) => (release = r));
-      written.push(v);
-      inFlight--;
-    }, () => assert.fail('no write fails'));
+    const writer = new LatestOnly<number>(
+      async (v) => {
+        inFlight++;
+        maxInFlight = Math.max(maxInFlight, inFlight);
+        if (v === 1) await new Promise<void>((r) => (release = r));
+        written.push(v);
+        inFlight--;
+      },
+      () => assert.fail('no write fails'),
+    );
     writer.push(1);
     await new Promise((r) => setImmediate(r));
     writer.push(2);
@@ -34,10 +37,13 @@ describe('LatestOnly', () => {
   it('hands a failed write to onError and goes on with later values', async () => {
     const errors: unknown[] = [];
     const written: string[] = [];
-    const writer = new LatestOnly<string>(async (v) => {
-      if (v === 'bad') throw new Error('insert failed');
-      written.push(v);
-    }, (err) => errors.push(err));
+    const writer = new LatestOnly<string>(
+      async (v) => {
+        if (v === 'bad') throw new Error('insert failed');
+        written.push(v);
+      },
+      (err) => errors.push(err),
+    );
     writer.push('bad');
     await writer.flush();
     writer.push('good');

@@ -7,7 +7,10 @@ import type { Change, RevisionChanges } from '../../tailer/types.js';
 
 const kv = (key: string, lease: string) => ({ key, value: '{}', createRevision: '1', modRevision: '1', version: '1', lease });
 const put = (revision: bigint, key: string, lease: string): RevisionChanges => ({ revision, changes: [{ type: 'put', kv: kv(key, lease) }] });
-const del = (revision: bigint, key: string, lease: string): RevisionChanges => ({ revision, changes: [{ type: 'delete', kv: kv(key, '0'), prev: kv(key, lease) } satisfies Change] });
+const del = (revision: bigint, key: string, lease: string): RevisionChanges => ({
+  revision,
+  changes: [{ type: 'delete', kv: kv(key, '0'), prev: kv(key, lease) } satisfies Change],
+});
 
 function scripted(answers: Record<string, { ttl: number; grantedTtl: number } | undefined>): { ask: AskTtl; asked: string[] } {
   const asked: string[] = [];

@@ -15,7 +15,7 @@ const west = { name: 'west', endpoints: ['http://west:2379'] };
 const pick = (...clusters: Array<typeof east & { lockApi?: boolean }>) => lockCluster({ etcd: { clusters, local: false } });
 const refused = (pattern: RegExp) => (err: unknown) => isLockauditError(err, 'LOCKAUDIT_ERR_CONFIG_INVALID') && pattern.test(err.message);
 
-describe('the lock API\'s cluster', () => {
+describe("the lock API's cluster", () => {
   it('is the only one configured, or the one marked lockApi', () => {
     assert.equal(pick(east).name, 'east');
     assert.equal(pick(east, { ...west, lockApi: true }).name, 'west');
@@ -23,11 +23,17 @@ describe('the lock API\'s cluster', () => {
 
   it('refuses several clusters with none marked, or two marked, naming the key', () => {
     assert.throws(() => pick(east, west), refused(/^etcd\[\]\.lockApi: 2 etcd clusters are configured \(east, west\) and none is marked for the lock API/));
-    assert.throws(() => pick({ ...east, lockApi: true }, { ...west, lockApi: true }), refused(/^etcd\[\]\.lockApi: set on 2 clusters \(east, west\); the lock API serves one$/));
+    assert.throws(
+      () => pick({ ...east, lockApi: true }, { ...west, lockApi: true }),
+      refused(/^etcd\[\]\.lockApi: set on 2 clusters \(east, west\); the lock API serves one$/),
+    );
   });
 
   it('reads lockApi from the configuration file; several clusters from the environment are ambiguous', () => {
-    assert.throws(() => lockCluster(loadConfig({ env: { LOCKAUDIT_ETCD: 'east=http://east:2379;west=http://west:2379' }, cwd: '/srv' })), refused(/etcd\[\]\.lockApi/));
+    assert.throws(
+      () => lockCluster(loadConfig({ env: { LOCKAUDIT_ETCD: 'east=http://east:2379;west=http://west:2379' }, cwd: '/srv' })),
+      refused(/etcd\[\]\.lockApi/),
+    );
     const tmp = tempDir();
     try {
       const file = path.join(tmp.dir, 'lockaudit.yaml');

@@ -31,9 +31,17 @@ describe('lock waiters (in memory)', () => {
     const w = new Waiters({ perKey: 2, total: 3 });
     const a1 = w.enter('a');
     const a2 = w.enter('a', 'broadcast');
-    assert.throws(() => w.enter('a'), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_LIMIT_WAITERS') && /^a: 2 acquires already wait for this lock \(LOCKAUDIT_MAX_WAITERS_PER_KEY\)/.test(err.message));
+    assert.throws(
+      () => w.enter('a'),
+      (err) =>
+        isLockauditError(err, 'LOCKAUDIT_ERR_LIMIT_WAITERS') && /^a: 2 acquires already wait for this lock \(LOCKAUDIT_MAX_WAITERS_PER_KEY\)/.test(err.message),
+    );
     const b = w.enter('b');
-    assert.throws(() => w.enter('c'), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_LIMIT_WAITERS') && /3 acquires already wait in this API process \(LOCKAUDIT_MAX_WAITERS\)/.test(err.message));
+    assert.throws(
+      () => w.enter('c'),
+      (err) =>
+        isLockauditError(err, 'LOCKAUDIT_ERR_LIMIT_WAITERS') && /3 acquires already wait in this API process \(LOCKAUDIT_MAX_WAITERS\)/.test(err.message),
+    );
     assert.equal(w.total, 3);
     a2.leave();
     a2.leave(); // twice: counted once
@@ -91,7 +99,17 @@ describe('lock helpers', () => {
   });
 
   it('class problems include the TTL range beside the §2 rules', () => {
-    const ok = { name: 'c', namespace: 'n', purpose: 'correctness', enforcement: 'fenced', ttlSeconds: 15, tier: 'entity', onQuorumLoss: 'closed', fairness: 'memory', pauseTest: 'PT' } as const;
+    const ok = {
+      name: 'c',
+      namespace: 'n',
+      purpose: 'correctness',
+      enforcement: 'fenced',
+      ttlSeconds: 15,
+      tier: 'entity',
+      onQuorumLoss: 'closed',
+      fairness: 'memory',
+      pauseTest: 'PT',
+    } as const;
     assert.deepEqual(classProblems(ok), []);
     assert.deepEqual(classProblems({ ...ok, ttlSeconds: 301 }), ['ttlSeconds: must be between 5 and 300']);
   });

@@ -12,7 +12,7 @@ describe('migration files', () => {
   });
 
   it('splits on ; at line ends and ignores comments', () => {
-    assert.deepEqual(splitStatements('-- a; comment\nSELECT 1;\nSELECT \';\' ;\n'), ['SELECT 1', "SELECT ';'"]);
+    assert.deepEqual(splitStatements("-- a; comment\nSELECT 1;\nSELECT ';' ;\n"), ['SELECT 1', "SELECT ';'"]);
   });
 
   it('orders the events table by (cluster, revision, key) in a ReplacingMergeTree', () => {
@@ -28,11 +28,17 @@ describe('migration files', () => {
     );
     assert.equal(forCluster('CREATE DATABASE IF NOT EXISTS {db:Identifier}', 'prod'), 'CREATE DATABASE IF NOT EXISTS {db:Identifier} ON CLUSTER prod');
     assert.match(forCluster('CREATE TABLE IF NOT EXISTS x (a UInt8) ENGINE = MergeTree ORDER BY a', 'c'), /ENGINE = ReplicatedMergeTree ORDER/);
-    assert.equal(forCluster('RENAME TABLE d.a TO d.a_old,\n             d.b TO d.a', 'c'), 'RENAME TABLE d.a TO d.a_old,\n             d.b TO d.a ON CLUSTER c');
+    assert.equal(
+      forCluster('RENAME TABLE d.a TO d.a_old,\n             d.b TO d.a', 'c'),
+      'RENAME TABLE d.a TO d.a_old,\n             d.b TO d.a ON CLUSTER c',
+    );
   });
 
   it('spells the database into {db:Name} only, and only a valid name', () => {
-    assert.equal(inlineDatabase('ATTACH PARTITION ID \'all\' FROM {db:Name}.events INTO {db:Identifier}.x', 'lockaudit'), 'ATTACH PARTITION ID \'all\' FROM `lockaudit`.events INTO {db:Identifier}.x');
+    assert.equal(
+      inlineDatabase("ATTACH PARTITION ID 'all' FROM {db:Name}.events INTO {db:Identifier}.x", 'lockaudit'),
+      "ATTACH PARTITION ID 'all' FROM `lockaudit`.events INTO {db:Identifier}.x",
+    );
     assert.equal(inlineDatabase('SELECT 1 FROM {db:Identifier}.events', 'bad`name'), 'SELECT 1 FROM {db:Identifier}.events');
     assert.throws(() => inlineDatabase('SELECT 1 FROM {db:Name}.events', 'bad`name'), /cannot be spelled/);
   });

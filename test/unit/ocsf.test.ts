@@ -10,7 +10,15 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { FileConfigSchema } from '../../core/config.js';
-import { fromLogRow, fromRegisterRow, fromSpoolRow, fromTwoPersonRow, type AlertEvent, type LogRow, type TwoPersonRow } from '../../exporters/alerts/alertEvent.js';
+import {
+  fromLogRow,
+  fromRegisterRow,
+  fromSpoolRow,
+  fromTwoPersonRow,
+  type AlertEvent,
+  type LogRow,
+  type TwoPersonRow,
+} from '../../exporters/alerts/alertEvent.js';
 import { forSink, OCSF_KINDS, OCSF_VERSION, toOcsf } from '../../exporters/alerts/formats.js';
 import { hashToken, tokenHashKey } from '../../core/tokenHash.js';
 
@@ -70,8 +78,10 @@ function validate(value: Record<string, unknown>, def: Definition, path: string,
   }
   const here = path.replace(/\.$/, '') || '(event)';
   const present = (names: string[] | undefined) => (names ?? []).filter((n) => value[n] !== undefined && value[n] !== null);
-  if (def.constraints.at_least_one && present(def.constraints.at_least_one).length === 0) errors.push(`${here}: needs at least one of ${def.constraints.at_least_one.join(', ')}`);
-  if (def.constraints.just_one && present(def.constraints.just_one).length !== 1) errors.push(`${here}: needs exactly one of ${def.constraints.just_one.join(', ')}`);
+  if (def.constraints.at_least_one && present(def.constraints.at_least_one).length === 0)
+    errors.push(`${here}: needs at least one of ${def.constraints.at_least_one.join(', ')}`);
+  if (def.constraints.just_one && present(def.constraints.just_one).length !== 1)
+    errors.push(`${here}: needs exactly one of ${def.constraints.just_one.join(', ')}`);
   for (const [name, v] of Object.entries(value)) {
     const spec = def.attributes[name];
     if (spec === undefined) {
@@ -116,7 +126,8 @@ function validateEvent(ev: Record<string, unknown>): string[] {
   if (ev.category_uid !== cls.category_uid) errors.push(`category_uid ${String(ev.category_uid)} ≠ ${cls.category_uid}`);
   if (ev.type_uid !== cls.class_uid * 100 + Number(ev.activity_id)) errors.push(`type_uid ${String(ev.type_uid)} ≠ class_uid·100 + activity_id`);
   if (ev.class_name !== undefined && ev.class_name !== cls.class_name) errors.push(`class_name ${String(ev.class_name)} ≠ ${cls.class_name}`);
-  if (ev.activity_name !== undefined && ev.activity_name !== cls.activities[String(ev.activity_id)]) errors.push(`activity_name ${String(ev.activity_name)} ≠ ${cls.activities[String(ev.activity_id)]}`);
+  if (ev.activity_name !== undefined && ev.activity_name !== cls.activities[String(ev.activity_id)])
+    errors.push(`activity_name ${String(ev.activity_name)} ≠ ${cls.activities[String(ev.activity_id)]}`);
   for (const [i, o] of ((ev.observables as unknown[] | undefined) ?? []).entries()) {
     const id = isObject(o) ? o.type_id : undefined;
     if (fixture.observableTypeIds[String(id)] === undefined) errors.push(`observables[${i}].type_id ${String(id)} is no observable type`);
@@ -127,12 +138,38 @@ function validateEvent(ev: Record<string, unknown>): string[] {
 
 // One realistic event of each kind, made by the same converters the sink uses.
 const logRow = (over: Partial<LogRow>): LogRow => ({
-  revision: '1734', key: '/l/payments/acct-7', event_type: 'grant', namespace: 'payments', class: 'ledger', holder: 'spiffe://corp/billing', session: '7587', token: '11258999068428022',
-  epoch: 40, grant_revision: '1700', wall_ms: 1_764_000_000_000, time_estimated: 0, value: '', gap_to: '0', reason: '', origin: 'api', ...over,
+  revision: '1734',
+  key: '/l/payments/acct-7',
+  event_type: 'grant',
+  namespace: 'payments',
+  class: 'ledger',
+  holder: 'spiffe://corp/billing',
+  session: '7587',
+  token: '11258999068428022',
+  epoch: 40,
+  grant_revision: '1700',
+  wall_ms: 1_764_000_000_000,
+  time_estimated: 0,
+  value: '',
+  gap_to: '0',
+  reason: '',
+  origin: 'api',
+  ...over,
 });
 const act = (over: Partial<TwoPersonRow>): TwoPersonRow => ({
-  row_id: '9f2c4e0d1b7a6c3e5f8d2a1b0c9e7d6f', at_ms: 1_764_000_000_000, kind: 'force-release', action: 'approved', request_id: 'fr-01JD7', request_hash: 'sha256:ab12',
-  actor: 'op-bob@corp', requester: 'op-alice@corp', key: 'payments/acct-7', reason: 'stuck batch', revision: '1800', detail: '', ...over,
+  row_id: '9f2c4e0d1b7a6c3e5f8d2a1b0c9e7d6f',
+  at_ms: 1_764_000_000_000,
+  kind: 'force-release',
+  action: 'approved',
+  request_id: 'fr-01JD7',
+  request_hash: 'sha256:ab12',
+  actor: 'op-bob@corp',
+  requester: 'op-alice@corp',
+  key: 'payments/acct-7',
+  reason: 'stuck batch',
+  revision: '1800',
+  detail: '',
+  ...over,
 });
 const run = { run_id: 'repeat:risk-register-nightly:1764381600000', register_day: '2025-11-29', as_of_ms: 1_764_381_600_000 };
 const EXAMPLES: Record<string, AlertEvent> = {
@@ -144,14 +181,62 @@ const EXAMPLES: Record<string, AlertEvent> = {
   'session-close': fromLogRow('c1', logRow({ event_type: 'session-close' })),
   'epoch-release': fromLogRow('c1', logRow({ event_type: 'epoch-release' })),
   deleted: fromLogRow('c1', logRow({ event_type: 'deleted' })),
-  'epoch-advance': fromLogRow('c1', logRow({ event_type: 'epoch-advance', key: '/sys/epoch', namespace: '', class: '', holder: '', session: '0', token: '0', epoch: 41, value: '{"epoch":41}' })),
-  'class-change': fromLogRow('c1', logRow({ event_type: 'class-change', key: '/sys/class/ledger', namespace: 'payments', holder: '', session: '0', token: '0', value: '{"name":"ledger","ttlSeconds":15}' })),
+  'epoch-advance': fromLogRow(
+    'c1',
+    logRow({
+      event_type: 'epoch-advance',
+      key: '/sys/epoch',
+      namespace: '',
+      class: '',
+      holder: '',
+      session: '0',
+      token: '0',
+      epoch: 41,
+      value: '{"epoch":41}',
+    }),
+  ),
+  'class-change': fromLogRow(
+    'c1',
+    logRow({
+      event_type: 'class-change',
+      key: '/sys/class/ledger',
+      namespace: 'payments',
+      holder: '',
+      session: '0',
+      token: '0',
+      value: '{"name":"ledger","ttlSeconds":15}',
+    }),
+  ),
   gap: fromLogRow('c1', logRow({ event_type: 'gap', key: '', revision: '500', gap_to: '900', reason: 'compacted' })),
-  'unprotected-grant': fromSpoolRow('c1', { key: 'spool-1', namespace: 'cache', lock_path: 'warm/1', class: 'warmer', holder: 'spiffe://corp/warmer', session: '12', wall_ms: 5, ingested_ms: 9, value: '' }),
-  'waiver-expired': fromRegisterRow(run, { class: 'cache', namespace: 'cat', risk_owner: 'r@corp', waiver_day: '2025-11-20', days_left: -9, status: 'expired' }),
+  'unprotected-grant': fromSpoolRow('c1', {
+    key: 'spool-1',
+    namespace: 'cache',
+    lock_path: 'warm/1',
+    class: 'warmer',
+    holder: 'spiffe://corp/warmer',
+    session: '12',
+    wall_ms: 5,
+    ingested_ms: 9,
+    value: '',
+  }),
+  'waiver-expired': fromRegisterRow(run, {
+    class: 'cache',
+    namespace: 'cat',
+    risk_owner: 'r@corp',
+    waiver_day: '2025-11-20',
+    days_left: -9,
+    status: 'expired',
+  }),
   'two-person': fromTwoPersonRow('c1', act({})),
   'two-person-refused': fromTwoPersonRow('c1', act({ kind: 'epoch-advance', action: 'refused-unproven', key: '', request_hash: '', revision: '1810' })),
-  'waiver-expiring': fromRegisterRow(run, { class: 'warm', namespace: 'cat', risk_owner: 'r@corp', waiver_day: '2025-12-02', days_left: 3, status: 'expiring' }),
+  'waiver-expiring': fromRegisterRow(run, {
+    class: 'warm',
+    namespace: 'cat',
+    risk_owner: 'r@corp',
+    waiver_day: '2025-12-02',
+    days_left: 3,
+    status: 'expiring',
+  }),
 };
 
 /** The kinds an alert rule can name (the config schema): every one must have an OCSF class. */
@@ -183,14 +268,31 @@ describe('OCSF events validate against the published schema', () => {
       assert.equal(ev.type_uid, Number(ev.class_uid) * 100 + Number(ev.activity_id));
       assert.ok(ev.status !== undefined && ev.status_id !== undefined, 'status (recommended)');
       const observables = (ev.observables ?? []) as Array<{ name: string; type_id: number; value?: string }>;
-      if (e.key) assert.ok(observables.some((o) => o.type_id === 10 && o.value === e.key), 'the key is an observable (Resource UID)');
+      if (e.key)
+        assert.ok(
+          observables.some((o) => o.type_id === 10 && o.value === e.key),
+          'the key is an observable (Resource UID)',
+        );
       // Each observable names where the event carries its value.
       for (const o of observables) {
-        const at = o.name.split('.').reduce<unknown>((v, part) => (Array.isArray(v) ? v.map((x: Record<string, unknown>) => x[part]) : (v as Record<string, unknown> | undefined)?.[part]), ev);
+        const at = o.name
+          .split('.')
+          .reduce<unknown>(
+            (v, part) => (Array.isArray(v) ? v.map((x: Record<string, unknown>) => x[part]) : (v as Record<string, unknown> | undefined)?.[part]),
+            ev,
+          );
         assert.ok(Array.isArray(at) ? at.includes(o.value) : at === o.value, `${o.name} holds ${String(o.value)}`);
       }
-      if (e.holder) assert.ok(observables.some((o) => o.type_id === 4 && o.value === e.holder), 'the holder is an observable (User Name)');
-      if (e.detail.actor) assert.ok(observables.some((o) => o.type_id === 4 && o.value === e.detail.actor), 'a two-person act\'s operator is an observable (User Name)');
+      if (e.holder)
+        assert.ok(
+          observables.some((o) => o.type_id === 4 && o.value === e.holder),
+          'the holder is an observable (User Name)',
+        );
+      if (e.detail.actor)
+        assert.ok(
+          observables.some((o) => o.type_id === 4 && o.value === e.detail.actor),
+          "a two-person act's operator is an observable (User Name)",
+        );
       const unmapped = ev.unmapped as Record<string, unknown>;
       assert.equal(unmapped.kind, kind);
       assert.equal(unmapped.cluster, e.cluster || undefined, 'the cluster (register events are about no cluster)');

@@ -35,9 +35,16 @@ describe('origin secret', () => {
       mkdirSync(path.join(dataDir, ORIGIN_SECRET_FILE));
       mkdirSync(path.join(dataDir, DIGEST_KEY_FILE));
       for (const read of [() => originSecret({ dataDir }), () => existingOriginSecret({ dataDir })]) {
-        assert.throws(read, (err) => isLockauditError(err, 'LOCKAUDIT_ERR_ORIGIN_SECRET') && err.message.includes(`${path.join(dataDir, ORIGIN_SECRET_FILE)} cannot be read (EISDIR)`));
+        assert.throws(
+          read,
+          (err) =>
+            isLockauditError(err, 'LOCKAUDIT_ERR_ORIGIN_SECRET') && err.message.includes(`${path.join(dataDir, ORIGIN_SECRET_FILE)} cannot be read (EISDIR)`),
+        );
       }
-      assert.throws(() => digestSigner({ dataDir }), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_DIGEST_KEY') && err.message.includes(`${path.join(dataDir, DIGEST_KEY_FILE)} cannot be read (EISDIR)`));
+      assert.throws(
+        () => digestSigner({ dataDir }),
+        (err) => isLockauditError(err, 'LOCKAUDIT_ERR_DIGEST_KEY') && err.message.includes(`${path.join(dataDir, DIGEST_KEY_FILE)} cannot be read (EISDIR)`),
+      );
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
@@ -47,7 +54,10 @@ describe('origin secret', () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'lockaudit-secret-'));
     try {
       writeFileSync(path.join(dataDir, DIGEST_KEY_FILE), '');
-      assert.throws(() => digestSigner({ dataDir }), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_DIGEST_KEY') && err.message.includes(path.join(dataDir, DIGEST_KEY_FILE)));
+      assert.throws(
+        () => digestSigner({ dataDir }),
+        (err) => isLockauditError(err, 'LOCKAUDIT_ERR_DIGEST_KEY') && err.message.includes(path.join(dataDir, DIGEST_KEY_FILE)),
+      );
       assert.equal(readFileSync(path.join(dataDir, DIGEST_KEY_FILE), 'utf8'), '');
     } finally {
       rmSync(dataDir, { recursive: true, force: true });

@@ -22,11 +22,21 @@ function sqlFiles(dir: string, out: string[] = []): string[] {
 
 describe('the npm package', () => {
   it('ships every SQL file the code loads, and no test', () => {
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: projectRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })) as Array<{ files: Array<{ path: string }> }>;
+    const packed = JSON.parse(
+      execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: projectRoot, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }),
+    ) as Array<{ files: Array<{ path: string }> }>;
     const files = new Set(packed[0]?.files.map((f) => f.path));
     const wanted = sqlFiles(projectRoot);
     assert.ok(wanted.length > 100, `found ${wanted.length} SQL files`);
-    assert.deepEqual(wanted.filter((f) => !files.has(f)), [], 'SQL files the package does not ship');
-    assert.deepEqual([...files].filter((f) => f.startsWith('test/')), [], 'tests are not shipped');
+    assert.deepEqual(
+      wanted.filter((f) => !files.has(f)),
+      [],
+      'SQL files the package does not ship',
+    );
+    assert.deepEqual(
+      [...files].filter((f) => f.startsWith('test/')),
+      [],
+      'tests are not shipped',
+    );
   });
 });

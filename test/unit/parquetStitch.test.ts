@@ -41,7 +41,8 @@ async function readBack(file: string): Promise<Row[]> {
   try {
     const cursor = reader.getCursor();
     const out: Row[] = [];
-    for (let r = (await cursor.next()) as Row | null; r; r = (await cursor.next()) as Row | null) out.push({ token: BigInt(r.token), key: r.key, waitMs: r.waitMs });
+    for (let r = (await cursor.next()) as Row | null; r; r = (await cursor.next()) as Row | null)
+      out.push({ token: BigInt(r.token), key: r.key, waitMs: r.waitMs });
     return out;
   } finally {
     await reader.close();
@@ -51,7 +52,10 @@ async function readBack(file: string): Promise<Row[]> {
 const rows = (from: number, n: number): Row[] =>
   Array.from({ length: n }, (_, i) => ({ token: 11258999068426240n + BigInt(from + i) * 4097n, key: `payments/acct-${from + i}`, waitMs: (from + i) % 7 }));
 
-async function stitch(name: string, parts: Buffer[]): Promise<{ file: string; result: Awaited<ReturnType<ParquetStitcher['finish']>>; range: { min: bigint; max: bigint } | undefined }> {
+async function stitch(
+  name: string,
+  parts: Buffer[],
+): Promise<{ file: string; result: Awaited<ReturnType<ParquetStitcher['finish']>>; range: { min: bigint; max: bigint } | undefined }> {
   const file = path.join(tmp.dir, name);
   const fh = await open(file, 'w');
   try {
@@ -69,14 +73,18 @@ describe('ParquetStitcher', () => {
     const a = rows(0, 250);
     const b = rows(250, 90);
     const c = rows(340, 1);
-    const { file, result, range } = await stitch('joined.parquet', [await part('a.parquet', a, 100), await part('b.parquet', b, 40), await part('c.parquet', c, 10)]);
+    const { file, result, range } = await stitch('joined.parquet', [
+      await part('a.parquet', a, 100),
+      await part('b.parquet', b, 40),
+      await part('c.parquet', c, 10),
+    ]);
     assert.equal(result.rows, 341n);
     assert.equal(result.rowGroups, 3 + 3 + 1);
     const bytes = await readFile(file);
     assert.equal(result.bytes, bytes.length);
     assert.equal(parquetRowCount(bytes), 341n);
     assert.deepEqual(await readBack(file), [...a, ...b, ...c]);
-    assert.deepEqual(range, { min: a[0]?.token, max: c[0]?.token }, "the footer statistics span every part");
+    assert.deepEqual(range, { min: a[0]?.token, max: c[0]?.token }, 'the footer statistics span every part');
   });
 
   it('keeps the schema of a part without rows and joins it with the others', async () => {
@@ -92,7 +100,12 @@ describe('ParquetStitcher', () => {
     try {
       const stitcher = new ParquetStitcher(fileSink(fh));
       await stitcher.add(await part('s1.parquet', rows(0, 3), 10));
-      const second = await part('s2.parquet', rows(3, 3).map(({ token, key }) => ({ token, key, waitMs: 0 })), 10, other);
+      const second = await part(
+        's2.parquet',
+        rows(3, 3).map(({ token, key }) => ({ token, key, waitMs: 0 })),
+        10,
+        other,
+      );
       await assert.rejects(stitcher.add(second), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_PARQUET'));
       await assert.rejects(stitcher.add(Buffer.from('not parquet at all')), (err) => isLockauditError(err, 'LOCKAUDIT_ERR_EXPORT_PARQUET'));
     } finally {

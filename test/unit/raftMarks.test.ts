@@ -34,23 +34,42 @@ describe('raft log restarted', () => {
 });
 
 describe('the agreed leader', () => {
-  const member = (member: string, leader: string, term: number, committed: number, clusterId = '7', voters = 3): MemberAnswer => ({ member, clusterId, leader, term: BigInt(term), committed: BigInt(committed), voters });
+  const member = (member: string, leader: string, term: number, committed: number, clusterId = '7', voters = 3): MemberAnswer => ({
+    member,
+    clusterId,
+    leader,
+    term: BigInt(term),
+    committed: BigInt(committed),
+    voters,
+  });
 
   it('is the leader a majority of voting members name in the newest term, with its own committed index', () => {
-    assert.deepEqual(agreedLeader([member('a', 'a', 4, 500), member('b', 'a', 4, 498), member('c', 'a', 4, 499)], '7'), { leader: 'a', term: 4n, committed: 500n });
-    assert.deepEqual(agreedLeader([member('a', 'a', 4, 500), member('b', 'a', 4, 498)], '7'), { leader: 'a', term: 4n, committed: 500n }, 'two of three answered');
+    assert.deepEqual(agreedLeader([member('a', 'a', 4, 500), member('b', 'a', 4, 498), member('c', 'a', 4, 499)], '7'), {
+      leader: 'a',
+      term: 4n,
+      committed: 500n,
+    });
+    assert.deepEqual(
+      agreedLeader([member('a', 'a', 4, 500), member('b', 'a', 4, 498)], '7'),
+      { leader: 'a', term: 4n, committed: 500n },
+      'two of three answered',
+    );
     assert.deepEqual(agreedLeader([member('a', 'a', 2, 3, '7', 1)], '7'), { leader: 'a', term: 2n, committed: 3n }, 'a single-member cluster');
   });
 
   it('is nobody when a cut-off member still believes it leads in an older term, or when no majority answered', () => {
     // a was cut off at 400 in term 4; b and c elected b in term 5 and went on committing.
-    assert.deepEqual(agreedLeader([member('a', 'a', 4, 400), member('b', 'b', 5, 900), member('c', 'b', 5, 899)], '7'), { leader: 'b', term: 5n, committed: 900n });
+    assert.deepEqual(agreedLeader([member('a', 'a', 4, 400), member('b', 'b', 5, 900), member('c', 'b', 5, 899)], '7'), {
+      leader: 'b',
+      term: 5n,
+      committed: 900n,
+    });
     assert.equal(agreedLeader([member('a', 'a', 4, 400)], '7'), undefined, 'only the stale leader reachable: one of three is no majority');
     assert.equal(agreedLeader([member('a', 'a', 4, 400), member('b', '0', 5, 900)], '7'), undefined, 'the others in an election');
     assert.equal(agreedLeader([member('b', 'a', 4, 900), member('c', 'a', 4, 899)], '7'), undefined, 'the leader itself did not answer');
   });
 
-  it('takes only answers of the timeline\'s cluster', () => {
+  it("takes only answers of the timeline's cluster", () => {
     assert.equal(agreedLeader([member('x', 'x', 9, 5, '8', 1)], '7'), undefined);
     assert.deepEqual(agreedLeader([member('x', 'x', 9, 5, '8', 1), member('a', 'a', 2, 3, '7', 1)], '7'), { leader: 'a', term: 2n, committed: 3n });
   });

@@ -41,7 +41,10 @@ describe('redis clients', () => {
       assert.equal(lines[0]?.msg, 'redis connection error');
       assert.equal(lines[0]?.redis, profile);
       assert.match(lines[0]?.err ?? '', /ECONNREFUSED/);
-      assert.deepEqual(unhandled.filter((a) => String(a[0]).includes('[ioredis]')), []);
+      assert.deepEqual(
+        unhandled.filter((a) => String(a[0]).includes('[ioredis]')),
+        [],
+      );
     });
   }
 });

@@ -20,7 +20,11 @@ const code = (c: string) => (err: unknown) => isLockauditError(err) && err.code 
 describe('grant-history cursor', () => {
   const filters = filterDigest({ key: 'a/b', from: undefined });
   const secret = Buffer.from('k'.repeat(32));
-  const cursor = { after: { grantedAtMs: 1_764_400_000_123, cluster: 'c1', key: 'pay/acct-1', grantRevision: '18446744073709551615', spoolId: '', timeline: 4 }, toMs: 1_764_400_999_000, filters };
+  const cursor = {
+    after: { grantedAtMs: 1_764_400_000_123, cluster: 'c1', key: 'pay/acct-1', grantRevision: '18446744073709551615', spoolId: '', timeline: 4 },
+    toMs: 1_764_400_999_000,
+    filters,
+  };
 
   it('round-trips, 64-bit revisions exact', () => {
     assert.deepEqual(decodeCursor(encodeCursor(cursor, secret), filters, secret), cursor);
@@ -33,8 +37,16 @@ describe('grant-history cursor', () => {
   });
   it('rejects garbage and forged values with a 400 naming the cursor', () => {
     const forged = (arr: unknown) => Buffer.from(JSON.stringify(arr)).toString('base64url');
-    for (const text of ['', 'not-base64!', forged({}), forged([2, 0, 'c', 'k', '1', '', 0, filters]), forged([1, -1, 'c', 'k', '1', '', 0, filters]),
-      forged([1, 0, 'c', 'k', '18446744073709551616', '', 0, filters]), forged([1, 0, 'c', 'k', '01', '', 0, filters]), forged([1, 0.5, 'c', 'k', '1', '', 0, filters])]) {
+    for (const text of [
+      '',
+      'not-base64!',
+      forged({}),
+      forged([2, 0, 'c', 'k', '1', '', 0, filters]),
+      forged([1, -1, 'c', 'k', '1', '', 0, filters]),
+      forged([1, 0, 'c', 'k', '18446744073709551616', '', 0, filters]),
+      forged([1, 0, 'c', 'k', '01', '', 0, filters]),
+      forged([1, 0.5, 'c', 'k', '1', '', 0, filters]),
+    ]) {
       assert.throws(() => decodeCursor(text, filters, secret), code('LOCKAUDIT_ERR_REPORT_CURSOR'), text);
     }
     // Signed, but a timeline that is no UInt32, or a field too many.
@@ -42,11 +54,21 @@ describe('grant-history cursor', () => {
       const text = sealCursor('grants/2', [1, 'c', 'k', '1', '', 2, filters, timeline], secret);
       assert.throws(() => decodeCursor(text, filters, secret), code('LOCKAUDIT_ERR_REPORT_CURSOR'), String(timeline));
     }
-    assert.throws(() => decodeCursor(sealCursor('grants/2', [1, 'c', 'k', '1', '', 2, filters, 0, 0], secret), filters, secret), code('LOCKAUDIT_ERR_REPORT_CURSOR'));
+    assert.throws(
+      () => decodeCursor(sealCursor('grants/2', [1, 'c', 'k', '1', '', 2, filters, 0, 0], secret), filters, secret),
+      code('LOCKAUDIT_ERR_REPORT_CURSOR'),
+    );
   });
   it('reads a cursor issued before the timeline joined the position as after every timeline there (how it paged then)', () => {
     const old = sealCursor('grants/2', [cursor.after.grantedAtMs, 'c1', 'pay/acct-1', '7', '', cursor.toMs, filters], secret);
-    assert.deepEqual(decodeCursor(old, filters, secret).after, { grantedAtMs: cursor.after.grantedAtMs, cluster: 'c1', key: 'pay/acct-1', grantRevision: '7', spoolId: '', timeline: 4_294_967_295 });
+    assert.deepEqual(decodeCursor(old, filters, secret).after, {
+      grantedAtMs: cursor.after.grantedAtMs,
+      cluster: 'c1',
+      key: 'pay/acct-1',
+      grantRevision: '7',
+      spoolId: '',
+      timeline: 4_294_967_295,
+    });
   });
   it('refuses a cursor whose values were edited, or signed with another secret (toMs 9e15 never reaches a Date)', () => {
     const issued = encodeCursor(cursor, secret);
@@ -60,19 +82,26 @@ describe('grant-history cursor', () => {
   });
 });
 
-describe('a token lookup\'s plan', () => {
-  it('checks the request (page size, cursor) before it asks the store for the token\'s key', async () => {
+describe("a token lookup's plan", () => {
+  it("checks the request (page size, cursor) before it asks the store for the token's key", async () => {
     const store = { rows: () => Promise.reject(new Error('the store was asked')) };
-    const deps = { store, limits: { maxPageSize: 1000, maxWindowDays: 31, queryTimeoutMs: 1000, maxConcurrentQueries: 1 }, cursorKey: Buffer.from('k'.repeat(32)) } as unknown as GrantHistoryDeps;
+    const deps = {
+      store,
+      limits: { maxPageSize: 1000, maxWindowDays: 31, queryTimeoutMs: 1000, maxConcurrentQueries: 1 },
+      cursorKey: Buffer.from('k'.repeat(32)),
+    } as unknown as GrantHistoryDeps;
     await assert.rejects(planPage(deps, { token: '5', limit: 1001 }, Date.now()), code('LOCKAUDIT_ERR_LIMIT_PAGE_SIZE'));
     await assert.rejects(planPage(deps, { token: '5', cursor: 'AAAA' }, Date.now()), code('LOCKAUDIT_ERR_REPORT_CURSOR'));
     await assert.rejects(planPage(deps, { token: '5' }, Date.now()), /the store was asked/);
   });
 });
 
-describe('a key\'s page window', () => {
+describe("a key's page window", () => {
   it('a key or token with `to` and no `from` searches all time up to `to`, not the 31 days before it (investigator review)', () => {
-    const deps = { limits: { maxPageSize: 1000, maxWindowDays: 31, queryTimeoutMs: 1000, maxConcurrentQueries: 1 }, cursorKey: Buffer.from('k'.repeat(32)) } as unknown as GrantHistoryDeps;
+    const deps = {
+      limits: { maxPageSize: 1000, maxWindowDays: 31, queryTimeoutMs: 1000, maxConcurrentQueries: 1 },
+      cursorKey: Buffer.from('k'.repeat(32)),
+    } as unknown as GrantHistoryDeps;
     const to = '2026-06-01T00:00:00.000Z';
     assert.deepEqual(resolvePage(deps, { key: 'ns/a', to }, Date.now()).window, { fromMs: 0, toMs: Date.parse(to) });
     assert.deepEqual(resolvePage(deps, { token: '5', to }, Date.now()).window, { fromMs: 0, toMs: Date.parse(to) });
@@ -85,17 +114,32 @@ describe('a key\'s page window', () => {
 describe('quarantine cursor (signed like the grant-history cursor: reports/cursor.ts)', () => {
   const secret = Buffer.from('k'.repeat(32));
   const filters = filterDigest({ cluster: 'qa', from: undefined, to: undefined });
-  const q = { fromMs: 1_764_400_000_000, toMs: 1_764_400_999_000, atMs: 1_764_400_000_500, cluster: 'qa', revision: '18446744073709551615', key: '/l/pay/acct-1', filters };
+  const q = {
+    fromMs: 1_764_400_000_000,
+    toMs: 1_764_400_999_000,
+    atMs: 1_764_400_000_500,
+    cluster: 'qa',
+    revision: '18446744073709551615',
+    key: '/l/pay/acct-1',
+    filters,
+  };
   it('round-trips; refuses an edited window, another secret, other filters and a grant-history cursor', () => {
     assert.deepEqual(decodeQuarantineCursor(encodeQuarantineCursor(q, secret), filters, secret), q);
     const issued = encodeQuarantineCursor(q, secret);
     const payload = JSON.parse(Buffer.from(issued.slice(0, -22), 'base64url').toString('utf8')) as unknown[];
     payload[1] = 0; // fromMs: a window from the epoch
     const widened = Buffer.from(JSON.stringify(payload)).toString('base64url') + issued.slice(-22);
-    for (const [text, f] of [[widened, filters], [encodeQuarantineCursor(q, Buffer.from('x'.repeat(32))), filters], [issued, filterDigest({ cluster: 'qb' })]] as const) {
+    for (const [text, f] of [
+      [widened, filters],
+      [encodeQuarantineCursor(q, Buffer.from('x'.repeat(32))), filters],
+      [issued, filterDigest({ cluster: 'qb' })],
+    ] as const) {
       assert.throws(() => decodeQuarantineCursor(text, f, secret), code('LOCKAUDIT_ERR_REPORT_CURSOR'));
     }
-    const grantCursor = encodeCursor({ after: { grantedAtMs: 1, cluster: 'qa', key: 'k', grantRevision: '1', spoolId: '', timeline: 0 }, toMs: 2, filters }, secret);
+    const grantCursor = encodeCursor(
+      { after: { grantedAtMs: 1, cluster: 'qa', key: 'k', grantRevision: '1', spoolId: '', timeline: 0 }, toMs: 2, filters },
+      secret,
+    );
     assert.throws(() => decodeQuarantineCursor(grantCursor, filters, secret), /not a cursor of this report/);
     assert.throws(() => decodeCursor(issued, filters, secret), /not a cursor of this report/);
   });
@@ -112,17 +156,53 @@ describe('CSV and HTML rendering', () => {
     assert.equal(csvCell(null), '');
     assert.equal(csvCell(-5), '-5');
     assert.equal(csvCell(false), 'false');
-    assert.equal(toCsv(['a', 'b'], [[1, 'x'], [null, 'y,z']]), 'a,b\r\n1,x\r\n,"y,z"\r\n');
+    assert.equal(
+      toCsv(
+        ['a', 'b'],
+        [
+          [1, 'x'],
+          [null, 'y,z'],
+        ],
+      ),
+      'a,b\r\n1,x\r\n,"y,z"\r\n',
+    );
   });
   it('writes tokens above 2^53 digit for digit', () => {
     const token = (2n ** 64n - 1n).toString();
-    const item: GrantItem = { cluster: 'c', key: 'a/b', grantRevision: '281474976710655', token, holder: 'h', class: 'k', namespace: 'a', grantedAt: '2025-01-01T00:00:00.000Z', endedAt: null, endKind: null, endRevision: null, waitMs: 0, durationMs: null, unprotected: false, origin: 'api', timeline: 0, rolledBack: false, startKnown: false, endedAtErrorMs: null };
+    const item: GrantItem = {
+      cluster: 'c',
+      key: 'a/b',
+      grantRevision: '281474976710655',
+      token,
+      holder: 'h',
+      class: 'k',
+      namespace: 'a',
+      grantedAt: '2025-01-01T00:00:00.000Z',
+      endedAt: null,
+      endKind: null,
+      endRevision: null,
+      waitMs: 0,
+      durationMs: null,
+      unprotected: false,
+      origin: 'api',
+      timeline: 0,
+      rolledBack: false,
+      startKnown: false,
+      endedAtErrorMs: null,
+    };
     const line = grantsCsv([item]).split('\r\n')[1];
     assert.equal(line, `c,a/b,281474976710655,${token},h,k,a,2025-01-01T00:00:00.000Z,,,,0,,false,api,0,false,false,`);
   });
   it('escapes every value in the HTML register', () => {
     assert.equal(escapeHtml(`<a href="x">'&'</a>`), '&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
-    const html = registerHtml({ runId: 'r<1>', date: '2025-11-29', asOf: '2025-11-29T02:00:00.000Z', trigger: 'manual', requestedBy: '<script>x</script>', classes: [] });
+    const html = registerHtml({
+      runId: 'r<1>',
+      date: '2025-11-29',
+      asOf: '2025-11-29T02:00:00.000Z',
+      trigger: 'manual',
+      requestedBy: '<script>x</script>',
+      classes: [],
+    });
     assert.ok(!html.includes('<script>'));
     assert.match(html, /No advisory classes/);
   });
@@ -130,7 +210,12 @@ describe('CSV and HTML rendering', () => {
 
 describe('waiver status', () => {
   const cases: Array<[string | undefined, number | null, string]> = [
-    ['2025-12-31', 32, 'ok'], ['2025-12-30', 31, 'ok'], ['2025-12-29', 30, 'expiring'], ['2025-11-29', 0, 'expiring'], ['2025-11-28', -1, 'expired'], [undefined, null, 'expired'],
+    ['2025-12-31', 32, 'ok'],
+    ['2025-12-30', 31, 'ok'],
+    ['2025-12-29', 30, 'expiring'],
+    ['2025-11-29', 0, 'expiring'],
+    ['2025-11-28', -1, 'expired'],
+    [undefined, null, 'expired'],
   ];
   for (const [waiver, daysLeft, status] of cases) {
     it(`waiver ${waiver ?? 'missing'} on 2025-11-29 → ${daysLeft} days, ${status}`, () => {
@@ -177,8 +262,14 @@ describe('report windows', () => {
     assert.deepEqual(resolveWindow({ from: new Date(now - 2 * day).toISOString() }, 31, now), { fromMs: now - 2 * day, toMs: now });
   });
   it('names the limit when the window is too long, and rejects an inverted one', () => {
-    assert.throws(() => resolveWindow({ from: new Date(now - 32 * day).toISOString(), to: new Date(now).toISOString() }, 31, now), (err) => code('LOCKAUDIT_ERR_LIMIT_WINDOW')(err) && /LOCKAUDIT_MAX_WINDOW_DAYS \(31 days\)/.test((err as Error).message));
-    assert.throws(() => resolveWindow({ from: new Date(now).toISOString(), to: new Date(now - 1).toISOString() }, 31, now), code('LOCKAUDIT_ERR_REPORT_WINDOW'));
+    assert.throws(
+      () => resolveWindow({ from: new Date(now - 32 * day).toISOString(), to: new Date(now).toISOString() }, 31, now),
+      (err) => code('LOCKAUDIT_ERR_LIMIT_WINDOW')(err) && /LOCKAUDIT_MAX_WINDOW_DAYS \(31 days\)/.test((err as Error).message),
+    );
+    assert.throws(
+      () => resolveWindow({ from: new Date(now).toISOString(), to: new Date(now - 1).toISOString() }, 31, now),
+      code('LOCKAUDIT_ERR_REPORT_WINDOW'),
+    );
   });
 });
 

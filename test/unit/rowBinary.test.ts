@@ -53,11 +53,21 @@ describe('RowBinaryWithDefaults encoder', () => {
       ['String', { a: 1 }, 'CANNOT_PARSE_TEXT'],
     ];
     for (const [type, v, errType] of cases) {
-      assert.throws(() => enc(type, v), (err: unknown) => err instanceof RowEncodeError && err.type === errType && classifyInsertError(err) === 'permanent', `${type} ${String(v)}`);
+      assert.throws(
+        () => enc(type, v),
+        (err: unknown) => err instanceof RowEncodeError && err.type === errType && classifyInsertError(err) === 'permanent',
+        `${type} ${String(v)}`,
+      );
     }
   });
 
   it('has no encoder for a type it does not write (the store then stays on JSONEachRow)', () => {
-    assert.equal(rowBinaryEncoder([{ name: 'a', type: 'String' }, { name: 'b', type: 'Array(String)' }]), undefined);
+    assert.equal(
+      rowBinaryEncoder([
+        { name: 'a', type: 'String' },
+        { name: 'b', type: 'Array(String)' },
+      ]),
+      undefined,
+    );
   });
 });

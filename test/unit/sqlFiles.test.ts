@@ -40,7 +40,10 @@ describe('SQL files', () => {
     const files = new Set([...QUERY_DIRS.flatMap((d) => filesUnder(d, '.sql')), ...loadedByCode()]);
     const fragments = includedByLoaded();
     assert.ok(files.size >= 20, [...files].join(', '));
-    assert.ok([...files].some((f) => f.startsWith('exporters/sql/')), 'exporters/sql is checked');
+    assert.ok(
+      [...files].some((f) => f.startsWith('exporters/sql/')),
+      'exporters/sql is checked',
+    );
     for (const f of files) {
       const sql = loadSql(f);
       if (!fragments.has(f)) assert.ok(sql.params.includes('db'), `${f} names its tables through {db:Identifier}`);
@@ -51,7 +54,10 @@ describe('SQL files', () => {
 
   it('every query file is loaded by some code, or included by a query that is', () => {
     const loaded = new Set([...loadedByCode(), ...includedByLoaded()]);
-    assert.deepEqual(QUERY_DIRS.flatMap((d) => filesUnder(d, '.sql')).filter((f) => !loaded.has(f)), []);
+    assert.deepEqual(
+      QUERY_DIRS.flatMap((d) => filesUnder(d, '.sql')).filter((f) => !loaded.has(f)),
+      [],
+    );
   });
 
   it('every query that filters grants includes the one grant filter, and no other file restates it', () => {
@@ -60,14 +66,36 @@ describe('SQL files', () => {
     const readsGrants = (sql: SqlFile) => /FROM \{db:Identifier\}\.(grants|grants_by_holder|\{source:Identifier\})\s/.test(sql.text);
     const filtersGrants = (sql: SqlFile) => ['keyPrefix', 'holder', 'endKind', 'origin', 'hasToken'].some((p) => sql.params.includes(p));
     const queries = [...loadedByCode()].filter((f) => !grantFilter.has(f)).map(loadSql);
-    const grantQueries = queries.filter((q) => readsGrants(q) && filtersGrants(q)).map((q) => q.name).sort();
+    const grantQueries = queries
+      .filter((q) => readsGrants(q) && filtersGrants(q))
+      .map((q) => q.name)
+      .sort();
     // The views of grant history: the API's pages (JSON/CSV, Arrow and its page end), the timeline's lanes, the exports and their plans.
-    for (const f of ['reports/grantHistory/history.sql', 'reports/grantHistory/pageEnd.sql', 'reports/grantHistory/historyArrow.sql', 'reports/timeline/lanes.sql', 'exporters/sql/grants_export.sql', 'exporters/sql/grants_chunks.sql']) {
+    for (const f of [
+      'reports/grantHistory/history.sql',
+      'reports/grantHistory/pageEnd.sql',
+      'reports/grantHistory/historyArrow.sql',
+      'reports/timeline/lanes.sql',
+      'exporters/sql/grants_export.sql',
+      'exporters/sql/grants_chunks.sql',
+    ]) {
       assert.ok(grantQueries.includes(f), `${f} is a grant query (found: ${grantQueries.join(', ')})`);
     }
-    for (const f of grantQueries) assert.deepEqual(loadSql(f).includes.filter((i) => grantFilter.has(i)).sort(), [...grantFilter].sort(), `${f} includes ${[...grantFilter].join(' and ')}`);
+    for (const f of grantQueries)
+      assert.deepEqual(
+        loadSql(f)
+          .includes.filter((i) => grantFilter.has(i))
+          .sort(),
+        [...grantFilter].sort(),
+        `${f} includes ${[...grantFilter].join(' and ')}`,
+      );
     // The filter's conditions stand in the fragments only: a query that restates one (in its own lines) has drifted.
-    const conditions = [/startsWith\(key, \{keyPrefix:String\}\)/, /holder = \{holder:String\}/, /origin = \{origin:String\}/, /end_kind = if\(\{endKind:String\}/];
+    const conditions = [
+      /startsWith\(key, \{keyPrefix:String\}\)/,
+      /holder = \{holder:String\}/,
+      /origin = \{origin:String\}/,
+      /end_kind = if\(\{endKind:String\}/,
+    ];
     // (reports/grantFilter/events.sql is the same filter as events read it: a fragment of the filter's own.)
     for (const f of [...QUERY_DIRS.flatMap((d) => filesUnder(d, '.sql'))].filter((x) => !x.startsWith('reports/grantFilter/'))) {
       const own = readFileSync(path.join(projectRoot, f), 'utf8');
@@ -75,7 +103,7 @@ describe('SQL files', () => {
     }
   });
 
-  it('expands -- @include with the included file\'s parameters, checked like any header', () => {
+  it("expands -- @include with the included file's parameters, checked like any header", () => {
     const files: Record<string, string> = {
       'f.sql': '-- a fragment\n-- Parameters: {a:String} {n:Int64}\nx = {a:String} AND y < {n:Int64}',
       'bad.sql': '-- Parameters: {a:String}\nx = {b:String}',
@@ -84,14 +112,27 @@ describe('SQL files', () => {
       'loop2.sql': '-- Parameters: {a:String}\ny = {a:String}\n-- @include loop.sql',
     };
     const include = (rel: string, seen: readonly string[]): SqlFile => parseSql(rel, files[rel] as string, include, seen);
-    const q = parseSql('q.sql', '-- q\n-- Parameters: {db:Identifier} {n:Int64}\nSELECT 1 FROM {db:Identifier}.t\nWHERE\n-- @include f.sql\n    AND z > {n:Int64}', include);
+    const q = parseSql(
+      'q.sql',
+      '-- q\n-- Parameters: {db:Identifier} {n:Int64}\nSELECT 1 FROM {db:Identifier}.t\nWHERE\n-- @include f.sql\n    AND z > {n:Int64}',
+      include,
+    );
     assert.deepEqual(q.params, ['a', 'db', 'n']);
     assert.deepEqual(q.includes, ['f.sql']);
     assert.equal(q.text, 'SELECT 1 FROM {db:Identifier}.t\nWHERE\nx = {a:String} AND y < {n:Int64}\n    AND z > {n:Int64}');
     // The includer's header names what its own lines bind, not the fragment's.
-    assert.throws(() => parseSql('q.sql', '-- Parameters: {db:Identifier} {a:String}\nSELECT {db:Identifier}\n-- @include f.sql', include), /q\.sql: header and body disagree \(not in header: -; not in body: a\)/);
-    assert.throws(() => parseSql('q.sql', '-- Parameters: {db:Identifier}\nSELECT {db:Identifier}\n-- @include bad.sql', include), /bad\.sql: header and body disagree/);
-    assert.throws(() => parseSql('q.sql', '-- Parameters: {n:Int64}\nSELECT {n:Int64}\n-- @include typed.sql', include), /\{n\} is Int64 here and UInt64 in typed\.sql/);
+    assert.throws(
+      () => parseSql('q.sql', '-- Parameters: {db:Identifier} {a:String}\nSELECT {db:Identifier}\n-- @include f.sql', include),
+      /q\.sql: header and body disagree \(not in header: -; not in body: a\)/,
+    );
+    assert.throws(
+      () => parseSql('q.sql', '-- Parameters: {db:Identifier}\nSELECT {db:Identifier}\n-- @include bad.sql', include),
+      /bad\.sql: header and body disagree/,
+    );
+    assert.throws(
+      () => parseSql('q.sql', '-- Parameters: {n:Int64}\nSELECT {n:Int64}\n-- @include typed.sql', include),
+      /\{n\} is Int64 here and UInt64 in typed\.sql/,
+    );
     assert.throws(() => parseSql('loop.sql', files['loop.sql'] as string, include), /a cycle/);
     assert.throws(() => parseSql('x.sql', '-- Parameters: {n:Int64}\nSELECT {n:UInt64}'), /\{n\} is Int64 in the header and UInt64 in the body/);
   });

@@ -10,8 +10,10 @@ const grant: Witness = { key: '/l/ns/burst-99', revision: 1_000n, value: '{"hold
 function input(over: Partial<StartInput> = {}): StartInput {
   return { checkpoint: 1_000n, timelineClusterId: 'c1', head: 1_200n, clusterId: 'c1', witnesses: [], ...over };
 }
-const history = (witness: Witness, kv?: { modRevision: bigint; value: string }): WitnessReading => (kv ? { witness, read: 'history', kv } : { witness, read: 'history' });
-const atCompaction = (witness: Witness, kv?: { modRevision: bigint; value: string }): WitnessReading => (kv ? { witness, read: 'at-compaction', kv } : { witness, read: 'at-compaction' });
+const history = (witness: Witness, kv?: { modRevision: bigint; value: string }): WitnessReading =>
+  kv ? { witness, read: 'history', kv } : { witness, read: 'history' };
+const atCompaction = (witness: Witness, kv?: { modRevision: bigint; value: string }): WitnessReading =>
+  kv ? { witness, read: 'at-compaction', kv } : { witness, read: 'at-compaction' };
 const same = (w: Witness) => ({ modRevision: w.revision, value: w.value });
 
 describe('start decision', () => {
@@ -27,7 +29,11 @@ describe('start decision', () => {
   it('a compaction past the checkpoint is a gap up to the compaction revision when no witness contradicts', () => {
     const witnesses = [atCompaction(grant), atCompaction(clock, { modRevision: 1_100n, value: '{"at":2}' })]; // released since; ticked since
     assert.deepEqual(decideStart(input({ compactRevision: 1_150n, witnesses })), { kind: 'gap', from: 1_001n, to: 1_150n });
-    assert.deepEqual(decideStart(input({ compactRevision: 1_000n, witnesses: [atCompaction(clock, same(clock))] })), { kind: 'resume', from: 1_001n }, 'the checkpoint revision itself readable: nothing lost');
+    assert.deepEqual(
+      decideStart(input({ compactRevision: 1_000n, witnesses: [atCompaction(clock, same(clock))] })),
+      { kind: 'resume', from: 1_001n },
+      'the checkpoint revision itself readable: nothing lost',
+    );
   });
 
   it('another cluster id is a restore, before anything else', () => {

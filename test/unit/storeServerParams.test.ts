@@ -14,7 +14,12 @@ describe('store server parameters', () => {
     assert.deepEqual(parseArrayText("[['a'],[]]"), [['a'], []]);
     assert.deepEqual(parseArrayText('[]'), []);
   });
-  it('refuses what is no array text, with ClickHouse\'s own code', () => {
-    for (const bad of ["['a'", "['a' 'b']", 'x', "['a'] tail", '[,]']) assert.throws(() => parseArrayText(bad), (err: { clickhouseCode?: number }) => err.clickhouseCode === 130, bad);
+  it("refuses what is no array text, with ClickHouse's own code", () => {
+    for (const bad of ["['a'", "['a' 'b']", 'x', "['a'] tail", '[,]'])
+      assert.throws(
+        () => parseArrayText(bad),
+        (err: { clickhouseCode?: number }) => err.clickhouseCode === 130,
+        bad,
+      );
   });
 });

@@ -9,7 +9,13 @@ import type { ClockLookup } from '../../tailer/etcdReads.js';
 import type { RevisionChanges } from '../../tailer/types.js';
 
 function rev(revision: bigint, keys: string[] = ['/l/ns/k']): RevisionChanges {
-  return { revision, changes: keys.map((key) => ({ type: 'put' as const, kv: { key, value: '', createRevision: '1', modRevision: revision.toString(), version: '1', lease: '0' } })) };
+  return {
+    revision,
+    changes: keys.map((key) => ({
+      type: 'put' as const,
+      kv: { key, value: '', createRevision: '1', modRevision: revision.toString(), version: '1', lease: '0' },
+    })),
+  };
 }
 
 function asker(answers: (revision: bigint) => ClockLookup): { ask: (r: bigint) => Promise<ClockLookup>; asked: bigint[] } {
@@ -70,7 +76,7 @@ describe('StreamClock', () => {
     assert.equal(b.asked, 5);
   });
 
-  it('an answer found by stepping back over an unproven write is asked again: a compaction past the proven write turns etcd\'s answer into none', async () => {
+  it("an answer found by stepping back over an unproven write is asked again: a compaction past the proven write turns etcd's answer into none", async () => {
     // Review finding: proven write at 10, an insider's unproven put at 11. Asked at 12 the answer steps back to 10;
     // etcd then compacts at 12, and at 13 etcd answers none (reading 10 is compacted). Carried, 13 would get 10's time
     // while its delete, asked of etcd elsewhere, got none.

@@ -93,7 +93,11 @@ describe('clock bracket', () => {
     assert.deepEqual(b.settle(), [], 'nothing to settle');
 
     b.place(13n, 'c', 1, 9_000);
-    assert.deepEqual(b.settle({ revision: 12n, at: 1_500 }), [{ item: 'c', time: { lowerMs: 1_000, upperMs: 9_000 } }], 'a clock before the waiting revision bounds nothing');
+    assert.deepEqual(
+      b.settle({ revision: 12n, at: 1_500 }),
+      [{ item: 'c', time: { lowerMs: 1_000, upperMs: 9_000 } }],
+      'a clock before the waiting revision bounds nothing',
+    );
     b.place(14n, 'd', 1, 9_000);
     b.place(15n, 'e', 1, 7_000);
     assert.deepEqual(b.settle({ revision: 20n, at: 8_000 }), [

@@ -68,7 +68,7 @@ describe('completeness watermark', () => {
 });
 
 describe('catch-up progress beyond the checkpoint (issue 22 item 4)', () => {
-  it('each window reports its durable stretch above the watermark; the first window\'s is the watermark itself', () => {
+  it("each window reports its durable stretch above the watermark; the first window's is the watermark itself", () => {
     const w = new Watermark(100n, [{ start: 101n, end: 201n }, { start: 201n, end: 301n }, { start: 301n }]);
     const a = w.track(0, 150n);
     const b = w.track(1, 205n);
@@ -79,7 +79,10 @@ describe('catch-up progress beyond the checkpoint (issue 22 item 4)', () => {
     w.done(d);
     w.heard(1, 280n);
     assert.equal(w.value, 149n, 'the first window holds the watermark at its pending revision');
-    assert.deepEqual(w.durable(), [{ from: 201n, through: 280n }, { from: 301n, through: 310n }]);
+    assert.deepEqual(w.durable(), [
+      { from: 201n, through: 280n },
+      { from: 301n, through: 310n },
+    ]);
     w.done(a);
     w.complete(0);
     assert.equal(w.value, 280n);
@@ -88,18 +91,47 @@ describe('catch-up progress beyond the checkpoint (issue 22 item 4)', () => {
 
   it('merges recorded intervals above the checkpoint (clipped, overlapping and adjacent ones joined)', () => {
     assert.deepEqual(
-      mergeDurable([{ from: 50n, through: 120n }, { from: 300n, through: 350n }, { from: 200n, through: 250n }, { from: 251n, through: 260n }, { from: 310n, through: 400n }, { from: 20n, through: 90n }], 100n),
-      [{ from: 101n, through: 120n }, { from: 200n, through: 260n }, { from: 300n, through: 400n }],
+      mergeDurable(
+        [
+          { from: 50n, through: 120n },
+          { from: 300n, through: 350n },
+          { from: 200n, through: 250n },
+          { from: 251n, through: 260n },
+          { from: 310n, through: 400n },
+          { from: 20n, through: 90n },
+        ],
+        100n,
+      ),
+      [
+        { from: 101n, through: 120n },
+        { from: 200n, through: 260n },
+        { from: 300n, through: 400n },
+      ],
     );
   });
 
   it('plans windows over the holes only: durable intervals are done windows, the last window is live, they tile from the checkpoint', () => {
-    const plan = planResumeWindows(1_000n, 101_000n, [{ from: 1_001n, through: 20_000n }, { from: 50_001n, through: 60_000n }], 8, 5_000n);
+    const plan = planResumeWindows(
+      1_000n,
+      101_000n,
+      [
+        { from: 1_001n, through: 20_000n },
+        { from: 50_001n, through: 60_000n },
+      ],
+      8,
+      5_000n,
+    );
     // Tiling from the checkpoint: the watermark accepts it.
     const w = new Watermark(1_000n, plan.specs);
     plan.done.forEach((d, i) => (d ? w.complete(i) : undefined));
     assert.equal(w.value, 20_000n, 'the interval right above the checkpoint moves the watermark at once');
-    assert.deepEqual(plan.specs.filter((_, i) => plan.done[i]), [{ start: 1_001n, end: 20_001n }, { start: 50_001n, end: 60_001n }]);
+    assert.deepEqual(
+      plan.specs.filter((_, i) => plan.done[i]),
+      [
+        { start: 1_001n, end: 20_001n },
+        { start: 50_001n, end: 60_001n },
+      ],
+    );
     const watched = plan.specs.filter((_, i) => !plan.done[i]);
     assert.equal(watched.at(-1)?.end, undefined, 'the last window is live');
     assert.ok(watched.length >= 2 && watched.length <= 9, `windows over the holes: ${watched.length}`);

@@ -37,7 +37,30 @@ export function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Attrs =
 
 /** A table from column headers and rows of cells. */
 export function table(headers: string[], rows: Child[][], attrs: Attrs = {}): HTMLTableElement {
-  return h('table', attrs, h('thead', {}, h('tr', {}, headers.map((x) => h('th', {}, x)))), h('tbody', {}, rows.map((r) => h('tr', {}, r.map((c) => h('td', {}, c))))));
+  return h(
+    'table',
+    attrs,
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        headers.map((x) => h('th', {}, x)),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      rows.map((r) =>
+        h(
+          'tr',
+          {},
+          r.map((c) => h('td', {}, c)),
+        ),
+      ),
+    ),
+  );
 }
 
 /** A labelled text input of a filter form. */
@@ -53,4 +76,5 @@ export function formParams(form: HTMLFormElement): URLSearchParams {
 }
 
 export const fmtTime = (iso: string | null): string => (iso ? iso.replace('T', ' ').replace('Z', '') : '—');
-export const fmtMs = (ms: number | null | undefined): string => (ms === null || ms === undefined ? '—' : ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${ms} ms`);
+export const fmtMs = (ms: number | null | undefined): string =>
+  ms === null || ms === undefined ? '—' : ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${ms} ms`;

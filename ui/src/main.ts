@@ -84,13 +84,31 @@ async function route(): Promise<void> {
     h('strong', {}, 'lockaudit'),
     visible.map((p) => h('a', { href: `#/${p.path}`, class: p === page ? 'active' : null }, p.title)),
     h('span', { class: 'whoami', title: `roles: ${who.roles.join(', ')}` }, who.identity),
-    h('button', { class: 'signout', onclick: () => { session.clear(); setCaller(null); signIn(); } }, 'Sign out'),
+    h(
+      'button',
+      {
+        class: 'signout',
+        onclick: () => {
+          session.clear();
+          setCaller(null);
+          signIn();
+        },
+      },
+      'Sign out',
+    ),
   );
   root.replaceChildren(nav, main);
   document.title = `${page.title} · lockaudit`;
   if (!allowed(page)) {
     // Asking would only earn a 403: say why instead.
-    main.replaceChildren(h('h1', {}, page.title), h('p', { class: 'error', role: 'alert' }, `This page needs one of the roles ${page.roles.join(', ')}; the token of ${who.identity} has ${who.roles.join(', ')}.`));
+    main.replaceChildren(
+      h('h1', {}, page.title),
+      h(
+        'p',
+        { class: 'error', role: 'alert' },
+        `This page needs one of the roles ${page.roles.join(', ')}; the token of ${who.identity} has ${who.roles.join(', ')}.`,
+      ),
+    );
     return;
   }
   try {

@@ -4,7 +4,12 @@
 import { h } from './dom.js';
 import { go } from './nav.js';
 
-export const SPANS: readonly (readonly [string, number])[] = [['1 h', 3_600_000], ['24 h', 86_400_000], ['7 d', 7 * 86_400_000], ['30 d', 30 * 86_400_000]];
+export const SPANS: readonly (readonly [string, number])[] = [
+  ['1 h', 3_600_000],
+  ['24 h', 86_400_000],
+  ['7 d', 7 * 86_400_000],
+  ['30 d', 30 * 86_400_000],
+];
 
 /** The span the page's parameters choose (the fallback when none is named), or null when an explicit from/to wins. */
 export function chosenSpan(params: URLSearchParams, fallback = '24 h'): readonly [string, number] | null {
@@ -30,5 +35,10 @@ export function spanButtons(page: string, params: URLSearchParams, current: read
     next.set('span', span);
     go(page, next);
   };
-  return h('div', { class: 'spans' }, label, SPANS.map(([name]) => h('button', { type: 'button', class: name === current?.[0] ? 'active' : null, onclick: () => choose(name) }, name)));
+  return h(
+    'div',
+    { class: 'spans' },
+    label,
+    SPANS.map(([name]) => h('button', { type: 'button', class: name === current?.[0] ? 'active' : null, onclick: () => choose(name) }, name)),
+  );
 }

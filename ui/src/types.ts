@@ -6,7 +6,11 @@ import type { paths } from './apiSchema.js';
 type JsonOf<R> = R extends { content: { 'application/json': infer T } } ? T : never;
 /** The JSON body of a route's success answer. */
 type Answer<P extends keyof paths, M extends 'get' | 'post' = 'get'> = paths[P][M] extends { responses: infer R }
-  ? R extends { 200: infer A } ? JsonOf<A> : R extends { 201: infer A } ? JsonOf<A> : never
+  ? R extends { 200: infer A }
+    ? JsonOf<A>
+    : R extends { 201: infer A }
+      ? JsonOf<A>
+      : never
   : never;
 
 export type GrantPage = Answer<'/v1/grants'>;

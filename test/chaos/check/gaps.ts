@@ -45,7 +45,15 @@ export function earnGaps(input: CheckInput, h: History): { earned: EarnedGap[]; 
   h.branches.forEach((b, i) => {
     const gap = restoreGaps.find((g) => g.generation === b.era) ?? (restoreGaps.every((g) => g.generation === undefined) ? restoreGaps[i] : undefined);
     if (!gap || used.has(gap)) {
-      v('restore-unrecorded', undefined, b.era, `a restore gap of its own (restore ${b.era}: snapshot ${b.snapshot}, old era to ${b.oldEraEnd})`, gap ? 'its gap stands for another restore' : `none (gaps: ${input.store.gaps.map((x) => `${x.from_revision}..${x.to_revision} ${x.kind ?? x.reason}`).join('; ') || 'none'})`);
+      v(
+        'restore-unrecorded',
+        undefined,
+        b.era,
+        `a restore gap of its own (restore ${b.era}: snapshot ${b.snapshot}, old era to ${b.oldEraEnd})`,
+        gap
+          ? 'its gap stands for another restore'
+          : `none (gaps: ${input.store.gaps.map((x) => `${x.from_revision}..${x.to_revision} ${x.kind ?? x.reason}`).join('; ') || 'none'})`,
+      );
       return;
     }
     used.add(gap);
@@ -60,18 +68,49 @@ export function earnGaps(input: CheckInput, h: History): { earned: EarnedGap[]; 
     const provable = provableDivergence(input, h, b, ms(gap.detected_at));
     const bound = `from ${provable + 1n}..${b.snapshot + 1n}, to ≤ ${top}${top !== restoredTop ? ` (compacted before the restore was found; restored etcd to ${restoredTop})` : ''}`;
     const ok = from >= provable + 1n && from <= b.snapshot + 1n && to <= top;
-    const line: GapLine = { from: gap.from_revision, to: gap.to_revision, kind: 'restore', width: String(to - from + 1n), fault: `restore ${b.era}${b.fault ? ` at ${new Date(b.fault.startedAt).toISOString()}` : ''}`, bound, excused: 0, verdict: ok ? 'earned' : 'gap-too-wide' };
+    const line: GapLine = {
+      from: gap.from_revision,
+      to: gap.to_revision,
+      kind: 'restore',
+      width: String(to - from + 1n),
+      fault: `restore ${b.era}${b.fault ? ` at ${new Date(b.fault.startedAt).toISOString()}` : ''}`,
+      bound,
+      excused: 0,
+      verdict: ok ? 'earned' : 'gap-too-wide',
+    };
     lines.push(line);
     if (!ok) {
       v('gap-too-wide', gap, b.era - 1, `a restore gap within ${bound}`, `${from}..${to}`);
       return;
     }
-    earned.push({ from, to, line, excuses: (era, revision, shared) => restoreExcuses(b, from, to, era, revision, shared) || (era === b.era && compactedFirst !== undefined && revision > restoredTop && revision <= to && revision <= compactedFirst) });
+    earned.push({
+      from,
+      to,
+      line,
+      excuses: (era, revision, shared) =>
+        restoreExcuses(b, from, to, era, revision, shared) ||
+        (era === b.era && compactedFirst !== undefined && revision > restoredTop && revision <= to && revision <= compactedFirst),
+    });
   });
   for (const g of restoreGaps) {
     if (used.has(g)) continue;
-    lines.push({ from: g.from_revision, to: g.to_revision, kind: 'restore', width: String(BigInt(g.to_revision) - BigInt(g.from_revision) + 1n), fault: 'none', bound: '—', excused: 0, verdict: 'gap-unexplained' });
-    v('gap-unexplained', g, -1, 'a restore the run injected', `a restore gap (generation ${g.generation ?? '?'}) with no restore of its own: ${g.reason.slice(0, 160)}`);
+    lines.push({
+      from: g.from_revision,
+      to: g.to_revision,
+      kind: 'restore',
+      width: String(BigInt(g.to_revision) - BigInt(g.from_revision) + 1n),
+      fault: 'none',
+      bound: '—',
+      excused: 0,
+      verdict: 'gap-unexplained',
+    });
+    v(
+      'gap-unexplained',
+      g,
+      -1,
+      'a restore the run injected',
+      `a restore gap (generation ${g.generation ?? '?'}) with no restore of its own: ${g.reason.slice(0, 160)}`,
+    );
   }
 
   // ---- compactions: by the time they were detected, held to the fault's revisions ----
@@ -85,7 +124,16 @@ export function earnGaps(input: CheckInput, h: History): { earned: EarnedGap[]; 
     const restoreEnded = (era: number): number | undefined => input.faults.find((x) => x.kind === 'restore' && x.era === era - 1)?.endedAt;
     const bounds = candidates.map((f) => ({ f, ...compactionBound(f, restoreGaps, restoreEnded(f.era)) }));
     const fits = bounds.filter((b) => from >= b.lo && to <= b.hi);
-    const line: GapLine = { from: g.from_revision, to: g.to_revision, kind: 'compaction', width: String(to - from + 1n), fault: 'none', bound: bounds.map((b) => `${b.lo}..${b.hi}`).join(' | ') || '—', excused: 0, verdict: 'earned' };
+    const line: GapLine = {
+      from: g.from_revision,
+      to: g.to_revision,
+      kind: 'compaction',
+      width: String(to - from + 1n),
+      fault: 'none',
+      bound: bounds.map((b) => `${b.lo}..${b.hi}`).join(' | ') || '—',
+      excused: 0,
+      verdict: 'earned',
+    };
     lines.push(line);
     const fit = fits[0];
     if (fit && fits.length === 1) {
@@ -117,7 +165,11 @@ export function earnGaps(input: CheckInput, h: History): { earned: EarnedGap[]; 
  * restore was recorded within the detection slack of its fault's end: a restore found later is no excuse for what
  * a compaction then took (the range stays the reported checkpoint's, and the gap reads too wide).
  */
-export function compactionBound(f: { era: number; startedAt: number; facts?: unknown }, restoreGaps: readonly StoredGap[], restoreEndedAt?: number): { lo: bigint; hi: bigint } {
+export function compactionBound(
+  f: { era: number; startedAt: number; facts?: unknown },
+  restoreGaps: readonly StoredGap[],
+  restoreEndedAt?: number,
+): { lo: bigint; hi: bigint } {
   const facts = f.facts as { checkpointAtStop: string; compactRevision: string };
   const hi = BigInt(facts.compactRevision);
   const branch = f.era >= 1 ? restoreGaps.find((g) => g.generation === f.era) : undefined;
@@ -137,7 +189,9 @@ export function compactionBound(f: { era: number; startedAt: number; facts?: unk
  */
 function provableDivergence(input: CheckInput, h: History, b: Branch, detectedMs: number): bigint {
   const rewritten = new Set(h.changes.filter((c) => c.era === b.era && c.at <= detectedMs).map((c) => c.key));
-  const capturedPuts = new Set([...input.store.events, ...(input.store.rolledBack ?? [])].filter((e) => e.op === 'put' || e.op === '').map((e) => `${e.revision} ${e.key}`));
+  const capturedPuts = new Set(
+    [...input.store.events, ...(input.store.rolledBack ?? [])].filter((e) => e.op === 'put' || e.op === '').map((e) => `${e.revision} ${e.key}`),
+  );
   let top = 0n;
   for (const [key, rev] of b.liveAtSnapshot) if (rev > top && !rewritten.has(key) && capturedPuts.has(`${rev} ${key}`)) top = rev;
   return top;

@@ -169,7 +169,8 @@ export function indexStore(input: CheckInput): StoreIndex {
     if (distinct.size > 1) flips.push({ timeline: Number(first.timeline ?? 0), rows: [...distinct.values()] });
     const final = rows.reduce((a, b) => (newer(b, a) ? b : a));
     const rolledBackBy = Number(final.rolled_back_by ?? 0);
-    if (rolledBackBy > 0) addRolledBack({ generation: rolledBackBy, revision: final.revision, key: final.key, event_type: final.event_type, op: final.op, value: final.value });
+    if (rolledBackBy > 0)
+      addRolledBack({ generation: rolledBackBy, revision: final.revision, key: final.key, event_type: final.event_type, op: final.op, value: final.value });
     else if (Number(final.superseded_by ?? 0) === 0) current.set(rk(final.revision, final.key), final);
     // superseded, never rolled back (a history that shares nothing with the new one): in neither account
   }

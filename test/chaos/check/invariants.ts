@@ -29,7 +29,12 @@ export function recordingContiguous(input: CheckInput, h: History): string[] {
   const invalid: string[] = [];
   for (let era = 0; era <= h.lastEra; era++) {
     const start = era === 0 ? 1n : (h.branches[era - 1]?.restoredHead ?? 0n);
-    const needed = era === h.lastEra ? input.finalRevision : (h.branches[era]?.fault ? BigInt(h.branches[era]?.fault?.facts.headBefore ?? 0) : (h.lastRecorded.get(era) ?? start));
+    const needed =
+      era === h.lastEra
+        ? input.finalRevision
+        : h.branches[era]?.fault
+          ? BigInt(h.branches[era]?.fault?.facts.headBefore ?? 0)
+          : (h.lastRecorded.get(era) ?? start);
     const seen = h.revisionsSeen.get(era) ?? new Set<bigint>();
     const last = h.lastRecorded.get(era) ?? start;
     if (last < needed) invalid.push(`checker blind: the recording of era ${era} ends at ${last}, the run needed it to ${needed}`);
@@ -40,7 +45,8 @@ export function recordingContiguous(input: CheckInput, h: History): string[] {
       holes++;
       holeFrom ??= r;
     }
-    if (holes) invalid.push(`checker blind: the recording of era ${era} misses ${holes} revision(s) between ${start + 1n} and ${last}, the first at ${holeFrom}`);
+    if (holes)
+      invalid.push(`checker blind: the recording of era ${era} misses ${holes} revision(s) between ${start + 1n} and ${last}, the first at ${holeFrom}`);
   }
   return invalid;
 }
@@ -89,8 +95,24 @@ export function capture(h: History, s: StoreIndex, gaps: EarnedGap[], add: Add):
       else if (gap) {
         stats.inGaps++;
         gap.line.excused++;
-      } else if (rev <= branch.capturedBefore) add({ kind: 'rolled-back-lost', key: c.key, revision: c.revision, era: c.era, expected: `${describe(c)}, captured before restore ${branch.era} (checkpoint ≥ ${branch.capturedBefore}), kept as rolled back`, got: 'not in the record' });
-      else add({ kind: 'lost', key: c.key, revision: c.revision, era: c.era, expected: `${describe(c)} (rolled back by restore ${branch.era}) in the record or in its restore gap`, got: 'neither' });
+      } else if (rev <= branch.capturedBefore)
+        add({
+          kind: 'rolled-back-lost',
+          key: c.key,
+          revision: c.revision,
+          era: c.era,
+          expected: `${describe(c)}, captured before restore ${branch.era} (checkpoint ≥ ${branch.capturedBefore}), kept as rolled back`,
+          got: 'not in the record',
+        });
+      else
+        add({
+          kind: 'lost',
+          key: c.key,
+          revision: c.revision,
+          era: c.era,
+          expected: `${describe(c)} (rolled back by restore ${branch.era}) in the record or in its restore gap`,
+          got: 'neither',
+        });
       continue;
     }
     const row = s.current.get(id);
@@ -98,15 +120,32 @@ export function capture(h: History, s: StoreIndex, gaps: EarnedGap[], add: Add):
       stats.captured++;
       stats.rowOf.set(c, row);
       const token = grantToken(c);
-      if (row.event_type === 'grant' && row.token !== '0' && token !== undefined && row.token !== String(token)) add({ kind: 'misrecorded', key: c.key, revision: c.revision, era: c.era, expected: `token ${token} (epoch × 2^48 + revision)`, got: `token ${row.token}` });
-    } else if (rolledBackHolding(c)) stats.capturedRolledBack++; // shared with the next era, yet kept as rolled back: a restore the tailer could only prove later
+      if (row.event_type === 'grant' && row.token !== '0' && token !== undefined && row.token !== String(token))
+        add({
+          kind: 'misrecorded',
+          key: c.key,
+          revision: c.revision,
+          era: c.era,
+          expected: `token ${token} (epoch × 2^48 + revision)`,
+          got: `token ${row.token}`,
+        });
+    } else if (rolledBackHolding(c))
+      stats.capturedRolledBack++; // shared with the next era, yet kept as rolled back: a restore the tailer could only prove later
     else if (s.quarantined.has(id)) stats.quarantined++;
     else {
       const gap = excusedBy(c, true);
       if (gap) {
         stats.inGaps++;
         gap.line.excused++;
-      } else if (row) add({ kind: 'misrecorded', key: c.key, revision: c.revision, era: c.era, expected: describe(c), got: `${row.op} ${row.event_type} ${short(JSON.stringify(row.value), 60)}` });
+      } else if (row)
+        add({
+          kind: 'misrecorded',
+          key: c.key,
+          revision: c.revision,
+          era: c.era,
+          expected: describe(c),
+          got: `${row.op} ${row.event_type} ${short(JSON.stringify(row.value), 60)}`,
+        });
       else add({ kind: 'lost', key: c.key, revision: c.revision, era: c.era, expected: describe(c), got: 'not in events, quarantine or an earned gap' });
     }
   }
@@ -124,7 +163,16 @@ function grantToken(c: RecordedChange): bigint | undefined {
 export function flips(s: StoreIndex, add: Add): void {
   for (const f of s.flips) {
     const first = f.rows[0] as StoredEvent;
-    add({ kind: 'flip', key: first.key, revision: first.revision, era: f.timeline, expected: 'one content per (timeline, revision, key)', got: f.rows.map((r) => `${r.event_type}${r.origin ? `/${String(r.origin)}` : ''} @ ${r.ingested_at ?? '?'}${r.term ? ` term ${r.term}` : ''}`).join(' vs ') });
+    add({
+      kind: 'flip',
+      key: first.key,
+      revision: first.revision,
+      era: f.timeline,
+      expected: 'one content per (timeline, revision, key)',
+      got: f.rows
+        .map((r) => `${r.event_type}${r.origin ? `/${String(r.origin)}` : ''} @ ${r.ingested_at ?? '?'}${r.term ? ` term ${r.term}` : ''}`)
+        .join(' vs '),
+    });
   }
 }
 
@@ -137,7 +185,14 @@ export function phantoms(h: History, s: StoreIndex, add: Add): { phantoms: numbe
     const era = h.eraOf(rev, h.lastEra);
     if (era !== undefined && h.byEra.get(era)?.has(rk(row.revision, row.key))) continue;
     count++;
-    add({ kind: 'phantom', key: row.key, revision: row.revision, era: era ?? -1, expected: 'a change etcd committed', got: `${row.op} ${row.event_type} that no era ${era ?? '(none: a bumped range)'} of the recording holds` });
+    add({
+      kind: 'phantom',
+      key: row.key,
+      revision: row.revision,
+      era: era ?? -1,
+      expected: 'a change etcd committed',
+      got: `${row.op} ${row.event_type} that no era ${era ?? '(none: a bumped range)'} of the recording holds`,
+    });
   }
   for (const [generation, rows] of s.rolledBack) {
     const branch = h.branches[generation - 1];
@@ -152,7 +207,14 @@ export function phantoms(h: History, s: StoreIndex, add: Add): { phantoms: numbe
         continue;
       }
       count++;
-      add({ kind: 'phantom', key: row.key, revision: row.revision, era: oldEra, expected: `a change of era ${oldEra} (rolled back by restore ${generation})`, got: `${row.event_type} that era ${oldEra} never committed` });
+      add({
+        kind: 'phantom',
+        key: row.key,
+        revision: row.revision,
+        era: oldEra,
+        expected: `a change of era ${oldEra} (rolled back by restore ${generation})`,
+        got: `${row.event_type} that era ${oldEra} never committed`,
+      });
     }
   }
   return { phantoms: count, unverifiableTail };
@@ -207,7 +269,15 @@ export function classification(input: CheckInput, h: History, rowOf: Map<Recorde
     markersAt.set(k, [...(markersAt.get(k) ?? []), c]);
   }
   const epochPutAt = new Set(h.changes.filter((c) => c.type === 'put' && c.key === '/sys/epoch').map((c) => `${c.era} ${c.revision}`));
-  const wrong = (c: RecordedChange, row: StoredEvent, expected: string): void => add({ kind: 'misclassified', key: c.key, revision: c.revision, era: c.era, expected, got: `${row.event_type}${row.origin ? ` (origin ${String(row.origin)})` : ''}` });
+  const wrong = (c: RecordedChange, row: StoredEvent, expected: string): void =>
+    add({
+      kind: 'misclassified',
+      key: c.key,
+      revision: c.revision,
+      era: c.era,
+      expected,
+      got: `${row.event_type}${row.origin ? ` (origin ${String(row.origin)})` : ''}`,
+    });
   // A grant's row is what grant history and exports show: a foreign grant whose event reads foreign must not read api there.
   const grantRows = new Map<string, StoredGrant[]>();
   for (const g of input.store.grants) grantRows.set(`${g.grant_revision} ${g.key}`, [...(grantRows.get(`${g.grant_revision} ${g.key}`) ?? []), g]);
@@ -221,7 +291,8 @@ export function classification(input: CheckInput, h: History, rowOf: Map<Recorde
     if (c.key === '/sys/epoch') {
       // An epoch put by hand must say it is not the API's (the truth names the value: another era may reuse the revision).
       const t = truthAt.get(rk(c.revision, c.key));
-      if (t?.expect === 'foreign-epoch' && c.type === 'put' && (t.value === undefined || t.value === c.value) && String(row.origin ?? '') !== 'foreign') wrong(c, row, 'an epoch put by hand: origin foreign');
+      if (t?.expect === 'foreign-epoch' && c.type === 'put' && (t.value === undefined || t.value === c.value) && String(row.origin ?? '') !== 'foreign')
+        wrong(c, row, 'an epoch put by hand: origin foreign');
       continue;
     }
     if (!c.key.startsWith('/l/')) continue;
@@ -231,8 +302,18 @@ export function classification(input: CheckInput, h: History, rowOf: Map<Recorde
       else if (truth?.expect === 'foreign-grant') {
         // This grant's rows (its own and any carried into a later timeline: the same token); after a restore without a
         // bump another timeline may hold another grant at that (revision, key), under another epoch's token.
-        const api = (grantRows.get(`${c.revision} ${c.key.slice(3)}`) ?? []).find((g) => String(g.token) === String(row.token) && g.origin !== undefined && g.origin !== 'foreign');
-        if (api) add({ kind: 'misclassified', key: c.key, revision: c.revision, era: c.era, expected: 'its grant row foreign, as its grant event reads', got: `grant row origin ${api.origin} (end ${api.end_kind || 'open'}, timeline ${api.timeline ?? 0})` });
+        const api = (grantRows.get(`${c.revision} ${c.key.slice(3)}`) ?? []).find(
+          (g) => String(g.token) === String(row.token) && g.origin !== undefined && g.origin !== 'foreign',
+        );
+        if (api)
+          add({
+            kind: 'misclassified',
+            key: c.key,
+            revision: c.revision,
+            era: c.era,
+            expected: 'its grant row foreign, as its grant event reads',
+            got: `grant row origin ${api.origin} (end ${api.end_kind || 'open'}, timeline ${api.timeline ?? 0})`,
+          });
       }
       continue;
     }
@@ -273,7 +354,9 @@ export function classification(input: CheckInput, h: History, rowOf: Map<Recorde
 
 export function grants(input: CheckInput, add: Add): number {
   // Every timeline's grants, each once (sql/065): a grant carried into a later timeline counts as that timeline's.
-  const protectedGrants = input.store.grants.filter((g) => g.unprotected === 0 && g.token !== '0' && (Number(g.superseded_by ?? 0) === 0 || Number(g.rolled_back_by ?? 0) > 0));
+  const protectedGrants = input.store.grants.filter(
+    (g) => g.unprotected === 0 && g.token !== '0' && (Number(g.superseded_by ?? 0) === 0 || Number(g.rolled_back_by ?? 0) > 0),
+  );
   const timelineOf = (g: (typeof protectedGrants)[number]): number => Number(g.timeline ?? 0);
   const byKey = new Map<string, typeof protectedGrants>();
   for (const g of protectedGrants) byKey.set(`${timelineOf(g)} ${g.key}`, [...(byKey.get(`${timelineOf(g)} ${g.key}`) ?? []), g]);
@@ -283,13 +366,28 @@ export function grants(input: CheckInput, add: Add): number {
       const a = list[i] as (typeof list)[number];
       const b = list[i + 1] as (typeof list)[number];
       const base = { key: a.key, revision: a.grant_revision, era: timelineOf(a) };
-      if (a.end_kind === '') add({ ...base, kind: 'overlap', expected: `grant @ ${a.grant_revision} ended before grant @ ${b.grant_revision} (token ${b.token})`, got: 'never ended in the log' });
-      else if (BigInt(a.end_revision) > BigInt(b.grant_revision)) add({ ...base, kind: 'overlap', expected: `grant @ ${a.grant_revision} ended before grant @ ${b.grant_revision}`, got: `ended @ ${a.end_revision}` });
+      if (a.end_kind === '')
+        add({
+          ...base,
+          kind: 'overlap',
+          expected: `grant @ ${a.grant_revision} ended before grant @ ${b.grant_revision} (token ${b.token})`,
+          got: 'never ended in the log',
+        });
+      else if (BigInt(a.end_revision) > BigInt(b.grant_revision))
+        add({ ...base, kind: 'overlap', expected: `grant @ ${a.grant_revision} ended before grant @ ${b.grant_revision}`, got: `ended @ ${a.end_revision}` });
     }
     const last = list[list.length - 1];
     if (last && Number(last.superseded_by ?? 0) === 0 && last.end_kind === '' && BigInt(last.grant_revision) <= input.finalRevision) {
       const held = input.finalHolds.get(`/l/${last.key}`);
-      if (held !== last.grant_revision) add({ kind: 'ghost-open-grant', key: last.key, revision: last.grant_revision, era: timelineOf(last), expected: `etcd at ${input.finalRevision} holds the grant of ${last.grant_revision} (token ${last.token})`, got: held ? `a grant of ${held}` : 'nothing' });
+      if (held !== last.grant_revision)
+        add({
+          kind: 'ghost-open-grant',
+          key: last.key,
+          revision: last.grant_revision,
+          era: timelineOf(last),
+          expected: `etcd at ${input.finalRevision} holds the grant of ${last.grant_revision} (token ${last.token})`,
+          got: held ? `a grant of ${held}` : 'nothing',
+        });
     }
   }
   return protectedGrants.length;
@@ -309,7 +407,15 @@ export function tokenOrder(input: CheckInput, h: History, add: Add): number {
     const prev = lastToken.get(c.key);
     // Across epochs too: a fencing token never goes backwards on a key, whatever the epoch (an epoch that went back —
     // a restored /sys/epoch the advance did not fence — is that very failure; within one epoch, a rewound revision).
-    if (prev && token <= prev.token) add({ kind: 'token-order', key: c.key, revision: c.revision, era: c.era, expected: `a token above ${prev.token} (rev ${prev.revision}, era ${prev.era}, epoch ${prev.epoch})`, got: `${token} (epoch ${v.epoch})` });
+    if (prev && token <= prev.token)
+      add({
+        kind: 'token-order',
+        key: c.key,
+        revision: c.revision,
+        era: c.era,
+        expected: `a token above ${prev.token} (rev ${prev.revision}, era ${prev.era}, epoch ${prev.epoch})`,
+        got: `${token} (epoch ${v.epoch})`,
+      });
     lastToken.set(c.key, { epoch: v.epoch, token, revision: c.revision, era: c.era });
   }
   return apiGrants;
@@ -336,7 +442,14 @@ export function sealedByHandEpoch(input: CheckInput, h: History, rowOf: Map<Reco
     if (!since || c.type !== 'put' || !c.key.startsWith('/l/')) continue;
     const row = rowOf.get(c);
     if (row && !readsAsForeign(row)) {
-      add({ kind: 'granted-while-sealed', key: c.key, revision: c.revision, era: c.era, expected: `no API grant while /sys/epoch is the one put by hand at revision ${since.revision}`, got: `a grant reading ${String(row.origin ?? 'api')}` });
+      add({
+        kind: 'granted-while-sealed',
+        key: c.key,
+        revision: c.revision,
+        era: c.era,
+        expected: `no API grant while /sys/epoch is the one put by hand at revision ${since.revision}`,
+        got: `a grant reading ${String(row.origin ?? 'api')}`,
+      });
     }
   }
   return windows;
@@ -349,7 +462,14 @@ export function archive(input: CheckInput, h: History, add: Add): number {
   const ids = new Set(h.changes.filter((c) => c.type === 'put' && c.key.startsWith('/sys/force/')).map((c) => c.key.slice('/sys/force/'.length)));
   for (const t of input.truth) {
     if (t.expect === 'request-refused' && ids.has(t.key.slice('/sys/force/'.length))) {
-      add({ kind: 'forged-approved', key: t.key, revision: '', era: -1, expected: 'a two-person request edited by hand is never carried out', got: 'a force record under its id' });
+      add({
+        kind: 'forged-approved',
+        key: t.key,
+        revision: '',
+        era: -1,
+        expected: 'a two-person request edited by hand is never carried out',
+        got: 'a force record under its id',
+      });
     }
   }
   const refusedIds = new Set(input.truth.filter((t) => t.expect === 'request-refused').map((t) => t.key.slice('/sys/force/'.length)));
@@ -358,13 +478,37 @@ export function archive(input: CheckInput, h: History, add: Add): number {
     if (refusedIds.has(id)) continue; // named above
     const archived = input.archiveTexts.some((t) => t.includes(id));
     if (forgedIds.has(id)) {
-      if (archived) add({ kind: 'forged-archived', key: `/sys/force/${id}`, revision: '', era: -1, expected: 'a force record nobody approved is never archived as genuine', got: 'in the archive' });
+      if (archived)
+        add({
+          kind: 'forged-archived',
+          key: `/sys/force/${id}`,
+          revision: '',
+          era: -1,
+          expected: 'a force record nobody approved is never archived as genuine',
+          got: 'in the archive',
+        });
       continue;
     }
     genuine++;
     if (!archived) add({ kind: 'not-archived', key: `/sys/force/${id}`, revision: '', era: -1, expected: 'in an archive object', got: 'in none' });
   }
-  if (input.grantsExport && !input.grantsExport.ok) add({ kind: 'grants-export', key: '', revision: '', era: -1, expected: 'lockaudit export grants: written (every grant agrees with its events)', got: short(input.grantsExport.output.trim().split('\n').slice(0, 4).join(' | '), 300) });
-  if (!input.archiveVerify.ok) add({ kind: 'archive-verify', key: '', revision: '', era: -1, expected: 'lockaudit archive verify: ok', got: short(input.archiveVerify.output.trim().split('\n').slice(0, 4).join(' | '), 300) });
+  if (input.grantsExport && !input.grantsExport.ok)
+    add({
+      kind: 'grants-export',
+      key: '',
+      revision: '',
+      era: -1,
+      expected: 'lockaudit export grants: written (every grant agrees with its events)',
+      got: short(input.grantsExport.output.trim().split('\n').slice(0, 4).join(' | '), 300),
+    });
+  if (!input.archiveVerify.ok)
+    add({
+      kind: 'archive-verify',
+      key: '',
+      revision: '',
+      era: -1,
+      expected: 'lockaudit archive verify: ok',
+      got: short(input.archiveVerify.output.trim().split('\n').slice(0, 4).join(' | '), 300),
+    });
   return genuine;
 }

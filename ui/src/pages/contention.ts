@@ -12,12 +12,27 @@ export async function contentionPage(params: URLSearchParams): Promise<Node> {
   const by = params.get('by') ?? 'namespace';
   const form = h(
     'form',
-    { class: 'filters', onsubmit: (ev: Event) => { ev.preventDefault(); go('contention', formParams(form)); } },
+    {
+      class: 'filters',
+      onsubmit: (ev: Event) => {
+        ev.preventDefault();
+        go('contention', formParams(form));
+      },
+    },
     field('namespace', 'Namespace', params.get('namespace')),
     field('class', 'Class', params.get('class')),
     field('from', 'From (ISO 8601)', params.get('from')),
     field('to', 'To (ISO 8601)', params.get('to')),
-    h('label', {}, 'Group by', h('select', { name: 'by' }, ['namespace', 'class', 'key'].map((v) => h('option', { value: v, selected: v === by }, v)))),
+    h(
+      'label',
+      {},
+      'Group by',
+      h(
+        'select',
+        { name: 'by' },
+        ['namespace', 'class', 'key'].map((v) => h('option', { value: v, selected: v === by }, v)),
+      ),
+    ),
     field('top', 'Hottest keys', params.get('top') ?? '10'),
     h('button', { type: 'submit' }, 'Show'),
   );
@@ -31,12 +46,26 @@ export async function contentionPage(params: URLSearchParams): Promise<Node> {
   }
   const num = (v: string | number) => h('span', { class: 'num' }, v);
   const groups = report.groups.map((g) => [
-    g.group, num(g.grants), num(g.distinctHolders), fmtMs(g.waitMs.p50), fmtMs(g.waitMs.p95), fmtMs(g.waitMs.p99), fmtMs(g.holdMs.p50), fmtMs(g.holdMs.p99),
-    fmtMs(g.handoffGapMs.p50), fmtMs(g.handoffGapMs.p95), `${(g.expiryRatio * 100).toFixed(1)} %`, num(g.forceReleases),
+    g.group,
+    num(g.grants),
+    num(g.distinctHolders),
+    fmtMs(g.waitMs.p50),
+    fmtMs(g.waitMs.p95),
+    fmtMs(g.waitMs.p99),
+    fmtMs(g.holdMs.p50),
+    fmtMs(g.holdMs.p99),
+    fmtMs(g.handoffGapMs.p50),
+    fmtMs(g.handoffGapMs.p95),
+    `${(g.expiryRatio * 100).toFixed(1)} %`,
+    num(g.forceReleases),
   ]);
   const hot = report.hottestKeys.map((k) => [
     h('a', { href: `#/timeline?${new URLSearchParams({ key: k.key, from: report.from, to: report.to })}` }, k.key),
-    num(k.grants), num(k.distinctHolders), fmtMs(k.waitP95Ms), num(k.expiries), num(k.forceReleases),
+    num(k.grants),
+    num(k.distinctHolders),
+    fmtMs(k.waitP95Ms),
+    num(k.expiries),
+    num(k.forceReleases),
   ]);
   return h(
     'div',
@@ -48,7 +77,24 @@ export async function contentionPage(params: URLSearchParams): Promise<Node> {
     report.series.some((p) => p.grants > 0) ? percentileCharts(report) : h('p', { class: 'muted' }, 'No grants in this window.'),
     h('h2', {}, `Wait and hold percentiles by ${report.by}`),
     groups.length
-      ? table([report.by, 'Grants', 'Holders', 'Wait p50', 'Wait p95', 'Wait p99', 'Hold p50', 'Hold p99', 'Handoff p50', 'Handoff p95', 'Expiry ratio', 'Force releases'], groups, { class: 'groups' })
+      ? table(
+          [
+            report.by,
+            'Grants',
+            'Holders',
+            'Wait p50',
+            'Wait p95',
+            'Wait p99',
+            'Hold p50',
+            'Hold p99',
+            'Handoff p50',
+            'Handoff p95',
+            'Expiry ratio',
+            'Force releases',
+          ],
+          groups,
+          { class: 'groups' },
+        )
       : h('p', { class: 'muted' }, 'No grants in this window.'),
     h('h2', {}, 'Hottest keys'),
     hot.length > 0 && hotChart(report),
@@ -60,7 +106,11 @@ export async function contentionPage(params: URLSearchParams): Promise<Node> {
 function percentileCharts(report: Contention): HTMLElement {
   const at = (i: number) => Date.parse((report.series[i] as Contention['series'][number]).at);
   const line = (name: string, pick: (p: Contention['series'][number]) => number | null) => ({
-    type: 'line' as const, name, symbolSize: 4, connectNulls: false, data: report.series.map((p, i) => [at(i), pick(p)]),
+    type: 'line' as const,
+    name,
+    symbolSize: 4,
+    connectNulls: false,
+    data: report.series.map((p, i) => [at(i), pick(p)]),
   });
   const timeOption = (title: string): EChartsOption => ({
     animation: false,
@@ -80,12 +130,22 @@ function percentileCharts(report: Contention): HTMLElement {
   };
   const volume: EChartsOption = {
     ...timeOption('grants'),
-    yAxis: [{ type: 'value', name: 'grants' }, { type: 'value', name: 'ends', splitLine: { show: false } }],
+    yAxis: [
+      { type: 'value', name: 'grants' },
+      { type: 'value', name: 'ends', splitLine: { show: false } },
+    ],
     tooltip: { trigger: 'axis' },
     series: [
       { type: 'bar', name: 'grants', data: report.series.map((p, i) => [at(i), p.grants]), itemStyle: { color: '#9fb7cc' } },
       { type: 'line', name: 'expiries', yAxisIndex: 1, symbolSize: 3, data: report.series.map((p, i) => [at(i), p.expiries]), itemStyle: { color: '#e07b39' } },
-      { type: 'line', name: 'force-releases', yAxisIndex: 1, symbolSize: 3, data: report.series.map((p, i) => [at(i), p.forceReleases]), itemStyle: { color: '#a61b1b' } },
+      {
+        type: 'line',
+        name: 'force-releases',
+        yAxisIndex: 1,
+        symbolSize: 3,
+        data: report.series.map((p, i) => [at(i), p.forceReleases]),
+        itemStyle: { color: '#a61b1b' },
+      },
     ],
   };
   return h(

@@ -17,16 +17,34 @@ const FILTERS: [string, string, string][] = [
 ];
 
 // Newest first, as audit logs open (the API's default); a cursor keeps the order it was issued for.
-const ORDERS: [string, string][] = [['desc', 'Newest first'], ['asc', 'Oldest first']];
+const ORDERS: [string, string][] = [
+  ['desc', 'Newest first'],
+  ['asc', 'Oldest first'],
+];
 
 export async function grantsPage(params: URLSearchParams): Promise<Node> {
   const limit = params.get('limit') ?? '50';
   const order = params.get('order') === 'asc' ? 'asc' : 'desc';
   const form = h(
     'form',
-    { class: 'filters', onsubmit: (ev: Event) => { ev.preventDefault(); go('grants', formParams(form)); } },
+    {
+      class: 'filters',
+      onsubmit: (ev: Event) => {
+        ev.preventDefault();
+        go('grants', formParams(form));
+      },
+    },
     FILTERS.map(([name, label, ph]) => field(name, label, params.get(name), ph)),
-    h('label', {}, 'Order', h('select', { name: 'order' }, ORDERS.map(([v, text]) => h('option', { value: v, selected: v === order }, text)))),
+    h(
+      'label',
+      {},
+      'Order',
+      h(
+        'select',
+        { name: 'order' },
+        ORDERS.map(([v, text]) => h('option', { value: v, selected: v === order }, text)),
+      ),
+    ),
     field('limit', 'Page size', limit),
     h('button', { type: 'submit' }, 'Search'),
   );
@@ -50,29 +68,44 @@ export async function grantsPage(params: URLSearchParams): Promise<Node> {
     return h('a', { href: `#/timeline?${p}` }, key);
   };
   const rows = page.items.map((g) => [
-    fmtTime(g.grantedAt), timelineLink(g.key), g.holder, g.class, h('code', {}, g.token), fmtMs(g.waitMs), fmtMs(g.durationMs),
-    g.endKind ?? 'held', g.unprotected ? h('span', { class: 'bad' }, 'yes') : 'no',
+    fmtTime(g.grantedAt),
+    timelineLink(g.key),
+    g.holder,
+    g.class,
+    h('code', {}, g.token),
+    fmtMs(g.waitMs),
+    fmtMs(g.durationMs),
+    g.endKind ?? 'held',
+    g.unprotected ? h('span', { class: 'bad' }, 'yes') : 'no',
     // The keyspace around this grant, at its grant revision (unprotected grants have none).
-    g.unprotected ? '—' : h('a', { href: `#/keyspace?${new URLSearchParams({ at: g.grantRevision, prefix: g.key, cluster: g.cluster })}`, class: 'at-grant' }, 'state'),
+    g.unprotected
+      ? '—'
+      : h('a', { href: `#/keyspace?${new URLSearchParams({ at: g.grantRevision, prefix: g.key, cluster: g.cluster })}`, class: 'at-grant' }, 'state'),
   ]);
   const next = new URLSearchParams(filters);
   next.set('limit', limit);
   if (page.nextCursor) next.set('cursor', page.nextCursor);
   const first = new URLSearchParams(filters);
   first.set('limit', limit);
-  const csv = h('button', {
-    type: 'button',
-    onclick: () => {
-      const p = new URLSearchParams(query);
-      p.set('format', 'csv');
-      download('/v1/grants', p, 'grants.csv').catch((err) => csv.after(errorBox(err)));
+  const csv = h(
+    'button',
+    {
+      type: 'button',
+      onclick: () => {
+        const p = new URLSearchParams(query);
+        p.set('format', 'csv');
+        download('/v1/grants', p, 'grants.csv').catch((err) => csv.after(errorBox(err)));
+      },
     },
-  }, 'Download CSV');
+    'Download CSV',
+  );
   return h(
     'div',
     {},
     form,
-    page.items.length ? table(['Granted at', 'Key', 'Holder', 'Class', 'Token', 'Wait', 'Held', 'Ended by', 'Unprotected', 'At grant'], rows, { class: 'grants' }) : h('p', { class: 'muted' }, 'No grants match.'),
+    page.items.length
+      ? table(['Granted at', 'Key', 'Holder', 'Class', 'Token', 'Wait', 'Held', 'Ended by', 'Unprotected', 'At grant'], rows, { class: 'grants' })
+      : h('p', { class: 'muted' }, 'No grants match.'),
     h(
       'div',
       { class: 'pager' },

@@ -31,7 +31,15 @@ export async function quarantineSection(): Promise<Node> {
       more.disabled = true;
       getJson<QuarantinePage>('/v1/quarantine', new URLSearchParams({ limit: PAGE_SIZE, cursor }))
         .then((page) => {
-          body.append(...page.items.map((i) => h('tr', {}, row(i).map((c) => h('td', {}, c)))));
+          body.append(
+            ...page.items.map((i) =>
+              h(
+                'tr',
+                {},
+                row(i).map((c) => h('td', {}, c)),
+              ),
+            ),
+          );
           cursor = page.nextCursor;
           if (cursor) more.disabled = false;
           else more.remove();

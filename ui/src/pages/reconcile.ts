@@ -9,7 +9,13 @@ import type { UnprotectedItem, UnprotectedReport } from '../types.js';
 export async function reconcilePage(params: URLSearchParams): Promise<Node> {
   const form = h(
     'form',
-    { class: 'filters', onsubmit: (ev: Event) => { ev.preventDefault(); go('reconcile', formParams(form)); } },
+    {
+      class: 'filters',
+      onsubmit: (ev: Event) => {
+        ev.preventDefault();
+        go('reconcile', formParams(form));
+      },
+    },
     field('from', 'From (ISO 8601)', params.get('from')),
     field('to', 'To (ISO 8601)', params.get('to')),
     h('button', { type: 'submit' }, 'Show'),
@@ -21,16 +27,31 @@ export async function reconcilePage(params: URLSearchParams): Promise<Node> {
     return h('div', {}, form, errorBox(err));
   }
   const rows = report.items.map((u) => [
-    h('a', { href: `#/timeline?${new URLSearchParams({ key: u.key })}` }, u.key), u.holder, u.class, h('code', {}, u.spoolId), fmtTime(u.grantedAt), fmtTime(u.endedAt),
+    h('a', { href: `#/timeline?${new URLSearchParams({ key: u.key })}` }, u.key),
+    u.holder,
+    u.class,
+    h('code', {}, u.spoolId),
+    fmtTime(u.grantedAt),
+    fmtTime(u.endedAt),
     u.overlapping.length
-      ? h('ul', { class: 'bad' }, u.overlapping.map((g) => h('li', {}, `${g.holder} (token ${g.token}) ${fmtTime(g.grantedAt)} – ${fmtTime(g.endedAt)}, ${fmtMs(g.durationMs)}`)))
+      ? h(
+          'ul',
+          { class: 'bad' },
+          u.overlapping.map((g) => h('li', {}, `${g.holder} (token ${g.token}) ${fmtTime(g.grantedAt)} – ${fmtTime(g.endedAt)}, ${fmtMs(g.durationMs)}`)),
+        )
       : h('span', { class: 'muted' }, 'none'),
     u.reconciliation
-      ? h('span', { class: 'reconciled' }, `“${u.reconciliation.note}” — ${u.reconciliation.reconciledBy}, ${fmtTime(u.reconciliation.reconciledAt)}${u.reconciliation.notes > 1 ? ` (${u.reconciliation.notes} notes)` : ''}`)
+      ? h(
+          'span',
+          { class: 'reconciled' },
+          `“${u.reconciliation.note}” — ${u.reconciliation.reconciledBy}, ${fmtTime(u.reconciliation.reconciledAt)}${u.reconciliation.notes > 1 ? ` (${u.reconciliation.notes} notes)` : ''}`,
+        )
       : h('span', { class: 'bad' }, 'not reconciled'),
     callerHas('lock-operator') ? action(u) : h('span', { class: 'muted' }, 'a lock-operator reconciles'),
   ]);
-  const t = table(['Key', 'Holder', 'Class', 'Spool id', 'Granted at', 'Ended at', 'Overlapping protected grants', 'Reconciliation', 'Action'], rows, { class: 'unprotected' });
+  const t = table(['Key', 'Holder', 'Class', 'Spool id', 'Granted at', 'Ended at', 'Overlapping protected grants', 'Reconciliation', 'Action'], rows, {
+    class: 'unprotected',
+  });
   t.querySelectorAll('tbody tr').forEach((tr, i) => tr.setAttribute('data-id', report.items[i]?.id ?? ''));
   return h(
     'div',

@@ -29,14 +29,22 @@ export async function tailersPage(params: URLSearchParams): Promise<Node> {
     return errorBox(err);
   }
   const rows = tailers.map((t) => [
-    t.cluster, t.leader ?? h('span', { class: 'bad' }, 'no leader'), t.checkpoint, t.headRevision ?? '—', t.lagRevisions ?? '—',
-    t.lagSeconds === null ? '—' : `${t.lagSeconds.toFixed(1)} s`, t.compactRevision ?? '—', fmtTime(t.statusAt),
+    t.cluster,
+    t.leader ?? h('span', { class: 'bad' }, 'no leader'),
+    t.checkpoint,
+    t.headRevision ?? '—',
+    t.lagRevisions ?? '—',
+    t.lagSeconds === null ? '—' : `${t.lagSeconds.toFixed(1)} s`,
+    t.compactRevision ?? '—',
+    fmtTime(t.statusAt),
     t.gaps ? h('span', { class: 'bad' }, String(t.gaps)) : h('span', { class: 'good' }, '0'),
   ]);
   return h(
     'div',
     {},
-    tailers.length ? table(['Cluster', 'Leader', 'Checkpoint', 'Head', 'Lag (revisions)', 'Lag', 'Compacted at', 'Status at', 'Gaps'], rows, { class: 'tailers' }) : h('p', { class: 'muted' }, 'No clusters.'),
+    tailers.length
+      ? table(['Cluster', 'Leader', 'Checkpoint', 'Head', 'Lag (revisions)', 'Lag', 'Compacted at', 'Status at', 'Gaps'], rows, { class: 'tailers' })
+      : h('p', { class: 'muted' }, 'No clusters.'),
     h('h2', {}, 'Lag over time'),
     spanButtons('tailers', params, span, 'Lag over the last '),
     lag.clusters.length ? lagChart(lag, gaps) : h('p', { class: 'muted' }, 'No tailer published status in this span.'),
@@ -50,7 +58,10 @@ export async function tailersPage(params: URLSearchParams): Promise<Node> {
 
 /** A gap's row: its kind (a restore also says whether history was lost, and both cluster ids: an unchanged id is a restore with the same token). */
 function gapRow(g: Gap): Child[] {
-  const kind = g.kind === 'restore' ? h('span', { class: 'bad', 'data-kind': g.kind }, g.historyLost ? 'restore (history lost)' : 'restore') : h('span', { 'data-kind': g.kind }, g.kind);
+  const kind =
+    g.kind === 'restore'
+      ? h('span', { class: 'bad', 'data-kind': g.kind }, g.historyLost ? 'restore (history lost)' : 'restore')
+      : h('span', { 'data-kind': g.kind }, g.kind);
   const ids = g.kind === 'restore' ? `${g.previousClusterId ?? '?'} → ${g.clusterId ?? '?'}` : '—';
   return [g.cluster, g.fromRevision, g.toRevision, fmtTime(g.detectedAt), g.reason, kind, ids];
 }
@@ -59,7 +70,10 @@ function gapRow(g: Gap): Child[] {
 function lagChart(lag: TailerLag, gaps: Gap[]): HTMLElement {
   const from = Date.parse(lag.from);
   const to = Date.parse(lag.to);
-  const gapLines = gaps.map((g) => Date.parse(g.detectedAt)).filter((t) => t >= from && t <= to).map((xAxis) => ({ xAxis }));
+  const gapLines = gaps
+    .map((g) => Date.parse(g.detectedAt))
+    .filter((t) => t >= from && t <= to)
+    .map((xAxis) => ({ xAxis }));
   const option: EChartsOption = {
     animation: false,
     grid: { left: 10, right: 24, top: 36, bottom: 30, containLabel: true },
@@ -72,12 +86,20 @@ function lagChart(lag: TailerLag, gaps: Gap[]): HTMLElement {
     tooltip: { trigger: 'axis' },
     series: lag.clusters.flatMap((c, i) => [
       {
-        type: 'line' as const, name: `${c.cluster} lag (s)`, symbolSize: 4, connectNulls: false,
+        type: 'line' as const,
+        name: `${c.cluster} lag (s)`,
+        symbolSize: 4,
+        connectNulls: false,
         data: c.series.map((p) => [Date.parse(p.at), p.lagSecondsMax]),
         ...(i === 0 ? { markLine: { silent: true, symbol: 'none', lineStyle: { color: '#a61b1b' }, label: { formatter: 'gap' }, data: gapLines } } : {}),
       },
       {
-        type: 'line' as const, name: `${c.cluster} lag (revisions)`, yAxisIndex: 1, symbolSize: 4, connectNulls: false, lineStyle: { type: 'dashed' as const },
+        type: 'line' as const,
+        name: `${c.cluster} lag (revisions)`,
+        yAxisIndex: 1,
+        symbolSize: 4,
+        connectNulls: false,
+        lineStyle: { type: 'dashed' as const },
         data: c.series.map((p) => [Date.parse(p.at), p.lagRevisionsMax === null ? null : Number(p.lagRevisionsMax)]),
       },
     ]),

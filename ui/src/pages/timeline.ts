@@ -22,14 +22,31 @@ const DELETED = '#3d3d3d';
 /** A scatter series of marks, only when there are any (an empty series would crowd the legend of every chart). */
 function markSeries(name: string, symbol: string, color: string, data: unknown[], tooltip: (count: number) => string, z = 6): ScatterSeriesOption[] {
   return data.length
-    ? [{ type: 'scatter', name, symbol, symbolSize: 10, itemStyle: { color, borderColor: '#fff' }, data: data as never, z, tooltip: { formatter: (p) => tooltip((p.data as { count?: number }).count ?? 1) } }]
+    ? [
+        {
+          type: 'scatter',
+          name,
+          symbol,
+          symbolSize: 10,
+          itemStyle: { color, borderColor: '#fff' },
+          data: data as never,
+          z,
+          tooltip: { formatter: (p) => tooltip((p.data as { count?: number }).count ?? 1) },
+        },
+      ]
     : [];
 }
 
 export async function timelinePage(params: URLSearchParams): Promise<Node> {
   const form = h(
     'form',
-    { class: 'filters', onsubmit: (ev: Event) => { ev.preventDefault(); go('timeline', formParams(form)); } },
+    {
+      class: 'filters',
+      onsubmit: (ev: Event) => {
+        ev.preventDefault();
+        go('timeline', formParams(form));
+      },
+    },
     field('key', 'Key', params.get('key'), 'payments/acct-42'),
     field('keyPrefix', 'or key prefix', params.get('keyPrefix'), 'payments/'),
     field('cluster', 'Cluster', params.get('cluster')),
@@ -53,8 +70,14 @@ export async function timelinePage(params: URLSearchParams): Promise<Node> {
     'div',
     { class: 'timeline', 'data-mode': timeline.mode },
     form,
-    everyKey && h('p', { class: 'muted every-key' }, `The busiest keys from ${fmtTime(timeline.from)} to ${fmtTime(timeline.to)}: name a key or a prefix to look closer.`),
-    timeline.totalLanes > timeline.lanes.length && h('p', { class: 'muted' }, `Showing the ${timeline.lanes.length} busiest of ${timeline.totalLanes} keys${everyKey ? '' : ' under this prefix'}.`),
+    everyKey &&
+      h(
+        'p',
+        { class: 'muted every-key' },
+        `The busiest keys from ${fmtTime(timeline.from)} to ${fmtTime(timeline.to)}: name a key or a prefix to look closer.`,
+      ),
+    timeline.totalLanes > timeline.lanes.length &&
+      h('p', { class: 'muted' }, `Showing the ${timeline.lanes.length} busiest of ${timeline.totalLanes} keys${everyKey ? '' : ' under this prefix'}.`),
     view,
     gapList(timeline.gaps),
   );
@@ -71,7 +94,11 @@ function xRange(t: Timeline, grants: Grant[], userWindow: boolean): [number, num
   const to = Date.parse(t.to);
   if (userWindow || !grants.length) return [from, to];
   // Gap edges inside the window count as known instants too, so a gap next to the grants is on screen.
-  const gapEdges = t.gaps.flatMap((g) => [g.fromTime, g.toTime]).filter((x): x is string => x !== null).map(Date.parse).filter((x) => x >= from && x <= to);
+  const gapEdges = t.gaps
+    .flatMap((g) => [g.fromTime, g.toTime])
+    .filter((x): x is string => x !== null)
+    .map(Date.parse)
+    .filter((x) => x >= from && x <= to);
   const starts = grants.map((g) => Date.parse(g.grantedAt));
   const known = [...grants.map((g) => (g.endedAt ? Date.parse(g.endedAt) : Date.parse(g.grantedAt))), ...gapEdges];
   const lo = Math.max(from, Math.min(...starts, ...gapEdges));
@@ -93,7 +120,10 @@ function baseOption(lanes: string[], range: [number, number]): EChartsOption {
     grid: { left: 10, right: 24, top: 10, bottom: 70, containLabel: true },
     xAxis: { type: 'time', min: range[0], max: range[1], axisLabel: { hideOverlap: true } },
     yAxis: { type: 'category', data: lanes, inverse: true, axisTick: { show: false }, splitLine: { show: true, lineStyle: { color: '#eef1f4' } } },
-    dataZoom: [{ type: 'inside', filterMode: 'weakFilter' }, { type: 'slider', filterMode: 'weakFilter', height: 20, bottom: 10 }],
+    dataZoom: [
+      { type: 'inside', filterMode: 'weakFilter' },
+      { type: 'slider', filterMode: 'weakFilter', height: 20, bottom: 10 },
+    ],
     tooltip: { trigger: 'item', confine: true },
   };
 }
@@ -121,8 +151,7 @@ function grantChart(t: Timeline, userWindow: boolean): HTMLElement {
   const lane = (g: Grant) => lanes.get(g.key) ?? 0;
   // An open hold runs to the right edge, faded.
   const end = (g: Grant) => (g.endedAt ? Date.parse(g.endedAt) : range[1]);
-  const ends = (kind: EndKind) =>
-    grants.flatMap((g, i) => (g.endKind === kind && g.endedAt ? [{ value: [Date.parse(g.endedAt), lane(g)], grant: i }] : []));
+  const ends = (kind: EndKind) => grants.flatMap((g, i) => (g.endKind === kind && g.endedAt ? [{ value: [Date.parse(g.endedAt), lane(g)], grant: i }] : []));
   const foreignStarts = grants.flatMap((g, i) => (g.origin === 'foreign' ? [{ value: [Date.parse(g.grantedAt), lane(g)], grant: i }] : []));
 
   const detail = h('div', { class: 'detail' }, h('p', { class: 'muted' }, 'Click a bar to see its grant.'));
@@ -153,10 +182,33 @@ function grantChart(t: Timeline, userWindow: boolean): HTMLElement {
             return `<b>${esc(g.holder)}</b><br>${esc(g.key)}<br>${fmtTime(g.grantedAt)} → ${fmtTime(g.endedAt)}<br>${esc(g.endKind ?? 'still held')}${g.durationMs === null ? '' : `, ${shortMs(g.durationMs)}`}${g.origin === 'foreign' ? '<br><b>foreign grant</b> (not by the lock API)' : ''}`;
           },
         },
-        markArea: { silent: true, itemStyle: { color: 'rgba(166, 27, 27, 0.15)' }, label: { color: FORCE, position: 'insideTop' }, data: gapAreas(t.gaps, range) as never },
+        markArea: {
+          silent: true,
+          itemStyle: { color: 'rgba(166, 27, 27, 0.15)' },
+          label: { color: FORCE, position: 'insideTop' },
+          data: gapAreas(t.gaps, range) as never,
+        },
       },
-      { type: 'scatter', name: 'expiry', symbol: 'diamond', symbolSize: 11, itemStyle: { color: EXPIRY, borderColor: '#fff' }, data: ends('expiry'), z: 5, tooltip: { formatter: 'lease expired' } },
-      { type: 'scatter', name: 'force-release', symbol: 'triangle', symbolSize: 12, itemStyle: { color: FORCE, borderColor: '#fff' }, data: ends('force'), z: 5, tooltip: { formatter: 'force-released' } },
+      {
+        type: 'scatter',
+        name: 'expiry',
+        symbol: 'diamond',
+        symbolSize: 11,
+        itemStyle: { color: EXPIRY, borderColor: '#fff' },
+        data: ends('expiry'),
+        z: 5,
+        tooltip: { formatter: 'lease expired' },
+      },
+      {
+        type: 'scatter',
+        name: 'force-release',
+        symbol: 'triangle',
+        symbolSize: 12,
+        itemStyle: { color: FORCE, borderColor: '#fff' },
+        data: ends('force'),
+        z: 5,
+        tooltip: { formatter: 'force-released' },
+      },
       ...markSeries('deleted', 'rect', DELETED, ends('deleted'), () => 'deleted by hand: no marker, the lease outlived it'),
       ...markSeries('foreign', 'circle', FOREIGN, foreignStarts, () => 'foreign grant: put straight into etcd, not by the lock API'),
     ],
@@ -168,12 +220,23 @@ function grantChart(t: Timeline, userWindow: boolean): HTMLElement {
     chart.dispatchAction({ type: 'select', seriesName: 'grants', dataIndex: i });
     detail.replaceChildren(
       h('h2', {}, `Grant ${g.grantRevision === '0' ? '(unprotected)' : `r${g.grantRevision}`} on ${g.key}`),
-      h('dl', {}, [
-        ['Holder', g.holder], ['Token', g.token], ['Class', g.class], ['Cluster', g.cluster], ['Granted at', fmtTime(g.grantedAt)],
-        ['Waited', fmtMs(g.waitMs)], ['Ended at', fmtTime(g.endedAt)], ['Ended by', g.endKind ?? 'still held'], ['Held for', fmtMs(g.durationMs)],
-        ['Unprotected', g.unprotected ? 'yes — granted without quorum' : 'no'],
-        ['Origin', g.origin === 'foreign' ? 'foreign — put straight into etcd, not by the lock API' : 'lock API'],
-      ].map(([k, v]) => [h('dt', {}, k), h('dd', { 'data-field': k }, v)])),
+      h(
+        'dl',
+        {},
+        [
+          ['Holder', g.holder],
+          ['Token', g.token],
+          ['Class', g.class],
+          ['Cluster', g.cluster],
+          ['Granted at', fmtTime(g.grantedAt)],
+          ['Waited', fmtMs(g.waitMs)],
+          ['Ended at', fmtTime(g.endedAt)],
+          ['Ended by', g.endKind ?? 'still held'],
+          ['Held for', fmtMs(g.durationMs)],
+          ['Unprotected', g.unprotected ? 'yes — granted without quorum' : 'no'],
+          ['Origin', g.origin === 'foreign' ? 'foreign — put straight into etcd, not by the lock API' : 'lock API'],
+        ].map(([k, v]) => [h('dt', {}, k), h('dd', { 'data-field': k }, v)]),
+      ),
     );
   };
   const box = chartBox('timeline', option, t.lanes.length * LANE_PX + 110, (chart) => {
@@ -186,9 +249,18 @@ function grantChart(t: Timeline, userWindow: boolean): HTMLElement {
   return h(
     'div',
     {},
-    h('div', { class: 'legend' }, holders.slice(0, 30).map((x) => h('span', { style: `--c: ${colour(x)}` }, x)), holders.length > 30 && h('span', { class: 'muted' }, `… ${holders.length - 30} more`)),
+    h(
+      'div',
+      { class: 'legend' },
+      holders.slice(0, 30).map((x) => h('span', { style: `--c: ${colour(x)}` }, x)),
+      holders.length > 30 && h('span', { class: 'muted' }, `… ${holders.length - 30} more`),
+    ),
     box,
-    h('p', { class: 'muted' }, `${grants.length} grant${grants.length === 1 ? '' : 's'}, ${fmtTime(t.from)} – ${fmtTime(t.to)} (UTC). Faded: still held; red outline: unprotected; ◆ lease expiry; ▲ force-release; ■ deleted by hand; ● foreign grant (not by the lock API); red band: history gap. Scroll or drag the slider to zoom.`),
+    h(
+      'p',
+      { class: 'muted' },
+      `${grants.length} grant${grants.length === 1 ? '' : 's'}, ${fmtTime(t.from)} – ${fmtTime(t.to)} (UTC). Faded: still held; red outline: unprotected; ◆ lease expiry; ▲ force-release; ■ deleted by hand; ● foreign grant (not by the lock API); red band: history gap. Scroll or drag the slider to zoom.`,
+    ),
     detail,
   );
 }
@@ -217,22 +289,65 @@ function cellChart(t: Timeline, params: URLSearchParams): HTMLElement {
           if (!shape) return null;
           // Shade: the share of the bucket the key was held (at least faintly visible when it was used at all).
           const busy = Math.min(1, c.heldMs / step);
-          return { type: 'rect', shape, style: { fill: colour(c.topHolder), opacity: 0.15 + 0.85 * busy, stroke: c.unprotected ? FORCE : undefined, lineWidth: c.unprotected ? 1 : 0 } };
+          return {
+            type: 'rect',
+            shape,
+            style: { fill: colour(c.topHolder), opacity: 0.15 + 0.85 * busy, stroke: c.unprotected ? FORCE : undefined, lineWidth: c.unprotected ? 1 : 0 },
+          };
         },
         tooltip: {
           formatter: (p) => {
             const c = t.cells[(p as { dataIndex: number }).dataIndex] as TimelineCell;
-            return `<b>${esc(c.key)}</b><br>${fmtTime(c.at)} + ${shortMs(step)}<br>held ${Math.round(Math.min(1, c.heldMs / step) * 100)} % · ${c.grants} grants · ${c.holders} holders<br>mostly ${esc(c.topHolder)}` +
+            return (
+              `<b>${esc(c.key)}</b><br>${fmtTime(c.at)} + ${shortMs(step)}<br>held ${Math.round(Math.min(1, c.heldMs / step) * 100)} % · ${c.grants} grants · ${c.holders} holders<br>mostly ${esc(c.topHolder)}` +
               `${c.expiries ? `<br>${c.expiries} expiries` : ''}${c.forceReleases ? `<br>${c.forceReleases} force-releases` : ''}${c.unprotected ? `<br>${c.unprotected} unprotected` : ''}` +
-              `${c.foreign ? `<br>${c.foreign} foreign grants` : ''}${c.deleted ? `<br>${c.deleted} deleted by hand` : ''}<br><i>click to zoom in</i>`;
+              `${c.foreign ? `<br>${c.foreign} foreign grants` : ''}${c.deleted ? `<br>${c.deleted} deleted by hand` : ''}<br><i>click to zoom in</i>`
+            );
           },
         },
-        markArea: { silent: true, itemStyle: { color: 'rgba(166, 27, 27, 0.15)' }, label: { color: FORCE, position: 'insideTop' }, data: gapAreas(t.gaps, range) as never },
+        markArea: {
+          silent: true,
+          itemStyle: { color: 'rgba(166, 27, 27, 0.15)' },
+          label: { color: FORCE, position: 'insideTop' },
+          data: gapAreas(t.gaps, range) as never,
+        },
       },
-      { type: 'scatter', name: 'expiry', symbol: 'diamond', symbolSize: 9, itemStyle: { color: EXPIRY, borderColor: '#fff' }, data: marks((c) => c.expiries), z: 5, tooltip: { formatter: (p) => `${(p.data as { count: number }).count} lease expiries` } },
-      { type: 'scatter', name: 'force-release', symbol: 'triangle', symbolSize: 10, itemStyle: { color: FORCE, borderColor: '#fff' }, data: marks((c) => c.forceReleases), z: 6, tooltip: { formatter: (p) => `${(p.data as { count: number }).count} force-releases` } },
-      ...markSeries('deleted', 'rect', DELETED, marks((c) => c.deleted), (n) => `${n} deleted by hand (no marker, the lease outlived them)`, 7),
-      ...markSeries('foreign', 'circle', FOREIGN, marks((c) => c.foreign), (n) => `${n} foreign grants (not by the lock API)`, 7),
+      {
+        type: 'scatter',
+        name: 'expiry',
+        symbol: 'diamond',
+        symbolSize: 9,
+        itemStyle: { color: EXPIRY, borderColor: '#fff' },
+        data: marks((c) => c.expiries),
+        z: 5,
+        tooltip: { formatter: (p) => `${(p.data as { count: number }).count} lease expiries` },
+      },
+      {
+        type: 'scatter',
+        name: 'force-release',
+        symbol: 'triangle',
+        symbolSize: 10,
+        itemStyle: { color: FORCE, borderColor: '#fff' },
+        data: marks((c) => c.forceReleases),
+        z: 6,
+        tooltip: { formatter: (p) => `${(p.data as { count: number }).count} force-releases` },
+      },
+      ...markSeries(
+        'deleted',
+        'rect',
+        DELETED,
+        marks((c) => c.deleted),
+        (n) => `${n} deleted by hand (no marker, the lease outlived them)`,
+        7,
+      ),
+      ...markSeries(
+        'foreign',
+        'circle',
+        FOREIGN,
+        marks((c) => c.foreign),
+        (n) => `${n} foreign grants (not by the lock API)`,
+        7,
+      ),
     ],
   };
   const zoomInto = (c: TimelineCell | undefined) => {
@@ -254,9 +369,17 @@ function cellChart(t: Timeline, params: URLSearchParams): HTMLElement {
   return h(
     'div',
     {},
-    h('p', { class: 'summary' }, `${t.totalGrants} grants in ${fmtTime(t.from)} – ${fmtTime(t.to)} (UTC): too many to draw one by one, so each cell is ${shortMs(step)}.`),
+    h(
+      'p',
+      { class: 'summary' },
+      `${t.totalGrants} grants in ${fmtTime(t.from)} – ${fmtTime(t.to)} (UTC): too many to draw one by one, so each cell is ${shortMs(step)}.`,
+    ),
     box,
-    h('p', { class: 'muted' }, 'Shade: share of the bucket the key was held; colour: the holder that held it longest; red outline: unprotected grants; ◆ expiries; ▲ force-releases; ■ deleted by hand; ● foreign grants (not by the lock API); red band: history gap. Click a cell to zoom into it.'),
+    h(
+      'p',
+      { class: 'muted' },
+      'Shade: share of the bucket the key was held; colour: the holder that held it longest; red outline: unprotected grants; ◆ expiries; ▲ force-releases; ■ deleted by hand; ● foreign grants (not by the lock API); red band: history gap. Click a cell to zoom into it.',
+    ),
   );
 }
 
@@ -267,7 +390,11 @@ function gapList(gaps: TimelineGap[]): Node | false {
       'div',
       { class: 'gaps' },
       h('h2', {}, 'History gaps in this window'),
-      h('ul', {}, gaps.map((g) => h('li', {}, `${g.cluster}: revisions ${g.fromRevision}–${g.toRevision} (${g.reason}), ${fmtTime(g.fromTime)} – ${fmtTime(g.toTime)}`))),
+      h(
+        'ul',
+        {},
+        gaps.map((g) => h('li', {}, `${g.cluster}: revisions ${g.fromRevision}–${g.toRevision} (${g.reason}), ${fmtTime(g.fromTime)} – ${fmtTime(g.toTime)}`)),
+      ),
     )
   );
 }
