@@ -11,7 +11,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { createEtcdClient } from '../../core/etcd.js';
 import { isLockauditError } from '../../core/errors.js';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { holdKey } from '../../core/keyspace.js';
 import { quarantinedGrantMac } from '../../core/proof.js';
 import { createLogger } from '../../core/logger.js';
@@ -29,6 +29,30 @@ import { Workload } from '../support/workload.js';
 
 const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
 const db = fileStore();
+
+/**
+ * Rows replaced by copies with some columns changed, as an insider does when a column is part of the replacing
+ * version (an ALTER UPDATE cannot change it): the copies are kept aside, the rows deleted, then the copies written —
+ * in that order, or a merge between the copy and the delete may keep the row of the higher version alone and the
+ * delete then leaves nothing (a flaky test: seen in CI and once in ten runs on a loaded machine).
+ */
+async function rewrite(table: 'events' | 'grants', where: string, replace: string, params: Record<string, string>): Promise<void> {
+  const aside = `aside_${randomUUID().replaceAll('-', '')}`;
+  await db.store.command(
+    `CREATE TABLE {db:Identifier}.${aside} ENGINE = Memory AS SELECT * EXCEPT (replace_version) FROM {db:Identifier}.${table} WHERE 0`,
+    params,
+  );
+  try {
+    await db.store.command(
+      `INSERT INTO {db:Identifier}.${aside} SELECT * EXCEPT (replace_version) REPLACE (${replace}) FROM {db:Identifier}.${table} FINAL WHERE ${where}`,
+      params,
+    );
+    await db.store.command(`ALTER TABLE {db:Identifier}.${table} DELETE WHERE ${where}`, params, { mutations_sync: '2' });
+    await db.store.command(`INSERT INTO {db:Identifier}.${table} SELECT * FROM {db:Identifier}.${aside}`, params);
+  } finally {
+    await db.store.command(`DROP TABLE {db:Identifier}.${aside}`, params);
+  }
+}
 
 /** A private etcd (ports `client`, `client + 1`) and a tailer run until the store's checkpoint reaches a revision. */
 async function captured(client: number, prefix: string) {
@@ -145,13 +169,10 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
         // Marked rolled back by a restore that never was (exports show rolled_back true).
         await alter('UPDATE rolled_back_by = 1, superseded_by = 1', 'rolled');
         // Reopened: an open copy of the row written, the closed row deleted.
-        await db.store.command(
-          `INSERT INTO {db:Identifier}.grants SELECT * EXCEPT (replace_version) REPLACE ('' AS end_kind, toUInt64(0) AS end_revision, NULL AS ended_at, toUInt32(0) AS ended_at_error_ms, NULL AS duration_ms, toUInt64(0) AS row_version)
-           FROM {db:Identifier}.grants FINAL WHERE cluster = {c:String} AND key = {k:String}`,
-          { c: cluster, k: w.lock('reopen') },
-        );
-        await db.store.command(
-          'ALTER TABLE {db:Identifier}.grants DELETE WHERE cluster = {c:String} AND key = {k:String} AND row_version > 0 SETTINGS mutations_sync = 2',
+        await rewrite(
+          'grants',
+          'cluster = {c:String} AND key = {k:String}',
+          "'' AS end_kind, toUInt64(0) AS end_revision, NULL AS ended_at, toUInt32(0) AS ended_at_error_ms, NULL AS duration_ms, toUInt64(0) AS row_version",
           { c: cluster, k: w.lock('reopen') },
         );
         // Invented: a grant no event ever started.
@@ -340,14 +361,9 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
         'late',
       );
       // (ingested_at is part of the replacing version: a copy with the new value, the old row deleted.)
-      const ingested = async (at: string, drop: string): Promise<void> => {
-        await cmd(
-          `INSERT INTO {db:Identifier}.events SELECT * EXCEPT (replace_version) REPLACE (${at} AS ingested_at) FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = {hk:String} AND op = 'delete'`,
-          'late',
-        );
-        await cmd(`ALTER TABLE {db:Identifier}.events DELETE WHERE cluster = {c:String} AND key = {hk:String} AND op = 'delete' AND ${drop}`, 'late');
-      };
-      await ingested('now64(3) + INTERVAL 1 DAY', 'ingested_at < now64(3) + INTERVAL 1 HOUR');
+      const ingested = (at: string): Promise<void> =>
+        rewrite('events', "cluster = {c:String} AND key = {hk:String} AND op = 'delete'", `${at} AS ingested_at`, { c: cluster, hk: holdKey(w.lock('late')) });
+      await ingested('now64(3) + INTERVAL 1 DAY');
       const reopened = new RegExp(`${w.lock('late')} grant revision \\d+ timeline 0: open, but its end is in events`);
       assert.ok(
         (await check()).some((l) => reopened.test(l)),
@@ -401,13 +417,19 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
         (await check()).some((l) => reopened.test(l)),
         'a future ingested_at is never "in flight"',
       );
-      await ingested('now64(3)', 'ingested_at > now64(3) + INTERVAL 1 HOUR');
+      await ingested('now64(3)');
+      const [ends] = await db.store.rows<{ n: string }>(
+        "SELECT count() AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key = {hk:String} AND op = 'delete'",
+        { c: cluster, hk: holdKey(w.lock('late')) },
+      );
+      assert.equal(ends?.n, '1', 'the end is in events, ingested just now');
       assert.ok(!(await check()).some((l) => reopened.test(l)), 'an end ingested just now above every checkpoint is in flight, not judged');
       // Unless a digest sealed its period (verify passes its chain's end): a refreshed ingested_at (a spool line has no checkpoint) excuses nothing there.
       const sealed = await checkGrantsAgainstEvents(db.store, { cluster }, range, { limit: 100, originSecret: secret, sealedBeforeMs: Date.now() + 60_000 });
+      const sealedLines = sealed.map(formatGrantProblem);
       assert.ok(
-        sealed.map(formatGrantProblem).some((l) => reopened.test(l)),
-        'an end in a sealed period is judged whatever its ingested_at',
+        sealedLines.some((l) => reopened.test(l)),
+        `an end in a sealed period is judged whatever its ingested_at: ${sealedLines.join('; ')}`,
       );
     } finally {
       await stop();
