@@ -6,8 +6,14 @@ import { loadSql } from '../../platform/sql.js';
 import { canonicalJson } from '../hashChain.js';
 import { EventsHasher, type Digest, type DigestEvent, type DigestGap, type DigestRestore, type Position } from './format.js';
 
-/** Revisions per read of a period's events: one revision can carry thousands of events (a lease expiry), so it bounds reads, not rows. */
+/** Revisions per read of a period's events at most: one revision can carry thousands of events (a lease expiry), so it bounds reads, not rows. */
 const WINDOW = 20_000n;
+/**
+ * Bytes of row text per read at most (digest_window_end.sql), so the worker's and verify's memory is bounded
+ * whatever the values: 20 000 revisions of 1.5 MiB values would be 30 GB in one read. One revision's rows are
+ * read together even when they alone are more.
+ */
+export const WINDOW_BYTES = 32 * 1024 * 1024;
 const REVISION_MAX = '9223372036854775807';
 
 /** The (lo, hi) revision bounds for the primary key, and the range parameters, of a period. */
@@ -37,31 +43,46 @@ export async function hashPeriodEvents(
   cluster: string,
   range: { after: Position | null; through: Position; fromMs: number; toMs: number },
   view?: (row: DigestEvent, ingestedAtMs: string) => DigestEvent | undefined,
+  windows: { bytes?: number; onWindow?: (w: { lo: bigint; hi: bigint; rows: number; chars: number }) => void } = {},
 ): Promise<ReturnType<EventsHasher['digest']>> {
   const sql = loadSql('exporters/sql/digest_events.sql').text;
   const hasher = new EventsHasher();
   const rp = rangeParams(range.after, range.through, range.fromMs, range.toMs);
   const params = { cluster, ...rp };
   const window = async (winLo: bigint, winHi: bigint): Promise<void> => {
+    let rows = 0;
+    let chars = 0;
     for (const { ingestedAtMs, ...row } of await store.rows<DigestEvent & { ingestedAtMs: string }>(sql, {
       ...params,
       winLo: winLo.toString(),
       winHi: winHi.toString(),
     })) {
+      rows += 1;
+      chars += row.value.length + row.prevValue.length + row.holder.length + row.key.length;
       const seen = view ? view(row, ingestedAtMs) : row;
       if (seen) hasher.add(seen, ingestedAtMs);
     }
+    windows.onWindow?.({ lo: winLo, hi: winHi, rows, chars });
   };
+  const budget = windows.bytes ?? WINDOW_BYTES;
   await window(0n, 0n); // spooled grants (revision 0) sort first
   const [span] = await store.rows<{ n: string; low: string; high: string }>(loadSql('exporters/sql/digest_span.sql').text, { cluster, lo: rp.lo, hi: rp.hi });
   if (span && span.n !== '0') {
     const high = BigInt(span.high);
     for (let lo = BigInt(span.low); lo <= high;) {
-      await window(lo, lo + WINDOW - 1n < high ? lo + WINDOW - 1n : high);
+      const hi = lo + WINDOW - 1n < high ? lo + WINDOW - 1n : high;
+      const [end] = await store.rows<{ end: string }>(loadSql('exporters/sql/digest_window_end.sql').text, {
+        cluster,
+        lo: lo.toString(),
+        hi: hi.toString(),
+        budget,
+      });
+      const last = end && BigInt(end.end) >= lo ? BigInt(end.end) : hi;
+      await window(lo, last);
       // The next window starts at the next revision that has a row: a stretch with none (a restore's bump) costs one read.
       const [next] = await store.rows<{ n: string; low: string }>(loadSql('exporters/sql/digest_span.sql').text, {
         cluster,
-        lo: (lo + WINDOW).toString(),
+        lo: (last + 1n).toString(),
         hi: high.toString(),
       });
       if (!next || next.n === '0') break;
