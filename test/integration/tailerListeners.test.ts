@@ -11,7 +11,6 @@ import { after, before, describe, it } from 'node:test';
 import type { Etcd3 } from 'etcd3';
 import { Registry } from 'prom-client';
 import type { AuditStore } from '../../core/clickhouse.js';
-import type { AuditEventRow } from '../../core/events.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { TailerReplica } from '../../tailer/replica.js';
@@ -19,8 +18,8 @@ import { readCheckpoint } from '../../tailer/offsets.js';
 import { sleep } from '../../platform/retry.js';
 import { BatchSink } from '../../tailer/clickhouseSink.js';
 import { tailerMetrics } from '../../tailer/tailerMetrics.js';
-import type { RowBatch } from '../../tailer/types.js';
 import { assertExactCapture, waitFor } from '../support/capture.js';
+import { otherEventBatch } from '../support/eventBatch.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { Workload } from '../support/workload.js';
 
@@ -74,37 +73,6 @@ async function withEventsDetached<T>(fn: () => Promise<T>): Promise<T> {
   } finally {
     await store.command('ATTACH TABLE {db:Identifier}.events');
   }
-}
-
-function oneEvent(cluster: string, revision: number): RowBatch {
-  const r = String(revision);
-  const row: AuditEventRow = {
-    cluster,
-    revision: r,
-    key: `/sys/test/${r}`,
-    event_type: 'other',
-    op: 'put',
-    namespace: '',
-    lock_path: '',
-    class: '',
-    holder: '',
-    session: '0',
-    token: '0',
-    epoch: 0,
-    grant_revision: '0',
-    wait_ms: 0,
-    wall_time: Date.now(),
-    time_estimated: 0,
-    time_error_ms: 0,
-    create_revision: r,
-    mod_revision: r,
-    version: '1',
-    lease: '0',
-    value: '{}',
-    prev_value: '',
-    unprotected: 0,
-  };
-  return { events: [row], grants: [], quarantine: [] };
 }
 
 describe('tailer: abort listeners stay bounded', () => {
@@ -173,7 +141,7 @@ describe('tailer: abort listeners stay bounded', () => {
       let caller: Promise<void> | undefined;
       await withEventsDetached(async () => {
         caller = (async () => {
-          for (; next <= 300; next += 1) assert.equal(await sink.add(oneEvent(cluster, next), () => (durable += 1), stop.signal), true);
+          for (; next <= 300; next += 1) assert.equal(await sink.add(otherEventBatch(cluster, next), () => (durable += 1), stop.signal), true);
         })();
         await waitFor('100 insert retries', () => (retried >= 100 ? true : undefined), 30_000, 10);
         assert.equal(next, 6, 'the caller waits for space');

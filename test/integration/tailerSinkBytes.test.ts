@@ -4,44 +4,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
-import type { AuditEventRow } from '../../core/events.js';
 import { createLogger } from '../../core/logger.js';
 import { BatchSink } from '../../tailer/clickhouseSink.js';
-import type { RowBatch } from '../../tailer/types.js';
+import { otherEventBatch } from '../support/eventBatch.js';
 import { tempStore, uniqueId } from '../support/env.js';
 
 const log = createLogger('silent');
-
-function bigEvent(cluster: string, revision: number, chars: number): RowBatch {
-  const r = String(revision);
-  const row: AuditEventRow = {
-    cluster,
-    revision: r,
-    key: `/sys/test/${r}`,
-    event_type: 'other',
-    op: 'put',
-    namespace: '',
-    lock_path: '',
-    class: '',
-    holder: '',
-    session: '0',
-    token: '0',
-    epoch: 0,
-    grant_revision: '0',
-    wait_ms: 0,
-    wall_time: Date.now(),
-    time_estimated: 0,
-    time_error_ms: 0,
-    create_revision: r,
-    mod_revision: r,
-    version: '1',
-    lease: '0',
-    value: 'v'.repeat(chars),
-    prev_value: '',
-    unprotected: 0,
-  };
-  return { events: [row], grants: [], quarantine: [] };
-}
 
 describe('tailer sink: bounded in bytes', () => {
   let store: AuditStore;
@@ -62,10 +30,10 @@ describe('tailer sink: bounded in bytes', () => {
     let durable = 0;
     let most = 0;
     for (let r = 1; r <= 40; r += 1) {
-      assert.equal(await sink.add(bigEvent(cluster, r, 600), () => (durable += 1)), true);
+      assert.equal(await sink.add(otherEventBatch(cluster, r, 'v'.repeat(600)), () => (durable += 1)), true);
       most = Math.max(most, sink.bufferedBytes);
     }
-    assert.equal(await sink.add(bigEvent(cluster, 41, 5_000), () => (durable += 1)), true);
+    assert.equal(await sink.add(otherEventBatch(cluster, 41, 'v'.repeat(5_000)), () => (durable += 1)), true);
     await sink.drain();
     assert.equal(durable, 41);
     assert.ok(most < 2_000 + 600, `buffered at most the bound and one entry, saw ${most} characters (by rows alone: 24 000)`);
