@@ -29,7 +29,7 @@ import {
   type HistoryDataset,
 } from '../exporters/parquetHistory.js';
 import type { GrantFilters } from '../exporters/exportPlans.js';
-import { pickCluster } from '../reports/state/index.js';
+import { pickCluster } from '../grants/clusters.js';
 
 const CLUSTER_NAME = new RegExp(CLUSTER_NAME_PATTERN);
 

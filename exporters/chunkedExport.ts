@@ -13,7 +13,7 @@ import type { ClickHouseSettings } from '@clickhouse/client';
 import type { Client } from 'minio';
 import type { AuditStore } from '../core/clickhouse.js';
 import { LockauditError } from '../core/errors.js';
-import { csvLine, type Cell } from '../reports/render.js';
+import { csvLine, type Cell } from '../grants/csv.js';
 import { ArrowStreamJoiner, JOINABLE_ARROW_SETTINGS } from './arrowStream.js';
 import { fileSink, type ByteSink } from './byteSink.js';
 import { MultipartUpload, type MultipartOptions } from './multipartUpload.js';
@@ -134,7 +134,7 @@ function gatedSignal(options: Omit<RunOptions, 'durable'>): AbortSignal | undefi
 
 // CSV is not ClickHouse's: chunks come as JSON arrays (64-bit integers as
 // strings, exact) and are written by the project's one CSV writer
-// (reports/render.ts), which neutralises formulas — a foreign holder
+// (grants/csv.ts), which neutralises formulas — a foreign holder
 // `=HYPERLINK(…)` reaches a spreadsheet as text, as in the API's CSV. Times are
 // ISO 8601 in UTC with their zone, as the API's CSV writes them (before:
 // "2026-03-01 00:00:01.000", a time without a zone).

@@ -12,7 +12,7 @@ import { LockauditError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { parseInstantOrUtc } from '../core/instant.js';
 import { loadSql } from '../platform/sql.js';
-import { readGrantFilters } from '../reports/grantFilter/index.js';
+import { readGrantFilters } from '../grants/filter.js';
 import { ARROW_STREAM_TYPE } from './arrowStream.js';
 import { ExportGate, exportPlanToObject, runExportPlan, type ExportFormat, type ExportPlan, type ExportProgress, type WrittenFile } from './chunkedExport.js';
 import { planGrantsExport, DEFAULT_CHUNK_ROWS, type GrantFilters } from './exportPlans.js';
@@ -76,7 +76,7 @@ export function parseExportInput(
     else if (toMs - fromMs > maxRangeDays * 86_400_000)
       problems.push(`${names.to}: the range is longer than ${maxRangeDays} days (LOCKAUDIT_EXPORT_MAX_RANGE_DAYS)`);
   }
-  // The grant filter's own reading (reports/grantFilter/): an export accepts what grant history does.
+  // The grant filter's own reading (grants/filter*.sql): an export accepts what grant history does.
   const filters = readGrantFilters(input.filters ?? {}, names.filter, problems);
   if (problems.length) throw new LockauditError('LOCKAUDIT_ERR_EXPORT_INVALID', problems.join('; '), { details: problems });
   return { fromMs, toMs, filters };

@@ -3,7 +3,7 @@
 // only its own granules and the total is known before the first row is written.
 import type { AuditStore } from '../core/clickhouse.js';
 import { loadSql } from '../platform/sql.js';
-import { grantFilterParams, type GrantFilters, type WindowRule } from '../reports/grantFilter/index.js';
+import { grantFilterParams, type GrantFilters, type WindowRule } from '../grants/filter.js';
 import type { ChunkQuery, ExportPlan } from './chunkedExport.js';
 
 /** Rows per chunk: progress granularity, and the most one chunk holds in memory. */

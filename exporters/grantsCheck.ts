@@ -17,7 +17,7 @@ import { LockauditError } from '../core/errors.js';
 import { PREFIX } from '../core/keyspace.js';
 import { hasValidQuarantinedGrantProof } from '../core/proof.js';
 import { loadSql } from '../platform/sql.js';
-import { grantFilterParams, type GrantFilters } from '../reports/grantFilter/index.js';
+import { grantFilterParams, type GrantFilters } from '../grants/filter.js';
 import { EXPORT_WINDOW_RULE, type TimeRange } from './exportPlans.js';
 import { unsealedStretches } from './grantSeals.js';
 

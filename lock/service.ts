@@ -49,6 +49,10 @@ import { Waiters, type WaiterLimits } from './waiters.js';
 import { alarm, type RaisedAlarm } from '../platform/alarms.js';
 import type { LockAlarms, TwoPersonLog } from './context.js';
 
+// What the API's routes need besides the service itself: they import lock/service.ts only.
+export type { Grant } from './acquire.js';
+export { SESSION_TTL_DEFAULT, SESSION_TTL_MAX, SESSION_TTL_MIN } from './sessions.js';
+
 function lockAlarms(health: { raise(alarm: RaisedAlarm): void }, cluster: string): LockAlarms {
   return { foreignWrite: (facts) => health.raise(alarm('LOCKAUDIT_ALARM_FOREIGN_WRITE', { cluster }, facts)) };
 }

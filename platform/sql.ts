@@ -6,7 +6,7 @@
 //
 // A body line `-- @include <file>` (a path from the project root) stands for
 // the body of that file: a fragment several queries share (the grant filter,
-// reports/grantFilter/). The fragment is checked like any file (its header
+// grants/filter*.sql). The fragment is checked like any file (its header
 // names exactly what its body binds); the including file's header names only
 // what its own lines bind, and the query binds both. A name bound by both
 // must have one type. Why text inclusion rather than a ClickHouse

@@ -10,10 +10,10 @@ import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { createS3Client } from '../../core/s3.js';
 import { INSTANT_OR_UTC_PATTERN } from '../../core/instant.js';
-import { pickCluster } from '../../reports/state/index.js';
+import { pickCluster } from '../../grants/clusters.js';
 import { ExportRecords, parseExportInput, type ExportState } from '../../exporters/complianceExport.js';
 import { RateLimiter } from '../rateLimit.js';
-import { grantFilterProperties } from '../../reports/grantFilter/index.js';
+import { grantFilterProperties } from '../../grants/filter.js';
 import { COMPLIANCE_QUEUE, enqueueComplianceExport, type ComplianceJobData } from '../../exporters/exportJobs.js';
 import { manifestName } from '../../exporters/manifest.js';
 import { readObjectText } from '../../exporters/objectStore.js';
@@ -35,7 +35,7 @@ const DateText = Type.String({
 });
 const Decimal64 = Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$', description: 'a 64-bit token as a decimal string' });
 
-// The grant filter (reports/grantFilter/): an export accepts what grant history does.
+// The grant filter (grants/filter*.sql): an export accepts what grant history does.
 export const ExportFilters = Type.Object(grantFilterProperties(), { additionalProperties: false });
 
 export const ExportRequestBody = Type.Object(

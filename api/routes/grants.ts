@@ -4,7 +4,7 @@ import Type from 'typebox';
 import { GrantHistoryQuery, GrantPageSchema, grantHistory, grantsCsv, recordGrantRead, GRANT_EXAMPLE, CSV_HEADER } from '../../reports/grantHistory/index.js';
 import { ARROW_STREAM_TYPE, grantHistoryArrow } from '../../reports/grantHistory/arrow.js';
 import { cursorKey } from '../../reports/cursor.js';
-import { pickCluster } from '../../reports/state/index.js';
+import { pickCluster } from '../../grants/clusters.js';
 import { ErrorResponse } from '../types.js';
 import type { App, RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';

@@ -2,8 +2,7 @@
 import Type from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { parseToken, tokenToString } from '../../core/token.js';
-import type { Grant } from '../../lock/acquire.js';
-import type { LockService } from '../../lock/service.js';
+import type { Grant, LockService } from '../../lock/service.js';
 import type { RoutePlugin } from '../types.js';
 import { callerOf, DecimalToken, guard, LeaseId, LockKey } from './lockSchemas.js';
 

@@ -2,7 +2,7 @@
 // rate limit, the read audit, then the report module.
 import { QuarantinePageSchema, QuarantineQuery, quarantinePage, recordQuarantineRead } from '../../reports/quarantine/index.js';
 import { cursorKey } from '../../reports/cursor.js';
-import { pickCluster } from '../../reports/state/index.js';
+import { pickCluster } from '../../grants/clusters.js';
 import type { App, RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';

@@ -6,7 +6,7 @@ import Type from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { ContentionQuery, ContentionSchema, contention } from '../../reports/contention/index.js';
 import { recordRead } from '../../reports/grantHistory/index.js';
-import { pickCluster } from '../../reports/state/index.js';
+import { pickCluster } from '../../grants/clusters.js';
 import {
   REGISTER_CSV_HEADER,
   RegisterSchema,

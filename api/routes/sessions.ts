@@ -1,7 +1,6 @@
 // POST /v1/sessions, POST /v1/sessions/:id/keepalive, DELETE /v1/sessions/:id
 import Type from 'typebox';
-import type { LockService } from '../../lock/service.js';
-import { SESSION_TTL_DEFAULT, SESSION_TTL_MAX, SESSION_TTL_MIN } from '../../lock/sessions.js';
+import { SESSION_TTL_DEFAULT, SESSION_TTL_MAX, SESSION_TTL_MIN, type LockService } from '../../lock/service.js';
 import type { RoutePlugin } from '../types.js';
 import { callerOf, guard, SessionParams } from './lockSchemas.js';
 

@@ -3,7 +3,7 @@
 import Type, { type Static } from 'typebox';
 import { TailerLagQuery, TailerLagSchema, tailerLag } from '../../reports/tailerLag/index.js';
 import { GapSchema, GapsQuery, historyGaps, tailerHealth, TailerSchema } from '../../reports/tailerHealth/index.js';
-import { pickCluster } from '../../reports/state/index.js';
+import { pickCluster } from '../../grants/clusters.js';
 import { requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';
 import type { App, RouteOptions } from '../types.js';

@@ -4,7 +4,7 @@
 import Type from 'typebox';
 import { createApiToken, listApiTokens, MAX_EXPIRES_IN_SECONDS, revokeApiToken, ROLES, type Role } from '../../core/apiTokens.js';
 import { LockauditError } from '../../core/errors.js';
-import { Holder } from '../../reports/schemas.js';
+import { Holder } from '../../grants/schemas.js';
 import { requireRoles } from '../auth.js';
 import type { App, RouteOptions } from '../types.js';
 import { errorResponses } from './grants.js';

@@ -24,8 +24,8 @@ const UNPROTECTED = loadSql('exporters/alerts/unprotected.sql');
 const POSITION = loadSql('exporters/alerts/position.sql');
 const PURPOSES = loadSql('exporters/alerts/classPurposes.sql');
 const TIMELINES = loadSql('exporters/alerts/timelines.sql');
-// The checkpoint in effect, as the tailer reads it (timeline-aware): the report's own SQL, one reading everywhere.
-const CHECKPOINTS = loadSql('reports/tailerHealth/checkpoints.sql');
+// The checkpoint in effect, as the tailer reads it (timeline-aware): the one SQL reading of it (grants/), shared with the reports.
+const CHECKPOINTS = loadSql('grants/checkpointInEffect.sql');
 
 /** Sorts after every etcd key (they start with '/'): "everything at this revision is done". */
 const AFTER_ALL_KEYS = '~';

@@ -71,7 +71,7 @@ FROM
 
     UNION ALL
 
-    -- Rows of one grant that differ in a column reports filter on before FINAL merges them (reports/grantFilter/
+    -- Rows of one grant that differ in a column reports filter on before FINAL merges them (grants/filter*.sql
     -- prewhere.sql): a filtered report would show an older row the merged one hides (a forged row of a lower version).
     SELECT 'grants' AS copy, cluster, key, toString(grant_revision) AS grantRevision, spool_id AS spoolId, timeline,
            concat('holds ', toString(uniqExact(holder, class, namespace, token)), ' versions of this grant that differ in holder, class, namespace or token ',
@@ -84,7 +84,7 @@ FROM
 
     UNION ALL
 
-    -- Rows of one grant that differ in a column reports filter on before FINAL merges them (reports/grantFilter/
+    -- Rows of one grant that differ in a column reports filter on before FINAL merges them (grants/filter*.sql
     -- prewhere.sql): a filtered report would show an older row the merged one hides (a forged row of a lower version).
     SELECT 'grants_by_key' AS copy, cluster, key, toString(grant_revision) AS grantRevision, spool_id AS spoolId, timeline,
            concat('holds ', toString(uniqExact(holder, class, namespace, token)), ' versions of this grant that differ in holder, class, namespace or token ',
@@ -97,7 +97,7 @@ FROM
 
     UNION ALL
 
-    -- Rows of one grant that differ in a column reports filter on before FINAL merges them (reports/grantFilter/
+    -- Rows of one grant that differ in a column reports filter on before FINAL merges them (grants/filter*.sql
     -- prewhere.sql): a filtered report would show an older row the merged one hides (a forged row of a lower version).
     SELECT 'grants_by_holder' AS copy, cluster, key, toString(grant_revision) AS grantRevision, spool_id AS spoolId, timeline,
            concat('holds ', toString(uniqExact(holder, class, namespace, token)), ' versions of this grant that differ in holder, class, namespace or token ',

@@ -39,7 +39,7 @@ WITH (
     PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
         AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
         AND
--- @include reports/grantFilter/events.sql
+-- @include grants/filterEvents.sql
 ) AS ends
 SELECT cluster, key, grantRevision, spoolId, timeline, problem, compare, eventRevision, eventKey, eventTimeline
 FROM
@@ -115,9 +115,9 @@ FROM
             SELECT *
             FROM {db:Identifier}.grants FINAL
             PREWHERE
--- @include reports/grantFilter/prewhere.sql
+-- @include grants/filterPrewhere.sql
             WHERE
--- @include reports/grantFilter/where.sql
+-- @include grants/filterWhere.sql
         )
     ) AS g
     LEFT JOIN
@@ -138,7 +138,7 @@ FROM
                 AND wall_time >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND wall_time < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
                 AND event_type IN ('grant', 'snapshot-hold', 'unprotected-grant')
                 AND
--- @include reports/grantFilter/events.sql
+-- @include grants/filterEvents.sql
             WHERE (event_type = 'grant' AND op = 'put') OR (event_type = 'snapshot-hold' AND op = 'snapshot') OR (event_type = 'unprotected-grant' AND op = 'spool')
         )
         GROUP BY k
@@ -167,7 +167,7 @@ FROM
         PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
             AND (revision = 0 OR revision BETWEEN ends.1 AND ends.2 AND grant_revision BETWEEN ends.3 AND ends.4)
             AND
--- @include reports/grantFilter/events.sql
+-- @include grants/filterEvents.sql
         WHERE (op = 'delete' AND startsWith(key, {holdPrefix:String})) OR (op = 'spool' AND event_type != 'unprotected-grant')
     ) AS e ON e.k = g.k AND e.revision = g.end_revision AND e.kind = cityHash64(g.end_kind) AND e.timeline = g.timeline AND e.rolled_back_by = g.rolled_back_by
     LEFT JOIN
@@ -190,7 +190,7 @@ FROM
                         AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND granted_at < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
                     WHERE end_kind IN ('', 'unknown') AND grant_revision > 0)))
             AND
--- @include reports/grantFilter/events.sql
+-- @include grants/filterEvents.sql
         WHERE ((op = 'delete' AND startsWith(key, {holdPrefix:String}) AND event_type IN ('release', 'expiry', 'force-release', 'session-close', 'epoch-release', 'deleted'))
                OR (op = 'spool' AND event_type != 'unprotected-grant'))
             -- In flight only when ingested within the settle window (never a future ingested_at: no digest hashes it)

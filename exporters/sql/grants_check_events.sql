@@ -43,7 +43,7 @@ FROM
             AND wall_time >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND wall_time < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
             AND event_type IN ('grant', 'snapshot-hold', 'unprotected-grant')
             AND
--- @include reports/grantFilter/events.sql
+-- @include grants/filterEvents.sql
         WHERE ((event_type = 'grant' AND op = 'put') OR (event_type = 'snapshot-hold' AND op = 'snapshot') OR (event_type = 'unprotected-grant' AND op = 'spool'))
             -- In flight only when ingested within the settle window (never a future ingested_at: no digest hashes it)
             -- and above what the tailer's checkpoint says is durable, grant rows included (a spool line: revision 0).
@@ -53,9 +53,9 @@ FROM
                      AND (revision = 0 OR revision > {durableRevisions:Array(UInt64)}[indexOf({durableKeys:Array(String)}, concat(cluster, '/', toString(timeline)))]))
     )
     WHERE
--- @include reports/grantFilter/prewhere.sql
+-- @include grants/filterPrewhere.sql
         AND
--- @include reports/grantFilter/where.sql
+-- @include grants/filterWhere.sql
 ) AS s
 ASOF LEFT JOIN
 (
@@ -70,7 +70,7 @@ ASOF LEFT JOIN
                 AND wall_time >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND wall_time < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
                 AND event_type IN ('grant', 'snapshot-hold', 'unprotected-grant')
                 AND
--- @include reports/grantFilter/events.sql
+-- @include grants/filterEvents.sql
             )
     WHERE superseded_by = 0 OR rolled_back_by > 0
 ) AS g ON g.k = s.k AND s.timeline <= g.timeline

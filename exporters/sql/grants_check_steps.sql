@@ -13,7 +13,7 @@ PREWHERE ({cluster:String} = '' OR cluster = {cluster:String})
     AND wall_time >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC') AND wall_time < fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
     AND event_type IN ('grant', 'snapshot-hold', 'unprotected-grant')
     AND
--- @include reports/grantFilter/events.sql
+-- @include grants/filterEvents.sql
 WHERE (event_type = 'grant' AND op = 'put') OR (event_type = 'snapshot-hold' AND op = 'snapshot') OR (event_type = 'unprotected-grant' AND op = 'spool')
 GROUP BY step
 ORDER BY toInt64(step)

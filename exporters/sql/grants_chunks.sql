@@ -2,7 +2,7 @@
 -- {chunkRows} rows ends (inclusive), with the cumulative row count there. The
 -- last row is always the end of the data, so its `cum` is the total.
 -- Exact under replays (FINAL). Which grants: the grant filter
--- (reports/grantFilter/) with the plan's window rule.
+-- (grants/filter*.sql) with the plan's window rule.
 -- Parameters: {db:Identifier} {chunkRows:UInt64}
 SELECT cluster, key, toString(running) AS cum
 FROM
@@ -15,9 +15,9 @@ FROM
         SELECT cluster, key, count() AS c
         FROM {db:Identifier}.grants FINAL
         PREWHERE
--- @include reports/grantFilter/prewhere.sql
+-- @include grants/filterPrewhere.sql
         WHERE
--- @include reports/grantFilter/where.sql
+-- @include grants/filterWhere.sql
         GROUP BY cluster, key
     )
 )

@@ -1,4 +1,4 @@
--- One chunk of a grants export: the grant filter (reports/grantFilter/, the
+-- One chunk of a grants export: the grant filter (grants/filter*.sql, the
 -- plan's window rule: granted in [from, to) for every export today) and the
 -- chunk's (cluster, key) bounds, lo exclusive, hi inclusive; hasLo /
 -- hasHi 0 means open-ended. Bounds are on the sorting key's prefix, so each
@@ -35,10 +35,10 @@ FROM
     SELECT *
     FROM {db:Identifier}.grants FINAL
     PREWHERE
--- @include reports/grantFilter/prewhere.sql
+-- @include grants/filterPrewhere.sql
         AND ({hasLo:UInt8} = 0 OR cluster > {loCluster:String} OR (cluster = {loCluster:String} AND key > {loKey:String}))
         AND ({hasHi:UInt8} = 0 OR cluster < {hiCluster:String} OR (cluster = {hiCluster:String} AND key <= {hiKey:String}))
     WHERE
--- @include reports/grantFilter/where.sql
+-- @include grants/filterWhere.sql
 )
 ORDER BY cluster, key, grant_revision, spool_id, timeline

@@ -2,8 +2,8 @@
 // distinct holders, wait and hold percentiles, handoff gap, expiry ratio,
 // force-releases — plus the hottest keys and a time series for plots.
 import Type, { type Static } from 'typebox';
-import { ClassName, Instant, Namespace, NullableNumber } from '../schemas.js';
-import { reportRows, type ReportDeps } from '../query.js';
+import { ClassName, Instant, Namespace, NullableNumber } from '../../grants/schemas.js';
+import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
 import { num } from '../render.js';
 import { loadSql, type SqlFile } from '../../platform/sql.js';
 import { bucketFor, bucketStarts, resolveWindow } from '../window.js';

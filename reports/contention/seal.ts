@@ -9,7 +9,7 @@
 // by the checkpoint it was taken at: rows for later revisions are left out
 // before FINAL, so the seal's parts agree with each other.
 import { randomUUID } from 'node:crypto';
-import type { ReportDeps } from '../query.js';
+import type { ReportDeps } from '../../platform/reportQuery.js';
 import { loadSql } from '../../platform/sql.js';
 
 const CANDIDATES = loadSql('reports/contention/sealCandidates.sql');

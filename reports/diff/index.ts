@@ -8,8 +8,8 @@ import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { ForceRecordSchema, MarkValueSchema, PREFIX, decodeValue } from '../../core/keyspace.js';
 import { loadSql } from '../../platform/sql.js';
-import { reportRows } from '../query.js';
-import { ClusterName, KeyPrefix, NullableString } from '../schemas.js';
+import { reportRows } from '../../platform/reportQuery.js';
+import { ClusterName, KeyPrefix, NullableString } from '../../grants/schemas.js';
 import type { GapRef, HoldItem } from '../state/assemble.js';
 import {
   HoldItemSchema,
@@ -19,12 +19,12 @@ import {
   checkLimit,
   classInPrefix,
   keyspaceAt,
-  pickCluster,
   resolveMoment,
   resolveTimeline,
   type StateDeps,
 } from '../state/index.js';
 import { compareStates } from './compare.js';
+import { pickCluster } from '../../grants/clusters.js';
 
 const GRANT_ENDS = loadSql('reports/diff/grantEnds.sql');
 const WINDOW_EVENTS = loadSql('reports/diff/windowEvents.sql');

@@ -7,7 +7,7 @@ import type { Readable } from 'node:stream';
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { END_KINDS } from '../../core/events.js';
 import { loadSql } from '../../platform/sql.js';
-import { asLimitError, reportRows } from '../query.js';
+import { asLimitError, reportRows } from '../../platform/reportQuery.js';
 import { cursorAfter, historySettings, planPage, type GrantHistoryDeps, type GrantHistoryParams, type PagePosition } from './index.js';
 
 const PAGE_END = loadSql('reports/grantHistory/pageEnd.sql');

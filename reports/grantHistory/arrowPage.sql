@@ -9,4 +9,4 @@
          OR ({desc:UInt8} = 1 AND (granted_at, cluster, key, grant_revision, spool_id, timeline)
             >= (fromUnixTimestamp64Milli({endMs:Int64}, 'UTC'), {endCluster:String}, {endKey:String}, {endRevision:UInt64}, {endSpool:String}, {endTimeline:UInt32})))
 WHERE
--- @include reports/grantFilter/where.sql
+-- @include grants/filterWhere.sql

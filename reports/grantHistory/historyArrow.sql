@@ -1,5 +1,5 @@
 -- Grant history as typed columns for Arrow IPC (format=arrow): the rows of
--- history.sql (the same grant filter, reports/grantFilter/, and order)
+-- history.sql (the same grant filter, grants/filter*.sql, and order)
 -- between the cursor and the page's end, found first by pageEnd.sql. The page
 -- is bounded by that end, not by LIMIT, so pages meet exactly: a row that
 -- arrives between the two queries is served by this page or the next, never

@@ -5,6 +5,6 @@ SELECT
 -- @include reports/grantHistory/columns.sql
 -- @include reports/grantHistory/pageSource.sql
 WHERE
--- @include reports/grantFilter/where.sql
+-- @include grants/filterWhere.sql
 ORDER BY granted_at DESC, cluster DESC, key DESC, grant_revision DESC, spool_id DESC, timeline DESC
 LIMIT {limit:UInt32}

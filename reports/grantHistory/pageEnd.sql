@@ -1,6 +1,6 @@
 -- Where an Arrow page of grant history ends: the sort key of the page's last
 -- row (offset limit-1) and of the row after it, if any. The same grant filter
--- (reports/grantFilter/) and order as history.sql; only the sort
+-- (grants/filter*.sql) and order as history.sql; only the sort
 -- key is read, so finding the end costs far less than serving the page.
 -- Parameters: {offset:UInt32}
 SELECT

@@ -10,4 +10,4 @@
     timeline
 -- @include reports/grantHistory/pageSource.sql
 WHERE
--- @include reports/grantFilter/where.sql
+-- @include grants/filterWhere.sql

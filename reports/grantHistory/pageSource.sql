@@ -1,11 +1,11 @@
 -- Where every grant-history page query (history.sql, pageEnd.sql,
 -- historyArrow.sql) reads from: {source} FINAL, the grant filter's PREWHERE
--- part (reports/grantFilter/prewhere.sql), and the keyset cursor — rows after
+-- part (grants/filterPrewhere.sql), and the keyset cursor — rows after
 -- the cursor's position in the order (granted_at, cluster, key,
 -- grant_revision, spool_id, timeline), columns a grant never changes, so it is in
 -- PREWHERE too and a grant that ends between two pages keeps its place
 -- (hasCursor 0: the first page). The includer may add PREWHERE conditions
--- (AND …), then its WHERE with reports/grantFilter/where.sql.
+-- (AND …), then its WHERE with grants/filterWhere.sql.
 -- {source} is `grants`, `grants_by_key` (the same rows sorted by key and
 -- grant time, sql/140) when a key is given, or `grants_by_holder` (sorted by
 -- holder, sql/056) when a holder is the narrowest filter: chosen by
@@ -17,7 +17,7 @@
 -- Parameters: {db:Identifier} {source:Identifier} {desc:UInt8} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterKey:String} {afterRevision:UInt64} {afterSpool:String} {afterTimeline:UInt32}
 FROM {db:Identifier}.{source:Identifier} FINAL
 PREWHERE
--- @include reports/grantFilter/prewhere.sql
+-- @include grants/filterPrewhere.sql
     AND ({hasCursor:UInt8} = 0
          OR ({desc:UInt8} = 0 AND granted_at >= fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC'))
          OR ({desc:UInt8} = 1 AND granted_at <= fromUnixTimestamp64Milli({afterMs:Int64}, 'UTC')))

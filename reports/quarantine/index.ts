@@ -9,8 +9,8 @@ import { INSTANT_MAX_MS, INSTANT_MIN_MS } from '../../core/instant.js';
 import { cursorError, filterDigest, openCursor, sealCursor } from '../cursor.js';
 import { loadSql } from '../../platform/sql.js';
 import { recordRead } from '../grantHistory/index.js';
-import { reportRows, type ReportDeps } from '../query.js';
-import { Instant, NullableString } from '../schemas.js';
+import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
+import { Instant, NullableString } from '../../grants/schemas.js';
 import { resolveWindow } from '../window.js';
 
 const LIST = loadSql('reports/quarantine/list.sql');

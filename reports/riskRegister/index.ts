@@ -5,9 +5,10 @@
 // run is kept (risk_register_runs + risk_register), served as JSON, CSV, HTML.
 import Type, { type Static } from 'typebox';
 import { PREFIX, StoredClassSchema, decodeValue } from '../../core/keyspace.js';
-import { NullableNumber, NullableString } from '../schemas.js';
-import { reportRows, type ReportDeps } from '../query.js';
-import { escapeHtml, num, toCsv } from '../render.js';
+import { NullableNumber, NullableString } from '../../grants/schemas.js';
+import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
+import { toCsv } from '../../grants/csv.js';
+import { escapeHtml, num } from '../render.js';
 import { loadSql } from '../../platform/sql.js';
 import { dateInZone, REGISTER_STATUSES, waiverState, type RegisterStatus } from './status.js';
 

@@ -6,9 +6,10 @@ import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { INSTANT_RULE, parseInstant } from '../../core/instant.js';
 import { PREFIX } from '../../core/keyspace.js';
+import { pickCluster, type ClusterDeps } from '../../grants/clusters.js';
 import { loadSql } from '../../platform/sql.js';
-import { reportRows, type ReportDeps } from '../query.js';
-import { ClusterName, KeyPrefix, NullableString } from '../schemas.js';
+import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
+import { ClusterName, KeyPrefix, NullableString } from '../../grants/schemas.js';
 import { assembleState, containingGap, gapsOfTimeline, type ClassRow, type EntryRow, type GapRow, type KeyspaceState, type TimelineRow } from './assemble.js';
 
 const LATEST = loadSql('reports/state/latest.sql');
@@ -16,16 +17,13 @@ const CLASSES = loadSql('reports/state/classes.sql');
 const SNAPSHOT = loadSql('reports/state/snapshot.sql');
 const GAPS = loadSql('reports/state/gaps.sql');
 const AT_TIME = loadSql('reports/state/atTime.sql');
-const CHECKPOINT = loadSql('reports/state/checkpoint.sql');
 const TIMELINES = loadSql('reports/state/timelines.sql');
-// Every cluster's checkpoint as the tailer reads it (timeline-aware), in the tailer-health report's own SQL: a test
-// keeps it equal to the tailer's reading, and nothing outside the tailer imports tailer/ (docs/architecture.md).
-const POSITIONS = loadSql('reports/tailerHealth/checkpoints.sql');
+// Every cluster's checkpoint in effect, as the tailer reads it (timeline-aware), in the one SQL reading of it below the
+// domains: a test keeps it equal to the tailer's, and nothing outside the tailer imports tailer/ (docs/architecture.md).
+const POSITIONS = loadSql('grants/checkpointInEffect.sql');
 
-export interface StateDeps extends ReportDeps {
-  /** Configured etcd cluster names; the first is the default. */
-  clusters: readonly string[];
-}
+/** What the state reads need: the store, the limits and the configured clusters (grants/clusters.ts). */
+export type StateDeps = ClusterDeps;
 
 /** A revision (decimal) or an RFC 3339 instant with a zone. */
 export const Moment = (description: string) =>
@@ -200,20 +198,6 @@ export async function resolveTimeline(
   }
   const next = rows.find((r) => Number(r.generation) === t + 1);
   return { timeline: t, capturedThrough: BigInt(next?.previous_checkpoint ?? 0) };
-}
-
-/**
- * The cluster asked for, or the first configured; a cluster no longer configured
- * is still answered while its history is in the store (like GET /v1/tailers).
- * 400 naming the field when neither is true.
- */
-export async function pickCluster(deps: StateDeps, cluster: string | undefined, field = 'querystring.cluster'): Promise<string> {
-  const name = cluster ?? deps.clusters[0];
-  if (name !== undefined && deps.clusters.includes(name)) return name;
-  const [cp] = name === undefined ? [] : await reportRows<{ revision: string | null }>(deps, CHECKPOINT, { cluster: name });
-  if (name === undefined || BigInt(cp?.revision ?? 0) === 0n)
-    throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${field}: no etcd cluster named "${cluster ?? ''}" is configured or captured`);
-  return name;
 }
 
 /** Resolves a revision or a time to a captured revision; 400 naming `field` when it cannot be answered. */

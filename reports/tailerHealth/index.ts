@@ -6,13 +6,13 @@
 // the tailer's code.
 import Type, { type Static } from 'typebox';
 import { loadSql } from '../../platform/sql.js';
-import { reportRows, statusRows, type ReportDeps } from '../query.js';
-import { ClusterName } from '../schemas.js';
+import { reportRows, statusRows, type ReportDeps } from '../../platform/reportQuery.js';
+import { ClusterName } from '../../grants/schemas.js';
 
 const STATUS = loadSql('reports/tailerHealth/status.sql');
 const GAP_COUNTS = loadSql('reports/tailerHealth/gapCounts.sql');
 const GAPS = loadSql('reports/tailerHealth/gaps.sql');
-const CHECKPOINTS = loadSql('reports/tailerHealth/checkpoints.sql');
+const CHECKPOINTS = loadSql('grants/checkpointInEffect.sql');
 
 const Revision = Type.String({ pattern: '^[0-9]+$', description: 'decimal revision' });
 

@@ -4,8 +4,8 @@
 // 30-day window is at most 241 points a cluster.
 import { INSTANT_MAX_MS, INSTANT_MIN_MS, parseInstant } from '../../core/instant.js';
 import Type, { type Static } from 'typebox';
-import { ClusterName, Instant, NullableNumber } from '../schemas.js';
-import { reportRows, type ReportDeps } from '../query.js';
+import { ClusterName, Instant, NullableNumber } from '../../grants/schemas.js';
+import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
 import { num } from '../render.js';
 import { loadSql } from '../../platform/sql.js';
 import { bucketFor, bucketStarts, resolveWindow } from '../window.js';

@@ -7,10 +7,10 @@
 // cells. History gaps in the window come with their wall-clock span.
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
-import { grantFilterParams, pickGrantFilters } from '../grantFilter/index.js';
+import { grantFilterParams, pickGrantFilters } from '../../grants/filter.js';
 import { GrantItemSchema, toItem, type GrantItem } from '../grantHistory/index.js';
-import { ClusterName, Instant, KeyPrefix, LockName, NullableNumber } from '../schemas.js';
-import { reportRows, type ReportDeps } from '../query.js';
+import { ClusterName, Instant, KeyPrefix, LockName, NullableNumber } from '../../grants/schemas.js';
+import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
 import { num } from '../render.js';
 import { loadSql } from '../../platform/sql.js';
 import { bucketFor, resolveWindow } from '../window.js';

@@ -5,8 +5,8 @@
 import Type, { type Static } from 'typebox';
 import { CLUSTER_NAME_PATTERN } from '../../core/config.js';
 import { loadSql } from '../../platform/sql.js';
-import { reportRows, type ReportDeps } from '../query.js';
-import { Instant } from '../schemas.js';
+import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
+import { Instant } from '../../grants/schemas.js';
 import { resolveWindow } from '../window.js';
 import type { TwoPersonLogRow } from '../../core/twoPersonLogRow.js';
 

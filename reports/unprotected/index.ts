@@ -6,8 +6,8 @@
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { GrantItemSchema, toItem, type GrantItem } from '../grantHistory/index.js';
-import { Instant, NullableNumber, NullableString } from '../schemas.js';
-import { reportRows, type ReportDeps } from '../query.js';
+import { Instant, NullableNumber, NullableString } from '../../grants/schemas.js';
+import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
 import { num } from '../render.js';
 import { loadSql } from '../../platform/sql.js';
 import { resolveWindow } from '../window.js';

@@ -16,7 +16,7 @@ import { createS3Client } from '../../core/s3.js';
 import { ensureArchiveBucket, ensureHistoryBucket } from '../../platform/buckets.js';
 import { ExportRecords, runComplianceExport, writeGrantsExport } from '../../exporters/complianceExport.js';
 import { loadSql } from '../../platform/sql.js';
-import { grantFilterParams } from '../../reports/grantFilter/index.js';
+import { grantFilterParams } from '../../grants/filter.js';
 import { EXPORT_WINDOW_RULE, planGrantsExport } from '../../exporters/exportPlans.js';
 import { runExportPlan } from '../../exporters/chunkedExport.js';
 import { checkGrantsAgainstEvents, formatGrantProblem } from '../../exporters/grantsCheck.js';

@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { loadSql } from '../../platform/sql.js';
 import { historySettings, resolvePage } from '../../reports/grantHistory/index.js';
-import { reportRows } from '../../reports/query.js';
+import { reportRows } from '../../platform/reportQuery.js';
 import { tempStore, testConfig } from '../support/env.js';
 import { heading, percentile, report } from './report.js';
 

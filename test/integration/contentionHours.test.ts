@@ -13,7 +13,7 @@ import { contention, coveredRuns, type ContentionParams } from '../../reports/co
 import { sealContentionHours } from '../../reports/contention/seal.js';
 import { contentionSealJob, CONTENTION_SEAL_SCHEDULER_ID } from '../../reports/contention/job.js';
 import { createLogger } from '../../core/logger.js';
-import { reportRows, type ReportDeps } from '../../reports/query.js';
+import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
 import type { GrantRow } from '../../tailer/types.js';
 import { generateReportData } from '../bench/reportsData.js';
 import { classEvent, grantRows, type GrantSpec } from '../support/grants.js';

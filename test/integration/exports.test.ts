@@ -30,7 +30,7 @@ import { manifestName, parseManifest } from '../../exporters/manifest.js';
 import { objectExists, readObjectText } from '../../exporters/objectStore.js';
 import { captureBegan, exportHistoryFile, historyObjectName, HISTORY_SETTLE_MS } from '../../exporters/parquetHistory.js';
 import { createRedis } from '../../platform/redis.js';
-import { csvLine } from '../../reports/render.js';
+import { csvLine } from '../../grants/csv.js';
 import { grantTokenChecksum, insertEvents, insertGrantEvents, insertGrants, parquetTokenChecksum } from '../support/exportData.js';
 import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
 

@@ -16,7 +16,7 @@ import { migrate } from '../../core/migrations.js';
 import { sqlDir } from '../../core/paths.js';
 import { makeToken } from '../../core/token.js';
 import { loadSql } from '../../platform/sql.js';
-import { reportRows } from '../../reports/query.js';
+import { reportRows } from '../../platform/reportQuery.js';
 import { planPage, resolvePage, tokenKey, type GrantHistoryDeps, type GrantHistoryParams } from '../../reports/grantHistory/index.js';
 import { allPages, arrowPageCount } from '../support/grantPages.js';
 import { tempDir, testConfig } from '../support/env.js';

@@ -15,7 +15,7 @@ import { AuditStore } from '../../core/clickhouse.js';
 import { migrate } from '../../core/migrations.js';
 import { sqlDir } from '../../core/paths.js';
 import { loadSql } from '../../platform/sql.js';
-import { reportRows } from '../../reports/query.js';
+import { reportRows } from '../../platform/reportQuery.js';
 import { grantHistory, historySource, resolvePage, type GrantHistoryDeps, type GrantItem } from '../../reports/grantHistory/index.js';
 import { grantHistoryArrow } from '../../reports/grantHistory/arrow.js';
 import type { GrantRow } from '../../tailer/types.js';

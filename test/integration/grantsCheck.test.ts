@@ -145,7 +145,7 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
         unknown: 'release',
       });
       assert.deepEqual((await check()).map(formatGrantProblem), [], 'the captured record agrees with its events');
-      // Filtered checks read only the filter's events (reports/grantFilter/events.sql) and find nothing either.
+      // Filtered checks read only the filter's events (grants/filterEvents.sql) and find nothing either.
       assert.deepEqual((await check({ namespace: w.ns })).map(formatGrantProblem), [], 'a namespace-filtered check of the intact record');
       assert.deepEqual((await check({ namespace: 'elsewhere' })).map(formatGrantProblem), [], 'a check of a namespace with no grants');
       const out = tempDir();

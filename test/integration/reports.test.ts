@@ -14,7 +14,7 @@ import type { AuditStore } from '../../core/clickhouse.js';
 import { isLockauditError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
-import { reportRows } from '../../reports/query.js';
+import { reportRows } from '../../platform/reportQuery.js';
 import { buildRegister, runRegister } from '../../reports/riskRegister/index.js';
 import { dateInZone } from '../../reports/riskRegister/status.js';
 import { parseSql } from '../../platform/sql.js';

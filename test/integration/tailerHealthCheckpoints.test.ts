@@ -1,5 +1,5 @@
 // The tailer-health report reads checkpoints with its own SQL
-// (reports/tailerHealth/checkpoints.sql), not the tailer's code: it must give
+// (grants/checkpointInEffect.sql), not the tailer's code: it must give
 // what the tailer itself reads (tailer/offsets.ts readCheckpoints), before
 // and after an etcd restore started a new timeline.
 import assert from 'node:assert/strict';

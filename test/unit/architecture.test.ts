@@ -33,12 +33,23 @@ function sourceFiles(dir = projectRoot): string[] {
   return out;
 }
 
+/**
+ * What a file depends on: a TypeScript file's relative imports and the .sql files it names (a path from the
+ * project root, as loadSql takes it); a .sql file's `-- @include` lines. SQL is code too: an include or a load
+ * that reaches into another folder is an edge the layers and the seals judge like an import.
+ */
 function imports(file: string): string[] {
   const src = readFileSync(path.join(projectRoot, file), 'utf8');
-  return [...src.matchAll(/(?:import|export)\s[^;]*?from\s+['"](\.{1,2}\/[^'"]+)['"]/g)].map((m) =>
+  if (file.endsWith('.sql')) return [...src.matchAll(/^\s*--\s*@include\s+(\S+)\s*$/gm)].map((m) => path.normalize(m[1] as string));
+  const code = [...src.matchAll(/(?:import|export)\s[^;]*?from\s+['"](\.{1,2}\/[^'"]+)['"]/g)].map((m) =>
     path.relative(projectRoot, path.resolve(path.dirname(path.join(projectRoot, file)), (m[1] as string).replace(/\.js$/, '.ts'))),
   );
+  const sql = [...src.matchAll(/['"`]([a-z]+\/[A-Za-z0-9_./-]+\.sql)['"`]/g)].map((m) => path.normalize(m[1] as string));
+  return [...code, ...sql];
 }
+
+/** Every file whose edges the layers judge: TypeScript and SQL under the layer folders. */
+const codeFiles = (): string[] => [...sourceFiles().filter((f) => f.endsWith('.ts')), ...sqlFiles()];
 
 const top = (rel: string): string => rel.split(path.sep)[0] as string;
 
@@ -88,8 +99,10 @@ describe('docs/architecture.md', () => {
 
   it('its layers hold: no import runs upward, and there is no cycle', () => {
     const table = layers();
-    const files = sourceFiles().filter((f) => f.endsWith('.ts'));
+    const files = codeFiles();
     const edges = new Map(files.map((f) => [f, imports(f)]));
+    const sqlEdges = [...edges].filter(([f, targets]) => f.endsWith('.sql') && targets.length > 0);
+    assert.ok(sqlEdges.length > 5, `follows -- @include edges (${sqlEdges.length} files include another)`);
     const upward = [...edges].flatMap(([f, targets]) =>
       targets.filter((t) => (table.get(top(t)) ?? -1) > (table.get(top(f)) ?? Infinity)).map((t) => `${f} -> ${t}`),
     );
@@ -115,14 +128,27 @@ describe('docs/architecture.md', () => {
   it('its sealed folders are imported only by the folders it names', () => {
     const rules = sealed();
     assert.ok(rules.get('tailer')?.has('roles'), 'the doc seals tailer/ (imported only by tailer/ and roles/)');
-    const doors = sourceFiles()
-      .filter((f) => f.endsWith('.ts'))
-      .flatMap((f) =>
-        imports(f)
-          .filter((t) => rules.has(top(t)) && top(t) !== top(f) && !rules.get(top(t))?.has(top(f)))
-          .map((t) => `${f} -> ${t}`),
-      );
+    const doors = codeFiles().flatMap((f) =>
+      imports(f)
+        .filter((t) => rules.has(top(t)) && top(t) !== top(f) && !rules.get(top(t))?.has(top(f)))
+        .map((t) => `${f} -> ${t}`),
+    );
     assert.deepEqual(doors, []);
+  });
+
+  it('the API reaches the lock engine through lock/service.ts only', () => {
+    const door = path.join('lock', 'service.ts');
+    const reached = sourceFiles()
+      .filter((f) => top(f) === 'api' && f.endsWith('.ts'))
+      .flatMap((f) => imports(f).map((t) => [f, t] as const));
+    assert.ok(
+      reached.some(([, t]) => t === door),
+      'the routes import the lock service',
+    );
+    assert.deepEqual(
+      reached.filter(([, t]) => top(t) === 'lock' && t !== door).map(([f, t]) => `${f} -> ${t}`),
+      [],
+    );
   });
 
   it('spells the keyspace prefixes in core/keyspace.ts only', () => {

@@ -7,8 +7,9 @@ import { decodeCursor, encodeCursor, filterDigest } from '../../reports/grantHis
 import { sealCursor } from '../../reports/cursor.js';
 import { decodeQuarantineCursor, encodeQuarantineCursor } from '../../reports/quarantine/index.js';
 import { grantsCsv, planPage, resolvePage, type GrantHistoryDeps, type GrantItem } from '../../reports/grantHistory/index.js';
-import { isTimeout } from '../../reports/query.js';
-import { csvCell, escapeHtml, toCsv } from '../../reports/render.js';
+import { isTimeout } from '../../platform/reportQuery.js';
+import { csvCell, toCsv } from '../../grants/csv.js';
+import { escapeHtml } from '../../reports/render.js';
 import { registerHtml } from '../../reports/riskRegister/index.js';
 import { scheduledAt } from '../../reports/riskRegister/job.js';
 import { dateInZone, waiverState } from '../../reports/riskRegister/status.js';

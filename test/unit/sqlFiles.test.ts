@@ -3,17 +3,17 @@
 // its tables through {db:Identifier} and is loaded by some code; a fragment
 // (a file other files `-- @include`) is checked the same way and included by
 // a loaded query. Every query over grants that filters them includes the one
-// grant filter (reports/grantFilter/), and no other file restates it.
+// grant filter (grants/filter*.sql), and no other file restates it.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { projectRoot } from '../../core/paths.js';
 import { loadSql, parseSql, type SqlFile } from '../../platform/sql.js';
-import { GRANT_FILTER_SQL } from '../../reports/grantFilter/index.js';
+import { GRANT_FILTER_SQL } from '../../grants/filter.js';
 
-const QUERY_DIRS = ['reports', 'exporters/sql'];
-const SOURCE_DIRS = ['core', 'platform', 'lock', 'tailer', 'reports', 'exporters', 'api', 'roles', 'cli'];
+const QUERY_DIRS = ['grants', 'reports', 'exporters/sql'];
+const SOURCE_DIRS = ['core', 'platform', 'grants', 'lock', 'tailer', 'reports', 'exporters', 'api', 'roles', 'cli'];
 
 const filesUnder = (dir: string, ext: string): string[] =>
   readdirSync(path.join(projectRoot, dir), { recursive: true })
@@ -96,10 +96,10 @@ describe('SQL files', () => {
       /origin = \{origin:String\}/,
       /end_kind = if\(\{endKind:String\}/,
     ];
-    // (reports/grantFilter/events.sql is the same filter as events read it: a fragment of the filter's own.)
-    for (const f of [...QUERY_DIRS.flatMap((d) => filesUnder(d, '.sql'))].filter((x) => !x.startsWith('reports/grantFilter/'))) {
+    // (grants/filterEvents.sql is the same filter as events read it: a fragment of the filter's own.)
+    for (const f of [...QUERY_DIRS.flatMap((d) => filesUnder(d, '.sql'))].filter((x) => !x.startsWith('grants/filter'))) {
       const own = readFileSync(path.join(projectRoot, f), 'utf8');
-      for (const c of conditions) assert.ok(!c.test(own), `${f} restates the grant filter (${c.source}); include reports/grantFilter/ instead`);
+      for (const c of conditions) assert.ok(!c.test(own), `${f} restates the grant filter (${c.source}); include grants/filter*.sql instead`);
     }
   });
 

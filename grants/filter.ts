@@ -2,18 +2,18 @@
 // history — the API's pages (JSON, CSV, Arrow), the key timeline's lanes and
 // the exports (compliance, CLI, the daily Parquet history). Here: the filters'
 // schemas (what the API and the exports accept), their reading of text input,
-// and the parameters the SQL half binds. The SQL half is prewhere.sql and
-// where.sql beside this file, included by every grant query with
+// and the parameters the SQL half binds. The SQL half is filterPrewhere.sql and
+// filterWhere.sql beside this file, included by every grant query with
 // `-- @include` (test/unit/sqlFiles.test.ts checks that each one does).
 import Type, { type Static } from 'typebox';
 import { Value } from 'typebox/value';
-import { END_KINDS } from '../../core/events.js';
-import { LockauditError } from '../../core/errors.js';
-import { parseToken } from '../../core/token.js';
-import { ClassName, ClusterName, Decimal64, Holder, KeyPrefix, LockName, Namespace } from '../schemas.js';
+import { END_KINDS } from '../core/events.js';
+import { LockauditError } from '../core/errors.js';
+import { parseToken } from '../core/token.js';
+import { ClassName, ClusterName, Decimal64, Holder, KeyPrefix, LockName, Namespace } from './schemas.js';
 
 /** The two SQL fragments every grant query includes. */
-export const GRANT_FILTER_SQL = ['reports/grantFilter/prewhere.sql', 'reports/grantFilter/where.sql'] as const;
+export const GRANT_FILTER_SQL = ['grants/filterPrewhere.sql', 'grants/filterWhere.sql'] as const;
 
 /** endKind filter values: how a grant ended, or `held` (not ended). */
 export const END_KIND_FILTERS = [...END_KINDS, 'held'] as const;
@@ -87,7 +87,7 @@ export function readGrantFilters(input: Record<string, string | undefined>, fiel
   return filters as GrantFilters;
 }
 
-/** The parameters grantFilter/*.sql bind. A token at or above 2^64 is a 400 naming `tokenField`. */
+/** The parameters grants/filter*.sql bind. A token at or above 2^64 is a 400 naming `tokenField`. */
 export function grantFilterParams(filters: GrantFilters, window: GrantWindow, tokenField = 'querystring.token'): Record<string, string | number> {
   const token = filters.token === undefined ? undefined : parseToken(filters.token);
   if (filters.token !== undefined && token === undefined) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${tokenField}: must be below 2^64`);

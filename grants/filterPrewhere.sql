@@ -1,10 +1,10 @@
--- The grant filter, part 1 of 2 (part 2: where.sql): the conditions on
+-- The grant filter, part 1 of 2 (part 2: filterWhere.sql): the conditions on
 -- columns a grant never changes, for the PREWHERE of every query over
 -- `grants` / `grants_by_holder` (grant history, its Arrow pages, exports and
 -- their plans). PREWHERE runs before FINAL merges a grant's open and closed
 -- rows: the same rows are kept, far fewer are merged. An empty filter string
 -- (hasToken 0) means "no filter". Built by grantFilterParams()
--- (reports/grantFilter/index.ts); included with `-- @include` (platform/sql.ts
+-- (grants/filter.ts); included with `-- @include` (platform/sql.ts
 -- says why not a parameterized view). The key is `key = if(…)`, not
 -- `'' = k OR key = k`: with a key given ClickHouse sees a plain equality, so
 -- a table sorted by (key, granted_at, …) — grants_by_key, sql/140 — is read in

@@ -1,4 +1,4 @@
--- The grant filter, part 2 of 2 (part 1: prewhere.sql): the conditions on
+-- The grant filter, part 2 of 2 (part 1: filterPrewhere.sql): the conditions on
 -- columns that change when a grant ends (ended_at, end_kind) or may have
 -- (origin: before 0b25a57 the replay check made a copy stored ahead of its
 -- original `foreign` from its closed row on, its open row kept `api`; read in

@@ -5,7 +5,7 @@ import type { ClickHouseSettings } from '@clickhouse/client';
 import type { AuditStore } from '../core/clickhouse.js';
 import type { ReportSettings } from '../core/config.js';
 import { LockauditError } from '../core/errors.js';
-import type { SqlFile } from '../platform/sql.js';
+import type { SqlFile } from './sql.js';
 
 export interface ReportDeps {
   store: AuditStore;

@@ -1,5 +1,5 @@
 -- The grant filter, as a grant's events read it (the third fragment beside
--- prewhere.sql and where.sql): the part an event carries with the same
+-- filterPrewhere.sql and filterWhere.sql): the part an event carries with the same
 -- meaning (a grant's start and end events hold its namespace, class and
 -- holder). The grants check (exporters/sql/grants_check*.sql) applies it to
 -- its reads of events and of the window's grant revisions, before FINAL, so
