@@ -13,11 +13,11 @@ import { isLockauditError, LockauditError } from '../core/errors.js';
 import { createLogger } from '../core/logger.js';
 import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
-import { expectedFromAuditLog, gapsFromAuditLog, verifyArchive } from '../exporters/archiveVerify.js';
+import { expectedFromAuditLog, gapsFromAuditLog, verifyArchive } from '../exporters/archive/archiveVerify.js';
 import { existingOriginSecret } from '../core/originSecret.js';
 import { archiveLockProblem, ensureHistoryBucket } from '../platform/buckets.js';
-import { EXPORT_FORMATS, ExportRecords, parseExportInput, writeGrantsExport } from '../exporters/complianceExport.js';
-import type { ExportFormat } from '../exporters/chunkedExport.js';
+import { EXPORT_FORMATS, ExportRecords, parseExportInput, writeGrantsExport } from '../exporters/compliance/complianceExport.js';
+import type { ExportFormat } from '../exporters/compliance/chunkedExport.js';
 import {
   captureBegan,
   daysBetween,
@@ -27,8 +27,8 @@ import {
   historyDayBeforeCapture,
   historyDayNotOver,
   type HistoryDataset,
-} from '../exporters/parquetHistory.js';
-import type { GrantFilters } from '../exporters/exportPlans.js';
+} from '../exporters/history/parquetHistory.js';
+import type { GrantFilters } from '../exporters/compliance/exportPlans.js';
 import { pickCluster } from '../grants/clusters.js';
 
 const CLUSTER_NAME = new RegExp(CLUSTER_NAME_PATTERN);
@@ -86,7 +86,7 @@ interface GrantsFlags extends GrantFilters {
   format: string;
 }
 
-/** The grant seals a local export may rely on (exporters/grantSeals.ts): the deployment's digest key's, when it has one. */
+/** The grant seals a local export may rely on (exporters/checks/grantSeals.ts): the deployment's digest key's, when it has one. */
 function grantSeals(config: Config): { seals?: { publicKey: ReturnType<typeof digestPublicKey>; periodMs: number } } {
   const pem = existingDigestPublicKeyPem(config);
   return pem ? { seals: { publicKey: digestPublicKey(pem), periodMs: config.digests.periodSeconds * 1000 } } : {};

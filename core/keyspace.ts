@@ -51,7 +51,7 @@ export const forceKey = (id: string): string => `${PREFIX.force}${id}`;
 /**
  * The lock API's owner record of a session, put on the session's own lease (outside the tailed prefixes). etcd
  * deletes every key of a lease in the one revision that expires it, so the tailer reads this record at a hold
- * delete's revision as proof that the lease outlived it (tailer/leaseLiveness.ts).
+ * delete's revision as proof that the lease outlived it (tailer/decode/leaseLiveness.ts).
  */
 export const sessionRecordKey = (leaseId: string): string => `/lockaudit/session/${leaseId}`;
 export const markKey = (id: string): string => `${PREFIX.mark}${id}`;

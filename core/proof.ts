@@ -4,7 +4,7 @@
 // keyed MAC bound to what the value explains, not only to its bytes:
 // - a hold: its key and every field (holder, session, class, epoch, waitMs, at). The session *is* the etcd
 //   lease the hold must ride on: holdOrigin also requires kv.lease = session. One grant: a copy put back on
-//   the same key and lease is caught by the tailer's replay check (tailer/replays.ts).
+//   the same key and lease is caught by the tailer's replay check (tailer/decode/replays.ts).
 // - a `release` marker: the lock and the grant revision of the one hold it ends; a `session-close` marker:
 //   the session whose holds it ends; an `epoch-advance` marker: the /sys/epoch mod revision it replaced.
 // - a force record: every field, among them the lock, the session, the token (whose low 48 bits are the
@@ -22,7 +22,7 @@
 // Not an etcd value, the same envelope: a restore gap the tailer records in the audit store (every field of
 // it), the one explanation the digest worker takes for rows a restore marked rolled back after sealing; and the
 // tailer's resume position — each checkpoint row and each catch-up segment row (every field that says where
-// capture stands), so a forged row can make a start replay, never skip (tailer/provenPosition.ts).
+// capture stands), so a forged row can make a start replay, never skip (tailer/recovery/provenPosition.ts).
 //
 // Format: `<algorithm>.<key id>.<mac>`, today `hs256.<8 chars>.<43 chars>` (HMAC-SHA256, base64url). The
 // key id is derived from the key, so a value names the key it was proven with and a key can be rotated

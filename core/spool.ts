@@ -4,7 +4,7 @@
 // tailer as `unprotected` grants. Two kinds of record, both v1:
 //   grant  a hold granted from memory with token 0;
 //   end    how such a hold ended (released, or lapsed at the class TTL).
-// Writer (lock/failOpen.ts), shipper (tailer/spoolShipper.ts) and
+// Writer (lock/failOpen.ts), shipper (tailer/sink/spoolShipper.ts) and
 // `lockaudit spool` (cli/spool.ts) share this format. Grant records are
 // unchanged since the first version, so older spool files still read.
 import { readFileSync } from 'node:fs';

@@ -11,10 +11,10 @@ import { isLockauditError, LockauditError } from '../core/errors.js';
 import { createS3Client } from '../core/s3.js';
 import { originSecret } from '../core/originSecret.js';
 import { digestSigner } from '../core/digestKey.js';
-import { failComplianceExport, runComplianceExport } from './complianceExport.js';
+import { failComplianceExport, runComplianceExport } from './compliance/complianceExport.js';
 import { exportMetrics } from './exportMetrics.js';
-import { ForceArchiver, type ForceArchiverOptions } from './forceArchive.js';
-import { dayStartMs, exportHistoryDay, HISTORY_DATASETS, yesterday, type HistoryDataset } from './parquetHistory.js';
+import { ForceArchiver, type ForceArchiverOptions } from './archive/forceArchive.js';
+import { dayStartMs, exportHistoryDay, HISTORY_DATASETS, yesterday, type HistoryDataset } from './history/parquetHistory.js';
 import type { BackgroundService, JobQueue } from '../platform/jobs.js';
 
 export const HISTORY_QUEUE = 'export-history';

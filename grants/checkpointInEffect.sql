@@ -1,4 +1,4 @@
--- Every cluster's checkpoint as the tailer reads it (tailer/offsets.ts and
+-- Every cluster's checkpoint as the tailer reads it (tailer/sink/offsets.ts and
 -- restores.ts' readPosition), read here with the report's own SQL: in the
 -- current timeline, the highest term's highest checkpoint (sql/110: a deposed
 -- leader's late row does not count), after a restore never below the

@@ -10,7 +10,7 @@ import { LockauditError } from '../core/errors.js';
 import { originSecret } from '../core/originSecret.js';
 import { LockService, type LockServiceOptions } from '../lock/service.js';
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
-import { SpoolShipper } from '../tailer/spoolShipper.js';
+import { SpoolShipper } from '../tailer/sink/spoolShipper.js';
 import { storeHighWater } from './lockHighWater.js';
 import { storeTwoPersonLog } from './twoPersonLog.js';
 

@@ -10,25 +10,25 @@
 // timer); this file plans the windows and wires them.
 import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../core/clickhouse.js';
-import { ForeignGrantClock } from './foreignGrantTimes.js';
+import { ForeignGrantClock } from './decode/foreignGrantTimes.js';
 import { configDefaults } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
 import type { HealthState } from '../platform/health.js';
 import { sleep } from '../platform/retry.js';
-import { BatchSink, type SinkOptions } from './clickhouseSink.js';
-import { compactRevision, headRevision } from './etcdReads.js';
-import { CheckpointWriter, type CheckpointWriterDeps } from './checkpointWriter.js';
-import type { ClockWriter } from './clockWriter.js';
-import { capturedStarts, type Gap } from './gaps.js';
-import { readDurable, type Durable } from './catchUpSegments.js';
+import { BatchSink, type SinkOptions } from './sink/clickhouseSink.js';
+import { compactRevision, headRevision } from './watch/etcdReads.js';
+import { CheckpointWriter, type CheckpointWriterDeps } from './sink/checkpointWriter.js';
+import type { ClockWriter } from './clock/clockWriter.js';
+import { capturedStarts, type Gap } from './recovery/gaps.js';
+import { readDurable, type Durable } from './watch/catchUpSegments.js';
 import type { TailerMetrics } from './tailerMetrics.js';
-import { Watermark, type WindowSpec } from './watermark.js';
-import { ReplayCheck, type Replay } from './replays.js';
+import { Watermark, type WindowSpec } from './watch/watermark.js';
+import { ReplayCheck, type Replay } from './decode/replays.js';
 import type { RowBatch } from './types.js';
 import { PREFIX } from '../core/keyspace.js';
 import { alarm } from '../platform/alarms.js';
-import { currentHolds, type LeaseWitness } from './leaseWitness.js';
-import { RecentClocks, WindowRunner, type WindowShared } from './windowRunner.js';
+import { currentHolds, type LeaseWitness } from './decode/leaseWitness.js';
+import { RecentClocks, WindowRunner, type WindowShared } from './watch/windowRunner.js';
 
 export interface PipelineOptions {
   /** Most windows watched concurrently when far behind; how many are used follows the lag (windowsForLag). Default: the config schema's tailer.catchUpWindows. */

@@ -18,12 +18,12 @@ import type { HealthState } from '../platform/health.js';
 import { LeaderElection } from '../platform/leaderElection.js';
 import { settlesWithin } from '../platform/deadline.js';
 import { Backoff, sleep } from '../platform/retry.js';
-import { ClockWriter } from './clockWriter.js';
-import { capturedStarts, closeGrantsEndedInGap, completeGrantRows, loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './gaps.js';
-import { storeEvidenceLog } from './leaseEvidence.js';
-import { etcdTtl, LeaseWitness } from './leaseWitness.js';
-import { leaderIndex, recordRaftMark, type RaftCheckDeps } from './raftMarks.js';
-import { watchRewind } from './rewindWatch.js';
+import { ClockWriter } from './clock/clockWriter.js';
+import { capturedStarts, closeGrantsEndedInGap, completeGrantRows, loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './recovery/gaps.js';
+import { storeEvidenceLog } from './decode/leaseEvidence.js';
+import { etcdTtl, LeaseWitness } from './decode/leaseWitness.js';
+import { leaderIndex, recordRaftMark, type RaftCheckDeps } from './recovery/raftMarks.js';
+import { watchRewind } from './recovery/rewindWatch.js';
 import {
   RESTORE_PAGE_SIZE,
   detectRestore,
@@ -38,12 +38,12 @@ import {
   type RestoreSeen,
   type Timeline,
   type UnfinishedRestore,
-} from './restores.js';
-import { SpoolShipper } from './spoolShipper.js';
-import { readFencedCheckpoint, writeCheckpoint } from './offsets.js';
-import { provenPosition } from './provenPosition.js';
-import { writeRows, type RowWriteOptions } from './rowWriter.js';
-import { ReplayCheck } from './replays.js';
+} from './recovery/restores.js';
+import { SpoolShipper } from './sink/spoolShipper.js';
+import { readFencedCheckpoint, writeCheckpoint } from './sink/offsets.js';
+import { provenPosition } from './recovery/provenPosition.js';
+import { writeRows, type RowWriteOptions } from './sink/rowWriter.js';
+import { ReplayCheck } from './decode/replays.js';
 import { TailerPipeline, type PipelineHandle, type PipelineOptions } from './pipeline.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import type { RowBatch } from './types.js';

@@ -1,7 +1,7 @@
 // Compliance exports (role auditor): POST /v1/exports queues a job,
 // GET /v1/exports/:id shows its progress, GET /v1/exports/:id/download
 // redirects to a presigned URL valid for a few minutes. Thin: the export
-// itself is exporters/complianceExport.ts. The request and every download
+// itself is exporters/compliance/complianceExport.ts. The request and every download
 // are recorded in export_audit (who, what, when).
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -11,12 +11,12 @@ import { LockauditError } from '../../core/errors.js';
 import { createS3Client } from '../../core/s3.js';
 import { INSTANT_OR_UTC_PATTERN } from '../../core/instant.js';
 import { pickCluster } from '../../grants/clusters.js';
-import { ExportRecords, parseExportInput, type ExportState } from '../../exporters/complianceExport.js';
+import { ExportRecords, parseExportInput, type ExportState } from '../../exporters/compliance/complianceExport.js';
 import { RateLimiter } from '../rateLimit.js';
 import { grantFilterProperties } from '../../grants/filter.js';
 import { COMPLIANCE_QUEUE, enqueueComplianceExport, type ComplianceJobData } from '../../exporters/exportJobs.js';
-import { manifestName } from '../../exporters/manifest.js';
-import { readObjectText } from '../../exporters/objectStore.js';
+import { manifestName } from '../../exporters/storage/manifest.js';
+import { readObjectText } from '../../exporters/storage/objectStore.js';
 import { ErrorResponse, type App, type RoutePlugin, type RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
 

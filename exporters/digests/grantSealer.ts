@@ -1,12 +1,12 @@
 // The digest worker's second job (issue 40 item 3): sealing the grants of
-// digested periods once they are final (exporters/grantSeals.ts says what a
+// digested periods once they are final (exporters/checks/grantSeals.ts says what a
 // seal is and how exports use it). A period's grants are sealed when every
 // one granted in it has ended and they all pass the grants check against the
 // events (grantsCheck.ts), their hash the same before and after the check.
 import type { AuditStore } from '../../core/clickhouse.js';
 import type { DigestSigner } from '../../core/digestKey.js';
-import { GRANT_SEAL_KIND, periodGrants, readGrantSeal, sealHolds, sealKey, signGrantSeal, type GrantSealBody } from '../grantSeals.js';
-import { checkGrantsAgainstEvents, formatGrantProblem } from '../grantsCheck.js';
+import { GRANT_SEAL_KIND, periodGrants, readGrantSeal, sealHolds, sealKey, signGrantSeal, type GrantSealBody } from '../checks/grantSeals.js';
+import { checkGrantsAgainstEvents, formatGrantProblem } from '../checks/grantsCheck.js';
 import { loadSql } from '../../platform/sql.js';
 
 export type SealOutcome = { outcome: 'sealed' | 'already' | 'empty' | 'open' } | { outcome: 'unproven'; problems: string[] };

@@ -24,8 +24,8 @@ import { alarm, alarmName } from '../../platform/alarms.js';
 import { archiveLockProblem, ARCHIVE_RETENTION_YEARS } from '../../platform/buckets.js';
 import type { HealthState } from '../../platform/health.js';
 import { loadSql } from '../../platform/sql.js';
-import { MANIFEST_SUFFIX, parseManifest } from '../manifest.js';
-import { objectSha256, putArchiveJson, readObjectText, withRetry } from '../objectStore.js';
+import { MANIFEST_SUFFIX, parseManifest } from '../storage/manifest.js';
+import { objectSha256, putArchiveJson, readObjectText, withRetry } from '../storage/objectStore.js';
 import {
   comparePositions,
   DIGEST_KIND,

@@ -9,7 +9,7 @@
 // rewrite. Bloom filters are self-contained and only move.
 import { createHash, type Hash } from 'node:crypto';
 import { LockauditError } from '../../core/errors.js';
-import type { ByteSink } from '../byteSink.js';
+import type { ByteSink } from '../storage/byteSink.js';
 import { decodeStruct, encodeStruct, field, TType, type ThriftList, type ThriftStruct } from './thriftCompact.js';
 
 const MAGIC = Buffer.from('PAR1');

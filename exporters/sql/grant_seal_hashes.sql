@@ -1,6 +1,6 @@
 -- The grants of one cluster per period of {periodMs} (aligned to multiples
 -- of it, as digest periods are) in [from, to): how many, how many are still
--- open, and their hash (exporters/grantSeals.ts). A row's fingerprint is two
+-- open, and their hash (exporters/checks/grantSeals.ts). A row's fingerprint is two
 -- independent 64-bit hashes of every column a report or an export shows
 -- (cityHash64 and farmFingerprint64: a row edited to keep both is a second
 -- preimage of two hash families at once; the nullable end columns as text, a

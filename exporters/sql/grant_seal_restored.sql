@@ -1,5 +1,5 @@
 -- When the last restore of a cluster was recorded (0: never): a grant seal
--- signed before it no longer counts (exporters/grantSeals.ts), since the
+-- signed before it no longer counts (exporters/checks/grantSeals.ts), since the
 -- restore's marks change the rows it may cover. Any restore gap counts,
 -- proven or not: a forged one only makes exports check in full.
 -- Parameters: {db:Identifier} {cluster:String}

@@ -1,5 +1,5 @@
 -- The grant seals of one cluster whose periods overlap [from, to), every one
--- stored (exporters/grantSeals.ts takes, per period, the newest whose
+-- stored (exporters/checks/grantSeals.ts takes, per period, the newest whose
 -- signature and content hold). Bounded: an export reads at most {limit}.
 -- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {limit:UInt32}
 SELECT body, signature

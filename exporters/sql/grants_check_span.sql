@@ -1,6 +1,6 @@
 -- The wall-time span grants_check.sql and grants_check_events.sql have to
 -- walk within [from, to): the earliest and latest grant time of the
--- cluster's grants and start events there (exporters/grantsCheck.ts walks it
+-- cluster's grants and start events there (exporters/checks/grantsCheck.ts walks it
 -- a window at a time; a range of years over a few days of record is a few
 -- windows, not thousands). Empty: minMs > maxMs.
 -- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64}

@@ -1,6 +1,6 @@
 -- How many start events (hold puts, gap snapshots holding a grant, fail-open
 -- spool lines) of the export's namespace, class and holder each step of
--- {stepMs} ms from `from` holds, in [from, to): exporters/grantsCheck.ts joins
+-- {stepMs} ms from `from` holds, in [from, to): exporters/checks/grantsCheck.ts joins
 -- consecutive steps into windows within a budget of start events. Every window's queries
 -- read the whole `grants` table (granted_at is not in its sort key), so a
 -- window per day made a one-namespace check of 90 days 90 full scans; sized

@@ -8,7 +8,7 @@
 --     and takes the hold's own word for its time (30-minute chaos run, seed 45);
 --   - the hold's delete, decoded later, names its start known, and a foreign
 --     hold's grant time is then the one its put was given (seed 46), not its
---     claimed `at` (tailer/windowRunner.ts).
+--     claimed `at` (tailer/watch/windowRunner.ts).
 -- The caller keeps only a put whose value is the hold's own (gaps.ts). A store
 -- row is no proof: whoever can write the store could add such a put; the
 -- digests name a row added to a sealed period (docs/architecture.md, what is

@@ -6,7 +6,7 @@
 -- (or lost) that history first. Then nothing replays them and the grants
 -- stayed missing for good (30-minute chaos run, seed 7: 482 grants of one
 -- batch, killed mid-write before a compaction; found by the export's grants
--- check). Each row is the decoder's (tailer/decoder.ts grantRow) from the
+-- check). Each row is the decoder's (tailer/decode/decoder.ts grantRow) from the
 -- event's own columns: a put opens its grant (its time is the grant's), a
 -- hold's delete closes it (the grant's time from the previous value; start
 -- known when the current history's store holds the grant's put, or when it
@@ -32,7 +32,7 @@ FROM
            transform(event_type, ['release', 'expiry', 'force-release', 'session-close', 'epoch-release', 'deleted'],
                      ['release', 'expiry', 'force', 'session-close', 'epoch-advance', 'deleted'], '') AS kind,
            -- An end's grant time is its put's, as captured (a foreign hold's is not the `at` it claims:
-           -- tailer/foreignGrantTimes.ts); the previous value's `at` only when the put is not in the store.
+           -- tailer/decode/foreignGrantTimes.ts); the previous value's `at` only when the put is not in the store.
            if(op = 'delete', if(put_found, put_at, fromUnixTimestamp64Milli(JSONExtractInt(prev_value, 'at'), 'UTC')), wall_time) AS granted
     FROM
     (

@@ -1,4 +1,4 @@
--- The captured API grants that could explain a shared high-water token (tailer/grantHighWater.ts): the grant
+-- The captured API grants that could explain a shared high-water token (tailer/sink/grantHighWater.ts): the grant
 -- puts of one cluster whose token is {token} (exact: {exact} = 1), or the highest below it ({exact} = 0), on
 -- every timeline, rolled back ones included; the caller checks each hold value's proof. The exact form reads
 -- one revision of the sort key; the other scans the cluster's grants (asked only when the high-water row is

@@ -1,4 +1,4 @@
--- The replay check (tailer/replays.ts): grants already captured on these
+-- The replay check (tailer/decode/replays.ts): grants already captured on these
 -- keys whose signed fields (core/holdProof.ts) equal one of the batch's, at
 -- any grant revision. Reads the grants table by its primary key prefix
 -- (cluster, key); granted_at narrows it to the instants the batch names.

@@ -3,7 +3,7 @@
 -- of their grants (its value names the grant: grantId; its prev_value is the
 -- end's copy of the grant). Spool rows are revision 0: the primary key's
 -- (cluster, 0) range is the cluster's spool and nothing else.
--- tailer/spoolShipper.ts checks every line against them (ShippedIds).
+-- tailer/sink/spoolShipper.ts checks every line against them (ShippedIds).
 -- Parameters: {db:Identifier} {cluster:String} {keys:Array(String)} {grantIds:Array(String)}
 SELECT key, event_type, value, prev_value
 FROM {db:Identifier}.events

@@ -1,4 +1,4 @@
--- The checkpoint's witnesses (tailer/startDecision.ts): the latest {limit} puts captured at or
+-- The checkpoint's witnesses (tailer/recovery/startDecision.ts): the latest {limit} puts captured at or
 -- below the checkpoint, and the latest captured write of the clock key (written by the leader
 -- about once a second). Each is checked against etcd's history at its own revision.
 -- Bounded below ({from}) and read in primary-key order, so the check stays a few rows on any history.

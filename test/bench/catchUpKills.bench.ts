@@ -11,7 +11,7 @@
 import path from 'node:path';
 import { AuditStore } from '../../core/clickhouse.js';
 import { createEtcdClient } from '../../core/etcd.js';
-import { readCheckpoint } from '../../tailer/offsets.js';
+import { readCheckpoint } from '../../tailer/sink/offsets.js';
 import { assertExactCapture, headRevision } from '../support/capture.js';
 import { startTailerChild } from '../support/children.js';
 import { tempDir, testConfig, uniqueId } from '../support/env.js';

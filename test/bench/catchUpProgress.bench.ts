@@ -34,7 +34,7 @@ import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { HealthState } from '../../platform/health.js';
 import { startStoreServer, type StoreServer } from '../../platform/storeServer.js';
-import { readCheckpoint } from '../../tailer/offsets.js';
+import { readCheckpoint } from '../../tailer/sink/offsets.js';
 import { TailerReplica, type ReplicaOptions } from '../../tailer/replica.js';
 import { tailerMetrics, type TailerMetrics } from '../../tailer/tailerMetrics.js';
 import { assertExactCapture, headRevision } from '../support/capture.js';

@@ -14,16 +14,16 @@ import type { ForceRecord } from '../../core/keyspace.js';
 import { createLogger } from '../../core/logger.js';
 import { createS3Client } from '../../core/s3.js';
 import { ensureArchiveBucket, ensureHistoryBucket } from '../../platform/buckets.js';
-import { ExportRecords, runComplianceExport, writeGrantsExport } from '../../exporters/complianceExport.js';
+import { ExportRecords, runComplianceExport, writeGrantsExport } from '../../exporters/compliance/complianceExport.js';
 import { loadSql } from '../../platform/sql.js';
 import { grantFilterParams } from '../../grants/filter.js';
-import { EXPORT_WINDOW_RULE, planGrantsExport } from '../../exporters/exportPlans.js';
-import { runExportPlan } from '../../exporters/chunkedExport.js';
-import { checkGrantsAgainstEvents, formatGrantProblem } from '../../exporters/grantsCheck.js';
+import { EXPORT_WINDOW_RULE, planGrantsExport } from '../../exporters/compliance/exportPlans.js';
+import { runExportPlan } from '../../exporters/compliance/chunkedExport.js';
+import { checkGrantsAgainstEvents, formatGrantProblem } from '../../exporters/checks/grantsCheck.js';
 import { sealGrantPeriod } from '../../exporters/digests/grantSealer.js';
 import { generateDigestSigner } from '../../core/digestKey.js';
 import { STITCHABLE_PARQUET_SETTINGS } from '../../exporters/parquet/stitch.js';
-import { ForceArchiver } from '../../exporters/forceArchive.js';
+import { ForceArchiver } from '../../exporters/archive/forceArchive.js';
 import { insertGrants } from '../support/exportData.js';
 import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
 import { heading, percentile, report } from './report.js';
@@ -139,7 +139,7 @@ async function exportsBench(): Promise<void> {
       higherIsBetter: true,
     });
 
-    // Grant seals (exporters/grantSeals.ts): a day whose grants have all ended, every hour sealed by the digest key,
+    // Grant seals (exporters/checks/grantSeals.ts): a day whose grants have all ended, every hour sealed by the digest key,
     // exported with the seals (only what no seal covers is checked) beside the same ClickHouse baseline.
     await insertGrants(store, 'c2', ROWS, DAY1, 50, 0);
     const signer = generateDigestSigner();

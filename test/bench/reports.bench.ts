@@ -27,7 +27,7 @@ import { loadSql } from '../../platform/sql.js';
 import { bucketFor } from '../../reports/window.js';
 import { historySettings } from '../../reports/grantHistory/index.js';
 import { testConfig, tempStore } from '../support/env.js';
-import { writeGrantsExport } from '../../exporters/complianceExport.js';
+import { writeGrantsExport } from '../../exporters/compliance/complianceExport.js';
 import { sealContentionHours } from '../../reports/contention/seal.js';
 import { contention as contentionReport } from '../../reports/contention/index.js';
 import { benchKey, generateReportData, HOLDERS, HOT_KEYS, NAMESPACES, type GeneratedData } from './reportsData.js';

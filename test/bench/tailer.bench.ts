@@ -13,7 +13,7 @@ import type { Etcd3, IWatchResponse } from 'etcd3';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { TailerReplica, type ReplicaOptions } from '../../tailer/replica.js';
-import { readCheckpoint } from '../../tailer/offsets.js';
+import { readCheckpoint } from '../../tailer/sink/offsets.js';
 import { planWindows } from '../../tailer/pipeline.js';
 import { assertExactCapture } from '../support/capture.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
-import { expectedFromAuditLog } from '../../exporters/archiveVerify.js';
+import { expectedFromAuditLog } from '../../exporters/archive/archiveVerify.js';
 import { tempStore } from '../support/env.js';
 
 describe('force records the archive must hold', () => {

@@ -14,7 +14,7 @@ import { createLogger } from '../../core/logger.js';
 import { originSecret } from '../../core/originSecret.js';
 import { HealthState } from '../../platform/health.js';
 import { buildRegister } from '../../reports/riskRegister/index.js';
-import { readCheckpoint } from '../../tailer/offsets.js';
+import { readCheckpoint } from '../../tailer/sink/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { checkpointAtHead, headRevision, waitFor } from '../support/capture.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';

@@ -18,20 +18,20 @@ import { generateDigestSigner, signerFromPrivateKey } from '../../core/digestKey
 import { createLogger } from '../../core/logger.js';
 import { projectRoot } from '../../core/paths.js';
 import { createS3Client } from '../../core/s3.js';
-import { ExportRecords, runComplianceExport } from '../../exporters/complianceExport.js';
+import { ExportRecords, runComplianceExport } from '../../exporters/compliance/complianceExport.js';
 import { digestObjectName, signDigest, walkChain, type Digest, type DigestBody } from '../../exporters/digests/format.js';
 import { formatVerifyResult, verifyDigests } from '../../exporters/digests/verify.js';
-import { assertGrantsMatchEvents } from '../../exporters/grantsCheck.js';
+import { assertGrantsMatchEvents } from '../../exporters/checks/grantsCheck.js';
 import { DigestWorker, readChain } from '../../exporters/digests/worker.js';
 import { hashPeriodEvents } from '../../exporters/digests/periodContent.js';
 import { restoreGapMac } from '../../core/proof.js';
-import { recordGap } from '../../tailer/gaps.js';
-import { writeRows } from '../../tailer/rowWriter.js';
-import { spoolRows } from '../../tailer/spoolShipper.js';
-import { recordTimeline, rollBack } from '../../tailer/restores.js';
-import { manifestName } from '../../exporters/manifest.js';
-import { readObjectText } from '../../exporters/objectStore.js';
-import { exportHistoryFile, formatDay } from '../../exporters/parquetHistory.js';
+import { recordGap } from '../../tailer/recovery/gaps.js';
+import { writeRows } from '../../tailer/sink/rowWriter.js';
+import { spoolRows } from '../../tailer/sink/spoolShipper.js';
+import { recordTimeline, rollBack } from '../../tailer/recovery/restores.js';
+import { manifestName } from '../../exporters/storage/manifest.js';
+import { readObjectText } from '../../exporters/storage/objectStore.js';
+import { exportHistoryFile, formatDay } from '../../exporters/history/parquetHistory.js';
 import { ensureArchiveBucket, ensureHistoryBucket } from '../../platform/buckets.js';
 import { HealthState } from '../../platform/health.js';
 import { insertGrants } from '../support/exportData.js';
@@ -315,7 +315,7 @@ describe('tamper-evident digests', () => {
 
   it('a /sys/clock row written around the tailer (origin foreign, claiming 2299) seals nothing', async () => {
     const sc = await scenario(10);
-    // The tailer's own clock writes stop at second 5; an insider's unproven one follows (tailer/decoder.ts records it foreign).
+    // The tailer's own clock writes stop at second 5; an insider's unproven one follows (tailer/decode/decoder.ts records it foreign).
     await store.command(
       `ALTER TABLE {db:Identifier}.events DELETE WHERE cluster = {cluster:String} AND key = '/sys/clock' AND revision >= {revision:UInt64}`,
       { cluster: sc.cluster, revision: CLOCK_REVISION(5) },

@@ -17,13 +17,13 @@ import { restoreGapMac } from '../../core/proof.js';
 import { createS3Client } from '../../core/s3.js';
 import { readChain, DigestWorker } from '../../exporters/digests/worker.js';
 import { formatVerifyResult, verifyDigests, type DigestVerifyResult } from '../../exporters/digests/verify.js';
-import { exportHistoryFile, formatDay } from '../../exporters/parquetHistory.js';
+import { exportHistoryFile, formatDay } from '../../exporters/history/parquetHistory.js';
 import { ensureHistoryBucket } from '../../platform/buckets.js';
 import { HealthState } from '../../platform/health.js';
-import { recordGap } from '../../tailer/gaps.js';
-import { recordTimeline, rollBack } from '../../tailer/restores.js';
-import { writeRows } from '../../tailer/rowWriter.js';
-import { spoolRows } from '../../tailer/spoolShipper.js';
+import { recordGap } from '../../tailer/recovery/gaps.js';
+import { recordTimeline, rollBack } from '../../tailer/recovery/restores.js';
+import { writeRows } from '../../tailer/sink/rowWriter.js';
+import { spoolRows } from '../../tailer/sink/spoolShipper.js';
 import { CLOCK_REVISION, seedDigestRecord } from '../support/digestRecord.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 

@@ -17,12 +17,12 @@ import { isLockauditError } from '../../core/errors.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { createS3Client } from '../../core/s3.js';
-import { verifyArchive } from '../../exporters/archiveVerify.js';
+import { verifyArchive } from '../../exporters/archive/archiveVerify.js';
 import { ensureArchiveBucket } from '../../platform/buckets.js';
 import { exportMetrics } from '../../exporters/exportMetrics.js';
-import { alarmName, ForceArchiver } from '../../exporters/forceArchive.js';
+import { alarmName, ForceArchiver } from '../../exporters/archive/forceArchive.js';
 import { archiveObjectName, chainRecord, recordHash, type ArchivedForceRecord } from '../../exporters/hashChain.js';
-import { readObjectText } from '../../exporters/objectStore.js';
+import { readObjectText } from '../../exporters/storage/objectStore.js';
 import { projectRoot } from '../../core/paths.js';
 import { testConfig, uniqueId } from '../support/env.js';
 

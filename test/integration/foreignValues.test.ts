@@ -11,7 +11,7 @@ import type { AuditStore } from '../../core/clickhouse.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { HealthState } from '../../platform/health.js';
-import { readCheckpoint } from '../../tailer/offsets.js';
+import { readCheckpoint } from '../../tailer/sink/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { checkpointAtHead, waitFor } from '../support/capture.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';

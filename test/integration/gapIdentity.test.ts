@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
-import { loadGaps, recordGap } from '../../tailer/gaps.js';
+import { loadGaps, recordGap } from '../../tailer/recovery/gaps.js';
 import { tempStore } from '../support/env.js';
 
 describe('gap records', () => {

@@ -68,7 +68,7 @@ describe('grant history pages to every timeline of a grant position', () => {
 });
 
 // A hand-put copy of a hold value that reached the store before its original
-// (tailer/replays.ts: concurrent catch-up windows) keeps `api` on its open row
+// (tailer/decode/replays.ts: concurrent catch-up windows) keeps `api` on its open row
 // and is `foreign` from its closed row on. The origin filter stood in PREWHERE,
 // before FINAL: origin=api kept the open row alone and served the ended copy
 // as still held. It is read after FINAL now: the grant's last row decides.

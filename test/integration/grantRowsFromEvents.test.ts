@@ -1,8 +1,8 @@
 // Grant rows derived from durable events when the history after the
-// checkpoint is lost (tailer/gaps.ts completeGrantRows,
+// checkpoint is lost (tailer/recovery/gaps.ts completeGrantRows,
 // tailer/sql/grantRowsFromEvents.sql): an end's grant time is its put's as
 // captured. A hold written around the API is granted when etcd's history
-// says, not at the `at` it claims (tailer/foreignGrantTimes.ts); taking the
+// says, not at the `at` it claims (tailer/decode/foreignGrantTimes.ts); taking the
 // claimed time from the end's previous value rewrote such a grant's time and
 // the export's grants check refused it (the fresh-clone run's chaos check:
 // "chaos/foreign-11-4 … differs from its start event in granted_at").
@@ -12,11 +12,11 @@ import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
-import { checkGrantsAgainstEvents, formatGrantProblem } from '../../exporters/grantsCheck.js';
-import { ClockWriter, writeClock } from '../../tailer/clockWriter.js';
-import { capturedStarts, completeGrantRows, recordGap, snapshotHolds } from '../../tailer/gaps.js';
+import { checkGrantsAgainstEvents, formatGrantProblem } from '../../exporters/checks/grantsCheck.js';
+import { ClockWriter, writeClock } from '../../tailer/clock/clockWriter.js';
+import { capturedStarts, completeGrantRows, recordGap, snapshotHolds } from '../../tailer/recovery/gaps.js';
 import { TailerPipeline } from '../../tailer/pipeline.js';
-import { writeRows } from '../../tailer/rowWriter.js';
+import { writeRows } from '../../tailer/sink/rowWriter.js';
 import { waitFor } from '../support/capture.js';
 import { classEvent } from '../support/grants.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';

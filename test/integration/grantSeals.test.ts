@@ -9,8 +9,8 @@ import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { generateDigestSigner } from '../../core/digestKey.js';
 import { sealGrantPeriod } from '../../exporters/digests/grantSealer.js';
-import { assertGrantsMatchEvents } from '../../exporters/grantsCheck.js';
-import { GRANT_SEAL_KIND, sealKey, signGrantSeal } from '../../exporters/grantSeals.js';
+import { assertGrantsMatchEvents } from '../../exporters/checks/grantsCheck.js';
+import { GRANT_SEAL_KIND, sealKey, signGrantSeal } from '../../exporters/checks/grantSeals.js';
 import { insertGrants } from '../support/exportData.js';
 import { tempStore, uniqueId } from '../support/env.js';
 
@@ -88,7 +88,7 @@ describe('grant seals', () => {
     );
     assert.equal(now?.rows, genuine.rows);
     const other = generateDigestSigner();
-    const { periodGrants } = await import('../../exporters/grantSeals.js');
+    const { periodGrants } = await import('../../exporters/checks/grantSeals.js');
     const [edit] = await periodGrants(store, cluster, DAY1 + 2 * HOUR, DAY1 + 3 * HOUR, HOUR);
     const forged = signGrantSeal(
       {

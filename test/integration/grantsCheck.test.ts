@@ -15,12 +15,12 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { holdKey } from '../../core/keyspace.js';
 import { quarantinedGrantMac } from '../../core/proof.js';
 import { createLogger } from '../../core/logger.js';
-import { writeGrantsExport } from '../../exporters/complianceExport.js';
-import { checkGrantsAgainstEvents, formatGrantProblem, type GrantProblem } from '../../exporters/grantsCheck.js';
-import { readCheckpoint } from '../../tailer/offsets.js';
+import { writeGrantsExport } from '../../exporters/compliance/complianceExport.js';
+import { checkGrantsAgainstEvents, formatGrantProblem, type GrantProblem } from '../../exporters/checks/grantsCheck.js';
+import { readCheckpoint } from '../../tailer/sink/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
-import { writeRows } from '../../tailer/rowWriter.js';
-import { spoolEndRows, spoolRows } from '../../tailer/spoolShipper.js';
+import { writeRows } from '../../tailer/sink/rowWriter.js';
+import { spoolEndRows, spoolRows } from '../../tailer/sink/spoolShipper.js';
 import { waitFor } from '../support/capture.js';
 import { tempDir, uniqueId } from '../support/env.js';
 import { fileStore } from '../support/fileStore.js';
@@ -183,7 +183,7 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
         );
 
         const problems = await check();
-        // Windows of one start event each (exporters/grantsCheck.ts checkWindows) name the same: no grant falls between them.
+        // Windows of one start event each (exporters/checks/grantsCheck.ts checkWindows) name the same: no grant falls between them.
         const narrow = await checkGrantsAgainstEvents(db.store, { cluster }, range, { settleMs: 0, limit: 100, windowStartEvents: 1, stepMs: 1 });
         assert.deepEqual(narrow.map(formatGrantProblem).sort(), problems.map(formatGrantProblem).sort(), 'windows of one start event each');
         const byLock = new Map<string, string[]>();

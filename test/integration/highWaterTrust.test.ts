@@ -10,7 +10,7 @@ import { originSecret } from '../../core/originSecret.js';
 import { holdMac } from '../../core/proof.js';
 import { makeToken } from '../../core/token.js';
 import { lockCluster } from '../../roles/lockEngine.js';
-import { capturedGrantHighWater } from '../../tailer/grantHighWater.js';
+import { capturedGrantHighWater } from '../../tailer/sink/grantHighWater.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { fencedClass, lockApp } from '../support/lockApp.js';
 

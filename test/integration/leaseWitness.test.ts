@@ -10,8 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Etcd3 } from 'etcd3';
 import { createEtcdClient } from '../../core/etcd.js';
-import { liveLeases } from '../../tailer/leaseLiveness.js';
-import { etcdTtl, LeaseWitness } from '../../tailer/leaseWitness.js';
+import { liveLeases } from '../../tailer/decode/leaseLiveness.js';
+import { etcdTtl, LeaseWitness } from '../../tailer/decode/leaseWitness.js';
 import type { RevisionChanges } from '../../tailer/types.js';
 import { testConfig, uniqueId } from '../support/env.js';
 

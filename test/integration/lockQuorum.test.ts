@@ -15,7 +15,7 @@ import { readSpool, spoolPath, type SpoolEndRecord, type SpoolGrantRecord, type 
 import { unprotectedReport } from '../../reports/unprotected/index.js';
 import { servicesDown, servicesUp, startInstance, stopInstance } from '../../services/localServices.js';
 import { listSpool } from '../../cli/spool.js';
-import { SpoolShipper } from '../../tailer/spoolShipper.js';
+import { SpoolShipper } from '../../tailer/sink/spoolShipper.js';
 import { waitFor } from '../support/capture.js';
 import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
 import { grantRows } from '../support/grants.js';

@@ -13,7 +13,7 @@ import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { HealthState } from '../../platform/health.js';
 import { storeHighWater } from '../../roles/lockHighWater.js';
-import { readCheckpoint } from '../../tailer/offsets.js';
+import { readCheckpoint } from '../../tailer/sink/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { waitFor } from '../support/capture.js';
 import { tempDir, testConfig, uniqueId } from '../support/env.js';

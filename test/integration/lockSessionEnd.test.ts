@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { createLogger } from '../../core/logger.js';
-import { readCheckpoint } from '../../tailer/offsets.js';
+import { readCheckpoint } from '../../tailer/sink/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { closeBatches, CLOSE_BATCH_KEYS } from '../../lock/sessions.js';
 import { waitFor } from '../support/capture.js';

@@ -16,7 +16,7 @@ import type { LockClass } from '../../core/keyspace.js';
 import { createLogger } from '../../core/logger.js';
 import { projectRoot } from '../../core/paths.js';
 import { readSpool, spoolPath, type SpoolEndRecord, type SpoolGrantRecord } from '../../core/spool.js';
-import { SpoolShipper } from '../../tailer/spoolShipper.js';
+import { SpoolShipper } from '../../tailer/sink/spoolShipper.js';
 import { waitFor } from '../support/capture.js';
 import { tempDir, tempStore, uniqueId } from '../support/env.js';
 

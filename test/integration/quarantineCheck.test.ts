@@ -5,9 +5,9 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
-import { checkQuarantine, formatQuarantineProblem, type QuarantineProblem } from '../../exporters/quarantineCheck.js';
-import { decodeRevision, finishRevision } from '../../tailer/decoder.js';
-import { writeRows } from '../../tailer/rowWriter.js';
+import { checkQuarantine, formatQuarantineProblem, type QuarantineProblem } from '../../exporters/checks/quarantineCheck.js';
+import { decodeRevision, finishRevision } from '../../tailer/decode/decoder.js';
+import { writeRows } from '../../tailer/sink/rowWriter.js';
 import type { Change, QuarantineRow, RowBatch } from '../../tailer/types.js';
 import { tempStore, uniqueId } from '../support/env.js';
 

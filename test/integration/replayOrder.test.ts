@@ -1,4 +1,4 @@
-// The replay check (tailer/replays.ts) when a copy reaches the store before
+// The replay check (tailer/decode/replays.ts) when a copy reaches the store before
 // its original (concurrent catch-up windows): the copy's open row and put
 // event are stored `api`, and the original's arrival alarms it. Its end must
 // then stay `api` too (its closed row and its delete event): the put event is
@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
 import type { AuditEventRow } from '../../core/events.js';
 import { PREFIX } from '../../core/keyspace.js';
-import { ReplayCheck, type Replay } from '../../tailer/replays.js';
+import { ReplayCheck, type Replay } from '../../tailer/decode/replays.js';
 import type { RowBatch } from '../../tailer/types.js';
 import { tempStore } from '../support/env.js';
 import { classEvent, grantRows } from '../support/grants.js';

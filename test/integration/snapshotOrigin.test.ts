@@ -16,7 +16,7 @@ import { originSecret } from '../../core/originSecret.js';
 import { alertMetrics } from '../../exporters/alerts/alertMetrics.js';
 import { WebhookDelivery } from '../../exporters/alerts/webhookDelivery.js';
 import { HealthState } from '../../platform/health.js';
-import { readCheckpoint } from '../../tailer/offsets.js';
+import { readCheckpoint } from '../../tailer/sink/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { tailerMetrics } from '../../tailer/tailerMetrics.js';
 import { alertReceiver } from '../support/alertReceiver.js';

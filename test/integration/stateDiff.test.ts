@@ -16,7 +16,7 @@ import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { makeToken } from '../../core/token.js';
 import { stateAt } from '../../reports/state/index.js';
-import { readCheckpoint } from '../../tailer/offsets.js';
+import { readCheckpoint } from '../../tailer/sink/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { waitFor } from '../support/capture.js';
 import { startPrivateEtcd } from '../support/privateEtcd.js';

@@ -1,4 +1,4 @@
-// StreamClock (tailer/streamClock.ts) against a real etcd: over a history of
+// StreamClock (tailer/clock/streamClock.ts) against a real etcd: over a history of
 // hand-written holds, proven clock writes and unproven clock puts, its answer
 // at every revision is clockAtOrBefore's (etcd read at that revision), while
 // it reads etcd once per stretch between clock changes instead of once per
@@ -12,9 +12,9 @@ import type { Etcd3 } from 'etcd3';
 import { createEtcdClient } from '../../core/etcd.js';
 import { PREFIX } from '../../core/keyspace.js';
 import { originSecret } from '../../core/originSecret.js';
-import { writeClock } from '../../tailer/clockWriter.js';
-import { clockAtOrBefore, clockLookup } from '../../tailer/etcdReads.js';
-import { StreamClock } from '../../tailer/streamClock.js';
+import { writeClock } from '../../tailer/clock/clockWriter.js';
+import { clockAtOrBefore, clockLookup } from '../../tailer/watch/etcdReads.js';
+import { StreamClock } from '../../tailer/clock/streamClock.js';
 import type { RevisionChanges } from '../../tailer/types.js';
 import { headRevision } from '../support/capture.js';
 import { testConfig, uniqueId } from '../support/env.js';

@@ -18,10 +18,10 @@ import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { holdKey } from '../../core/keyspace.js';
 import { TailerReplica, type ReplicaOptions } from '../../tailer/replica.js';
-import { readCheckpoint } from '../../tailer/offsets.js';
+import { readCheckpoint } from '../../tailer/sink/offsets.js';
 import { startTailerRole } from '../../roles/tailer.js';
 import { startPrivateEtcd, type PrivateEtcd } from '../support/privateEtcd.js';
-import { spoolFile } from '../../tailer/spoolShipper.js';
+import { spoolFile } from '../../tailer/sink/spoolShipper.js';
 import { tailerMetrics } from '../../tailer/tailerMetrics.js';
 import { assertExactCapture, waitFor } from '../support/capture.js';
 import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
@@ -340,7 +340,7 @@ describe('tailer (in-process)', () => {
       appendFileSync(file, `,"key":"${ns}/c","holder":"h3","session":"3","class":"cache","at":1700000000001}\n`);
       await waitFor('three unprotected grants', async () => ((await count()) === 3 ? true : undefined), 30_000);
       // Shipping everything again (the sidecar lost) counts once.
-      const { SpoolShipper } = await import('../../tailer/spoolShipper.js');
+      const { SpoolShipper } = await import('../../tailer/sink/spoolShipper.js');
       const { rmSync } = await import('node:fs');
       rmSync(`${file}.shipped`, { force: true });
       assert.equal(await new SpoolShipper(store, label, tmp.dir, log).shipOnce(), 3);

@@ -1,12 +1,12 @@
 // The tailer-health report reads checkpoints with its own SQL
 // (grants/checkpointInEffect.sql), not the tailer's code: it must give
-// what the tailer itself reads (tailer/offsets.ts readCheckpoints), before
+// what the tailer itself reads (tailer/sink/offsets.ts readCheckpoints), before
 // and after an etcd restore started a new timeline.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { tailerHealth } from '../../reports/tailerHealth/index.js';
-import { readCheckpoints } from '../../tailer/offsets.js';
+import { readCheckpoints } from '../../tailer/sink/offsets.js';
 import { tempStore, testConfig } from '../support/env.js';
 
 const at = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');

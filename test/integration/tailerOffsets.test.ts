@@ -1,4 +1,4 @@
-// The checkpoint's store (tailer/offsets.ts) against an embedded ClickHouse:
+// The checkpoint's store (tailer/sink/offsets.ts) against an embedded ClickHouse:
 // the stored checkpoint is the highest ever written, whatever the order and
 // timing of the writes and however ClickHouse merges them (issue 11, defect 6).
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { AuditStore } from '../../core/clickhouse.js';
 import { migrate } from '../../core/migrations.js';
 import { sqlDir } from '../../core/paths.js';
-import { readCheckpoint, readCheckpoints, writeCheckpoint } from '../../tailer/offsets.js';
+import { readCheckpoint, readCheckpoints, writeCheckpoint } from '../../tailer/sink/offsets.js';
 import { tempDir, uniqueId } from '../support/env.js';
 
 // chdb binds one data directory per process: both stores below share it, each with a database of its own.

@@ -15,7 +15,7 @@ import { tailerMetrics } from '../../tailer/tailerMetrics.js';
 import { originSecret } from '../../core/originSecret.js';
 import { HealthState } from '../../platform/health.js';
 import { grantHistory } from '../../reports/grantHistory/index.js';
-import { readCheckpoint } from '../../tailer/offsets.js';
+import { readCheckpoint } from '../../tailer/sink/offsets.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { checkpointAtHead, headRevision, waitFor } from '../support/capture.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';

@@ -14,7 +14,7 @@ import { createLogger } from '../../core/logger.js';
 import { servicesUp, stopInstance } from '../../services/localServices.js';
 import { runningPid } from '../../services/processes.js';
 import { TailerReplica } from '../../tailer/replica.js';
-import { readCheckpoint } from '../../tailer/offsets.js';
+import { readCheckpoint } from '../../tailer/sink/offsets.js';
 import { assertExactCapture, waitFor } from '../support/capture.js';
 import { tempDir, tempStore, testConfig, uniqueId } from '../support/env.js';
 import { Workload } from '../support/workload.js';

@@ -1,4 +1,4 @@
-// tailer/rowWriter.ts against an embedded ClickHouse: the one three-table
+// tailer/sink/rowWriter.ts against an embedded ClickHouse: the one three-table
 // insert retries what is worth retrying and, when ClickHouse rejects rows,
 // quarantines exactly those rows and writes the rest (issue 11, defect 2).
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import type { AuditStore, InsertOptions } from '../../core/clickhouse.js';
 import type { AuditEventRow } from '../../core/events.js';
 import { randomBytes } from 'node:crypto';
 import { hasValidQuarantinedGrantProof } from '../../core/proof.js';
-import { classifyInsertError, outOfRange, writeRows } from '../../tailer/rowWriter.js';
+import { classifyInsertError, outOfRange, writeRows } from '../../tailer/sink/rowWriter.js';
 import type { GrantRow } from '../../tailer/types.js';
 import { uniqueId } from '../support/env.js';
 import { fileStore } from '../support/fileStore.js';

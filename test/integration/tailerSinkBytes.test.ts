@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { createLogger } from '../../core/logger.js';
-import { BatchSink } from '../../tailer/clickhouseSink.js';
+import { BatchSink } from '../../tailer/sink/clickhouseSink.js';
 import { otherEventBatch } from '../support/eventBatch.js';
 import { tempStore, uniqueId } from '../support/env.js';
 

@@ -1,4 +1,4 @@
-// What a restore writes once its divergence is decided (tailer/restores.ts,
+// What a restore writes once its divergence is decided (tailer/recovery/restores.ts,
 // sql/065), against the real audit store: nothing is deleted or moved; rows
 // above the divergence stay with every column, marked rolled back; grants held
 // at the divergence are carried into the new timeline; the new timeline's rows
@@ -9,8 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { grantHistory } from '../../reports/grantHistory/index.js';
 import { stateAt } from '../../reports/state/index.js';
-import { writeRows } from '../../tailer/rowWriter.js';
-import { endHistory, rollBack } from '../../tailer/restores.js';
+import { writeRows } from '../../tailer/sink/rowWriter.js';
+import { endHistory, rollBack } from '../../tailer/recovery/restores.js';
 import { testConfig, uniqueId } from '../support/env.js';
 import { fileStore } from '../support/fileStore.js';
 

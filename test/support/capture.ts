@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import type { Etcd3, IWatchResponse } from 'etcd3';
 import type { AuditStore } from '../../core/clickhouse.js';
 import type { ExpectedEvent } from './workload.js';
-import { writeClock } from '../../tailer/clockWriter.js';
+import { writeClock } from '../../tailer/clock/clockWriter.js';
 import { originSecret } from '../../core/originSecret.js';
 import { testConfig } from './env.js';
 

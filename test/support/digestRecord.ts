@@ -20,7 +20,7 @@ export async function seedDigestRecord(store: AuditStore, cluster: string, start
      FROM numbers({n:UInt64})`,
     { cluster, n: seconds * 4, start: startMs },
   );
-  // Each grant's row, as the tailer derives it (exports check the rows against these events: exporters/grantsCheck.ts).
+  // Each grant's row, as the tailer derives it (exports check the rows against these events: exporters/checks/grantsCheck.ts).
   await store.command(
     `INSERT INTO {db:Identifier}.grants (cluster, key, namespace, lock_path, class, holder, session, token, epoch, grant_revision, granted_at, wait_ms,
        end_kind, end_revision, ended_at, duration_ms, unprotected, start_known, row_version)

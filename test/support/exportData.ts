@@ -26,7 +26,7 @@ export async function insertGrants(store: AuditStore, cluster: string, n: number
 /**
  * The events the grants of `cluster` were derived from, as the tailer writes them: each grant's hold put (or spool
  * line) and, when it ended, the hold's delete (or the spool's end line) carrying the grant — so that exports, which
- * check every grant against its events (exporters/grantsCheck.ts), take grants written straight into the table.
+ * check every grant against its events (exporters/checks/grantsCheck.ts), take grants written straight into the table.
  * Grants closed 'unknown' (in a gap) have no end event; a grant a restore rolled back has its events rolled back too. Call after inserting grant rows by hand; `revisions` limits it
  * to the grants of those grant revisions ([from, to)).
  */

@@ -9,7 +9,7 @@ import { AuditStore } from '../../core/clickhouse.js';
 import { createLogger } from '../../core/logger.js';
 import { migrate } from '../../core/migrations.js';
 import { TailerReplica, type ReplicaOptions } from '../../tailer/replica.js';
-import { readCheckpoint } from '../../tailer/offsets.js';
+import { readCheckpoint } from '../../tailer/sink/offsets.js';
 import { tailerMetrics } from '../../tailer/tailerMetrics.js';
 
 export interface ChildSpec {

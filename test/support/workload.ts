@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import type { Etcd3 } from 'etcd3';
 import type { EventType } from '../../core/events.js';
 import { forceMac, markMac } from '../../core/proof.js';
-import { writeClock } from '../../tailer/clockWriter.js';
+import { writeClock } from '../../tailer/clock/clockWriter.js';
 import { PREFIX, classKey, forceKey, holdKey, markKey, queueKey, type ForceRecord, type MarkValue } from '../../core/keyspace.js';
 import { originSecret } from '../../core/originSecret.js';
 import { testConfig } from './env.js';
@@ -258,7 +258,7 @@ export class Workload {
     return rev;
   }
 
-  /** A clock write as the tailer leader makes it (signed, tailer/clockWriter.ts): a revision every watch sees. */
+  /** A clock write as the tailer leader makes it (signed, tailer/clock/clockWriter.ts): a revision every watch sees. */
   async clock(): Promise<string> {
     return String(await writeClock(this.client, this.#secret));
   }

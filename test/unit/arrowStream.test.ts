@@ -1,4 +1,4 @@
-// ArrowStreamJoiner (exporters/arrowStream.ts) on its own: Arrow IPC streams
+// ArrowStreamJoiner (exporters/compliance/arrowStream.ts) on its own: Arrow IPC streams
 // written by apache-arrow (an independent writer) joined into one stream that
 // apache-arrow reads back with every row, uint64 exact; streams that cannot
 // be joined are refused.
@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { tableFromArrays, tableFromIPC, tableToIPC, vectorFromArray, Dictionary, Utf8, Int32, Table } from 'apache-arrow';
 // (No zero-row chunk here: apache-arrow lays out an empty table's schema flatbuffer differently; ClickHouse writes one schema's bytes the same whatever the rows.)
-import { ArrowStreamJoiner } from '../../exporters/arrowStream.js';
+import { ArrowStreamJoiner } from '../../exporters/compliance/arrowStream.js';
 import { isLockauditError } from '../../core/errors.js';
 
 const stream = (from: number, n: number): Buffer =>

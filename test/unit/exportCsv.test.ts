@@ -1,10 +1,10 @@
-// A compliance export's CSV (exporters/chunkedExport.ts): chunks arrive from
+// A compliance export's CSV (exporters/compliance/chunkedExport.ts): chunks arrive from
 // ClickHouse as JSON arrays and are written by the one CSV writer
 // (grants/csv.ts) — formulas neutralised as in the API's CSV, 64-bit
 // values exact, one header, rows counted.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { jsonChunkToCsv } from '../../exporters/chunkedExport.js';
+import { jsonChunkToCsv } from '../../exporters/compliance/chunkedExport.js';
 import { csvLine } from '../../grants/csv.js';
 
 const chunk = (...lines: unknown[][]): Buffer => Buffer.from(lines.map((l) => `${JSON.stringify(l)}\n`).join(''));

@@ -1,8 +1,8 @@
-// ExportGate (exporters/chunkedExport.ts): the grants check beside an export's other work — whose error an export
+// ExportGate (exporters/compliance/chunkedExport.ts): the grants check beside an export's other work — whose error an export
 // reports, and that it waits for the check before reporting it.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ExportGate } from '../../exporters/chunkedExport.js';
+import { ExportGate } from '../../exporters/compliance/chunkedExport.js';
 
 const later = <T>(ms: number, outcome: () => T): Promise<T> =>
   new Promise((resolve, reject) =>

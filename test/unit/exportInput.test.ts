@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isLockauditError } from '../../core/errors.js';
-import { parseExportInput } from '../../exporters/complianceExport.js';
+import { parseExportInput } from '../../exporters/compliance/complianceExport.js';
 
 // Set before any date is read: Node applies TZ changes at run time.
 process.env.TZ = 'America/New_York';

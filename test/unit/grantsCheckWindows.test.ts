@@ -1,11 +1,11 @@
-// The windows the grants check walks (exporters/grantsCheck.ts checkWindows):
+// The windows the grants check walks (exporters/checks/grantsCheck.ts checkWindows):
 // consecutive steps joined while they hold at most the budget's start events,
 // so a one-namespace check of 90 days is one window, not 90 full scans of
 // `grants`; disjoint and without holes, from the step of the first grant or
 // start event to the range's end.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { checkWindows } from '../../exporters/grantsCheck.js';
+import { checkWindows } from '../../exporters/checks/grantsCheck.js';
 
 const H = 3_600_000;
 const range = { fromMs: 1_000_000, toMs: 1_000_000 + 48 * H };

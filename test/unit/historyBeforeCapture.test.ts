@@ -1,9 +1,9 @@
-// historyDayBeforeCapture (exporters/parquetHistory.ts): a history day is left
+// historyDayBeforeCapture (exporters/history/parquetHistory.ts): a history day is left
 // unwritten only when it ended at or before the earliest captured time; the
 // day in which capture began, and every later one, may be written.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { historyDayBeforeCapture } from '../../exporters/parquetHistory.js';
+import { historyDayBeforeCapture } from '../../exporters/history/parquetHistory.js';
 
 const BEGAN = Date.UTC(2026, 2, 1, 0, 0, 1); // 2026-03-01T00:00:01Z
 

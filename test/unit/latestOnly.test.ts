@@ -1,9 +1,9 @@
-// LatestOnly (exporters/latestOnly.ts): progress written beside the work —
+// LatestOnly (exporters/compliance/latestOnly.ts): progress written beside the work —
 // push never waits, one write at a time, superseded values skipped, flush
 // waits for the last, a failed write does not stop later ones.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LatestOnly } from '../../exporters/latestOnly.js';
+import { LatestOnly } from '../../exporters/compliance/latestOnly.js';
 
 describe('LatestOnly', () => {
   it('writes the first value and then only the newest, one at a time; flush waits for the last', async () => {

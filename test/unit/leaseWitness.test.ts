@@ -2,7 +2,7 @@
 // proof that a lease could not have expired yet, and when evidence is dropped.
 import assert from 'node:assert/strict';
 import { describe, it, mock } from 'node:test';
-import { LeaseWitness, type AskTtl, type EvidenceLog } from '../../tailer/leaseWitness.js';
+import { LeaseWitness, type AskTtl, type EvidenceLog } from '../../tailer/decode/leaseWitness.js';
 import type { Change, RevisionChanges } from '../../tailer/types.js';
 
 const kv = (key: string, lease: string) => ({ key, value: '{}', createRevision: '1', modRevision: '1', version: '1', lease });

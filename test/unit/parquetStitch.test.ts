@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import parquet from '@dsnp/parquetjs';
 import { isLockauditError } from '../../core/errors.js';
-import { fileSink } from '../../exporters/byteSink.js';
+import { fileSink } from '../../exporters/storage/byteSink.js';
 import { parquetRowCount, ParquetStitcher } from '../../exporters/parquet/stitch.js';
 import { tempDir } from '../support/env.js';
 

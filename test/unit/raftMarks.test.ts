@@ -1,9 +1,9 @@
-// The raft-log restore proof (tailer/raftMarks.ts): only the leader a majority of voting members agree on, its
+// The raft-log restore proof (tailer/recovery/raftMarks.ts): only the leader a majority of voting members agree on, its
 // committed index below the mark, answered twice by the same leader in one term, is a proof; a lagging, cut-off or
 // just-elected answer, another cluster's, or no mark proves nothing.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { agreedLeader, raftLogRestarted, type LeaderIndex, type MemberAnswer } from '../../tailer/raftMarks.js';
+import { agreedLeader, raftLogRestarted, type LeaderIndex, type MemberAnswer } from '../../tailer/recovery/raftMarks.js';
 
 function asks(...answers: Array<LeaderIndex | undefined>): { ask: () => Promise<LeaderIndex | undefined>; sleep: () => Promise<void>; calls: () => number } {
   let i = 0;

@@ -1,8 +1,8 @@
-// The rewind watcher's decision (tailer/rewindWatch.ts): etcd's position
+// The rewind watcher's decision (tailer/recovery/rewindWatch.ts): etcd's position
 // against what a running tailer captured.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { rewoundBy } from '../../tailer/rewindWatch.js';
+import { rewoundBy } from '../../tailer/recovery/rewindWatch.js';
 
 describe('rewoundBy', () => {
   it('names another cluster id first, then a head below the captured revision; nothing else', () => {

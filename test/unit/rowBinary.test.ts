@@ -2,7 +2,7 @@
 // audit tables use, and the errors that stand for ClickHouse's rejections.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { classifyInsertError } from '../../tailer/rowWriter.js';
+import { classifyInsertError } from '../../tailer/sink/rowWriter.js';
 import { RowEncodeError, rowBinaryEncoder } from '../../core/rowBinary.js';
 
 const enc = (type: string, v: unknown): Buffer => {

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decodeSpoolRecord, pairSpool, type SpoolEndRecord, type SpoolGrantRecord } from '../../core/spool.js';
-import { parseSpoolLine, spoolEndRows, spoolRows, SPOOL_END_ROW_VERSION } from '../../tailer/spoolShipper.js';
+import { parseSpoolLine, spoolEndRows, spoolRows, SPOOL_END_ROW_VERSION } from '../../tailer/sink/spoolShipper.js';
 
 const grant: SpoolGrantRecord = {
   v: 1,

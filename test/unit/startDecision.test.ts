@@ -1,8 +1,8 @@
-// The tailer's start decision (tailer/startDecision.ts), case by case: resume,
+// The tailer's start decision (tailer/recovery/startDecision.ts), case by case: resume,
 // compaction gap, and each way a restore shows — without sampling keys.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { contradicts, decideStart, readFor, type StartInput, type Witness, type WitnessReading } from '../../tailer/startDecision.js';
+import { contradicts, decideStart, readFor, type StartInput, type Witness, type WitnessReading } from '../../tailer/recovery/startDecision.js';
 
 const clock: Witness = { key: '/sys/clock', revision: 900n, value: '{"at":1}' };
 const grant: Witness = { key: '/l/ns/burst-99', revision: 1_000n, value: '{"holder":"a"}' };

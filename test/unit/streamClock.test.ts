@@ -1,11 +1,11 @@
-// StreamClock (tailer/streamClock.ts): one etcd read per stretch of streamed
+// StreamClock (tailer/clock/streamClock.ts): one etcd read per stretch of streamed
 // revisions without a /sys/clock change; a change, a compacted read or a
 // revision behind the stream asks again. The equivalence with etcd's own
 // answers, revision by revision, is test/integration/streamClock.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { StreamClock } from '../../tailer/streamClock.js';
-import type { ClockLookup } from '../../tailer/etcdReads.js';
+import { StreamClock } from '../../tailer/clock/streamClock.js';
+import type { ClockLookup } from '../../tailer/watch/etcdReads.js';
 import type { RevisionChanges } from '../../tailer/types.js';
 
 function rev(revision: bigint, keys: string[] = ['/l/ns/k']): RevisionChanges {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ClockBracket } from '../../tailer/clockBracket.js';
-import { bracketFor } from '../../tailer/decoder.js';
+import { ClockBracket } from '../../tailer/clock/clockBracket.js';
+import { bracketFor } from '../../tailer/decode/decoder.js';
 
 const LATE = 1e12; // a read time far after every known time: it bounds nothing the known times do not
 

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { clockMac, forceMac, holdMac, markMac } from '../../core/proof.js';
 import { makeToken } from '../../core/token.js';
-import { leasesToCheck } from '../../tailer/leaseLiveness.js';
-import { bracketFor, decodeRevision, finishRevision, knownTime, UNKNOWN_ERROR_MS, type DecodeContext } from '../../tailer/decoder.js';
+import { leasesToCheck } from '../../tailer/decode/leaseLiveness.js';
+import { bracketFor, decodeRevision, finishRevision, knownTime, UNKNOWN_ERROR_MS, type DecodeContext } from '../../tailer/decode/decoder.js';
 import type { Change, KvSnapshot } from '../../tailer/types.js';
-import { ClockBracket } from '../../tailer/clockBracket.js';
+import { ClockBracket } from '../../tailer/clock/clockBracket.js';
 
 const ctx: DecodeContext = { cluster: 'c1', startKnown: () => true };
 const hold = (session: string, at = 1_000, epoch = 0) => JSON.stringify({ holder: 'spiffe://x/a', session, class: 'payments', epoch, waitMs: 7, at });

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Watermark } from '../../tailer/watermark.js';
+import { Watermark } from '../../tailer/watch/watermark.js';
 import { configDefaults } from '../../core/config.js';
 import { planResumeWindows, planWindows, windowsForLag } from '../../tailer/pipeline.js';
-import { mergeDurable } from '../../tailer/catchUpSegments.js';
+import { mergeDurable } from '../../tailer/watch/catchUpSegments.js';
 
 describe('completeness watermark', () => {
   it('advances over the contiguous durable prefix only', () => {
