@@ -1,10 +1,16 @@
--- Where sealing stands for a cluster: the tailer's checkpoint (every event up
--- to it is captured), the time it has passed (the newest wall time of the
--- events just below it: hours ending before that are complete up to late
--- grants, which a seal's fingerprint catches) and the newest restore
--- generation (a restore re-marks rows: every seal taken before it is stale).
+-- Where sealing stands for a cluster: the checkpoint in effect, as the tailer
+-- reads it (grants/checkpointInEffect.sql: after an etcd restore, the new
+-- timeline's, never a rolled-back timeline's higher one), the time it has
+-- passed (the newest wall time of the events just below it: hours ending
+-- before that are complete up to late grants, which a seal's fingerprint
+-- catches) and the newest restore generation (a restore re-marks rows: every
+-- seal taken before it is stale).
 -- Parameters: {db:Identifier} {cluster:String}
-WITH (SELECT max(revision) FROM {db:Identifier}.checkpoints WHERE cluster = {cluster:String}) AS cp
+WITH (
+    SELECT toUInt64OrZero(any(revision)) FROM (
+-- @include grants/checkpointInEffect.sql
+    ) WHERE cluster = {cluster:String}
+) AS cp
 SELECT
     toString(cp) AS checkpoint,
     toString(ifNull((

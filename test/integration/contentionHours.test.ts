@@ -259,6 +259,12 @@ describe("contention from sealed hours: the raw query's answer", () => {
     };
     assert.equal(await c1Hours(), 0);
     await assertSame('restored, not sealed again');
+    // Sealing waits for the new timeline's checkpoint in effect (its resume revision, 121, until its tailer writes one),
+    // never the rolled-back timeline's 400.
+    const [early] = await sealContentionHours(deps, { cluster: 'c1' });
+    assert.equal(early?.checkpoint, '121');
+    assert.equal(await c1Hours(), 0);
+    await store.insert('checkpoints', [{ cluster: 'c1', revision: '400', leader: 'test' }]);
     await sealContentionHours(deps, { cluster: 'c1' });
     assert.ok((await c1Hours()) > 0);
     await assertSame('restored, sealed again');

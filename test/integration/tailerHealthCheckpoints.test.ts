@@ -1,10 +1,12 @@
-// The tailer-health report reads checkpoints with its own SQL
-// (grants/checkpointInEffect.sql), not the tailer's code: it must give
-// what the tailer itself reads (tailer/sink/offsets.ts readCheckpoints), before
-// and after an etcd restore started a new timeline.
+// The reports read the checkpoint in effect with one SQL reading of the
+// tailer's rule (grants/checkpointInEffect.sql), not the tailer's code: the
+// tailer-health report and the contention seal must give what the tailer
+// itself reads (tailer/sink/offsets.ts readCheckpoints), before and after an
+// etcd restore started a new timeline.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
+import { sealContentionHours } from '../../reports/contention/seal.js';
 import { tailerHealth } from '../../reports/tailerHealth/index.js';
 import { readCheckpoints } from '../../tailer/sink/offsets.js';
 import { tempStore, testConfig } from '../support/env.js';
@@ -64,5 +66,8 @@ describe('tailer health: checkpoints read by the report itself', () => {
     const fromTailer = Object.fromEntries([...tailer].map(([c, v]) => [c, v.revision.toString()]));
     assert.deepEqual(fromReport, { first: '40', plain: '9', restored: '3', resumed: '7', fenced: '100', nexttl: '8' });
     assert.deepEqual(fromReport, fromTailer);
+    // The contention seal seals as of the same checkpoint (before: the highest ever written, 900 for nexttl and 100 for restored).
+    const seals = await sealContentionHours({ store, limits: testConfig().reports });
+    assert.deepEqual(Object.fromEntries(seals.map((r) => [r.cluster, r.checkpoint])), fromTailer);
   });
 });
