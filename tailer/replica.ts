@@ -24,10 +24,13 @@ import { storeEvidenceLog } from './decode/leaseEvidence.js';
 import { etcdTtl, LeaseWitness } from './decode/leaseWitness.js';
 import { leaderIndex, recordRaftMark, type RaftCheckDeps } from './recovery/raftMarks.js';
 import { watchRewind } from './recovery/rewindWatch.js';
+import { startFrom } from './recovery/startDecision.js';
 import {
   RESTORE_PAGE_SIZE,
   detectRestore,
   divergence,
+  restoreSeen,
+  startFacts,
   endHistory,
   ensureTimeline,
   etcdPosition,
@@ -238,28 +241,33 @@ export class TailerReplica {
       const gaps = await loadGaps(store, cluster, timeline.generation);
       // A restore recorded half-way is finished first: looking for it again would find nothing (its rows are marked).
       const unfinished = await unfinishedRestore(store, cluster, timeline.generation);
-      const restore = unfinished
+      // One decision from facts read once (startFrom, decideStart): a restore, a compaction gap, or a resume.
+      const start = unfinished
         ? {
-            head: position.head,
-            clusterId: position.clusterId,
-            previousClusterId: unfinished.previousClusterId || timeline.clusterId,
-            captured: checkpoint,
-            why: unfinished.why,
+            kind: 'restore' as const,
+            seen: {
+              head: position.head,
+              clusterId: position.clusterId,
+              previousClusterId: unfinished.previousClusterId || timeline.clusterId,
+              captured: checkpoint,
+              why: unfinished.why,
+            },
           }
-        : await detectRestore(this.#client, store, cluster, checkpoint, timeline, position, this.#raft);
+        : await startFrom(startFacts(this.#client, store, cluster, timeline, this.#raft), checkpoint, timeline.clusterId, position).then((s) =>
+            s.kind === 'restore' ? { kind: 'restore' as const, seen: restoreSeen(s, timeline, position) } : s,
+          );
       if (unfinished)
         log.warn({ generation: unfinished.generation, why: unfinished.why }, 'a restore was recorded half-way (its gap, not its timeline): finishing it');
-      if (restore) {
+      if (start.kind === 'restore') {
         this.#leases?.forgetTimes(); // revisions of the restored etcd are not the ones its watch saw
-        await this.#handleRestore(election, term, checkpoint, restore, timeline, gaps, unfinished);
+        await this.#handleRestore(election, term, checkpoint, start.seen, timeline, gaps, unfinished);
         // Terms are revisions of one etcd history: a rewound etcd may elect the next leader below ours. So the
         // restored timeline is captured under a leadership won in the restored etcd (a new campaign, a new term).
         log.warn({ term: term.toString() }, 'restore recorded: campaigning again in the restored etcd before capturing its timeline');
         return;
       }
-      const lost = await lostAfter(this.#client, checkpoint);
-      if (lost !== undefined) {
-        checkpoint = await this.#handleGap(election, term, checkpoint, lost, gaps, signal, timeline);
+      if (start.kind === 'gap') {
+        checkpoint = await this.#handleGap(election, term, checkpoint, start.to, gaps, signal, timeline);
         if (signal.aborted) return;
       }
       // A restore under a running watch may leave it waiting at a future revision: watch for one and restart.

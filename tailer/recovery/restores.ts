@@ -36,7 +36,7 @@ import type { AuditStore } from '../../core/clickhouse.js';
 import { PREFIX } from '../../core/keyspace.js';
 import { loadSql } from '../../platform/sql.js';
 import { lostAfter } from './gaps.js';
-import { decideStart, readFor, type Witness, type WitnessReading } from './startDecision.js';
+import { readFor, startFrom, type StartFacts, type Witness, type WitnessReading } from './startDecision.js';
 import { etcdText } from '../../core/etcdText.js';
 import { raftLogRestarted, raftMark, type RaftCheckDeps } from './raftMarks.js';
 
@@ -223,6 +223,25 @@ export async function ensureTimeline(store: AuditStore, cluster: string, positio
  * compacted, its keyspace at the compaction revision) contradicting the put
  * the tailer captured there. A few reads, whatever the history or the load.
  */
+/** The facts a start of `cluster` reads (startDecision.ts startFrom): the store's captured rows, the raft log, etcd's history. */
+export function startFacts(client: Etcd3, store: AuditStore, cluster: string, timeline: Timeline, raft?: RaftCheckDeps): StartFacts {
+  return {
+    // Rows durable above a checkpoint held back are captured history too: a restore to a snapshot above the
+    // checkpoint rolls them back while every witness at or below it is intact (30-minute chaos run, seed 7: such
+    // rows stayed in the current timeline, and each later start read them as another restore).
+    captured: async (checkpoint) => {
+      const [above] = await store.rows<{ top: string }>(SQL.capturedAbove.text, { cluster, checkpoint: checkpoint.toString() });
+      return above && BigInt(above.top) > checkpoint ? BigInt(above.top) : checkpoint;
+    },
+    // The raft log: a proof whatever was written since (a bumped restore to a snapshot after the last clock write,
+    // fresh keys only, passes every witness read at the compaction revision).
+    raftRestarted: async () => (raft ? raftLogRestarted(await raftMark(store, cluster, timeline.generation), raft, timeline.clusterId) : undefined),
+    compactRevision: (checkpoint) => lostAfter(client, checkpoint),
+    witnesses: async (captured, compactRevision) => readWitnesses(client, await checkpointWitnesses(store, cluster, captured), compactRevision),
+  };
+}
+
+/** What a restore check needs of a start: the restore seen, or undefined (a gap or a resume). */
 export async function detectRestore(
   client: Etcd3,
   store: AuditStore,
@@ -232,30 +251,13 @@ export async function detectRestore(
   position: EtcdPosition,
   raft?: RaftCheckDeps,
 ): Promise<RestoreSeen | undefined> {
-  // Rows durable above a checkpoint held back are captured history too: a restore to a snapshot above the
-  // checkpoint rolls them back while every witness at or below it is intact (30-minute chaos run, seed 7: such
-  // rows stayed in the current timeline, and each later start read them as another restore).
-  const [above] = await store.rows<{ top: string }>(SQL.capturedAbove.text, { cluster, checkpoint: checkpoint.toString() });
-  const captured = above && BigInt(above.top) > checkpoint ? BigInt(above.top) : checkpoint;
-  const seen = { head: position.head, clusterId: position.clusterId, previousClusterId: timeline.clusterId, captured };
-  const first = decideStart({ checkpoint, captured, timelineClusterId: timeline.clusterId, head: position.head, clusterId: position.clusterId, witnesses: [] });
-  if (first.kind === 'restore') return { ...seen, why: first.why };
-  // The raft log: a proof whatever was written since (a bumped restore to a snapshot after the last clock write,
-  // fresh keys only, passes every witness read at the compaction revision).
-  const restarted = raft ? await raftLogRestarted(await raftMark(store, cluster, timeline.generation), raft, timeline.clusterId) : undefined;
-  if (restarted) return { ...seen, why: restarted };
-  const compactRevision = await lostAfter(client, checkpoint);
-  const witnesses = await readWitnesses(client, await checkpointWitnesses(store, cluster, captured), compactRevision);
-  const decision = decideStart({
-    checkpoint,
-    captured,
-    timelineClusterId: timeline.clusterId,
-    head: position.head,
-    clusterId: position.clusterId,
-    compactRevision,
-    witnesses,
-  });
-  return decision.kind === 'restore' ? { ...seen, why: decision.why } : undefined;
+  const start = await startFrom(startFacts(client, store, cluster, timeline, raft), checkpoint, timeline.clusterId, position);
+  return start.kind === 'restore' ? restoreSeen(start, timeline, position) : undefined;
+}
+
+/** A restore decided at a start, as the run records it. */
+export function restoreSeen(start: { why: string; captured: bigint }, timeline: Timeline, position: EtcdPosition): RestoreSeen {
+  return { head: position.head, clusterId: position.clusterId, previousClusterId: timeline.clusterId, captured: start.captured, why: start.why };
 }
 
 /** The puts the start decision checks: the latest ones captured at or below `checkpoint` (or the highest revision captured), and the latest clock write. */

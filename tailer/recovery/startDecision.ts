@@ -1,6 +1,8 @@
 // Where a tailer starts (docs/architecture.md, where a tailer starts): resume after the
-// checkpoint, record a compaction gap, or record a restore. Pure: the caller
-// reads etcd and the store (restores.ts) and hands the answers in.
+// checkpoint, record a compaction gap, or record a restore. decideStart is pure:
+// the caller hands the answers in. startFrom asks the facts it needs of a
+// StartFacts (restores.ts startFacts reads etcd and the store; tests replay
+// facts recorded from real runs) and decides once.
 //
 // Invariant: a restore is never inferred from a sample of keys. The proof is
 // the checkpoint's own witnesses — puts the tailer captured at or below the
@@ -94,4 +96,44 @@ export function contradicts(r: WitnessReading, checkpoint: bigint): string | und
   if (kv.modRevision < w.revision) return `${w.key} was captured put at revision ${w.revision} but etcd has it back at revision ${kv.modRevision}`;
   if (kv.value !== w.value) return `${w.key} was captured put at revision ${w.revision} with another value than etcd holds at that revision`;
   return undefined;
+}
+
+/**
+ * The facts a start reads beyond etcd's position, each asked once and only when the decision still needs it: a
+ * witness cannot be read above a rewound head, nor the raft log asked of a cluster that is another one.
+ */
+export interface StartFacts {
+  /** The highest revision captured (durable rows of the current timeline) when above the checkpoint, else the checkpoint. */
+  captured(checkpoint: bigint): Promise<bigint>;
+  /** Why etcd's raft log shows it restarted since the timeline's mark (a restore whatever was written), or undefined. */
+  raftRestarted(): Promise<string | undefined>;
+  /** etcd's compaction revision when history after the checkpoint is no longer complete, else undefined. */
+  compactRevision(checkpoint: bigint): Promise<bigint | undefined>;
+  /** etcd's answer for each of the checkpoint's witnesses (captured puts up to `captured`). */
+  witnesses(captured: bigint, compactRevision: bigint | undefined): Promise<WitnessReading[]>;
+}
+
+/** A start decided: a restore carries the highest revision captured in the timeline it ends. */
+export type Start = { kind: 'restore'; why: string; captured: bigint } | Exclude<StartDecision, { kind: 'restore' }>;
+
+/**
+ * Where a run starts, decided once: etcd's cluster id and head first (no other read when they already show a
+ * restore), then the raft log, then the compaction revision and the witnesses read at their revisions. A gap's
+ * end is the compaction revision read here: the run records the gap from this answer, with no second search.
+ */
+export async function startFrom(
+  facts: StartFacts,
+  checkpoint: bigint,
+  timelineClusterId: string,
+  position: { head: bigint; clusterId: string },
+): Promise<Start> {
+  const captured = await facts.captured(checkpoint);
+  const base = { checkpoint, captured, timelineClusterId, head: position.head, clusterId: position.clusterId };
+  const first = decideStart({ ...base, witnesses: [] });
+  if (first.kind === 'restore') return { ...first, captured };
+  const restarted = await facts.raftRestarted();
+  if (restarted) return { kind: 'restore', why: restarted, captured };
+  const compactRevision = await facts.compactRevision(checkpoint);
+  const decision = decideStart({ ...base, compactRevision, witnesses: await facts.witnesses(captured, compactRevision) });
+  return decision.kind === 'restore' ? { ...decision, captured } : decision;
 }
