@@ -30,6 +30,8 @@ import { alarm } from '../platform/alarms.js';
 import { currentHolds, type LeaseWitness } from './decode/leaseWitness.js';
 import { RecentClocks, WindowRunner, type WindowShared } from './watch/windowRunner.js';
 
+const MIB = 1024 * 1024;
+
 export interface PipelineOptions {
   /** Most windows watched concurrently when far behind; how many are used follows the lag (windowsForLag). Default: the config schema's tailer.catchUpWindows. */
   catchUpWindows?: number;
@@ -42,6 +44,8 @@ export interface PipelineOptions {
   drainDeadlineMs?: number;
   /** Events waiting per window before its watch pauses. Default 40 000 / windows, at least 2 000. */
   highWaterEvents?: number;
+  /** Bytes of keys and values waiting per window before its watch pauses. Default 64 MiB / windows, at least 4 MiB: with the sink's 64 MiB row buffer, what a catch-up holds of the values it reads stays about 128 MiB whatever their size. */
+  highWaterBytes?: number;
   /**
    * Rows a time bracket may hold behind its oldest waiting revision (its own and every row delivered after it)
    * before it closes with what is known (clockBracket.ts): what a kill may cost the checkpoint beyond the
@@ -348,6 +352,7 @@ export class TailerPipeline {
       alarm: this.#deps.alarm,
       metrics,
       highWaterEvents: this.#opts.highWaterEvents ?? Math.max(2_000, Math.floor(40_000 / windows)),
+      highWaterBytes: this.#opts.highWaterBytes ?? Math.max(4 * MIB, Math.floor((64 * MIB) / windows)),
       bracketLimits: {
         maxHeldRows: this.#opts.bracketMaxHeldRows ?? 1_000,
         maxWaitMs: this.#opts.bracketMaxWaitMs ?? 1_000,

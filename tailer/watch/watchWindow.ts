@@ -5,10 +5,11 @@
 // the *current* revision and would skip history. So on a disconnect we drop
 // that watcher and open a new one from the next revision we still need
 // (after a short delay that grows, up to ~2 s, while etcd stays away).
-// Backpressure: when more than `highWaterEvents` events wait for the
-// consumer the watch is cancelled (paused) and reopened from the same
-// position once the consumer is below `lowWaterEvents`: memory stays bounded
-// however slow the sink is.
+// Backpressure: when more than `highWaterEvents` events, or `highWaterBytes`
+// of keys and values, wait for the consumer the watch is cancelled (paused)
+// and reopened from the same position once the consumer is below both low
+// waters: memory stays bounded however slow the sink is and however large
+// the values (etcd takes values up to 1.5 MiB: 20 000 events of them are 30 GB).
 import type { Etcd3, IKeyValue, IWatchResponse, Watcher } from 'etcd3';
 import type { Logger } from '../../core/logger.js';
 import { Backoff } from '../../platform/retry.js';
@@ -31,6 +32,10 @@ export interface WatchWindowOptions {
   end?: bigint;
   highWaterEvents?: number;
   lowWaterEvents?: number;
+  /** Bytes of keys and values (previous ones included) waiting for the consumer at which the watch pauses. Default 32 MiB. */
+  highWaterBytes?: number;
+  /** Resumes once at most this many bytes wait (and at most lowWaterEvents events). Default a quarter of highWaterBytes. */
+  lowWaterBytes?: number;
   /** Each response's header revision: the cluster's head. */
   onHead?: (revision: bigint) => void;
   /**
@@ -67,12 +72,18 @@ export class WatchWindow {
   readonly #opts: WatchWindowOptions;
   readonly #high: number;
   readonly #low: number;
+  readonly #highBytes: number;
+  readonly #lowBytes: number;
   #position: bigint;
   // A FIFO read from #head: Array#shift on a queue of thousands of revisions copies the rest each time
   // (it was 6 % of the tailer's main thread at one window in a catch-up profile).
-  #queue: Array<{ item: WatchItem; events: number } | undefined> = [];
+  #queue: Array<{ item: WatchItem; events: number; bytes: number } | undefined> = [];
   #head = 0;
   #queuedEvents = 0;
+  #queuedBytes = 0;
+  #maxQueuedBytes = 0;
+  /** A revision still arriving in fragments (etcd splits a response over its request size, even inside a revision). */
+  #pending: { changes: RevisionChanges; count: number; bytes: number } | undefined;
   #watcher: Watcher | undefined;
   #generation = 0;
   #paused = false;
@@ -89,6 +100,13 @@ export class WatchWindow {
     this.#position = options.start;
     this.#high = options.highWaterEvents ?? 20_000;
     this.#low = options.lowWaterEvents ?? Math.floor(this.#high / 4);
+    this.#highBytes = options.highWaterBytes ?? 32 * 1024 * 1024;
+    this.#lowBytes = options.lowWaterBytes ?? Math.floor(this.#highBytes / 4);
+  }
+
+  /** The most bytes of keys and values that ever waited for the consumer at once (a bound's test and the soak read it). */
+  get maxQueuedBytes(): number {
+    return this.#maxQueuedBytes;
   }
 
   /** The next revision this window still needs. */
@@ -111,7 +129,8 @@ export class WatchWindow {
         const next = this.#dequeue();
         if (next) {
           this.#queuedEvents -= next.events;
-          if (this.#paused && this.#queuedEvents <= this.#low && !this.#finished) {
+          this.#queuedBytes -= next.bytes;
+          if (this.#paused && this.#queuedEvents <= this.#low && this.#queuedBytes <= this.#lowBytes && !this.#finished) {
             this.#paused = false;
             this.#open();
           }
@@ -138,7 +157,12 @@ export class WatchWindow {
   #open(): void {
     if (this.#finished) return;
     const generation = ++this.#generation;
-    const watcher = this.#client.watch().inRange(WATCH_RANGE).startRevision(this.#position.toString()).withPreviousKV().watcher();
+    const builder = this.#client.watch().inRange(WATCH_RANGE).startRevision(this.#position.toString()).withPreviousKV();
+    // Fragments (WatchCreateRequest.fragment, which etcd3's builder has no method for): without them etcd sends up
+    // to 1 000 revisions in one response whatever their size — 24 values of 1 MiB arrived as one 24 MiB message, so
+    // no bound here could hold. With them each response stays under etcd's request limit (1.5 MiB by default).
+    (builder as unknown as { request: { fragment?: boolean } }).request.fragment = true;
+    const watcher = builder.watcher();
     this.#watcher = watcher;
     watcher.on('connected', (res: IWatchResponse) => {
       if (generation !== this.#generation) return;
@@ -195,6 +219,7 @@ export class WatchWindow {
   /** Forgets the current watcher: anything it still delivers is ignored. */
   #drop(): void {
     this.#generation += 1;
+    this.#pending = undefined; // the next watch opens at #position, the pending revision: it comes again whole
     const w = this.#watcher;
     this.#watcher = undefined;
     if (w) void w.cancel().catch(() => undefined);
@@ -206,7 +231,7 @@ export class WatchWindow {
     this.#drop();
   }
 
-  #dequeue(): { item: WatchItem; events: number } | undefined {
+  #dequeue(): { item: WatchItem; events: number; bytes: number } | undefined {
     const next = this.#queue[this.#head];
     if (!next) return undefined;
     this.#queue[this.#head] = undefined;
@@ -221,9 +246,11 @@ export class WatchWindow {
     return next;
   }
 
-  #push(item: WatchItem, events: number): void {
-    this.#queue.push({ item, events });
+  #push(item: WatchItem, events: number, bytes = 0): void {
+    this.#queue.push({ item, events, bytes });
     this.#queuedEvents += events;
+    this.#queuedBytes += bytes;
+    if (this.#queuedBytes > this.#maxQueuedBytes) this.#maxQueuedBytes = this.#queuedBytes;
   }
 
   #onResponse(res: IWatchResponse): void {
@@ -232,6 +259,7 @@ export class WatchWindow {
     this.#opts.onHead?.(head);
     const end = this.#opts.end;
     if (res.events.length === 0) {
+      if (this.#pending) return; // not between fragments: the pending revision is not delivered yet
       // A progress notification: every change up to `head` was delivered (etcd sends them to synced watchers only).
       if (end !== undefined && head >= end - 1n) this.#finish();
       else if (head >= this.#position) {
@@ -241,12 +269,14 @@ export class WatchWindow {
       this.#notify();
       return;
     }
-    let current: RevisionChanges | undefined;
-    let count = 0;
+    let current: RevisionChanges | undefined = this.#pending?.changes;
+    let count = this.#pending?.count ?? 0;
+    let bytes = this.#pending?.bytes ?? 0;
+    this.#pending = undefined;
     for (const ev of res.events) {
       const revision = BigInt(ev.kv.mod_revision);
       if (end !== undefined && revision >= end) {
-        if (current) this.#push({ kind: 'revision', changes: current, readAt }, count);
+        if (current) this.#push({ kind: 'revision', changes: current, readAt }, count, bytes);
         current = undefined;
         this.#finish();
         this.#notify();
@@ -254,10 +284,11 @@ export class WatchWindow {
       }
       if (revision < this.#position) continue; // already delivered before a reopen
       if (current && current.revision !== revision) {
-        this.#push({ kind: 'revision', changes: current, readAt }, count);
+        this.#push({ kind: 'revision', changes: current, readAt }, count, bytes);
         this.#position = current.revision + 1n;
         current = undefined;
         count = 0;
+        bytes = 0;
       }
       const key = etcdText(ev.kv.key);
       if (!isCaptured(key)) continue;
@@ -266,11 +297,17 @@ export class WatchWindow {
       if (ev.prev_kv) change.prev = kvOf(ev.prev_kv);
       current.changes.push(change);
       count += 1;
+      bytes += ev.kv.key.length + (ev.kv.value?.length ?? 0) + (ev.prev_kv ? ev.prev_kv.key.length + (ev.prev_kv.value?.length ?? 0) : 0);
     }
-    if (current) this.#push({ kind: 'revision', changes: current, readAt }, count);
     const last = BigInt((res.events.at(-1) as { kv: IKeyValue }).kv.mod_revision);
-    if (last + 1n > this.#position) this.#position = last + 1n;
-    if (this.#queuedEvents >= this.#high && !this.#paused) {
+    // A fragment other than the last: revisions below `last` are whole, `last` may go on in the next response.
+    const more = res.fragment === true;
+    if (more && current && current.revision === last) this.#pending = { changes: current, count, bytes };
+    else if (current) this.#push({ kind: 'revision', changes: current, readAt }, count, bytes);
+    const next = more ? last : last + 1n;
+    if (next > this.#position) this.#position = next;
+    // A revision still pending when the watch pauses is dropped with it and read again whole (the position stays on it).
+    if ((this.#queuedEvents >= this.#high || this.#queuedBytes >= this.#highBytes) && !this.#paused) {
       this.#paused = true; // cancel now, reopen from #position when the consumer caught up
       this.#drop();
     }

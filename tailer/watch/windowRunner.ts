@@ -74,6 +74,8 @@ export interface WindowShared {
   clocks: RecentClocks;
   metrics?: TailerMetrics;
   highWaterEvents: number;
+  /** Bytes of keys and values waiting per window before its watch pauses (watchWindow.ts). */
+  highWaterBytes: number;
   /** How long a time bracket may hold the watermark before it closes with what is known (clockBracket.ts). */
   bracketLimits: BracketLimits;
   /** Evidence of live leases from the live window, for hand deletes followed by a revoke. */
@@ -157,6 +159,7 @@ export class WindowRunner {
       start: this.#spec.start,
       end: this.#spec.end,
       highWaterEvents: this.#s.highWaterEvents,
+      highWaterBytes: this.#s.highWaterBytes,
       log: this.#s.log,
       onHead: this.#s.onHead,
       beforeReopen: this.#s.beforeReopen,
