@@ -217,13 +217,11 @@ export async function ensureTimeline(store: AuditStore, cluster: string, positio
 }
 
 /**
- * Was etcd restored under the tailer? The start decision (startDecision.ts)
- * over etcd's position and the checkpoint's witnesses: another cluster id; a
- * head below the checkpoint; or etcd's history at a witness's revision (or,
- * compacted, its keyspace at the compaction revision) contradicting the put
- * the tailer captured there. A few reads, whatever the history or the load.
+ * The facts a start of `cluster` reads (startDecision.ts startFrom): the store's captured rows, the raft log, etcd's
+ * history. Was etcd restored under the tailer? Another cluster id; a head below the checkpoint; the raft log
+ * restarted; or etcd's history at a witness's revision (or, compacted, its keyspace at the compaction revision)
+ * contradicting the put the tailer captured there. A few reads, whatever the history or the load.
  */
-/** The facts a start of `cluster` reads (startDecision.ts startFrom): the store's captured rows, the raft log, etcd's history. */
 export function startFacts(client: Etcd3, store: AuditStore, cluster: string, timeline: Timeline, raft?: RaftCheckDeps): StartFacts {
   return {
     // Rows durable above a checkpoint held back are captured history too: a restore to a snapshot above the
