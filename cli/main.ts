@@ -27,6 +27,7 @@ import { closeAll, openRuntime, runUntilSignal, serveHeldStore, type RoleHandle 
 import { reportToSupervisor } from '../platform/roleStatus.js';
 import { servedStore } from '../core/embeddedOwner.js';
 import { supervise } from './supervisor.js';
+import { followSupervisor } from './followSupervisor.js';
 
 const progress = (message: string): void => {
   process.stderr.write(`lockaudit: ${message}\n`);
@@ -86,21 +87,6 @@ async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: D
   } finally {
     stopReporting();
   }
-}
-
-/**
- * A process started by the supervisor (an IPC channel) stops, as on SIGTERM, when its supervisor is gone — also
- * while it is still starting (before its signal handlers: SIGTERM then ends it at once), and within a minute
- * whatever its shutdown waits on: a role left running by a killed `start` was found an hour later.
- */
-function followSupervisor(): void {
-  if (typeof process.send !== 'function') return;
-  const gone = (): void => {
-    process.kill(process.pid, 'SIGTERM');
-    setTimeout(() => process.kill(process.pid, 'SIGKILL'), 60_000).unref();
-  };
-  if (!process.connected) gone();
-  else process.once('disconnect', gone);
 }
 
 export function buildCli(): Command {
