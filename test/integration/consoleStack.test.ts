@@ -21,7 +21,7 @@ import type { TailerLag } from '../../reports/tailerLag/index.js';
 import type { UnprotectedReport } from '../../reports/unprotected/index.js';
 import { openBrowser, signIn, type Browser } from '../support/browser.js';
 import { waitFor } from '../support/capture.js';
-import { chartLines, chartRendered, chartSeries, clickChartAt, hideTooltip } from '../support/consoleCharts.js';
+import { chartLines, chartRendered, chartSeries, clickBar, hideTooltip } from '../support/consoleCharts.js';
 import { tempDir, testConfig } from '../support/env.js';
 
 const PORT = 24091;
@@ -161,7 +161,7 @@ describe('console on a running stack fed by the simulator', { timeout: 240_000 }
     assert.ok((drawn.grants ?? []).length <= timeline.grants.length, 'the page drew no grant the API does not know');
     // Click the first bar the page drew: [start, end, lane, index] of its data.
     const [start, end, lane] = ((drawn.grants ?? [])[0] as { value: number[] }).value as [number, number, number];
-    await clickChartAt(page, 'timeline', [start + (end - start) / 2, lane]);
+    await clickBar(page, 'timeline', [start, end, lane]);
     const holder = page.locator('.detail dd[data-field="Holder"]');
     await holder.waitFor();
     const grant = timeline.grants.find((g) => Date.parse(g.grantedAt) === start && g.key === key);

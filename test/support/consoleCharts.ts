@@ -47,6 +47,26 @@ export async function clickChartAt(page: Page, name: string, value: number[]): P
   await page.mouse.click(box.x + x, box.y + y);
 }
 
+/**
+ * Clicks the middle of the bar chart `name` drew from `start` to `end` on lane `lane`. The console draws a bar at
+ * least 2 px wide from its start (ui/src/pages/timeline.ts laneRect), so a short grant's middle by time is its left
+ * edge, where a click's whole-pixel position can fall just outside it; the middle of what was drawn cannot.
+ */
+export async function clickBar(page: Page, name: string, bar: [number, number, number]): Promise<void> {
+  const [x0, x1, y] = await page.evaluate(
+    ([n, [start, end, lane]]) => {
+      const chart = window.lockaudit?.charts.get(n);
+      const from = chart?.convertToPixel({ gridIndex: 0 }, [start, lane]) ?? [];
+      const to = chart?.convertToPixel({ gridIndex: 0 }, [end, lane]) ?? [];
+      return [from[0], to[0], from[1]];
+    },
+    [name, bar] as [string, [number, number, number]],
+  );
+  const box = await page.locator(`[data-chart="${name}"]`).boundingBox();
+  if (!box || x0 === undefined || x1 === undefined || y === undefined) throw new Error(`chart ${name} is not on screen`);
+  await page.mouse.click(box.x + x0 + Math.max(2, x1 - x0) / 2, box.y + y);
+}
+
 /** Hides chart `name`'s tooltip (left by a click), e.g. before a screenshot. */
 export async function hideTooltip(page: Page, name: string): Promise<void> {
   await page.mouse.move(0, 0);
