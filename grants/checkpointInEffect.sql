@@ -1,6 +1,7 @@
--- Every cluster's checkpoint as the tailer reads it (tailer/sink/offsets.ts and
--- restores.ts' readPosition), read here with the report's own SQL: in the
--- current timeline, the highest term's highest checkpoint (sql/110: a deposed
+-- Every cluster's checkpoint in effect: the one definition, which the tailer
+-- (tailer/recovery/restores.ts readPosition, through checkpointOfCluster.sql),
+-- the tailer health report, the contention seal and the alert sinks all read.
+-- In the current timeline, the highest term's highest checkpoint (sql/110: a deposed
 -- leader's late row does not count), after a restore never below the
 -- timeline's resume revision. Rows from before sql/110 (no timeline, term 0):
 -- the highest checkpoint ever written, or after a restore only those written
@@ -13,7 +14,9 @@ SELECT c.cluster AS cluster,
            f.n > 0, if(t.newest > 0, greatest(t.resume, f.revision), f.revision),
            t.newest > 0, greatest(t.resume, s.since_unfenced),
            c.highest)) AS revision,
-       if(f.n > 0 AND NOT (t.newest > 0 AND t.tline = 0), f.leader, c.leader) AS leader
+       if(f.n > 0 AND NOT (t.newest > 0 AND t.tline = 0), f.leader, c.leader) AS leader,
+       -- The writer's leadership term: 0 for a row from before sql/110 (or counted by its time after a restore).
+       toString(if(f.n > 0 AND NOT (t.newest > 0 AND t.tline = 0), f.term, 0)) AS term
 FROM
 (
     SELECT cluster, max(revision) AS highest, argMax(leader, revision) AS leader
@@ -28,7 +31,7 @@ LEFT JOIN
 ) AS t ON t.cluster = c.cluster
 LEFT JOIN
 (
-    SELECT cluster, timeline, argMax(revision, replace_version) AS revision, argMax(leader, replace_version) AS leader, count() AS n
+    SELECT cluster, timeline, argMax(revision, replace_version) AS revision, argMax(leader, replace_version) AS leader, argMax(term, replace_version) AS term, count() AS n
     FROM {db:Identifier}.checkpoints_fenced
     GROUP BY cluster, timeline
 ) AS f ON f.cluster = c.cluster AND f.timeline = t.tline

@@ -73,7 +73,7 @@ ALTER TABLE {db:Identifier}.checkpoints
 
 -- Per cluster and timeline (the writer's etcd_timelines.timeline), the
 -- checkpoint of the highest term, its highest revision: a merge keeps it.
--- Read with FINAL (tailer/sql/checkpointFenced.sql). Rows written before this
+-- Read by grants/checkpointInEffect.sql. Rows written before this
 -- migration are term 0 of timeline 0.
 CREATE TABLE IF NOT EXISTS {db:Identifier}.checkpoints_fenced
 (

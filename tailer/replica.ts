@@ -19,16 +19,16 @@ import { LeaderElection } from '../platform/leaderElection.js';
 import { settlesWithin } from '../platform/deadline.js';
 import { Backoff, sleep } from '../platform/retry.js';
 import { ClockWriter } from './clock/clockWriter.js';
-import { capturedStarts, closeGrantsEndedInGap, completeGrantRows, loadGaps, lostAfter, recordGap, snapshotHolds, type Gap } from './recovery/gaps.js';
+import { capturedStarts, closeGrantsEndedInGap, completeGrantRows, loadGaps, recordGap, snapshotHolds, type Gap } from './recovery/gaps.js';
 import { storeEvidenceLog } from './decode/leaseEvidence.js';
 import { etcdTtl, LeaseWitness } from './decode/leaseWitness.js';
 import { leaderIndex, recordRaftMark, type RaftCheckDeps } from './recovery/raftMarks.js';
 import { watchRewind } from './recovery/rewindWatch.js';
 import { startFrom } from './recovery/startDecision.js';
+import { restoreFrom } from './recovery/restorePlan.js';
 import {
   RESTORE_PAGE_SIZE,
   detectRestore,
-  divergence,
   restoreSeen,
   startFacts,
   endHistory,
@@ -81,6 +81,10 @@ export interface ReplicaDeps {
   onWatermark?: (revision: bigint) => void;
   onCheckpoint?: (revision: bigint) => void;
   onLeader?: (leader: boolean) => void;
+  /** The etcd client the replica campaigns, checks and reads with (default: its own for `cluster`); handed over: close() closes it. */
+  etcd?: Etcd3;
+  /** The raft-log check of restore detection (default: each endpoint asked for its leader's committed index). */
+  raft?: RaftCheckDeps;
 }
 
 export interface ReplicaStatus {
@@ -119,9 +123,9 @@ export class TailerReplica {
     this.#deps = deps;
     this.#opts = options;
     this.#replicaId = deps.replicaId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-    this.#client = createEtcdClient(deps.cluster);
+    this.#client = deps.etcd ?? createEtcdClient(deps.cluster);
     this.#labels = { cluster: deps.cluster.name };
-    this.#raft = { ask: (clusterId) => leaderIndex(deps.cluster.name, deps.cluster.endpoints, clusterId) };
+    this.#raft = deps.raft ?? { ask: (clusterId) => leaderIndex(deps.cluster.name, deps.cluster.endpoints, clusterId) };
     this.#leases =
       options.leaseWitness === false ? undefined : new LeaseWitness(etcdTtl(this.#client), deps.log, { log: storeEvidenceLog(deps.store, deps.cluster.name) });
   }
@@ -392,36 +396,10 @@ export class TailerReplica {
     const generation = timeline.generation + 1;
     const pageSize = this.#opts.restorePageSize ?? RESTORE_PAGE_SIZE;
     // Finishing a restore recorded half-way: the divergence its gap recorded (the marked rows no longer show it).
-    const shared = unfinished ? (unfinished.newHistory ? undefined : unfinished.after) : await divergence(this.#client, store, cluster, checkpoint, pageSize);
-    // Sharing nothing: a new history from revision 0, not a rollback of everything (restores.ts).
-    const after = shared ?? 0n;
-    const lost = await lostAfter(this.#client, after);
-    // Finishing a bumped restore after etcd compacted the restored history further (the chaos run's compact fault
-    // between the two tries): the restore lost history only up to where its first try found etcd compacted; what
-    // was compacted since is the new timeline's own loss, recorded as a compaction gap by the next start.
-    // Likewise a restore whose first try found nothing compacted (a restore without a bump, the fourth chaos run):
-    // a compaction since is of the new timeline only, not the restore's — else its lost revisions hid in the restore gap.
-    const compacted =
-      unfinished && !unfinished.historyLost
-        ? undefined
-        : unfinished?.compactedAt !== undefined && lost !== undefined && lost > unfinished.compactedAt
-          ? unfinished.compactedAt
-          : lost;
-    const compactedSince = compacted !== lost;
-    const resume = compacted ?? after;
-    // The gap reaches as far as the rolled-back timeline is known to have gone: changes the tailer
-    // saw etcd reach (the last run's head) but had not captured before the restore are lost too.
-    // (A bumped restore's revisions continue above `resume`: a head seen there is the new timeline's.)
-    const head = this.#pipeline?.head() ?? 0n;
-    const seenHead = resume > checkpoint && head > resume ? resume : head;
-    const known = seen.captured > checkpoint ? seen.captured : checkpoint; // rows durable above the checkpoint roll back too
-    const oldEnd = seenHead > known ? seenHead : known;
-    const recordedEnd = unfinished?.to ?? 0n; // never narrower than the gap the first try recorded
-    const to = [resume, oldEnd, recordedEnd].reduce((a, b) => (b > a ? b : a));
-    const reason =
-      shared === undefined
-        ? `restore: ${seen.why}; etcd shares nothing with the captured history (no key it holds matches a captured put): revisions 1..${oldEnd} (captured up to ${checkpoint}; cluster id ${seen.previousClusterId}) belong to the ended timeline, not rolled back; capture follows the new cluster (cluster id ${seen.clusterId}, head ${seen.head}) from revision ${resume + 1n}`
-        : `restore: ${seen.why}; revisions ${after + 1n}..${oldEnd} at least (captured up to ${checkpoint}; cluster id ${seen.previousClusterId}) were rolled back — ${oldEnd} is as far as the tailer saw the old timeline go: what it committed after that, before it stopped, no reader saw and the restore erased; capture follows the restored cluster (cluster id ${seen.clusterId}, head ${seen.head}) from revision ${resume + 1n}`;
+    // One plan (restorePlan.ts): a rollback or a new history, the resume revision and the gap.
+    const facts = startFacts(this.#client, store, cluster, timeline, this.#raft, pageSize);
+    const plan = await restoreFrom(facts, { checkpoint, seen, lastHead: this.#pipeline?.head() ?? 0n, unfinished });
+    const { after, resume, to, oldEnd, compacted, reason } = plan;
     log.error(
       {
         why: seen.why,
@@ -435,7 +413,7 @@ export class TailerReplica {
     );
     metrics?.gaps.inc(this.#labels);
     metrics?.restores.inc(this.#labels);
-    if (shared === undefined) {
+    if (plan.kind === 'new-history') {
       log.error(
         { why: seen.why, checkpoint: checkpoint.toString(), generation },
         'etcd shares nothing with the captured history: a new history, the captured one ended (nothing rolled back)',
@@ -478,8 +456,8 @@ export class TailerReplica {
       ...(this.#opts.originSecret ? { proof: restoreGapMac(this.#opts.originSecret, signed) } : {}),
     });
     // Events a killed run made durable above the checkpoint without their grant rows: no replay writes those now.
-    await completeGrantRows(store, cluster, timeline.timeline, checkpoint, known, term, gaps);
-    if (shared === undefined) {
+    await completeGrantRows(store, cluster, timeline.timeline, checkpoint, plan.captured, term, gaps);
+    if (plan.kind === 'new-history') {
       // The ended history's open grants: etcd no longer has them, when they ended is unknown (inside the restore gap).
       await closeGrantsEndedInGap(store, cluster, checkpoint, oldEnd, oldEnd, term);
       await endHistory(store, cluster, generation, term, pageSize);
@@ -487,20 +465,17 @@ export class TailerReplica {
       await rollBack(store, cluster, after, generation, generation, term, pageSize);
     }
     if (compacted !== undefined) gaps.push({ from: after + 1n, to: compacted });
-    // A new history read from its revision 0 has nothing before it to snapshot: the watch captures every hold's put.
-    // (Compacted since: etcd can no longer be read at `resume`; the next start's compaction gap snapshots instead.)
-    const holds =
-      compactedSince || (shared === undefined && compacted === undefined)
-        ? 0
-        : await this.#snapshot(
-            resume,
-            after,
-            { retry: { initialMs: 100, maxMs: 5_000 }, timeline: generation, term, proofSecret: this.#opts.originSecret },
-            { skipPutAtRevision: compacted === undefined },
-          );
+    const holds = !plan.snapshot
+      ? 0
+      : await this.#snapshot(
+          resume,
+          after,
+          { retry: { initialMs: 100, maxMs: 5_000 }, timeline: generation, term, proofSecret: this.#opts.originSecret },
+          { skipPutAtRevision: compacted === undefined },
+        );
     if (!(await election.stillLeader())) throw new Error('leadership lost during the restore snapshot');
     // History lost (a bumped restore): grants open at the divergence and not held now ended inside the gap.
-    if (compacted !== undefined && !compactedSince) await closeGrantsEndedInGap(store, cluster, after, compacted, compacted, term);
+    if (compacted !== undefined && !plan.compactedSince) await closeGrantsEndedInGap(store, cluster, after, compacted, compacted, term);
     await recordTimeline(store, {
       cluster,
       generation,
@@ -508,7 +483,7 @@ export class TailerReplica {
       previousCheckpoint: checkpoint,
       divergedAfter: after,
       resumeRevision: resume,
-      sharesHistory: shared !== undefined,
+      sharesHistory: plan.kind === 'rollback',
     });
     log.warn({ holds, generation, resume: resume.toString() }, 'restore recorded; following the restored cluster');
   }

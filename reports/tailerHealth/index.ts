@@ -1,9 +1,8 @@
 // Tailer health (GET /v1/tailers, GET /v1/gaps): per cluster the leader,
 // checkpoint, head, lag and gap count, read from what the elected tailers
 // publish in ClickHouse, so any API process answers wherever the tailers run.
-// Revisions travel as decimal strings. The checkpoint is read with this
-// report's own SQL (checkpoints.sql), the tailer's reading of it, not through
-// the tailer's code.
+// Revisions travel as decimal strings. The checkpoint is the one the tailer
+// resumes from, read with the same SQL (grants/checkpointInEffect.sql).
 import Type, { type Static } from 'typebox';
 import { loadSql } from '../../platform/sql.js';
 import { reportRows, statusRows, type ReportDeps } from '../../platform/reportQuery.js';

@@ -42,8 +42,7 @@ import { raftLogRestarted, raftMark, type RaftCheckDeps } from './raftMarks.js';
 
 const SQL = {
   timeline: loadSql('tailer/sql/timeline.sql'),
-  checkpointSince: loadSql('tailer/sql/checkpointSince.sql'),
-  checkpointFenced: loadSql('tailer/sql/checkpointFenced.sql'),
+  checkpointInEffect: loadSql('grants/checkpointOfCluster.sql'),
   witnesses: loadSql('tailer/sql/witnesses.sql'),
   capturedAbove: loadSql('tailer/sql/capturedAbove.sql'),
   capturedPuts: loadSql('tailer/sql/capturedPuts.sql'),
@@ -111,36 +110,17 @@ export interface Position {
 }
 
 /**
- * The checkpoint in effect (sql/110): in the current timeline, the highest
- * term's highest checkpoint — a deposed leader's late row neither counts
- * over its successor's nor for a later timeline — and after a restore never
- * below the timeline's resume revision. Rows written before sql/110 carry no
- * timeline: `legacy` (the highest checkpoint ever written) stands for them
- * until a restore was recorded, and after one only those written since its
- * detection count. A timeline recorded before sql/065 (generation > 0,
- * timeline 0) cannot tell its rows from the old timeline's by column, so
- * there every row written since the detection counts, as before.
+ * The checkpoint in effect, read with the one definition every reader shares (grants/checkpointInEffect.sql): in
+ * the current timeline, the highest term's highest checkpoint — a deposed leader's late row neither counts over
+ * its successor's nor for a later timeline — and after a restore never below the timeline's resume revision.
+ * Rows written before sql/110 carry no timeline: the highest checkpoint ever written stands for them until a
+ * restore was recorded, and after one only those written since its detection count. A timeline recorded before
+ * sql/065 (generation > 0, timeline 0) cannot tell its rows from the old timeline's by column, so there every row
+ * written since the detection counts. No checkpoint written yet: revision 0.
  */
-export async function readPosition(store: AuditStore, cluster: string, legacy: () => Promise<Position>): Promise<Position> {
-  const timeline = await currentTimeline(store, cluster);
-  const generation = timeline?.generation ?? 0;
-  const floor = (p: Position): Position =>
-    timeline && generation > 0 && p.revision < timeline.resumeRevision ? { ...p, revision: timeline.resumeRevision } : p;
-  const since = async (unfencedOnly: boolean): Promise<Position> => {
-    const rows = await store.rows<{ revision: string; n: string }>(SQL.checkpointSince.text, {
-      cluster,
-      sinceMs: (timeline as Timeline).detectedMs,
-      unfencedOnly: unfencedOnly ? 1 : 0,
-    });
-    return floor({ revision: rows[0] && rows[0].n !== '0' ? BigInt(rows[0].revision) : 0n, term: 0n, leader: '' });
-  };
-  if (timeline && generation > 0 && timeline.timeline === 0) return since(false);
-  const [fenced] = await store.rows<{ revision: string; term: string; leader: string; n: string }>(SQL.checkpointFenced.text, {
-    cluster,
-    timeline: timeline?.timeline ?? 0,
-  });
-  if (fenced && fenced.n !== '0') return floor({ revision: BigInt(fenced.revision), term: BigInt(fenced.term), leader: fenced.leader });
-  return generation > 0 ? since(true) : legacy();
+export async function readPosition(store: AuditStore, cluster: string): Promise<Position> {
+  const [row] = await store.rows<{ revision: string; term: string; leader: string }>(SQL.checkpointInEffect.text, { cluster });
+  return row ? { revision: BigInt(row.revision), term: BigInt(row.term), leader: row.leader } : { revision: 0n, term: 0n, leader: '' };
 }
 
 export async function etcdPosition(client: Etcd3): Promise<EtcdPosition> {
@@ -222,7 +202,14 @@ export async function ensureTimeline(store: AuditStore, cluster: string, positio
  * restarted; or etcd's history at a witness's revision (or, compacted, its keyspace at the compaction revision)
  * contradicting the put the tailer captured there. A few reads, whatever the history or the load.
  */
-export function startFacts(client: Etcd3, store: AuditStore, cluster: string, timeline: Timeline, raft?: RaftCheckDeps): StartFacts {
+export function startFacts(
+  client: Etcd3,
+  store: AuditStore,
+  cluster: string,
+  timeline: Timeline,
+  raft?: RaftCheckDeps,
+  pageSize = RESTORE_PAGE_SIZE,
+): StartFacts {
   return {
     // Rows durable above a checkpoint held back are captured history too: a restore to a snapshot above the
     // checkpoint rolls them back while every witness at or below it is intact (30-minute chaos run, seed 7: such
@@ -236,6 +223,8 @@ export function startFacts(client: Etcd3, store: AuditStore, cluster: string, ti
     raftRestarted: async () => (raft ? raftLogRestarted(await raftMark(store, cluster, timeline.generation), raft, timeline.clusterId) : undefined),
     compactRevision: (checkpoint) => lostAfter(client, checkpoint),
     witnesses: async (captured, compactRevision) => readWitnesses(client, await checkpointWitnesses(store, cluster, captured), compactRevision),
+    divergence: (checkpoint) => divergence(client, store, cluster, checkpoint, pageSize),
+    lostAfter: (after) => lostAfter(client, after),
   };
 }
 

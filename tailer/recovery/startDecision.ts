@@ -111,6 +111,10 @@ export interface StartFacts {
   compactRevision(checkpoint: bigint): Promise<bigint | undefined>;
   /** etcd's answer for each of the checkpoint's witnesses (captured puts up to `captured`). */
   witnesses(captured: bigint, compactRevision: bigint | undefined): Promise<WitnessReading[]>;
+  /** Asked of a restore only (restorePlan.ts restoreFrom): the last revision etcd shares with the captured history, or undefined when it shares nothing. */
+  divergence(checkpoint: bigint): Promise<bigint | undefined>;
+  /** Asked of a restore only: etcd's compaction revision when history after `after` is no longer complete, else undefined. */
+  lostAfter(after: bigint): Promise<bigint | undefined>;
 }
 
 /** A start decided: a restore carries the highest revision captured in the timeline it ends. */

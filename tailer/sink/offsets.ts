@@ -3,7 +3,7 @@
 // start, the API for /v1/tailers) and written here, behind the leadership
 // fence. Each row carries the writer's leadership term and etcd timeline
 // (sql/110): the checkpoint in effect is the current timeline's highest
-// term's highest row (restores.ts readPosition), so a deposed leader's late
+// term's highest row (grants/checkpointInEffect.sql, the one definition), so a deposed leader's late
 // checkpoint never counts over its successor's, nor for the next timeline.
 // Within one term it never moves backwards whatever the timing: readers take
 // the highest row, and the writer never writes below what is stored. An etcd
@@ -15,8 +15,7 @@ import { loadSql } from '../../platform/sql.js';
 import { provenPosition } from '../recovery/provenPosition.js';
 import { readPosition, type Position } from '../recovery/restores.js';
 
-const READ_ONE = loadSql('tailer/sql/checkpoint.sql');
-const READ_ALL = loadSql('tailer/sql/checkpoints.sql');
+const READ_ALL = loadSql('grants/checkpointInEffect.sql');
 
 export interface StoredCheckpoint {
   cluster: string;
@@ -31,21 +30,13 @@ export async function readCheckpoint(store: AuditStore, cluster: string): Promis
 
 /** The cluster's checkpoint in effect with the term of the leader that wrote it (0n: written before sql/110, or none). */
 export async function readFencedCheckpoint(store: AuditStore, cluster: string): Promise<Position> {
-  return readPosition(store, cluster, async () => {
-    const rows = await store.rows<{ revision: string | null }>(READ_ONE.text, { cluster });
-    return { revision: BigInt(rows[0]?.revision ?? '0'), term: 0n, leader: '' };
-  });
+  return readPosition(store, cluster);
 }
 
 /** Every cluster's checkpoint, by name. */
 export async function readCheckpoints(store: AuditStore): Promise<Map<string, StoredCheckpoint>> {
-  const rows = await store.rows<{ cluster: string; highest: string; leader: string }>(READ_ALL.text);
-  const out = new Map<string, StoredCheckpoint>();
-  for (const r of rows) {
-    const p = await readPosition(store, r.cluster, async () => ({ revision: BigInt(r.highest), term: 0n, leader: r.leader }));
-    out.set(r.cluster, { cluster: r.cluster, revision: p.revision, leader: p.leader || r.leader });
-  }
-  return out;
+  const rows = await store.rows<{ cluster: string; revision: string; leader: string }>(READ_ALL.text);
+  return new Map(rows.map((r) => [r.cluster, { cluster: r.cluster, revision: BigInt(r.revision), leader: r.leader }]));
 }
 
 export type CheckpointWrite =

@@ -1,14 +1,14 @@
-// The reports read the checkpoint in effect with one SQL reading of the
-// tailer's rule (grants/checkpointInEffect.sql), not the tailer's code: the
-// tailer-health report and the contention seal must give what the tailer
-// itself reads (tailer/sink/offsets.ts readCheckpoints), before and after an
-// etcd restore started a new timeline.
+// The checkpoint in effect has one definition (grants/checkpointInEffect.sql):
+// the tailer-health report, the contention seal and the tailer itself (its
+// start and its writes: tailer/sink/offsets.ts readFencedCheckpoint; the API:
+// readCheckpoints) give the same position, with the writer's term, before and
+// after an etcd restore started a new timeline.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { sealContentionHours } from '../../reports/contention/seal.js';
 import { tailerHealth } from '../../reports/tailerHealth/index.js';
-import { readCheckpoints } from '../../tailer/sink/offsets.js';
+import { readCheckpoints, readFencedCheckpoint } from '../../tailer/sink/offsets.js';
 import { tempStore, testConfig } from '../support/env.js';
 
 const at = (ms: number): string => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
@@ -66,6 +66,17 @@ describe('tailer health: checkpoints read by the report itself', () => {
     const fromTailer = Object.fromEntries([...tailer].map(([c, v]) => [c, v.revision.toString()]));
     assert.deepEqual(fromReport, { first: '40', plain: '9', restored: '3', resumed: '7', fenced: '100', nexttl: '8' });
     assert.deepEqual(fromReport, fromTailer);
+    // What a tailer resumes from and fences its writes with: the same revision, and the term of the row in effect
+    // (0 where it is counted by time: a row from before sql/110, or the floor of a restored timeline).
+    const positions = Object.fromEntries(
+      await Promise.all(
+        [...Object.keys(fromReport), 'never'].map(async (c) => {
+          const p = await readFencedCheckpoint(store, c);
+          return [c, `${p.revision}/${p.term}`];
+        }),
+      ),
+    );
+    assert.deepEqual(positions, { first: '40/0', plain: '9/0', restored: '3/0', resumed: '7/0', fenced: '100/9', nexttl: '8/10', never: '0/0' });
     // The contention seal seals as of the same checkpoint (before: the highest ever written, 900 for nexttl and 100 for restored).
     const seals = await sealContentionHours({ store, limits: testConfig().reports });
     assert.deepEqual(Object.fromEntries(seals.map((r) => [r.cluster, r.checkpoint])), fromTailer);

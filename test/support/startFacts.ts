@@ -4,6 +4,7 @@
 // startFrom, with no etcd, and check the same decision — and that an edited
 // answer changes it.
 import assert from 'node:assert/strict';
+import type { RestorePlan } from '../../tailer/recovery/restorePlan.js';
 import type { Start, StartFacts } from '../../tailer/recovery/startDecision.js';
 
 export type FactName = keyof StartFacts;
@@ -22,6 +23,8 @@ export interface RecordedStart {
   position: { head: bigint; clusterId: string };
   asked: Asked[];
   decision: Start;
+  /** A restore's plan (restorePlan.ts restoreFrom), decided from the same recording's later answers. */
+  plan?: RestorePlan;
 }
 
 /** Wraps `facts` so that every question and answer is kept in `asked`. */
@@ -41,6 +44,8 @@ export function recordingFacts(facts: StartFacts): { facts: StartFacts; asked: A
       raftRestarted: wrap('raftRestarted', facts.raftRestarted),
       compactRevision: wrap('compactRevision', facts.compactRevision),
       witnesses: wrap('witnesses', facts.witnesses),
+      divergence: wrap('divergence', facts.divergence),
+      lostAfter: wrap('lostAfter', facts.lostAfter),
     },
   };
 }
@@ -57,7 +62,14 @@ export function replayingFacts(asked: readonly Asked[]): StartFacts {
       assert.deepEqual(args, a.args, `the arguments of ${fact}`);
       return a.answer as never;
     };
-  return { captured: answer('captured'), raftRestarted: answer('raftRestarted'), compactRevision: answer('compactRevision'), witnesses: answer('witnesses') };
+  return {
+    captured: answer('captured'),
+    raftRestarted: answer('raftRestarted'),
+    compactRevision: answer('compactRevision'),
+    witnesses: answer('witnesses'),
+    divergence: answer('divergence'),
+    lostAfter: answer('lostAfter'),
+  };
 }
 
 /** JSON with bigints as {"$bigint": "…"} (revisions exceed 2^53) and undefined kept (an argument or an answer can be). */
@@ -79,5 +91,12 @@ export function decodeStart(text: string): RecordedStart {
 /** Facts that answer each question with the recording's answer to it, whatever the arguments: for edited recordings. */
 export function answersOf(asked: readonly Asked[], edits: Partial<Record<FactName, unknown>> = {}): StartFacts {
   const answer = (fact: FactName) => async (): Promise<never> => (fact in edits ? edits[fact] : asked.find((a) => a.fact === fact)?.answer) as never;
-  return { captured: answer('captured'), raftRestarted: answer('raftRestarted'), compactRevision: answer('compactRevision'), witnesses: answer('witnesses') };
+  return {
+    captured: answer('captured'),
+    raftRestarted: answer('raftRestarted'),
+    compactRevision: answer('compactRevision'),
+    witnesses: answer('witnesses'),
+    divergence: answer('divergence'),
+    lostAfter: answer('lostAfter'),
+  };
 }

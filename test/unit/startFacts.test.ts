@@ -8,7 +8,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { projectRoot } from '../../core/paths.js';
-import { startFrom, type WitnessReading } from '../../tailer/recovery/startDecision.js';
+import { restoreFrom } from '../../tailer/recovery/restorePlan.js';
+import { startFrom, type StartFacts, type WitnessReading } from '../../tailer/recovery/startDecision.js';
 import { answersOf, decodeStart, replayingFacts, type RecordedStart } from '../support/startFacts.js';
 
 const DIR = path.join(projectRoot, 'test/unit/fixtures/startFacts');
@@ -23,6 +24,11 @@ const get = (name: string): RecordedStart => {
   return r;
 };
 const decide = (r: RecordedStart, facts = replayingFacts(r.asked), position = r.position) => startFrom(facts, r.checkpoint, r.timelineClusterId, position);
+const planOf = (r: RecordedStart, facts: StartFacts) => {
+  const seen = { head: r.position.head, clusterId: r.position.clusterId, previousClusterId: r.timelineClusterId, captured: r.checkpoint, why: '' };
+  if (r.decision.kind === 'restore') Object.assign(seen, { why: r.decision.why, captured: r.decision.captured });
+  return restoreFrom(facts, { checkpoint: r.checkpoint, seen, lastHead: 0n });
+};
 const witnessesOf = (r: RecordedStart): WitnessReading[] => r.asked.find((a) => a.fact === 'witnesses')?.answer as WitnessReading[];
 
 describe('the start decision replayed from recorded facts', () => {
@@ -31,16 +37,29 @@ describe('the start decision replayed from recorded facts', () => {
   });
 
   for (const [name, r] of recorded) {
-    it(`${name}: decides as recorded, asking the same facts`, async () => {
-      assert.deepEqual(await decide(r), r.decision);
+    it(`${name}: decides as recorded, asking the same facts${r.plan ? ', and plans the restore as recorded' : ''}`, async () => {
+      const facts = replayingFacts(r.asked);
+      const decision = await decide(r, facts);
+      assert.deepEqual(decision, r.decision);
+      assert.deepEqual(decision.kind === 'restore' ? await planOf(r, facts) : undefined, r.plan);
     });
   }
+
+  it('a restore whose etcd shares nothing with the captured history plans a new history; one compacted since the divergence loses history to it', async () => {
+    const r = get('restore-witness-contradicted');
+    assert.equal(r.plan?.kind, 'rollback');
+    const none = await planOf(r, answersOf(r.asked, { divergence: undefined }));
+    assert.deepEqual([none.kind, none.after, none.resume, none.snapshot], ['new-history', 0n, 0n, false]);
+    const bumped = r.checkpoint + 1_000_000n;
+    const lost = await planOf(r, answersOf(r.asked, { lostAfter: bumped }));
+    assert.deepEqual([lost.kind, lost.after, lost.resume, lost.compacted, lost.to], ['rollback', r.plan?.after, bumped, bumped, bumped]);
+  });
 
   it('a restore seen by cluster id or head asks nothing of etcd history', () => {
     for (const name of ['restore-cluster-id', 'restore-head-below'])
       assert.deepEqual(
         get(name).asked.map((a) => a.fact),
-        ['captured'],
+        ['captured', 'divergence', 'lostAfter'], // then only the restore plan's two
         name,
       );
   });
