@@ -115,6 +115,11 @@ const GRANT_FIELDS = {
 
 const END_KIND_CHOICES = ['release', 'expiry', 'force', 'session-close', 'epoch-advance', 'deleted', 'unknown', 'held'];
 
+const narrowedText = (n: { namespaces: string[]; clusters: string[] }): string =>
+  [n.namespaces.length ? `namespaces ${n.namespaces.join(', ')}` : '', n.clusters.length ? `clusters ${n.clusters.join(', ')}` : '']
+    .filter(Boolean)
+    .join(' and ');
+
 /**
  * Every grant matching `query`, page after page (each page's nextCursor),
  * until `limit` grants or the last page. Returns whether more exist.
@@ -126,6 +131,7 @@ async function pageGrants(client: ApiClient, query: Query, limit: number, pageSi
     const page = await client.getJson<GrantPage>('/v1/grants', { ...query, limit: Math.min(pageSize, remaining), cursor });
     if (!Array.isArray(page.items))
       throw new ApiCallError(undefined, `the API at ${client.url} answered /v1/grants without items; is that a lockaudit API?`, 200);
+    if (cursor === undefined && page.narrowedTo) say(`narrowed to this token's scope: ${narrowedText(page.narrowedTo)}`);
     onPage(page.items);
     remaining -= page.items.length;
     if (!page.nextCursor) return false;
@@ -142,6 +148,8 @@ async function pageGrantsCsv(client: ApiClient, query: Query, limit: number, pag
     const size = Math.min(pageSize, remaining);
     const answer = await client.get('/v1/grants', { ...query, format: 'csv', limit: size, cursor }, 'text/csv');
     const headerEnd = answer.text.indexOf('\r\n');
+    const narrowed = answer.headers.get('x-narrowed-to');
+    if (first && narrowed) say(`narrowed to this token's scope: ${narrowed}`);
     out(first || headerEnd < 0 ? answer.text : answer.text.slice(headerEnd + 2));
     const next = answer.headers.get('x-next-cursor');
     if (!next) return false;

@@ -6,7 +6,17 @@
 // LOCKAUDIT_ADMIN_TOKEN); a holder that serves nothing is named in one line.
 import { userInfo } from 'node:os';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { createApiToken, listApiTokens, parseExpiresIn, parseRoles, revokeApiToken, type Role, type TokenInfo } from '../core/apiTokens.js';
+import {
+  checkScope,
+  createApiToken,
+  listApiTokens,
+  parseExpiresIn,
+  parseRoles,
+  revokeApiToken,
+  type Role,
+  type TokenInfo,
+  type TokenScope,
+} from '../core/apiTokens.js';
 import { AuditStore } from '../core/clickhouse.js';
 import { embeddedHolder, servedStore } from '../core/embeddedOwner.js';
 import { loadConfig, type Config } from '../core/config.js';
@@ -86,8 +96,9 @@ function printTokens(items: readonly TokenInfo[]): void {
     t.expiresAt ?? 'never',
     t.revoked ? `revoked ${t.revokedAt ?? ''}`.trim() : 'active',
     t.lastUsedAt ?? 'never',
+    scopeCell(t.scope),
   ]);
-  const header = ['ID', 'IDENTITY', 'ROLES', 'ISSUED', 'EXPIRES', 'STATE', 'LAST USED'];
+  const header = ['ID', 'IDENTITY', 'ROLES', 'ISSUED', 'EXPIRES', 'STATE', 'LAST USED', 'SCOPE'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
   for (const r of [header, ...rows])
     process.stdout.write(
@@ -97,6 +108,20 @@ function printTokens(items: readonly TokenInfo[]): void {
         .trimEnd()}\n`,
     );
 }
+
+/** A token's scope in the list: `ns=payments,billing cl=prod` (everything: `all`). */
+function scopeCell(scope: TokenScope | null | undefined): string {
+  if (!scope) return 'all';
+  return [scope.namespaces.length ? `ns=${scope.namespaces.join(',')}` : '', scope.clusters.length ? `cl=${scope.clusters.join(',')}` : '']
+    .filter(Boolean)
+    .join(' ');
+}
+
+const list = (v: string): string[] =>
+  v
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
 
 const adminTokenOption = () => new Option('--admin-token <token>', "an admin API token: go through the running platform's API (default LOCKAUDIT_ADMIN_TOKEN)");
 
@@ -124,19 +149,23 @@ export function registerTokenCommands(program: Command): void {
         }
       }),
     )
+    .option('--namespaces <list>', 'scope: the token reads only these namespaces (comma-separated; default every namespace)', list)
+    .option('--clusters <list>', 'scope: the token reads only these etcd clusters (comma-separated; default every cluster)', list)
     .addOption(adminTokenOption())
-    .action(async (opts: { identity: string; roles: Role[]; expiresIn?: number; adminToken?: string }) => {
+    .action(async (opts: { identity: string; roles: Role[]; expiresIn?: number; adminToken?: string; namespaces?: string[]; clusters?: string[] }) => {
+      const scope = checkScope({ namespaces: opts.namespaces, clusters: opts.clusters }, opts.roles, (n) => `--${n}`);
       const created = await withVia(opts.adminToken, (via) =>
         via.kind === 'store'
-          ? createApiToken(via.store, opts.identity, opts.roles, { expiresInSeconds: opts.expiresIn, issuedBy: cliActor() })
-          : call<{ token: string; tokenId: string; expiresAt: string | null }>(via, 'POST', '/v1/tokens', {
+          ? createApiToken(via.store, opts.identity, opts.roles, { expiresInSeconds: opts.expiresIn, issuedBy: cliActor(), scope })
+          : call<{ token: string; tokenId: string; expiresAt: string | null; scope: TokenScope | null }>(via, 'POST', '/v1/tokens', {
               identity: opts.identity,
               roles: opts.roles,
               ...(opts.expiresIn ? { expiresInSeconds: opts.expiresIn } : {}),
+              ...(scope ? { namespaces: scope.namespaces, clusters: scope.clusters } : {}),
             }),
       );
       progress(
-        `token ${created.tokenId} for ${opts.identity} (${opts.roles.join(', ')}), ${created.expiresAt ? `expires ${created.expiresAt}` : 'never expires'}; it is shown once:`,
+        `token ${created.tokenId} for ${opts.identity} (${opts.roles.join(', ')}${created.scope ? `; reads only ${scopeCell(created.scope)}` : ''}), ${created.expiresAt ? `expires ${created.expiresAt}` : 'never expires'}; it is shown once:`,
       );
       process.stdout.write(`${created.token}\n`);
     });

@@ -3,15 +3,65 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { AuditStore } from './clickhouse.js';
+import { CLUSTER_NAME_PATTERN } from './config.js';
 import { LockauditError } from './errors.js';
+import { NAMESPACE_PATTERN } from './keyspace.js';
 
 export const ROLES = ['client', 'investigator', 'auditor', 'lock-operator', 'admin'] as const;
 export type Role = (typeof ROLES)[number];
+
+/**
+ * What a token may read of per-key data (issue 44): these namespaces and these etcd clusters. An empty list is
+ * no bound on that side; a token without a scope (null) reads everything, as every token before scopes did.
+ */
+export interface TokenScope {
+  namespaces: string[];
+  clusters: string[];
+}
 
 export interface Identity {
   identity: string;
   roles: Role[];
   tokenId: string;
+  /** null: every namespace of every cluster. */
+  scope: TokenScope | null;
+}
+
+/** Namespaces or clusters one scope may name. */
+export const MAX_SCOPE_ENTRIES = 100;
+
+/**
+ * Checks a scope as given (CLI flags, POST /v1/tokens); every problem names its field. Both lists empty is no
+ * scope (null). An admin token reads and manages everything, so it cannot be scoped.
+ */
+export function checkScope(
+  given: { namespaces?: string[]; clusters?: string[] },
+  roles: Role[],
+  field: (name: 'namespaces' | 'clusters') => string,
+): TokenScope | null {
+  const namespaces = [...new Set(given.namespaces ?? [])];
+  const clusters = [...new Set(given.clusters ?? [])];
+  const ns = new RegExp(NAMESPACE_PATTERN);
+  const cl = new RegExp(CLUSTER_NAME_PATTERN);
+  for (const [name, list, re] of [
+    ['namespaces', namespaces, ns],
+    ['clusters', clusters, cl],
+  ] as const) {
+    if (list.length > MAX_SCOPE_ENTRIES) throw new LockauditError('LOCKAUDIT_ERR_TOKEN_INVALID', `${field(name)}: at most ${MAX_SCOPE_ENTRIES} entries`);
+    const bad = list.find((x) => !re.test(x));
+    if (bad !== undefined) throw new LockauditError('LOCKAUDIT_ERR_TOKEN_INVALID', `${field(name)}: "${bad.slice(0, 40)}" does not match ${re.source}`);
+  }
+  if (namespaces.length === 0 && clusters.length === 0) return null;
+  if (roles.includes('admin'))
+    throw new LockauditError('LOCKAUDIT_ERR_TOKEN_INVALID', `${field('namespaces')}: an admin token cannot be scoped (it manages every token)`);
+  return { namespaces: namespaces.sort(), clusters: clusters.sort() };
+}
+
+/** The scope as stored (empty arrays: none). */
+function scopeOf(namespaces: readonly string[] | undefined, clusters: readonly string[] | undefined): TokenScope | null {
+  const n = [...(namespaces ?? [])];
+  const c = [...(clusters ?? [])];
+  return n.length === 0 && c.length === 0 ? null : { namespaces: n, clusters: c };
 }
 
 // SPIFFE-style or plain names: letters, digits and ./:_@- ; no spaces or control characters.
@@ -45,6 +95,8 @@ export interface TokenInfo {
   revoked: boolean;
   revokedAt: string | null;
   lastUsedAt: string | null;
+  /** What it may read (null: everything). */
+  scope: TokenScope | null;
 }
 
 /** Longest expiry accepted: ten years. */
@@ -79,8 +131,8 @@ export async function createApiToken(
   store: AuditStore,
   identity: string,
   roles: Role[],
-  options: { expiresInSeconds?: number; issuedBy?: string; nowMs?: number } = {},
-): Promise<{ token: string; tokenId: string; expiresAt: string | null }> {
+  options: { expiresInSeconds?: number; issuedBy?: string; nowMs?: number; scope?: TokenScope | null } = {},
+): Promise<{ token: string; tokenId: string; expiresAt: string | null; scope: TokenScope | null }> {
   if (!IDENTITY.test(identity))
     throw new LockauditError('LOCKAUDIT_ERR_TOKEN_INVALID', 'identity: 1-200 characters: letters, digits and . _ : / @ -, starting with a letter or digit');
   if (roles.length === 0) throw new LockauditError('LOCKAUDIT_ERR_TOKEN_INVALID', 'roles: give at least one role');
@@ -89,11 +141,23 @@ export async function createApiToken(
   const tokenId = randomBytes(6).toString('hex');
   const token = `la_${tokenId}_${randomBytes(32).toString('base64url')}`;
   const issuedBy = options.issuedBy ?? 'cli';
+  const scope = options.scope ? checkScope(options.scope, roles, (n) => n) : null;
   await store.insert('api_tokens', [
-    { token_hash: hashToken(token), token_id: tokenId, identity, roles, revoked: 0, expires_at_ms: expiresAtMs, issued_at_ms: now, issued_by: issuedBy },
+    {
+      token_hash: hashToken(token),
+      token_id: tokenId,
+      identity,
+      roles,
+      revoked: 0,
+      expires_at_ms: expiresAtMs,
+      issued_at_ms: now,
+      issued_by: issuedBy,
+      scope_namespaces: scope?.namespaces ?? [],
+      scope_clusters: scope?.clusters ?? [],
+    },
   ]);
-  await audit(store, 'create', tokenId, identity, issuedBy, { roles, expiresAtMs });
-  return { token, tokenId, expiresAt: expiresAtMs ? new Date(expiresAtMs).toISOString() : null };
+  await audit(store, 'create', tokenId, identity, issuedBy, { roles, expiresAtMs, ...(scope ? { scope } : {}) });
+  return { token, tokenId, expiresAt: expiresAtMs ? new Date(expiresAtMs).toISOString() : null, scope };
 }
 
 interface TokenRow {
@@ -107,9 +171,11 @@ interface TokenRow {
   issued_at_ms: string;
   issued_by: string;
   last_used_ms: string | null;
+  scope_namespaces: string[];
+  scope_clusters: string[];
 }
 
-const LIST_SQL = `SELECT t.token_hash, t.token_id, t.identity, t.roles, t.revoked, toUnixTimestamp64Milli(t.created_at) AS created_at, t.expires_at_ms, t.issued_at_ms, t.issued_by, u.last_used_ms
+const LIST_SQL = `SELECT t.token_hash, t.token_id, t.identity, t.roles, t.revoked, toUnixTimestamp64Milli(t.created_at) AS created_at, t.expires_at_ms, t.issued_at_ms, t.issued_by, u.last_used_ms, t.scope_namespaces, t.scope_clusters
 FROM {db:Identifier}.api_tokens AS t FINAL
 LEFT JOIN (SELECT token_id, toUnixTimestamp64Milli(max(at)) AS last_used_ms FROM {db:Identifier}.token_audit WHERE action = 'use' GROUP BY token_id) AS u ON u.token_id = t.token_id
 WHERE {tokenId:String} = '' OR t.token_id = {tokenId:String}
@@ -130,6 +196,7 @@ function info(r: TokenRow): TokenInfo {
     revoked,
     revokedAt: revoked ? iso(r.created_at) : null,
     lastUsedAt: iso(r.last_used_ms),
+    scope: scopeOf(r.scope_namespaces, r.scope_clusters),
   };
 }
 
@@ -157,6 +224,8 @@ export async function revokeApiToken(store: AuditStore, tokenId: string, by: str
         expires_at_ms: row.expires_at_ms,
         issued_at_ms: row.issued_at_ms,
         issued_by: row.issued_by,
+        scope_namespaces: row.scope_namespaces,
+        scope_clusters: row.scope_clusters,
       },
     ]);
     await audit(store, 'revoke', row.token_id, row.identity, by);
@@ -203,8 +272,16 @@ export class ApiTokenVerifier {
     let known = this.#known.get(hash);
     if (!known) {
       if (this.#unknown.get(hash)) return undefined;
-      const rows = await this.#store.rows<{ identity: string; roles: string[]; token_id: string; revoked: number; expires_at_ms: string }>(
-        'SELECT identity, roles, token_id, revoked, expires_at_ms FROM {db:Identifier}.api_tokens FINAL WHERE token_hash = {hash:String}',
+      const rows = await this.#store.rows<{
+        identity: string;
+        roles: string[];
+        token_id: string;
+        revoked: number;
+        expires_at_ms: string;
+        scope_namespaces: string[];
+        scope_clusters: string[];
+      }>(
+        'SELECT identity, roles, token_id, revoked, expires_at_ms, scope_namespaces, scope_clusters FROM {db:Identifier}.api_tokens FINAL WHERE token_hash = {hash:String}',
         { hash },
       );
       const row = rows[0];
@@ -212,12 +289,18 @@ export class ApiTokenVerifier {
         this.#unknown.set(hash, true);
         return undefined;
       }
-      known = { identity: row.identity, roles: row.roles as Role[], tokenId: row.token_id, expiresAtMs: Number(row.expires_at_ms ?? 0) };
+      known = {
+        identity: row.identity,
+        roles: row.roles as Role[],
+        tokenId: row.token_id,
+        expiresAtMs: Number(row.expires_at_ms ?? 0),
+        scope: scopeOf(row.scope_namespaces, row.scope_clusters),
+      };
       this.#known.set(hash, known);
     }
     if (known.expiresAtMs > 0 && this.#now() >= known.expiresAtMs) return undefined;
     await this.#recordUse(known);
-    return { identity: known.identity, roles: known.roles, tokenId: known.tokenId };
+    return { identity: known.identity, roles: known.roles, tokenId: known.tokenId, scope: known.scope };
   }
 
   async #recordUse(who: Known): Promise<void> {

@@ -32,6 +32,11 @@ export const errorCatalog = {
   },
   LOCKAUDIT_ERR_AUTH_REQUIRED: { status: 401, description: 'The request carries no valid API token.' },
   LOCKAUDIT_ERR_AUTH_FORBIDDEN: { status: 403, description: 'The caller lacks a role this route requires.' },
+  LOCKAUDIT_ERR_AUTH_SCOPE: {
+    status: 403,
+    description:
+      "The caller's token is scoped to some namespaces or clusters, and the request names data outside them (or a route that does not serve scoped tokens).",
+  },
   LOCKAUDIT_ERR_VALIDATION: { status: 400, description: 'The request failed validation; the message names the field.' },
   LOCKAUDIT_ERR_NOT_FOUND: { status: 404, description: 'The resource does not exist.' },
   LOCKAUDIT_ERR_INTERNAL: { status: 500, description: 'An unexpected error; details are in the server log, never in the response.' },

@@ -27,6 +27,8 @@ export const WATCHED_PREFIXES = [PREFIX.hold, PREFIX.queue, PREFIX.sys] as const
 
 // A lock name is <namespace>/<path>: a namespace segment, then one or more path segments.
 const SEGMENT = '[A-Za-z0-9][A-Za-z0-9._-]{0,127}';
+/** A namespace: the first segment of a lock name. */
+export const NAMESPACE_PATTERN = `^${SEGMENT}$`;
 export const LOCK_NAME_PATTERN = `^${SEGMENT}(/${SEGMENT}){1,15}$`;
 const LOCK_NAME = new RegExp(LOCK_NAME_PATTERN);
 export const LOCK_NAME_MAX = 512;

@@ -10,6 +10,7 @@ import { Value } from 'typebox/value';
 import { END_KINDS } from '../core/events.js';
 import { LockauditError } from '../core/errors.js';
 import { parseToken } from '../core/token.js';
+import { scopeParams, type ReadScope } from './scope.js';
 import { ClassName, ClusterName, Decimal64, Holder, KeyPrefix, LockName, Namespace } from './schemas.js';
 
 /** The two SQL fragments every grant query includes. */
@@ -87,8 +88,16 @@ export function readGrantFilters(input: Record<string, string | undefined>, fiel
   return filters as GrantFilters;
 }
 
-/** The parameters grants/filter*.sql bind. A token at or above 2^64 is a 400 naming `tokenField`. */
-export function grantFilterParams(filters: GrantFilters, window: GrantWindow, tokenField = 'querystring.token'): Record<string, string | number> {
+/**
+ * The parameters grants/filter*.sql bind, the reader's scope included (scope.ts: null reads everything; every
+ * caller says which). A token at or above 2^64 is a 400 naming `tokenField`.
+ */
+export function grantFilterParams(
+  filters: GrantFilters,
+  window: GrantWindow,
+  scope: ReadScope,
+  tokenField = 'querystring.token',
+): Record<string, string | number | string[]> {
   const token = filters.token === undefined ? undefined : parseToken(filters.token);
   if (filters.token !== undefined && token === undefined) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${tokenField}: must be below 2^64`);
   return {
@@ -105,6 +114,7 @@ export function grantFilterParams(filters: GrantFilters, window: GrantWindow, to
     window: window.rule,
     fromMs: window.fromMs,
     toMs: window.toMs,
+    ...scopeParams(scope),
   };
 }
 

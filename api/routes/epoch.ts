@@ -40,6 +40,7 @@ export function epochRoutes(lock: LockService): RoutePlugin {
       {
         schema: { tags: ['epoch'], summary: 'The epoch record, the cluster id etcd reports, and whether grants are sealed', response: { 200: EpochSchema } },
         preValidation: guard(...ROLES),
+        config: { scope: 'cluster-wide' }, // the cluster's epoch: no per-key data
       },
       async () => {
         const { epoch, etcd } = lock.parts;

@@ -16,6 +16,7 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     '/v1/tailers',
     {
       preValidation: guard,
+      config: { scope: 'cluster-wide' }, // tailer health and gaps: no per-key data, readable by a scoped token
       schema: { tags: ['tailer'], summary: 'Tailer health per etcd cluster', response: { 200: Type.Object({ items: Type.Array(TailerSchema) }) } },
     },
     async () => ({
@@ -30,6 +31,7 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     '/v1/tailers/lag',
     {
       preValidation: guard,
+      config: { scope: 'cluster-wide' }, // tailer health and gaps: no per-key data, readable by a scoped token
       schema: {
         tags: ['tailer'],
         summary: 'Tailer lag over time',
@@ -54,6 +56,7 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     '/v1/gaps',
     {
       preValidation: guard,
+      config: { scope: 'cluster-wide' }, // tailer health and gaps: no per-key data, readable by a scoped token
       schema: {
         tags: ['tailer'],
         summary: 'History ranges lost before capture',

@@ -25,6 +25,7 @@ export async function tokenHashRoutes(app: App, { ctx }: RouteOptions): Promise<
     '/v1/token-hash',
     {
       preValidation: [requireRoles('investigator', 'auditor'), app.reportRateLimit],
+      config: { scope: 'cluster-wide' }, // hashes the token it is given: reads nothing of the store
       schema: {
         tags: ['grants'],
         summary: 'The keyed hash of a fencing token, to search a SIEM with',

@@ -12,8 +12,11 @@ const WhoamiSchema = Type.Object(
     identity: Type.String(),
     roles: Type.Array(Type.String({ enum: [...ROLES] }), { description: `Some of: ${ROLES.join(', ')}` }),
     tokenId: Type.String({ description: "The token's public id (never the token)" }),
+    scope: Type.Union([Type.Object({ namespaces: Type.Array(Type.String()), clusters: Type.Array(Type.String()) }), Type.Null()], {
+      description: 'What the token may read of per-key data (empty list: no bound on that side); null: everything',
+    }),
   },
-  { examples: [{ identity: 'ivy@corp', roles: ['investigator'], tokenId: '3f9a0c1d2e4b' }] },
+  { examples: [{ identity: 'ivy@corp', roles: ['investigator'], tokenId: '3f9a0c1d2e4b', scope: { namespaces: ['payments'], clusters: [] } }] },
 );
 
 export async function whoamiRoutes(app: App, _options: RouteOptions): Promise<void> {
@@ -30,7 +33,7 @@ export async function whoamiRoutes(app: App, _options: RouteOptions): Promise<vo
     async (request) => {
       const who = request.identity;
       if (!who) throw new LockauditError('LOCKAUDIT_ERR_AUTH_REQUIRED', 'a valid API token is required (Authorization: Bearer <token>)');
-      return { identity: who.identity, roles: who.roles, tokenId: who.tokenId };
+      return { identity: who.identity, roles: who.roles, tokenId: who.tokenId, scope: who.scope };
     },
   );
 }

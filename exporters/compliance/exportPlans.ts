@@ -26,7 +26,7 @@ export interface TimeRange {
 export const EXPORT_WINDOW_RULE: WindowRule = 'granted';
 
 export async function planGrantsExport(store: AuditStore, filters: GrantFilters, range: TimeRange, chunkRows = DEFAULT_CHUNK_ROWS): Promise<ExportPlan> {
-  const base = grantFilterParams(filters, { ...range, rule: EXPORT_WINDOW_RULE }, 'filters.token');
+  const base = grantFilterParams(filters, { ...range, rule: EXPORT_WINDOW_RULE }, null, 'filters.token');
   const bounds = await store.rows<{ cluster: string; key: string; cum: string }>(loadSql('exporters/sql/grants_chunks.sql').text, { ...base, chunkRows });
   const query = loadSql('exporters/sql/grants_export.sql').text;
   const open = { hasLo: 0, loCluster: '', loKey: '', hasHi: 0, hiCluster: '', hiKey: '' };

@@ -8,6 +8,7 @@ import type { ClickHouseSettings } from '@clickhouse/client';
 import { END_KINDS } from '../../core/events.js';
 import { loadSql } from '../../platform/sql.js';
 import { asLimitError, reportRows } from '../../platform/reportQuery.js';
+import type { Narrowed, ReadScope } from '../../grants/scope.js';
 import { cursorAfter, historySettings, planPage, type GrantHistoryDeps, type GrantHistoryParams, type PagePosition } from './index.js';
 
 const PAGE_END = loadSql('reports/grantHistory/pageEnd.sql');
@@ -27,11 +28,13 @@ export interface ArrowPage {
   /** The Arrow IPC stream (schema, record batches, end marker). */
   stream: Readable;
   nextCursor: string | null;
+  /** What a scoped reader's request was narrowed to, or null. */
+  narrowed: Narrowed | null;
 }
 
-/** One page of grant history as Arrow IPC: the same filters, limits, window and cursors as the JSON page. */
-export async function grantHistoryArrow(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number): Promise<ArrowPage> {
-  const page = await planPage(deps, p, nowMs);
+/** One page of grant history as Arrow IPC: the same filters, scope, limits, window and cursors as the JSON page. */
+export async function grantHistoryArrow(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number, scope: ReadScope = null): Promise<ArrowPage> {
+  const page = await planPage(deps, p, nowMs, scope);
   const sourceSettings = historySettings(String(page.params.source));
   const desc = page.params.desc === 1;
   const ends = await reportRows<PagePosition>(deps, desc ? PAGE_END_DESC : PAGE_END, { ...page.params, offset: page.limit - 1 }, sourceSettings);
@@ -55,7 +58,7 @@ export async function grantHistoryArrow(deps: GrantHistoryDeps, p: GrantHistoryP
       },
       settings,
     );
-    return { stream, nextCursor: end ? cursorAfter(deps, page, end) : null };
+    return { stream, nextCursor: end ? cursorAfter(deps, page, end) : null, narrowed: page.narrowed };
   } catch (err) {
     throw asLimitError(deps, err);
   }

@@ -8,6 +8,7 @@ import { LockauditError } from '../../core/errors.js';
 import { parseInstant } from '../../core/instant.js';
 import { Decimal64, Instant, NullableNumber, NullableString } from '../../grants/schemas.js';
 import { grantFilterParams, grantFilterProperties, pickGrantFilters } from '../../grants/filter.js';
+import { scopeRead, type Narrowed, type ReadScope } from '../../grants/scope.js';
 import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
 import { toCsv } from '../../grants/csv.js';
 import { isoOrNull, num } from '../render.js';
@@ -104,13 +105,29 @@ export const GRANT_EXAMPLE: GrantItem = {
   endedAtErrorMs: 480,
 };
 
+export const NarrowedSchema = Type.Object(
+  {
+    namespaces: Type.Array(Type.String(), { description: 'The namespaces read (empty: the request itself pinned one inside the scope)' }),
+    clusters: Type.Array(Type.String(), { description: 'The clusters read (empty: the request itself pinned one inside the scope)' }),
+  },
+  {
+    description:
+      "Present when the caller's token is scoped and the request (no namespace, or a key prefix shorter than a namespace) was narrowed to the scope: these grants are the scope's part only",
+  },
+);
+
 export const GrantPageSchema = Type.Object(
-  { items: Type.Array(GrantItemSchema), nextCursor: NullableString('Pass as cursor for the next page; null on the last page') },
+  {
+    items: Type.Array(GrantItemSchema),
+    nextCursor: NullableString('Pass as cursor for the next page; null on the last page'),
+    narrowedTo: Type.Optional(NarrowedSchema),
+  },
   { examples: [{ items: [GRANT_EXAMPLE], nextCursor: 'WzEsMTczNDQ0…' }] },
 );
 export interface GrantPage {
   items: GrantItem[];
   nextCursor: string | null;
+  narrowedTo?: Narrowed;
 }
 
 interface HistoryRow {
@@ -180,8 +197,10 @@ export interface ResolvedPage {
   limit: number;
   digest: string;
   window: { fromMs: number; toMs: number };
-  /** The query parameters every grant-history query binds (filters, window, order as `desc` 0/1, cursor position), `limit` excepted. */
-  params: Record<string, string | number>;
+  /** The query parameters every grant-history query binds (filters, scope, window, order as `desc` 0/1, cursor position), `limit` excepted. */
+  params: Record<string, string | number | string[]>;
+  /** What a scoped reader's request was narrowed to (grants/scope.ts), or null. */
+  narrowed: Narrowed | null;
 }
 
 /**
@@ -230,8 +249,9 @@ export function historySettings(source: string): ClickHouseSettings {
  */
 export async function tokenKey(deps: ReportDeps, p: GrantHistoryParams): Promise<string | undefined> {
   if (p.token === undefined || p.key !== undefined) return undefined;
-  // grantFilterParams checks the token as the page does (a 400 at or above 2^64).
-  const { token, cluster } = grantFilterParams(pickGrantFilters(p), { fromMs: 0, toMs: 0, rule: 'overlapping' });
+  // grantFilterParams checks the token as the page does (a 400 at or above 2^64). The key only routes: the page
+  // applies the reader's scope.
+  const { token, cluster } = grantFilterParams(pickGrantFilters(p), { fromMs: 0, toMs: 0, rule: 'overlapping' }, null);
   const keys = await reportRows<{ key: string }>(deps, TOKEN_KEYS, { token, cluster });
   return keys.length === 1 ? keys[0]?.key : undefined;
 }
@@ -241,21 +261,25 @@ export async function tokenKey(deps: ReportDeps, p: GrantHistoryParams): Promise
  * request is checked first (limit, cursor, token): a bad one is a 400 before
  * any query.
  */
-export async function planPage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number): Promise<ResolvedPage> {
-  const page = resolvePage(deps, p, nowMs);
+export async function planPage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number, scope: ReadScope = null): Promise<ResolvedPage> {
+  const page = resolvePage(deps, p, nowMs, scope);
   const routedKey = await tokenKey(deps, p);
   // The key the token implies, as a filter the request did not give; the cursor's digest stays the request's own.
   return routedKey === undefined ? page : { ...page, params: { ...page.params, key: routedKey, source: historySource({ ...p, key: routedKey }) } };
 }
 
-/** Checks a request's limits and cursor and pins its window (the first page fixes `to`; `nowMs` is "now"). */
-export function resolvePage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number): ResolvedPage {
+/**
+ * Checks a request's limits, scope and cursor and pins its window (the first page fixes `to`; `nowMs` is "now").
+ * A scoped reader's cursor is bound to its scope too: another scope's cursor is refused.
+ */
+export function resolvePage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number, scope: ReadScope = null): ResolvedPage {
   const limit = p.limit ?? 100;
   if (limit > deps.limits.maxPageSize) {
     throw new LockauditError('LOCKAUDIT_ERR_LIMIT_PAGE_SIZE', `querystring.limit: ${limit} is more than LOCKAUDIT_MAX_PAGE_SIZE (${deps.limits.maxPageSize})`);
   }
   const filters = pickGrantFilters(p);
-  const digest = filterDigest(filtersOf(p));
+  const narrowed = scopeRead(scope, filters, (n) => `querystring.${n}`);
+  const digest = filterDigest(scope ? { ...filtersOf(p), scope } : filtersOf(p));
   const cursor: Cursor | undefined = p.cursor === undefined ? undefined : decodeCursor(p.cursor, digest, deps.cursorKey);
   // A key or token bounds the query by itself: without `from` it searches all
   // time up to `to` (before: `to` alone narrowed it to the 31 days before it,
@@ -268,7 +292,7 @@ export function resolvePage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs
       : resolveWindow({ from: p.from, to: p.to ?? new Date(pinnedTo).toISOString() }, deps.limits.maxWindowDays, nowMs);
   const params = {
     source: historySource(p),
-    ...grantFilterParams(filters, { ...window, rule: 'overlapping' }),
+    ...grantFilterParams(filters, { ...window, rule: 'overlapping' }, scope),
     desc: orderOf(p) === 'desc' ? 1 : 0,
     hasCursor: cursor ? 1 : 0,
     afterMs: cursor?.after.grantedAtMs ?? 0,
@@ -278,7 +302,7 @@ export function resolvePage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs
     afterSpool: cursor?.after.spoolId ?? '',
     afterTimeline: cursor?.after.timeline ?? 0,
   };
-  return { limit, digest, window, params };
+  return { limit, digest, window, params, narrowed };
 }
 
 /** The sort key of a grant-history row: where the next page starts. */
@@ -312,8 +336,8 @@ export function cursorAfter(deps: GrantHistoryDeps, page: ResolvedPage, last: Pa
 }
 
 /** One page of grant history. `nowMs` pins `to` on the first page. */
-export async function grantHistory(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number): Promise<GrantPage> {
-  const page = await planPage(deps, p, nowMs);
+export async function grantHistory(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number, scope: ReadScope = null): Promise<GrantPage> {
+  const page = await planPage(deps, p, nowMs, scope);
   const limit = page.limit;
   const rows = await reportRows<HistoryRow>(
     deps,
@@ -327,7 +351,7 @@ export async function grantHistory(deps: GrantHistoryDeps, p: GrantHistoryParams
   const served = rows.slice(0, limit);
   const last = served[served.length - 1];
   const nextCursor = rows.length > limit && last ? cursorAfter(deps, page, last) : null;
-  return { items: served.map(toItem), nextCursor };
+  return { items: served.map(toItem), nextCursor, ...(page.narrowed ? { narrowedTo: page.narrowed } : {}) };
 }
 
 export const CSV_HEADER = [

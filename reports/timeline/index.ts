@@ -180,7 +180,7 @@ export async function timeline(deps: ReportDeps, p: TimelineParams, nowMs: numbe
   const maxBars = p.maxBars ?? 2000;
   const cluster = p.cluster ?? '';
   const laneRows = await reportRows<LaneRow>(deps, LANES, {
-    ...grantFilterParams(pickGrantFilters(p), { fromMs, toMs, rule: 'overlapping' }),
+    ...grantFilterParams(pickGrantFilters(p), { fromMs, toMs, rule: 'overlapping' }, null), // scoped tokens: not served here yet (api/auth.ts)
     maxLanes: MAX_LANES,
   });
   const lanes = laneRows.map((r) => r.key);

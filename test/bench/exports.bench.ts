@@ -49,7 +49,7 @@ async function exportsBench(): Promise<void> {
 
     // Baseline: ClickHouse writes the same query's rows to a local file, one statement, same Parquet settings.
     // The export's own parameters (every filter the SQL binds, the export's window rule): the same rows, the same query.
-    const filterParams = grantFilterParams({ cluster: 'c1' }, { ...range, rule: EXPORT_WINDOW_RULE });
+    const filterParams = grantFilterParams({ cluster: 'c1' }, { ...range, rule: EXPORT_WINDOW_RULE }, null);
     const open = { hasLo: 0, loCluster: '', loKey: '', hasHi: 0, hiCluster: '', hiKey: '' };
     const baselineRate = async (): Promise<number> => {
       const t0 = performance.now();
@@ -152,7 +152,7 @@ async function exportsBench(): Promise<void> {
       if (r.outcome === 'sealed') sealedHours++;
     }
     const sealMs = performance.now() - sealStart;
-    const sealedParams = grantFilterParams({ cluster: 'c2' }, { ...range, rule: EXPORT_WINDOW_RULE });
+    const sealedParams = grantFilterParams({ cluster: 'c2' }, { ...range, rule: EXPORT_WINDOW_RULE }, null);
     const sealedBaseline = async (): Promise<number> => {
       const t0 = performance.now();
       await store.command(

@@ -44,7 +44,7 @@ try {
   const deps = { store, limits: config.reports, cursorKey: randomBytes(32) };
   const nowMs = T0 + ROWS * KEYS * 1000 + 60_000;
   const key = (i: number) => `ns0/acct-${i % KEYS}`;
-  const cases: Record<string, (i: number) => Record<string, string | number>> = {
+  const cases: Record<string, (i: number) => Record<string, string | number | string[]>> = {
     first: (i: number) => resolvePage(deps, { key: key(i), order: 'asc', limit: 100 }, nowMs).params,
     // A cursor half-way through the key's grants.
     mid: (i: number) => ({

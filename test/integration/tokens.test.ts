@@ -133,6 +133,17 @@ describe('token CLI', () => {
         run('node', [cli, 'token', 'create', '--identity', 'x', '--roles', 'client', '--expires-in', 'soon'], { env }),
         /--expires-in|expires-in/,
       );
+      // A scoped token (issue 44): its scope in the list; an admin token cannot have one.
+      const scoped = await run('node', [cli, 'token', 'create', '--identity', 'pat@payments', '--roles', 'investigator', '--namespaces', 'payments,billing'], {
+        env,
+      });
+      assert.match(scoped.stderr, /reads only ns=billing,payments/);
+      const scopedId = scoped.stdout.trim().slice(3, 15);
+      assert.match((await run('node', [cli, 'token', 'list'], { env })).stdout, new RegExp(`${scopedId}\\s+pat@payments\\s+investigator.*ns=billing,payments`));
+      await assert.rejects(
+        run('node', [cli, 'token', 'create', '--identity', 'x', '--roles', 'admin', '--namespaces', 'payments'], { env }),
+        /--namespaces: an admin token cannot be scoped/,
+      );
     } finally {
       data.remove();
     }

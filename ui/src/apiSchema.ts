@@ -123,7 +123,7 @@ export interface paths {
         };
         /**
          * Grant history
-         * @description Grants whose hold overlaps [from, to], filtered by key, key prefix, holder, class, namespace or token ("which grant held token T?"), newest first (order=asc: oldest first). Exact under tailer replays. Page with nextCursor: the first page fixes `to`, so grants arriving meanwhile never shift pages and every grant is served once. format=csv answers text/csv and format=arrow an Arrow IPC stream (application/vnd.apache.arrow.stream: tokens and revisions uint64, times timestamp[ms, UTC]; for pyarrow, polars, DuckDB), both with the next cursor in the X-Next-Cursor header. Role: investigator. Every read is recorded (who, filters, when).
+         * @description Grants whose hold overlaps [from, to], filtered by key, key prefix, holder, class, namespace or token ("which grant held token T?"), newest first (order=asc: oldest first). Exact under tailer replays. Page with nextCursor: the first page fixes `to`, so grants arriving meanwhile never shift pages and every grant is served once. format=csv answers text/csv and format=arrow an Arrow IPC stream (application/vnd.apache.arrow.stream: tokens and revisions uint64, times timestamp[ms, UTC]; for pyarrow, polars, DuckDB), both with the next cursor in the X-Next-Cursor header. Role: investigator. Every read is recorded (who, filters, when). A token scoped to namespaces or clusters reads only their grants: a namespace, key, key prefix or cluster outside its scope is a 403 naming it; a request that pins none (a prefix shorter than a namespace, no namespace) is narrowed to the scope and says so (narrowedTo; for CSV and Arrow the X-Narrowed-To header). Its cursors page only under the same scope.
          */
         get: operations["getV1Grants"];
         put?: never;
@@ -730,7 +730,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The token lacks a role this route needs */
+            /** @description The token lacks a role this route needs, or (LOCKAUDIT_ERR_AUTH_SCOPE) the request names data outside the token's scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1558,6 +1558,13 @@ export interface operations {
                             unprotected: boolean;
                             waitMs: number;
                         }[];
+                        /** @description Present when the caller's token is scoped and the request (no namespace, or a key prefix shorter than a namespace) was narrowed to the scope: these grants are the scope's part only */
+                        narrowedTo?: {
+                            /** @description The clusters read (empty: the request itself pinned one inside the scope) */
+                            clusters: string[];
+                            /** @description The namespaces read (empty: the request itself pinned one inside the scope) */
+                            namespaces: string[];
+                        };
                         /** @description Pass as cursor for the next page; null on the last page */
                         nextCursor: string | null;
                     };
@@ -1605,7 +1612,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The token lacks a role this route needs */
+            /** @description The token lacks a role this route needs, or (LOCKAUDIT_ERR_AUTH_SCOPE) the request names data outside the token's scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1744,7 +1751,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The token lacks a role this route needs */
+            /** @description The token lacks a role this route needs, or (LOCKAUDIT_ERR_AUTH_SCOPE) the request names data outside the token's scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1997,7 +2004,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The token lacks a role this route needs */
+            /** @description The token lacks a role this route needs, or (LOCKAUDIT_ERR_AUTH_SCOPE) the request names data outside the token's scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2143,7 +2150,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The token lacks a role this route needs */
+            /** @description The token lacks a role this route needs, or (LOCKAUDIT_ERR_AUTH_SCOPE) the request names data outside the token's scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2333,7 +2340,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The token lacks a role this route needs */
+            /** @description The token lacks a role this route needs, or (LOCKAUDIT_ERR_AUTH_SCOPE) the request names data outside the token's scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2594,7 +2601,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The token lacks a role this route needs */
+            /** @description The token lacks a role this route needs, or (LOCKAUDIT_ERR_AUTH_SCOPE) the request names data outside the token's scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2822,7 +2829,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The token lacks a role this route needs */
+            /** @description The token lacks a role this route needs, or (LOCKAUDIT_ERR_AUTH_SCOPE) the request names data outside the token's scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2955,7 +2962,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The token lacks a role this route needs */
+            /** @description The token lacks a role this route needs, or (LOCKAUDIT_ERR_AUTH_SCOPE) the request names data outside the token's scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3229,7 +3236,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The token lacks a role this route needs */
+            /** @description The token lacks a role this route needs, or (LOCKAUDIT_ERR_AUTH_SCOPE) the request names data outside the token's scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3486,7 +3493,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The token lacks a role this route needs */
+            /** @description The token lacks a role this route needs, or (LOCKAUDIT_ERR_AUTH_SCOPE) the request names data outside the token's scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3555,6 +3562,13 @@ export interface operations {
                             revoked: boolean;
                             revokedAt: string | null;
                             roles: ("client" | "investigator" | "auditor" | "lock-operator" | "admin")[];
+                            /** @description What the token may read of per-key data; null: everything */
+                            scope: {
+                                /** @description The etcd clusters it reads (empty: every cluster) */
+                                clusters: string[];
+                                /** @description The namespaces it reads (empty: every namespace) */
+                                namespaces: string[];
+                            } | null;
                             /** @description A token's public id (the 12 hex characters after la_) */
                             tokenId: string;
                         }[];
@@ -3601,7 +3615,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The token lacks a role this route needs */
+            /** @description The token lacks a role this route needs, or (LOCKAUDIT_ERR_AUTH_SCOPE) the request names data outside the token's scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3633,6 +3647,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Scope: the token reads only these etcd clusters (absent or empty: every cluster). Not with the admin role */
+                    clusters?: string[];
                     /** @description Lifetime; absent: the token never expires */
                     expiresInSeconds?: number;
                     /**
@@ -3640,6 +3656,8 @@ export interface operations {
                      * @example spiffe://corp/payments-worker
                      */
                     identity: string;
+                    /** @description Scope: the token reads only these namespaces (absent or empty: every namespace). Not with the admin role */
+                    namespaces?: string[];
                     roles: ("client" | "investigator" | "auditor" | "lock-operator" | "admin")[];
                 };
             };
@@ -3653,6 +3671,13 @@ export interface operations {
                 content: {
                     "application/json": {
                         expiresAt: string | null;
+                        /** @description What the token may read of per-key data; null: everything */
+                        scope: {
+                            /** @description The etcd clusters it reads (empty: every cluster) */
+                            clusters: string[];
+                            /** @description The namespaces it reads (empty: every namespace) */
+                            namespaces: string[];
+                        } | null;
                         token: string;
                         /** @description A token's public id (the 12 hex characters after la_) */
                         tokenId: string;
@@ -3699,7 +3724,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The token lacks a role this route needs */
+            /** @description The token lacks a role this route needs, or (LOCKAUDIT_ERR_AUTH_SCOPE) the request names data outside the token's scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3750,6 +3775,13 @@ export interface operations {
                         revoked: boolean;
                         revokedAt: string | null;
                         roles: ("client" | "investigator" | "auditor" | "lock-operator" | "admin")[];
+                        /** @description What the token may read of per-key data; null: everything */
+                        scope: {
+                            /** @description The etcd clusters it reads (empty: every cluster) */
+                            clusters: string[];
+                            /** @description The namespaces it reads (empty: every namespace) */
+                            namespaces: string[];
+                        } | null;
                         /** @description A token's public id (the 12 hex characters after la_) */
                         tokenId: string;
                     };
@@ -3795,7 +3827,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The token lacks a role this route needs */
+            /** @description The token lacks a role this route needs, or (LOCKAUDIT_ERR_AUTH_SCOPE) the request names data outside the token's scope */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3858,13 +3890,24 @@ export interface operations {
                      *       "roles": [
                      *         "investigator"
                      *       ],
-                     *       "tokenId": "3f9a0c1d2e4b"
+                     *       "tokenId": "3f9a0c1d2e4b",
+                     *       "scope": {
+                     *         "namespaces": [
+                     *           "payments"
+                     *         ],
+                     *         "clusters": []
+                     *       }
                      *     }
                      */
                     "application/json": {
                         identity: string;
                         /** @description Some of: client, investigator, auditor, lock-operator, admin */
                         roles: ("client" | "investigator" | "auditor" | "lock-operator" | "admin")[];
+                        /** @description What the token may read of per-key data (empty list: no bound on that side); null: everything */
+                        scope: {
+                            clusters: string[];
+                            namespaces: string[];
+                        } | null;
                         /** @description The token's public id (never the token) */
                         tokenId: string;
                     };

@@ -16,18 +16,19 @@ import type { Page } from './nav.js';
 import type { Role, Whoami } from './types.js';
 import { caller, callerHas, setCaller } from './caller.js';
 
-// Each page with the roles that may read what it shows (the API's own rules; admin reads everything).
-const pages: { path: string; title: string; render: Page; roles: Role[] }[] = [
-  { path: 'grants', title: 'Grants', render: grantsPage, roles: ['investigator'] },
+// Each page with the roles that may read what it shows (the API's own rules; admin reads everything), and
+// whether its routes serve a token scoped to namespaces or clusters (the API refuses the others for one).
+const pages: { path: string; title: string; render: Page; roles: Role[]; scoped?: boolean }[] = [
+  { path: 'grants', title: 'Grants', render: grantsPage, roles: ['investigator'], scoped: true },
   { path: 'timeline', title: 'Key timeline', render: timelinePage, roles: ['investigator'] },
   { path: 'contention', title: 'Contention', render: contentionPage, roles: ['investigator'] },
   { path: 'risk', title: 'Risk register', render: riskPage, roles: ['auditor'] },
   { path: 'reconcile', title: 'Reconciliation', render: reconcilePage, roles: ['lock-operator', 'investigator'] },
-  { path: 'tailers', title: 'Tailer health', render: tailersPage, roles: ['investigator', 'auditor'] },
+  { path: 'tailers', title: 'Tailer health', render: tailersPage, roles: ['investigator', 'auditor'], scoped: true },
   { path: 'keyspace', title: 'Keyspace at a moment', render: keyspacePage, roles: ['investigator', 'auditor'] },
 ];
 
-const allowed = (page: { roles: Role[] }): boolean => callerHas(...page.roles);
+const allowed = (page: { roles: Role[]; scoped?: boolean }): boolean => callerHas(...page.roles) && (page.scoped === true || !caller()?.scope);
 
 const root = document.getElementById('app') as HTMLElement;
 let notice = '';
@@ -106,7 +107,9 @@ async function route(): Promise<void> {
       h(
         'p',
         { class: 'error', role: 'alert' },
-        `This page needs one of the roles ${page.roles.join(', ')}; the token of ${who.identity} has ${who.roles.join(', ')}.`,
+        callerHas(...page.roles)
+          ? `This page does not serve tokens scoped to namespaces or clusters; the token of ${who.identity} is scoped.`
+          : `This page needs one of the roles ${page.roles.join(', ')}; the token of ${who.identity} has ${who.roles.join(', ')}.`,
       ),
     );
     return;

@@ -103,6 +103,17 @@ export async function grantsPage(params: URLSearchParams): Promise<Node> {
     'div',
     {},
     form,
+    page.narrowedTo &&
+      h(
+        'p',
+        { class: 'muted narrowed' },
+        `Narrowed to this token's scope: ${[
+          page.narrowedTo.namespaces.length ? `namespaces ${page.narrowedTo.namespaces.join(', ')}` : '',
+          page.narrowedTo.clusters.length ? `clusters ${page.narrowedTo.clusters.join(', ')}` : '',
+        ]
+          .filter(Boolean)
+          .join(' and ')}.`,
+      ),
     page.items.length
       ? table(['Granted at', 'Key', 'Holder', 'Class', 'Token', 'Wait', 'Held', 'Ended by', 'Unprotected', 'At grant'], rows, { class: 'grants' })
       : h('p', { class: 'muted' }, 'No grants match.'),

@@ -1,0 +1,85 @@
+// A reader's scope over grant history (issue 44): a token scoped to some
+// namespaces or etcd clusters reads only their grants. Two halves: the check
+// of what a request names — a namespace, key, key prefix or cluster outside
+// the scope is a 403 naming the field and the scope, never an empty page that
+// looks like "nothing happened" — and the bound every grant query applies on
+// top of its filters (filterPrewhere.sql, filterEvents.sql: scopeNamespaces,
+// scopeClusters). A request that pins nothing (no namespace, a prefix shorter
+// than a namespace) is narrowed to the scope, and says so.
+import type { TokenScope } from '../core/apiTokens.js';
+import { LockauditError } from '../core/errors.js';
+import { parseLockName } from '../core/keyspace.js';
+
+/** What of a request's filters a scope bounds (filter.ts GrantFilters has them, with the same names). */
+export interface ScopedFilters {
+  cluster?: string;
+  namespace?: string;
+  key?: string;
+  keyPrefix?: string;
+}
+
+/** Who reads: a token's scope, or null — every namespace of every cluster (an unscoped token, the platform's own jobs). */
+export type ReadScope = TokenScope | null;
+
+/** What a scoped read was narrowed to, when the request did not pin it inside the scope itself. */
+export interface Narrowed {
+  namespaces: string[];
+  clusters: string[];
+}
+
+/** The parameters filterPrewhere.sql and filterEvents.sql bind for `scope` (empty lists: no bound). */
+export function scopeParams(scope: ReadScope): { scopeNamespaces: string[]; scopeClusters: string[] } {
+  return { scopeNamespaces: scope?.namespaces ?? [], scopeClusters: scope?.clusters ?? [] };
+}
+
+/** The scope as a caller reads it. */
+export function scopeText(scope: TokenScope): string {
+  const parts = [
+    scope.namespaces.length ? `namespaces ${scope.namespaces.join(', ')}` : '',
+    scope.clusters.length ? `clusters ${scope.clusters.join(', ')}` : '',
+  ];
+  return parts.filter(Boolean).join(' and ');
+}
+
+function outside(field: string, what: string, scope: TokenScope): LockauditError {
+  return new LockauditError('LOCKAUDIT_ERR_AUTH_SCOPE', `${field}: ${what} is outside this token's scope (it reads only ${scopeText(scope)})`);
+}
+
+/** The namespace a key prefix pins ("payments/acct" pins payments), or undefined when it is still inside the first segment. */
+function prefixNamespace(prefix: string): string | undefined {
+  const slash = prefix.indexOf('/');
+  return slash > 0 ? prefix.slice(0, slash) : undefined;
+}
+
+/**
+ * Checks what a request names against the caller's scope; `field` names a filter as the request gave it
+ * (`querystring.namespace`). Throws LOCKAUDIT_ERR_AUTH_SCOPE for a namespace, key, key prefix or cluster outside
+ * the scope. Returns what the read is narrowed to when the request pins no namespace (or no cluster) inside it,
+ * else null.
+ */
+export function scopeRead(scope: ReadScope, filters: ScopedFilters, field: (name: keyof ScopedFilters) => string): Narrowed | null {
+  if (!scope) return null;
+  let narrowNamespaces = false;
+  let narrowClusters = false;
+  if (scope.clusters.length > 0) {
+    if (filters.cluster !== undefined) {
+      if (!scope.clusters.includes(filters.cluster)) throw outside(field('cluster'), `cluster ${filters.cluster}`, scope);
+    } else narrowClusters = true;
+  }
+  if (scope.namespaces.length > 0) {
+    const named: [keyof ScopedFilters, string | undefined][] = [
+      ['namespace', filters.namespace],
+      ['key', filters.key === undefined ? undefined : (parseLockName(filters.key)?.namespace ?? filters.key)],
+      ['keyPrefix', filters.keyPrefix === undefined ? undefined : prefixNamespace(filters.keyPrefix)],
+    ];
+    let pinned = false;
+    for (const [name, ns] of named) {
+      if (ns === undefined) continue;
+      if (!scope.namespaces.includes(ns)) throw outside(field(name), `namespace ${ns}`, scope);
+      pinned = true;
+    }
+    narrowNamespaces = !pinned;
+  }
+  if (!narrowNamespaces && !narrowClusters) return null;
+  return { namespaces: narrowNamespaces ? scope.namespaces : [], clusters: narrowClusters ? scope.clusters : [] };
+}

@@ -1,0 +1,214 @@
+// Read access scoped to namespaces and clusters (issue 44 item 1), through the
+// API against the real store: two scoped investigator tokens and an unscoped
+// one over the same grants. A scoped token reads only its scope's grants (JSON,
+// CSV, Arrow, a token lookup); a namespace, key, key prefix or cluster outside
+// it is a 403 naming the field and the scope, never an empty page; a request
+// that pins nothing is narrowed and says so; a cursor pages only under the
+// scope that made it; a route that does not serve scoped tokens refuses them,
+// and cluster-wide health stays readable. Tokens show their scope.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { tableFromIPC } from 'apache-arrow';
+import { buildApp, type App } from '../../api/app.js';
+import { grantRoutes } from '../../api/routes/grants.js';
+import { reportRoutes } from '../../api/routes/reports.js';
+import { tailerRoutes } from '../../api/routes/tailers.js';
+import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
+import type { AuditStore } from '../../core/clickhouse.js';
+import { createLogger } from '../../core/logger.js';
+import { createMetricsRegistry } from '../../core/metrics.js';
+import { HealthState } from '../../platform/health.js';
+import type { GrantRow } from '../../tailer/types.js';
+import { tempStore, testConfig } from '../support/env.js';
+import { grantRows, tokenOf, type GrantSpec } from '../support/grants.js';
+
+const T0 = Date.now() - 3_600_000;
+const G: GrantSpec[] = [
+  { cluster: 'c1', key: 'payments/acct-1', class: 'ledger', holder: 'pay-1', rev: 101, at: T0 + 1_000, end: { kind: 'release', at: T0 + 2_000, rev: 102 } },
+  { cluster: 'c1', key: 'payments/acct-2', class: 'ledger', holder: 'pay-2', rev: 103, at: T0 + 3_000 },
+  { cluster: 'c1', key: 'billing/run', class: 'batch', holder: 'bill-1', rev: 104, at: T0 + 4_000 },
+  { cluster: 'c1', key: 'hr/payroll', class: 'batch', holder: 'hr-1', rev: 105, at: T0 + 5_000 },
+  { cluster: 'c2', key: 'payments/acct-9', class: 'ledger', holder: 'pay-9', rev: 201, at: T0 + 6_000 },
+  { cluster: 'c1', key: 'payroll-x/run', class: 'batch', holder: 'px-1', rev: 106, at: T0 + 7_000 },
+];
+
+interface Page {
+  items: { key: string; cluster: string; token: string }[];
+  nextCursor: string | null;
+  narrowedTo?: { namespaces: string[]; clusters: string[] };
+}
+
+describe('tokens scoped to namespaces and clusters', () => {
+  let app: App;
+  let store: AuditStore;
+  let closeStore: () => Promise<void>;
+  let admin: string;
+  let everything: string;
+  let payments: string;
+  let paymentsBillingC1: string;
+
+  before(async () => {
+    ({ store, close: closeStore } = await tempStore());
+    await store.insert(
+      'grants',
+      G.map((g) => grantRows(g).open),
+    );
+    await store.insert(
+      'grants',
+      G.map((g) => grantRows(g).closed).filter((r): r is GrantRow => r !== undefined),
+    );
+    await store.insert('checkpoints', [
+      { cluster: 'c1', revision: '300', leader: 't' },
+      { cluster: 'c2', revision: '300', leader: 't' },
+    ]);
+    app = await buildApp(
+      {
+        config: testConfig(),
+        logger: createLogger('silent'),
+        store,
+        verifier: new ApiTokenVerifier(store),
+        health: new HealthState(),
+        metrics: createMetricsRegistry(),
+      },
+      [tailerRoutes, grantRoutes, reportRoutes],
+    );
+    admin = (await createApiToken(store, 'root@corp', ['admin'])).token;
+    everything = (await createApiToken(store, 'ivy@corp', ['investigator'])).token;
+    const scoped = async (identity: string, body: object): Promise<string> => {
+      const res = await call('POST', '/v1/tokens', admin, { identity, roles: ['investigator'], ...body });
+      assert.equal(res.statusCode, 201, res.body);
+      return (res.json() as { token: string }).token;
+    };
+    payments = await scoped('pat@payments', { namespaces: ['payments'] });
+    paymentsBillingC1 = await scoped('bo@finance', { namespaces: ['payments', 'billing'], clusters: ['c1'] });
+  });
+  after(async () => {
+    await app.close();
+    await closeStore();
+  });
+
+  const call = (method: 'GET' | 'POST', url: string, token: string, body?: unknown) =>
+    app.inject({ method, url, headers: { authorization: `Bearer ${token}` }, ...(body === undefined ? {} : { payload: body as object }) });
+  const page = async (token: string, query: string): Promise<Page> => {
+    const res = await call('GET', `/v1/grants?${query}`, token);
+    assert.equal(res.statusCode, 200, res.body);
+    return res.json() as Page;
+  };
+  const keys = (p: Page): string[] => p.items.map((g) => `${g.cluster}:${g.key}`).sort();
+  const refused = async (token: string, url: string, field: RegExp, scope: RegExp) => {
+    const res = await call('GET', url, token);
+    assert.equal(res.statusCode, 403, `${url}: ${res.body}`);
+    const body = res.json() as { error: string; message: string };
+    assert.equal(body.error, 'LOCKAUDIT_ERR_AUTH_SCOPE', url);
+    assert.match(body.message, field, url);
+    assert.match(body.message, scope, url);
+  };
+
+  it('each token reads its scope of the grant history, and says when it narrowed the request', async () => {
+    const all = await page(everything, 'order=asc');
+    assert.equal(all.items.length, G.length);
+    assert.equal(all.narrowedTo, undefined);
+
+    const pay = await page(payments, 'order=asc');
+    assert.deepEqual(keys(pay), ['c1:payments/acct-1', 'c1:payments/acct-2', 'c2:payments/acct-9']);
+    assert.deepEqual(pay.narrowedTo, { namespaces: ['payments'], clusters: [] });
+
+    const fin = await page(paymentsBillingC1, 'order=asc');
+    assert.deepEqual(keys(fin), ['c1:billing/run', 'c1:payments/acct-1', 'c1:payments/acct-2']);
+    assert.deepEqual(fin.narrowedTo, { namespaces: ['billing', 'payments'], clusters: ['c1'] });
+
+    // Pinned inside the scope: nothing narrowed (the cluster side still is for a cluster-scoped token).
+    assert.equal((await page(payments, 'namespace=payments')).narrowedTo, undefined);
+    assert.equal((await page(payments, `key=${encodeURIComponent('payments/acct-1')}`)).items.length, 1);
+    assert.equal((await page(payments, `keyPrefix=${encodeURIComponent('payments/')}`)).narrowedTo, undefined);
+    assert.deepEqual((await page(paymentsBillingC1, 'namespace=billing')).narrowedTo, { namespaces: [], clusters: ['c1'] });
+    assert.equal((await page(paymentsBillingC1, 'namespace=billing&cluster=c1')).narrowedTo, undefined);
+    // A prefix that spans namespaces ("pay": payments and payroll-x) reads the scope's part and says so.
+    const spanning = await page(payments, 'keyPrefix=pay');
+    assert.deepEqual(keys(spanning), ['c1:payments/acct-1', 'c1:payments/acct-2', 'c2:payments/acct-9']);
+    assert.deepEqual(spanning.narrowedTo, { namespaces: ['payments'], clusters: [] });
+    assert.equal((await page(everything, 'keyPrefix=pay')).items.length, 4);
+  });
+
+  it('a namespace, key, key prefix or cluster outside the scope is a 403 naming the field and the scope', async () => {
+    await refused(payments, '/v1/grants?namespace=hr', /querystring\.namespace: namespace hr/, /namespaces payments/);
+    await refused(payments, `/v1/grants?key=${encodeURIComponent('hr/payroll')}`, /querystring\.key: namespace hr/, /namespaces payments/);
+    await refused(payments, `/v1/grants?keyPrefix=${encodeURIComponent('hr/pay')}`, /querystring\.keyPrefix: namespace hr/, /namespaces payments/);
+    await refused(paymentsBillingC1, '/v1/grants?cluster=c2', /querystring\.cluster: cluster c2/, /namespaces billing, payments and clusters c1/);
+    // Before the cluster is looked up: an unknown cluster is outside the scope too, not a 400 that tells it apart.
+    await refused(paymentsBillingC1, '/v1/grants?cluster=nosuch', /querystring\.cluster/, /clusters c1/);
+    await refused(payments, '/v1/grants?namespace=hr&format=csv', /querystring\.namespace/, /payments/);
+    // The unscoped token reads them.
+    assert.equal((await page(everything, 'namespace=hr')).items.length, 1);
+  });
+
+  it("a token lookup finds only the scope's grants, and says it looked within the scope", async () => {
+    const hr = G[3] as GrantSpec;
+    const pay = G[0] as GrantSpec;
+    assert.equal((await page(everything, `token=${tokenOf(hr)}`)).items.length, 1);
+    const hidden = await page(payments, `token=${tokenOf(hr)}`);
+    assert.deepEqual(hidden.items, []);
+    assert.deepEqual(hidden.narrowedTo, { namespaces: ['payments'], clusters: [] });
+    assert.deepEqual(
+      (await page(payments, `token=${tokenOf(pay)}`)).items.map((g) => g.key),
+      ['payments/acct-1'],
+    );
+  });
+
+  it('CSV and Arrow pages carry the same scope, with the narrowing in a header', async () => {
+    const csv = await call('GET', '/v1/grants?format=csv&order=asc', payments);
+    assert.equal(csv.statusCode, 200, csv.body);
+    assert.equal(csv.headers['x-narrowed-to'], 'namespaces=payments');
+    const lines = csv.body.trim().split('\r\n');
+    assert.equal(lines.length, 4, csv.body); // header and three payments grants
+    assert.ok(
+      lines.slice(1).every((l) => l.includes('payments/')),
+      csv.body,
+    );
+    const arrow = await call('GET', '/v1/grants?format=arrow', paymentsBillingC1);
+    assert.equal(arrow.statusCode, 200);
+    assert.equal(arrow.headers['x-narrowed-to'], 'namespaces=billing,payments; clusters=c1');
+    const table = tableFromIPC(arrow.rawPayload);
+    const read = [...table].map((r) => `${String(r.cluster)}:${String(r.key)}`).sort();
+    assert.deepEqual(read, ['c1:billing/run', 'c1:payments/acct-1', 'c1:payments/acct-2']);
+  });
+
+  it('a cursor pages only under the scope that made it', async () => {
+    const first = await page(payments, 'limit=1&order=asc');
+    assert.ok(first.nextCursor);
+    const next = await page(payments, `limit=1&order=asc&cursor=${first.nextCursor}`);
+    assert.deepEqual(keys(next), ['c1:payments/acct-2']);
+    for (const other of [everything, paymentsBillingC1]) {
+      const res = await call('GET', `/v1/grants?limit=1&order=asc&cursor=${first.nextCursor}`, other);
+      assert.equal(res.statusCode, 400, res.body);
+      assert.equal((res.json() as { error: string }).error, 'LOCKAUDIT_ERR_REPORT_CURSOR');
+    }
+    const unscoped = await page(everything, 'limit=1&order=asc');
+    const res = await call('GET', `/v1/grants?limit=1&order=asc&cursor=${unscoped.nextCursor}`, payments);
+    assert.equal(res.statusCode, 400, 'an unscoped cursor does not page a scoped read');
+  });
+
+  it('a route that does not serve scoped tokens refuses them; cluster-wide health stays readable', async () => {
+    const now = new Date().toISOString();
+    const timeline = `/v1/reports/timeline?key=${encodeURIComponent('payments/acct-1')}&to=${now}`;
+    await refused(payments, timeline, /does not serve scoped tokens/, /namespaces payments/);
+    assert.equal((await call('GET', timeline, everything)).statusCode, 200);
+    for (const url of ['/v1/tailers', '/v1/gaps']) assert.equal((await call('GET', url, payments)).statusCode, 200, url);
+  });
+
+  it('tokens show their scope; an admin token cannot be scoped; a bad scope is a 400 naming the field', async () => {
+    const who = (await call('GET', '/v1/whoami', paymentsBillingC1)).json() as { scope: unknown };
+    assert.deepEqual(who.scope, { namespaces: ['billing', 'payments'], clusters: ['c1'] });
+    assert.equal(((await call('GET', '/v1/whoami', everything)).json() as { scope: unknown }).scope, null);
+    const listed = (await call('GET', '/v1/tokens', admin)).json() as { items: { identity: string; scope: unknown }[] };
+    const scopes = Object.fromEntries(listed.items.map((t) => [t.identity, t.scope]));
+    assert.deepEqual(scopes['pat@payments'], { namespaces: ['payments'], clusters: [] });
+    assert.equal(scopes['ivy@corp'], null);
+    const scopedAdmin = await call('POST', '/v1/tokens', admin, { identity: 'x@corp', roles: ['admin'], namespaces: ['payments'] });
+    assert.equal(scopedAdmin.statusCode, 400);
+    assert.match(scopedAdmin.json().message, /body\.namespaces: an admin token cannot be scoped/);
+    const bad = await call('POST', '/v1/tokens', admin, { identity: 'x@corp', roles: ['investigator'], namespaces: ['no spaces'] });
+    assert.equal(bad.statusCode, 400);
+    assert.match(bad.json().message, /namespaces/);
+  });
+});

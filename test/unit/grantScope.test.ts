@@ -1,0 +1,70 @@
+// A reader's scope over grant filters (grants/scope.ts scopeRead): what a
+// request names outside the scope is refused naming the field and the scope;
+// what it leaves open is narrowed and reported; an unscoped reader is never
+// narrowed. And the SQL parameters the scope binds.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { LockauditError } from '../../core/errors.js';
+import { scopeParams, scopeRead } from '../../grants/scope.js';
+
+const field = (n: string) => `querystring.${n}`;
+const pay = { namespaces: ['payments'], clusters: [] };
+const finC1 = { namespaces: ['billing', 'payments'], clusters: ['c1'] };
+
+const refusal = (fn: () => unknown): string => {
+  try {
+    fn();
+  } catch (err) {
+    assert.ok(err instanceof LockauditError);
+    assert.equal(err.code, 'LOCKAUDIT_ERR_AUTH_SCOPE');
+    assert.equal(err.status, 403);
+    return err.message;
+  }
+  assert.fail('not refused');
+};
+
+describe('a reader scope over grant filters', () => {
+  it('an unscoped reader is neither refused nor narrowed, whatever it names', () => {
+    assert.equal(scopeRead(null, { namespace: 'hr', cluster: 'c9', key: 'hr/x' }, field), null);
+    assert.deepEqual(scopeParams(null), { scopeNamespaces: [], scopeClusters: [] });
+  });
+
+  it('refuses a namespace, key, key prefix or cluster outside the scope, naming the field and the scope', () => {
+    assert.match(
+      refusal(() => scopeRead(pay, { namespace: 'hr' }, field)),
+      /^querystring\.namespace: namespace hr is outside .*namespaces payments\)$/,
+    );
+    assert.match(
+      refusal(() => scopeRead(pay, { key: 'hr/payroll' }, field)),
+      /^querystring\.key: namespace hr/,
+    );
+    assert.match(
+      refusal(() => scopeRead(pay, { keyPrefix: 'hr/p' }, field)),
+      /^querystring\.keyPrefix: namespace hr/,
+    );
+    assert.match(
+      refusal(() => scopeRead(finC1, { cluster: 'c2', namespace: 'payments' }, field)),
+      /^querystring\.cluster: cluster c2 .*namespaces billing, payments and clusters c1/,
+    );
+    // One inside and one outside is still outside.
+    assert.match(
+      refusal(() => scopeRead(pay, { namespace: 'payments', key: 'hr/payroll' }, field)),
+      /querystring\.key/,
+    );
+  });
+
+  it('narrows what a request leaves open, and only that side', () => {
+    assert.deepEqual(scopeRead(pay, {}, field), { namespaces: ['payments'], clusters: [] });
+    assert.deepEqual(scopeRead(pay, { keyPrefix: 'pay' }, field), { namespaces: ['payments'], clusters: [] }); // spans payments and payroll
+    assert.deepEqual(scopeRead(pay, { cluster: 'c7' }, field), { namespaces: ['payments'], clusters: [] }); // a holder or token pins no namespace either
+    assert.equal(scopeRead(pay, { keyPrefix: 'payments/' }, field), null);
+    assert.equal(scopeRead(pay, { key: 'payments/a', cluster: 'c7' }, field), null); // no cluster bound in this scope
+    assert.deepEqual(scopeRead(finC1, { namespace: 'billing' }, field), { namespaces: [], clusters: ['c1'] });
+    assert.deepEqual(scopeRead(finC1, { cluster: 'c1' }, field), { namespaces: ['billing', 'payments'], clusters: [] });
+    assert.equal(scopeRead(finC1, { cluster: 'c1', namespace: 'payments' }, field), null);
+  });
+
+  it('binds the scope for the SQL bound', () => {
+    assert.deepEqual(scopeParams(finC1), { scopeNamespaces: ['billing', 'payments'], scopeClusters: ['c1'] });
+  });
+});
