@@ -7,6 +7,7 @@ import { LockauditError } from '../../core/errors.js';
 import { ContentionQuery, ContentionSchema, contention } from '../../reports/contention/index.js';
 import { recordRead } from '../../reports/grantHistory/index.js';
 import { pickCluster } from '../../grants/clusters.js';
+import { scopeRead } from '../../grants/scope.js';
 import {
   REGISTER_CSV_HEADER,
   RegisterSchema,
@@ -129,6 +130,7 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     '/v1/reports/timeline',
     {
       preValidation: guard('investigator'),
+      config: { scope: 'scoped' },
       schema: {
         tags: ['reports'],
         summary: 'Key timeline',
@@ -136,7 +138,8 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
           'The grants of one key, or of the 50 busiest keys under a prefix, whose hold overlaps [from, to]: up to maxBars grants come one by one ' +
           '(mode "grants"); more come aggregated per key and time bucket (mode "buckets": held time, grants, holders, top holder, expiries, ' +
           'force-releases; at most 241 buckets a key), so any window reaches the browser bounded. History gaps in the window come with their ' +
-          'wall-clock span. Role: investigator. Every read is recorded like a grant history read.',
+          "wall-clock span. Role: investigator. Every read is recorded like a grant history read. A scoped token draws only its scope's keys and clusters: " +
+          'a key, prefix or cluster outside it is a 403 naming the field; a window it narrowed says so (narrowedTo).',
         querystring: TimelineQuery,
         response: { 200: { ...TimelineSchema, description: 'The timeline' }, ...errorResponses },
       },
@@ -145,6 +148,8 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
       const who = request.identity;
       const now = Date.now();
       const { maxBars: _bars, ...filters } = request.query;
+      const scope = who?.scope ?? null;
+      scopeRead(scope, request.query, (n) => `querystring.${n}`); // before the cluster is looked up
       if (request.query.cluster !== undefined) await pickCluster({ ...deps, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, request.query.cluster);
       if (who)
         await recordRead(deps, {
@@ -156,7 +161,7 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
           requestId: String(request.id),
           atMs: now,
         });
-      return timeline(deps, request.query, now);
+      return timeline(deps, request.query, now, scope);
     },
   );
 

@@ -8,7 +8,8 @@
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { grantFilterParams, pickGrantFilters } from '../../grants/filter.js';
-import { GrantItemSchema, toItem, type GrantItem } from '../grantHistory/index.js';
+import { GrantItemSchema, NarrowedSchema, toItem, type GrantItem } from '../grantHistory/index.js';
+import { scopeParams, scopeRead, type ReadScope } from '../../grants/scope.js';
 import { ClusterName, Instant, KeyPrefix, LockName, NullableNumber } from '../../grants/schemas.js';
 import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
 import { num } from '../render.js';
@@ -90,6 +91,7 @@ export const TimelineSchema = Type.Object(
     grants: Type.Array(GrantItemSchema),
     cells: Type.Array(TimelineCellSchema),
     gaps: Type.Array(TimelineGapSchema),
+    narrowedTo: Type.Optional(NarrowedSchema),
   },
   {
     examples: [
@@ -169,10 +171,12 @@ interface BoundsRow {
 const n0 = (v: Num | undefined): number => num(v ?? null) ?? 0;
 const isoOf = (ms: Num): string | null => (num(ms) === null ? null : new Date(n0(ms)).toISOString());
 
-export async function timeline(deps: ReportDeps, p: TimelineParams, nowMs: number): Promise<Timeline> {
+export async function timeline(deps: ReportDeps, p: TimelineParams, nowMs: number, scope: ReadScope = null): Promise<Timeline> {
   if (p.key !== undefined && p.keyPrefix !== undefined) {
     throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', 'querystring.key: give at most one of key and keyPrefix');
   }
+  // A key, prefix, namespace or cluster outside a scoped reader's scope is a 403; what it leaves open is narrowed.
+  const narrowed = scopeRead(scope, p, (n) => `querystring.${n}`);
   // Neither: every key, the busiest drawn — over the last hour unless a window is given (what the console opens on).
   const everyKey = p.key === undefined && p.keyPrefix === undefined;
   const from = p.from ?? (everyKey && p.to === undefined ? new Date(nowMs - EVERY_KEY_WINDOW_MS).toISOString() : undefined);
@@ -180,7 +184,7 @@ export async function timeline(deps: ReportDeps, p: TimelineParams, nowMs: numbe
   const maxBars = p.maxBars ?? 2000;
   const cluster = p.cluster ?? '';
   const laneRows = await reportRows<LaneRow>(deps, LANES, {
-    ...grantFilterParams(pickGrantFilters(p), { fromMs, toMs, rule: 'overlapping' }, null), // scoped tokens: not served here yet (api/auth.ts)
+    ...grantFilterParams(pickGrantFilters(p), { fromMs, toMs, rule: 'overlapping' }, scope),
     maxLanes: MAX_LANES,
   });
   const lanes = laneRows.map((r) => r.key);
@@ -192,14 +196,24 @@ export async function timeline(deps: ReportDeps, p: TimelineParams, nowMs: numbe
     totalLanes: n0(laneRows[0]?.lanes),
     totalGrants,
     gaps: await gapsIn(deps, cluster, fromMs, toMs),
+    ...(narrowed ? { narrowedTo: narrowed } : {}),
   };
   if (totalGrants <= maxBars) {
-    const rows = lanes.length ? await reportRows<Parameters<typeof toItem>[0]>(deps, GRANTS, { lanes, cluster, fromMs, toMs, limit: maxBars }) : [];
+    const rows = lanes.length
+      ? await reportRows<Parameters<typeof toItem>[0]>(deps, GRANTS, {
+          lanes,
+          cluster,
+          fromMs,
+          toMs,
+          limit: maxBars,
+          scopeClusters: scopeParams(scope).scopeClusters,
+        })
+      : [];
     const grants: GrantItem[] = rows.map(toItem);
     return { ...base, mode: 'grants', bucketSeconds: null, grants, cells: [] };
   }
   const bucketSeconds = bucketFor(toMs - fromMs, CELL_SECONDS, MAX_CELL_BUCKETS);
-  const rows = await reportRows<CellRow>(deps, CELLS, { lanes, cluster, fromMs, toMs, bucketSeconds });
+  const rows = await reportRows<CellRow>(deps, CELLS, { lanes, cluster, fromMs, toMs, bucketSeconds, scopeClusters: scopeParams(scope).scopeClusters });
   const cells: TimelineCell[] = rows.map((r) => ({
     key: r.key,
     at: new Date(n0(r.bucket_ms)).toISOString(),

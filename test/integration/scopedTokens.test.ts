@@ -30,6 +30,7 @@ const G: GrantSpec[] = [
   { cluster: 'c1', key: 'hr/payroll', class: 'batch', holder: 'hr-1', rev: 105, at: T0 + 5_000 },
   { cluster: 'c2', key: 'payments/acct-9', class: 'ledger', holder: 'pay-9', rev: 201, at: T0 + 6_000 },
   { cluster: 'c1', key: 'payroll-x/run', class: 'batch', holder: 'px-1', rev: 106, at: T0 + 7_000 },
+  { cluster: 'c2', key: 'payments/acct-1', class: 'ledger', holder: 'pay-1b', rev: 202, at: T0 + 8_000 },
 ];
 
 interface Page {
@@ -110,7 +111,7 @@ describe('tokens scoped to namespaces and clusters', () => {
     assert.equal(all.narrowedTo, undefined);
 
     const pay = await page(payments, 'order=asc');
-    assert.deepEqual(keys(pay), ['c1:payments/acct-1', 'c1:payments/acct-2', 'c2:payments/acct-9']);
+    assert.deepEqual(keys(pay), ['c1:payments/acct-1', 'c1:payments/acct-2', 'c2:payments/acct-1', 'c2:payments/acct-9']);
     assert.deepEqual(pay.narrowedTo, { namespaces: ['payments'], clusters: [] });
 
     const fin = await page(paymentsBillingC1, 'order=asc');
@@ -119,15 +120,16 @@ describe('tokens scoped to namespaces and clusters', () => {
 
     // Pinned inside the scope: nothing narrowed (the cluster side still is for a cluster-scoped token).
     assert.equal((await page(payments, 'namespace=payments')).narrowedTo, undefined);
-    assert.equal((await page(payments, `key=${encodeURIComponent('payments/acct-1')}`)).items.length, 1);
+    assert.equal((await page(payments, `key=${encodeURIComponent('payments/acct-1')}`)).items.length, 2);
+    assert.equal((await page(paymentsBillingC1, `key=${encodeURIComponent('payments/acct-1')}`)).items.length, 1);
     assert.equal((await page(payments, `keyPrefix=${encodeURIComponent('payments/')}`)).narrowedTo, undefined);
     assert.deepEqual((await page(paymentsBillingC1, 'namespace=billing')).narrowedTo, { namespaces: [], clusters: ['c1'] });
     assert.equal((await page(paymentsBillingC1, 'namespace=billing&cluster=c1')).narrowedTo, undefined);
     // A prefix that spans namespaces ("pay": payments and payroll-x) reads the scope's part and says so.
     const spanning = await page(payments, 'keyPrefix=pay');
-    assert.deepEqual(keys(spanning), ['c1:payments/acct-1', 'c1:payments/acct-2', 'c2:payments/acct-9']);
+    assert.deepEqual(keys(spanning), ['c1:payments/acct-1', 'c1:payments/acct-2', 'c2:payments/acct-1', 'c2:payments/acct-9']);
     assert.deepEqual(spanning.narrowedTo, { namespaces: ['payments'], clusters: [] });
-    assert.equal((await page(everything, 'keyPrefix=pay')).items.length, 4);
+    assert.equal((await page(everything, 'keyPrefix=pay')).items.length, 5);
   });
 
   it('a namespace, key, key prefix or cluster outside the scope is a 403 naming the field and the scope', async () => {
@@ -160,7 +162,7 @@ describe('tokens scoped to namespaces and clusters', () => {
     assert.equal(csv.statusCode, 200, csv.body);
     assert.equal(csv.headers['x-narrowed-to'], 'namespaces=payments');
     const lines = csv.body.trim().split('\r\n');
-    assert.equal(lines.length, 4, csv.body); // header and three payments grants
+    assert.equal(lines.length, 5, csv.body); // header and four payments grants
     assert.ok(
       lines.slice(1).every((l) => l.includes('payments/')),
       csv.body,
@@ -188,11 +190,31 @@ describe('tokens scoped to namespaces and clusters', () => {
     assert.equal(res.statusCode, 400, 'an unscoped cursor does not page a scoped read');
   });
 
+  it("the key timeline draws only the scope's keys and clusters", async () => {
+    const to = new Date().toISOString();
+    const timeline = async (token: string, query: string) => {
+      const res = await call('GET', `/v1/reports/timeline?to=${to}&from=${new Date(T0).toISOString()}&${query}`, token);
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json() as { lanes: string[]; grants: { cluster: string; key: string }[]; narrowedTo?: unknown };
+    };
+    const acct1 = `key=${encodeURIComponent('payments/acct-1')}`;
+    assert.equal((await timeline(everything, acct1)).grants.length, 2);
+    assert.deepEqual(
+      (await timeline(paymentsBillingC1, acct1)).grants.map((g) => g.cluster),
+      ['c1'],
+    );
+    const busiest = await timeline(payments, '');
+    assert.deepEqual([...busiest.lanes].sort(), ['payments/acct-1', 'payments/acct-2', 'payments/acct-9']);
+    assert.deepEqual(busiest.narrowedTo, { namespaces: ['payments'], clusters: [] });
+    assert.equal((await timeline(everything, '')).lanes.length, 6);
+    await refused(payments, `/v1/reports/timeline?key=${encodeURIComponent('hr/payroll')}`, /querystring\.key: namespace hr/, /namespaces payments/);
+    await refused(paymentsBillingC1, '/v1/reports/timeline?cluster=c2', /querystring\.cluster: cluster c2/, /clusters c1/);
+  });
+
   it('a route that does not serve scoped tokens refuses them; cluster-wide health stays readable', async () => {
-    const now = new Date().toISOString();
-    const timeline = `/v1/reports/timeline?key=${encodeURIComponent('payments/acct-1')}&to=${now}`;
-    await refused(payments, timeline, /does not serve scoped tokens/, /namespaces payments/);
-    assert.equal((await call('GET', timeline, everything)).statusCode, 200);
+    const contention = '/v1/reports/contention?by=namespace';
+    await refused(payments, contention, /does not serve scoped tokens/, /namespaces payments/);
+    assert.equal((await call('GET', contention, everything)).statusCode, 200);
     for (const url of ['/v1/tailers', '/v1/gaps']) assert.equal((await call('GET', url, payments)).statusCode, 200, url);
   });
 

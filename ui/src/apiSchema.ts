@@ -223,7 +223,7 @@ export interface paths {
         };
         /**
          * Key timeline
-         * @description The grants of one key, or of the 50 busiest keys under a prefix, whose hold overlaps [from, to]: up to maxBars grants come one by one (mode "grants"); more come aggregated per key and time bucket (mode "buckets": held time, grants, holders, top holder, expiries, force-releases; at most 241 buckets a key), so any window reaches the browser bounded. History gaps in the window come with their wall-clock span. Role: investigator. Every read is recorded like a grant history read.
+         * @description The grants of one key, or of the 50 busiest keys under a prefix, whose hold overlaps [from, to]: up to maxBars grants come one by one (mode "grants"); more come aggregated per key and time bucket (mode "buckets": held time, grants, holders, top holder, expiries, force-releases; at most 241 buckets a key), so any window reaches the browser bounded. History gaps in the window come with their wall-clock span. Role: investigator. Every read is recorded like a grant history read. A scoped token draws only its scope's keys and clusters: a key, prefix or cluster outside it is a 403 naming the field; a window it narrowed says so (narrowedTo).
          */
         get: operations["getV1ReportsTimeline"];
         put?: never;
@@ -2552,6 +2552,13 @@ export interface operations {
                         lanes: string[];
                         /** @description grants: one bar per grant in `grants`; buckets: per-key time buckets in `cells` */
                         mode: "grants" | "buckets";
+                        /** @description Present when the caller's token is scoped and the request (no namespace, or a key prefix shorter than a namespace) was narrowed to the scope: these grants are the scope's part only */
+                        narrowedTo?: {
+                            /** @description The clusters read (empty: the request itself pinned one inside the scope) */
+                            clusters: string[];
+                            /** @description The namespaces read (empty: the request itself pinned one inside the scope) */
+                            namespaces: string[];
+                        };
                         /** Format: date-time */
                         to: string;
                         /** @description Grants of the drawn lanes in the window */

@@ -20,7 +20,7 @@ import { caller, callerHas, setCaller } from './caller.js';
 // whether its routes serve a token scoped to namespaces or clusters (the API refuses the others for one).
 const pages: { path: string; title: string; render: Page; roles: Role[]; scoped?: boolean }[] = [
   { path: 'grants', title: 'Grants', render: grantsPage, roles: ['investigator'], scoped: true },
-  { path: 'timeline', title: 'Key timeline', render: timelinePage, roles: ['investigator'] },
+  { path: 'timeline', title: 'Key timeline', render: timelinePage, roles: ['investigator'], scoped: true },
   { path: 'contention', title: 'Contention', render: contentionPage, roles: ['investigator'] },
   { path: 'risk', title: 'Risk register', render: riskPage, roles: ['auditor'] },
   { path: 'reconcile', title: 'Reconciliation', render: reconcilePage, roles: ['lock-operator', 'investigator'] },
