@@ -7,10 +7,10 @@
 -- day. Columns an event never changes (its revision and key fix them). It cannot hide an edit: a row whose namespace,
 -- class or holder was altered no longer finds its events here and is named
 -- (no start event, or its events side finds it differing), as before.
--- The reader's scope bounds it as it bounds the grants (filterPrewhere.sql).
--- Parameters: {namespace:String} {class:String} {holder:String} {scopeNamespaces:Array(String)} {scopeClusters:Array(String)}
+-- The reader's scope (scopeBound.sql) bounds it as it bounds the grants.
+-- Parameters: {namespace:String} {class:String} {holder:String}
 ({namespace:String} = '' OR namespace = {namespace:String})
-    AND (empty({scopeClusters:Array(String)}) OR has({scopeClusters:Array(String)}, cluster))
-    AND (empty({scopeNamespaces:Array(String)}) OR has({scopeNamespaces:Array(String)}, namespace))
+    AND
+-- @include grants/scopeBound.sql
     AND ({class:String} = '' OR class = {class:String})
     AND ({holder:String} = '' OR holder = {holder:String})

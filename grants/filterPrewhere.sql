@@ -12,12 +12,11 @@
 --   overlapping: grants whose hold overlaps [from, to] (granted at or before
 --                to, and — where.sql — still held at or after from);
 --   granted:     grants granted in [from, to) (disjoint ranges never share a grant).
--- The reader's scope (a token scoped to namespaces or clusters, grants/scope.ts)
--- bounds every read on top of its filters; an empty list is no bound.
--- Parameters: {cluster:String} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {window:String} {fromMs:Int64} {toMs:Int64} {scopeNamespaces:Array(String)} {scopeClusters:Array(String)}
+-- The reader's scope (scopeBound.sql) bounds every read on top of its filters.
+-- Parameters: {cluster:String} {key:String} {keyPrefix:String} {holder:String} {class:String} {namespace:String} {hasToken:UInt8} {token:UInt64} {window:String} {fromMs:Int64} {toMs:Int64}
 ({cluster:String} = '' OR cluster = {cluster:String})
-    AND (empty({scopeClusters:Array(String)}) OR has({scopeClusters:Array(String)}, cluster))
-    AND (empty({scopeNamespaces:Array(String)}) OR has({scopeNamespaces:Array(String)}, namespace))
+    AND
+-- @include grants/scopeBound.sql
     AND key = if({key:String} = '', key, {key:String})
     AND ({keyPrefix:String} = '' OR startsWith(key, {keyPrefix:String}))
     AND ({holder:String} = '' OR holder = {holder:String})

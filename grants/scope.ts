@@ -6,6 +6,7 @@
 // top of its filters (filterPrewhere.sql, filterEvents.sql: scopeNamespaces,
 // scopeClusters). A request that pins nothing (no namespace, a prefix shorter
 // than a namespace) is narrowed to the scope, and says so.
+import Type from 'typebox';
 import type { TokenScope } from '../core/apiTokens.js';
 import { LockauditError } from '../core/errors.js';
 import { parseLockName } from '../core/keyspace.js';
@@ -26,6 +27,18 @@ export interface Narrowed {
   namespaces: string[];
   clusters: string[];
 }
+
+/** `narrowedTo` of every answer a scoped reader's request was narrowed in. */
+export const NarrowedSchema = Type.Object(
+  {
+    namespaces: Type.Array(Type.String(), { description: 'The namespaces read (empty: the request itself pinned one inside the scope)' }),
+    clusters: Type.Array(Type.String(), { description: 'The clusters read (empty: the request itself pinned one inside the scope)' }),
+  },
+  {
+    description:
+      "Present when the caller's token is scoped and the request (no namespace, or a key prefix shorter than a namespace) was narrowed to the scope: these grants are the scope's part only",
+  },
+);
 
 /** The parameters filterPrewhere.sql and filterEvents.sql bind for `scope` (empty lists: no bound). */
 export function scopeParams(scope: ReadScope): { scopeNamespaces: string[]; scopeClusters: string[] } {

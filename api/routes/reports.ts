@@ -114,16 +114,17 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     '/v1/reports/contention',
     {
       preValidation: guard('investigator'),
+      config: { scope: 'scoped' },
       schema: {
         tags: ['reports'],
         summary: 'Contention',
         description:
-          'Per namespace, class or key over a window: grants, distinct holders, wait p50/p95/p99, hold p50/p99, handoff gap (release → next grant on the key), expiry ratio, force-releases; the hottest keys; and a time series of grants, wait p50/p95/p99, hold p50/p99, expiries and force-releases per bucket (bucketSeconds chosen for at most 240 bucket widths: 241 points when the window is not aligned to bucket edges). Percentiles: the value at rank floor(p·n) of the sorted values. Role: investigator.',
+          "Per namespace, class or key over a window: grants, distinct holders, wait p50/p95/p99, hold p50/p99, handoff gap (release → next grant on the key), expiry ratio, force-releases; the hottest keys; and a time series of grants, wait p50/p95/p99, hold p50/p99, expiries and force-releases per bucket (bucketSeconds chosen for at most 240 bucket widths: 241 points when the window is not aligned to bucket edges). Percentiles: the value at rank floor(p·n) of the sorted values. Role: investigator. A scoped token sees only its scope's grants in every part (a namespace outside it: 403; narrowedTo says what was narrowed).",
         querystring: ContentionQuery,
         response: { 200: { ...ContentionSchema, description: 'The contention report' }, ...errorResponses },
       },
     },
-    async (request) => contention(deps, request.query, Date.now()),
+    async (request) => contention(deps, request.query, Date.now(), {}, request.identity?.scope ?? null),
   );
 
   app.get(

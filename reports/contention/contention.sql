@@ -20,6 +20,8 @@ WITH top_keys AS
     PREWHERE granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
         AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
         AND ({namespace:String} = '' OR namespace = {namespace:String})
+        AND
+-- @include grants/scopeBound.sql
         AND ({class:String} = '' OR class = {class:String})
     WHERE (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065)
     GROUP BY key
@@ -59,6 +61,8 @@ FROM
         PREWHERE granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
             AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
             AND ({namespace:String} = '' OR namespace = {namespace:String})
+            AND
+-- @include grants/scopeBound.sql
             AND ({class:String} = '' OR class = {class:String})
         WHERE (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065)
         WINDOW w AS (PARTITION BY cluster, key ORDER BY grant_revision, spool_id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)

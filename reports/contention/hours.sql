@@ -59,6 +59,8 @@ FROM
             SELECT cluster, toUInt32(hour), seal_id, attempt FROM {db:Identifier}.contention_seals FINAL
             WHERE arrayExists((c, f, t) -> c = cluster AND f <= toUInt32(hour) AND toUInt32(hour) < t, {clusters:Array(String)}, {runFrom:Array(UInt32)}, {runTo:Array(UInt32)}))
             AND ({namespace:String} = '' OR namespace = {namespace:String})
+            AND
+-- @include grants/scopeBound.sql
             AND ({class:String} = '' OR class = {class:String})
 
         UNION ALL
@@ -82,6 +84,8 @@ FROM
                 FROM (SELECT arrayJoin(arrayZip({pendingClusters:Array(String)}, {pendingKeys:Array(String)},
                     arrayMap(x -> toUInt64(x), {pendingRevisions:Array(String)}), {pendingSpools:Array(String)}, {pendingTimelines:Array(UInt32)})) AS t))
             AND ({namespace:String} = '' OR namespace = {namespace:String})
+            AND
+-- @include grants/scopeBound.sql
             AND ({class:String} = '' OR class = {class:String})
         WHERE (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065)
         GROUP BY grp_n, bucket
@@ -108,6 +112,8 @@ FROM
             AND pred_granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
             AND pred_granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
             AND ({namespace:String} = '' OR namespace = {namespace:String})
+            AND
+-- @include grants/scopeBound.sql
             AND ({class:String} = '' OR class = {class:String})
         GROUP BY grp_n, bucket
 
@@ -142,12 +148,16 @@ FROM
                 PREWHERE granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
                     AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
                     AND ({namespace:String} = '' OR namespace = {namespace:String})
+                    AND
+-- @include grants/scopeBound.sql
                     AND ({class:String} = '' OR class = {class:String})
                     AND (key IN {topKeys:Array(String)} OR key IN (
                         SELECT key FROM {db:Identifier}.grants
                         PREWHERE granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
                             AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
                             AND ({namespace:String} = '' OR namespace = {namespace:String})
+                            AND
+-- @include grants/scopeBound.sql
                             AND ({class:String} = '' OR class = {class:String})
                             AND NOT arrayExists((c, f, t) -> c = cluster AND f <= toUInt32(toStartOfHour(toDateTime(granted_at, 'UTC'))) AND toUInt32(toStartOfHour(toDateTime(granted_at, 'UTC'))) < t, {clusters:Array(String)}, {runFrom:Array(UInt32)}, {runTo:Array(UInt32)})))
                 WHERE (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065)

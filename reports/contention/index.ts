@@ -3,6 +3,7 @@
 // force-releases — plus the hottest keys and a time series for plots.
 import Type, { type Static } from 'typebox';
 import { ClassName, Instant, Namespace, NullableNumber } from '../../grants/schemas.js';
+import { NarrowedSchema, scopeParams, scopeRead, type ReadScope } from '../../grants/scope.js';
 import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
 import { num } from '../render.js';
 import { loadSql, type SqlFile } from '../../platform/sql.js';
@@ -69,6 +70,7 @@ export const ContentionSchema = Type.Object(
     hottestKeys: Type.Array(HotKeySchema),
     bucketSeconds: Type.Number(),
     series: Type.Array(SeriesPointSchema),
+    narrowedTo: Type.Optional(NarrowedSchema),
   },
   {
     examples: [
@@ -170,7 +172,12 @@ export function coveredRuns(covered: ReadonlyArray<{ cluster: string; hour_s: nu
 }
 
 /** The report's rows: from the sealed hours where it can (hours.sql), else raw (contention.sql) — the same rows either way. */
-async function contentionRows(deps: ReportDeps, params: Record<string, string | number>, bucketSeconds: number, opts: ContentionOptions): Promise<Row[]> {
+async function contentionRows(
+  deps: ReportDeps,
+  params: Record<string, string | number | string[]>,
+  bucketSeconds: number,
+  opts: ContentionOptions,
+): Promise<Row[]> {
   const timed = async <T>(sql: SqlFile, p: Record<string, unknown>): Promise<T[]> => {
     const t0 = performance.now();
     const rows = await reportRows<T>(deps, sql, p);
@@ -190,6 +197,8 @@ async function contentionRows(deps: ReportDeps, params: Record<string, string | 
           namespace: params.namespace,
           class: params.class,
           top: params.top,
+          scopeNamespaces: params.scopeNamespaces,
+          scopeClusters: params.scopeClusters,
         }),
         timed<PendingRow>(HOURS_PENDING, seals),
       ]);
@@ -208,7 +217,18 @@ async function contentionRows(deps: ReportDeps, params: Record<string, string | 
   return timed<Row>(CONTENTION, params);
 }
 
-export async function contention(deps: ReportDeps, p: ContentionParams, nowMs: number, opts: ContentionOptions = {}): Promise<Contention> {
+/**
+ * The contention report. A scoped reader (grants/scope.ts) sees only its scope's grants in every part — groups,
+ * hottest keys, series — whether read raw or from sealed hours; a namespace outside it is a 403.
+ */
+export async function contention(
+  deps: ReportDeps,
+  p: ContentionParams,
+  nowMs: number,
+  opts: ContentionOptions = {},
+  scope: ReadScope = null,
+): Promise<Contention> {
+  const narrowed = scopeRead(scope, p, (n) => `querystring.${n}`);
   const { fromMs, toMs } = resolveWindow({ from: p.from, to: p.to }, deps.limits.maxWindowDays, nowMs);
   const by = p.by ?? 'namespace';
   const top = p.top ?? 10;
@@ -224,6 +244,7 @@ export async function contention(deps: ReportDeps, p: ContentionParams, nowMs: n
       groupLimit: by === 'key' ? top : 10_000,
       top,
       bucketSeconds,
+      ...scopeParams(scope),
     },
     bucketSeconds,
     opts,
@@ -282,5 +303,6 @@ export async function contention(deps: ReportDeps, p: ContentionParams, nowMs: n
       })),
     bucketSeconds,
     series,
+    ...(narrowed ? { narrowedTo: narrowed } : {}),
   };
 }

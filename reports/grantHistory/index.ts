@@ -8,7 +8,7 @@ import { LockauditError } from '../../core/errors.js';
 import { parseInstant } from '../../core/instant.js';
 import { Decimal64, Instant, NullableNumber, NullableString } from '../../grants/schemas.js';
 import { grantFilterParams, grantFilterProperties, pickGrantFilters } from '../../grants/filter.js';
-import { scopeRead, type Narrowed, type ReadScope } from '../../grants/scope.js';
+import { NarrowedSchema, scopeRead, type Narrowed, type ReadScope } from '../../grants/scope.js';
 import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
 import { toCsv } from '../../grants/csv.js';
 import { isoOrNull, num } from '../render.js';
@@ -104,17 +104,6 @@ export const GRANT_EXAMPLE: GrantItem = {
   startKnown: true,
   endedAtErrorMs: 480,
 };
-
-export const NarrowedSchema = Type.Object(
-  {
-    namespaces: Type.Array(Type.String(), { description: 'The namespaces read (empty: the request itself pinned one inside the scope)' }),
-    clusters: Type.Array(Type.String(), { description: 'The clusters read (empty: the request itself pinned one inside the scope)' }),
-  },
-  {
-    description:
-      "Present when the caller's token is scoped and the request (no namespace, or a key prefix shorter than a namespace) was narrowed to the scope: these grants are the scope's part only",
-  },
-);
 
 export const GrantPageSchema = Type.Object(
   {

@@ -7,7 +7,7 @@
 -- started in the bucket and holds deleted by hand (no marker, lease still
 -- alive) ending in it. Aggregated here so a 30-day window of a busy cluster reaches the
 -- browser as at most lanes × buckets cells.
--- Parameters: {db:Identifier} {lanes:Array(String)} {cluster:String} {fromMs:Int64} {toMs:Int64} {bucketSeconds:UInt32} {scopeClusters:Array(String)}
+-- Parameters: {db:Identifier} {lanes:Array(String)} {cluster:String} {fromMs:Int64} {toMs:Int64} {bucketSeconds:UInt32}
 SELECT
     key,
     bucket_ms,
@@ -39,7 +39,8 @@ FROM
         FROM {db:Identifier}.grants FINAL
         PREWHERE key IN {lanes:Array(String)}
             AND ({cluster:String} = '' OR cluster = {cluster:String})
-            AND (empty({scopeClusters:Array(String)}) OR has({scopeClusters:Array(String)}, cluster))
+            AND
+-- @include grants/scopeBound.sql
             AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
         WHERE (ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC'))
             AND (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065)

@@ -8,8 +8,8 @@
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { grantFilterParams, pickGrantFilters } from '../../grants/filter.js';
-import { GrantItemSchema, NarrowedSchema, toItem, type GrantItem } from '../grantHistory/index.js';
-import { scopeParams, scopeRead, type ReadScope } from '../../grants/scope.js';
+import { GrantItemSchema, toItem, type GrantItem } from '../grantHistory/index.js';
+import { NarrowedSchema, scopeParams, scopeRead, type ReadScope } from '../../grants/scope.js';
 import { ClusterName, Instant, KeyPrefix, LockName, NullableNumber } from '../../grants/schemas.js';
 import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
 import { num } from '../render.js';
@@ -206,14 +206,14 @@ export async function timeline(deps: ReportDeps, p: TimelineParams, nowMs: numbe
           fromMs,
           toMs,
           limit: maxBars,
-          scopeClusters: scopeParams(scope).scopeClusters,
+          ...scopeParams(scope),
         })
       : [];
     const grants: GrantItem[] = rows.map(toItem);
     return { ...base, mode: 'grants', bucketSeconds: null, grants, cells: [] };
   }
   const bucketSeconds = bucketFor(toMs - fromMs, CELL_SECONDS, MAX_CELL_BUCKETS);
-  const rows = await reportRows<CellRow>(deps, CELLS, { lanes, cluster, fromMs, toMs, bucketSeconds, scopeClusters: scopeParams(scope).scopeClusters });
+  const rows = await reportRows<CellRow>(deps, CELLS, { lanes, cluster, fromMs, toMs, bucketSeconds, ...scopeParams(scope) });
   const cells: TimelineCell[] = rows.map((r) => ({
     key: r.key,
     at: new Date(n0(r.bucket_ms)).toISOString(),

@@ -172,6 +172,45 @@ describe("contention from sealed hours: the raw query's answer", () => {
     );
     assert.ok((await coveredHours(CASES[0]!.p)) >= 9, 'hours are read from seals');
     await assertSame('sealed');
+    // A scoped reader (issue 44): the same answer from seals as raw, only its scope's grants, and by namespace the
+    // very figures the unscoped report gives those namespaces.
+    const scopes = [
+      { namespaces: ['pay'], clusters: [] },
+      { namespaces: ['cat', 'inv'], clusters: ['c1'] },
+      { namespaces: ['pay'], clusters: ['c1'] },
+    ];
+    for (const scope of scopes) {
+      for (const c of CASES) {
+        if (c.p.namespace && !scope.namespaces.includes(c.p.namespace)) continue;
+        const raw = await contention(deps, c.p, NOW, { preaggregated: false }, scope);
+        const hours = await contention(deps, c.p, NOW, { preaggregated: true }, scope);
+        assert.deepEqual(hours, raw, `scoped to ${JSON.stringify(scope)}: ${c.name}`);
+        const everything = await contention(deps, c.p, NOW, { preaggregated: false });
+        if ((c.p.by ?? 'namespace') === 'namespace') {
+          assert.ok(raw.groups.length > 0, c.name);
+          assert.ok(
+            raw.groups.every((g) => scope.namespaces.includes(g.group)),
+            JSON.stringify(raw.groups.map((g) => g.group)),
+          );
+        }
+        if ((c.p.by ?? 'namespace') === 'namespace' && scope.clusters.length === 0) {
+          assert.deepEqual(
+            raw.groups,
+            everything.groups.filter((g) => scope.namespaces.includes(g.group)),
+            `scoped to ${JSON.stringify(scope)}: ${c.name}`,
+          );
+        }
+        assert.ok(
+          raw.hottestKeys.every((k) => scope.namespaces.includes(k.key.split('/')[0] as string)),
+          JSON.stringify(raw.hottestKeys),
+        );
+      }
+    }
+    // c2's pay grants are outside a scope of c1 alone, from seals as raw.
+    const payGrants = async (scope: { namespaces: string[]; clusters: string[] } | null) =>
+      (await contention(deps, CASES[0]!.p, NOW, { preaggregated: true }, scope)).groups.find((g) => g.group === 'pay')?.grants ?? 0;
+    const [payAll, payC1] = [await payGrants(null), await payGrants({ namespaces: ['pay'], clusters: ['c1'] })];
+    assert.ok(payC1 > 0 && payC1 < payAll, `pay grants: ${payC1} in c1, ${payAll} in all`);
     // Sealing again finds nothing to do.
     assert.deepEqual(
       (await sealContentionHours(deps)).map((r) => r.hours),

@@ -211,10 +211,34 @@ describe('tokens scoped to namespaces and clusters', () => {
     await refused(paymentsBillingC1, '/v1/reports/timeline?cluster=c2', /querystring\.cluster: cluster c2/, /clusters c1/);
   });
 
+  it("contention shows only the scope's grants, groups and hottest keys", async () => {
+    const q = `/v1/reports/contention?by=namespace&from=${new Date(T0).toISOString()}&to=${new Date().toISOString()}`;
+    const read = async (token: string, extra = '') => {
+      const res = await call('GET', q + extra, token);
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json() as { groups: { group: string; grants: number }[]; hottestKeys: { key: string }[]; narrowedTo?: unknown };
+    };
+    const all = await read(everything);
+    assert.deepEqual(all.groups.map((g) => g.group).sort(), ['billing', 'hr', 'payments', 'payroll-x']);
+    const pay = await read(payments);
+    assert.deepEqual(
+      pay.groups.map((g) => [g.group, g.grants]),
+      [['payments', 4]],
+    );
+    assert.ok(pay.hottestKeys.every((k) => k.key.startsWith('payments/')));
+    assert.deepEqual(pay.narrowedTo, { namespaces: ['payments'], clusters: [] });
+    const fin = await read(paymentsBillingC1);
+    assert.deepEqual(fin.groups.map((g) => [g.group, g.grants]).sort(), [
+      ['billing', 1],
+      ['payments', 2],
+    ]);
+    await refused(payments, `${q}&namespace=hr`, /querystring\.namespace: namespace hr/, /namespaces payments/);
+  });
+
   it('a route that does not serve scoped tokens refuses them; cluster-wide health stays readable', async () => {
-    const contention = '/v1/reports/contention?by=namespace';
-    await refused(payments, contention, /does not serve scoped tokens/, /namespaces payments/);
-    assert.equal((await call('GET', contention, everything)).statusCode, 200);
+    const unprotected = '/v1/reports/unprotected';
+    await refused(payments, unprotected, /does not serve scoped tokens/, /namespaces payments/);
+    assert.equal((await call('GET', unprotected, everything)).statusCode, 200);
     for (const url of ['/v1/tailers', '/v1/gaps']) assert.equal((await call('GET', url, payments)).statusCode, 200, url);
   });
 

@@ -163,7 +163,7 @@ export interface paths {
         };
         /**
          * Contention
-         * @description Per namespace, class or key over a window: grants, distinct holders, wait p50/p95/p99, hold p50/p99, handoff gap (release → next grant on the key), expiry ratio, force-releases; the hottest keys; and a time series of grants, wait p50/p95/p99, hold p50/p99, expiries and force-releases per bucket (bucketSeconds chosen for at most 240 bucket widths: 241 points when the window is not aligned to bucket edges). Percentiles: the value at rank floor(p·n) of the sorted values. Role: investigator.
+         * @description Per namespace, class or key over a window: grants, distinct holders, wait p50/p95/p99, hold p50/p99, handoff gap (release → next grant on the key), expiry ratio, force-releases; the hottest keys; and a time series of grants, wait p50/p95/p99, hold p50/p99, expiries and force-releases per bucket (bucketSeconds chosen for at most 240 bucket widths: 241 points when the window is not aligned to bucket edges). Percentiles: the value at rank floor(p·n) of the sorted values. Role: investigator. A scoped token sees only its scope's grants in every part (a namespace outside it: 403; narrowedTo says what was narrowed).
          */
         get: operations["getV1ReportsContention"];
         put?: never;
@@ -1936,6 +1936,13 @@ export interface operations {
                             key: string;
                             waitP95Ms: number;
                         }[];
+                        /** @description Present when the caller's token is scoped and the request (no namespace, or a key prefix shorter than a namespace) was narrowed to the scope: these grants are the scope's part only */
+                        narrowedTo?: {
+                            /** @description The clusters read (empty: the request itself pinned one inside the scope) */
+                            clusters: string[];
+                            /** @description The namespaces read (empty: the request itself pinned one inside the scope) */
+                            namespaces: string[];
+                        };
                         series: {
                             /** Format: date-time */
                             at: string;

@@ -21,7 +21,7 @@ import { caller, callerHas, setCaller } from './caller.js';
 const pages: { path: string; title: string; render: Page; roles: Role[]; scoped?: boolean }[] = [
   { path: 'grants', title: 'Grants', render: grantsPage, roles: ['investigator'], scoped: true },
   { path: 'timeline', title: 'Key timeline', render: timelinePage, roles: ['investigator'], scoped: true },
-  { path: 'contention', title: 'Contention', render: contentionPage, roles: ['investigator'] },
+  { path: 'contention', title: 'Contention', render: contentionPage, roles: ['investigator'], scoped: true },
   { path: 'risk', title: 'Risk register', render: riskPage, roles: ['auditor'] },
   { path: 'reconcile', title: 'Reconciliation', render: reconcilePage, roles: ['lock-operator', 'investigator'] },
   { path: 'tailers', title: 'Tailer health', render: tailersPage, roles: ['investigator', 'auditor'], scoped: true },
