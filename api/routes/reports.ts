@@ -170,16 +170,17 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     '/v1/reports/unprotected',
     {
       preValidation: guard('lock-operator', 'investigator'),
+      config: { scope: 'scoped' },
       schema: {
         tags: ['reports'],
         summary: 'Unprotected grants to reconcile',
         description:
-          'Grants issued without quorum (fail-open, token 0) in the window, each with the protected grants that overlapped it on the same key — possible double holders — and its latest reconcile note. Roles: lock-operator, investigator.',
+          "Grants issued without quorum (fail-open, token 0) in the window, each with the protected grants that overlapped it on the same key — possible double holders — and its latest reconcile note. Roles: lock-operator, investigator. A scoped token sees its scope's grants only (narrowedTo).",
         querystring: UnprotectedQuery,
         response: { 200: { ...UnprotectedReportSchema, description: 'The unprotected grants' }, ...errorResponses },
       },
     },
-    async (request) => unprotectedReport(deps, request.query, Date.now()),
+    async (request) => unprotectedReport(deps, request.query, Date.now(), request.identity?.scope ?? null),
   );
 
   app.post(

@@ -7,6 +7,7 @@ import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { GrantItemSchema, toItem, type GrantItem } from '../grantHistory/index.js';
 import { Instant, NullableNumber, NullableString } from '../../grants/schemas.js';
+import { NarrowedSchema, scopeParams, scopeRead, type ReadScope } from '../../grants/scope.js';
 import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
 import { num } from '../render.js';
 import { loadSql } from '../../platform/sql.js';
@@ -74,7 +75,13 @@ export const UnprotectedItemSchema = Type.Object({
 export type UnprotectedItem = Static<typeof UnprotectedItemSchema>;
 
 export const UnprotectedReportSchema = Type.Object(
-  { from: Type.String({ format: 'date-time' }), to: Type.String({ format: 'date-time' }), items: Type.Array(UnprotectedItemSchema), truncated: Type.Boolean() },
+  {
+    from: Type.String({ format: 'date-time' }),
+    to: Type.String({ format: 'date-time' }),
+    items: Type.Array(UnprotectedItemSchema),
+    truncated: Type.Boolean(),
+    narrowedTo: Type.Optional(NarrowedSchema),
+  },
   {
     examples: [
       {
@@ -138,17 +145,25 @@ interface NoteRow {
   notes: string | number;
 }
 
-export async function unprotectedReport(deps: ReportDeps, p: UnprotectedParams, nowMs: number): Promise<UnprotectedReport> {
+/** The unprotected grants of a window; a scoped reader (grants/scope.ts) sees its scope's only, and is told so. */
+export async function unprotectedReport(deps: ReportDeps, p: UnprotectedParams, nowMs: number, scope: ReadScope = null): Promise<UnprotectedReport> {
   const { fromMs, toMs } = resolveWindow({ from: p.from, to: p.to }, deps.limits.maxWindowDays, nowMs);
-  const rows = await reportRows<ListRow>(deps, LIST, { fromMs, toMs, limit: MAX_UNPROTECTED + 1 });
+  const bound = scopeParams(scope);
+  const rows = await reportRows<ListRow>(deps, LIST, { fromMs, toMs, limit: MAX_UNPROTECTED + 1, ...bound });
   const list = rows.slice(0, MAX_UNPROTECTED);
-  const base = { from: new Date(fromMs).toISOString(), to: new Date(toMs).toISOString(), truncated: rows.length > MAX_UNPROTECTED };
+  const narrowed = scopeRead(scope, {}, (n) => n);
+  const base = {
+    from: new Date(fromMs).toISOString(),
+    to: new Date(toMs).toISOString(),
+    truncated: rows.length > MAX_UNPROTECTED,
+    ...(narrowed ? { narrowedTo: narrowed } : {}),
+  };
   if (list.length === 0) return { ...base, items: [] };
   const spans = list.map((r) => ({ row: r, cluster: r.cluster, key: r.key, grantedAtMs: Number(r.granted_at_ms), endedAtMs: num(r.ended_at_ms) }));
   const spanFrom = Math.min(...spans.map((s) => s.grantedAtMs));
   const spanTo = Math.max(...spans.map((s) => s.endedAtMs ?? nowMs));
   const [candidates, notes] = await Promise.all([
-    reportRows<HistoryRow>(deps, OVERLAPS, { keys: [...new Set(list.map((r) => r.key))], fromMs: spanFrom, toMs: spanTo }),
+    reportRows<HistoryRow>(deps, OVERLAPS, { keys: [...new Set(list.map((r) => r.key))], fromMs: spanFrom, toMs: spanTo, ...bound }),
     reportRows<NoteRow>(deps, RECONCILIATIONS, { ids: list.map((r) => r.id) }),
   ]);
   const otherSpans = candidates.map((c) => ({

@@ -16,6 +16,8 @@ FROM
     PREWHERE unprotected = 1
         AND granted_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
         AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+        AND
+-- @include grants/scopeBound.sql
 )
 ORDER BY granted_at_ms, cluster, key, spool_id
 LIMIT {limit:UInt32}

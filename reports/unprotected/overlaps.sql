@@ -13,6 +13,8 @@ SELECT
 FROM {db:Identifier}.grants FINAL
 PREWHERE key IN {keys:Array(String)}
     AND granted_at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
+    AND
+-- @include grants/scopeBound.sql
 WHERE (ended_at IS NULL OR ended_at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC'))
     AND (superseded_by = 0 OR rolled_back_by > 0)  -- every timeline's grants, each once (sql/065): a rolled-back hold was real
 ORDER BY cluster, key, granted_at, grant_revision

@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { tableFromIPC } from 'apache-arrow';
 import { buildApp, type App } from '../../api/app.js';
 import { grantRoutes } from '../../api/routes/grants.js';
+import { quarantineRoutes } from '../../api/routes/quarantine.js';
 import { reportRoutes } from '../../api/routes/reports.js';
 import { tailerRoutes } from '../../api/routes/tailers.js';
 import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
@@ -71,7 +72,7 @@ describe('tokens scoped to namespaces and clusters', () => {
         health: new HealthState(),
         metrics: createMetricsRegistry(),
       },
-      [tailerRoutes, grantRoutes, reportRoutes],
+      [tailerRoutes, grantRoutes, reportRoutes, quarantineRoutes],
     );
     admin = (await createApiToken(store, 'root@corp', ['admin'])).token;
     everything = (await createApiToken(store, 'ivy@corp', ['investigator'])).token;
@@ -235,10 +236,35 @@ describe('tokens scoped to namespaces and clusters', () => {
     await refused(payments, `${q}&namespace=hr`, /querystring\.namespace: namespace hr/, /namespaces payments/);
   });
 
+  it("unprotected grants: a scoped reader sees its scope's only, and is told so", async () => {
+    // Added here, after the tests that count every grant: two grants made without quorum, one in each namespace.
+    const spooled: GrantSpec[] = [
+      { cluster: 'c1', key: 'payments/acct-3', class: 'ledger', holder: 'pay-3', rev: 0, at: T0 + 9_000, spool: 'sp-pay' },
+      { cluster: 'c1', key: 'hr/payroll', class: 'batch', holder: 'hr-2', rev: 0, at: T0 + 9_500, spool: 'sp-hr' },
+    ];
+    await store.insert(
+      'grants',
+      spooled.map((g) => grantRows(g).open),
+    );
+    const q = `/v1/reports/unprotected?from=${new Date(T0).toISOString()}&to=${new Date().toISOString()}`;
+    const read = async (token: string) => {
+      const res = await call('GET', q, token);
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json() as { items: { key: string }[]; narrowedTo?: unknown };
+    };
+    assert.deepEqual((await read(everything)).items.map((i) => i.key).sort(), ['hr/payroll', 'payments/acct-3']);
+    const pay = await read(payments);
+    assert.deepEqual(
+      pay.items.map((i) => i.key),
+      ['payments/acct-3'],
+    );
+    assert.deepEqual(pay.narrowedTo, { namespaces: ['payments'], clusters: [] });
+  });
+
   it('a route that does not serve scoped tokens refuses them; cluster-wide health stays readable', async () => {
-    const unprotected = '/v1/reports/unprotected';
-    await refused(payments, unprotected, /does not serve scoped tokens/, /namespaces payments/);
-    assert.equal((await call('GET', unprotected, everything)).statusCode, 200);
+    const quarantine = '/v1/quarantine';
+    await refused(payments, quarantine, /does not serve scoped tokens/, /namespaces payments/);
+    assert.equal((await call('GET', quarantine, everything)).statusCode, 200);
     for (const url of ['/v1/tailers', '/v1/gaps']) assert.equal((await call('GET', url, payments)).statusCode, 200, url);
   });
 

@@ -243,7 +243,7 @@ export interface paths {
         };
         /**
          * Unprotected grants to reconcile
-         * @description Grants issued without quorum (fail-open, token 0) in the window, each with the protected grants that overlapped it on the same key — possible double holders — and its latest reconcile note. Roles: lock-operator, investigator.
+         * @description Grants issued without quorum (fail-open, token 0) in the window, each with the protected grants that overlapped it on the same key — possible double holders — and its latest reconcile note. Roles: lock-operator, investigator. A scoped token sees its scope's grants only (narrowedTo).
          */
         get: operations["getV1ReportsUnprotected"];
         put?: never;
@@ -2797,6 +2797,13 @@ export interface operations {
                             } | null;
                             spoolId: string;
                         }[];
+                        /** @description Present when the caller's token is scoped and the request (no namespace, or a key prefix shorter than a namespace) was narrowed to the scope: these grants are the scope's part only */
+                        narrowedTo?: {
+                            /** @description The clusters read (empty: the request itself pinned one inside the scope) */
+                            clusters: string[];
+                            /** @description The namespaces read (empty: the request itself pinned one inside the scope) */
+                            namespaces: string[];
+                        };
                         /** Format: date-time */
                         to: string;
                         truncated: boolean;
