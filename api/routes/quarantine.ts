@@ -3,6 +3,7 @@
 import { QuarantinePageSchema, QuarantineQuery, quarantinePage, recordQuarantineRead } from '../../reports/quarantine/index.js';
 import { cursorKey } from '../../reports/cursor.js';
 import { pickCluster } from '../../grants/clusters.js';
+import { scopeRead } from '../../grants/scope.js';
 import type { App, RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';
@@ -14,12 +15,14 @@ export async function quarantineRoutes(app: App, { ctx }: RouteOptions): Promise
     '/v1/quarantine',
     {
       preValidation: [requireRoles('auditor', 'investigator'), app.reportRateLimit],
+      config: { scope: 'scoped' },
       schema: {
         tags: ['tailer'],
         summary: 'Quarantined changes',
         description:
           'Changes the tailer could not decode or store, set aside so capture went on: revision, key, reason and the raw value, ' +
-          'oldest first, by cluster and time; page with nextCursor. Roles: auditor, investigator. Every read is recorded (who, filters, when).',
+          'oldest first, by cluster and time; page with nextCursor. Roles: auditor, investigator. Every read is recorded (who, filters, when). ' +
+          "A scoped token sees its clusters' changes only and, when it names namespaces, only hold and queue keys in them (a cluster outside it: 403; narrowedTo).",
         querystring: QuarantineQuery,
         response: {
           200: { description: 'One page of quarantined changes', content: { 'application/json': { schema: QuarantinePageSchema } } },
@@ -31,10 +34,12 @@ export async function quarantineRoutes(app: App, { ctx }: RouteOptions): Promise
       const params = request.query;
       const who = request.identity;
       const now = Date.now();
+      const scope = who?.scope ?? null;
+      scopeRead(scope, { cluster: params.cluster }, (n) => `querystring.${n}`); // before the cluster is looked up
       // A cluster no tailer ever captured (a typo) is a 400, not an empty page that reads as "nothing quarantined".
       if (params.cluster !== undefined) await pickCluster({ ...deps, clusters }, params.cluster);
       if (who) await recordQuarantineRead(deps, { identity: who.identity, tokenId: who.tokenId, params, requestId: String(request.id), atMs: now });
-      return quarantinePage(deps, params, now);
+      return quarantinePage(deps, params, now, scope);
     },
   );
 }

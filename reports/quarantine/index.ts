@@ -6,6 +6,8 @@
 import Type, { type Static } from 'typebox';
 import { CLUSTER_NAME_PATTERN } from '../../core/config.js';
 import { INSTANT_MAX_MS, INSTANT_MIN_MS } from '../../core/instant.js';
+import { PREFIX } from '../../core/keyspace.js';
+import { NarrowedSchema, scopeParams, scopeRead, type ReadScope } from '../../grants/scope.js';
 import { cursorError, filterDigest, openCursor, sealCursor } from '../cursor.js';
 import { loadSql } from '../../platform/sql.js';
 import { recordRead } from '../grantHistory/index.js';
@@ -54,6 +56,7 @@ export type QuarantineItem = Static<typeof QuarantineItemSchema>;
 export const QuarantinePageSchema = Type.Object({
   items: Type.Array(QuarantineItemSchema),
   nextCursor: NullableString('Pass as cursor for the next page; null on the last page'),
+  narrowedTo: Type.Optional(NarrowedSchema),
 });
 export type QuarantinePage = Static<typeof QuarantinePageSchema>;
 
@@ -116,8 +119,11 @@ export interface QuarantineDeps extends ReportDeps {
   cursorKey: Uint8Array;
 }
 
-export async function quarantinePage(deps: QuarantineDeps, p: QuarantineParams, nowMs: number): Promise<QuarantinePage> {
-  const digest = filterDigest({ cluster: p.cluster, from: p.from, to: p.to });
+/** One page of quarantined changes; a scoped reader's (grants/scope.ts) only of its scope, its cursors bound to it. */
+export async function quarantinePage(deps: QuarantineDeps, p: QuarantineParams, nowMs: number, scope: ReadScope = null): Promise<QuarantinePage> {
+  const narrowed = scopeRead(scope, { cluster: p.cluster }, (n) => `querystring.${n}`);
+  const asked = { cluster: p.cluster, from: p.from, to: p.to };
+  const digest = filterDigest(scope ? { ...asked, scope } : asked);
   const cursor = p.cursor === undefined ? undefined : decodeQuarantineCursor(p.cursor, digest, deps.cursorKey);
   // The first page fixes the window, so changes quarantined meanwhile never shift pages.
   const { fromMs, toMs } = cursor ?? resolveWindow({ from: p.from, to: p.to }, deps.limits.maxWindowDays, nowMs);
@@ -133,6 +139,9 @@ export async function quarantinePage(deps: QuarantineDeps, p: QuarantineParams, 
     afterKey: cursor?.key ?? '',
     limit: limit + 1,
     valueBytes: QUARANTINE_VALUE_BYTES,
+    ...scopeParams(scope),
+    holdPrefix: PREFIX.hold,
+    queuePrefix: PREFIX.queue,
   });
   // At most `limit` rows, and no more than PAGE_BYTES of them (always one): a page cut short has a next cursor.
   const page: Row[] = [];
@@ -164,6 +173,7 @@ export async function quarantinePage(deps: QuarantineDeps, p: QuarantineParams, 
             deps.cursorKey,
           )
         : null,
+    ...(narrowed ? { narrowedTo: narrowed } : {}),
   };
 }
 

@@ -13,6 +13,7 @@ import { buildApp, type App } from '../../api/app.js';
 import { grantRoutes } from '../../api/routes/grants.js';
 import { quarantineRoutes } from '../../api/routes/quarantine.js';
 import { reportRoutes } from '../../api/routes/reports.js';
+import { stateRoutes } from '../../api/routes/state.js';
 import { tailerRoutes } from '../../api/routes/tailers.js';
 import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import type { AuditStore } from '../../core/clickhouse.js';
@@ -72,7 +73,7 @@ describe('tokens scoped to namespaces and clusters', () => {
         health: new HealthState(),
         metrics: createMetricsRegistry(),
       },
-      [tailerRoutes, grantRoutes, reportRoutes, quarantineRoutes],
+      [tailerRoutes, grantRoutes, reportRoutes, quarantineRoutes, stateRoutes],
     );
     admin = (await createApiToken(store, 'root@corp', ['admin'])).token;
     everything = (await createApiToken(store, 'ivy@corp', ['investigator'])).token;
@@ -261,10 +262,38 @@ describe('tokens scoped to namespaces and clusters', () => {
     assert.deepEqual(pay.narrowedTo, { namespaces: ['payments'], clusters: [] });
   });
 
+  it("quarantine: a scoped reader sees its clusters' changes of its namespaces' keys, never another's or a system key", async () => {
+    const at = Date.now() - 60_000;
+    await store.insert('quarantine', [
+      { cluster: 'c1', revision: '401', key: '/l/payments/acct-1', op: 'put', value: 'not json', reason: 'decode: not JSON', at },
+      { cluster: 'c1', revision: '402', key: '/q/payments/acct-1/7587862', op: 'put', value: 'x', reason: 'decode: not JSON', at: at + 1 },
+      { cluster: 'c1', revision: '403', key: '/l/hr/payroll', op: 'put', value: 'x', reason: 'decode: not JSON', at: at + 2 },
+      { cluster: 'c1', revision: '404', key: '/sys/epoch', op: 'put', value: 'x', reason: 'decode: not JSON', at: at + 3 },
+      { cluster: 'c2', revision: '405', key: '/l/payments/acct-9', op: 'put', value: 'x', reason: 'decode: not JSON', at: at + 4 },
+      { cluster: 'c1', revision: '406', key: '/l/paymentsx/a', op: 'put', value: 'x', reason: 'decode: not JSON', at: at + 5 },
+    ]);
+    const read = async (token: string, extra = '') => {
+      const res = await call('GET', `/v1/quarantine?from=${new Date(at - 1000).toISOString()}${extra}`, token);
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json() as { items: { revision: string }[]; nextCursor: string | null; narrowedTo?: unknown };
+    };
+    const revisions = (p: { items: { revision: string }[] }) => p.items.map((i) => i.revision);
+    assert.deepEqual(revisions(await read(everything)), ['401', '402', '403', '404', '405', '406']);
+    const pay = await read(payments);
+    assert.deepEqual(revisions(pay), ['401', '402', '405']);
+    assert.deepEqual(pay.narrowedTo, { namespaces: ['payments'], clusters: [] });
+    assert.deepEqual(revisions(await read(paymentsBillingC1)), ['401', '402']);
+    await refused(paymentsBillingC1, '/v1/quarantine?cluster=c2', /querystring\.cluster: cluster c2/, /clusters c1/);
+    // Its cursor pages under its scope only.
+    const first = await read(payments, '&limit=1');
+    assert.ok(first.nextCursor);
+    assert.deepEqual(revisions(await read(payments, `&limit=1&cursor=${first.nextCursor}`)), ['402']);
+    assert.equal((await call('GET', `/v1/quarantine?limit=1&cursor=${first.nextCursor}`, everything)).statusCode, 400);
+  });
+
   it('a route that does not serve scoped tokens refuses them; cluster-wide health stays readable', async () => {
-    const quarantine = '/v1/quarantine';
-    await refused(payments, quarantine, /does not serve scoped tokens/, /namespaces payments/);
-    assert.equal((await call('GET', quarantine, everything)).statusCode, 200);
+    const state = '/v1/state';
+    await refused(payments, state, /does not serve scoped tokens/, /namespaces payments/);
     for (const url of ['/v1/tailers', '/v1/gaps']) assert.equal((await call('GET', url, payments)).statusCode, 200, url);
   });
 

@@ -143,7 +143,7 @@ export interface paths {
         };
         /**
          * Quarantined changes
-         * @description Changes the tailer could not decode or store, set aside so capture went on: revision, key, reason and the raw value, oldest first, by cluster and time; page with nextCursor. Roles: auditor, investigator. Every read is recorded (who, filters, when).
+         * @description Changes the tailer could not decode or store, set aside so capture went on: revision, key, reason and the raw value, oldest first, by cluster and time; page with nextCursor. Roles: auditor, investigator. Every read is recorded (who, filters, when). A scoped token sees its clusters' changes only and, when it names namespaces, only hold and queue keys in them (a cluster outside it: 403; narrowedTo).
          */
         get: operations["getV1Quarantine"];
         put?: never;
@@ -1706,6 +1706,13 @@ export interface operations {
                             /** @description true when `value` is only the first bytes of it */
                             valueTruncated: boolean;
                         }[];
+                        /** @description Present when the caller's token is scoped and the request (no namespace, or a key prefix shorter than a namespace) was narrowed to the scope: these grants are the scope's part only */
+                        narrowedTo?: {
+                            /** @description The clusters read (empty: the request itself pinned one inside the scope) */
+                            clusters: string[];
+                            /** @description The namespaces read (empty: the request itself pinned one inside the scope) */
+                            namespaces: string[];
+                        };
                         /** @description Pass as cursor for the next page; null on the last page */
                         nextCursor: string | null;
                     };
