@@ -6,7 +6,7 @@
 import { END_KINDS } from '../../core/events.js';
 import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
-import { ForceRecordSchema, MarkValueSchema, PREFIX, decodeValue } from '../../core/keyspace.js';
+import { ForceRecordSchema, MarkValueSchema, PREFIX, decodeValue, parseLockName } from '../../core/keyspace.js';
 import { loadSql } from '../../platform/sql.js';
 import { reportRows } from '../../platform/reportQuery.js';
 import { ClusterName, KeyPrefix, NullableString } from '../../grants/schemas.js';
@@ -18,13 +18,16 @@ import {
   TimelineParam,
   checkLimit,
   classInPrefix,
+  classInScope,
   keyspaceAt,
   resolveMoment,
   resolveTimeline,
+  scopedCluster,
+  stateField,
   type StateDeps,
 } from '../state/index.js';
+import { NarrowedSchema, scopeRead, type ReadScope } from '../../grants/scope.js';
 import { compareStates } from './compare.js';
-import { pickCluster } from '../../grants/clusters.js';
 
 const GRANT_ENDS = loadSql('reports/diff/grantEnds.sql');
 const WINDOW_EVENTS = loadSql('reports/diff/windowEvents.sql');
@@ -174,6 +177,7 @@ export const DiffSchema = Type.Object(
     gaps: Type.Array(GapRefSchema, { description: 'Recorded gaps inside or across the window: history there is missing' }),
     complete: Type.Boolean({ description: 'false when a gap lies inside the window or either end is inside one' }),
     truncated: Type.Boolean(),
+    narrowedTo: Type.Optional(NarrowedSchema),
   },
   { examples: [DIFF_EXAMPLE] },
 );
@@ -215,9 +219,10 @@ export function endedBy(hold: HoldItem, endKind: string, markers: readonly Event
   return null;
 }
 
-export async function diff(deps: StateDeps, p: DiffParams): Promise<DiffResponse> {
+export async function diff(deps: StateDeps, p: DiffParams, scope: ReadScope = null): Promise<DiffResponse> {
   const limit = checkLimit(deps, p.limit);
-  const cluster = await pickCluster(deps, p.cluster);
+  const cluster = await scopedCluster(deps, scope, p.cluster, p.prefix);
+  const narrowed = scopeRead(scope, { cluster, keyPrefix: p.prefix }, stateField);
   const tl = await resolveTimeline(deps, cluster, p.timeline);
   const timeline = tl.timeline;
   const from = await resolveMoment(deps, cluster, p.from, 'querystring.from', tl);
@@ -226,8 +231,8 @@ export async function diff(deps: StateDeps, p: DiffParams): Promise<DiffResponse
     throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `querystring.from: resolves to revision ${from.revision}, after to (${to.revision})`);
   const prefix = p.prefix ?? '';
   const [a, b] = [
-    await keyspaceAt(deps, cluster, from.revision, prefix, limit, timeline),
-    await keyspaceAt(deps, cluster, to.revision, prefix, limit, timeline),
+    await keyspaceAt(deps, cluster, from.revision, prefix, limit, timeline, scope),
+    await keyspaceAt(deps, cluster, to.revision, prefix, limit, timeline, scope),
   ];
   const changes = compareStates(a, b);
 
@@ -279,6 +284,7 @@ export async function diff(deps: StateDeps, p: DiffParams): Promise<DiffResponse
     }
     const f = decodeValue(ForceRecordSchema, ev.value);
     if (!f || !holdKeyOf(f.key).startsWith(prefix)) continue;
+    if (scope && scope.namespaces.length > 0 && !scope.namespaces.includes(parseLockName(holdKeyOf(f.key))?.namespace ?? '')) continue;
     forceReleases.push({
       revision: String(ev.revision),
       key: holdKeyOf(f.key),
@@ -302,7 +308,7 @@ export async function diff(deps: StateDeps, p: DiffParams): Promise<DiffResponse
     to: { requested: to.requested, revision: to.revision.toString(), capturedThrough: to.capturedThrough.toString(), timeline },
     holds: { appeared: changes.appeared, ended: ended as DiffResponse['holds']['ended'], changedHolder: changes.changedHolder },
     classes: {
-      created: changes.classesCreated.filter((c) => classInPrefix(c.definition.namespace, prefix)),
+      created: changes.classesCreated.filter((c) => classInPrefix(c.definition.namespace, prefix) && classInScope(c.definition.namespace, scope)),
       changed: changes.classesChanged,
       deleted: changes.classesDeleted,
     },
@@ -312,5 +318,6 @@ export async function diff(deps: StateDeps, p: DiffParams): Promise<DiffResponse
     gaps,
     complete: a.complete && b.complete && gaps.length === 0,
     truncated: a.truncated || b.truncated || windowEvents.length > limit,
+    ...(narrowed ? { narrowedTo: narrowed } : {}),
   };
 }

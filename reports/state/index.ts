@@ -7,6 +7,7 @@ import { LockauditError } from '../../core/errors.js';
 import { INSTANT_RULE, parseInstant } from '../../core/instant.js';
 import { PREFIX } from '../../core/keyspace.js';
 import { pickCluster, type ClusterDeps } from '../../grants/clusters.js';
+import { NarrowedSchema, scopeParams, scopeRead, type ReadScope } from '../../grants/scope.js';
 import { loadSql } from '../../platform/sql.js';
 import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
 import { ClusterName, KeyPrefix, NullableString } from '../../grants/schemas.js';
@@ -157,6 +158,7 @@ export const StateSchema = Type.Object(
     gaps: Type.Array(GapRefSchema, { description: 'Recorded gaps that lost history of this timeline and begin at or before this revision' }),
     complete: Type.Boolean({ description: 'false when the revision lies inside a gap: holds granted and ended inside it are not in the log' }),
     truncated: Type.Boolean({ description: 'More holds or queue entries than limit' }),
+    narrowedTo: Type.Optional(NarrowedSchema),
   },
   { examples: [STATE_EXAMPLE] },
 );
@@ -234,7 +236,25 @@ export function classInPrefix(namespace: unknown, prefix: string | undefined): b
   return slash < 0 ? namespace.startsWith(prefix) : namespace === prefix.slice(0, slash);
 }
 
-/** The keyspace of `cluster` at a resolved revision, under `prefix`. */
+/** A class a scoped reader sees: one of its namespaces', or one bound to no namespace. */
+export function classInScope(namespace: unknown, scope: ReadScope): boolean {
+  if (!scope || scope.namespaces.length === 0) return true;
+  return typeof namespace !== 'string' || namespace === '' || scope.namespaces.includes(namespace);
+}
+
+/**
+ * The cluster a read of one cluster asks about, for a scoped reader too: a cluster outside its scope is a 403
+ * (scopeRead, before the lookup); none given is the first configured, or the first of a cluster-scoped token's.
+ */
+export async function scopedCluster(deps: StateDeps, scope: ReadScope, cluster: string | undefined, prefix: string | undefined): Promise<string> {
+  scopeRead(scope, { cluster, keyPrefix: prefix }, stateField);
+  return pickCluster(deps, cluster ?? (scope && scope.clusters.length > 0 ? scope.clusters[0] : undefined));
+}
+
+/** The state and diff routes' names for the filters a scope bounds. */
+const stateField = (name: string): string => `querystring.${name === 'keyPrefix' ? 'prefix' : name}`;
+
+/** The keyspace of `cluster` at a resolved revision, under `prefix` (and within a scoped reader's scope). */
 export async function keyspaceAt(
   deps: ReportDeps,
   cluster: string,
@@ -242,8 +262,10 @@ export async function keyspaceAt(
   prefix: string,
   limit: number,
   timeline: number,
+  scope: ReadScope = null,
 ): Promise<KeyspaceState & { truncated: boolean }> {
   const rev = revision.toString();
+  const bound = scopeParams(scope);
   const [latest, classes, allGaps, timelines] = await Promise.all([
     reportRows<EntryRow>(deps, LATEST, {
       cluster,
@@ -252,6 +274,7 @@ export async function keyspaceAt(
       queuePrefix: `${PREFIX.queue}${prefix}`,
       timeline,
       limit: limit + 1,
+      ...bound,
     }),
     reportRows<ClassRow>(deps, CLASSES, { cluster, revision: rev, classPrefix: PREFIX.class, epochKey: PREFIX.epoch, timeline }),
     reportRows<GapRow>(deps, GAPS, { cluster, revision: rev }),
@@ -260,7 +283,7 @@ export async function keyspaceAt(
   const gaps = gapsOfTimeline(allGaps, timelines, timeline);
   const inside = containingGap(gaps, revision);
   const snapshotAfter = inside
-    ? await reportRows<EntryRow>(deps, SNAPSHOT, { cluster, revision: String(inside.to_revision), holdPrefix: `${PREFIX.hold}${prefix}`, timeline })
+    ? await reportRows<EntryRow>(deps, SNAPSHOT, { cluster, revision: String(inside.to_revision), holdPrefix: `${PREFIX.hold}${prefix}`, timeline, ...bound })
     : [];
   const state = assembleState({
     revision,
@@ -269,9 +292,11 @@ export async function keyspaceAt(
     gaps,
     snapshotAfter,
   });
-  state.classes = state.classes.filter((c) => classInPrefix(c.definition.namespace, prefix));
+  state.classes = state.classes.filter((c) => classInPrefix(c.definition.namespace, prefix) && classInScope(c.definition.namespace, scope));
   return { ...state, truncated: latest.length > limit };
 }
+
+export { stateField };
 
 export function checkLimit(deps: ReportDeps, limit: number | undefined): number {
   const n = limit ?? 1000;
@@ -281,15 +306,17 @@ export function checkLimit(deps: ReportDeps, limit: number | undefined): number 
 }
 
 /** GET /v1/state. */
-export async function stateAt(deps: StateDeps, p: StateParams): Promise<StateResponse> {
+export async function stateAt(deps: StateDeps, p: StateParams, scope: ReadScope = null): Promise<StateResponse> {
   const limit = checkLimit(deps, p.limit);
-  const cluster = await pickCluster(deps, p.cluster);
+  const cluster = await scopedCluster(deps, scope, p.cluster, p.prefix);
+  const narrowed = scopeRead(scope, { cluster, keyPrefix: p.prefix }, stateField);
   const timeline = await resolveTimeline(deps, cluster, p.timeline);
   const moment = await resolveMoment(deps, cluster, p.at, 'querystring.at', timeline);
-  const state = await keyspaceAt(deps, cluster, moment.revision, p.prefix ?? '', limit, timeline.timeline);
+  const state = await keyspaceAt(deps, cluster, moment.revision, p.prefix ?? '', limit, timeline.timeline, scope);
   return {
     cluster,
     at: { requested: moment.requested, revision: moment.revision.toString(), capturedThrough: moment.capturedThrough.toString(), timeline: moment.timeline },
     ...state,
+    ...(narrowed ? { narrowedTo: narrowed } : {}),
   };
 }

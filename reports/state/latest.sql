@@ -16,6 +16,8 @@ FROM
         AND op IN ('put', 'delete', 'snapshot')
         AND (startsWith(key, {holdPrefix:String}) OR startsWith(key, {queuePrefix:String}))
         AND timeline <= {timeline:UInt32} AND (superseded_by = 0 OR superseded_by > {timeline:UInt32})  -- timeline {timeline}'s rows (sql/065)
+        AND
+-- @include grants/scopeBound.sql
     ORDER BY key, revision DESC
     LIMIT 1 BY key
 )

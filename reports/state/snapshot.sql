@@ -10,4 +10,6 @@ WHERE cluster = {cluster:String}
     AND op = 'snapshot'
     AND startsWith(key, {holdPrefix:String})
     AND timeline <= {timeline:UInt32} AND (superseded_by = 0 OR superseded_by > {timeline:UInt32})  -- timeline {timeline}'s rows (sql/065)
+    AND
+-- @include grants/scopeBound.sql
 ORDER BY key

@@ -292,8 +292,10 @@ describe('tokens scoped to namespaces and clusters', () => {
   });
 
   it('a route that does not serve scoped tokens refuses them; cluster-wide health stays readable', async () => {
-    const state = '/v1/state';
-    await refused(payments, state, /does not serve scoped tokens/, /namespaces payments/);
+    const register = '/v1/reports/risk-register';
+    const auditorRes = await call('POST', '/v1/tokens', admin, { identity: 'aud@payments', roles: ['auditor'], namespaces: ['payments'] });
+    const auditor = (auditorRes.json() as { token: string }).token;
+    await refused(auditor, register, /does not serve scoped tokens/, /namespaces payments/);
     for (const url of ['/v1/tailers', '/v1/gaps']) assert.equal((await call('GET', url, payments)).statusCode, 200, url);
   });
 

@@ -13,6 +13,7 @@ import { stateRoutes } from '../../api/routes/state.js';
 import type { AuditStore } from '../../core/clickhouse.js';
 import type { Config } from '../../core/config.js';
 import { createEtcdClient } from '../../core/etcd.js';
+import { createApiToken } from '../../core/apiTokens.js';
 import { createLogger } from '../../core/logger.js';
 import { makeToken } from '../../core/token.js';
 import { stateAt } from '../../reports/state/index.js';
@@ -217,6 +218,28 @@ describe('keyspace at a moment and diff (known answers)', { timeout: 180_000 }, 
       d45.body.holds.appeared.map((h) => h.key),
       [`${ns}/k7`],
     );
+
+    // A token scoped to this namespace (issue 44) reads the same state and diff, without a prefix too (narrowed, and
+    // told); one scoped to another namespace reads none of it and is refused this prefix.
+    const mine = (await createApiToken(store, uniqueId('pat-'), ['investigator'], { scope: { namespaces: [ns], clusters: [] } })).token;
+    const other = (await createApiToken(store, uniqueId('oth-'), ['investigator'], { scope: { namespaces: ['someone-else'], clusters: [] } })).token;
+    const full = await get<StateBody>(`/v1/state?at=${r4}&prefix=${ns}/`);
+    assert.deepEqual((await get<StateBody>(`/v1/state?at=${r4}&prefix=${ns}/`, mine)).body, full.body);
+    const narrowed = await get<StateBody & { narrowedTo?: unknown }>(`/v1/state?at=${r4}`, mine);
+    ok(narrowed);
+    assert.deepEqual(holdSet(narrowed.body.holds), holdSet(full.body.holds));
+    assert.deepEqual(narrowed.body.queue, full.body.queue);
+    assert.deepEqual(narrowed.body.narrowedTo, { namespaces: [ns], clusters: [] });
+    const theirs = await get<StateBody>(`/v1/state?at=${r4}`, other);
+    ok(theirs);
+    assert.deepEqual([theirs.body.holds, theirs.body.queue, theirs.body.classes], [[], [], []]);
+    const refusedState = await get<{ error: string; message: string }>(`/v1/state?at=${r4}&prefix=${ns}/`, other);
+    assert.equal(refusedState.status, 403);
+    assert.match(refusedState.body.message, /querystring\.prefix: namespace .* outside .*someone-else/);
+    assert.deepEqual((await get<DiffBody>(`/v1/diff?from=${r1}&to=${r4}`, mine)).body.holds, d.body.holds);
+    const theirDiff = await get<DiffBody>(`/v1/diff?from=${r1}&to=${r4}`, other);
+    ok(theirDiff);
+    assert.deepEqual([theirDiff.body.holds.appeared, theirDiff.body.holds.ended, theirDiff.body.forceReleases], [[], [], []]);
 
     // A time instead of a revision resolves to a captured revision at or before it.
     const byTime = await get<StateBody>(`/v1/state?at=${encodeURIComponent(new Date().toISOString())}&prefix=${ns}/`);

@@ -9,7 +9,7 @@ export interface paths {
         };
         /**
          * What changed between two moments
-         * @description Between two moments (revisions or RFC 3339 times): holds that appeared, ended (how, at which revision, by whom) or changed holder; classes created, changed field by field, deleted; epoch advances; force-releases. appeared and ended are the exact set difference of the two states. Gaps inside or across the window are named and make complete false. Roles: investigator, auditor. Every read is recorded like a grant history read.
+         * @description Between two moments (revisions or RFC 3339 times): holds that appeared, ended (how, at which revision, by whom) or changed holder; classes created, changed field by field, deleted; epoch advances; force-releases. appeared and ended are the exact set difference of the two states. Gaps inside or across the window are named and make complete false. Roles: investigator, auditor. Every read is recorded like a grant history read. A scoped token sees its namespaces' changes only, of a cluster in its scope (epoch advances are the cluster's; a prefix or cluster outside it: 403; narrowedTo).
          */
         get: operations["getV1Diff"];
         put?: never;
@@ -283,7 +283,7 @@ export interface paths {
         };
         /**
          * The keyspace at a moment
-         * @description Every hold (holder, token, class, since), durable queue entry and lock class in force at one revision — `at` is a revision or an RFC 3339 time, resolved to the newest captured revision at or before it — from captured events alone. A revision inside a recorded gap is answered with complete=false, the gap named and the keys it hides listed under unknown. Roles: investigator, auditor. Every read is recorded like a grant history read.
+         * @description Every hold (holder, token, class, since), durable queue entry and lock class in force at one revision — `at` is a revision or an RFC 3339 time, resolved to the newest captured revision at or before it — from captured events alone. A revision inside a recorded gap is answered with complete=false, the gap named and the keys it hides listed under unknown. Roles: investigator, auditor. Every read is recorded like a grant history read. A scoped token sees its namespaces' holds, queue entries and classes only, of a cluster in its scope (a prefix or cluster outside it: 403; narrowedTo).
          */
         get: operations["getV1State"];
         put?: never;
@@ -670,6 +670,13 @@ export interface operations {
                                 /** @description The revision of the end event */
                                 endRevision: string | null;
                             })[];
+                        };
+                        /** @description Present when the caller's token is scoped and the request (no namespace, or a key prefix shorter than a namespace) was narrowed to the scope: these grants are the scope's part only */
+                        narrowedTo?: {
+                            /** @description The clusters read (empty: the request itself pinned one inside the scope) */
+                            clusters: string[];
+                            /** @description The namespaces read (empty: the request itself pinned one inside the scope) */
+                            namespaces: string[];
                         };
                         to: {
                             /** @description The tailer checkpoint in that timeline: every change up to it is captured */
@@ -3194,6 +3201,13 @@ export interface operations {
                             /** @description Fencing token, decimal string (exceeds 2^53) */
                             token: string;
                         }[];
+                        /** @description Present when the caller's token is scoped and the request (no namespace, or a key prefix shorter than a namespace) was narrowed to the scope: these grants are the scope's part only */
+                        narrowedTo?: {
+                            /** @description The clusters read (empty: the request itself pinned one inside the scope) */
+                            clusters: string[];
+                            /** @description The namespaces read (empty: the request itself pinned one inside the scope) */
+                            namespaces: string[];
+                        };
                         queue: {
                             class: string;
                             holder: string;

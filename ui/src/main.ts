@@ -25,7 +25,7 @@ const pages: { path: string; title: string; render: Page; roles: Role[]; scoped?
   { path: 'risk', title: 'Risk register', render: riskPage, roles: ['auditor'] },
   { path: 'reconcile', title: 'Reconciliation', render: reconcilePage, roles: ['lock-operator', 'investigator'], scoped: true },
   { path: 'tailers', title: 'Tailer health', render: tailersPage, roles: ['investigator', 'auditor'], scoped: true },
-  { path: 'keyspace', title: 'Keyspace at a moment', render: keyspacePage, roles: ['investigator', 'auditor'] },
+  { path: 'keyspace', title: 'Keyspace at a moment', render: keyspacePage, roles: ['investigator', 'auditor'], scoped: true },
 ];
 
 const allowed = (page: { roles: Role[]; scoped?: boolean }): boolean => callerHas(...page.roles) && (page.scoped === true || !caller()?.scope);
