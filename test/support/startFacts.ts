@@ -50,6 +50,13 @@ export function recordingFacts(facts: StartFacts): { facts: StartFacts; asked: A
   };
 }
 
+const FACTS: readonly FactName[] = ['captured', 'raftRestarted', 'compactRevision', 'witnesses', 'divergence', 'lostAfter'];
+
+/** A StartFacts whose every fact is `answer(fact)`. */
+function factsOf(answer: (fact: FactName) => (...args: unknown[]) => Promise<never>): StartFacts {
+  return Object.fromEntries(FACTS.map((f) => [f, answer(f)])) as unknown as StartFacts;
+}
+
 /** Facts that answer as recorded, in order; a question not asked in the recording (or with other arguments) fails the test. */
 export function replayingFacts(asked: readonly Asked[]): StartFacts {
   let next = 0;
@@ -62,14 +69,7 @@ export function replayingFacts(asked: readonly Asked[]): StartFacts {
       assert.deepEqual(args, a.args, `the arguments of ${fact}`);
       return a.answer as never;
     };
-  return {
-    captured: answer('captured'),
-    raftRestarted: answer('raftRestarted'),
-    compactRevision: answer('compactRevision'),
-    witnesses: answer('witnesses'),
-    divergence: answer('divergence'),
-    lostAfter: answer('lostAfter'),
-  };
+  return factsOf(answer);
 }
 
 /** JSON with bigints as {"$bigint": "…"} (revisions exceed 2^53) and undefined kept (an argument or an answer can be). */
@@ -91,12 +91,5 @@ export function decodeStart(text: string): RecordedStart {
 /** Facts that answer each question with the recording's answer to it, whatever the arguments: for edited recordings. */
 export function answersOf(asked: readonly Asked[], edits: Partial<Record<FactName, unknown>> = {}): StartFacts {
   const answer = (fact: FactName) => async (): Promise<never> => (fact in edits ? edits[fact] : asked.find((a) => a.fact === fact)?.answer) as never;
-  return {
-    captured: answer('captured'),
-    raftRestarted: answer('raftRestarted'),
-    compactRevision: answer('compactRevision'),
-    witnesses: answer('witnesses'),
-    divergence: answer('divergence'),
-    lostAfter: answer('lostAfter'),
-  };
+  return factsOf(answer);
 }
