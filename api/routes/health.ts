@@ -35,6 +35,9 @@ export async function healthRoutes(app: App, { ctx }: RouteOptions): Promise<voi
         'a valid API token is required for /metrics (LOCKAUDIT_METRICS_REQUIRE_TOKEN); send Authorization: Bearer <token>',
       );
     }
+    // Its series are labelled by namespace and class: every namespace's, so a token scoped to some reads none.
+    if (request.identity?.scope)
+      throw new LockauditError('LOCKAUDIT_ERR_AUTH_SCOPE', "/metrics labels every namespace's series: a token scoped to namespaces or clusters reads none");
     reply.header('content-type', ctx.metrics.contentType);
     return peers.metrics(ctx.metrics);
   });

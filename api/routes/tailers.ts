@@ -4,9 +4,13 @@ import Type, { type Static } from 'typebox';
 import { TailerLagQuery, TailerLagSchema, tailerLag } from '../../reports/tailerLag/index.js';
 import { GapSchema, GapsQuery, historyGaps, tailerHealth, TailerSchema } from '../../reports/tailerHealth/index.js';
 import { pickCluster } from '../../grants/clusters.js';
+import { scopeRead, type ReadScope } from '../../grants/scope.js';
 import { requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';
 import type { App, RouteOptions } from '../types.js';
+
+/** A cluster a reader sees the health of: every one, or a cluster-scoped token's own (grants/scope.ts). */
+const inClusters = (scope: ReadScope, cluster: string): boolean => !scope || scope.clusters.length === 0 || scope.clusters.includes(cluster);
 
 export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
   // Checked before validation: a caller without the role learns nothing about its input.
@@ -16,14 +20,16 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     '/v1/tailers',
     {
       preValidation: guard,
-      config: { scope: 'cluster-wide' }, // tailer health and gaps: no per-key data, readable by a scoped token
+      config: { scope: 'cluster-wide' }, // no per-key data: a scoped token reads it, of its clusters only
       schema: { tags: ['tailer'], summary: 'Tailer health per etcd cluster', response: { 200: Type.Object({ items: Type.Array(TailerSchema) }) } },
     },
-    async () => ({
-      items: await tailerHealth(
-        { store: ctx.store, limits: ctx.config.reports },
-        ctx.config.etcd.clusters.map((c) => c.name),
-      ),
+    async (request) => ({
+      items: (
+        await tailerHealth(
+          { store: ctx.store, limits: ctx.config.reports },
+          ctx.config.etcd.clusters.map((c) => c.name),
+        )
+      ).filter((t) => inClusters(request.identity?.scope ?? null, t.cluster)),
     }),
   );
 
@@ -31,7 +37,7 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     '/v1/tailers/lag',
     {
       preValidation: guard,
-      config: { scope: 'cluster-wide' }, // tailer health and gaps: no per-key data, readable by a scoped token
+      config: { scope: 'cluster-wide' }, // no per-key data: a scoped token reads it, of its clusters only
       schema: {
         tags: ['tailer'],
         summary: 'Tailer lag over time',
@@ -44,7 +50,10 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     async (request) => {
       const query = request.query as Static<typeof TailerLagQuery>;
       const deps = { store: ctx.store, limits: ctx.config.reports };
-      const lag = await tailerLag(deps, query, Date.now());
+      const scope = request.identity?.scope ?? null;
+      scopeRead(scope, { cluster: query.cluster }, (n) => `querystring.${n}`);
+      const all = await tailerLag(deps, query, Date.now());
+      const lag = { ...all, clusters: all.clusters.filter((c) => inClusters(scope, c.cluster)) };
       // A typo (no status sample in the window, not configured, never captured) is a 400, not a series of nulls.
       const sampled = lag.clusters.some((c) => c.series.some((p) => p.samples > 0));
       if (query.cluster !== undefined && !sampled) await pickCluster({ ...deps, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, query.cluster);
@@ -56,7 +65,7 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     '/v1/gaps',
     {
       preValidation: guard,
-      config: { scope: 'cluster-wide' }, // tailer health and gaps: no per-key data, readable by a scoped token
+      config: { scope: 'cluster-wide' }, // no per-key data: a scoped token reads it, of its clusters only
       schema: {
         tags: ['tailer'],
         summary: 'History ranges lost before capture',
@@ -67,9 +76,11 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     async (request) => {
       const query = request.query as Static<typeof GapsQuery>;
       const deps = { store: ctx.store, limits: ctx.config.reports };
+      const scope = request.identity?.scope ?? null;
+      scopeRead(scope, { cluster: query.cluster }, (n) => `querystring.${n}`);
       // A cluster no tailer ever captured (a typo) is a 400, not an empty list that reads as "no gaps".
       if (query.cluster !== undefined) await pickCluster({ ...deps, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, query.cluster);
-      return { items: await historyGaps(deps, query) };
+      return { items: (await historyGaps(deps, query)).filter((g) => inClusters(scope, g.cluster)) };
     },
   );
 }

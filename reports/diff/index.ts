@@ -246,6 +246,8 @@ export async function diff(deps: StateDeps, p: DiffParams, scope: ReadScope = nu
     toRevision: to.revision.toString(),
     timeline,
     limit: limit + 1,
+    scopeNamespaces: scope?.namespaces ?? [],
+    holdPrefix: PREFIX.hold,
   });
   const endRevisions = [
     ...new Set([...ends.map((e) => String(e.end_revision)), ...windowEvents.filter((e) => e.event_type === 'epoch-advance').map((e) => String(e.revision))]),

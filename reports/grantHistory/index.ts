@@ -236,12 +236,11 @@ export function historySettings(source: string): ClickHouseSettings {
  * grant written in those milliseconds) is missed by this page and found by the
  * next request, as a grant written just after a page is.
  */
-export async function tokenKey(deps: ReportDeps, p: GrantHistoryParams): Promise<string | undefined> {
+export async function tokenKey(deps: ReportDeps, p: GrantHistoryParams, scope: ReadScope = null): Promise<string | undefined> {
   if (p.token === undefined || p.key !== undefined) return undefined;
-  // grantFilterParams checks the token as the page does (a 400 at or above 2^64). The key only routes: the page
-  // applies the reader's scope.
-  const { token, cluster } = grantFilterParams(pickGrantFilters(p), { fromMs: 0, toMs: 0, rule: 'overlapping' }, null);
-  const keys = await reportRows<{ key: string }>(deps, TOKEN_KEYS, { token, cluster });
+  // grantFilterParams checks the token as the page does (a 400 at or above 2^64).
+  const { token, cluster, scopeNamespaces, scopeClusters } = grantFilterParams(pickGrantFilters(p), { fromMs: 0, toMs: 0, rule: 'overlapping' }, scope);
+  const keys = await reportRows<{ key: string }>(deps, TOKEN_KEYS, { token, cluster, scopeNamespaces, scopeClusters });
   return keys.length === 1 ? keys[0]?.key : undefined;
 }
 
@@ -252,7 +251,7 @@ export async function tokenKey(deps: ReportDeps, p: GrantHistoryParams): Promise
  */
 export async function planPage(deps: GrantHistoryDeps, p: GrantHistoryParams, nowMs: number, scope: ReadScope = null): Promise<ResolvedPage> {
   const page = resolvePage(deps, p, nowMs, scope);
-  const routedKey = await tokenKey(deps, p);
+  const routedKey = await tokenKey(deps, p, scope);
   // The key the token implies, as a filter the request did not give; the cursor's digest stays the request's own.
   return routedKey === undefined ? page : { ...page, params: { ...page.params, key: routedKey, source: historySource({ ...p, key: routedKey }) } };
 }

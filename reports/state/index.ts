@@ -236,6 +236,17 @@ export function classInPrefix(namespace: unknown, prefix: string | undefined): b
   return slash < 0 ? namespace.startsWith(prefix) : namespace === prefix.slice(0, slash);
 }
 
+/** The namespace a class definition names, if any (its value as written; anything unreadable names none). */
+function classNamespace(value: string): string | undefined {
+  try {
+    const v: unknown = JSON.parse(value);
+    const ns = v !== null && typeof v === 'object' ? (v as { namespace?: unknown }).namespace : undefined;
+    return typeof ns === 'string' ? ns : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A class a scoped reader sees: one of its namespaces', or one bound to no namespace. */
 export function classInScope(namespace: unknown, scope: ReadScope): boolean {
   if (!scope || scope.namespaces.length === 0) return true;
@@ -293,6 +304,11 @@ export async function keyspaceAt(
     snapshotAfter,
   });
   state.classes = state.classes.filter((c) => classInPrefix(c.definition.namespace, prefix) && classInScope(c.definition.namespace, scope));
+  if (scope && scope.namespaces.length > 0) {
+    // A class the log cannot vouch for (a gap after its last change) is named too: only a class of the scope's.
+    const namespaceOf = new Map(classes.map((c) => [c.key.slice(PREFIX.class.length), classNamespace(c.value)]));
+    state.unknown = state.unknown.filter((u) => u.kind !== 'class' || classInScope(namespaceOf.get(u.key), scope));
+  }
   return { ...state, truncated: latest.length > limit };
 }
 

@@ -195,7 +195,8 @@ export async function timeline(deps: ReportDeps, p: TimelineParams, nowMs: numbe
     lanes,
     totalLanes: n0(laneRows[0]?.lanes),
     totalGrants,
-    gaps: await gapsIn(deps, cluster, fromMs, toMs),
+    // A cluster-scoped reader sees its clusters' gaps only (no cluster given reads every cluster's).
+    gaps: (await gapsIn(deps, cluster, fromMs, toMs)).filter((g) => !scope || scope.clusters.length === 0 || scope.clusters.includes(g.cluster)),
     ...(narrowed ? { narrowedTo: narrowed } : {}),
   };
   if (totalGrants <= maxBars) {

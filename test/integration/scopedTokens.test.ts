@@ -20,6 +20,7 @@ import type { AuditStore } from '../../core/clickhouse.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { HealthState } from '../../platform/health.js';
+import { tokenKey } from '../../reports/grantHistory/index.js';
 import type { GrantRow } from '../../tailer/types.js';
 import { tempStore, testConfig } from '../support/env.js';
 import { grantRows, tokenOf, type GrantSpec } from '../support/grants.js';
@@ -291,12 +292,41 @@ describe('tokens scoped to namespaces and clusters', () => {
     assert.equal((await call('GET', `/v1/quarantine?limit=1&cursor=${first.nextCursor}`, everything)).statusCode, 400);
   });
 
-  it('a route that does not serve scoped tokens refuses them; cluster-wide health stays readable', async () => {
+  it('a route that does not serve scoped tokens refuses them; cluster-wide health stays readable, of its clusters only', async () => {
     const register = '/v1/reports/risk-register';
     const auditorRes = await call('POST', '/v1/tokens', admin, { identity: 'aud@payments', roles: ['auditor'], namespaces: ['payments'] });
     const auditor = (auditorRes.json() as { token: string }).token;
     await refused(auditor, register, /does not serve scoped tokens/, /namespaces payments/);
+    // /metrics labels every namespace's series.
+    await refused(payments, '/metrics', /every namespace/, /scoped/);
+    assert.equal((await call('GET', '/metrics', everything)).statusCode, 200);
     for (const url of ['/v1/tailers', '/v1/gaps']) assert.equal((await call('GET', url, payments)).statusCode, 200, url);
+    // A cluster-scoped token reads its clusters' health and gaps only (an insider's reviewer found c2's read by a c1 token).
+    await store.insert('gaps', [
+      { cluster: 'c1', from_revision: '10', to_revision: '20', detected_at: Date.now(), reason: 'test: c1' },
+      { cluster: 'c2', from_revision: '30', to_revision: '40', detected_at: Date.now(), reason: 'test: c2' },
+    ]);
+    const gapsOf = async (token: string) =>
+      ((await call('GET', '/v1/gaps', token)).json() as { items: { cluster: string }[] }).items.map((g) => g.cluster).sort();
+    assert.deepEqual(await gapsOf(everything), ['c1', 'c2']);
+    assert.deepEqual(await gapsOf(paymentsBillingC1), ['c1']);
+    await refused(paymentsBillingC1, '/v1/gaps?cluster=c2', /querystring\.cluster: cluster c2/, /clusters c1/);
+    await refused(paymentsBillingC1, '/v1/tailers/lag?cluster=c2', /querystring\.cluster: cluster c2/, /clusters c1/);
+    const tailers = (await call('GET', '/v1/tailers', paymentsBillingC1)).json() as { items: { cluster: string }[] };
+    assert.ok(
+      tailers.items.every((t) => t.cluster === 'c1'),
+      JSON.stringify(tailers.items),
+    );
+    assert.ok(((await call('GET', '/v1/tailers', everything)).json() as { items: { cluster: string }[] }).items.some((t) => t.cluster === 'c2'));
+  });
+
+  it('a token lookup routes a token granted outside the scope as one granted nowhere (no timing tells it apart)', async () => {
+    const deps = { store, limits: testConfig().reports };
+    const hr = G[3] as GrantSpec;
+    assert.equal(await tokenKey(deps, { token: tokenOf(hr) }), 'hr/payroll');
+    assert.equal(await tokenKey(deps, { token: tokenOf(hr) }, { namespaces: ['payments'], clusters: [] }), undefined);
+    assert.equal(await tokenKey(deps, { token: tokenOf(G[4] as GrantSpec) }, { namespaces: ['payments'], clusters: ['c1'] }), undefined);
+    assert.equal(await tokenKey(deps, { token: tokenOf(G[0] as GrantSpec) }, { namespaces: ['payments'], clusters: ['c1'] }), 'payments/acct-1');
   });
 
   it('tokens show their scope; an admin token cannot be scoped; a bad scope is a 400 naming the field', async () => {

@@ -236,7 +236,10 @@ describe('keyspace at a moment and diff (known answers)', { timeout: 180_000 }, 
     const refusedState = await get<{ error: string; message: string }>(`/v1/state?at=${r4}&prefix=${ns}/`, other);
     assert.equal(refusedState.status, 403);
     assert.match(refusedState.body.message, /querystring\.prefix: namespace .* outside .*someone-else/);
-    assert.deepEqual((await get<DiffBody>(`/v1/diff?from=${r1}&to=${r4}`, mine)).body.holds, d.body.holds);
+    const mineDiff = await get<DiffBody>(`/v1/diff?from=${r1}&to=${r4}`, mine);
+    assert.deepEqual(mineDiff.body.holds, d.body.holds);
+    assert.deepEqual(mineDiff.body.forceReleases, d.body.forceReleases); // its own force-release, read through the scope's SQL bound
+    assert.equal(mineDiff.body.forceReleases.length, 1);
     const theirDiff = await get<DiffBody>(`/v1/diff?from=${r1}&to=${r4}`, other);
     ok(theirDiff);
     assert.deepEqual([theirDiff.body.holds.appeared, theirDiff.body.holds.ended, theirDiff.body.forceReleases], [[], [], []]);

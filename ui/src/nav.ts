@@ -16,3 +16,10 @@ export function errorBox(err: unknown): HTMLElement {
   const text = err instanceof ApiError ? `${err.code}: ${err.message}` : String(err);
   return h('p', { class: 'error', role: 'alert' }, text);
 }
+
+/** "Narrowed to this token's scope: …" when a scoped token's answer was narrowed (the API's narrowedTo), else nothing. */
+export function narrowedNote(n: { namespaces: string[]; clusters: string[] } | undefined): HTMLElement | null {
+  if (!n) return null;
+  const parts = [n.namespaces.length ? `namespaces ${n.namespaces.join(', ')}` : '', n.clusters.length ? `clusters ${n.clusters.join(', ')}` : ''];
+  return h('p', { class: 'muted narrowed' }, `Narrowed to this token's scope: ${parts.filter(Boolean).join(' and ')}.`);
+}

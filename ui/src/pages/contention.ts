@@ -4,7 +4,7 @@
 import { getJson } from '../api.js';
 import { chartBox, shortMs, type EChartsOption } from '../charts.js';
 import { field, fmtMs, fmtTime, formParams, h, table } from '../dom.js';
-import { errorBox, go } from '../nav.js';
+import { errorBox, go, narrowedNote } from '../nav.js';
 import { apiQuery, chosenSpan, spanButtons } from '../spans.js';
 import type { Contention } from '../types.js';
 
@@ -73,6 +73,7 @@ export async function contentionPage(params: URLSearchParams): Promise<Node> {
     form,
     spanButtons('contention', params, span, 'Window: the last '),
     h('p', { class: 'muted' }, `Window ${fmtTime(report.from)} – ${fmtTime(report.to)} (UTC), by ${report.by}.`),
+    narrowedNote(report.narrowedTo),
     h('h2', {}, 'Wait and hold percentiles over time'),
     report.series.some((p) => p.grants > 0) ? percentileCharts(report) : h('p', { class: 'muted' }, 'No grants in this window.'),
     h('h2', {}, `Wait and hold percentiles by ${report.by}`),

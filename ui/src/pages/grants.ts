@@ -2,7 +2,7 @@
 // and a CSV download of the same filters.
 import { download, getJson } from '../api.js';
 import { field, fmtMs, fmtTime, formParams, h, table } from '../dom.js';
-import { errorBox, go } from '../nav.js';
+import { errorBox, go, narrowedNote } from '../nav.js';
 import type { GrantPage } from '../types.js';
 
 const FILTERS: [string, string, string][] = [
@@ -103,17 +103,7 @@ export async function grantsPage(params: URLSearchParams): Promise<Node> {
     'div',
     {},
     form,
-    page.narrowedTo &&
-      h(
-        'p',
-        { class: 'muted narrowed' },
-        `Narrowed to this token's scope: ${[
-          page.narrowedTo.namespaces.length ? `namespaces ${page.narrowedTo.namespaces.join(', ')}` : '',
-          page.narrowedTo.clusters.length ? `clusters ${page.narrowedTo.clusters.join(', ')}` : '',
-        ]
-          .filter(Boolean)
-          .join(' and ')}.`,
-      ),
+    narrowedNote(page.narrowedTo),
     page.items.length
       ? table(['Granted at', 'Key', 'Holder', 'Class', 'Token', 'Wait', 'Held', 'Ended by', 'Unprotected', 'At grant'], rows, { class: 'grants' })
       : h('p', { class: 'muted' }, 'No grants match.'),

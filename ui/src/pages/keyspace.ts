@@ -3,7 +3,7 @@
 // the diff between two moments. Reads GET /v1/state and GET /v1/diff.
 import { getJson } from '../api.js';
 import { field, fmtTime, formParams, h, table } from '../dom.js';
-import { errorBox, go } from '../nav.js';
+import { errorBox, go, narrowedNote } from '../nav.js';
 import type { GapRef, KeyspaceDiff, KeyspaceState } from '../types.js';
 
 const gapText = (g: GapRef): string => `revisions ${g.fromRevision}–${g.toRevision} (${g.reason})`;
@@ -137,7 +137,7 @@ export async function keyspacePage(params: URLSearchParams): Promise<Node> {
     const state = await getJson<KeyspaceState>('/v1/state', new URLSearchParams([...q, ['at', at]]));
     const from = params.get('from');
     const diff = from ? await getJson<KeyspaceDiff>('/v1/diff', new URLSearchParams([...q, ['from', from], ['to', state.at.revision]])) : undefined;
-    return h('div', {}, form, slider(params, state), diff && diffView(diff), stateView(state));
+    return h('div', {}, form, narrowedNote(state.narrowedTo), slider(params, state), diff && diffView(diff), stateView(state));
   } catch (err) {
     return h('div', {}, form, errorBox(err));
   }

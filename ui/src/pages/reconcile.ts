@@ -1,7 +1,8 @@
 // Reconciliation: grants issued without quorum (token 0), the protected grants
 // that overlapped them on the same key, and the reconcile action (a note).
 import { getJson, postJson } from '../api.js';
-import { callerHas } from '../caller.js';
+import { caller, callerHas } from '../caller.js';
+import { narrowedNote } from '../nav.js';
 import { field, fmtMs, fmtTime, formParams, h, table } from '../dom.js';
 import { errorBox, go } from '../nav.js';
 import type { UnprotectedItem, UnprotectedReport } from '../types.js';
@@ -47,7 +48,9 @@ export async function reconcilePage(params: URLSearchParams): Promise<Node> {
           `“${u.reconciliation.note}” — ${u.reconciliation.reconciledBy}, ${fmtTime(u.reconciliation.reconciledAt)}${u.reconciliation.notes > 1 ? ` (${u.reconciliation.notes} notes)` : ''}`,
         )
       : h('span', { class: 'bad' }, 'not reconciled'),
-    callerHas('lock-operator') ? action(u) : h('span', { class: 'muted' }, 'a lock-operator reconciles'),
+    callerHas('lock-operator') && !caller()?.scope
+      ? action(u)
+      : h('span', { class: 'muted' }, caller()?.scope ? 'reconciling needs a token without a scope' : 'a lock-operator reconciles'),
   ]);
   const t = table(['Key', 'Holder', 'Class', 'Spool id', 'Granted at', 'Ended at', 'Overlapping protected grants', 'Reconciliation', 'Action'], rows, {
     class: 'unprotected',
@@ -58,6 +61,7 @@ export async function reconcilePage(params: URLSearchParams): Promise<Node> {
     {},
     form,
     h('p', { class: 'muted' }, `Window ${fmtTime(report.from)} – ${fmtTime(report.to)} (UTC).`),
+    narrowedNote(report.narrowedTo),
     report.truncated && h('p', { class: 'error' }, 'More unprotected grants than shown: narrow the window.'),
     report.items.length ? t : h('p', { class: 'muted' }, 'No unprotected grants in this window.'),
   );

@@ -10,7 +10,7 @@ import { graphic } from 'echarts/core';
 import { getJson } from '../api.js';
 import { PALETTE, chartBox, esc, shortMs, type Chart, type EChartsOption } from '../charts.js';
 import { field, fmtMs, fmtTime, formParams, h } from '../dom.js';
-import { errorBox, go } from '../nav.js';
+import { errorBox, go, narrowedNote } from '../nav.js';
 import type { EndKind, Grant, Timeline, TimelineCell, TimelineGap } from '../types.js';
 
 const LANE_PX = 34;
@@ -70,6 +70,7 @@ export async function timelinePage(params: URLSearchParams): Promise<Node> {
     'div',
     { class: 'timeline', 'data-mode': timeline.mode },
     form,
+    narrowedNote(timeline.narrowedTo),
     everyKey &&
       h(
         'p',
