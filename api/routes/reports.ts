@@ -12,7 +12,9 @@ import {
   REGISTER_CSV_HEADER,
   RegisterSchema,
   RiskRegisterQuery,
+  assertRegisterScope,
   registerCsv,
+  scopedRegister,
   registerHtml,
   runRegister,
   storedRegister,
@@ -41,11 +43,12 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     '/v1/reports/risk-register',
     {
       preValidation: guard('auditor'),
+      config: { scope: 'scoped' },
       schema: {
         tags: ['reports'],
         summary: 'Advisory risk register',
         description:
-          'The stored register of a day (its newest run), or the newest register. One row per advisory class: owner, waiver expiry, days left, status (ok, expiring within 30 days, expired) and use over 24 h and 30 d. JSON, CSV or a readable HTML page. Role: auditor.',
+          "The stored register of a day (its newest run), or the newest register. One row per advisory class: owner, waiver expiry, days left, status (ok, expiring within 30 days, expired) and use over 24 h and 30 d. JSON, CSV or a readable HTML page. Role: auditor. A token scoped to namespaces reads their classes only (narrowedTo); one scoped to clusters reads none (each class's use spans every cluster: 403).",
         querystring: RiskRegisterQuery,
         response: {
           200: {
@@ -73,7 +76,10 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     },
     async (request, reply) => {
       const { date, format } = request.query;
-      const register = await storedRegister(deps, date);
+      const scope = request.identity?.scope ?? null;
+      assertRegisterScope(scope); // before any read
+      const stored = await storedRegister(deps, date);
+      const register = stored && scopedRegister(stored, scope);
       if (!register)
         throw new LockauditError(
           'LOCKAUDIT_ERR_REPORT_NOT_FOUND',

@@ -6,6 +6,8 @@
 import Type, { type Static } from 'typebox';
 import { PREFIX, StoredClassSchema, decodeValue } from '../../core/keyspace.js';
 import { NullableNumber, NullableString } from '../../grants/schemas.js';
+import { NarrowedSchema, type ReadScope } from '../../grants/scope.js';
+import { LockauditError } from '../../core/errors.js';
 import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
 import { toCsv } from '../../grants/csv.js';
 import { escapeHtml, num } from '../render.js';
@@ -87,6 +89,7 @@ export const RegisterSchema = Type.Object(
     trigger: Type.Union([Type.Literal('schedule'), Type.Literal('manual')]),
     requestedBy: Type.String(),
     classes: Type.Array(RegisterRowSchema),
+    narrowedTo: Type.Optional(NarrowedSchema),
   },
   {
     examples: [
@@ -215,6 +218,29 @@ interface StoredRow extends Record<string, string | number | null> {
   waiver_day: string | null;
   days_left: number | null;
   status: string;
+}
+
+/**
+ * A register as a scoped reader (grants/scope.ts) may read it: its namespaces' classes, narrowed and told. A
+ * class's use is counted over every cluster, so a token scoped to clusters reads no register (403).
+ */
+export function scopedRegister(register: Register, scope: ReadScope): Register {
+  if (!scope) return register;
+  assertRegisterScope(scope);
+  return {
+    ...register,
+    classes: register.classes.filter((c) => scope.namespaces.includes(c.namespace)),
+    narrowedTo: { namespaces: scope.namespaces, clusters: [] },
+  };
+}
+
+/** Refuses (403) a token scoped to clusters: the register's use figures span every cluster. */
+export function assertRegisterScope(scope: ReadScope): void {
+  if (scope && scope.clusters.length > 0)
+    throw new LockauditError(
+      'LOCKAUDIT_ERR_AUTH_SCOPE',
+      `the risk register counts each class's use over every cluster: a token scoped to clusters (${scope.clusters.join(', ')}) reads none`,
+    );
 }
 
 /** The newest stored register (of `date` when given); undefined when there is none. */

@@ -15,6 +15,7 @@ import { quarantineRoutes } from '../../api/routes/quarantine.js';
 import { reportRoutes } from '../../api/routes/reports.js';
 import { stateRoutes } from '../../api/routes/state.js';
 import { tailerRoutes } from '../../api/routes/tailers.js';
+import { twoPersonLogRoutes } from '../../api/routes/twoPersonLog.js';
 import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { createLogger } from '../../core/logger.js';
@@ -23,7 +24,7 @@ import { HealthState } from '../../platform/health.js';
 import { tokenKey } from '../../reports/grantHistory/index.js';
 import type { GrantRow } from '../../tailer/types.js';
 import { tempStore, testConfig } from '../support/env.js';
-import { grantRows, tokenOf, type GrantSpec } from '../support/grants.js';
+import { advisoryClass, classEvent, grantRows, tokenOf, type GrantSpec } from '../support/grants.js';
 
 const T0 = Date.now() - 3_600_000;
 const G: GrantSpec[] = [
@@ -74,7 +75,7 @@ describe('tokens scoped to namespaces and clusters', () => {
         health: new HealthState(),
         metrics: createMetricsRegistry(),
       },
-      [tailerRoutes, grantRoutes, reportRoutes, quarantineRoutes, stateRoutes],
+      [tailerRoutes, grantRoutes, reportRoutes, quarantineRoutes, stateRoutes, twoPersonLogRoutes],
     );
     admin = (await createApiToken(store, 'root@corp', ['admin'])).token;
     everything = (await createApiToken(store, 'ivy@corp', ['investigator'])).token;
@@ -293,10 +294,9 @@ describe('tokens scoped to namespaces and clusters', () => {
   });
 
   it('a route that does not serve scoped tokens refuses them; cluster-wide health stays readable, of its clusters only', async () => {
-    const register = '/v1/reports/risk-register';
     const auditorRes = await call('POST', '/v1/tokens', admin, { identity: 'aud@payments', roles: ['auditor'], namespaces: ['payments'] });
     const auditor = (auditorRes.json() as { token: string }).token;
-    await refused(auditor, register, /does not serve scoped tokens/, /namespaces payments/);
+    await refused(auditor, '/v1/two-person-log', /does not serve scoped tokens/, /namespaces payments/);
     // /metrics labels every namespace's series.
     await refused(payments, '/metrics', /every namespace/, /scoped/);
     assert.equal((await call('GET', '/metrics', everything)).statusCode, 200);
@@ -327,6 +327,35 @@ describe('tokens scoped to namespaces and clusters', () => {
     assert.equal(await tokenKey(deps, { token: tokenOf(hr) }, { namespaces: ['payments'], clusters: [] }), undefined);
     assert.equal(await tokenKey(deps, { token: tokenOf(G[4] as GrantSpec) }, { namespaces: ['payments'], clusters: ['c1'] }), undefined);
     assert.equal(await tokenKey(deps, { token: tokenOf(G[0] as GrantSpec) }, { namespaces: ['payments'], clusters: ['c1'] }), 'payments/acct-1');
+  });
+
+  it("the risk register: a namespace-scoped auditor reads its namespaces' classes; a cluster-scoped one none (use spans every cluster)", async () => {
+    const day = new Date(Date.now() + 90 * 86_400_000).toISOString().slice(0, 10);
+    await store.insert('events', [
+      classEvent('ledger', advisoryClass('ledger', 'payments', day), 501, Date.now() - 3_600_000, 'c1'),
+      classEvent('batch', advisoryClass('batch', 'hr', day), 502, Date.now() - 3_600_000, 'c1'),
+    ]);
+    assert.equal((await call('POST', '/v1/reports/risk-register/run', admin)).statusCode, 201);
+    const read = async (token: string) => {
+      const res = await call('GET', '/v1/reports/risk-register', token);
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json() as { classes: { class: string }[]; narrowedTo?: unknown };
+    };
+    const mk = async (identity: string, body: object) =>
+      ((await call('POST', '/v1/tokens', admin, { identity, roles: ['auditor'], ...body })).json() as { token: string }).token;
+    const unscoped = await mk('aud@corp', {});
+    const payAuditor = await mk('aud2@payments', { namespaces: ['payments'] });
+    const c1Auditor = await mk('aud@c1', { clusters: ['c1'] });
+    assert.deepEqual((await read(unscoped)).classes.map((c) => c.class).sort(), ['batch', 'ledger']);
+    const pay = await read(payAuditor);
+    assert.deepEqual(
+      pay.classes.map((c) => c.class),
+      ['ledger'],
+    );
+    assert.deepEqual(pay.narrowedTo, { namespaces: ['payments'], clusters: [] });
+    const csv = await call('GET', '/v1/reports/risk-register?format=csv', payAuditor);
+    assert.ok(!csv.body.includes('batch') && csv.body.includes('ledger'), csv.body);
+    await refused(c1Auditor, '/v1/reports/risk-register', /every cluster/, /clusters \(c1\)/);
   });
 
   it('tokens show their scope; an admin token cannot be scoped; a bad scope is a 400 naming the field', async () => {

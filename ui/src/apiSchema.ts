@@ -183,7 +183,7 @@ export interface paths {
         };
         /**
          * Advisory risk register
-         * @description The stored register of a day (its newest run), or the newest register. One row per advisory class: owner, waiver expiry, days left, status (ok, expiring within 30 days, expired) and use over 24 h and 30 d. JSON, CSV or a readable HTML page. Role: auditor.
+         * @description The stored register of a day (its newest run), or the newest register. One row per advisory class: owner, waiver expiry, days left, status (ok, expiring within 30 days, expired) and use over 24 h and 30 d. JSON, CSV or a readable HTML page. Role: auditor. A token scoped to namespaces reads their classes only (narrowedTo); one scoped to clusters reads none (each class's use spans every cluster: 403).
          */
         get: operations["getV1ReportsRiskRegister"];
         put?: never;
@@ -2123,6 +2123,13 @@ export interface operations {
                         }[];
                         /** Format: date */
                         date: string;
+                        /** @description Present when the caller's token is scoped and the request (no namespace, or a key prefix shorter than a namespace) was narrowed to the scope: these grants are the scope's part only */
+                        narrowedTo?: {
+                            /** @description The clusters read (empty: the request itself pinned one inside the scope) */
+                            clusters: string[];
+                            /** @description The namespaces read (empty: the request itself pinned one inside the scope) */
+                            namespaces: string[];
+                        };
                         requestedBy: string;
                         runId: string;
                         trigger: "schedule" | "manual";
@@ -2315,6 +2322,13 @@ export interface operations {
                         }[];
                         /** Format: date */
                         date: string;
+                        /** @description Present when the caller's token is scoped and the request (no namespace, or a key prefix shorter than a namespace) was narrowed to the scope: these grants are the scope's part only */
+                        narrowedTo?: {
+                            /** @description The clusters read (empty: the request itself pinned one inside the scope) */
+                            clusters: string[];
+                            /** @description The namespaces read (empty: the request itself pinned one inside the scope) */
+                            namespaces: string[];
+                        };
                         requestedBy: string;
                         runId: string;
                         trigger: "schedule" | "manual";

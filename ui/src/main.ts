@@ -22,7 +22,7 @@ const pages: { path: string; title: string; render: Page; roles: Role[]; scoped?
   { path: 'grants', title: 'Grants', render: grantsPage, roles: ['investigator'], scoped: true },
   { path: 'timeline', title: 'Key timeline', render: timelinePage, roles: ['investigator'], scoped: true },
   { path: 'contention', title: 'Contention', render: contentionPage, roles: ['investigator'], scoped: true },
-  { path: 'risk', title: 'Risk register', render: riskPage, roles: ['auditor'] },
+  { path: 'risk', title: 'Risk register', render: riskPage, roles: ['auditor'], scoped: true },
   { path: 'reconcile', title: 'Reconciliation', render: reconcilePage, roles: ['lock-operator', 'investigator'], scoped: true },
   { path: 'tailers', title: 'Tailer health', render: tailersPage, roles: ['investigator', 'auditor'], scoped: true },
   { path: 'keyspace', title: 'Keyspace at a moment', render: keyspacePage, roles: ['investigator', 'auditor'], scoped: true },
