@@ -11,17 +11,18 @@ export async function twoPersonLogRoutes(app: App, { ctx }: RouteOptions): Promi
     '/v1/two-person-log',
     {
       preValidation: [requireRoles('auditor', 'lock-operator', 'admin'), app.reportRateLimit],
+      config: { scope: 'scoped' },
       schema: {
         tags: ['force-release'],
         summary: 'The life of every two-person request',
         description:
           'Force-release and epoch-advance requests as the lock API recorded them: requested, approved, rejected, cancelled, and every approval refused ' +
           '(refused-unproven: the request in etcd was edited or written around the API; refused-changed: not the request its approver was shown; ' +
-          'refused-self; refused-expired), newest first. Roles: auditor, lock-operator, admin.',
+          "refused-self; refused-expired), newest first. Roles: auditor, lock-operator, admin. A scoped token sees its clusters' acts and its namespaces' force-releases (epoch advances are the cluster's; narrowedTo).",
         querystring: TwoPersonLogQuery,
         response: { 200: { description: 'The acts, newest first', content: { 'application/json': { schema: TwoPersonLogSchema } } }, ...errorResponses },
       },
     },
-    async (request) => twoPersonLog(deps, request.query, Date.now()),
+    async (request) => twoPersonLog(deps, request.query, Date.now(), request.identity?.scope ?? null),
   );
 }

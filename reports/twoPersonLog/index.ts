@@ -6,6 +6,8 @@ import Type, { type Static } from 'typebox';
 import { CLUSTER_NAME_PATTERN } from '../../core/config.js';
 import { loadSql } from '../../platform/sql.js';
 import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
+import { PREFIX } from '../../core/keyspace.js';
+import { NarrowedSchema, scopeParams, scopeRead, type ReadScope } from '../../grants/scope.js';
 import { Instant } from '../../grants/schemas.js';
 import { resolveWindow } from '../window.js';
 import type { TwoPersonLogRow } from '../../core/twoPersonLogRow.js';
@@ -38,10 +40,12 @@ export const TwoPersonActSchema = Type.Object({
   reason: Type.String(),
   revision: Type.String({ description: 'etcd revision of the act (decimal string)' }),
 });
-export const TwoPersonLogSchema = Type.Object({ acts: Type.Array(TwoPersonActSchema) });
+export const TwoPersonLogSchema = Type.Object({ acts: Type.Array(TwoPersonActSchema), narrowedTo: Type.Optional(NarrowedSchema) });
 export type TwoPersonLogPage = Static<typeof TwoPersonLogSchema>;
 
-export async function twoPersonLog(deps: ReportDeps, p: TwoPersonLogParams, nowMs: number): Promise<TwoPersonLogPage> {
+/** The two-person acts of a window; a scoped reader's only of its scope (a cluster outside it: 403). */
+export async function twoPersonLog(deps: ReportDeps, p: TwoPersonLogParams, nowMs: number, scope: ReadScope = null): Promise<TwoPersonLogPage> {
+  const narrowed = scopeRead(scope, { cluster: p.cluster }, (n) => `querystring.${n}`);
   const { fromMs, toMs } = resolveWindow(p, deps.limits.maxWindowDays, nowMs);
   const rows = await reportRows<TwoPersonLogRow>(deps, LIST, {
     cluster: p.cluster ?? '',
@@ -50,6 +54,8 @@ export async function twoPersonLog(deps: ReportDeps, p: TwoPersonLogParams, nowM
     fromMs,
     toMs,
     limit: p.limit ?? 100,
+    ...scopeParams(scope),
+    holdPrefix: PREFIX.hold,
   });
   return {
     acts: rows.map((r) => ({
@@ -65,5 +71,6 @@ export async function twoPersonLog(deps: ReportDeps, p: TwoPersonLogParams, nowM
       reason: r.reason,
       revision: r.revision,
     })),
+    ...(narrowed ? { narrowedTo: narrowed } : {}),
   };
 }

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { tableFromIPC } from 'apache-arrow';
 import { buildApp, type App } from '../../api/app.js';
+import { exportRoutes } from '../../api/routes/exports.js';
 import { grantRoutes } from '../../api/routes/grants.js';
 import { quarantineRoutes } from '../../api/routes/quarantine.js';
 import { reportRoutes } from '../../api/routes/reports.js';
@@ -75,7 +76,7 @@ describe('tokens scoped to namespaces and clusters', () => {
         health: new HealthState(),
         metrics: createMetricsRegistry(),
       },
-      [tailerRoutes, grantRoutes, reportRoutes, quarantineRoutes, stateRoutes, twoPersonLogRoutes],
+      [tailerRoutes, grantRoutes, reportRoutes, quarantineRoutes, stateRoutes, twoPersonLogRoutes, exportRoutes()],
     );
     admin = (await createApiToken(store, 'root@corp', ['admin'])).token;
     everything = (await createApiToken(store, 'ivy@corp', ['investigator'])).token;
@@ -296,7 +297,7 @@ describe('tokens scoped to namespaces and clusters', () => {
   it('a route that does not serve scoped tokens refuses them; cluster-wide health stays readable, of its clusters only', async () => {
     const auditorRes = await call('POST', '/v1/tokens', admin, { identity: 'aud@payments', roles: ['auditor'], namespaces: ['payments'] });
     const auditor = (auditorRes.json() as { token: string }).token;
-    await refused(auditor, '/v1/two-person-log', /does not serve scoped tokens/, /namespaces payments/);
+    await refused(auditor, '/v1/exports/exp_0123', /does not serve scoped tokens/, /namespaces payments/);
     // /metrics labels every namespace's series.
     await refused(payments, '/metrics', /every namespace/, /scoped/);
     assert.equal((await call('GET', '/metrics', everything)).statusCode, 200);
@@ -356,6 +357,41 @@ describe('tokens scoped to namespaces and clusters', () => {
     const csv = await call('GET', '/v1/reports/risk-register?format=csv', payAuditor);
     assert.ok(!csv.body.includes('batch') && csv.body.includes('ledger'), csv.body);
     await refused(c1Auditor, '/v1/reports/risk-register', /every cluster/, /clusters \(c1\)/);
+  });
+
+  it("the two-person log: a scoped auditor sees its clusters' acts, its namespaces' force-releases and its clusters' epoch advances", async () => {
+    const at = Date.now() - 60_000;
+    const act = (i: number, cluster: string, kind: string, key: string) => ({
+      at: at + i,
+      cluster,
+      kind,
+      action: 'requested',
+      request_id: `req-${i}`,
+      request_hash: 'h',
+      actor: 'op@corp',
+      requester: 'op@corp',
+      key,
+      reason: 'test',
+      revision: String(600 + i),
+    });
+    await store.insert('two_person_log', [
+      act(1, 'c1', 'force-release', 'payments/acct-1'),
+      act(2, 'c1', 'force-release', 'hr/payroll'),
+      act(3, 'c1', 'epoch-advance', ''),
+      act(4, 'c2', 'force-release', 'payments/acct-9'),
+    ]);
+    const mk = async (identity: string, body: object) =>
+      ((await call('POST', '/v1/tokens', admin, { identity, roles: ['auditor'], ...body })).json() as { token: string }).token;
+    const ids = async (token: string, extra = '') => {
+      const res = await call('GET', `/v1/two-person-log?from=${new Date(at - 1000).toISOString()}${extra}`, token);
+      assert.equal(res.statusCode, 200, res.body);
+      return (res.json() as { acts: { requestId: string }[] }).acts.map((a) => a.requestId).sort();
+    };
+    assert.deepEqual(await ids(await mk('aud3@corp', {})), ['req-1', 'req-2', 'req-3', 'req-4']);
+    assert.deepEqual(await ids(await mk('aud3@payments', { namespaces: ['payments'] })), ['req-1', 'req-3', 'req-4']);
+    const c1 = await mk('aud3@c1', { namespaces: ['payments'], clusters: ['c1'] });
+    assert.deepEqual(await ids(c1), ['req-1', 'req-3']);
+    await refused(c1, '/v1/two-person-log?cluster=c2', /querystring\.cluster: cluster c2/, /clusters c1/);
   });
 
   it('tokens show their scope; an admin token cannot be scoped; a bad scope is a 400 naming the field', async () => {
