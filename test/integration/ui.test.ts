@@ -548,4 +548,21 @@ describe('web console', () => {
     assert.equal(await page.locator('table.unprotected form.reconcile').count(), 0, 'no reconcile action without the lock-operator role');
     assert.match(await page.locator('table.unprotected tbody tr').first().innerText(), /a lock-operator reconciles/);
   });
+
+  it("a scoped token's pages read its namespaces only, say so, and offer no action the API would refuse (issue 44)", async () => {
+    const scoped = (await createApiToken(store, 'pat@pay', ['investigator', 'lock-operator'], { scope: { namespaces: ['cat', 'pay'], clusters: [] } })).token;
+    await page.click('nav .signout');
+    await signIn(page, base, scoped);
+    await page.goto(`${base}/ui/#/grants`);
+    const keys = page.locator('table.grants tbody tr td:nth-child(2)');
+    await keys.first().waitFor();
+    const shown = await keys.allInnerTexts();
+    assert.ok(shown.length > 0 && shown.every((k) => /^(pay|cat)\//.test(k)), shown.join(', '));
+    assert.ok(!shown.some((k) => k.startsWith('ops/')), 'ops/door-1 is outside the scope');
+    assert.equal(await page.locator('main p.narrowed').innerText(), "Narrowed to this token's scope: namespaces cat, pay.");
+    await page.goto(`${base}/ui/#/reconcile`);
+    await page.locator('table.unprotected tbody tr').first().waitFor();
+    assert.equal(await page.locator('table.unprotected form.reconcile').count(), 0, 'reconciling refuses a scoped token: no form');
+    assert.match(await page.locator('table.unprotected tbody tr').first().innerText(), /reconciling needs a token without a scope/);
+  });
 });
