@@ -10,6 +10,7 @@ import { INSTANT_RULE, parseInstant } from '../core/instant.js';
 import { parseToken, splitToken } from '../core/token.js';
 import type { DiffResponse } from '../reports/diff/index.js';
 import type { GrantItem, GrantPage } from '../reports/grantHistory/index.js';
+import { scopeText } from '../grants/scope.js';
 import type { StateResponse } from '../reports/state/index.js';
 import { ApiCallError, ApiClient, resolveTarget, type Query } from './apiClient.js';
 import { integer } from './flags.js';
@@ -115,11 +116,6 @@ const GRANT_FIELDS = {
 
 const END_KIND_CHOICES = ['release', 'expiry', 'force', 'session-close', 'epoch-advance', 'deleted', 'unknown', 'held'];
 
-const narrowedText = (n: { namespaces: string[]; clusters: string[] }): string =>
-  [n.namespaces.length ? `namespaces ${n.namespaces.join(', ')}` : '', n.clusters.length ? `clusters ${n.clusters.join(', ')}` : '']
-    .filter(Boolean)
-    .join(' and ');
-
 /**
  * Every grant matching `query`, page after page (each page's nextCursor),
  * until `limit` grants or the last page. Returns whether more exist.
@@ -131,7 +127,7 @@ async function pageGrants(client: ApiClient, query: Query, limit: number, pageSi
     const page = await client.getJson<GrantPage>('/v1/grants', { ...query, limit: Math.min(pageSize, remaining), cursor });
     if (!Array.isArray(page.items))
       throw new ApiCallError(undefined, `the API at ${client.url} answered /v1/grants without items; is that a lockaudit API?`, 200);
-    if (cursor === undefined && page.narrowedTo) say(`narrowed to this token's scope: ${narrowedText(page.narrowedTo)}`);
+    if (cursor === undefined && page.narrowedTo) say(`narrowed to this token's scope: ${scopeText(page.narrowedTo)}`);
     onPage(page.items);
     remaining -= page.items.length;
     if (!page.nextCursor) return false;

@@ -9,7 +9,7 @@
 import Type from 'typebox';
 import type { TokenScope } from '../core/apiTokens.js';
 import { LockauditError } from '../core/errors.js';
-import { parseLockName } from '../core/keyspace.js';
+import { parseLockName, PREFIX } from '../core/keyspace.js';
 
 /** What of a request's filters a scope bounds (filter.ts GrantFilters has them, with the same names). */
 export interface ScopedFilters {
@@ -45,6 +45,11 @@ export function scopeParams(scope: ReadScope): { scopeNamespaces: string[]; scop
   return { scopeNamespaces: scope?.namespaces ?? [], scopeClusters: scope?.clusters ?? [] };
 }
 
+/** The parameters of the scope's bound on rows with a key and no namespace column (keyNamespaceBound.sql), and its cluster bound. */
+export function keyScopeParams(scope: ReadScope): { scopeNamespaces: string[]; scopeClusters: string[]; holdPrefix: string; queuePrefix: string } {
+  return { ...scopeParams(scope), holdPrefix: PREFIX.hold, queuePrefix: PREFIX.queue };
+}
+
 /** The scope as a caller reads it. */
 export function scopeText(scope: TokenScope): string {
   const parts = [
@@ -52,6 +57,11 @@ export function scopeText(scope: TokenScope): string {
     scope.clusters.length ? `clusters ${scope.clusters.join(', ')}` : '',
   ];
   return parts.filter(Boolean).join(' and ');
+}
+
+/** Whether `cluster` is one a reader may read: every one, or a cluster-scoped token's own. */
+export function clusterInScope(scope: ReadScope, cluster: string): boolean {
+  return !scope || scope.clusters.length === 0 || scope.clusters.includes(cluster);
 }
 
 function outside(field: string, what: string, scope: TokenScope): LockauditError {

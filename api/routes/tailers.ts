@@ -4,13 +4,10 @@ import Type, { type Static } from 'typebox';
 import { TailerLagQuery, TailerLagSchema, tailerLag } from '../../reports/tailerLag/index.js';
 import { GapSchema, GapsQuery, historyGaps, tailerHealth, TailerSchema } from '../../reports/tailerHealth/index.js';
 import { pickCluster } from '../../grants/clusters.js';
-import { scopeRead, type ReadScope } from '../../grants/scope.js';
+import { clusterInScope, scopeRead } from '../../grants/scope.js';
 import { requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';
 import type { App, RouteOptions } from '../types.js';
-
-/** A cluster a reader sees the health of: every one, or a cluster-scoped token's own (grants/scope.ts). */
-const inClusters = (scope: ReadScope, cluster: string): boolean => !scope || scope.clusters.length === 0 || scope.clusters.includes(cluster);
 
 export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
   // Checked before validation: a caller without the role learns nothing about its input.
@@ -29,7 +26,7 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
           { store: ctx.store, limits: ctx.config.reports },
           ctx.config.etcd.clusters.map((c) => c.name),
         )
-      ).filter((t) => inClusters(request.identity?.scope ?? null, t.cluster)),
+      ).filter((t) => clusterInScope(request.identity?.scope ?? null, t.cluster)),
     }),
   );
 
@@ -53,7 +50,7 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
       const scope = request.identity?.scope ?? null;
       scopeRead(scope, { cluster: query.cluster }, (n) => `querystring.${n}`);
       const all = await tailerLag(deps, query, Date.now());
-      const lag = { ...all, clusters: all.clusters.filter((c) => inClusters(scope, c.cluster)) };
+      const lag = { ...all, clusters: all.clusters.filter((c) => clusterInScope(scope, c.cluster)) };
       // A typo (no status sample in the window, not configured, never captured) is a 400, not a series of nulls.
       const sampled = lag.clusters.some((c) => c.series.some((p) => p.samples > 0));
       if (query.cluster !== undefined && !sampled) await pickCluster({ ...deps, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, query.cluster);
@@ -80,7 +77,7 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
       scopeRead(scope, { cluster: query.cluster }, (n) => `querystring.${n}`);
       // A cluster no tailer ever captured (a typo) is a 400, not an empty list that reads as "no gaps".
       if (query.cluster !== undefined) await pickCluster({ ...deps, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, query.cluster);
-      return { items: (await historyGaps(deps, query)).filter((g) => inClusters(scope, g.cluster)) };
+      return { items: (await historyGaps(deps, query)).filter((g) => clusterInScope(scope, g.cluster)) };
     },
   );
 }

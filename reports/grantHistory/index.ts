@@ -8,7 +8,7 @@ import { LockauditError } from '../../core/errors.js';
 import { parseInstant } from '../../core/instant.js';
 import { Decimal64, Instant, NullableNumber, NullableString } from '../../grants/schemas.js';
 import { grantFilterParams, grantFilterProperties, pickGrantFilters } from '../../grants/filter.js';
-import { NarrowedSchema, scopeRead, type Narrowed, type ReadScope } from '../../grants/scope.js';
+import { keyScopeParams, NarrowedSchema, scopeRead, type Narrowed, type ReadScope } from '../../grants/scope.js';
 import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
 import { toCsv } from '../../grants/csv.js';
 import { isoOrNull, num } from '../render.js';
@@ -239,8 +239,8 @@ export function historySettings(source: string): ClickHouseSettings {
 export async function tokenKey(deps: ReportDeps, p: GrantHistoryParams, scope: ReadScope = null): Promise<string | undefined> {
   if (p.token === undefined || p.key !== undefined) return undefined;
   // grantFilterParams checks the token as the page does (a 400 at or above 2^64).
-  const { token, cluster, scopeNamespaces, scopeClusters } = grantFilterParams(pickGrantFilters(p), { fromMs: 0, toMs: 0, rule: 'overlapping' }, scope);
-  const keys = await reportRows<{ key: string }>(deps, TOKEN_KEYS, { token, cluster, scopeNamespaces, scopeClusters });
+  const { token, cluster } = grantFilterParams(pickGrantFilters(p), { fromMs: 0, toMs: 0, rule: 'overlapping' }, null);
+  const keys = await reportRows<{ key: string }>(deps, TOKEN_KEYS, { token, cluster, ...keyScopeParams(scope) });
   return keys.length === 1 ? keys[0]?.key : undefined;
 }
 

@@ -4,12 +4,13 @@
 -- (reports/grantHistory/index.ts: tokenKey). Within a scoped reader's scope
 -- too: a token granted outside it routes like one granted nowhere, so the
 -- page's time says nothing of other namespaces (the page applies the scope
--- anyway). The namespace is the key's first segment.
--- Parameters: {db:Identifier} {token:UInt64} {cluster:String} {scopeNamespaces:Array(String)} {scopeClusters:Array(String)}
+-- anyway).
+-- Parameters: {db:Identifier} {token:UInt64} {cluster:String} {scopeClusters:Array(String)}
 SELECT DISTINCT key
 FROM {db:Identifier}.grant_tokens
 WHERE token = {token:UInt64}
     AND ({cluster:String} = '' OR cluster = {cluster:String})
     AND (empty({scopeClusters:Array(String)}) OR has({scopeClusters:Array(String)}, cluster))
-    AND (empty({scopeNamespaces:Array(String)}) OR has({scopeNamespaces:Array(String)}, splitByChar('/', key)[1]))
+    AND
+-- @include grants/keyNamespaceBound.sql
 LIMIT 2

@@ -6,8 +6,7 @@
 import Type, { type Static } from 'typebox';
 import { CLUSTER_NAME_PATTERN } from '../../core/config.js';
 import { INSTANT_MAX_MS, INSTANT_MIN_MS } from '../../core/instant.js';
-import { PREFIX } from '../../core/keyspace.js';
-import { NarrowedSchema, scopeParams, scopeRead, type ReadScope } from '../../grants/scope.js';
+import { keyScopeParams, NarrowedSchema, scopeRead, type ReadScope } from '../../grants/scope.js';
 import { cursorError, filterDigest, openCursor, sealCursor } from '../cursor.js';
 import { loadSql } from '../../platform/sql.js';
 import { recordRead } from '../grantHistory/index.js';
@@ -139,9 +138,7 @@ export async function quarantinePage(deps: QuarantineDeps, p: QuarantineParams, 
     afterKey: cursor?.key ?? '',
     limit: limit + 1,
     valueBytes: QUARANTINE_VALUE_BYTES,
-    ...scopeParams(scope),
-    holdPrefix: PREFIX.hold,
-    queuePrefix: PREFIX.queue,
+    ...keyScopeParams(scope),
   });
   // At most `limit` rows, and no more than PAGE_BYTES of them (always one): a page cut short has a next cursor.
   const page: Row[] = [];

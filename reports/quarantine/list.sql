@@ -6,7 +6,7 @@
 -- scope names namespaces, only changes of hold and queue keys in them (the
 -- namespace is the key's first segment after its prefix); system keys, spool
 -- lines and junk outside the lock keyspace have none.
--- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterRevision:UInt64} {afterKey:String} {limit:UInt32} {valueBytes:UInt32} {scopeNamespaces:Array(String)} {scopeClusters:Array(String)} {holdPrefix:String} {queuePrefix:String}
+-- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterRevision:UInt64} {afterKey:String} {limit:UInt32} {valueBytes:UInt32} {scopeClusters:Array(String)}
 -- A value is answered as its first {valueBytes} bytes with its size and
 -- sha256 (etcd takes values up to 1.5 MiB: a page of 1 000 whole ones was
 -- 1.5 GB built in one process); the store keeps it whole.
@@ -15,11 +15,8 @@ SELECT cluster, toString(revision) AS revision_text, key, toString(op) AS op_tex
 FROM {db:Identifier}.quarantine FINAL
 WHERE ({cluster:String} = '' OR cluster = {cluster:String})
   AND (empty({scopeClusters:Array(String)}) OR has({scopeClusters:Array(String)}, cluster))
-  AND (empty({scopeNamespaces:Array(String)})
-       OR has({scopeNamespaces:Array(String)}, multiIf(
-              startsWith(key, {holdPrefix:String}), splitByChar('/', substring(key, length({holdPrefix:String}) + 1))[1],
-              startsWith(key, {queuePrefix:String}), splitByChar('/', substring(key, length({queuePrefix:String}) + 1))[1],
-              '')))
+  AND
+-- @include grants/keyNamespaceBound.sql
   AND at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
   AND at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
   AND ({hasCursor:UInt8} = 0

@@ -9,7 +9,7 @@ import Type, { type Static } from 'typebox';
 import { LockauditError } from '../../core/errors.js';
 import { grantFilterParams, pickGrantFilters } from '../../grants/filter.js';
 import { GrantItemSchema, toItem, type GrantItem } from '../grantHistory/index.js';
-import { NarrowedSchema, scopeParams, scopeRead, type ReadScope } from '../../grants/scope.js';
+import { clusterInScope, NarrowedSchema, scopeParams, scopeRead, type ReadScope } from '../../grants/scope.js';
 import { ClusterName, Instant, KeyPrefix, LockName, NullableNumber } from '../../grants/schemas.js';
 import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
 import { num } from '../render.js';
@@ -196,7 +196,7 @@ export async function timeline(deps: ReportDeps, p: TimelineParams, nowMs: numbe
     totalLanes: n0(laneRows[0]?.lanes),
     totalGrants,
     // A cluster-scoped reader sees its clusters' gaps only (no cluster given reads every cluster's).
-    gaps: (await gapsIn(deps, cluster, fromMs, toMs)).filter((g) => !scope || scope.clusters.length === 0 || scope.clusters.includes(g.cluster)),
+    gaps: (await gapsIn(deps, cluster, fromMs, toMs)).filter((g) => clusterInScope(scope, g.cluster)),
     ...(narrowed ? { narrowedTo: narrowed } : {}),
   };
   if (totalGrants <= maxBars) {

@@ -6,8 +6,7 @@ import Type, { type Static } from 'typebox';
 import { CLUSTER_NAME_PATTERN } from '../../core/config.js';
 import { loadSql } from '../../platform/sql.js';
 import { reportRows, type ReportDeps } from '../../platform/reportQuery.js';
-import { PREFIX } from '../../core/keyspace.js';
-import { NarrowedSchema, scopeParams, scopeRead, type ReadScope } from '../../grants/scope.js';
+import { keyScopeParams, NarrowedSchema, scopeRead, type ReadScope } from '../../grants/scope.js';
 import { Instant } from '../../grants/schemas.js';
 import { resolveWindow } from '../window.js';
 import type { TwoPersonLogRow } from '../../core/twoPersonLogRow.js';
@@ -54,8 +53,7 @@ export async function twoPersonLog(deps: ReportDeps, p: TwoPersonLogParams, nowM
     fromMs,
     toMs,
     limit: p.limit ?? 100,
-    ...scopeParams(scope),
-    holdPrefix: PREFIX.hold,
+    ...keyScopeParams(scope),
   });
   return {
     acts: rows.map((r) => ({

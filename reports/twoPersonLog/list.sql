@@ -3,15 +3,16 @@
 -- (grants/scope.ts) sees its clusters' acts and, when its scope names
 -- namespaces, force-releases of locks in them (the lock's first segment) and
 -- every epoch advance of its clusters (the cluster's, no lock's).
--- Parameters: {db:Identifier} {cluster:String} {kind:String} {requestId:String} {fromMs:Int64} {toMs:Int64} {limit:UInt32} {scopeNamespaces:Array(String)} {scopeClusters:Array(String)} {holdPrefix:String}
+-- Parameters: {db:Identifier} {cluster:String} {kind:String} {requestId:String} {fromMs:Int64} {toMs:Int64} {limit:UInt32} {scopeClusters:Array(String)}
 SELECT toUnixTimestamp64Milli(at) AS at_ms, cluster, kind, action, request_id, request_hash, actor, requester, key, reason, toString(revision) AS revision
 FROM {db:Identifier}.two_person_log
 WHERE ({cluster:String} = '' OR cluster = {cluster:String})
   AND ({kind:String} = '' OR kind = {kind:String})
   AND ({requestId:String} = '' OR request_id = {requestId:String})
   AND (empty({scopeClusters:Array(String)}) OR has({scopeClusters:Array(String)}, cluster))
-  AND (empty({scopeNamespaces:Array(String)}) OR kind = 'epoch-advance'
-       OR has({scopeNamespaces:Array(String)}, splitByChar('/', if(startsWith(key, {holdPrefix:String}), substring(key, length({holdPrefix:String}) + 1), key))[1]))
+  AND (kind = 'epoch-advance' OR
+-- @include grants/keyNamespaceBound.sql
+  )
   AND at >= fromUnixTimestamp64Milli({fromMs:Int64}, 'UTC')
   AND at <= fromUnixTimestamp64Milli({toMs:Int64}, 'UTC')
 ORDER BY at DESC, request_id

@@ -95,6 +95,9 @@ describe('tokens scoped to namespaces and clusters', () => {
 
   const call = (method: 'GET' | 'POST', url: string, token: string, body?: unknown) =>
     app.inject({ method, url, headers: { authorization: `Bearer ${token}` }, ...(body === undefined ? {} : { payload: body as object }) });
+  /** An auditor token made through the API, with `scope` (namespaces, clusters) when given. */
+  const auditorToken = async (identity: string, scope: object): Promise<string> =>
+    ((await call('POST', '/v1/tokens', admin, { identity, roles: ['auditor'], ...scope })).json() as { token: string }).token;
   const page = async (token: string, query: string): Promise<Page> => {
     const res = await call('GET', `/v1/grants?${query}`, token);
     assert.equal(res.statusCode, 200, res.body);
@@ -295,8 +298,7 @@ describe('tokens scoped to namespaces and clusters', () => {
   });
 
   it('a route that does not serve scoped tokens refuses them; cluster-wide health stays readable, of its clusters only', async () => {
-    const auditorRes = await call('POST', '/v1/tokens', admin, { identity: 'aud@payments', roles: ['auditor'], namespaces: ['payments'] });
-    const auditor = (auditorRes.json() as { token: string }).token;
+    const auditor = await auditorToken('aud@payments', { namespaces: ['payments'] });
     await refused(auditor, '/v1/exports/exp_0123', /does not serve scoped tokens/, /namespaces payments/);
     // /metrics labels every namespace's series.
     await refused(payments, '/metrics', /every namespace/, /scoped/);
@@ -342,11 +344,9 @@ describe('tokens scoped to namespaces and clusters', () => {
       assert.equal(res.statusCode, 200, res.body);
       return res.json() as { classes: { class: string }[]; narrowedTo?: unknown };
     };
-    const mk = async (identity: string, body: object) =>
-      ((await call('POST', '/v1/tokens', admin, { identity, roles: ['auditor'], ...body })).json() as { token: string }).token;
-    const unscoped = await mk('aud@corp', {});
-    const payAuditor = await mk('aud2@payments', { namespaces: ['payments'] });
-    const c1Auditor = await mk('aud@c1', { clusters: ['c1'] });
+    const unscoped = await auditorToken('aud@corp', {});
+    const payAuditor = await auditorToken('aud2@payments', { namespaces: ['payments'] });
+    const c1Auditor = await auditorToken('aud@c1', { clusters: ['c1'] });
     assert.deepEqual((await read(unscoped)).classes.map((c) => c.class).sort(), ['batch', 'ledger']);
     const pay = await read(payAuditor);
     assert.deepEqual(
@@ -380,16 +380,14 @@ describe('tokens scoped to namespaces and clusters', () => {
       act(3, 'c1', 'epoch-advance', ''),
       act(4, 'c2', 'force-release', 'payments/acct-9'),
     ]);
-    const mk = async (identity: string, body: object) =>
-      ((await call('POST', '/v1/tokens', admin, { identity, roles: ['auditor'], ...body })).json() as { token: string }).token;
     const ids = async (token: string, extra = '') => {
       const res = await call('GET', `/v1/two-person-log?from=${new Date(at - 1000).toISOString()}${extra}`, token);
       assert.equal(res.statusCode, 200, res.body);
       return (res.json() as { acts: { requestId: string }[] }).acts.map((a) => a.requestId).sort();
     };
-    assert.deepEqual(await ids(await mk('aud3@corp', {})), ['req-1', 'req-2', 'req-3', 'req-4']);
-    assert.deepEqual(await ids(await mk('aud3@payments', { namespaces: ['payments'] })), ['req-1', 'req-3', 'req-4']);
-    const c1 = await mk('aud3@c1', { namespaces: ['payments'], clusters: ['c1'] });
+    assert.deepEqual(await ids(await auditorToken('aud3@corp', {})), ['req-1', 'req-2', 'req-3', 'req-4']);
+    assert.deepEqual(await ids(await auditorToken('aud3@payments', { namespaces: ['payments'] })), ['req-1', 'req-3', 'req-4']);
+    const c1 = await auditorToken('aud3@c1', { namespaces: ['payments'], clusters: ['c1'] });
     assert.deepEqual(await ids(c1), ['req-1', 'req-3']);
     await refused(c1, '/v1/two-person-log?cluster=c2', /querystring\.cluster: cluster c2/, /clusters c1/);
   });
