@@ -20,8 +20,9 @@
 //      digest before, the periods contiguous; and that the periods cover the
 //      export's range: a period of the range not sealed when the export ran
 //      fails (no digest vouches for its rows);
-//   4. what the export is: its id, range and filters, as the signed manifest
-//      says them, printed; each --expect-… given must match (the file you were
+//   4. what the export is: its id, range and filters (a scoped token's export:
+//      its scope too, as scope.namespaces and scope.clusters), as the signed
+//      manifest says them, printed; each --expect-… given must match (the file you were
 //      handed is the export you asked about, not another one, well signed).
 // Prints one line per period; exits 0 when everything holds, 1 otherwise, 2
 // on bad arguments.
@@ -121,7 +122,11 @@ const manifestSigned = failures === 0;
 
 // What the export is, as the signed manifest says it; and what the caller expects it to be.
 const exportId = manifest.exportId ?? /^exports\/([^/]+)\//.exec(String(manifest.object ?? ''))?.[1] ?? '(none)';
-const filters = manifest.filters ?? {};
+// A scoped token's export holds only its scope's grants: the scope reads as two more filters
+// (scope.namespaces, scope.clusters; comma-separated), expected like any other.
+const filters = { ...(manifest.filters ?? {}) };
+for (const part of ['namespaces', 'clusters'])
+  if (Array.isArray(manifest.scope?.[part]) && manifest.scope[part].length) filters[`scope.${part}`] = manifest.scope[part].join(',');
 const filterText =
   Object.keys(filters)
     .sort()

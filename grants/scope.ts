@@ -64,6 +64,17 @@ export function clusterInScope(scope: ReadScope, cluster: string): boolean {
   return !scope || scope.clusters.length === 0 || scope.clusters.includes(cluster);
 }
 
+/**
+ * Whether a reader may see what was made under `made` (an export): an unscoped reader sees everything; a scoped
+ * one only what was made under a scope inside its own — never an unscoped export, which holds every namespace.
+ */
+export function scopeCovers(reader: ReadScope, made: ReadScope): boolean {
+  if (!reader) return true;
+  if (!made) return false;
+  const within = (mine: string[], theirs: string[]): boolean => mine.length === 0 || (theirs.length > 0 && theirs.every((x) => mine.includes(x)));
+  return within(reader.namespaces, made.namespaces) && within(reader.clusters, made.clusters);
+}
+
 function outside(field: string, what: string, scope: TokenScope): LockauditError {
   return new LockauditError('LOCKAUDIT_ERR_AUTH_SCOPE', `${field}: ${what} is outside this token's scope (it reads only ${scopeText(scope)})`);
 }

@@ -19,6 +19,7 @@ import { manifestName } from '../../exporters/storage/manifest.js';
 import { readObjectText } from '../../exporters/storage/objectStore.js';
 import { ErrorResponse, type App, type RoutePlugin, type RouteOptions } from '../types.js';
 import { requireRoles } from '../auth.js';
+import { NarrowedSchema, scopeCovers, scopeRead, type ReadScope } from '../../grants/scope.js';
 
 export interface ExportRouteOptions {
   /** Lifetime of a download URL. Default: config api.exportDownloadSeconds (300 s). */
@@ -63,6 +64,12 @@ export const ExportStatusSchema = Type.Object({
   from: Type.String(),
   to: Type.String(),
   filters: Type.Record(Type.String(), Type.String()),
+  scope: Type.Optional(
+    Type.Object(
+      { namespaces: Type.Array(Type.String()), clusters: Type.Array(Type.String()) },
+      { description: "The requesting token's scope: the export holds only these namespaces' and clusters' grants (empty: every one)" },
+    ),
+  ),
   requestedBy: Type.String(),
   requestedAt: Type.String(),
   progress: Type.Object({ rows: Decimal64, total: Decimal64, percent: Type.Number() }),
@@ -80,6 +87,7 @@ function view(s: ExportState): Static<typeof ExportStatusSchema> {
     from: new Date(s.fromMs).toISOString(),
     to: new Date(s.toMs).toISOString(),
     filters: Object.fromEntries(Object.entries(s.filters).filter((e): e is [string, string] => typeof e[1] === 'string')),
+    ...(s.scope ? { scope: s.scope } : {}),
     requestedBy: s.requestedBy,
     requestedAt: new Date(s.requestedAt).toISOString(),
     progress: { rows: s.rowsDone.toString(), total: s.rowsTotal.toString(), percent: s.percent },
@@ -119,16 +127,20 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
       connection?.disconnect();
     });
 
-    const load = async (id: string): Promise<ExportState> => {
+    // An export is bound to the scope that made it: a reader whose scope does not cover it is told what a wrong id
+    // is told, so a guessed or shared id neither reads another team's grants nor learns that the export exists.
+    const load = async (id: string, reader: ReadScope): Promise<ExportState> => {
       const state = await records.get(id);
-      if (!state) throw new LockauditError('LOCKAUDIT_ERR_EXPORT_NOT_FOUND', `no export ${id}`);
+      if (!state || !scopeCovers(reader, state.scope)) throw new LockauditError('LOCKAUDIT_ERR_EXPORT_NOT_FOUND', `no export ${id}`);
       return state;
     };
+    const scopeOf = (request: { identity: { scope?: ReadScope } | null }): ReadScope => request.identity?.scope ?? null;
 
     app.post(
       '/v1/exports',
       {
         preValidation: [requireRoles('auditor')],
+        config: { scope: 'scoped' },
         schema: {
           tags: ['exports'],
           summary: 'Request a compliance export of grant history',
@@ -140,11 +152,14 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
             'CSV cells that a spreadsheet would run as a formula (starting with =, +, -, @, tab or CR) are written with a leading apostrophe. ' +
             'Answers 202 with the export id at once; ' +
             'poll GET /v1/exports/{id} for progress, then GET /v1/exports/{id}/download. Role: auditor. The request is recorded. ' +
+            'A token scoped to namespaces or clusters exports only its scope (a filter naming something outside it is a 403 naming the field; ' +
+            'an export that pins no namespace or cluster is narrowed, and the 202 says so in narrowedTo); the export, its manifest (signed, with the scope) ' +
+            'and its download are then readable only by tokens whose scope covers it — for any other, its id is a 404. ' +
             'Limits per caller: a range of at most LOCKAUDIT_EXPORT_MAX_RANGE_DAYS (400 naming body.to), at most LOCKAUDIT_EXPORT_MAX_ACTIVE exports queued or running ' +
             '(429 LOCKAUDIT_ERR_LIMIT_EXPORTS) and LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR requests an hour (429 LOCKAUDIT_ERR_LIMIT_EXPORT_RATE with Retry-After).',
           body: ExportRequestBody,
           response: {
-            202: Type.Object({ id: Type.String(), status: Type.String(), statusUrl: Type.String() }),
+            202: Type.Object({ id: Type.String(), status: Type.String(), statusUrl: Type.String(), narrowedTo: Type.Optional(NarrowedSchema) }),
             400: ErrorResponse,
             401: ErrorResponse,
             403: ErrorResponse,
@@ -160,6 +175,8 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
           { from: 'body.from', to: 'body.to', filter: (n) => `body.filters.${n}` },
           exportMaxRangeDays,
         );
+        const scope = scopeOf(request);
+        const narrowedTo = scopeRead(scope, parsed.filters, (n) => `body.filters.${n}`);
         // A cluster no tailer captured (a typo) is a 400, not an export that runs and signs zero rows.
         if (parsed.filters.cluster !== undefined) {
           await pickCluster(
@@ -185,7 +202,7 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
             `more than LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR (${exportRequestsPerHour}) export requests in an hour; retry in ${retryAfter} s`,
           );
         }
-        const state = await records.create({ format: body.format ?? 'parquet', ...parsed, requestedBy: who });
+        const state = await records.create({ format: body.format ?? 'parquet', ...parsed, requestedBy: who, scope });
         try {
           await withTimeout(enqueueComplianceExport(getQueue(), state.id), options.enqueueTimeoutMs ?? 5_000);
         } catch (err) {
@@ -194,7 +211,7 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
             ? err
             : new LockauditError('LOCKAUDIT_ERR_EXPORT_QUEUE', `the export could not be queued: ${(err as Error).message}`, { cause: err });
         }
-        return reply.status(202).send({ id: state.id, status: state.status, statusUrl: `/v1/exports/${state.id}` });
+        return reply.status(202).send({ id: state.id, status: state.status, statusUrl: `/v1/exports/${state.id}`, ...(narrowedTo ? { narrowedTo } : {}) });
       },
     );
 
@@ -202,6 +219,7 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
       '/v1/exports/:id',
       {
         preValidation: [requireRoles('auditor')],
+        config: { scope: 'scoped' },
         schema: {
           tags: ['exports'],
           summary: 'Status and progress of an export',
@@ -209,13 +227,14 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
           response: { 200: ExportStatusSchema, 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse },
         },
       },
-      async (request) => view(await load(request.params.id)),
+      async (request) => view(await load(request.params.id, scopeOf(request))),
     );
 
     app.get(
       '/v1/exports/:id/download',
       {
         preValidation: [requireRoles('auditor')],
+        config: { scope: 'scoped' },
         schema: {
           tags: ['exports'],
           summary: 'Download a finished export',
@@ -225,7 +244,7 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
         },
       },
       async (request, reply) => {
-        const state = await load(request.params.id);
+        const state = await load(request.params.id, scopeOf(request));
         if (state.status !== 'done')
           throw new LockauditError(
             'LOCKAUDIT_ERR_EXPORT_NOT_READY',
@@ -246,6 +265,7 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
       '/v1/exports/:id/manifest',
       {
         preValidation: [requireRoles('auditor')],
+        config: { scope: 'scoped' },
         schema: {
           tags: ['exports'],
           summary: 'The signed manifest of a finished export',
@@ -263,7 +283,7 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
         },
       },
       async (request) => {
-        const state = await load(request.params.id);
+        const state = await load(request.params.id, scopeOf(request));
         if (state.status !== 'done')
           throw new LockauditError(
             'LOCKAUDIT_ERR_EXPORT_NOT_READY',

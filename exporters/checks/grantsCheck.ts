@@ -18,6 +18,7 @@ import { PREFIX } from '../../core/keyspace.js';
 import { hasValidQuarantinedGrantProof } from '../../core/proof.js';
 import { loadSql } from '../../platform/sql.js';
 import { grantFilterParams, type GrantFilters } from '../../grants/filter.js';
+import { clusterInScope, type ReadScope } from '../../grants/scope.js';
 import { EXPORT_WINDOW_RULE, type TimeRange } from '../compliance/exportPlans.js';
 import { unsealedStretches } from './grantSeals.js';
 
@@ -91,6 +92,8 @@ async function named(store: AuditStore, p: FoundRow): Promise<string> {
 }
 
 export interface GrantsCheckOptions {
+  /** The scope of the reader the export is for (grants/scope.ts): only its grants and events are checked, as only they are written. Default: every one. */
+  scope?: ReadScope;
   /** Problems reported at most (per direction). Default 20. */
   limit?: number;
   /**
@@ -187,7 +190,7 @@ export async function checkGrantsAgainstEvents(
   const last = Number(span?.maxMs ?? -1);
   if (first > last) return [];
   // Windows sized by the start events they hold, not by wall time: each window's queries read the whole grants table.
-  const filterParams = grantFilterParams(rest, { ...range, rule: EXPORT_WINDOW_RULE }, null, 'filters.token');
+  const filterParams = grantFilterParams(rest, { ...range, rule: EXPORT_WINDOW_RULE }, options.scope ?? null, 'filters.token');
   const steps = await store.rows<{ step: string; starts: string }>(SQL.steps.text, { ...filterParams, stepMs });
   const windows = checkWindows(
     range,
@@ -200,7 +203,7 @@ export async function checkGrantsAgainstEvents(
   for (const window of windows) {
     if (out.length >= limit) break;
     const params = {
-      ...grantFilterParams(rest, { ...window, rule: EXPORT_WINDOW_RULE }, null, 'filters.token'),
+      ...grantFilterParams(rest, { ...window, rule: EXPORT_WINDOW_RULE }, options.scope ?? null, 'filters.token'),
       holdPrefix: PREFIX.hold,
       settleMs: options.settleMs ?? 120_000,
       sealedBeforeMs: options.sealedBeforeMs ?? 0,
@@ -246,7 +249,9 @@ async function checkUnsealed(
 ): Promise<GrantProblem[]> {
   const clusters = filters.cluster
     ? [filters.cluster]
-    : (await store.rows<{ cluster: string }>(SQL.clusters.text, { fromMs: range.fromMs, toMs: range.toMs })).map((c) => c.cluster);
+    : (await store.rows<{ cluster: string }>(SQL.clusters.text, { fromMs: range.fromMs, toMs: range.toMs }))
+        .map((c) => c.cluster)
+        .filter((c) => clusterInScope(options.scope ?? null, c));
   const limit = options.limit ?? 20;
   const out: GrantProblem[] = [];
   for (const cluster of clusters) {

@@ -9,10 +9,10 @@
 import { randomUUID } from 'node:crypto';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { LockauditError } from '../../core/errors.js';
-import type { Logger } from '../../core/logger.js';
 import { parseInstantOrUtc } from '../../core/instant.js';
 import { loadSql } from '../../platform/sql.js';
 import { readGrantFilters } from '../../grants/filter.js';
+import { clusterInScope, type ReadScope } from '../../grants/scope.js';
 import { ARROW_STREAM_TYPE } from './arrowStream.js';
 import { ExportGate, exportPlanToObject, runExportPlan, type ExportFormat, type ExportPlan, type ExportProgress, type WrittenFile } from './chunkedExport.js';
 import { planGrantsExport, DEFAULT_CHUNK_ROWS, type GrantFilters } from './exportPlans.js';
@@ -38,9 +38,12 @@ export interface ExportRequest {
   toMs: number;
   filters: GrantFilters;
   requestedBy: string;
+  /** The requesting token's scope (grants/scope.ts): the export holds only its grants. Default null: unscoped. */
+  scope?: ReadScope;
 }
 
 export interface ExportState extends ExportRequest {
+  scope: ReadScope;
   id: string;
   kind: 'grants';
   requestedAt: number;
@@ -91,6 +94,8 @@ interface ExportRow {
   from_ms: string;
   to_ms: string;
   filters: string;
+  scope_namespaces: string[];
+  scope_clusters: string[];
   status: string;
   rows_done: string;
   rows_total: string;
@@ -117,6 +122,7 @@ export class ExportRecords {
     const now = Date.now();
     const state: ExportState = {
       ...request,
+      scope: request.scope ?? null,
       id: `exp_${randomUUID().replace(/-/g, '')}`,
       kind: 'grants',
       requestedAt: now,
@@ -136,6 +142,7 @@ export class ExportRecords {
       from: new Date(request.fromMs).toISOString(),
       to: new Date(request.toMs).toISOString(),
       filters: request.filters,
+      ...(request.scope ? { scope: request.scope } : {}),
     });
     return state;
   }
@@ -151,6 +158,8 @@ export class ExportRecords {
         from_ms: s.fromMs,
         to_ms: s.toMs,
         filters: JSON.stringify(s.filters),
+        scope_namespaces: s.scope?.namespaces ?? [],
+        scope_clusters: s.scope?.clusters ?? [],
         status: s.status,
         rows_done: s.rowsDone.toString(),
         rows_total: s.rowsTotal.toString(),
@@ -183,7 +192,7 @@ export class ExportRecords {
   async get(id: string): Promise<ExportState | undefined> {
     const rows = await this.store.rows<ExportRow>(
       `SELECT id, kind, format, requested_by, toString(toUnixTimestamp64Milli(requested_at)) AS requested_at_ms, toString(from_ms) AS from_ms, toString(to_ms) AS to_ms,
-              filters, status, rows_done, rows_total, percent, object_key, toString(bytes) AS bytes, sha256, error, toString(toUnixTimestamp64Milli(updated_at)) AS updated_at_ms
+              filters, scope_namespaces, scope_clusters, status, rows_done, rows_total, percent, object_key, toString(bytes) AS bytes, sha256, error, toString(toUnixTimestamp64Milli(updated_at)) AS updated_at_ms
        FROM {db:Identifier}.exports FINAL WHERE id = {id:String}`,
       { id },
     );
@@ -198,6 +207,7 @@ export class ExportRecords {
       fromMs: Number(r.from_ms),
       toMs: Number(r.to_ms),
       filters: JSON.parse(r.filters) as GrantFilters,
+      scope: r.scope_namespaces.length || r.scope_clusters.length ? { namespaces: r.scope_namespaces, clusters: r.scope_clusters } : null,
       status: r.status as ExportStatus,
       rowsDone: BigInt(r.rows_done),
       rowsTotal: BigInt(r.rows_total),
@@ -233,9 +243,9 @@ export type ComplianceDeps = Omit<HistoryDeps, 'signer' | 'health'> & {
 };
 
 /** The digests of every cluster the export covers, over its range (the chain stretch: format.ts chainSegment). */
-async function digestsFor(deps: ComplianceDeps, state: Pick<ExportState, 'fromMs' | 'toMs' | 'filters'>): Promise<Record<string, Digest[]>> {
+async function digestsFor(deps: ComplianceDeps, state: Pick<ExportState, 'fromMs' | 'toMs' | 'filters' | 'scope'>): Promise<Record<string, Digest[]>> {
   const d = deps.digests as NonNullable<ComplianceDeps['digests']>;
-  const clusters = state.filters.cluster ? [state.filters.cluster] : d.clusters;
+  const clusters = state.filters.cluster ? [state.filters.cluster] : d.clusters.filter((c) => clusterInScope(state.scope, c));
   const out: Record<string, Digest[]> = {};
   // No archive bucket (a deployment that never ran `migrate`): no digest exists; the manifest says so by carrying none.
   if (!(await withRetry(() => deps.s3.bucketExists(d.archiveBucket), deps.retry))) {
@@ -253,8 +263,8 @@ async function digestsFor(deps: ComplianceDeps, state: Pick<ExportState, 'fromMs
 export const exportObjectName = (s: Pick<ExportState, 'id' | 'format' | 'fromMs' | 'toMs'>): string =>
   `exports/${s.id}/grants-${new Date(s.fromMs).toISOString().replace(/[:.]/g, '')}-${new Date(s.toMs).toISOString().replace(/[:.]/g, '')}.${s.format}`;
 
-const planFor = (store: AuditStore, request: Pick<ExportRequest, 'fromMs' | 'toMs' | 'filters'>, chunkRows?: number): Promise<ExportPlan> =>
-  planGrantsExport(store, request.filters, { fromMs: request.fromMs, toMs: request.toMs }, chunkRows ?? DEFAULT_CHUNK_ROWS);
+const planFor = (store: AuditStore, request: Pick<ExportRequest, 'fromMs' | 'toMs' | 'filters' | 'scope'>, chunkRows?: number): Promise<ExportPlan> =>
+  planGrantsExport(store, request.filters, { fromMs: request.fromMs, toMs: request.toMs }, chunkRows ?? DEFAULT_CHUNK_ROWS, request.scope ?? null);
 
 const CONTENT_TYPES: Record<ExportFormat, string> = { parquet: 'application/vnd.apache.parquet', csv: 'text/csv', arrow: ARROW_STREAM_TYPE };
 const contentTypeOf = (format: ExportFormat): string => CONTENT_TYPES[format];
@@ -301,6 +311,7 @@ export async function runComplianceExport(deps: ComplianceDeps, id: string, onPr
   // completed, and the manifest signed, only once it has passed.
   const gate = new ExportGate(
     assertGrantsMatchEvents(deps.store, queued.filters, queued, {
+      scope: queued.scope,
       originSecret: deps.originSecret,
       seals: deps.digests?.periodMs ? { publicKey: sealKey(deps.digests.signer), periodMs: deps.digests.periodMs } : undefined,
     }),
@@ -342,6 +353,8 @@ export async function runComplianceExport(deps: ComplianceDeps, id: string, onPr
     from: new Date(running.fromMs).toISOString(),
     to: new Date(running.toMs).toISOString(),
     filters: Object.fromEntries(Object.entries(running.filters).filter((e): e is [string, string] => typeof e[1] === 'string')),
+    // Signed with the rest: the file says it holds one scope's grants only, so no one reads it as the whole record.
+    ...(running.scope ? { scope: running.scope } : {}),
     grantsCheckedAgainstEvents: true,
   });
   // Signed, with the digests of the periods it covers: checkable by an auditor with the public key alone (docs/verify-export.mjs).

@@ -4,6 +4,7 @@
 import type { AuditStore } from '../../core/clickhouse.js';
 import { loadSql } from '../../platform/sql.js';
 import { grantFilterParams, type GrantFilters, type WindowRule } from '../../grants/filter.js';
+import type { ReadScope } from '../../grants/scope.js';
 import type { ChunkQuery, ExportPlan } from './chunkedExport.js';
 
 /** Rows per chunk: progress granularity, and the most one chunk holds in memory. */
@@ -25,8 +26,15 @@ export interface TimeRange {
  */
 export const EXPORT_WINDOW_RULE: WindowRule = 'granted';
 
-export async function planGrantsExport(store: AuditStore, filters: GrantFilters, range: TimeRange, chunkRows = DEFAULT_CHUNK_ROWS): Promise<ExportPlan> {
-  const base = grantFilterParams(filters, { ...range, rule: EXPORT_WINDOW_RULE }, null, 'filters.token');
+/** `scope`: the requesting reader's (grants/scope.ts); the plan holds only its grants. */
+export async function planGrantsExport(
+  store: AuditStore,
+  filters: GrantFilters,
+  range: TimeRange,
+  chunkRows = DEFAULT_CHUNK_ROWS,
+  scope: ReadScope = null,
+): Promise<ExportPlan> {
+  const base = grantFilterParams(filters, { ...range, rule: EXPORT_WINDOW_RULE }, scope, 'filters.token');
   const bounds = await store.rows<{ cluster: string; key: string; cum: string }>(loadSql('exporters/sql/grants_chunks.sql').text, { ...base, chunkRows });
   const query = loadSql('exporters/sql/grants_export.sql').text;
   const open = { hasLo: 0, loCluster: '', loKey: '', hasHi: 0, hiCluster: '', hiKey: '' };

@@ -27,6 +27,8 @@ export interface Manifest {
   from: string;
   to: string;
   filters?: Record<string, string>;
+  /** A compliance export requested with a scoped token: it holds only these namespaces' and clusters' grants (empty: every one). */
+  scope?: { namespaces: string[]; clusters: string[] };
   exportedAt: string;
   /**
    * Compliance exports: per cluster, the signed digests (exporters/digests/)

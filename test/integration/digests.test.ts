@@ -1223,6 +1223,67 @@ describe('tamper-evident digests', () => {
     }
   });
 
+  it("a scoped token's export holds its scope's grants only, and its signed manifest says so; verify-export reads the scope as filters to expect", async () => {
+    const sc = await scenario(6);
+    // 50 grants over ns0..ns19 (insertGrants: namespace = number % 20); ns3 holds numbers 3, 23 and 43.
+    await insertGrants(store, sc.cluster, 50, sc.startMs + 1000, 40);
+    await sc.worker.tick();
+    const records = new ExportRecords(store);
+    const state = await records.create({
+      format: 'csv',
+      fromMs: sc.startMs,
+      toMs: sc.startMs + 4000,
+      filters: { cluster: sc.cluster },
+      requestedBy: 'pat@payments',
+      scope: { namespaces: ['ns3'], clusters: [] },
+    });
+    assert.deepEqual((await records.get(state.id))?.scope, { namespaces: ['ns3'], clusters: [] }, 'the scope is stored with the export');
+    const done = await runComplianceExport(
+      { store, s3, bucket: historyBucket, logger, digests: { signer, archiveBucket: sc.bucket, clusters: [sc.cluster] } },
+      state.id,
+    );
+    const csv = (await readObjectText(s3, historyBucket, done.objectKey)).trimEnd().split('\r\n');
+    const namespaceAt = (csv[0] as string).split(',').indexOf('namespace');
+    assert.deepEqual(
+      csv.slice(1).map((l) => l.split(',')[namespaceAt]),
+      ['ns3', 'ns3', 'ns3'],
+    );
+    assert.equal(done.rowsDone, 3n);
+    const tmp = tempDir('lockaudit-verify-scoped-');
+    try {
+      const manifestFile = path.join(tmp.dir, 'manifest.json');
+      const file = path.join(tmp.dir, 'export.csv');
+      const keyFile = path.join(tmp.dir, 'key.pem');
+      const manifestText = await readObjectText(s3, historyBucket, manifestName(done.objectKey));
+      writeFileSync(manifestFile, manifestText);
+      writeFileSync(file, await readObjectText(s3, historyBucket, done.objectKey));
+      writeFileSync(keyFile, signer.publicKeyPem);
+      assert.deepEqual((JSON.parse(manifestText) as { scope?: unknown }).scope, { namespaces: ['ns3'], clusters: [] });
+      const check = (...more: string[]) =>
+        spawnSync(
+          process.execPath,
+          [path.join(projectRoot, 'docs/verify-export.mjs'), '--manifest', manifestFile, '--file', file, '--public-key', keyFile, ...more],
+          { encoding: 'utf8' },
+        );
+      const good = check();
+      assert.equal(good.status, 0, good.stdout + good.stderr);
+      assert.match(good.stdout, new RegExp(`filters cluster=${sc.cluster}, scope\\.namespaces=ns3$`, 'm'));
+      // Whoever expects the whole of a cluster is told the file holds one scope's part of it.
+      const whole = check('--expect-filter', `cluster=${sc.cluster}`);
+      assert.equal(whole.status, 1, whole.stdout);
+      assert.match(whole.stdout, /^FAIL {2}export filters: also scope\.namespaces=ns3, which were not expected/m);
+      assert.equal(check('--expect-filter', `cluster=${sc.cluster}`, '--expect-filter', 'scope.namespaces=ns3').status, 0);
+      // The scope is under the signature: a manifest with it removed no longer verifies.
+      const { scope: _scope, ...unscoped } = JSON.parse(manifestText) as Record<string, unknown>;
+      writeFileSync(manifestFile, JSON.stringify(unscoped));
+      const stripped = check();
+      assert.equal(stripped.status, 1, stripped.stdout);
+      assert.match(stripped.stdout, /^FAIL {2}manifest: signature under key/m);
+    } finally {
+      tmp.remove();
+    }
+  });
+
   it('a worker process killed with SIGKILL mid-run over the shared store, and run again, skips no period', async () => {
     const seconds = 300;
     const cluster = uniqueId('dgk');

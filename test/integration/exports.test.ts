@@ -918,5 +918,68 @@ describe('exports', () => {
       );
       assert.deepEqual(table.schema.fields.map((f) => f.name).slice(0, 3), ['cluster', 'key', 'namespace']);
     });
+
+    it('binds an export to the scope that made it: a scoped token exports its scope only, and another scope reads its id as none', async () => {
+      const scoped = async (identity: string, scope: { namespaces: string[]; clusters: string[] }): Promise<string> =>
+        (await createApiToken(store, uniqueId(identity), ['auditor'], { scope })).token;
+      const team = await scoped('pat@payments', { namespaces: ['ns3', 'ns7'], clusters: ['c2'] });
+      const narrower = await scoped('nat@payments', { namespaces: ['ns3'], clusters: [] });
+      const day = { from: '2026-03-01T00:00:00Z', to: '2026-03-02T00:00:00Z', format: 'csv' };
+      // Naming something outside the scope is a 403 naming the field and the scope, before anything is queued.
+      for (const [filters, field] of [
+        [{ namespace: 'ns4' }, /body\.filters\.namespace: namespace ns4 is outside this token's scope \(it reads only namespaces ns3, ns7 and clusters c2\)/],
+        [{ cluster: 'c1' }, /body\.filters\.cluster: cluster c1 is outside/],
+        [{ key: 'ns5/key-5' }, /body\.filters\.key: namespace ns5 is outside/],
+      ] as const) {
+        const refused = await call('POST', '/v1/exports', { ...day, filters }, team);
+        assert.equal(refused.statusCode, 403, refused.body);
+        assert.equal(refused.json().error, 'LOCKAUDIT_ERR_AUTH_SCOPE');
+        assert.match(refused.json().message, field);
+      }
+      const posted = await call('POST', '/v1/exports', day, team);
+      assert.equal(posted.statusCode, 202, posted.body);
+      assert.deepEqual(posted.json().narrowedTo, { namespaces: ['ns3', 'ns7'], clusters: ['c2'] }, 'the 202 says the export was narrowed');
+      const id = posted.json().id as string;
+      let status: { status: string; scope?: unknown; progress: { rows: string } } | undefined;
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline) {
+        status = (await call('GET', `/v1/exports/${id}`, undefined, team)).json();
+        if (status?.status === 'done' || status?.status === 'failed') break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(status?.status, 'done', JSON.stringify(status));
+      assert.deepEqual(status?.scope, { namespaces: ['ns3', 'ns7'], clusters: ['c2'] });
+      const [expected] = await store.rows<{ n: string }>(
+        `SELECT toString(count()) AS n FROM {db:Identifier}.grants FINAL
+         WHERE cluster = 'c2' AND namespace IN ('ns3', 'ns7') AND granted_at >= fromUnixTimestamp64Milli({from:Int64}) AND granted_at < fromUnixTimestamp64Milli({to:Int64})`,
+        { from: DAY1, to: DAY1 + DAY },
+      );
+      assert.ok(Number(expected?.n) > 0);
+      assert.equal(status?.progress.rows, expected?.n);
+
+      const download = await call('GET', `/v1/exports/${id}/download`, undefined, team);
+      assert.equal(download.statusCode, 302, download.body);
+      const lines = (await (await fetch(download.headers.location as string)).text()).trimEnd().split('\r\n');
+      const header = (lines[0] as string).split(',');
+      const rows = lines.slice(1).map((l) => l.split(','));
+      assert.equal(String(rows.length), expected?.n);
+      assert.deepEqual([...new Set(rows.map((r) => `${r[header.indexOf('cluster')]}:${r[header.indexOf('namespace')]}`))].sort(), ['c2:ns3', 'c2:ns7']);
+      const manifest = await call('GET', `/v1/exports/${id}/manifest`, undefined, team);
+      assert.equal(manifest.statusCode, 200);
+      assert.deepEqual(manifest.json().scope, { namespaces: ['ns3', 'ns7'], clusters: ['c2'] }, "the manifest carries the export's scope");
+
+      // A scope that does not cover the export (ns7 is outside it) reads its id as one that does not exist; an unscoped auditor reads it.
+      for (const url of [`/v1/exports/${id}`, `/v1/exports/${id}/download`, `/v1/exports/${id}/manifest`]) {
+        const hidden = await call('GET', url, undefined, narrower);
+        assert.equal(hidden.statusCode, 404, `${url}: ${hidden.body}`);
+        assert.equal(hidden.json().message, `no export ${id}`);
+      }
+      assert.equal((await call('GET', `/v1/exports/${id}`)).statusCode, 200);
+      // And an unscoped export (every namespace) is none to any scoped token.
+      const whole = await new ExportRecords(store).create({ format: 'csv', fromMs: DAY1, toMs: DAY1 + DAY, filters: {}, requestedBy: 'audrey@corp' });
+      assert.equal((await call('GET', `/v1/exports/${whole.id}`, undefined, team)).statusCode, 404);
+      assert.equal((await call('GET', `/v1/exports/${whole.id}`)).statusCode, 200);
+      await new ExportRecords(store).update(whole, { status: 'failed', error: 'test: never run' });
+    });
   });
 });

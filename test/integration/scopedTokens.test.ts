@@ -10,7 +10,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { tableFromIPC } from 'apache-arrow';
 import { buildApp, type App } from '../../api/app.js';
-import { exportRoutes } from '../../api/routes/exports.js';
 import { grantRoutes } from '../../api/routes/grants.js';
 import { quarantineRoutes } from '../../api/routes/quarantine.js';
 import { reportRoutes } from '../../api/routes/reports.js';
@@ -76,7 +75,7 @@ describe('tokens scoped to namespaces and clusters', () => {
         health: new HealthState(),
         metrics: createMetricsRegistry(),
       },
-      [tailerRoutes, grantRoutes, reportRoutes, quarantineRoutes, stateRoutes, twoPersonLogRoutes, exportRoutes()],
+      [tailerRoutes, grantRoutes, reportRoutes, quarantineRoutes, stateRoutes, twoPersonLogRoutes],
     );
     admin = (await createApiToken(store, 'root@corp', ['admin'])).token;
     everything = (await createApiToken(store, 'ivy@corp', ['investigator'])).token;
@@ -299,7 +298,11 @@ describe('tokens scoped to namespaces and clusters', () => {
 
   it('a route that does not serve scoped tokens refuses them; cluster-wide health stays readable, of its clusters only', async () => {
     const auditor = await auditorToken('aud@payments', { namespaces: ['payments'] });
-    await refused(auditor, '/v1/exports/exp_0123', /does not serve scoped tokens/, /namespaces payments/);
+    // Building the risk register is an act over every namespace.
+    const build = await call('POST', '/v1/reports/risk-register/run', auditor, {});
+    assert.equal(build.statusCode, 403, build.body);
+    assert.equal(build.json().error, 'LOCKAUDIT_ERR_AUTH_SCOPE');
+    assert.match(build.json().message, /does not serve scoped tokens.*namespaces payments/);
     // /metrics labels every namespace's series.
     await refused(payments, '/metrics', /every namespace/, /scoped/);
     assert.equal((await call('GET', '/metrics', everything)).statusCode, 200);

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { LockauditError } from '../../core/errors.js';
-import { scopeParams, scopeRead } from '../../grants/scope.js';
+import { scopeCovers, scopeParams, scopeRead } from '../../grants/scope.js';
 
 const field = (n: string) => `querystring.${n}`;
 const pay = { namespaces: ['payments'], clusters: [] };
@@ -66,5 +66,19 @@ describe('a reader scope over grant filters', () => {
 
   it('binds the scope for the SQL bound', () => {
     assert.deepEqual(scopeParams(finC1), { scopeNamespaces: ['billing', 'payments'], scopeClusters: ['c1'] });
+  });
+
+  it('lets a reader see an export only when its scope covers the scope the export was made under', () => {
+    const payC1 = { namespaces: ['payments'], clusters: ['c1'] };
+    assert.equal(scopeCovers(null, null), true, 'an unscoped reader sees an unscoped export');
+    assert.equal(scopeCovers(null, payC1), true, 'and a scoped one');
+    assert.equal(scopeCovers(payC1, null), false, 'an unscoped export holds every namespace');
+    assert.equal(scopeCovers(payC1, payC1), true);
+    assert.equal(scopeCovers(finC1, payC1), true, 'payments ⊂ billing, payments; c1 = c1');
+    assert.equal(scopeCovers(payC1, finC1), false, 'billing is outside payments');
+    assert.equal(scopeCovers({ namespaces: ['payments'], clusters: [] }, payC1), true, 'every cluster covers c1');
+    assert.equal(scopeCovers(payC1, { namespaces: ['payments'], clusters: [] }), false, 'an export of every cluster is outside c1');
+    assert.equal(scopeCovers({ namespaces: [], clusters: ['c1'] }, { namespaces: ['hr'], clusters: ['c1'] }), true);
+    assert.equal(scopeCovers({ namespaces: [], clusters: ['c1'] }, { namespaces: ['hr'], clusters: ['c2'] }), false);
   });
 });

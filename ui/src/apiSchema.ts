@@ -31,7 +31,7 @@ export interface paths {
         put?: never;
         /**
          * Request a compliance export of grant history
-         * @description Grants matching the filters (those of GET /v1/grants, cluster, origin and endKind included), as one Parquet, Arrow IPC stream or CSV file. Window rule: grants GRANTED in [from, to) — from included, to excluded — whenever they ended; unlike GET /v1/grants, which returns every grant whose hold overlaps [from, to]. So exports of ranges that do not overlap never share a grant, and consecutive ranges hold each grant exactly once; a grant held across `from` but granted before it is in the earlier range's export. Every row carries its origin (api or foreign). CSV cells that a spreadsheet would run as a formula (starting with =, +, -, @, tab or CR) are written with a leading apostrophe. Answers 202 with the export id at once; poll GET /v1/exports/{id} for progress, then GET /v1/exports/{id}/download. Role: auditor. The request is recorded. Limits per caller: a range of at most LOCKAUDIT_EXPORT_MAX_RANGE_DAYS (400 naming body.to), at most LOCKAUDIT_EXPORT_MAX_ACTIVE exports queued or running (429 LOCKAUDIT_ERR_LIMIT_EXPORTS) and LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR requests an hour (429 LOCKAUDIT_ERR_LIMIT_EXPORT_RATE with Retry-After).
+         * @description Grants matching the filters (those of GET /v1/grants, cluster, origin and endKind included), as one Parquet, Arrow IPC stream or CSV file. Window rule: grants GRANTED in [from, to) — from included, to excluded — whenever they ended; unlike GET /v1/grants, which returns every grant whose hold overlaps [from, to]. So exports of ranges that do not overlap never share a grant, and consecutive ranges hold each grant exactly once; a grant held across `from` but granted before it is in the earlier range's export. Every row carries its origin (api or foreign). CSV cells that a spreadsheet would run as a formula (starting with =, +, -, @, tab or CR) are written with a leading apostrophe. Answers 202 with the export id at once; poll GET /v1/exports/{id} for progress, then GET /v1/exports/{id}/download. Role: auditor. The request is recorded. A token scoped to namespaces or clusters exports only its scope (a filter naming something outside it is a 403 naming the field; an export that pins no namespace or cluster is narrowed, and the 202 says so in narrowedTo); the export, its manifest (signed, with the scope) and its download are then readable only by tokens whose scope covers it — for any other, its id is a 404. Limits per caller: a range of at most LOCKAUDIT_EXPORT_MAX_RANGE_DAYS (400 naming body.to), at most LOCKAUDIT_EXPORT_MAX_ACTIVE exports queued or running (429 LOCKAUDIT_ERR_LIMIT_EXPORTS) and LOCKAUDIT_EXPORT_REQUESTS_PER_HOUR requests an hour (429 LOCKAUDIT_ERR_LIMIT_EXPORT_RATE with Retry-After).
          */
         post: operations["postV1Exports"];
         delete?: never;
@@ -863,6 +863,13 @@ export interface operations {
                 content: {
                     "application/json": {
                         id: string;
+                        /** @description Present when the caller's token is scoped and the request (no namespace, or a key prefix shorter than a namespace) was narrowed to the scope: these grants are the scope's part only */
+                        narrowedTo?: {
+                            /** @description The clusters read (empty: the request itself pinned one inside the scope) */
+                            clusters: string[];
+                            /** @description The namespaces read (empty: the request itself pinned one inside the scope) */
+                            namespaces: string[];
+                        };
                         status: string;
                         statusUrl: string;
                     };
@@ -1007,6 +1014,11 @@ export interface operations {
                         };
                         requestedAt: string;
                         requestedBy: string;
+                        /** @description The requesting token's scope: the export holds only these namespaces' and clusters' grants (empty: every one) */
+                        scope?: {
+                            clusters: string[];
+                            namespaces: string[];
+                        };
                         sha256?: string;
                         status: "queued" | "running" | "done" | "failed";
                         to: string;
