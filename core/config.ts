@@ -150,6 +150,15 @@ const ApiSchema = Type.Object(
     exportDownloadSeconds: Type.Optional(
       Type.Integer({ minimum: 10, maximum: 604_800, default: 300, description: 'Lifetime of a presigned export download URL, seconds.' }),
     ),
+    canaryIntervalSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 3600,
+        default: 0,
+        description:
+          'Every this many seconds the api role acquires and releases a canary lock through its own lock engine and follows it end to end (captured, sealed); 0: off. The demo runs it every 10 s.',
+      }),
+    ),
     maxWaitersPerKey: Type.Optional(
       Type.Integer({
         minimum: 1,
@@ -405,6 +414,7 @@ type Settled<T> = Required<NonNullable<T>>;
 export type ApiSettings = Static<typeof ApiSchema> & {
   metricsRequireToken: boolean;
   exportDownloadSeconds: number;
+  canaryIntervalSeconds: number;
   maxWaitersPerKey: number;
   maxWaiters: number;
   maxPendingRequests: number;
@@ -505,6 +515,7 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_CURSOR_SECRET', path: ['api', 'cursorSecret'], parse: asString, secret: true },
   { name: 'LOCKAUDIT_METRICS_REQUIRE_TOKEN', path: ['api', 'metricsRequireToken'], parse: asBoolean },
   { name: 'LOCKAUDIT_EXPORT_DOWNLOAD_SECONDS', path: ['api', 'exportDownloadSeconds'], parse: asInteger },
+  { name: 'LOCKAUDIT_CANARY_INTERVAL_SECONDS', path: ['api', 'canaryIntervalSeconds'], parse: asInteger },
   { name: 'LOCKAUDIT_MAX_WAITERS_PER_KEY', path: ['api', 'maxWaitersPerKey'], parse: asInteger },
   { name: 'LOCKAUDIT_MAX_WAITERS', path: ['api', 'maxWaiters'], parse: asInteger },
   { name: 'LOCKAUDIT_MAX_PENDING_REQUESTS', path: ['api', 'maxPendingRequests'], parse: asInteger },

@@ -33,6 +33,13 @@ export const LOCK_NAME_PATTERN = `^${SEGMENT}(/${SEGMENT}){1,15}$`;
 const LOCK_NAME = new RegExp(LOCK_NAME_PATTERN);
 export const LOCK_NAME_MAX = 512;
 
+/**
+ * The platform's canary (roles/canary/): its locks live in this namespace, under this class, and are granted to
+ * the canary alone (the lock API refuses the namespace to every caller), so a grant there is the canary's.
+ */
+export const CANARY_NAMESPACE = 'lockaudit-canary';
+export const CANARY_CLASS = 'lockaudit-canary';
+
 export interface LockName {
   namespace: string;
   path: string;

@@ -10,7 +10,7 @@ import { Value } from 'typebox/value';
 import { END_KINDS } from '../core/events.js';
 import { LockauditError } from '../core/errors.js';
 import { parseToken } from '../core/token.js';
-import { scopeParams, type ReadScope } from './scope.js';
+import { namesCanary, scopeParams, type CanaryRows, type ReadScope } from './scope.js';
 import { ClassName, ClusterName, Decimal64, Holder, KeyPrefix, LockName, Namespace } from './schemas.js';
 
 /** The two SQL fragments every grant query includes. */
@@ -97,6 +97,7 @@ export function grantFilterParams(
   window: GrantWindow,
   scope: ReadScope,
   tokenField = 'querystring.token',
+  canary: CanaryRows | 'when-named' = 'when-named',
 ): Record<string, string | number | string[]> {
   const token = filters.token === undefined ? undefined : parseToken(filters.token);
   if (filters.token !== undefined && token === undefined) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${tokenField}: must be below 2^64`);
@@ -114,7 +115,7 @@ export function grantFilterParams(
     window: window.rule,
     fromMs: window.fromMs,
     toMs: window.toMs,
-    ...scopeParams(scope),
+    ...scopeParams(scope, canary === 'include' || (canary === 'when-named' && namesCanary(filters)) ? 'include' : 'exclude'),
   };
 }
 

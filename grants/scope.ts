@@ -9,7 +9,7 @@
 import Type from 'typebox';
 import type { TokenScope } from '../core/apiTokens.js';
 import { LockauditError } from '../core/errors.js';
-import { parseLockName, PREFIX } from '../core/keyspace.js';
+import { CANARY_NAMESPACE, parseLockName, PREFIX } from '../core/keyspace.js';
 
 /** What of a request's filters a scope bounds (filter.ts GrantFilters has them, with the same names). */
 export interface ScopedFilters {
@@ -40,14 +40,31 @@ export const NarrowedSchema = Type.Object(
   },
 );
 
-/** The parameters filterPrewhere.sql and filterEvents.sql bind for `scope` (empty lists: no bound). */
-export function scopeParams(scope: ReadScope): { scopeNamespaces: string[]; scopeClusters: string[] } {
-  return { scopeNamespaces: scope?.namespaces ?? [], scopeClusters: scope?.clusters ?? [] };
+/** Whether a read holds the platform's canary grants: a report never does (`exclude`); the record does (`include`). */
+export type CanaryRows = 'exclude' | 'include';
+
+/** The parameters scopeBound.sql (so filterPrewhere.sql and filterEvents.sql) binds for `scope` (empty lists: no bound). */
+export function scopeParams(
+  scope: ReadScope,
+  canary: CanaryRows = 'exclude',
+): { scopeNamespaces: string[]; scopeClusters: string[]; canaryNamespace: string; withCanary: number } {
+  return {
+    scopeNamespaces: scope?.namespaces ?? [],
+    scopeClusters: scope?.clusters ?? [],
+    canaryNamespace: CANARY_NAMESPACE,
+    withCanary: canary === 'include' ? 1 : 0,
+  };
 }
 
 /** The parameters of the scope's bound on rows with a key and no namespace column (keyNamespaceBound.sql), and its cluster bound. */
 export function keyScopeParams(scope: ReadScope): { scopeNamespaces: string[]; scopeClusters: string[]; holdPrefix: string; queuePrefix: string } {
-  return { ...scopeParams(scope), holdPrefix: PREFIX.hold, queuePrefix: PREFIX.queue };
+  return { scopeNamespaces: scope?.namespaces ?? [], scopeClusters: scope?.clusters ?? [], holdPrefix: PREFIX.hold, queuePrefix: PREFIX.queue };
+}
+
+/** Whether a grant filter names the canary (its namespace, a key or a key prefix in it): grant history then shows its grants. */
+export function namesCanary(filters: ScopedFilters): boolean {
+  const inCanary = (k: string | undefined): boolean => k !== undefined && k.startsWith(`${CANARY_NAMESPACE}/`);
+  return filters.namespace === CANARY_NAMESPACE || inCanary(filters.key) || inCanary(filters.keyPrefix);
 }
 
 /** The scope as a caller reads it. */

@@ -6,7 +6,16 @@
 // /q/ in etcd); a release seen is only a hint, every grant is a full txn.
 import { EtcdLeaseInvalidError, type ITxnResponse } from 'etcd3';
 import { isLockauditError, LockauditError } from '../core/errors.js';
-import { decodeValue, HoldValueSchema, parseLockName, type HoldValue, type LockClass, type MarkValue, type QueueValue } from '../core/keyspace.js';
+import {
+  CANARY_NAMESPACE,
+  decodeValue,
+  HoldValueSchema,
+  parseLockName,
+  type HoldValue,
+  type LockClass,
+  type MarkValue,
+  type QueueValue,
+} from '../core/keyspace.js';
 import { holdMac } from '../core/proof.js';
 import { makeToken } from '../core/token.js';
 import type { CachedClass } from './classes.js';
@@ -26,6 +35,8 @@ export interface AcquireInput {
    * is granted to nobody — a grant whose txn was already in flight is taken back with a release marker.
    */
   signal?: AbortSignal;
+  /** The platform's canary (roles/canary/loop.ts): the one caller granted locks in CANARY_NAMESPACE. Never set from a request. */
+  canary?: boolean;
 }
 
 export interface Grant {
@@ -83,6 +94,14 @@ function assertFits(key: string, namespace: string, lockClass: LockClass, sessio
 export async function acquire(parts: LockParts, input: AcquireInput): Promise<Grant> {
   const name = parseLockName(input.key);
   if (!name) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', 'body.key: is not a lock name <namespace>/<path>');
+  // A grant there would read as the canary's progress: only the canary is granted in its namespace.
+  if ((name.namespace === CANARY_NAMESPACE) !== (input.canary === true))
+    throw new LockauditError(
+      'LOCKAUDIT_ERR_VALIDATION',
+      input.canary
+        ? `the canary acquires only in namespace ${CANARY_NAMESPACE}`
+        : `body.key: namespace ${CANARY_NAMESPACE} is reserved for the platform's canary`,
+    );
   const started = Date.now();
   let lockClass: LockClass | undefined = parts.classes.cached(input.className)?.value;
   try {

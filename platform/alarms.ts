@@ -51,6 +51,12 @@ export const alarmCatalog = {
     action:
       'The archive bucket has no object lock, so nothing is archived into it. Recreate it with object lock (lockaudit migrate creates it so) and restart the worker.',
   },
+  LOCKAUDIT_ALARM_CANARY_STAGE: {
+    instance: 'canary:{cluster}:{stage}',
+    message: 'the canary lock of {cluster} last passed stage {stage} {ageSeconds} s ago (bound {boundSeconds} s){why}',
+    action:
+      'The end-to-end canary (LOCKAUDIT_CANARY_INTERVAL_SECONDS) stopped at this stage: lock — the lock engine grants nothing (etcd, the epoch, the canary class); stored — the tailer captures nothing into the store; sealed — the digest worker signs nothing. Check that role; cleared once the stage keeps up.',
+  },
   LOCKAUDIT_ALARM_DIGEST_BEHIND: {
     instance: 'digest-behind:{cluster}',
     message: '{behind} sealed period(s) of {cluster} have no signed digest (digested through {digestedThrough}); last run: {lastRun}',

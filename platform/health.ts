@@ -11,11 +11,23 @@ export interface Alarm {
   since: string;
 }
 
+/** One stage of the end-to-end canary: how long ago the newest canary lock passed it, and its bound. */
+export interface CanaryStageView {
+  cluster: string;
+  stage: string;
+  /** null: no canary lock passed it since the process started (its age counts from the start). */
+  passedAt: string | null;
+  ageSeconds: number;
+  boundSeconds: number;
+  behind: boolean;
+}
+
 /** Readiness state shared by the roles of one process: alarms raised by the tailer and exporters degrade /readyz. */
 export class HealthState {
   readonly #alarms = new Map<string, Alarm>();
   #peerAlarms = new Map<string, Alarm[]>();
   #cached: { at: number; checks: CheckResult[] } | undefined;
+  #canary: CanaryStageView[] | undefined;
   #inflight: Promise<CheckResult[]> | undefined;
 
   /** Raises an alarm of the catalog (platform/alarms.ts); a raised instance keeps its first message and time. */
@@ -42,6 +54,15 @@ export class HealthState {
   /** This process's alarms and its peers' (each peer's named with its role). */
   allAlarms(): Array<Alarm & { role?: string }> {
     return [...this.alarms(), ...[...this.#peerAlarms].flatMap(([role, list]) => list.map((a) => ({ ...a, role })))];
+  }
+
+  /** The canary's stages as its monitor last judged them (roles/canary/): shown in /readyz. */
+  setCanary(stages: CanaryStageView[]): void {
+    this.#canary = stages;
+  }
+
+  canary(): CanaryStageView[] | undefined {
+    return this.#canary;
   }
 
   /** Dependency checks, cached for `maxAgeMs` so a busy probe does not hammer the dependencies. */

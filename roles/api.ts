@@ -6,21 +6,29 @@ import type { LockService } from '../lock/service.js';
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
 import { buildApp, type App, type RoutePlugin } from '../api/app.js';
 import { lockCluster, startLockEngine } from './lockEngine.js';
+import { startCanary } from './canary/index.js';
+import { canaryMetrics } from './canary/monitor.js';
 
 export async function startApiRole(runtime: Runtime, routes: (lock: LockService) => readonly RoutePlugin[]): Promise<RoleHandle & { url: string }> {
-  const engine = await startLockEngine(runtime, { cluster: lockCluster(runtime.config) });
+  const cluster = lockCluster(runtime.config);
+  const engine = await startLockEngine(runtime, { cluster });
   let app: App | undefined;
   try {
     app = await buildApp(runtime, routes(engine.service));
     const url = await app.listen({ host: runtime.config.host, port: runtime.config.port });
     runtime.logger.info({ url }, 'api listening');
     const listening = app;
+    // Named in /metrics from the start, canary or not (deploy/prometheus alerts on them).
+    canaryMetrics(runtime.metrics);
+    const interval = runtime.config.api.canaryIntervalSeconds;
+    const canary = interval > 0 ? startCanary(runtime, engine.service, { cluster: cluster.name, intervalMs: interval * 1000 }) : undefined;
     return {
       name: 'api',
       url,
       // fastify's close drains in-flight requests (preClose → onClose).
       close: async () => {
         try {
+          await canary?.close();
           await listening.close();
         } finally {
           await engine.close();

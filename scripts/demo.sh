@@ -12,4 +12,6 @@ install_prerequisites
 npm run build --silent
 node bin/lockaudit.js services up
 node bin/lockaudit.js migrate
+# The end-to-end canary (docs/operations.md#the-canary) runs in the demo unless set otherwise.
+export LOCKAUDIT_CANARY_INTERVAL_SECONDS="${LOCKAUDIT_CANARY_INTERVAL_SECONDS:-10}"
 exec node bin/lockaudit.js start --demo

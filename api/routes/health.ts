@@ -25,6 +25,8 @@ export async function healthRoutes(app: App, { ctx }: RouteOptions): Promise<voi
       status,
       checks: checks.map(({ name, ok, detail }) => ({ name, ok, detail })),
       alarms,
+      // The end-to-end canary, when it runs here: each stage's age; the first one behind is where the audit path stops.
+      ...(ctx.health.canary() ? { canary: ctx.health.canary() } : {}),
     });
   });
 

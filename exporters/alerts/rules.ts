@@ -4,8 +4,14 @@
 // approval is still a two-person act: a 'two-person' rule matches it too. Pure.
 import type { AlertRule } from '../../core/config.js';
 import type { AlertEvent } from './alertEvent.js';
+import { CANARY_NAMESPACE } from '../../core/keyspace.js';
+
+/** What the platform's canary does with its own locks every few seconds (roles/canary/): noise to a SIEM, never sent. */
+const CANARY_OWN_KINDS: readonly string[] = ['grant', 'release', 'expiry'];
 
 export function matches(rules: readonly AlertRule[], e: AlertEvent, purposeOf: (cls: string) => string | undefined): boolean {
+  // A write around the API into the canary's namespace (foreign-grant, deleted) or an operator's act on it is still sent.
+  if (e.namespace === CANARY_NAMESPACE && CANARY_OWN_KINDS.includes(e.kind)) return false;
   return rules.some(
     (r) =>
       ((r.kinds as readonly string[]).includes(e.kind) ||

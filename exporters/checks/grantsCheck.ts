@@ -190,7 +190,7 @@ export async function checkGrantsAgainstEvents(
   const last = Number(span?.maxMs ?? -1);
   if (first > last) return [];
   // Windows sized by the start events they hold, not by wall time: each window's queries read the whole grants table.
-  const filterParams = grantFilterParams(rest, { ...range, rule: EXPORT_WINDOW_RULE }, options.scope ?? null, 'filters.token');
+  const filterParams = grantFilterParams(rest, { ...range, rule: EXPORT_WINDOW_RULE }, options.scope ?? null, 'filters.token', 'include');
   const steps = await store.rows<{ step: string; starts: string }>(SQL.steps.text, { ...filterParams, stepMs });
   const windows = checkWindows(
     range,
@@ -203,7 +203,7 @@ export async function checkGrantsAgainstEvents(
   for (const window of windows) {
     if (out.length >= limit) break;
     const params = {
-      ...grantFilterParams(rest, { ...window, rule: EXPORT_WINDOW_RULE }, options.scope ?? null, 'filters.token'),
+      ...grantFilterParams(rest, { ...window, rule: EXPORT_WINDOW_RULE }, options.scope ?? null, 'filters.token', 'include'),
       holdPrefix: PREFIX.hold,
       settleMs: options.settleMs ?? 120_000,
       sealedBeforeMs: options.sealedBeforeMs ?? 0,

@@ -34,7 +34,7 @@ export async function planGrantsExport(
   chunkRows = DEFAULT_CHUNK_ROWS,
   scope: ReadScope = null,
 ): Promise<ExportPlan> {
-  const base = grantFilterParams(filters, { ...range, rule: EXPORT_WINDOW_RULE }, scope, 'filters.token');
+  const base = grantFilterParams(filters, { ...range, rule: EXPORT_WINDOW_RULE }, scope, 'filters.token', 'include');
   const bounds = await store.rows<{ cluster: string; key: string; cum: string }>(loadSql('exporters/sql/grants_chunks.sql').text, { ...base, chunkRows });
   const query = loadSql('exporters/sql/grants_export.sql').text;
   const open = { hasLo: 0, loCluster: '', loKey: '', hasHi: 0, hiCluster: '', hiKey: '' };

@@ -199,6 +199,8 @@ async function contentionRows(
           top: params.top,
           scopeNamespaces: params.scopeNamespaces,
           scopeClusters: params.scopeClusters,
+          canaryNamespace: params.canaryNamespace,
+          withCanary: params.withCanary,
         }),
         timed<PendingRow>(HOURS_PENDING, seals),
       ]);

@@ -47,6 +47,14 @@ describe('alert rules', () => {
     assert.equal(matches(rules, event({ kind: 'grant', class: 'cache', namespace: 'other' }), purposeOf), false);
     assert.deepEqual(ruleKinds(rules), ['expiry', 'force-release', 'gap', 'grant']);
   });
+
+  it("sends none of the canary's own grants, releases or expiries, but a write around the API into its namespace", () => {
+    const canary = { namespace: 'lockaudit-canary', key: 'lockaudit-canary/host-1', class: 'lockaudit-canary' };
+    const every = [{ kinds: ['grant' as const, 'expiry' as const, 'foreign-grant' as const, 'deleted' as const, 'force-release' as const] }];
+    for (const kind of ['grant', 'expiry']) assert.equal(matches(every, event({ ...canary, kind }), purposeOf), false, kind);
+    for (const kind of ['foreign-grant', 'deleted', 'force-release']) assert.equal(matches(every, event({ ...canary, kind }), purposeOf), true, kind);
+    assert.equal(matches(every, event({ kind: 'grant' }), purposeOf), true, 'another namespace');
+  });
 });
 
 describe('alert kinds beyond the log: foreign grants, hand deletions, waivers', () => {

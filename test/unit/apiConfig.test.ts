@@ -9,6 +9,7 @@ describe('api and archive config keys', () => {
     assert.deepEqual(c.api, {
       metricsRequireToken: false,
       exportDownloadSeconds: 300,
+      canaryIntervalSeconds: 0,
       maxWaitersPerKey: 256,
       maxWaiters: 10_000,
       maxPendingRequests: 64,

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { LockauditError } from '../../core/errors.js';
-import { scopeCovers, scopeParams, scopeRead } from '../../grants/scope.js';
+import { namesCanary, scopeCovers, scopeParams, scopeRead } from '../../grants/scope.js';
 
 const field = (n: string) => `querystring.${n}`;
 const pay = { namespaces: ['payments'], clusters: [] };
@@ -26,7 +26,7 @@ const refusal = (fn: () => unknown): string => {
 describe('a reader scope over grant filters', () => {
   it('an unscoped reader is neither refused nor narrowed, whatever it names', () => {
     assert.equal(scopeRead(null, { namespace: 'hr', cluster: 'c9', key: 'hr/x' }, field), null);
-    assert.deepEqual(scopeParams(null), { scopeNamespaces: [], scopeClusters: [] });
+    assert.deepEqual(scopeParams(null), { scopeNamespaces: [], scopeClusters: [], canaryNamespace: 'lockaudit-canary', withCanary: 0 });
   });
 
   it('refuses a namespace, key, key prefix or cluster outside the scope, naming the field and the scope', () => {
@@ -65,7 +65,22 @@ describe('a reader scope over grant filters', () => {
   });
 
   it('binds the scope for the SQL bound', () => {
-    assert.deepEqual(scopeParams(finC1), { scopeNamespaces: ['billing', 'payments'], scopeClusters: ['c1'] });
+    assert.deepEqual(scopeParams(finC1), {
+      scopeNamespaces: ['billing', 'payments'],
+      scopeClusters: ['c1'],
+      canaryNamespace: 'lockaudit-canary',
+      withCanary: 0,
+    });
+    assert.equal(scopeParams(null, 'include').withCanary, 1, 'the record (exports, the grants check) keeps the canary');
+  });
+
+  it("leaves the canary's grants out of a read unless the filter names its namespace, a key or a key prefix in it", () => {
+    assert.equal(namesCanary({}), false);
+    assert.equal(namesCanary({ keyPrefix: 'lockaudit' }), false, 'a prefix that spans namespaces does not name it');
+    assert.equal(namesCanary({ keyPrefix: 'lockaudit-canary/' }), true);
+    assert.equal(namesCanary({ namespace: 'lockaudit-canary' }), true);
+    assert.equal(namesCanary({ key: 'lockaudit-canary/host-1' }), true);
+    assert.equal(namesCanary({ key: 'lockaudit-canary-x/a' }), false);
   });
 
   it('lets a reader see an export only when its scope covers the scope the export was made under', () => {

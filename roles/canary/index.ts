@@ -1,0 +1,70 @@
+// The end-to-end canary of the api role (LOCKAUDIT_CANARY_INTERVAL_SECONDS):
+// the loop acquires and releases a canary lock through the lock engine, and
+// after each cycle the monitor reads how far the canary got (store, signed
+// digest) and alarms at the first stage past its bound. /readyz lists the
+// stages for admins.
+import { createPublicKey } from 'node:crypto';
+import type { Logger } from '../../core/logger.js';
+import { servedDigestPublicKey } from '../../core/digestKey.js';
+import { createS3Client } from '../../core/s3.js';
+import type { LockService } from '../../lock/service.js';
+import type { RoleHandle, Runtime } from '../../platform/runtime.js';
+import { CanaryLoop } from './loop.js';
+import { canaryBounds, canaryMetrics, CanaryMonitor, CANARY_STAGES, type CanaryStage } from './monitor.js';
+import { CanaryFollower } from './stages.js';
+
+export interface CanaryOptions {
+  /** The cluster's name as the tailer captures it (the lock engine's cluster). */
+  cluster: string;
+  intervalMs: number;
+  /** Default: from the settings (monitor.ts canaryBounds). */
+  bounds?: Record<CanaryStage, number>;
+  /** Default: the host's canary key (loop.ts canaryKey). */
+  key?: string;
+  logger?: Logger;
+}
+
+export function startCanary(runtime: Runtime, lock: LockService, options: CanaryOptions): RoleHandle {
+  const { config } = runtime;
+  const logger = (options.logger ?? runtime.logger).child({ component: 'canary', cluster: options.cluster });
+  const bounds =
+    options.bounds ??
+    canaryBounds({
+      intervalSeconds: options.intervalMs / 1000,
+      digestPeriodSeconds: config.digests.periodSeconds,
+      digestSettleSeconds: config.digests.settleSeconds,
+      digestPollMs: config.digests.pollIntervalMs,
+    });
+  const s3 = createS3Client(config.s3);
+  const follower = new CanaryFollower({
+    store: runtime.store,
+    cluster: options.cluster,
+    lookbackMs: 2 * Math.max(...CANARY_STAGES.map((s) => bounds[s])),
+    digests: () => {
+      // Resolved at each read: the worker may make the deployment's key after this process started.
+      const served = servedDigestPublicKey(config);
+      return served && { s3, bucket: config.s3.archiveBucket, publicKey: createPublicKey(served.publicKeyPem), keyId: served.keyId };
+    },
+    ...(options.key ? { keyPrefix: options.key } : {}),
+  });
+  const monitor = new CanaryMonitor({ cluster: options.cluster, follower, bounds, health: runtime.health, metrics: canaryMetrics(runtime.metrics), logger });
+  let observing: Promise<unknown> = Promise.resolve();
+  const loop = new CanaryLoop({
+    lock,
+    intervalMs: options.intervalMs,
+    logger,
+    ...(options.key ? { key: options.key } : {}),
+    onCycle: (cycle) => {
+      observing = observing.then(() => monitor.observe(cycle)).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'canary: not judged'));
+    },
+  });
+  loop.start();
+  logger.info({ key: loop.key, intervalMs: options.intervalMs, bounds }, 'canary started');
+  return {
+    name: 'canary',
+    close: async () => {
+      await loop.close();
+      await observing;
+    },
+  };
+}
