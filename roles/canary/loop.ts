@@ -35,7 +35,7 @@ export interface CanaryCycle {
 }
 
 export interface CanaryLoopOptions {
-  lock: Pick<LockService, 'acquire' | 'release' | 'createSession' | 'closeSession' | 'getClass' | 'putClass'>;
+  lock: Pick<LockService, 'acquire' | 'release' | 'createSession' | 'keepAlive' | 'closeSession' | 'getClass' | 'putClass'>;
   intervalMs: number;
   logger: Logger;
   key?: string;
@@ -71,6 +71,9 @@ export class CanaryLoop {
     let outcome: CanaryCycle;
     try {
       await this.#ensureClass();
+      // The session lives CANARY_LOCK_CLASS.ttlSeconds unless kept alive: kept at each cycle, made again once lapsed
+      // (an interval longer than the TTL lets it lapse between cycles).
+      if (this.#session !== undefined) await this.o.lock.keepAlive(CANARY_IDENTITY, this.#session).catch(() => (this.#session = undefined));
       this.#session ??= (await this.o.lock.createSession(CANARY_IDENTITY, CANARY_LOCK_CLASS.ttlSeconds)).id;
       const grant = await this.o.lock.acquire({
         identity: CANARY_IDENTITY,

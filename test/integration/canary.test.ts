@@ -156,6 +156,15 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
     assert.ok(ready.body.canary?.every((s) => s.cluster === cluster && s.passedAt !== null && !s.behind));
   });
 
+  it("a cycle after its session's TTL has passed still grants: the session is kept alive, or made again once it lapsed", async () => {
+    const slow = new CanaryLoop({ lock: la.service, intervalMs: 60_000, logger: log, key: `${key}-slow` });
+    assert.deepEqual(await slow.cycle().then((c) => c.ok), true);
+    await new Promise((r) => setTimeout(r, 16_000)); // past the canary class's 15 s TTL
+    const again = await slow.cycle();
+    assert.equal(again.ok, true, again.error);
+    await slow.close();
+  });
+
   it('the digest worker stopped: the sealed stage alarms within its bound (a digest placed in the bucket does not count), the stages before it keep up; back, it clears', async () => {
     await digests?.close();
     digests = undefined;
