@@ -277,11 +277,12 @@ const AlertRuleSchema = Type.Object(
         Type.Literal('waiver-expiring'),
         Type.Literal('two-person'),
         Type.Literal('two-person-refused'),
+        Type.Literal('canary'),
       ]),
       {
         minItems: 1,
         description:
-          'Event kinds this rule matches (gap: a recorded history gap; deleted: a hold removed by hand while its lease lived; foreign-grant: a hold written around the lock API, also matched by grant; waiver-expired / waiver-expiring: a class of a stored risk-register run; two-person: every act of a force-release or epoch-advance request — requested, approved, rejected, cancelled, refused —, two-person-refused: only the refused approvals, also matched by two-person)',
+          'Event kinds this rule matches (gap: a recorded history gap; deleted: a hold removed by hand while its lease lived; foreign-grant: a hold written around the lock API, also matched by grant; waiver-expired / waiver-expiring: a class of a stored risk-register run; two-person: every act of a force-release or epoch-advance request — requested, approved, rejected, cancelled, refused —, two-person-refused: only the refused approvals, also matched by two-person; canary: the own grants of the platform canary — no other kind matches them — and a sink that subscribes is followed as a stage of the canary)',
       },
     ),
     namespaces: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'Only events of these lock namespaces. Default: any' })),

@@ -2,7 +2,7 @@
 // grant, with an id that is the same every time it is delivered (receivers
 // drop duplicates by it: delivery is at least once).
 import type { AuditEventRow } from '../../core/events.js';
-import { parseLockName, PREFIX } from '../../core/keyspace.js';
+import { CANARY_NAMESPACE, parseLockName, PREFIX } from '../../core/keyspace.js';
 import type { TwoPersonLogRow } from '../../core/twoPersonLogRow.js';
 
 export interface AlertEvent {
@@ -31,6 +31,10 @@ export interface AlertEvent {
   timeEstimated: boolean;
   detail: Record<string, unknown>;
 }
+
+/** The platform canary's own grant (roles/canary/): the lock API's (proven), in its namespace: alert kind `canary`. */
+const canaryGrant = (r: Pick<LogRow, 'event_type' | 'namespace' | 'origin'>): boolean =>
+  r.event_type === 'grant' && r.origin !== 'foreign' && r.namespace === CANARY_NAMESPACE;
 
 export interface LogRow {
   revision: string;
@@ -113,7 +117,7 @@ export function fromLogRow(cluster: string, r: LogRow): AlertEvent {
     id: timeline > 0 ? `${cluster}:t${timeline}:${revision}:${r.key}` : `${cluster}:${revision}:${r.key}`,
     cluster,
     // A grant that bypassed the lock API is its own kind, so a rule can stream exactly those (rules.ts: 'grant' still matches it).
-    kind: (foreign && r.event_type === 'grant') || seenInSnapshot ? 'foreign-grant' : r.event_type,
+    kind: (foreign && r.event_type === 'grant') || seenInSnapshot ? 'foreign-grant' : canaryGrant(r) ? 'canary' : r.event_type,
     revision,
     key: lockName(r.key),
     namespace: r.namespace,

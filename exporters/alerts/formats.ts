@@ -36,6 +36,7 @@ const severity = (kind: string) => SEVERITY[kind] ?? { id: 1, name: 'Information
 
 const MESSAGE: Record<string, (e: SinkEvent) => string> = {
   grant: (e) => `${e.holder} was granted ${e.key}`,
+  canary: (e) => `the platform canary was granted ${e.key} (the audit path's heartbeat: docs/operations.md#the-canary)`,
   release: (e) => `${e.holder} released ${e.key}`,
   expiry: (e) => `the hold of ${e.holder} on ${e.key} expired (lease lapsed)`,
   'force-release': (e) => `the hold of ${e.holder} on ${e.key} was force-released`,
@@ -98,6 +99,8 @@ const CLASSES: Record<OcsfClass, { uid: number; name: string; categoryUid: numbe
  */
 const KINDS: Record<string, { cls: OcsfClass; activityId: number; activity: string; operation?: string }> = {
   grant: { cls: 'api_activity', activityId: 1, activity: 'Create', operation: 'POST /v1/locks/acquire' },
+  // The canary acquires through the lock engine as a caller would: the same class of event, its own kind.
+  canary: { cls: 'api_activity', activityId: 1, activity: 'Create', operation: 'POST /v1/locks/acquire' },
   'unprotected-grant': { cls: 'api_activity', activityId: 1, activity: 'Create', operation: 'POST /v1/locks/acquire' },
   release: { cls: 'api_activity', activityId: 4, activity: 'Delete', operation: 'POST /v1/locks/release' },
   'session-close': { cls: 'api_activity', activityId: 4, activity: 'Delete', operation: 'DELETE /v1/sessions/:id' },

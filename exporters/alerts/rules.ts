@@ -28,6 +28,12 @@ export function ruleKinds(rules: readonly AlertRule[]): string[] {
   return [...new Set(rules.flatMap((r) => r.kinds))].sort();
 }
 
+/** The event types a sink reads from a cluster's log: its kinds, and `grant` for `canary` (the canary's grants are grant events). */
+export function logKinds(rules: readonly AlertRule[]): string[] {
+  const kinds = ruleKinds(rules);
+  return kinds.includes('canary') && !kinds.includes('grant') ? [...kinds, 'grant'].sort() : kinds;
+}
+
 /** The waiver kinds, read from stored risk-register runs rather than a cluster's log. */
 export const WAIVER_KINDS = { 'waiver-expired': 'expired', 'waiver-expiring': 'expiring' } as const;
 

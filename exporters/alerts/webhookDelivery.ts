@@ -17,7 +17,7 @@ import { PREFIX } from '../../core/keyspace.js';
 import { loadSql } from '../../platform/sql.js';
 import { fromLogRow, fromSpoolRow, type LogRow, type SpoolRow } from './alertEvent.js';
 import { BatchPoster, runPasses, sinkSettings, type PosterDeps } from './batchPoster.js';
-import { matches, ruleKinds } from './rules.js';
+import { logKinds, matches, ruleKinds } from './rules.js';
 
 const EVENTS = loadSql('exporters/alerts/events.sql');
 const UNPROTECTED = loadSql('exporters/alerts/unprotected.sql');
@@ -134,7 +134,7 @@ export class WebhookDelivery {
         afterRevision: position.revision.toString(),
         afterKey: position.key,
         throughRevision: through.toString(),
-        kinds: this.#kinds,
+        kinds: logKinds(this.#d.sink.rules),
         limit,
       });
       const events = rows.map((r) => fromLogRow(this.#d.cluster, r));

@@ -10,7 +10,7 @@ import { createS3Client } from '../../core/s3.js';
 import type { LockService } from '../../lock/service.js';
 import type { RoleHandle, Runtime } from '../../platform/runtime.js';
 import { CanaryLoop } from './loop.js';
-import { canaryBounds, canaryMetrics, CanaryMonitor, CANARY_STAGES, type CanaryStage } from './monitor.js';
+import { canaryBounds, canaryMetrics, CanaryMonitor, type CanaryBounds } from './monitor.js';
 import { CanaryFollower } from './stages.js';
 
 export interface CanaryOptions {
@@ -18,7 +18,7 @@ export interface CanaryOptions {
   cluster: string;
   intervalMs: number;
   /** Default: from the settings (monitor.ts canaryBounds). */
-  bounds?: Record<CanaryStage, number>;
+  bounds?: CanaryBounds;
   /** Default: the host's canary key (loop.ts canaryKey). */
   key?: string;
   logger?: Logger;
@@ -26,6 +26,8 @@ export interface CanaryOptions {
 
 export function startCanary(runtime: Runtime, lock: LockService, options: CanaryOptions): RoleHandle {
   const { config } = runtime;
+  // The sinks that subscribe to the canary are stages of it (their delivery is followed by their saved position).
+  const sinks = config.alerts.webhooks.filter((w) => w.rules.some((r) => (r.kinds as readonly string[]).includes('canary')));
   const logger = (options.logger ?? runtime.logger).child({ component: 'canary', cluster: options.cluster });
   const bounds =
     options.bounds ??
@@ -34,12 +36,14 @@ export function startCanary(runtime: Runtime, lock: LockService, options: Canary
       digestPeriodSeconds: config.digests.periodSeconds,
       digestSettleSeconds: config.digests.settleSeconds,
       digestPollMs: config.digests.pollIntervalMs,
+      sinks: sinks.map((s) => ({ name: s.name, pollMs: s.pollIntervalMs ?? 1_000 })),
     });
   const s3 = createS3Client(config.s3);
   const follower = new CanaryFollower({
     store: runtime.store,
     cluster: options.cluster,
-    lookbackMs: 2 * Math.max(...CANARY_STAGES.map((s) => bounds[s])),
+    lookbackMs: 2 * Math.max(...Object.values(bounds)),
+    sinks: sinks.map((s) => s.name),
     digests: () => {
       // Resolved at each read: the worker may make the deployment's key after this process started.
       const served = servedDigestPublicKey(config);

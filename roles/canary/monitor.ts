@@ -12,8 +12,12 @@ import type { HealthState } from '../../platform/health.js';
 import type { CanaryCycle } from './loop.js';
 import type { CanaryFollower, StageTimes } from './stages.js';
 
-export const CANARY_STAGES = ['lock', 'stored', 'sealed'] as const;
-export type CanaryStage = (typeof CANARY_STAGES)[number];
+/** lock → stored → sealed, and each alert sink that subscribes to the canary (`sink:<name>`), also after stored. */
+export type CanaryStage = 'lock' | 'stored' | 'sealed' | `sink:${string}`;
+export type CanaryBounds = Record<CanaryStage, number>;
+
+/** The stages a stage follows: a stage behind because one of these is behind is not where the path stops. */
+const follows = (stage: CanaryStage): CanaryStage[] => (stage === 'lock' ? [] : stage === 'stored' ? ['lock'] : ['lock', 'stored']);
 
 export interface CanaryMetrics {
   age: Gauge<'cluster' | 'stage'>;
@@ -23,7 +27,7 @@ export interface CanaryMetrics {
 export const canaryMetrics: (registry: Registry) => CanaryMetrics = oncePerRegistry((registers) => ({
   age: new Gauge({
     name: 'lockaudit_canary_stage_age_seconds',
-    help: 'How long ago the newest canary lock passed each stage: lock (granted and released by the lock engine), stored (captured into the store), sealed (under a signed digest).',
+    help: 'How long ago the newest canary lock passed each stage: lock (granted and released by the lock engine), stored (captured into the store), sealed (under a signed digest), sink:<name> (delivered to an alert sink that subscribes to the canary).',
     labelNames: ['cluster', 'stage'],
     registers,
   }),
@@ -41,19 +45,24 @@ export function canaryBounds(s: {
   digestPeriodSeconds: number;
   digestSettleSeconds: number;
   digestPollMs: number;
-}): Record<CanaryStage, number> {
+  /** The alert sinks that subscribe to the canary, with their poll interval. */
+  sinks?: ReadonlyArray<{ name: string; pollMs: number }>;
+}): CanaryBounds {
   const twice = 2 * s.intervalSeconds * 1000;
-  return {
+  const bounds: CanaryBounds = {
     lock: twice + 15_000,
     stored: twice + 60_000,
     sealed: twice + (s.digestPeriodSeconds + s.digestSettleSeconds) * 1000 + 2 * s.digestPollMs + 60_000,
   };
+  for (const sink of s.sinks ?? []) bounds[`sink:${sink.name}`] = twice + 2 * sink.pollMs + 60_000;
+  return bounds;
 }
 
 export interface CanaryMonitorOptions {
   cluster: string;
   follower: Pick<CanaryFollower, 'read'>;
-  bounds: Record<CanaryStage, number>;
+  /** Every stage followed, in order (lock, stored, sealed, then the sinks'), with its bound in ms. */
+  bounds: CanaryBounds;
   health: HealthState;
   metrics: CanaryMetrics;
   logger: Logger;
@@ -72,12 +81,23 @@ export interface CanaryView {
 export class CanaryMonitor {
   readonly #startedAt: number;
   #lock: number | null = null;
-  #times: StageTimes = { stored: null, sealed: null, sealedThrough: null };
+  #times: StageTimes = { stored: null, sealed: null, sealedThrough: null, sinks: {} };
   #lastError: string | undefined;
 
   constructor(private readonly o: CanaryMonitorOptions) {
     this.#startedAt = this.#now();
-    for (const stage of CANARY_STAGES) o.metrics.bound.set({ cluster: o.cluster, stage }, o.bounds[stage] / 1000);
+    for (const [stage, bound] of this.#stages()) o.metrics.bound.set({ cluster: o.cluster, stage }, bound / 1000);
+  }
+
+  /** Each stage with its bound, in order. */
+  #stages(): Array<[CanaryStage, number]> {
+    return Object.entries(this.o.bounds) as Array<[CanaryStage, number]>;
+  }
+
+  #passedAt(stage: CanaryStage): number | null {
+    if (stage === 'lock') return this.#lock;
+    if (stage === 'stored' || stage === 'sealed') return this.#times[stage];
+    return this.#times.sinks[stage.slice('sink:'.length)] ?? null;
   }
 
   #now(): number {
@@ -99,12 +119,12 @@ export class CanaryMonitor {
 
   judge(): CanaryView[] {
     const now = this.#now();
-    const at: Record<CanaryStage, number | null> = { lock: this.#lock, stored: this.#times.stored, sealed: this.#times.sealed };
-    const views = CANARY_STAGES.map((stage) => {
-      const ageMs = now - (at[stage] ?? this.#startedAt);
-      return { stage, passedAt: at[stage], ageMs, boundMs: this.o.bounds[stage], behind: ageMs > this.o.bounds[stage] };
+    const views = this.#stages().map(([stage, boundMs]) => {
+      const passedAt = this.#passedAt(stage);
+      const ageMs = now - (passedAt ?? this.#startedAt);
+      return { stage, passedAt, ageMs, boundMs, behind: ageMs > boundMs };
     });
-    const first = views.find((v) => v.behind)?.stage;
+    const behind = new Set(views.filter((v) => v.behind).map((v) => v.stage));
     for (const v of views) {
       const labels = { cluster: this.o.cluster, stage: v.stage };
       this.o.metrics.age.set(labels, v.ageMs / 1000);
@@ -113,12 +133,13 @@ export class CanaryMonitor {
         this.o.health.clear(name);
         continue;
       }
+      const before = follows(v.stage).find((s) => behind.has(s));
       const why =
         v.stage === 'lock' && this.#lastError
           ? `; the last cycle failed: ${this.#lastError}`
-          : v.stage === first
+          : before === undefined
             ? '; the stages before it keep up: the audit path stops here'
-            : `; stage ${first} is behind too`;
+            : `; stage ${before} is behind too`;
       this.o.health.raise(
         alarm(
           'LOCKAUDIT_ALARM_CANARY_STAGE',

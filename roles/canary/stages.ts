@@ -17,6 +17,9 @@ import { readObjectText } from '../../exporters/storage/objectStore.js';
 import { CANARY_IDENTITY } from './loop.js';
 
 const GRANT_SQL = loadSql('roles/canary/canaryGrant.sql');
+// The sink's own reading of its position (the one definition, beside the sink).
+const POSITION_SQL = loadSql('exporters/alerts/position.sql');
+const MAX_REVISION = '18446744073709551615';
 
 export interface StageTimes {
   /** The newest canary grant in the store (ms), or null. */
@@ -24,6 +27,8 @@ export interface StageTimes {
   /** The newest canary grant a signed digest's period covers (ms), or null; `sealedThrough`: that period's end. */
   sealed: number | null;
   sealedThrough: number | null;
+  /** Per alert sink that subscribes to the canary: the newest canary grant at or before its delivered position (ms), or null. */
+  sinks: Record<string, number | null>;
 }
 
 export interface DigestSource {
@@ -42,6 +47,8 @@ export interface CanaryFollowerOptions {
   /** Where the digests are and the key they are signed with; undefined (or returning it): none to follow yet. */
   digests?: () => DigestSource | undefined;
   keyPrefix?: string;
+  /** The alert sinks whose rules name the `canary` kind: each is a stage (its delivered position, alert_checkpoints). */
+  sinks?: readonly string[];
 }
 
 export class CanaryFollower {
@@ -56,10 +63,16 @@ export class CanaryFollower {
     const stored = await this.#newest(since, now + 1);
     const sealedThrough = await this.#sealed();
     const sealed = sealedThrough === null || stored === null ? null : stored < sealedThrough ? stored : await this.#newest(since, sealedThrough);
-    return { stored, sealed, sealedThrough };
+    const sinks: Record<string, number | null> = {};
+    for (const sink of this.o.sinks ?? []) {
+      // A sink saves its position only once what precedes it was delivered (webhookDelivery.ts).
+      const [p] = await this.o.store.rows<{ revision: string; found: number }>(POSITION_SQL.text, { sink, cluster: this.o.cluster });
+      sinks[sink] = p && Number(p.found) === 1 && stored !== null ? await this.#newest(since, now + 1, p.revision) : null;
+    }
+    return { stored, sealed, sealedThrough, sinks };
   }
 
-  async #newest(sinceMs: number, beforeMs: number): Promise<number | null> {
+  async #newest(sinceMs: number, beforeMs: number, throughRevision = MAX_REVISION): Promise<number | null> {
     const filters = {
       cluster: this.o.cluster,
       keyPrefix: this.o.keyPrefix ?? `${CANARY_NAMESPACE}/`,
@@ -68,7 +81,7 @@ export class CanaryFollower {
       endKind: 'release',
     } as const;
     const params = grantFilterParams(filters, { fromMs: sinceMs, toMs: beforeMs, rule: 'granted' }, null, 'keyPrefix', 'include');
-    const [r] = await this.o.store.rows<{ ms: string; n: string }>(GRANT_SQL.text, params);
+    const [r] = await this.o.store.rows<{ ms: string; n: string }>(GRANT_SQL.text, { ...params, throughRevision });
     return r && r.n !== '0' ? Number(r.ms) : null;
   }
 

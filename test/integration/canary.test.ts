@@ -24,7 +24,11 @@ import { readObjectText } from '../../exporters/storage/objectStore.js';
 import { HealthState } from '../../platform/health.js';
 import { grantHistory } from '../../reports/grantHistory/index.js';
 import { CanaryLoop } from '../../roles/canary/loop.js';
-import { canaryMetrics, CanaryMonitor, type CanaryStage } from '../../roles/canary/monitor.js';
+import { canaryMetrics, CanaryMonitor, type CanaryBounds, type CanaryStage } from '../../roles/canary/monitor.js';
+import { WebhookDelivery } from '../../exporters/alerts/webhookDelivery.js';
+import { alertMetrics } from '../../exporters/alerts/alertMetrics.js';
+import { tokenHashKey } from '../../core/tokenHash.js';
+import { alertReceiver, type AlertReceiver } from '../support/alertReceiver.js';
 import { CanaryFollower } from '../../roles/canary/stages.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { tailerMetrics } from '../../tailer/tailerMetrics.js';
@@ -35,7 +39,7 @@ import { lockApp, type LockApp } from '../support/lockApp.js';
 const config = testConfig();
 const endpoints = config.etcd.clusters[0]?.endpoints ?? [];
 const log = createLogger(process.env.LOCKAUDIT_LOG_LEVEL ?? 'warn');
-const BOUNDS: Record<CanaryStage, number> = { lock: 4_000, stored: 6_000, sealed: 10_000 };
+const BOUNDS: CanaryBounds = { lock: 4_000, stored: 6_000, sealed: 10_000, 'sink:siem': 6_000 };
 
 describe('the end-to-end canary', { timeout: 300_000 }, () => {
   let store: AuditStore;
@@ -47,6 +51,8 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
   let loop: CanaryLoop;
   let monitor: CanaryMonitor;
   let observing: Promise<unknown> = Promise.resolve();
+  let rx: AlertReceiver;
+  let sinkRun: { abort: AbortController; done: Promise<void> } | undefined;
   /** The lock app's: its /readyz shows what the monitor judged. */
   let health: HealthState;
   const cluster = uniqueId('cn');
@@ -63,6 +69,13 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
     );
     replica.start();
     return replica;
+  };
+  /** An alert sink that subscribes to the canary, delivering to a real HTTP receiver. */
+  const startSink = () => {
+    const sink = { name: 'siem', url: rx.url, secret: 'canary-test-secret-0123456789', rules: [{ kinds: ['canary' as const] }], pollIntervalMs: 100 };
+    const abort = new AbortController();
+    const done = new WebhookDelivery({ store, log, metrics: alertMetrics(registry), cluster, sink, tokenKey: tokenHashKey(randomBytes(32)) }).run(abort.signal);
+    return { abort, done };
   };
   const startDigests = (): DigestWorker => {
     const worker = new DigestWorker({
@@ -96,11 +109,14 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
     await checkpointAtHead(store, client, cluster);
     tailer = startTailer();
     digests = startDigests();
+    rx = await alertReceiver();
+    sinkRun = startSink();
     const follower = new CanaryFollower({
       store,
       cluster,
       keyPrefix: key,
       lookbackMs: 600_000,
+      sinks: ['siem'],
       digests: () => ({ s3, bucket, publicKey: createPublicKey(signer.publicKeyPem), keyId: signer.keyId }),
     });
     monitor = new CanaryMonitor({ cluster, follower, bounds: BOUNDS, health, metrics: canaryMetrics(registry), logger: log });
@@ -116,6 +132,9 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
     loop.start();
   });
   after(async () => {
+    sinkRun?.abort.abort();
+    await sinkRun?.done;
+    await rx?.close();
     await loop?.close();
     await observing.catch(() => undefined);
     await digests?.close();
@@ -130,7 +149,7 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
       'every stage passed and within its bound',
       () => {
         const s = stages();
-        return ['lock', 'stored', 'sealed'].every((n) => s[n]?.passedAt && !s[n].behind && s[n].ageSeconds <= 5) ? s : undefined;
+        return ['lock', 'stored', 'sealed', 'sink:siem'].every((n) => s[n]?.passedAt && !s[n].behind && s[n].ageSeconds <= 5) ? s : undefined;
       },
       60_000,
       200,
@@ -140,9 +159,13 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
       [],
     );
     const ages = (await canaryMetrics(registry).age.get()).values.filter((v) => v.labels.cluster === cluster);
-    assert.deepEqual(ages.map((v) => v.labels.stage).sort(), ['lock', 'sealed', 'stored']);
+    assert.deepEqual(ages.map((v) => v.labels.stage).sort(), ['lock', 'sealed', 'sink:siem', 'stored']);
     const bounds = (await canaryMetrics(registry).bound.get()).values.filter((v) => v.labels.cluster === cluster);
-    assert.deepEqual(Object.fromEntries(bounds.map((v) => [v.labels.stage, v.value])), { lock: 4, stored: 6, sealed: 10 });
+    assert.deepEqual(Object.fromEntries(bounds.map((v) => [v.labels.stage, v.value])), { lock: 4, stored: 6, sealed: 10, 'sink:siem': 6 });
+    // The sink was sent the canary's grants, as kind canary, and nothing else of it (no releases).
+    const canaryEvents = rx.delivered.filter((d) => d.cluster === cluster);
+    assert.ok(canaryEvents.length > 0);
+    assert.deepEqual([...new Set(canaryEvents.map((d) => d.unmapped.kind))], ['canary']);
   });
 
   it('/readyz lists the stages for an admin, each with when the canary last passed it', async () => {
@@ -150,7 +173,7 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
     const ready = await la.call<{ canary?: Array<{ cluster: string; stage: string; passedAt: string | null; behind: boolean }> }>('GET', '/readyz', admin);
     assert.deepEqual(
       ready.body.canary?.map((s) => s.stage),
-      ['lock', 'stored', 'sealed'],
+      ['lock', 'stored', 'sealed', 'sink:siem'],
       JSON.stringify(ready.body),
     );
     assert.ok(ready.body.canary?.every((s) => s.cluster === cluster && s.passedAt !== null && !s.behind));
@@ -186,6 +209,18 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
     await s3.removeObject(bucket, digestObjectName(cluster, placed.seq));
     digests = startDigests();
     await waitFor('the sealed stage clears', () => (alarmOf('sealed') ? undefined : true), 30_000, 200);
+  });
+
+  it('an alert sink stopped: its stage alarms within its bound while the others keep up; back, it clears', async () => {
+    sinkRun?.abort.abort();
+    await sinkRun?.done;
+    const stoppedAt = Date.now();
+    const raised = await waitFor('the sink stage alarm', () => alarmOf('sink:siem'), (BOUNDS['sink:siem'] ?? 0) + 10_000, 200);
+    assert.ok(Date.now() - stoppedAt <= (BOUNDS['sink:siem'] ?? 0) + 6_000, 'raised within its bound (and a cycle or two)');
+    assert.match(raised.message, /last passed stage sink:siem \d+ s ago \(bound 6 s\); the stages before it keep up: the audit path stops here/);
+    for (const stage of ['lock', 'stored', 'sealed'] as const) assert.equal(alarmOf(stage), undefined, stage);
+    sinkRun = startSink();
+    await waitFor('the sink stage clears', () => (alarmOf('sink:siem') ? undefined : true), 30_000, 200);
   });
 
   it('the tailer stopped: the stored stage alarms, named as where the path stops; back, it clears', async () => {

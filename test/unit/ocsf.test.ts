@@ -174,6 +174,7 @@ const act = (over: Partial<TwoPersonRow>): TwoPersonRow => ({
 const run = { run_id: 'repeat:risk-register-nightly:1764381600000', register_day: '2025-11-29', as_of_ms: 1_764_381_600_000 };
 const EXAMPLES: Record<string, AlertEvent> = {
   grant: fromLogRow('c1', logRow({})),
+  canary: fromLogRow('c1', logRow({ key: '/l/lockaudit-canary/host-1', namespace: 'lockaudit-canary', class: 'lockaudit-canary', holder: 'lockaudit-canary' })),
   'foreign-grant': fromLogRow('c1', logRow({ holder: 'etcdctl', session: '0', origin: 'foreign' })),
   release: fromLogRow('c1', logRow({ event_type: 'release' })),
   expiry: fromLogRow('c1', logRow({ event_type: 'expiry', time_estimated: 1 })),
