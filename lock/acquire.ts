@@ -172,7 +172,7 @@ async function failOpen(parts: LockParts, input: AcquireInput, namespace: string
   if (session.identity !== input.identity) await parts.sessions.get(input.identity, input.session); // throws the usual not-found
   assertFits(input.key, namespace, lockClass, session, input.session);
   const remaining = Math.max(0, input.waitMs - (Date.now() - started));
-  const granted = await parts.failOpen.grant({
+  await parts.failOpen.grant({
     key: input.key,
     namespace,
     holder: input.identity,

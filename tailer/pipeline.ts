@@ -297,7 +297,7 @@ export class TailerPipeline {
       timeline: this.#deps.timeline,
       term: this.#deps.term,
       ...(this.#opts.originSecret ? { proofSecret: this.#opts.originSecret } : {}),
-      onFlush: (rows, seconds) => metrics?.batchSeconds.observe(this.#labels, seconds),
+      onFlush: (_rows, seconds) => metrics?.batchSeconds.observe(this.#labels, seconds),
       onRetry: () => metrics?.sinkRetries.inc(this.#labels),
       onQuarantine: (rows) => metrics?.quarantined.inc(this.#labels, rows),
     });
