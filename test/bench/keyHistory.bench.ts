@@ -126,6 +126,48 @@ try {
       });
     }
   }
+  // The reader's bound (grants/scopeBound.sql) on the default page (no key, newest first, over every grant): a token
+  // scoped to the namespace and cluster every grant is in beside an unscoped one, and the canary's exclusion (on for
+  // every report read) beside a read that keeps the canary's rows. The same grants each time (checked).
+  const page = (scope: { namespaces: string[]; clusters: string[] } | null, withCanary: number): Record<string, string | number | string[]> => ({
+    ...resolvePage(deps, { limit: 100 }, nowMs, scope).params,
+    ...(withCanary ? { withCanary } : {}),
+    limit: 101,
+  });
+  const bounds: Array<[string, ReturnType<typeof page>, string, ReturnType<typeof page>]> = [
+    ['scoped to ns0 and bench', page({ namespaces: ['ns0'], clusters: ['bench'] }, 0), 'unscoped', page(null, 0)],
+    ['canary rows left out', page(null, 0), 'canary rows kept', page(null, 1)],
+  ];
+  for (const [name, params, baselineName, baseParams] of bounds) {
+    const sql = loadSql(params.desc === 1 ? 'reports/grantHistory/historyDesc.sql' : 'reports/grantHistory/history.sql');
+    const with_: number[] = [];
+    const without: number[] = [];
+    for (let i = -2; i < ITER; i += 1) {
+      let s = performance.now();
+      const a = await reportRows<{ grant_revision: string }>(deps, sql, params, historySettings(String(params.source)));
+      const da = performance.now() - s;
+      s = performance.now();
+      const b = await reportRows<{ grant_revision: string }>(deps, sql, baseParams, historySettings(String(baseParams.source)));
+      const db = performance.now() - s;
+      if (a.length !== 101 || a.map((r) => r.grant_revision).join() !== b.map((r) => r.grant_revision).join()) throw new Error(`${name}: the pages differ`);
+      if (i >= 0) {
+        with_.push(da);
+        without.push(db);
+      }
+    }
+    with_.sort((x, y) => x - y);
+    without.sort((x, y) => x - y);
+    for (const q of [50, 95]) {
+      report({
+        name: `grant history, default page p${q}: ${name}`,
+        value: percentile(with_, q),
+        baselineName: `${baselineName} p${q}`,
+        baseline: percentile(without, q),
+        unit: 'ms',
+        higherIsBetter: false,
+      });
+    }
+  }
 } finally {
   await close();
 }
