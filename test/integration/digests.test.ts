@@ -1096,8 +1096,13 @@ describe('tamper-evident digests', () => {
     assert.deepEqual(covered, [3]);
   });
 
-  it('lets an auditor check a compliance export with docs/verify-export.mjs and the public key alone; a truncated export fails', async () => {
+  /**
+   * A compliance export (CSV) of 50 grants over a sealed scenario's first 4 s, requested under `scope`, with the
+   * files an auditor checks it from (its download, its manifest, the public key) and docs/verify-export.mjs over them.
+   */
+  async function verifiableExport(requestedBy: string, scope?: { namespaces: string[]; clusters: string[] }) {
     const sc = await scenario(6);
+    // insertGrants: namespace = number % 20 (ns3 holds numbers 3, 23 and 43).
     await insertGrants(store, sc.cluster, 50, sc.startMs + 1000, 40);
     await sc.worker.tick();
     const records = new ExportRecords(store);
@@ -1106,32 +1111,38 @@ describe('tamper-evident digests', () => {
       fromMs: sc.startMs,
       toMs: sc.startMs + 4000,
       filters: { cluster: sc.cluster },
-      requestedBy: 'auditor@corp',
+      requestedBy,
+      ...(scope ? { scope } : {}),
     });
     const done = await runComplianceExport(
       { store, s3, bucket: historyBucket, logger, digests: { signer, archiveBucket: sc.bucket, clusters: [sc.cluster] } },
       state.id,
     );
     const tmp = tempDir('lockaudit-verify-export-');
+    const manifestFile = path.join(tmp.dir, 'manifest.json');
+    const file = path.join(tmp.dir, 'export.csv');
+    const keyFile = path.join(tmp.dir, 'key.pem');
+    writeFileSync(manifestFile, await readObjectText(s3, historyBucket, manifestName(done.objectKey)));
+    writeFileSync(file, await readObjectText(s3, historyBucket, done.objectKey));
+    writeFileSync(keyFile, signer.publicKeyPem);
+    const check = (...more: string[]) =>
+      spawnSync(
+        process.execPath,
+        [path.join(projectRoot, 'docs/verify-export.mjs'), '--manifest', manifestFile, '--file', file, '--public-key', keyFile, ...more],
+        { encoding: 'utf8' },
+      );
+    return { sc, records, state, done, tmp, manifestFile, file, keyFile, check };
+  }
+
+  it('lets an auditor check a compliance export with docs/verify-export.mjs and the public key alone; a truncated export fails', async () => {
+    const { sc, records, state, tmp, manifestFile, file, keyFile, check } = await verifiableExport('auditor@corp');
     try {
-      const manifestFile = path.join(tmp.dir, 'manifest.json');
-      const file = path.join(tmp.dir, 'export.csv');
-      const keyFile = path.join(tmp.dir, 'key.pem');
-      writeFileSync(manifestFile, await readObjectText(s3, historyBucket, manifestName(done.objectKey)));
-      writeFileSync(file, await readObjectText(s3, historyBucket, done.objectKey));
-      writeFileSync(keyFile, signer.publicKeyPem);
       const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as { digests: Record<string, Digest[]> };
       assert.deepEqual(
         manifest.digests[sc.cluster]?.map((d) => d.seq),
         [1, 2, 3, 4, 5],
         'the digests of periods 0..3 (the range) and 4 (the one after it)',
       );
-      const check = (...more: string[]) =>
-        spawnSync(
-          process.execPath,
-          [path.join(projectRoot, 'docs/verify-export.mjs'), '--manifest', manifestFile, '--file', file, '--public-key', keyFile, ...more],
-          { encoding: 'utf8' },
-        );
       const good = check();
       assert.equal(good.status, 0, good.stdout + good.stderr);
       assert.match(good.stdout, /every check passed/);
@@ -1224,47 +1235,18 @@ describe('tamper-evident digests', () => {
   });
 
   it("a scoped token's export holds its scope's grants only, and its signed manifest says so; verify-export reads the scope as filters to expect", async () => {
-    const sc = await scenario(6);
-    // 50 grants over ns0..ns19 (insertGrants: namespace = number % 20); ns3 holds numbers 3, 23 and 43.
-    await insertGrants(store, sc.cluster, 50, sc.startMs + 1000, 40);
-    await sc.worker.tick();
-    const records = new ExportRecords(store);
-    const state = await records.create({
-      format: 'csv',
-      fromMs: sc.startMs,
-      toMs: sc.startMs + 4000,
-      filters: { cluster: sc.cluster },
-      requestedBy: 'pat@payments',
-      scope: { namespaces: ['ns3'], clusters: [] },
-    });
-    assert.deepEqual((await records.get(state.id))?.scope, { namespaces: ['ns3'], clusters: [] }, 'the scope is stored with the export');
-    const done = await runComplianceExport(
-      { store, s3, bucket: historyBucket, logger, digests: { signer, archiveBucket: sc.bucket, clusters: [sc.cluster] } },
-      state.id,
-    );
-    const csv = (await readObjectText(s3, historyBucket, done.objectKey)).trimEnd().split('\r\n');
-    const namespaceAt = (csv[0] as string).split(',').indexOf('namespace');
-    assert.deepEqual(
-      csv.slice(1).map((l) => l.split(',')[namespaceAt]),
-      ['ns3', 'ns3', 'ns3'],
-    );
-    assert.equal(done.rowsDone, 3n);
-    const tmp = tempDir('lockaudit-verify-scoped-');
+    const { sc, records, state, done, tmp, manifestFile, check } = await verifiableExport('pat@payments', { namespaces: ['ns3'], clusters: [] });
     try {
-      const manifestFile = path.join(tmp.dir, 'manifest.json');
-      const file = path.join(tmp.dir, 'export.csv');
-      const keyFile = path.join(tmp.dir, 'key.pem');
-      const manifestText = await readObjectText(s3, historyBucket, manifestName(done.objectKey));
-      writeFileSync(manifestFile, manifestText);
-      writeFileSync(file, await readObjectText(s3, historyBucket, done.objectKey));
-      writeFileSync(keyFile, signer.publicKeyPem);
+      assert.deepEqual((await records.get(state.id))?.scope, { namespaces: ['ns3'], clusters: [] }, 'the scope is stored with the export');
+      const csv = (await readObjectText(s3, historyBucket, done.objectKey)).trimEnd().split('\r\n');
+      const namespaceAt = (csv[0] as string).split(',').indexOf('namespace');
+      assert.deepEqual(
+        csv.slice(1).map((l) => l.split(',')[namespaceAt]),
+        ['ns3', 'ns3', 'ns3'],
+      );
+      assert.equal(done.rowsDone, 3n);
+      const manifestText = readFileSync(manifestFile, 'utf8');
       assert.deepEqual((JSON.parse(manifestText) as { scope?: unknown }).scope, { namespaces: ['ns3'], clusters: [] });
-      const check = (...more: string[]) =>
-        spawnSync(
-          process.execPath,
-          [path.join(projectRoot, 'docs/verify-export.mjs'), '--manifest', manifestFile, '--file', file, '--public-key', keyFile, ...more],
-          { encoding: 'utf8' },
-        );
       const good = check();
       assert.equal(good.status, 0, good.stdout + good.stderr);
       assert.match(good.stdout, new RegExp(`filters cluster=${sc.cluster}, scope\\.namespaces=ns3$`, 'm'));
