@@ -39,6 +39,8 @@ export const LOCK_NAME_MAX = 512;
  */
 export const CANARY_NAMESPACE = 'lockaudit-canary';
 export const CANARY_CLASS = 'lockaudit-canary';
+/** The identity the canary holds its locks as: its own rows are the lock API's, in its namespace, held by it. */
+export const CANARY_HOLDER = 'lockaudit-canary';
 
 export interface LockName {
   namespace: string;

@@ -21,8 +21,8 @@
 //      export's range: a period of the range not sealed when the export ran
 //      fails (no digest vouches for its rows);
 //   4. what the export is: its id, range and filters (a scoped token's export:
-//      its scope too, as scope.namespaces and scope.clusters), as the signed
-//      manifest says them, printed; each --expect-… given must match (the file you were
+//      its scope too, as scope.namespaces and scope.clusters, which fail the
+//      check unless expected), as the signed manifest says them, printed; each --expect-… given must match (the file you were
 //      handed is the export you asked about, not another one, well signed).
 // Prints one line per period; exits 0 when everything holds, 1 otherwise, 2
 // on bad arguments.
@@ -146,9 +146,19 @@ for (const [name, want] of [
   const same = Date.parse(manifest[name]) === Date.parse(want);
   line(same, `export ${name}: ${manifest[name]}${same ? '' : `, expected ${want}`}`);
 }
+// A scope is a set of names: compared as one, in any order.
+const asSet = (v) => (v === undefined ? undefined : v.split(',').sort().join(','));
+const same = (name, want) => (name.startsWith('scope.') ? asSet(filters[name]) === asSet(want) : filters[name] === want);
 for (const [name, want] of Object.entries(opts.filters))
-  line(filters[name] === want, `export filter ${name}: ${filters[name] ?? '(none)'}${filters[name] === want ? '' : `, expected ${want}`}`);
-const unexpected = Object.keys(opts.filters).length ? Object.keys(filters).filter((k) => !(k in opts.filters)) : [];
+  line(same(name, want), `export filter ${name}: ${filters[name] ?? '(none)'}${same(name, want) ? '' : `, expected ${want}`}`);
+// A scoped token's export is one team's part of the record: it passes only when that is what the caller expects.
+const scopeNames = Object.keys(filters).filter((k) => k.startsWith('scope.'));
+if (scopeNames.length && !scopeNames.every((k) => k in opts.filters))
+  line(
+    false,
+    `export scope: the file holds only ${scopeNames.map((k) => `${k.slice('scope.'.length)} ${filters[k]}`).join(' and ')} (a scoped token's export, not the whole record); expect it with --expect-filter ${scopeNames.map((k) => `${k}=${filters[k]}`).join(' --expect-filter ')}`,
+  );
+const unexpected = Object.keys(opts.filters).length ? Object.keys(filters).filter((k) => !(k in opts.filters) && !k.startsWith('scope.')) : [];
 if (unexpected.length)
   line(
     false,

@@ -9,7 +9,7 @@
 import Type from 'typebox';
 import type { TokenScope } from '../core/apiTokens.js';
 import { LockauditError } from '../core/errors.js';
-import { CANARY_NAMESPACE, parseLockName, PREFIX } from '../core/keyspace.js';
+import { CANARY_HOLDER, CANARY_NAMESPACE, parseLockName, PREFIX } from '../core/keyspace.js';
 
 /** What of a request's filters a scope bounds (filter.ts GrantFilters has them, with the same names). */
 export interface ScopedFilters {
@@ -47,11 +47,12 @@ export type CanaryRows = 'exclude' | 'include';
 export function scopeParams(
   scope: ReadScope,
   canary: CanaryRows = 'exclude',
-): { scopeNamespaces: string[]; scopeClusters: string[]; canaryNamespace: string; withCanary: number } {
+): { scopeNamespaces: string[]; scopeClusters: string[]; canaryNamespace: string; canaryHolder: string; withCanary: number } {
   return {
     scopeNamespaces: scope?.namespaces ?? [],
     scopeClusters: scope?.clusters ?? [],
     canaryNamespace: CANARY_NAMESPACE,
+    canaryHolder: CANARY_HOLDER,
     withCanary: canary === 'include' ? 1 : 0,
   };
 }

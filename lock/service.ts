@@ -5,7 +5,8 @@ import type { Etcd3, Watcher } from 'etcd3';
 import { createEtcdClient } from '../core/etcd.js';
 import type { Registry } from 'prom-client';
 import type { EtcdCluster } from '../core/config.js';
-import type { LockClass } from '../core/keyspace.js';
+import { CANARY_CLASS, CANARY_NAMESPACE, type LockClass } from '../core/keyspace.js';
+import { LockauditError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { spoolPath } from '../core/spool.js';
 import { acquire, type AcquireInput, type Grant } from './acquire.js';
@@ -245,7 +246,17 @@ export class LockService {
     return this.parts.classes.list();
   }
 
-  putClass(value: LockClass): Promise<CachedClass> {
+  /** `canary`: the platform canary's own class (roles/canary/loop.ts); its name and namespace are refused to everyone else. */
+  putClass(value: LockClass, options: { canary?: boolean } = {}): Promise<CachedClass> {
+    if ((value.name === CANARY_CLASS || value.namespace === CANARY_NAMESPACE) && !options.canary)
+      return Promise.reject(
+        new LockauditError(
+          'LOCKAUDIT_ERR_VALIDATION',
+          value.name === CANARY_CLASS
+            ? `params.name: class ${CANARY_CLASS} is reserved for the platform's canary`
+            : `body.namespace: ${CANARY_NAMESPACE} is reserved for the platform's canary`,
+        ),
+      );
     return this.parts.classes.put(value);
   }
 

@@ -13,7 +13,7 @@ FROM
             WHERE arrayExists((c, f, t) -> c = cluster AND f <= toUInt32(hour) AND toUInt32(hour) < t, {clusters:Array(String)}, {runFrom:Array(UInt32)}, {runTo:Array(UInt32)}))
         AND ({namespace:String} = '' OR namespace = {namespace:String})
         AND
--- @include grants/scopeBound.sql
+-- @include grants/scopeBoundHours.sql
         AND ({class:String} = '' OR class = {class:String})
     UNION ALL
     SELECT key, toUInt64(1) AS grants

@@ -200,6 +200,7 @@ async function contentionRows(
           scopeNamespaces: params.scopeNamespaces,
           scopeClusters: params.scopeClusters,
           canaryNamespace: params.canaryNamespace,
+          canaryHolder: params.canaryHolder,
           withCanary: params.withCanary,
         }),
         timed<PendingRow>(HOURS_PENDING, seals),

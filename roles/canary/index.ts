@@ -42,24 +42,37 @@ export function startCanary(runtime: Runtime, lock: LockService, options: Canary
   const follower = new CanaryFollower({
     store: runtime.store,
     cluster: options.cluster,
-    lookbackMs: 2 * Math.max(...Object.values(bounds)),
     sinks: sinks.map((s) => s.name),
     digests: () => {
       // Resolved at each read: the worker may make the deployment's key after this process started.
       const served = servedDigestPublicKey(config);
       return served && { s3, bucket: config.s3.archiveBucket, publicKey: createPublicKey(served.publicKeyPem), keyId: served.keyId };
     },
-    ...(options.key ? { keyPrefix: options.key } : {}),
   });
-  const monitor = new CanaryMonitor({ cluster: options.cluster, follower, bounds, health: runtime.health, metrics: canaryMetrics(runtime.metrics), logger });
-  let observing: Promise<unknown> = Promise.resolve();
+  const monitor = new CanaryMonitor({
+    cluster: options.cluster,
+    follower,
+    grants: () => loop.grants(),
+    bounds,
+    health: runtime.health,
+    metrics: canaryMetrics(runtime.metrics),
+    logger,
+  });
+  // Not chained: a cycle whose stages are still being read is judged at once (monitor.ts), so nothing piles up.
+  const observing = new Set<Promise<unknown>>();
   const loop = new CanaryLoop({
     lock,
     intervalMs: options.intervalMs,
     logger,
+    // Enough of its grants for the slowest stage to catch up on (twice its bound).
+    keep: Math.min(10_000, Math.ceil((2 * Math.max(...Object.values(bounds))) / options.intervalMs) + 10),
     ...(options.key ? { key: options.key } : {}),
     onCycle: (cycle) => {
-      observing = observing.then(() => monitor.observe(cycle)).catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'canary: not judged'));
+      const judged = monitor
+        .observe(cycle)
+        .catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'canary: not judged'))
+        .finally(() => observing.delete(judged));
+      observing.add(judged);
     },
   });
   loop.start();
@@ -68,7 +81,9 @@ export function startCanary(runtime: Runtime, lock: LockService, options: Canary
     name: 'canary',
     close: async () => {
       await loop.close();
-      await observing;
+      // A judgement still reading waits at most a moment: its read has a timeout of its own, and nothing reads it now.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(observing), new Promise((resolve) => (timer = setTimeout(resolve, 2_000)))]).finally(() => clearTimeout(timer));
     },
   };
 }

@@ -5,7 +5,7 @@
 // so the stages after it (stages.ts) can find them in the store. A cycle that
 // fails is counted and logged; the lock stage's age then grows until its alarm.
 import { hostname } from 'node:os';
-import { CANARY_CLASS, CANARY_NAMESPACE, type LockClass } from '../../core/keyspace.js';
+import { CANARY_CLASS, CANARY_HOLDER, CANARY_NAMESPACE, type LockClass } from '../../core/keyspace.js';
 import { LockauditError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { LockService } from '../../lock/service.js';
@@ -23,7 +23,13 @@ export const CANARY_LOCK_CLASS: LockClass = {
   fairness: 'memory',
 };
 
-export const CANARY_IDENTITY = 'lockaudit-canary';
+export const CANARY_IDENTITY = CANARY_HOLDER;
+
+/** Field by field (the stored class's key order is etcd's JSON's), its proof aside. */
+function sameClass(a: LockClass, b: LockClass): boolean {
+  const fields = new Set([...Object.keys(a), ...Object.keys(b)].filter((k) => k !== 'mac'));
+  return [...fields].every((k) => (a as Record<string, unknown>)[k] === (b as Record<string, unknown>)[k]);
+}
 
 /** The canary key of this host: one per host keeps the key set bounded across restarts, and apart across API replicas. */
 export const canaryKey = (host = hostname()): string => `${CANARY_NAMESPACE}/${host.replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[^A-Za-z0-9]+/, '') || 'host'}`;
@@ -34,12 +40,22 @@ export interface CanaryCycle {
   error?: string;
 }
 
+/** A grant this loop made: the later stages follow exactly these, so another replica's, a placed row or one made before this process started is no progress of its. */
+export interface CanaryGrant {
+  key: string;
+  /** The granting txn's revision (decimal). */
+  revision: string;
+  at: number;
+}
+
 export interface CanaryLoopOptions {
   lock: Pick<LockService, 'acquire' | 'release' | 'createSession' | 'keepAlive' | 'closeSession' | 'getClass' | 'putClass'>;
   intervalMs: number;
   logger: Logger;
   key?: string;
   onCycle?: (c: CanaryCycle) => void;
+  /** How many of its latest grants it remembers for the stages to follow. Default 2 000. */
+  keep?: number;
 }
 
 export class CanaryLoop {
@@ -50,6 +66,7 @@ export class CanaryLoop {
   #closed = false;
   /** The failure being repeated, said once when it starts (and once when the canary passes again). */
   #failing: string | undefined;
+  readonly #grants: CanaryGrant[] = [];
 
   constructor(private readonly o: CanaryLoopOptions) {
     this.key = o.key ?? canaryKey();
@@ -70,11 +87,11 @@ export class CanaryLoop {
     const at = Date.now();
     let outcome: CanaryCycle;
     try {
-      await this.#ensureClass();
-      // The session lives CANARY_LOCK_CLASS.ttlSeconds unless kept alive: kept at each cycle, made again once lapsed
-      // (an interval longer than the TTL lets it lapse between cycles).
+      const ttlSeconds = await this.#ensureClass();
+      // The session lives the class's TTL unless kept alive: kept at each cycle, made again once lapsed (an interval
+      // longer than the TTL lets it lapse between cycles).
       if (this.#session !== undefined) await this.o.lock.keepAlive(CANARY_IDENTITY, this.#session).catch(() => (this.#session = undefined));
-      this.#session ??= (await this.o.lock.createSession(CANARY_IDENTITY, CANARY_LOCK_CLASS.ttlSeconds)).id;
+      this.#session ??= (await this.o.lock.createSession(CANARY_IDENTITY, ttlSeconds)).id;
       const grant = await this.o.lock.acquire({
         identity: CANARY_IDENTITY,
         key: this.key,
@@ -84,6 +101,8 @@ export class CanaryLoop {
         canary: true,
       });
       await this.o.lock.release({ identity: CANARY_IDENTITY, key: this.key, session: this.#session, token: grant.token });
+      this.#grants.push({ key: this.key, revision: grant.revision, at });
+      if (this.#grants.length > (this.o.keep ?? 2_000)) this.#grants.shift();
       outcome = { at, ok: true };
       if (this.#failing !== undefined) this.o.logger.info({ key: this.key }, 'canary cycles pass again');
       this.#failing = undefined;
@@ -99,13 +118,22 @@ export class CanaryLoop {
     return outcome;
   }
 
-  async #ensureClass(): Promise<void> {
+  /** The canary's grants still remembered, oldest first. */
+  grants(): readonly CanaryGrant[] {
+    return this.#grants;
+  }
+
+  /** The class as the canary needs it, put (again) when missing or not what it should be; its TTL. */
+  async #ensureClass(): Promise<number> {
+    let current;
     try {
-      await this.o.lock.getClass(CANARY_CLASS);
+      current = (await this.o.lock.getClass(CANARY_CLASS)).value;
     } catch (err) {
-      if (!(err instanceof LockauditError) || err.code !== 'LOCKAUDIT_ERR_CLASS_NOT_FOUND') throw err;
-      await this.o.lock.putClass(CANARY_LOCK_CLASS);
+      // Missing, or written around the API (unproven): the canary puts its own (the name is reserved to it).
+      if (!(err instanceof LockauditError) || !['LOCKAUDIT_ERR_CLASS_NOT_FOUND', 'LOCKAUDIT_ERR_CLASS_UNPROVEN'].includes(err.code)) throw err;
     }
+    if (current && sameClass(current, CANARY_LOCK_CLASS)) return current.ttlSeconds;
+    return (await this.o.lock.putClass(CANARY_LOCK_CLASS, { canary: true })).value.ttlSeconds;
   }
 
   async close(): Promise<void> {

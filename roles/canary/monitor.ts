@@ -9,7 +9,7 @@ import { oncePerRegistry } from '../../core/metrics.js';
 import type { Logger } from '../../core/logger.js';
 import { alarm } from '../../platform/alarms.js';
 import type { HealthState } from '../../platform/health.js';
-import type { CanaryCycle } from './loop.js';
+import type { CanaryCycle, CanaryGrant } from './loop.js';
 import type { CanaryFollower, StageTimes } from './stages.js';
 
 /** lock → stored → sealed, and each alert sink that subscribes to the canary (`sink:<name>`), also after stored. */
@@ -61,6 +61,10 @@ export function canaryBounds(s: {
 export interface CanaryMonitorOptions {
   cluster: string;
   follower: Pick<CanaryFollower, 'read'>;
+  /** The loop's grants the later stages follow (loop.ts grants()). */
+  grants: () => readonly CanaryGrant[];
+  /** A read of the stages that takes longer is given up on (its stages age on, said as unread). Default 30 000 ms. */
+  readTimeoutMs?: number;
   /** Every stage followed, in order (lock, stored, sealed, then the sinks'), with its bound in ms. */
   bounds: CanaryBounds;
   health: HealthState;
@@ -81,8 +85,12 @@ export interface CanaryView {
 export class CanaryMonitor {
   readonly #startedAt: number;
   #lock: number | null = null;
-  #times: StageTimes = { stored: null, sealed: null, sealedThrough: null, sinks: {} };
+  #times: StageTimes = { stored: null, sealed: null, sealedThrough: null, sinks: {}, unread: [] };
   #lastError: string | undefined;
+  /** A read still running: the next cycles judge without starting another (a read that hangs cannot pile up). */
+  #reading: Promise<void> | undefined;
+  /** Why each raised alarm was raised: a changed reason raises it again with the new message. */
+  readonly #raisedWhy = new Map<string, string>();
 
   constructor(private readonly o: CanaryMonitorOptions) {
     this.#startedAt = this.#now();
@@ -104,16 +112,32 @@ export class CanaryMonitor {
     return (this.o.now ?? Date.now)();
   }
 
-  /** Takes a cycle of the loop, reads the later stages, and judges them all. */
+  /** Takes a cycle of the loop, reads the later stages (unless a read is still running), and judges them all. */
   async observe(cycle?: CanaryCycle): Promise<CanaryView[]> {
-    if (cycle?.ok) this.#lock = cycle.at;
-    if (cycle && !cycle.ok) this.#lastError = cycle.error;
-    try {
-      this.#times = await this.o.follower.read(this.#now());
-    } catch (err) {
-      // Unread: the stages keep their last times and age on; the store's or bucket's own checks say why.
-      this.o.logger.warn({ cluster: this.o.cluster, err: (err as Error).message }, 'canary: stages not read');
+    if (cycle?.ok) {
+      this.#lock = cycle.at;
+      this.#lastError = undefined;
     }
+    if (cycle && !cycle.ok) this.#lastError = cycle.error;
+    if (this.#reading === undefined) {
+      const reading = this.o.follower.read(this.o.grants(), this.#times).then(
+        (times) => {
+          this.#times = times;
+        },
+        (err: unknown) => {
+          // Unread: the stages keep their last times and age on, said as unread.
+          this.#times = { ...this.#times, unread: [(err as Error).message] };
+        },
+      );
+      this.#reading = reading.finally(() => (this.#reading = undefined));
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = await Promise.race([
+        reading.then(() => false),
+        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), this.o.readTimeoutMs ?? 30_000))),
+      ]).finally(() => clearTimeout(timer));
+      if (timedOut) this.#times = { ...this.#times, unread: [`no answer within ${this.o.readTimeoutMs ?? 30_000} ms`] };
+    }
+    if (this.#times.unread.length) this.o.logger.warn({ cluster: this.o.cluster, unread: this.#times.unread }, 'canary: stages not read');
     return this.judge();
   }
 
@@ -131,15 +155,21 @@ export class CanaryMonitor {
       const name = `canary:${this.o.cluster}:${v.stage}`;
       if (!v.behind) {
         this.o.health.clear(name);
+        this.#raisedWhy.delete(name);
         continue;
       }
       const before = follows(v.stage).find((s) => behind.has(s));
       const why =
         v.stage === 'lock' && this.#lastError
           ? `; the last cycle failed: ${this.#lastError}`
-          : before === undefined
-            ? '; the stages before it keep up: the audit path stops here'
-            : `; stage ${before} is behind too`;
+          : before !== undefined
+            ? `; stage ${before} is behind too`
+            : v.stage !== 'lock' && this.#times.unread.length
+              ? `; its progress could not be read (${this.#times.unread.join('; ')})`
+              : '; the stages before it keep up: the audit path stops here';
+      // The message says where the path stops: when that changes, the alarm is raised again with the new one.
+      if (this.#raisedWhy.get(name) !== why) this.o.health.clear(name);
+      this.#raisedWhy.set(name, why);
       this.o.health.raise(
         alarm(
           'LOCKAUDIT_ALARM_CANARY_STAGE',

@@ -1,34 +1,43 @@
 // The canary's stages after the lock engine, read from what each one leaves
-// behind, never from what a role says of itself: `stored` — the newest canary
-// grant the store holds as the lock API's own (the tailer checked its proof)
-// and released; `sealed` — the newest of those granted before the end of the
-// newest period a signed digest covers (the digest read from the archive
-// bucket and checked against the deployment's public key, so a digest placed
-// by hand does not count). Each is the canary grant's time: its age is how
-// far behind that stage is.
+// behind, never from what a role says of itself, for exactly the grants this
+// process's loop made (loop.ts CanaryGrant): another replica's grants, a row
+// placed in the store at another revision, or a grant made before this
+// process started are no progress of this canary. `stored` — the store holds
+// the grant as the lock API's (the tailer checked its proof) and released;
+// `sealed` — it was granted before the end of the newest period a signed
+// digest covers (read from the archive bucket, checked against the
+// deployment's public key: a digest placed by hand does not count); a sink
+// stage — the sink saved a delivered position at or past the grant's
+// revision. Each stage's time is the loop's time of the newest grant that
+// reached it.
 import type { KeyObject } from 'node:crypto';
 import type { Client } from 'minio';
 import type { AuditStore } from '../../core/clickhouse.js';
-import { CANARY_NAMESPACE } from '../../core/keyspace.js';
+import { CANARY_HOLDER, CANARY_NAMESPACE } from '../../core/keyspace.js';
 import { loadSql } from '../../platform/sql.js';
 import { grantFilterParams } from '../../grants/filter.js';
 import { DIGEST_OBJECT_PREFIX, digestProblem, parseDigest } from '../../exporters/digests/format.js';
 import { readObjectText } from '../../exporters/storage/objectStore.js';
-import { CANARY_IDENTITY } from './loop.js';
+import type { CanaryGrant } from './loop.js';
 
 const GRANT_SQL = loadSql('roles/canary/canaryGrant.sql');
 // The sink's own reading of its position (the one definition, beside the sink).
 const POSITION_SQL = loadSql('exporters/alerts/position.sql');
-const MAX_REVISION = '18446744073709551615';
+/** A digest is a few kilobytes; an object under a digest's name much larger than this was not written by the worker. */
+const DIGEST_MAX_BYTES = 1 << 20;
+/** Objects under the digests' names that did not hold, remembered so that each is read once (bounded). */
+const BAD_OBJECTS_KEPT = 1_000;
 
 export interface StageTimes {
-  /** The newest canary grant in the store (ms), or null. */
+  /** The loop's time of the newest of its grants the store holds (ms), or null. */
   stored: number | null;
-  /** The newest canary grant a signed digest's period covers (ms), or null; `sealedThrough`: that period's end. */
+  /** Of those, the newest a signed digest's period covers (ms), or null; `sealedThrough`: that period's end. */
   sealed: number | null;
   sealedThrough: number | null;
-  /** Per alert sink that subscribes to the canary: the newest canary grant at or before its delivered position (ms), or null. */
+  /** Per alert sink that subscribes to the canary: the newest of its grants the sink delivered (ms), or null. */
   sinks: Record<string, number | null>;
+  /** What could not be read this time (the stage's time then stays as it was). */
+  unread: string[];
 }
 
 export interface DigestSource {
@@ -42,11 +51,8 @@ export interface DigestSource {
 export interface CanaryFollowerOptions {
   store: AuditStore;
   cluster: string;
-  /** How far back a canary grant counts (the largest stage bound and then some): each read scans no more. */
-  lookbackMs: number;
   /** Where the digests are and the key they are signed with; undefined (or returning it): none to follow yet. */
   digests?: () => DigestSource | undefined;
-  keyPrefix?: string;
   /** The alert sinks whose rules name the `canary` kind: each is a stage (its delivered position, alert_checkpoints). */
   sinks?: readonly string[];
 }
@@ -55,34 +61,65 @@ export class CanaryFollower {
   /** The newest digest object found valid so far: the next listing starts after it (the chain only grows). */
   #lastObject = '';
   #sealedThrough: number | null = null;
+  readonly #badObjects = new Set<string>();
 
   constructor(private readonly o: CanaryFollowerOptions) {}
 
-  async read(now = Date.now()): Promise<StageTimes> {
-    const since = now - this.o.lookbackMs;
-    const stored = await this.#newest(since, now + 1);
-    const sealedThrough = await this.#sealed();
-    const sealed = sealedThrough === null || stored === null ? null : stored < sealedThrough ? stored : await this.#newest(since, sealedThrough);
+  /** How far `grants` (the loop's, oldest first) got; `previous`: the times to keep for what cannot be read now. */
+  async read(grants: readonly CanaryGrant[], previous?: StageTimes): Promise<StageTimes> {
+    const unread: string[] = [];
+    const found = await this.#stored(grants);
+    const newest = (pass: (g: CanaryGrant & { grantedMs: number }) => boolean): number | null => {
+      let at: number | null = null;
+      for (const g of grants) {
+        const stored = found.get(`${g.key}\u0000${g.revision}`);
+        if (stored !== undefined && pass({ ...g, grantedMs: stored }) && (at === null || g.at > at)) at = g.at;
+      }
+      return at;
+    };
+    let sealedThrough = this.#sealedThrough;
+    try {
+      sealedThrough = await this.#sealed();
+    } catch (err) {
+      unread.push(`digests: ${(err as Error).message}`);
+    }
     const sinks: Record<string, number | null> = {};
     for (const sink of this.o.sinks ?? []) {
-      // A sink saves its position only once what precedes it was delivered (webhookDelivery.ts).
-      const [p] = await this.o.store.rows<{ revision: string; found: number }>(POSITION_SQL.text, { sink, cluster: this.o.cluster });
-      sinks[sink] = p && Number(p.found) === 1 && stored !== null ? await this.#newest(since, now + 1, p.revision) : null;
+      try {
+        // A sink saves its position only once what precedes it was delivered (webhookDelivery.ts).
+        const [p] = await this.o.store.rows<{ revision: string; found: number }>(POSITION_SQL.text, { sink, cluster: this.o.cluster });
+        const through = p && Number(p.found) === 1 ? BigInt(p.revision) : -1n;
+        sinks[sink] = newest((g) => BigInt(g.revision) <= through);
+      } catch (err) {
+        unread.push(`sink ${sink}: ${(err as Error).message}`);
+        sinks[sink] = previous?.sinks[sink] ?? null;
+      }
     }
-    return { stored, sealed, sealedThrough, sinks };
+    return {
+      stored: newest(() => true),
+      sealed: sealedThrough === null ? null : newest((g) => g.grantedMs < sealedThrough),
+      sealedThrough,
+      sinks,
+      unread,
+    };
   }
 
-  async #newest(sinceMs: number, beforeMs: number, throughRevision = MAX_REVISION): Promise<number | null> {
-    const filters = {
-      cluster: this.o.cluster,
-      keyPrefix: this.o.keyPrefix ?? `${CANARY_NAMESPACE}/`,
-      holder: CANARY_IDENTITY,
-      origin: 'api',
-      endKind: 'release',
-    } as const;
-    const params = grantFilterParams(filters, { fromMs: sinceMs, toMs: beforeMs, rule: 'granted' }, null, 'keyPrefix', 'include');
-    const [r] = await this.o.store.rows<{ ms: string; n: string }>(GRANT_SQL.text, { ...params, throughRevision });
-    return r && r.n !== '0' ? Number(r.ms) : null;
+  /** The loop's grants the store holds as the lock API's, released: their granted_at by key and revision. */
+  async #stored(grants: readonly CanaryGrant[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    if (grants.length === 0) return out;
+    const first = grants[0] as CanaryGrant;
+    const filters = { cluster: this.o.cluster, keyPrefix: `${CANARY_NAMESPACE}/`, holder: CANARY_HOLDER, origin: 'api', endKind: 'release' } as const;
+    // Granted from a minute before the first remembered grant (the store's time is etcd's writer's, not ours).
+    const window = { fromMs: first.at - 60_000, toMs: Date.now() + 60_000, rule: 'granted' } as const;
+    const rows = await this.o.store.rows<{ key: string; revision: string; ms: string }>(GRANT_SQL.text, {
+      ...grantFilterParams(filters, window, null, 'keyPrefix', 'include'),
+      keys: [...new Set(grants.map((g) => g.key))],
+      // Numbers as bigint: an array of decimal strings would bind quoted.
+      revisions: grants.map((g) => BigInt(g.revision)),
+    });
+    for (const r of rows) out.set(`${r.key}\u0000${r.revision}`, Number(r.ms));
+    return out;
   }
 
   /** The end of the newest period a digest signed under the deployment's key covers (ms), or null. */
@@ -90,17 +127,30 @@ export class CanaryFollower {
     const d = this.o.digests?.();
     if (!d) return this.#sealedThrough;
     const prefix = `${d.prefix ?? DIGEST_OBJECT_PREFIX}${this.o.cluster}/`;
+    const digestName = new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\d{12}\\.json$`);
     const names: string[] = [];
-    for await (const item of d.s3.listObjectsV2(d.bucket, prefix, true, this.#lastObject || undefined)) if (item.name) names.push(item.name);
+    for await (const item of d.s3.listObjectsV2(d.bucket, prefix, true, this.#lastObject || undefined)) {
+      // Only what the worker writes: a digest's name and size. Anything else under the prefix is never downloaded.
+      if (item.name && digestName.test(item.name) && (item.size ?? 0) <= DIGEST_MAX_BYTES && !this.#badObjects.has(item.name)) names.push(item.name);
+    }
     names.sort();
     // Newest first: the first that holds is the head; older ones were read before (or are older still).
     for (const object of names.reverse()) {
-      const parsed = parseDigest(await readObjectText(d.s3, d.bucket, object));
-      if (typeof parsed === 'string' || digestProblem(parsed, d.publicKey, d.keyId, object, d.prefix ?? DIGEST_OBJECT_PREFIX) !== undefined) continue;
-      const end = Date.parse(parsed.periodEnd);
+      let end: number | undefined;
+      try {
+        const parsed = parseDigest(await readObjectText(d.s3, d.bucket, object));
+        if (typeof parsed !== 'string' && digestProblem(parsed, d.publicKey, d.keyId, object, d.prefix ?? DIGEST_OBJECT_PREFIX) === undefined)
+          end = Date.parse(parsed.periodEnd);
+      } catch {
+        // Unreadable as a digest (however it fails): not one.
+      }
+      if (end === undefined) {
+        if (this.#badObjects.size < BAD_OBJECTS_KEPT) this.#badObjects.add(object);
+        continue;
+      }
       if (this.#sealedThrough === null || end > this.#sealedThrough) this.#sealedThrough = end;
-      // Only a digest that holds moves the listing on: one placed by hand under a later name is read again (and
-      // skipped) each time, never a reason to stop looking at the names before it.
+      // Only a digest that holds moves the listing on: one placed by hand under a later name is skipped from then on,
+      // never a reason to stop looking at the names before it.
       this.#lastObject = object;
       break;
     }

@@ -114,19 +114,17 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
     const follower = new CanaryFollower({
       store,
       cluster,
-      keyPrefix: key,
-      lookbackMs: 600_000,
       sinks: ['siem'],
       digests: () => ({ s3, bucket, publicKey: createPublicKey(signer.publicKeyPem), keyId: signer.keyId }),
     });
-    monitor = new CanaryMonitor({ cluster, follower, bounds: BOUNDS, health, metrics: canaryMetrics(registry), logger: log });
+    monitor = new CanaryMonitor({ cluster, follower, grants: () => loop.grants(), bounds: BOUNDS, health, metrics: canaryMetrics(registry), logger: log });
     loop = new CanaryLoop({
       lock: la.service,
       intervalMs: 500,
       logger: log,
       key,
       onCycle: (cycle) => {
-        observing = observing.then(() => monitor.observe(cycle));
+        observing = Promise.all([observing, monitor.observe(cycle)]);
       },
     });
     loop.start();
@@ -199,6 +197,9 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
     const placed = { ...newest, seq: newest.seq + 1000, periodEnd: new Date(Date.now() + 3_600_000).toISOString() };
     const body = Buffer.from(JSON.stringify(placed));
     await s3.putObject(bucket, digestObjectName(cluster, placed.seq), body, body.length);
+    // And an object under a digest's name that no JSON reader can walk (nested 50 000 deep): the other stages are still read.
+    const junk = Buffer.from(`${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}`);
+    await s3.putObject(bucket, digestObjectName(cluster, placed.seq + 1), junk, junk.length);
     const raised = await waitFor('the sealed stage alarm', () => alarmOf('sealed'), BOUNDS.sealed + 10_000, 200);
     assert.ok(Date.now() - stoppedAt <= BOUNDS.sealed + 6_000, 'raised within its bound (and a cycle or two)');
     assert.match(raised.message, /last passed stage sealed \d+ s ago \(bound 10 s\); the stages before it keep up: the audit path stops here/);
@@ -207,6 +208,7 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
     assert.equal(stages().stored?.behind, false);
     // (A worker would refuse to build on the placed digest: it goes before the worker comes back.)
     await s3.removeObject(bucket, digestObjectName(cluster, placed.seq));
+    await s3.removeObject(bucket, digestObjectName(cluster, placed.seq + 1));
     digests = startDigests();
     await waitFor('the sealed stage clears', () => (alarmOf('sealed') ? undefined : true), 30_000, 200);
   });
@@ -227,6 +229,34 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
     await tailer?.close();
     tailer = undefined;
     const stoppedAt = Date.now();
+    // Whoever can write the store places a canary grant row (origin api, released) for the canary's key: not one of
+    // the loop's grants, so no progress.
+    const last = loop.grants().at(-1);
+    assert.ok(last);
+    await store.insert('grants', [
+      {
+        cluster,
+        key,
+        namespace: 'lockaudit-canary',
+        lock_path: key.split('/')[1],
+        class: 'lockaudit-canary',
+        holder: 'lockaudit-canary',
+        session: '1',
+        token: String(BigInt(last.revision) + 1_000_000n),
+        epoch: 0,
+        grant_revision: String(BigInt(last.revision) + 1_000_000n),
+        granted_at: Date.now(),
+        wait_ms: 0,
+        end_kind: 'release',
+        end_revision: String(BigInt(last.revision) + 1_000_001n),
+        ended_at: Date.now(),
+        duration_ms: 1,
+        unprotected: 0,
+        start_known: 1,
+        row_version: String(BigInt(last.revision) + 1_000_001n),
+        origin: 'api',
+      },
+    ]);
     const raised = await waitFor('the stored stage alarm', () => alarmOf('stored'), BOUNDS.stored + 10_000, 200);
     assert.ok(Date.now() - stoppedAt <= BOUNDS.stored + 6_000, 'raised within its bound (and a cycle or two)');
     assert.match(raised.message, /last passed stage stored \d+ s ago \(bound 6 s\); the stages before it keep up: the audit path stops here/);
@@ -248,10 +278,28 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
     });
     assert.equal(refused.status, 400, JSON.stringify(refused.body));
     assert.match(refused.body.message, /body\.key: namespace lockaudit-canary is reserved for the platform's canary/);
+    // Nor can an admin take its class or namespace over (the canary's own class would fail every cycle).
+    const admin = await la.token(uniqueId('root@corp'), ['admin']);
+    const cls = {
+      namespace: 'lockaudit-canary',
+      purpose: 'efficiency',
+      enforcement: 'fenced',
+      pauseTest: 'x',
+      ttlSeconds: 30,
+      tier: 'coord',
+      onQuorumLoss: 'closed',
+      fairness: 'memory',
+    };
+    const taken = await la.call<{ message: string }>('PUT', '/v1/classes/lockaudit-canary', admin, cls);
+    assert.equal(taken.status, 400, JSON.stringify(taken.body));
+    assert.match(taken.body.message, /params\.name: class lockaudit-canary is reserved/);
+    const squatted = await la.call<{ message: string }>('PUT', '/v1/classes/squatter', admin, cls);
+    assert.equal(squatted.status, 400, JSON.stringify(squatted.body));
+    assert.match(squatted.body.message, /body\.namespace: lockaudit-canary is reserved/);
     // A hold put by hand under the canary's key, then deleted: a foreign grant, which the stored stage does not count.
     const forgedKey = `${key}-forged`;
-    const follower = new CanaryFollower({ store, cluster, keyPrefix: forgedKey, lookbackMs: 600_000 });
-    await client
+    const follower = new CanaryFollower({ store, cluster });
+    const put = await client
       .put(`${PREFIX.hold}${forgedKey}`)
       .value(JSON.stringify({ holder: 'lockaudit-canary', session: '1', class: 'lockaudit-canary', epoch: 0, waitMs: 0, at: Date.now() }))
       .exec();
@@ -269,13 +317,23 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
       30_000,
       200,
     );
-    assert.equal((await follower.read()).stored, null, 'a foreign canary grant is no canary progress');
+    // Even asked for by its very key and revision (as if the loop had made it): foreign, so no progress.
+    const asIfOurs = [{ key: forgedKey, revision: String(put.header.revision), at: Date.now() }];
+    assert.equal((await follower.read(asIfOurs)).stored, null, 'a foreign canary grant is no canary progress');
+    // And it stays in the reports: a write around the API into the canary's namespace is not the canary's own.
+    const foreign = await grantHistory({ store, limits: config.reports, cursorKey: randomBytes(32) }, { cluster, origin: 'foreign', limit: 100 }, Date.now());
+    assert.ok(
+      foreign.items.some((g) => g.key === forgedKey),
+      'a foreign hold in the canary namespace is listed without asking for the namespace',
+    );
   });
 
   it("grant history leaves the canary's grants out unless asked for them by namespace, key or prefix", async () => {
     const deps = { store, limits: config.reports, cursorKey: randomBytes(32) };
     const all = await grantHistory(deps, { cluster, limit: 1000 }, Date.now());
-    assert.equal(all.items.filter((g) => g.key.startsWith('lockaudit-canary/')).length, 0, JSON.stringify(all.items.slice(0, 3)));
+    // The canary's own grants are left out; a foreign hold in its namespace (the test before) is not.
+    const canaryOwn = all.items.filter((g) => g.key.startsWith('lockaudit-canary/') && g.origin === 'api');
+    assert.equal(canaryOwn.length, 0, JSON.stringify(canaryOwn.slice(0, 3)));
     const asked = await grantHistory(deps, { cluster, namespace: 'lockaudit-canary', limit: 10 }, Date.now());
     assert.ok(asked.items.length > 0);
     assert.ok(asked.items.every((g) => g.key.startsWith('lockaudit-canary/')));

@@ -1247,14 +1247,18 @@ describe('tamper-evident digests', () => {
       assert.equal(done.rowsDone, 3n);
       const manifestText = readFileSync(manifestFile, 'utf8');
       assert.deepEqual((JSON.parse(manifestText) as { scope?: unknown }).scope, { namespaces: ['ns3'], clusters: [] });
-      const good = check();
-      assert.equal(good.status, 0, good.stdout + good.stderr);
-      assert.match(good.stdout, new RegExp(`filters cluster=${sc.cluster}, scope\\.namespaces=ns3$`, 'm'));
-      // Whoever expects the whole of a cluster is told the file holds one scope's part of it.
+      // Handed over as the record, with nothing expected: it fails, saying it is one scope's part.
+      const unasked = check();
+      assert.equal(unasked.status, 1, unasked.stdout + unasked.stderr);
+      assert.match(unasked.stdout, new RegExp(`filters cluster=${sc.cluster}, scope\\.namespaces=ns3$`, 'm'));
+      assert.match(unasked.stdout, /^FAIL {2}export scope: the file holds only namespaces ns3 \(a scoped token's export, not the whole record\)/m);
+      // Whoever expects the whole of a cluster is told the same.
       const whole = check('--expect-filter', `cluster=${sc.cluster}`);
       assert.equal(whole.status, 1, whole.stdout);
-      assert.match(whole.stdout, /^FAIL {2}export filters: also scope\.namespaces=ns3, which were not expected/m);
-      assert.equal(check('--expect-filter', `cluster=${sc.cluster}`, '--expect-filter', 'scope.namespaces=ns3').status, 0);
+      assert.match(whole.stdout, /^FAIL {2}export scope: the file holds only namespaces ns3/m);
+      const expected = check('--expect-filter', `cluster=${sc.cluster}`, '--expect-filter', 'scope.namespaces=ns3');
+      assert.equal(expected.status, 0, expected.stdout);
+      assert.match(expected.stdout, /every check passed/);
       // The scope is under the signature: a manifest with it removed no longer verifies.
       const { scope: _scope, ...unscoped } = JSON.parse(manifestText) as Record<string, unknown>;
       writeFileSync(manifestFile, JSON.stringify(unscoped));

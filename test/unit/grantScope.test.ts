@@ -26,7 +26,13 @@ const refusal = (fn: () => unknown): string => {
 describe('a reader scope over grant filters', () => {
   it('an unscoped reader is neither refused nor narrowed, whatever it names', () => {
     assert.equal(scopeRead(null, { namespace: 'hr', cluster: 'c9', key: 'hr/x' }, field), null);
-    assert.deepEqual(scopeParams(null), { scopeNamespaces: [], scopeClusters: [], canaryNamespace: 'lockaudit-canary', withCanary: 0 });
+    assert.deepEqual(scopeParams(null), {
+      scopeNamespaces: [],
+      scopeClusters: [],
+      canaryNamespace: 'lockaudit-canary',
+      canaryHolder: 'lockaudit-canary',
+      withCanary: 0,
+    });
   });
 
   it('refuses a namespace, key, key prefix or cluster outside the scope, naming the field and the scope', () => {
@@ -69,6 +75,7 @@ describe('a reader scope over grant filters', () => {
       scopeNamespaces: ['billing', 'payments'],
       scopeClusters: ['c1'],
       canaryNamespace: 'lockaudit-canary',
+      canaryHolder: 'lockaudit-canary',
       withCanary: 0,
     });
     assert.equal(scopeParams(null, 'include').withCanary, 1, 'the record (exports, the grants check) keeps the canary');
