@@ -200,8 +200,8 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
     // And an object under a digest's name that no JSON reader can walk (nested 50 000 deep): the other stages are still read.
     const junk = Buffer.from(`${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}`);
     await s3.putObject(bucket, digestObjectName(cluster, placed.seq + 1), junk, junk.length);
-    const raised = await waitFor('the sealed stage alarm', () => alarmOf('sealed'), BOUNDS.sealed + 10_000, 200);
-    assert.ok(Date.now() - stoppedAt <= BOUNDS.sealed + 6_000, 'raised within its bound (and a cycle or two)');
+    const raised = await waitFor('the sealed stage alarm', () => alarmOf('sealed'), BOUNDS.sealed + 30_000, 200);
+    assert.ok(Date.now() - stoppedAt <= BOUNDS.sealed + 12_000, 'raised within its bound (and a cycle or two, and a slow read on a loaded machine)');
     assert.match(raised.message, /last passed stage sealed \d+ s ago \(bound 10 s\); the stages before it keep up: the audit path stops here/);
     assert.equal(alarmOf('stored'), undefined);
     assert.equal(alarmOf('lock'), undefined);
@@ -210,19 +210,22 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
     await s3.removeObject(bucket, digestObjectName(cluster, placed.seq));
     await s3.removeObject(bucket, digestObjectName(cluster, placed.seq + 1));
     digests = startDigests();
-    await waitFor('the sealed stage clears', () => (alarmOf('sealed') ? undefined : true), 30_000, 200);
+    await waitFor('the sealed stage clears', () => (alarmOf('sealed') ? undefined : true), 60_000, 200);
   });
 
   it('an alert sink stopped: its stage alarms within its bound while the others keep up; back, it clears', async () => {
     sinkRun?.abort.abort();
     await sinkRun?.done;
     const stoppedAt = Date.now();
-    const raised = await waitFor('the sink stage alarm', () => alarmOf('sink:siem'), (BOUNDS['sink:siem'] ?? 0) + 10_000, 200);
-    assert.ok(Date.now() - stoppedAt <= (BOUNDS['sink:siem'] ?? 0) + 6_000, 'raised within its bound (and a cycle or two)');
+    const raised = await waitFor('the sink stage alarm', () => alarmOf('sink:siem'), (BOUNDS['sink:siem'] ?? 0) + 30_000, 200);
+    assert.ok(
+      Date.now() - stoppedAt <= (BOUNDS['sink:siem'] ?? 0) + 12_000,
+      'raised within its bound (and a cycle or two, and a slow read on a loaded machine)',
+    );
     assert.match(raised.message, /last passed stage sink:siem \d+ s ago \(bound 6 s\); the stages before it keep up: the audit path stops here/);
     for (const stage of ['lock', 'stored', 'sealed'] as const) assert.equal(alarmOf(stage), undefined, stage);
     sinkRun = startSink();
-    await waitFor('the sink stage clears', () => (alarmOf('sink:siem') ? undefined : true), 30_000, 200);
+    await waitFor('the sink stage clears', () => (alarmOf('sink:siem') ? undefined : true), 60_000, 200);
   });
 
   it('the tailer stopped: the stored stage alarms, named as where the path stops; back, it clears', async () => {
@@ -257,15 +260,15 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
         origin: 'api',
       },
     ]);
-    const raised = await waitFor('the stored stage alarm', () => alarmOf('stored'), BOUNDS.stored + 10_000, 200);
-    assert.ok(Date.now() - stoppedAt <= BOUNDS.stored + 6_000, 'raised within its bound (and a cycle or two)');
+    const raised = await waitFor('the stored stage alarm', () => alarmOf('stored'), BOUNDS.stored + 30_000, 200);
+    assert.ok(Date.now() - stoppedAt <= BOUNDS.stored + 12_000, 'raised within its bound (and a cycle or two, and a slow read on a loaded machine)');
     assert.match(raised.message, /last passed stage stored \d+ s ago \(bound 6 s\); the stages before it keep up: the audit path stops here/);
     assert.equal(alarmOf('lock'), undefined, 'the lock engine still grants');
     // The sealed stage follows the stored one: behind too, and named as behind a stage before it.
-    const sealed = await waitFor('the sealed stage alarm', () => alarmOf('sealed'), BOUNDS.sealed + 10_000, 200);
+    const sealed = await waitFor('the sealed stage alarm', () => alarmOf('sealed'), BOUNDS.sealed + 30_000, 200);
     assert.match(sealed.message, /stage stored is behind too/);
     tailer = startTailer();
-    await waitFor('the stored stage clears', () => (alarmOf('stored') ? undefined : true), 30_000, 200);
+    await waitFor('the stored stage clears', () => (alarmOf('stored') ? undefined : true), 60_000, 200);
   });
 
   it('a canary hold written into etcd around the lock API is not progress; the namespace is refused to callers', async () => {
@@ -342,9 +345,9 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
 
   it('the lock engine stopped: the lock stage alarms and says why; the stages after it alarm as behind it', async () => {
     await la.close();
-    const raised = await waitFor('the lock stage alarm', () => alarmOf('lock'), BOUNDS.lock + 10_000, 200);
+    const raised = await waitFor('the lock stage alarm', () => alarmOf('lock'), BOUNDS.lock + 30_000, 200);
     assert.match(raised.message, /last passed stage lock \d+ s ago \(bound 4 s\); the last cycle failed: /);
-    const stored = await waitFor('the stored stage alarm', () => alarmOf('stored'), BOUNDS.stored + 10_000, 200);
+    const stored = await waitFor('the stored stage alarm', () => alarmOf('stored'), BOUNDS.stored + 30_000, 200);
     assert.match(stored.message, /stage lock is behind too/);
   });
 });
