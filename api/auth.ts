@@ -2,7 +2,7 @@
 // resource exists: it runs before any handler looks anything up.
 import type { FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import type { ApiTokenVerifier, Identity, Role } from '../core/apiTokens.js';
-import { scopeText } from '../grants/scope.js';
+import { scopeText, type ReadScope } from '../grants/scope.js';
 import { LockauditError } from '../core/errors.js';
 import fp from 'fastify-plugin';
 
@@ -53,3 +53,6 @@ export function requireRoles(...roles: Role[]): preHandlerHookHandler {
       );
   };
 }
+
+/** The caller's read scope (grants/scope.ts): its token's, or null — every namespace of every cluster. */
+export const readScope = (request: { identity: Identity | null }): ReadScope => request.identity?.scope ?? null;

@@ -18,7 +18,7 @@ import { COMPLIANCE_QUEUE, enqueueComplianceExport, type ComplianceJobData } fro
 import { manifestName } from '../../exporters/storage/manifest.js';
 import { readObjectText } from '../../exporters/storage/objectStore.js';
 import { ErrorResponse, type App, type RoutePlugin, type RouteOptions } from '../types.js';
-import { requireRoles } from '../auth.js';
+import { readScope, requireRoles } from '../auth.js';
 import { NarrowedSchema, scopeCovers, scopeRead, type ReadScope } from '../../grants/scope.js';
 
 export interface ExportRouteOptions {
@@ -134,7 +134,6 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
       if (!state || !scopeCovers(reader, state.scope)) throw new LockauditError('LOCKAUDIT_ERR_EXPORT_NOT_FOUND', `no export ${id}`);
       return state;
     };
-    const scopeOf = (request: { identity: { scope?: ReadScope } | null }): ReadScope => request.identity?.scope ?? null;
 
     app.post(
       '/v1/exports',
@@ -175,7 +174,7 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
           { from: 'body.from', to: 'body.to', filter: (n) => `body.filters.${n}` },
           exportMaxRangeDays,
         );
-        const scope = scopeOf(request);
+        const scope = readScope(request);
         const narrowedTo = scopeRead(scope, parsed.filters, (n) => `body.filters.${n}`);
         // A cluster no tailer captured (a typo) is a 400, not an export that runs and signs zero rows.
         if (parsed.filters.cluster !== undefined) {
@@ -227,7 +226,7 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
           response: { 200: ExportStatusSchema, 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse },
         },
       },
-      async (request) => view(await load(request.params.id, scopeOf(request))),
+      async (request) => view(await load(request.params.id, readScope(request))),
     );
 
     app.get(
@@ -244,7 +243,7 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
         },
       },
       async (request, reply) => {
-        const state = await load(request.params.id, scopeOf(request));
+        const state = await load(request.params.id, readScope(request));
         if (state.status !== 'done')
           throw new LockauditError(
             'LOCKAUDIT_ERR_EXPORT_NOT_READY',
@@ -283,7 +282,7 @@ export function exportRoutes(options: ExportRouteOptions = {}): RoutePlugin {
         },
       },
       async (request) => {
-        const state = await load(request.params.id, scopeOf(request));
+        const state = await load(request.params.id, readScope(request));
         if (state.status !== 'done')
           throw new LockauditError(
             'LOCKAUDIT_ERR_EXPORT_NOT_READY',

@@ -9,7 +9,7 @@ import { pickGrantFilters } from '../../grants/filter.js';
 import { scopeRead, type Narrowed } from '../../grants/scope.js';
 import { ErrorResponse } from '../types.js';
 import type { App, RouteOptions } from '../types.js';
-import { requireRoles } from '../auth.js';
+import { readScope, requireRoles } from '../auth.js';
 
 export const errorResponses = {
   400: { ...ErrorResponse, description: 'Bad input, or a limit (window, page size, query timeout) was passed; the message names the field or limit' },
@@ -66,7 +66,7 @@ export async function grantRoutes(app: App, { ctx }: RouteOptions): Promise<void
     async (request, reply) => {
       const params = request.query;
       const who = request.identity;
-      const scope = who?.scope ?? null;
+      const scope = readScope(request);
       const now = Date.now();
       // Outside the scope is a 403 naming the field before anything else is looked up (an unknown cluster included).
       scopeRead(scope, pickGrantFilters(params), (n) => `querystring.${n}`);

@@ -5,7 +5,7 @@ import { cursorKey } from '../../reports/cursor.js';
 import { pickCluster } from '../../grants/clusters.js';
 import { scopeRead } from '../../grants/scope.js';
 import type { App, RouteOptions } from '../types.js';
-import { requireRoles } from '../auth.js';
+import { readScope, requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';
 
 export async function quarantineRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
@@ -34,7 +34,7 @@ export async function quarantineRoutes(app: App, { ctx }: RouteOptions): Promise
       const params = request.query;
       const who = request.identity;
       const now = Date.now();
-      const scope = who?.scope ?? null;
+      const scope = readScope(request);
       scopeRead(scope, { cluster: params.cluster }, (n) => `querystring.${n}`); // before the cluster is looked up
       // A cluster no tailer ever captured (a typo) is a 400, not an empty page that reads as "nothing quarantined".
       if (params.cluster !== undefined) await pickCluster({ ...deps, clusters }, params.cluster);

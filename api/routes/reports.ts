@@ -30,7 +30,7 @@ import {
   unprotectedReport,
 } from '../../reports/unprotected/index.js';
 import type { App, RouteOptions } from '../types.js';
-import { requireRoles } from '../auth.js';
+import { readScope, requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';
 
 export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
@@ -76,7 +76,7 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     },
     async (request, reply) => {
       const { date, format } = request.query;
-      const scope = request.identity?.scope ?? null;
+      const scope = readScope(request);
       assertRegisterScope(scope); // before any read
       const stored = await storedRegister(deps, date);
       const register = stored && scopedRegister(stored, scope);
@@ -130,7 +130,7 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
         response: { 200: { ...ContentionSchema, description: 'The contention report' }, ...errorResponses },
       },
     },
-    async (request) => contention(deps, request.query, Date.now(), {}, request.identity?.scope ?? null),
+    async (request) => contention(deps, request.query, Date.now(), {}, readScope(request)),
   );
 
   app.get(
@@ -155,7 +155,7 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
       const who = request.identity;
       const now = Date.now();
       const { maxBars: _bars, ...filters } = request.query;
-      const scope = who?.scope ?? null;
+      const scope = readScope(request);
       scopeRead(scope, request.query, (n) => `querystring.${n}`); // before the cluster is looked up
       if (request.query.cluster !== undefined) await pickCluster({ ...deps, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, request.query.cluster);
       if (who)
@@ -186,7 +186,7 @@ export async function reportRoutes(app: App, { ctx }: RouteOptions): Promise<voi
         response: { 200: { ...UnprotectedReportSchema, description: 'The unprotected grants' }, ...errorResponses },
       },
     },
-    async (request) => unprotectedReport(deps, request.query, Date.now(), request.identity?.scope ?? null),
+    async (request) => unprotectedReport(deps, request.query, Date.now(), readScope(request)),
   );
 
   app.post(

@@ -5,7 +5,7 @@ import { recordRead } from '../../reports/grantHistory/index.js';
 import { DiffQuery, DiffSchema, diff } from '../../reports/diff/index.js';
 import { StateQuery, StateSchema, stateAt } from '../../reports/state/index.js';
 import type { App, RouteOptions } from '../types.js';
-import { requireRoles } from '../auth.js';
+import { readScope, requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';
 
 export async function stateRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
@@ -42,7 +42,7 @@ export async function stateRoutes(app: App, { ctx }: RouteOptions): Promise<void
           requestId: String(request.id),
           atMs: Date.now(),
         });
-      return stateAt(deps, request.query, who?.scope ?? null);
+      return stateAt(deps, request.query, readScope(request));
     },
   );
 
@@ -75,7 +75,7 @@ export async function stateRoutes(app: App, { ctx }: RouteOptions): Promise<void
           requestId: String(request.id),
           atMs: Date.now(),
         });
-      return diff(deps, request.query, who?.scope ?? null);
+      return diff(deps, request.query, readScope(request));
     },
   );
 }

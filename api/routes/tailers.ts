@@ -5,7 +5,7 @@ import { TailerLagQuery, TailerLagSchema, tailerLag } from '../../reports/tailer
 import { GapSchema, GapsQuery, historyGaps, tailerHealth, TailerSchema } from '../../reports/tailerHealth/index.js';
 import { pickCluster } from '../../grants/clusters.js';
 import { clusterInScope, scopeRead } from '../../grants/scope.js';
-import { requireRoles } from '../auth.js';
+import { readScope, requireRoles } from '../auth.js';
 import { errorResponses } from './grants.js';
 import type { App, RouteOptions } from '../types.js';
 
@@ -26,7 +26,7 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
           { store: ctx.store, limits: ctx.config.reports },
           ctx.config.etcd.clusters.map((c) => c.name),
         )
-      ).filter((t) => clusterInScope(request.identity?.scope ?? null, t.cluster)),
+      ).filter((t) => clusterInScope(readScope(request), t.cluster)),
     }),
   );
 
@@ -47,7 +47,7 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     async (request) => {
       const query = request.query as Static<typeof TailerLagQuery>;
       const deps = { store: ctx.store, limits: ctx.config.reports };
-      const scope = request.identity?.scope ?? null;
+      const scope = readScope(request);
       scopeRead(scope, { cluster: query.cluster }, (n) => `querystring.${n}`);
       const all = await tailerLag(deps, query, Date.now());
       const lag = { ...all, clusters: all.clusters.filter((c) => clusterInScope(scope, c.cluster)) };
@@ -73,7 +73,7 @@ export async function tailerRoutes(app: App, { ctx }: RouteOptions): Promise<voi
     async (request) => {
       const query = request.query as Static<typeof GapsQuery>;
       const deps = { store: ctx.store, limits: ctx.config.reports };
-      const scope = request.identity?.scope ?? null;
+      const scope = readScope(request);
       scopeRead(scope, { cluster: query.cluster }, (n) => `querystring.${n}`);
       // A cluster no tailer ever captured (a typo) is a 400, not an empty list that reads as "no gaps".
       if (query.cluster !== undefined) await pickCluster({ ...deps, clusters: ctx.config.etcd.clusters.map((c) => c.name) }, query.cluster);

@@ -1,6 +1,6 @@
 // GET /v1/two-person-log — the life of every two-person request (reports/twoPersonLog). Thin: auth, rate
 // limit, then the report module.
-import { requireRoles } from '../auth.js';
+import { readScope, requireRoles } from '../auth.js';
 import { TwoPersonLogQuery, TwoPersonLogSchema, twoPersonLog } from '../../reports/twoPersonLog/index.js';
 import type { App, RouteOptions } from '../types.js';
 import { errorResponses } from './grants.js';
@@ -23,6 +23,6 @@ export async function twoPersonLogRoutes(app: App, { ctx }: RouteOptions): Promi
         response: { 200: { description: 'The acts, newest first', content: { 'application/json': { schema: TwoPersonLogSchema } } }, ...errorResponses },
       },
     },
-    async (request) => twoPersonLog(deps, request.query, Date.now(), request.identity?.scope ?? null),
+    async (request) => twoPersonLog(deps, request.query, Date.now(), readScope(request)),
   );
 }

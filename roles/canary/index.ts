@@ -11,7 +11,7 @@ import type { LockService } from '../../lock/service.js';
 import type { RoleHandle, Runtime } from '../../platform/runtime.js';
 import { CanaryLoop } from './loop.js';
 import { canaryBounds, canaryMetrics, CanaryMonitor, type CanaryBounds } from './monitor.js';
-import { CanaryFollower } from './stages.js';
+import { CanaryFollower, type DigestSource } from './stages.js';
 
 export interface CanaryOptions {
   /** The cluster's name as the tailer captures it (the lock engine's cluster). */
@@ -39,14 +39,18 @@ export function startCanary(runtime: Runtime, lock: LockService, options: Canary
       sinks: sinks.map((s) => ({ name: s.name, pollMs: s.pollIntervalMs ?? 1_000 })),
     });
   const s3 = createS3Client(config.s3);
+  let digestSource: DigestSource | undefined;
   const follower = new CanaryFollower({
     store: runtime.store,
     cluster: options.cluster,
     sinks: sinks.map((s) => s.name),
     digests: () => {
-      // Resolved at each read: the worker may make the deployment's key after this process started.
-      const served = servedDigestPublicKey(config);
-      return served && { s3, bucket: config.s3.archiveBucket, publicKey: createPublicKey(served.publicKeyPem), keyId: served.keyId };
+      // Looked for until found (the worker may make the deployment's key after this process started), then kept.
+      if (!digestSource) {
+        const served = servedDigestPublicKey(config);
+        if (served) digestSource = { s3, bucket: config.s3.archiveBucket, publicKey: createPublicKey(served.publicKeyPem), keyId: served.keyId };
+      }
+      return digestSource;
     },
   });
   const monitor = new CanaryMonitor({

@@ -23,8 +23,6 @@ export const CANARY_LOCK_CLASS: LockClass = {
   fairness: 'memory',
 };
 
-export const CANARY_IDENTITY = CANARY_HOLDER;
-
 /** Field by field (the stored class's key order is etcd's JSON's), its proof aside. */
 function sameClass(a: LockClass, b: LockClass): boolean {
   const fields = new Set([...Object.keys(a), ...Object.keys(b)].filter((k) => k !== 'mac'));
@@ -90,17 +88,17 @@ export class CanaryLoop {
       const ttlSeconds = await this.#ensureClass();
       // The session lives the class's TTL unless kept alive: kept at each cycle, made again once lapsed (an interval
       // longer than the TTL lets it lapse between cycles).
-      if (this.#session !== undefined) await this.o.lock.keepAlive(CANARY_IDENTITY, this.#session).catch(() => (this.#session = undefined));
-      this.#session ??= (await this.o.lock.createSession(CANARY_IDENTITY, ttlSeconds)).id;
+      if (this.#session !== undefined) await this.o.lock.keepAlive(CANARY_HOLDER, this.#session).catch(() => (this.#session = undefined));
+      this.#session ??= (await this.o.lock.createSession(CANARY_HOLDER, ttlSeconds)).id;
       const grant = await this.o.lock.acquire({
-        identity: CANARY_IDENTITY,
+        identity: CANARY_HOLDER,
         key: this.key,
         session: this.#session,
         className: CANARY_CLASS,
         waitMs: Math.min(this.o.intervalMs, 5_000),
         canary: true,
       });
-      await this.o.lock.release({ identity: CANARY_IDENTITY, key: this.key, session: this.#session, token: grant.token });
+      await this.o.lock.release({ identity: CANARY_HOLDER, key: this.key, session: this.#session, token: grant.token });
       this.#grants.push({ key: this.key, revision: grant.revision, at });
       if (this.#grants.length > (this.o.keep ?? 2_000)) this.#grants.shift();
       outcome = { at, ok: true };
@@ -141,6 +139,6 @@ export class CanaryLoop {
     clearTimeout(this.#timer);
     await this.#running;
     // Its lease ends now rather than at its TTL.
-    if (this.#session !== undefined) await this.o.lock.closeSession(CANARY_IDENTITY, this.#session).catch(() => undefined);
+    if (this.#session !== undefined) await this.o.lock.closeSession(CANARY_HOLDER, this.#session).catch(() => undefined);
   }
 }

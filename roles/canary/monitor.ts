@@ -91,6 +91,8 @@ export class CanaryMonitor {
   #reading: Promise<void> | undefined;
   /** Why each raised alarm was raised: a changed reason raises it again with the new message. */
   readonly #raisedWhy = new Map<string, string>();
+  /** What could not be read last, said once when it changes. */
+  #unreadSaid = '';
 
   constructor(private readonly o: CanaryMonitorOptions) {
     this.#startedAt = this.#now();
@@ -137,7 +139,10 @@ export class CanaryMonitor {
       ]).finally(() => clearTimeout(timer));
       if (timedOut) this.#times = { ...this.#times, unread: [`no answer within ${this.o.readTimeoutMs ?? 30_000} ms`] };
     }
-    if (this.#times.unread.length) this.o.logger.warn({ cluster: this.o.cluster, unread: this.#times.unread }, 'canary: stages not read');
+    const unread = this.#times.unread.join('; ');
+    if (unread && unread !== this.#unreadSaid)
+      this.o.logger.warn({ cluster: this.o.cluster, unread }, 'canary: stages not read (said again only when it changes)');
+    this.#unreadSaid = unread;
     return this.judge();
   }
 

@@ -27,6 +27,8 @@ const POSITION_SQL = loadSql('exporters/alerts/position.sql');
 const DIGEST_MAX_BYTES = 1 << 20;
 /** Objects under the digests' names that did not hold, remembered so that each is read once (bounded). */
 const BAD_OBJECTS_KEPT = 1_000;
+/** At most this many objects are downloaded per read: junk placed under later names costs a bounded amount each time. */
+const DOWNLOADS_PER_READ = 20;
 
 export interface StageTimes {
   /** The loop's time of the newest of its grants the store holds (ms), or null. */
@@ -135,7 +137,7 @@ export class CanaryFollower {
     }
     names.sort();
     // Newest first: the first that holds is the head; older ones were read before (or are older still).
-    for (const object of names.reverse()) {
+    for (const object of names.reverse().slice(0, DOWNLOADS_PER_READ)) {
       let end: number | undefined;
       try {
         const parsed = parseDigest(await readObjectText(d.s3, d.bucket, object));
