@@ -85,7 +85,7 @@ export interface CanaryView {
 export class CanaryMonitor {
   readonly #startedAt: number;
   #lock: number | null = null;
-  #times: StageTimes = { stored: null, sealed: null, sealedThrough: null, sinks: {}, unread: [] };
+  #times: StageTimes = { stored: null, sealed: null, sealedThrough: null, sinks: {}, unread: {} };
   #lastError: string | undefined;
   /** A read still running: the next cycles judge without starting another (a read that hangs cannot pile up). */
   #reading: Promise<void> | undefined;
@@ -128,7 +128,7 @@ export class CanaryMonitor {
         },
         (err: unknown) => {
           // Unread: the stages keep their last times and age on, said as unread.
-          this.#times = { ...this.#times, unread: [(err as Error).message] };
+          this.#times = { ...this.#times, unread: { '*': (err as Error).message } };
         },
       );
       this.#reading = reading.finally(() => (this.#reading = undefined));
@@ -137,9 +137,11 @@ export class CanaryMonitor {
         reading.then(() => false),
         new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), this.o.readTimeoutMs ?? 30_000))),
       ]).finally(() => clearTimeout(timer));
-      if (timedOut) this.#times = { ...this.#times, unread: [`no answer within ${this.o.readTimeoutMs ?? 30_000} ms`] };
+      if (timedOut) this.#times = { ...this.#times, unread: { '*': `no answer within ${this.o.readTimeoutMs ?? 30_000} ms` } };
     }
-    const unread = this.#times.unread.join('; ');
+    const unread = Object.entries(this.#times.unread)
+      .map(([stage, why]) => `${stage}: ${why}`)
+      .join('; ');
     if (unread && unread !== this.#unreadSaid)
       this.o.logger.warn({ cluster: this.o.cluster, unread }, 'canary: stages not read (said again only when it changes)');
     this.#unreadSaid = unread;
@@ -164,13 +166,14 @@ export class CanaryMonitor {
         continue;
       }
       const before = follows(v.stage).find((s) => behind.has(s));
+      const unread = v.stage === 'lock' ? undefined : (this.#times.unread[v.stage] ?? this.#times.unread['*']);
       const why =
         v.stage === 'lock' && this.#lastError
           ? `; the last cycle failed: ${this.#lastError}`
           : before !== undefined
             ? `; stage ${before} is behind too`
-            : v.stage !== 'lock' && this.#times.unread.length
-              ? `; its progress could not be read (${this.#times.unread.join('; ')})`
+            : unread !== undefined
+              ? `; its progress could not be read (${unread})`
               : '; the stages before it keep up: the audit path stops here';
       // The message says where the path stops: when that changes, the alarm is raised again with the new one.
       if (this.#raisedWhy.get(name) !== why) this.o.health.clear(name);

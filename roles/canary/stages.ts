@@ -38,8 +38,8 @@ export interface StageTimes {
   sealedThrough: number | null;
   /** Per alert sink that subscribes to the canary: the newest of its grants the sink delivered (ms), or null. */
   sinks: Record<string, number | null>;
-  /** What could not be read this time (the stage's time then stays as it was). */
-  unread: string[];
+  /** What could not be read this time, by stage (`sealed`, `sink:<name>`; `*`: every stage after the lock); its time stays as it was. */
+  unread: Record<string, string>;
 }
 
 export interface DigestSource {
@@ -69,7 +69,7 @@ export class CanaryFollower {
 
   /** How far `grants` (the loop's, oldest first) got; `previous`: the times to keep for what cannot be read now. */
   async read(grants: readonly CanaryGrant[], previous?: StageTimes): Promise<StageTimes> {
-    const unread: string[] = [];
+    const unread: Record<string, string> = {};
     const found = await this.#stored(grants);
     const newest = (pass: (g: CanaryGrant & { grantedMs: number }) => boolean): number | null => {
       let at: number | null = null;
@@ -83,7 +83,7 @@ export class CanaryFollower {
     try {
       sealedThrough = await this.#sealed();
     } catch (err) {
-      unread.push(`digests: ${(err as Error).message}`);
+      unread.sealed = `the archive bucket: ${(err as Error).message}`;
     }
     const sinks: Record<string, number | null> = {};
     for (const sink of this.o.sinks ?? []) {
@@ -93,7 +93,7 @@ export class CanaryFollower {
         const through = p && Number(p.found) === 1 ? BigInt(p.revision) : -1n;
         sinks[sink] = newest((g) => BigInt(g.revision) <= through);
       } catch (err) {
-        unread.push(`sink ${sink}: ${(err as Error).message}`);
+        unread[`sink:${sink}`] = `its position: ${(err as Error).message}`;
         sinks[sink] = previous?.sinks[sink] ?? null;
       }
     }
@@ -138,9 +138,11 @@ export class CanaryFollower {
     names.sort();
     // Newest first: the first that holds is the head; older ones were read before (or are older still).
     for (const object of names.reverse().slice(0, DOWNLOADS_PER_READ)) {
+      // A read that fails is the bucket's (said as unread, tried again next time); what was read and is no digest is junk.
+      const text = await readObjectText(d.s3, d.bucket, object);
       let end: number | undefined;
       try {
-        const parsed = parseDigest(await readObjectText(d.s3, d.bucket, object));
+        const parsed = parseDigest(text);
         if (typeof parsed !== 'string' && digestProblem(parsed, d.publicKey, d.keyId, object, d.prefix ?? DIGEST_OBJECT_PREFIX) === undefined)
           end = Date.parse(parsed.periodEnd);
       } catch {

@@ -96,6 +96,12 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
     worker.start();
     return worker;
   };
+  /** What an earlier test stopped and did not get to start again (it failed part-way) runs again: each test starts whole. */
+  const whole = (): void => {
+    tailer ??= startTailer();
+    digests ??= startDigests();
+    sinkRun ??= startSink();
+  };
   /** The stages as the monitor judged them last, by name. */
   const stages = () => Object.fromEntries((health.canary() ?? []).map((s) => [s.stage, s]));
   const alarmOf = (stage: CanaryStage) => health.alarms().find((a) => a.name === `canary:${cluster}:${stage}`);
@@ -167,6 +173,7 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
   });
 
   it('/readyz lists the stages for an admin, each with when the canary last passed it', async () => {
+    whole();
     const admin = await la.token(uniqueId('root@corp'), ['admin']);
     const ready = await la.call<{ canary?: Array<{ cluster: string; stage: string; passedAt: string | null; behind: boolean }> }>('GET', '/readyz', admin);
     assert.deepEqual(
@@ -178,6 +185,7 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
   });
 
   it("a cycle after its session's TTL has passed still grants: the session is kept alive, or made again once it lapsed", async () => {
+    whole();
     const slow = new CanaryLoop({ lock: la.service, intervalMs: 60_000, logger: log, key: `${key}-slow` });
     assert.deepEqual(await slow.cycle().then((c) => c.ok), true);
     await new Promise((r) => setTimeout(r, 16_000)); // past the canary class's 15 s TTL
@@ -187,6 +195,7 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
   });
 
   it('the digest worker stopped: the sealed stage alarms within its bound (a digest placed in the bucket does not count), the stages before it keep up; back, it clears', async () => {
+    whole();
     await digests?.close();
     digests = undefined;
     const stoppedAt = Date.now();
@@ -214,8 +223,10 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
   });
 
   it('an alert sink stopped: its stage alarms within its bound while the others keep up; back, it clears', async () => {
+    whole();
     sinkRun?.abort.abort();
     await sinkRun?.done;
+    sinkRun = undefined;
     const stoppedAt = Date.now();
     const raised = await waitFor('the sink stage alarm', () => alarmOf('sink:siem'), (BOUNDS['sink:siem'] ?? 0) + 30_000, 200);
     assert.ok(
@@ -229,6 +240,7 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
   });
 
   it('the tailer stopped: the stored stage alarms, named as where the path stops; back, it clears', async () => {
+    whole();
     await tailer?.close();
     tailer = undefined;
     const stoppedAt = Date.now();
@@ -272,6 +284,7 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
   });
 
   it('a canary hold written into etcd around the lock API is not progress; the namespace is refused to callers', async () => {
+    whole();
     const token = await la.token(uniqueId('app@corp'), ['client']);
     const session = await la.call<{ id: string }>('POST', '/v1/sessions', token, { ttlSeconds: 15 });
     const refused = await la.call<{ error: string; message: string }>('POST', '/v1/locks/acquire', token, {
@@ -332,6 +345,7 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
   });
 
   it("grant history leaves the canary's grants out unless asked for them by namespace, key or prefix", async () => {
+    whole();
     const deps = { store, limits: config.reports, cursorKey: randomBytes(32) };
     const all = await grantHistory(deps, { cluster, limit: 1000 }, Date.now());
     // The canary's own grants are left out; a foreign hold in its namespace (the test before) is not.
@@ -344,6 +358,7 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
   });
 
   it('the lock engine stopped: the lock stage alarms and says why; the stages after it alarm as behind it', async () => {
+    whole();
     await la.close();
     const raised = await waitFor('the lock stage alarm', () => alarmOf('lock'), BOUNDS.lock + 30_000, 200);
     assert.match(raised.message, /last passed stage lock \d+ s ago \(bound 4 s\); the last cycle failed: /);

@@ -16,7 +16,7 @@ const BOUNDS = { lock: 10_000, stored: 20_000, sealed: 60_000, 'sink:siem': 20_0
 
 function setup() {
   let now = 1_000_000;
-  let times: StageTimes = { stored: null, sealed: null, sealedThrough: null, sinks: {}, unread: [] };
+  let times: StageTimes = { stored: null, sealed: null, sealedThrough: null, sinks: {}, unread: {} };
   let hang = false;
   let reads = 0;
   const health = new HealthState();
@@ -93,6 +93,22 @@ describe('the canary monitor', () => {
     assert.equal(t.reads(), 2, 'the hung read is not started again while it runs');
     assert.match(t.message('stored') ?? '', /stage stored \d+ s ago \(bound 20 s\); its progress could not be read \(no answer within 50 ms\)/);
     assert.equal(t.message('lock'), undefined, 'the lock stage is judged on');
+  });
+
+  it("what could not be read is said of its own stage only: the bucket unread is not the tailer's stop", async () => {
+    const t = setup();
+    t.set({ stored: 1_000_000, sealed: 1_000_000, sinks: { siem: 1_000_000 } });
+    await t.monitor.observe({ at: 1_000_000, ok: true });
+    t.set({ unread: { sealed: 'the archive bucket: connection reset' } });
+    t.at(1_070_000);
+    await t.monitor.observe({ at: 1_070_000, ok: true });
+    assert.match(t.message('stored') ?? '', /the stages before it keep up: the audit path stops here/);
+    assert.match(t.message('sink:siem') ?? '', /stage stored is behind too/);
+    t.set({ stored: 1_070_000, sinks: { siem: 1_070_000 } });
+    t.at(1_075_000);
+    await t.monitor.observe({ at: 1_075_000, ok: true });
+    assert.equal(t.message('stored'), undefined);
+    assert.match(t.message('sealed') ?? '', /its progress could not be read \(the archive bucket: connection reset\)/);
   });
 
   it('a stage never passed counts from the start, and alarms once its bound has passed', async () => {
