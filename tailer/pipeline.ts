@@ -68,7 +68,8 @@ export interface PipelineOptions {
 
 export interface PipelineDeps {
   cluster: string;
-  endpoints: readonly string[];
+  /** A new connection to the cluster, one per catch-up window (its own gRPC stream); the window closes it. */
+  connect: () => Etcd3;
   client: Etcd3;
   store: AuditStore;
   log: Logger;
@@ -342,7 +343,7 @@ export class TailerPipeline {
     return {
       ...parts,
       cluster: this.#deps.cluster,
-      endpoints: this.#deps.endpoints,
+      connect: this.#deps.connect,
       client: this.#deps.client,
       log: this.#deps.log,
       gaps: this.#deps.gaps,

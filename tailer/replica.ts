@@ -17,19 +17,17 @@ import { alarm } from '../platform/alarms.js';
 import type { HealthState } from '../platform/health.js';
 import { LeaderElection } from '../platform/leaderElection.js';
 import { settlesWithin } from '../platform/deadline.js';
-import { Backoff, sleep } from '../platform/retry.js';
+import { sleep } from '../platform/retry.js';
 import { ClockWriter } from './clock/clockWriter.js';
 import { capturedStarts, closeGrantsEndedInGap, completeGrantRows, loadGaps, recordGap, snapshotHolds, type Gap } from './recovery/gaps.js';
 import { storeEvidenceLog } from './decode/leaseEvidence.js';
 import { etcdTtl, LeaseWitness } from './decode/leaseWitness.js';
 import { leaderIndex, recordRaftMark, type RaftCheckDeps } from './recovery/raftMarks.js';
 import { watchRewind } from './recovery/rewindWatch.js';
-import { startFrom } from './recovery/startDecision.js';
 import { restoreFrom } from './recovery/restorePlan.js';
 import {
   RESTORE_PAGE_SIZE,
   detectRestore,
-  restoreSeen,
   startFacts,
   endHistory,
   ensureTimeline,
@@ -50,6 +48,7 @@ import { ReplayCheck } from './decode/replays.js';
 import { TailerPipeline, type PipelineHandle, type PipelineOptions } from './pipeline.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import type { RowBatch } from './types.js';
+import { runReplica, type Leadership, type ReplicaPorts, type StartState, type TailEnd } from './replicaLoop.js';
 
 export interface ReplicaOptions extends PipelineOptions {
   electionTtlSeconds?: number;
@@ -81,8 +80,10 @@ export interface ReplicaDeps {
   onWatermark?: (revision: bigint) => void;
   onCheckpoint?: (revision: bigint) => void;
   onLeader?: (leader: boolean) => void;
-  /** The etcd client the replica campaigns, checks and reads with (default: its own for `cluster`); handed over: close() closes it. */
+  /** The etcd client the replica campaigns, checks and reads with (default: connect()); handed over: close() closes it. */
   etcd?: Etcd3;
+  /** A new connection to the cluster, one per catch-up window, closed when the window ends (default: createEtcdClient(cluster)). */
+  connect?: () => Etcd3;
   /** The raft-log check of restore detection (default: each endpoint asked for its leader's committed index). */
   raft?: RaftCheckDeps;
 }
@@ -95,6 +96,13 @@ export interface ReplicaStatus {
   head: string;
 }
 
+/** One leadership as this replica holds it: the election, and the clock and spool shipper it runs. */
+interface Led extends Leadership {
+  election: LeaderElection;
+  clock: ClockWriter;
+  shipper?: SpoolShipper;
+}
+
 /** How long close() waits for the run loop before it closes the etcd client under it (and once more after). */
 const CLOSE_DEADLINE_MS = 20_000;
 
@@ -104,6 +112,7 @@ export class TailerReplica {
   #toldBeforeProofs = false;
   readonly #replicaId: string;
   readonly #client: Etcd3;
+  readonly #connect: () => Etcd3;
   readonly #closing = new AbortController();
   readonly #labels: { cluster: string };
   #loop: Promise<void> | undefined;
@@ -123,7 +132,8 @@ export class TailerReplica {
     this.#deps = deps;
     this.#opts = options;
     this.#replicaId = deps.replicaId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-    this.#client = deps.etcd ?? createEtcdClient(deps.cluster);
+    this.#connect = deps.connect ?? (() => createEtcdClient(deps.cluster));
+    this.#client = deps.etcd ?? this.#connect();
     this.#labels = { cluster: deps.cluster.name };
     this.#raft = deps.raft ?? { ask: (clusterId) => leaderIndex(deps.cluster.name, deps.cluster.endpoints, clusterId) };
     this.#leases =
@@ -147,7 +157,9 @@ export class TailerReplica {
   start(): void {
     // The witness follows etcd from now, whatever capture is doing (a slow start, a catch-up, a restore being recorded).
     this.#follow ??= this.#leases?.follow(this.#client);
-    this.#loop ??= this.#run().catch((err: Error) => this.#deps.log.error({ err: err.message }, 'tailer replica stopped on an unexpected error'));
+    this.#loop ??= runReplica(this.#ports(), this.#closing.signal, this.#deps.log).catch((err: Error) =>
+      this.#deps.log.error({ err: err.message }, 'tailer replica stopped on an unexpected error'),
+    );
   }
 
   /**
@@ -171,59 +183,45 @@ export class TailerReplica {
     return this.#closed;
   }
 
-  async #run(): Promise<void> {
+  /** The loop's reads and writes over etcd and the store (replicaLoop.ts). */
+  #ports(): ReplicaPorts<Led> {
     const { log, metrics } = this.#deps;
     const cluster = this.#deps.cluster.name;
-    const backoff = new Backoff({ initialMs: 500, maxMs: 10_000 });
-    while (!this.#closing.signal.aborted) {
-      const election = new LeaderElection(
-        this.#client,
-        tailerElectionName(cluster),
-        this.#replicaId,
-        this.#opts.electionTtlSeconds ?? configDefaults.tailer.electionTtlSeconds,
-      );
-      const leaderAbort = new AbortController();
-      this.#leaderAbort = leaderAbort;
-      const stopLeading = (): void => leaderAbort.abort();
-      this.#closing.signal.addEventListener('abort', stopLeading, { once: true });
-      this.#phase = 'campaign';
-      try {
-        await election.campaign(this.#closing.signal, (err) => {
-          log.error({ err: err.message }, 'election lease lost: stopping before the next checkpoint write');
-          leaderAbort.abort();
-        });
-      } catch (err) {
-        this.#closing.signal.removeEventListener('abort', stopLeading);
-        if (this.#closing.signal.aborted) break;
-        log.warn({ err: (err as Error).message }, 'campaign failed; retrying');
-        this.#phase = 'backoff';
-        await sleep(backoff.next(), this.#closing.signal);
-        continue;
-      }
-      backoff.reset();
-      this.#setLeader(true);
-      log.info({ replica: this.#replicaId, term: election.term().toString() }, 'elected tailer leader');
-      const clock = new ClockWriter(this.#client, log, this.#opts.clockIntervalMs ?? 1_000, this.#opts.originSecret);
-      const shipper = this.#opts.dataDir
-        ? new SpoolShipper(this.#deps.store, cluster, this.#opts.dataDir, log, (n) => metrics?.spoolShipped.inc(this.#labels, n), this.#opts.originSecret)
-        : undefined;
-      try {
-        clock.start();
-        shipper?.start(this.#opts.spoolIntervalMs ?? 5_000);
-        this.#phase = 'lead';
-        await this.#lead(election, clock, leaderAbort.signal);
-      } catch (err) {
-        log.error({ err: (err as Error).message }, 'tailer leader run failed');
-        await sleep(1_000, this.#closing.signal);
-      } finally {
-        this.#closing.signal.removeEventListener('abort', stopLeading);
-        clock.stop();
-        await shipper?.stop();
-        this.#setLeader(false);
-        this.#phase = 'resign';
-        await election.resign(); // last: a standby replica takes over only once we have stopped writing
-      }
-    }
+    return {
+      campaign: async (signal, onLost) => {
+        const ttl = this.#opts.electionTtlSeconds ?? configDefaults.tailer.electionTtlSeconds;
+        const election = new LeaderElection(this.#client, tailerElectionName(cluster), this.#replicaId, ttl);
+        await election.campaign(signal, onLost);
+        const clock = new ClockWriter(this.#client, log, this.#opts.clockIntervalMs ?? 1_000, this.#opts.originSecret);
+        const shipper = this.#opts.dataDir
+          ? new SpoolShipper(this.#deps.store, cluster, this.#opts.dataDir, log, (n) => metrics?.spoolShipped.inc(this.#labels, n), this.#opts.originSecret)
+          : undefined;
+        // Stamped on every row and checkpoint of this leadership: the store keeps the highest term's (sql/110).
+        return { term: election.term(), election, clock, shipper };
+      },
+      beginLeading: (led) => {
+        log.info({ replica: this.#replicaId, term: led.term.toString() }, 'elected tailer leader');
+        led.clock.start();
+        led.shipper?.start(this.#opts.spoolIntervalMs ?? 5_000);
+      },
+      endLeading: async (led) => {
+        led.clock.stop();
+        await led.shipper?.stop();
+      },
+      resign: (led) => led.election.resign(),
+      setLeader: (leader) => this.#setLeader(leader),
+      readStart: () => this.#readStart(),
+      restore: async (led, state, action) => {
+        this.#leases?.forgetTimes(); // revisions of the restored etcd are not the ones its watch saw
+        await this.#handleRestore(led.election, led.term, state.checkpoint, action.seen, state.timeline, state.gaps, action.unfinished);
+      },
+      gap: (led, state, to, signal) => this.#handleGap(led.election, led.term, state.checkpoint, to, state.gaps, signal, state.timeline),
+      tail: (led, state, checkpoint, signal) => this.#tail(led, state, checkpoint, signal),
+      sleep,
+      phase: (phase) => {
+        this.#phase = phase;
+      },
+    };
   }
 
   #setLeader(leader: boolean): void {
@@ -232,144 +230,109 @@ export class TailerReplica {
     this.#deps.onLeader?.(leader);
   }
 
-  async #lead(election: LeaderElection, clock: ClockWriter, signal: AbortSignal): Promise<void> {
+  /** A start's facts, read once (docs/architecture.md, where a tailer starts): the checkpoint, etcd's position, the timeline, its gaps. */
+  async #readStart(): Promise<StartState> {
+    const { store } = this.#deps;
+    const cluster = this.#deps.cluster.name;
+    const checkpoint = (await this.#checkpointNow()).revision;
+    const position = await etcdPosition(this.#client);
+    const timeline = await ensureTimeline(store, cluster, position);
+    const gaps = await loadGaps(store, cluster, timeline.generation);
+    const unfinished = await unfinishedRestore(store, cluster, timeline.generation);
+    return { checkpoint, position, timeline, gaps, unfinished, facts: startFacts(this.#client, store, cluster, timeline, this.#raft) };
+  }
+
+  /** One run of the pipeline from `checkpoint`, watched for a restore under it, until it ends. */
+  async #tail(led: Led, state: StartState, checkpoint: bigint, signal: AbortSignal): Promise<TailEnd> {
     const { store, log } = this.#deps;
     const cluster = this.#deps.cluster.name;
-    // Stamped on every row and checkpoint of this leadership: the store keeps the highest term's (sql/110).
-    const term = election.term();
-    while (!signal.aborted) {
-      // Start position (docs/architecture.md, where a tailer starts): a restore first (it can rewind the checkpoint), then compaction.
-      let checkpoint = (await this.#checkpointNow()).revision;
-      const position = await etcdPosition(this.#client);
-      const timeline = await ensureTimeline(store, cluster, position);
-      const gaps = await loadGaps(store, cluster, timeline.generation);
-      // A restore recorded half-way is finished first: looking for it again would find nothing (its rows are marked).
-      const unfinished = await unfinishedRestore(store, cluster, timeline.generation);
-      // One decision from facts read once (startFrom, decideStart): a restore, a compaction gap, or a resume.
-      const start = unfinished
-        ? {
-            kind: 'restore' as const,
-            seen: {
-              head: position.head,
-              clusterId: position.clusterId,
-              previousClusterId: unfinished.previousClusterId || timeline.clusterId,
-              captured: checkpoint,
-              why: unfinished.why,
-            },
-          }
-        : await startFrom(startFacts(this.#client, store, cluster, timeline, this.#raft), checkpoint, timeline.clusterId, position).then((s) =>
-            s.kind === 'restore' ? { kind: 'restore' as const, seen: restoreSeen(s, timeline, position) } : s,
-          );
-      if (unfinished)
-        log.warn({ generation: unfinished.generation, why: unfinished.why }, 'a restore was recorded half-way (its gap, not its timeline): finishing it');
-      if (start.kind === 'restore') {
-        this.#leases?.forgetTimes(); // revisions of the restored etcd are not the ones its watch saw
-        await this.#handleRestore(election, term, checkpoint, start.seen, timeline, gaps, unfinished);
-        // Terms are revisions of one etcd history: a rewound etcd may elect the next leader below ours. So the
-        // restored timeline is captured under a leadership won in the restored etcd (a new campaign, a new term).
-        log.warn({ term: term.toString() }, 'restore recorded: campaigning again in the restored etcd before capturing its timeline');
-        return;
-      }
-      if (start.kind === 'gap') {
-        checkpoint = await this.#handleGap(election, term, checkpoint, start.to, gaps, signal, timeline);
-        if (signal.aborted) return;
-      }
-      // A restore under a running watch may leave it waiting at a future revision: watch for one and restart.
-      // (A restore whose head is already past the checkpoint is found before the watch reopens: reconnectCheck.)
-      // Closed or deposed during the start-position checks above: an abort that already happened fires no
-      // listener, and the run below would tail on with nobody to stop it (close() hung in CI: a bumped restore's
-      // compaction check was under way when the test closed the replica).
-      if (signal.aborted) return;
-      const run = new AbortController();
-      const stopRun = (): void => run.abort();
-      signal.addEventListener('abort', stopRun, { once: true });
-      let rewound: string | undefined;
-      const stopRewindWatch = watchRewind({
+    const { timeline, gaps } = state;
+    const { election, clock, term } = led;
+    // A restore under a running watch may leave it waiting at a future revision: watch for one and restart.
+    // (A restore whose head is already past the checkpoint is found before the watch reopens: reconnectCheck.)
+    const run = new AbortController();
+    const stopRun = (): void => run.abort();
+    signal.addEventListener('abort', stopRun, { once: true });
+    let rewound: string | undefined;
+    const stopRewindWatch = watchRewind({
+      client: this.#client,
+      clusterId: timeline.clusterId,
+      captured: () => this.#pipeline?.watermark() ?? checkpoint,
+      intervalMs: this.#opts.restoreCheckIntervalMs ?? 1_000,
+      onRewound: (why) => {
+        rewound ??= why;
+        this.#leases?.forgetTimes();
+        if (run.signal.aborted) return;
+        log.error({ why }, 'etcd was rewound under the running watch: restarting to check the start position');
+        run.abort();
+      },
+    });
+    // Every reconnect goes through the start decision before a watch reopens: a restored etcd (it always
+    // restarts) whose head passed the checkpoint would otherwise hand its own writes to the reopened watch
+    // as if they followed ours. Windows that lost etcd together share one check.
+    let checking: Promise<boolean> | undefined;
+    const reconnectCheck = (): Promise<boolean> => {
+      checking ??= (async () => {
+        const now = await etcdPosition(this.#client);
+        const seen = await detectRestore(this.#client, store, cluster, (await this.#checkpointNow()).revision, timeline, now, this.#raft);
+        if (!seen) return !run.signal.aborted;
+        rewound ??= seen.why;
+        this.#leases?.forgetTimes();
+        log.error({ why: seen.why }, 'etcd was restored while the watch was away: restarting to record it');
+        run.abort();
+        return false;
+      })().finally(() => {
+        checking = undefined;
+      });
+      return checking;
+    };
+    const pipeline = new TailerPipeline(
+      {
+        cluster,
+        connect: this.#connect,
         client: this.#client,
-        clusterId: timeline.clusterId,
-        captured: () => this.#pipeline?.watermark() ?? checkpoint,
-        intervalMs: this.#opts.restoreCheckIntervalMs ?? 1_000,
-        onRewound: (why) => {
-          rewound ??= why;
-          this.#leases?.forgetTimes();
-          if (run.signal.aborted) return;
-          log.error({ why }, 'etcd was rewound under the running watch: restarting to check the start position');
-          run.abort();
-        },
-      });
-      // Every reconnect goes through the start decision before a watch reopens: a restored etcd (it always
-      // restarts) whose head passed the checkpoint would otherwise hand its own writes to the reopened watch
-      // as if they followed ours. Windows that lost etcd together share one check.
-      let checking: Promise<boolean> | undefined;
-      const reconnectCheck = (): Promise<boolean> => {
-        checking ??= (async () => {
-          const now = await etcdPosition(this.#client);
-          const seen = await detectRestore(this.#client, store, cluster, (await this.#checkpointNow()).revision, timeline, now, this.#raft);
-          if (!seen) return !run.signal.aborted;
-          rewound ??= seen.why;
-          this.#leases?.forgetTimes();
-          log.error({ why: seen.why }, 'etcd was restored while the watch was away: restarting to record it');
-          run.abort();
-          return false;
-        })().finally(() => {
-          checking = undefined;
-        });
-        return checking;
-      };
-      const pipeline = new TailerPipeline(
-        {
-          cluster,
-          endpoints: this.#deps.cluster.endpoints,
-          client: this.#client,
-          store,
-          log,
-          replicaId: this.#replicaId,
-          clock,
-          gaps,
-          fence: () => election.stillLeader(),
-          leases: this.#leases,
-          metrics: this.#deps.metrics,
-          alarm: this.#deps.health,
-          onWatermark: this.#deps.onWatermark,
-          onCheckpoint: this.#deps.onCheckpoint,
-          timeline: timeline.timeline,
-          term,
-          beforeReopen: reconnectCheck,
-        },
-        {
-          ...this.#opts,
-          lagAlarmRevisions:
-            this.#opts.lagAlarmRevisions ?? Math.floor((this.#opts.compactionWindowRevisions ?? configDefaults.tailer.compactionWindowRevisions) / 2),
-        },
-      );
-      // How far etcd's raft log has got in this timeline, recorded as it goes: a later restart of that log is a restore.
-      // A row only when the index moved past the last one written (an idle etcd adds no parts to the store).
-      let marked = 0n;
-      const markRaft = (): void => {
-        recordRaftMark(this.#client, store, cluster, timeline.generation, timeline.clusterId, marked)
-          .then((m) => {
-            if (m !== undefined) marked = m;
-          })
-          .catch((err: Error) => log.debug({ err: err.message }, 'raft mark not recorded; next time'));
-      };
-      markRaft();
-      const raftTimer = setInterval(markRaft, this.#opts.raftMarkIntervalMs ?? 5_000).unref();
-      log.info({ checkpoint: checkpoint.toString() }, 'tailing from checkpoint');
-      const handle = pipeline.start(checkpoint, run.signal);
-      this.#pipeline = handle;
-      const outcome = await handle.done.finally(() => {
-        clearInterval(raftTimer);
-        stopRewindWatch();
-        signal.removeEventListener('abort', stopRun);
-      });
-      if (rewound !== undefined && !signal.aborted) continue;
-      if (outcome.reason === 'stopped' || outcome.reason === 'leadership-lost') return;
-      log.warn(
-        { reason: outcome.reason, err: outcome.error?.message, checkpoint: outcome.checkpoint.toString() },
-        'tailer run ended; checking compaction and restarting from the checkpoint',
-      );
-      await sleep(500, signal);
-    }
+        store,
+        log,
+        replicaId: this.#replicaId,
+        clock,
+        gaps,
+        fence: () => election.stillLeader(),
+        leases: this.#leases,
+        metrics: this.#deps.metrics,
+        alarm: this.#deps.health,
+        onWatermark: this.#deps.onWatermark,
+        onCheckpoint: this.#deps.onCheckpoint,
+        timeline: timeline.timeline,
+        term,
+        beforeReopen: reconnectCheck,
+      },
+      {
+        ...this.#opts,
+        lagAlarmRevisions:
+          this.#opts.lagAlarmRevisions ?? Math.floor((this.#opts.compactionWindowRevisions ?? configDefaults.tailer.compactionWindowRevisions) / 2),
+      },
+    );
+    // How far etcd's raft log has got in this timeline, recorded as it goes: a later restart of that log is a restore.
+    // A row only when the index moved past the last one written (an idle etcd adds no parts to the store).
+    let marked = 0n;
+    const markRaft = (): void => {
+      recordRaftMark(this.#client, store, cluster, timeline.generation, timeline.clusterId, marked)
+        .then((m) => {
+          if (m !== undefined) marked = m;
+        })
+        .catch((err: Error) => log.debug({ err: err.message }, 'raft mark not recorded; next time'));
+    };
+    markRaft();
+    const raftTimer = setInterval(markRaft, this.#opts.raftMarkIntervalMs ?? 5_000).unref();
+    log.info({ checkpoint: checkpoint.toString() }, 'tailing from checkpoint');
+    const handle = pipeline.start(checkpoint, run.signal);
+    this.#pipeline = handle;
+    const outcome = await handle.done.finally(() => {
+      clearInterval(raftTimer);
+      stopRewindWatch();
+      signal.removeEventListener('abort', stopRun);
+    });
+    return { ...outcome, rewound };
   }
 
   /**

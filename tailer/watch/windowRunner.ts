@@ -4,7 +4,6 @@
 // the watermark. A window ends when its watch reaches `end` (catch-up) or
 // when it is stopped (live); it never writes a checkpoint.
 import type { Etcd3 } from 'etcd3';
-import { createEtcdClient } from '../../core/etcd.js';
 import { PREFIX } from '../../core/keyspace.js';
 import type { Logger } from '../../core/logger.js';
 import { alarm } from '../../platform/alarms.js';
@@ -56,7 +55,8 @@ export class RecentClocks {
 /** What every window of one run shares. */
 export interface WindowShared {
   cluster: string;
-  endpoints: readonly string[];
+  /** A new connection for a catch-up window (its own gRPC stream); closed when the window ends. */
+  connect: () => Etcd3;
   /** The replica's client: the live window's connection. */
   client: Etcd3;
   log: Logger;
@@ -120,7 +120,7 @@ export class WindowRunner {
   async run(): Promise<void> {
     // Catch-up windows get their own connection (their own gRPC stream): etcd serves one stream's watches one at a time.
     const own = this.#spec.end !== undefined;
-    const client = own ? createEtcdClient({ name: this.#s.cluster, endpoints: [...this.#s.endpoints] }) : this.#s.client;
+    const client = own ? this.#s.connect() : this.#s.client;
     try {
       await this.#watch(client);
     } finally {

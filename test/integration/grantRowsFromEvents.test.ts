@@ -282,7 +282,7 @@ describe('grant rows completed from events', () => {
       const pipeline = new TailerPipeline(
         {
           cluster,
-          endpoints: config.etcd.clusters[0]?.endpoints ?? [],
+          connect: () => createEtcdClient({ name: cluster, endpoints: config.etcd.clusters[0]?.endpoints ?? [] }),
           client,
           store,
           log,

@@ -71,7 +71,7 @@ describe('a restore to a snapshot above a checkpoint held back', { timeout: 240_
       const pipeline = new TailerPipeline(
         {
           cluster: label,
-          endpoints: [etcd.endpoint],
+          connect: () => createEtcdClient({ name: label, endpoints: [etcd.endpoint] }),
           client,
           store: db.store,
           log,
