@@ -12,9 +12,8 @@
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import path from 'node:path';
-import { Etcd3, type Lease } from 'etcd3';
-import { cmp, LockKeys, op } from '../../lock/kv.js';
-import { makeToken } from '../../core/token.js';
+import { Etcd3 } from 'etcd3';
+import { barePair } from './barePair.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { benchCaller, lockApp } from '../support/lockApp.js';
 import { heading, percentile, report } from './report.js';
@@ -154,46 +153,16 @@ async function main(): Promise<void> {
   const la = await lockApp(config, temp.store, { root });
   const etcd = new Etcd3({ hosts: cluster.endpoints });
   let stopKeepalive: (() => void) | undefined;
-  const leases: Lease[] = [];
+  let closePair: (() => Promise<void>) | undefined;
   try {
     const caller = await benchCaller(la, ns, className);
     stopKeepalive = caller.stop;
     const { client, session } = caller;
 
     // Baseline: the same two txns, straight to etcd (no HTTP, auth, validation, class or session logic).
-    const keys = new LockKeys(`${root}-bare`);
-    await etcd.put(keys.epoch()).value(JSON.stringify({ epoch: 1, clusterId: '1' }));
-    await etcd.put(keys.class(className)).value('{}');
-    // Kept to revoke in `finally`: a lease with autoKeepAlive keeps its timer (and the process) alive.
-    const sessionLease = etcd.lease(15, { autoKeepAlive: true });
-    leases.push(sessionLease);
-    const lease = await sessionLease.grant();
-    await etcd.put(keys.session(lease)).value('{}').lease(lease);
-    const markLeaseHandle = etcd.lease(60, { autoKeepAlive: true });
-    leases.push(markLeaseHandle);
-    const markLease = await markLeaseHandle.grant();
-    const epochRev = String((await etcd.get(keys.epoch()).exec()).kvs[0]!.mod_revision);
-    const classRev = String((await etcd.get(keys.class(className)).exec()).kvs[0]!.mod_revision);
-    const bare = async (clientNo: number): Promise<number> => {
-      const hold = keys.hold(`${ns}/k-${clientNo}`);
-      const t0 = performance.now();
-      const res = await etcd.kv.txn({
-        compare: [cmp.absent(hold), cmp.mod(keys.epoch(), epochRev), cmp.mod(keys.class(className), classRev), cmp.exists(keys.session(lease))],
-        success: [
-          op.put(hold, { holder: 'x', session: lease, class: className, epoch: 1, waitMs: 0, at: Date.now() }, lease),
-          op.put(keys.session(lease), {}, lease),
-        ],
-        failure: [op.get(hold), op.get(keys.epoch()), op.get(keys.class(className)), op.get(keys.session(lease))],
-      });
-      const acquired = performance.now() - t0;
-      makeToken(1, res.header.revision);
-      await etcd.kv.txn({
-        compare: [cmp.created(hold, String(res.header.revision)), cmp.lease(hold, lease)],
-        success: [op.get(hold), op.del(hold), op.put(keys.mark(`${clientNo}-${res.header.revision}`), { kind: 'release' }, markLease)],
-        failure: [op.get(hold)],
-      });
-      return acquired;
-    };
+    const pair = await barePair(etcd, root, ns, className);
+    closePair = pair.close;
+    const bare = pair.cycle;
 
     const api = async (clientNo: number): Promise<number> => {
       const key = `${ns}/k-${clientNo}`;
@@ -287,7 +256,7 @@ async function main(): Promise<void> {
     }
   } finally {
     stopKeepalive?.();
-    for (const l of leases) await l.revoke().catch(() => undefined);
+    await closePair?.();
     await la.close();
     await etcd.delete().prefix(`${root}`);
     etcd.close();
