@@ -35,11 +35,11 @@ export const LOCK_API_STAGES: readonly Rule[] = [
     'etcd client (gRPC, protobuf)',
     [NM('@grpc/grpc-js|@grpc/proto-loader|etcd3|protobufjs|@protobufjs/[^/]+|long|cockatiel'), /^node:internal\/http2\//, /^node:http2$/],
   ],
-  ['proofs (HMAC-SHA256)', [/\/core\/proof\.js$/]],
-  ['auth (bearer token check)', [/\/core\/apiTokens\.js$/, /\/api\/auth\.js$/]],
-  ['high-water and epoch', [/\/lock\/(revisionHighWater|sharedHighWater|epoch)\.js$/, /\/roles\/lockHighWater\.js$/]],
+  ['proofs (HMAC-SHA256)', [/\/core\/proof\.[jt]s$/]],
+  ['auth (bearer token check)', [/\/core\/apiTokens\.[jt]s$/, /\/api\/auth\.[jt]s$/]],
+  ['high-water and epoch', [/\/lock\/(revisionHighWater|sharedHighWater|epoch)\.[jt]s$/, /\/roles\/lockHighWater\.[jt]s$/]],
   ['logging', [NM('pino|@pinojs/[^/]+|sonic-boom|pino-std-serializers|fast-redact')]],
-  ['metrics', [NM('prom-client'), /\/lock\/lockMetrics\.js$/]],
+  ['metrics', [NM('prom-client'), /\/lock\/lockMetrics\.[jt]s$/]],
   [
     'HTTP, routing, validation, serialisation',
     [
@@ -50,20 +50,20 @@ export const LOCK_API_STAGES: readonly Rule[] = [
       /^node:internal\/(http|streams\/|stream_base_commons)/,
     ],
   ],
-  ['lock logic (keys, values, compares)', [/\/(lock|core|api)\/.+\.js$/]],
+  ['lock logic (keys, values, compares)', [/\/(lock|core|api)\/.+\.[jt]s$/]],
 ];
 
 /** The tailer's stages, per captured event (the main thread only: the store's insert threads are not in a V8 profile). */
 export const TAILER_STAGES: readonly Rule[] = [
   ['watch decode (gRPC, protobuf)', [NM('@grpc/grpc-js|etcd3|protobufjs|@protobufjs/[^/]+|long|cockatiel'), /^node:internal\/http2\//, /^node:http2$/]],
-  ['proof checks (HMAC-SHA256)', [/\/core\/proof\.js$/]],
-  ['value parse and classification', [/\/tailer\/decode\/.+\.js$/, /\/core\/(keyspace|token)\.js$/]],
-  ['row build and RowBinary encode', [/\/tailer\/sink\/(rowWriter|clickhouseSink)\.js$/, /\/core\/rowBinary\.js$/]],
-  ['store client (insert, queries)', [NM('@clickhouse/client|@clickhouse/client-common|chdb'), /\/core\/(clickhouse|embeddedOwner)\.js$/]],
-  ['checkpoint and watermark', [/\/tailer\/sink\/(checkpointWriter|offsets|grantHighWater)\.js$/, /\/tailer\/watch\/watermark\.js$/]],
+  ['proof checks (HMAC-SHA256)', [/\/core\/proof\.[jt]s$/]],
+  ['value parse and classification', [/\/tailer\/decode\/.+\.[jt]s$/, /\/core\/(keyspace|token)\.[jt]s$/]],
+  ['row build and RowBinary encode', [/\/tailer\/sink\/(rowWriter|clickhouseSink)\.[jt]s$/, /\/core\/rowBinary\.[jt]s$/]],
+  ['store client (insert, queries)', [NM('@clickhouse/client|@clickhouse/client-common|chdb'), /\/core\/(clickhouse|embeddedOwner)\.[jt]s$/]],
+  ['checkpoint and watermark', [/\/tailer\/sink\/(checkpointWriter|offsets|grantHighWater)\.[jt]s$/, /\/tailer\/watch\/watermark\.[jt]s$/]],
   ['logging', [NM('pino|@pinojs/[^/]+|sonic-boom')]],
   ['metrics', [NM('prom-client')]],
-  ['tailer (windows, brackets, pipeline)', [/\/tailer\/.+\.js$/]],
+  ['tailer (windows, brackets, pipeline)', [/\/tailer\/.+\.[jt]s$/]],
 ];
 
 export interface StageTable {

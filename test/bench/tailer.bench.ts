@@ -7,8 +7,11 @@
 //  - one revision with 20 000 events (a mass expiry): time and peak memory.
 // Every tailer run is also checked for exact capture. Scale: BENCH_REVISIONS
 // (default 300 000), BENCH_WINDOWS (the K values, default 1,4,8,16,32);
-// BENCH_CATCHUP_ONLY=1 skips the live-lag and mass-expiry parts;
+// BENCH_CATCHUP_ONLY=1 skips the live-lag and mass-expiry parts; BENCH_SINK_VARIANT=<json of the sink
+// options, e.g. {"maxDelayMs":1000}> runs each catch-up once more with them and reports its CPU per event
+// beside the default's (an A/B in the same run);
 // BENCH_CPU_PROFILE_DIR writes a .cpuprofile of each tailer catch-up there.
+import path from 'node:path';
 import type { Etcd3, IWatchResponse } from 'etcd3';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
@@ -19,11 +22,14 @@ import { assertExactCapture } from '../support/capture.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { ETCD_DEFAULT_MAX_TXN_OPS, Workload } from '../support/workload.js';
 import { profiled } from './cpuProfile.js';
+import { formatStages, readProfile, stageTables, TAILER_STAGES, type StageTable } from './cpuStages.js';
+import { threadCpu, threadCpuSince } from './threadCpu.js';
 import { heading, percentile, report } from './report.js';
 
 const REVISIONS = Number(process.env.BENCH_REVISIONS ?? 300_000);
 const CATCHUP_ONLY = process.env.BENCH_CATCHUP_ONLY === '1';
 const WINDOWS = (process.env.BENCH_WINDOWS ?? '1,4,8,16,32').split(',').map(Number);
+const SINK_VARIANT = process.env.BENCH_SINK_VARIANT ? (JSON.parse(process.env.BENCH_SINK_VARIANT) as ReplicaOptions['sink']) : undefined;
 // The tailer's smallest window, given to the no-op split too so both cut the range alike.
 const SPLIT_MIN_REVISIONS = 1_000;
 const config = testConfig();
@@ -60,14 +66,16 @@ async function noopWatch(from: bigint, to: bigint, c: Etcd3 = client): Promise<{
  * [from, to] (planWindows), each on its own connection as the tailer's
  * catch-up windows are, consuming nothing. Ends when every window is through.
  */
-async function noopSplit(from: bigint, to: bigint, k: number): Promise<{ events: number; seconds: number; windows: number }> {
+async function noopSplit(from: bigint, to: bigint, k: number): Promise<{ events: number; seconds: number; windows: number; cpuMs: number }> {
   const specs = planWindows(from - 1n, to, k, BigInt(SPLIT_MIN_REVISIONS));
   const clients = specs.map(() => createEtcdClient({ name: 'bench-noop', endpoints }));
   try {
     const started = process.hrtime.bigint();
+    const cpu = process.cpuUsage();
     const parts = await Promise.all(specs.map((w, i) => noopWatch(w.start, w.end === undefined ? to : w.end - 1n, clients[i])));
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    return { events: parts.reduce((n, p) => n + p.events, 0), seconds, windows: specs.length };
+    const used = process.cpuUsage(cpu);
+    return { events: parts.reduce((n, p) => n + p.events, 0), seconds, windows: specs.length, cpuMs: (used.user + used.system) / 1000 };
   } finally {
     for (const c of clients) c.close();
   }
@@ -104,6 +112,7 @@ process.stdout.write(
 );
 
 const baseline = await noopWatch(from, to);
+const stageTablesSeen: StageTable[] = [];
 const baseRate = baseline.events / baseline.seconds;
 report({ name: 'no-op consumer, one etcd watch', value: baseRate, baselineName: 'same', baseline: baseRate, unit: 'events/s', higherIsBetter: true });
 
@@ -120,11 +129,36 @@ for (const k of WINDOWS) {
     unit: 'events/s',
     higherIsBetter: true,
   });
+  const threads = threadCpu();
   const prof = await profiled(`tailer-catchup-K${k}`, () =>
     tailerCatchUp(from, to, k === 1 ? { catchUpWindows: 1 } : { catchUpWindows: k, splitMinRevisions: SPLIT_MIN_REVISIONS }),
   );
+  const byThread = threadCpuSince(threads);
   const run = prof.result;
-  process.stdout.write(`  (K=${k}: ${prof.wallSeconds.toFixed(1)} s wall, ${prof.cpuSeconds.toFixed(1)} s CPU of this process on all threads)\n`);
+  const events = baseline.events;
+  const perEventUs = (ms: number): number => (ms * 1000) / events;
+  const storeMs = [...byThread].filter(([g]) => g.startsWith('store: ')).reduce((n, [, ms]) => n + ms, 0);
+  const shown = [...byThread].filter(([, ms]) => perEventUs(ms) >= 0.1).sort((a, b) => b[1] - a[1]);
+  process.stdout.write(
+    `  (K=${k}: ${prof.wallSeconds.toFixed(1)} s wall, ${prof.cpuSeconds.toFixed(1)} s CPU of this process on all threads)\n` +
+      `  CPU per captured event at K=${k}: the store engine's threads ${perEventUs(storeMs).toFixed(1)} µs; by thread: ` +
+      `${shown.map(([g, ms]) => `${g} ${perEventUs(ms).toFixed(1)}`).join(', ')}\n`,
+  );
+  report({
+    name: `tailer CPU per captured event, ${k} window(s)`,
+    value: perEventUs(prof.cpuSeconds * 1000),
+    baselineName: `no-op consumer of ${limit.windows} watch(es)`,
+    baseline: perEventUs(limit.cpuMs),
+    unit: 'µs',
+    higherIsBetter: false,
+  });
+  const dir = process.env.BENCH_CPU_PROFILE_DIR;
+  if (dir) {
+    const [table] = stageTables(readProfile(path.join(dir, `tailer-catchup-K${k}.cpuprofile`)), TAILER_STAGES, [
+      { name: `K=${k}`, startUs: 0, endUs: Number.MAX_SAFE_INTEGER, units: events },
+    ]);
+    if (table) stageTablesSeen.push(table);
+  }
   const rate = baseline.events / run.seconds;
   report({
     name: `tailer catch-up, ${k} window(s), end to end`,
@@ -143,6 +177,35 @@ for (const k of WINDOWS) {
     higherIsBetter: true,
   });
   await assertExactCapture(store, run.label, client, from, to, w.expected);
+  if (SINK_VARIANT) {
+    const cpu = process.cpuUsage();
+    const variant = await tailerCatchUp(from, to, {
+      ...(k === 1 ? { catchUpWindows: 1 } : { catchUpWindows: k, splitMinRevisions: SPLIT_MIN_REVISIONS }),
+      sink: SINK_VARIANT,
+    });
+    const used = process.cpuUsage(cpu);
+    report({
+      name: `tailer CPU per captured event, ${k} window(s), sink ${JSON.stringify(SINK_VARIANT)}`,
+      value: perEventUs((used.user + used.system) / 1000),
+      baselineName: 'the default sink, this run',
+      baseline: perEventUs(prof.cpuSeconds * 1000),
+      unit: 'µs',
+      higherIsBetter: false,
+    });
+    report({
+      name: `tailer catch-up, ${k} window(s), sink ${JSON.stringify(SINK_VARIANT)}`,
+      value: baseline.events / variant.seconds,
+      baselineName: 'the default sink, this run',
+      baseline: rate,
+      unit: 'events/s',
+      higherIsBetter: true,
+    });
+    await assertExactCapture(store, variant.label, client, from, to, w.expected);
+  }
+}
+if (stageTablesSeen.length > 0) {
+  heading("the tailer's cost model: its main thread's CPU per captured event, by stage (the store engine's threads are in the line above each)");
+  process.stdout.write(`${formatStages(stageTablesSeen, 'event')}\n`);
 }
 
 if (!CATCHUP_ONLY) {
