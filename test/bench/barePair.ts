@@ -4,6 +4,7 @@
 import type { Etcd3, Lease } from 'etcd3';
 import { cmp, LockKeys, op } from '../../lock/kv.js';
 import { makeToken } from '../../core/token.js';
+import { percentile, report } from './report.js';
 
 export interface BarePair {
   /** One acquire+release on key k-<clientNo>; returns the acquire's milliseconds. */
@@ -52,4 +53,32 @@ export async function barePair(etcd: Etcd3, root: string, ns: string, className:
       await etcd.delete().prefix(`${root}-bare`);
     },
   };
+}
+
+/** Acquire latencies (sorted) and cycles of a run of API or bare cycles. */
+export interface CycleRun {
+  acquireMs: number[];
+  cycles: number;
+  seconds: number;
+}
+
+/** The three figures both lock API benches report at each level: acquire p50 and p99, cycles/s — each beside the bare pair's. */
+export function reportAgainstBare(prefix: string, clients: number, api: CycleRun, bare: CycleRun): void {
+  for (const p of [50, 99])
+    report({
+      name: `${prefix}acquire p${p}, ${clients} client(s)`,
+      value: percentile(api.acquireMs, p),
+      baselineName: `bare etcd txn p${p}`,
+      baseline: percentile(bare.acquireMs, p),
+      unit: 'ms',
+      higherIsBetter: false,
+    });
+  report({
+    name: `${prefix}acquire+release cycles/s, ${clients} client(s)`,
+    value: api.cycles / api.seconds,
+    baselineName: 'bare txn pairs/s',
+    baseline: bare.cycles / bare.seconds,
+    unit: 'ops/s',
+    higherIsBetter: true,
+  });
 }

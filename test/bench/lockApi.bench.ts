@@ -13,7 +13,7 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import path from 'node:path';
 import { Etcd3 } from 'etcd3';
-import { barePair } from './barePair.js';
+import { barePair, reportAgainstBare } from './barePair.js';
 import { tempStore, testConfig, uniqueId } from '../support/env.js';
 import { benchCaller, lockApp } from '../support/lockApp.js';
 import { heading, percentile, report } from './report.js';
@@ -211,30 +211,7 @@ async function main(): Promise<void> {
       process.stdout.write(
         `   etcd requests per acquire+release at ${c} client(s): API ${ar.total.toFixed(2)} (${ar.text}); bare ${br.total.toFixed(2)} (${br.text})\n`,
       );
-      report({
-        name: `acquire p50, ${c} client(s)`,
-        value: percentile(a.acquireMs, 50),
-        baselineName: 'bare etcd txn p50',
-        baseline: percentile(b.acquireMs, 50),
-        unit: 'ms',
-        higherIsBetter: false,
-      });
-      report({
-        name: `acquire p99, ${c} client(s)`,
-        value: percentile(a.acquireMs, 99),
-        baselineName: 'bare etcd txn p99',
-        baseline: percentile(b.acquireMs, 99),
-        unit: 'ms',
-        higherIsBetter: false,
-      });
-      report({
-        name: `acquire+release cycles/s, ${c} client(s)`,
-        value: a.cycles / a.seconds,
-        baselineName: 'bare txn pairs/s',
-        baseline: b.cycles / b.seconds,
-        unit: 'ops/s',
-        higherIsBetter: true,
-      });
+      reportAgainstBare('', c, a, b);
       report({
         name: `process CPU per cycle, ${c} client(s)`,
         value: a.cpuMsPerCycle,

@@ -19,9 +19,10 @@ import { waitFor } from '../support/capture.js';
 import { fencedClass } from '../support/lockApp.js';
 import { tempDir, testConfig, uniqueId } from '../support/env.js';
 import { RoleProcesses } from '../support/roleProcesses.js';
+import { reportAgainstBare } from './barePair.js';
 import { formatStages, LOCK_API_STAGES, readProfile, stageTables, type StageTable, type Window } from './cpuStages.js';
 import type { DriverInit, DriverReply, DriverResult, DriverRun } from './lockDriver.js';
-import { heading, percentile, report } from './report.js';
+import { heading, report } from './report.js';
 
 const SECONDS = Number(process.env.BENCH_LOCK_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_LOCK_ROUNDS ?? 5);
@@ -146,30 +147,7 @@ async function main(): Promise<void> {
           `the HTTP clients ${per(a.cpuMs, a).toFixed(3)}; bare pair's client ${per(b.cpuMs, b).toFixed(3)} ` +
           `(the API and store processes idle during the bare slices: ${per(b.apiCpuMs, b).toFixed(3)}, ${per(b.storeCpuMs, b).toFixed(3)})\n`,
       );
-      report({
-        name: `HTTP acquire p50, ${c} client(s)`,
-        value: percentile(a.acquireMs, 50),
-        baselineName: 'bare etcd txn p50',
-        baseline: percentile(b.acquireMs, 50),
-        unit: 'ms',
-        higherIsBetter: false,
-      });
-      report({
-        name: `HTTP acquire p99, ${c} client(s)`,
-        value: percentile(a.acquireMs, 99),
-        baselineName: 'bare etcd txn p99',
-        baseline: percentile(b.acquireMs, 99),
-        unit: 'ms',
-        higherIsBetter: false,
-      });
-      report({
-        name: `HTTP acquire+release cycles/s, ${c} client(s)`,
-        value: a.cycles / a.seconds,
-        baselineName: 'bare txn pairs/s',
-        baseline: b.cycles / b.seconds,
-        unit: 'ops/s',
-        higherIsBetter: true,
-      });
+      reportAgainstBare('HTTP ', c, a, b);
       report({
         name: `API process CPU per cycle, ${c} client(s)`,
         value: per(a.apiCpuMs, a),

@@ -100,6 +100,18 @@ async function drive(script: Script): Promise<string[]> {
   return calls.filter((c) => !c.startsWith('phase ') || c === 'phase backoff');
 }
 
+/** One leadership's calls: elected, one start read, `acted`, its duties stopped, resigned last. */
+const leadership = (term: number, ...acted: string[]): string[] => [
+  'campaign',
+  'leader true',
+  `begin ${term}`,
+  'read',
+  ...acted,
+  `end ${term}`,
+  'leader false',
+  `resign ${term}`,
+];
+
 const resume = recorded('resume-witnesses-intact');
 const gap = recorded('gap-compacted');
 const restore = recorded('restore-witness-contradicted');
@@ -108,7 +120,7 @@ describe('the tailer replica loop, without etcd', () => {
   it('a resume tails from the checkpoint, and a close stops the duties before it resigns', async () => {
     assert.equal(resume.decision.kind, 'resume');
     const calls = await drive({ starts: [stateOf(resume)], tails: [] });
-    assert.deepEqual(calls, ['campaign', 'leader true', 'begin 10', 'read', `tail 10 from ${resume.checkpoint}`, 'end 10', 'leader false', 'resign 10']);
+    assert.deepEqual(calls, leadership(10, `tail 10 from ${resume.checkpoint}`));
   });
 
   it('a compaction gap is recorded up to the recorded compaction revision, and the run tails from the checkpoint it returns', async () => {
@@ -124,22 +136,8 @@ describe('the tailer replica loop, without etcd', () => {
     const captured = restore.decision.kind === 'restore' ? restore.decision.captured : 0n;
     const calls = await drive({ starts: [stateOf(restore), stateOf(resume)], tails: [] });
     assert.deepEqual(calls, [
-      'campaign',
-      'leader true',
-      'begin 10',
-      'read',
-      `restore 10 from ${restore.checkpoint}: ${why} (captured ${captured}, was ${restore.timelineClusterId})`,
-      'end 10',
-      'leader false',
-      'resign 10',
-      'campaign',
-      'leader true',
-      'begin 20',
-      'read',
-      `tail 20 from ${resume.checkpoint}`,
-      'end 20',
-      'leader false',
-      'resign 20',
+      ...leadership(10, `restore 10 from ${restore.checkpoint}: ${why} (captured ${captured}, was ${restore.timelineClusterId})`),
+      ...leadership(20, `tail 20 from ${resume.checkpoint}`),
     ]);
   });
 
@@ -198,23 +196,8 @@ describe('the tailer replica loop, without etcd', () => {
       ],
     });
     assert.deepEqual(calls, [
-      'campaign',
-      'leader true',
-      'begin 10',
-      'read',
-      `tail 10 from ${resume.checkpoint}`,
-      'ended leadership-lost (signal aborted)',
-      'end 10',
-      'leader false',
-      'resign 10',
-      'campaign',
-      'leader true',
-      'begin 20',
-      'read',
-      `tail 20 from ${resume.checkpoint}`,
-      'end 20',
-      'leader false',
-      'resign 20',
+      ...leadership(10, `tail 10 from ${resume.checkpoint}`, 'ended leadership-lost (signal aborted)'),
+      ...leadership(20, `tail 20 from ${resume.checkpoint}`),
     ]);
   });
 
