@@ -121,7 +121,6 @@ export class TailerReplica {
   /** Where the run loop is, for a close that has to give up on it. */
   #phase: 'campaign' | 'lead' | 'resign' | 'backoff' = 'campaign';
   #pipeline: PipelineHandle | undefined;
-  #leaderAbort: AbortController | undefined;
   /** Kept across this replica's runs: a leadership lost and won again (a pause, an etcd hiccup) keeps the evidence. */
   readonly #leases: LeaseWitness | undefined;
   /** The raft-log check of every restore detection: the leader's committed index, asked of each endpoint. */
@@ -170,7 +169,6 @@ export class TailerReplica {
   close(): Promise<void> {
     this.#closed ??= (async () => {
       this.#closing.abort();
-      this.#leaderAbort?.abort();
       if (this.#loop && !(await settlesWithin(this.#loop, CLOSE_DEADLINE_MS))) {
         this.#deps.log.error({ phase: this.#phase, deadlineMs: CLOSE_DEADLINE_MS }, 'tailer replica did not stop in time: closing its etcd client under it');
         this.#client.close();
@@ -192,12 +190,19 @@ export class TailerReplica {
         const ttl = this.#opts.electionTtlSeconds ?? configDefaults.tailer.electionTtlSeconds;
         const election = new LeaderElection(this.#client, tailerElectionName(cluster), this.#replicaId, ttl);
         await election.campaign(signal, onLost);
-        const clock = new ClockWriter(this.#client, log, this.#opts.clockIntervalMs ?? 1_000, this.#opts.originSecret);
-        const shipper = this.#opts.dataDir
-          ? new SpoolShipper(this.#deps.store, cluster, this.#opts.dataDir, log, (n) => metrics?.spoolShipped.inc(this.#labels, n), this.#opts.originSecret)
-          : undefined;
-        // Stamped on every row and checkpoint of this leadership: the store keeps the highest term's (sql/110).
-        return { term: election.term(), election, clock, shipper };
+        try {
+          const clock = new ClockWriter(this.#client, log, this.#opts.clockIntervalMs ?? 1_000, this.#opts.originSecret);
+          const shipper = this.#opts.dataDir
+            ? new SpoolShipper(this.#deps.store, cluster, this.#opts.dataDir, log, (n) => metrics?.spoolShipped.inc(this.#labels, n), this.#opts.originSecret)
+            : undefined;
+          // Stamped on every row and checkpoint of this leadership: the store keeps the highest term's (sql/110).
+          return { term: election.term(), election, clock, shipper };
+        } catch (err) {
+          // Won but not led: the loop reads this as a failed campaign, so the election is given back here (a
+          // campaign key left behind would hold off every standby until its lease ran out).
+          await election.resign();
+          throw err;
+        }
       },
       beginLeading: (led) => {
         log.info({ replica: this.#replicaId, term: led.term.toString() }, 'elected tailer leader');

@@ -39,7 +39,11 @@ interface Script {
   /** Campaigns that fail before one succeeds (in order: true = fails). */
   campaignFails?: boolean[];
   gapReturns?: bigint;
+  /** The election's lease is lost while the gap is recorded. */
+  gapLosesLease?: boolean;
   restoreThrows?: boolean;
+  /** The replica is closed while a campaign fails (the n-th campaign, 1-based). */
+  closeOnCampaign?: number;
 }
 
 /** Runs the loop on scripted ports; returns every call in order. Ends when the script runs out (closing aborted). */
@@ -56,6 +60,10 @@ async function drive(script: Script): Promise<string[]> {
   const ports: ReplicaPorts<Lead> = {
     campaign: async (_signal, onLost) => {
       calls.push('campaign');
+      if (calls.filter((c) => c === 'campaign').length === script.closeOnCampaign) {
+        closing.abort();
+        throw new Error('closed under the campaign');
+      }
       if (fails.shift()) throw new Error('etcd unavailable');
       lost = onLost;
       terms += 1;
@@ -75,10 +83,13 @@ async function drive(script: Script): Promise<string[]> {
       return s;
     },
     restore: async (l, state, action) => {
-      calls.push(`restore ${l.term} from ${state.checkpoint}: ${action.seen.why} (captured ${action.seen.captured}, was ${action.seen.previousClusterId})`);
+      calls.push(
+        `restore ${l.term} from ${state.checkpoint}: ${action.seen.why} (captured ${action.seen.captured}, was ${action.seen.previousClusterId}, now ${action.seen.clusterId} at ${action.seen.head})`,
+      );
       if (script.restoreThrows) throw new Error('leadership lost during the restore snapshot');
     },
     gap: async (l, state, to) => {
+      if (script.gapLosesLease) lost(new Error('lease expired'));
       calls.push(`gap ${l.term} ${state.checkpoint + 1n}..${to}`);
       return script.gapReturns ?? to;
     },
@@ -136,7 +147,10 @@ describe('the tailer replica loop, without etcd', () => {
     const captured = restore.decision.kind === 'restore' ? restore.decision.captured : 0n;
     const calls = await drive({ starts: [stateOf(restore), stateOf(resume)], tails: [] });
     assert.deepEqual(calls, [
-      ...leadership(10, `restore 10 from ${restore.checkpoint}: ${why} (captured ${captured}, was ${restore.timelineClusterId})`),
+      ...leadership(
+        10,
+        `restore 10 from ${restore.checkpoint}: ${why} (captured ${captured}, was ${restore.timelineClusterId}, now ${restore.position.clusterId} at ${restore.position.head})`,
+      ),
       ...leadership(20, `tail 20 from ${resume.checkpoint}`),
     ]);
   });
@@ -155,7 +169,7 @@ describe('the tailer replica loop, without etcd', () => {
     const calls = await drive({ starts: [stateOf(resume, unfinished)], tails: [] });
     assert.deepEqual(calls.slice(3, 5), [
       'read',
-      `restore 10 from ${resume.checkpoint}: etcd was restored (the first try) (captured ${resume.checkpoint}, was the-old-cluster)`,
+      `restore 10 from ${resume.checkpoint}: etcd was restored (the first try) (captured ${resume.checkpoint}, was the-old-cluster, now ${resume.position.clusterId} at ${resume.position.head})`,
     ]);
   });
 
@@ -227,5 +241,43 @@ describe('the tailer replica loop, without etcd', () => {
     edited.facts = { ...edited.facts, compactRevision: async () => moved, witnesses: async () => [] };
     const calls = await drive({ starts: [edited], tails: [] });
     assert.equal(calls[4], `gap 10 ${resume.checkpoint + 1n}..${moved}`);
+  });
+
+  it("a restore recorded half-way with no previous cluster id in its gap is said of the timeline's", async () => {
+    const unfinished: UnfinishedRestore = {
+      generation: 1,
+      after: 5n,
+      to: resume.checkpoint,
+      newHistory: false,
+      why: 'etcd was restored',
+      previousClusterId: '',
+      compactedAt: undefined,
+      historyLost: false,
+    };
+    const calls = await drive({ starts: [stateOf(resume, unfinished)], tails: [] });
+    assert.match(calls[4] ?? '', new RegExp(`was ${resume.timelineClusterId},`));
+  });
+
+  it('a lease lost while the gap is recorded: nothing tails, the replica resigns and campaigns again', async () => {
+    const to = gap.decision.kind === 'gap' ? gap.decision.to : 0n;
+    const calls = await drive({ starts: [stateOf(gap), stateOf(resume)], tails: [], gapLosesLease: true });
+    assert.deepEqual(calls, [...leadership(10, `gap 10 ${gap.checkpoint + 1n}..${to}`), ...leadership(20, `tail 20 from ${resume.checkpoint}`)]);
+  });
+
+  it('the backoff starts over after a campaign that succeeded', async () => {
+    const calls = await drive({
+      starts: [stateOf(resume), stateOf(resume)],
+      tails: [(_c, lost) => (lost(new Error('lease expired')), { reason: 'leadership-lost', checkpoint: 8n })],
+      campaignFails: [true, true, true, false, true],
+    });
+    const waits = calls.filter((c) => c.startsWith('sleep ')).map((c) => Number(c.slice(6)));
+    assert.equal(waits.length, 4, JSON.stringify(calls));
+    assert.ok((waits[2] ?? 0) >= 1_000, `the third failure in a row waits longer: ${waits}`);
+    assert.ok((waits[3] ?? Infinity) <= 750, `the first failure after leading waits the first delay again: ${waits}`);
+  });
+
+  it('a replica closed while its campaign fails stops at once, with no wait and no leadership', async () => {
+    const calls = await drive({ starts: [stateOf(resume)], tails: [], closeOnCampaign: 1 });
+    assert.deepEqual(calls, ['campaign']);
   });
 });
