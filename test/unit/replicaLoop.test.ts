@@ -123,6 +123,17 @@ const leadership = (term: number, ...acted: string[]): string[] => [
   `resign ${term}`,
 ];
 
+/** A restore whose gap was recorded but not its timeline, below the resume recording's checkpoint. */
+const halfRecorded = (over: Pick<UnfinishedRestore, 'why' | 'previousClusterId'>): UnfinishedRestore => ({
+  generation: 1,
+  after: 5n,
+  to: resume.checkpoint,
+  newHistory: false,
+  compactedAt: undefined,
+  historyLost: false,
+  ...over,
+});
+
 const resume = recorded('resume-witnesses-intact');
 const gap = recorded('gap-compacted');
 const restore = recorded('restore-witness-contradicted');
@@ -156,16 +167,7 @@ describe('the tailer replica loop, without etcd', () => {
   });
 
   it('a restore recorded half-way is finished from its gap, with no question asked of etcd', async () => {
-    const unfinished: UnfinishedRestore = {
-      generation: 1,
-      after: 5n,
-      to: resume.checkpoint,
-      newHistory: false,
-      why: 'etcd was restored (the first try)',
-      previousClusterId: 'the-old-cluster',
-      compactedAt: undefined,
-      historyLost: false,
-    };
+    const unfinished = halfRecorded({ why: 'etcd was restored (the first try)', previousClusterId: 'the-old-cluster' });
     const calls = await drive({ starts: [stateOf(resume, unfinished)], tails: [] });
     assert.deepEqual(calls.slice(3, 5), [
       'read',
@@ -244,16 +246,7 @@ describe('the tailer replica loop, without etcd', () => {
   });
 
   it("a restore recorded half-way with no previous cluster id in its gap is said of the timeline's", async () => {
-    const unfinished: UnfinishedRestore = {
-      generation: 1,
-      after: 5n,
-      to: resume.checkpoint,
-      newHistory: false,
-      why: 'etcd was restored',
-      previousClusterId: '',
-      compactedAt: undefined,
-      historyLost: false,
-    };
+    const unfinished = halfRecorded({ why: 'etcd was restored', previousClusterId: '' });
     const calls = await drive({ starts: [stateOf(resume, unfinished)], tails: [] });
     assert.match(calls[4] ?? '', new RegExp(`was ${resume.timelineClusterId},`));
   });
