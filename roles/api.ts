@@ -5,7 +5,6 @@
 import type { LockService } from '../lock/service.js';
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
 import { buildApp, type App, type RoutePlugin } from '../api/app.js';
-import { settlesWithin } from '../platform/deadline.js';
 import { lockCluster, startLockEngine } from './lockEngine.js';
 import { startCanary } from './canary/index.js';
 import { canaryMetrics } from './canary/monitor.js';
@@ -26,19 +25,11 @@ export async function startApiRole(runtime: Runtime, routes: (lock: LockService)
     return {
       name: 'api',
       url,
-      // fastify's close drains in-flight requests (preClose → onClose), for at most half the shutdown deadline:
-      // a long request (a report, an on-demand risk register on a loaded store) would otherwise hold the whole
-      // shutdown past it (a CI run: "still closing api" after 20 s). Past that, its connection is closed under it.
+      // fastify's close drains in-flight requests (preClose → onClose).
       close: async () => {
         try {
           await canary?.close();
-          const drained = listening.close();
-          const drainMs = Math.floor(runtime.config.shutdownTimeoutMs / 2);
-          if (!(await settlesWithin(drained, drainMs))) {
-            runtime.logger.warn({ drainMs }, 'requests still in flight at shutdown: closing their connections');
-            listening.server.closeAllConnections();
-            await drained;
-          }
+          await listening.close();
         } finally {
           await engine.close();
         }
