@@ -106,6 +106,14 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
   /** The stages as the monitor judged them last, by name. */
   const stages = () => Object.fromEntries((health.canary() ?? []).map((s) => [s.stage, s]));
   const alarmOf = (stage: CanaryStage) => health.alarms().find((a) => a.name === `canary:${cluster}:${stage}`);
+  /** A stopped stage's alarm within its bound (and a cycle or two, and a slow read on a loaded machine), then said of the right stage once the stages before it keep up (under load one may lag a moment too). */
+  const stopsAt = async (stage: CanaryStage, stoppedAt: number): Promise<void> => {
+    const bound = BOUNDS[stage] ?? 0;
+    await waitFor(`the ${stage} stage alarm`, () => alarmOf(stage), bound + 30_000, 200);
+    assert.ok(Date.now() - stoppedAt <= bound + 12_000, `${stage}: raised within its bound (and a cycle or two, and a slow read on a loaded machine)`);
+    const named = new RegExp(`last passed stage ${stage} \\d+ s ago \\(bound ${bound / 1000} s\\); the stages before it keep up: the audit path stops here`);
+    await waitFor('the alarm naming where the path stops', () => (named.test(alarmOf(stage)?.message ?? '') ? true : undefined), 30_000, 200);
+  };
 
   before(async () => {
     ({ store, close: closeStore } = await tempStore());
@@ -210,18 +218,7 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
     // And an object under a digest's name that no JSON reader can walk (nested 50 000 deep): the other stages are still read.
     const junk = Buffer.from(`${'{"a":'.repeat(50_000)}1${'}'.repeat(50_000)}`);
     await s3.putObject(bucket, digestObjectName(cluster, placed.seq + 1), junk, junk.length);
-    await waitFor('the sealed stage alarm', () => alarmOf('sealed'), BOUNDS.sealed + 30_000, 200);
-    assert.ok(Date.now() - stoppedAt <= BOUNDS.sealed + 12_000, 'raised within its bound (and a cycle or two, and a slow read on a loaded machine)');
-    // Said of the right stage once the stages before it keep up (under load one may lag a moment too).
-    await waitFor(
-      'the alarm naming where the path stops',
-      () =>
-        alarmOf('sealed')?.message.match(/last passed stage sealed \d+ s ago \(bound 20 s\); the stages before it keep up: the audit path stops here/)
-          ? true
-          : undefined,
-      30_000,
-      200,
-    );
+    await stopsAt('sealed', stoppedAt);
     assert.equal(alarmOf('stored'), undefined);
     assert.equal(alarmOf('lock'), undefined);
     assert.equal(stages().stored?.behind, false);
@@ -238,21 +235,7 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
     await sinkRun?.done;
     sinkRun = undefined;
     const stoppedAt = Date.now();
-    await waitFor('the sink stage alarm', () => alarmOf('sink:siem'), (BOUNDS['sink:siem'] ?? 0) + 30_000, 200);
-    assert.ok(
-      Date.now() - stoppedAt <= (BOUNDS['sink:siem'] ?? 0) + 12_000,
-      'raised within its bound (and a cycle or two, and a slow read on a loaded machine)',
-    );
-    // Said of the right stage once the stages before it keep up (under load one may lag a moment too).
-    await waitFor(
-      'the alarm naming where the path stops',
-      () =>
-        alarmOf('sink:siem')?.message.match(/last passed stage sink:siem \d+ s ago \(bound 15 s\); the stages before it keep up: the audit path stops here/)
-          ? true
-          : undefined,
-      30_000,
-      200,
-    );
+    await stopsAt('sink:siem', stoppedAt);
     for (const stage of ['lock', 'stored', 'sealed'] as const) assert.equal(alarmOf(stage), undefined, stage);
     sinkRun = startSink();
     await waitFor('the sink stage clears', () => (alarmOf('sink:siem') ? undefined : true), 60_000, 200);
@@ -291,18 +274,7 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
         origin: 'api',
       },
     ]);
-    await waitFor('the stored stage alarm', () => alarmOf('stored'), BOUNDS.stored + 30_000, 200);
-    assert.ok(Date.now() - stoppedAt <= BOUNDS.stored + 12_000, 'raised within its bound (and a cycle or two, and a slow read on a loaded machine)');
-    // Said of the right stage once the stages before it keep up (under load one may lag a moment too).
-    await waitFor(
-      'the alarm naming where the path stops',
-      () =>
-        alarmOf('stored')?.message.match(/last passed stage stored \d+ s ago \(bound 15 s\); the stages before it keep up: the audit path stops here/)
-          ? true
-          : undefined,
-      30_000,
-      200,
-    );
+    await stopsAt('stored', stoppedAt);
     assert.equal(alarmOf('lock'), undefined, 'the lock engine still grants');
     // The sealed stage follows the stored one: behind too, and named as behind a stage before it.
     const sealed = await waitFor('the sealed stage alarm', () => alarmOf('sealed'), BOUNDS.sealed + 30_000, 200);
