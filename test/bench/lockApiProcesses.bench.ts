@@ -8,7 +8,7 @@
 // default 5), BENCH_LOCK_LEVELS (default 1,16,64); BENCH_LOCK_PROFILE=<dir>: the API process runs with
 // --cpu-prof and writes its profile there when stopped (summed by scripts/cpuprofileTop.mjs).
 import { execFile, fork } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -20,6 +20,7 @@ import { fencedClass } from '../support/lockApp.js';
 import { tempDir, testConfig, uniqueId } from '../support/env.js';
 import { RoleProcesses } from '../support/roleProcesses.js';
 import { reportAgainstBare } from './barePair.js';
+import { statCpuMs } from './threadCpu.js';
 import { formatStages, LOCK_API_STAGES, readProfile, stageTables, type StageTable, type Window } from './cpuStages.js';
 import type { DriverInit, DriverReply, DriverResult, DriverRun } from './lockDriver.js';
 import { heading, report } from './report.js';
@@ -29,15 +30,8 @@ const ROUNDS = Number(process.env.BENCH_LOCK_ROUNDS ?? 5);
 const LEVELS = (process.env.BENCH_LOCK_LEVELS ?? '1,16,64').split(',').map(Number);
 const PORT = Number(process.env.LOCKAUDIT_BENCH_PORT_BASE ?? 26000) + 90;
 const run = promisify(execFile);
-// Linux's USER_HZ: /proc/<pid>/stat counts CPU in these ticks.
-const TICKS_PER_SECOND = Number((await run('getconf', ['CLK_TCK'])).stdout.trim()) || 100;
-
-/** A process's CPU so far (user + system, ms), from /proc/<pid>/stat: its own threads, not its children. */
-function cpuMsOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
-}
+/** A process's CPU so far (user + system, ms): its own threads, not its children. */
+const cpuMsOf = (pid: number): number => statCpuMs(`/proc/${pid}/stat`).ms;
 
 /** Now on the monotonic clock a V8 profile's timestamps use (µs). */
 const nowUs = (): number => Number(process.hrtime.bigint() / 1000n);

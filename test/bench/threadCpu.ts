@@ -11,20 +11,25 @@ const TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK']).toString().
 /** A group, or `store: <thread name>` for the store engine's threads (chdb names its pools: inserts, merges, …). */
 export type ThreadGroup = 'main thread' | 'V8 helper threads (GC, compile)' | 'libuv pool' | 'unnamed threads' | `store: ${string}`;
 
+/** CPU ms so far (user + system) of a process or thread, from its /proc stat file. */
+export function statCpuMs(statFile: string): { comm: string; ms: number } {
+  const stat = readFileSync(statFile, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND };
+}
+
 /** CPU ms so far per thread id, with its group. Threads that have ended are not listed. */
 export function threadCpu(): Map<number, { group: ThreadGroup; ms: number }> {
   const out = new Map<number, { group: ThreadGroup; ms: number }>();
   for (const name of readdirSync('/proc/self/task')) {
-    let stat: string;
+    let comm: string;
+    let ms: number;
     try {
-      stat = readFileSync(`/proc/self/task/${name}/stat`, 'utf8');
+      ({ comm, ms } = statCpuMs(`/proc/self/task/${name}/stat`));
     } catch {
       continue; // ended between the listing and the read
     }
     const tid = Number(name);
-    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
     const group: ThreadGroup =
       tid === process.pid
         ? 'main thread'
