@@ -1,12 +1,12 @@
 // `lockaudit verify`: the tamper-evident digests (docs/digests.md#tamper-evident-digests) checked
 // as an outsider would, one line per period; exit 1 on any failure, 2 on bad
-// flags. The public key: --public-key (PEM file), else the deployment's own.
+// flags. The keys trusted: --public-key (a PEM file of one key or several: a keyring), else the deployment's own.
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { AuditStore } from '../core/clickhouse.js';
 import { CLUSTER_NAME_PATTERN, loadConfig } from '../core/config.js';
-import { digestPublicKey, servedDigestPublicKey } from '../core/digestKey.js';
-import { isLockauditError, LockauditError } from '../core/errors.js';
+import { deploymentKeyring, parseKeyring, type DigestKeyring } from '../core/digestKey.js';
+import { badFlag as bad, keyed } from './flags.js';
 import { parseInstantOrUtc } from '../core/instant.js';
 import { existingOriginSecret } from '../core/originSecret.js';
 import { createS3Client } from '../core/s3.js';
@@ -24,10 +24,6 @@ interface VerifyFlags {
   maxOpen?: string;
 }
 
-function bad(message: string): never {
-  throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', message);
-}
-
 export function registerDigestCommands(program: Command): void {
   program
     .command('verify')
@@ -37,15 +33,18 @@ export function registerDigestCommands(program: Command): void {
     .requiredOption('--from <time>', 'first period to check: ISO 8601 date or date-time (UTC unless an offset is given)')
     .option('--to <time>', 'end of the range, excluded (default: the end of the last digest); periods up to it without a digest fail')
     .option('--cluster <name>', 'only this cluster (default: every configured cluster)')
-    .option('--public-key <file>', "the Ed25519 public key (PEM) to check signatures with (default: the deployment's, as GET /v1/digests/public-key serves it)")
+    .option(
+      '--public-key <file>',
+      "the Ed25519 public key (PEM) to check signatures with, or a keyring: several PEM keys in one file — the chain's first key, and any key a recovery moved to (default: the deployment's keyring, as GET /v1/digests/public-key serves it)",
+    )
     .option('--no-database', "do not re-hash ClickHouse's events (check the chain and the objects only)")
     .option(
       '--max-open <seconds>',
       "fail a period still unsealed this long after it ended, by this machine's clock (default: the period plus 3 × digests.settleSeconds, at least 300)",
     )
     .option('--json', 'print JSON')
-    .action(async (flags: VerifyFlags) => {
-      try {
+    .action((flags: VerifyFlags) =>
+      keyed(async () => {
         const fromMs = parseInstantOrUtc(flags.from) ?? bad(`--from: "${flags.from}" is not a date or date-time`);
         const toMs = flags.to === undefined ? undefined : (parseInstantOrUtc(flags.to) ?? bad(`--to: "${flags.to}" is not a date or date-time`));
         if (toMs !== undefined && toMs <= fromMs) bad('--to: must be after --from');
@@ -53,22 +52,23 @@ export function registerDigestCommands(program: Command): void {
         if (maxOpen !== undefined && !(Number.isFinite(maxOpen) && maxOpen >= 0)) bad(`--max-open: "${flags.maxOpen}" is not a number of seconds`);
         if (flags.cluster !== undefined && !CLUSTER_NAME.test(flags.cluster)) bad(`--cluster: "${flags.cluster}" is not a cluster name`);
         const config = loadConfig();
-        let pem: string | undefined;
+        let keyring: DigestKeyring;
         if (flags.publicKey) {
+          let pem = '';
           try {
             pem = readFileSync(flags.publicKey, 'utf8');
           } catch (err) {
             bad(`--public-key: cannot read ${flags.publicKey}: ${(err as Error).message}`);
           }
-        } else pem = servedDigestPublicKey(config)?.publicKeyPem; // LOCKAUDIT_DIGEST_PUBLIC_KEY, else the existing key's half
-        if (!pem) bad('--public-key: this deployment has no digest key yet; pass the public key (GET /v1/digests/public-key)');
-        const publicKey = digestPublicKey(pem, '--public-key');
+          keyring = parseKeyring(pem, '--public-key');
+        } else keyring = deploymentKeyring(config); // LOCKAUDIT_DIGEST_PUBLIC_KEY, the data dir's keyring and keys
+        if (keyring.size === 0) bad('--public-key: this deployment has no digest key yet; pass the public key (GET /v1/digests/public-key)');
         const store = flags.database ? new AuditStore(config.clickhouse) : undefined;
         try {
           const result = await verifyDigests({
             s3: createS3Client(config.s3),
             bucket: config.s3.archiveBucket,
-            publicKey,
+            keyring,
             store,
             fromMs,
             toMs,
@@ -85,13 +85,6 @@ export function registerDigestCommands(program: Command): void {
         } finally {
           await store?.close();
         }
-      } catch (err) {
-        if (isLockauditError(err, 'LOCKAUDIT_ERR_VALIDATION') || isLockauditError(err, 'LOCKAUDIT_ERR_DIGEST_KEY')) {
-          process.stderr.write(`lockaudit: ${err.message}\n`);
-          process.exitCode = 2;
-          return;
-        }
-        throw err;
-      }
-    });
+      }),
+    );
 }

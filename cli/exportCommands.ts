@@ -6,7 +6,7 @@ import { userInfo } from 'node:os';
 import path from 'node:path';
 import { SingleBar, Presets } from 'cli-progress';
 import type { Command } from 'commander';
-import { digestPublicKey, digestSigner, existingDigestPublicKeyPem } from '../core/digestKey.js';
+import { deploymentKeyring, digestPublicKey, digestSigner, existingDigestPublicKeyPem } from '../core/digestKey.js';
 import { AuditStore } from '../core/clickhouse.js';
 import { CLUSTER_NAME_PATTERN, loadConfig, type Config } from '../core/config.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
@@ -128,6 +128,7 @@ export function registerExportCommands(program: Command): void {
             bucket: config.s3.historyBucket,
             logger: createLogger('warn'),
             signer: digestSigner(config),
+            keyring: deploymentKeyring(config),
             originSecret: existingOriginSecret(config),
             grantSealPeriodMs: config.digests.periodSeconds * 1000,
           };

@@ -17,6 +17,7 @@ import { registerSimulate } from './simulate/command.js';
 import { registerSpool } from './spool.js';
 import { registerExportCommands } from './exportCommands.js';
 import { registerDigestCommands } from './digestCommands.js';
+import { registerKeyCommands } from './keyCommands.js';
 import { registerTokenCommands } from './tokenCommands.js';
 import { registerInvestigateCommands } from './investigateCommands.js';
 import { startDemoWorkload, type DemoOptions } from './demo.js';
@@ -286,6 +287,7 @@ export function buildCli(): Command {
   registerSpool(program);
   registerExportCommands(program);
   registerDigestCommands(program);
+  registerKeyCommands(program);
 
   return program;
 }

@@ -7,15 +7,20 @@
 //       [--expect-id <export id>] [--expect-from <ISO time>] [--expect-to <ISO time>] [--expect-filter name=value ...]
 //
 // Get the three from the API: GET /v1/exports/<id>/download (the file),
-// GET /v1/exports/<id>/manifest, GET /v1/digests/public-key (publicKeyPem;
-// better: the key your operator handed you out of band). What it checks
+// GET /v1/exports/<id>/manifest, GET /v1/digests/public-key (its `keys`, as one
+// PEM file; better: the keys your operator handed you out of band). The
+// public-key file may hold several keys, one PEM block after another: a
+// keyring (docs/keys.md). What it checks
 // (docs/digests.md#tamper-evident-digests):
 //   1. the manifest's Ed25519 signature (over its canonical JSON without
-//      `signature`) under the public key;
+//      `signature`) under a key of the keyring;
 //   2. the file: its byte length and sha256 are the manifest's (a truncated or
 //      altered download fails here);
 //   3. every digest in the manifest: its hash (sha256 of its canonical JSON
-//      without `hash` and `signature`), its signature, the key that made it;
+//      without `hash`, `signature` and `nextSignature`), its signature, the
+//      key that made it — a key of the keyring, or one a hand-over digest
+//      before it moved signing to (signed by both keys); a recovery digest
+//      only under a key of the keyring, and said so;
 //      per cluster, the seqs without a hole, each prevHash the hash of the
 //      digest before, the periods contiguous; and that the periods cover the
 //      export's range: a period of the range not sealed when the export ran
@@ -89,14 +94,21 @@ function read(name, encoding) {
 }
 
 const opts = args(process.argv.slice(2));
-let key;
-try {
-  key = createPublicKey(read('public-key', 'utf8'));
-} catch {
-  usage(`--public-key: ${opts['public-key']} is not a public key (PEM)`);
+// The keyring: every PEM public key in the file, by key id.
+const keyIdOf = (key) => sha256(key.export({ type: 'spki', format: 'der' })).slice(0, 16);
+const keyring = new Map();
+for (const block of read('public-key', 'utf8').match(/-----BEGIN PUBLIC KEY-----[\s\S]*?-----END PUBLIC KEY-----/g) ?? []) {
+  let key;
+  try {
+    key = createPublicKey(block);
+  } catch {
+    usage(`--public-key: ${opts['public-key']} holds a block that is not a public key (PEM)`);
+  }
+  if (key.asymmetricKeyType !== 'ed25519') usage('--public-key: not an Ed25519 public key');
+  keyring.set(keyIdOf(key), key);
 }
-if (key.asymmetricKeyType !== 'ed25519') usage('--public-key: not an Ed25519 public key');
-const keyId = sha256(key.export({ type: 'spki', format: 'der' })).slice(0, 16);
+if (keyring.size === 0) usage(`--public-key: ${opts['public-key']} is not a public key (PEM)`);
+const keyIds = [...keyring.keys()].join(', ');
 let manifest;
 try {
   manifest = JSON.parse(read('manifest', 'utf8'));
@@ -114,8 +126,8 @@ const line = (ok, text) => {
 // 1. The manifest itself.
 const sig = manifest.signature;
 if (!sig) line(false, 'manifest: not signed');
-else if (sig.keyId !== keyId) line(false, `manifest: signed by another key (key id ${sig.keyId}, expected ${keyId})`);
-else line(signedBy(key, canonicalJson(without(manifest, 'signature')), sig.value), `manifest: signature under key ${keyId}`);
+else if (!keyring.has(sig.keyId)) line(false, `manifest: signed by another key (key id ${sig.keyId}, expected ${keyIds})`);
+else line(signedBy(keyring.get(sig.keyId), canonicalJson(without(manifest, 'signature')), sig.value), `manifest: signature under key ${sig.keyId}`);
 // The file's size and hash and the rows' check are the manifest's word: without its signature they vouch for
 // nothing (the digests below carry signatures of their own and are still checked).
 const manifestSigned = failures === 0;
@@ -189,12 +201,43 @@ for (const [cluster, digests] of Object.entries(manifest.digests ?? {})) {
   const periods = new Map(); // periodStart -> { end, seq, problems }
   let previous;
   let regularEnd;
+  // The key each digest must be signed by: the first by a key of the keyring, then as hand-overs and recoveries move it.
+  let current;
+  const learned = new Map();
   for (const d of chain) {
     const problems = [];
-    const body = without(d, 'hash', 'signature');
-    if (sha256(canonicalJson(body)) !== d.hash) problems.push('altered: content does not match its hash');
-    else if (d.keyId !== keyId) problems.push(`signed by another key (key id ${d.keyId})`);
-    else if (!signedBy(key, canonicalJson(body), d.signature)) problems.push('signature invalid');
+    const body = without(d, 'hash', 'signature', 'nextSignature');
+    const text = canonicalJson(body);
+    const key = d.recovery ? keyring.get(d.keyId) : (keyring.get(d.keyId) ?? learned.get(d.keyId));
+    if (sha256(text) !== d.hash) problems.push('altered: content does not match its hash');
+    else if (d.recovery && !key) problems.push(`a recovery signed by key ${d.keyId}, which your keyring does not hold`);
+    else if (!key) problems.push(`signed by another key (key id ${d.keyId})`);
+    else if (current !== undefined && d.keyId !== current && !d.recovery) problems.push(`signed by key ${d.keyId}, but the chain is signed by key ${current}`);
+    else if (d.recovery && current !== undefined && d.recovery.lostKeyId !== current)
+      problems.push(`a recovery from key ${d.recovery.lostKeyId}, but the chain was signed by key ${current}`);
+    else if (!signedBy(key, text, d.signature)) problems.push('signature invalid');
+    if (problems.length === 0) {
+      if (d.recovery && current !== undefined)
+        line(
+          true,
+          `${cluster} seq ${d.seq}: RECOVERED after key ${current} was lost: signed from then on by key ${d.keyId}, which only your keyring vouches for (${d.recovery.reason})`,
+        );
+      current = d.keyId;
+      if (d.handover) {
+        let next;
+        try {
+          next = createPublicKey(d.handover.nextPublicKeyPem);
+        } catch {}
+        if (!next || next.asymmetricKeyType !== 'ed25519' || keyIdOf(next) !== d.handover.nextKeyId)
+          problems.push('a hand-over to a key that is not the one it names');
+        else if (!d.nextSignature || !signedBy(next, text, d.nextSignature)) problems.push(`a hand-over to key ${d.handover.nextKeyId} that key did not sign`);
+        else {
+          learned.set(d.handover.nextKeyId, next);
+          current = d.handover.nextKeyId;
+          line(true, `${cluster} seq ${d.seq}: signing handed over from key ${d.keyId} to key ${current} (signed by both)`);
+        }
+      }
+    }
     if (d.cluster !== cluster) problems.push(`names cluster ${d.cluster}`);
     if (previous && d.seq !== previous.seq + 1) problems.push(`digests seq ${previous.seq + 1}–${d.seq - 1} are missing`);
     else if (previous && d.prevHash !== previous.hash) problems.push(`its prevHash is not seq ${previous.seq}'s hash (a link altered or replaced)`);

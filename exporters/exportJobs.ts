@@ -10,7 +10,7 @@ import type { Runtime } from '../platform/runtime.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
 import { createS3Client } from '../core/s3.js';
 import { originSecret } from '../core/originSecret.js';
-import { digestSigner } from '../core/digestKey.js';
+import { deploymentKeyring, digestSigner } from '../core/digestKey.js';
 import { failComplianceExport, runComplianceExport } from './compliance/complianceExport.js';
 import { exportMetrics } from './exportMetrics.js';
 import { ForceArchiver, type ForceArchiverOptions } from './archive/forceArchive.js';
@@ -64,6 +64,7 @@ export function historyProcessor(runtime: Deps): Processor<HistoryJobData> {
         logger: runtime.logger,
         metrics,
         signer: digestSigner(runtime.config),
+        keyring: deploymentKeyring(runtime.config),
         health: runtime.health,
         originSecret: originSecret(runtime.config),
         grantSealPeriodMs: runtime.config.digests.periodSeconds * 1000,

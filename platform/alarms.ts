@@ -83,6 +83,19 @@ export const alarmCatalog = {
     action:
       "Someone with write access to the archive bucket added or replaced a digest object (unsigned, signed by another key, altered, or not linking to the one before), or the signing key changed. The worker will not build on it. Run lockaudit verify for the cluster, find who wrote the object (bucket access logs), and restore the bucket's integrity; the worker resumes on its next run once every object checks. Cleared then.",
   },
+  LOCKAUDIT_ALARM_DIGEST_KEY_UNKNOWN: {
+    instance: 'digest-key-unknown:{cluster}',
+    message:
+      'the digest chain of {cluster} ({digests} digest(s)) is signed by key {chainKeyId}, which this worker does not hold (it holds key {keyId}); sealing of {cluster} is stopped',
+    action:
+      'The signing key was lost or replaced (a data dir restored without it, a wrong LOCKAUDIT_DIGEST_SIGNING_KEY). Nothing is signed under a key the chain did not hand over to. Restore the key from your backup; if it is lost for good, run lockaudit keys recover (runbook: digest signing key lost), which starts a new key linked to the chain and says so in every later verification. Cleared once the worker signs again.',
+  },
+  LOCKAUDIT_ALARM_DIGEST_KEY_MISSING: {
+    instance: 'digest-key-missing',
+    message: 'the digest signing key cannot be loaded ({problem}); no digest is signed',
+    action:
+      'The key file is gone or unreadable while the keyring says this deployment has signed with a key: it is never silently replaced. Restore the key file from your backup (the worker tries again every 10 s); if it is lost for good, run lockaudit keys recover (runbook: digest signing key lost). Cleared once the key loads.',
+  },
   LOCKAUDIT_ALARM_DIGEST_HISTORY_MISMATCH: {
     instance: 'digest-history-mismatch:{cluster}',
     message: 'the history object {object} of {cluster} does not match its manifest ({problem}); no digest names it',

@@ -4,7 +4,7 @@
 // fetch it with nothing but the URL (and compare it with the one the
 // operator handed over out of band).
 import Type from 'typebox';
-import { servedDigestPublicKey } from '../../core/digestKey.js';
+import { deploymentKeyring, servedDigestPublicKey } from '../../core/digestKey.js';
 import { LockauditError } from '../../core/errors.js';
 import { ErrorResponse, type App, type RouteOptions } from '../types.js';
 
@@ -16,6 +16,16 @@ const PublicKeySchema = Type.Object(
       description: 'sha256 of the key (SPKI DER), first 16 hex digits: every digest names the key that signed it',
     }),
     publicKeyPem: Type.String({ description: 'SPKI PEM' }),
+    keys: Type.Array(
+      Type.Object({
+        keyId: Type.String({ pattern: '^[0-9a-f]{16}$' }),
+        publicKeyPem: Type.String({ description: 'SPKI PEM' }),
+      }),
+      {
+        description:
+          'Every key the deployment has signed with, the current one included (a rotation adds one): older digests and manifests are signed by older keys. Give them to `lockaudit verify --public-key` and docs/verify-export.mjs as one PEM file.',
+      },
+    ),
   },
   {
     examples: [
@@ -23,6 +33,12 @@ const PublicKeySchema = Type.Object(
         algorithm: 'Ed25519',
         keyId: '3f1c9a0b5e7d2c41',
         publicKeyPem: '-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----\n',
+        keys: [
+          {
+            keyId: '3f1c9a0b5e7d2c41',
+            publicKeyPem: '-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=\n-----END PUBLIC KEY-----\n',
+          },
+        ],
       },
     ],
   },
@@ -32,7 +48,7 @@ export async function digestRoutes(app: App, { ctx }: RouteOptions): Promise<voi
   // The API never holds the private key for this (LOCKAUDIT_DIGEST_PUBLIC_KEY), nor generates one: a key it generated
   // in a split deployment was one no worker signs with. Until the worker has made the key, the route says so (503).
   let served = servedDigestPublicKey(ctx.config);
-  const body = (): { algorithm: 'Ed25519'; keyId: string; publicKeyPem: string } => {
+  const body = (): { algorithm: 'Ed25519'; keyId: string; publicKeyPem: string; keys: Array<{ keyId: string; publicKeyPem: string }> } => {
     served ??= servedDigestPublicKey(ctx.config);
     if (!served) {
       throw new LockauditError(
@@ -40,7 +56,8 @@ export async function digestRoutes(app: App, { ctx }: RouteOptions): Promise<voi
         'no digest signing key exists yet: the worker generates it at its first start (or set LOCKAUDIT_DIGEST_PUBLIC_KEY on the API)',
       );
     }
-    return { algorithm: 'Ed25519', ...served };
+    const keys = [...deploymentKeyring(ctx.config)].map(([keyId, k]) => ({ keyId, publicKeyPem: k.export({ type: 'spki', format: 'pem' }).toString() }));
+    return { algorithm: 'Ed25519', ...served, keys: keys.some((k) => k.keyId === served?.keyId) ? keys : [...keys, served] };
   };
   app.get(
     '/v1/digests/public-key',

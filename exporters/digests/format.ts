@@ -15,8 +15,13 @@
 //   first digest names GENESIS_HASH). A digest of a period that changed after
 //   it was sealed is another link of the chain with `supersedes` naming the
 //   digest it replaces: nothing is overwritten.
-import { createHash, type KeyObject } from 'node:crypto';
-import { verifyDigestSignature, type DigestSigner } from '../../core/digestKey.js';
+// - Keys (docs/keys.md): the chain's first digest is
+//   signed by a key the verifier trusts; a hand-over digest names the next key
+//   and carries its signature beside the current key's, after which only the
+//   next key signs; a recovery digest (the key was lost) is signed by a new key
+//   alone, which only the verifier's own keyring can vouch for.
+import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
+import { digestKeyId, verifyDigestSignature, type DigestKeyring, type DigestSigner } from '../../core/digestKey.js';
 import { canonicalJson, GENESIS_HASH } from '../hashChain.js';
 
 export const DIGEST_VERSION = 1;
@@ -131,6 +136,10 @@ export interface DigestBody {
    * superseding ones written before explanations existed).
    */
   reasons?: Array<{ kind: 'restore'; generation: number; rows: number } | { kind: 'spool'; rows: number }>;
+  /** A rotation: from the next digest on, signing moves to this key. This digest carries its signature too (`nextSignature`). */
+  handover?: { nextKeyId: string; nextPublicKeyPem: string };
+  /** The key that signed the chain so far was lost: this digest, signed by a new key alone, goes on from the one before. */
+  recovery?: { lostKeyId: string; reason: string; authorizedAt: string };
   prevHash: string;
   createdAt: string;
   keyId: string;
@@ -139,6 +148,8 @@ export interface DigestBody {
 export interface Digest extends DigestBody {
   hash: string;
   signature: string;
+  /** A hand-over digest: the next key's Ed25519 signature over the same bytes as `signature`. */
+  nextSignature?: string;
 }
 
 export const digestObjectName = (cluster: string, seq: number, prefix = DIGEST_OBJECT_PREFIX): string =>
@@ -203,17 +214,20 @@ export function comparePositions(a: Position, b: Position): number {
 }
 
 export function bodyOf(d: DigestBody | Digest): DigestBody {
-  const { hash: _h, signature: _s, ...body } = d as Digest;
+  const { hash: _h, signature: _s, nextSignature: _n, ...body } = d as Digest;
   return body;
 }
 
 export const digestBytes = (d: DigestBody | Digest): Buffer => Buffer.from(canonicalJson(bodyOf(d)), 'utf8');
 export const digestHash = (d: DigestBody | Digest): string => createHash('sha256').update(digestBytes(d)).digest('hex');
 
-export function signDigest(body: DigestBody, signer: DigestSigner): Digest {
+/** Signs a digest; a hand-over digest (`body.handover`) is signed by the next key too. */
+export function signDigest(body: DigestBody, signer: DigestSigner, next?: DigestSigner): Digest {
   if (body.keyId !== signer.keyId) throw new Error(`digest names key ${body.keyId}, signer is ${signer.keyId}`);
+  if (body.handover && body.handover.nextKeyId !== next?.keyId) throw new Error(`a hand-over to ${body.handover.nextKeyId} needs that key to sign it too`);
   const bytes = digestBytes(body);
-  return { ...body, hash: createHash('sha256').update(bytes).digest('hex'), signature: signer.sign(bytes) };
+  const signed: Digest = { ...body, hash: createHash('sha256').update(bytes).digest('hex'), signature: signer.sign(bytes) };
+  return body.handover && next ? { ...signed, nextSignature: next.sign(bytes) } : signed;
 }
 
 function isDigestShape(x: unknown): x is Digest {
@@ -250,14 +264,111 @@ export function parseDigest(text: string): Digest | string {
   return isDigestShape(parsed) ? parsed : 'not a lockaudit digest';
 }
 
-/** What is wrong with one digest on its own (hash, signature, key, object name); undefined when nothing. */
-export function digestProblem(d: Digest, publicKey: KeyObject, keyId: string, object?: string, prefix = DIGEST_OBJECT_PREFIX): string | undefined {
+/**
+ * What is wrong with one digest on its own (hash, object name, a signature under a key of `keyring`); undefined when
+ * nothing. Which key may sign which digest is the chain's to say (keyTrail).
+ */
+export function digestProblem(d: Digest, keyring: DigestKeyring, object?: string, prefix = DIGEST_OBJECT_PREFIX): string | undefined {
   if (digestHash(d) !== d.hash) return 'altered: its content does not match its hash';
-  const bytes = digestBytes(d);
-  if (d.keyId !== keyId) return `signed by another key (key id ${d.keyId}, expected ${keyId})`;
-  if (!verifyDigestSignature(publicKey, bytes, d.signature)) return 'signature invalid under the public key (altered, or signed by another key)';
+  const key = keyring.get(d.keyId);
+  if (!key) return `signed by another key (key id ${d.keyId}, expected ${[...keyring.keys()].join(' or ') || 'none'})`;
+  if (!verifyDigestSignature(key, digestBytes(d), d.signature)) return 'signature invalid under the public key (altered, or signed by another key)';
   if (object !== undefined && object !== digestObjectName(d.cluster, d.seq, prefix)) return `stored as ${object}, but it is seq ${d.seq} of ${d.cluster}`;
   return undefined;
+}
+
+/** A change of the chain's signing key, as the chain records it. */
+export interface KeyChange {
+  seq: number;
+  kind: 'handover' | 'recovery';
+  fromKeyId: string;
+  toKeyId: string;
+  /** A recovery's stated reason and when it was authorized. */
+  reason?: string;
+  authorizedAt?: string;
+}
+
+/** The chain's keys, digest by digest: what each one's signature is checked against, and where signing moved. */
+export interface KeyTrail {
+  /** Per seq, what is wrong with its signature or key (absent when nothing). */
+  problems: Map<number, string>;
+  changes: KeyChange[];
+  /** The key the chain's next digest must be signed by (undefined: no digest yet). */
+  currentKeyId: string | undefined;
+  /** The keys the chain itself introduced (hand-overs), beside the keyring's. */
+  learned: Map<string, KeyObject>;
+}
+
+/**
+ * Follows the signing key along a chain (digests in seq order, each intact — digestHash checked by the caller): the
+ * first is signed by a key of `keyring`; a hand-over digest signed by the current key and by the next key it names
+ * moves signing to that key (trusted because the current key vouched for it); a recovery digest moves signing to a
+ * new key only when `keyring` holds it (no key of the chain can vouch for it) and it names the current key as lost.
+ * Any other digest must be signed by the current key: an older key signing after its hand-over is named.
+ */
+export function keyTrail(digests: readonly Digest[], keyring: DigestKeyring): KeyTrail {
+  const problems = new Map<number, string>();
+  const changes: KeyChange[] = [];
+  const learned = new Map<string, KeyObject>();
+  const keyOf = (id: string): KeyObject | undefined => keyring.get(id) ?? learned.get(id);
+  let current: string | undefined;
+  const retired = new Map<string, number>();
+  for (const d of digests) {
+    const bytes = digestBytes(d);
+    const key = keyOf(d.keyId);
+    let problem: string | undefined;
+    if (d.recovery) {
+      if (!keyring.has(d.keyId))
+        problem = `a recovery signed by key ${d.keyId}, which your keyring does not hold (a recovery is vouched for only by the verifier's own keyring)`;
+      else if (current !== undefined && d.recovery.lostKeyId !== current)
+        problem = `a recovery from key ${d.recovery.lostKeyId}, but the chain was signed by key ${current}`;
+    } else if (!key) problem = `signed by another key (key id ${d.keyId}${current ? `, expected ${current}` : ', which your keyring does not hold'})`;
+    else if (current !== undefined && d.keyId !== current)
+      problem = retired.has(d.keyId)
+        ? `signed by key ${d.keyId} after the chain handed signing over from it (seq ${retired.get(d.keyId)})`
+        : `signed by key ${d.keyId}, but the chain is signed by key ${current}`;
+    if (!problem && !verifyDigestSignature(key as KeyObject, bytes, d.signature))
+      problem = 'signature invalid under the public key (altered, or signed by another key)';
+    let next: { id: string; key: KeyObject } | undefined;
+    if (!problem && d.handover) {
+      let nextKey: KeyObject | undefined;
+      try {
+        nextKey = createPublicKey(d.handover.nextPublicKeyPem);
+      } catch {
+        problem = 'a hand-over to a key that is not a public key';
+      }
+      if (nextKey && (nextKey.asymmetricKeyType !== 'ed25519' || digestKeyId(nextKey) !== d.handover.nextKeyId))
+        problem = `a hand-over to key ${d.handover.nextKeyId} whose public key is another (or not Ed25519)`;
+      else if (nextKey && (d.nextSignature === undefined || !verifyDigestSignature(nextKey, bytes, d.nextSignature)))
+        problem = `a hand-over to key ${d.handover.nextKeyId} that key did not sign (a hand-over is signed by both keys)`;
+      else if (nextKey) next = { id: d.handover.nextKeyId, key: nextKey };
+    }
+    if (problem) {
+      problems.set(d.seq, problem);
+      // A bad link moves nothing: the chain's key stays the one before, or, at its start, is taken from the digest.
+      current ??= keyring.has(d.keyId) ? d.keyId : undefined;
+      continue;
+    }
+    if (d.recovery && current !== undefined) {
+      changes.push({ seq: d.seq, kind: 'recovery', fromKeyId: current, toKeyId: d.keyId, reason: d.recovery.reason, authorizedAt: d.recovery.authorizedAt });
+      retired.set(current, d.seq);
+    }
+    current = d.keyId;
+    if (next) {
+      learned.set(next.id, next.key);
+      changes.push({ seq: d.seq, kind: 'handover', fromKeyId: d.keyId, toKeyId: next.id });
+      retired.set(d.keyId, d.seq);
+      current = next.id;
+    }
+  }
+  return { problems, changes, currentKeyId: current, learned };
+}
+
+/** One line per key change, for every verification after it. */
+export function describeKeyChange(c: KeyChange): string {
+  return c.kind === 'handover'
+    ? `seq ${c.seq} handed signing over from key ${c.fromKeyId} to key ${c.toKeyId} (signed by both)`
+    : `seq ${c.seq} recovered the chain after key ${c.fromKeyId} was lost: signed from then on by key ${c.toKeyId}, which only your keyring vouches for (authorized ${c.authorizedAt ?? '?'}: ${c.reason ?? ''})`;
 }
 
 export interface ChainEntry {
@@ -290,6 +401,9 @@ export interface ChainWalk {
   /** Problems that belong to no one period (a link missing before the first period, …). */
   problems: string[];
   lastSeq: number;
+  /** Where the chain's signing key changed (hand-overs, recoveries), and the key its next digest must be signed by. */
+  keyChanges: KeyChange[];
+  currentKeyId: string | undefined;
 }
 
 /**
@@ -299,7 +413,7 @@ export interface ChainWalk {
  * the period it sits in (the one the missing digest covered, when it can be
  * told; else the next period the chain names).
  */
-export function walkChain(cluster: string, entries: readonly ChainEntry[], publicKey: KeyObject, keyId: string, prefix = DIGEST_OBJECT_PREFIX): ChainWalk {
+export function walkChain(cluster: string, entries: readonly ChainEntry[], keyring: DigestKeyring, prefix = DIGEST_OBJECT_PREFIX): ChainWalk {
   const loose: string[] = [];
   const bySeq = new Map<number, { digest: Digest; object: string; problem?: string }>();
   for (const e of entries) {
@@ -307,7 +421,7 @@ export function walkChain(cluster: string, entries: readonly ChainEntry[], publi
       loose.push(`${e.object}: unreadable (${e.error ?? 'unknown'})`);
       continue;
     }
-    const problem = digestProblem(e.digest, publicKey, keyId, e.object, prefix);
+    const problem = integrityProblem(e.digest, e.object, prefix);
     if (e.digest.cluster !== cluster) {
       loose.push(`${e.object}: names cluster ${e.digest.cluster}`);
       continue;
@@ -317,6 +431,18 @@ export function walkChain(cluster: string, entries: readonly ChainEntry[], publi
       continue;
     }
     bySeq.set(e.digest.seq, { digest: e.digest, object: e.object, problem });
+  }
+  // Signatures along the chain, over the intact digests (an altered one is named as such, and moves no key).
+  const keys = keyTrail(
+    [...bySeq.values()]
+      .filter((c) => !c.problem)
+      .map((c) => c.digest)
+      .sort((a, b) => a.seq - b.seq),
+    keyring,
+  );
+  for (const [seq, problem] of keys.problems) {
+    const c = bySeq.get(seq);
+    if (c) c.problem = problem;
   }
   const lastSeq = Math.max(0, ...bySeq.keys());
   const periods = new Map<string, PeriodVerdict>();
@@ -383,7 +509,14 @@ export function walkChain(cluster: string, entries: readonly ChainEntry[], publi
   }
   loose.push(...pendingMissing);
   const sorted = order.map((s) => periods.get(s) as PeriodVerdict).sort((a, b) => Date.parse(a.periodStart) - Date.parse(b.periodStart));
-  return { cluster, periods: sorted, problems: loose, lastSeq };
+  return { cluster, periods: sorted, problems: loose, lastSeq, keyChanges: keys.changes, currentKeyId: keys.currentKeyId };
+}
+
+/** What is wrong with a digest whatever key signed it: its content against its hash, its object name. */
+function integrityProblem(d: Digest, object: string, prefix: string): string | undefined {
+  if (digestHash(d) !== d.hash) return 'altered: its content does not match its hash';
+  if (object !== digestObjectName(d.cluster, d.seq, prefix)) return `stored as ${object}, but it is seq ${d.seq} of ${d.cluster}`;
+  return undefined;
 }
 
 /** Signs a manifest (or any JSON object): Ed25519 over its canonical JSON without `signature`. */
@@ -393,16 +526,17 @@ export function signManifest<T extends object>(manifest: T, signer: DigestSigner
 }
 
 /**
- * What is wrong with a manifest's signature under the digest key (`keyId`, `publicKey`), or undefined when it
- * is that key's signature over every other field: a history manifest the worker did not sign is never taken
+ * What is wrong with a manifest's signature under the digest keys (`keyring`: a manifest outlives a rotation), or
+ * undefined when it is such a key's signature over every other field: a history manifest the worker did not sign is never taken
  * as a day written, nor named by a digest.
  */
-export function manifestSignatureProblem(manifest: object, keyId: string, publicKey: KeyObject): string | undefined {
+export function manifestSignatureProblem(manifest: object, keyring: DigestKeyring): string | undefined {
   const { signature, ...rest } = manifest as { signature?: { algorithm?: unknown; keyId?: unknown; value?: unknown } };
   if (!signature || typeof signature !== 'object') return 'the manifest is not signed';
   if (signature.algorithm !== 'Ed25519' || typeof signature.value !== 'string') return "the manifest's signature is not an Ed25519 one";
-  if (signature.keyId !== keyId) return `the manifest is signed by key ${String(signature.keyId)}, not the digest key ${keyId}`;
-  if (!verifyDigestSignature(publicKey, Buffer.from(canonicalJson(rest), 'utf8'), signature.value))
+  const key = typeof signature.keyId === 'string' ? keyring.get(signature.keyId) : undefined;
+  if (!key) return `the manifest is signed by key ${String(signature.keyId)}, not a digest key (${[...keyring.keys()].join(', ')})`;
+  if (!verifyDigestSignature(key, Buffer.from(canonicalJson(rest), 'utf8'), signature.value))
     return "the manifest's signature does not hold (edited after signing, or not the digest key's)";
   return undefined;
 }

@@ -6,10 +6,9 @@
 // checked wherever the chain names them) and, given the audit store, that ClickHouse's events still hash to
 // the digest and its gaps and restores are the digest's — and that the range's grants, which exports read, agree
 // with those events (grantsCheck.ts). One verdict per period; the first failing one is named.
-import type { KeyObject } from 'node:crypto';
 import type { Client } from 'minio';
 import type { AuditStore } from '../../core/clickhouse.js';
-import { digestKeyId } from '../../core/digestKey.js';
+import type { DigestKeyring } from '../../core/digestKey.js';
 import { HISTORY_EXPIRY_DAYS, HISTORY_EXPIRY_RULE_ID } from '../../platform/buckets.js';
 import { loadSql } from '../../platform/sql.js';
 import { hiddenNames } from '../archive/archiveVerify.js';
@@ -17,7 +16,7 @@ import { checkCopiesAgainstGrants, formatCopyProblem } from '../checks/copiesChe
 import { checkQuarantine, formatQuarantineProblem } from '../checks/quarantineCheck.js';
 import { checkGrantsAgainstEvents, formatGrantProblem } from '../checks/grantsCheck.js';
 import { objectSha256, withRetry } from '../storage/objectStore.js';
-import { DIGEST_OBJECT_PREFIX, walkChain, type Digest, type DigestHistoryObject, type PeriodVerdict } from './format.js';
+import { describeKeyChange, DIGEST_OBJECT_PREFIX, walkChain, type Digest, type DigestHistoryObject, type KeyChange, type PeriodVerdict } from './format.js';
 import { explainChange, provenRestores, type ProvenRestore } from './explain.js';
 import { hashPeriodEvents, periodRecord, sameRecord } from './periodContent.js';
 import { DEFAULT_CLOCK_TOLERANCE_MS, readChain } from './worker.js';
@@ -25,7 +24,8 @@ import { DEFAULT_CLOCK_TOLERANCE_MS, readChain } from './worker.js';
 export interface DigestVerifyOptions {
   s3: Client;
   bucket: string;
-  publicKey: KeyObject;
+  /** The keys this verifier trusts (handed over out of band): the chain's first key, and any a recovery moved to. */
+  keyring: DigestKeyring;
   clusters: readonly string[];
   fromMs: number;
   /** Default: the end of the last digested period. */
@@ -125,6 +125,8 @@ export interface DigestVerifyResult {
   grants: GrantsResult[];
   /** Problems tied to no period in the range (chain-level): each fails the run too (`stalled`: sealing stopped, nothing tampered). */
   problems: Array<{ cluster: string; detail: string; stalled?: boolean }>;
+  /** Every change of the signing key the chains record (hand-overs, recoveries), whatever the range: said in every verification. */
+  keyChanges: Array<KeyChange & { cluster: string }>;
   firstFailure?: { cluster: string; periodStart: string; detail: string };
 }
 
@@ -187,17 +189,18 @@ async function eventProblems(store: AuditStore, d: Digest): Promise<string[]> {
 
 export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerifyResult> {
   const prefix = o.objectPrefix ?? DIGEST_OBJECT_PREFIX;
-  const keyId = digestKeyId(o.publicKey);
   const periods: PeriodResult[] = [];
   const laterHistory: LaterHistoryResult[] = [];
   const problems: DigestVerifyResult['problems'] = [];
   const grants: GrantsResult[] = [];
+  const keyChanges: DigestVerifyResult['keyChanges'] = [];
   const nowMs = (o.now ?? Date.now)();
   const toleranceMs = o.clockToleranceMs ?? DEFAULT_CLOCK_TOLERANCE_MS;
   for (const cluster of o.clusters) {
     const entries = await readChain(o.s3, o.bucket, cluster, prefix);
     const hidden = await withRetry(() => hiddenNames(o.s3, o.bucket, `${prefix}${cluster}/`), { deadlineMs: 30_000 });
-    const walk = walkChain(cluster, entries, o.publicKey, keyId, prefix);
+    const walk = walkChain(cluster, entries, o.keyring, prefix);
+    keyChanges.push(...walk.keyChanges.map((c) => ({ cluster, ...c })));
     for (const name of [...hidden].sort())
       problems.push({ cluster, detail: `${name}: its current version is an S3 delete marker (the digest is hidden; a locked version survives)` });
     for (const p of walk.problems) problems.push({ cluster, detail: p });
@@ -326,7 +329,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
         : failingGrants
           ? { cluster: failingGrants.cluster, periodStart: '(grants)', detail: failingGrants.problems.join('; ') }
           : undefined;
-  return { ok: verdict === 'ok', verdict, exitCode: VERDICT_EXIT_CODES[verdict], periods, laterHistory, grants, problems, firstFailure };
+  return { ok: verdict === 'ok', verdict, exitCode: VERDICT_EXIT_CODES[verdict], periods, laterHistory, grants, problems, keyChanges, firstFailure };
 }
 
 async function judge(
@@ -411,6 +414,7 @@ export function formatVerifyResult(r: DigestVerifyResult): string[] {
     else for (const p of g.problems) lines.push(`FAIL  ${g.cluster} grants: ${p}`);
   }
   for (const p of r.problems) lines.push(`${p.stalled ? PERIOD_WORD.stalled : PERIOD_WORD.fail}  ${p.cluster} chain: ${p.detail}`);
+  for (const c of r.keyChanges) lines.push(`${c.kind === 'recovery' ? 'RECOVERED' : 'key '}  ${c.cluster} chain: ${describeKeyChange(c)}`);
   if (r.firstFailure) lines.push(`first failing period: ${r.firstFailure.cluster} ${r.firstFailure.periodStart}: ${r.firstFailure.detail}`);
   else lines.push(`verified ${r.periods.filter((p) => p.status === 'ok' || p.status === 'expired').length} period(s): chain intact, signatures valid`);
   return lines;

@@ -14,10 +14,10 @@
 // captured (at or below the checkpoint). Its end position is the highest
 // (timeline, revision) of a captured clock write with time < end: the
 // period holds the changes etcd committed between its bounding clock writes.
-import { createPublicKey, type KeyObject } from 'node:crypto';
+import { createPublicKey } from 'node:crypto';
 import type { Client } from 'minio';
 import type { AuditStore } from '../../core/clickhouse.js';
-import type { DigestSigner } from '../../core/digestKey.js';
+import { keyringOf, type DigestKeyring, type DigestRecovery, type DigestSigner } from '../../core/digestKey.js';
 import { LockauditError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import { alarm, alarmName } from '../../platform/alarms.js';
@@ -29,11 +29,12 @@ import { objectSha256, putArchiveJson, readObjectText, withRetry } from '../stor
 import {
   comparePositions,
   DIGEST_KIND,
-  digestProblem,
   DIGEST_OBJECT_PREFIX,
+  digestHash,
   DIGEST_VERSION,
   digestObjectName,
   GENESIS_HASH,
+  keyTrail,
   manifestSignatureProblem,
   parseDigest,
   signDigest,
@@ -55,7 +56,16 @@ export interface DigestWorkerOptions {
   bucket: string;
   /** Where the Parquet history lives (its manifests name each file's sha256). */
   historyBucket: string;
+  /** The key this worker signs with (a rotation's next key and a recovery below move the chain's key on). */
   signer: DigestSigner;
+  /** A rotation's next key, read each run (core/digestKey.ts nextDigestSigner): the next digest hands signing over to it, signed by both. */
+  nextSigner?: () => DigestSigner | undefined;
+  /** Every key the deployment has signed with, read each run: the chain's older digests and the manifests they name. Default: the signers' own. */
+  keyring?: () => DigestKeyring;
+  /** A recovery the operator authorized, read each run (core/digestKey.ts authorizedRecovery): a chain whose key was lost goes on under `signer`. */
+  recovery?: () => DigestRecovery | undefined;
+  /** Told once the chain has handed signing over to the next key (the data dir's next key becomes its key). */
+  handedOver?: (keyId: string) => void;
   logger: Logger;
   health?: HealthState;
   metrics?: DigestMetrics;
@@ -135,7 +145,8 @@ export async function readChain(
 }
 
 export class DigestWorker {
-  readonly #o: Required<Omit<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret'>> & Pick<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret'>;
+  readonly #o: Required<Omit<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret' | 'nextSigner' | 'keyring' | 'recovery' | 'handedOver'>> &
+    Pick<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret' | 'nextSigner' | 'keyring' | 'recovery' | 'handedOver'>;
   /** Sealed periods whose change the record does not explain, by period start: never re-signed, alarmed until explained or restart. */
   readonly #unexplained = new Map<string, string>();
   /** Periods whose grants this process sealed (or found sealed), and those found open: not before the time given. */
@@ -148,7 +159,12 @@ export class DigestWorker {
   #wake: (() => void) | undefined;
   #closing = false;
   #closed: Promise<void> | undefined;
-  readonly #publicKey: KeyObject;
+  /** The key the chain's next digest is signed by, and what that digest must carry (a hand-over, a recovery): set by #loadChain. */
+  #signer: DigestSigner;
+  #handover: DigestSigner | undefined;
+  #recovery: DigestRecovery | undefined;
+  /** Every key the deployment signed with, as of the last chain read (manifests are checked against it). */
+  #keyring: DigestKeyring;
 
   constructor(options: DigestWorkerOptions) {
     this.#o = {
@@ -161,7 +177,8 @@ export class DigestWorker {
       now: Date.now,
       ...options,
     };
-    this.#publicKey = createPublicKey(options.signer.publicKeyPem);
+    this.#signer = options.signer;
+    this.#keyring = keyringOf([createPublicKey(options.signer.publicKeyPem)]);
   }
 
   get cluster(): string {
@@ -189,13 +206,18 @@ export class DigestWorker {
 
   /**
    * The chain as stored, every object checked the way verify checks it (hash,
-   * signature under our own key, object name, link to the digest before):
-   * anyone who can write the bucket can add a new name, so a digest is only
-   * built on once it is proven ours. On any bad object the chain is not
-   * adopted, the alarm is raised and this cluster stops sealing (each run
-   * re-reads and fails again) rather than extend a forged chain.
+   * object name, link to the digest before, and each signature under the key
+   * the chain was signed by at that point: keyTrail): anyone who can write the
+   * bucket can add a new name, so a digest is only built on once it is proven
+   * ours. On any bad object the chain is not adopted, the alarm is raised and
+   * this cluster stops sealing (each run re-reads and fails again) rather than
+   * extend a forged chain. Then which key signs next (#chooseKey).
    */
   async #loadChain(): Promise<Map<number, Digest>> {
+    const next = this.#o.nextSigner?.();
+    const keyring = new Map(this.#o.keyring?.() ?? []);
+    for (const s of [this.#o.signer, next]) if (s) keyring.set(s.keyId, createPublicKey(s.publicKeyPem));
+    this.#keyring = keyring;
     const chain = new Map<number, Digest>();
     const problems: string[] = [];
     for (const e of await readChain(this.#o.s3, this.#o.bucket, this.cluster, this.#o.objectPrefix)) {
@@ -203,14 +225,31 @@ export class DigestWorker {
         problems.push(`${e.object}: unreadable (${e.error ?? 'unknown'})`);
         continue;
       }
+      const d = e.digest;
       const problem =
-        e.digest.cluster === this.cluster
-          ? digestProblem(e.digest, this.#publicKey, this.#o.signer.keyId, e.object, this.#o.objectPrefix)
-          : `names cluster ${e.digest.cluster}`;
+        d.cluster !== this.cluster
+          ? `names cluster ${d.cluster}`
+          : digestHash(d) !== d.hash
+            ? 'altered: its content does not match its hash'
+            : e.object !== digestObjectName(d.cluster, d.seq, this.#o.objectPrefix)
+              ? `stored as ${e.object}, but it is seq ${d.seq} of ${d.cluster}`
+              : undefined;
       if (problem) problems.push(`${e.object}: ${problem}`);
-      else if (chain.has(e.digest.seq)) problems.push(`${e.object}: a second digest claims seq ${e.digest.seq}`);
-      else chain.set(e.digest.seq, e.digest);
+      else if (chain.has(d.seq)) problems.push(`${e.object}: a second digest claims seq ${d.seq}`);
+      else chain.set(d.seq, d);
     }
+    const ordered = [...chain.values()].sort((a, b) => a.seq - b.seq);
+    // A chain begun by a key this deployment does not know at all (its data dir lost with the keyring): not a forgery
+    // to name digest by digest, but a lost key (#chooseKey says so).
+    const first = ordered[0];
+    if (problems.length === 0 && first && !first.recovery && !keyring.has(first.keyId)) {
+      if (this.#o.recovery?.()?.lostKeyId !== first.keyId) this.#chooseKey(first.keyId, undefined, chain.size); // raises the alarm, throws
+      throw new Error(
+        `a recovery from key ${first.keyId} needs that key's public half in the keyring, to check the chain it goes on from (lockaudit keys recover --public-key)`,
+      );
+    }
+    const trail = keyTrail(ordered, keyring);
+    for (const [seq, problem] of trail.problems) problems.push(`${digestObjectName(this.cluster, seq, this.#o.objectPrefix)}: ${problem}`);
     for (const [seq, d] of chain) {
       const prev = seq === 1 ? undefined : chain.get(seq - 1);
       // A removed digest (seq - 1 absent) is verify's to name; the worker can still build on what is proven.
@@ -230,8 +269,74 @@ export class DigestWorker {
       throw new Error(`digest chain of ${this.cluster} is invalid (${problems.length} problem(s)), not sealing: ${problems[0] as string}`);
     }
     this.#o.health?.clear(alarmName('LOCKAUDIT_ALARM_DIGEST_CHAIN_INVALID', { cluster: this.cluster }));
+    this.#chooseKey(trail.currentKeyId, next, chain.size);
     this.#chain = chain;
     return chain;
+  }
+
+  /**
+   * Which key signs the chain's next digest: ours when the chain is ours (a pending rotation's next key rides along,
+   * to sign the hand-over); the next key once the chain has handed over to it; ours under a recovery the operator
+   * authorized for exactly the chain's key. Any other key is a lost or replaced key: LOCKAUDIT_ALARM_DIGEST_KEY_UNKNOWN,
+   * and nothing is signed — never a new chain by surprise.
+   */
+  #chooseKey(current: string | undefined, next: DigestSigner | undefined, digests: number): void {
+    const own = this.#o.signer;
+    this.#handover = undefined;
+    this.#recovery = undefined;
+    const unknown = alarmName('LOCKAUDIT_ALARM_DIGEST_KEY_UNKNOWN', { cluster: this.cluster });
+    // The key handed over to in this process stays ours after its file moved (next became the key file).
+    const holding = [this.#signer, own].find((k) => k.keyId === current);
+    if (current === undefined || holding) {
+      this.#signer = holding ?? own;
+      if (next && next.keyId !== this.#signer.keyId) this.#handover = next;
+    } else if (next && current === next.keyId) {
+      this.#signer = next;
+      this.#o.handedOver?.(next.keyId);
+    } else {
+      const recovery = this.#o.recovery?.();
+      if (recovery?.lostKeyId !== current) {
+        this.#o.health?.raise(alarm('LOCKAUDIT_ALARM_DIGEST_KEY_UNKNOWN', { cluster: this.cluster }, { chainKeyId: current, keyId: own.keyId, digests }));
+        this.#o.logger.error(
+          { cluster: this.cluster, chainKeyId: current, keyId: own.keyId },
+          'digest: the chain is signed by a key this worker does not hold; not sealing (restore the key, or `lockaudit keys recover`)',
+        );
+        throw new Error(`the digest chain of ${this.cluster} is signed by key ${current}; this worker holds key ${own.keyId}: not sealing`);
+      }
+      this.#signer = own;
+      this.#recovery = recovery;
+    }
+    this.#o.health?.clear(unknown);
+  }
+
+  /** A digest body signed by the chain's key, carrying a pending hand-over or recovery. */
+  #sign(body: DigestBody): Digest {
+    const handover = this.#handover;
+    return signDigest(
+      {
+        ...body,
+        keyId: this.#signer.keyId,
+        ...(handover ? { handover: { nextKeyId: handover.keyId, nextPublicKeyPem: handover.publicKeyPem } } : {}),
+        ...(this.#recovery ? { recovery: { ...this.#recovery } } : {}),
+      },
+      this.#signer,
+      handover,
+    );
+  }
+
+  /** After a digest is stored: a hand-over moves signing to the next key, a recovery is done. */
+  #stored(d: Digest): void {
+    this.#recovery = undefined;
+    if (d.handover && this.#handover) {
+      this.#signer = this.#handover;
+      this.#handover = undefined;
+      this.#o.logger.warn({ cluster: this.cluster, seq: d.seq, from: d.keyId, to: d.handover.nextKeyId }, 'digest: signing handed over to the next key');
+      this.#o.handedOver?.(d.handover.nextKeyId);
+    } else if (d.recovery)
+      this.#o.logger.warn(
+        { cluster: this.cluster, seq: d.seq, lost: d.recovery.lostKeyId, key: d.keyId },
+        'digest: the chain goes on under a new key (recovery)',
+      );
   }
 
   async #checkLock(): Promise<void> {
@@ -264,6 +369,9 @@ export class DigestWorker {
     const started = Date.now();
     try {
       await this.#checkLock();
+      // A rotation begun since the chain was read (`lockaudit keys rotate`): read it again, to hand over.
+      const next = this.#o.nextSigner?.();
+      if (next && next.keyId !== this.#signer.keyId && next.keyId !== this.#handover?.keyId) this.#chain = undefined;
       const chain = this.#chain ?? (await this.#loadChain());
       let { head, regular, effective, originals, named } = this.#state(chain);
       const P = this.#o.periodMs;
@@ -286,7 +394,7 @@ export class DigestWorker {
         while (start + P + this.#o.settleMs <= newestMs && start + P <= notAfterMs && written < this.#o.maxPeriodsPerRun && !this.#closing) {
           pendingHistory ??= await this.#newHistory(named);
           const body = await this.#periodBody(head, regular, start, start + P, pendingHistory, null);
-          const digest = signDigest(body, this.#o.signer);
+          const digest = this.#sign(body);
           if (!(await this.#put(digest))) {
             ({ head, regular, effective, originals, named } = this.#state(await this.#loadChain()));
             start = regular ? Date.parse(regular.periodEnd) : start;
@@ -294,6 +402,7 @@ export class DigestWorker {
             continue;
           }
           chain.set(digest.seq, digest);
+          this.#stored(digest);
           for (const h of digest.history) named.add(`${h.bucket}/${h.object}`);
           pendingHistory = [];
           head = digest;
@@ -374,12 +483,13 @@ export class DigestWorker {
           events,
           reasons: why.reasons,
         };
-        const digest = signDigest(body, this.#o.signer);
+        const digest = this.#sign(body);
         if (!(await this.#put(digest))) {
           await this.#loadChain();
           break; // another worker wrote that seq: the next run starts from the chain it left
         }
         chain.set(digest.seq, digest);
+        this.#stored(digest);
         head = digest;
         effective.set(digest.periodStart, digest);
         superseded++;
@@ -422,7 +532,7 @@ export class DigestWorker {
       tries++;
       const r = await sealGrantPeriod(
         this.#o.store,
-        this.#o.signer,
+        this.#signer,
         this.cluster,
         { fromMs: Date.parse(d.periodStart), toMs: Date.parse(d.periodEnd) },
         { originSecret: this.#o.originSecret, now: this.#o.now },
@@ -530,7 +640,7 @@ export class DigestWorker {
       supersedes,
       prevHash: head?.hash ?? GENESIS_HASH,
       createdAt: new Date().toISOString(),
-      keyId: this.#o.signer.keyId,
+      keyId: this.#signer.keyId,
     };
   }
 
@@ -556,7 +666,7 @@ export class DigestWorker {
         const m = parseManifest(await readObjectText(this.#o.s3, bucket, name));
         if (!m || m.object !== object) continue;
         // Only a manifest this key signed says a file is history: one placed by the bucket's credentials is named by no digest.
-        const unsigned = manifestSignatureProblem(m, this.#o.signer.keyId, this.#publicKey);
+        const unsigned = manifestSignatureProblem(m, this.#keyring);
         if (unsigned !== undefined) {
           mismatched.push({ object, problem: unsigned });
           continue;

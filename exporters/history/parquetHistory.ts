@@ -16,7 +16,7 @@ import { createPublicKey } from 'node:crypto';
 import type { Client } from 'minio';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { isLockauditError, LockauditError } from '../../core/errors.js';
-import type { DigestSigner } from '../../core/digestKey.js';
+import { keyringOf, type DigestKeyring, type DigestSigner } from '../../core/digestKey.js';
 import type { Logger } from '../../core/logger.js';
 import { alarm } from '../../platform/alarms.js';
 import type { HealthState } from '../../platform/health.js';
@@ -86,6 +86,8 @@ export interface HistoryDeps {
   chunkRows?: number;
   /** The digest key: every manifest is signed with it, and one it did not sign is no proof that a day was written. */
   signer: DigestSigner;
+  /** Every key the deployment signed with (a manifest outlives a rotation). Default: the signer's own. */
+  keyring?: DigestKeyring;
   /** Where an unsigned manifest is alarmed (LOCKAUDIT_ALARM_HISTORY_UNSIGNED). */
   health?: Pick<HealthState, 'raise'>;
   /** The tailer's key: the grants check excuses a grant row in quarantine only on its proof (grantsCheck.ts). */
@@ -232,7 +234,7 @@ async function manifestProblem(deps: HistoryDeps, name: string, object: string):
   const m = parseManifest(await withRetry(() => readObjectText(deps.s3, deps.bucket, name), deps.retry ?? {}));
   if (!m) return 'not a manifest';
   if (m.object !== object) return `it names ${m.object}`;
-  const unsigned = manifestSignatureProblem(m, deps.signer.keyId, createPublicKey(deps.signer.publicKeyPem));
+  const unsigned = manifestSignatureProblem(m, deps.keyring ?? keyringOf([createPublicKey(deps.signer.publicKeyPem)]));
   if (unsigned !== undefined) return unsigned;
   // The history bucket is not locked: the file under a genuine manifest can be swapped.
   const got = await withRetry(() => objectSha256(deps.s3, deps.bucket, object), deps.retry ?? {});

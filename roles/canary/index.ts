@@ -3,9 +3,8 @@
 // after each cycle the monitor reads how far the canary got (store, signed
 // digest) and alarms at the first stage past its bound. /readyz lists the
 // stages for admins.
-import { createPublicKey } from 'node:crypto';
 import type { Logger } from '../../core/logger.js';
-import { servedDigestPublicKey } from '../../core/digestKey.js';
+import { deploymentKeyring } from '../../core/digestKey.js';
 import { createS3Client } from '../../core/s3.js';
 import type { LockService } from '../../lock/service.js';
 import type { RoleHandle, Runtime } from '../../platform/runtime.js';
@@ -40,15 +39,18 @@ export function startCanary(runtime: Runtime, lock: LockService, options: Canary
     });
   const s3 = createS3Client(config.s3);
   let digestSource: DigestSource | undefined;
+  let keyringReadAt = 0;
   const follower = new CanaryFollower({
     store: runtime.store,
     cluster: options.cluster,
     sinks: sinks.map((s) => s.name),
     digests: () => {
-      // Looked for until found (the worker may make the deployment's key after this process started), then kept.
-      if (!digestSource) {
-        const served = servedDigestPublicKey(config);
-        if (served) digestSource = { s3, bucket: config.s3.archiveBucket, publicKey: createPublicKey(served.publicKeyPem), keyId: served.keyId };
+      // Looked for until found (the worker may make the deployment's key after this process started), then read again
+      // each minute (a rotation adds a key).
+      if (!digestSource || Date.now() - keyringReadAt > 60_000) {
+        keyringReadAt = Date.now();
+        const keyring = deploymentKeyring(config);
+        if (keyring.size) digestSource = { s3, bucket: config.s3.archiveBucket, keyring };
       }
       return digestSource;
     },

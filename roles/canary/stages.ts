@@ -10,9 +10,9 @@
 // stage — the sink saved a delivered position at or past the grant's
 // revision. Each stage's time is the loop's time of the newest grant that
 // reached it.
-import type { KeyObject } from 'node:crypto';
 import type { Client } from 'minio';
 import type { AuditStore } from '../../core/clickhouse.js';
+import type { DigestKeyring } from '../../core/digestKey.js';
 import { CANARY_HOLDER, CANARY_NAMESPACE } from '../../core/keyspace.js';
 import { loadSql } from '../../platform/sql.js';
 import { grantFilterParams } from '../../grants/filter.js';
@@ -45,8 +45,8 @@ export interface StageTimes {
 export interface DigestSource {
   s3: Client;
   bucket: string;
-  publicKey: KeyObject;
-  keyId: string;
+  /** The deployment's keys (a rotation adds one). */
+  keyring: DigestKeyring;
   prefix?: string;
 }
 
@@ -143,7 +143,7 @@ export class CanaryFollower {
       let end: number | undefined;
       try {
         const parsed = parseDigest(text);
-        if (typeof parsed !== 'string' && digestProblem(parsed, d.publicKey, d.keyId, object, d.prefix ?? DIGEST_OBJECT_PREFIX) === undefined)
+        if (typeof parsed !== 'string' && digestProblem(parsed, d.keyring, object, d.prefix ?? DIGEST_OBJECT_PREFIX) === undefined)
           end = Date.parse(parsed.periodEnd);
       } catch {
         // Unreadable as a digest (however it fails): not one.

@@ -11,7 +11,7 @@ import { createPublicKey, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../../core/clickhouse.js';
-import { generateDigestSigner } from '../../core/digestKey.js';
+import { generateDigestSigner, keyringOf } from '../../core/digestKey.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import { PREFIX } from '../../core/keyspace.js';
 import { createLogger } from '../../core/logger.js';
@@ -130,7 +130,7 @@ describe('the end-to-end canary', { timeout: 300_000 }, () => {
       store,
       cluster,
       sinks: ['siem'],
-      digests: () => ({ s3, bucket, publicKey: createPublicKey(signer.publicKeyPem), keyId: signer.keyId }),
+      digests: () => ({ s3, bucket, keyring: keyringOf([createPublicKey(signer.publicKeyPem)]) }),
     });
     monitor = new CanaryMonitor({ cluster, follower, grants: () => loop.grants(), bounds: BOUNDS, health, metrics: canaryMetrics(registry), logger: log });
     loop = new CanaryLoop({

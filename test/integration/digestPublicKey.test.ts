@@ -48,7 +48,8 @@ describe('the digest public key the API serves', () => {
       const worker = digestSigner({ dataDir: dir.dir }); // the worker's first start
       const served = await api.inject({ method: 'GET', url: '/v1/digests/public-key' });
       assert.equal(served.statusCode, 200);
-      assert.deepEqual(served.json(), { algorithm: 'Ed25519', keyId: worker.keyId, publicKeyPem: worker.publicKeyPem });
+      const key = { keyId: worker.keyId, publicKeyPem: worker.publicKeyPem };
+      assert.deepEqual(served.json(), { algorithm: 'Ed25519', ...key, keys: [key] });
     } finally {
       await api.close();
       dir.remove();
@@ -61,11 +62,27 @@ describe('the digest public key the API serves', () => {
     const api = await app({ LOCKAUDIT_DATA_DIR: dir.dir, LOCKAUDIT_DIGEST_PUBLIC_KEY: signer.publicKeyPem });
     try {
       const served = await api.inject({ method: 'GET', url: '/v1/digests/public-key' });
-      assert.deepEqual(served.json(), { algorithm: 'Ed25519', keyId: signer.keyId, publicKeyPem: signer.publicKeyPem });
+      const key = { keyId: signer.keyId, publicKeyPem: signer.publicKeyPem };
+      assert.deepEqual(served.json(), { algorithm: 'Ed25519', ...key, keys: [key] });
       assert.equal(existsSync(path.join(dir.dir, DIGEST_KEY_FILE)), false);
     } finally {
       await api.close();
       dir.remove();
+    }
+    // After a rotation: every key, newest last, which is the one served as current.
+    const rotatedTo = generateDigestSigner();
+    const ringDir = tempDir('lockaudit-pk-');
+    const ringApi = await app({ LOCKAUDIT_DATA_DIR: ringDir.dir, LOCKAUDIT_DIGEST_PUBLIC_KEY: `${signer.publicKeyPem}${rotatedTo.publicKeyPem}` });
+    try {
+      const served = (await ringApi.inject({ method: 'GET', url: '/v1/digests/public-key' })).json();
+      assert.equal(served.keyId, rotatedTo.keyId);
+      assert.deepEqual(
+        served.keys.map((k: { keyId: string }) => k.keyId),
+        [signer.keyId, rotatedTo.keyId],
+      );
+    } finally {
+      await ringApi.close();
+      ringDir.remove();
     }
     const other = generateDigestSigner();
     const privatePem = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();

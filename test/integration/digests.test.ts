@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { AuditStore } from '../../core/clickhouse.js';
-import { generateDigestSigner, signerFromPrivateKey } from '../../core/digestKey.js';
+import { keyringOf, generateDigestSigner, signerFromPrivateKey } from '../../core/digestKey.js';
 import { createLogger } from '../../core/logger.js';
 import { projectRoot } from '../../core/paths.js';
 import { createS3Client } from '../../core/s3.js';
@@ -44,6 +44,7 @@ const s3 = createS3Client(config.s3);
 const logger = createLogger('silent');
 const signer = generateDigestSigner();
 const publicKey = createPublicKey(signer.publicKeyPem);
+const keyring = keyringOf([publicKey]);
 // Whole seconds, an hour back, never across a UTC midnight (one history file per scenario).
 const dayMs = 86_400_000;
 const baseMs = (): number => {
@@ -111,7 +112,7 @@ describe('tamper-evident digests', () => {
       verifyDigests({
         s3,
         bucket,
-        publicKey,
+        keyring,
         clusters: [cluster],
         fromMs: startMs,
         toMs: opts.toMs,
@@ -300,7 +301,7 @@ describe('tamper-evident digests', () => {
     const fresh = await verifyDigests({
       s3,
       bucket: sc.bucket,
-      publicKey,
+      keyring,
       clusters: [sc.cluster],
       fromMs: sc.startMs,
       toMs,
@@ -418,7 +419,7 @@ describe('tamper-evident digests', () => {
     assert.equal((await worker(Date.now).tick()).written, 2, 'by its own clock the worker seals only the periods that ended');
     const ahead = await worker(() => Date.now() + 11 * 60_000).tick();
     assert.ok(ahead.written >= 1, 'a worker whose clock runs 11 minutes ahead seals the period holding the present');
-    const v = await verifyDigests({ s3, bucket, publicKey, clusters: [cluster], fromMs: startMs, store, settleMs: 0, periodMs: P });
+    const v = await verifyDigests({ s3, bucket, keyring, clusters: [cluster], fromMs: startMs, store, settleMs: 0, periodMs: P });
     assert.equal(v.ok, false);
     const bad = v.periods.find((p) => p.status === 'fail');
     assert.equal(bad?.periodStart, new Date(Q).toISOString(), formatVerifyResult(v).join('\n'));
@@ -443,7 +444,7 @@ describe('tamper-evident digests', () => {
     const fresh = await verifyDigests({
       s3,
       bucket: sc.bucket,
-      publicKey,
+      keyring,
       clusters: [sc.cluster],
       fromMs: sc.startMs,
       store,
@@ -475,7 +476,7 @@ describe('tamper-evident digests', () => {
     const later = await verifyDigests({
       s3,
       bucket: sc.bucket,
-      publicKey,
+      keyring,
       clusters: [sc.cluster],
       fromMs: sc.startMs,
       store,
@@ -632,7 +633,7 @@ describe('tamper-evident digests', () => {
     const ok = await verifyDigests({
       s3,
       bucket: good.sc.bucket,
-      publicKey,
+      keyring,
       clusters: [good.sc.cluster],
       fromMs: good.sc.startMs,
       store,
@@ -655,7 +656,7 @@ describe('tamper-evident digests', () => {
     const blind = await verifyDigests({
       s3,
       bucket: good.sc.bucket,
-      publicKey,
+      keyring,
       clusters: [good.sc.cluster],
       fromMs: good.sc.startMs,
       store,
@@ -710,7 +711,7 @@ describe('tamper-evident digests', () => {
     const undone = await verifyDigests({
       s3,
       bucket: good.sc.bucket,
-      publicKey,
+      keyring,
       clusters: [good.sc.cluster],
       fromMs: good.sc.startMs,
       store,
@@ -731,7 +732,7 @@ describe('tamper-evident digests', () => {
     const r = await verifyDigests({
       s3,
       bucket: forged.sc.bucket,
-      publicKey,
+      keyring,
       clusters: [forged.sc.cluster],
       fromMs: forged.sc.startMs,
       store,
@@ -1329,7 +1330,7 @@ describe('tamper-evident digests', () => {
         Array.from({ length: seconds - 1 }, (_, i) => i + 1),
         'seqs 1..n, none twice, none missing',
       );
-      const walk = walkChain(cluster, chain, createPublicKey(childSigner.publicKeyPem), childSigner.keyId);
+      const walk = walkChain(cluster, chain, keyringOf([createPublicKey(childSigner.publicKeyPem)]));
       assert.deepEqual(
         walk.periods.map((p) => p.periodStart),
         Array.from({ length: seconds - 1 }, (_, i) => new Date(spec.startMs + i * 1000).toISOString()),

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { createPublicKey, randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
-import { generateDigestSigner } from '../../core/digestKey.js';
+import { keyringOf, generateDigestSigner } from '../../core/digestKey.js';
 import { createLogger } from '../../core/logger.js';
 import { restoreGapMac } from '../../core/proof.js';
 import { createS3Client } from '../../core/s3.js';
@@ -32,6 +32,7 @@ const s3 = createS3Client(config.s3);
 const logger = createLogger('silent');
 const signer = generateDigestSigner();
 const publicKey = createPublicKey(signer.publicKeyPem);
+const keyring = keyringOf([publicKey]);
 const secret = randomBytes(32);
 const SECONDS = 40;
 const LOOKBACK = 3;
@@ -76,7 +77,7 @@ describe('digests over a long run of one-second periods', () => {
       verifyDigests({
         s3,
         bucket,
-        publicKey,
+        keyring,
         clusters: [cluster],
         fromMs: startMs,
         store,

@@ -16,7 +16,7 @@ import { exportRoutes } from '../../api/routes/exports.js';
 import { HealthState } from '../../platform/health.js';
 import { ApiTokenVerifier, createApiToken } from '../../core/apiTokens.js';
 import type { AuditStore } from '../../core/clickhouse.js';
-import { generateDigestSigner } from '../../core/digestKey.js';
+import { generateDigestSigner, keyringOf } from '../../core/digestKey.js';
 import { createLogger } from '../../core/logger.js';
 import { createMetricsRegistry } from '../../core/metrics.js';
 import { createS3Client } from '../../core/s3.js';
@@ -111,7 +111,7 @@ describe('exports', () => {
     assert.match(raised.message, /not signed/);
     const stored = parseManifest(await readObjectText(s3, historyBucket, manifestName(object)));
     assert.ok(stored);
-    assert.equal(manifestSignatureProblem(stored, signer.keyId, createPublicKey(signer.publicKeyPem)), undefined, 'the manifest written over it is signed');
+    assert.equal(manifestSignatureProblem(stored, keyringOf([createPublicKey(signer.publicKeyPem)])), undefined, 'the manifest written over it is signed');
     const file = await s3.getObject(historyBucket, object);
     const parts: Buffer[] = [];
     for await (const c of file) parts.push(c as Buffer);
@@ -158,7 +158,7 @@ describe('exports', () => {
     const after = parseManifest(await readObjectText(s3, historyBucket, manifestName(object)));
     assert.ok(after);
     assert.equal(
-      manifestSignatureProblem(after, signer.keyId, createPublicKey(signer.publicKeyPem)),
+      manifestSignatureProblem(after, keyringOf([createPublicKey(signer.publicKeyPem)])),
       undefined,
       "the job's own signed manifest went over the placed one",
     );

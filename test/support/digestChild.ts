@@ -6,7 +6,7 @@
 // by the test; stopped only by its own pid.
 import { createPublicKey, createPrivateKey } from 'node:crypto';
 import { AuditStore } from '../../core/clickhouse.js';
-import { signerFromPrivateKey } from '../../core/digestKey.js';
+import { keyringOf, signerFromPrivateKey } from '../../core/digestKey.js';
 import { createLogger } from '../../core/logger.js';
 import { migrate } from '../../core/migrations.js';
 import { createS3Client } from '../../core/s3.js';
@@ -59,7 +59,7 @@ for (;;) {
 const result = await verifyDigests({
   s3,
   bucket: spec.bucket,
-  publicKey: createPublicKey(signer.publicKeyPem),
+  keyring: keyringOf([createPublicKey(signer.publicKeyPem)]),
   clusters: [spec.cluster],
   fromMs: spec.startMs,
   store,

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { createPublicKey } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { generateDigestSigner, type DigestSigner } from '../../core/digestKey.js';
+import { generateDigestSigner, keyringOf, type DigestSigner } from '../../core/digestKey.js';
 import {
   chainSegment,
   digestHash,
@@ -22,10 +22,12 @@ import {
   type DigestEvent,
 } from '../../exporters/digests/format.js';
 import { canonicalJson } from '../../exporters/hashChain.js';
+import { periodBody } from '../support/digestBody.js';
 import { verify } from 'node:crypto';
 
 const signer = generateDigestSigner();
 const publicKey = createPublicKey(signer.publicKeyPem);
+const keyring = keyringOf([publicKey]);
 const T0 = Date.UTC(2026, 11, 1, 3, 0, 0);
 
 function event(revision: number, key: string): DigestEvent {
@@ -66,29 +68,18 @@ function chainOf(n: number, by: DigestSigner = signer): Digest[] {
   for (let i = 0; i < n; i++) {
     const h = new EventsHasher();
     h.add(event(10 * i + 1, `/l/ns/k${i}`));
-    const body: DigestBody = {
-      v: 1,
-      kind: 'lockaudit-digest',
-      cluster: 'c1',
-      seq: i + 1,
-      periodStart: new Date(T0 + i * 1000).toISOString(),
-      periodEnd: new Date(T0 + (i + 1) * 1000).toISOString(),
+    const body = periodBody(i, T0, {
       events: h.digest({ after: i === 0 ? null : { timeline: '0', revision: String(10 * i) }, through: { timeline: '0', revision: String(10 * i + 10) } }),
-      history: [],
-      gaps: [],
-      restores: [],
-      supersedes: null,
       prevHash: out[i - 1]?.hash ?? GENESIS_HASH,
-      createdAt: new Date(T0).toISOString(),
       keyId: by.keyId,
-    };
+    });
     out.push(signDigest(body, by));
   }
   return out;
 }
 
 const entries = (ds: readonly Digest[]): ChainEntry[] => ds.map((d) => ({ object: digestObjectName(d.cluster, d.seq), digest: d }));
-const failing = (ds: readonly Digest[]) => walkChain('c1', entries(ds), publicKey, signer.keyId).periods.filter((p) => p.problems.length > 0);
+const failing = (ds: readonly Digest[]) => walkChain('c1', entries(ds), keyring).periods.filter((p) => p.problems.length > 0);
 
 describe('digest format', () => {
   it('hashes events in a canonical encoding: the same events give the same hash, one changed field another', () => {
@@ -117,7 +108,7 @@ describe('digest format', () => {
   });
 
   it('passes an intact chain, one period per digest', () => {
-    const walk = walkChain('c1', entries(chainOf(5)), publicKey, signer.keyId);
+    const walk = walkChain('c1', entries(chainOf(5)), keyring);
     assert.equal(walk.periods.length, 5);
     assert.deepEqual(
       walk.periods.flatMap((p) => p.problems),
@@ -181,7 +172,7 @@ describe('digest format', () => {
       } as unknown as DigestBody,
       signer,
     );
-    const walk = walkChain('c1', entries([...chain, sup]), publicKey, signer.keyId);
+    const walk = walkChain('c1', entries([...chain, sup]), keyring);
     assert.deepEqual(
       walk.periods.flatMap((p) => p.problems),
       [],
