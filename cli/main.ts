@@ -6,6 +6,7 @@ import { loadConfig, maskedConfig, type Config } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
 import { assertDependenciesAnswer, checkAll } from '../platform/dependencyChecks.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
+import { standaloneSecretProblem } from '../core/originSecret.js';
 import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
 import { ensureBuckets } from '../platform/buckets.js';
@@ -56,6 +57,11 @@ async function withStore<T>(config: Config, fn: (store: AuditStore) => Promise<T
 async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: DemoOptions; logFormat?: LogFormat }): Promise<void> {
   // Under `lockaudit start` (cli/supervisor.ts) it stops when the supervisor goes, from the first moment.
   followSupervisor();
+  // A role on its own (no supervisor, not all roles in one process) takes no generated key that no other role shares.
+  if (typeof process.send !== 'function' && names.length === 1) {
+    const problem = standaloneSecretProblem(loadConfig(), names[0] as string);
+    if (problem) throw new LockauditError('LOCKAUDIT_ERR_ORIGIN_SECRET', problem);
+  }
   if (names.includes('api')) {
     const config = loadConfig();
     lockCluster(config); // an ambiguous lock cluster is refused before anything opens

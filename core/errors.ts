@@ -163,7 +163,7 @@ export const errorCatalog = {
   LOCKAUDIT_ERR_ORIGIN_SECRET: {
     status: 500,
     description:
-      'The origin secret (<dataDir>/origin-secret) is shorter than 32 bytes — empty, or cut short by a full disk — and is never taken as a key anyone could compute; or its file cannot be read, which is never taken as absent.',
+      'The origin secret (<dataDir>/origin-secret) is shorter than 32 bytes — empty, or cut short by a full disk — and is never taken as a key anyone could compute; or its file cannot be read, which is never taken as absent; or a role started on its own over a ClickHouse server has none to share with the other roles.',
   },
   LOCKAUDIT_ERR_DIGEST_KEY: {
     status: 500,
