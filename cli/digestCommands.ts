@@ -69,6 +69,7 @@ export function registerDigestCommands(program: Command): void {
             s3: createS3Client(config.s3),
             bucket: config.s3.archiveBucket,
             keyring,
+            deploymentKeyring: !flags.publicKey,
             store,
             fromMs,
             toMs,

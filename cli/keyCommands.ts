@@ -12,6 +12,7 @@ import type { Command } from 'commander';
 import { loadConfig } from '../core/config.js';
 import {
   addToKeyringFile,
+  authorizeRotation,
   authorizedRecovery,
   createDigestKeyFile,
   deploymentKeyring,
@@ -80,6 +81,8 @@ export function registerKeyCommands(program: Command): void {
         createDigestKeyFile(nextFile);
         const next = nextDigestSigner(config);
         if (!next) bad(`${nextFile} could not be written`);
+        // The current key vouches for the rotation: a next key planted in the data dir without it is not handed over to.
+        authorizeRotation(config.dataDir, signerFromPrivateKey(createPrivateKey(readFileSync(current, 'utf8'))), next);
         addToKeyringFile(config.dataDir, next.publicKeyPem);
         say(`rotation started: key ${keyIdOfFile(current)} hands over to key ${next.keyId} in the next digest of each cluster, signed by both`);
         say('give auditors the new public key beside the old ones: lockaudit keys list --pem');

@@ -7,7 +7,7 @@
 // 16 hex digits of the sha256 of the public key's DER (SPKI): a verifier names
 // a digest signed by another key by it.
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
-import { appendFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { LockauditError } from './errors.js';
 
@@ -16,6 +16,8 @@ export const DIGEST_KEY_FILE = 'digest-signing-key.pem';
 export const DIGEST_NEXT_KEY_FILE = 'digest-signing-key.next.pem';
 /** The public half of every key the deployment has signed with: what verifies its older digests and manifests. */
 export const DIGEST_KEYRING_FILE = 'digest-keyring.pem';
+/** The current key's signature of a rotation's next key id (`lockaudit keys rotate`): a next key file without it is no rotation. */
+export const DIGEST_NEXT_KEY_AUTH_FILE = 'digest-signing-key.next.auth';
 /** A recovery the operator authorized (`lockaudit keys recover`): the lost key the chain may move on from. */
 export const DIGEST_RECOVERY_FILE = 'digest-recovery.json';
 
@@ -199,6 +201,30 @@ export function nextDigestSigner(config: KeySource & { digestNextSigningKey?: st
   return text === undefined ? undefined : signerFromPrivateKey(parsePrivateKey(text, file));
 }
 
+const rotationMessage = (nextKeyId: string): Buffer => Buffer.from(`lockaudit digest rotation\0${nextKeyId}`, 'utf8');
+
+/** Writes the current key's authorization of a rotation to `next` (next to the next key file). */
+export function authorizeRotation(dataDir: string, current: DigestSigner, next: DigestSigner): void {
+  writeFileSync(path.join(dataDir, DIGEST_NEXT_KEY_AUTH_FILE), `${current.keyId} ${current.sign(rotationMessage(next.keyId))}\n`, { mode: 0o600 });
+}
+
+/**
+ * Why the data dir's next key is no rotation the current key authorized (whoever can create a file in the data dir
+ * could otherwise plant a key of their own for the chain to hand over to), or undefined when it is one.
+ */
+export function rotationProblem(dataDir: string, current: { keyId: string; publicKeyPem: string }, next: DigestSigner): string | undefined {
+  const text = readIfExists(path.join(dataDir, DIGEST_NEXT_KEY_AUTH_FILE));
+  if (text === undefined) return `${DIGEST_NEXT_KEY_FILE} has no ${DIGEST_NEXT_KEY_AUTH_FILE}: not a rotation of lockaudit keys rotate`;
+  const [keyId, signature] = text.trim().split(' ');
+  if (
+    keyId !== current.keyId ||
+    signature === undefined ||
+    !verifyDigestSignature(createPublicKey(current.publicKeyPem), rotationMessage(next.keyId), signature)
+  )
+    return `${DIGEST_NEXT_KEY_AUTH_FILE} is not key ${current.keyId}'s authorization of key ${next.keyId}`;
+  return undefined;
+}
+
 /**
  * Once the chain has handed signing over to the next key: the data dir's next key becomes its key (the retired
  * private key is overwritten, its public half stays in the keyring). A no-op for keys set in the environment,
@@ -209,6 +235,7 @@ export function promoteNextKeyFile(dataDir: string, nextKeyId: string): boolean 
   const text = readIfExists(next);
   if (text === undefined || signerFromPrivateKey(parsePrivateKey(text, next)).keyId !== nextKeyId) return false;
   renameSync(next, path.join(dataDir, DIGEST_KEY_FILE));
+  rmSync(path.join(dataDir, DIGEST_NEXT_KEY_AUTH_FILE), { force: true });
   return true;
 }
 
@@ -217,6 +244,11 @@ export interface DigestRecovery {
   lostKeyId: string;
   reason: string;
   authorizedAt: string;
+}
+
+/** Once the chain went on from `lostKeyId`: the authorization is spent (never honoured twice). */
+export function spendRecovery(dataDir: string, lostKeyId: string): void {
+  if (authorizedRecovery(dataDir)?.lostKeyId === lostKeyId) rmSync(path.join(dataDir, DIGEST_RECOVERY_FILE), { force: true });
 }
 
 /** The recovery authorized in the data dir (`lockaudit keys recover`), if any. */

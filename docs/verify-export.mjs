@@ -204,6 +204,7 @@ for (const [cluster, digests] of Object.entries(manifest.digests ?? {})) {
   // The key each digest must be signed by: the first by a key of the keyring, then as hand-overs and recoveries move it.
   let current;
   const learned = new Map();
+  const used = new Set(); // keys the stretch was signed by or handed to: a recovery never moves back to one
   for (const d of chain) {
     const problems = [];
     const body = without(d, 'hash', 'signature', 'nextSignature');
@@ -211,36 +212,43 @@ for (const [cluster, digests] of Object.entries(manifest.digests ?? {})) {
     const key = d.recovery ? keyring.get(d.keyId) : (keyring.get(d.keyId) ?? learned.get(d.keyId));
     if (sha256(text) !== d.hash) problems.push('altered: content does not match its hash');
     else if (d.recovery && !key) problems.push(`a recovery signed by key ${d.keyId}, which your keyring does not hold`);
+    else if (d.recovery && (used.has(d.keyId) || d.keyId === d.recovery.lostKeyId))
+      problems.push(`a recovery to key ${d.keyId}, which the chain has already used`);
     else if (!key) problems.push(`signed by another key (key id ${d.keyId})`);
     else if (current !== undefined && d.keyId !== current && !d.recovery) problems.push(`signed by key ${d.keyId}, but the chain is signed by key ${current}`);
     else if (d.recovery && current !== undefined && d.recovery.lostKeyId !== current)
       problems.push(`a recovery from key ${d.recovery.lostKeyId}, but the chain was signed by key ${current}`);
     else if (!signedBy(key, text, d.signature)) problems.push('signature invalid');
-    if (problems.length === 0) {
-      if (d.recovery && current !== undefined)
-        line(
-          true,
-          `${cluster} seq ${d.seq}: RECOVERED after key ${current} was lost: signed from then on by key ${d.keyId}, which only your keyring vouches for (${d.recovery.reason})`,
-        );
-      current = d.keyId;
-      if (d.handover) {
-        let next;
-        try {
-          next = createPublicKey(d.handover.nextPublicKeyPem);
-        } catch {}
-        if (!next || next.asymmetricKeyType !== 'ed25519' || keyIdOf(next) !== d.handover.nextKeyId)
-          problems.push('a hand-over to a key that is not the one it names');
-        else if (!d.nextSignature || !signedBy(next, text, d.nextSignature)) problems.push(`a hand-over to key ${d.handover.nextKeyId} that key did not sign`);
-        else {
-          learned.set(d.handover.nextKeyId, next);
-          current = d.handover.nextKeyId;
-          line(true, `${cluster} seq ${d.seq}: signing handed over from key ${d.keyId} to key ${current} (signed by both)`);
-        }
-      }
+    let next;
+    if (problems.length === 0 && d.handover) {
+      try {
+        next = createPublicKey(d.handover.nextPublicKeyPem);
+      } catch {}
+      if (!next || next.asymmetricKeyType !== 'ed25519' || keyIdOf(next) !== d.handover.nextKeyId)
+        problems.push('a hand-over to a key that is not the one it names');
+      else if (!d.nextSignature || !signedBy(next, text, d.nextSignature)) problems.push(`a hand-over to key ${d.handover.nextKeyId} that key did not sign`);
     }
     if (d.cluster !== cluster) problems.push(`names cluster ${d.cluster}`);
     if (previous && d.seq !== previous.seq + 1) problems.push(`digests seq ${previous.seq + 1}–${d.seq - 1} are missing`);
     else if (previous && d.prevHash !== previous.hash) problems.push(`its prevHash is not seq ${previous.seq}'s hash (a link altered or replaced)`);
+    // Only a link that holds moves the key, and each change is said wherever it sits (the stretch's first digest too).
+    if (problems.length === 0) {
+      if (d.recovery) {
+        used.add(current ?? d.recovery.lostKeyId);
+        line(
+          true,
+          `${cluster} seq ${d.seq}: RECOVERED after key ${current ?? d.recovery.lostKeyId} was lost: signed from then on by key ${d.keyId}, which only your keyring vouches for (${d.recovery.reason})`,
+        );
+      }
+      current = d.keyId;
+      used.add(current);
+      if (next) {
+        learned.set(d.handover.nextKeyId, next);
+        current = d.handover.nextKeyId;
+        used.add(current);
+        line(true, `${cluster} seq ${d.seq}: signing handed over from key ${d.keyId} to key ${current} (signed by both)`);
+      }
+    }
     if (!d.supersedes) {
       if (regularEnd !== undefined && d.periodStart !== regularEnd) problems.push(`the periods jump from ${regularEnd} to ${d.periodStart}`);
       regularEnd = d.periodEnd;
@@ -267,6 +275,14 @@ for (const [cluster, digests] of Object.entries(manifest.digests ?? {})) {
     const sup = p.superseded.length ? ` (supersedes seq ${p.superseded.join(', ')}: changed after sealing)` : '';
     line(p.problems.length === 0, `${cluster} ${start}..${p.end} seq ${p.seq}${p.problems.length ? `: ${p.problems.join('; ')}` : ` events ${p.count}${sup}`}`);
   }
+  // The manifest was signed when the export ran, by the key the chain was signed by then: a key the stretch had handed
+  // over from (a retired key, which may have leaked) vouches for no export.
+  const last = chain[chain.length - 1];
+  if (sig && last && sig.keyId !== current && sig.keyId !== last.keyId)
+    line(
+      false,
+      `${cluster}: the manifest is signed by key ${sig.keyId}, but its digests end signed by key ${current ?? last.keyId}: not the key in force when it ran`,
+    );
   // Rows of a period no digest sealed are vouched for by nothing: the export covers it, so the check fails.
   if (regularEnd !== undefined && Date.parse(regularEnd) < toMs)
     line(false, `${cluster} ${regularEnd}..${manifest.to} not sealed when the export ran: no digest vouches for its rows (export again once it is sealed)`);

@@ -313,6 +313,9 @@ export function keyTrail(digests: readonly Digest[], keyring: DigestKeyring): Ke
   const keyOf = (id: string): KeyObject | undefined => keyring.get(id) ?? learned.get(id);
   let current: string | undefined;
   const retired = new Map<string, number>();
+  // Every key the chain has been signed by or handed to: a recovery moves to a new key, never back to one of these
+  // (a retired or lost key that leaked would otherwise take the chain back).
+  const used = new Set<string>();
   for (const d of digests) {
     const bytes = digestBytes(d);
     const key = keyOf(d.keyId);
@@ -320,6 +323,8 @@ export function keyTrail(digests: readonly Digest[], keyring: DigestKeyring): Ke
     if (d.recovery) {
       if (!keyring.has(d.keyId))
         problem = `a recovery signed by key ${d.keyId}, which your keyring does not hold (a recovery is vouched for only by the verifier's own keyring)`;
+      else if (used.has(d.keyId) || d.keyId === d.recovery.lostKeyId)
+        problem = `a recovery to key ${d.keyId}, which the chain has already used (a recovery moves to a new key, never back)`;
       else if (current !== undefined && d.recovery.lostKeyId !== current)
         problem = `a recovery from key ${d.recovery.lostKeyId}, but the chain was signed by key ${current}`;
     } else if (!key) problem = `signed by another key (key id ${d.keyId}${current ? `, expected ${current}` : ', which your keyring does not hold'})`;
@@ -349,13 +354,18 @@ export function keyTrail(digests: readonly Digest[], keyring: DigestKeyring): Ke
       current ??= keyring.has(d.keyId) ? d.keyId : undefined;
       continue;
     }
-    if (d.recovery && current !== undefined) {
-      changes.push({ seq: d.seq, kind: 'recovery', fromKeyId: current, toKeyId: d.keyId, reason: d.recovery.reason, authorizedAt: d.recovery.authorizedAt });
-      retired.set(current, d.seq);
+    // A recovery is said wherever it sits, the first digest read included (an export's stretch can start at it).
+    if (d.recovery) {
+      const from = current ?? d.recovery.lostKeyId;
+      changes.push({ seq: d.seq, kind: 'recovery', fromKeyId: from, toKeyId: d.keyId, reason: d.recovery.reason, authorizedAt: d.recovery.authorizedAt });
+      retired.set(from, d.seq);
+      used.add(from);
     }
     current = d.keyId;
+    used.add(d.keyId);
     if (next) {
       learned.set(next.id, next.key);
+      used.add(next.id);
       changes.push({ seq: d.seq, kind: 'handover', fromKeyId: d.keyId, toKeyId: next.id });
       retired.set(d.keyId, d.seq);
       current = next.id;
@@ -370,6 +380,9 @@ export function describeKeyChange(c: KeyChange): string {
     ? `seq ${c.seq} handed signing over from key ${c.fromKeyId} to key ${c.toKeyId} (signed by both)`
     : `seq ${c.seq} recovered the chain after key ${c.fromKeyId} was lost: signed from then on by key ${c.toKeyId}, which only your keyring vouches for (authorized ${c.authorizedAt ?? '?'}: ${c.reason ?? ''})`;
 }
+
+/** The most periods a jump in the chain is told as one by one (beyond it: one stretch). */
+const MAX_FILLED_PERIODS = 10_000;
 
 export interface ChainEntry {
   object: string;
@@ -490,12 +503,15 @@ export function walkChain(cluster: string, entries: readonly ChainEntry[], keyri
       if (regularEnd !== undefined && d.periodStart !== regularEnd) {
         // Periods between the last one and this one had digests that are gone.
         const why = pendingMissing.length ? pendingMissing : ['no digest covers it (the chain jumps over it)'];
-        const length = Date.parse(d.periodEnd) - Date.parse(d.periodStart);
         const stop = Date.parse(d.periodStart);
-        for (let ms = Date.parse(regularEnd); ms < stop; ms += length > 0 ? length : stop - ms) {
-          const end = Math.min(stop, ms + (length > 0 ? length : stop - ms));
-          periodOf(new Date(ms).toISOString(), new Date(end).toISOString()).problems.push(...why);
-        }
+        const from = Date.parse(regularEnd);
+        // One verdict per missing period, but never more than MAX_FILLED_PERIODS: a digest added by hand with a period
+        // far in the future (or a tiny one) must not make the walk build millions of them.
+        let length = Date.parse(d.periodEnd) - stop;
+        if (!(length > 0) || (stop - from) / length > MAX_FILLED_PERIODS) length = stop - from;
+        if (Number.isFinite(from) && Number.isFinite(stop))
+          for (let ms = from; ms < stop; ms += length)
+            periodOf(new Date(ms).toISOString(), new Date(Math.min(stop, ms + length)).toISOString()).problems.push(...why);
         pendingMissing = [];
       }
       const p = periodOf(d.periodStart, d.periodEnd);

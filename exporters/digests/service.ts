@@ -1,7 +1,20 @@
 // The digest worker of every configured cluster, as a background service of
 // the worker role (beside the force archiver), signing with the deployment's
 // digest key (core/digestKey.ts) and the keys a rotation or a recovery moves it to.
-import { authorizedRecovery, deploymentKeyring, digestSigner, nextDigestSigner, promoteNextKeyFile, type DigestSigner } from '../../core/digestKey.js';
+import { createPublicKey } from 'node:crypto';
+import {
+  authorizedRecovery,
+  deploymentKeyring,
+  digestKeyId,
+  digestSigner,
+  existingDigestPublicKeyPem,
+  nextDigestSigner,
+  promoteNextKeyFile,
+  rotationProblem,
+  spendRecovery,
+  type DigestSigner,
+} from '../../core/digestKey.js';
+import type { Logger } from '../../core/logger.js';
 import { isLockauditError } from '../../core/errors.js';
 import { alarm, alarmName } from '../../platform/alarms.js';
 import type { Config } from '../../core/config.js';
@@ -46,7 +59,7 @@ export function digestService(options: Partial<Pick<DigestWorkerOptions, 'allowU
               bucket: config.s3.archiveBucket,
               historyBucket: config.s3.historyBucket,
               signer,
-              ...workerKeyOptions(config),
+              ...workerKeyOptions(config, runtime.logger.child({ service: 'digests' })),
               logger: runtime.logger.child({ service: 'digests', cluster: cluster.name }),
               health: runtime.health,
               metrics,
@@ -85,14 +98,28 @@ export function digestService(options: Partial<Pick<DigestWorkerOptions, 'allowU
  * running worker. A next key set in the environment is the operator's to swap (docs/keys.md); the data dir's becomes
  * the key file once the chain has handed over to it.
  */
-export function workerKeyOptions(config: Config): Pick<DigestWorkerOptions, 'nextSigner' | 'keyring' | 'recovery' | 'handedOver'> {
+export function workerKeyOptions(
+  config: Config,
+  logger: Logger,
+): Pick<DigestWorkerOptions, 'nextSigner' | 'keyring' | 'recovery' | 'handedOver' | 'recovered'> {
   return {
-    nextSigner: () => nextDigestSigner(config),
+    nextSigner: () => {
+      const next = nextDigestSigner(config);
+      if (!next || config.digestNextSigningKey) return next; // the environment is the operator's
+      const current = existingDigestPublicKeyPem(config);
+      const problem = current
+        ? rotationProblem(config.dataDir, { keyId: digestKeyId(createPublicKey(current)), publicKeyPem: current }, next)
+        : 'no current key';
+      if (!problem) return next;
+      logger.error({ nextKeyId: next.keyId, problem }, 'digest: a next key the current key did not authorize; not handing over to it');
+      return undefined;
+    },
     keyring: () => deploymentKeyring(config),
     recovery: () => authorizedRecovery(config.dataDir),
     handedOver: (keyId) => {
       if (!config.digestNextSigningKey && !config.digestSigningKey) promoteNextKeyFile(config.dataDir, keyId);
     },
+    recovered: (lostKeyId) => spendRecovery(config.dataDir, lostKeyId),
   };
 }
 

@@ -26,6 +26,8 @@ export interface DigestVerifyOptions {
   bucket: string;
   /** The keys this verifier trusts (handed over out of band): the chain's first key, and any a recovery moved to. */
   keyring: DigestKeyring;
+  /** The keyring is the deployment's own (its data dir, its settings), not one handed to the verifier: said with every recovery. */
+  deploymentKeyring?: boolean;
   clusters: readonly string[];
   fromMs: number;
   /** Default: the end of the last digested period. */
@@ -127,6 +129,7 @@ export interface DigestVerifyResult {
   problems: Array<{ cluster: string; detail: string; stalled?: boolean }>;
   /** Every change of the signing key the chains record (hand-overs, recoveries), whatever the range: said in every verification. */
   keyChanges: Array<KeyChange & { cluster: string }>;
+  deploymentKeyring?: boolean;
   firstFailure?: { cluster: string; periodStart: string; detail: string };
 }
 
@@ -329,7 +332,18 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
         : failingGrants
           ? { cluster: failingGrants.cluster, periodStart: '(grants)', detail: failingGrants.problems.join('; ') }
           : undefined;
-  return { ok: verdict === 'ok', verdict, exitCode: VERDICT_EXIT_CODES[verdict], periods, laterHistory, grants, problems, keyChanges, firstFailure };
+  return {
+    ok: verdict === 'ok',
+    verdict,
+    exitCode: VERDICT_EXIT_CODES[verdict],
+    periods,
+    laterHistory,
+    grants,
+    problems,
+    keyChanges,
+    ...(o.deploymentKeyring ? { deploymentKeyring: true } : {}),
+    firstFailure,
+  };
 }
 
 async function judge(
@@ -414,7 +428,12 @@ export function formatVerifyResult(r: DigestVerifyResult): string[] {
     else for (const p of g.problems) lines.push(`FAIL  ${g.cluster} grants: ${p}`);
   }
   for (const p of r.problems) lines.push(`${p.stalled ? PERIOD_WORD.stalled : PERIOD_WORD.fail}  ${p.cluster} chain: ${p.detail}`);
-  for (const c of r.keyChanges) lines.push(`${c.kind === 'recovery' ? 'RECOVERED' : 'key '}  ${c.cluster} chain: ${describeKeyChange(c)}`);
+  // A recovery is only as good as the keyring that vouches for it: the deployment's own can be edited by its insiders.
+  const own = r.deploymentKeyring
+    ? " — vouched for by the deployment's own keyring, which whoever writes its data dir can edit: verify with --public-key and the keys you were handed"
+    : '';
+  for (const c of r.keyChanges)
+    lines.push(`${c.kind === 'recovery' ? 'RECOVERED' : 'key '}  ${c.cluster} chain: ${describeKeyChange(c)}${c.kind === 'recovery' ? own : ''}`);
   if (r.firstFailure) lines.push(`first failing period: ${r.firstFailure.cluster} ${r.firstFailure.periodStart}: ${r.firstFailure.detail}`);
   else lines.push(`verified ${r.periods.filter((p) => p.status === 'ok' || p.status === 'expired').length} period(s): chain intact, signatures valid`);
   return lines;

@@ -66,6 +66,8 @@ export interface DigestWorkerOptions {
   recovery?: () => DigestRecovery | undefined;
   /** Told once the chain has handed signing over to the next key (the data dir's next key becomes its key). */
   handedOver?: (keyId: string) => void;
+  /** Told once a recovery digest is stored: the authorization is spent. */
+  recovered?: (lostKeyId: string) => void;
   logger: Logger;
   health?: HealthState;
   metrics?: DigestMetrics;
@@ -145,8 +147,8 @@ export async function readChain(
 }
 
 export class DigestWorker {
-  readonly #o: Required<Omit<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret' | 'nextSigner' | 'keyring' | 'recovery' | 'handedOver'>> &
-    Pick<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret' | 'nextSigner' | 'keyring' | 'recovery' | 'handedOver'>;
+  readonly #o: Required<Omit<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret' | 'nextSigner' | 'keyring' | 'recovery' | 'handedOver' | 'recovered'>> &
+    Pick<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret' | 'nextSigner' | 'keyring' | 'recovery' | 'handedOver' | 'recovered'>;
   /** Sealed periods whose change the record does not explain, by period start: never re-signed, alarmed until explained or restart. */
   readonly #unexplained = new Map<string, string>();
   /** Periods whose grants this process sealed (or found sealed), and those found open: not before the time given. */
@@ -163,8 +165,6 @@ export class DigestWorker {
   #signer: DigestSigner;
   #handover: DigestSigner | undefined;
   #recovery: DigestRecovery | undefined;
-  /** Every key the deployment signed with, as of the last chain read (manifests are checked against it). */
-  #keyring: DigestKeyring;
 
   constructor(options: DigestWorkerOptions) {
     this.#o = {
@@ -178,7 +178,6 @@ export class DigestWorker {
       ...options,
     };
     this.#signer = options.signer;
-    this.#keyring = keyringOf([createPublicKey(options.signer.publicKeyPem)]);
   }
 
   get cluster(): string {
@@ -217,7 +216,6 @@ export class DigestWorker {
     const next = this.#o.nextSigner?.();
     const keyring = new Map(this.#o.keyring?.() ?? []);
     for (const s of [this.#o.signer, next]) if (s) keyring.set(s.keyId, createPublicKey(s.publicKeyPem));
-    this.#keyring = keyring;
     const chain = new Map<number, Digest>();
     const problems: string[] = [];
     for (const e of await readChain(this.#o.s3, this.#o.bucket, this.cluster, this.#o.objectPrefix)) {
@@ -332,11 +330,13 @@ export class DigestWorker {
       this.#handover = undefined;
       this.#o.logger.warn({ cluster: this.cluster, seq: d.seq, from: d.keyId, to: d.handover.nextKeyId }, 'digest: signing handed over to the next key');
       this.#o.handedOver?.(d.handover.nextKeyId);
-    } else if (d.recovery)
+    } else if (d.recovery) {
       this.#o.logger.warn(
         { cluster: this.cluster, seq: d.seq, lost: d.recovery.lostKeyId, key: d.keyId },
         'digest: the chain goes on under a new key (recovery)',
       );
+      this.#o.recovered?.(d.recovery.lostKeyId);
+    }
   }
 
   async #checkLock(): Promise<void> {
@@ -666,7 +666,12 @@ export class DigestWorker {
         const m = parseManifest(await readObjectText(this.#o.s3, bucket, name));
         if (!m || m.object !== object) continue;
         // Only a manifest this key signed says a file is history: one placed by the bucket's credentials is named by no digest.
-        const unsigned = manifestSignatureProblem(m, this.#keyring);
+        // Only this worker's own key (or the one it is handing over to) names a new file: a retired key, which may have
+        // leaked, cannot vouch for one (files it signed before its hand-over were named then).
+        const unsigned = manifestSignatureProblem(
+          m,
+          keyringOf([this.#signer, ...(this.#handover ? [this.#handover] : [])].map((k) => createPublicKey(k.publicKeyPem))),
+        );
         if (unsigned !== undefined) {
           mismatched.push({ object, problem: unsigned });
           continue;

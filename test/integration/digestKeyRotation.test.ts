@@ -13,11 +13,21 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import type { AuditStore } from '../../core/clickhouse.js';
-import { DIGEST_KEY_FILE, DIGEST_KEYRING_FILE, DIGEST_NEXT_KEY_FILE, digestSigner, keyringOf, parseKeyring, type DigestSigner } from '../../core/digestKey.js';
+import {
+  createDigestKeyFile,
+  DIGEST_KEY_FILE,
+  DIGEST_KEYRING_FILE,
+  DIGEST_NEXT_KEY_FILE,
+  DIGEST_RECOVERY_FILE,
+  digestSigner,
+  keyringOf,
+  parseKeyring,
+  type DigestSigner,
+} from '../../core/digestKey.js';
 import { createLogger } from '../../core/logger.js';
 import { projectRoot } from '../../core/paths.js';
 import { createS3Client } from '../../core/s3.js';
-import { digestObjectName, signDigest, type Digest, type DigestBody } from '../../exporters/digests/format.js';
+import { digestObjectName, signDigest, signManifest, type Digest, type DigestBody } from '../../exporters/digests/format.js';
 import { workerKeyOptions } from '../../exporters/digests/service.js';
 import { formatVerifyResult, verifyDigests } from '../../exporters/digests/verify.js';
 import { DigestWorker, readChain } from '../../exporters/digests/worker.js';
@@ -80,7 +90,7 @@ describe('digest key rotation and loss', { timeout: 180_000 }, () => {
         bucket,
         historyBucket: uniqueId('dknohist-'),
         signer: digestSigner(cfg),
-        ...workerKeyOptions(cfg),
+        ...workerKeyOptions(cfg, logger),
         logger,
         health,
         periodMs: 1000,
@@ -97,10 +107,20 @@ describe('digest key rotation and loss', { timeout: 180_000 }, () => {
   }
 
   it('keys rotate: the next digest hands over, signed by both; the old key alone verifies the chain; the retired key is refused after it', async () => {
-    const d = await deployment(12);
+    const d = await deployment(15);
     const A = digestSigner(d.cfg);
     const w = d.worker();
     assert.equal((await w.tick()).written, 3);
+
+    // A next key planted in the data dir by whoever can create files there, without the current key's authorization:
+    // not handed over to.
+    createDigestKeyFile(path.join(d.dir, DIGEST_NEXT_KEY_FILE));
+    assert.equal((await w.tick()).written, 3);
+    assert.deepEqual(
+      (await d.chain()).map((x) => [x.keyId, x.handover]),
+      Array.from({ length: 6 }, () => [A.keyId, undefined]),
+    );
+    rmSync(path.join(d.dir, DIGEST_NEXT_KEY_FILE));
 
     const rotated = await d.cli(['keys', 'rotate']);
     assert.equal(rotated.code, 0, rotated.stderr);
@@ -112,12 +132,12 @@ describe('digest key rotation and loss', { timeout: 180_000 }, () => {
     // The running worker sees the rotation on its next run.
     assert.equal((await w.tick()).written, 3);
     const ds = await d.chain();
-    const handover = ds[3] as Digest;
+    const handover = ds[6] as Digest;
     assert.equal(handover.keyId, A.keyId, 'the hand-over is signed by the current key');
-    const B = handover.handover?.nextKeyId ?? assert.fail('seq 4 carries no hand-over');
+    const B = handover.handover?.nextKeyId ?? assert.fail('seq 7 carries no hand-over');
     assert.ok(handover.nextSignature, 'and by the next one');
     assert.deepEqual(
-      ds.slice(4).map((x) => x.keyId),
+      ds.slice(7).map((x) => x.keyId),
       [B, B],
     );
     // The data dir's next key became its key; the old private key is gone, its public half kept.
@@ -133,9 +153,9 @@ describe('digest key rotation and loss', { timeout: 180_000 }, () => {
     assert.equal(v.verdict, 'ok', formatVerifyResult(v).join('\n'));
     assert.deepEqual(
       v.keyChanges.map((c) => [c.seq, c.kind, c.fromKeyId, c.toKeyId]),
-      [[4, 'handover', A.keyId, B]],
+      [[7, 'handover', A.keyId, B]],
     );
-    assert.match(formatVerifyResult(v).join('\n'), new RegExp(`seq 4 handed signing over from key ${A.keyId} to key ${B}`));
+    assert.match(formatVerifyResult(v).join('\n'), new RegExp(`seq 7 handed signing over from key ${A.keyId} to key ${B}`));
 
     // An auditor's export across the hand-over, checked with docs/verify-export.mjs and the keyring `keys list --pem` prints.
     const historyBucket = uniqueId('dkhist-');
@@ -143,7 +163,7 @@ describe('digest key rotation and loss', { timeout: 180_000 }, () => {
     const state = await new ExportRecords(store).create({
       format: 'csv',
       fromMs: d.startMs,
-      toMs: d.startMs + 7000,
+      toMs: d.startMs + 10_000,
       filters: { cluster: d.cluster },
       requestedBy: 'auditor@corp',
     });
@@ -165,11 +185,17 @@ describe('digest key rotation and loss', { timeout: 180_000 }, () => {
       );
     const withRing = verifyExport('keyring.pem');
     assert.equal(withRing.status, 0, withRing.stdout + withRing.stderr);
-    assert.match(withRing.stdout, new RegExp(`seq 4: signing handed over from key ${A.keyId} to key ${B} \\(signed by both\\)`));
+    assert.match(withRing.stdout, new RegExp(`seq 7: signing handed over from key ${A.keyId} to key ${B} \\(signed by both\\)`));
     // The old key alone follows the chain's hand-over, but not the manifest the new key signed: it fails there, by name.
     const oldOnly = verifyExport('old.pem');
     assert.equal(oldOnly.status, 1, oldOnly.stdout);
     assert.match(oldOnly.stdout, new RegExp(`FAIL {2}manifest: signed by another key \\(key id ${B}`));
+    // Whoever kept the retired key A signs a manifest of their own over the genuine digests (and any file): refused.
+    const genuine = JSON.parse(readFileSync(path.join(files, 'manifest.json'), 'utf8')) as object;
+    writeFileSync(path.join(files, 'manifest.json'), JSON.stringify(signManifest(genuine, A)));
+    const retired = verifyExport('keyring.pem');
+    assert.equal(retired.status, 1, retired.stdout);
+    assert.match(retired.stdout, new RegExp(`the manifest is signed by key ${A.keyId}, but its digests end signed by key ${B}`));
 
     // Whoever kept the retired key signs the next seq: named, though the verifier trusts A.
     const head = (await d.chain()).at(-1) as Digest;
@@ -178,7 +204,7 @@ describe('digest key rotation and loss', { timeout: 180_000 }, () => {
     await putArchiveJson(s3, d.bucket, digestObjectName(d.cluster, forged.seq), forged, undefined);
     const after = await d.verify(A);
     assert.equal(after.verdict, 'tampered');
-    assert.match(formatVerifyResult(after).join('\n'), /after the chain handed signing over from it \(seq 4\)/);
+    assert.match(formatVerifyResult(after).join('\n'), /after the chain handed signing over from it \(seq 7\)/);
     await assert.rejects(d.worker().tick(), /invalid/);
     assert.ok(d.health.alarms().some((a) => a.code === 'LOCKAUDIT_ALARM_DIGEST_CHAIN_INVALID'));
   });
@@ -218,6 +244,7 @@ describe('digest key rotation and loss', { timeout: 180_000 }, () => {
 
     // The stopped worker picks the recovery up on its next run.
     assert.equal((await lost.tick()).written, 3);
+    assert.equal(existsSync(path.join(d.dir, DIGEST_RECOVERY_FILE)), false, 'the authorization is spent once used');
     assert.equal(
       d.health.alarms().some((a) => a.code === 'LOCKAUDIT_ALARM_DIGEST_KEY_UNKNOWN'),
       false,

@@ -129,6 +129,30 @@ describe('digest keys: rotation and loss', () => {
     );
   });
 
+  it('names a recovery back to a key the chain already used: a retired (leaked) key cannot take the chain back', () => {
+    // A hands over to B; whoever kept A claims B was lost and goes on under A.
+    const back = chain([{ by: A }, { by: A, handoverTo: B }, { by: B }, { by: A, recovery: { lostKeyId: B.keyId } }, { by: A }]);
+    const p = problems(walk(back, A, B));
+    assert.match(p[0] ?? '', /a recovery to key [0-9a-f]{16}, which the chain has already used/);
+    assert.match(p[1] ?? '', /after the chain handed signing over from it|but the chain is signed by key/);
+    // Recovered to C; whoever kept the lost A claims C was lost in turn and moves back to A.
+    const twice = chain([{ by: A }, { by: C, recovery: { lostKeyId: A.keyId } }, { by: A, recovery: { lostKeyId: C.keyId } }]);
+    assert.match(problems(walk(twice, A, C)).join(), /a recovery to key [0-9a-f]{16}, which the chain has already used/);
+  });
+
+  it('says a recovery that is the first digest read (a stretch starting at it)', () => {
+    const ds = chain([{ by: A }, { by: C, recovery: { lostKeyId: A.keyId } }, { by: C }]);
+    const w = walkChain(
+      'c1',
+      ds.slice(1).map((d) => ({ object: digestObjectName('c1', d.seq), digest: d })),
+      keyringOf([pub(C)]),
+    );
+    assert.deepEqual(
+      w.keyChanges.map((c) => [c.seq, c.kind, c.fromKeyId, c.toKeyId]),
+      [[2, 'recovery', A.keyId, C.keyId]],
+    );
+  });
+
   it('names a recovery from a key the chain was not signed by', () => {
     const ds = chain([{ by: A }, { by: A, handoverTo: B }, { by: C, recovery: { lostKeyId: A.keyId } }]);
     assert.match(problems(walk(ds, A, C)).join(), /a recovery from key [0-9a-f]{16}, but the chain was signed by key /);
