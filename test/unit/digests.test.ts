@@ -154,6 +154,15 @@ describe('digest format', () => {
     assert.ok(forged);
   });
 
+  it('tells a jump far ahead as a bounded number of missing periods (a digest added by hand dated in year 100000 ran the walk out of memory)', () => {
+    const [d1] = chainOf(1) as [Digest];
+    const far = Date.UTC(100000, 0, 1);
+    const forged = { ...d1, seq: 2, prevHash: d1.hash, periodStart: new Date(far).toISOString(), periodEnd: new Date(far + 1).toISOString() };
+    const walk = walkChain('c1', entries([d1, { ...forged, hash: digestHash(forged) }]), keyring);
+    assert.ok(walk.periods.length <= 10_003, `${walk.periods.length} periods`);
+    assert.ok(walk.periods.some((p) => p.problems.some((x) => /no digest covers it/.test(x))));
+  });
+
   it('lets a later digest supersede a period, keeping the old one named', () => {
     const chain = chainOf(3);
     const old = chain[0] as Digest;
