@@ -47,9 +47,9 @@ const PublicKeySchema = Type.Object(
 export async function digestRoutes(app: App, { ctx }: RouteOptions): Promise<void> {
   // The API never holds the private key for this (LOCKAUDIT_DIGEST_PUBLIC_KEY), nor generates one: a key it generated
   // in a split deployment was one no worker signs with. Until the worker has made the key, the route says so (503).
-  let served = servedDigestPublicKey(ctx.config);
+  // Read on each request, never kept: a rotation moves the key while this process runs.
   const body = (): { algorithm: 'Ed25519'; keyId: string; publicKeyPem: string; keys: Array<{ keyId: string; publicKeyPem: string }> } => {
-    served ??= servedDigestPublicKey(ctx.config);
+    const served = servedDigestPublicKey(ctx.config);
     if (!served) {
       throw new LockauditError(
         'LOCKAUDIT_ERR_DIGEST_KEY_MISSING',

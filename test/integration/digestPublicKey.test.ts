@@ -4,7 +4,7 @@
 // generated one into its data dir and published a key no worker signed with.
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { buildApp, type App } from '../../api/app.js';
@@ -50,6 +50,16 @@ describe('the digest public key the API serves', () => {
       assert.equal(served.statusCode, 200);
       const key = { keyId: worker.keyId, publicKeyPem: worker.publicKeyPem };
       assert.deepEqual(served.json(), { algorithm: 'Ed25519', ...key, keys: [key] });
+      // A rotation completes while the API runs (the worker's next key became the key file): the new key, at once.
+      const next = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+      writeFileSync(path.join(dir.dir, DIGEST_KEY_FILE), next);
+      const rotated = digestSigner({ dataDir: dir.dir }); // reads it, and adds it to the keyring as the worker does
+      const after = (await api.inject({ method: 'GET', url: '/v1/digests/public-key' })).json();
+      assert.equal(after.keyId, rotated.keyId, 'the key served is the one signing now, not the one at start');
+      assert.deepEqual(
+        after.keys.map((k: { keyId: string }) => k.keyId),
+        [worker.keyId, rotated.keyId],
+      );
     } finally {
       await api.close();
       dir.remove();
