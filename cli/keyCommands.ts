@@ -6,10 +6,13 @@
 // chain. A key set in the environment is rotated through the environment
 // (LOCKAUDIT_DIGEST_NEXT_SIGNING_KEY; runbook).
 import { createPrivateKey, createPublicKey } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { loadConfig } from '../core/config.js';
+import { loadConfig, type Config } from '../core/config.js';
+import { createS3Client } from '../core/s3.js';
+import { keyTrail } from '../exporters/digests/format.js';
+import { readChain } from '../exporters/digests/worker.js';
 import {
   addToKeyringFile,
   authorizeRotation,
@@ -28,6 +31,18 @@ import {
 import { badFlag as bad, keyed as run } from './flags.js';
 
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
+
+/** The key each configured cluster's chain is signed by now (undefined: no digest yet), checked under the deployment's keyring. */
+async function chainKeys(config: Config): Promise<Map<string, string | undefined>> {
+  const s3 = createS3Client(config.s3);
+  const keyring = deploymentKeyring(config);
+  const out = new Map<string, string | undefined>();
+  for (const c of config.etcd.clusters) {
+    const digests = (await readChain(s3, config.s3.archiveBucket, c.name)).flatMap((e) => (e.digest ? [e.digest] : [])).sort((a, b) => a.seq - b.seq);
+    out.set(c.name, keyTrail(digests, keyring).currentKeyId);
+  }
+  return out;
+}
 
 function keyIdOfFile(file: string): string {
   return signerFromPrivateKey(createPrivateKey(readFileSync(file, 'utf8'))).keyId;
@@ -101,7 +116,7 @@ export function registerKeyCommands(program: Command): void {
       "the lost key's public half (PEM), when the keyring lost it too (a data dir lost whole): auditors hold it, GET /v1/digests/public-key served it; the worker checks the chain it goes on from with it",
     )
     .action((flags: { lostKeyId: string; reason: string; publicKey?: string }) =>
-      run(() => {
+      run(async () => {
         if (!/^[0-9a-f]{16}$/.test(flags.lostKeyId)) bad(`--lost-key-id: "${flags.lostKeyId}" is not a key id (16 hex digits)`);
         const reason = flags.reason.trim();
         if (reason.length < 10 || reason.length > 500) bad('--reason: say why in 10 to 500 characters');
@@ -121,14 +136,27 @@ export function registerKeyCommands(program: Command): void {
           bad(
             `--public-key: the keyring does not hold the lost key ${flags.lostKeyId}'s public half, which the worker needs to check the chain it goes on from: give it (auditors hold it; GET /v1/digests/public-key served it)`,
           );
+        // The chains say which key is lost: only a key a chain is signed by now can be recovered from.
+        const signing = await chainKeys(config);
+        const inUse = (id: string): string | undefined => [...signing].find(([, k]) => k === id)?.[0];
+        if (!inUse(flags.lostKeyId))
+          bad(
+            `--lost-key-id: no chain is signed by key ${flags.lostKeyId} now (${[...signing].map(([c, k]) => `${c}: ${k ?? 'no digest'}`).join(', ')}): only the key a chain is signed by can be recovered from`,
+          );
         if (config.digestSigningKey) {
           const configured = signerFromPrivateKey(createPrivateKey(config.digestSigningKey)).keyId;
           if (configured === flags.lostKeyId) bad(`--lost-key-id: ${flags.lostKeyId} is LOCKAUDIT_DIGEST_SIGNING_KEY, which is not lost`);
         } else {
           const file = path.join(config.dataDir, DIGEST_KEY_FILE);
-          if (existsSync(file) && keyIdOfFile(file) === flags.lostKeyId)
-            bad(`--lost-key-id: ${flags.lostKeyId} is the key in ${file}, which is not lost: nothing to recover`);
-          // The new key: the one already there (a worker may have made it), else a fresh one.
+          if (existsSync(file)) {
+            const there = keyIdOfFile(file);
+            if (there === flags.lostKeyId) bad(`--lost-key-id: ${flags.lostKeyId} is the key in ${file}, which is not lost: nothing to recover`);
+            const cluster = inUse(there);
+            if (cluster) bad(`the key in ${file} (${there}) signs the chain of ${cluster}: it is not lost, and is kept`);
+            // A key no chain was signed with (a worker made it in a data dir lost whole, or it was put there): set
+            // aside, never taken as the new key — whoever could create the file may hold it.
+            renameSync(file, path.join(config.dataDir, `digest-signing-key.replaced-${there}.pem`));
+          }
           createDigestKeyFile(file);
           addToKeyringFile(config.dataDir, signerFromPrivateKey(createPrivateKey(readFileSync(file, 'utf8'))).publicKeyPem);
         }

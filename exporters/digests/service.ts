@@ -101,8 +101,9 @@ export function digestService(options: Partial<Pick<DigestWorkerOptions, 'allowU
 export function workerKeyOptions(
   config: Config,
   logger: Logger,
-): Pick<DigestWorkerOptions, 'nextSigner' | 'keyring' | 'recovery' | 'handedOver' | 'recovered'> {
+): Pick<DigestWorkerOptions, 'ownSigner' | 'nextSigner' | 'keyring' | 'recovery' | 'handedOver' | 'recovered'> {
   return {
+    ownSigner: () => digestSigner(config),
     nextSigner: () => {
       const next = nextDigestSigner(config);
       if (!next || config.digestNextSigningKey) return next; // the environment is the operator's

@@ -58,6 +58,8 @@ export interface DigestWorkerOptions {
   historyBucket: string;
   /** The key this worker signs with (a rotation's next key and a recovery below move the chain's key on). */
   signer: DigestSigner;
+  /** The key as it is now, read each time the chain is read (`lockaudit keys recover` makes a new one). Default: `signer`. */
+  ownSigner?: () => DigestSigner;
   /** A rotation's next key, read each run (core/digestKey.ts nextDigestSigner): the next digest hands signing over to it, signed by both. */
   nextSigner?: () => DigestSigner | undefined;
   /** Every key the deployment has signed with, read each run: the chain's older digests and the manifests they name. Default: the signers' own. */
@@ -147,8 +149,10 @@ export async function readChain(
 }
 
 export class DigestWorker {
-  readonly #o: Required<Omit<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret' | 'nextSigner' | 'keyring' | 'recovery' | 'handedOver' | 'recovered'>> &
-    Pick<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret' | 'nextSigner' | 'keyring' | 'recovery' | 'handedOver' | 'recovered'>;
+  readonly #o: Required<
+    Omit<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret' | 'ownSigner' | 'nextSigner' | 'keyring' | 'recovery' | 'handedOver' | 'recovered'>
+  > &
+    Pick<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret' | 'ownSigner' | 'nextSigner' | 'keyring' | 'recovery' | 'handedOver' | 'recovered'>;
   /** Sealed periods whose change the record does not explain, by period start: never re-signed, alarmed until explained or restart. */
   readonly #unexplained = new Map<string, string>();
   /** Periods whose grants this process sealed (or found sealed), and those found open: not before the time given. */
@@ -214,8 +218,9 @@ export class DigestWorker {
    */
   async #loadChain(): Promise<Map<number, Digest>> {
     const next = this.#o.nextSigner?.();
+    const own = this.#o.ownSigner?.() ?? this.#o.signer;
     const keyring = new Map(this.#o.keyring?.() ?? []);
-    for (const s of [this.#o.signer, next]) if (s) keyring.set(s.keyId, createPublicKey(s.publicKeyPem));
+    for (const s of [own, next]) if (s) keyring.set(s.keyId, createPublicKey(s.publicKeyPem));
     const chain = new Map<number, Digest>();
     const problems: string[] = [];
     for (const e of await readChain(this.#o.s3, this.#o.bucket, this.cluster, this.#o.objectPrefix)) {
@@ -241,7 +246,7 @@ export class DigestWorker {
     // to name digest by digest, but a lost key (#chooseKey says so).
     const first = ordered[0];
     if (problems.length === 0 && first && !first.recovery && !keyring.has(first.keyId)) {
-      if (this.#o.recovery?.()?.lostKeyId !== first.keyId) this.#chooseKey(first.keyId, undefined, chain.size); // raises the alarm, throws
+      if (this.#o.recovery?.()?.lostKeyId !== first.keyId) this.#chooseKey(first.keyId, own, undefined, chain.size); // raises the alarm, throws
       throw new Error(
         `a recovery from key ${first.keyId} needs that key's public half in the keyring, to check the chain it goes on from (lockaudit keys recover --public-key)`,
       );
@@ -267,7 +272,7 @@ export class DigestWorker {
       throw new Error(`digest chain of ${this.cluster} is invalid (${problems.length} problem(s)), not sealing: ${problems[0] as string}`);
     }
     this.#o.health?.clear(alarmName('LOCKAUDIT_ALARM_DIGEST_CHAIN_INVALID', { cluster: this.cluster }));
-    this.#chooseKey(trail.currentKeyId, next, chain.size);
+    this.#chooseKey(trail.currentKeyId, own, next, chain.size);
     this.#chain = chain;
     return chain;
   }
@@ -278,8 +283,7 @@ export class DigestWorker {
    * authorized for exactly the chain's key. Any other key is a lost or replaced key: LOCKAUDIT_ALARM_DIGEST_KEY_UNKNOWN,
    * and nothing is signed — never a new chain by surprise.
    */
-  #chooseKey(current: string | undefined, next: DigestSigner | undefined, digests: number): void {
-    const own = this.#o.signer;
+  #chooseKey(current: string | undefined, own: DigestSigner, next: DigestSigner | undefined, digests: number): void {
     this.#handover = undefined;
     this.#recovery = undefined;
     const unknown = alarmName('LOCKAUDIT_ALARM_DIGEST_KEY_UNKNOWN', { cluster: this.cluster });
