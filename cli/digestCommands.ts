@@ -8,7 +8,7 @@ import { CLUSTER_NAME_PATTERN, loadConfig } from '../core/config.js';
 import { deploymentKeyring, parseKeyring, type DigestKeyring } from '../core/digestKey.js';
 import { badFlag as bad, keyed } from './flags.js';
 import { parseInstantOrUtc } from '../core/instant.js';
-import { existingOriginSecret } from '../core/originSecret.js';
+import { existingTailerSecret } from '../core/tailerSecret.js';
 import { createS3Client } from '../core/s3.js';
 import { formatVerifyResult, verifyDigests } from '../exporters/digests/verify.js';
 
@@ -77,7 +77,7 @@ export function registerDigestCommands(program: Command): void {
             settleMs: config.digests.settleSeconds * 1000,
             periodMs: config.digests.periodSeconds * 1000,
             clockToleranceMs: config.digests.clockToleranceSeconds * 1000,
-            ...(store ? { originSecret: existingOriginSecret(config) } : {}),
+            ...(store ? { tailerSecret: existingTailerSecret(config) } : {}),
             ...(maxOpen !== undefined ? { maxOpenMs: maxOpen * 1000 } : {}),
           });
           if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);

@@ -15,6 +15,7 @@ import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
 import { expectedFromAuditLog, gapsFromAuditLog, verifyArchive } from '../exporters/archive/archiveVerify.js';
 import { existingOriginSecret } from '../core/originSecret.js';
+import { existingTailerSecret } from '../core/tailerSecret.js';
 import { archiveLockProblem, ensureHistoryBucket } from '../platform/buckets.js';
 import { EXPORT_FORMATS, ExportRecords, parseExportInput, writeGrantsExport } from '../exporters/compliance/complianceExport.js';
 import type { ExportFormat } from '../exporters/compliance/chunkedExport.js';
@@ -129,7 +130,7 @@ export function registerExportCommands(program: Command): void {
             logger: createLogger('warn'),
             signer: digestSigner(config),
             keyring: deploymentKeyring(config),
-            originSecret: existingOriginSecret(config),
+            tailerSecret: existingTailerSecret(config),
             grantSealPeriodMs: config.digests.periodSeconds * 1000,
           };
           const progress = bar('history');
@@ -255,7 +256,7 @@ export function registerExportCommands(program: Command): void {
           progress.start(100, 0, { unit: '%', detail: '' });
           const file = await writeGrantsExport(store, request, out, {
             durable: true,
-            originSecret: existingOriginSecret(config),
+            tailerSecret: existingTailerSecret(config),
             ...grantSeals(config),
             onProgress: (p) => {
               progress.update(Math.floor(p.percent), { detail: `${p.rows} of ${p.total} rows` });

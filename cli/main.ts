@@ -6,7 +6,7 @@ import { loadConfig, maskedConfig, type Config } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
 import { assertDependenciesAnswer, checkAll } from '../platform/dependencyChecks.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
-import { standaloneSecretProblem } from '../core/originSecret.js';
+import { originSecret, standaloneSecretProblem } from '../core/originSecret.js';
 import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
 import { ensureBuckets } from '../platform/buckets.js';
@@ -135,6 +135,8 @@ export function buildCli(): Command {
       const log = ['--log-format', opts.logFormat];
       const demo = opts.demo ? ['--demo', '--demo-workers', String(opts.demoWorkers), '--demo-rate', String(opts.demoRate)] : [];
       const embedded = config.clickhouse.mode === 'embedded' && !servedStore(config.clickhouse.path);
+      // A new deployment's proof keys before any role starts: its tailer key first (core/originSecret.ts).
+      originSecret(config);
       const roles = [
         ...(embedded ? [{ name: 'store', args: log }] : []),
         { name: 'tailer', args: log },

@@ -32,6 +32,16 @@ interface Running {
   exited: Promise<number | null>;
 }
 
+/** Roles that check or write the tailer's proofs (core/tailerSecret.ts): no other process is given its key. */
+const TAILER_KEY_HOLDERS = new Set(['tailer', 'worker']);
+
+/** The environment a role's process gets: the supervisor's, without the tailer's key for a role that never needs it. */
+export function roleEnv(role: string, env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  if (TAILER_KEY_HOLDERS.has(role) || env.LOCKAUDIT_TAILER_SECRET === undefined) return env;
+  const { LOCKAUDIT_TAILER_SECRET: _held, ...rest } = env;
+  return rest;
+}
+
 const BACKOFF_MS = { first: 1_000, max: 30_000, resetAfter: 60_000 };
 
 export async function supervise(config: Config, roles: SupervisedRole[], say: (message: string) => void): Promise<number> {
@@ -49,7 +59,7 @@ export async function supervise(config: Config, roles: SupervisedRole[], say: (m
 
   const start = (role: SupervisedRole): Running => {
     const child = spawn(process.execPath, [...process.execArgv, process.argv[1] as string, role.name, ...role.args], {
-      env: process.env,
+      env: roleEnv(role.name),
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       detached: true,
     });

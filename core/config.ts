@@ -364,6 +364,13 @@ export const FileConfigSchema = Type.Object(
           'Key of the proof of origin the lock API writes into each hold (HMAC-SHA256), checked by the tailer; every API and tailer process of a deployment needs the same one. Absent: generated once into <dataDir>/origin-secret (masked).',
       }),
     ),
+    tailerSecret: Type.Optional(
+      Type.String({
+        minLength: 32,
+        description:
+          "Key of the tailer's own proofs (its /sys/clock writes, checkpoints, catch-up segments, restore gaps, quarantined rows; HMAC-SHA256), checked by the tailer, the worker and verify; give it to the tailer and worker processes, never the api. Absent: <dataDir>/tailer-secret, generated with a new deployment; a deployment from before it was split uses its origin secret (masked).",
+      }),
+    ),
     digestSigningKey: Type.Optional(
       Type.String({
         minLength: 40,
@@ -439,6 +446,8 @@ export interface Config extends Settled<Pick<FileConfig, 'dataDir' | 'host' | 'p
   logLevel: LogLevel;
   /** undefined: the generated one in <dataDir>/origin-secret (core/originSecret.ts). */
   originSecret?: string;
+  /** undefined: <dataDir>/tailer-secret, or the origin secret of a deployment from before it (core/tailerSecret.ts). */
+  tailerSecret?: string;
   /** undefined: the generated one in <dataDir>/digest-signing-key.pem (core/digestKey.ts). */
   digestSigningKey?: string;
   /** A rotation's next key; undefined: <dataDir>/digest-signing-key.next.pem, if any (core/digestKey.ts nextDigestSigner). */
@@ -522,6 +531,7 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_S3_ARCHIVE_BUCKET', path: ['s3', 'archiveBucket'], parse: asString },
   { name: 'LOCKAUDIT_REDIS_URL', path: ['redisUrl'], parse: asString, secret: true },
   { name: 'LOCKAUDIT_ORIGIN_SECRET', path: ['originSecret'], parse: asString, secret: true },
+  { name: 'LOCKAUDIT_TAILER_SECRET', path: ['tailerSecret'], parse: asString, secret: true },
   { name: 'LOCKAUDIT_CURSOR_SECRET', path: ['api', 'cursorSecret'], parse: asString, secret: true },
   { name: 'LOCKAUDIT_METRICS_REQUIRE_TOKEN', path: ['api', 'metricsRequireToken'], parse: asBoolean },
   { name: 'LOCKAUDIT_EXPORT_DOWNLOAD_SECONDS', path: ['api', 'exportDownloadSeconds'], parse: asInteger },
@@ -778,6 +788,7 @@ function resolve(input: FileConfig, cwd: string): Config {
     tailer: file.tailer,
     api: file.api,
     ...(file.originSecret ? { originSecret: file.originSecret } : {}),
+    ...(file.tailerSecret ? { tailerSecret: file.tailerSecret } : {}),
     ...(file.digestSigningKey ? { digestSigningKey: file.digestSigningKey } : {}),
     ...(file.digestNextSigningKey ? { digestNextSigningKey: file.digestNextSigningKey } : {}),
     ...(file.digestPublicKey ? { digestPublicKey: file.digestPublicKey } : {}),
@@ -799,6 +810,7 @@ export function maskedConfig(config: Config): Record<string, unknown> {
   const api = copy.api as Record<string, unknown>;
   if (api.cursorSecret) api.cursorSecret = MASK;
   if (copy.originSecret) copy.originSecret = MASK;
+  if (copy.tailerSecret) copy.tailerSecret = MASK;
   if (copy.digestSigningKey) copy.digestSigningKey = MASK;
   if (copy.digestNextSigningKey) copy.digestNextSigningKey = MASK;
   for (const w of (copy.alerts as { webhooks: Array<Record<string, unknown>> }).webhooks) w.secret = MASK;

@@ -3,12 +3,14 @@
 // so the API and the tailer of one deployment share it without setup; never
 // logged (maskedConfig hides a configured one).
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from './config.js';
 import { LockauditError } from './errors.js';
 
 export const ORIGIN_SECRET_FILE = 'origin-secret';
+/** The tailer's key file (core/tailerSecret.ts); named here because a new deployment creates it before its origin secret. */
+export const TAILER_SECRET_FILE = 'tailer-secret';
 /** The shortest key taken (a configured one is held to the same by the config schema). */
 export const ORIGIN_SECRET_MIN_BYTES = 32;
 
@@ -24,24 +26,8 @@ function fromFile(file: string, text: string): Buffer {
   return key;
 }
 
-export function originSecret(config: Pick<Config, 'dataDir' | 'originSecret'>): Buffer {
-  const existing = existingOriginSecret(config);
-  if (existing) return existing;
-  const file = path.join(config.dataDir, ORIGIN_SECRET_FILE);
-  mkdirSync(config.dataDir, { recursive: true });
-  try {
-    // 'wx': a second process creating it at the same moment keeps the first one's key.
-    writeFileSync(file, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
-  return fromFile(file, readFileSync(file, 'utf8'));
-}
-
-/** The origin secret if this deployment has one (configured, or its file exists); never creates one — for checkers. */
-export function existingOriginSecret(config: Pick<Config, 'dataDir' | 'originSecret'>): Buffer | undefined {
-  if (config.originSecret) return Buffer.from(config.originSecret, 'utf8');
-  const file = path.join(config.dataDir, ORIGIN_SECRET_FILE);
+/** The key in `file`, undefined when there is no such file; an unreadable or short one is refused naming the file. */
+export function secretFromFile(file: string): Buffer | undefined {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -56,6 +42,43 @@ export function existingOriginSecret(config: Pick<Config, 'dataDir' | 'originSec
     );
   }
   return fromFile(file, text);
+}
+
+/**
+ * A new random key in `<dataDir>/<name>` unless the file exists; the key the file holds either way. Written whole
+ * to a private file and linked into place, so a process reading at the same moment never sees it half written, and
+ * of two processes creating it at once, both take the first one's key.
+ */
+export function createSecretFile(dataDir: string, name: string): Buffer {
+  const file = path.join(dataDir, name);
+  const existing = secretFromFile(file);
+  if (existing) return existing;
+  mkdirSync(dataDir, { recursive: true });
+  const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.new`;
+  writeFileSync(draft, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
+  try {
+    linkSync(draft, file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  } finally {
+    rmSync(draft, { force: true });
+  }
+  return fromFile(file, readFileSync(file, 'utf8'));
+}
+
+export function originSecret(config: Pick<Config, 'dataDir' | 'originSecret' | 'tailerSecret'>): Buffer {
+  const existing = existingOriginSecret(config);
+  if (existing) return existing;
+  // A new deployment: its tailer key first, so that an origin secret without one marks a deployment from before the
+  // split (core/tailerSecret.ts), never a new one whose tailer had not started yet.
+  if (!config.tailerSecret) createSecretFile(config.dataDir, TAILER_SECRET_FILE);
+  return createSecretFile(config.dataDir, ORIGIN_SECRET_FILE);
+}
+
+/** The origin secret if this deployment has one (configured, or its file exists); never creates one — for checkers. */
+export function existingOriginSecret(config: Pick<Config, 'dataDir' | 'originSecret'>): Buffer | undefined {
+  if (config.originSecret) return Buffer.from(config.originSecret, 'utf8');
+  return secretFromFile(path.join(config.dataDir, ORIGIN_SECRET_FILE));
 }
 
 /**

@@ -10,6 +10,7 @@ import type { Runtime } from '../platform/runtime.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
 import { createS3Client } from '../core/s3.js';
 import { originSecret } from '../core/originSecret.js';
+import { tailerKey } from '../core/tailerSecret.js';
 import { deploymentKeyring, digestSigner } from '../core/digestKey.js';
 import { failComplianceExport, runComplianceExport } from './compliance/complianceExport.js';
 import { exportMetrics } from './exportMetrics.js';
@@ -66,7 +67,7 @@ export function historyProcessor(runtime: Deps): Processor<HistoryJobData> {
         signer: digestSigner(runtime.config),
         keyring: deploymentKeyring(runtime.config),
         health: runtime.health,
-        originSecret: originSecret(runtime.config),
+        tailerSecret: tailerKey(runtime.config).key,
         grantSealPeriodMs: runtime.config.digests.periodSeconds * 1000,
       },
       date,
@@ -101,7 +102,7 @@ export function complianceProcessor(runtime: Deps): Processor<ComplianceJobData>
           logger: runtime.logger,
           metrics,
           digests,
-          originSecret: originSecret(runtime.config),
+          tailerSecret: tailerKey(runtime.config).key,
         },
         id,
         async (p) => {

@@ -3,6 +3,7 @@
 // in parallel, each in its own order (drain, checkpoint, resign last).
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
 import { originSecret } from '../core/originSecret.js';
+import { SHARED_TAILER_KEY_WARNING, tailerKey } from '../core/tailerSecret.js';
 import { TailerReplica, type ReplicaOptions, type ReplicaStatus } from '../tailer/replica.js';
 import { tailerMetrics } from '../tailer/tailerMetrics.js';
 
@@ -16,6 +17,10 @@ export async function startTailerRole(runtime: Runtime, overrides: ReplicaOption
   const metrics = tailerMetrics(runtime.metrics);
   // The lag rules compare against it (deploy/prometheus).
   for (const c of config.etcd.clusters) metrics.compactionWindow.set({ cluster: c.name }, config.tailer.compactionWindowRevisions);
+  // The origin secret first: a new deployment's creates the tailer key before it (core/originSecret.ts).
+  const origin = originSecret(config);
+  const tailer = tailerKey(config);
+  if (tailer.source === 'origin') runtime.logger.warn(SHARED_TAILER_KEY_WARNING);
   const replicas = config.etcd.clusters.map(
     (cluster) =>
       new TailerReplica(
@@ -26,7 +31,8 @@ export async function startTailerRole(runtime: Runtime, overrides: ReplicaOption
           catchUpWindows: config.tailer.catchUpWindows,
           sink: { maxRows: config.tailer.batchMaxRows, maxDelayMs: config.tailer.batchMaxDelayMs },
           dataDir: config.dataDir,
-          originSecret: originSecret(config),
+          originSecret: origin,
+          tailerSecret: tailer.key,
           ...overrides,
         },
       ),

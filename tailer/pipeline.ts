@@ -59,12 +59,20 @@ export interface PipelineOptions {
   /** Key of the lock API's proof of origin; holds without it are recorded as foreign (and alarmed). */
   originSecret?: Buffer;
   /**
+   * Key of the tailer's own proofs (core/tailerSecret.ts): its clock writes, checkpoints, catch-up segments,
+   * restore gaps and quarantined rows. Default: `originSecret` (a deployment from before the split; tests).
+   */
+  tailerSecret?: Buffer;
+  /**
    * Follow the TTL of leases of holds put live (leaseWitness.ts), so a hand delete whose lease is revoked
    * right after does not read as an expiry. Default true; off only in tests that stand a revoke in for an
    * expiry (a revoke before the TTL ran out is, rightly, no expiry to the witness).
    */
   leaseWitness?: boolean;
 }
+
+/** The key the tailer proves its own rows and clock with: its own, or the origin secret of a deployment from before the split. */
+export const tailerKeyOf = (o: Pick<PipelineOptions, 'originSecret' | 'tailerSecret'>): Buffer | undefined => o.tailerSecret ?? o.originSecret;
 
 export interface PipelineDeps {
   cluster: string;
@@ -267,7 +275,7 @@ export class TailerPipeline {
     const head = await this.#deps.clock.tick();
     if (head > state.head) state.head = head;
     // What earlier runs made durable above the checkpoint is not watched again (catchUpSegments.ts).
-    const durable = await readDurable(this.#deps.store, this.#deps.cluster, this.#deps.timeline ?? 0, checkpoint, this.#opts.originSecret).catch(
+    const durable = await readDurable(this.#deps.store, this.#deps.cluster, this.#deps.timeline ?? 0, checkpoint, tailerKeyOf(this.#opts)).catch(
       (err: Error) => {
         log.warn({ err: err.message }, 'durable catch-up intervals not read; this run watches everything above the checkpoint');
         return [];
@@ -297,7 +305,7 @@ export class TailerPipeline {
       ...(replays ? { beforeWrite: (batch: RowBatch) => replays.mark(batch) } : {}),
       timeline: this.#deps.timeline,
       term: this.#deps.term,
-      ...(this.#opts.originSecret ? { proofSecret: this.#opts.originSecret } : {}),
+      ...(tailerKeyOf(this.#opts) ? { proofSecret: tailerKeyOf(this.#opts) } : {}),
       onFlush: (_rows, seconds) => metrics?.batchSeconds.observe(this.#labels, seconds),
       onRetry: () => metrics?.sinkRetries.inc(this.#labels),
       onQuarantine: (rows) => metrics?.quarantined.inc(this.#labels, rows),
@@ -348,7 +356,8 @@ export class TailerPipeline {
       log: this.#deps.log,
       gaps: this.#deps.gaps,
       originSecret: this.#opts.originSecret,
-      foreignGrants: this.#opts.originSecret && new ForeignGrantClock(this.#deps.client, this.#deps.store, this.#deps.cluster, this.#opts.originSecret),
+      tailerSecret: tailerKeyOf(this.#opts),
+      foreignGrants: this.#opts.originSecret && new ForeignGrantClock(this.#deps.client, this.#deps.store, this.#deps.cluster, tailerKeyOf(this.#opts) ?? this.#opts.originSecret),
       capturedStarts: capturedStarts(this.#deps.store, this.#deps.cluster, this.#deps.timeline ?? 0),
       alarm: this.#deps.alarm,
       metrics,
@@ -379,7 +388,7 @@ export class TailerPipeline {
       replicaId: d.replicaId,
       term: d.term,
       timeline: d.timeline ?? 0,
-      secret: this.#opts.originSecret,
+      secret: tailerKeyOf(this.#opts),
       log: d.log,
       fence: d.fence,
       position: () => ({ watermark: state.watermark, head: state.head, lagSeconds: clocks.lagSeconds(state.watermark, state.head) }),

@@ -45,7 +45,7 @@ import { readFencedCheckpoint, writeCheckpoint } from './sink/offsets.js';
 import { provenPosition } from './recovery/provenPosition.js';
 import { writeRows, type RowWriteOptions } from './sink/rowWriter.js';
 import { ReplayCheck } from './decode/replays.js';
-import { TailerPipeline, type PipelineHandle, type PipelineOptions } from './pipeline.js';
+import { tailerKeyOf, TailerPipeline, type PipelineHandle, type PipelineOptions } from './pipeline.js';
 import type { TailerMetrics } from './tailerMetrics.js';
 import type { RowBatch } from './types.js';
 import { runReplica, type Leadership, type ReplicaPorts, type StartState, type TailEnd } from './replicaLoop.js';
@@ -191,9 +191,9 @@ export class TailerReplica {
         const election = new LeaderElection(this.#client, tailerElectionName(cluster), this.#replicaId, ttl);
         await election.campaign(signal, onLost);
         try {
-          const clock = new ClockWriter(this.#client, log, this.#opts.clockIntervalMs ?? 1_000, this.#opts.originSecret);
+          const clock = new ClockWriter(this.#client, log, this.#opts.clockIntervalMs ?? 1_000, tailerKeyOf(this.#opts));
           const shipper = this.#opts.dataDir
-            ? new SpoolShipper(this.#deps.store, cluster, this.#opts.dataDir, log, (n) => metrics?.spoolShipped.inc(this.#labels, n), this.#opts.originSecret)
+            ? new SpoolShipper(this.#deps.store, cluster, this.#opts.dataDir, log, (n) => metrics?.spoolShipped.inc(this.#labels, n), tailerKeyOf(this.#opts))
             : undefined;
           // Stamped on every row and checkpoint of this leadership: the store keeps the highest term's (sql/110).
           return { term: election.term(), election, clock, shipper };
@@ -409,6 +409,7 @@ export class TailerReplica {
       previousClusterId: seen.previousClusterId,
       clusterId: seen.clusterId,
     };
+    const tailerKey = tailerKeyOf(this.#opts);
     await recordGap(store, {
       cluster,
       from_revision: signed.fromRevision,
@@ -421,7 +422,7 @@ export class TailerReplica {
       previous_cluster_id: seen.previousClusterId,
       cluster_id: seen.clusterId,
       term: term.toString(),
-      ...(this.#opts.originSecret ? { proof: restoreGapMac(this.#opts.originSecret, signed) } : {}),
+      ...(tailerKey ? { proof: restoreGapMac(tailerKey, signed) } : {}),
     });
     // Events a killed run made durable above the checkpoint without their grant rows: no replay writes those now.
     await completeGrantRows(store, cluster, timeline.timeline, checkpoint, plan.captured, term, gaps);
@@ -438,7 +439,7 @@ export class TailerReplica {
       : await this.#snapshot(
           resume,
           after,
-          { retry: { initialMs: 100, maxMs: 5_000 }, timeline: generation, term, proofSecret: this.#opts.originSecret },
+          { retry: { initialMs: 100, maxMs: 5_000 }, timeline: generation, term, proofSecret: tailerKeyOf(this.#opts) },
           { skipPutAtRevision: compacted === undefined },
         );
     if (!(await election.stillLeader())) throw new Error('leadership lost during the restore snapshot');
@@ -546,7 +547,7 @@ export class TailerReplica {
       retry: { initialMs: 100, maxMs: 5_000, signal },
       timeline,
       term,
-      proofSecret: this.#opts.originSecret,
+      proofSecret: tailerKeyOf(this.#opts),
     });
     if (!(await election.stillLeader())) throw new Error('leadership lost during the snapshot');
     await closeGrantsEndedInGap(store, cluster, checkpoint, compacted, compacted, term);
@@ -557,7 +558,7 @@ export class TailerReplica {
       term,
       timeline,
       fence: () => election.stillLeader(),
-      secret: this.#opts.originSecret,
+      secret: tailerKeyOf(this.#opts),
     });
     if (wrote.kind === 'not-leader') throw new Error('leadership lost during the snapshot');
     log.warn({ holds, revision: compacted.toString() }, 'snapshot written; resuming after it');
@@ -572,7 +573,7 @@ export class TailerReplica {
     const { store, log, health } = this.#deps;
     const cluster = this.#deps.cluster.name;
     const inEffect = await readFencedCheckpoint(store, cluster);
-    const secret = this.#opts.originSecret;
+    const secret = tailerKeyOf(this.#opts);
     if (!secret) return inEffect;
     const checked = await provenPosition(store, cluster, secret, inEffect);
     if (checked.unproven) {

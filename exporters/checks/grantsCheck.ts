@@ -112,7 +112,7 @@ export interface GrantsCheckOptions {
    * The tailer's key: a start event whose grant row the store refused is excused only when its quarantine row
    * carries the tailer's proof (sql/240). Without it, nothing in quarantine excuses a missing row.
    */
-  originSecret?: Buffer;
+  tailerSecret?: Buffer;
   /** Events timed before this (ms) are never in flight: the periods a digest sealed (verify passes its chain's end). Default 0. */
   sealedBeforeMs?: number;
 }
@@ -199,7 +199,7 @@ export async function checkGrantsAgainstEvents(
     stepMs,
     options.windowStartEvents ?? 1_000_000,
   );
-  const context = await checkContext(store, rest.cluster ?? '', options.originSecret);
+  const context = await checkContext(store, rest.cluster ?? '', options.tailerSecret);
   for (const window of windows) {
     if (out.length >= limit) break;
     const params = {

@@ -26,8 +26,8 @@ export interface QuarantineProblem {
 }
 
 export interface QuarantineCheckOptions {
-  /** The origin secret: without it no proof can be checked, so only entries backed by a captured change pass. */
-  originSecret?: Buffer | undefined;
+  /** The tailer's key (core/tailerSecret.ts): without it no proof can be checked, so only entries backed by a captured change pass. */
+  tailerSecret?: Buffer | undefined;
   /** At most this many problems (default 20). */
   limit?: number;
   /** Entries read at most (default 1 000 000): past it the rest are named as unchecked, never passed. */
@@ -75,7 +75,7 @@ export async function checkQuarantine(
   while (problems.length < limit) {
     const page = await store.rows<EntryRow>(ROWS.text, { cluster, lo, hi, fromMs: range.fromMs, toMs: range.toMs, ...after, limit: pageRows });
     for (const e of page) {
-      const problem = judge(cluster, e, options.originSecret);
+      const problem = judge(cluster, e, options.tailerSecret);
       if (problem) problems.push({ cluster, revision: e.revisionText, key: e.keyText, timeline: Number(e.timelineNo), problem });
       if (problems.length >= limit) break;
     }
@@ -109,7 +109,7 @@ function judge(cluster: string, e: EntryRow, secret: Buffer | undefined): string
   if (e.proof !== '') {
     if (secret && hasValidQuarantineRowProof(secret, { cluster, timeline, revision, key, op, valueSha256: e.valueSha256, reason: e.reason }, e.proof))
       return undefined;
-    if (!secret) return Number(e.backed) ? undefined : 'cannot be checked without the origin secret, and no captured change backs it';
+    if (!secret) return Number(e.backed) ? undefined : "cannot be checked without the tailer's key, and no captured change backs it";
     return 'its proof does not match: the entry was edited (value, reason, op or place) or proved with another key';
   }
   if (Number(e.backed)) return undefined; // quarantine_check_missing.sql compares its op and value with the change

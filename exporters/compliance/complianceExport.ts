@@ -279,13 +279,13 @@ export async function writeGrantsExport(
     chunkRows?: number;
     signal?: AbortSignal;
     durable?: boolean;
-    originSecret?: Buffer;
+    tailerSecret?: Buffer;
     seals?: ExportCheckOptions['seals'];
   } = {},
 ): Promise<WrittenFile> {
   // Nothing is written of grants that disagree with the events the digests cover (grantsCheck.ts): the check runs
   // beside the plan and the chunk queries, and the file takes its name only once it has passed.
-  const gate = new ExportGate(assertGrantsMatchEvents(store, request.filters, request, { originSecret: options.originSecret, seals: options.seals }));
+  const gate = new ExportGate(assertGrantsMatchEvents(store, request.filters, request, { tailerSecret: options.tailerSecret, seals: options.seals }));
   const plan = await gate.guard(planFor(store, request, options.chunkRows));
   return runExportPlan(store, plan, request.format, outPath, {
     onProgress: options.onProgress,
@@ -312,7 +312,7 @@ export async function runComplianceExport(deps: ComplianceDeps, id: string, onPr
   const gate = new ExportGate(
     assertGrantsMatchEvents(deps.store, queued.filters, queued, {
       scope: queued.scope,
-      originSecret: deps.originSecret,
+      tailerSecret: deps.tailerSecret,
       seals: deps.digests?.periodMs ? { publicKey: sealKey(deps.digests.signer), periodMs: deps.digests.periodMs } : undefined,
     }),
   );

@@ -17,7 +17,7 @@ export async function sealGrantPeriod(
   signer: DigestSigner,
   cluster: string,
   period: { fromMs: number; toMs: number },
-  options: { originSecret?: Buffer; now?: () => number } = {},
+  options: { tailerSecret?: Buffer; now?: () => number } = {},
 ): Promise<SealOutcome> {
   const P = period.toMs - period.fromMs;
   const read = async () => (await periodGrants(store, cluster, period.fromMs, period.toMs, P))[0];
@@ -33,7 +33,7 @@ export async function sealGrantPeriod(
   });
   if (stored.some((s) => sealHolds(readGrantSeal(s.body, s.signature, key), before))) return { outcome: 'already' };
   // Settle 0: a digested period's events are durable, so nothing of it is in flight; a moment's doubt only delays the seal.
-  const problems = await checkGrantsAgainstEvents(store, { cluster }, period, { originSecret: options.originSecret, limit: 5, settleMs: 0 });
+  const problems = await checkGrantsAgainstEvents(store, { cluster }, period, { tailerSecret: options.tailerSecret, limit: 5, settleMs: 0 });
   if (problems.length) return { outcome: 'unproven', problems: problems.map(formatGrantProblem) };
   // Rows written while the check ran were not checked: seal only what was both hashed and checked.
   const after = await read();

@@ -18,7 +18,7 @@ import type { Logger } from '../../core/logger.js';
 import { isLockauditError } from '../../core/errors.js';
 import { alarm, alarmName } from '../../platform/alarms.js';
 import type { Config } from '../../core/config.js';
-import { originSecret } from '../../core/originSecret.js';
+import { tailerKey } from '../../core/tailerSecret.js';
 import { createS3Client } from '../../core/s3.js';
 import type { BackgroundService } from '../../platform/jobs.js';
 import { digestMetrics } from './metrics.js';
@@ -31,7 +31,7 @@ export function digestService(options: Partial<Pick<DigestWorkerOptions, 'allowU
       const { config } = runtime;
       const s3 = createS3Client(config.s3);
       const metrics = digestMetrics(runtime.metrics);
-      const secret = originSecret(config);
+      const secret = tailerKey(config).key;
       let workers: DigestWorker[] = [];
       let closed = false;
       let retry: NodeJS.Timeout | undefined;
@@ -69,7 +69,7 @@ export function digestService(options: Partial<Pick<DigestWorkerOptions, 'allowU
               alarmAfterPeriods: config.digests.alarmAfterPeriods,
               pollIntervalMs: config.digests.pollIntervalMs,
               clockToleranceMs: config.digests.clockToleranceSeconds * 1000,
-              originSecret: secret,
+              tailerSecret: secret,
               ...options,
             }),
         );

@@ -55,7 +55,7 @@ export interface DigestVerifyOptions {
    * explains the change (explain.ts), and a restore explains its marks only with its gap's proof. Without it, only
    * late spools explain anything.
    */
-  originSecret?: Buffer;
+  tailerSecret?: Buffer;
   /** When the grants check finds problems, it runs again after this long and only those found twice count (a batch in flight). Default 5 000; 0: once. */
   recheckMs?: number;
 }
@@ -209,7 +209,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
     for (const p of walk.problems) problems.push({ cluster, detail: p });
     const regular = walk.periods;
     const bySeq = new Map(entries.flatMap((e) => (e.digest ? [[e.digest.seq, e.digest] as const] : [])));
-    const restores = o.store ? await provenRestores(o.store, cluster, o.originSecret) : [];
+    const restores = o.store ? await provenRestores(o.store, cluster, o.tailerSecret) : [];
     const last = regular[regular.length - 1];
     const lastEnd = last ? Date.parse(last.periodEnd) : undefined;
     const periodMs = last ? Date.parse(last.periodEnd) - Date.parse(last.periodStart) : o.periodMs;
@@ -293,7 +293,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
           o.store as AuditStore,
           { cluster },
           { fromMs: o.fromMs, toMs },
-          { limit: 20, originSecret: o.originSecret, sealedBeforeMs: lastEnd ?? 0 },
+          { limit: 20, tailerSecret: o.tailerSecret, sealedBeforeMs: lastEnd ?? 0 },
         );
       let found = await check();
       // A change in flight (the tailer or the spool shipper writes a batch's events, then its grants) is not tampering:
@@ -306,7 +306,7 @@ export async function verifyDigests(o: DigestVerifyOptions): Promise<DigestVerif
       // Reports read copies of `grants` (key, holder, token): each must equal what was just checked.
       const copies = await checkCopiesAgainstGrants(o.store, cluster, { fromMs: o.fromMs, toMs }, 20);
       // The quarantine view: each undecodable change listed as captured, each entry backed or proven.
-      const quarantine = await checkQuarantine(o.store, cluster, { fromMs: o.fromMs, toMs }, { originSecret: o.originSecret, limit: 20 });
+      const quarantine = await checkQuarantine(o.store, cluster, { fromMs: o.fromMs, toMs }, { tailerSecret: o.tailerSecret, limit: 20 });
       const all = [...found.map(formatGrantProblem), ...copies.map(formatCopyProblem), ...quarantine.map(formatQuarantineProblem)];
       grants.push({ cluster, status: all.length ? 'fail' : 'ok', problems: all });
     }

@@ -100,7 +100,7 @@ export interface DigestWorkerOptions {
    * for what the record explains (explain.ts), and the marks of a restore count only with its gap's proof. Without
    * it, no restore explains anything.
    */
-  originSecret?: Buffer;
+  tailerSecret?: Buffer;
 }
 
 export interface DigestRunResult {
@@ -150,9 +150,9 @@ export async function readChain(
 
 export class DigestWorker {
   readonly #o: Required<
-    Omit<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret' | 'ownSigner' | 'nextSigner' | 'keyring' | 'recovery' | 'handedOver' | 'recovered'>
+    Omit<DigestWorkerOptions, 'health' | 'metrics' | 'tailerSecret' | 'ownSigner' | 'nextSigner' | 'keyring' | 'recovery' | 'handedOver' | 'recovered'>
   > &
-    Pick<DigestWorkerOptions, 'health' | 'metrics' | 'originSecret' | 'ownSigner' | 'nextSigner' | 'keyring' | 'recovery' | 'handedOver' | 'recovered'>;
+    Pick<DigestWorkerOptions, 'health' | 'metrics' | 'tailerSecret' | 'ownSigner' | 'nextSigner' | 'keyring' | 'recovery' | 'handedOver' | 'recovered'>;
   /** Sealed periods whose change the record does not explain, by period start: never re-signed, alarmed until explained or restart. */
   readonly #unexplained = new Map<string, string>();
   /** Periods whose grants this process sealed (or found sealed), and those found open: not before the time given. */
@@ -420,7 +420,7 @@ export class DigestWorker {
       }
       // Late changes: the latest lookbackPeriods digested periods, re-counted, re-hashed when they moved — and, however
       // old, every period a proven restore recorded after its digest may have marked (a restore reaching far back).
-      const restores = await provenRestores(this.#o.store, this.cluster, this.#o.originSecret);
+      const restores = await provenRestores(this.#o.store, this.cluster, this.#o.tailerSecret);
       const byStart = [...effective.values()].sort((a, b) => Date.parse(b.periodStart) - Date.parse(a.periodStart));
       const recent = new Set(byStart.slice(0, this.#o.lookbackPeriods));
       // And every older period a spool line shipped late reached (however late: a spool is shipped when the API is back).
@@ -539,7 +539,7 @@ export class DigestWorker {
         this.#signer,
         this.cluster,
         { fromMs: Date.parse(d.periodStart), toMs: Date.parse(d.periodEnd) },
-        { originSecret: this.#o.originSecret, now: this.#o.now },
+        { tailerSecret: this.#o.tailerSecret, now: this.#o.now },
       );
       if (r.outcome === 'open') this.#grantsOpen.set(d.periodStart, now + 3_600_000);
       else if (r.outcome === 'unproven') {

@@ -91,7 +91,7 @@ export interface HistoryDeps {
   /** Where an unsigned manifest is alarmed (LOCKAUDIT_ALARM_HISTORY_UNSIGNED). */
   health?: Pick<HealthState, 'raise'>;
   /** The tailer's key: the grants check excuses a grant row in quarantine only on its proof (grantsCheck.ts). */
-  originSecret?: Buffer;
+  tailerSecret?: Buffer;
   /** The digest period: the grants of periods a grant seal covers (grantSeals.ts) are not checked again. */
   grantSealPeriodMs?: number;
 }
@@ -138,7 +138,7 @@ export async function exportHistoryFile(
     dataset === 'grants'
       ? new ExportGate(
           assertGrantsMatchEvents(deps.store, { cluster }, range, {
-            originSecret: deps.originSecret,
+            tailerSecret: deps.tailerSecret,
             seals: deps.grantSealPeriodMs ? { publicKey: sealKey(deps.signer), periodMs: deps.grantSealPeriodMs } : undefined,
           }),
         )

@@ -62,6 +62,8 @@ export interface DecodeContext {
   capturedStarts?: ReadonlySet<string>;
   /** Key of the lock API's proof of origin; without it no hold is judged foreign. */
   originSecret?: Buffer;
+  /** Key of the tailer's own proofs, its clock writes' among them (core/tailerSecret.ts); default `originSecret`. */
+  tailerSecret?: Buffer;
   /** Grant revision → grant time of the foreign holds the revision puts or deletes (foreignGrantTimes.ts); absent: their claimed `at`. */
   foreignGrantTimes?: ReadonlyMap<string, number>;
   /**
@@ -342,15 +344,16 @@ function epochProven(secret: Buffer, e: EpochValue, c: Change): boolean {
 }
 
 function decodeClock(s: Step): Reason {
+  const key = s.ctx.tailerSecret ?? s.ctx.originSecret;
   if (s.c.type === 'delete') {
     // The tailer never deletes its clock: whoever did wrote around it (with a secret to judge by).
     s.ev.row.event_type = 'clock';
-    if (s.ctx.originSecret) s.ev.row.origin = 'foreign';
+    if (key) s.ev.row.origin = 'foreign';
     return undefined;
   }
   const v = decodeChecked(ClockValueSchema, s.c.kv.value);
   if (!v.ok) return misfit('clock value', v.reason);
-  if (s.ctx.originSecret && !hasValidClockProof(s.ctx.originSecret, v.value, s.c.kv)) {
+  if (key && !hasValidClockProof(key, v.value, s.c.kv)) {
     // No anchor: its time is bracketed like an expiry's. The writer's own unsigned first put of the key
     // (version 1, no MAC: clockWriter.ts) is no anchor either, but nobody forged it; anything else is.
     s.ev.row.event_type = 'clock';

@@ -63,6 +63,8 @@ export interface WindowShared {
   gaps: readonly Gap[];
   /** Key of the lock API's proof of origin; holds without it are recorded as foreign. */
   originSecret?: Buffer;
+  /** Key of the tailer's own proofs: a clock write without it is no anchor (core/tailerSecret.ts). */
+  tailerSecret?: Buffer;
   /** The grant times of foreign holds (foreignGrantTimes.ts); absent without a secret. */
   foreignGrants?: ForeignGrantClock;
   /** Which holds ending now, granted inside a recorded gap, had their put captured anyway (gaps.ts capturedStarts). */
@@ -114,7 +116,7 @@ export class WindowRunner {
     this.#index = index;
     this.#spec = spec;
     this.#stop = stop;
-    this.#ctx = { cluster: shared.cluster, startKnown: (rev) => !inGap(shared.gaps, rev), originSecret: shared.originSecret };
+    this.#ctx = { cluster: shared.cluster, startKnown: (rev) => !inGap(shared.gaps, rev), originSecret: shared.originSecret, tailerSecret: shared.tailerSecret };
   }
 
   async run(): Promise<void> {
@@ -153,8 +155,8 @@ export class WindowRunner {
   }
 
   async #watch(client: Etcd3): Promise<void> {
-    const bracket = new ClockBracket<PendingRevision>(await clockAtOrBefore(client, this.#spec.start - 1n, this.#ctx.originSecret));
-    const streamClock = new StreamClock((revision) => clockLookup(client, revision, this.#ctx.originSecret));
+    const bracket = new ClockBracket<PendingRevision>(await clockAtOrBefore(client, this.#spec.start - 1n, this.#ctx.tailerSecret));
+    const streamClock = new StreamClock((revision) => clockLookup(client, revision, this.#ctx.tailerSecret));
     const window = new WatchWindow(client, {
       start: this.#spec.start,
       end: this.#spec.end,
@@ -254,7 +256,7 @@ export class WindowRunner {
   async #settle(client: Etcd3, bracket: ClockBracket<PendingRevision>): Promise<void> {
     const newest = bracket.newestPending;
     if (newest === undefined) return;
-    if (!this.#lookedUp || this.#lookedUp.revision <= newest) this.#lookedUp = (await clockAfterNow(client, newest, this.#ctx.originSecret)) ?? this.#lookedUp;
+    if (!this.#lookedUp || this.#lookedUp.revision <= newest) this.#lookedUp = (await clockAfterNow(client, newest, this.#ctx.tailerSecret)) ?? this.#lookedUp;
     const next = this.#lookedUp && this.#lookedUp.revision > newest ? this.#lookedUp : undefined;
     const resolved = bracket.settle(next);
     const first = resolved[0];

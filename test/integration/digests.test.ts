@@ -624,7 +624,7 @@ describe('tamper-evident digests', () => {
         alarmAfterPeriods: 2,
         allowUnlocked: true,
         health,
-        originSecret: secret,
+        tailerSecret: secret,
       });
       return { sc, health, worker, run: await worker.tick() };
     };
@@ -639,7 +639,7 @@ describe('tamper-evident digests', () => {
       store,
       settleMs: 0,
       periodMs: 1000,
-      originSecret: secret,
+      tailerSecret: secret,
     });
     assert.equal(ok.ok, true, formatVerifyResult(ok).join('\n'));
     assert.match(
@@ -701,7 +701,7 @@ describe('tamper-evident digests', () => {
       alarmAfterPeriods: 2,
       allowUnlocked: true,
       health,
-      originSecret: secret,
+      tailerSecret: secret,
     });
     assert.equal((await everything.tick()).superseded, 0);
     assert.match(
@@ -717,7 +717,7 @@ describe('tamper-evident digests', () => {
       store,
       settleMs: 0,
       periodMs: 1000,
-      originSecret: secret,
+      tailerSecret: secret,
     });
     assert.deepEqual(
       undone.periods.filter((p) => p.status === 'fail').map((p) => p.periodStart),
@@ -738,7 +738,7 @@ describe('tamper-evident digests', () => {
       store,
       settleMs: 0,
       periodMs: 1000,
-      originSecret: secret,
+      tailerSecret: secret,
     });
     assert.equal(r.ok, false);
     assert.deepEqual(

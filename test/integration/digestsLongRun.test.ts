@@ -70,7 +70,7 @@ describe('digests over a long run of one-second periods', () => {
       alarmAfterPeriods: 2,
       allowUnlocked: true,
       health,
-      originSecret: secret,
+      tailerSecret: secret,
     });
     const period = (i: number): string => new Date(startMs + i * 1000).toISOString();
     const verify = (nowMs = Date.now()): Promise<DigestVerifyResult> =>
@@ -83,7 +83,7 @@ describe('digests over a long run of one-second periods', () => {
         store,
         settleMs: 0,
         periodMs: 1000,
-        originSecret: secret,
+        tailerSecret: secret,
         now: () => nowMs,
         recheckMs: 100,
       });

@@ -351,7 +351,7 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
       const secret = randomBytes(32);
       // The default settle window (120 s): every event here was ingested within it.
       const check = async (): Promise<string[]> =>
-        (await checkGrantsAgainstEvents(db.store, { cluster }, range, { limit: 100, originSecret: secret })).map(formatGrantProblem);
+        (await checkGrantsAgainstEvents(db.store, { cluster }, range, { limit: 100, tailerSecret: secret })).map(formatGrantProblem);
       assert.deepEqual(await check(), [], 'the captured record agrees');
       const cmd = (sql: string, p: string, extra: Record<string, string> = {}): Promise<void> =>
         db.store.command(sql, { c: cluster, k: w.lock(p), hk: holdKey(w.lock(p)), ...extra }, { mutations_sync: '2' });
@@ -425,7 +425,7 @@ describe('grants checked against their events', { timeout: 180_000 }, () => {
       assert.equal(ends?.n, '1', 'the end is in events, ingested just now');
       assert.ok(!(await check()).some((l) => reopened.test(l)), 'an end ingested just now above every checkpoint is in flight, not judged');
       // Unless a digest sealed its period (verify passes its chain's end): a refreshed ingested_at (a spool line has no checkpoint) excuses nothing there.
-      const sealed = await checkGrantsAgainstEvents(db.store, { cluster }, range, { limit: 100, originSecret: secret, sealedBeforeMs: Date.now() + 60_000 });
+      const sealed = await checkGrantsAgainstEvents(db.store, { cluster }, range, { limit: 100, tailerSecret: secret, sealedBeforeMs: Date.now() + 60_000 });
       const sealedLines = sealed.map(formatGrantProblem);
       assert.ok(
         sealedLines.some((l) => reopened.test(l)),

@@ -63,7 +63,7 @@ describe('the quarantine check', () => {
     await writeRows(store, batch, { proofSecret: secret });
   };
   const check = (cluster: string): Promise<QuarantineProblem[]> =>
-    checkQuarantine(store, cluster, { fromMs: Date.now() - 3_600_000, toMs: Date.now() }, { originSecret: secret });
+    checkQuarantine(store, cluster, { fromMs: Date.now() - 3_600_000, toMs: Date.now() }, { tailerSecret: secret });
   const named = (problems: QuarantineProblem[]): string[] => problems.map((p) => `${p.revision} ${p.key}`).sort();
 
   it('passes what the tailer and the spool shipper wrote, and names each entry removed, edited, forged or copied', async () => {
@@ -123,17 +123,17 @@ describe('the quarantine check', () => {
     const cluster = uniqueId('qc');
     await written(cluster);
     await store.insert('quarantine', [{ cluster, revision: '103', key: '/l/ns/held', op: 'put', value: hold, reason: 'forged' }]);
-    assert.deepEqual(await checkQuarantine(store, cluster, { fromMs: Date.now() - 7_200_000, toMs: Date.now() - 3_600_000 }, { originSecret: secret }), []);
+    assert.deepEqual(await checkQuarantine(store, cluster, { fromMs: Date.now() - 7_200_000, toMs: Date.now() - 3_600_000 }, { tailerSecret: secret }), []);
     // Entries in order (0 spool, 101, 102, 103 forged, 105): read two at a time, at most two.
     const bounded = await checkQuarantine(
       store,
       cluster,
       { fromMs: Date.now() - 3_600_000, toMs: Date.now() },
-      { originSecret: secret, maxRows: 2, pageRows: 2 },
+      { tailerSecret: secret, maxRows: 2, pageRows: 2 },
     );
     assert.equal(bounded.length, 1, bounded.map(formatQuarantineProblem).join('\n'));
     assert.match(bounded[0]?.problem ?? '', /more than 2 quarantine entries in the range: the rest were not checked/);
-    const all = await checkQuarantine(store, cluster, { fromMs: Date.now() - 3_600_000, toMs: Date.now() }, { originSecret: secret, pageRows: 2 });
+    const all = await checkQuarantine(store, cluster, { fromMs: Date.now() - 3_600_000, toMs: Date.now() }, { tailerSecret: secret, pageRows: 2 });
     assert.deepEqual(named(all), ['103 /l/ns/held'], 'read two at a time, the forged entry on the second page is named');
   });
 });
