@@ -7,15 +7,15 @@ import path from 'node:path';
 import { SingleBar, Presets } from 'cli-progress';
 import type { Command } from 'commander';
 import { deploymentKeyring, digestPublicKey, digestSigner, existingDigestPublicKeyPem } from '../core/digestKey.js';
-import { AuditStore } from '../core/clickhouse.js';
+import type { AuditStore } from '../core/clickhouse.js';
 import { CLUSTER_NAME_PATTERN, loadConfig, type Config } from '../core/config.js';
 import { isLockauditError, LockauditError } from '../core/errors.js';
 import { createLogger } from '../core/logger.js';
-import { migrate } from '../core/migrations.js';
 import { createS3Client } from '../core/s3.js';
 import { expectedFromAuditLog, gapsFromAuditLog, verifyArchive } from '../exporters/archive/archiveVerify.js';
 import { existingOriginSecret } from '../core/originSecret.js';
 import { existingTailerSecret } from '../core/tailerSecret.js';
+import { withStore as withStoreOf } from './store.js';
 import { archiveLockProblem, ensureHistoryBucket } from '../platform/buckets.js';
 import { EXPORT_FORMATS, ExportRecords, parseExportInput, writeGrantsExport } from '../exporters/compliance/complianceExport.js';
 import type { ExportFormat } from '../exporters/compliance/chunkedExport.js';
@@ -63,15 +63,7 @@ function bar(label: string): SingleBar {
   );
 }
 
-async function withStore<T>(config: Config, fn: (store: AuditStore) => Promise<T>): Promise<T> {
-  const store = new AuditStore(config.clickhouse);
-  try {
-    await migrate(store);
-    return await fn(store);
-  } finally {
-    await store.close();
-  }
-}
+const withStore = <T>(config: Config, fn: (store: AuditStore) => Promise<T>): Promise<T> => withStoreOf(config, fn, { migrate: true });
 
 interface HistoryFlags {
   from: string;

@@ -29,6 +29,8 @@ import {
   type DigestRecovery,
 } from '../core/digestKey.js';
 import { badFlag as bad, keyed as run } from './flags.js';
+import { splitRefusal, splitTailerKey } from '../roles/tailerKeySplit.js';
+import { withStore } from './store.js';
 
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
 
@@ -49,7 +51,27 @@ function keyIdOfFile(file: string): string {
 }
 
 export function registerKeyCommands(program: Command): void {
-  const keys = program.command('keys').description('the digest signing key: list the keyring, rotate to a new key, recover from a lost one');
+  const keys = program
+    .command('keys')
+    .description("the digest signing key: list the keyring, rotate to a new key, recover from a lost one; the tailer's key: split it from the origin secret");
+
+  keys
+    .command('split-tailer')
+    .description(
+      "give the tailer a key of its own, apart from the lock API's origin secret (a deployment from before the split): every row the tailer proved is proved again under the new key, then the key is put in place. Run with the tailer and worker stopped",
+    )
+    .action(() =>
+      run(async () => {
+        const config = loadConfig();
+        const refusal = splitRefusal(config);
+        if (refusal) bad(refusal);
+        const { result, file } = await withStore(config, (store) => splitTailerKey(config, store), { migrate: true });
+        for (const [what, c] of Object.entries(result))
+          say(`${what}: ${c.reproved} proved again${c.left ? `, ${c.left} left (no proof of the old key: they proved nothing before either)` : ''}`);
+        say(`the tailer's key is now ${file}; start the tailer and worker again`);
+        say('where the tailer or worker runs on another host, set LOCKAUDIT_TAILER_SECRET there to its content — never on the api');
+      }),
+    );
 
   keys
     .command('list')

@@ -29,6 +29,7 @@ import { closeAll, openRuntime, runUntilSignal, serveHeldStore, type RoleHandle 
 import { reportToSupervisor } from '../platform/roleStatus.js';
 import { servedStore } from '../core/embeddedOwner.js';
 import { supervise } from './supervisor.js';
+import { withStore } from './store.js';
 import { followSupervisor } from './followSupervisor.js';
 
 const progress = (message: string): void => {
@@ -43,15 +44,6 @@ function parseServices(value: string): ServiceName[] {
   const unknown = names.filter((n) => !(SERVICE_NAMES as readonly string[]).includes(n));
   if (names.length === 0 || unknown.length > 0) throw new InvalidArgumentError(`expected a comma-separated list of ${SERVICE_NAMES.join(', ')}`);
   return names as ServiceName[];
-}
-
-async function withStore<T>(config: Config, fn: (store: AuditStore) => Promise<T>): Promise<T> {
-  const store = new AuditStore(config.clickhouse);
-  try {
-    return await fn(store);
-  } finally {
-    await store.close();
-  }
 }
 
 async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: DemoOptions; logFormat?: LogFormat }): Promise<void> {

@@ -14,7 +14,8 @@ type Settings = Pick<Config, 'dataDir' | 'originSecret' | 'tailerSecret'>;
 /** Where this deployment's tailer key comes from: 'origin' is the shared key of a deployment from before the split. */
 export type TailerKeySource = 'configured' | 'file' | 'origin';
 
-function found(config: Settings): { key: Buffer; source: TailerKeySource } | undefined {
+/** The tailer key if this deployment has one, with its source; never creates one. */
+export function existingTailerKey(config: Settings): { key: Buffer; source: TailerKeySource } | undefined {
   if (config.tailerSecret) return { key: Buffer.from(config.tailerSecret, 'utf8'), source: 'configured' };
   const file = secretFromFile(path.join(config.dataDir, TAILER_SECRET_FILE));
   if (file) return { key: file, source: 'file' };
@@ -24,12 +25,12 @@ function found(config: Settings): { key: Buffer; source: TailerKeySource } | und
 
 /** The tailer key, created for a new deployment; with its source (a shared 'origin' key is for the role to say). */
 export function tailerKey(config: Settings): { key: Buffer; source: TailerKeySource } {
-  return found(config) ?? { key: createSecretFile(config.dataDir, TAILER_SECRET_FILE), source: 'file' };
+  return existingTailerKey(config) ?? { key: createSecretFile(config.dataDir, TAILER_SECRET_FILE), source: 'file' };
 }
 
 /** The tailer key if this deployment has one; never creates one — for checkers. */
 export function existingTailerSecret(config: Settings): Buffer | undefined {
-  return found(config)?.key;
+  return existingTailerKey(config)?.key;
 }
 
 /** Said once by a role that runs with an 'origin' tailer key. */

@@ -357,7 +357,9 @@ export class TailerPipeline {
       gaps: this.#deps.gaps,
       originSecret: this.#opts.originSecret,
       tailerSecret: tailerKeyOf(this.#opts),
-      foreignGrants: this.#opts.originSecret && new ForeignGrantClock(this.#deps.client, this.#deps.store, this.#deps.cluster, tailerKeyOf(this.#opts) ?? this.#opts.originSecret),
+      foreignGrants:
+        this.#opts.originSecret &&
+        new ForeignGrantClock(this.#deps.client, this.#deps.store, this.#deps.cluster, tailerKeyOf(this.#opts) ?? this.#opts.originSecret),
       capturedStarts: capturedStarts(this.#deps.store, this.#deps.cluster, this.#deps.timeline ?? 0),
       alarm: this.#deps.alarm,
       metrics,

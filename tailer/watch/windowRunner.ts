@@ -116,7 +116,12 @@ export class WindowRunner {
     this.#index = index;
     this.#spec = spec;
     this.#stop = stop;
-    this.#ctx = { cluster: shared.cluster, startKnown: (rev) => !inGap(shared.gaps, rev), originSecret: shared.originSecret, tailerSecret: shared.tailerSecret };
+    this.#ctx = {
+      cluster: shared.cluster,
+      startKnown: (rev) => !inGap(shared.gaps, rev),
+      originSecret: shared.originSecret,
+      tailerSecret: shared.tailerSecret,
+    };
   }
 
   async run(): Promise<void> {

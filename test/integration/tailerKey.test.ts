@@ -76,12 +76,20 @@ describe("the tailer's key: the lock API's key mints none of the tailer's proofs
         const [kv] = (await client.kv.range({ key: Buffer.from(PREFIX.clock) })).kvs;
         if (!kv) return undefined;
         const value = JSON.parse(kv.value.toString()) as { at: number; mac?: string };
-        return hasValidClockProof(tailerKey, { at: value.at, ...(value.mac ? { mac: value.mac } : {}) }, { createRevision: kv.create_revision, version: kv.version })
+        return hasValidClockProof(
+          tailerKey,
+          { at: value.at, ...(value.mac ? { mac: value.mac } : {}) },
+          { createRevision: kv.create_revision, version: kv.version },
+        )
           ? { kv, value }
           : undefined;
       });
       assert.equal(
-        hasValidClockProof(apiKey, { at: clock.value.at, ...(clock.value.mac ? { mac: clock.value.mac } : {}) }, { createRevision: clock.kv.create_revision, version: clock.kv.version }),
+        hasValidClockProof(
+          apiKey,
+          { at: clock.value.at, ...(clock.value.mac ? { mac: clock.value.mac } : {}) },
+          { createRevision: clock.kv.create_revision, version: clock.kv.version },
+        ),
         false,
       );
     } finally {
@@ -142,9 +150,8 @@ describe("the tailer's key: the lock API's key mints none of the tailer's proofs
     ]);
     const replica = start();
     try {
-      await waitFor(
-        'the stretch below the forged checkpoint captured',
-        async () => ((await capturedRows(store, label, first, last)).filter((r) => r.key.startsWith(`/l/${ns}/`)).length === 4 ? true : undefined),
+      await waitFor('the stretch below the forged checkpoint captured', async () =>
+        (await capturedRows(store, label, first, last)).filter((r) => r.key.startsWith(`/l/${ns}/`)).length === 4 ? true : undefined,
       );
       const alarmed = health.alarms().find((a) => a.code === 'LOCKAUDIT_ALARM_RESUME_UNPROVEN');
       assert.match(alarmed?.message ?? '', new RegExp(`revision ${head}`));
