@@ -8,7 +8,7 @@ import { CLUSTER_NAME_PATTERN, loadConfig } from '../core/config.js';
 import { deploymentKeyring, parseKeyring, type DigestKeyring } from '../core/digestKey.js';
 import { badFlag as bad, keyed } from './flags.js';
 import { parseInstantOrUtc } from '../core/instant.js';
-import { existingTailerSecret } from '../core/tailerSecret.js';
+import { existingTailerKey, SHARED_TAILER_KEY_WARNING } from '../core/tailerSecret.js';
 import { createS3Client } from '../core/s3.js';
 import { formatVerifyResult, verifyDigests } from '../exporters/digests/verify.js';
 
@@ -64,6 +64,8 @@ export function registerDigestCommands(program: Command): void {
         } else keyring = deploymentKeyring(config); // LOCKAUDIT_DIGEST_PUBLIC_KEY, the data dir's keyring and keys
         if (keyring.size === 0) bad('--public-key: this deployment has no digest key yet; pass the public key (GET /v1/digests/public-key)');
         const store = flags.database ? new AuditStore(config.clickhouse) : undefined;
+        const tailerKey = store ? existingTailerKey(config) : undefined;
+        if (tailerKey?.source === 'origin') process.stderr.write(`lockaudit: warning: ${SHARED_TAILER_KEY_WARNING}\n`);
         try {
           const result = await verifyDigests({
             s3: createS3Client(config.s3),
@@ -77,7 +79,7 @@ export function registerDigestCommands(program: Command): void {
             settleMs: config.digests.settleSeconds * 1000,
             periodMs: config.digests.periodSeconds * 1000,
             clockToleranceMs: config.digests.clockToleranceSeconds * 1000,
-            ...(store ? { tailerSecret: existingTailerSecret(config) } : {}),
+            ...(tailerKey ? { tailerSecret: tailerKey.key } : {}),
             ...(maxOpen !== undefined ? { maxOpenMs: maxOpen * 1000 } : {}),
           });
           if (flags.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);

@@ -58,16 +58,23 @@ export function registerKeyCommands(program: Command): void {
   keys
     .command('split-tailer')
     .description(
-      "give the tailer a key of its own, apart from the lock API's origin secret (a deployment from before the split): every row the tailer proved is proved again under the new key, then the key is put in place. Run with the tailer and worker stopped",
+      "give the tailer a key of its own, apart from the lock API's origin secret (a deployment from before the split): every row the tailer proved is proved again under the new key, then the key is put in place. Run with every tailer and worker stopped, on a tailer or worker host",
     )
-    .action(() =>
+    .option('--resume', 'finish a split that was cut off, with the draft key it left (<dataDir>/tailer-secret.next)')
+    .action((flags: { resume?: boolean }) =>
       run(async () => {
         const config = loadConfig();
-        const refusal = splitRefusal(config);
+        const options = { resume: flags.resume === true };
+        const refusal = splitRefusal(config, options);
         if (refusal) bad(refusal);
-        const { result, file } = await withStore(config, (store) => splitTailerKey(config, store), { migrate: true });
-        for (const [what, c] of Object.entries(result))
+        const { result, file } = await withStore(config, (store) => splitTailerKey(config, store, options), { migrate: true });
+        const { review, ...counts } = result;
+        for (const [what, c] of Object.entries(counts))
           say(`${what}: ${c.reproved} proved again${c.left ? `, ${c.left} left (no proof of the old key: they proved nothing before either)` : ''}`);
+        // The old key was the lock API's too: what it vouched for is carried over, and these are worth a look.
+        for (const g of review.restoreGaps) say(`review: restore gap of generation ${g.generation} (revisions ${g.fromRevision}-${g.toRevision}) carried over`);
+        if (review.grantRowExcuses > 0)
+          say(`review: ${review.grantRowExcuses} quarantine entr${review.grantRowExcuses === 1 ? 'y' : 'ies'} excusing a missing grant row carried over`);
         say(`the tailer's key is now ${file}; start the tailer and worker again`);
         say('where the tailer or worker runs on another host, set LOCKAUDIT_TAILER_SECRET there to its content — never on the api');
       }),

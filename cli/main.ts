@@ -54,6 +54,11 @@ async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: D
     const problem = standaloneSecretProblem(loadConfig(), names[0] as string);
     if (problem) throw new LockauditError('LOCKAUDIT_ERR_ORIGIN_SECRET', problem);
   }
+  // The api alone never uses the tailer's key: one given to it (a config file shared with the tailer) is one more copy to steal.
+  if (names.length === 1 && names[0] === 'api' && loadConfig().tailerSecret)
+    process.stderr.write(
+      "lockaudit: warning: the api process was given the tailer's key (LOCKAUDIT_TAILER_SECRET or tailerSecret) and never uses it: remove it from this process's environment and config file (docs/keys.md)\n",
+    );
   if (names.includes('api')) {
     const config = loadConfig();
     lockCluster(config); // an ambiguous lock cluster is refused before anything opens

@@ -368,7 +368,7 @@ export const FileConfigSchema = Type.Object(
       Type.String({
         minLength: 32,
         description:
-          "Key of the tailer's own proofs (its /sys/clock writes, checkpoints, catch-up segments, restore gaps, quarantined rows; HMAC-SHA256), checked by the tailer, the worker and verify; give it to the tailer and worker processes, never the api. Absent: <dataDir>/tailer-secret, generated with a new deployment; a deployment from before it was split uses its origin secret (masked).",
+          "Key of the tailer's own proofs (its /sys/clock writes, checkpoints, catch-up segments, restore gaps, quarantined rows; HMAC-SHA256), checked by the tailer, the worker and verify; give it to the tailer and worker processes, never the api. Absent: <dataDir>/tailer-secret, generated with a new deployment that does not set originSecret; a deployment from before the split, or one that sets originSecret alone, uses its origin secret, and says so at start (masked).",
       }),
     ),
     digestSigningKey: Type.Optional(

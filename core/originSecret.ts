@@ -45,21 +45,24 @@ export function secretFromFile(file: string): Buffer | undefined {
 }
 
 /**
- * A new random key in `<dataDir>/<name>` unless the file exists; the key the file holds either way. Written whole
+ * A new random key in `<dataDir>/<name>` unless the file exists; the key the file holds either way (`fresh`: refused
+ * when the file exists). Written whole
  * to a private file and linked into place, so a process reading at the same moment never sees it half written, and
  * of two processes creating it at once, both take the first one's key.
  */
-export function createSecretFile(dataDir: string, name: string): Buffer {
+export function createSecretFile(dataDir: string, name: string, options: { fresh?: boolean } = {}): Buffer {
   const file = path.join(dataDir, name);
   const existing = secretFromFile(file);
-  if (existing) return existing;
+  if (existing && !options.fresh) return existing;
   mkdirSync(dataDir, { recursive: true });
   const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.new`;
   writeFileSync(draft, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
   try {
     linkSync(draft, file);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    const exists = (err as NodeJS.ErrnoException).code === 'EEXIST';
+    // `fresh`: a key only this call made, never one someone else put in place (they may know it).
+    if (!exists || options.fresh) throw exists ? new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${file} already exists: not taken as a new key`) : err;
   } finally {
     rmSync(draft, { force: true });
   }

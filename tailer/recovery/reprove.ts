@@ -40,7 +40,14 @@ export interface ReproveCount {
   reproved: number;
   left: number;
 }
-export type ReproveResult = Record<'checkpoints' | 'segments' | 'restoreGaps' | 'quarantine', ReproveCount>;
+export type ReproveResult = Record<'checkpoints' | 'segments' | 'restoreGaps' | 'quarantine', ReproveCount> & {
+  /**
+   * What a reader should look at again: the restore gaps proved again (each explains re-signed periods) and how many
+   * quarantine entries excuse a missing grant row. The old key was the lock API's too, so whoever held the API could
+   * have forged these before the split; the split carries them over as the old key vouched for them.
+   */
+  review: { restoreGaps: Array<{ generation: number; fromRevision: string; toRevision: string }>; grantRowExcuses: number };
+};
 
 interface Keys {
   old: Buffer;
@@ -77,6 +84,7 @@ export async function reproveTailerRows(store: AuditStore, keys: Keys): Promise<
     segments: { reproved: 0, left: 0 },
     restoreGaps: { reproved: 0, left: 0 },
     quarantine: { reproved: 0, left: 0 },
+    review: { restoreGaps: [], grantRowExcuses: 0 },
   };
   const clusters = (await store.rows<{ cluster: string }>(SQL.clusters.text)).map((r) => r.cluster);
   for (const cluster of clusters) {
@@ -177,7 +185,10 @@ export async function reproveTailerRows(store: AuditStore, keys: Keys): Promise<
         gaps,
         result.restoreGaps,
         (k, r) => hasValidRestoreGapProof(k, signedGap(r), r.proof),
-        (k, r) => restoreGapMac(k, signedGap(r)),
+        (k, r) => {
+          result.review.restoreGaps.push({ generation: Number(r.generationText), fromRevision: r.fromText, toRevision: r.toText });
+          return restoreGapMac(k, signedGap(r));
+        },
       ),
       result.restoreGaps,
     );
@@ -198,7 +209,11 @@ export async function reproveTailerRows(store: AuditStore, keys: Keys): Promise<
           page,
           result.quarantine,
           (k, r) => (r.opText === 'grants-row' ? hasValidQuarantinedGrantProof(k, grantOf(r), r.proof) : hasValidQuarantineRowProof(k, rowOf(r), r.proof)),
-          (k, r) => (r.opText === 'grants-row' ? quarantinedGrantMac(k, grantOf(r)) : quarantineRowMac(k, rowOf(r))),
+          (k, r) => {
+            if (r.opText !== 'grants-row') return quarantineRowMac(k, rowOf(r));
+            result.review.grantRowExcuses += 1;
+            return quarantinedGrantMac(k, grantOf(r));
+          },
         ),
         result.quarantine,
       );

@@ -1,5 +1,5 @@
 // `lockaudit start --demo` as a person runs it (the README's first command,
-// minus the install): every role in one process on LOCKAUDIT_PORT, answering
+// minus the install; a new deployment, with keys of its own): every role in one process on LOCKAUDIT_PORT, answering
 // /healthz and /readyz, fed by the simulator, stopped cleanly by SIGTERM.
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import { loadConfig, type EtcdCluster } from '../../core/config.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import { projectRoot } from '../../core/paths.js';
+import { hasValidClockProof } from '../../core/proof.js';
 import { tempDir } from '../support/env.js';
 
 const run = promisify(execFile);
@@ -92,8 +93,10 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
   // The demo as `npm run demo` runs it: on services of its own (a port block and data dir of its own), not the
   // suite's etcd, whose history other tests filled with hand-written holds, forged markers and compactions (the
   // demo's tailer rightly alarms on those; the test makes its own foreign write below).
+  // Nor the suite's configured origin secret: a new deployment makes its own keys (core/tailerSecret.ts).
+  const { LOCKAUDIT_ORIGIN_SECRET: _suiteSecret, ...userEnv } = process.env;
   const env = {
-    ...process.env,
+    ...userEnv,
     LOCKAUDIT_DATA_DIR: tmp.dir,
     LOCKAUDIT_LOCAL_PORT_BASE: String(Number(process.env.LOCKAUDIT_LOCAL_PORT_BASE ?? 24000) + 600),
     LOCKAUDIT_PORT: String(PORT),
@@ -168,6 +171,18 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
     // A write around the lock API and a value no decoder takes: alerts, listed for admins — never out of rotation.
     const etcd = createEtcdClient(loadConfig({ env }).etcd.clusters[0] as EtcdCluster);
     try {
+      // A new deployment's keys: the lock API's origin secret and the tailer's own, apart; the tailer's clock
+      // writes carry the proof of its own key, which the API's does not make.
+      const origin = Buffer.from(readFileSync(path.join(tmp.dir, 'origin-secret'), 'utf8').trim(), 'utf8');
+      const tailerKey = Buffer.from(readFileSync(path.join(tmp.dir, 'tailer-secret'), 'utf8').trim(), 'utf8');
+      assert.notDeepEqual(tailerKey, origin);
+      const [kv] = (await etcd.kv.range({ key: Buffer.from('/sys/clock') })).kvs;
+      assert.ok(kv, 'the tailer writes its clock');
+      const clock = JSON.parse(kv.value.toString()) as { at: number; mac?: string };
+      const put = { createRevision: kv.create_revision, version: kv.version };
+      assert.ok(hasValidClockProof(tailerKey, clock, put), 'the clock write is proven with the tailer key');
+      assert.equal(hasValidClockProof(origin, clock, put), false, "the lock API's key proves no clock write");
+      assert.doesNotMatch(stderr, /the tailer's proofs use the lock API's origin secret/);
       await etcd
         .put('/l/payments/by-hand')
         .value(JSON.stringify({ holder: 'spiffe://rogue/etcdctl', session: '1', class: 'c', epoch: 1, waitMs: 0, at: Date.now() }))

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
@@ -104,7 +104,18 @@ describe('lockaudit keys split-tailer: a deployment from before the split moves 
       );
       return row && BigInt(row.r) >= last ? true : undefined;
     });
+    // Refused while the tailer runs: it holds the origin secret and would go on proving with it.
+    const running = await cli(['keys', 'split-tailer']);
+    assert.equal(running.code, 2, running.stdout + running.stderr);
+    assert.match(running.stderr, new RegExp(`a tailer or worker still runs \\(its campaign: [^:]+: /sys/election/tailer\\.${label}/`));
     await r.close();
+    // Campaigns of earlier test files' killed tailers lapse within their election TTL: the split waits for none.
+    await waitFor(
+      'no campaign on the etcd',
+      async () => ((await client.getAll().prefix('/sys/election/').keys()).length === 0 ? true : undefined),
+      60_000,
+      200,
+    );
     // Both values are of no shape the API writes: the tailer quarantined each, with its proof.
     const [entry] = await store.rows<{ n: string }>(
       "SELECT toString(count()) AS n FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String} AND revision IN ({a:UInt64}, {b:UInt64}) AND proof != ''",
@@ -142,13 +153,25 @@ describe('lockaudit keys split-tailer: a deployment from before the split moves 
     const forged = { cluster: label, timeline, term: (inEffect.term + 100n).toString(), revision: (last + 1000n).toString(), leader: 'mallory' };
     await store.insert('checkpoint_proofs', [{ ...forged, proof: checkpointMac(randomBytes(32), forged), updated_at: Date.now() }]);
 
-    // 3. The split.
+    // 3. The split. A draft key someone put in the data dir first is refused (they may know it), and so is a
+    // --resume with no draft of an earlier split; then the split itself.
+    const draft = path.join(dir.dir, `${TAILER_SECRET_FILE}.next`);
+    writeFileSync(draft, `${'p'.repeat(43)}\n`, { mode: 0o600 });
+    const planted = await cli(['keys', 'split-tailer']);
+    assert.equal(planted.code, 2, planted.stdout + planted.stderr);
+    assert.match(planted.stderr, /tailer-secret\.next already exists .*someone else put it there/);
+    rmSync(draft);
+    const resumeNothing = await cli(['keys', 'split-tailer', '--resume']);
+    assert.equal(resumeNothing.code, 2, resumeNothing.stdout + resumeNothing.stderr);
+    assert.match(resumeNothing.stderr, /--resume: there is no .*tailer-secret\.next/);
     const split = await cli(['keys', 'split-tailer']);
     assert.equal(split.code, 0, split.stdout + split.stderr);
     assert.match(split.stdout, /checkpoints: [1-9]\d* proved again, 1 left/);
     assert.match(split.stdout, /segments: 1 proved again/);
     assert.match(split.stdout, /restoreGaps: 1 proved again/);
     assert.match(split.stdout, /quarantine: 2 proved again\n/);
+    // The old key was the API's too: what it vouched for that excuses or explains is named for review.
+    assert.match(split.stdout, /review: restore gap of generation 9 \(revisions 5-6\) carried over/);
     const next = tailerKey({ dataDir: dir.dir });
     assert.equal(next.source, 'file');
     assert.deepEqual(next.key, Buffer.from(readFileSync(path.join(dir.dir, TAILER_SECRET_FILE), 'utf8').trim(), 'utf8'));
