@@ -30,6 +30,9 @@ import {
 } from '../core/digestKey.js';
 import { badFlag as bad, keyed as run } from './flags.js';
 import { splitRefusal, splitTailerKey } from '../roles/tailerKeySplit.js';
+import { existingOriginSecret, TAILER_SECRET_FILE } from '../core/originSecret.js';
+import { existingTailerKey } from '../core/tailerSecret.js';
+import { proofKeyId } from '../core/proof.js';
 import { withStore } from './store.js';
 
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
@@ -102,6 +105,16 @@ export function registerKeyCommands(program: Command): void {
         for (const id of ring.keys())
           say(`${id}${id === current ? '  signing' : ''}${id === next ? '  next (a rotation: the next digest hands over to it)' : ''}`);
         if (recovery) say(`recovery authorized ${recovery.authorizedAt} from lost key ${recovery.lostKeyId}: ${recovery.reason}`);
+        // The proof keys by id (a hash: the same id on every host means the same key), never the keys.
+        const origin = existingOriginSecret(config);
+        const tailer = existingTailerKey(config);
+        say(origin ? `origin secret ${proofKeyId(origin)}  (the lock API's proofs)` : 'origin secret: none yet (made at the first start)');
+        if (tailer?.source === 'origin') say(`tailer key ${proofKeyId(tailer.key)}  the origin secret, shared with the lock API: lockaudit keys split-tailer`);
+        else if (tailer)
+          say(
+            `tailer key ${proofKeyId(tailer.key)}  (${tailer.source === 'configured' ? 'LOCKAUDIT_TAILER_SECRET' : path.join(config.dataDir, TAILER_SECRET_FILE)})`,
+          );
+        else say('tailer key: none yet (made at the first start)');
       }),
     );
 

@@ -19,7 +19,7 @@ import { createLogger } from '../../core/logger.js';
 import { migrate } from '../../core/migrations.js';
 import { ORIGIN_SECRET_FILE, TAILER_SECRET_FILE } from '../../core/originSecret.js';
 import { projectRoot } from '../../core/paths.js';
-import { checkpointMac, restoreGapMac, type SignedRestoreGap } from '../../core/proof.js';
+import { checkpointMac, proofKeyId, restoreGapMac, type SignedRestoreGap } from '../../core/proof.js';
 import { tailerKey } from '../../core/tailerSecret.js';
 import { checkQuarantine } from '../../exporters/checks/quarantineCheck.js';
 import { provenRestores } from '../../exporters/digests/explain.js';
@@ -161,6 +161,7 @@ describe('lockaudit keys split-tailer: a deployment from before the split moves 
     assert.equal(planted.code, 2, planted.stdout + planted.stderr);
     assert.match(planted.stderr, /tailer-secret\.next already exists .*someone else put it there/);
     rmSync(draft);
+    assert.match((await cli(['keys', 'list'])).stdout, new RegExp(`^tailer key ${proofKeyId(legacy)}  the origin secret, shared with the lock API`, 'm'));
     const resumeNothing = await cli(['keys', 'split-tailer', '--resume']);
     assert.equal(resumeNothing.code, 2, resumeNothing.stdout + resumeNothing.stderr);
     assert.match(resumeNothing.stderr, /--resume: there is no .*tailer-secret\.next/);
@@ -176,6 +177,9 @@ describe('lockaudit keys split-tailer: a deployment from before the split moves 
     assert.equal(next.source, 'file');
     assert.deepEqual(next.key, Buffer.from(readFileSync(path.join(dir.dir, TAILER_SECRET_FILE), 'utf8').trim(), 'utf8'));
     assert.notDeepEqual(next.key, legacy);
+    const listed = (await cli(['keys', 'list'])).stdout;
+    assert.match(listed, new RegExp(`^tailer key ${proofKeyId(next.key)}  \\(.*tailer-secret\\)$`, 'm'));
+    assert.match(listed, new RegExp(`^origin secret ${proofKeyId(legacy)}  `, 'm'));
 
     // 4. Every genuine row proves under the new key (and, read FINAL, no longer under the old one); the forged one under neither.
     assert.deepEqual(await provenPosition(store, label, next.key, inEffect), { position: inEffect });
