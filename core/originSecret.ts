@@ -45,24 +45,25 @@ export function secretFromFile(file: string): Buffer | undefined {
 }
 
 /**
- * A new random key in `<dataDir>/<name>` unless the file exists; the key the file holds either way (`fresh`: refused
- * when the file exists). Written whole
- * to a private file and linked into place, so a process reading at the same moment never sees it half written, and
- * of two processes creating it at once, both take the first one's key.
+ * A new random key in `<dataDir>/<name>` unless the file exists; the key the file holds either way. Written whole to
+ * a private file and linked into place, so a process reading at the same moment never sees it half written, and of
+ * two processes creating it at once, both take the first one's key. `fresh`: only a key this call made, refused when
+ * the file exists (whoever put it there may know it).
  */
 export function createSecretFile(dataDir: string, name: string, options: { fresh?: boolean } = {}): Buffer {
   const file = path.join(dataDir, name);
   const existing = secretFromFile(file);
   if (existing && !options.fresh) return existing;
   mkdirSync(dataDir, { recursive: true });
+  const made = randomBytes(32).toString('base64url');
   const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.new`;
-  writeFileSync(draft, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
+  writeFileSync(draft, `${made}\n`, { mode: 0o600, flag: 'wx' });
   try {
     linkSync(draft, file);
+    return Buffer.from(made, 'utf8');
   } catch (err) {
-    const exists = (err as NodeJS.ErrnoException).code === 'EEXIST';
-    // `fresh`: a key only this call made, never one someone else put in place (they may know it).
-    if (!exists || options.fresh) throw exists ? new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${file} already exists: not taken as a new key`) : err;
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    if (options.fresh) throw new LockauditError('LOCKAUDIT_ERR_VALIDATION', `${file} already exists: not taken as a new key`);
   } finally {
     rmSync(draft, { force: true });
   }

@@ -2,12 +2,12 @@
 // deployment from before the split goes on with its origin secret; a short file is refused by name; and the
 // supervisor gives the configured key to the tailer and worker processes only (cli/supervisor.ts roleEnv).
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { isLockauditError } from '../../core/errors.js';
-import { existingOriginSecret, ORIGIN_SECRET_FILE, originSecret, TAILER_SECRET_FILE } from '../../core/originSecret.js';
+import { createSecretFile, existingOriginSecret, ORIGIN_SECRET_FILE, originSecret, TAILER_SECRET_FILE } from '../../core/originSecret.js';
 import { existingTailerSecret, tailerKey } from '../../core/tailerSecret.js';
 import { roleEnv } from '../../cli/supervisor.js';
 
@@ -65,6 +65,17 @@ describe("the tailer's key", () => {
           assert.throws(read, (err) => isLockauditError(err, 'LOCKAUDIT_ERR_ORIGIN_SECRET') && err.message.includes(path.join(dataDir, TAILER_SECRET_FILE)));
         }
       }
+    }));
+
+  it('a fresh key file is only ever one this call made: one already in place is refused, never taken', () =>
+    withDir((dataDir) => {
+      const made = createSecretFile(dataDir, 'draft', { fresh: true });
+      assert.deepEqual(made, Buffer.from(readFileSync(path.join(dataDir, 'draft'), 'utf8').trim(), 'utf8'));
+      assert.throws(
+        () => createSecretFile(dataDir, 'draft', { fresh: true }),
+        (err) => isLockauditError(err, 'LOCKAUDIT_ERR_VALIDATION') && err.message.includes('already exists'),
+      );
+      assert.deepEqual(createSecretFile(dataDir, 'draft'), made, 'without `fresh`, the key in place is the key');
     }));
 
   it('the supervisor passes LOCKAUDIT_TAILER_SECRET to the tailer and worker processes only', () => {
