@@ -159,6 +159,14 @@ const ApiSchema = Type.Object(
           'Every this many seconds the api role acquires and releases a canary lock through its own lock engine and follows it end to end (captured, sealed); 0: off. The demo runs it every 10 s.',
       }),
     ),
+    shutdownDrainMs: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 3_600_000,
+        description:
+          'At shutdown, how long the api role lets requests in flight finish before it closes their connections (ms). Absent: half of shutdownTimeoutMs, so a long report never holds the shutdown past its deadline.',
+      }),
+    ),
     maxWaitersPerKey: Type.Optional(
       Type.Integer({
         minimum: 1,
@@ -536,6 +544,7 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_METRICS_REQUIRE_TOKEN', path: ['api', 'metricsRequireToken'], parse: asBoolean },
   { name: 'LOCKAUDIT_EXPORT_DOWNLOAD_SECONDS', path: ['api', 'exportDownloadSeconds'], parse: asInteger },
   { name: 'LOCKAUDIT_CANARY_INTERVAL_SECONDS', path: ['api', 'canaryIntervalSeconds'], parse: asInteger },
+  { name: 'LOCKAUDIT_API_SHUTDOWN_DRAIN_MS', path: ['api', 'shutdownDrainMs'], parse: asInteger },
   { name: 'LOCKAUDIT_MAX_WAITERS_PER_KEY', path: ['api', 'maxWaitersPerKey'], parse: asInteger },
   { name: 'LOCKAUDIT_MAX_WAITERS', path: ['api', 'maxWaiters'], parse: asInteger },
   { name: 'LOCKAUDIT_MAX_PENDING_REQUESTS', path: ['api', 'maxPendingRequests'], parse: asInteger },

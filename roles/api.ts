@@ -5,6 +5,7 @@
 import type { LockService } from '../lock/service.js';
 import type { RoleHandle, Runtime } from '../platform/runtime.js';
 import { buildApp, type App, type RoutePlugin } from '../api/app.js';
+import { settlesWithin } from '../platform/deadline.js';
 import { lockCluster, startLockEngine } from './lockEngine.js';
 import { startCanary } from './canary/index.js';
 import { canaryMetrics } from './canary/monitor.js';
@@ -25,11 +26,20 @@ export async function startApiRole(runtime: Runtime, routes: (lock: LockService)
     return {
       name: 'api',
       url,
-      // fastify's close drains in-flight requests (preClose → onClose).
+      // fastify's close drains in-flight requests (preClose → onClose), for at most api.shutdownDrainMs (default half
+      // the shutdown deadline): a long request (a report, an on-demand risk register on a loaded store) would
+      // otherwise hold the whole shutdown past it (a CI run: "still closing api" after 20 s). Past that, its
+      // connection is closed under it.
       close: async () => {
         try {
           await canary?.close();
-          await listening.close();
+          const drained = listening.close();
+          const drainMs = runtime.config.api.shutdownDrainMs ?? Math.floor(runtime.config.shutdownTimeoutMs / 2);
+          if (!(await settlesWithin(drained, drainMs))) {
+            runtime.logger.warn({ drainMs }, 'requests still in flight at shutdown: closing their connections');
+            listening.server.closeAllConnections();
+            await drained;
+          }
         } finally {
           await engine.close();
         }

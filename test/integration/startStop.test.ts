@@ -81,6 +81,8 @@ describe('lockaudit start: busy port and shutdown deadline', { timeout: 240_000 
       LOCKAUDIT_REDIS_URL: `redis://127.0.0.1:${ports.redis}`,
       LOCKAUDIT_QUEUE_PREFIX: uniqueId('startstop'),
       LOCKAUDIT_SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
+      // The api lets a request in flight run past the deadline: the slow client below then keeps it from draining.
+      LOCKAUDIT_API_SHUTDOWN_DRAIN_MS: String(10 * SHUTDOWN_TIMEOUT_MS),
       LOCKAUDIT_LOG_LEVEL: 'warn',
     };
   });
