@@ -123,6 +123,13 @@ export const alarmCatalog = {
     action:
       "Someone wrote the audit store's checkpoints by hand (or edited a row): a checkpoint without the tailer's proof is never resumed from, so the tailer captures again from its last proven position (rows it already holds are written again, nothing is skipped). Find who wrote the store (its query log) and remove the row (ALTER TABLE checkpoints DELETE WHERE proof = '' …, with the platform stopped for an embedded store). Held until the process restarts.",
   },
+  LOCKAUDIT_ALARM_RESTORE_UNPROVEN: {
+    instance: 'restore-unproven:{cluster}',
+    message:
+      'a restore gap of {cluster} (generation {generation}) with no timeline carries no tailer proof; it is not finished and no captured row is marked for it',
+    action:
+      "Someone wrote the audit store's gaps by hand: a restore the tailer recorded half-way (its gap, not yet its timeline) is finished at the next start by marking every row above its start rolled back, so only a gap with the tailer's proof is. This one has none; the tailer decides its start from etcd and the store as if it were not there. Find who wrote the store (its query log) and remove the row (ALTER TABLE gaps DELETE WHERE kind = 'restore' AND proof = '' …, with the platform stopped for an embedded store). Held until the process restarts.",
+  },
   LOCKAUDIT_ALARM_FOREIGN_WRITE: {
     instance: 'foreign-write:{cluster}',
     message: 'a {what} not made by the lock API was written into {cluster} ({key} at revision {revision}); see {where}',

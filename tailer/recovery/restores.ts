@@ -35,6 +35,7 @@ import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { PREFIX } from '../../core/keyspace.js';
 import { loadSql } from '../../platform/sql.js';
+import { hasValidRestoreGapProof } from '../../core/proof.js';
 import { lostAfter } from './gaps.js';
 import { readFor, startFrom, type StartFacts, type Witness, type WitnessReading } from './startDecision.js';
 import { etcdText } from '../../core/etcdText.js';
@@ -151,16 +152,49 @@ export interface UnfinishedRestore {
  * rows marked, every witness left is intact, and a bumped restore then read as a compaction (30-minute chaos
  * run at 249 cycles/s: a compaction gap over the whole bump, the new timeline captured as the old one's).
  */
-export async function unfinishedRestore(store: AuditStore, cluster: string, generation: number): Promise<UnfinishedRestore | undefined> {
-  const [gap] = await store.rows<{
+export async function unfinishedRestore(
+  store: AuditStore,
+  cluster: string,
+  generation: number,
+  secret: Buffer | undefined,
+  onUnproven?: (generation: number) => void,
+): Promise<UnfinishedRestore | undefined> {
+  const rows = await store.rows<{
     from_revision: string;
     to_revision: string;
     reason: string;
     generation: number;
     previous_cluster_id: string;
     history_lost: number;
-  }>(SQL.unfinishedRestore.text, { cluster, generation });
-  if (!gap) return undefined;
+    detected_at_ms: string;
+    cluster_id: string;
+    proof: string;
+  }>(SQL.unfinishedRestore.text, { cluster, generation: generation + 1 });
+  // Only the tailer's own gap is finished: finishing marks every row above its start rolled back, so a row
+  // another writer put in the store (an insider) would otherwise hide captured history. A tailer given no key
+  // (tests only: production always has one) proves nothing and can check nothing.
+  const gap = rows.find(
+    (g) =>
+      !secret ||
+      hasValidRestoreGapProof(
+        secret,
+        {
+          cluster,
+          generation: Number(g.generation),
+          fromRevision: String(g.from_revision),
+          toRevision: String(g.to_revision),
+          detectedAtMs: Number(g.detected_at_ms),
+          historyLost: Number(g.history_lost),
+          previousClusterId: g.previous_cluster_id,
+          clusterId: g.cluster_id,
+        },
+        g.proof,
+      ),
+  );
+  if (!gap) {
+    if (rows.length > 0) onUnproven?.(generation + 1);
+    return undefined;
+  }
   const reason = gap.reason.startsWith('restore: ') ? gap.reason.slice('restore: '.length) : gap.reason;
   const end = reason.indexOf('; ');
   const from = /from revision (\d+)$/.exec(reason)?.[1];

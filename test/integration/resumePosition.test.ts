@@ -13,6 +13,7 @@ import { originSecret } from '../../core/originSecret.js';
 import { HealthState } from '../../platform/health.js';
 import { readDurable } from '../../tailer/watch/catchUpSegments.js';
 import { readFencedCheckpoint } from '../../tailer/sink/offsets.js';
+import { recordGap } from '../../tailer/recovery/gaps.js';
 import { currentTimeline } from '../../tailer/recovery/restores.js';
 import { TailerReplica } from '../../tailer/replica.js';
 import { capturedRows, checkpointAtHead, headRevision, waitFor } from '../support/capture.js';
@@ -168,6 +169,49 @@ describe('the resume position: forged checkpoints and catch-up segments make a s
         60_000,
         200,
       );
+    } finally {
+      await replica.close();
+    }
+  });
+  it('a restore gap written by hand at the next generation is alarmed and not finished: nothing captured is marked rolled back', async () => {
+    const ns = uniqueId('kept');
+    const kept = await puts(ns, 3);
+    let replica = start();
+    try {
+      await waitFor('the puts captured', async () => ((await capturedUnder(ns, kept.first, kept.last)) === 3 ? true : undefined), 60_000, 200);
+    } finally {
+      await replica.close();
+    }
+    const timeline = (await currentTimeline(store, label))?.timeline ?? 0;
+    // A restore recorded half-way (its gap, no timeline) is finished at the next start by marking every row above
+    // its start rolled back: this one, from revision 1, would hide all the captured history of the cluster.
+    const forged = {
+      cluster: label,
+      from_revision: '1',
+      to_revision: kept.last.toString(),
+      detected_at: Date.now(),
+      reason: 'restore: the etcd was restored (insider)',
+      kind: 'restore' as const,
+      history_lost: 0 as const,
+      generation: timeline + 1,
+      previous_cluster_id: 'c0',
+      cluster_id: 'c0',
+      term: '1',
+    };
+    await recordGap(store, { ...forged, proof: 'hs256.AAAAAAAA.not-a-proof' });
+    replica = start();
+    try {
+      const more = await puts(uniqueId('after'), 1);
+      await waitFor('capture goes on', async () => ((await capturedRows(store, label, more.first, more.last)).length === 1 ? true : undefined), 60_000, 200);
+      const alarmed = health.alarms().find((a) => a.code === 'LOCKAUDIT_ALARM_RESTORE_UNPROVEN');
+      assert.ok(alarmed, 'alarmed');
+      assert.match(alarmed.message, new RegExp(`generation ${timeline + 1}\\)`));
+      assert.equal((await currentTimeline(store, label))?.timeline ?? 0, timeline, 'no restore recorded');
+      const [marked] = await store.rows<{ n: string }>(
+        'SELECT toString(count()) AS n FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND (rolled_back_by != 0 OR superseded_by != 0)',
+        { c: label },
+      );
+      assert.equal(marked?.n, '0', 'no captured row marked rolled back');
     } finally {
       await replica.close();
     }
