@@ -31,6 +31,7 @@ import { servedStore } from '../core/embeddedOwner.js';
 import { supervise } from './supervisor.js';
 import { withStore } from './store.js';
 import { followSupervisor } from './followSupervisor.js';
+import { catchStopSignals } from '../platform/stopSignals.js';
 
 const progress = (message: string): void => {
   process.stderr.write(`lockaudit: ${message}\n`);
@@ -47,6 +48,9 @@ function parseServices(value: string): ServiceName[] {
 }
 
 async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: DemoOptions; logFormat?: LogFormat }): Promise<void> {
+  // A stop asked for while the process still starts ends it cleanly too: before the runtime opens, at once;
+  // after, once the step under way is done, closing what started (platform/stopSignals.ts).
+  const signals = catchStopSignals();
   // Under `lockaudit start` (cli/supervisor.ts) it stops when the supervisor goes, from the first moment.
   followSupervisor();
   // A role on its own (no supervisor, not all roles in one process) takes no generated key that no other role shares.
@@ -62,23 +66,24 @@ async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: D
   if (names.includes('api')) {
     const config = loadConfig();
     lockCluster(config); // an ambiguous lock cluster is refused before anything opens
-    await assertPortFree(config.host, config.port);
+    await signals.unlessStopped(assertPortFree(config.host, config.port));
   }
   {
     // Every role campaigns or grants through etcd; a role that creates the buckets needs S3 at once. Redis is not
     // asked: its clients reconnect by themselves, and a process refusing to start while it restarts would stop capture.
     const config = loadConfig();
-    await assertDependenciesAnswer(config, { etcd: true, s3: options.buckets, redis: false }, createLogger('silent'));
+    await signals.unlessStopped(assertDependenciesAnswer(config, { etcd: true, s3: options.buckets, redis: false }, createLogger('silent')));
   }
+  if (signals.received) return;
   const runtime = await openRuntime({ buckets: options.buckets, logFormat: options.logFormat });
   const handles: RoleHandle[] = [];
   try {
     // First, so it closes last: CLI commands and other roles reach the embedded store through this process.
-    const served = await serveHeldStore(runtime);
+    const served = signals.received ? undefined : await serveHeldStore(runtime);
     if (served) handles.push(served);
-    for (const name of names) handles.push(await roleSet[name](runtime));
+    for (const name of names) if (!signals.received) handles.push(await roleSet[name](runtime));
     const api = handles.find((h): h is RoleHandle & { url: string } => 'url' in h);
-    if (options.demo && api) handles.push(await startDemoWorkload(runtime, api.url, options.demo));
+    if (options.demo && api && !signals.received) handles.push(await startDemoWorkload(runtime, api.url, options.demo));
   } catch (err) {
     await closeAll(runtime, handles);
     // Taken between the check above and the listen: the same one line.
@@ -87,7 +92,7 @@ async function runRoles(names: RoleName[], options: { buckets: boolean; demo?: D
   // Under `lockaudit start`: its status goes to the supervisor (the API is where the statuses go).
   const stopReporting = names.includes('api') ? () => undefined : reportToSupervisor(names.join('+'), runtime.metrics, runtime.health);
   try {
-    await runUntilSignal(runtime, handles);
+    await runUntilSignal(runtime, handles, signals);
   } finally {
     stopReporting();
   }
@@ -158,8 +163,10 @@ export function buildCli(): Command {
       'hold the embedded ClickHouse store and serve it to the other lockaudit processes (roles, CLI commands) until stopped: run it first, then `api`, `tailer` and `worker` in processes of their own',
     )
     .action(async (opts: { logFormat: LogFormat }) => {
+      const signals = catchStopSignals();
       followSupervisor();
       const runtime = await openRuntime({ buckets: false, logFormat: opts.logFormat });
+      if (signals.received) return runtime.store.close();
       const served = await serveHeldStore(runtime).catch(async (err: unknown) => {
         await runtime.store.close();
         throw err;
@@ -173,7 +180,7 @@ export function buildCli(): Command {
       }
       const stopReporting = reportToSupervisor('store', runtime.metrics, runtime.health);
       try {
-        await runUntilSignal(runtime, [served]);
+        await runUntilSignal(runtime, [served], signals);
       } finally {
         stopReporting();
       }

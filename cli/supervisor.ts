@@ -17,6 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { servedStore } from '../core/embeddedOwner.js';
 import type { Config } from '../core/config.js';
 import { isRoleStatus, type PeerStatuses, type RoleStatus } from '../platform/roleStatus.js';
+import { LISTENING } from '../platform/stopSignals.js';
 
 export interface SupervisedRole {
   /** The CLI command: store, tailer, worker, api. */
@@ -30,6 +31,8 @@ interface Running {
   child: ChildProcess;
   startedAt: number;
   exited: Promise<number | null>;
+  /** Resolves once the role catches SIGTERM (it says so, platform/stopSignals.ts) or has exited. */
+  listening: Promise<void>;
 }
 
 /** Roles that check or write the tailer's proofs (core/tailerSecret.ts): no other process is given its key. */
@@ -49,6 +52,17 @@ export async function supervise(config: Config, roles: SupervisedRole[], say: (m
   const backoff = new Map<string, number>();
   const statuses = new Map<string, RoleStatus>();
   let stopping = false;
+  // Caught from the first moment: a stop asked for while the store still starts stops it once it serves, in
+  // order (not the default action, which left the children to notice their supervisor gone).
+  let asked: string | undefined;
+  const signalled = new Promise<string>((resolve) => {
+    const on = (s: string): void => {
+      asked ??= s;
+      resolve(s);
+    };
+    process.once('SIGINT', on);
+    process.once('SIGTERM', on);
+  });
 
   /** Every role's latest status to the API process (the whole set: an ended role's alarms go with it). */
   const forwardStatuses = (): void => {
@@ -63,7 +77,14 @@ export async function supervise(config: Config, roles: SupervisedRole[], say: (m
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       detached: true,
     });
-    const entry: Running = { role, child, startedAt: Date.now(), exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))) };
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const listening = new Promise<void>((resolve) => {
+      child.on('message', (message: unknown) => {
+        if (typeof message === 'object' && message !== null && (message as { type?: unknown }).type === LISTENING.type) resolve();
+      });
+      void exited.then(() => resolve());
+    });
+    const entry: Running = { role, child, startedAt: Date.now(), exited, listening };
     running.set(role.name, entry);
     say(`${role.name}: started (pid ${child.pid})`);
     child.on('message', (message: unknown) => {
@@ -116,6 +137,7 @@ export async function supervise(config: Config, roles: SupervisedRole[], say: (m
   /** Starts the store process and waits until it serves: false when it ended first, or on stopping. */
   const startStore = async (role: SupervisedRole): Promise<boolean> => {
     const entry = start(role);
+    // A stop asked for meanwhile waits for this too: the store then stops as a started store does.
     while (!stopping) {
       if (servedStore(path)?.pid === entry.child.pid) return true;
       if (entry.child.exitCode !== null || entry.child.signalCode !== null) return false;
@@ -129,13 +151,9 @@ export async function supervise(config: Config, roles: SupervisedRole[], say: (m
     say('the store process ended before it served the store: see its lines above');
     return 1;
   }
-  for (const role of roles) if (role.name !== 'store') start(role);
+  if (!asked) for (const role of roles) if (role.name !== 'store') start(role);
 
-  const signal = await new Promise<string>((resolve) => {
-    const on = (s: string): void => resolve(s);
-    process.once('SIGINT', on);
-    process.once('SIGTERM', on);
-  });
+  const signal = await signalled;
   stopping = true;
   say(`${signal}: stopping the roles, then the store`);
   const failed: string[] = [];
@@ -144,8 +162,12 @@ export async function supervise(config: Config, roles: SupervisedRole[], say: (m
   for (const role of order) {
     const entry = running.get(role.name);
     if (!entry || entry.child.exitCode !== null || entry.child.signalCode !== null) continue;
+    // A role still booting would be ended by the signal's default action, not stopped: it is sent once the role
+    // catches it (moments after its process starts).
+    const late = sleep(deadlineMs).then(() => 'late' as const);
+    await Promise.race([entry.listening, late]);
     entry.child.kill('SIGTERM');
-    const code = await Promise.race([entry.exited, sleep(deadlineMs).then(() => 'late' as const)]);
+    const code = await Promise.race([entry.exited, late]);
     if (code === 'late') {
       say(`${role.name} (pid ${entry.child.pid}) did not stop within ${deadlineMs / 1000} s: killed`);
       entry.child.kill('SIGKILL');

@@ -17,6 +17,7 @@ import { ensureBuckets } from './buckets.js';
 import { settlesWithin } from './deadline.js';
 import { HealthState } from './health.js';
 import { startStoreServer } from './storeServer.js';
+import { catchStopSignals, type StopSignals } from './stopSignals.js';
 
 export interface Runtime {
   config: Config;
@@ -84,17 +85,8 @@ const STORE_CLOSE_AT_DEADLINE_MS = 2_000;
  * process alive forever: past the deadline, or at a second signal, this throws naming what did not
  * drain, and the CLI ends the process with SIGKILL (cli/main.ts), whatever is still open.
  */
-export async function runUntilSignal(runtime: Runtime, roles: RoleHandle[]): Promise<void> {
-  const signals = ['SIGINT', 'SIGTERM'] as const;
-  const nextSignal = (): Promise<string> =>
-    new Promise<string>((resolve) => {
-      const on = (signal: string): void => {
-        for (const s of signals) process.off(s, on);
-        resolve(signal);
-      };
-      for (const s of signals) process.on(s, on);
-    });
-  runtime.logger.info({ signal: await nextSignal() }, 'shutting down');
+export async function runUntilSignal(runtime: Runtime, roles: RoleHandle[], signals: StopSignals = catchStopSignals()): Promise<void> {
+  runtime.logger.info({ signal: await signals.next() }, 'shutting down');
   const deadlineMs = runtime.config.shutdownTimeoutMs;
   const progress: CloseProgress = { closing: undefined, left: [] };
   let timer: NodeJS.Timeout | undefined;
@@ -103,7 +95,7 @@ export async function runUntilSignal(runtime: Runtime, roles: RoleHandle[]): Pro
     new Promise<'deadline'>((resolve) => {
       timer = setTimeout(() => resolve('deadline'), deadlineMs);
     }),
-    nextSignal().then(() => 'signal' as const),
+    signals.next().then(() => 'signal' as const),
   ]);
   clearTimeout(timer);
   if (outcome === 'drained') return;

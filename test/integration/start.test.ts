@@ -322,4 +322,23 @@ describe('lockaudit start --demo', { timeout: 360_000 }, () => {
       throw new Error(`${err.message}; still running: ${described(roles)}; log: ${log.slice(-2_000)}`);
     });
   });
+  it('start stopped while its store still starts stops cleanly (exit 0), the store with it', async () => {
+    let log = '';
+    const sup = spawn(process.execPath, ['bin/lockaudit.js', 'start'], { cwd: projectRoot, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    sup.stderr?.on('data', (c: Buffer) => {
+      log += c.toString();
+    });
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      sup.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+    // The line is written as the store process is spawned: it has not served yet (it opens the engine first).
+    const pid = await waitFor('the store process spawned', async () => /^lockaudit: store: started \(pid (\d+)\)$/m.exec(log)?.[1], 60_000);
+    const store = processRef(Number(pid));
+    sup.kill('SIGTERM');
+    const { code, signal } = await exited;
+    // Before: the signal's default action ended the supervisor at once, leaving the store to notice it was gone.
+    assert.equal(signal, null, `the supervisor ended by ${signal}; log: ${log}`);
+    assert.equal(code, 0, log);
+    assert.equal(alive(store), false, described([store]));
+  });
 });
