@@ -64,8 +64,14 @@ export interface AuditEventRow {
   mod_revision: string;
   version: string;
   lease: string;
+  /** At most VALUE_KEPT_BYTES of the value (core/valueBound.ts); with the next two when it is only a prefix. */
   value: string;
   prev_value: string;
+  /** The whole value's size and sha256, set when `value` keeps only its prefix (absent: kept whole, sql/290). */
+  value_bytes?: number;
+  value_sha256?: string;
+  prev_value_bytes?: number;
+  prev_value_sha256?: string;
   unprotected: 0 | 1;
   /** Hold events only; absent means 'api' (the column's default, sql/040). */
   origin?: Origin;

@@ -62,7 +62,10 @@ export interface QuarantineRow {
   revision: string;
   key: string;
   op: string;
+  /** At most VALUE_KEPT_BYTES of the raw value; `value_bytes` and `value_sha256` say what it was when it is a prefix (sql/290). */
   value: string;
+  value_bytes?: number;
+  value_sha256?: string;
   reason: string;
   /**
    * Its writer's proof (sql/240): a grant row's (op grants-row) binds the change, which alone lets the grants check

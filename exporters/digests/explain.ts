@@ -161,6 +161,8 @@ async function explainWith(
     original.cluster,
     { after: original.events.after, through: original.events.through, fromMs: Date.parse(original.periodStart), toMs: Date.parse(original.periodEnd) },
     view,
+    {},
+    original.events.encoding,
   );
   const reasons: ChangeReason[] = [
     ...[...marked].map(([generation, rows]): ChangeReason => ({ kind: 'restore', generation, rows })),

@@ -8,7 +8,7 @@
 //   every timeline) of the cluster whose wall_time falls in it.
 // - The events hash: sha256 over one line per event, in (revision, key,
 //   timeline) order, each line the canonical JSON (keys sorted, every value a
-//   string) of the event's fields (EVENT_FIELDS) followed by "\n".
+//   string) of the fields its encoding hashes (EVENT_FIELDS: v2; EVENT_FIELDS_V1) followed by "\n".
 // - A digest's hash: sha256 (hex) over the canonical JSON of the digest
 //   without `hash` and `signature`; `signature`: Ed25519 over those same
 //   bytes, base64. `prevHash` is the previous digest's hash (seq − 1; the
@@ -26,12 +26,21 @@ import { canonicalJson, GENESIS_HASH } from '../hashChain.js';
 
 export const DIGEST_VERSION = 1;
 export const DIGEST_KIND = 'lockaudit-digest';
-export const EVENTS_ENCODING = 'lockaudit-events-v1';
+/**
+ * How a period's events are hashed. v1: the fields of EVENT_FIELDS_V1, `value` and `prevValue` as stored (whole:
+ * before sql/290 every value was). v2 (every digest sealed since): those and the four of a value's bound
+ * (core/valueBound.ts), so a value kept as its prefix is sealed with its whole size and sha256. A period sealed
+ * under v1 is checked under v1 for good.
+ */
+export const EVENTS_ENCODING_V1 = 'lockaudit-events-v1';
+export const EVENTS_ENCODING = 'lockaudit-events-v2';
+export type EventsEncoding = typeof EVENTS_ENCODING_V1 | typeof EVENTS_ENCODING;
+export const isEventsEncoding = (e: unknown): e is EventsEncoding => e === EVENTS_ENCODING_V1 || e === EVENTS_ENCODING;
 export const DIGEST_OBJECT_PREFIX = 'digests/';
 export { GENESIS_HASH };
 
-/** The event fields hashed, each as a decimal or plain string (exporters/sql/digest_events.sql selects them so). */
-export const EVENT_FIELDS = [
+/** The event fields v1 hashes, each as a decimal or plain string (exporters/sql/digest_events.sql selects them so). */
+export const EVENT_FIELDS_V1 = [
   'cluster',
   'timeline',
   'revision',
@@ -61,6 +70,8 @@ export const EVENT_FIELDS = [
   'rolledBackBy',
   'supersededBy',
 ] as const;
+/** The event fields v2 hashes: v1's and a value's bound (the whole value's bytes, and its sha256 when only a prefix is kept, else ''). */
+export const EVENT_FIELDS = [...EVENT_FIELDS_V1, 'valueBytes', 'valueSha256', 'prevValueBytes', 'prevValueSha256'] as const;
 export type DigestEvent = Record<(typeof EVENT_FIELDS)[number], string>;
 
 export interface DigestHistoryObject {
@@ -101,7 +112,7 @@ export interface Position {
 }
 
 export interface DigestEvents {
-  encoding: typeof EVENTS_ENCODING;
+  encoding: EventsEncoding;
   /** The period's changes are those committed after `after` (null: from the start) up to `through`, by (timeline, revision). */
   after: Position | null;
   through: Position;
@@ -155,21 +166,28 @@ export interface Digest extends DigestBody {
 export const digestObjectName = (cluster: string, seq: number, prefix = DIGEST_OBJECT_PREFIX): string =>
   `${prefix}${cluster}/${String(seq).padStart(12, '0')}.json`;
 
-const SORTED_FIELDS = [...EVENT_FIELDS].sort();
-const FIELD_KEYS = SORTED_FIELDS.map((f) => JSON.stringify(f));
+const sortedKeys = (fields: readonly (typeof EVENT_FIELDS)[number][]) => {
+  const sorted = [...fields].sort();
+  return { sorted, keys: sorted.map((f) => JSON.stringify(f)) };
+};
+const LINE_FIELDS: Record<EventsEncoding, ReturnType<typeof sortedKeys>> = {
+  [EVENTS_ENCODING_V1]: sortedKeys(EVENT_FIELDS_V1),
+  [EVENTS_ENCODING]: sortedKeys(EVENT_FIELDS),
+};
 
-/** One event's line of the events hash: its canonical JSON (flat, every value a string, keys sorted) and "\n". */
-export function eventLine(event: DigestEvent): string {
+/** One event's line of the events hash: its canonical JSON (flat, every value a string, keys sorted) of the encoding's fields, and "\n". */
+export function eventLine(event: DigestEvent, encoding: EventsEncoding = EVENTS_ENCODING): string {
+  const { sorted, keys } = LINE_FIELDS[encoding];
   let line = '{';
-  for (let i = 0; i < SORTED_FIELDS.length; i++) {
-    const v = event[SORTED_FIELDS[i] as (typeof EVENT_FIELDS)[number]];
-    if (typeof v !== 'string') throw new TypeError(`event field ${SORTED_FIELDS[i]} is not a string`);
-    line += `${i ? ',' : ''}${FIELD_KEYS[i]}:${JSON.stringify(v)}`;
+  for (let i = 0; i < sorted.length; i++) {
+    const v = event[sorted[i] as (typeof EVENT_FIELDS)[number]];
+    if (typeof v !== 'string') throw new TypeError(`event field ${sorted[i]} is not a string`);
+    line += `${i ? ',' : ''}${keys[i]}:${JSON.stringify(v)}`;
   }
   return `${line}}\n`;
 }
 
-/** The running hash of a period's events (feed them in order). */
+/** The running hash of a period's events (feed them in order), under one encoding (default: the current one). */
 export class EventsHasher {
   readonly #hash = createHash('sha256');
   count = 0n;
@@ -177,8 +195,12 @@ export class EventsHasher {
   revisionMax: bigint | undefined;
   ingestedThroughMs: bigint | undefined;
 
+  constructor(readonly encoding: EventsEncoding = EVENTS_ENCODING) {
+    if (!isEventsEncoding(encoding)) throw new RangeError(`unknown events encoding ${JSON.stringify(encoding)}`);
+  }
+
   add(event: DigestEvent, ingestedAtMs?: string): void {
-    this.#hash.update(eventLine(event));
+    this.#hash.update(eventLine(event, this.encoding));
     this.count++;
     const r = BigInt(event.revision);
     if (this.revisionMin === undefined || r < this.revisionMin) this.revisionMin = r;
@@ -191,7 +213,7 @@ export class EventsHasher {
 
   digest(range: { after: Position | null; through: Position }): DigestEvents {
     return {
-      encoding: EVENTS_ENCODING,
+      encoding: this.encoding,
       after: range.after,
       through: range.through,
       count: this.count.toString(),

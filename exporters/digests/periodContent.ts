@@ -4,7 +4,16 @@
 import type { AuditStore } from '../../core/clickhouse.js';
 import { loadSql } from '../../platform/sql.js';
 import { canonicalJson } from '../hashChain.js';
-import { EventsHasher, type Digest, type DigestEvent, type DigestGap, type DigestRestore, type Position } from './format.js';
+import {
+  EVENTS_ENCODING,
+  EventsHasher,
+  type Digest,
+  type DigestEvent,
+  type DigestGap,
+  type DigestRestore,
+  type EventsEncoding,
+  type Position,
+} from './format.js';
 
 /** Revisions per read of a period's events at most: one revision can carry thousands of events (a lease expiry), so it bounds reads, not rows. */
 const WINDOW = 20_000n;
@@ -35,7 +44,7 @@ export function rangeParams(after: Position | null, through: Position, fromMs: n
 
 /**
  * Hashes a period's events as they are in ClickHouse now (the worker's and the verifier's one way), a window of
- * revisions at a time. `view`, when given, is what each row is taken as (undefined: left out) — explain.ts hashes a
+ * revisions at a time, under `encoding` (a sealed period's own when it is checked). `view`, when given, is what each row is taken as (undefined: left out) — explain.ts hashes a
  * period as it was before the changes the record explains.
  */
 export async function hashPeriodEvents(
@@ -44,9 +53,11 @@ export async function hashPeriodEvents(
   range: { after: Position | null; through: Position; fromMs: number; toMs: number },
   view?: (row: DigestEvent, ingestedAtMs: string) => DigestEvent | undefined,
   windows: { bytes?: number; onWindow?: (w: { lo: bigint; hi: bigint; rows: number; chars: number }) => void } = {},
+  encoding: EventsEncoding = EVENTS_ENCODING,
 ): Promise<ReturnType<EventsHasher['digest']>> {
   const sql = loadSql('exporters/sql/digest_events.sql').text;
-  const hasher = new EventsHasher();
+  // A sealed period is compared under the encoding it was sealed with (format.ts): v1 periods stay v1.
+  const hasher = new EventsHasher(encoding);
   const rp = rangeParams(range.after, range.through, range.fromMs, range.toMs);
   const params = { cluster, ...rp };
   const window = async (winLo: bigint, winHi: bigint): Promise<void> => {

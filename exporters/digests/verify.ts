@@ -16,7 +16,16 @@ import { checkCopiesAgainstGrants, formatCopyProblem } from '../checks/copiesChe
 import { checkQuarantine, formatQuarantineProblem } from '../checks/quarantineCheck.js';
 import { checkGrantsAgainstEvents, formatGrantProblem } from '../checks/grantsCheck.js';
 import { objectSha256, withRetry } from '../storage/objectStore.js';
-import { describeKeyChange, DIGEST_OBJECT_PREFIX, walkChain, type Digest, type DigestHistoryObject, type KeyChange, type PeriodVerdict } from './format.js';
+import {
+  describeKeyChange,
+  DIGEST_OBJECT_PREFIX,
+  isEventsEncoding,
+  walkChain,
+  type Digest,
+  type DigestHistoryObject,
+  type KeyChange,
+  type PeriodVerdict,
+} from './format.js';
 import { explainChange, provenRestores, type ProvenRestore } from './explain.js';
 import { hashPeriodEvents, periodRecord, sameRecord } from './periodContent.js';
 import { DEFAULT_CLOCK_TOLERANCE_MS, readChain } from './worker.js';
@@ -168,12 +177,15 @@ async function historyProblems(s3: Client, history: readonly DigestHistoryObject
 }
 
 async function eventProblems(store: AuditStore, d: Digest): Promise<string[]> {
-  const now = await hashPeriodEvents(store, d.cluster, {
-    after: d.events.after,
-    through: d.events.through,
-    fromMs: Date.parse(d.periodStart),
-    toMs: Date.parse(d.periodEnd),
-  });
+  if (!isEventsEncoding(d.events.encoding)) return [`its events encoding ${JSON.stringify(d.events.encoding)} is none this verifier knows`];
+  const now = await hashPeriodEvents(
+    store,
+    d.cluster,
+    { after: d.events.after, through: d.events.through, fromMs: Date.parse(d.periodStart), toMs: Date.parse(d.periodEnd) },
+    undefined,
+    {},
+    d.events.encoding,
+  );
   const problems: string[] = [];
   if (now.sha256 !== d.events.sha256 || now.count !== d.events.count) {
     problems.push(

@@ -460,7 +460,14 @@ export class DigestWorker {
         const recordMoved = !sameRecord(d, record);
         let events = d.events;
         if (count !== d.events.count || through !== d.events.ingestedThroughMs) {
-          events = await hashPeriodEvents(this.#o.store, this.cluster, { after: d.events.after, through: d.events.through, fromMs, toMs });
+          events = await hashPeriodEvents(
+            this.#o.store,
+            this.cluster,
+            { after: d.events.after, through: d.events.through, fromMs, toMs },
+            undefined,
+            {},
+            d.events.encoding,
+          );
           if (events.sha256 === d.events.sha256 && events.count === d.events.count) events = d.events;
         }
         if (events === d.events && !recordMoved) {

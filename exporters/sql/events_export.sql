@@ -8,6 +8,8 @@ SELECT
     cluster, revision, key, event_type, op, namespace, lock_path, class, holder, session, token, epoch,
     grant_revision, wait_ms, wall_time, time_estimated, time_error_ms, create_revision, mod_revision,
     version, lease, value, prev_value, unprotected, origin,
+    value_bytes, value_sha256,              -- the whole value's size, and its sha256 when `value` keeps only its first 64 KiB (sql/290)
+    prev_value_bytes, prev_value_sha256,
     timeline,                               -- the etcd timeline (generation) that captured the row
     rolled_back_by,                         -- the timeline whose restore rolled this change back; 0: never
     superseded_by                           -- from which timeline on the row is no longer the current account; 0: it is

@@ -65,8 +65,8 @@ interface Row {
   key: string;
   op_text: string;
   value_prefix: string;
-  value_bytes: string | number;
-  value_sha256: string;
+  whole_bytes: string | number;
+  whole_sha256: string;
   reason: string;
   at_ms: string | number;
 }
@@ -158,9 +158,9 @@ export async function quarantinePage(deps: QuarantineDeps, p: QuarantineParams, 
       op: r.op_text,
       reason: r.reason,
       value: r.value_prefix,
-      valueBytes: Number(r.value_bytes),
-      valueSha256: r.value_sha256,
-      valueTruncated: Number(r.value_bytes) > QUARANTINE_VALUE_BYTES,
+      valueBytes: Number(r.whole_bytes),
+      valueSha256: r.whole_sha256,
+      valueTruncated: Number(r.whole_bytes) > QUARANTINE_VALUE_BYTES,
       quarantinedAt: new Date(Number(r.at_ms)).toISOString(),
     })),
     nextCursor:

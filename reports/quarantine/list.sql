@@ -9,9 +9,10 @@
 -- Parameters: {db:Identifier} {cluster:String} {fromMs:Int64} {toMs:Int64} {hasCursor:UInt8} {afterMs:Int64} {afterCluster:String} {afterRevision:UInt64} {afterKey:String} {limit:UInt32} {valueBytes:UInt32} {scopeClusters:Array(String)}
 -- A value is answered as its first {valueBytes} bytes with its size and
 -- sha256 (etcd takes values up to 1.5 MiB: a page of 1 000 whole ones was
--- 1.5 GB built in one process); the store keeps it whole.
+-- 1.5 GB built in one process); the store keeps its first 64 KiB with the
+-- whole value's size and sha256 (sql/290; whole below that).
 SELECT cluster, toString(revision) AS revision_text, key, toString(op) AS op_text, substring(value, 1, {valueBytes:UInt32}) AS value_prefix,
-       length(value) AS value_bytes, lower(hex(SHA256(value))) AS value_sha256, reason, toUnixTimestamp64Milli(at) AS at_ms
+       value_bytes AS whole_bytes, if(value_sha256 = '', lower(hex(SHA256(value))), value_sha256) AS whole_sha256, reason, toUnixTimestamp64Milli(at) AS at_ms
 FROM {db:Identifier}.quarantine FINAL
 WHERE ({cluster:String} = '' OR cluster = {cluster:String})
   AND (empty({scopeClusters:Array(String)}) OR has({scopeClusters:Array(String)}, cluster))

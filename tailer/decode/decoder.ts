@@ -30,6 +30,7 @@ import {
   type MarkValue,
 } from '../../core/keyspace.js';
 import { makeToken, parseToken, splitToken } from '../../core/token.js';
+import { keptColumns } from '../../core/valueBound.js';
 import type { Change, GrantRow, GrantSide, KvSnapshot, QuarantineRow, RevisionChanges, RowBatch } from '../types.js';
 
 export interface DecodedEvent {
@@ -102,8 +103,8 @@ function baseRow(cluster: string, revision: string, c: Change): AuditEventRow {
     mod_revision: c.kv.modRevision || revision,
     version: c.kv.version || '0',
     lease: c.kv.lease || '0',
-    value: c.type === 'put' ? c.kv.value : '',
-    prev_value: c.prev?.value ?? '',
+    ...keptColumns('value', c.type === 'put' ? c.kv.value : ''),
+    ...keptColumns('prev_value', c.prev?.value ?? ''),
     unprotected: 0,
   };
 }
@@ -460,7 +461,14 @@ export function decodeRevision(ctx: DecodeContext, input: RevisionChanges): Deco
       delete decoded.grant;
       delete decoded.endKind;
       decoded.timeless = true;
-      out.quarantine.push({ cluster: ctx.cluster, revision, key: c.kv.key, op: c.type, value: c.type === 'put' ? c.kv.value : (c.prev?.value ?? ''), reason });
+      out.quarantine.push({
+        cluster: ctx.cluster,
+        revision,
+        key: c.kv.key,
+        op: c.type,
+        ...keptColumns('value', c.type === 'put' ? c.kv.value : (c.prev?.value ?? '')),
+        reason,
+      });
     }
     out.events.push(decoded);
   }

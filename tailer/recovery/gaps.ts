@@ -6,6 +6,7 @@
 import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../../core/clickhouse.js';
 import type { AuditEventRow } from '../../core/events.js';
+import { isKeptValueOf } from '../../core/valueBound.js';
 import { HoldValueSchema, PREFIX, classifyKey, decodeValue, prefixEnd } from '../../core/keyspace.js';
 import { holdOrigin } from '../../core/proof.js';
 import { grantRow, grantSide } from '../decode/decoder.js';
@@ -113,16 +114,25 @@ export function capturedStarts(store: AuditStore, cluster: string, timeline: num
     const revisions = holds.map((h) => BigInt(h.grantRevision));
     const lowest = revisions.reduce((a, b) => (b < a ? b : a));
     const highest = revisions.reduce((a, b) => (b > a ? b : a));
-    const rows = await store.rows<{ key: string; put_revision: string; value: string }>(SQL.capturedStarts.text, {
-      cluster,
-      timeline,
-      keys: [...new Set(holds.map((h) => h.key))],
-      lowest: lowest.toString(),
-      highest: highest.toString(),
-    });
+    const rows = await store.rows<{ key: string; put_revision: string; value: string; value_bytes: number | string; value_sha256: string }>(
+      SQL.capturedStarts.text,
+      {
+        cluster,
+        timeline,
+        keys: [...new Set(holds.map((h) => h.key))],
+        lowest: lowest.toString(),
+        highest: highest.toString(),
+      },
+    );
     // The put of this very hold: the same key, revision and value (not another value put there by hand).
     const values = new Map(holds.map((h) => [`${h.key}|${h.grantRevision}`, h.value]));
-    return new Set(rows.map((r) => `${r.key}|${r.put_revision}`).filter((k, i) => values.get(k) === rows[i]?.value));
+    const started = new Set<string>();
+    for (const r of rows) {
+      const k = `${r.key}|${r.put_revision}`;
+      const held = values.get(k);
+      if (held !== undefined && isKeptValueOf({ value: r.value, bytes: Number(r.value_bytes), sha256: r.value_sha256 }, held)) started.add(k);
+    }
+    return started;
   };
 }
 

@@ -39,6 +39,7 @@ import { hasValidRestoreGapProof } from '../../core/proof.js';
 import { lostAfter } from './gaps.js';
 import { readFor, startFrom, type StartFacts, type Witness, type WitnessReading } from './startDecision.js';
 import { etcdText } from '../../core/etcdText.js';
+import { isKeptValueOf } from '../../core/valueBound.js';
 import { raftLogRestarted, raftMark, type RaftCheckDeps } from './raftMarks.js';
 
 const SQL = {
@@ -283,7 +284,7 @@ export function restoreSeen(start: { why: string; captured: bigint }, timeline: 
 
 /** The puts the start decision checks: the latest ones captured at or below `checkpoint` (or the highest revision captured), and the latest clock write. */
 export async function checkpointWitnesses(store: AuditStore, cluster: string, checkpoint: bigint): Promise<Witness[]> {
-  const rows = await store.rows<{ key: string; revision: string; value: string }>(SQL.witnesses.text, {
+  const rows = await store.rows<{ key: string; revision: string; value: string; value_bytes: number | string; value_sha256: string }>(SQL.witnesses.text, {
     cluster,
     from: (checkpoint > WITNESS_WINDOW ? checkpoint - WITNESS_WINDOW : 0n).toString(),
     upTo: checkpoint.toString(),
@@ -291,7 +292,13 @@ export async function checkpointWitnesses(store: AuditStore, cluster: string, ch
     clock: PREFIX.clock,
   });
   const out = new Map<string, Witness>();
-  for (const r of rows) out.set(`${r.revision} ${r.key}`, { key: r.key, revision: BigInt(r.revision), value: r.value });
+  for (const r of rows)
+    out.set(`${r.revision} ${r.key}`, {
+      key: r.key,
+      revision: BigInt(r.revision),
+      value: r.value,
+      ...(r.value_sha256 ? { bytes: Number(r.value_bytes), sha256: r.value_sha256 } : {}),
+    });
   return [...out.values()];
 }
 
@@ -342,16 +349,20 @@ export async function divergence(
         const revisions = [...page.values()].map((p) => p.revision);
         const lowest = revisions.reduce((a, b) => (b < a ? b : a));
         const highest = revisions.reduce((a, b) => (b > a ? b : a));
-        const captured = await store.rows<{ key: string; put_revision: string; value: string }>(SQL.capturedPuts.text, {
-          cluster,
-          keys: [...page.keys()],
-          lowest: lowest.toString(),
-          highest: highest.toString(),
-        });
+        const captured = await store.rows<{ key: string; put_revision: string; value: string; value_bytes: number | string; value_sha256: string }>(
+          SQL.capturedPuts.text,
+          {
+            cluster,
+            keys: [...page.keys()],
+            lowest: lowest.toString(),
+            highest: highest.toString(),
+          },
+        );
         for (const c of captured) {
           const now = page.get(c.key);
           const rev = BigInt(c.put_revision);
-          if (now && now.revision === rev && now.value === c.value && (shared === undefined || rev > shared)) shared = rev;
+          const same = now !== undefined && isKeptValueOf({ value: c.value, bytes: Number(c.value_bytes), sha256: c.value_sha256 }, now.value);
+          if (now && now.revision === rev && same && (shared === undefined || rev > shared)) shared = rev;
         }
       }
       if (!res.more || res.kvs.length === 0) break;

@@ -23,11 +23,22 @@
 // restored head has moved on.
 // Order: cluster id, head below the checkpoint, witnesses; then compaction.
 
+import { isKeptValueOf } from '../../core/valueBound.js';
+
 /** A put the tailer captured at or below the checkpoint (or the highest revision captured above it). */
 export interface Witness {
   key: string;
   revision: bigint;
+  /** The value as captured: whole, or (with `sha256` set) its kept prefix (core/valueBound.ts). */
   value: string;
+  /** Set when `value` is only a prefix: the whole value's size in bytes and sha256 (hex). */
+  bytes?: number;
+  sha256?: string;
+}
+
+/** Whether etcd's value is the one captured (a kept prefix compares by size and sha256). */
+function capturedValueIs(w: Witness, etcdValue: string): boolean {
+  return isKeptValueOf({ value: w.value, bytes: w.bytes ?? 0, sha256: w.sha256 ?? '' }, etcdValue);
 }
 
 /** What etcd holds for a witness's key: at the witness's revision (`history`) or, when that is compacted, at the compaction revision. */
@@ -89,12 +100,12 @@ export function contradicts(r: WitnessReading, checkpoint: bigint): string | und
     if (!kv) return `${w.key} was captured put at revision ${w.revision} but etcd's revision ${w.revision} has no such key`;
     if (kv.modRevision !== w.revision)
       return `${w.key} was captured put at revision ${w.revision} but etcd's history there has it last put at revision ${kv.modRevision}`;
-    if (kv.value !== w.value) return `${w.key} was captured put at revision ${w.revision} with another value than etcd holds there`;
+    if (!capturedValueIs(w, kv.value)) return `${w.key} was captured put at revision ${w.revision} with another value than etcd holds there`;
     return undefined;
   }
   if (!kv || kv.modRevision > w.revision) return undefined; // deleted or written again since: consistent
   if (kv.modRevision < w.revision) return `${w.key} was captured put at revision ${w.revision} but etcd has it back at revision ${kv.modRevision}`;
-  if (kv.value !== w.value) return `${w.key} was captured put at revision ${w.revision} with another value than etcd holds at that revision`;
+  if (!capturedValueIs(w, kv.value)) return `${w.key} was captured put at revision ${w.revision} with another value than etcd holds at that revision`;
   return undefined;
 }
 

@@ -10,6 +10,7 @@
 // Rows go as RowBinaryWithDefaults (store.insert's `binary`): no JSON text to
 // build here or to parse in ClickHouse, every value exact.
 import { createHash } from 'node:crypto';
+import { keptColumns } from '../../core/valueBound.js';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { PREFIX } from '../../core/keyspace.js';
 import { quarantinedGrantMac, quarantineRowMac } from '../../core/proof.js';
@@ -130,7 +131,7 @@ function quarantineRow(
   const key = `${PREFIX.hold}${str(r.key)}`;
   const cluster = str(r.cluster);
   const proof = secret && table === 'grants' ? { proof: quarantinedGrantMac(secret, { cluster, timeline, revision, key }) } : {};
-  return { cluster, revision, key, op: `${table}-row`, value: (rawValue(revision, key) ?? JSON.stringify(row)).slice(0, 65_536), reason: because, ...proof };
+  return { cluster, revision, key, op: `${table}-row`, ...keptColumns('value', rawValue(revision, key) ?? JSON.stringify(row)), reason: because, ...proof };
 }
 
 const safeRevision = (v: unknown): string =>
@@ -191,7 +192,8 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
 /** The proof of a quarantine row as stored (its timeline stamped, or 0). */
 export function proveQuarantineRow(secret: Buffer, q: QuarantineRow): string {
   const timeline = (q as { timeline?: number }).timeline ?? 0;
-  const valueSha256 = createHash('sha256').update(q.value, 'utf8').digest('hex');
+  // Of the whole value: a kept prefix carries the whole one's (sql/290).
+  const valueSha256 = q.value_sha256 || createHash('sha256').update(q.value, 'utf8').digest('hex');
   return quarantineRowMac(secret, { cluster: q.cluster, timeline, revision: q.revision, key: q.key, op: q.op, valueSha256, reason: q.reason });
 }
 

@@ -38,6 +38,7 @@
 // end whose copy of its grant differs from the grant line, or a second end of
 // an ended grant would otherwise replace what was shipped, silently.
 // A last line without a newline is being written: it waits for the next pass.
+import { keptColumns } from '../../core/valueBound.js';
 import { closeSync, openSync, readSync, renameSync, statSync, writeFileSync, readFileSync, fsyncSync } from 'node:fs';
 import path from 'node:path';
 import type { AuditStore } from '../../core/clickhouse.js';
@@ -407,7 +408,7 @@ export class SpoolShipper {
           revision: '0',
           key: `/spool/${path.basename(this.#file)}@${st.ino}:${at}`,
           op: 'spool',
-          value: text.slice(0, 65_536),
+          ...keptColumns('value', text),
           reason: `spool line: ${reason}`,
         });
       };

@@ -4,7 +4,7 @@
 -- whose revision and value are exactly etcd's. Asked once per page of etcd's
 -- keyspace, never holding more than a page.
 -- Parameters: {db:Identifier} {cluster:String} {keys:Array(String)} {lowest:UInt64} {highest:UInt64}
-SELECT key, toString(revision) AS put_revision, value
+SELECT key, toString(revision) AS put_revision, value, value_bytes, value_sha256
 FROM {db:Identifier}.events FINAL
 WHERE cluster = {cluster:String}
     AND revision >= {lowest:UInt64} AND revision <= {highest:UInt64}

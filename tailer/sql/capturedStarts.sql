@@ -15,7 +15,7 @@
 -- not yet proven).
 -- FINAL: a restore marks rolled-back rows by writing them again.
 -- Parameters: {db:Identifier} {cluster:String} {timeline:UInt32} {keys:Array(String)} {lowest:UInt64} {highest:UInt64}
-SELECT DISTINCT key, toString(revision) AS put_revision, value
+SELECT DISTINCT key, toString(revision) AS put_revision, value, value_bytes, value_sha256
 FROM {db:Identifier}.events FINAL
 WHERE cluster = {cluster:String}
     AND timeline <= {timeline:UInt32}

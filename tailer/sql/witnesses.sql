@@ -5,16 +5,16 @@
 -- Only the current timeline's rows (superseded_by = 0, sql/065): an old timeline's rows at reused
 -- revisions would read as a restore at every start.
 -- Parameters: {db:Identifier} {cluster:String} {from:UInt64} {upTo:UInt64} {limit:UInt32} {clock:String}
-SELECT key, toString(revision) AS revision, value
+SELECT key, toString(revision) AS revision, value, value_bytes, value_sha256
 FROM
 (
-    SELECT key, revision, value
+    SELECT key, revision, value, value_bytes, value_sha256
     FROM {db:Identifier}.events FINAL
     WHERE cluster = {cluster:String} AND revision > {from:UInt64} AND revision <= {upTo:UInt64} AND op = 'put' AND superseded_by = 0
     ORDER BY revision DESC
     LIMIT {limit:UInt32}
     UNION ALL
-    SELECT key, revision, value
+    SELECT key, revision, value, value_bytes, value_sha256
     FROM {db:Identifier}.events FINAL
     WHERE cluster = {cluster:String} AND revision > {from:UInt64} AND revision <= {upTo:UInt64} AND op = 'put' AND superseded_by = 0 AND key = {clock:String}
     ORDER BY revision DESC

@@ -4,6 +4,8 @@
 // alarmed as a write around the API, the alarm saying where to look
 // (GET /v1/quarantine); a value under an ordinary key raises nothing. A
 // real tailer on the test etcd and a real embedded ClickHouse.
+import { createHash } from 'node:crypto';
+import { VALUE_KEPT_BYTES } from '../../core/valueBound.js';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Etcd3 } from 'etcd3';
@@ -90,14 +92,14 @@ describe('values of no shape the lock API writes', () => {
       const value = JSON.stringify({ holder: 'h'.repeat(1_048_576), session: '0', class: 'payments', epoch: 1, waitMs: 0, at: Date.now() });
       const put = BigInt((await client.put(key).value(value).exec()).header.revision);
       await waitFor('the put captured', async () => ((await readCheckpoint(store, label)) >= put ? true : undefined), 60_000, 100);
-      const quarantined = await store.rows<{ key: string; bytes: string; reason: string }>(
-        'SELECT key, toString(length(value)) AS bytes, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String}',
+      const quarantined = await store.rows<{ key: string; kept: string; bytes: string; sha: string; reason: string }>(
+        'SELECT key, toString(length(value)) AS kept, toString(value_bytes) AS bytes, value_sha256 AS sha, reason FROM {db:Identifier}.quarantine FINAL WHERE cluster = {c:String}',
         { c: label },
       );
+      // Kept as evidence: its first 64 KiB, its size and its sha256 (sql/290), not the whole MiB.
       assert.deepEqual(
-        quarantined.map((q) => [q.key, q.bytes]),
-        [[key, String(Buffer.byteLength(value))]],
-        'kept whole, as evidence',
+        quarantined.map((q) => [q.key, q.kept, q.bytes, q.sha]),
+        [[key, String(VALUE_KEPT_BYTES), String(Buffer.byteLength(value)), createHash('sha256').update(value).digest('hex')]],
       );
       assert.match(quarantined[0]?.reason ?? '', /holder/);
       const [grants] = await store.rows<{ n: string; longest: string }>(

@@ -12,6 +12,8 @@ import { describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { check, exitCode, type CheckInput, type CheckResult, type ViolationKind } from '../chaos/checker.js';
 import { compactionBound } from '../chaos/check/gaps.js';
+import { holds } from '../chaos/check/history.js';
+import { keptColumns } from '../../core/valueBound.js';
 import { VIOLATION_KINDS } from '../chaos/check/types.js';
 import type { FaultRecord } from '../chaos/faults.js';
 import type { RecordedChange, RecorderLine } from '../chaos/recorder.js';
@@ -583,5 +585,17 @@ describe('chaos checker: a compaction bound in an era whose restore was not reco
       'recorded 132 s after its restore ended: no excuse',
     );
     assert.deepEqual(compactionBound(fault(0, started), [gap(1, '66258', '2026-12-02 04:09:00.000')], restoreEnded), { lo: 153068n, hi: 94530n });
+  });
+});
+
+describe('chaos checker: a stored row holds a recorded put', () => {
+  it('whole by its value, a kept prefix (sql/290) by its size and sha256', () => {
+    const big = 'v'.repeat(70_000);
+    const change = { type: 'put', value: big } as unknown as RecordedChange;
+    const kept = keptColumns('value', big);
+    assert.equal(holds({ op: 'put', ...kept }, change), true);
+    assert.equal(holds({ op: 'put', ...kept, value_sha256: 'f'.repeat(64) }, change), false, 'another sha256 is another value');
+    assert.equal(holds({ op: 'put', value: big.slice(0, 65_536) }, change), false, 'a prefix with no size and sha256 is not the value');
+    assert.equal(holds({ op: 'put', value: 'small' }, { type: 'put', value: 'small' } as unknown as RecordedChange), true);
   });
 });

@@ -12,6 +12,7 @@ import {
   eventLine,
   digestObjectName,
   EventsHasher,
+  EVENTS_ENCODING_V1,
   GENESIS_HASH,
   signDigest,
   signManifest,
@@ -60,6 +61,10 @@ function event(revision: number, key: string): DigestEvent {
     unprotected: '0',
     rolledBackBy: '0',
     supersededBy: '0',
+    valueBytes: '2',
+    valueSha256: '',
+    prevValueBytes: '0',
+    prevValueSha256: '',
   };
 }
 
@@ -97,6 +102,29 @@ describe('digest format', () => {
     const changed = c.digest(range);
     assert.notEqual(da, changed.sha256);
     assert.equal(changed.count, '1');
+  });
+
+  it("v2 seals a kept prefix's whole size and sha256; v1 (periods sealed before) hashes its own fields only, as it always did", () => {
+    const range = { after: null, through: { timeline: '0', revision: '5' } };
+    const kept = { ...event(5, '/l/ns/big'), value: 'x'.repeat(10), valueBytes: '2000000', valueSha256: 'a'.repeat(64) };
+    const hashOf = (e: DigestEvent, encoding?: typeof EVENTS_ENCODING_V1) => {
+      const h = new EventsHasher(encoding);
+      h.add(e);
+      return h.digest(range);
+    };
+    const v2 = hashOf(kept);
+    assert.equal(v2.encoding, 'lockaudit-events-v2');
+    // An insider who edits what the store says of the whole value (its sha256, or its size) changes the v2 hash.
+    assert.notEqual(hashOf({ ...kept, valueSha256: 'b'.repeat(64) }).sha256, v2.sha256);
+    assert.notEqual(hashOf({ ...kept, valueBytes: '2000001' }).sha256, v2.sha256);
+    assert.notEqual(hashOf({ ...kept, prevValueSha256: 'c'.repeat(64) }).sha256, v2.sha256);
+    // v1: exactly the line of the v1 fields (a digest sealed before 290 still verifies), blind to the four new ones.
+    const v1 = hashOf(kept, EVENTS_ENCODING_V1);
+    assert.equal(v1.encoding, 'lockaudit-events-v1');
+    const { valueBytes: _a, valueSha256: _b, prevValueBytes: _c, prevValueSha256: _d, ...v1Fields } = kept;
+    assert.equal(eventLine(kept, EVENTS_ENCODING_V1), `${canonicalJson(v1Fields)}\n`);
+    assert.equal(hashOf({ ...kept, valueSha256: 'b'.repeat(64) }, EVENTS_ENCODING_V1).sha256, v1.sha256);
+    assert.notEqual(v1.sha256, v2.sha256);
   });
 
   it('signs the canonical JSON of the body: a verifier with only the public key accepts it, and the hash covers every field', () => {

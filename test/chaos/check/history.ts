@@ -4,6 +4,7 @@
 // current timeline's rows (FINAL derived here: the highest term, then the newest write, wins), the
 // rolled-back rows, and every (timeline, revision, key) written with more than
 // one content.
+import { isKeptValueOf } from '../../../core/valueBound.js';
 import type { FaultFacts, FaultRecord } from '../faults.js';
 import type { RecordedChange, RecorderLine } from '../recorder.js';
 import type { RolledBackRow, StoredEvent } from '../storeDump.js';
@@ -177,8 +178,10 @@ export function indexStore(input: CheckInput): StoreIndex {
   return { current, flips, rolledBack, quarantined: new Set(input.store.quarantine.map((q) => rk(q.revision, q.key))) };
 }
 
-/** Does a stored row hold this recorded change (same op, and for a put the same value)? */
-export function holds(row: { op: string; value: string }, c: RecordedChange): boolean {
-  if (row.op === '') return c.type === 'delete' ? row.value === '' : row.value === c.value; // a store that kept no op
-  return row.op === c.type && (c.type === 'delete' || row.value === c.value);
+/** Does a stored row hold this recorded change (same op, and for a put the same value: a kept prefix by size and sha256, sql/290)? */
+export function holds(row: { op: string; value: string; value_bytes?: unknown; value_sha256?: unknown }, c: RecordedChange): boolean {
+  const sha256 = typeof row.value_sha256 === 'string' ? row.value_sha256 : '';
+  const same = (): boolean => isKeptValueOf({ value: row.value, bytes: Number(row.value_bytes ?? 0), sha256 }, c.value);
+  if (row.op === '') return c.type === 'delete' ? row.value === '' : same(); // a store that kept no op
+  return row.op === c.type && (c.type === 'delete' || same());
 }
