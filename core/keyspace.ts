@@ -170,20 +170,30 @@ export const LockClassSchema = Type.Object(
     namespace: Type.String({ pattern: `^${SEGMENT}$` }),
     purpose: Type.Union([Type.Literal('correctness'), Type.Literal('efficiency')]),
     enforcement: Type.Union([Type.Literal('fenced'), Type.Literal('advisory')]),
-    riskOwner: Type.Optional(Type.String({ minLength: 1 })),
+    // Bounded (a class value stays far below what the store keeps whole, 64 KiB: reports parse it back).
+    riskOwner: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     waiverExpires: Type.Optional(Type.String({ format: 'date' })),
     ttlSeconds: Type.Integer({ minimum: 5, maximum: 300, default: 15 }),
     tier: Type.Union([Type.Literal('coord'), Type.Literal('entity')]),
     onQuorumLoss: Type.Union([Type.Literal('closed'), Type.Literal('open')]),
     fairness: Type.Union([Type.Literal('memory'), Type.Literal('durable')]),
-    pauseTest: Type.Optional(Type.String({ minLength: 1 })),
+    pauseTest: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
   },
   { additionalProperties: false },
 );
 export type LockClass = Static<typeof LockClassSchema>;
 
 /** A class as /sys/class/<name> holds it: the class and the API's proof (core/proof.ts), bound to the put. */
-export const StoredClassSchema = Type.Object({ ...LockClassSchema.properties, mac: Type.Optional(Type.String()) }, { additionalProperties: false });
+export const StoredClassSchema = Type.Object(
+  {
+    ...LockClassSchema.properties,
+    // Read as written before the bounds above existed: a class stored then stays readable.
+    riskOwner: Type.Optional(Type.String({ minLength: 1 })),
+    pauseTest: Type.Optional(Type.String({ minLength: 1 })),
+    mac: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
 export type StoredClass = Static<typeof StoredClassSchema>;
 
 /** The class rules (docs/architecture.md, the lock service's rules) beyond field shapes; returns every broken rule. */

@@ -30,10 +30,10 @@ export function keptValue(text: string, limit = VALUE_KEPT_BYTES): KeptValue {
   return { value: bytes.subarray(0, end).toString('utf8'), bytes: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
 }
 
-/** Whether a kept value is `text` (an etcd value read again): the same text when kept whole, else the same size and sha256. */
+/** Whether a kept value is `text` (an etcd value read again): the same text when kept whole, else the same prefix, size and sha256. */
 export function isKeptValueOf(kept: KeptValue, text: string): boolean {
   if (kept.sha256 === '') return kept.value === text;
-  return Buffer.byteLength(text, 'utf8') === kept.bytes && sha256Hex(text) === kept.sha256;
+  return text.startsWith(kept.value) && Buffer.byteLength(text, 'utf8') === kept.bytes && sha256Hex(text) === kept.sha256;
 }
 
 type KeptColumns<C extends string> = Record<C, string> & Partial<Record<`${C}_bytes`, number> & Record<`${C}_sha256`, string>>;
@@ -44,4 +44,15 @@ export function keptColumns<C extends 'value' | 'prev_value'>(column: C, text: s
   const out = { [column]: kept.value } as KeptColumns<C>;
   if (kept.sha256 !== '') Object.assign(out, { [`${column}_bytes`]: kept.bytes, [`${column}_sha256`]: kept.sha256 });
   return out;
+}
+
+/**
+ * What a quarantine entry's proof binds of its value (core/proof.ts quarantineRowMac): the sha256 of the text kept,
+ * and, when that is only a prefix, the whole value's size and sha256 too — the one string binds every column that
+ * says what the value was. A value kept whole binds as before the bound existed (its sha256), so earlier proofs hold.
+ * exporters/sql/quarantine_check_rows.sql computes the same from the stored columns.
+ */
+export function quarantineValueDigest(kept: KeptValue): string {
+  const text = sha256Hex(kept.value);
+  return kept.sha256 === '' ? text : `${text}/${kept.bytes}/${kept.sha256}`;
 }

@@ -130,6 +130,13 @@ export const alarmCatalog = {
     action:
       "Someone wrote the audit store's gaps by hand: a restore the tailer recorded half-way (its gap, not yet its timeline) is finished at the next start by marking every row above its start rolled back, so only a gap with the tailer's proof is. This one has none; the tailer decides its start from etcd and the store as if it were not there. Find who wrote the store (its query log) and remove the row (ALTER TABLE gaps DELETE WHERE kind = 'restore' AND proof = '' …, with the platform stopped for an embedded store). Held until the process restarts.",
   },
+  LOCKAUDIT_ALARM_TIMELINE_MISSING: {
+    instance: 'timeline-missing:{cluster}',
+    message:
+      'the restore of {cluster} to generation {generation} was finished (the tailer captured under it) but its timeline record is gone; it is not finished again',
+    action:
+      "Someone removed a row of the audit store's etcd_timelines (it carries no proof): the restore it recorded has its proven gap, and the tailer's proven checkpoints of that generation show it was finished and captured under. Finishing it again would mark everything captured since rolled back, so the tailer does not; it goes on from the timeline it can read, and rows it captures meanwhile carry that older generation. Find who wrote the store (its query log) and put the row back from a backup (or from the restore gap's fields: generation, cluster id, resume revision), then restart the tailer. Held until the process restarts.",
+  },
   LOCKAUDIT_ALARM_FOREIGN_WRITE: {
     instance: 'foreign-write:{cluster}',
     message: 'a {what} not made by the lock API was written into {cluster} ({key} at revision {revision}); see {where}',

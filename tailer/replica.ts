@@ -243,9 +243,14 @@ export class TailerReplica {
     const position = await etcdPosition(this.#client);
     const timeline = await ensureTimeline(store, cluster, position);
     const gaps = await loadGaps(store, cluster, timeline.generation);
-    const unfinished = await unfinishedRestore(store, cluster, timeline.generation, tailerKeyOf(this.#opts), (generation) => {
-      this.#deps.log.error({ generation }, 'a restore gap with no timeline carries no tailer proof: not finished');
-      this.#deps.health?.raise(alarm('LOCKAUDIT_ALARM_RESTORE_UNPROVEN', { cluster }, { generation }));
+    const unfinished = await unfinishedRestore(store, cluster, timeline.generation, tailerKeyOf(this.#opts), (generation, why) => {
+      if (why === 'unproven') {
+        this.#deps.log.error({ generation }, 'a restore gap with no timeline carries no tailer proof: not finished');
+        this.#deps.health?.raise(alarm('LOCKAUDIT_ALARM_RESTORE_UNPROVEN', { cluster }, { generation }));
+      } else {
+        this.#deps.log.error({ generation }, 'a finished restore lost its timeline record: not finished again');
+        this.#deps.health?.raise(alarm('LOCKAUDIT_ALARM_TIMELINE_MISSING', { cluster }, { generation }));
+      }
     });
     return { checkpoint, position, timeline, gaps, unfinished, facts: startFacts(this.#client, store, cluster, timeline, this.#raft) };
   }

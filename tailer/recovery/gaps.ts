@@ -105,6 +105,18 @@ const SQL = {
 };
 
 /**
+ * A hold whose captured start is asked for: its value whole (read from etcd), or as a decoded row keeps it (a
+ * prefix, with the whole value's size and sha256 set, core/valueBound.ts).
+ */
+export interface CapturedStartQuery {
+  key: string;
+  grantRevision: string;
+  value: string;
+  bytes?: number;
+  sha256?: string;
+}
+
+/**
  * Of holds seen in a snapshot (etcd key, grant revision), those whose start the store already holds in `timeline`
  * (`<key>|<revision>`): captured by a run killed above its checkpoint.
  */
@@ -125,12 +137,17 @@ export function capturedStarts(store: AuditStore, cluster: string, timeline: num
       },
     );
     // The put of this very hold: the same key, revision and value (not another value put there by hand).
-    const values = new Map(holds.map((h) => [`${h.key}|${h.grantRevision}`, h.value]));
+    const asked = new Map(holds.map((h) => [`${h.key}|${h.grantRevision}`, h]));
     const started = new Set<string>();
     for (const r of rows) {
       const k = `${r.key}|${r.put_revision}`;
-      const held = values.get(k);
-      if (held !== undefined && isKeptValueOf({ value: r.value, bytes: Number(r.value_bytes), sha256: r.value_sha256 }, held)) started.add(k);
+      const held = asked.get(k);
+      if (held === undefined) continue;
+      // Kept against kept (the same bound on both sides), else the stored row against the whole value.
+      const same = held.sha256
+        ? r.value_sha256 === held.sha256 && Number(r.value_bytes) === held.bytes && r.value === held.value
+        : isKeptValueOf({ value: r.value, bytes: Number(r.value_bytes), sha256: r.value_sha256 }, held.value);
+      if (same) started.add(k);
     }
     return started;
   };
@@ -213,7 +230,7 @@ export interface SnapshotOptions {
    * capturedStarts): they keep the grant row made from that event; only holds seen nowhere else get one that says
    * their start is unknown.
    */
-  capturedStarts?: (holds: Array<{ key: string; grantRevision: string; value: string }>) => Promise<Set<string>>;
+  capturedStarts?: (holds: CapturedStartQuery[]) => Promise<Set<string>>;
 }
 
 export interface SnapshotResult {

@@ -35,7 +35,7 @@ import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { PREFIX } from '../../core/keyspace.js';
 import { loadSql } from '../../platform/sql.js';
-import { hasValidRestoreGapProof } from '../../core/proof.js';
+import { hasValidCheckpointProof, hasValidRestoreGapProof } from '../../core/proof.js';
 import { lostAfter } from './gaps.js';
 import { readFor, startFrom, type StartFacts, type Witness, type WitnessReading } from './startDecision.js';
 import { etcdText } from '../../core/etcdText.js';
@@ -56,6 +56,7 @@ const SQL = {
   carryGrants: loadSql('tailer/sql/carryGrants.sql'),
   markCarriedGrants: loadSql('tailer/sql/markCarriedGrants.sql'),
   unfinishedRestore: loadSql('tailer/sql/unfinishedRestore.sql'),
+  timelineCheckpoints: loadSql('tailer/sql/timelineCheckpoints.sql'),
 };
 
 /** Latest captured puts checked at each start-position check (with the latest clock write). */
@@ -158,7 +159,7 @@ export async function unfinishedRestore(
   cluster: string,
   generation: number,
   secret: Buffer | undefined,
-  onUnproven?: (generation: number) => void,
+  onRefused?: (generation: number, why: 'unproven' | 'finished') => void,
 ): Promise<UnfinishedRestore | undefined> {
   const rows = await store.rows<{
     from_revision: string;
@@ -193,8 +194,22 @@ export async function unfinishedRestore(
       ),
   );
   if (!gap) {
-    if (rows.length > 0) onUnproven?.(generation + 1);
+    if (rows.length > 0) onRefused?.(generation + 1, 'unproven');
     return undefined;
+  }
+  // Finished already, its timeline record removed since (an insider: etcd_timelines carries no proof): the tailer
+  // captured under it, which only a finished restore allows. Finished again it would mark that capture rolled back.
+  if (secret) {
+    const captured = await store.rows<{ rev: string; term_of: string; leader: string; proof: string }>(SQL.timelineCheckpoints.text, {
+      cluster,
+      timeline: generation + 1,
+      limit: 50,
+    });
+    const t = generation + 1;
+    if (captured.some((c) => hasValidCheckpointProof(secret, { cluster, timeline: t, term: c.term_of, revision: c.rev, leader: c.leader }, c.proof))) {
+      onRefused?.(t, 'finished');
+      return undefined;
+    }
   }
   const reason = gap.reason.startsWith('restore: ') ? gap.reason.slice('restore: '.length) : gap.reason;
   const end = reason.indexOf('; ');

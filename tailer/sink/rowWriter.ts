@@ -9,8 +9,7 @@
 // past its range saturates, a UInt32 wraps) are treated as rejected here.
 // Rows go as RowBinaryWithDefaults (store.insert's `binary`): no JSON text to
 // build here or to parse in ClickHouse, every value exact.
-import { createHash } from 'node:crypto';
-import { keptColumns } from '../../core/valueBound.js';
+import { keptColumns, quarantineValueDigest } from '../../core/valueBound.js';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { PREFIX } from '../../core/keyspace.js';
 import { quarantinedGrantMac, quarantineRowMac } from '../../core/proof.js';
@@ -122,7 +121,10 @@ function quarantineRow(
       revision: safeRevision(r.revision),
       key: str(r.key),
       op: str(r.op),
-      value: str(r.value).slice(0, 65_536),
+      // The row's value is already what the store keeps of it (with the whole one's size and sha256 when a prefix).
+      ...(typeof r.value_sha256 === 'string' && r.value_sha256 !== ''
+        ? { value: str(r.value), value_bytes: Number(r.value_bytes), value_sha256: r.value_sha256 }
+        : keptColumns('value', str(r.value))),
       reason: because,
     };
   }
@@ -192,8 +194,8 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
 /** The proof of a quarantine row as stored (its timeline stamped, or 0). */
 export function proveQuarantineRow(secret: Buffer, q: QuarantineRow): string {
   const timeline = (q as { timeline?: number }).timeline ?? 0;
-  // Of the whole value: a kept prefix carries the whole one's (sql/290).
-  const valueSha256 = q.value_sha256 || createHash('sha256').update(q.value, 'utf8').digest('hex');
+  // The text kept and, for a prefix, the whole value's size and sha256 (sql/290): an edit of any is named.
+  const valueSha256 = quarantineValueDigest({ value: q.value, bytes: q.value_bytes ?? 0, sha256: q.value_sha256 ?? '' });
   return quarantineRowMac(secret, { cluster: q.cluster, timeline, revision: q.revision, key: q.key, op: q.op, valueSha256, reason: q.reason });
 }
 

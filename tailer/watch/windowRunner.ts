@@ -13,7 +13,7 @@ import { ClockBracket, type BracketLimits, type ClockPoint } from '../clock/cloc
 import { decodeRevision, finishRevision, knownTime, type DecodeContext, type DecodedRevision, type TimeEstimate } from '../decode/decoder.js';
 import { clockAfterNow, clockAtOrBefore, clockLookup } from './etcdReads.js';
 import { StreamClock } from '../clock/streamClock.js';
-import { inGap, type Gap } from '../recovery/gaps.js';
+import { inGap, type CapturedStartQuery, type Gap } from '../recovery/gaps.js';
 import { liveLeases } from '../decode/leaseLiveness.js';
 import type { ForeignGrantClock } from '../decode/foreignGrantTimes.js';
 import type { LeaseWitness } from '../decode/leaseWitness.js';
@@ -68,7 +68,7 @@ export interface WindowShared {
   /** The grant times of foreign holds (foreignGrantTimes.ts); absent without a secret. */
   foreignGrants?: ForeignGrantClock;
   /** Which holds ending now, granted inside a recorded gap, had their put captured anyway (gaps.ts capturedStarts). */
-  capturedStarts?: (holds: Array<{ key: string; grantRevision: string; value: string }>) => Promise<Set<string>>;
+  capturedStarts?: (holds: CapturedStartQuery[]) => Promise<Set<string>>;
   /** Where a foreign write is alarmed (runtime.health). */
   alarm?: Pick<HealthState, 'raise'>;
   sink: BatchSink;
@@ -210,7 +210,13 @@ export class WindowRunner {
     // decoded again (rare: only ends of grants inside gaps; the decoder is pure).
     const unknown = decoded.events
       .filter((e) => e.endKind !== undefined && e.grant?.start_known === 0)
-      .map((e) => ({ key: e.row.key, grantRevision: e.grant?.grant_revision ?? '0', value: e.row.prev_value }));
+      .map((e): CapturedStartQuery => ({
+        key: e.row.key,
+        grantRevision: e.grant?.grant_revision ?? '0',
+        value: e.row.prev_value,
+        // A previous value above the bound is a prefix here: asked with its whole size and sha256.
+        ...(e.row.prev_value_sha256 ? { bytes: e.row.prev_value_bytes, sha256: e.row.prev_value_sha256 } : {}),
+      }));
     if (unknown.length > 0 && this.#s.capturedStarts) {
       const captured = await this.#s.capturedStarts(unknown);
       if (unknown.some((h) => captured.has(`${h.key}|${h.grantRevision}`))) {

@@ -401,6 +401,9 @@ describe('lock API', { timeout: 120_000 }, () => {
       ['enforcement', 'maybe'],
       ['waiverExpires', 'soon'],
       ['tier', 'global'],
+      // Bounded: a class value is read back by reports, from what the store keeps whole (64 KiB).
+      ['riskOwner', 'o'.repeat(201)],
+      ['pauseTest', 't'.repeat(2001)],
     ] as const) {
       const res = await put(`${ns}-bad`, { ...advisoryClass('x', ns), name: undefined, [field]: value });
       assert.equal(res.status, 400, `${field}=${value}`);

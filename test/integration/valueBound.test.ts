@@ -66,6 +66,7 @@ describe('what the store keeps of a value: 64 KiB, its size and its sha256', { t
     const bigAt = await put(`/l/${ns}/big`, big);
     const accentedAt = await put(`/l/${ns}/accented`, accented);
     const deletedAt = BigInt((await client.delete().key(`/l/${ns}/big`).exec()).header.revision);
+    const smallAt = await put(`/l/${ns}/small`, 'not json, and small');
     const fromMs = Date.now() - 60_000;
     const replica = new TailerReplica(
       { cluster: { name: label, endpoints }, store, log, health },
@@ -73,12 +74,7 @@ describe('what the store keeps of a value: 64 KiB, its size and its sha256', { t
     );
     replica.start();
     try {
-      await waitFor(
-        'the three changes captured',
-        async () => ((await capturedRows(store, label, bigAt, deletedAt)).length === 3 ? true : undefined),
-        60_000,
-        200,
-      );
+      await waitFor('the four changes captured', async () => ((await capturedRows(store, label, bigAt, smallAt)).length === 4 ? true : undefined), 60_000, 200);
     } finally {
       await replica.close();
     }
@@ -154,5 +150,34 @@ describe('what the store keeps of a value: 64 KiB, its size and its sha256', { t
     );
     assert.notEqual((await hashPeriodEvents(store, label, period)).sha256, v2.sha256, 'the edit is seen under v2');
     assert.equal((await hashPeriodEvents(store, label, period, undefined, {}, EVENTS_ENCODING_V1)).sha256, v1.sha256, 'v1 hashes the prefix only');
+    // The text kept is bound too (insider review): the entry and its change rewritten alike, the sha256 left as it
+    // was (the change's put back first: it was edited above), so nothing but the entry's proof can tell.
+    await store.command(
+      'ALTER TABLE {db:Identifier}.events UPDATE value_sha256 = {s:String} WHERE cluster = {c:String} AND revision = {r:UInt64}',
+      { c: label, r: bigAt.toString(), s: sha(big) },
+      { mutations_sync: '2' },
+    );
+    for (const table of ['quarantine', 'events'])
+      await store.command(
+        `ALTER TABLE {db:Identifier}.${table} UPDATE value = {v:String} WHERE cluster = {c:String} AND revision = {r:UInt64}`,
+        { c: label, r: bigAt.toString(), v: 'what the insider wants read' },
+        { mutations_sync: '2' },
+      );
+    // And a value kept whole says its own size: another one is an edit.
+    await store.command(
+      'ALTER TABLE {db:Identifier}.quarantine UPDATE value_bytes = 7 WHERE cluster = {c:String} AND revision = {r:UInt64}',
+      { c: label, r: smallAt.toString() },
+      { mutations_sync: '2' },
+    );
+    const problems = await checkQuarantine(store, label, range, { tailerSecret: secret });
+    assert.match(
+      problems
+        .filter((p) => p.revision === bigAt.toString())
+        .map((p) => p.problem)
+        .join('; '),
+      /proof does not match/,
+      JSON.stringify(problems),
+    );
+    assert.match(problems.find((p) => p.revision === smallAt.toString())?.problem ?? '', /size says 7 bytes/, JSON.stringify(problems));
   });
 });

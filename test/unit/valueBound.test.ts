@@ -34,6 +34,7 @@ describe('what the store keeps of a value', () => {
     assert.equal(isKeptValueOf(kept, text), true);
     assert.equal(isKeptValueOf(kept, `${'x'.repeat(99)}y`), false, 'the same prefix and size, another value');
     assert.equal(isKeptValueOf(kept, 'x'.repeat(101)), false);
+    assert.equal(isKeptValueOf({ ...kept, value: 'y'.repeat(10) }, text), false, 'another prefix kept beside the right size and sha256');
     assert.equal(isKeptValueOf(keptValue('abc', 10), 'abc'), true);
     assert.equal(isKeptValueOf(keptValue('abc', 10), 'abd'), false);
   });
