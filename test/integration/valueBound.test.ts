@@ -12,11 +12,12 @@ import type { AuditStore } from '../../core/clickhouse.js';
 import { createEtcdClient } from '../../core/etcd.js';
 import { createLogger } from '../../core/logger.js';
 import { originSecret } from '../../core/originSecret.js';
-import { VALUE_KEPT_BYTES } from '../../core/valueBound.js';
+import { keptValue, VALUE_KEPT_BYTES } from '../../core/valueBound.js';
 import { checkQuarantine } from '../../exporters/checks/quarantineCheck.js';
 import { EVENTS_ENCODING_V1 } from '../../exporters/digests/format.js';
 import { hashPeriodEvents } from '../../exporters/digests/periodContent.js';
 import { HealthState } from '../../platform/health.js';
+import { capturedStarts } from '../../tailer/recovery/gaps.js';
 import { checkpointWitnesses } from '../../tailer/recovery/restores.js';
 import { contradicts } from '../../tailer/recovery/startDecision.js';
 import { TailerReplica } from '../../tailer/replica.js';
@@ -67,6 +68,9 @@ describe('what the store keeps of a value: 64 KiB, its size and its sha256', { t
     const accentedAt = await put(`/l/${ns}/accented`, accented);
     const deletedAt = BigInt((await client.delete().key(`/l/${ns}/big`).exec()).header.revision);
     const smallAt = await put(`/l/${ns}/small`, 'not json, and small');
+    // A hold-shaped value padded past the bound (a field the API never writes): a foreign grant, its value a prefix.
+    const padded = JSON.stringify({ holder: 'h', session: '0', class: 'c', epoch: 1, waitMs: 0, at: Date.now(), pad: 'p'.repeat(70_000) });
+    const paddedAt = await put(`/l/${ns}/padded`, padded);
     const fromMs = Date.now() - 60_000;
     const replica = new TailerReplica(
       { cluster: { name: label, endpoints }, store, log, health },
@@ -74,7 +78,12 @@ describe('what the store keeps of a value: 64 KiB, its size and its sha256', { t
     );
     replica.start();
     try {
-      await waitFor('the four changes captured', async () => ((await capturedRows(store, label, bigAt, smallAt)).length === 4 ? true : undefined), 60_000, 200);
+      await waitFor(
+        'the five changes captured',
+        async () => ((await capturedRows(store, label, bigAt, paddedAt)).length === 5 ? true : undefined),
+        60_000,
+        200,
+      );
     } finally {
       await replica.close();
     }
@@ -126,6 +135,19 @@ describe('what the store keeps of a value: 64 KiB, its size and its sha256', { t
       named.some((p) => p.revision === accentedAt.toString()),
       JSON.stringify(named),
     );
+
+    // The padded grant's start, asked for by its whole value (a snapshot's) or as a delete's row keeps it (a prefix
+    // with the whole size and sha256): found either way; another sha256 is another value.
+    const starts = capturedStarts(store, label, 0);
+    const k = `/l/${ns}/padded`;
+    const keptPadded = keptValue(padded);
+    assert.equal(keptPadded.sha256, sha(padded));
+    const startOf = async (q: { value: string; bytes?: number; sha256?: string }) => [
+      ...(await starts([{ key: k, grantRevision: paddedAt.toString(), ...q }])),
+    ];
+    assert.deepEqual(await startOf({ value: padded }), [`${k}|${paddedAt}`]);
+    assert.deepEqual(await startOf({ value: keptPadded.value, bytes: keptPadded.bytes, sha256: keptPadded.sha256 }), [`${k}|${paddedAt}`]);
+    assert.deepEqual(await startOf({ value: keptPadded.value, bytes: keptPadded.bytes, sha256: sha('another') }), []);
 
     // A restart's witness: the big put checked against etcd's value at its revision, by size and sha256.
     const witnesses = await checkpointWitnesses(store, label, bigAt);
