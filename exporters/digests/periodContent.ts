@@ -6,6 +6,7 @@ import { loadSql } from '../../platform/sql.js';
 import { canonicalJson } from '../hashChain.js';
 import {
   EVENTS_ENCODING,
+  EVENTS_ENCODING_V1,
   EventsHasher,
   type Digest,
   type DigestEvent,
@@ -52,7 +53,15 @@ export async function hashPeriodEvents(
   cluster: string,
   range: { after: Position | null; through: Position; fromMs: number; toMs: number },
   view?: (row: DigestEvent, ingestedAtMs: string) => DigestEvent | undefined,
-  windows: { bytes?: number; onWindow?: (w: { lo: bigint; hi: bigint; rows: number; chars: number }) => void } = {},
+  windows: {
+    bytes?: number;
+    onWindow?: (w: { lo: bigint; hi: bigint; rows: number; chars: number }) => void;
+    /**
+     * Under v1, each row that says a value was kept other than whole: v1 does not hash those columns, and a period
+     * sealed under it held whole values only, so such a row was edited since (verify names it).
+     */
+    onNotWholeUnderV1?: (row: DigestEvent) => void;
+  } = {},
   encoding: EventsEncoding = EVENTS_ENCODING,
 ): Promise<ReturnType<EventsHasher['digest']>> {
   const sql = loadSql('exporters/sql/digest_events.sql').text;
@@ -63,12 +72,13 @@ export async function hashPeriodEvents(
   const window = async (winLo: bigint, winHi: bigint): Promise<void> => {
     let rows = 0;
     let chars = 0;
-    for (const { ingestedAtMs, ...row } of await store.rows<DigestEvent & { ingestedAtMs: string }>(sql, {
+    for (const { ingestedAtMs, notWhole, ...row } of await store.rows<DigestEvent & { ingestedAtMs: string; notWhole: number | string }>(sql, {
       ...params,
       winLo: winLo.toString(),
       winHi: winHi.toString(),
     })) {
       rows += 1;
+      if (encoding === EVENTS_ENCODING_V1 && Number(notWhole) === 1) windows.onNotWholeUnderV1?.(row);
       chars += row.value.length + row.prevValue.length + row.holder.length + row.key.length;
       const seen = view ? view(row, ingestedAtMs) : row;
       if (seen) hasher.add(seen, ingestedAtMs);

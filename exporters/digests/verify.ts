@@ -19,6 +19,7 @@ import { objectSha256, withRetry } from '../storage/objectStore.js';
 import {
   describeKeyChange,
   DIGEST_OBJECT_PREFIX,
+  EVENTS_ENCODING_V1,
   isEventsEncoding,
   walkChain,
   type Digest,
@@ -178,15 +179,20 @@ async function historyProblems(s3: Client, history: readonly DigestHistoryObject
 
 async function eventProblems(store: AuditStore, d: Digest): Promise<string[]> {
   if (!isEventsEncoding(d.events.encoding)) return [`its events encoding ${JSON.stringify(d.events.encoding)} is none this verifier knows`];
+  let notWhole = 0;
   const now = await hashPeriodEvents(
     store,
     d.cluster,
     { after: d.events.after, through: d.events.through, fromMs: Date.parse(d.periodStart), toMs: Date.parse(d.periodEnd) },
     undefined,
-    {},
+    { onNotWholeUnderV1: () => (notWhole += 1) },
     d.events.encoding,
   );
   const problems: string[] = [];
+  if (notWhole > 0)
+    problems.push(
+      `${notWhole} event(s) say a value was kept as a prefix (or of another size), in a period sealed under ${EVENTS_ENCODING_V1} when every value was kept whole: edited since`,
+    );
   if (now.sha256 !== d.events.sha256 || now.count !== d.events.count) {
     problems.push(
       `ClickHouse events no longer match the digest (${now.count} event(s) now, ${d.events.count} signed; sha256 ${now.sha256.slice(0, 12)}… vs ${d.events.sha256.slice(0, 12)}…)`,

@@ -3,7 +3,7 @@
 -- in the digest's order (revision, key, timeline), every field the events
 -- hash covers as a string (exporters/digests/format.ts EVENT_FIELDS: v2's,
 -- a superset of v1's), and
--- ingested_at (not hashed). The caller walks the windows in order: revision 0
+-- ingested_at and notWhole (not hashed). The caller walks the windows in order: revision 0
 -- (spooled grants) first, then upwards.
 -- Parameters: {db:Identifier} {cluster:String} {winLo:UInt64} {winHi:UInt64}
 SELECT cluster, toString(timeline) AS timeline, toString(revision) AS revision, key, toString(event_type) AS eventType, toString(op) AS op,
@@ -13,7 +13,9 @@ SELECT cluster, toString(timeline) AS timeline, toString(revision) AS revision, 
        toString(create_revision) AS createRevision, toString(mod_revision) AS modRevision, toString(version) AS version, lease, value,
        prev_value AS prevValue, toString(unprotected) AS unprotected, toString(rolled_back_by) AS rolledBackBy, toString(superseded_by) AS supersededBy,
        toString(value_bytes) AS valueBytes, value_sha256 AS valueSha256, toString(prev_value_bytes) AS prevValueBytes, prev_value_sha256 AS prevValueSha256,
-       toString(toUnixTimestamp64Milli(ingested_at)) AS ingestedAtMs
+       toString(toUnixTimestamp64Milli(ingested_at)) AS ingestedAtMs,
+       -- Not hashed: whether the row says a value was kept other than whole (v1 periods had none, periodContent.ts).
+       toUInt8(value_sha256 != '' OR prev_value_sha256 != '' OR value_bytes != length(value) OR prev_value_bytes != length(prev_value)) AS notWhole
 FROM {db:Identifier}.events FINAL
 PREWHERE cluster = {cluster:String} AND revision >= {winLo:UInt64} AND revision <= {winHi:UInt64}
 WHERE

@@ -163,7 +163,10 @@ describe('what the store keeps of a value: 64 KiB, its size and its sha256', { t
     // The digest: v2 seals the size and sha256 of a kept prefix; an edit of either changes it (v1 could not see it).
     const period = { after: null, through: { timeline: '0', revision: deletedAt.toString() }, fromMs, toMs: Date.now() + 60_000 };
     const v2 = await hashPeriodEvents(store, label, period);
-    const v1 = await hashPeriodEvents(store, label, period, undefined, {}, EVENTS_ENCODING_V1);
+    let notWhole = 0;
+    const v1 = await hashPeriodEvents(store, label, period, undefined, { onNotWholeUnderV1: () => (notWhole += 1) }, EVENTS_ENCODING_V1);
+    // Checked under v1 (a period sealed when every value was kept whole), a row that says otherwise is named by verify.
+    assert.equal(notWhole, 3, 'the two puts and the delete kept as prefixes');
     assert.equal(v2.encoding, 'lockaudit-events-v2');
     await store.command(
       'ALTER TABLE {db:Identifier}.events UPDATE value_sha256 = {s:String} WHERE cluster = {c:String} AND revision = {r:UInt64}',
