@@ -83,7 +83,8 @@ const Millis = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
 
 // Bounds on the strings a hold or waiter carries (issue 42 item 1): the lock API writes a holder of at most 200
 // characters (a token identity) and a class name of at most 64; a value beyond these is of no shape it writes, so
-// it is quarantined whole with the field named, never a grant whose 1 MiB holder fills every history page.
+// it is quarantined with the field named (its value kept as core/valueBound.ts keeps one), never a grant whose 1 MiB
+// holder fills every history page.
 export const HOLDER_MAX_CHARS = 256;
 export const CLASS_MAX_CHARS = 128;
 
