@@ -51,9 +51,18 @@ export async function planGrantsExport(
   return { total: BigInt((bounds[bounds.length - 1] as { cum: string }).cum), chunks };
 }
 
-export async function planEventsExport(store: AuditStore, cluster: string, range: TimeRange, chunkRows = DEFAULT_CHUNK_ROWS): Promise<ExportPlan> {
+/** Bytes of row text per chunk of a raw-events export at most (one revision's rows stay together, however many). */
+export const DEFAULT_CHUNK_BYTES = 64 * 1024 * 1024;
+
+export async function planEventsExport(
+  store: AuditStore,
+  cluster: string,
+  range: TimeRange,
+  chunkRows = DEFAULT_CHUNK_ROWS,
+  chunkBytes = DEFAULT_CHUNK_BYTES,
+): Promise<ExportPlan> {
   const base = { cluster, fromMs: range.fromMs, toMs: range.toMs };
-  const bounds = await store.rows<{ revision: string; cum: string }>(loadSql('exporters/sql/events_chunks.sql').text, { ...base, chunkRows });
+  const bounds = await store.rows<{ revision: string; cum: string }>(loadSql('exporters/sql/events_chunks.sql').text, { ...base, chunkRows, chunkBytes });
   const query = loadSql('exporters/sql/events_export.sql').text;
   const open = { hasLo: 0, lo: '0', hasHi: 0, hi: '0' };
   if (bounds.length === 0) return { total: 0n, chunks: [{ query, params: { ...base, ...open } }] };

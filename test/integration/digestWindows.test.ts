@@ -3,9 +3,10 @@
 // such values in one read would be tens of gigabytes in the worker or in
 // verify. Values of 1 MiB written under the keyspace (what our API would
 // never write) are read a few at a time, and the digest is the same as one
-// read with no byte bound.
+// read with no byte bound; a raw-events export is planned in chunks bounded by bytes the same way.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { DEFAULT_CHUNK_BYTES, planEventsExport } from '../../exporters/compliance/exportPlans.js';
 import { hashPeriodEvents, WINDOW_BYTES } from '../../exporters/digests/periodContent.js';
 import { insertEvents } from '../support/exportData.js';
 import { fileStore } from '../support/fileStore.js';
@@ -53,5 +54,22 @@ describe('digest windows', { timeout: 180_000 }, () => {
     assert.equal(tiny.windows.length, rows);
     // The default bound is what the worker and verify use.
     assert.equal(WINDOW_BYTES, 32 * MIB);
+  });
+
+  it("plans a raw-events export (a day's Parquet history) in chunks bounded by bytes as well as rows: each is one query's answer held at once", async () => {
+    const range = { fromMs: DAY1, toMs: DAY1 + 86_400_000 };
+    const unbounded = await planEventsExport(db.store, 'big', range, 1_000_000, Number.MAX_SAFE_INTEGER);
+    assert.equal(unbounded.chunks.length, 1, 'rows alone: one chunk');
+    const bounded = await planEventsExport(db.store, 'big', range, 1_000_000, 3 * MIB);
+    assert.equal(bounded.total, unbounded.total, 'the same rows');
+    assert.ok(bounded.chunks.length >= 7, `20 MiB of values in chunks of about 3 MiB: ${bounded.chunks.length} chunks`);
+    // Every row once: the chunks' answers add up to the whole.
+    let rows = 0;
+    for (const c of bounded.chunks) {
+      const [n] = await db.store.rows<{ n: string }>(`SELECT toString(count()) AS n FROM (${c.query})`, c.params);
+      rows += Number(n?.n);
+    }
+    assert.equal(BigInt(rows), bounded.total);
+    assert.equal(DEFAULT_CHUNK_BYTES, 64 * MIB);
   });
 });
