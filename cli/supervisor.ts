@@ -78,16 +78,16 @@ export async function supervise(config: Config, roles: SupervisedRole[], say: (m
       detached: true,
     });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    let nowListening: () => void = () => undefined;
     const listening = new Promise<void>((resolve) => {
-      child.on('message', (message: unknown) => {
-        if (typeof message === 'object' && message !== null && (message as { type?: unknown }).type === LISTENING.type) resolve();
-      });
+      nowListening = resolve;
       void exited.then(() => resolve());
     });
     const entry: Running = { role, child, startedAt: Date.now(), exited, listening };
     running.set(role.name, entry);
     say(`${role.name}: started (pid ${child.pid})`);
     child.on('message', (message: unknown) => {
+      if (typeof message === 'object' && message !== null && (message as { type?: unknown }).type === LISTENING.type) return nowListening();
       if (!isRoleStatus(message) || message.role === 'api') return;
       statuses.set(message.role, message);
       forwardStatuses();

@@ -36,6 +36,11 @@ export function isKeptValueOf(kept: KeptValue, text: string): boolean {
   return text.startsWith(kept.value) && Buffer.byteLength(text, 'utf8') === kept.bytes && sha256Hex(text) === kept.sha256;
 }
 
+/** A value as a store row reads back (`value`, `value_bytes`, `value_sha256`, sql/290). */
+export function storedKept(row: { value: string; value_bytes: number | string; value_sha256: string }): KeptValue {
+  return { value: row.value, bytes: Number(row.value_bytes), sha256: row.value_sha256 };
+}
+
 type KeptColumns<C extends string> = Record<C, string> & Partial<Record<`${C}_bytes`, number> & Record<`${C}_sha256`, string>>;
 
 /** `column` of a row (and `column_bytes`, `column_sha256` when only its prefix is kept), as the store keeps `text` (sql/290). */

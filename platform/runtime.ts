@@ -17,7 +17,7 @@ import { ensureBuckets } from './buckets.js';
 import { settlesWithin } from './deadline.js';
 import { HealthState } from './health.js';
 import { startStoreServer } from './storeServer.js';
-import { catchStopSignals, type StopSignals } from './stopSignals.js';
+import type { StopSignals } from './stopSignals.js';
 
 export interface Runtime {
   config: Config;
@@ -80,12 +80,12 @@ export async function serveHeldStore(runtime: Runtime): Promise<RoleHandle | und
 const STORE_CLOSE_AT_DEADLINE_MS = 2_000;
 
 /**
- * Runs roles until SIGINT/SIGTERM, then closes them in reverse order, then the store — within
+ * Runs roles until SIGINT/SIGTERM (caught since the process began: `signals`), then closes them in reverse order, then the store — within
  * config.shutdownTimeoutMs. A client stuck on a dead dependency (etcd, Redis) must not keep the
  * process alive forever: past the deadline, or at a second signal, this throws naming what did not
  * drain, and the CLI ends the process with SIGKILL (cli/main.ts), whatever is still open.
  */
-export async function runUntilSignal(runtime: Runtime, roles: RoleHandle[], signals: StopSignals = catchStopSignals()): Promise<void> {
+export async function runUntilSignal(runtime: Runtime, roles: RoleHandle[], signals: StopSignals): Promise<void> {
   runtime.logger.info({ signal: await signals.next() }, 'shutting down');
   const deadlineMs = runtime.config.shutdownTimeoutMs;
   const progress: CloseProgress = { closing: undefined, left: [] };

@@ -6,7 +6,7 @@
 import type { Etcd3 } from 'etcd3';
 import type { AuditStore } from '../../core/clickhouse.js';
 import type { AuditEventRow } from '../../core/events.js';
-import { isKeptValueOf } from '../../core/valueBound.js';
+import { isKeptValueOf, storedKept } from '../../core/valueBound.js';
 import { HoldValueSchema, PREFIX, classifyKey, decodeValue, prefixEnd } from '../../core/keyspace.js';
 import { holdOrigin } from '../../core/proof.js';
 import { grantRow, grantSide } from '../decode/decoder.js';
@@ -146,7 +146,7 @@ export function capturedStarts(store: AuditStore, cluster: string, timeline: num
       // Kept against kept (the same bound on both sides), else the stored row against the whole value.
       const same = held.sha256
         ? r.value_sha256 === held.sha256 && Number(r.value_bytes) === held.bytes && r.value === held.value
-        : isKeptValueOf({ value: r.value, bytes: Number(r.value_bytes), sha256: r.value_sha256 }, held.value);
+        : isKeptValueOf(storedKept(r), held.value);
       if (same) started.add(k);
     }
     return started;

@@ -39,7 +39,7 @@ import { hasValidCheckpointProof, hasValidRestoreGapProof } from '../../core/pro
 import { lostAfter } from './gaps.js';
 import { readFor, startFrom, type StartFacts, type Witness, type WitnessReading } from './startDecision.js';
 import { etcdText } from '../../core/etcdText.js';
-import { isKeptValueOf } from '../../core/valueBound.js';
+import { isKeptValueOf, storedKept } from '../../core/valueBound.js';
 import { raftLogRestarted, raftMark, type RaftCheckDeps } from './raftMarks.js';
 
 const SQL = {
@@ -56,7 +56,7 @@ const SQL = {
   carryGrants: loadSql('tailer/sql/carryGrants.sql'),
   markCarriedGrants: loadSql('tailer/sql/markCarriedGrants.sql'),
   unfinishedRestore: loadSql('tailer/sql/unfinishedRestore.sql'),
-  timelineCheckpoints: loadSql('tailer/sql/timelineCheckpoints.sql'),
+  provenCheckpoints: loadSql('tailer/sql/provenCheckpoints.sql'),
 };
 
 /** Latest captured puts checked at each start-position check (with the latest clock write). */
@@ -200,13 +200,15 @@ export async function unfinishedRestore(
   // Finished already, its timeline record removed since (an insider: etcd_timelines carries no proof): the tailer
   // captured under it, which only a finished restore allows. Finished again it would mark that capture rolled back.
   if (secret) {
-    const captured = await store.rows<{ rev: string; term_of: string; leader: string; proof: string }>(SQL.timelineCheckpoints.text, {
+    const t = generation + 1;
+    // The proven checkpoint rows, that timeline's first (provenPosition.ts reads them the same way).
+    const captured = await store.rows<{ rev: string; term_of: string; leader: string; timeline: number; proof: string }>(SQL.provenCheckpoints.text, {
       cluster,
-      timeline: generation + 1,
+      timeline: t,
       limit: 50,
     });
-    const t = generation + 1;
-    if (captured.some((c) => hasValidCheckpointProof(secret, { cluster, timeline: t, term: c.term_of, revision: c.rev, leader: c.leader }, c.proof))) {
+    const ofTimeline = captured.filter((c) => Number(c.timeline) === t);
+    if (ofTimeline.some((c) => hasValidCheckpointProof(secret, { cluster, timeline: t, term: c.term_of, revision: c.rev, leader: c.leader }, c.proof))) {
       onRefused?.(t, 'finished');
       return undefined;
     }
@@ -376,7 +378,7 @@ export async function divergence(
         for (const c of captured) {
           const now = page.get(c.key);
           const rev = BigInt(c.put_revision);
-          const same = now !== undefined && isKeptValueOf({ value: c.value, bytes: Number(c.value_bytes), sha256: c.value_sha256 }, now.value);
+          const same = now !== undefined && isKeptValueOf(storedKept(c), now.value);
           if (now && now.revision === rev && same && (shared === undefined || rev > shared)) shared = rev;
         }
       }
