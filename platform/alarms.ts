@@ -133,9 +133,9 @@ export const alarmCatalog = {
   LOCKAUDIT_ALARM_TIMELINE_MISSING: {
     instance: 'timeline-missing:{cluster}',
     message:
-      'the restore of {cluster} to generation {generation} was finished (the tailer captured under it) but its timeline record is gone; it is not finished again',
+      'the restore of {cluster} to generation {generation} was finished (the tailer captured under it) but its timeline record was gone; it is written again from its proven gap, not finished again',
     action:
-      "Someone removed a row of the audit store's etcd_timelines (it carries no proof): the restore it recorded has its proven gap, and the tailer's proven checkpoints of that generation show it was finished and captured under. Finishing it again would mark everything captured since rolled back, so the tailer does not; it goes on from the timeline it can read, and rows it captures meanwhile carry that older generation. Find who wrote the store (its query log) and put the row back from a backup (or from the restore gap's fields: generation, cluster id, resume revision), then restart the tailer. Held until the process restarts.",
+      "Someone removed a row of the audit store's etcd_timelines (it carries no proof): the restore it recorded has its proven gap, and the tailer's proven checkpoints of that generation show it was finished and captured under. Finishing it again would mark everything captured since rolled back, and going on from the older timeline would capture the restored etcd again under it, so the tailer writes the record again from the proven gap (generation, cluster ids, divergence, detection time; the old timeline's checkpoint from its proven checkpoints; etcd's head when it was seen, which the gap does not carry, as 0; its reason says it was written again) and goes on under it. A digest that sealed the removed record names the difference. Find who wrote the store (its query log); a backup's row may replace the one written again. Held until the process restarts.",
   },
   LOCKAUDIT_ALARM_FOREIGN_WRITE: {
     instance: 'foreign-write:{cluster}',

@@ -30,6 +30,7 @@ import {
   detectRestore,
   startFacts,
   endHistory,
+  currentTimeline,
   ensureTimeline,
   etcdPosition,
   recordTimeline,
@@ -239,19 +240,31 @@ export class TailerReplica {
   async #readStart(): Promise<StartState> {
     const { store } = this.#deps;
     const cluster = this.#deps.cluster.name;
-    const checkpoint = (await this.#checkpointNow()).revision;
+    let checkpoint = (await this.#checkpointNow()).revision;
     const position = await etcdPosition(this.#client);
-    const timeline = await ensureTimeline(store, cluster, position);
+    let timeline = await ensureTimeline(store, cluster, position);
+    let unfinished: UnfinishedRestore | undefined;
+    // A finished restore whose record was removed is written again (restores.ts): read on from it, one
+    // generation at a time, until the current one is read.
+    for (;;) {
+      let rewritten: number | undefined;
+      unfinished = await unfinishedRestore(store, cluster, timeline.generation, tailerKeyOf(this.#opts), (generation, why) => {
+        if (why === 'unproven') {
+          this.#deps.log.error({ generation }, 'a restore gap with no timeline carries no tailer proof: not finished');
+          this.#deps.health?.raise(alarm('LOCKAUDIT_ALARM_RESTORE_UNPROVEN', { cluster }, { generation }));
+        } else {
+          rewritten = generation;
+          this.#deps.log.error({ generation }, 'a finished restore lost its timeline record: written again from its proven gap, not finished again');
+          this.#deps.health?.raise(alarm('LOCKAUDIT_ALARM_TIMELINE_MISSING', { cluster }, { generation }));
+        }
+      });
+      if (rewritten === undefined) break;
+      const next = await currentTimeline(store, cluster);
+      if (next?.generation !== rewritten) throw new Error(`the timeline record of generation ${rewritten} was written again but does not read back`);
+      timeline = next;
+      checkpoint = (await this.#checkpointNow()).revision; // the checkpoint in effect is the current timeline's
+    }
     const gaps = await loadGaps(store, cluster, timeline.generation);
-    const unfinished = await unfinishedRestore(store, cluster, timeline.generation, tailerKeyOf(this.#opts), (generation, why) => {
-      if (why === 'unproven') {
-        this.#deps.log.error({ generation }, 'a restore gap with no timeline carries no tailer proof: not finished');
-        this.#deps.health?.raise(alarm('LOCKAUDIT_ALARM_RESTORE_UNPROVEN', { cluster }, { generation }));
-      } else {
-        this.#deps.log.error({ generation }, 'a finished restore lost its timeline record: not finished again');
-        this.#deps.health?.raise(alarm('LOCKAUDIT_ALARM_TIMELINE_MISSING', { cluster }, { generation }));
-      }
-    });
     return { checkpoint, position, timeline, gaps, unfinished, facts: startFacts(this.#client, store, cluster, timeline, this.#raft) };
   }
 

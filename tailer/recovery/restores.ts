@@ -198,17 +198,33 @@ export async function unfinishedRestore(
     return undefined;
   }
   // Finished already, its timeline record removed since (an insider: etcd_timelines carries no proof): the tailer
-  // captured under it, which only a finished restore allows. Finished again it would mark that capture rolled back.
+  // captured under it, which only a finished restore allows. Finished again it would mark that capture rolled
+  // back; left missing, the tailer would capture the restored etcd under the older timeline (its rows again
+  // under another identity, from the older timeline's checkpoint) and could take the restored head, below that
+  // checkpoint, for a restore to record again. So the record is written again from what is proven.
   if (secret) {
     const t = generation + 1;
-    // The proven checkpoint rows, that timeline's first (provenPosition.ts reads them the same way).
-    const captured = await store.rows<{ rev: string; term_of: string; leader: string; timeline: number; proof: string }>(SQL.provenCheckpoints.text, {
-      cluster,
-      timeline: t,
-      limit: 50,
-    });
-    const ofTimeline = captured.filter((c) => Number(c.timeline) === t);
-    if (ofTimeline.some((c) => hasValidCheckpointProof(secret, { cluster, timeline: t, term: c.term_of, revision: c.rev, leader: c.leader }, c.proof))) {
+    const provenOf = async (timeline: number): Promise<bigint[]> => {
+      // The proven checkpoint rows, that timeline's first (provenPosition.ts reads them the same way).
+      const rows = await store.rows<{ rev: string; term_of: string; leader: string; timeline: number; proof: string }>(SQL.provenCheckpoints.text, {
+        cluster,
+        timeline,
+        limit: 50,
+      });
+      return rows
+        .filter((c) => Number(c.timeline) === timeline)
+        .filter((c) => hasValidCheckpointProof(secret, { cluster, timeline, term: c.term_of, revision: c.rev, leader: c.leader }, c.proof))
+        .map((c) => BigInt(c.rev));
+    };
+    if ((await provenOf(t)).length > 0) {
+      const before = await provenOf(generation);
+      await store.insert('etcd_timelines', [
+        lostTimelineRecord(
+          cluster,
+          gap,
+          before.reduce((a, b) => (b > a ? b : a), 0n),
+        ),
+      ]);
       onRefused?.(t, 'finished');
       return undefined;
     }
@@ -225,6 +241,46 @@ export async function unfinishedRestore(
     previousClusterId: gap.previous_cluster_id,
     compactedAt: Number(gap.history_lost) === 1 && from !== undefined ? BigInt(from) - 1n : undefined,
     historyLost: Number(gap.history_lost) === 1,
+  };
+}
+
+/**
+ * The timeline record of a finished restore, written again from its proven gap (signed: generation, cluster ids,
+ * revisions, detection time) when the record was removed. What the gap does not carry is said so: etcd's head
+ * when the restore was seen is unknown (0); the old timeline's checkpoint then is its highest proven one; capture
+ * resumed at the divergence, or, for a restore whose history was compacted, where its reason says.
+ */
+function lostTimelineRecord(
+  cluster: string,
+  gap: {
+    from_revision: string;
+    to_revision: string;
+    reason: string;
+    generation: number;
+    previous_cluster_id: string;
+    history_lost: number;
+    detected_at_ms: string;
+    cluster_id: string;
+  },
+  previousCheckpoint: bigint,
+): Record<string, string | number> {
+  const after = BigInt(gap.from_revision) - 1n;
+  const from = Number(gap.history_lost) === 1 ? /from revision (\d+)$/.exec(gap.reason)?.[1] : undefined;
+  const resume = from !== undefined && BigInt(from) - 1n >= after ? BigInt(from) - 1n : after;
+  const generation = Number(gap.generation);
+  return {
+    cluster,
+    generation,
+    cluster_id: gap.cluster_id,
+    previous_cluster_id: gap.previous_cluster_id,
+    previous_checkpoint: previousCheckpoint.toString(),
+    restored_head: '0',
+    diverged_after: after.toString(),
+    resume_revision: resume.toString(),
+    reason: `written again from the tailer's proven restore gap (the record was removed; etcd's head when it was seen is unknown): ${gap.reason}`,
+    detected_at: Number(gap.detected_at_ms),
+    timeline: generation,
+    shares_history: gap.reason.includes('etcd shares nothing with the captured history') ? 0 : 1,
   };
 }
 

@@ -2,7 +2,8 @@
 // of the half-way restore's proof). etcd_timelines carries no proof: with generation g's row gone, the tailer's own
 // proven restore gap of generation g reads as a restore recorded half-way, and finishing it again marks everything
 // captured under g rolled back. The tailer's proven checkpoints of generation g say it was finished: it is alarmed
-// (LOCKAUDIT_ALARM_TIMELINE_MISSING) and left, and nothing captured is marked.
+// (LOCKAUDIT_ALARM_TIMELINE_MISSING), its record written again from the proven gap, and nothing captured is marked
+// or captured again under the older timeline.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Etcd3 } from 'etcd3';
@@ -100,6 +101,26 @@ describe('a finished restore whose timeline record is removed', { timeout: 240_0
         { c: label },
       );
       assert.equal(gaps?.n, '1', 'one restore gap still');
+      // The record is written again from the proven gap, and capture goes on under generation 1: nothing captured
+      // again under another timeline (before: the grants above the older timeline's checkpoint were captured a
+      // second time under timeline 0, and later ones carried it).
+      const again = await currentTimeline(db.store, label);
+      assert.equal(again?.generation, 1, 'the timeline record is back');
+      assert.equal(again?.timeline, 1);
+      const [record] = await db.store.rows<{ reason: string; resume: string; diverged: string; from: string }>(
+        `SELECT t.reason AS reason, toString(t.resume_revision) AS resume, toString(t.diverged_after) AS diverged, toString(g.from_revision) AS from
+         FROM {db:Identifier}.etcd_timelines AS t FINAL INNER JOIN {db:Identifier}.gaps AS g FINAL ON g.cluster = t.cluster AND g.generation = t.generation AND g.kind = 'restore'
+         WHERE t.cluster = {c:String} AND t.generation = 1`,
+        { c: label },
+      );
+      assert.match(record?.reason ?? '', /^written again from the tailer's proven restore gap/);
+      assert.equal(BigInt(record?.diverged ?? '0'), BigInt(record?.from ?? '0') - 1n, 'diverged after the revision before the gap');
+      const [byTimeline] = await db.store.rows<{ other: string; later: string }>(
+        `SELECT toString(countIf(timeline != 1 AND key LIKE {a:String})) AS other, toString(countIf(timeline = 1 AND key LIKE {l:String})) AS later
+         FROM {db:Identifier}.events FINAL WHERE cluster = {c:String}`,
+        { c: label, a: `%/${ns}/after-%`, l: `%/${ns}/later-%` },
+      );
+      assert.deepEqual(byTimeline, { other: '0', later: '1' }, 'captured under generation 1 only, once');
     } finally {
       for (const r of replicas) await r.close();
       client.close();
