@@ -42,6 +42,12 @@ export interface InsertOptions {
    * whose `type` is the ClickHouse error type it stands for.
    */
   binary?: boolean;
+  /**
+   * With `binary`: a row one of whose values its column cannot take (or ClickHouse would change: rowBinary.ts) is
+   * left out of the insert and handed here with the reason; the other rows are inserted. A table with no encoder
+   * for its columns is refused then (nothing would check its rows).
+   */
+  rejected?: (row: object, reason: string) => void;
 }
 
 // The file name of a binary insert is ours (a UUID in our own temp dir) and FROM INFILE takes only a literal.
@@ -192,11 +198,14 @@ export class AuditStore {
   async insert<T extends object>(table: string, values: readonly T[], options: InsertOptions = {}): Promise<void> {
     if (values.length === 0) return;
     const encoder = options.binary && IDENTIFIER.test(table) ? await this.#encoder(table) : undefined;
+    const rejected = options.rejected;
     if (!encoder) {
+      if (rejected) throw new Error(`insert into ${table}: no RowBinary encoder for its columns, so its rows cannot be checked`);
       await this.client.insert({ table: `${this.database}.${table}`, values: values as T[], format: 'JSONEachRow', clickhouse_settings: options.settings });
       return;
     }
-    const body = encoder.encode(values);
+    const body = encoder.encode(values, rejected ? (i, err) => rejected(values[i] as object, err.message) : undefined);
+    if (body.length === 0) return; // every row left out
     if (this.target.mode === 'server') {
       // A server (or the store process) takes the bytes as the body, the statement in the URL: exec with values.
       const r = await this.client.exec({

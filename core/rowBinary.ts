@@ -11,7 +11,12 @@
 //  - strings are written as their UTF-8 bytes, whatever they contain.
 // A value the column cannot hold throws a RowEncodeError whose `type` is the
 // ClickHouse error type the server would have raised for it, so callers
-// classify it as "these rows are bad" exactly like a rejected insert.
+// classify it as "these rows are bad" exactly like a rejected insert; given a
+// `rejected` callback, encode leaves that row out and names it instead (one
+// pass finds every such row of a batch: no bisection by insert). A value
+// ClickHouse would take and change is one the column cannot hold too: a
+// DateTime64 outside 1900-01-01 .. 2299-12-31 (ClickHouse saturates it), as
+// an integer past its type's range (ClickHouse wraps it).
 
 export interface ColumnSpec {
   name: string;
@@ -202,12 +207,18 @@ const string: Write = (out, v, column) => {
   throw bad('CANNOT_PARSE_TEXT', column, v, 'String');
 };
 
+/** DateTime64's range (ClickHouse stores a value outside it as the nearest end, silently). */
+const DATETIME64_MIN_MS = Date.UTC(1900, 0, 1);
+const DATETIME64_MAX_MS = Date.UTC(2299, 11, 31, 23, 59, 59, 999);
+
 /** DateTime64(scale): integer milliseconds since the epoch, as the JSON path reads a bare integer. */
 function dateTime64(scale: number): Write {
   const factor = 10n ** BigInt(Math.abs(scale - 3));
   return (out, v, column) => {
     const ms = v instanceof Date ? v.getTime() : v;
     if (typeof ms !== 'number' || !Number.isSafeInteger(ms)) throw bad('CANNOT_PARSE_DATETIME', column, v, `DateTime64(${scale})`);
+    if (ms < DATETIME64_MIN_MS || ms > DATETIME64_MAX_MS)
+      throw bad('VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE', column, v, `DateTime64(${scale}), 1900-01-01 .. 2299-12-31`);
     if (scale === 3) return ms >= 0 ? out.u64(ms % TWO32, Math.floor(ms / TWO32)) : writeInt64(out, BigInt(ms));
     writeInt64(out, scale > 3 ? BigInt(ms) * factor : BigInt(ms) / factor);
   };
@@ -259,8 +270,11 @@ function writerOf(type: string): { write: Write; nullable: boolean } | undefined
 export interface RowBinaryEncoder {
   /** The columns, in the order each row is written (the INSERT's column list). */
   readonly columns: readonly string[];
-  /** Every row as RowBinaryWithDefaults; throws RowEncodeError naming the first value a column cannot take. */
-  encode(rows: readonly object[]): Buffer;
+  /**
+   * Every row as RowBinaryWithDefaults. A value a column cannot take throws a RowEncodeError naming it; with
+   * `rejected`, its row is left out of the bytes and handed there (its index, the error) instead.
+   */
+  encode(rows: readonly object[], rejected?: (index: number, err: RowEncodeError) => void): Buffer;
 }
 
 /** An encoder for these columns, or undefined when one of their types is not one this encoder writes. */
@@ -273,19 +287,26 @@ export function rowBinaryEncoder(columns: readonly ColumnSpec[]): RowBinaryEncod
   }
   return {
     columns: writers.map((w) => w.name),
-    encode(rows) {
+    encode(rows, rejected) {
       const out = new Out(Math.max(1 << 16, rows.length * 320)); // about one audit-event row each: rarely grown
-      for (const row of rows) {
-        const r = row as Record<string, unknown>;
-        for (const w of writers) {
-          const v = r[w.name];
-          // 1 = "the column's default": an absent field, or null where NULL cannot be stored (input_format_null_as_default).
-          if (v === undefined || (v === null && !w.nullable)) {
-            out.u8(1);
-            continue;
+      for (let i = 0; i < rows.length; i += 1) {
+        const r = rows[i] as Record<string, unknown>;
+        const start = out.pos;
+        try {
+          for (const w of writers) {
+            const v = r[w.name];
+            // 1 = "the column's default": an absent field, or null where NULL cannot be stored (input_format_null_as_default).
+            if (v === undefined || (v === null && !w.nullable)) {
+              out.u8(1);
+              continue;
+            }
+            out.u8(0);
+            w.write(out, v, w.name);
           }
-          out.u8(0);
-          w.write(out, v, w.name);
+        } catch (err) {
+          if (!rejected || !(err instanceof RowEncodeError)) throw err;
+          out.pos = start; // the row's bytes so far are dropped: the next row is written over them
+          rejected(i, err);
         }
       }
       return out.take();

@@ -5,10 +5,12 @@
 // themselves is permanent: the rows are bisected until exactly the rejected
 // ones are found, and those go to `quarantine` with the reason and the raw
 // value while the rest are written — one bad value never freezes capture.
-// Values ClickHouse would silently mangle instead of rejecting (a DateTime64
-// past its range saturates, a UInt32 wraps) are treated as rejected here.
 // Rows go as RowBinaryWithDefaults (store.insert's `binary`): no JSON text to
-// build here or to parse in ClickHouse, every value exact.
+// build here or to parse in ClickHouse, every value exact. The encoder finds
+// the rows a column cannot take, and those ClickHouse would silently mangle
+// instead of rejecting (a DateTime64 past its range saturates, a UInt32
+// wraps), in the one pass that encodes the batch: they are left out and
+// quarantined with no bisection (core/rowBinary.ts).
 import { keptColumns, quarantineValueDigest } from '../../core/valueBound.js';
 import type { AuditStore } from '../../core/clickhouse.js';
 import { PREFIX } from '../../core/keyspace.js';
@@ -73,36 +75,6 @@ export function classifyInsertError(err: unknown): Verdict {
   return typeof type === 'string' && REJECTED_ROWS.has(type) ? 'permanent' : 'retry';
 }
 
-// Columns whose out-of-range values ClickHouse accepts and changes: checked before inserting.
-const UINT32 = ['epoch', 'time_error_ms', 'ended_at_error_ms'];
-const UINT64 = ['revision', 'token', 'grant_revision', 'wait_ms', 'create_revision', 'mod_revision', 'end_revision', 'row_version', 'term'];
-const DATETIME64 = ['wall_time', 'granted_at', 'ended_at'];
-const DATETIME64_MIN_MS = Date.UTC(1900, 0, 1);
-const DATETIME64_MAX_MS = Date.UTC(2299, 11, 31, 23, 59, 59, 999);
-const UINT64_MAX = 2n ** 64n - 1n;
-const DIGITS = /^[0-9]+$/;
-
-/** Why ClickHouse would not store this row as it is, or undefined. */
-export function outOfRange(row: object): string | undefined {
-  const r = row as Record<string, unknown>;
-  const bad = (column: string, type: string): string => `value out of range for ${type} in column ${column}: ${String(r[column])}`;
-  for (const c of UINT32) {
-    const v = r[c];
-    if (typeof v === 'number' && !(Number.isInteger(v) && v >= 0 && v <= 4_294_967_295)) return bad(c, 'UInt32');
-  }
-  for (const c of UINT64) {
-    const v = r[c];
-    if (typeof v === 'number' && !(Number.isSafeInteger(v) && v >= 0)) return bad(c, 'UInt64');
-    // Up to 19 digits always fits; only a 20-digit string needs the bigint comparison (this runs for every row).
-    if (typeof v === 'string' && !(v.length < 20 ? DIGITS.test(v) : /^[0-9]{20}$/.test(v) && BigInt(v) <= UINT64_MAX)) return bad(c, 'UInt64');
-  }
-  for (const c of DATETIME64) {
-    const v = r[c];
-    if (typeof v === 'number' && !(Number.isFinite(v) && v >= DATETIME64_MIN_MS && v <= DATETIME64_MAX_MS)) return bad(c, 'DateTime64');
-  }
-  return undefined;
-}
-
 /** A rejected row as a quarantine row: the change it came from, the reason and the raw etcd value (`rawValue` for grant rows, which carry none). */
 function quarantineRow(
   table: string,
@@ -146,7 +118,8 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
   if (options.term) stampTerm(batch, options.term.toString());
   const retryOptions: RetryOptions = { initialMs: 100, maxMs: 5_000, ...options.retry, classify: classifyInsertError };
   // RowBinary (core/rowBinary.ts): a value a column cannot take throws a RowEncodeError typed like ClickHouse's own rejection, so it is bisected and quarantined the same way.
-  const insert = (table: string, rows: readonly object[]): Promise<void> => retry(() => store.insert(table, rows, { binary: true }), retryOptions);
+  const insert = (table: string, rows: readonly object[]): Promise<void> =>
+    retry(() => store.insert(table, rows, { binary: true, rejected: (row, reason) => reject(table, row, reason) }), retryOptions);
   const quarantined: QuarantineRow[] = [];
   const changeId = (revision: string, key: string): string => `${revision} ${key}`;
   // Built only when a row is rejected (rare): building it for every batch was work and garbage on the hot path.
@@ -174,9 +147,7 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
         const q = quarantineRow(table, row, '', rawValue, options.proofSecret, options.timeline);
         if (seen.has(changeId(q.revision, q.key))) continue;
       }
-      const why = outOfRange(row);
-      if (why) reject(table, row, why);
-      else fit.push(row);
+      fit.push(row);
     }
     for (let i = 0; i < fit.length; i += maxRows) {
       for (const rejected of await insertOrIsolate(insert, table, fit.slice(i, i + maxRows))) reject(table, rejected.row, rejected.reason);
@@ -187,7 +158,9 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
   // Every other quarantine row carries its writer's proof of what it says (verify's quarantine check): one written
   // by hand, or edited, is named. A grant row keeps the proof the grants check reads (above).
   if (options.proofSecret) for (const q of quarantine) if (q.proof === undefined) q.proof = proveQuarantineRow(options.proofSecret, q);
-  for (let i = 0; i < quarantine.length; i += maxRows) await insert('quarantine', quarantine.slice(i, i + maxRows));
+  // Not left out here: a quarantine row the store cannot take fails the batch (retried), it is not lost.
+  for (let i = 0; i < quarantine.length; i += maxRows)
+    await retry(() => store.insert('quarantine', quarantine.slice(i, i + maxRows), { binary: true }), retryOptions);
   return { quarantined };
 }
 

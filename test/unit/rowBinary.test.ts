@@ -50,6 +50,13 @@ describe('RowBinaryWithDefaults encoder', () => {
       ['UInt32', 2 ** 32, 'VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE'],
       ["Enum8('put' = 1, 'delete' = 2)", 'bogus', 'UNKNOWN_ELEMENT_OF_ENUM'],
       ["DateTime64(3, 'UTC')", 1.5, 'CANNOT_PARSE_DATETIME'],
+      // Values ClickHouse would take and change (a DateTime64 outside its range is stored as its nearest end).
+      ["DateTime64(3, 'UTC')", 9e18, 'CANNOT_PARSE_DATETIME'], // not a safe integer of milliseconds
+      ["DateTime64(3, 'UTC')", Date.UTC(9999, 11, 31), 'VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE'],
+      ["DateTime64(3, 'UTC')", Date.UTC(2300, 0, 1), 'VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE'],
+      ["Nullable(DateTime64(3, 'UTC'))", Date.UTC(1899, 11, 31, 23, 59, 59, 999), 'VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE'],
+      ['UInt32', 5e9, 'VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE'],
+      ['UInt32', 1.5, 'CANNOT_PARSE_TEXT'],
       ['String', { a: 1 }, 'CANNOT_PARSE_TEXT'],
     ];
     for (const [type, v, errType] of cases) {
@@ -59,6 +66,44 @@ describe('RowBinaryWithDefaults encoder', () => {
         `${type} ${String(v)}`,
       );
     }
+  });
+
+  it('takes the ends of the DateTime64 range', () => {
+    assert.equal(enc("DateTime64(3, 'UTC')", Date.UTC(1900, 0, 1)).length, 9);
+    assert.equal(enc("DateTime64(3, 'UTC')", Date.UTC(2299, 11, 31, 23, 59, 59, 999)).length, 9);
+  });
+
+  it('given `rejected`, leaves out exactly the rows a column cannot take, names each, and writes the rest as if alone', () => {
+    const e = rowBinaryEncoder([
+      { name: 'a', type: 'UInt32' },
+      { name: 'b', type: 'String' },
+      { name: 't', type: "DateTime64(3, 'UTC')" },
+    ]);
+    assert.ok(e);
+    const good: object[] = [
+      { a: 1, b: 'x', t: 1000 },
+      { a: 2, b: 'y'.repeat(300), t: 2000 },
+      { a: 3, b: 'z', t: 3000 },
+    ];
+    // The bad rows fail after columns were written (b, then t): those bytes must not stay.
+    const rows: object[] = [
+      ...good.slice(0, 1),
+      { a: 9, b: 'bad', t: Date.UTC(9999, 0, 1) },
+      ...good.slice(1, 2),
+      { a: 2 ** 40, b: 'w' },
+      ...good.slice(2),
+      { a: 7, b: 'v'.repeat(500), t: -1e13 },
+    ];
+    const left: Array<[number, string]> = [];
+    const bytes = e.encode(rows, (i, err) => left.push([i, err.type]));
+    assert.deepEqual(left, [
+      [1, 'VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE'],
+      [3, 'VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE'],
+      [5, 'VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE'],
+    ]);
+    assert.equal(hex(bytes), hex(e.encode(good)));
+    // Without it, the first such value throws.
+    assert.throws(() => e.encode(rows), RowEncodeError);
   });
 
   it('has no encoder for a type it does not write (the store then stays on JSONEachRow)', () => {
