@@ -250,7 +250,7 @@ export async function unfinishedRestore(
  * when the restore was seen is unknown (0); the old timeline's checkpoint then is its highest proven one; capture
  * resumed at the divergence, or, for a restore whose history was compacted, where its reason says.
  */
-function lostTimelineRecord(
+export function lostTimelineRecord(
   cluster: string,
   gap: {
     from_revision: string;
@@ -266,7 +266,8 @@ function lostTimelineRecord(
 ): Record<string, string | number> {
   const after = BigInt(gap.from_revision) - 1n;
   const from = Number(gap.history_lost) === 1 ? /from revision (\d+)$/.exec(gap.reason)?.[1] : undefined;
-  const resume = from !== undefined && BigInt(from) - 1n >= after ? BigInt(from) - 1n : after;
+  // The reason is not in the proof: where it says capture resumed is taken only between the signed ends of the gap.
+  const resume = from !== undefined && BigInt(from) - 1n >= after && BigInt(from) - 1n <= BigInt(gap.to_revision) ? BigInt(from) - 1n : after;
   const generation = Number(gap.generation);
   return {
     cluster,
