@@ -490,7 +490,7 @@ export async function rollBack(
 ): Promise<void> {
   const t = term.toString();
   await markEventsAbove(store, cluster, after, generation, generation, term, pageSize);
-  await inPages(store, SQL.rolledBackGrantsPageEnd, { cluster }, after, pageSize, (from, upTo) =>
+  await inPages(store, SQL.rolledBackGrantsPageEnd, { cluster, generation }, after, pageSize, (from, upTo) =>
     store.command(SQL.markRolledBackGrants.text, { cluster, after: from.toString(), upTo: upTo.toString(), generation, term: t }),
   );
   const carried = { cluster, after: after.toString(), timeline };
@@ -502,7 +502,11 @@ export async function rollBack(
   });
 }
 
-/** The current timeline's events above `after`, marked (rolled back by, superseded by) one page at a time. */
+/**
+ * The current timeline's events above `after`, marked (rolled back by, superseded by) one page at a time: only rows
+ * captured before timeline `supersededBy` (a restore's generation, whose rows carry it), so a restore finished again
+ * — its timeline record and the proof that it was finished removed by an insider — marks nothing captured under it.
+ */
 async function markEventsAbove(
   store: AuditStore,
   cluster: string,
@@ -512,7 +516,7 @@ async function markEventsAbove(
   term: bigint,
   pageSize: number,
 ): Promise<void> {
-  await inPages(store, SQL.eventsPageEnd, { cluster }, after, pageSize, (from, upTo) =>
+  await inPages(store, SQL.eventsPageEnd, { cluster, generation: supersededBy }, after, pageSize, (from, upTo) =>
     store.command(SQL.markEvents.text, { cluster, after: from.toString(), upTo: upTo.toString(), rolledBackBy, supersededBy, term: term.toString() }),
   );
 }

@@ -49,7 +49,7 @@ describe('a finished restore whose timeline record is removed', { timeout: 240_0
     const marked = async (pattern: string): Promise<{ current: number; marked: number }> => {
       const [row] = await db.store.rows<{ current: string; marked: string }>(
         `SELECT toString(countIf(superseded_by = 0 AND rolled_back_by = 0)) AS current, toString(countIf(superseded_by != 0 OR rolled_back_by != 0)) AS marked
-         FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key LIKE {k:String}`,
+         FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND key LIKE {k:String} AND event_type = 'grant'`,
         { c: label, k: `%/${ns}/${pattern}-%` },
       );
       return { current: Number(row?.current), marked: Number(row?.marked) };
@@ -121,6 +121,29 @@ describe('a finished restore whose timeline record is removed', { timeout: 240_0
         { c: label, a: `%/${ns}/after-%`, l: `%/${ns}/later-%` },
       );
       assert.deepEqual(byTimeline, { other: '0', later: '1' }, 'captured under generation 1 only, once');
+      await r.close();
+
+      // 4. The insider removes the proof that the restore was finished too (generation 1's proven checkpoints), so
+      // the guard cannot tell: the restore is finished again, and marks only what was captured before it.
+      await db.store.command('ALTER TABLE {db:Identifier}.etcd_timelines DELETE WHERE cluster = {c:String} AND generation = 1 SETTINGS mutations_sync = 2', {
+        c: label,
+      });
+      await db.store.command('ALTER TABLE {db:Identifier}.checkpoint_proofs DELETE WHERE cluster = {c:String} AND timeline = 1 SETTINGS mutations_sync = 2', {
+        c: label,
+      });
+      // etcd compacted since: what the restore finished again marks cannot be captured again over it.
+      await client.kv.compact({ revision: (await head(client)).toString(), physical: true });
+      const again4 = new HealthState();
+      r = replica(again4);
+      await waitFor('the restore finished again', async () => again4.alarms().find((a) => a.code === 'LOCKAUDIT_ALARM_TAILER_RESTORE'), 120_000, 200);
+      await waitFor('the restore recorded again', async () => ((await currentTimeline(db.store, label))?.generation === 1 ? true : undefined), 120_000, 200);
+      await w.grant(more, 'later-1');
+      const last = await head(client);
+      await waitFor('capture goes on after it', async () => ((await readCheckpoint(db.store, label)) >= last ? true : undefined), 60_000, 100);
+      // Before: every grant captured under generation 1 marked rolled back by the restore finished again.
+      assert.deepEqual(await marked('after'), { current: 5, marked: 0 }, 'the grants captured under generation 1 are not marked by the restore finished again');
+      assert.deepEqual(await marked('later'), { current: 2, marked: 0 });
+      assert.deepEqual(await marked('doomed'), { current: 0, marked: 10 });
     } finally {
       for (const r of replicas) await r.close();
       client.close();

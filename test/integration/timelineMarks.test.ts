@@ -132,6 +132,9 @@ describe('a restore marks, never deletes or moves', () => {
         },
         { timeline: 1 },
       );
+      // Finished again (an insider removed its timeline record and the proof it was finished, so the guard lets it
+      // run): a restore of generation 1 marks only rows captured before it, never timeline 1's own (before: w5, w6).
+      await rollBack(db.store, c, 4n, 1, 1, 8n, pageSize);
       const current = await db.store.rows<{ revision: string; value: string }>(
         'SELECT toString(revision) AS revision, value FROM {db:Identifier}.events FINAL WHERE cluster = {c:String} AND superseded_by = 0 ORDER BY revision',
         { c },
