@@ -248,7 +248,7 @@ export async function unfinishedRestore(
  * The timeline record of a finished restore, written again from its proven gap (signed: generation, cluster ids,
  * revisions, detection time) when the record was removed. What the gap does not carry is said so: etcd's head
  * when the restore was seen is unknown (0); the old timeline's checkpoint then is its highest proven one; capture
- * resumed at the divergence, or, for a restore whose history was compacted, where its reason says.
+ * resumed at the divergence as far as the record says (the gap's reason, which says where a compacted restore resumed, is not in its proof).
  */
 export function lostTimelineRecord(
   cluster: string,
@@ -265,9 +265,9 @@ export function lostTimelineRecord(
   previousCheckpoint: bigint,
 ): Record<string, string | number> {
   const after = BigInt(gap.from_revision) - 1n;
-  const from = Number(gap.history_lost) === 1 ? /from revision (\d+)$/.exec(gap.reason)?.[1] : undefined;
-  // The reason is not in the proof: where it says capture resumed is taken only between the signed ends of the gap.
-  const resume = from !== undefined && BigInt(from) - 1n >= after && BigInt(from) - 1n <= BigInt(gap.to_revision) ? BigInt(from) - 1n : after;
+  // Capture resumed at the divergence or, for a compacted restore, above it; where exactly only the unsigned reason
+  // says, so the divergence stands in: the lower floor is safe, the timeline's proven checkpoints lie above it.
+  const resume = after;
   const generation = Number(gap.generation);
   return {
     cluster,

@@ -1,6 +1,6 @@
 // The timeline record of a finished restore written again from its proven gap (tailer/recovery/restores.ts,
-// lostTimelineRecord): the signed fields as they are, and the one field read from the unsigned reason — where
-// capture resumed after a compacted restore — taken only between the gap's signed ends.
+// lostTimelineRecord): the signed fields as they are; nothing that moves the tailer's position read from the
+// unsigned reason.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { lostTimelineRecord } from '../../tailer/recovery/restores.js';
@@ -40,13 +40,11 @@ describe('a timeline record written again from its proven gap', () => {
     assert.match(String(r.reason), /^written again from the tailer's proven restore gap/);
   });
 
-  it('resumes where a compacted restore’s reason says, only between the gap’s signed ends', () => {
+  it('never reads where capture resumed from the unsigned reason: the divergence stands in', () => {
     const lost = { history_lost: 1 };
-    assert.equal(lostTimelineRecord('c1', gap({ ...lost, reason: 'restore: x; … from revision 101' }), 0n).resume_revision, '100');
-    // An edited reason (not in the proof) cannot move the resume past the gap's end, nor below its start.
-    assert.equal(lostTimelineRecord('c1', gap({ ...lost, reason: 'restore: x; … from revision 999999999' }), 0n).resume_revision, '40');
-    assert.equal(lostTimelineRecord('c1', gap({ ...lost, reason: 'restore: x; … from revision 3' }), 0n).resume_revision, '40');
-    // Not compacted: the reason is not read at all.
+    // An edited reason (not in the proof) cannot move the resume revision, and with it the checkpoint's floor.
+    for (const from of ['101', '999999999', '3'])
+      assert.equal(lostTimelineRecord('c1', gap({ ...lost, reason: `restore: x; … from revision ${from}` }), 0n).resume_revision, '40');
     assert.equal(lostTimelineRecord('c1', gap({ reason: 'restore: x; … from revision 101' }), 0n).resume_revision, '40');
   });
 
