@@ -147,6 +147,19 @@ export interface UnfinishedRestore {
   historyLost: boolean;
 }
 
+/** A restore gap as unfinishedRestore.sql reads it. */
+interface RestoreGapRow {
+  from_revision: string;
+  to_revision: string;
+  reason: string;
+  generation: number;
+  previous_cluster_id: string;
+  history_lost: number;
+  detected_at_ms: string;
+  cluster_id: string;
+  proof: string;
+}
+
 /**
  * A restore recorded half-way: its gap is written before its holds are snapshotted and its timeline last
  * (replica.ts), and a leader that lost etcd or its leadership in between left the rows marked and the gap
@@ -161,17 +174,7 @@ export async function unfinishedRestore(
   secret: Buffer | undefined,
   onRefused?: (generation: number, why: 'unproven' | 'finished') => void,
 ): Promise<UnfinishedRestore | undefined> {
-  const rows = await store.rows<{
-    from_revision: string;
-    to_revision: string;
-    reason: string;
-    generation: number;
-    previous_cluster_id: string;
-    history_lost: number;
-    detected_at_ms: string;
-    cluster_id: string;
-    proof: string;
-  }>(SQL.unfinishedRestore.text, { cluster, generation: generation + 1 });
+  const rows = await store.rows<RestoreGapRow>(SQL.unfinishedRestore.text, { cluster, generation: generation + 1 });
   // Only the tailer's own gap is finished: finishing marks every row above its start rolled back, so a row
   // another writer put in the store (an insider) would otherwise hide captured history. A tailer given no key
   // (tests only: production always has one) proves nothing and can check nothing.
@@ -250,20 +253,7 @@ export async function unfinishedRestore(
  * when the restore was seen is unknown (0); the old timeline's checkpoint then is its highest proven one; capture
  * resumed at the divergence as far as the record says (the gap's reason, which says where a compacted restore resumed, is not in its proof).
  */
-export function lostTimelineRecord(
-  cluster: string,
-  gap: {
-    from_revision: string;
-    to_revision: string;
-    reason: string;
-    generation: number;
-    previous_cluster_id: string;
-    history_lost: number;
-    detected_at_ms: string;
-    cluster_id: string;
-  },
-  previousCheckpoint: bigint,
-): Record<string, string | number> {
+export function lostTimelineRecord(cluster: string, gap: Omit<RestoreGapRow, 'proof'>, previousCheckpoint: bigint): Record<string, string | number> {
   const after = BigInt(gap.from_revision) - 1n;
   // Capture resumed at the divergence or, for a compacted restore, above it; where exactly only the unsigned reason
   // says, so the divergence stands in: the lower floor is safe, the timeline's proven checkpoints lie above it.

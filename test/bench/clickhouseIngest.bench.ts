@@ -16,42 +16,12 @@ import { Int64, TimestampMillisecond, Uint32, Uint64, Uint8, Utf8, makeVector, t
 import type { AuditStore } from '../../core/clickhouse.js';
 import type { AuditEventRow } from '../../core/events.js';
 import { rowBinaryEncoder } from '../../core/rowBinary.js';
-import { makeToken } from '../../core/token.js';
 import { tempStore } from '../support/env.js';
+import { eventRow as row } from './benchRows.js';
 import { heading, report } from './report.js';
 
 const TOTAL = Number(process.env.BENCH_INGEST_ROWS ?? 300_000);
 const BATCHES = (process.env.BENCH_INGEST_BATCHES ?? '1000,10000,20000').split(',').map(Number);
-
-function row(i: number): AuditEventRow {
-  const revision = BigInt(1_000_000 + i);
-  return {
-    cluster: 'bench',
-    revision: revision.toString(),
-    key: `/l/ns${i % 20}/key-${i % 5000}`,
-    event_type: i % 2 ? 'release' : 'grant',
-    op: i % 2 ? 'delete' : 'put',
-    namespace: `ns${i % 20}`,
-    lock_path: `key-${i % 5000}`,
-    class: `class-${i % 7}`,
-    holder: `spiffe://corp/worker-${i % 300}`,
-    session: String(7_587_862_000 + (i % 1000)),
-    token: makeToken(40, revision).toString(),
-    epoch: 40,
-    grant_revision: revision.toString(),
-    wait_ms: i % 250,
-    wall_time: 1_764_400_000_000 + i,
-    time_estimated: 0,
-    time_error_ms: 0,
-    create_revision: revision.toString(),
-    mod_revision: revision.toString(),
-    version: '1',
-    lease: '0',
-    value: '{"holder":"x"}',
-    prev_value: '',
-    unprotected: 0,
-  };
-}
 
 const GENERATED = `INSERT INTO {db:Identifier}.events
   (cluster, revision, key, event_type, op, namespace, lock_path, class, holder, session, token, epoch, grant_revision, wait_ms,

@@ -8,9 +8,9 @@
 // own columns (DESCRIBE, as the store builds them).
 import type { AuditEventRow } from '../../core/events.js';
 import { rowBinaryEncoder, type RowBinaryEncoder } from '../../core/rowBinary.js';
-import { makeToken } from '../../core/token.js';
 import { tempStore } from '../support/env.js';
 import { grantRows } from '../support/grants.js';
+import { eventRow } from './benchRows.js';
 import { heading, report } from './report.js';
 
 const ROWS = Number(process.env.BENCH_ROW_CHECK_ROWS ?? 20_000);
@@ -43,34 +43,15 @@ function outOfRangeBefore(row: object): string | undefined {
   return undefined;
 }
 
+/** A grant event as the tailer writes it: on a lease, with the lock API's value and proof. */
 function event(i: number): AuditEventRow {
-  const revision = BigInt(1_000_000 + i);
-  const at = 1_764_400_000_000 + i;
+  const base = eventRow(i);
   return {
-    cluster: 'bench',
-    revision: revision.toString(),
-    key: `/l/ns${i % 20}/key-${i % 5000}`,
+    ...base,
     event_type: 'grant',
     op: 'put',
-    namespace: `ns${i % 20}`,
-    lock_path: `key-${i % 5000}`,
-    class: `class-${i % 7}`,
-    holder: `spiffe://corp/worker-${i % 300}`,
-    session: String(7_587_862_000 + (i % 1000)),
-    token: makeToken(40, revision).toString(),
-    epoch: 40,
-    grant_revision: revision.toString(),
-    wait_ms: i % 250,
-    wall_time: at,
-    time_estimated: 0,
-    time_error_ms: 0,
-    create_revision: revision.toString(),
-    mod_revision: revision.toString(),
-    version: '1',
     lease: '7587862001',
-    value: `{"holder":"spiffe://corp/worker-${i % 300}","session":"7587862001","class":"payments","epoch":40,"waitMs":3,"at":${at},"mac":"${'ab'.repeat(22)}"}`,
-    prev_value: '',
-    unprotected: 0,
+    value: `{"holder":"${base.holder}","session":"7587862001","class":"payments","epoch":40,"waitMs":3,"at":${String(base.wall_time)},"mac":"${'ab'.repeat(22)}"}`,
   };
 }
 
