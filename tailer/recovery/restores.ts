@@ -254,10 +254,9 @@ export async function unfinishedRestore(
  * resumed at the divergence as far as the record says (the gap's reason, which says where a compacted restore resumed, is not in its proof).
  */
 export function lostTimelineRecord(cluster: string, gap: Omit<RestoreGapRow, 'proof'>, previousCheckpoint: bigint): Record<string, string | number> {
-  const after = BigInt(gap.from_revision) - 1n;
   // Capture resumed at the divergence or, for a compacted restore, above it; where exactly only the unsigned reason
   // says, so the divergence stands in: the lower floor is safe, the timeline's proven checkpoints lie above it.
-  const resume = after;
+  const after = (BigInt(gap.from_revision) - 1n).toString();
   const generation = Number(gap.generation);
   return {
     cluster,
@@ -266,8 +265,8 @@ export function lostTimelineRecord(cluster: string, gap: Omit<RestoreGapRow, 'pr
     previous_cluster_id: gap.previous_cluster_id,
     previous_checkpoint: previousCheckpoint.toString(),
     restored_head: '0',
-    diverged_after: after.toString(),
-    resume_revision: resume.toString(),
+    diverged_after: after,
+    resume_revision: after,
     reason: `written again from the tailer's proven restore gap (the record was removed; etcd's head when it was seen is unknown): ${gap.reason}`,
     detected_at: Number(gap.detected_at_ms),
     timeline: generation,

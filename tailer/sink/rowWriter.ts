@@ -117,7 +117,8 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
   if (options.timeline) stampTimeline(batch, options.timeline);
   if (options.term) stampTerm(batch, options.term.toString());
   const retryOptions: RetryOptions = { initialMs: 100, maxMs: 5_000, ...options.retry, classify: classifyInsertError };
-  // RowBinary (core/rowBinary.ts): a value a column cannot take throws a RowEncodeError typed like ClickHouse's own rejection, so it is bisected and quarantined the same way.
+  // RowBinary (core/rowBinary.ts): a row with a value its column cannot take is left out as the batch is encoded and
+  // handed to `reject`; rows ClickHouse itself rejects are found by bisection (insertOrIsolate).
   const insert = (table: string, rows: readonly object[]): Promise<void> =>
     retry(() => store.insert(table, rows, { binary: true, rejected: (row, reason) => reject(table, row, reason) }), retryOptions);
   const quarantined: QuarantineRow[] = [];
@@ -140,15 +141,14 @@ export async function writeRows(store: AuditStore, batch: RowBatch, options: Row
     ['events', batch.events],
     ['grants', batch.grants],
   ] as const) {
-    const fit: object[] = [];
-    for (const row of rows) {
-      if (table === 'grants' && seen.size > 0) {
-        // A change whose event row was quarantined is quarantined whole: its grant row is not written either.
-        const q = quarantineRow(table, row, '', rawValue, options.proofSecret, options.timeline);
-        if (seen.has(changeId(q.revision, q.key))) continue;
-      }
-      fit.push(row);
-    }
+    // A change whose event row was quarantined is quarantined whole: its grant row is not written either.
+    const fit: readonly object[] =
+      table === 'grants' && seen.size > 0
+        ? rows.filter((row) => {
+            const q = quarantineRow(table, row, '', rawValue, options.proofSecret, options.timeline);
+            return !seen.has(changeId(q.revision, q.key));
+          })
+        : rows;
     for (let i = 0; i < fit.length; i += maxRows) {
       for (const rejected of await insertOrIsolate(insert, table, fit.slice(i, i + maxRows))) reject(table, rejected.row, rejected.reason);
     }
