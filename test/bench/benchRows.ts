@@ -32,3 +32,15 @@ export function eventRow(i: number): AuditEventRow {
     unprotected: 0,
   };
 }
+
+/** The i-th event as a grant as the tailer writes it: on a lease, with the lock API's value and proof. */
+export function grantEventRow(i: number): AuditEventRow {
+  const base = eventRow(i);
+  return {
+    ...base,
+    event_type: 'grant',
+    op: 'put',
+    lease: '7587862001',
+    value: `{"holder":"${base.holder}","session":"7587862001","class":"payments","epoch":40,"waitMs":3,"at":${String(base.wall_time)},"mac":"${'ab'.repeat(22)}"}`,
+  };
+}

@@ -6,11 +6,10 @@
 // each row's columns (`outOfRangeBefore`, kept here as it was) and then the
 // encoding. Alternating which runs first; the encoders come from the tables'
 // own columns (DESCRIBE, as the store builds them).
-import type { AuditEventRow } from '../../core/events.js';
 import { rowBinaryEncoder, type RowBinaryEncoder } from '../../core/rowBinary.js';
 import { tempStore } from '../support/env.js';
 import { grantRows } from '../support/grants.js';
-import { eventRow } from './benchRows.js';
+import { grantEventRow as event } from './benchRows.js';
 import { heading, report } from './report.js';
 
 const ROWS = Number(process.env.BENCH_ROW_CHECK_ROWS ?? 20_000);
@@ -41,18 +40,6 @@ function outOfRangeBefore(row: object): string | undefined {
     if (typeof v === 'number' && !(Number.isFinite(v) && v >= DATETIME64_MIN_MS && v <= DATETIME64_MAX_MS)) return bad(c, 'DateTime64');
   }
   return undefined;
-}
-
-/** A grant event as the tailer writes it: on a lease, with the lock API's value and proof. */
-function event(i: number): AuditEventRow {
-  const base = eventRow(i);
-  return {
-    ...base,
-    event_type: 'grant',
-    op: 'put',
-    lease: '7587862001',
-    value: `{"holder":"${base.holder}","session":"7587862001","class":"payments","epoch":40,"waitMs":3,"at":${String(base.wall_time)},"mac":"${'ab'.repeat(22)}"}`,
-  };
 }
 
 async function encoders(): Promise<{ events: RowBinaryEncoder; grants: RowBinaryEncoder }> {
