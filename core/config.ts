@@ -102,6 +102,17 @@ const TailerSchema = Type.Object(
     ),
     batchMaxRows: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 20_000, description: 'Rows per ClickHouse insert.' })),
     batchMaxDelayMs: Type.Optional(Type.Integer({ minimum: 1, maximum: 60_000, default: 200, description: 'Longest a row waits for its batch.' })),
+    catchUpBatchMaxRows: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 1_000_000,
+        default: 50_000,
+        description: 'Rows per ClickHouse insert while catching up (more than 5 000 revisions behind).',
+      }),
+    ),
+    catchUpBatchMaxDelayMs: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 60_000, default: 1_000, description: 'Longest a row waits for its batch while catching up.' }),
+    ),
   },
   { additionalProperties: false, default: {} },
 );
@@ -567,6 +578,8 @@ export const envVars: ReadonlyArray<{ name: string; path: readonly string[]; par
   { name: 'LOCKAUDIT_TAILER_CATCH_UP_WINDOWS', path: ['tailer', 'catchUpWindows'], parse: asInteger },
   { name: 'LOCKAUDIT_TAILER_BATCH_MAX_ROWS', path: ['tailer', 'batchMaxRows'], parse: asInteger },
   { name: 'LOCKAUDIT_TAILER_BATCH_MAX_DELAY_MS', path: ['tailer', 'batchMaxDelayMs'], parse: asInteger },
+  { name: 'LOCKAUDIT_TAILER_CATCH_UP_BATCH_MAX_ROWS', path: ['tailer', 'catchUpBatchMaxRows'], parse: asInteger },
+  { name: 'LOCKAUDIT_TAILER_CATCH_UP_BATCH_MAX_DELAY_MS', path: ['tailer', 'catchUpBatchMaxDelayMs'], parse: asInteger },
   { name: 'LOCKAUDIT_LOCAL_PORT_BASE', path: ['local', 'portBase'], parse: asInteger },
   { name: 'LOCKAUDIT_RISK_REGISTER_CRON', path: ['reports', 'riskRegisterCron'], parse: asString },
   { name: 'LOCKAUDIT_RISK_REGISTER_TZ', path: ['reports', 'riskRegisterTz'], parse: asString },

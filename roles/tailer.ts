@@ -29,7 +29,11 @@ export async function startTailerRole(runtime: Runtime, overrides: ReplicaOption
           electionTtlSeconds: config.tailer.electionTtlSeconds,
           compactionWindowRevisions: config.tailer.compactionWindowRevisions,
           catchUpWindows: config.tailer.catchUpWindows,
-          sink: { maxRows: config.tailer.batchMaxRows, maxDelayMs: config.tailer.batchMaxDelayMs },
+          sink: {
+            maxRows: config.tailer.batchMaxRows,
+            maxDelayMs: config.tailer.batchMaxDelayMs,
+            catchUp: { maxRows: config.tailer.catchUpBatchMaxRows, maxDelayMs: config.tailer.catchUpBatchMaxDelayMs },
+          },
           dataDir: config.dataDir,
           originSecret: origin,
           tailerSecret: tailer.key,

@@ -1,4 +1,5 @@
-// The ClickHouse sink: batches rows (bounded by size and time), inserts
+// The ClickHouse sink: batches rows (bounded by size and time; longer while
+// the run catches up, shorter live, where a reader waits on them), inserts
 // events, then grants, then quarantine (rowWriter.ts), and calls each batch's
 // `onDurable` only after every row of it is in ClickHouse — or, for rows
 // ClickHouse rejected, in quarantine. An insert that fails for a retriable
@@ -18,7 +19,16 @@ export interface SinkOptions {
   maxRows?: number;
   /** Longest a row waits before its batch is flushed (ms). Default: the config schema's tailer.batchMaxDelayMs. */
   maxDelayMs?: number;
-  /** Rows buffered before `add` blocks. Default 3 × maxRows. */
+  /**
+   * The batches while `catchingUp()` says the run is far behind etcd's head: fewer, longer inserts. The store's
+   * CPU goes mostly per insert and per part, not per row (test/bench/storeInsert.bench.ts), and a catch-up has no
+   * reader waiting on each row. Default: the config schema's tailer.catchUpBatchMaxRows and catchUpBatchMaxDelayMs;
+   * false: the live pace always.
+   */
+  catchUp?: { maxRows: number; maxDelayMs: number } | false;
+  /** true while the run is catching up (the pipeline: its durable watermark more than a window behind the head). */
+  catchingUp?: () => boolean;
+  /** Rows buffered before `add` blocks. Default 3 × the larger of maxRows and catchUp.maxRows. */
   maxBufferedRows?: number;
   /**
    * The same in bytes of values (characters of the events' value and prev_value and the quarantined values): etcd
@@ -43,6 +53,11 @@ export interface SinkOptions {
   term?: bigint;
   /** The tailer's key: grant rows put in quarantine carry its proof (rowWriter.ts). */
   proofSecret?: Buffer;
+}
+
+interface Pace {
+  maxRows: number;
+  maxDelayMs: number;
 }
 
 interface Entry {
@@ -70,8 +85,8 @@ export class SinkAbortedError extends Error {
 export class BatchSink {
   readonly #store: AuditStore;
   readonly #log: Logger;
-  readonly #maxRows: number;
-  readonly #maxDelayMs: number;
+  readonly #live: Pace;
+  readonly #catchUp: Pace | undefined;
   readonly #maxBuffered: number;
   readonly #maxBatchBytes: number;
   readonly #maxBufferedBytes: number;
@@ -90,11 +105,20 @@ export class BatchSink {
     this.#store = store;
     this.#log = log;
     this.#opts = options;
-    this.#maxRows = options.maxRows ?? configDefaults.tailer.batchMaxRows;
-    this.#maxDelayMs = options.maxDelayMs ?? configDefaults.tailer.batchMaxDelayMs;
-    this.#maxBuffered = options.maxBufferedRows ?? this.#maxRows * 3;
+    this.#live = { maxRows: options.maxRows ?? configDefaults.tailer.batchMaxRows, maxDelayMs: options.maxDelayMs ?? configDefaults.tailer.batchMaxDelayMs };
+    this.#catchUp =
+      options.catchUp === false || !options.catchingUp
+        ? undefined
+        : (options.catchUp ?? { maxRows: configDefaults.tailer.catchUpBatchMaxRows, maxDelayMs: configDefaults.tailer.catchUpBatchMaxDelayMs });
+    // Room for a whole batch being written and the next one filling behind it.
+    this.#maxBuffered = options.maxBufferedRows ?? Math.max(this.#live.maxRows, this.#catchUp?.maxRows ?? 0) * 3;
     this.#maxBatchBytes = options.maxBatchBytes ?? 16 * 1024 * 1024;
     this.#maxBufferedBytes = Math.max(options.maxBufferedBytes ?? 64 * 1024 * 1024, this.#maxBatchBytes);
+  }
+
+  /** The batches' bounds now: the catch-up's while the run catches up, else the live ones. */
+  #pace(): Pace {
+    return this.#catchUp && this.#opts.catchingUp?.() ? this.#catchUp : this.#live;
   }
 
   get bufferedBytes(): number {
@@ -140,8 +164,9 @@ export class BatchSink {
     this.#queue.push({ batch, rows, bytes, onDurable });
     this.#bufferedRows += rows;
     this.#bufferedBytes += bytes;
-    if (this.#bufferedRows >= this.#maxRows || this.#bufferedBytes >= this.#maxBatchBytes) this.#kick();
-    else this.#timer ??= setTimeout(() => this.#kick(), this.#maxDelayMs);
+    const pace = this.#pace();
+    if (this.#bufferedRows >= pace.maxRows || this.#bufferedBytes >= this.#maxBatchBytes) this.#kick();
+    else this.#timer ??= setTimeout(() => this.#kick(), pace.maxDelayMs);
     return true;
   }
 
@@ -169,7 +194,7 @@ export class BatchSink {
     if (this.#flushing || this.#queue.length === 0) return;
     this.#flushing = this.#flushLoop().finally(() => {
       this.#flushing = undefined;
-      if (this.#queue.length > 0 && !this.#abort.signal.aborted) this.#timer ??= setTimeout(() => this.#kick(), this.#maxDelayMs);
+      if (this.#queue.length > 0 && !this.#abort.signal.aborted) this.#timer ??= setTimeout(() => this.#kick(), this.#pace().maxDelayMs);
     });
   }
 
@@ -177,14 +202,11 @@ export class BatchSink {
     while (this.#queue.length > 0 && !this.#abort.signal.aborted) {
       // Take whole entries up to maxRows (an entry larger than that goes alone, inserted in chunks).
       // One splice per batch: Array#shift per entry copied the rest of a queue of thousands each time.
+      const { maxRows } = this.#pace();
       let n = 0;
       let rows = 0;
       let bytes = 0;
-      for (
-        let e = this.#queue[0];
-        e !== undefined && (n === 0 || (rows + e.rows <= this.#maxRows && bytes + e.bytes <= this.#maxBatchBytes));
-        e = this.#queue[n]
-      ) {
+      for (let e = this.#queue[0]; e !== undefined && (n === 0 || (rows + e.rows <= maxRows && bytes + e.bytes <= this.#maxBatchBytes)); e = this.#queue[n]) {
         rows += e.rows;
         bytes += e.bytes;
         n += 1;
@@ -192,7 +214,7 @@ export class BatchSink {
       const taken = this.#queue.splice(0, n);
       const started = process.hrtime.bigint();
       try {
-        await this.#write(taken);
+        await this.#write(taken, maxRows);
       } catch (err) {
         if (err instanceof SinkAbortedError) return;
         this.#fatal = err as Error;
@@ -203,11 +225,11 @@ export class BatchSink {
       this.#opts.onFlush?.(rows, Number(process.hrtime.bigint() - started) / 1e9);
       for (const e of taken) e.onDurable();
       for (const w of this.#spaceWaiters.splice(0)) w();
-      if (this.#bufferedRows < this.#maxRows && this.#bufferedBytes < this.#maxBatchBytes && this.#queue.length > 0) return; // wait for more or the timer
+      if (this.#bufferedRows < this.#pace().maxRows && this.#bufferedBytes < this.#maxBatchBytes && this.#queue.length > 0) return; // wait for more or the timer
     }
   }
 
-  async #write(entries: readonly Entry[]): Promise<void> {
+  async #write(entries: readonly Entry[], maxRows: number): Promise<void> {
     const batch: RowBatch = {
       events: entries.flatMap((e) => e.batch.events),
       grants: entries.flatMap((e) => e.batch.grants),
@@ -227,7 +249,7 @@ export class BatchSink {
     const before = this.#opts.beforeWrite;
     if (before) await retry(() => before(batch), retrying);
     const { quarantined } = await writeRows(this.#store, batch, {
-      maxRows: this.#maxRows,
+      maxRows,
       timeline: this.#opts.timeline,
       term: this.#opts.term,
       ...(this.#opts.proofSecret ? { proofSecret: this.#opts.proofSecret } : {}),

@@ -183,7 +183,15 @@ describe('config', () => {
     const c = loadConfig({ env: {}, cwd: '/srv' });
     assert.deepEqual(c.tailer, configDefaults.tailer);
     assert.deepEqual(c.reports, configDefaults.reports);
-    assert.deepEqual(c.tailer, { electionTtlSeconds: 5, compactionWindowRevisions: 1_000_000, catchUpWindows: 16, batchMaxRows: 20_000, batchMaxDelayMs: 200 });
+    assert.deepEqual(c.tailer, {
+      electionTtlSeconds: 5,
+      compactionWindowRevisions: 1_000_000,
+      catchUpWindows: 16,
+      batchMaxRows: 20_000,
+      batchMaxDelayMs: 200,
+      catchUpBatchMaxRows: 50_000,
+      catchUpBatchMaxDelayMs: 1_000,
+    });
     const doc = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
     const start = doc.indexOf('\n## Settings\n');
     assert.ok(start >= 0, 'docs/configuration.md has a "## Settings" section');
