@@ -28,7 +28,7 @@ export interface SinkOptions {
   catchUp?: { maxRows: number; maxDelayMs: number } | false;
   /** true while the run is catching up (the pipeline: its durable watermark more than a window behind the head). */
   catchingUp?: () => boolean;
-  /** Rows buffered before `add` blocks. Default 3 × the larger of maxRows and catchUp.maxRows. */
+  /** Rows buffered before `add` blocks. Default the larger of 3 × maxRows and 2 × catchUp.maxRows (100 000 rows by default). */
   maxBufferedRows?: number;
   /**
    * The same in bytes of values (characters of the events' value and prev_value and the quarantined values): etcd
@@ -110,8 +110,8 @@ export class BatchSink {
       options.catchUp === false || !options.catchingUp
         ? undefined
         : (options.catchUp ?? { maxRows: configDefaults.tailer.catchUpBatchMaxRows, maxDelayMs: configDefaults.tailer.catchUpBatchMaxDelayMs });
-    // Room for a whole batch being written and the next one filling behind it.
-    this.#maxBuffered = options.maxBufferedRows ?? Math.max(this.#live.maxRows, this.#catchUp?.maxRows ?? 0) * 3;
+    // Room for a batch being written and the next filling behind it (live: two more, as before the catch-up pace).
+    this.#maxBuffered = options.maxBufferedRows ?? Math.max(this.#live.maxRows * 3, (this.#catchUp?.maxRows ?? 0) * 2);
     this.#maxBatchBytes = options.maxBatchBytes ?? 16 * 1024 * 1024;
     this.#maxBufferedBytes = Math.max(options.maxBufferedBytes ?? 64 * 1024 * 1024, this.#maxBatchBytes);
   }
