@@ -301,8 +301,9 @@ export class TailerPipeline {
     // With the origin secret, a copy of a real grant's value put back by hand reads foreign (replays.ts).
     const replays = this.#opts.originSecret ? new ReplayCheck(this.#deps.store, this.#deps.cluster, (r) => this.#replayed(r)) : undefined;
     const sink = new BatchSink(this.#deps.store, log, {
-      // Longer batches while more than a window behind the head (clickhouseSink.ts): live, a reader waits on each row.
-      catchingUp: () => state.head - state.watermark > REVISIONS_PER_WINDOW,
+      // Longer batches while more than a window of etcd's history is still unread (clickhouseSink.ts). Not the durable
+      // lag: a live run at a high rate always has rows waiting for the sink, and longer batches would only make more.
+      catchingUp: () => watermark.unread(state.head) > REVISIONS_PER_WINDOW,
       ...this.#opts.sink,
       ...(replays ? { beforeWrite: (batch: RowBatch) => replays.mark(batch) } : {}),
       timeline: this.#deps.timeline,

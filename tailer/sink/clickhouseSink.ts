@@ -26,7 +26,7 @@ export interface SinkOptions {
    * false: the live pace always.
    */
   catchUp?: { maxRows: number; maxDelayMs: number } | false;
-  /** true while the run is catching up (the pipeline: its durable watermark more than a window behind the head). */
+  /** true while the run is catching up (the pipeline: more than a window of etcd's history still unread). */
   catchingUp?: () => boolean;
   /** Rows buffered before `add` blocks. Default the larger of 3 × maxRows and 2 × catchUp.maxRows (100 000 rows by default). */
   maxBufferedRows?: number;
@@ -86,7 +86,7 @@ export class BatchSink {
   readonly #store: AuditStore;
   readonly #log: Logger;
   readonly #live: Pace;
-  readonly #catchUp: Pace | undefined;
+  #catchUp: Pace | undefined;
   readonly #maxBuffered: number;
   readonly #maxBatchBytes: number;
   readonly #maxBufferedBytes: number;
@@ -112,6 +112,8 @@ export class BatchSink {
         : (options.catchUp ?? { maxRows: configDefaults.tailer.catchUpBatchMaxRows, maxDelayMs: configDefaults.tailer.catchUpBatchMaxDelayMs });
     // Room for a batch being written and the next filling behind it (live: two more, as before the catch-up pace).
     this.#maxBuffered = options.maxBufferedRows ?? Math.max(this.#live.maxRows * 3, (this.#catchUp?.maxRows ?? 0) * 2);
+    // A catch-up batch never larger than the buffer: a full buffer below it would flush only on the timer.
+    if (this.#catchUp && this.#catchUp.maxRows > this.#maxBuffered) this.#catchUp = { ...this.#catchUp, maxRows: this.#maxBuffered };
     this.#maxBatchBytes = options.maxBatchBytes ?? 16 * 1024 * 1024;
     this.#maxBufferedBytes = Math.max(options.maxBufferedBytes ?? 64 * 1024 * 1024, this.#maxBatchBytes);
   }

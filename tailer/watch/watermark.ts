@@ -95,6 +95,21 @@ export class Watermark {
     return out;
   }
 
+  /**
+   * Revisions below `head` no window has heard yet: the rest of each incomplete closed window and what the live one
+   * has not received. The backlog still in etcd — not the rows read and waiting for the sink, which a live run at a
+   * high rate always has.
+   */
+  unread(head: bigint): bigint {
+    let n = 0n;
+    for (const win of this.#windows) {
+      if (win.complete) continue;
+      const last = win.spec.end !== undefined ? win.spec.end - 1n : head;
+      if (last > win.heard) n += last - win.heard;
+    }
+    return n;
+  }
+
   isComplete(w: number): boolean {
     return this.#window(w).complete;
   }

@@ -63,7 +63,8 @@ const options = {
   splitMinRevisions: 1_000,
   checkpointIntervalMs: 100,
   clockIntervalMs: 600_000,
-  sink: { maxRows: 500, maxDelayMs: 20 },
+  // Small batches while catching up too (the sink's catch-up pace): the test stops runs a few batches in.
+  sink: { maxRows: 500, maxDelayMs: 20, catchUp: { maxRows: 500, maxDelayMs: 20 } },
 };
 
 describe('tailer catch-up progress', () => {

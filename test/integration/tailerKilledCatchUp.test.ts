@@ -83,7 +83,13 @@ async function durableAbove(
   return { contiguous, stored: rows.length, above: rows.filter((r) => BigInt(r.revision) > checkpoint).length };
 }
 
-const childOptions = { electionTtlSeconds: 3, checkpointIntervalMs: 100, clockIntervalMs: 1_000, sink: { maxRows: BATCH_ROWS, maxDelayMs: 50 } };
+// Small batches while catching up too (the sink's catch-up pace): each run is killed a dozen batches in.
+const childOptions = {
+  electionTtlSeconds: 3,
+  checkpointIntervalMs: 100,
+  clockIntervalMs: 1_000,
+  sink: { maxRows: BATCH_ROWS, maxDelayMs: 50, catchUp: { maxRows: BATCH_ROWS, maxDelayMs: 50 } },
+};
 
 describe('a catch-up killed mid-way (child processes, private etcd with default limits)', { timeout: 900_000 }, () => {
   // One window: every event a run makes durable can be covered by the checkpoint. Four: the checkpoint covers the

@@ -143,4 +143,17 @@ describe('catch-up progress beyond the checkpoint (issue 22 item 4)', () => {
     const all = planResumeWindows(1_000n, 5_000n, [{ from: 1_001n, through: 5_000n }], 8, 5_000n);
     assert.deepEqual(all, { specs: [{ start: 1_001n, end: 5_001n }, { start: 5_001n }], done: [true, false] });
   });
+
+  it("unread: what no window has heard below the head — a closed window's rest, the live window's distance to the head — not what waits for the sink", () => {
+    const w = new Watermark(0n, [{ start: 1n, end: 10_001n }, { start: 10_001n }]);
+    assert.equal(w.unread(20_000n), 20_000n, 'nothing heard: revisions 1 to 20 000, both windows whole, the live one up to the head');
+    const slot = w.track(0, 6_000n);
+    assert.equal(w.unread(20_000n), 4_000n + 10_000n, 'heard up to 6 000, though not durable: read rows are not unread');
+    w.done(slot);
+    w.complete(0);
+    assert.equal(w.unread(20_000n), 10_000n, 'a complete window has nothing unread');
+    w.heard(1, 19_990n);
+    assert.equal(w.unread(20_000n), 10n, 'the live window up to the head');
+    assert.equal(w.unread(19_000n), 0n, 'a head below what was heard: nothing unread');
+  });
 });
