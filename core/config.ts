@@ -107,7 +107,7 @@ const TailerSchema = Type.Object(
         minimum: 1,
         maximum: 1_000_000,
         default: 50_000,
-        description: 'Rows per ClickHouse insert while catching up (more than 5 000 revisions behind).',
+        description: "Rows per ClickHouse insert while catching up (more than 5 000 revisions of etcd's history not yet read).",
       }),
     ),
     catchUpBatchMaxDelayMs: Type.Optional(

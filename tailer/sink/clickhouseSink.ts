@@ -86,7 +86,7 @@ export class BatchSink {
   readonly #store: AuditStore;
   readonly #log: Logger;
   readonly #live: Pace;
-  #catchUp: Pace | undefined;
+  readonly #catchUp: Pace | undefined;
   readonly #maxBuffered: number;
   readonly #maxBatchBytes: number;
   readonly #maxBufferedBytes: number;
@@ -106,14 +106,14 @@ export class BatchSink {
     this.#log = log;
     this.#opts = options;
     this.#live = { maxRows: options.maxRows ?? configDefaults.tailer.batchMaxRows, maxDelayMs: options.maxDelayMs ?? configDefaults.tailer.batchMaxDelayMs };
-    this.#catchUp =
+    const catchUp =
       options.catchUp === false || !options.catchingUp
         ? undefined
         : (options.catchUp ?? { maxRows: configDefaults.tailer.catchUpBatchMaxRows, maxDelayMs: configDefaults.tailer.catchUpBatchMaxDelayMs });
     // Room for a batch being written and the next filling behind it (live: two more, as before the catch-up pace).
-    this.#maxBuffered = options.maxBufferedRows ?? Math.max(this.#live.maxRows * 3, (this.#catchUp?.maxRows ?? 0) * 2);
+    this.#maxBuffered = options.maxBufferedRows ?? Math.max(this.#live.maxRows * 3, (catchUp?.maxRows ?? 0) * 2);
     // A catch-up batch never larger than the buffer: a full buffer below it would flush only on the timer.
-    if (this.#catchUp && this.#catchUp.maxRows > this.#maxBuffered) this.#catchUp = { ...this.#catchUp, maxRows: this.#maxBuffered };
+    this.#catchUp = catchUp && { ...catchUp, maxRows: Math.min(catchUp.maxRows, this.#maxBuffered) };
     this.#maxBatchBytes = options.maxBatchBytes ?? 16 * 1024 * 1024;
     this.#maxBufferedBytes = Math.max(options.maxBufferedBytes ?? 64 * 1024 * 1024, this.#maxBatchBytes);
   }
